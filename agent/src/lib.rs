@@ -1,0 +1,1 @@
+//! Agents: the handler trait, built-in handlers and the agent session.

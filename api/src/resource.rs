@@ -1,0 +1,130 @@
+//! Resource ids (reference/language.md §12.1): `<type>[<agent>,<attribute>=<value>]`, optionally
+//! followed by `,v=<version>` (a resource version id).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ResourceId {
+    pub entity_type: String,
+    pub agent: String,
+    pub attribute: String,
+    pub value: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "invalid resource id {id:?}: {reason}; expected <namespace>::<Type>[<agent>,<attribute>=<value>] with an optional ,v=<version>"
+)]
+pub struct InvalidResourceId {
+    pub id: String,
+    pub reason: &'static str,
+}
+
+impl ResourceId {
+    /// Parses a resource id or resource version id; returns the id and the version (0 if absent).
+    pub fn parse_versioned(text: &str) -> Result<(ResourceId, u64), InvalidResourceId> {
+        let bad = |reason| InvalidResourceId { id: text.to_string(), reason };
+        let (id_part, version) = match text.rsplit_once(",v=") {
+            Some((head, v)) if head.ends_with(']') => {
+                (head, v.parse::<u64>().map_err(|_| bad("the version after ,v= is not a number"))?)
+            }
+            _ => (text, 0),
+        };
+        let open = id_part.find('[').ok_or_else(|| bad("no '['"))?;
+        if !id_part.ends_with(']') {
+            return Err(bad("it does not end with ']'"));
+        }
+        let entity_type = &id_part[..open];
+        let segments: Vec<&str> = entity_type.split("::").collect();
+        if segments.len() < 2
+            || segments.iter().any(|s| s.is_empty() || !s.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-'))
+        {
+            return Err(bad("the type must be a full entity name like ns::Type"));
+        }
+        let inner = &id_part[open + 1..id_part.len() - 1];
+        let (agent, rest) = inner.split_once(',').ok_or_else(|| bad("no ',' between agent and attribute"))?;
+        let (attribute, value) = rest.split_once('=').ok_or_else(|| bad("no '=' between attribute and value"))?;
+        if agent.is_empty() || attribute.is_empty() || value.is_empty() || value.contains(']') {
+            return Err(bad("agent, attribute and value must be non-empty"));
+        }
+        Ok((
+            ResourceId {
+                entity_type: entity_type.to_string(),
+                agent: agent.to_string(),
+                attribute: attribute.to_string(),
+                value: value.to_string(),
+            },
+            version,
+        ))
+    }
+
+    pub fn parse(text: &str) -> Result<ResourceId, InvalidResourceId> {
+        Self::parse_versioned(text).map(|(id, _)| id)
+    }
+
+    /// The id with `,v=<version>`.
+    pub fn versioned(&self, version: u64) -> String {
+        format!("{self},v={version}")
+    }
+}
+
+impl fmt::Display for ResourceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}[{},{}={}]", self.entity_type, self.agent, self.attribute, self.value)
+    }
+}
+
+/// `ResourceIdDetails` on the wire.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResourceIdDetails {
+    pub resource_type: String,
+    pub agent: String,
+    pub attribute: String,
+    pub resource_id_value: String,
+}
+
+impl From<&ResourceId> for ResourceIdDetails {
+    fn from(id: &ResourceId) -> Self {
+        ResourceIdDetails {
+            resource_type: id.entity_type.clone(),
+            agent: id.agent.clone(),
+            attribute: id.attribute.clone(),
+            resource_id_value: id.value.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_prints_both_forms() {
+        let (id, v) = ResourceId::parse_versioned("fs::File[web-1,path=/etc/a,b=c],v=12").unwrap();
+        assert_eq!(v, 12);
+        assert_eq!(id.entity_type, "fs::File");
+        assert_eq!(id.agent, "web-1");
+        assert_eq!(id.attribute, "path");
+        assert_eq!(id.value, "/etc/a,b=c");
+        assert_eq!(id.to_string(), "fs::File[web-1,path=/etc/a,b=c]");
+        assert_eq!(id.versioned(3), "fs::File[web-1,path=/etc/a,b=c],v=3");
+        assert_eq!(ResourceId::parse_versioned("std::testing::NullResource[a,name=x]").unwrap().1, 0);
+    }
+
+    #[test]
+    fn rejects_malformed_ids() {
+        for bad in [
+            "File[a,b=c]",
+            "fs::File[a]",
+            "fs::File[a,b]",
+            "fs::File[,b=c]",
+            "fs::File[a,b=c",
+            "fs::File[a,b=c],v=x",
+            "::File[a,b=c]",
+        ] {
+            assert!(ResourceId::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,365 @@
+//! Environment settings: values, definitions and the catalogue of every setting
+//! (reference/api.md §5.3).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// A setting value as it travels on the wire: JSON bool, number, string or object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SettingValue {
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Dict(serde_json::Map<String, serde_json::Value>),
+}
+
+impl SettingValue {
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            SettingValue::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            SettingValue::Int(i) => Some(*i),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            SettingValue::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for SettingValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SettingValue::Bool(b) => write!(f, "{b}"),
+            SettingValue::Int(i) => write!(f, "{i}"),
+            SettingValue::Float(x) => write!(f, "{x}"),
+            SettingValue::Str(s) => write!(f, "{s}"),
+            SettingValue::Dict(d) => write!(f, "{}", serde_json::Value::Object(d.clone())),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SettingType {
+    Bool,
+    Int,
+    Str,
+    PositiveFloat,
+    Enum,
+    Dict,
+}
+
+/// `EnvironmentSettingDefinition` on the wire.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SettingDefinition {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: SettingType,
+    pub default: SettingValue,
+    pub doc: String,
+    pub recompile: bool,
+    pub update_model: bool,
+    pub agent_restart: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_values: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub section: Option<String>,
+    #[serde(default)]
+    pub protected: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protected_by: Option<String>,
+}
+
+/// `EnvironmentSettingsReponse` (sic, Inmanta's spelling) of the v2 settings endpoints.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnvironmentSettings {
+    pub settings: BTreeMap<String, SettingValue>,
+    pub definition: BTreeMap<String, SettingDefinition>,
+}
+
+/// Body of `POST /api/v1|v2/environment_settings/<name>`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SettingSet {
+    pub value: serde_json::Value,
+}
+
+/// Body of `POST /api/v2/protected_environment_settings`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProtectedSettingsSet {
+    pub settings: BTreeMap<String, serde_json::Value>,
+    pub protected_by: String,
+}
+
+/// The well-known setting names, so no caller spells them by hand.
+pub mod names {
+    pub const AUTO_DEPLOY: &str = "auto_deploy";
+    pub const DEPLOY_INTERVAL: &str = "autostart_agent_deploy_interval";
+    pub const REPAIR_INTERVAL: &str = "autostart_agent_repair_interval";
+    pub const RESET_DEPLOY_PROGRESS_ON_START: &str = "reset_deploy_progress_on_start";
+    pub const REDEPLOY_FAILED_ON_EXPORT: &str = "redeploy_failed_on_export";
+    pub const AUTOSTART_ON_START: &str = "autostart_on_start";
+    pub const SERVER_COMPILE: &str = "server_compile";
+    pub const AUTO_FULL_COMPILE: &str = "auto_full_compile";
+    pub const RESOURCE_ACTION_LOGS_RETENTION: &str = "resource_action_logs_retention";
+    pub const AVAILABLE_VERSIONS_TO_KEEP: &str = "available_versions_to_keep";
+    pub const PROTECTED_ENVIRONMENT: &str = "protected_environment";
+    pub const NOTIFICATION_RETENTION: &str = "notification_retention";
+    pub const RECOMPILE_BACKOFF: &str = "recompile_backoff";
+    pub const ENVIRONMENT_METRICS_RETENTION: &str = "environment_metrics_retention";
+}
+
+/// Settings that Inmanta removed; old clients may still send them and get a 404.
+pub const REMOVED_SETTINGS: &[&str] = &[
+    "push_on_auto_deploy",
+    "agent_trigger_method_on_auto_deploy",
+    "environment_agent_trigger_method",
+    "autostart_agent_map",
+    "autostart_agent_deploy_splay",
+    "autostart_agent_repair_splay",
+    "purge_on_delete",
+];
+
+/// Every environment setting with its type, default and documentation.
+pub fn definitions() -> Vec<SettingDefinition> {
+    use names::*;
+    fn def(name: &str, kind: SettingType, default: SettingValue, section: &str, doc: &str) -> SettingDefinition {
+        SettingDefinition {
+            name: name.to_string(),
+            kind,
+            default,
+            doc: doc.to_string(),
+            recompile: false,
+            update_model: false,
+            agent_restart: false,
+            allowed_values: None,
+            section: Some(section.to_string()),
+            protected: false,
+            protected_by: None,
+        }
+    }
+    let s = |v: &str| SettingValue::Str(v.to_string());
+    vec![
+        def(
+            AUTO_DEPLOY,
+            SettingType::Bool,
+            SettingValue::Bool(true),
+            "deploy",
+            "When this boolean is set to true, the orchestrator will automatically release a new version that was compiled by the orchestrator itself.",
+        ),
+        def(
+            DEPLOY_INTERVAL,
+            SettingType::Str,
+            s("600"),
+            "agent",
+            "The deployment interval of the autostarted agents. Either a number of seconds to wait before retrying an unsuccessful deploy, per resource, or a cron-like expression for one global deploy of all divergent resources (UTC). Set to 0 to disable; as a number it must be smaller than the repair interval.",
+        ),
+        def(
+            REPAIR_INTERVAL,
+            SettingType::Str,
+            s("86400"),
+            "agent",
+            "The repair interval of the autostarted agents. Either a number of seconds after the last deploy of a resource before it is deployed again regardless of its state, or a cron-like expression for one global repair (UTC). Set to 0 to disable.",
+        ),
+        SettingDefinition {
+            agent_restart: true,
+            ..def(
+                RESET_DEPLOY_PROGRESS_ON_START,
+                SettingType::Bool,
+                SettingValue::Bool(false),
+                "scheduler",
+                "On scheduler start, rebuild the deploy state from the last known deploy state instead of resuming where it was.",
+            )
+        },
+        def(
+            REDEPLOY_FAILED_ON_EXPORT,
+            SettingType::Bool,
+            SettingValue::Bool(false),
+            "deploy",
+            "When a new version is released, mark resources that failed their last deploy for redeploy even when their desired state did not change.",
+        ),
+        def(
+            AUTOSTART_ON_START,
+            SettingType::Bool,
+            SettingValue::Bool(true),
+            "agent",
+            "Start the scheduler of this environment when the server starts, rather than on first need.",
+        ),
+        def(
+            SERVER_COMPILE,
+            SettingType::Bool,
+            SettingValue::Bool(true),
+            "compiler",
+            "Allow the server to compile the configuration model.",
+        ),
+        def(
+            AUTO_FULL_COMPILE,
+            SettingType::Str,
+            s(""),
+            "compiler",
+            "Periodically run a full compile following a cron-like time-to-run specification (UTC). Empty disables it; ignored when server_compile is off.",
+        ),
+        def(
+            RESOURCE_ACTION_LOGS_RETENTION,
+            SettingType::Int,
+            SettingValue::Int(7),
+            "storage",
+            "The number of days to retain resource-action logs.",
+        ),
+        def(
+            AVAILABLE_VERSIONS_TO_KEEP,
+            SettingType::Int,
+            SettingValue::Int(100),
+            "storage",
+            "The number of versions to keep stored in the database, besides the latest released one.",
+        ),
+        def(
+            PROTECTED_ENVIRONMENT,
+            SettingType::Bool,
+            SettingValue::Bool(false),
+            "environment",
+            "When set to true, this environment cannot be cleared or deleted.",
+        ),
+        def(
+            NOTIFICATION_RETENTION,
+            SettingType::Int,
+            SettingValue::Int(365),
+            "storage",
+            "The number of days to retain notifications.",
+        ),
+        def(
+            RECOMPILE_BACKOFF,
+            SettingType::PositiveFloat,
+            SettingValue::Float(0.1),
+            "compiler",
+            "The number of seconds to wait before the server may attempt a new recompile (e.g. triggered by a fact).",
+        ),
+        def(
+            ENVIRONMENT_METRICS_RETENTION,
+            SettingType::Int,
+            SettingValue::Int(336),
+            "storage",
+            "The number of hours environment metrics are retained; 0 disables the cleanup.",
+        ),
+    ]
+}
+
+/// Why a value does not fit a setting.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidSetting(pub String);
+
+impl SettingDefinition {
+    /// Check `value` against this setting's type and constraints and return it in canonical form.
+    /// Strings that spell a value of the setting's type are accepted, as the CLI sends strings.
+    pub fn validate(&self, value: &serde_json::Value) -> Result<SettingValue, InvalidSetting> {
+        use serde_json::Value;
+        let wrong =
+            |what: &str| InvalidSetting(format!("invalid value {value} for setting {}: expected {what}", self.name));
+        let parsed = match (self.kind, value) {
+            (SettingType::Bool, Value::Bool(b)) => SettingValue::Bool(*b),
+            (SettingType::Bool, Value::String(s)) => match s.to_ascii_lowercase().as_str() {
+                "true" | "yes" | "1" => SettingValue::Bool(true),
+                "false" | "no" | "0" => SettingValue::Bool(false),
+                _ => return Err(wrong("a boolean")),
+            },
+            (SettingType::Int, Value::Number(n)) => SettingValue::Int(n.as_i64().ok_or_else(|| wrong("an integer"))?),
+            (SettingType::Int, Value::String(s)) => {
+                SettingValue::Int(s.trim().parse().map_err(|_| wrong("an integer"))?)
+            }
+            (SettingType::PositiveFloat, Value::Number(n)) => {
+                SettingValue::Float(n.as_f64().ok_or_else(|| wrong("a positive number"))?)
+            }
+            (SettingType::PositiveFloat, Value::String(s)) => {
+                SettingValue::Float(s.trim().parse().map_err(|_| wrong("a positive number"))?)
+            }
+            (SettingType::Str | SettingType::Enum, Value::String(s)) => SettingValue::Str(s.clone()),
+            (SettingType::Str, Value::Number(n)) => SettingValue::Str(n.to_string()),
+            (SettingType::Dict, Value::Object(m)) => SettingValue::Dict(m.clone()),
+            (SettingType::Dict, Value::String(s)) => match serde_json::from_str(s) {
+                Ok(Value::Object(m)) => SettingValue::Dict(m),
+                _ => return Err(wrong("a JSON object")),
+            },
+            (SettingType::Bool, _) => return Err(wrong("a boolean")),
+            (SettingType::Int, _) => return Err(wrong("an integer")),
+            (SettingType::PositiveFloat, _) => return Err(wrong("a positive number")),
+            (SettingType::Str | SettingType::Enum, _) => return Err(wrong("a string")),
+            (SettingType::Dict, _) => return Err(wrong("a JSON object")),
+        };
+        match (&parsed, self.kind) {
+            (SettingValue::Float(x), SettingType::PositiveFloat) if !(*x >= 0.0 && x.is_finite()) => {
+                return Err(wrong("a positive number"));
+            }
+            (SettingValue::Int(i), SettingType::Int) if *i < 0 => return Err(wrong("a non-negative integer")),
+            (SettingValue::Str(s), SettingType::Enum) => {
+                if let Some(allowed) = &self.allowed_values
+                    && !allowed.contains(s)
+                {
+                    return Err(wrong(&format!("one of {}", allowed.join(", "))));
+                }
+            }
+            _ => {}
+        }
+        Ok(parsed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn find(name: &str) -> SettingDefinition {
+        definitions().into_iter().find(|d| d.name == name).unwrap()
+    }
+
+    #[test]
+    fn catalogue_has_every_inmanta_setting_once() {
+        let defs = definitions();
+        assert_eq!(defs.len(), 14);
+        let mut names: Vec<_> = defs.iter().map(|d| d.name.as_str()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), 14);
+    }
+
+    #[test]
+    fn values_are_type_checked_and_canonicalised() {
+        let auto = find(names::AUTO_DEPLOY);
+        assert_eq!(auto.validate(&json!(false)), Ok(SettingValue::Bool(false)));
+        assert_eq!(auto.validate(&json!("true")), Ok(SettingValue::Bool(true)));
+        assert!(auto.validate(&json!(12)).is_err());
+        let keep = find(names::AVAILABLE_VERSIONS_TO_KEEP);
+        assert_eq!(keep.validate(&json!("5")), Ok(SettingValue::Int(5)));
+        assert!(keep.validate(&json!("five")).is_err());
+        assert!(keep.validate(&json!(-1)).is_err());
+        let backoff = find(names::RECOMPILE_BACKOFF);
+        assert_eq!(backoff.validate(&json!(2)), Ok(SettingValue::Float(2.0)));
+        assert!(backoff.validate(&json!(-0.5)).is_err());
+        let interval = find(names::DEPLOY_INTERVAL);
+        assert_eq!(interval.validate(&json!(30)), Ok(SettingValue::Str("30".into())));
+    }
+
+    #[test]
+    fn setting_values_round_trip_as_plain_json() {
+        let v: SettingValue = serde_json::from_value(json!(0.1)).unwrap();
+        assert_eq!(v, SettingValue::Float(0.1));
+        let v: SettingValue = serde_json::from_value(json!(7)).unwrap();
+        assert_eq!(v, SettingValue::Int(7));
+        assert_eq!(serde_json::to_value(SettingValue::Str("600".into())).unwrap(), json!("600"));
+    }
+}

@@ -1,0 +1,124 @@
+//! Versions of the desired state (reference/api.md §4.3, §5.8).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Body of `PUT /api/v1/version`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PutVersion {
+    pub version: i64,
+    pub resources: Vec<serde_json::Map<String, serde_json::Value>>,
+    #[serde(default)]
+    pub resource_state: BTreeMap<String, String>,
+    #[serde(default)]
+    pub unknowns: Vec<serde_json::Value>,
+    #[serde(default)]
+    pub version_info: Option<serde_json::Value>,
+    #[serde(default)]
+    pub resource_sets: BTreeMap<String, Option<String>>,
+    #[serde(default)]
+    pub module_version_info: Option<serde_json::Value>,
+    #[serde(default)]
+    pub pip_config: Option<serde_json::Value>,
+    #[serde(default)]
+    pub project_constraints: Option<String>,
+    /// Sent by older clients; ignored.
+    #[serde(default, skip_serializing)]
+    pub compiler_version: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VersionStatus {
+    Active,
+    Candidate,
+    Retired,
+    SkippedCandidate,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Label {
+    pub name: String,
+    pub message: String,
+}
+
+/// `DesiredStateVersion` (v2 list).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DesiredStateVersion {
+    pub version: i64,
+    pub date: String,
+    pub total: i64,
+    pub labels: Vec<Label>,
+    pub status: VersionStatus,
+    pub released: bool,
+}
+
+/// `ConfigurationModel`: a version in the v1 calls.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfigurationModel {
+    pub version: i64,
+    pub environment: uuid::Uuid,
+    pub date: String,
+    pub released: bool,
+    pub version_info: Option<serde_json::Value>,
+    pub total: i64,
+    pub undeployable: Vec<String>,
+    pub skipped_for_undeployable: Vec<String>,
+    pub status: VersionStatus,
+    pub is_suitable_for_partial_compiles: bool,
+    pub partial_base: Option<i64>,
+    pub pip_config: Option<serde_json::Value>,
+    pub project_constraints: Option<String>,
+}
+
+/// `VersionedResource`: one resource of a version in the v2 listing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VersionedResource {
+    pub resource_id: String,
+    pub resource_version_id: String,
+    pub id_details: crate::resource::ResourceIdDetails,
+    pub requires: Vec<String>,
+}
+
+/// `VersionedResourceDetails`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VersionedResourceDetails {
+    pub resource_id: String,
+    pub resource_type: String,
+    pub agent: String,
+    pub id_attribute: String,
+    pub id_attribute_value: String,
+    pub attributes: serde_json::Map<String, serde_json::Value>,
+    pub resource_version_id: String,
+    pub version: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResourceDiffStatus {
+    Added,
+    Modified,
+    Deleted,
+    Unmodified,
+    AgentDown,
+    Undefined,
+    SkippedForUndefined,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttributeDiff {
+    pub from_value: Option<serde_json::Value>,
+    pub to_value: Option<serde_json::Value>,
+    pub from_value_compare: String,
+    pub to_value_compare: String,
+}
+
+/// `ResourceDiff`: how one resource differs between two versions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResourceDiff {
+    pub resource_id: String,
+    pub status: ResourceDiffStatus,
+    pub attributes: BTreeMap<String, AttributeDiff>,
+}

@@ -1,0 +1,1 @@
+//! The web console (placeholder until the console lands).

@@ -1,0 +1,1 @@
+//! The `.cf` modelling language: from `main.cf` to resources.

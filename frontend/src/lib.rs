@@ -1,0 +1,1 @@
+//! Hydrates the console (placeholder until the console lands).

@@ -1,0 +1,198 @@
+//! Reading what a version wants: its resources (paged), one resource, and the diff of two
+//! versions.
+
+use std::collections::BTreeMap;
+
+use api::ResourceId;
+use api::resource::ResourceIdDetails;
+use api::version::{AttributeDiff, ResourceDiff, ResourceDiffStatus, VersionedResource, VersionedResourceDetails};
+use uuid::Uuid;
+
+use crate::paging::{Column, ColumnKind, Filter, FilterKind, Order, Page, PageRequest, Source, View, fetch_page};
+use crate::{Error, Orchestrator, Result};
+
+/// `GET /api/v2/desiredstate/<version>` (reference/api.md §2.4).
+pub const VERSION_RESOURCES_VIEW: View = View {
+    sort_columns: &[
+        Column { name: "resource_type", sql: "r.resource_type", kind: ColumnKind::Text },
+        Column { name: "agent", sql: "r.agent", kind: ColumnKind::Text },
+        Column { name: "resource_id_value", sql: "r.id_value", kind: ColumnKind::Text },
+    ],
+    default_sort: ("resource_type", Order::Desc),
+    filters: &[
+        Filter { name: "resource_type", sql: "r.resource_type", kind: FilterKind::Partial },
+        Filter { name: "agent", sql: "r.agent", kind: FilterKind::Partial },
+        Filter { name: "resource_id_value", sql: "r.id_value", kind: FilterKind::Partial },
+    ],
+    id_sql: "r.resource_id",
+    id_kind: ColumnKind::Text,
+};
+
+#[derive(sqlx::FromRow)]
+struct ResourceRow {
+    resource_id: String,
+    attributes: String,
+    requires: String,
+    state: String,
+}
+
+impl ResourceRow {
+    fn id(&self) -> Result<ResourceId> {
+        ResourceId::parse(&self.resource_id).map_err(|e| Error::Corrupt(e.to_string()))
+    }
+
+    fn attributes(&self) -> Result<serde_json::Map<String, serde_json::Value>> {
+        serde_json::from_str(&self.attributes).map_err(|e| Error::Corrupt(format!("resource attributes: {e}")))
+    }
+
+    fn requires(&self) -> Result<Vec<String>> {
+        serde_json::from_str(&self.requires).map_err(|e| Error::Corrupt(format!("resource requires: {e}")))
+    }
+}
+
+impl Orchestrator {
+    pub async fn versioned_resources(
+        &self,
+        env: Uuid,
+        version: i64,
+        req: &PageRequest,
+    ) -> Result<Page<VersionedResource>> {
+        self.get_version_model(env, version).await?;
+        let binds = [env.to_string(), version.to_string()];
+        let base_path = format!("/api/v2/desiredstate/{version}");
+        let page: Page<ResourceRow> = fetch_page(
+            &self.store,
+            &VERSION_RESOURCES_VIEW,
+            req,
+            Source {
+                select: "r.resource_id, r.attributes, r.requires, r.state",
+                from: "resource r",
+                scope: "r.environment = $1 AND r.version = CAST($2 AS BIGINT)",
+                scope_binds: &binds,
+                base_path: &base_path,
+            },
+        )
+        .await?;
+        let items = page
+            .items
+            .iter()
+            .map(|row| {
+                let id = row.id()?;
+                Ok(VersionedResource {
+                    resource_version_id: id.versioned(version as u64),
+                    id_details: ResourceIdDetails::from(&id),
+                    requires: row.requires()?.iter().map(|r| format!("{r},v={version}")).collect(),
+                    resource_id: row.resource_id.clone(),
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Page { items, links: page.links, metadata: page.metadata })
+    }
+
+    pub async fn versioned_resource(&self, env: Uuid, version: i64, rid: &str) -> Result<VersionedResourceDetails> {
+        let id = ResourceId::parse(rid).map_err(|e| Error::BadRequest(e.to_string()))?;
+        let row: Option<ResourceRow> = sqlx::query_as(
+            "SELECT resource_id, attributes, requires, state FROM resource \
+             WHERE environment = $1 AND version = $2 AND resource_id = $3",
+        )
+        .bind(env.to_string())
+        .bind(version)
+        .bind(id.to_string())
+        .fetch_optional(self.store.pool())
+        .await?;
+        let row = row.ok_or_else(|| Error::NotFound(format!("resource {id} is not in version {version}")))?;
+        let mut attributes = row.attributes()?;
+        attributes
+            .insert("requires".into(), row.requires()?.iter().map(|r| serde_json::Value::String(r.clone())).collect());
+        Ok(VersionedResourceDetails {
+            resource_id: id.to_string(),
+            resource_type: id.entity_type.clone(),
+            agent: id.agent.clone(),
+            id_attribute: id.attribute.clone(),
+            id_attribute_value: id.value.clone(),
+            attributes,
+            resource_version_id: id.versioned(version as u64),
+            version,
+        })
+    }
+
+    /// The resources that differ between two versions, sorted by id; unchanged ones are left out.
+    pub async fn diff_versions(&self, env: Uuid, from: i64, to: i64) -> Result<Vec<ResourceDiff>> {
+        let load = |version: i64| async move {
+            self.get_version_model(env, version).await?;
+            let rows: Vec<ResourceRow> = sqlx::query_as(
+                "SELECT resource_id, attributes, requires, state FROM resource WHERE environment = $1 AND version = $2",
+            )
+            .bind(env.to_string())
+            .bind(version)
+            .fetch_all(self.store.pool())
+            .await?;
+            rows.into_iter()
+                .map(|row| {
+                    let mut attributes = row.attributes()?;
+                    attributes.insert("requires".into(), serde_json::json!(row.requires()?));
+                    Ok((row.resource_id.clone(), (attributes, row.state)))
+                })
+                .collect::<Result<BTreeMap<_, _>>>()
+        };
+        let (old, new) = (load(from).await?, load(to).await?);
+        let mut ids: Vec<&String> = old.keys().chain(new.keys()).collect();
+        ids.sort();
+        ids.dedup();
+        let mut diffs = Vec::new();
+        for id in ids {
+            let before = old.get(id);
+            let after = new.get(id);
+            let (status, attributes) = match (before, after) {
+                (None, Some((attrs, state))) => (
+                    if state == "undefined" { ResourceDiffStatus::Undefined } else { ResourceDiffStatus::Added },
+                    attribute_diffs(None, Some(attrs)),
+                ),
+                (Some((attrs, _)), None) => (ResourceDiffStatus::Deleted, attribute_diffs(Some(attrs), None)),
+                (Some((a, _)), Some((b, state))) => {
+                    let changed = attribute_diffs(Some(a), Some(b));
+                    if changed.is_empty() {
+                        continue;
+                    }
+                    (
+                        if state == "undefined" { ResourceDiffStatus::Undefined } else { ResourceDiffStatus::Modified },
+                        changed,
+                    )
+                }
+                (None, None) => continue,
+            };
+            diffs.push(ResourceDiff { resource_id: id.clone(), status, attributes });
+        }
+        Ok(diffs)
+    }
+}
+
+type Attributes = serde_json::Map<String, serde_json::Value>;
+
+fn attribute_diffs(from: Option<&Attributes>, to: Option<&Attributes>) -> BTreeMap<String, AttributeDiff> {
+    let empty = Attributes::new();
+    let (from, to) = (from.unwrap_or(&empty), to.unwrap_or(&empty));
+    let mut names: Vec<&String> = from.keys().chain(to.keys()).collect();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .filter(|name| from.get(*name) != to.get(*name))
+        .map(|name| {
+            let compare = |v: Option<&serde_json::Value>| match v {
+                None => String::new(),
+                Some(serde_json::Value::String(s)) => s.clone(),
+                Some(other) => serde_json::to_string_pretty(other).unwrap_or_default(),
+            };
+            (
+                name.clone(),
+                AttributeDiff {
+                    from_value: from.get(name).cloned(),
+                    to_value: to.get(name).cloned(),
+                    from_value_compare: compare(from.get(name)),
+                    to_value_compare: compare(to.get(name)),
+                },
+            )
+        })
+        .collect()
+}

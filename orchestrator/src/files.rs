@@ -1,0 +1,100 @@
+//! The file store: contents addressed by the sha1 hex of their bytes, stored once.
+
+use crate::store::now;
+use crate::{Error, Orchestrator, Result};
+
+pub fn sha1_hex(content: &[u8]) -> String {
+    sha1_smol::Sha1::from(content).digest().to_string()
+}
+
+fn check_hash(hash: &str) -> Result<()> {
+    if hash.len() == 40 && hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(())
+    } else {
+        Err(Error::BadRequest(format!("{hash:?} is not a file id: expected the 40-character sha1 hex of the content")))
+    }
+}
+
+impl Orchestrator {
+    /// Stores `content` under `hash`, which must be its sha1. Storing the same file twice is fine.
+    pub async fn upload_file(&self, hash: &str, content: &[u8]) -> Result<()> {
+        check_hash(hash)?;
+        let actual = sha1_hex(content);
+        if !actual.eq_ignore_ascii_case(hash) {
+            return Err(Error::BadRequest(format!("the content does not match its id {hash}: its sha1 is {actual}")));
+        }
+        sqlx::query(
+            "INSERT INTO file (hash, content, size, created) VALUES ($1, $2, $3, $4) ON CONFLICT (hash) DO NOTHING",
+        )
+        .bind(actual)
+        .bind(content.to_vec())
+        .bind(content.len() as i64)
+        .bind(now())
+        .execute(self.store.pool())
+        .await?;
+        Ok(())
+    }
+
+    pub async fn file_exists(&self, hash: &str) -> Result<bool> {
+        check_hash(hash)?;
+        let found: Option<String> = sqlx::query_scalar("SELECT hash FROM file WHERE hash = $1")
+            .bind(hash.to_ascii_lowercase())
+            .fetch_optional(self.store.pool())
+            .await?;
+        Ok(found.is_some())
+    }
+
+    pub async fn get_file(&self, hash: &str) -> Result<Vec<u8>> {
+        check_hash(hash)?;
+        let content: Option<Vec<u8>> = sqlx::query_scalar("SELECT content FROM file WHERE hash = $1")
+            .bind(hash.to_ascii_lowercase())
+            .fetch_optional(self.store.pool())
+            .await?;
+        content.ok_or_else(|| Error::NotFound(format!("file {hash} does not exist")))
+    }
+
+    /// The ids among `hashes` that the store does not have, in the order given, each once.
+    pub async fn missing_files(&self, hashes: &[String]) -> Result<Vec<String>> {
+        let mut missing = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        // One query per chunk keeps the number of bound parameters under every database's limit.
+        for chunk in hashes.chunks(500) {
+            for hash in chunk {
+                check_hash(hash)?;
+            }
+            let marks: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
+            let sql = format!("SELECT hash FROM file WHERE hash IN ({})", marks.join(", "));
+            let mut query = sqlx::query_scalar::<_, String>(&sql);
+            for hash in chunk {
+                query = query.bind(hash.to_ascii_lowercase());
+            }
+            let present: std::collections::HashSet<String> =
+                query.fetch_all(self.store.pool()).await?.into_iter().collect();
+            for hash in chunk {
+                if !present.contains(&hash.to_ascii_lowercase()) && seen.insert(hash.clone()) {
+                    missing.push(hash.clone());
+                }
+            }
+        }
+        Ok(missing)
+    }
+
+    /// A unified diff between two stored files, line by line (Inmanta's `diff` call). An empty
+    /// id (or all zeros) stands for an empty file, so creations and deletions diff too.
+    pub async fn diff_files(&self, a: &str, b: &str) -> Result<Vec<String>> {
+        let load = |hash: &str| {
+            let hash = hash.to_string();
+            async move {
+                if hash.is_empty() || hash.bytes().all(|c| c == b'0') {
+                    Ok(String::new())
+                } else {
+                    Ok::<String, Error>(String::from_utf8_lossy(&self.get_file(&hash).await?).into_owned())
+                }
+            }
+        };
+        let (old, new) = (load(a).await?, load(b).await?);
+        let diff = similar::TextDiff::from_lines(&old, &new);
+        let text = diff.unified_diff().context_radius(3).header(a, b).to_string();
+        Ok(text.lines().map(str::to_string).collect())
+    }
+}

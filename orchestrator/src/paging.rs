@@ -1,0 +1,453 @@
+//! Paging, filtering and sorting shared by every v2 list endpoint (reference/api.md §2).
+//!
+//! An endpoint describes its [`View`] once (sort columns, filters, tie-breaker id); a
+//! [`PageRequest`] parsed from the query string is checked against it; [`fetch_page`] runs the
+//! keyset query (`start`/`end` with `first_id`/`last_id`), so pages stay stable while rows are
+//! added, and returns the rows with `links` and `metadata`.
+
+use api::paging::{Links, MAX_LIMIT, PageMetadata};
+use sqlx::any::AnyRow;
+use sqlx::{FromRow, Row};
+
+use crate::store::format_time;
+use crate::{Error, Result, Store};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    Asc,
+    Desc,
+}
+
+/// How a column's values are compared and bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnKind {
+    Text,
+    Int,
+    /// Stored as fixed-width UTC text; bounds are normalised to that form.
+    Date,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Column {
+    pub name: &'static str,
+    pub sql: &'static str,
+    pub kind: ColumnKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterKind {
+    /// Contains the text, case-insensitively.
+    Partial,
+    /// Equals one of the values; `!value` excludes it when `negatable`.
+    Choice { negatable: bool },
+    /// A 0/1 column against `true`/`false`.
+    Bool,
+    /// `true`: the column is set; `false`: it is null.
+    IsSet,
+    /// `lt:`, `le:`, `gt:`, `ge:` constraints, ANDed.
+    Range(ColumnKind),
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Filter {
+    pub name: &'static str,
+    pub sql: &'static str,
+    pub kind: FilterKind,
+}
+
+/// What one list endpoint offers.
+#[derive(Debug, Clone, Copy)]
+pub struct View {
+    pub sort_columns: &'static [Column],
+    pub default_sort: (&'static str, Order),
+    pub filters: &'static [Filter],
+    /// SQL of the unique tie-breaker that goes with `first_id`/`last_id`.
+    pub id_sql: &'static str,
+    pub id_kind: ColumnKind,
+}
+
+/// The paging part of a request, as the client sent it.
+#[derive(Debug, Clone, Default)]
+pub struct PageRequest {
+    pub limit: Option<u64>,
+    pub sort: Option<String>,
+    pub start: Option<String>,
+    pub end: Option<String>,
+    pub first_id: Option<String>,
+    pub last_id: Option<String>,
+    pub filters: Vec<(String, String)>,
+}
+
+impl PageRequest {
+    /// Takes the paging parameters out of query pairs; other parameters are left to the caller.
+    pub fn from_query(pairs: &[(String, String)]) -> Result<PageRequest> {
+        let mut req = PageRequest::default();
+        for (key, value) in pairs {
+            match key.as_str() {
+                "limit" => {
+                    req.limit =
+                        Some(value.parse().map_err(|_| {
+                            Error::BadRequest(format!("limit must be a positive number, got {value:?}"))
+                        })?)
+                }
+                "sort" => req.sort = Some(value.clone()),
+                "start" => req.start = Some(value.clone()),
+                "end" => req.end = Some(value.clone()),
+                "first_id" => req.first_id = Some(value.clone()),
+                "last_id" => req.last_id = Some(value.clone()),
+                _ => {
+                    if let Some(name) = key.strip_prefix("filter.") {
+                        req.filters.push((name.to_string(), value.clone()));
+                    }
+                }
+            }
+        }
+        Ok(req)
+    }
+}
+
+/// One page of rows with its links and metadata.
+#[derive(Debug, Clone)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub links: Links,
+    pub metadata: PageMetadata,
+}
+
+#[derive(Debug, Clone)]
+enum Bind {
+    Text(String),
+    Int(i64),
+}
+
+/// A WHERE fragment with its bound values; placeholders are numbered when rendered.
+#[derive(Debug, Clone, Default)]
+struct Condition {
+    parts: Vec<(String, Vec<Bind>)>,
+}
+
+impl Condition {
+    /// `sql` uses `?` for each value in `binds`.
+    fn push(&mut self, sql: String, binds: Vec<Bind>) {
+        self.parts.push((sql, binds));
+    }
+
+    fn render(&self, first_placeholder: usize) -> (String, Vec<Bind>) {
+        let mut n = first_placeholder;
+        let mut binds = Vec::new();
+        let mut clauses = Vec::new();
+        for (sql, values) in &self.parts {
+            let mut out = String::new();
+            for ch in sql.chars() {
+                if ch == '?' {
+                    out.push_str(&format!("${n}"));
+                    n += 1;
+                } else {
+                    out.push(ch);
+                }
+            }
+            clauses.push(format!("({out})"));
+            binds.extend(values.iter().cloned());
+        }
+        (if clauses.is_empty() { "1 = 1".into() } else { clauses.join(" AND ") }, binds)
+    }
+}
+
+fn typed(kind: ColumnKind, value: &str, what: &str) -> Result<Bind> {
+    match kind {
+        ColumnKind::Text => Ok(Bind::Text(value.to_string())),
+        ColumnKind::Int => value
+            .trim()
+            .parse()
+            .map(Bind::Int)
+            .map_err(|_| Error::BadRequest(format!("{what} must be an integer, got {value:?}"))),
+        ColumnKind::Date => parse_date(value)
+            .map(Bind::Text)
+            .ok_or_else(|| Error::BadRequest(format!("{what} must be an ISO-8601 timestamp, got {value:?}"))),
+    }
+}
+
+/// Accepts timestamps with or without offset (naive ones are UTC) and returns the stored form.
+fn parse_date(value: &str) -> Option<String> {
+    use chrono::{DateTime, NaiveDateTime, Utc};
+    if let Ok(t) = DateTime::parse_from_rfc3339(value) {
+        return Some(format_time(t.with_timezone(&Utc)));
+    }
+    ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S%.f"]
+        .iter()
+        .find_map(|f| NaiveDateTime::parse_from_str(value, f).ok())
+        .map(|t| format_time(t.and_utc()))
+}
+
+fn filter_condition(view: &View, req: &PageRequest) -> Result<Condition> {
+    let mut condition = Condition::default();
+    let mut names: Vec<&str> = req.filters.iter().map(|(k, _)| k.as_str()).collect();
+    names.dedup();
+    let mut seen = std::collections::BTreeSet::new();
+    for name in names {
+        if !seen.insert(name) {
+            continue;
+        }
+        let filter = view.filters.iter().find(|f| f.name == name).ok_or_else(|| {
+            let valid: Vec<&str> = view.filters.iter().map(|f| f.name).collect();
+            Error::BadRequest(format!("unknown filter {name:?}; this list filters on: {}", valid.join(", ")))
+        })?;
+        let values: Vec<&str> = req.filters.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str()).collect();
+        let sql = filter.sql;
+        match filter.kind {
+            FilterKind::Partial => {
+                let ors = vec![format!("LOWER({sql}) LIKE ?"); values.len()].join(" OR ");
+                let binds = values.iter().map(|v| Bind::Text(format!("%{}%", v.to_lowercase()))).collect();
+                condition.push(ors, binds);
+            }
+            FilterKind::Choice { negatable } => {
+                let (excluded, included): (Vec<&str>, Vec<&str>) =
+                    values.iter().partition(|v| negatable && v.starts_with('!'));
+                if !included.is_empty() {
+                    let marks = vec!["?"; included.len()].join(", ");
+                    condition.push(
+                        format!("{sql} IN ({marks})"),
+                        included.iter().map(|v| Bind::Text(v.to_string())).collect(),
+                    );
+                }
+                for v in excluded {
+                    condition.push(format!("{sql} <> ?"), vec![Bind::Text(v[1..].to_string())]);
+                }
+            }
+            FilterKind::Bool | FilterKind::IsSet => {
+                let mut wanted = Vec::new();
+                for v in &values {
+                    wanted.push(match v.to_ascii_lowercase().as_str() {
+                        "true" => true,
+                        "false" => false,
+                        _ => return Err(Error::BadRequest(format!("filter.{name} must be true or false, got {v:?}"))),
+                    });
+                }
+                let clause = |b: bool| match (filter.kind, b) {
+                    (FilterKind::Bool, true) => format!("{sql} = 1"),
+                    (FilterKind::Bool, false) => format!("{sql} = 0"),
+                    (_, true) => format!("{sql} IS NOT NULL"),
+                    (_, false) => format!("{sql} IS NULL"),
+                };
+                let ors: Vec<String> = wanted.into_iter().map(clause).collect();
+                condition.push(ors.join(" OR "), vec![]);
+            }
+            FilterKind::Range(kind) => {
+                for v in values {
+                    let (op, operand) = v.split_once(':').ok_or_else(|| {
+                        Error::BadRequest(format!(
+                            "filter.{name} takes lt:, le:, gt: or ge: followed by a value, got {v:?}"
+                        ))
+                    })?;
+                    let op = match op {
+                        "lt" => "<",
+                        "le" => "<=",
+                        "gt" => ">",
+                        "ge" => ">=",
+                        _ => return Err(Error::BadRequest(format!("filter.{name}: unknown operator {op:?}"))),
+                    };
+                    condition.push(format!("{sql} {op} ?"), vec![typed(kind, operand, &format!("filter.{name}"))?]);
+                }
+            }
+        }
+    }
+    Ok(condition)
+}
+
+fn parse_sort(view: &View, sort: Option<&str>) -> Result<(Column, Order)> {
+    let (name, order) = match sort {
+        None => view.default_sort,
+        Some(spec) => {
+            let (name, order) = spec.rsplit_once('.').ok_or_else(|| {
+                Error::BadRequest(format!("sort must look like <column>.asc or <column>.desc, got {spec:?}"))
+            })?;
+            let order = match order.to_ascii_lowercase().as_str() {
+                "asc" => Order::Asc,
+                "desc" => Order::Desc,
+                _ => return Err(Error::BadRequest(format!("sort order must be asc or desc, got {order:?}"))),
+            };
+            (name, order)
+        }
+    };
+    let column = view.sort_columns.iter().find(|c| c.name.eq_ignore_ascii_case(name)).ok_or_else(|| {
+        let valid: Vec<&str> = view.sort_columns.iter().map(|c| c.name).collect();
+        Error::BadRequest(format!("cannot sort on {name:?}; this list sorts on: {}", valid.join(", ")))
+    })?;
+    Ok((*column, order))
+}
+
+fn bind_all<'q>(
+    mut query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    binds: &[Bind],
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    for b in binds {
+        query = match b {
+            Bind::Text(s) => query.bind(s.clone()),
+            Bind::Int(i) => query.bind(*i),
+        };
+    }
+    query
+}
+
+/// Where an endpoint's rows come from: `SELECT {select} FROM {from} WHERE {scope}`.
+///
+/// `scope` is the endpoint's own condition (e.g. the environment) with `$1..$n` placeholders
+/// for `scope_binds`; `base_path` is the endpoint's path for the links.
+#[derive(Debug, Clone, Copy)]
+pub struct Source<'a> {
+    pub select: &'a str,
+    pub from: &'a str,
+    pub scope: &'a str,
+    pub scope_binds: &'a [String],
+    pub base_path: &'a str,
+}
+
+/// Runs one page of `source` as `req` asks, within what `view` allows.
+pub async fn fetch_page<T>(store: &Store, view: &View, req: &PageRequest, source: Source<'_>) -> Result<Page<T>>
+where
+    T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
+{
+    let Source { select, from, scope, scope_binds, base_path } = source;
+    let limit = req.limit.unwrap_or(MAX_LIMIT);
+    if limit == 0 || limit > MAX_LIMIT {
+        return Err(Error::BadRequest(format!("limit must be between 1 and {MAX_LIMIT}, got {limit}")));
+    }
+    if req.start.is_some() && req.end.is_some() {
+        return Err(Error::BadRequest("give start or end, not both".into()));
+    }
+    let (column, order) = parse_sort(view, req.sort.as_deref())?;
+    let filters = filter_condition(view, req)?;
+    let scope_binds: Vec<Bind> = scope_binds.iter().cloned().map(Bind::Text).collect();
+    let c = column.sql;
+    let id = view.id_sql;
+
+    // The page bound: rows strictly after `start` (or before `end`) in ascending value order.
+    let mut bounded = filters.clone();
+    let fetch_ascending = match (&req.start, &req.end) {
+        (Some(start), None) => {
+            push_bound(&mut bounded, column, view, ">", start, req.first_id.as_deref())?;
+            true
+        }
+        (None, Some(end)) => {
+            push_bound(&mut bounded, column, view, "<", end, req.last_id.as_deref())?;
+            false
+        }
+        _ => order == Order::Asc,
+    };
+    let direction = if fetch_ascending { "ASC" } else { "DESC" };
+    let (condition, binds) = bounded.render(scope_binds.len() + 1);
+    let sql = format!(
+        "SELECT {c} AS paging_sort, CAST({id} AS TEXT) AS paging_id, {select} FROM {from} WHERE ({scope}) AND {condition} \
+         ORDER BY {c} {direction}, {id} {direction} LIMIT {limit}"
+    );
+    let query = bind_all(bind_all(sqlx::query(&sql), &scope_binds), &binds);
+    let rows = query.fetch_all(store.pool()).await?;
+    let mut keyed = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let key = match column.kind {
+            ColumnKind::Int => row.try_get::<i64, _>("paging_sort")?.to_string(),
+            ColumnKind::Text | ColumnKind::Date => row.try_get::<String, _>("paging_sort")?,
+        };
+        let row_id: String = row.try_get("paging_id")?;
+        keyed.push((key, row_id, T::from_row(row)?));
+    }
+    if fetch_ascending != (order == Order::Asc) {
+        keyed.reverse();
+    }
+
+    let count = |extra: Option<(&str, &str, &str)>| -> Result<Condition> {
+        let mut cond = filters.clone();
+        if let Some((op, key, row_id)) = extra {
+            push_bound(&mut cond, column, view, op, key, Some(row_id))?;
+        }
+        Ok(cond)
+    };
+    let total = count_rows(store, from, scope, &scope_binds, &count(None)?).await?;
+    // Rows before the first item and after the last one, in the requested order.
+    let (before_op, after_op) = if order == Order::Asc { ("<", ">") } else { (">", "<") };
+    let (before, after) = match (keyed.first(), keyed.last()) {
+        (Some((fk, fid, _)), Some((lk, lid, _))) => (
+            count_rows(store, from, scope, &scope_binds, &count(Some((before_op, fk, fid)))?).await?,
+            count_rows(store, from, scope, &scope_binds, &count(Some((after_op, lk, lid)))?).await?,
+        ),
+        _ if req.start.is_some() == (order == Order::Asc) && (req.start.is_some() || req.end.is_some()) => (total, 0),
+        _ if req.start.is_some() || req.end.is_some() => (0, total),
+        _ => (0, 0),
+    };
+
+    let mut base: Vec<(String, String)> = vec![("limit".into(), limit.to_string())];
+    base.push(("sort".into(), format!("{}.{}", column.name, if order == Order::Asc { "asc" } else { "desc" })));
+    base.extend(req.filters.iter().map(|(k, v)| (format!("filter.{k}"), v.clone())));
+    let link = |extra: Vec<(String, String)>| {
+        let mut pairs = base.clone();
+        pairs.extend(extra);
+        let query: Vec<String> = pairs.iter().map(|(k, v)| format!("{}={}", encode(k), encode(v))).collect();
+        format!("{base_path}?{}", query.join("&"))
+    };
+    let mut self_extra = vec![];
+    for (k, v) in [("start", &req.start), ("end", &req.end), ("first_id", &req.first_id), ("last_id", &req.last_id)] {
+        if let Some(v) = v {
+            self_extra.push((k.to_string(), v.clone()));
+        }
+    }
+    let (next_bound, prev_bound) = if order == Order::Asc {
+        (("start", "first_id"), ("end", "last_id"))
+    } else {
+        (("end", "last_id"), ("start", "first_id"))
+    };
+    let links = Links {
+        self_: link(self_extra),
+        next: (after > 0)
+            .then(|| keyed.last())
+            .flatten()
+            .map(|(k, i, _)| link(vec![(next_bound.0.into(), k.clone()), (next_bound.1.into(), i.clone())])),
+        prev: (before > 0)
+            .then(|| keyed.first())
+            .flatten()
+            .map(|(k, i, _)| link(vec![(prev_bound.0.into(), k.clone()), (prev_bound.1.into(), i.clone())])),
+        first: (before > 0).then(|| link(vec![])),
+    };
+    Ok(Page {
+        items: keyed.into_iter().map(|(_, _, item)| item).collect(),
+        links,
+        metadata: PageMetadata { total, before, after, page_size: limit },
+    })
+}
+
+async fn count_rows(store: &Store, from: &str, scope: &str, scope_binds: &[Bind], cond: &Condition) -> Result<u64> {
+    let (condition, binds) = cond.render(scope_binds.len() + 1);
+    let sql = format!("SELECT COUNT(*) FROM {from} WHERE ({scope}) AND {condition}");
+    let row = bind_all(bind_all(sqlx::query(&sql), scope_binds), &binds).fetch_one(store.pool()).await?;
+    Ok(row.try_get::<i64, _>(0)?.max(0) as u64)
+}
+
+/// `(value, id) op (bound, bound_id)` in ascending terms; without an id only the value counts.
+fn push_bound(
+    cond: &mut Condition,
+    column: Column,
+    view: &View,
+    op: &str,
+    bound: &str,
+    bound_id: Option<&str>,
+) -> Result<()> {
+    let c = column.sql;
+    let id_sql = view.id_sql;
+    let value = typed(column.kind, bound, "the page bound")?;
+    match bound_id {
+        Some(bound_id) => cond.push(
+            format!("{c} {op} ? OR ({c} = ? AND {id_sql} {op} ?)"),
+            vec![value.clone(), value, typed(view.id_kind, bound_id, "the page bound id")?],
+        ),
+        None => cond.push(format!("{c} {op} ?"), vec![value]),
+    }
+    Ok(())
+}
+
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b':' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

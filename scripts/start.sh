@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Builds the console and the server (release) and starts `inmanta server` on the embedded SQLite
+# database under data/server. Extra arguments go to `inmanta server` (e.g. --bind-port 9000).
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+log "building the console"
+scripts/build-console.sh --release
+log "building the server"
+cargo build --release -p server --bin inmanta
+log "starting the server (Ctrl-C stops it)"
+exec "$CARGO_TARGET_DIR/release/inmanta" server --state-dir data/server --console-path "$CARGO_TARGET_DIR/site" "$@"

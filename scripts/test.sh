@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The whole test suite: formatting and lints, the console build, the Rust tests on SQLite and on
+# PostgreSQL, and the browser tests in headless Chromium. Installs what it needs when missing.
+# A local PostgreSQL that accepts `postgres` without password on 127.0.0.1:5432 is used when
+# there is one; otherwise a throwaway cluster is started (and removed) for the run.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+started=$(date +%s)
+
+log "format and lints"
+cargo fmt --all --check
+cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy -p app --features ssr --all-targets -- -D warnings
+
+log "building the console and the server"
+scripts/build-console.sh
+cargo build -p server --bin inmanta
+
+log "Rust tests on SQLite"
+cargo test --workspace
+cargo test -p app --features ssr
+
+log "Rust tests on PostgreSQL"
+source scripts/postgres.sh
+ensure_postgres
+INMANTA_TEST_POSTGRES="$POSTGRES_ADMIN_URL" cargo test -p orchestrator -p server
+
+log "browser tests"
+ensure_chromium
+state=$(mktemp -d)
+"$CARGO_TARGET_DIR/debug/inmanta" server --bind-port 0 --state-dir "$state" \
+  --console-path "$CARGO_TARGET_DIR/site" >"$state/stdout" 2>"$state/stderr" &
+server_pid=$!
+trap 'kill $server_pid 2>/dev/null || true; stop_postgres' EXIT
+for _ in $(seq 1 100); do
+  url=$(sed -n 's/^Inmanta server listening on \(http[^ ]*\).*/\1/p' "$state/stdout")
+  [ -n "$url" ] && break
+  sleep 0.2
+done
+[ -n "${url:-}" ] || { cat "$state/stderr" >&2; echo "server did not start" >&2; exit 1; }
+INMANTA_URL="$url" end2end/run.sh
+
+log "all tests passed in $(( $(date +%s) - started )) s"

@@ -1,0 +1,94 @@
+//! `inmanta project list|show|create|modify|delete`.
+
+use api::Project;
+use clap::Subcommand;
+use reqwest::Method;
+
+use super::{CliError, Context, output};
+
+#[derive(Subcommand)]
+pub enum ProjectCommand {
+    /// List all projects.
+    List,
+    /// Show one project, by name or id.
+    Show { project: String },
+    /// Create a project.
+    Create {
+        #[arg(short, long)]
+        name: String,
+    },
+    /// Rename a project.
+    Modify {
+        #[arg(short, long)]
+        name: String,
+        project: String,
+    },
+    /// Delete a project (it must have no environments).
+    Delete { project: String },
+}
+
+pub async fn run(command: ProjectCommand, ctx: &Context) -> Result<(), CliError> {
+    let c = &ctx.client;
+    match command {
+        ProjectCommand::List => {
+            let projects: Vec<Project> = c.data(Method::GET, "/api/v2/project", None, None::<&()>).await?;
+            if ctx.json {
+                output::json(&projects);
+            } else {
+                let rows = projects
+                    .iter()
+                    .map(|p| {
+                        let envs: Vec<&str> = p.environments.iter().map(|e| e.name.as_str()).collect();
+                        vec![p.id.to_string(), p.name.clone(), envs.join(", ")]
+                    })
+                    .collect::<Vec<_>>();
+                output::table(&["ID", "NAME", "ENVIRONMENTS"], &rows);
+            }
+        }
+        ProjectCommand::Show { project } => {
+            let project = find(ctx, &project).await?;
+            show(ctx, &project);
+        }
+        ProjectCommand::Create { name } => {
+            let project: Project =
+                c.data(Method::PUT, "/api/v2/project", None, Some(&serde_json::json!({"name": name}))).await?;
+            show(ctx, &project);
+        }
+        ProjectCommand::Modify { name, project } => {
+            let id = find(ctx, &project).await?.id;
+            let project: Project = c
+                .data(Method::POST, &format!("/api/v2/project/{id}"), None, Some(&serde_json::json!({"name": name})))
+                .await?;
+            show(ctx, &project);
+        }
+        ProjectCommand::Delete { project } => {
+            let project = find(ctx, &project).await?;
+            c.call(Method::DELETE, &format!("/api/v2/project/{}", project.id), None, None::<&()>).await?;
+            if !ctx.json {
+                println!("Project {} ({}) deleted", project.name, project.id);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn show(ctx: &Context, project: &Project) {
+    if ctx.json {
+        output::json(project);
+    } else {
+        let envs: Vec<String> = project.environments.iter().map(|e| format!("{} ({})", e.name, e.id)).collect();
+        output::fields(&[
+            ("id", project.id.to_string()),
+            ("name", project.name.clone()),
+            ("environments", envs.join(", ")),
+        ]);
+    }
+}
+
+/// A project by id or by name.
+pub async fn find(ctx: &Context, key: &str) -> Result<Project, CliError> {
+    let projects: Vec<Project> = ctx.client.data(Method::GET, "/api/v2/project", None, None::<&()>).await?;
+    projects.into_iter().find(|p| p.id.to_string() == key || p.name == key).ok_or_else(|| {
+        CliError::Usage(format!("no project with name or id {key:?}: `inmanta project list` shows them"))
+    })
+}

@@ -1,0 +1,233 @@
+//! Configuration: Inmanta's ini layout (`-c FILE`), overridden by environment variables
+//! `INMANTA_<SECTION>_<KEY>` (upper case, `-` becomes `_`), overridden by command-line flags.
+//! Every option is documented in docs/configuration.md.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+
+/// Raw option values by (section, key), already layered.
+#[derive(Debug, Default, Clone)]
+pub struct Options {
+    values: HashMap<(String, String), String>,
+}
+
+impl Options {
+    /// Reads the config file (if any) and then the environment on top of it.
+    pub fn load(file: Option<&Path>) -> anyhow::Result<Options> {
+        let mut options = Options::default();
+        if let Some(file) = file {
+            let text =
+                std::fs::read_to_string(file).with_context(|| format!("cannot read config file {}", file.display()))?;
+            options.merge_ini(&text).with_context(|| format!("in config file {}", file.display()))?;
+        }
+        options.merge_env(std::env::vars());
+        Ok(options)
+    }
+
+    fn merge_ini(&mut self, text: &str) -> anyhow::Result<()> {
+        let mut section = None::<String>;
+        for (index, raw) in text.lines().enumerate() {
+            let line = raw.trim();
+            if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+                continue;
+            }
+            if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+                section = Some(name.trim().to_string());
+                continue;
+            }
+            let Some((key, value)) = line.split_once('=').or_else(|| line.split_once(':')) else {
+                bail!("line {}: expected `key = value` or `[section]`, found {raw:?}", index + 1);
+            };
+            let Some(section) = &section else {
+                bail!("line {}: option {:?} comes before any [section]", index + 1, key.trim());
+            };
+            self.set(section, key.trim(), value.trim());
+        }
+        Ok(())
+    }
+
+    fn merge_env(&mut self, vars: impl Iterator<Item = (String, String)>) {
+        for (name, value) in vars {
+            if let Some(rest) = name.strip_prefix("INMANTA_") {
+                for (section, key) in KNOWN {
+                    if rest == env_name(section, key) {
+                        self.set(section, key, &value);
+                    }
+                }
+            }
+        }
+    }
+
+    pub fn set(&mut self, section: &str, key: &str, value: &str) {
+        self.values.insert((section.to_string(), key.replace('_', "-")), value.to_string());
+    }
+
+    pub fn get(&self, section: &str, key: &str) -> Option<&str> {
+        self.values.get(&(section.to_string(), key.to_string())).map(String::as_str)
+    }
+
+    fn get_bool(&self, section: &str, key: &str, default: bool) -> anyhow::Result<bool> {
+        match self.get(section, key).map(str::to_ascii_lowercase).as_deref() {
+            None => Ok(default),
+            Some("true" | "yes" | "on" | "1") => Ok(true),
+            Some("false" | "no" | "off" | "0") => Ok(false),
+            Some(other) => bail!("[{section}] {key} must be true or false, got {other:?}"),
+        }
+    }
+
+    fn get_parsed<T: std::str::FromStr>(&self, section: &str, key: &str, default: T) -> anyhow::Result<T> {
+        match self.get(section, key) {
+            None => Ok(default),
+            Some(v) => v.trim().parse().map_err(|_| anyhow::anyhow!("[{section}] {key} has an invalid value {v:?}")),
+        }
+    }
+}
+
+/// `INMANTA_<SECTION>_<KEY>`: upper case, `-` becomes `_`.
+pub fn env_name(section: &str, key: &str) -> String {
+    format!("{section}_{key}").to_ascii_uppercase().replace('-', "_")
+}
+
+/// Every option this binary reads, so environment variables can be matched without guessing.
+pub const KNOWN: &[(&str, &str)] = &[
+    ("server", "bind-address"),
+    ("server", "bind-port"),
+    ("server", "auth"),
+    ("server", "max-request-body-size"),
+    ("config", "state-dir"),
+    ("config", "log-dir"),
+    ("database", "url"),
+    ("database", "host"),
+    ("database", "port"),
+    ("database", "name"),
+    ("database", "username"),
+    ("database", "password"),
+    ("web-console", "enabled"),
+    ("web-console", "path"),
+    ("cmdline_rest_transport", "host"),
+    ("cmdline_rest_transport", "port"),
+];
+
+/// The settings `inmanta server` runs with.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub bind_address: String,
+    pub bind_port: u16,
+    pub auth: bool,
+    pub max_request_body_size: usize,
+    pub state_dir: PathBuf,
+    pub log_dir: Option<PathBuf>,
+    pub database_url: String,
+    pub console_enabled: bool,
+    pub console_path: Option<PathBuf>,
+}
+
+impl ServerConfig {
+    pub fn from_options(options: &Options) -> anyhow::Result<ServerConfig> {
+        let state_dir = PathBuf::from(options.get("config", "state-dir").unwrap_or("data/server"));
+        let database_url = database_url(options, &state_dir)?;
+        Ok(ServerConfig {
+            bind_address: options.get("server", "bind-address").unwrap_or("127.0.0.1").to_string(),
+            bind_port: options.get_parsed("server", "bind-port", 8888)?,
+            auth: options.get_bool("server", "auth", false)?,
+            max_request_body_size: options.get_parsed("server", "max-request-body-size", 100 * 1024 * 1024)?,
+            log_dir: options.get("config", "log-dir").map(PathBuf::from),
+            database_url,
+            state_dir,
+            console_enabled: options.get_bool("web-console", "enabled", true)?,
+            console_path: options.get("web-console", "path").map(PathBuf::from),
+        })
+    }
+
+    /// The database URL without its password, for logs.
+    pub fn database_display(&self) -> String {
+        match self.database_url.split_once('@') {
+            Some((credentials, rest)) if credentials.contains("://") => {
+                let (scheme, user) = credentials.split_once("://").unwrap_or(("", credentials));
+                let user = user.split(':').next().unwrap_or_default();
+                format!("{scheme}://{user}@{rest}")
+            }
+            _ => self.database_url.clone(),
+        }
+    }
+}
+
+/// `[database] url` wins; else a PostgreSQL URL when `[database] host` is set; else SQLite in
+/// the state directory.
+fn database_url(options: &Options, state_dir: &Path) -> anyhow::Result<String> {
+    if let Some(url) = options.get("database", "url").filter(|u| !u.is_empty()) {
+        return Ok(url.to_string());
+    }
+    if let Some(host) = options.get("database", "host").filter(|h| !h.is_empty()) {
+        let port: u16 = options.get_parsed("database", "port", 5432)?;
+        let name = options.get("database", "name").unwrap_or("inmanta");
+        let user = options.get("database", "username").unwrap_or("postgres");
+        let credentials = match options.get("database", "password").filter(|p| !p.is_empty()) {
+            Some(password) => format!("{}:{}", percent_encode(user), percent_encode(password)),
+            None => percent_encode(user),
+        };
+        return Ok(format!("postgres://{credentials}@{host}:{port}/{name}"));
+    }
+    let absolute = if state_dir.is_absolute() {
+        state_dir.to_path_buf()
+    } else {
+        std::env::current_dir().context("cannot read the current directory")?.join(state_dir)
+    };
+    Ok(format!("sqlite://{}", absolute.join("inmanta.db").display()))
+}
+
+fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_then_environment_then_flags() {
+        let mut options = Options::default();
+        options
+            .merge_ini(
+                "# comment\n[server]\nbind-port = 9000\nbind-address=0.0.0.0\n[database]\nhost = db\npassword = p@ss\n",
+            )
+            .unwrap();
+        options.merge_env(
+            vec![("INMANTA_SERVER_BIND_PORT".to_string(), "9100".to_string()), ("UNRELATED".into(), "x".into())]
+                .into_iter(),
+        );
+        let config = ServerConfig::from_options(&options).unwrap();
+        assert_eq!(config.bind_port, 9100);
+        assert_eq!(config.bind_address, "0.0.0.0");
+        assert_eq!(config.database_url, "postgres://postgres:p%40ss@db:5432/inmanta");
+        assert_eq!(config.database_display(), "postgres://postgres@db:5432/inmanta");
+        options.set("server", "bind-port", "9200");
+        assert_eq!(ServerConfig::from_options(&options).unwrap().bind_port, 9200);
+    }
+
+    #[test]
+    fn defaults_to_sqlite_in_the_state_dir() {
+        let mut options = Options::default();
+        options.set("config", "state-dir", "/srv/inmanta");
+        let config = ServerConfig::from_options(&options).unwrap();
+        assert_eq!(config.database_url, "sqlite:///srv/inmanta/inmanta.db");
+        assert_eq!(config.bind_port, 8888);
+        assert_eq!(config.bind_address, "127.0.0.1");
+    }
+
+    #[test]
+    fn bad_values_are_reported_with_their_option() {
+        let mut options = Options::default();
+        options.set("server", "bind-port", "eighty");
+        let err = ServerConfig::from_options(&options).unwrap_err().to_string();
+        assert!(err.contains("[server] bind-port"), "{err}");
+        assert!(Options::default().merge_ini("bind-port = 1\n").is_err());
+    }
+}

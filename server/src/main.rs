@@ -1,0 +1,143 @@
+//! The `inmanta` binary: server, and the client commands that drive it over the REST API.
+
+mod cli;
+mod config;
+mod console;
+mod rest;
+mod serve;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use tracing_subscriber::EnvFilter;
+
+#[derive(Parser)]
+#[command(name = "inmanta", version, about = "Infrastructure orchestrator compatible with Inmanta")]
+struct Cli {
+    /// Configuration file in Inmanta's ini layout.
+    #[arg(short = 'c', long = "config", global = true)]
+    config: Option<PathBuf>,
+    /// More log output (-v info, -vv debug, -vvv trace). RUST_LOG overrides it.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    /// Log as JSON lines.
+    #[arg(long, global = true)]
+    log_json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Start the orchestrator server with its web console.
+    Server(ServerArgs),
+    #[command(flatten)]
+    Client(cli::ClientCommand),
+}
+
+#[derive(clap::Args)]
+struct ServerArgs {
+    /// Address to listen on ([server] bind-address).
+    #[arg(long)]
+    bind_address: Option<String>,
+    /// Port to listen on ([server] bind-port; 0 picks a free port).
+    #[arg(long)]
+    bind_port: Option<u16>,
+    /// Directory for the server's state, including the default SQLite database ([config] state-dir).
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
+    /// Directory for log files ([config] log-dir); logs go to stderr without it.
+    #[arg(long)]
+    log_dir: Option<PathBuf>,
+    /// Database URL, sqlite://PATH or postgres://USER:PASSWORD@HOST:PORT/NAME ([database] url).
+    #[arg(long)]
+    database_url: Option<String>,
+    /// Directory with the built console site ([web-console] path).
+    #[arg(long)]
+    console_path: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let options = match config::Options::load(cli.config.as_deref()) {
+        Ok(options) => options,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match cli.command {
+        Command::Server(args) => {
+            let mut options = options;
+            let flags = [
+                ("server", "bind-address", args.bind_address),
+                ("server", "bind-port", args.bind_port.map(|p| p.to_string())),
+                ("config", "state-dir", args.state_dir.map(|p| p.display().to_string())),
+                ("config", "log-dir", args.log_dir.map(|p| p.display().to_string())),
+                ("database", "url", args.database_url),
+                ("web-console", "path", args.console_path.map(|p| p.display().to_string())),
+            ];
+            for (section, key, value) in flags {
+                if let Some(value) = value {
+                    options.set(section, key, &value);
+                }
+            }
+            let config = match config::ServerConfig::from_options(&options) {
+                Ok(config) => config,
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    return ExitCode::from(2);
+                }
+            };
+            if let Err(e) = init_logging(cli.verbose.max(1), cli.log_json, config.log_dir.as_deref()) {
+                eprintln!("error: {e:#}");
+                return ExitCode::from(2);
+            }
+            match runtime.block_on(serve::run(config)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    tracing::error!("{e:#}");
+                    eprintln!("error: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Client(command) => {
+            let _ = init_logging(cli.verbose, cli.log_json, None);
+            runtime.block_on(cli::run(command, &options))
+        }
+    }
+}
+
+fn init_logging(verbose: u8, json: bool, log_dir: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let level = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new(format!("{level},sqlx=warn,hyper=warn,tower_http=warn")));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    let result = match log_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)?;
+            let file = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("server.log"))?;
+            let builder = builder.with_ansi(false).with_writer(std::sync::Mutex::new(file));
+            if json { builder.json().try_init() } else { builder.try_init() }
+        }
+        None => {
+            let builder = builder.with_writer(std::io::stderr);
+            if json { builder.json().try_init() } else { builder.try_init() }
+        }
+    };
+    result.map_err(|e| anyhow::anyhow!("cannot set up logging: {e}"))
+}

@@ -1,0 +1,127 @@
+//! Environments, v1 and v2, with clear (decommission) and halt/resume (reference/api.md §5.2).
+
+use api::EnvironmentV1;
+use api::environment::{EnvironmentCreate, EnvironmentModify};
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post, put};
+use axum::{Json, Router};
+use orchestrator::{EnvironmentQuery, Orchestrator};
+use serde::Deserialize;
+use serde_json::json;
+use uuid::Uuid;
+
+use super::error::ApiResult;
+use super::extract::{self, Path, Query, Tid};
+use super::{AppState, data, done, empty};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/environment", put(v1_create).get(v1_list))
+        .route("/api/v1/environment/{id}", get(v1_get).post(v1_modify).delete(v1_delete))
+        .route("/api/v1/decommission/{id}", delete(v1_clear))
+        .route("/api/v2/environment", put(v2_create).get(v2_list))
+        .route("/api/v2/environment/{id}", get(v2_get).post(v2_modify).delete(v2_delete))
+        .route("/api/v2/decommission/{id}", delete(v2_clear))
+        .route("/api/v2/actions/environment/halt", post(halt))
+        .route("/api/v2/actions/environment/resume", post(resume))
+}
+
+#[derive(Deserialize, Default)]
+struct Details {
+    #[serde(default)]
+    details: bool,
+}
+
+fn v1(env: api::Environment) -> Json<serde_json::Value> {
+    Json(json!({"environment": EnvironmentV1::from(env)}))
+}
+
+async fn v1_create(
+    State(o): State<Orchestrator>,
+    extract::Json(req): extract::Json<EnvironmentCreate>,
+) -> ApiResult<Response> {
+    Ok(v1(o.create_environment(req).await?).into_response())
+}
+
+async fn v1_list(State(o): State<Orchestrator>) -> ApiResult<Response> {
+    let envs: Vec<EnvironmentV1> = o.list_environments().await?.into_iter().map(EnvironmentV1::from).collect();
+    Ok(Json(json!({"environments": envs})).into_response())
+}
+
+async fn v1_get(State(o): State<Orchestrator>, Path(id): Path<Uuid>) -> ApiResult<Response> {
+    Ok(v1(o.get_environment(id, EnvironmentQuery { details: true }).await?).into_response())
+}
+
+async fn v1_modify(
+    State(o): State<Orchestrator>,
+    Path(id): Path<Uuid>,
+    extract::Json(req): extract::Json<EnvironmentModify>,
+) -> ApiResult<Response> {
+    Ok(v1(o.modify_environment(id, req).await?).into_response())
+}
+
+async fn v1_delete(State(o): State<Orchestrator>, Path(id): Path<Uuid>) -> ApiResult<Response> {
+    o.delete_environment(id).await?;
+    Ok(empty())
+}
+
+async fn v1_clear(State(o): State<Orchestrator>, Path(id): Path<Uuid>) -> ApiResult<Response> {
+    o.clear_environment(id).await?;
+    Ok(empty())
+}
+
+async fn v2_create(
+    State(o): State<Orchestrator>,
+    extract::Json(req): extract::Json<EnvironmentCreate>,
+) -> ApiResult<Response> {
+    Ok(data(o.create_environment(req).await?).into_response())
+}
+
+async fn v2_list(State(o): State<Orchestrator>, Query(q): Query<Details>) -> ApiResult<Response> {
+    let envs: Vec<_> = o
+        .list_environments()
+        .await?
+        .into_iter()
+        .map(|mut e| {
+            if !q.details {
+                e.description = None;
+                e.icon = None;
+            }
+            e
+        })
+        .collect();
+    Ok(data(envs).into_response())
+}
+
+async fn v2_get(State(o): State<Orchestrator>, Path(id): Path<Uuid>, Query(q): Query<Details>) -> ApiResult<Response> {
+    Ok(data(o.get_environment(id, EnvironmentQuery { details: q.details }).await?).into_response())
+}
+
+async fn v2_modify(
+    State(o): State<Orchestrator>,
+    Path(id): Path<Uuid>,
+    extract::Json(req): extract::Json<EnvironmentModify>,
+) -> ApiResult<Response> {
+    Ok(data(o.modify_environment(id, req).await?).into_response())
+}
+
+async fn v2_delete(State(o): State<Orchestrator>, Path(id): Path<Uuid>) -> ApiResult<Response> {
+    o.delete_environment(id).await?;
+    Ok(done().into_response())
+}
+
+async fn v2_clear(State(o): State<Orchestrator>, Path(id): Path<Uuid>) -> ApiResult<Response> {
+    o.clear_environment(id).await?;
+    Ok(done().into_response())
+}
+
+async fn halt(State(o): State<Orchestrator>, Tid(env): Tid) -> ApiResult<Response> {
+    o.set_halted(env, true).await?;
+    Ok(done().into_response())
+}
+
+async fn resume(State(o): State<Orchestrator>, Tid(env): Tid) -> ApiResult<Response> {
+    o.set_halted(env, false).await?;
+    Ok(done().into_response())
+}

@@ -1,0 +1,45 @@
+//! Every failure of the REST API leaves as JSON `{"message": ...}` with a fitting status code.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        ApiError { status, message: message.into() }
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::BAD_REQUEST, message)
+    }
+}
+
+impl From<orchestrator::Error> for ApiError {
+    fn from(e: orchestrator::Error) -> Self {
+        use orchestrator::Error::*;
+        let status = match &e {
+            BadRequest(_) => StatusCode::BAD_REQUEST,
+            NotFound(_) => StatusCode::NOT_FOUND,
+            Conflict(_) => StatusCode::CONFLICT,
+            Forbidden(_) => StatusCode::FORBIDDEN,
+            Database(_) | Migration(_) | Corrupt(_) => {
+                tracing::error!(error = %e, "request failed on the server side");
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
+        };
+        ApiError::new(status, e.to_string())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, axum::Json(api::ErrorBody { message: self.message, error_details: None })).into_response()
+    }
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;

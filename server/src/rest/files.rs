@@ -1,0 +1,78 @@
+//! The file store (reference/api.md §5.7). Not environment scoped.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{post, put};
+use axum::{Json, Router};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use orchestrator::Orchestrator;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::error::{ApiError, ApiResult};
+use super::extract::{self, Path};
+use super::{AppState, empty};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/file", post(stat_files))
+        .route("/api/v1/file/{id}", put(upload).get(get_file).head(stat_file))
+        .route("/api/v1/filediff", post(diff))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Upload {
+    content: String,
+    /// Inmanta's client repeats the id in the body; the path is what counts.
+    #[serde(default)]
+    #[allow(dead_code)]
+    id: Option<String>,
+}
+
+async fn upload(
+    State(o): State<Orchestrator>,
+    Path(id): Path<String>,
+    extract::Json(req): extract::Json<Upload>,
+) -> ApiResult<Response> {
+    let content = STANDARD
+        .decode(req.content.trim())
+        .map_err(|e| ApiError::bad_request(format!("content must be base64: {e}")))?;
+    o.upload_file(&id, &content).await?;
+    Ok(empty())
+}
+
+async fn stat_file(State(o): State<Orchestrator>, Path(id): Path<String>) -> ApiResult<Response> {
+    Ok(if o.file_exists(&id).await? { StatusCode::OK } else { StatusCode::NOT_FOUND }.into_response())
+}
+
+async fn get_file(State(o): State<Orchestrator>, Path(id): Path<String>) -> ApiResult<Response> {
+    let content = o.get_file(&id).await?;
+    Ok(Json(json!({"content": STANDARD.encode(content)})).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StatFiles {
+    files: Vec<String>,
+}
+
+async fn stat_files(
+    State(o): State<Orchestrator>,
+    extract::Json(req): extract::Json<StatFiles>,
+) -> ApiResult<Response> {
+    Ok(Json(json!({"files": o.missing_files(&req.files).await?})).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Diff {
+    file_id_1: String,
+    file_id_2: String,
+}
+
+async fn diff(State(o): State<Orchestrator>, extract::Json(req): extract::Json<Diff>) -> ApiResult<Response> {
+    Ok(Json(json!({"diff": o.diff_files(&req.file_id_1, &req.file_id_2).await?})).into_response())
+}

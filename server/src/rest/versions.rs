@@ -1,0 +1,139 @@
+//! Versions of the desired state (reference/api.md §5.8).
+
+use api::version::PutVersion;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use axum::{Json, Router};
+use orchestrator::Orchestrator;
+use orchestrator::paging::PageRequest;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::error::{ApiError, ApiResult};
+use super::extract::{self, Path, Query, Tid};
+use super::{AppState, data, done, empty, paged};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v2/reserve_version", post(reserve))
+        .route("/api/v1/version", put(put_version).get(v1_list))
+        .route("/api/v1/version/{id}", post(release).get(v1_get).delete(v1_delete))
+        .route("/api/v2/desiredstate", get(v2_list))
+        .route("/api/v2/desiredstate/{version}/promote", post(promote))
+        .route("/api/v2/desiredstate/{version}", get(version_resources))
+        .route("/api/v2/desiredstate/{version}/resource/{rid}", get(version_resource))
+        .route("/api/v2/desiredstate/diff/{from}/{to}", get(diff))
+}
+
+async fn reserve(State(o): State<Orchestrator>, Tid(env): Tid) -> ApiResult<Response> {
+    Ok(data(o.reserve_version(env).await?).into_response())
+}
+
+async fn put_version(
+    State(o): State<Orchestrator>,
+    Tid(env): Tid,
+    extract::Json(req): extract::Json<PutVersion>,
+) -> ApiResult<Response> {
+    let stored = o.put_version(env, req).await?;
+    tracing::info!(%env, version = stored.version, released = stored.released, "version stored");
+    Ok(empty())
+}
+
+/// Inmanta's client sends `id`, `push` and `agent_trigger_method`; only the path counts.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Release {
+    #[serde(default)]
+    id: Option<i64>,
+    #[serde(default)]
+    push: Option<bool>,
+    #[serde(default)]
+    agent_trigger_method: Option<String>,
+}
+
+async fn release(
+    State(o): State<Orchestrator>,
+    Tid(env): Tid,
+    Path(version): Path<i64>,
+    extract::Json(_req): extract::Json<Release>,
+) -> ApiResult<Response> {
+    Ok(Json(json!({"model": o.release_version(env, version).await?})).into_response())
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Promote {
+    #[serde(default)]
+    trigger_method: Option<String>,
+}
+
+async fn promote(
+    State(o): State<Orchestrator>,
+    Tid(env): Tid,
+    Path(version): Path<i64>,
+    extract::Json(_req): extract::Json<Promote>,
+) -> ApiResult<Response> {
+    o.release_version(env, version).await?;
+    Ok(done().into_response())
+}
+
+#[derive(Deserialize)]
+struct V1List {
+    start: Option<i64>,
+    limit: Option<i64>,
+}
+
+async fn v1_list(State(o): State<Orchestrator>, Tid(env): Tid, Query(q): Query<V1List>) -> ApiResult<Response> {
+    let (start, limit) = match (q.start, q.limit) {
+        (Some(start), Some(limit)) if start >= 0 && limit > 0 => (start, limit),
+        (None, None) => (0, 1000),
+        _ => return Err(ApiError::bad_request("give both start and limit (start >= 0, limit > 0), or neither")),
+    };
+    let (versions, count) = o.list_versions(env, start, limit).await?;
+    Ok(Json(json!({"versions": versions, "start": start, "limit": limit, "count": count})).into_response())
+}
+
+async fn v1_get(State(o): State<Orchestrator>, Tid(env): Tid, Path(version): Path<i64>) -> ApiResult<Response> {
+    let model = o.get_version_model(env, version).await?;
+    let resources = o.version_resources(env, version).await?;
+    Ok(Json(json!({"model": model, "resources": resources, "unknowns": []})).into_response())
+}
+
+async fn v1_delete(State(o): State<Orchestrator>, Tid(env): Tid, Path(version): Path<i64>) -> ApiResult<Response> {
+    o.delete_version(env, version).await?;
+    Ok(empty())
+}
+
+async fn v2_list(
+    State(o): State<Orchestrator>,
+    Tid(env): Tid,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> ApiResult<Response> {
+    let req = PageRequest::from_query(&pairs)?;
+    Ok(paged(o.desired_state_versions(env, &req).await?).into_response())
+}
+
+async fn version_resources(
+    State(o): State<Orchestrator>,
+    Tid(env): Tid,
+    Path(version): Path<i64>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> ApiResult<Response> {
+    let req = PageRequest::from_query(&pairs)?;
+    Ok(paged(o.versioned_resources(env, version, &req).await?).into_response())
+}
+
+async fn version_resource(
+    State(o): State<Orchestrator>,
+    Tid(env): Tid,
+    Path((version, rid)): Path<(i64, String)>,
+) -> ApiResult<Response> {
+    Ok(data(o.versioned_resource(env, version, &rid).await?).into_response())
+}
+
+async fn diff(State(o): State<Orchestrator>, Tid(env): Tid, Path((from, to)): Path<(i64, i64)>) -> ApiResult<Response> {
+    Ok(data(o.diff_versions(env, from, to).await?).into_response())
+}

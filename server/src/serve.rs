@@ -1,0 +1,64 @@
+//! `inmanta server`: open the store, build the router, serve until SIGTERM or SIGINT.
+
+use std::net::SocketAddr;
+
+use anyhow::Context;
+use axum::Router;
+use tokio::net::TcpListener;
+use tower_http::trace::TraceLayer;
+
+use crate::config::ServerConfig;
+use crate::rest::{self, AppState};
+
+pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&config.state_dir)
+        .with_context(|| format!("cannot create the state directory {}", config.state_dir.display()))?;
+    if config.auth {
+        tracing::warn!("[server] auth=true is not enforced yet: authentication arrives with users and roles");
+    }
+    tracing::info!(database = %config.database_display(), "opening the database");
+    let orchestrator = orchestrator::Orchestrator::open(&config.database_url)
+        .await
+        .with_context(|| format!("cannot open the database {}", config.database_display()))?;
+
+    let state = AppState { orchestrator: orchestrator.clone(), started: std::time::Instant::now() };
+    let mut app = Router::new().merge(rest::router(state, config.max_request_body_size));
+    if config.console_enabled {
+        app = app.merge(crate::console::router(orchestrator.clone(), config.console_path.clone()));
+    }
+    let app = app.fallback(rest::not_found).layer(TraceLayer::new_for_http());
+
+    let address = format!("{}:{}", config.bind_address, config.bind_port);
+    let listener = TcpListener::bind(&address).await.with_context(|| format!("cannot listen on {address}"))?;
+    let local: SocketAddr = listener.local_addr()?;
+    tracing::info!(%local, "server listening");
+    // One plain line on stdout that people and scripts can rely on (tests read the port from it).
+    println!("Inmanta server listening on http://{local} (console: http://{local}/console)");
+
+    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await.context("server failed")?;
+    tracing::info!("shutting down: closing the database");
+    orchestrator.store().close().await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = interrupt => {},
+        _ = terminate => {},
+    }
+    tracing::info!("signal received: finishing open requests");
+}

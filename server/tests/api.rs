@@ -1,0 +1,483 @@
+//! The REST API over a real socket against a started `inmanta server` process.
+//! Runs on SQLite, or on PostgreSQL when `INMANTA_TEST_POSTGRES` is set.
+
+mod common;
+
+use common::TestServer;
+use serde_json::{Value, json};
+
+async fn project(s: &TestServer, name: &str) -> String {
+    let (status, body) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": name}))).await;
+    assert_eq!(status, 200, "{body}");
+    body["data"]["id"].as_str().unwrap().to_string()
+}
+
+async fn environment(s: &TestServer, project_id: &str, name: &str) -> String {
+    let (status, body) =
+        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": project_id, "name": name}))).await;
+    assert_eq!(status, 200, "{body}");
+    body["data"]["id"].as_str().unwrap().to_string()
+}
+
+fn message(body: &Value) -> &str {
+    body["message"].as_str().unwrap_or_else(|| panic!("error without message: {body}"))
+}
+
+#[tokio::test]
+async fn health_and_server_status() {
+    let s = TestServer::start().await;
+    let (status, body) = s.call("GET", "/api/v2/health", None, None).await;
+    assert_eq!((status, body), (200, json!({"data": null})));
+    let (status, body) = s.call("GET", "/api/v1/serverstatus", None, None).await;
+    assert_eq!(status, 200);
+    let data = &body["data"];
+    assert_eq!(data["product"], "Inmanta Service Orchestrator");
+    assert_eq!(data["status"], "OK");
+    let slices: Vec<&str> = data["slices"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert!(slices.contains(&"core.database"), "{slices:?}");
+}
+
+#[tokio::test]
+async fn projects_v2_lifecycle_and_errors() {
+    let s = TestServer::start().await;
+    let (status, body) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "web"}))).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["data"]["name"], "web");
+    assert_eq!(body["data"]["environments"], json!([]));
+    let id = body["data"]["id"].as_str().unwrap().to_string();
+
+    let (status, body) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "web"}))).await;
+    assert_eq!(status, 409, "duplicate name: {body}");
+    assert!(message(&body).contains("already exists"));
+
+    let fixed = "8a0b2a8e-1f40-4a53-9d3a-2d7e0d1e6f00";
+    let (status, body) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "db", "project_id": fixed}))).await;
+    assert_eq!((status, body["data"]["id"].as_str()), (200, Some(fixed)));
+
+    // Bad bodies: missing field, wrong type, unknown field, not JSON at all.
+    for bad in [json!({}), json!({"name": 3}), json!({"name": "x", "colour": "red"})] {
+        let (status, body) = s.call("PUT", "/api/v2/project", None, Some(bad.clone())).await;
+        assert_eq!(status, 400, "{bad} -> {body}");
+        assert!(message(&body).starts_with("Invalid request"), "{body}");
+    }
+    let raw = s
+        .http
+        .put(format!("{}/api/v2/project", s.url))
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(raw.status(), 400);
+    assert!(raw.json::<Value>().await.unwrap()["message"].is_string());
+
+    let (status, body) = s.call("GET", "/api/v2/project", None, None).await;
+    assert_eq!(status, 200);
+    let names: Vec<&str> = body["data"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["db", "web"], "sorted by name");
+
+    let (status, body) = s.call("POST", &format!("/api/v2/project/{id}"), None, Some(json!({"name": "www"}))).await;
+    assert_eq!((status, body["data"]["name"].as_str()), (200, Some("www")));
+    let (status, _) = s.call("POST", &format!("/api/v2/project/{id}"), None, Some(json!({"name": "db"}))).await;
+    assert_eq!(status, 409, "rename onto another project's name");
+
+    let unknown = uuid::Uuid::new_v4();
+    for method in ["GET", "DELETE"] {
+        let (status, body) = s.call(method, &format!("/api/v2/project/{unknown}"), None, None).await;
+        assert_eq!(status, 404, "{method}: {body}");
+        assert!(message(&body).contains(&unknown.to_string()));
+    }
+    let (status, _) = s.call("POST", &format!("/api/v2/project/{unknown}"), None, Some(json!({"name": "z"}))).await;
+    assert_eq!(status, 404);
+    let (status, body) = s.call("GET", "/api/v2/project/not-a-uuid", None, None).await;
+    assert_eq!(status, 400, "{body}");
+
+    environment(&s, &id, "prod").await;
+    let (status, body) = s.call("DELETE", &format!("/api/v2/project/{id}"), None, None).await;
+    assert_eq!(status, 409, "project with environments: {body}");
+    assert!(message(&body).contains("prod"));
+    let (status, body) = s.call("GET", &format!("/api/v2/project/{id}"), None, None).await;
+    assert_eq!(body["data"]["environments"][0]["name"], "prod", "{status} {body}");
+
+    let (status, body) = s.call("DELETE", &format!("/api/v2/project/{fixed}"), None, None).await;
+    assert_eq!((status, body), (200, json!({"data": null})));
+    let (status, _) = s.call("GET", &format!("/api/v2/project/{fixed}"), None, None).await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn projects_v1_shapes() {
+    let s = TestServer::start().await;
+    let (status, body) = s.call("PUT", "/api/v1/project", None, Some(json!({"name": "p1"}))).await;
+    assert_eq!(status, 200);
+    let id = body["project"]["id"].as_str().unwrap().to_string();
+    let env = environment(&s, &id, "e1").await;
+    let (_, body) = s.call("GET", "/api/v1/project", None, None).await;
+    assert_eq!(body["projects"][0]["environments"], json!([env]), "v1 lists environment ids");
+    let (_, body) = s.call("GET", &format!("/api/v1/project/{id}"), None, None).await;
+    assert_eq!(body["project"]["name"], "p1");
+    let (status, body) = s.call("POST", &format!("/api/v1/project/{id}"), None, Some(json!({"name": "p2"}))).await;
+    assert_eq!((status, body["project"]["name"].as_str()), (200, Some("p2")));
+    let (status, _) = s.call("DELETE", &format!("/api/v1/project/{id}"), None, None).await;
+    assert_eq!(status, 409);
+    s.call("DELETE", &format!("/api/v1/environment/{env}"), None, None).await;
+    let (status, body) = s.call("DELETE", &format!("/api/v1/project/{id}"), None, None).await;
+    assert_eq!((status, body), (200, Value::Null), "v1 delete answers an empty 200");
+}
+
+#[tokio::test]
+async fn environments_v2_lifecycle_and_errors() {
+    let s = TestServer::start().await;
+    let p = project(&s, "infra").await;
+    let other = project(&s, "apps").await;
+    let (status, body) = s
+        .call(
+            "PUT",
+            "/api/v2/environment",
+            None,
+            Some(json!({"project_id": p, "name": "prod", "repository": "https://git.example/infra.git",
+                        "branch": "main", "description": "production"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let env = body["data"].clone();
+    let id = env["id"].as_str().unwrap().to_string();
+    assert_eq!(env["repo_url"], "https://git.example/infra.git");
+    assert_eq!(env["repo_branch"], "main");
+    assert_eq!(env["halted"], false);
+    assert_eq!(env["is_marked_for_deletion"], false);
+    assert_eq!(env["settings"]["auto_deploy"], true);
+    assert_eq!(env["settings"]["recompile_backoff"], 0.1);
+    assert_eq!(env["settings"].as_object().unwrap().len(), 14);
+
+    let cases = [
+        (json!({"project_id": p, "name": "prod"}), 400, "duplicate name in a project"),
+        (json!({"project_id": p, "name": "x", "repository": "r"}), 400, "repository without branch"),
+        (json!({"project_id": p, "name": "x", "branch": "b"}), 400, "branch without repository"),
+        (json!({"project_id": uuid::Uuid::new_v4(), "name": "x"}), 404, "unknown project"),
+        (json!({"project_id": "nope", "name": "x"}), 400, "bad project id"),
+        (json!({"project_id": p, "name": ""}), 400, "empty name"),
+        (json!({"project_id": p, "name": "x", "icon": "gif;base64,AAA"}), 400, "bad icon"),
+        (json!({"project_id": p, "name": "x", "environment_id": id}), 409, "id taken"),
+    ];
+    for (body, want, why) in cases {
+        let (status, answer) = s.call("PUT", "/api/v2/environment", None, Some(body)).await;
+        assert_eq!(status, want, "{why}: {answer}");
+        message(&answer);
+    }
+    // The same name in another project is fine.
+    let staging = environment(&s, &other, "prod").await;
+
+    let (_, body) = s.call("GET", &format!("/api/v2/environment/{id}"), None, None).await;
+    assert!(body["data"].get("description").is_none(), "no details unless asked: {body}");
+    let (_, body) = s.call("GET", &format!("/api/v2/environment/{id}?details=true"), None, None).await;
+    assert_eq!(body["data"]["description"], "production");
+    let (status, _) = s.call("GET", &format!("/api/v2/environment/{}", uuid::Uuid::new_v4()), None, None).await;
+    assert_eq!(status, 404);
+
+    let (_, body) = s.call("GET", "/api/v2/environment", None, None).await;
+    let order: Vec<(&str, &str)> = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["project_id"].as_str().unwrap(), e["name"].as_str().unwrap()))
+        .collect();
+    assert_eq!(order, [(other.as_str(), "prod"), (p.as_str(), "prod")], "sorted by project name then name");
+
+    // Rename, move to the other project (clash there), change repository.
+    let (status, body) = s
+        .call(
+            "POST",
+            &format!("/api/v2/environment/{id}"),
+            None,
+            Some(json!({"name": "production", "branch": "v2", "repository": "r2"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!((body["data"]["name"].as_str(), body["data"]["repo_branch"].as_str()), (Some("production"), Some("v2")));
+    let (status, _) = s
+        .call(
+            "POST",
+            &format!("/api/v2/environment/{staging}"),
+            None,
+            Some(json!({"name": "production", "project_id": p})),
+        )
+        .await;
+    assert_eq!(status, 400, "moving onto a taken name");
+    let (status, body) = s
+        .call(
+            "POST",
+            &format!("/api/v2/environment/{staging}"),
+            None,
+            Some(json!({"name": "staging", "project_id": p})),
+        )
+        .await;
+    assert_eq!((status, body["data"]["project_id"].as_str()), (200, Some(p.as_str())));
+
+    let (status, body) = s.call("DELETE", &format!("/api/v2/decommission/{id}"), None, None).await;
+    assert_eq!((status, body), (200, json!({"data": null})));
+    let (status, _) = s.call("GET", &format!("/api/v2/environment/{id}"), None, None).await;
+    assert_eq!(status, 200, "clear keeps the environment");
+
+    let (status, _) = s.call("DELETE", &format!("/api/v2/environment/{id}"), None, None).await;
+    assert_eq!(status, 200);
+    let (status, _) = s.call("GET", &format!("/api/v2/environment/{id}"), None, None).await;
+    assert_eq!(status, 404);
+    let (status, _) = s.call("DELETE", &format!("/api/v2/environment/{id}"), None, None).await;
+    assert_eq!(status, 404);
+    let (status, _) = s.call("DELETE", &format!("/api/v2/decommission/{id}"), None, None).await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn environments_v1_shapes() {
+    let s = TestServer::start().await;
+    let p = project(&s, "p").await;
+    let (status, body) = s
+        .call(
+            "PUT",
+            "/api/v1/environment",
+            None,
+            Some(json!({"project_id": p, "name": "dev", "repository": "r", "branch": "b"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["environment"]["project"], p.as_str(), "v1 says project, not project_id");
+    assert!(body["environment"].get("project_id").is_none());
+    let id = body["environment"]["id"].as_str().unwrap().to_string();
+    let (_, body) = s.call("GET", "/api/v1/environment", None, None).await;
+    assert_eq!(body["environments"][0]["name"], "dev");
+    let (_, body) = s.call("GET", &format!("/api/v1/environment/{id}"), None, None).await;
+    assert_eq!(body["environment"]["repo_url"], "r");
+    let (status, body) =
+        s.call("POST", &format!("/api/v1/environment/{id}"), None, Some(json!({"name": "dev2"}))).await;
+    assert_eq!((status, body["environment"]["name"].as_str()), (200, Some("dev2")));
+    assert_eq!(body["environment"]["repo_url"], "r", "absent fields are kept");
+    let (status, body) = s.call("DELETE", &format!("/api/v1/decommission/{id}"), None, None).await;
+    assert_eq!((status, body), (200, Value::Null));
+    let (status, body) = s.call("DELETE", &format!("/api/v1/environment/{id}"), None, None).await;
+    assert_eq!((status, body), (200, Value::Null));
+}
+
+#[tokio::test]
+async fn protected_environment_cannot_be_cleared_or_deleted() {
+    let s = TestServer::start().await;
+    let p = project(&s, "p").await;
+    let id = environment(&s, &p, "prod").await;
+    let (status, _) = s
+        .call("POST", "/api/v2/environment_settings/protected_environment", Some(&id), Some(json!({"value": true})))
+        .await;
+    assert_eq!(status, 200);
+    for path in [
+        format!("/api/v2/environment/{id}"),
+        format!("/api/v1/environment/{id}"),
+        format!("/api/v2/decommission/{id}"),
+        format!("/api/v1/decommission/{id}"),
+    ] {
+        let (status, body) = s.call("DELETE", &path, None, None).await;
+        assert_eq!(status, 403, "{path}: {body}");
+        assert!(message(&body).contains("protected"));
+    }
+    let (status, _) = s.call("GET", &format!("/api/v2/environment/{id}"), None, None).await;
+    assert_eq!(status, 200, "still there");
+    s.call("DELETE", "/api/v2/environment_settings/protected_environment", Some(&id), None).await;
+    let (status, _) = s.call("DELETE", &format!("/api/v2/environment/{id}"), None, None).await;
+    assert_eq!(status, 200, "deletable once unprotected");
+}
+
+#[tokio::test]
+async fn halt_and_resume_take_the_environment_from_the_header() {
+    let s = TestServer::start().await;
+    let p = project(&s, "p").await;
+    let id = environment(&s, &p, "prod").await;
+    let (status, body) = s.call("POST", "/api/v2/actions/environment/halt", None, None).await;
+    assert_eq!(status, 400, "missing header: {body}");
+    assert!(message(&body).contains("X-Inmanta-tid"));
+    let (status, _) = s.call("POST", "/api/v2/actions/environment/halt", Some("garbage"), None).await;
+    assert_eq!(status, 400);
+    let unknown = uuid::Uuid::new_v4().to_string();
+    let (status, _) = s.call("POST", "/api/v2/actions/environment/halt", Some(&unknown), None).await;
+    assert_eq!(status, 404);
+
+    let response = s
+        .http
+        .post(format!("{}/api/v2/actions/environment/halt", s.url))
+        .header("X-Inmanta-tid", &id)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers().get("x-inmanta-tid").unwrap(), id.as_str(), "tid echoed");
+    let (_, body) = s.call("GET", &format!("/api/v2/environment/{id}"), None, None).await;
+    assert_eq!(body["data"]["halted"], true);
+    s.call("POST", "/api/v2/actions/environment/resume", Some(&id), None).await;
+    let (_, body) = s.call("GET", &format!("/api/v2/environment/{id}"), None, None).await;
+    assert_eq!(body["data"]["halted"], false);
+}
+
+#[tokio::test]
+async fn settings_v2_with_definitions_types_and_protection() {
+    let s = TestServer::start().await;
+    let p = project(&s, "p").await;
+    let id = environment(&s, &p, "prod").await;
+    let env = Some(id.as_str());
+
+    let (status, body) = s.call("GET", "/api/v2/environment_settings", env, None).await;
+    assert_eq!(status, 200);
+    let definition = body["data"]["definition"].as_object().unwrap();
+    assert_eq!(definition.len(), 14);
+    assert_eq!(definition["auto_deploy"]["type"], "bool");
+    assert_eq!(definition["auto_deploy"]["default"], true);
+    assert_eq!(definition["recompile_backoff"]["type"], "positive_float");
+    assert_eq!(definition["reset_deploy_progress_on_start"]["agent_restart"], true);
+    assert_eq!(body["data"]["settings"]["available_versions_to_keep"], 100);
+
+    let server = &s;
+    let set = move |name: &str, value: Value| {
+        let path = format!("/api/v2/environment_settings/{name}");
+        async move { server.call("POST", &path, env, Some(json!({"value": value}))).await }
+    };
+    assert_eq!(set("auto_deploy", json!(false)).await.0, 200);
+    assert_eq!(set("available_versions_to_keep", json!("5")).await.0, 200, "numeric strings are accepted");
+    assert_eq!(set("autostart_agent_deploy_interval", json!(30)).await.0, 200);
+    let (status, body) = set("auto_deploy", json!("perhaps")).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(message(&body).contains("auto_deploy"));
+    assert_eq!(set("available_versions_to_keep", json!(-3)).await.0, 400);
+    assert_eq!(set("recompile_backoff", json!(-1.0)).await.0, 400);
+    let (status, body) = set("autostart_agent_deploy_interval", json!("90000")).await;
+    assert_eq!(status, 400, "deploy interval above the repair interval: {body}");
+    assert_eq!(set("no_such_setting", json!(1)).await.0, 404);
+    assert_eq!(set("push_on_auto_deploy", json!(true)).await.0, 404, "removed settings are unknown");
+    let (status, _) = s.call("POST", "/api/v2/environment_settings/auto_deploy", env, Some(json!({}))).await;
+    assert_eq!(status, 400, "no value");
+    let (status, _) = s.call("GET", "/api/v2/environment_settings", None, None).await;
+    assert_eq!(status, 400, "no environment header");
+
+    let (status, body) = s.call("GET", "/api/v2/environment_settings/auto_deploy", env, None).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["data"]["settings"], json!({"auto_deploy": false}));
+    assert_eq!(body["data"]["definition"].as_object().unwrap().len(), 1);
+    let (_, body) = s.call("GET", "/api/v2/environment_settings/available_versions_to_keep", env, None).await;
+    assert_eq!(body["data"]["settings"]["available_versions_to_keep"], 5);
+    assert_eq!(s.call("GET", "/api/v2/environment_settings/bogus", env, None).await.0, 404);
+
+    let (status, _) = s.call("DELETE", "/api/v2/environment_settings/auto_deploy", env, None).await;
+    assert_eq!(status, 200);
+    let (_, body) = s.call("GET", "/api/v2/environment_settings/auto_deploy", env, None).await;
+    assert_eq!(body["data"]["settings"]["auto_deploy"], true, "back to the default");
+
+    // project.yml protection.
+    let (status, body) = s
+        .call(
+            "POST",
+            "/api/v2/protected_environment_settings",
+            env,
+            Some(json!({"settings": {"auto_deploy": false, "server_compile": false}, "protected_by": "project.yml"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = set("auto_deploy", json!(true)).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(message(&body).contains("project.yml"));
+    assert_eq!(s.call("DELETE", "/api/v2/environment_settings/auto_deploy", env, None).await.0, 403);
+    let (_, body) = s.call("GET", "/api/v2/environment_settings", env, None).await;
+    assert_eq!(body["data"]["settings"]["server_compile"], false);
+    assert_eq!(body["data"]["definition"]["auto_deploy"]["protected"], true);
+    assert_eq!(body["data"]["definition"]["auto_deploy"]["protected_by"], "project.yml");
+    assert_eq!(body["data"]["definition"]["auto_full_compile"]["protected"], false);
+    // A later export that no longer sets server_compile releases it.
+    s.call(
+        "POST",
+        "/api/v2/protected_environment_settings",
+        env,
+        Some(json!({"settings": {"auto_deploy": false}, "protected_by": "project.yml"})),
+    )
+    .await;
+    assert_eq!(set("server_compile", json!(true)).await.0, 200);
+}
+
+#[tokio::test]
+async fn settings_v1_shapes() {
+    let s = TestServer::start().await;
+    let p = project(&s, "p").await;
+    let id = environment(&s, &p, "prod").await;
+    let env = Some(id.as_str());
+    let (_, body) = s.call("GET", "/api/v1/environment_settings", env, None).await;
+    assert_eq!(body["settings"]["notification_retention"], 365);
+    assert_eq!(body["metadata"]["notification_retention"]["type"], "int");
+    let (status, body) =
+        s.call("POST", "/api/v1/environment_settings/notification_retention", env, Some(json!({"value": 30}))).await;
+    assert_eq!((status, body), (200, Value::Null));
+    let (_, body) = s.call("GET", "/api/v1/environment_settings/notification_retention", env, None).await;
+    assert_eq!(body["value"], 30);
+    assert!(body["metadata"]["notification_retention"].is_object());
+    let (status, _) =
+        s.call("POST", "/api/v1/environment_settings/notification_retention", env, Some(json!({"value": "x"}))).await;
+    assert_eq!(status, 400);
+    let (status, _) = s.call("DELETE", "/api/v1/environment_settings/notification_retention", env, None).await;
+    assert_eq!(status, 200);
+    let (_, body) = s.call("GET", "/api/v1/environment_settings/notification_retention", env, None).await;
+    assert_eq!(body["value"], 365);
+}
+
+#[tokio::test]
+async fn every_error_is_json() {
+    let s = TestServer::start_with(&[("INMANTA_SERVER_MAX_REQUEST_BODY_SIZE", "2048")]).await;
+    let (status, body) = s.call("GET", "/api/v2/nothing/here", None, None).await;
+    assert_eq!(status, 404);
+    assert!(message(&body).contains("/api/v2/nothing/here"));
+    let (status, body) = s.call("PATCH", "/api/v2/project", None, Some(json!({}))).await;
+    assert_eq!(status, 405, "{body}");
+    message(&body);
+    let big = "x".repeat(4096);
+    let (status, body) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": big}))).await;
+    assert_eq!(status, 413, "{body}");
+    assert!(message(&body).contains("max-request-body-size"));
+}
+
+#[tokio::test]
+async fn gzip_request_bodies_are_accepted() {
+    use std::io::Write;
+    let s = TestServer::start().await;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(br#"{"name": "zipped"}"#).unwrap();
+    let response = s
+        .http
+        .put(format!("{}/api/v2/project", s.url))
+        .header("content-type", "application/json")
+        .header("content-encoding", "gzip")
+        .body(encoder.finish().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.json::<Value>().await.unwrap()["data"]["name"], "zipped");
+}
+
+#[tokio::test]
+async fn sigkill_loses_nothing_acknowledged() {
+    let mut s = TestServer::start().await;
+    let p = project(&s, "durable").await;
+    let id = environment(&s, &p, "prod").await;
+    let (status, _) =
+        s.call("POST", "/api/v2/environment_settings/auto_deploy", Some(&id), Some(json!({"value": false}))).await;
+    assert_eq!(status, 200);
+    s.call("POST", "/api/v2/actions/environment/halt", Some(&id), None).await;
+    s.kill_and_restart();
+    let (status, body) = s.call("GET", &format!("/api/v2/environment/{id}"), None, None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["name"], "prod");
+    assert_eq!(body["data"]["halted"], true);
+    assert_eq!(body["data"]["settings"]["auto_deploy"], false);
+    let (_, body) = s.call("GET", &format!("/api/v2/project/{p}"), None, None).await;
+    assert_eq!(body["data"]["name"], "durable");
+}
+
+#[tokio::test]
+async fn sigterm_stops_the_server_cleanly() {
+    let mut s = TestServer::start().await;
+    project(&s, "p").await;
+    let status = s.terminate();
+    assert!(status.success(), "exit status {status:?}");
+}
