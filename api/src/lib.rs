@@ -5,6 +5,7 @@
 //! the wire; they are converted into these types in one place.
 
 pub mod environment;
+pub mod operations;
 pub mod paging;
 pub mod resource;
 pub mod settings;

@@ -128,3 +128,116 @@ mod tests {
         }
     }
 }
+
+/// A resource of the latest released version (or an orphan) with its current status.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatestReleasedResource {
+    pub resource_id: String,
+    pub resource_version_id: String,
+    pub id_details: ResourceIdDetails,
+    pub requires: Vec<String>,
+    /// A ReleasedResourceState: a resource state or `orphaned`.
+    pub status: String,
+}
+
+/// `GET /api/v2/resource/<rid>`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReleasedResourceDetails {
+    pub resource_id: String,
+    pub resource_type: String,
+    pub agent: String,
+    pub id_attribute: String,
+    pub id_attribute_value: String,
+    pub attributes: serde_json::Map<String, serde_json::Value>,
+    pub last_deploy: Option<String>,
+    pub first_generated_time: String,
+    pub status: String,
+    pub requires_status: std::collections::BTreeMap<String, String>,
+}
+
+/// One distinct desired state a resource has had.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResourceHistory {
+    pub resource_id: String,
+    pub date: String,
+    pub attributes: serde_json::Map<String, serde_json::Value>,
+    pub attribute_hash: String,
+    pub requires: Vec<String>,
+}
+
+/// One log line of a resource action.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResourceLog {
+    pub level: String,
+    pub msg: String,
+    #[serde(default)]
+    pub args: Vec<serde_json::Value>,
+    #[serde(default)]
+    pub kwargs: serde_json::Map<String, serde_json::Value>,
+    pub timestamp: String,
+    pub action_id: uuid::Uuid,
+    pub action: String,
+}
+
+/// A log line as an action reports it (`messages` of a resource action).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogLine {
+    pub level: String,
+    pub msg: String,
+    #[serde(default)]
+    pub args: Vec<serde_json::Value>,
+    #[serde(default)]
+    pub kwargs: serde_json::Map<String, serde_json::Value>,
+    pub timestamp: String,
+}
+
+/// A handler run, dry run, fact collection or other action on resources.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResourceAction {
+    pub environment: uuid::Uuid,
+    pub version: i64,
+    pub resource_version_ids: Vec<String>,
+    pub action_id: uuid::Uuid,
+    pub action: String,
+    pub started: String,
+    pub finished: Option<String>,
+    pub messages: Option<Vec<LogLine>>,
+    pub status: Option<String>,
+    pub changes: Option<serde_json::Value>,
+    pub change: Option<String>,
+    pub send_event: Option<bool>,
+}
+
+/// `metadata.deploy_summary` of the resource list.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResourceDeploySummary {
+    pub total: u64,
+    pub by_state: std::collections::BTreeMap<String, u64>,
+}
+
+/// Every resource state (reference/api.md §3), in wire form.
+pub const RESOURCE_STATES: &[&str] = &[
+    "unavailable",
+    "skipped",
+    "dry",
+    "deployed",
+    "failed",
+    "deploying",
+    "available",
+    "cancelled",
+    "undefined",
+    "skipped_for_undefined",
+    "non_compliant",
+];
+
+/// Resource action kinds (the `action` of a resource action).
+pub const RESOURCE_ACTIONS: &[&str] = &["store", "push", "pull", "deploy", "dryrun", "getfact", "other"];
+
+/// Log levels from least to most severe, with the numbers used to compare them.
+pub const LOG_LEVELS: &[(&str, i64)] =
+    &[("TRACE", 5), ("DEBUG", 10), ("INFO", 20), ("WARNING", 30), ("ERROR", 40), ("CRITICAL", 50)];
+
+/// The number of a log level name (case-insensitive), if it is one.
+pub fn log_level_number(name: &str) -> Option<i64> {
+    LOG_LEVELS.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| *v)
+}

@@ -33,7 +33,7 @@ CREATE TABLE resource (
     -- JSON list of plain resource ids.
     requires TEXT NOT NULL,
     resource_set TEXT,
-    -- available or undefined, as exported.
+    -- available or undefined as exported, or skipped_for_undefined when it depends on an undefined one.
     state TEXT NOT NULL,
     PRIMARY KEY (environment, version, resource_id),
     FOREIGN KEY (environment, version) REFERENCES version(environment, version) ON DELETE CASCADE

@@ -44,7 +44,10 @@ async fn run(label: &str, url: &str, n: usize) {
         timings.push(started.elapsed().as_secs_f64() * 1000.0);
     }
     timings.sort_by(f64::total_cmp);
-    println!("put_version {n} resources on {label}: median {:.0} ms (min {:.0}, max {:.0}) over 5 runs", timings[2], timings[0], timings[4]);
+    println!(
+        "put_version {n} resources on {label}: median {:.0} ms (min {:.0}, max {:.0}) over 5 runs",
+        timings[2], timings[0], timings[4]
+    );
 }
 
 #[tokio::main]

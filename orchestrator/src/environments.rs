@@ -13,7 +13,17 @@ use crate::{Error, Orchestrator, Result};
 
 /// Tables that hold an environment's operational data: what `clear` empties and `delete`
 /// removes with the environment. Every environment-scoped table joins this list when it lands.
-pub(crate) const ENVIRONMENT_DATA_TABLES: &[&str] = &["resource", "version"];
+/// Tables cleared with the environment, dependents first.
+pub(crate) const ENVIRONMENT_DATA_TABLES: &[&str] = &[
+    "resource_log",
+    "resource_action_resource",
+    "resource_action",
+    "resource_persistent_state",
+    "parameter",
+    "notification",
+    "resource",
+    "version",
+];
 
 #[derive(sqlx::FromRow)]
 pub(crate) struct EnvironmentRow {

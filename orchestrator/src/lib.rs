@@ -8,8 +8,11 @@ mod desired_state;
 mod environments;
 mod error;
 mod files;
+pub mod notifications;
 pub mod paging;
+pub mod parameters;
 mod projects;
+pub mod resources;
 mod settings;
 pub mod store;
 pub mod testing;
@@ -17,6 +20,7 @@ mod versions;
 
 pub use environments::EnvironmentQuery;
 pub use error::{Error, Result};
+pub use resources::{ActionOutcome, ActionQuery};
 pub use store::{DbKind, Store};
 pub use versions::{DESIRED_STATE_VIEW, StoredVersion};
 

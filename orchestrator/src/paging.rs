@@ -46,6 +46,8 @@ pub enum FilterKind {
     IsSet,
     /// `lt:`, `le:`, `gt:`, `ge:` constraints, ANDed.
     Range(ColumnKind),
+    /// A log level name; matches rows whose numeric level column is at least that severe.
+    MinLogLevel,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -168,7 +170,7 @@ fn typed(kind: ColumnKind, value: &str, what: &str) -> Result<Bind> {
 }
 
 /// Accepts timestamps with or without offset (naive ones are UTC) and returns the stored form.
-fn parse_date(value: &str) -> Option<String> {
+pub(crate) fn parse_date(value: &str) -> Option<String> {
     use chrono::{DateTime, NaiveDateTime, Utc};
     if let Ok(t) = DateTime::parse_from_rfc3339(value) {
         return Some(format_time(t.with_timezone(&Utc)));
@@ -231,6 +233,14 @@ fn filter_condition(view: &View, req: &PageRequest) -> Result<Condition> {
                 };
                 let ors: Vec<String> = wanted.into_iter().map(clause).collect();
                 condition.push(ors.join(" OR "), vec![]);
+            }
+            FilterKind::MinLogLevel => {
+                let v = values.last().copied().unwrap_or_default();
+                let level = api::resource::log_level_number(v).ok_or_else(|| {
+                    let names: Vec<&str> = api::resource::LOG_LEVELS.iter().map(|(n, _)| *n).collect();
+                    Error::BadRequest(format!("filter.{name} must be one of {}, got {v:?}", names.join(", ")))
+                })?;
+                condition.push(format!("{sql} >= ?"), vec![Bind::Int(level)]);
             }
             FilterKind::Range(kind) => {
                 for v in values {

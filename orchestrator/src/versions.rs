@@ -3,12 +3,14 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use api::ResourceId;
+use api::operations::NotificationSeverity;
 use api::version::{ConfigurationModel, DesiredStateVersion, Label, PutVersion, VersionStatus};
 use sqlx::Row;
 use uuid::Uuid;
 
 use crate::environments::environment_not_found;
 use crate::files::sha1_hex;
+use crate::notifications::{NewNotification, insert_notification};
 use crate::paging::{Column, ColumnKind, Filter, FilterKind, Order, Page, PageRequest, Source, View, fetch_page};
 use crate::store::{Transaction, now};
 use crate::{Error, Orchestrator, Result};
@@ -148,6 +150,10 @@ impl Orchestrator {
         let undefined: BTreeSet<String> =
             resources.iter().filter(|r| r.state == "undefined").map(|r| r.id.to_string()).collect();
         let skipped = dependents_of(&resources, &undefined);
+        let mut resources = resources;
+        for r in resources.iter_mut().filter(|r| skipped.contains(&r.id.to_string())) {
+            r.state = "skipped_for_undefined";
+        }
 
         let mut tx = self.store.begin_write().await?;
         let last: Option<i64> = sqlx::query_scalar("SELECT last_version FROM environment WHERE id = $1")
@@ -188,6 +194,16 @@ impl Orchestrator {
         .execute(&mut *tx)
         .await?;
         insert_resources(&mut tx, env, version, &resources).await?;
+        if let Some(message) = failed_compile_message(req.version_info.as_ref()) {
+            let new = NewNotification {
+                title: "Compilation failed".into(),
+                message: format!("version {version} was exported from a failed compile: {message}"),
+                severity: NotificationSeverity::Error,
+                uri: Some(format!("/console/desiredstate/{version}")),
+                compile_id: None,
+            };
+            insert_notification(&mut tx, env, &new).await?;
+        }
         tx.commit().await?;
 
         let settings = self.environment_settings(env).await?.settings;
@@ -260,6 +276,7 @@ impl Orchestrator {
             .bind(version)
             .execute(&mut *tx)
             .await?;
+        crate::resources::record_release(&mut tx, env, version).await?;
         tx.commit().await?;
         self.get_version_model(env, version).await
     }
@@ -368,7 +385,7 @@ impl Orchestrator {
         Ok(())
     }
 
-    async fn ensure_environment(&self, env: Uuid) -> Result<()> {
+    pub(crate) async fn ensure_environment(&self, env: Uuid) -> Result<()> {
         let found: Option<String> = sqlx::query_scalar("SELECT id FROM environment WHERE id = $1")
             .bind(env.to_string())
             .fetch_optional(self.store.pool())
@@ -386,6 +403,13 @@ async fn delete_version_rows(tx: &mut Transaction, env: Uuid, version: i64) -> R
             .await?;
     }
     Ok(())
+}
+
+/// The message of `version_info.export_metadata` when the export says its compile failed.
+fn failed_compile_message(version_info: Option<&serde_json::Value>) -> Option<String> {
+    let export = version_info?.get("export_metadata")?;
+    (export.get("inmanta:compile:state")?.as_str()? == "failed")
+        .then(|| export.get("message").and_then(|m| m.as_str()).unwrap_or("no message").to_string())
 }
 
 fn ids_json(ids: &BTreeSet<String>) -> String {

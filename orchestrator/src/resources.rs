@@ -1,0 +1,718 @@
+//! What the operator sees of resources: the latest released version plus orphans with their
+//! status (reference/deploy.md §2), details, history and logs, and the resource actions that the
+//! scheduler records.
+//!
+//! The state vector lives in `resource_persistent_state`, one row per resource id and
+//! environment. Release writes the intent columns; the scheduler writes the handler-run columns
+//! through [`Orchestrator::begin_resource_action`] and [`Orchestrator::finish_resource_action`].
+//! The single API status is derived in SQL ([`STATUS_SQL`]) so that lists filter and sort on it.
+
+use std::collections::BTreeMap;
+
+use api::ResourceId;
+use api::operations::NotificationSeverity;
+use api::resource::{
+    LatestReleasedResource, LogLine, RESOURCE_STATES, ReleasedResourceDetails, ResourceAction, ResourceDeploySummary,
+    ResourceHistory, ResourceIdDetails, ResourceLog,
+};
+use sqlx::Row;
+use uuid::Uuid;
+
+use crate::notifications::{NewNotification, insert_notification};
+use crate::paging::{Column, ColumnKind, Filter, FilterKind, Order, Page, PageRequest, Source, View, fetch_page};
+use crate::store::{Transaction, now};
+use crate::{Error, Orchestrator, Result};
+
+/// The single status of reference/deploy.md §2.3, first match wins.
+pub const STATUS_SQL: &str = "(CASE \
+    WHEN s.is_orphan = 1 THEN 'orphaned' \
+    WHEN s.is_deploying = 1 THEN 'deploying' \
+    WHEN s.is_undefined = 1 THEN 'undefined' \
+    WHEN s.blocked = 'blocked' THEN 'skipped_for_undefined' \
+    WHEN s.last_non_deploying_status IS NULL OR s.last_deployed_attribute_hash IS NULL \
+      OR s.last_deployed_attribute_hash <> s.current_intent_attribute_hash THEN 'available' \
+    ELSE s.last_non_deploying_status END)";
+
+/// `GET /api/v2/resource` (reference/api.md §2.4).
+pub const RESOURCE_VIEW: View = View {
+    sort_columns: &[
+        Column { name: "resource_type", sql: "s.resource_type", kind: ColumnKind::Text },
+        Column { name: "agent", sql: "s.agent", kind: ColumnKind::Text },
+        Column { name: "resource_id_value", sql: "s.id_value", kind: ColumnKind::Text },
+        Column { name: "resource_id", sql: "s.resource_id", kind: ColumnKind::Text },
+        Column { name: "status", sql: STATUS_SQL, kind: ColumnKind::Text },
+    ],
+    default_sort: ("resource_type", Order::Desc),
+    filters: &[
+        Filter { name: "resource_type", sql: "s.resource_type", kind: FilterKind::Partial },
+        Filter { name: "agent", sql: "s.agent", kind: FilterKind::Partial },
+        Filter { name: "resource_id_value", sql: "s.id_value", kind: FilterKind::Partial },
+        Filter { name: "status", sql: STATUS_SQL, kind: FilterKind::Choice { negatable: true } },
+    ],
+    id_sql: "s.resource_id",
+    id_kind: ColumnKind::Text,
+};
+
+/// `GET /api/v2/resource/<rid>/history`.
+pub const HISTORY_VIEW: View = View {
+    sort_columns: &[Column { name: "date", sql: "h.date", kind: ColumnKind::Date }],
+    default_sort: ("date", Order::Desc),
+    filters: &[],
+    id_sql: "h.attribute_hash",
+    id_kind: ColumnKind::Text,
+};
+
+/// `GET /api/v2/resource/<rid>/logs`.
+pub const LOG_VIEW: View = View {
+    sort_columns: &[Column { name: "timestamp", sql: "l.timestamp", kind: ColumnKind::Date }],
+    default_sort: ("timestamp", Order::Desc),
+    filters: &[
+        Filter { name: "minimal_log_level", sql: "l.level_no", kind: FilterKind::MinLogLevel },
+        Filter { name: "timestamp", sql: "l.timestamp", kind: FilterKind::Range(ColumnKind::Date) },
+        Filter { name: "message", sql: "l.msg", kind: FilterKind::Partial },
+        Filter { name: "action", sql: "a.action", kind: FilterKind::Choice { negatable: false } },
+    ],
+    id_sql: "(l.action_id || ':' || CAST(l.seq AS TEXT))",
+    id_kind: ColumnKind::Text,
+};
+
+#[derive(sqlx::FromRow)]
+struct StateRow {
+    resource_id: String,
+    current_intent_version: i64,
+    status: String,
+    requires: Option<String>,
+}
+
+#[derive(sqlx::FromRow)]
+struct HistoryRow {
+    attribute_hash: String,
+    date: String,
+    attributes: String,
+    requires: String,
+}
+
+#[derive(sqlx::FromRow)]
+struct LogRow {
+    level: String,
+    msg: String,
+    args: String,
+    kwargs: String,
+    timestamp: String,
+    action_id: String,
+    action: String,
+}
+
+fn corrupt(what: &str) -> impl Fn(serde_json::Error) -> Error + '_ {
+    move |e| Error::Corrupt(format!("{what}: {e}"))
+}
+
+fn parse_rid(rid: &str) -> Result<ResourceId> {
+    ResourceId::parse(rid).map_err(|e| Error::BadRequest(e.to_string()))
+}
+
+fn resource_not_found(rid: &ResourceId) -> Error {
+    Error::NotFound(format!("resource {rid} has never been released in this environment"))
+}
+
+/// What a handler run ended in, as the scheduler reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActionOutcome {
+    /// A HandlerResourceState: deployed, failed, skipped, skipped_for_dependency, unavailable,
+    /// non_compliant, dry.
+    pub status: String,
+    pub messages: Vec<LogLine>,
+    pub changes: Option<serde_json::Value>,
+    pub change: Option<String>,
+    pub send_event: Option<bool>,
+}
+
+/// Filters of `GET /api/v2/resource_actions`.
+#[derive(Debug, Clone, Default)]
+pub struct ActionQuery {
+    pub resource_type: Option<String>,
+    pub agent: Option<String>,
+    pub attribute: Option<String>,
+    pub attribute_value: Option<String>,
+    pub log_severity: Option<String>,
+    pub limit: Option<u64>,
+    pub action_id: Option<Uuid>,
+    pub first_timestamp: Option<String>,
+    pub last_timestamp: Option<String>,
+    pub exclude_changes: Vec<String>,
+}
+
+/// Release writes the intent of every resource of `version` and marks the others orphans.
+pub(crate) async fn record_release(tx: &mut Transaction, env: Uuid, version: i64) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO resource_persistent_state (environment, resource_id, resource_type, agent, id_attribute, \
+         id_value, first_generated_time, first_generated_version, current_intent_version, \
+         current_intent_attribute_hash, is_undefined, is_orphan, blocked) \
+         SELECT r.environment, r.resource_id, r.resource_type, r.agent, r.id_attribute, r.id_value, $3, r.version, \
+         r.version, r.attribute_hash, CASE WHEN r.state = 'undefined' THEN 1 ELSE 0 END, 0, \
+         CASE WHEN r.state = 'available' THEN 'not_blocked' ELSE 'blocked' END \
+         FROM resource r WHERE r.environment = $1 AND r.version = $2 \
+         ON CONFLICT (environment, resource_id) DO UPDATE SET \
+         current_intent_version = excluded.current_intent_version, \
+         current_intent_attribute_hash = excluded.current_intent_attribute_hash, \
+         is_undefined = excluded.is_undefined, is_orphan = 0, \
+         blocked = CASE WHEN excluded.blocked = 'blocked' THEN 'blocked' \
+           WHEN resource_persistent_state.blocked = 'temporarily_blocked' THEN 'temporarily_blocked' \
+           ELSE 'not_blocked' END",
+    )
+    .bind(env.to_string())
+    .bind(version)
+    .bind(now())
+    .execute(&mut **tx)
+    .await?;
+    sqlx::query(
+        "UPDATE resource_persistent_state SET is_orphan = 1, is_deploying = 0 \
+         WHERE environment = $1 AND current_intent_version <> $2 AND is_orphan = 0",
+    )
+    .bind(env.to_string())
+    .bind(version)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+impl Orchestrator {
+    /// The latest released resources plus orphans, paged; with `deploy_summary`, the counts per
+    /// status (all released resources, filters ignored).
+    pub async fn released_resources(
+        &self,
+        env: Uuid,
+        req: &PageRequest,
+        deploy_summary: bool,
+    ) -> Result<(Page<LatestReleasedResource>, Option<ResourceDeploySummary>)> {
+        self.ensure_environment(env).await?;
+        let binds = [env.to_string()];
+        let select = format!("s.resource_id, s.current_intent_version, {STATUS_SQL} AS status, r.requires");
+        let page: Page<StateRow> = fetch_page(
+            &self.store,
+            &RESOURCE_VIEW,
+            req,
+            Source {
+                select: &select,
+                from: "resource_persistent_state s LEFT JOIN resource r ON r.environment = s.environment \
+                       AND r.version = s.current_intent_version AND r.resource_id = s.resource_id",
+                scope: "s.environment = $1",
+                scope_binds: &binds,
+                base_path: "/api/v2/resource",
+            },
+        )
+        .await?;
+        let items = page
+            .items
+            .iter()
+            .map(|row| {
+                let id = ResourceId::parse(&row.resource_id).map_err(|e| Error::Corrupt(e.to_string()))?;
+                let version = row.current_intent_version;
+                let requires: Vec<String> = match &row.requires {
+                    Some(text) => serde_json::from_str(text).map_err(corrupt("resource requires"))?,
+                    None => vec![],
+                };
+                Ok(LatestReleasedResource {
+                    resource_version_id: id.versioned(version as u64),
+                    id_details: ResourceIdDetails::from(&id),
+                    requires: requires.iter().map(|r| format!("{r},v={version}")).collect(),
+                    resource_id: row.resource_id.clone(),
+                    status: row.status.clone(),
+                })
+            })
+            .collect::<Result<_>>()?;
+        let summary = if deploy_summary { Some(self.deploy_summary(env).await?) } else { None };
+        Ok((Page { items, links: page.links, metadata: page.metadata }, summary))
+    }
+
+    /// Counts of released (non-orphan) resources per status; every state except `dry` appears.
+    pub async fn deploy_summary(&self, env: Uuid) -> Result<ResourceDeploySummary> {
+        let rows = sqlx::query(&format!(
+            "SELECT {STATUS_SQL} AS status, COUNT(*) AS n FROM resource_persistent_state s \
+             WHERE s.environment = $1 AND s.is_orphan = 0 GROUP BY 1"
+        ))
+        .bind(env.to_string())
+        .fetch_all(self.store.pool())
+        .await?;
+        let mut by_state: BTreeMap<String, u64> =
+            RESOURCE_STATES.iter().filter(|s| **s != "dry").map(|s| (s.to_string(), 0)).collect();
+        let mut total = 0;
+        for row in rows {
+            let n = row.try_get::<i64, _>("n")? as u64;
+            total += n;
+            *by_state.entry(row.try_get("status")?).or_default() += n;
+        }
+        Ok(ResourceDeploySummary { total, by_state })
+    }
+
+    /// One released resource with its attributes and the status of what it requires.
+    pub async fn released_resource(&self, env: Uuid, rid: &str) -> Result<ReleasedResourceDetails> {
+        let id = parse_rid(rid)?;
+        let row = sqlx::query(&format!(
+            "SELECT {STATUS_SQL} AS status, s.first_generated_time, s.last_deploy, r.attributes, r.requires \
+             FROM resource_persistent_state s LEFT JOIN resource r ON r.environment = s.environment \
+             AND r.version = s.current_intent_version AND r.resource_id = s.resource_id \
+             WHERE s.environment = $1 AND s.resource_id = $2"
+        ))
+        .bind(env.to_string())
+        .bind(id.to_string())
+        .fetch_optional(self.store.pool())
+        .await?
+        .ok_or_else(|| resource_not_found(&id))?;
+        let attributes: serde_json::Map<String, serde_json::Value> =
+            match row.try_get::<Option<String>, _>("attributes")? {
+                Some(text) => serde_json::from_str(&text).map_err(corrupt("resource attributes"))?,
+                None => serde_json::Map::new(),
+            };
+        let requires: Vec<String> = match row.try_get::<Option<String>, _>("requires")? {
+            Some(text) => serde_json::from_str(&text).map_err(corrupt("resource requires"))?,
+            None => vec![],
+        };
+        let mut requires_status = BTreeMap::new();
+        for chunk in requires.chunks(500) {
+            let marks: Vec<String> = (0..chunk.len()).map(|i| format!("${}", i + 2)).collect();
+            let sql = format!(
+                "SELECT s.resource_id, {STATUS_SQL} AS status FROM resource_persistent_state s \
+                 WHERE s.environment = $1 AND s.resource_id IN ({})",
+                marks.join(", ")
+            );
+            let mut query = sqlx::query(&sql).bind(env.to_string());
+            for rid in chunk {
+                query = query.bind(rid.clone());
+            }
+            for dep in query.fetch_all(self.store.pool()).await? {
+                requires_status.insert(dep.try_get("resource_id")?, dep.try_get("status")?);
+            }
+        }
+        let mut attributes = attributes;
+        attributes.insert("requires".into(), serde_json::json!(requires));
+        Ok(ReleasedResourceDetails {
+            resource_id: id.to_string(),
+            resource_type: id.entity_type.clone(),
+            agent: id.agent.clone(),
+            id_attribute: id.attribute.clone(),
+            id_attribute_value: id.value.clone(),
+            attributes,
+            last_deploy: row.try_get("last_deploy")?,
+            first_generated_time: row.try_get("first_generated_time")?,
+            status: row.try_get("status")?,
+            requires_status,
+        })
+    }
+
+    /// One entry per distinct desired state the resource has had, over the stored versions.
+    pub async fn resource_history(&self, env: Uuid, rid: &str, req: &PageRequest) -> Result<Page<ResourceHistory>> {
+        let id = parse_rid(rid)?;
+        self.ensure_resource_known(env, &id).await?;
+        let binds = [env.to_string(), id.to_string()];
+        let base_path = format!("/api/v2/resource/{}/history", encode_path(&id.to_string()));
+        let page: Page<HistoryRow> = fetch_page(
+            &self.store,
+            &HISTORY_VIEW,
+            req,
+            Source {
+                select: "h.attribute_hash, h.date, h.attributes, h.requires",
+                // The earliest version with each hash gives its date and its content.
+                from: "(SELECT r.attribute_hash, v.date, r.attributes, r.requires FROM resource r \
+                       JOIN version v ON v.environment = r.environment AND v.version = r.version \
+                       WHERE r.environment = $1 AND r.resource_id = $2 AND r.version = (SELECT MIN(x.version) \
+                       FROM resource x WHERE x.environment = r.environment AND x.resource_id = r.resource_id \
+                       AND x.attribute_hash = r.attribute_hash)) h",
+                scope: "1 = 1",
+                scope_binds: &binds,
+                base_path: &base_path,
+            },
+        )
+        .await?;
+        let items = page
+            .items
+            .into_iter()
+            .map(|row| {
+                Ok(ResourceHistory {
+                    resource_id: id.to_string(),
+                    date: row.date,
+                    attributes: serde_json::from_str(&row.attributes).map_err(corrupt("resource attributes"))?,
+                    attribute_hash: row.attribute_hash,
+                    requires: serde_json::from_str(&row.requires).map_err(corrupt("resource requires"))?,
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Page { items, links: page.links, metadata: page.metadata })
+    }
+
+    /// The log lines of every action on the resource, across versions.
+    pub async fn resource_logs(&self, env: Uuid, rid: &str, req: &PageRequest) -> Result<Page<ResourceLog>> {
+        let id = parse_rid(rid)?;
+        self.ensure_resource_known(env, &id).await?;
+        let binds = [env.to_string(), id.to_string()];
+        let base_path = format!("/api/v2/resource/{}/logs", encode_path(&id.to_string()));
+        let page: Page<LogRow> = fetch_page(
+            &self.store,
+            &LOG_VIEW,
+            req,
+            Source {
+                select: "l.level, l.msg, l.args, l.kwargs, l.timestamp, l.action_id, a.action",
+                from: "resource_log l JOIN resource_action a ON a.environment = l.environment \
+                       AND a.action_id = l.action_id JOIN resource_action_resource ar \
+                       ON ar.environment = l.environment AND ar.action_id = l.action_id",
+                scope: "l.environment = $1 AND ar.resource_id = $2",
+                scope_binds: &binds,
+                base_path: &base_path,
+            },
+        )
+        .await?;
+        let items = page
+            .items
+            .into_iter()
+            .map(|row| {
+                Ok(ResourceLog {
+                    level: row.level,
+                    msg: row.msg,
+                    args: serde_json::from_str(&row.args).map_err(corrupt("log args"))?,
+                    kwargs: serde_json::from_str(&row.kwargs).map_err(corrupt("log kwargs"))?,
+                    timestamp: row.timestamp,
+                    action_id: crate::store::parse_uuid(&row.action_id)?,
+                    action: row.action,
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Page { items, links: page.links, metadata: page.metadata })
+    }
+
+    async fn ensure_resource_known(&self, env: Uuid, id: &ResourceId) -> Result<()> {
+        self.ensure_environment(env).await?;
+        let found: Option<i64> =
+            sqlx::query_scalar("SELECT version FROM resource WHERE environment = $1 AND resource_id = $2 LIMIT 1")
+                .bind(env.to_string())
+                .bind(id.to_string())
+                .fetch_optional(self.store.pool())
+                .await?;
+        let state: Option<String> = sqlx::query_scalar(
+            "SELECT resource_id FROM resource_persistent_state WHERE environment = $1 AND resource_id = $2",
+        )
+        .bind(env.to_string())
+        .bind(id.to_string())
+        .fetch_optional(self.store.pool())
+        .await?;
+        if found.is_none() && state.is_none() {
+            return Err(Error::NotFound(format!("resource {id} is not known in environment {env}")));
+        }
+        Ok(())
+    }
+
+    /// Starts an action on resources of `version` (the scheduler calls this when a handler run
+    /// starts); a `deploy` marks the resources as deploying.
+    pub async fn begin_resource_action(
+        &self,
+        env: Uuid,
+        version: i64,
+        action: &str,
+        resource_ids: &[ResourceId],
+        messages: &[LogLine],
+    ) -> Result<Uuid> {
+        if !api::resource::RESOURCE_ACTIONS.contains(&action) {
+            return Err(Error::BadRequest(format!(
+                "unknown resource action {action:?}; expected one of {}",
+                api::resource::RESOURCE_ACTIONS.join(", ")
+            )));
+        }
+        let action_id = Uuid::new_v4();
+        let rvids: Vec<String> = resource_ids.iter().map(|id| id.versioned(version as u64)).collect();
+        let mut tx = self.store.begin_write().await?;
+        sqlx::query(
+            "INSERT INTO resource_action (environment, action_id, version, action, started, resource_version_ids) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(env.to_string())
+        .bind(action_id.to_string())
+        .bind(version)
+        .bind(action)
+        .bind(now())
+        .bind(serde_json::json!(rvids).to_string())
+        .execute(&mut *tx)
+        .await?;
+        for id in resource_ids {
+            sqlx::query(
+                "INSERT INTO resource_action_resource (environment, action_id, resource_id) VALUES ($1, $2, $3)",
+            )
+            .bind(env.to_string())
+            .bind(action_id.to_string())
+            .bind(id.to_string())
+            .execute(&mut *tx)
+            .await?;
+            if action == "deploy" {
+                sqlx::query(
+                    "UPDATE resource_persistent_state SET is_deploying = 1 WHERE environment = $1 AND resource_id = $2",
+                )
+                .bind(env.to_string())
+                .bind(id.to_string())
+                .execute(&mut *tx)
+                .await?;
+            }
+        }
+        insert_logs(&mut tx, env, action_id, 0, messages).await?;
+        tx.commit().await?;
+        Ok(action_id)
+    }
+
+    /// Finishes an action: stores its outcome and, for a deploy, the handler-run columns of the
+    /// state vector (reference/deploy.md §2.2).
+    pub async fn finish_resource_action(&self, env: Uuid, action_id: Uuid, outcome: ActionOutcome) -> Result<()> {
+        let mut tx = self.store.begin_write().await?;
+        let row = sqlx::query(
+            "SELECT action, version, finished FROM resource_action WHERE environment = $1 AND action_id = $2",
+        )
+        .bind(env.to_string())
+        .bind(action_id.to_string())
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| Error::NotFound(format!("resource action {action_id} does not exist")))?;
+        if row.try_get::<Option<String>, _>("finished")?.is_some() {
+            return Err(Error::Conflict(format!("resource action {action_id} is already finished")));
+        }
+        let action: String = row.try_get("action")?;
+        let version: i64 = row.try_get("version")?;
+        let finished = now();
+        sqlx::query(
+            "UPDATE resource_action SET finished = $1, status = $2, changes = $3, change = $4, send_event = $5 \
+             WHERE environment = $6 AND action_id = $7",
+        )
+        .bind(finished.clone())
+        .bind(outcome.status.clone())
+        .bind(outcome.changes.as_ref().map(|c| c.to_string()))
+        .bind(outcome.change.clone())
+        .bind(outcome.send_event.map(i64::from))
+        .bind(env.to_string())
+        .bind(action_id.to_string())
+        .execute(&mut *tx)
+        .await?;
+        let seq: i64 = sqlx::query_scalar(
+            "SELECT COALESCE(MAX(seq) + 1, 0) FROM resource_log WHERE environment = $1 AND action_id = $2",
+        )
+        .bind(env.to_string())
+        .bind(action_id.to_string())
+        .fetch_one(&mut *tx)
+        .await?;
+        insert_logs(&mut tx, env, action_id, seq, &outcome.messages).await?;
+        if action == "deploy" {
+            let (handler_run, status) = match outcome.status.as_str() {
+                "deployed" => ("successful", "deployed"),
+                "non_compliant" => ("successful", "non_compliant"),
+                "failed" => ("failed", "failed"),
+                "unavailable" => ("failed", "unavailable"),
+                "skipped" | "skipped_for_dependency" => ("skipped", "skipped"),
+                other => {
+                    return Err(Error::BadRequest(format!("{other:?} is not an outcome of a deploy")));
+                }
+            };
+            let success = status == "deployed";
+            let newly_failed: Vec<String> = if status == "failed" {
+                sqlx::query_scalar(
+                    "SELECT resource_id FROM resource_persistent_state WHERE environment = $1 \
+                     AND COALESCE(last_non_deploying_status, '') <> 'failed' AND resource_id IN \
+                     (SELECT resource_id FROM resource_action_resource WHERE environment = $1 AND action_id = $2)",
+                )
+                .bind(env.to_string())
+                .bind(action_id.to_string())
+                .fetch_all(&mut *tx)
+                .await?
+            } else {
+                vec![]
+            };
+            for rid in &newly_failed {
+                let reason = outcome.messages.iter().rev().find(|m| m.level == "ERROR").map(|m| m.msg.as_str());
+                let new = NewNotification {
+                    title: "Resource deploy failed".into(),
+                    message: format!("{rid} failed to deploy{}", reason.map(|r| format!(": {r}")).unwrap_or_default()),
+                    severity: NotificationSeverity::Error,
+                    uri: Some(format!("/console/resources/{}", encode_path(rid))),
+                    compile_id: None,
+                };
+                insert_notification(&mut tx, env, &new).await?;
+            }
+            // The hash deployed is the one of the version the action ran for.
+            sqlx::query(
+                "UPDATE resource_persistent_state SET is_deploying = 0, last_handler_run = $1, \
+                 last_handler_run_at = $2, last_deploy = $2, last_non_deploying_status = $3, \
+                 last_deployed_version = $4, last_deployed_attribute_hash = (SELECT r.attribute_hash FROM resource r \
+                 WHERE r.environment = resource_persistent_state.environment AND r.version = $4 \
+                 AND r.resource_id = resource_persistent_state.resource_id), \
+                 last_success = CASE WHEN $5 = 1 THEN $2 ELSE last_success END, \
+                 last_produced_events = CASE WHEN $6 = 1 THEN $2 ELSE last_produced_events END \
+                 WHERE environment = $7 AND resource_id IN \
+                 (SELECT resource_id FROM resource_action_resource WHERE environment = $7 AND action_id = $8)",
+            )
+            .bind(handler_run)
+            .bind(finished)
+            .bind(status)
+            .bind(version)
+            .bind(i64::from(success))
+            .bind(i64::from(outcome.change.as_deref().is_some_and(|c| c != "nochange")))
+            .bind(env.to_string())
+            .bind(action_id.to_string())
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// `GET /api/v2/resource_actions`: newest first, at most `limit` (all when 0).
+    pub async fn resource_actions(&self, env: Uuid, q: &ActionQuery) -> Result<Vec<ResourceAction>> {
+        self.ensure_environment(env).await?;
+        if q.attribute.is_some() != q.attribute_value.is_some() {
+            return Err(Error::BadRequest("attribute and attribute_value go together: give both or neither".into()));
+        }
+        if q.first_timestamp.is_some() && q.last_timestamp.is_some() {
+            return Err(Error::BadRequest("give first_timestamp or last_timestamp, not both".into()));
+        }
+        if (q.first_timestamp.is_some() || q.last_timestamp.is_some()) && q.action_id.is_none() {
+            return Err(Error::BadRequest("first_timestamp and last_timestamp need action_id as tie-breaker".into()));
+        }
+        let mut sql = String::from(
+            "SELECT DISTINCT a.action_id, a.version, a.action, a.started, a.finished, a.resource_version_ids, \
+             a.status, a.changes, a.change, a.send_event FROM resource_action a \
+             LEFT JOIN resource_action_resource ar ON ar.environment = a.environment AND ar.action_id = a.action_id \
+             LEFT JOIN resource_persistent_state s ON s.environment = a.environment AND s.resource_id = ar.resource_id \
+             WHERE a.environment = $1",
+        );
+        let mut binds: Vec<String> = vec![env.to_string()];
+        let mut push = |sql: &mut String, clause: &str, value: String| {
+            binds.push(value);
+            sql.push_str(&clause.replace('?', &format!("${}", binds.len())));
+        };
+        if let Some(t) = &q.resource_type {
+            push(&mut sql, " AND s.resource_type = ?", t.clone());
+        }
+        if let Some(agent) = &q.agent {
+            push(&mut sql, " AND s.agent = ?", agent.clone());
+        }
+        if let (Some(attr), Some(value)) = (&q.attribute, &q.attribute_value) {
+            push(&mut sql, " AND s.id_attribute = ?", attr.clone());
+            push(&mut sql, " AND s.id_value = ?", value.clone());
+        }
+        if let Some(level) = &q.log_severity {
+            let number = api::resource::log_level_number(level)
+                .ok_or_else(|| Error::BadRequest(format!("log_severity {level:?} is not a log level")))?;
+            push(
+                &mut sql,
+                " AND EXISTS (SELECT 1 FROM resource_log l WHERE l.environment = a.environment \
+                 AND l.action_id = a.action_id AND l.level_no >= CAST(? AS BIGINT))",
+                number.to_string(),
+            );
+        }
+        for change in &q.exclude_changes {
+            push(&mut sql, " AND COALESCE(a.change, 'nochange') <> ?", change.clone());
+        }
+        if let (Some(first), Some(action_id)) = (&q.first_timestamp, q.action_id) {
+            push(&mut sql, " AND (a.started > ?", first.clone());
+            push(&mut sql, " OR (a.started = ?", first.clone());
+            push(&mut sql, " AND a.action_id > ?))", action_id.to_string());
+        } else if let (Some(last), Some(action_id)) = (&q.last_timestamp, q.action_id) {
+            push(&mut sql, " AND (a.started < ?", last.clone());
+            push(&mut sql, " OR (a.started = ?", last.clone());
+            push(&mut sql, " AND a.action_id < ?))", action_id.to_string());
+        }
+        sql.push_str(" ORDER BY a.started DESC, a.action_id DESC");
+        if let Some(limit) = q.limit.filter(|l| *l > 0) {
+            sql.push_str(&format!(" LIMIT {}", limit.min(api::paging::MAX_LIMIT)));
+        }
+        let mut query = sqlx::query(&sql);
+        for b in &binds {
+            query = query.bind(b.clone());
+        }
+        let rows = query.fetch_all(self.store.pool()).await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            let action_id: String = row.try_get("action_id")?;
+            let messages = self.action_messages(env, &action_id).await?;
+            out.push(ResourceAction {
+                environment: env,
+                version: row.try_get("version")?,
+                resource_version_ids: serde_json::from_str(&row.try_get::<String, _>("resource_version_ids")?)
+                    .map_err(corrupt("resource_version_ids"))?,
+                action_id: crate::store::parse_uuid(&action_id)?,
+                action: row.try_get("action")?,
+                started: row.try_get("started")?,
+                finished: row.try_get("finished")?,
+                messages: Some(messages),
+                status: row.try_get("status")?,
+                changes: row
+                    .try_get::<Option<String>, _>("changes")?
+                    .map(|c| serde_json::from_str(&c))
+                    .transpose()
+                    .map_err(corrupt("changes"))?,
+                change: row.try_get("change")?,
+                send_event: row.try_get::<Option<i64>, _>("send_event")?.map(|v| v != 0),
+            });
+        }
+        Ok(out)
+    }
+
+    async fn action_messages(&self, env: Uuid, action_id: &str) -> Result<Vec<LogLine>> {
+        let rows: Vec<LogRow> = sqlx::query_as(
+            "SELECT l.level, l.msg, l.args, l.kwargs, l.timestamp, l.action_id, '' AS action FROM resource_log l \
+             WHERE l.environment = $1 AND l.action_id = $2 ORDER BY l.seq",
+        )
+        .bind(env.to_string())
+        .bind(action_id.to_string())
+        .fetch_all(self.store.pool())
+        .await?;
+        rows.into_iter()
+            .map(|row| {
+                Ok(LogLine {
+                    level: row.level,
+                    msg: row.msg,
+                    args: serde_json::from_str(&row.args).map_err(corrupt("log args"))?,
+                    kwargs: serde_json::from_str(&row.kwargs).map_err(corrupt("log kwargs"))?,
+                    timestamp: row.timestamp,
+                })
+            })
+            .collect()
+    }
+}
+
+async fn insert_logs(
+    tx: &mut Transaction,
+    env: Uuid,
+    action_id: Uuid,
+    first_seq: i64,
+    lines: &[LogLine],
+) -> Result<()> {
+    for (offset, line) in lines.iter().enumerate() {
+        let level_no = api::resource::log_level_number(&line.level)
+            .ok_or_else(|| Error::BadRequest(format!("log level {:?} is not a log level", line.level)))?;
+        let timestamp = crate::paging::parse_date(&line.timestamp).ok_or_else(|| {
+            Error::BadRequest(format!("log timestamp {:?} is not an ISO-8601 timestamp", line.timestamp))
+        })?;
+        sqlx::query(
+            "INSERT INTO resource_log (environment, action_id, seq, level_no, level, msg, args, kwargs, timestamp) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(env.to_string())
+        .bind(action_id.to_string())
+        .bind(first_seq + offset as i64)
+        .bind(level_no)
+        .bind(line.level.to_ascii_uppercase())
+        .bind(line.msg.clone())
+        .bind(serde_json::json!(line.args).to_string())
+        .bind(serde_json::Value::Object(line.kwargs.clone()).to_string())
+        .bind(timestamp)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
+/// Percent-encodes a resource id for a link path.
+fn encode_path(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~:".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}

@@ -1,0 +1,283 @@
+//! Resource views, actions, logs, facts, parameters and notifications against a real database
+//! (SQLite, or PostgreSQL when `INMANTA_TEST_POSTGRES` holds an admin URL).
+
+use api::ResourceId;
+use api::environment::EnvironmentCreate;
+use api::operations::NotificationUpdate;
+use api::resource::LogLine;
+use api::version::PutVersion;
+use orchestrator::paging::PageRequest;
+use orchestrator::parameters::{NewParameter, ParamLookup};
+use orchestrator::{ActionOutcome, ActionQuery, Error, Orchestrator};
+use serde_json::json;
+use uuid::Uuid;
+
+async fn setup() -> (Orchestrator, Uuid, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = orchestrator::testing::fresh_database_url(dir.path()).await.unwrap();
+    let o = Orchestrator::open(&url).await.unwrap();
+    let project = o.create_project("p", None).await.unwrap().id;
+    let env = o
+        .create_environment(EnvironmentCreate { project_id: project, name: "e".into(), ..Default::default() })
+        .await
+        .unwrap()
+        .id;
+    (o, env, dir)
+}
+
+fn file(path: &str, content: &str, requires: &[&str]) -> serde_json::Map<String, serde_json::Value> {
+    json!({
+        "id": format!("fs::File[host1,path={path}],v=0"),
+        "path": path, "hash": content, "permissions": 644, "purged": false,
+        "send_event": true, "requires": requires,
+    })
+    .as_object()
+    .cloned()
+    .unwrap()
+}
+
+async fn put(
+    o: &Orchestrator,
+    env: Uuid,
+    resources: Vec<serde_json::Map<String, serde_json::Value>>,
+    undefined: &[&str],
+) -> i64 {
+    let version = o.reserve_version(env).await.unwrap();
+    let resource_state = undefined.iter().map(|r| (r.to_string(), "undefined".to_string())).collect();
+    o.put_version(env, PutVersion { version, resources, resource_state, ..Default::default() }).await.unwrap();
+    version
+}
+
+fn page(pairs: &[(&str, &str)]) -> PageRequest {
+    let pairs: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    PageRequest::from_query(&pairs).unwrap()
+}
+
+fn rid(path: &str) -> String {
+    format!("fs::File[host1,path={path}]")
+}
+
+fn line(level: &str, msg: &str) -> LogLine {
+    LogLine {
+        level: level.into(),
+        msg: msg.into(),
+        args: vec![],
+        kwargs: Default::default(),
+        timestamp: chrono::Utc::now().to_rfc3339(),
+    }
+}
+
+#[tokio::test]
+async fn release_tracks_status_orphans_and_summary() {
+    let (o, env, _dir) = setup().await;
+    let a = rid("/a");
+    let v1 = put(
+        &o,
+        env,
+        vec![file("/a", "1", &[]), file("/b", "1", &[&a]), file("/u", "1", &[]), file("/w", "1", &[&rid("/u")])],
+        &[&rid("/u")],
+    )
+    .await;
+    let (list, summary) = o.released_resources(env, &page(&[("sort", "resource_id.asc")]), true).await.unwrap();
+    let statuses: Vec<(String, String)> =
+        list.items.iter().map(|r| (r.resource_id.clone(), r.status.clone())).collect();
+    assert_eq!(
+        statuses,
+        vec![
+            (a.clone(), "available".into()),
+            (rid("/b"), "available".into()),
+            (rid("/u"), "undefined".into()),
+            (rid("/w"), "skipped_for_undefined".into()),
+        ]
+    );
+    assert_eq!(list.items[1].requires, vec![format!("{a},v={v1}")]);
+    let summary = summary.unwrap();
+    assert_eq!(summary.total, 4);
+    assert_eq!(summary.by_state["available"], 2);
+    assert_eq!(summary.by_state["deployed"], 0);
+    assert!(!summary.by_state.contains_key("dry"));
+
+    // A deploy of /a succeeds, /b fails: states, notification, logs.
+    let id_a = ResourceId::parse(&a).unwrap();
+    let action = o.begin_resource_action(env, v1, "deploy", &[id_a.clone()], &[line("INFO", "start")]).await.unwrap();
+    let deploying = o.released_resource(env, &a).await.unwrap();
+    assert_eq!(deploying.status, "deploying");
+    o.finish_resource_action(
+        env,
+        action,
+        ActionOutcome {
+            status: "deployed".into(),
+            messages: vec![line("DEBUG", "content written")],
+            changes: Some(json!({ format!("{a},v={v1}"): {"hash": {"current": null, "desired": "1"}} })),
+            change: Some("created".into()),
+            send_event: Some(true),
+        },
+    )
+    .await
+    .unwrap();
+    let id_b = ResourceId::parse(&rid("/b")).unwrap();
+    let failing = o.begin_resource_action(env, v1, "deploy", &[id_b], &[]).await.unwrap();
+    o.finish_resource_action(
+        env,
+        failing,
+        ActionOutcome {
+            status: "failed".into(),
+            messages: vec![line("ERROR", "permission denied")],
+            changes: None,
+            change: Some("nochange".into()),
+            send_event: None,
+        },
+    )
+    .await
+    .unwrap();
+    assert!(matches!(
+        o.finish_resource_action(
+            env,
+            failing,
+            ActionOutcome { status: "failed".into(), messages: vec![], changes: None, change: None, send_event: None }
+        )
+        .await,
+        Err(Error::Conflict(_))
+    ));
+
+    let details = o.released_resource(env, &rid("/b")).await.unwrap();
+    assert_eq!(details.status, "failed");
+    assert_eq!(details.requires_status[&a], "deployed");
+    assert_eq!(details.attributes["path"], "/b");
+    assert!(details.last_deploy.is_some());
+
+    let failed = o.released_resources(env, &page(&[("filter.status", "failed")]), false).await.unwrap().0;
+    assert_eq!(failed.items.len(), 1);
+    let not_failed = o.released_resources(env, &page(&[("filter.status", "!failed")]), false).await.unwrap().0;
+    assert_eq!(not_failed.items.len(), 3);
+
+    let notes = o.notifications(env, &page(&[])).await.unwrap();
+    assert_eq!(notes.items.len(), 1);
+    assert!(notes.items[0].message.contains("permission denied"), "{:?}", notes.items[0]);
+    let note = o
+        .update_notification(env, notes.items[0].id, NotificationUpdate { read: Some(true), cleared: None })
+        .await
+        .unwrap();
+    assert!(note.read && !note.cleared);
+    let unread = o.notifications(env, &page(&[("filter.read", "false")])).await.unwrap();
+    assert!(unread.items.is_empty());
+
+    let logs = o.resource_logs(env, &a, &page(&[])).await.unwrap();
+    let messages: Vec<&str> = logs.items.iter().map(|l| l.msg.as_str()).collect();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    let info = o.resource_logs(env, &a, &page(&[("filter.minimal_log_level", "INFO")])).await.unwrap();
+    assert_eq!(info.items.iter().map(|l| l.msg.as_str()).collect::<Vec<_>>(), vec!["start"]);
+    assert!(matches!(
+        o.resource_logs(env, &a, &page(&[("filter.minimal_log_level", "LOUD")])).await,
+        Err(Error::BadRequest(_))
+    ));
+    let errors = ActionQuery { log_severity: Some("ERROR".into()), ..Default::default() };
+    let actions = o.resource_actions(env, &errors).await.unwrap();
+    assert_eq!(actions.len(), 1);
+    assert_eq!(actions[0].status.as_deref(), Some("failed"));
+    let created = o
+        .resource_actions(env, &ActionQuery { exclude_changes: vec!["nochange".into()], ..Default::default() })
+        .await
+        .unwrap();
+    assert_eq!(created.len(), 1);
+    assert_eq!(created[0].change.as_deref(), Some("created"));
+
+    // A new version without /a makes it an orphan; /b changes, so it is available again.
+    let v2 = put(&o, env, vec![file("/b", "2", &[])], &[]).await;
+    assert!(v2 > v1);
+    let (list, summary) = o.released_resources(env, &page(&[("sort", "resource_id.asc")]), true).await.unwrap();
+    let statuses: Vec<&str> = list.items.iter().map(|r| r.status.as_str()).collect();
+    assert_eq!(statuses, vec!["orphaned", "available", "orphaned", "orphaned"]);
+    assert_eq!(summary.unwrap().total, 1);
+
+    let history = o.resource_history(env, &rid("/b"), &page(&[])).await.unwrap();
+    assert_eq!(history.items.len(), 2);
+    assert_eq!(history.items[0].attributes["hash"], "2", "newest first");
+    assert!(matches!(o.resource_history(env, &rid("/nope"), &page(&[])).await, Err(Error::NotFound(_))));
+}
+
+#[tokio::test]
+async fn parameters_and_facts() {
+    let (o, env, _dir) = setup().await;
+    let param = o
+        .set_parameter(
+            env,
+            NewParameter {
+                name: "db_host".into(),
+                source: "user".into(),
+                value: json!("10.0.0.1"),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(!param.expires);
+    match o.get_param(env, "db_host", None).await.unwrap() {
+        ParamLookup::Found(p) => assert_eq!(p.value, "10.0.0.1"),
+        other => panic!("{other:?}"),
+    }
+    // Setting again replaces the value, keeping the id.
+    let again = o
+        .set_parameter(
+            env,
+            NewParameter { name: "db_host".into(), source: "user".into(), value: json!(5), ..Default::default() },
+        )
+        .await
+        .unwrap();
+    assert_eq!((again.id, again.value.as_str()), (param.id, "5"));
+    assert!(matches!(
+        o.set_parameter(env, NewParameter { name: "x".into(), source: "magic".into(), ..Default::default() }).await,
+        Err(Error::BadRequest(_))
+    ));
+    assert!(matches!(o.get_param(env, "nope", None).await, Err(Error::NotFound(_))));
+
+    let r = rid("/a");
+    assert_eq!(o.get_param(env, "size", Some(&r)).await.unwrap(), ParamLookup::AskAgents);
+    let fact = o
+        .set_parameter(
+            env,
+            NewParameter {
+                name: "size".into(),
+                source: "fact".into(),
+                value: json!("42"),
+                resource_id: Some(format!("{r},v=3")),
+                metadata: Some(json!({"unit": "bytes"})),
+                expires: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(fact.resource_id, r);
+    assert!(fact.expires);
+    assert!(matches!(o.get_param(env, "size", Some(&r)).await.unwrap(), ParamLookup::Found(_)));
+    assert_eq!(o.resource_facts(env, &r).await.unwrap().len(), 1);
+    assert_eq!(o.resource_fact(env, &r, fact.id).await.unwrap().value, "42");
+    assert!(matches!(o.resource_fact(env, &rid("/b"), fact.id).await, Err(Error::NotFound(_))));
+
+    let params = o.parameters(env, &page(&[])).await.unwrap();
+    assert_eq!(params.items.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), vec!["db_host"]);
+    let facts = o.facts(env, &page(&[("filter.resource_id", "path=/a")])).await.unwrap();
+    assert_eq!(facts.items.len(), 1);
+    let by_meta = o.list_params(env, json!({"unit": "bytes"}).as_object().unwrap()).await.unwrap();
+    assert_eq!(by_meta.len(), 1);
+
+    o.delete_param(env, "size", Some(&r)).await.unwrap();
+    assert!(matches!(o.delete_param(env, "size", Some(&r)).await, Err(Error::NotFound(_))));
+}
+
+#[tokio::test]
+async fn failed_compile_export_notifies() {
+    let (o, env, _dir) = setup().await;
+    let version = o.reserve_version(env).await.unwrap();
+    let version_info =
+        json!({"export_metadata": {"inmanta:compile:state": "failed", "message": "boom", "type": "api"}});
+    o.put_version(
+        env,
+        PutVersion { version, resources: vec![], version_info: Some(version_info), ..Default::default() },
+    )
+    .await
+    .unwrap();
+    let notes = o.notifications(env, &page(&[("filter.severity", "error")])).await.unwrap();
+    assert_eq!(notes.items.len(), 1);
+    assert!(notes.items[0].message.contains("boom"));
+}
