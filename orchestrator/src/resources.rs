@@ -130,6 +130,8 @@ pub struct ActionOutcome {
 /// Filters of `GET /api/v2/resource_actions`.
 #[derive(Debug, Clone, Default)]
 pub struct ActionQuery {
+    /// Only actions on this resource (plain resource id).
+    pub resource_id: Option<String>,
     pub resource_type: Option<String>,
     pub agent: Option<String>,
     pub attribute: Option<String>,
@@ -581,6 +583,9 @@ impl Orchestrator {
             binds.push(value);
             sql.push_str(&clause.replace('?', &format!("${}", binds.len())));
         };
+        if let Some(rid) = &q.resource_id {
+            push(&mut sql, " AND ar.resource_id = ?", parse_rid(rid)?.to_string());
+        }
         if let Some(t) = &q.resource_type {
             push(&mut sql, " AND s.resource_type = ?", t.clone());
         }

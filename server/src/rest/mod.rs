@@ -6,7 +6,10 @@ mod environments;
 pub mod error;
 mod extract;
 mod files;
+mod notifications;
+mod parameters;
 mod projects;
+mod resources;
 mod settings;
 mod status;
 mod versions;
@@ -43,6 +46,9 @@ pub fn router(state: AppState, max_body_bytes: usize) -> Router {
         .merge(settings::router())
         .merge(files::router())
         .merge(versions::router())
+        .merge(resources::router())
+        .merge(parameters::router())
+        .merge(notifications::router())
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body_bytes))
         .layer(RequestDecompressionLayer::new())

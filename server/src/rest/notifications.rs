@@ -1,0 +1,39 @@
+//! Notifications (reference/api.md §5.14).
+
+use api::operations::NotificationUpdate;
+use axum::Router;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use orchestrator::Orchestrator;
+use orchestrator::paging::PageRequest;
+use uuid::Uuid;
+
+use super::error::ApiResult;
+use super::extract::{self, Path, Query, Tid};
+use super::{AppState, data, paged};
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/api/v2/notification", get(list)).route("/api/v2/notification/{id}", get(one).patch(update))
+}
+
+async fn list(
+    State(o): State<Orchestrator>,
+    Tid(env): Tid,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> ApiResult<Response> {
+    Ok(paged(o.notifications(env, &PageRequest::from_query(&pairs)?).await?).into_response())
+}
+
+async fn one(State(o): State<Orchestrator>, Tid(env): Tid, Path(id): Path<Uuid>) -> ApiResult<Response> {
+    Ok(data(o.notification(env, id).await?).into_response())
+}
+
+async fn update(
+    State(o): State<Orchestrator>,
+    Tid(env): Tid,
+    Path(id): Path<Uuid>,
+    extract::Json(body): extract::Json<NotificationUpdate>,
+) -> ApiResult<Response> {
+    Ok(data(o.update_notification(env, id, body).await?).into_response())
+}

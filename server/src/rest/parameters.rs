@@ -1,0 +1,219 @@
+//! Parameters and facts, v1 and v2 (reference/api.md §5.13).
+
+use api::operations::SetParameter;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use axum::{Json, Router};
+use orchestrator::Orchestrator;
+use orchestrator::paging::PageRequest;
+use orchestrator::parameters::{NewParameter, ParamLookup};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::error::{ApiError, ApiResult};
+use super::extract::{self, Path, Query, Tid};
+use super::{AppState, data, empty, paged};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/parameter/{name}", get(v1_get).put(v1_set).delete(v1_delete))
+        .route("/api/v1/parameter", post(v1_list))
+        .route("/api/v1/parameters", put(v1_set_many))
+        .route("/api/v2/parameters", get(v2_parameters))
+        .route("/api/v2/parameters/{name}", put(v2_set_parameter))
+        .route("/api/v2/facts", get(v2_facts))
+        .route("/api/v2/facts/{name}", put(v2_set_fact))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResourceParam {
+    resource_id: Option<String>,
+}
+
+async fn v1_get(
+    State(o): State<Orchestrator>,
+    Tid(env): Tid,
+    Path(name): Path<String>,
+    Query(q): Query<ResourceParam>,
+) -> ApiResult<Response> {
+    match o.get_param(env, &name, q.resource_id.as_deref()).await? {
+        ParamLookup::Found(parameter) => Ok(Json(json!({"parameter": parameter})).into_response()),
+        // Inmanta's answer: the caller retries once the agents reported the fact.
+        ParamLookup::AskAgents => {
+            Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "Agents queried for resource parameter."))
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct V1Set {
+    source: String,
+    value: serde_json::Value,
+    #[serde(default)]
+    resource_id: Option<String>,
+    #[serde(default)]
+    metadata: Option<serde_json::Value>,
+    #[serde(default)]
+    recompile: bool,
+    #[serde(default)]
+    expires: Option<bool>,
+}
+
+async fn v1_set(
+    State(o): State<Orchestrator>,
+    Tid(env): Tid,
+    Path(name): Path<String>,
+    extract::Json(body): extract::Json<V1Set>,
+) -> ApiResult<Response> {
+    let new = NewParameter {
+        name,
+        source: body.source,
+        value: body.value,
+        resource_id: body.resource_id,
+        metadata: body.metadata,
+        expires: body.expires,
+    };
+    let _ = body.recompile;
+    let fact = o.set_parameter(env, new).await?;
+    Ok(Json(json!({"parameter": fact})).into_response())
+}
+
+async fn v1_delete(
+    State(o): State<Orchestrator>,
+    Tid(env): Tid,
+    Path(name): Path<String>,
+    Query(q): Query<ResourceParam>,
+) -> ApiResult<Response> {
+    o.delete_param(env, &name, q.resource_id.as_deref()).await?;
+    Ok(empty())
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct V1List {
+    #[serde(default)]
+    query: serde_json::Map<String, serde_json::Value>,
+}
+
+async fn v1_list(
+    State(o): State<Orchestrator>,
+    Tid(env): Tid,
+    extract::Json(body): extract::Json<V1List>,
+) -> ApiResult<Response> {
+    let parameters = o.list_params(env, &body.query).await?;
+    Ok(Json(json!({
+        "parameters": parameters,
+        "expire": orchestrator::parameters::FACT_EXPIRE_SECONDS,
+        "now": orchestrator::store::now(),
+    }))
+    .into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct V1Many {
+    parameters: Vec<V1ManyItem>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct V1ManyItem {
+    id: String,
+    source: String,
+    value: serde_json::Value,
+    #[serde(default)]
+    resource_id: Option<String>,
+    #[serde(default)]
+    expires: Option<bool>,
+    #[serde(default)]
+    metadata: Option<serde_json::Value>,
+}
+
+async fn v1_set_many(
+    State(o): State<Orchestrator>,
+    Tid(env): Tid,
+    extract::Json(body): extract::Json<V1Many>,
+) -> ApiResult<Response> {
+    for item in body.parameters {
+        let new = NewParameter {
+            name: item.id,
+            source: item.source,
+            value: item.value,
+            resource_id: item.resource_id,
+            metadata: item.metadata,
+            expires: item.expires,
+        };
+        o.set_parameter(env, new).await?;
+    }
+    Ok(empty())
+}
+
+async fn v2_parameters(
+    State(o): State<Orchestrator>,
+    Tid(env): Tid,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> ApiResult<Response> {
+    Ok(paged(o.parameters(env, &PageRequest::from_query(&pairs)?).await?).into_response())
+}
+
+async fn v2_facts(
+    State(o): State<Orchestrator>,
+    Tid(env): Tid,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> ApiResult<Response> {
+    Ok(paged(o.facts(env, &PageRequest::from_query(&pairs)?).await?).into_response())
+}
+
+async fn v2_set_parameter(
+    State(o): State<Orchestrator>,
+    Tid(env): Tid,
+    Path(name): Path<String>,
+    extract::Json(body): extract::Json<SetParameter>,
+) -> ApiResult<Response> {
+    if body.resource_id.is_some() {
+        return Err(ApiError::bad_request("a parameter has no resource_id; use PUT /api/v2/facts/<name> for facts"));
+    }
+    let new = NewParameter {
+        name,
+        source: body.source,
+        value: body.value,
+        resource_id: None,
+        metadata: body.metadata,
+        expires: None,
+    };
+    let fact = o.set_parameter(env, new).await?;
+    let parameter = api::operations::Parameter {
+        id: fact.id,
+        name: fact.name,
+        value: fact.value,
+        environment: fact.environment,
+        source: fact.source,
+        updated: fact.updated,
+        metadata: fact.metadata,
+    };
+    Ok(data(parameter).into_response())
+}
+
+async fn v2_set_fact(
+    State(o): State<Orchestrator>,
+    Tid(env): Tid,
+    Path(name): Path<String>,
+    extract::Json(body): extract::Json<SetParameter>,
+) -> ApiResult<Response> {
+    let Some(resource_id) = body.resource_id.filter(|r| !r.is_empty()) else {
+        return Err(ApiError::bad_request("a fact needs the resource_id of the resource it describes"));
+    };
+    let new = NewParameter {
+        name,
+        source: body.source,
+        value: body.value,
+        resource_id: Some(resource_id),
+        metadata: body.metadata,
+        expires: Some(body.expires.unwrap_or(true)),
+    };
+    Ok(data(o.set_parameter(env, new).await?).into_response())
+}
