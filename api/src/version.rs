@@ -29,6 +29,32 @@ pub struct PutVersion {
     pub compiler_version: Option<String>,
 }
 
+/// Body of `PUT /api/v2/version/partial`: resources with `,v=0` ids, the sets they replace and
+/// the sets to drop.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PutPartial {
+    pub resources: Vec<serde_json::Map<String, serde_json::Value>>,
+    #[serde(default)]
+    pub resource_state: BTreeMap<String, String>,
+    #[serde(default)]
+    pub unknowns: Vec<serde_json::Value>,
+    #[serde(default)]
+    pub version_info: Option<serde_json::Value>,
+    #[serde(default)]
+    pub resource_sets: BTreeMap<String, Option<String>>,
+    #[serde(default)]
+    pub removed_resource_sets: Vec<String>,
+    #[serde(default)]
+    pub module_version_info: Option<serde_json::Value>,
+    #[serde(default)]
+    pub pip_config: Option<serde_json::Value>,
+    #[serde(default)]
+    pub project_constraints: Option<String>,
+    #[serde(default)]
+    pub allow_handler_code_update: bool,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum VersionStatus {

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use api::ResourceId;
 use api::operations::NotificationSeverity;
-use api::version::{ConfigurationModel, DesiredStateVersion, Label, PutVersion, VersionStatus};
+use api::version::{ConfigurationModel, DesiredStateVersion, Label, PutPartial, PutVersion, VersionStatus};
 use sqlx::Row;
 use uuid::Uuid;
 
@@ -145,16 +145,7 @@ impl Orchestrator {
     /// Validates and stores a full version; releases it when `auto_deploy` is on.
     pub async fn put_version(&self, env: Uuid, req: PutVersion) -> Result<StoredVersion> {
         let version = req.version;
-        let resources = validate_resources(&req)?;
-        let total = resources.len() as i64;
-        let undefined: BTreeSet<String> =
-            resources.iter().filter(|r| r.state == "undefined").map(|r| r.id.to_string()).collect();
-        let skipped = dependents_of(&resources, &undefined);
-        let mut resources = resources;
-        for r in resources.iter_mut().filter(|r| skipped.contains(&r.id.to_string())) {
-            r.state = "skipped_for_undefined";
-        }
-
+        let prepared = prepare_version(&req)?;
         let mut tx = self.store.begin_write().await?;
         let last: Option<i64> = sqlx::query_scalar("SELECT last_version FROM environment WHERE id = $1")
             .bind(env.to_string())
@@ -175,37 +166,148 @@ impl Orchestrator {
         if exists.is_some() {
             return Err(Error::Conflict(format!("version {version} already exists in this environment")));
         }
-        sqlx::query(
-            "INSERT INTO version (environment, version, date, total, version_info, unknowns, module_version_info, \
-             pip_config, project_constraints, undeployable, skipped_for_undeployable) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+        store_version(&mut tx, env, &req, &prepared, None).await?;
+        tx.commit().await?;
+        self.after_store(env, version).await
+    }
+
+    /// `PUT /api/v2/version/partial`: a new version made of the latest one with the resource
+    /// sets of `req` replaced and its removed sets dropped. Returns the new version number.
+    pub async fn put_partial(&self, env: Uuid, req: PutPartial) -> Result<StoredVersion> {
+        for resource in &req.resources {
+            let raw = resource.get("id").and_then(|v| v.as_str()).unwrap_or_default();
+            if let Ok((_, v)) = ResourceId::parse_versioned(raw)
+                && v != 0
+            {
+                return Err(Error::BadRequest(format!(
+                    "resource {raw} of a partial export must carry version 0 (,v=0): the server picks the version"
+                )));
+            }
+        }
+        let partial_sets: BTreeSet<String> = req.resource_sets.values().flatten().cloned().collect();
+        if let Some(both) = req.removed_resource_sets.iter().find(|s| partial_sets.contains(*s)) {
+            return Err(Error::BadRequest(format!("resource set {both} is both updated and removed")));
+        }
+        // Taking the next version number first locks the environment row, so partial exports
+        // of one environment are applied one after the other.
+        let mut tx = self.store.begin_write().await?;
+        let done = sqlx::query("UPDATE environment SET last_version = last_version + 1 WHERE id = $1")
+            .bind(env.to_string())
+            .execute(&mut *tx)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(environment_not_found(env));
+        }
+        let version: i64 = sqlx::query_scalar("SELECT last_version FROM environment WHERE id = $1")
+            .bind(env.to_string())
+            .fetch_one(&mut *tx)
+            .await?;
+        let base: Option<(i64, Option<String>)> = sqlx::query_as(
+            "SELECT version, module_version_info FROM version WHERE environment = $1 ORDER BY version DESC LIMIT 1",
         )
         .bind(env.to_string())
-        .bind(version)
-        .bind(now())
-        .bind(total)
-        .bind(req.version_info.as_ref().map(|v| v.to_string()))
-        .bind(serde_json::Value::Array(req.unknowns.clone()).to_string())
-        .bind(req.module_version_info.as_ref().map(|v| v.to_string()))
-        .bind(req.pip_config.as_ref().map(|v| v.to_string()))
-        .bind(req.project_constraints.clone())
-        .bind(ids_json(&undefined))
-        .bind(ids_json(&skipped))
-        .execute(&mut *tx)
+        .fetch_optional(&mut *tx)
         .await?;
-        insert_resources(&mut tx, env, version, &resources).await?;
-        if let Some(message) = failed_compile_message(req.version_info.as_ref()) {
-            let new = NewNotification {
-                title: "Compilation failed".into(),
-                message: format!("version {version} was exported from a failed compile: {message}"),
-                severity: NotificationSeverity::Error,
-                uri: Some(format!("/console/desiredstate/{version}")),
-                compile_id: None,
-            };
-            insert_notification(&mut tx, env, &new).await?;
+        let Some((base, base_modules)) = base else {
+            return Err(Error::BadRequest(
+                "a partial export needs an existing version to build on: export the full model first".into(),
+            ));
+        };
+        if !req.allow_handler_code_update {
+            check_handler_code(base_modules.as_deref(), req.module_version_info.as_ref())?;
         }
+        let rows = sqlx::query(
+            "SELECT resource_id, attributes, requires, resource_set, state FROM resource \
+             WHERE environment = $1 AND version = $2",
+        )
+        .bind(env.to_string())
+        .bind(base)
+        .fetch_all(&mut *tx)
+        .await?;
+        let mut merged = PutVersion {
+            version,
+            resources: Vec::with_capacity(rows.len() + req.resources.len()),
+            resource_state: req.resource_state.clone(),
+            unknowns: req.unknowns.clone(),
+            version_info: req.version_info.clone(),
+            resource_sets: BTreeMap::new(),
+            module_version_info: merge_modules(base_modules.as_deref(), req.module_version_info.as_ref()),
+            pip_config: req.pip_config.clone(),
+            project_constraints: req.project_constraints.clone(),
+            compiler_version: None,
+        };
+        let incoming: HashMap<String, &serde_json::Map<String, serde_json::Value>> = req
+            .resources
+            .iter()
+            .filter_map(|r| {
+                let raw = r.get("id")?.as_str()?;
+                Some((ResourceId::parse_versioned(raw).ok()?.0.to_string(), r))
+            })
+            .collect();
+        for row in rows {
+            let rid: String = row.try_get("resource_id")?;
+            let set: Option<String> = row.try_get("resource_set")?;
+            let state: String = row.try_get("state")?;
+            let replaced =
+                set.as_ref().is_some_and(|s| partial_sets.contains(s) || req.removed_resource_sets.contains(s));
+            if replaced {
+                continue;
+            }
+            let mut resource: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(&row.try_get::<String, _>("attributes")?)
+                    .map_err(|e| Error::Corrupt(e.to_string()))?;
+            let requires: Vec<String> = serde_json::from_str(&row.try_get::<String, _>("requires")?)
+                .map_err(|e| Error::Corrupt(e.to_string()))?;
+            if let Some(new) = incoming.get(&rid) {
+                let new_set = req.resource_sets.get(&rid).cloned().flatten();
+                match (&set, &new_set) {
+                    (Some(old), _) => {
+                        return Err(Error::BadRequest(format!(
+                            "resource {rid} belongs to resource set {old}, which this partial export does not replace; \
+                             a resource cannot move between sets"
+                        )));
+                    }
+                    (None, Some(new_set)) => {
+                        return Err(Error::BadRequest(format!(
+                            "resource {rid} is shared (in no resource set) in version {base} and cannot move into set {new_set}"
+                        )));
+                    }
+                    (None, None) => {
+                        let mut theirs = (*new).clone();
+                        theirs.remove("id");
+                        let their_requires = plain_requires(theirs.remove("requires"));
+                        if theirs != resource || their_requires != requires {
+                            return Err(Error::BadRequest(format!(
+                                "shared resource {rid} differs from the one in version {base}: \
+                                 shared resources must be identical in every partial export"
+                            )));
+                        }
+                        // Identical: the partial's copy is stored below.
+                        continue;
+                    }
+                }
+            }
+            resource.insert("id".into(), format!("{rid},v=0").into());
+            resource.insert("requires".into(), serde_json::json!(requires));
+            if state == "undefined" && !merged.resource_state.contains_key(&rid) {
+                merged.resource_state.insert(rid.clone(), "undefined".into());
+            }
+            merged.resource_sets.insert(rid, set);
+            merged.resources.push(resource);
+        }
+        merged.resources.extend(req.resources.iter().cloned());
+        for (rid, set) in &req.resource_sets {
+            merged.resource_sets.insert(rid.clone(), set.clone());
+        }
+        let prepared = prepare_version(&merged)?;
+        store_version(&mut tx, env, &merged, &prepared, Some(base)).await?;
         tx.commit().await?;
+        tracing::info!(%env, version, base, sets = ?partial_sets, removed = ?req.removed_resource_sets, "partial version stored");
+        self.after_store(env, version).await
+    }
 
+    /// Release (with `auto_deploy`) and retention after a version is stored.
+    async fn after_store(&self, env: Uuid, version: i64) -> Result<StoredVersion> {
         let settings = self.environment_settings(env).await?.settings;
         let setting = |name| settings.get(name);
         let auto_deploy =
@@ -403,6 +505,112 @@ async fn delete_version_rows(tx: &mut Transaction, env: Uuid, version: i64) -> R
             .await?;
     }
     Ok(())
+}
+
+/// A validated version ready to store: its resources and which of them cannot be deployed.
+struct PreparedVersion {
+    resources: Vec<StoredResource>,
+    undefined: BTreeSet<String>,
+    skipped: BTreeSet<String>,
+}
+
+fn prepare_version(req: &PutVersion) -> Result<PreparedVersion> {
+    let mut resources = validate_resources(req)?;
+    let undefined: BTreeSet<String> =
+        resources.iter().filter(|r| r.state == "undefined").map(|r| r.id.to_string()).collect();
+    let skipped = dependents_of(&resources, &undefined);
+    for r in resources.iter_mut().filter(|r| skipped.contains(&r.id.to_string())) {
+        r.state = "skipped_for_undefined";
+    }
+    Ok(PreparedVersion { resources, undefined, skipped })
+}
+
+/// Writes the version row, its resources and, for an export of a failed compile, a notification.
+async fn store_version(
+    tx: &mut Transaction,
+    env: Uuid,
+    req: &PutVersion,
+    prepared: &PreparedVersion,
+    partial_base: Option<i64>,
+) -> Result<()> {
+    let version = req.version;
+    sqlx::query(
+        "INSERT INTO version (environment, version, date, total, version_info, unknowns, module_version_info, \
+         pip_config, project_constraints, undeployable, skipped_for_undeployable, partial_base) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+    )
+    .bind(env.to_string())
+    .bind(version)
+    .bind(now())
+    .bind(prepared.resources.len() as i64)
+    .bind(req.version_info.as_ref().map(|v| v.to_string()))
+    .bind(serde_json::Value::Array(req.unknowns.clone()).to_string())
+    .bind(req.module_version_info.as_ref().map(|v| v.to_string()))
+    .bind(req.pip_config.as_ref().map(|v| v.to_string()))
+    .bind(req.project_constraints.clone())
+    .bind(ids_json(&prepared.undefined))
+    .bind(ids_json(&prepared.skipped))
+    .bind(partial_base)
+    .execute(&mut **tx)
+    .await?;
+    insert_resources(tx, env, version, &prepared.resources).await?;
+    if let Some(message) = failed_compile_message(req.version_info.as_ref()) {
+        let new = NewNotification {
+            title: "Compilation failed".into(),
+            message: format!("version {version} was exported from a failed compile: {message}"),
+            severity: NotificationSeverity::Error,
+            uri: Some(format!("/console/desiredstate/{version}")),
+            compile_id: None,
+        };
+        insert_notification(tx, env, &new).await?;
+    }
+    Ok(())
+}
+
+/// Requires as plain resource ids, whatever versions they carry.
+fn plain_requires(value: Option<serde_json::Value>) -> Vec<String> {
+    let mut out: Vec<String> = value
+        .and_then(|v| v.as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|r| r.as_str().and_then(|t| ResourceId::parse_versioned(t).ok()).map(|(id, _)| id.to_string()))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Handler code of modules in both the base and the partial must be the same.
+fn check_handler_code(base: Option<&str>, partial: Option<&serde_json::Value>) -> Result<()> {
+    let base: serde_json::Value = base.and_then(|b| serde_json::from_str(b).ok()).unwrap_or_default();
+    let (Some(base), Some(partial)) = (base.as_object(), partial.and_then(|p| p.as_object())) else {
+        return Ok(());
+    };
+    for (module, code) in partial {
+        if let Some(old) = base.get(module)
+            && old != code
+        {
+            return Err(Error::BadRequest(format!(
+                "the handler code of module {module} differs from the base version; \
+                 set allow_handler_code_update to replace it"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn merge_modules(base: Option<&str>, partial: Option<&serde_json::Value>) -> Option<serde_json::Value> {
+    let mut merged = base.and_then(|b| serde_json::from_str::<serde_json::Value>(b).ok());
+    match (merged.as_mut().and_then(|m| m.as_object_mut()), partial.and_then(|p| p.as_object())) {
+        (Some(m), Some(p)) => {
+            for (k, v) in p {
+                m.insert(k.clone(), v.clone());
+            }
+        }
+        (None, Some(_)) => merged = partial.cloned(),
+        _ => {}
+    }
+    merged
 }
 
 /// The message of `version_info.export_metadata` when the export says its compile failed.

@@ -251,3 +251,108 @@ async fn old_versions_are_removed_beyond_available_versions_to_keep() {
     let kept: Vec<i64> = statuses(&s, &env).await.into_iter().map(|(v, _)| v).collect();
     assert_eq!(kept, [5, 4, 1], "the two newest plus the active one");
 }
+
+fn in_set(path: &str, hash: &str, requires: &[&str]) -> Value {
+    let mut r = file(path, requires);
+    r["hash"] = json!(hash);
+    r
+}
+
+async fn version_ids(s: &TestServer, env: &str, version: i64) -> Vec<(String, String)> {
+    let (_, body) = s.call("GET", &format!("/api/v1/version/{version}"), Some(env), None).await;
+    let mut out: Vec<(String, String)> = body["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (r["resource_id"].as_str().unwrap().to_string(), r["attributes"]["hash"].as_str().unwrap().to_string())
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[tokio::test]
+async fn partial_exports_replace_sets_and_keep_the_rest() {
+    let s = TestServer::start().await;
+    let env = environment(&s).await;
+    let tid = Some(env.as_str());
+    let rid = |p: &str| format!("fs::File[agent-1,path={p}]");
+    let partial = |resources: Vec<Value>, sets: Value, removed: Vec<&str>| {
+        json!({"resources": resources, "resource_sets": sets, "removed_resource_sets": removed,
+               "resource_state": {}, "unknowns": [], "version_info": null})
+    };
+
+    // No base version yet.
+    let (status, body) = s.call("PUT", "/api/v2/version/partial", tid, Some(partial(vec![], json!({}), vec![]))).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("full model"));
+
+    let v1 = reserve(&s, &env).await;
+    let full = json!({
+        "version": v1,
+        "resources": [in_set("/shared", "s", &[]), in_set("/a1", "1", &["/shared"]), in_set("/b1", "1", &[])],
+        "resource_sets": {rid("/a1"): "set-a", rid("/b1"): "set-b", rid("/shared"): null},
+    });
+    assert_eq!(s.call("PUT", "/api/v1/version", tid, Some(full)).await.0, 200);
+
+    // Replace set-a: /a1 goes, /a2 comes; set-b and the shared resource stay.
+    let body = partial(vec![in_set("/a2", "2", &["/shared"])], json!({rid("/a2"): "set-a"}), vec![]);
+    let (status, answer) = s.call("PUT", "/api/v2/version/partial", tid, Some(body)).await;
+    assert_eq!(status, 200, "{answer}");
+    let v2 = answer["data"].as_i64().unwrap();
+    assert_eq!(v2, v1 + 1);
+    assert_eq!(
+        version_ids(&s, &env, v2).await,
+        vec![(rid("/a2"), "2".into()), (rid("/b1"), "1".into()), (rid("/shared"), "s".into())]
+    );
+    let (_, model) = s.call("GET", &format!("/api/v1/version/{v2}"), tid, None).await;
+    assert_eq!(model["model"]["partial_base"], v1);
+
+    // Remove set-b.
+    let (status, answer) =
+        s.call("PUT", "/api/v2/version/partial", tid, Some(partial(vec![], json!({}), vec!["set-b"]))).await;
+    assert_eq!(status, 200, "{answer}");
+    let v3 = answer["data"].as_i64().unwrap();
+    assert_eq!(version_ids(&s, &env, v3).await, vec![(rid("/a2"), "2".into()), (rid("/shared"), "s".into())]);
+
+    // Errors: versioned ids, a shared resource that differs, moving between sets, a dangling
+    // requires, handler code changes. None of them creates a version.
+    let mut versioned = in_set("/c", "c", &[]);
+    versioned["id"] = json!(format!("{},v=7", rid("/c")));
+    let bad = [
+        partial(vec![versioned], json!({rid("/c"): "set-c"}), vec![]),
+        partial(vec![in_set("/shared", "changed", &[])], json!({}), vec![]),
+        partial(vec![in_set("/a2", "2", &[])], json!({rid("/a2"): "set-c"}), vec![]),
+        partial(vec![in_set("/c", "c", &["/gone"])], json!({rid("/c"): "set-c"}), vec![]),
+        partial(vec![], json!({}), vec!["set-a", "set-x"])
+            .as_object()
+            .map(|o| {
+                let mut o = o.clone();
+                o.insert("resources".into(), json!([in_set("/x", "x", &[])]));
+                o.insert("resource_sets".into(), json!({rid("/x"): "set-a"}));
+                Value::Object(o)
+            })
+            .unwrap(),
+    ];
+    for body in bad {
+        let (status, answer) = s.call("PUT", "/api/v2/version/partial", tid, Some(body.clone())).await;
+        assert_eq!(status, 400, "{body} -> {answer}");
+        assert!(answer["message"].as_str().is_some_and(|m| !m.is_empty()));
+    }
+    let (status, answer) =
+        s.call("PUT", "/api/v2/version/partial", tid, Some(json!({"resources": [], "oops": 1}))).await;
+    assert_eq!(status, 400, "{answer}");
+
+    // Handler code: a change needs allow_handler_code_update.
+    let mut with_code = partial(vec![], json!({}), vec![]);
+    with_code["module_version_info"] = json!({"fs": {"name": "fs", "version": "1.0.0"}});
+    let (status, _) = s.call("PUT", "/api/v2/version/partial", tid, Some(with_code.clone())).await;
+    assert_eq!(status, 200, "a module new to the environment is fine");
+    with_code["module_version_info"] = json!({"fs": {"name": "fs", "version": "2.0.0"}});
+    let (status, answer) = s.call("PUT", "/api/v2/version/partial", tid, Some(with_code.clone())).await;
+    assert_eq!(status, 400, "{answer}");
+    with_code["allow_handler_code_update"] = json!(true);
+    let (status, answer) = s.call("PUT", "/api/v2/version/partial", tid, Some(with_code)).await;
+    assert_eq!(status, 200, "{answer}");
+}

@@ -1,6 +1,6 @@
 //! Versions of the desired state (reference/api.md §5.8).
 
-use api::version::PutVersion;
+use api::version::{PutPartial, PutVersion};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
@@ -18,6 +18,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/v2/reserve_version", post(reserve))
         .route("/api/v1/version", put(put_version).get(v1_list))
+        .route("/api/v2/version/partial", put(put_partial))
         .route("/api/v1/version/{id}", post(release).get(v1_get).delete(v1_delete))
         .route("/api/v2/desiredstate", get(v2_list))
         .route("/api/v2/desiredstate/{version}/promote", post(promote))
@@ -38,6 +39,16 @@ async fn put_version(
     let stored = o.put_version(env, req).await?;
     tracing::info!(%env, version = stored.version, released = stored.released, "version stored");
     Ok(empty())
+}
+
+async fn put_partial(
+    State(o): State<Orchestrator>,
+    Tid(env): Tid,
+    extract::Json(req): extract::Json<PutPartial>,
+) -> ApiResult<Response> {
+    let stored = o.put_partial(env, req).await?;
+    tracing::info!(%env, version = stored.version, released = stored.released, "partial version stored");
+    Ok(data(stored.version).into_response())
 }
 
 /// Inmanta's client sends `id`, `push` and `agent_trigger_method`; only the path counts.
