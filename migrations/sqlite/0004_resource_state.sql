@@ -12,6 +12,8 @@ CREATE TABLE resource_persistent_state (
     -- The latest released version that contains the resource, and its attribute hash there.
     current_intent_version BIGINT NOT NULL,
     current_intent_attribute_hash TEXT NOT NULL,
+    -- JSON list of the plain ids it requires in that version (copied so lists need no join).
+    current_intent_requires TEXT NOT NULL DEFAULT '[]',
     is_undefined BIGINT NOT NULL DEFAULT 0,
     is_orphan BIGINT NOT NULL DEFAULT 0,
     -- not_blocked, blocked, temporarily_blocked

@@ -70,6 +70,7 @@ impl Orchestrator {
                 scope: "r.environment = $1 AND r.version = CAST($2 AS BIGINT)",
                 scope_binds: &binds,
                 base_path: &base_path,
+                count_from: "",
             },
         )
         .await?;

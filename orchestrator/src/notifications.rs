@@ -108,6 +108,7 @@ impl Orchestrator {
                 scope: "n.environment = $1",
                 scope_binds: &binds,
                 base_path: "/api/v2/notification",
+                count_from: "",
             },
         )
         .await?;

@@ -310,6 +310,8 @@ pub struct Source<'a> {
     pub scope: &'a str,
     pub scope_binds: &'a [String],
     pub base_path: &'a str,
+    /// What to count over when `from` joins tables that only add columns (empty: `from`).
+    pub count_from: &'a str,
 }
 
 /// Runs one page of `source` as `req` asks, within what `view` allows.
@@ -317,7 +319,7 @@ pub async fn fetch_page<T>(store: &Store, view: &View, req: &PageRequest, source
 where
     T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
 {
-    let Source { select, from, scope, scope_binds, base_path } = source;
+    let Source { select, from, scope, scope_binds, base_path, .. } = source;
     let limit = req.limit.unwrap_or(MAX_LIMIT);
     if limit == 0 || limit > MAX_LIMIT {
         return Err(Error::BadRequest(format!("limit must be between 1 and {MAX_LIMIT}, got {limit}")));
@@ -365,24 +367,28 @@ where
         keyed.reverse();
     }
 
-    let count = |extra: Option<(&str, &str, &str)>| -> Result<Condition> {
-        let mut cond = filters.clone();
-        if let Some((op, key, row_id)) = extra {
-            push_bound(&mut cond, column, view, op, key, Some(row_id))?;
-        }
-        Ok(cond)
-    };
-    let total = count_rows(store, from, scope, &scope_binds, &count(None)?).await?;
-    // Rows before the first item and after the last one, in the requested order.
+    // Rows before the first item and after the last one, in the requested order: one scan
+    // counts the total and both sides.
     let (before_op, after_op) = if order == Order::Asc { ("<", ">") } else { (">", "<") };
-    let (before, after) = match (keyed.first(), keyed.last()) {
-        (Some((fk, fid, _)), Some((lk, lid, _))) => (
-            count_rows(store, from, scope, &scope_binds, &count(Some((before_op, fk, fid)))?).await?,
-            count_rows(store, from, scope, &scope_binds, &count(Some((after_op, lk, lid)))?).await?,
-        ),
-        _ if req.start.is_some() == (order == Order::Asc) && (req.start.is_some() || req.end.is_some()) => (total, 0),
-        _ if req.start.is_some() || req.end.is_some() => (0, total),
-        _ => (0, 0),
+    let sides = match (keyed.first(), keyed.last()) {
+        (Some((fk, fid, _)), Some((lk, lid, _))) => {
+            let mut before = Condition::default();
+            push_bound(&mut before, column, view, before_op, fk, Some(fid))?;
+            let mut after = Condition::default();
+            push_bound(&mut after, column, view, after_op, lk, Some(lid))?;
+            Some((before, after))
+        }
+        _ => None,
+    };
+    let count_from = if source.count_from.is_empty() { from } else { source.count_from };
+    let (total, before, after) = count_rows(store, count_from, scope, &scope_binds, &filters, sides.as_ref()).await?;
+    let (before, after) = match sides {
+        Some(_) => (before, after),
+        None if req.start.is_some() == (order == Order::Asc) && (req.start.is_some() || req.end.is_some()) => {
+            (total, 0)
+        }
+        None if req.start.is_some() || req.end.is_some() => (0, total),
+        None => (0, 0),
     };
 
     let mut base: Vec<(String, String)> = vec![("limit".into(), limit.to_string())];
@@ -424,11 +430,31 @@ where
     })
 }
 
-async fn count_rows(store: &Store, from: &str, scope: &str, scope_binds: &[Bind], cond: &Condition) -> Result<u64> {
-    let (condition, binds) = cond.render(scope_binds.len() + 1);
-    let sql = format!("SELECT COUNT(*) FROM {from} WHERE ({scope}) AND {condition}");
+/// Counts the rows matching `filters`, and of those the ones matching each side condition.
+async fn count_rows(
+    store: &Store,
+    from: &str,
+    scope: &str,
+    scope_binds: &[Bind],
+    filters: &Condition,
+    sides: Option<&(Condition, Condition)>,
+) -> Result<(u64, u64, u64)> {
+    let (condition, mut binds) = filters.render(scope_binds.len() + 1);
+    let mut select = String::from("COUNT(*)");
+    if let Some((before, after)) = sides {
+        for side in [before, after] {
+            let (sql, side_binds) = side.render(scope_binds.len() + binds.len() + 1);
+            select.push_str(&format!(", COALESCE(SUM(CASE WHEN {sql} THEN 1 ELSE 0 END), 0)"));
+            binds.extend(side_binds);
+        }
+    }
+    let sql = format!("SELECT {select} FROM {from} WHERE ({scope}) AND {condition}");
     let row = bind_all(bind_all(sqlx::query(&sql), scope_binds), &binds).fetch_one(store.pool()).await?;
-    Ok(row.try_get::<i64, _>(0)?.max(0) as u64)
+    let count = |i: usize| -> Result<u64> { Ok(row.try_get::<i64, _>(i)?.max(0) as u64) };
+    match sides {
+        Some(_) => Ok((count(0)?, count(1)?, count(2)?)),
+        None => Ok((count(0)?, 0, 0)),
+    }
 }
 
 /// `(value, id) op (bound, bound_id)` in ascending terms; without an id only the value counts.

@@ -291,6 +291,7 @@ impl Orchestrator {
                 scope: "p.environment = $1 AND p.resource_id = ''",
                 scope_binds: &binds,
                 base_path: "/api/v2/parameters",
+                count_from: "",
             },
         )
         .await?;
@@ -312,6 +313,7 @@ impl Orchestrator {
                 scope: "p.environment = $1 AND p.resource_id <> ''",
                 scope_binds: &binds,
                 base_path: "/api/v2/facts",
+                count_from: "",
             },
         )
         .await?;

@@ -81,7 +81,7 @@ struct StateRow {
     resource_id: String,
     current_intent_version: i64,
     status: String,
-    requires: Option<String>,
+    requires: String,
 }
 
 #[derive(sqlx::FromRow)]
@@ -149,14 +149,15 @@ pub(crate) async fn record_release(tx: &mut Transaction, env: Uuid, version: i64
     sqlx::query(
         "INSERT INTO resource_persistent_state (environment, resource_id, resource_type, agent, id_attribute, \
          id_value, first_generated_time, first_generated_version, current_intent_version, \
-         current_intent_attribute_hash, is_undefined, is_orphan, blocked) \
+         current_intent_attribute_hash, current_intent_requires, is_undefined, is_orphan, blocked) \
          SELECT r.environment, r.resource_id, r.resource_type, r.agent, r.id_attribute, r.id_value, $3, r.version, \
-         r.version, r.attribute_hash, CASE WHEN r.state = 'undefined' THEN 1 ELSE 0 END, 0, \
+         r.version, r.attribute_hash, r.requires, CASE WHEN r.state = 'undefined' THEN 1 ELSE 0 END, 0, \
          CASE WHEN r.state = 'available' THEN 'not_blocked' ELSE 'blocked' END \
          FROM resource r WHERE r.environment = $1 AND r.version = $2 \
          ON CONFLICT (environment, resource_id) DO UPDATE SET \
          current_intent_version = excluded.current_intent_version, \
          current_intent_attribute_hash = excluded.current_intent_attribute_hash, \
+         current_intent_requires = excluded.current_intent_requires, \
          is_undefined = excluded.is_undefined, is_orphan = 0, \
          blocked = CASE WHEN excluded.blocked = 'blocked' THEN 'blocked' \
            WHEN resource_persistent_state.blocked = 'temporarily_blocked' THEN 'temporarily_blocked' \
@@ -189,18 +190,18 @@ impl Orchestrator {
     ) -> Result<(Page<LatestReleasedResource>, Option<ResourceDeploySummary>)> {
         self.ensure_environment(env).await?;
         let binds = [env.to_string()];
-        let select = format!("s.resource_id, s.current_intent_version, {STATUS_SQL} AS status, r.requires");
+        let select = format!("s.resource_id, s.current_intent_version, {STATUS_SQL} AS status, s.current_intent_requires AS requires");
         let page: Page<StateRow> = fetch_page(
             &self.store,
             &RESOURCE_VIEW,
             req,
             Source {
                 select: &select,
-                from: "resource_persistent_state s LEFT JOIN resource r ON r.environment = s.environment \
-                       AND r.version = s.current_intent_version AND r.resource_id = s.resource_id",
+                from: "resource_persistent_state s",
                 scope: "s.environment = $1",
                 scope_binds: &binds,
                 base_path: "/api/v2/resource",
+                count_from: "",
             },
         )
         .await?;
@@ -210,10 +211,8 @@ impl Orchestrator {
             .map(|row| {
                 let id = ResourceId::parse(&row.resource_id).map_err(|e| Error::Corrupt(e.to_string()))?;
                 let version = row.current_intent_version;
-                let requires: Vec<String> = match &row.requires {
-                    Some(text) => serde_json::from_str(text).map_err(corrupt("resource requires"))?,
-                    None => vec![],
-                };
+                let requires: Vec<String> =
+                    serde_json::from_str(&row.requires).map_err(corrupt("resource requires"))?;
                 Ok(LatestReleasedResource {
                     resource_version_id: id.versioned(version as u64),
                     id_details: ResourceIdDetails::from(&id),
@@ -323,6 +322,7 @@ impl Orchestrator {
                 scope: "1 = 1",
                 scope_binds: &binds,
                 base_path: &base_path,
+                count_from: "",
             },
         )
         .await?;
@@ -360,6 +360,7 @@ impl Orchestrator {
                 scope: "l.environment = $1 AND ar.resource_id = $2",
                 scope_binds: &binds,
                 base_path: &base_path,
+                count_from: "",
             },
         )
         .await?;
