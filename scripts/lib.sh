@@ -18,6 +18,45 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "$@" >/dev/null
 }
 
+
+# The wasm target of the installed toolchain (rustup), for the console's wasm build.
+ensure_wasm_target() {
+  if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
+    log "installing the wasm32-unknown-unknown target (rustup)"
+    rustup target add wasm32-unknown-unknown
+  fi
+}
+
+# wasm-bindgen-cli at exactly the version of the wasm-bindgen crate in Cargo.lock (they must be
+# equal). From crates.io; NOT with --locked (its lock file holds a yanked webpki-roots).
+wasm_bindgen_version() {
+  grep -A1 '^name = "wasm-bindgen"$' "$ROOT/Cargo.lock" | sed -n 's/^version = "\(.*\)"/\1/p'
+}
+ensure_wasm_bindgen() {
+  local want have
+  want=$(wasm_bindgen_version)
+  have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
+  if [ "$want" != "$have" ]; then
+    log "installing wasm-bindgen-cli $want (found: ${have:-none}; takes about 3 minutes)"
+    cargo install wasm-bindgen-cli --version "$want" --force
+  fi
+}
+
+# Chromium (and its driver, for wasm-bindgen-test-runner) from Debian for the browser tests.
+# Playwright's own browser download is never used.
 ensure_chromium() {
-  if [ ! -x /usr/bin/chromium ]; then log "installing Chromium (Debian package)"; apt_install chromium; fi
+  if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+    log "installing Chromium (Debian packages chromium, chromium-driver)"
+    apt_install chromium chromium-driver
+  fi
+}
+
+# end2end/node_modules from the committed package-lock.json (npm ci), without browser downloads.
+ensure_node_modules() {
+  if ! command -v npm >/dev/null; then log "installing Node.js and npm (Debian)"; apt_install nodejs npm; fi
+  local dir="$ROOT/end2end"
+  if [ ! -d "$dir/node_modules/playwright-core" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+    log "installing the browser test dependencies (npm ci in end2end/)"
+    (cd "$dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
+  fi
 }

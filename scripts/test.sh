@@ -12,6 +12,9 @@ log "format and lints"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy -p app --features ssr --all-targets -- -D warnings
+ensure_wasm_target
+LEPTOS_OUTPUT_NAME=console cargo clippy -p frontend --target wasm32-unknown-unknown --features hydrate \
+  --target-dir "$CARGO_TARGET_DIR/front" -- -D warnings
 
 log "building the console and the server"
 scripts/build-console.sh

@@ -1,7 +1,131 @@
-//! Placeholder: the console router lands from the console work.
+//! The web console under `/console`: server-rendered Leptos pages (hydrated in the browser by the
+//! wasm in the site directory), their static assets and the console's server functions.
+//!
+//! Routes:
+//! - `/console`, `/console/*`: pages, rendered on the server (the whole page, data included);
+//! - `/console/pkg/*`: the wasm, its JS glue and the stylesheet, from `<site>/pkg`;
+//! - `/console/favicon.svg` (and the other files of `public/`): from `<site>`;
+//! - `/console/fn/*`: server functions (each has a fixed endpoint, see the `app` crate);
+//! - `/` and `/dashboard`: redirect to `/console`.
+//!
+//! The site directory is built by `scripts/build-console.sh`; without it the pages still render
+//! (without interactivity) and a warning says where the site was expected.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-pub fn router(_orchestrator: orchestrator::Orchestrator, _site_root: Option<PathBuf>) -> axum::Router {
-    axum::Router::new()
+use axum::Router;
+use axum::body::Body;
+use axum::http::Request;
+use axum::response::Redirect;
+use axum::routing::{get, post};
+use leptos::prelude::provide_context;
+use tower_http::services::{ServeDir, ServeFile};
+
+pub fn router(orchestrator: orchestrator::Orchestrator, site_root: Option<PathBuf>) -> axum::Router {
+    let site_root = site_root.unwrap_or_else(default_site_root);
+    if !site_root.join(app::PKG_DIR).join(format!("{}.js", app::OUTPUT_NAME)).is_file() {
+        tracing::warn!(
+            site = %site_root.display(),
+            "console assets not found: pages render without interactivity (build them with scripts/build-console.sh, \
+             or point --console-path at the built site)"
+        );
+    }
+    // Server-side rendering spawns Leptos tasks: run them on the server's tokio runtime.
+    let _ = any_spawner::Executor::init_tokio();
+    let options = app::options(&site_root.to_string_lossy());
+    let context = move || provide_context(orchestrator.clone());
+
+    let render = leptos_axum::render_app_async_with_context(context.clone(), move || app::shell(options.clone()));
+    let page = get(move |req: Request<Body>| render(req));
+    let server_fn = move |req: Request<Body>| leptos_axum::handle_server_fns_with_context(context.clone(), req);
+
+    Router::new()
+        .route("/", get(|| async { Redirect::temporary(app::BASE) }))
+        .route("/dashboard", get(|| async { Redirect::temporary(app::BASE) }))
+        .route(app::BASE, page.clone())
+        .route("/console/{*path}", page)
+        .route("/console/fn/{*name}", post(server_fn.clone()).get(server_fn))
+        .nest_service("/console/pkg", ServeDir::new(site_root.join(app::PKG_DIR)))
+        .route_service("/console/favicon.svg", ServeFile::new(site_root.join("favicon.svg")))
+}
+
+/// Where the built site is looked for when no `--console-path` is given: `$LEPTOS_SITE_ROOT`
+/// (set by cargo-leptos), `$CARGO_TARGET_DIR/site`, then `site/` next to the binary or one level
+/// up (`target/debug/inmanta` -> `target/site`, where `scripts/build-console.sh` puts it).
+fn default_site_root() -> PathBuf {
+    let mut candidates = Vec::new();
+    if let Some(dir) = std::env::var_os("LEPTOS_SITE_ROOT") {
+        candidates.push(PathBuf::from(dir));
+    }
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
+        candidates.push(Path::new(&dir).join("site"));
+    }
+    if let Some(bin_dir) = std::env::current_exe().ok().and_then(|exe| exe.parent().map(Path::to_path_buf)) {
+        candidates.push(bin_dir.join("site"));
+        if let Some(up) = bin_dir.parent() {
+            candidates.push(up.join("site"));
+        }
+    }
+    let first = candidates.first().cloned().unwrap_or_else(|| PathBuf::from("site"));
+    candidates.into_iter().find(|dir| dir.join(app::PKG_DIR).is_dir()).unwrap_or(first)
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::StatusCode;
+    use tower::ServiceExt;
+
+    use super::*;
+
+    async fn call(router: &Router, path: &str) -> (StatusCode, Option<String>, String) {
+        let response = router.clone().oneshot(Request::get(path).body(Body::empty()).unwrap()).await.unwrap();
+        let status = response.status();
+        let location = response.headers().get("location").map(|v| v.to_str().unwrap().to_string());
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        (status, location, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    #[tokio::test]
+    async fn console_serves_pages_assets_and_redirects() {
+        let dir = tempfile::tempdir().unwrap();
+        let site = dir.path().join("site");
+        std::fs::create_dir_all(site.join("pkg")).unwrap();
+        std::fs::write(site.join("pkg/console.css"), "body { margin: 0 }").unwrap();
+        std::fs::write(site.join("favicon.svg"), "<svg/>").unwrap();
+        let url = format!("sqlite://{}", dir.path().join("inmanta.db").display());
+        let o = orchestrator::Orchestrator::open(&url).await.unwrap();
+        let project = o.create_project("infra", None).await.unwrap();
+        let env = o
+            .create_environment(api::environment::EnvironmentCreate {
+                project_id: project.id,
+                name: "production".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let router = router(o, Some(site));
+
+        let (status, _, html) = call(&router, "/console").await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(html.starts_with("<!DOCTYPE html>"), "{html}");
+        assert!(html.contains("production") && html.contains(&env.id.to_string()), "{html}");
+        assert!(html.contains("/console/pkg/console.js"), "{html}");
+
+        let (status, _, html) = call(&router, "/console/no/such/page").await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        assert!(html.contains("Page not found"), "{html}");
+
+        for path in ["/", "/dashboard"] {
+            let (status, location, _) = call(&router, path).await;
+            assert_eq!(status, StatusCode::TEMPORARY_REDIRECT, "{path}");
+            assert_eq!(location.as_deref(), Some("/console"), "{path}");
+        }
+
+        let (status, _, css) = call(&router, "/console/pkg/console.css").await;
+        assert_eq!((status, css.as_str()), (StatusCode::OK, "body { margin: 0 }"));
+        let (status, _, _) = call(&router, "/console/favicon.svg").await;
+        assert_eq!(status, StatusCode::OK);
+        let (status, _, _) = call(&router, "/console/pkg/missing.js").await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+    }
 }
