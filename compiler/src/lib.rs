@@ -1,1 +1,306 @@
 //! The `.cf` modelling language: from `main.cf` to resources.
+//!
+//! Pipeline: [`syntax`] (lexer, parser) → `model` (types built from every loaded file) →
+//! `eval` (a scheduler of waiting statements) → `export` (resources in Inmanta's JSON shape).
+//! This crate does no network and no database work: it reads project files and returns a
+//! [`CompileOutput`] or [`Diagnostics`].
+
+mod builtins;
+mod diagnostics;
+mod eval;
+mod export;
+mod model;
+mod project;
+pub mod syntax;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+pub use diagnostics::{Diagnostic, Diagnostics, Severity};
+pub use project::ProjectMetadata;
+pub use syntax::Location;
+
+/// Options of one compile.
+#[derive(Debug, Clone)]
+pub struct CompileOptions {
+    /// The root model file; relative paths are resolved against the project directory. Default `main.cf`.
+    pub main_file: Option<PathBuf>,
+    /// Extra directories searched for modules (before the project's `modulepath` and `libs/`).
+    pub module_path: Vec<PathBuf>,
+    /// Environment variables seen by `std::get_env`; `None` reads the process environment.
+    pub env: Option<HashMap<String, String>>,
+    /// Known facts: unversioned resource id -> fact name -> value (for `std::getfact`).
+    pub facts: HashMap<String, HashMap<String, serde_json::Value>>,
+    /// Id and name of the target environment (`std::environment()`, `std::environment_name()`).
+    pub environment: String,
+    pub environment_name: String,
+    /// Server address seen by `std::environment_server()` / `std::server_port()`.
+    pub server_host: String,
+    pub server_port: i64,
+    /// Safety net on the number of statement runs (Inmanta's `INMANTA_MAX_ITERATIONS`).
+    pub max_steps: u64,
+    /// Stack size of the compile thread; deep nesting is rejected by depth limits before it matters.
+    pub stack_size: usize,
+}
+
+impl Default for CompileOptions {
+    fn default() -> Self {
+        CompileOptions {
+            main_file: None,
+            module_path: Vec::new(),
+            env: None,
+            facts: HashMap::new(),
+            environment: "00000000-0000-0000-0000-000000000000".into(),
+            environment_name: "dev".into(),
+            server_host: "localhost".into(),
+            server_port: 8888,
+            max_steps: 20_000_000,
+            stack_size: 64 * 1024 * 1024,
+        }
+    }
+}
+
+/// Counters of one compile.
+#[derive(Debug, Clone, Default)]
+pub struct CompileStats {
+    pub files: usize,
+    pub instances: usize,
+    pub statements_run: u64,
+    pub resources: usize,
+    /// Time spent loading and parsing, building types, evaluating and exporting.
+    pub parse_time: std::time::Duration,
+    pub build_time: std::time::Duration,
+    pub eval_time: std::time::Duration,
+    pub export_time: std::time::Duration,
+}
+
+/// The result of a successful compile and export.
+#[derive(Debug, Clone, Default)]
+pub struct CompileOutput {
+    /// Resources in Inmanta's export shape; ids end in `,v=0` until [`CompileOutput::set_version`].
+    pub resources: Vec<serde_json::Value>,
+    /// File contents by sha1 hex digest, for upload.
+    pub files: BTreeMap<String, Vec<u8>>,
+    /// Unversioned resource id -> `"undefined"` for resources with unknown values.
+    pub resource_state: BTreeMap<String, String>,
+    /// What the compile waited on: `{"parameter", "source", "resource", "metadata"}`.
+    pub unknowns: Vec<serde_json::Value>,
+    /// Unversioned resource id -> resource set name.
+    pub resource_sets: BTreeMap<String, String>,
+    pub warnings: Vec<Diagnostic>,
+    /// Lines printed by `std::print`.
+    pub printed: Vec<String>,
+    /// Variables of `main.cf` (instances as `"<Entity instance>"`), for tests and tooling.
+    pub variables: BTreeMap<String, serde_json::Value>,
+    pub metadata: ProjectMetadata,
+    pub stats: CompileStats,
+    pub version: i64,
+}
+
+impl CompileOutput {
+    /// Rewrites every id and require to `,v=N`. With version 0, requires are plain resource ids.
+    pub fn set_version(&mut self, version: i64) {
+        self.version = version;
+        for r in &mut self.resources {
+            if let Some(id) = r.get("id").and_then(|v| v.as_str()).map(|s| export::with_version(s, version)) {
+                r["id"] = serde_json::Value::String(id);
+            }
+            if let Some(reqs) = r.get_mut("requires").and_then(|v| v.as_array_mut()) {
+                for q in reqs.iter_mut() {
+                    if let Some(s) = q.as_str() {
+                        let base = match s.rfind(",v=") {
+                            Some(p) => &s[..p],
+                            None => s,
+                        };
+                        *q = serde_json::Value::String(if version == 0 {
+                            base.to_string()
+                        } else {
+                            export::with_version(base, version)
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// The JSON that `inmanta export -j FILE` writes: the list of resources.
+    pub fn export_json(&self) -> String {
+        serde_json::to_string_pretty(&self.resources).unwrap_or_else(|_| "[]".into())
+    }
+
+    /// Writes the `-j` file.
+    pub fn write_export_json(&self, path: &Path) -> std::io::Result<()> {
+        std::fs::write(path, self.export_json())
+    }
+}
+
+/// Compiles the project in `project_dir` (`project.yml` + `main.cf`) and exports it.
+pub fn compile_project(project_dir: &Path) -> Result<CompileOutput, Diagnostics> {
+    compile_project_with(project_dir, &CompileOptions::default())
+}
+
+/// Compiles with options. Runs on its own thread with a large stack.
+pub fn compile_project_with(project_dir: &Path, options: &CompileOptions) -> Result<CompileOutput, Diagnostics> {
+    let dir = project_dir.to_path_buf();
+    let opts = options.clone();
+    on_big_stack(options.stack_size, move || compile_project_inner(&dir, &opts))
+}
+
+/// Compiles a single model given as text (no project.yml; modules from `options.module_path`).
+pub fn compile_source(source: &str, options: &CompileOptions) -> Result<CompileOutput, Diagnostics> {
+    let src = source.to_string();
+    let opts = options.clone();
+    on_big_stack(options.stack_size, move || {
+        let main = opts.main_file.clone().unwrap_or_else(|| PathBuf::from("main.cf"));
+        compile_inner(&main, src, opts.module_path.clone(), &opts, ProjectMetadata::default(), Vec::new())
+    })
+}
+
+fn on_big_stack<F>(stack: usize, f: F) -> Result<CompileOutput, Diagnostics>
+where
+    F: FnOnce() -> Result<CompileOutput, Diagnostics> + Send + 'static,
+{
+    let handle = std::thread::Builder::new().name("compile".into()).stack_size(stack.max(2 << 20)).spawn(f);
+    match handle {
+        Ok(h) => h.join().unwrap_or_else(|p| {
+            let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
+            Err(Diagnostics(vec![Diagnostic::plain(
+                "CompilerException",
+                format!("internal compiler error: {}", msg.unwrap_or_else(|| "panic".into())),
+            )]))
+        }),
+        Err(e) => Err(Diagnostics(vec![Diagnostic::plain(
+            "CompilerException",
+            format!("can not start the compile thread: {e}"),
+        )])),
+    }
+}
+
+fn compile_project_inner(dir: &Path, options: &CompileOptions) -> Result<CompileOutput, Diagnostics> {
+    let mut warnings = Vec::new();
+    let meta = if options.main_file.is_some() && !dir.join("project.yml").exists() {
+        ProjectMetadata::default()
+    } else {
+        project::read_project(dir, &mut warnings).map_err(|d| Diagnostics(vec![d]))?
+    };
+    let mut search: Vec<PathBuf> = options.module_path.clone();
+    for m in &meta.modulepath {
+        search.push(dir.join(m));
+    }
+    search.push(dir.join("libs"));
+    search.dedup();
+    let main = match &options.main_file {
+        Some(p) if p.is_absolute() => p.clone(),
+        Some(p) => dir.join(p),
+        None => dir.join("main.cf"),
+    };
+    let text = std::fs::read_to_string(&main).map_err(|e| {
+        Diagnostics(vec![Diagnostic::plain(
+            "ProjectNotFoundException",
+            format!("Can not read {}: {e}", main.display()),
+        )])
+    })?;
+    compile_inner(&main, text, search, options, meta, warnings)
+}
+
+fn is_builtin(d: &Diagnostic) -> bool {
+    d.location.as_ref().is_some_and(|l| l.file.starts_with("<builtin>"))
+}
+
+fn compile_inner(
+    main: &Path,
+    text: String,
+    search: Vec<PathBuf>,
+    options: &CompileOptions,
+    meta: ProjectMetadata,
+    mut warnings: Vec<Diagnostic>,
+) -> Result<CompileOutput, Diagnostics> {
+    let t0 = std::time::Instant::now();
+    let mut loader = project::Loader::new(search);
+    let loaded = loader.load(main, text);
+    let parse_time = t0.elapsed();
+    warnings.append(&mut loader.warnings);
+    if loaded.is_err() {
+        return Err(Diagnostics(loader.errors));
+    }
+    let sources = std::mem::take(&mut loader.sources);
+    let namespaces = std::mem::take(&mut loader.namespaces);
+    let mut builder = eval::build::Builder::new(&sources);
+    for ns in &namespaces {
+        builder.add_namespace(&ns.name, &ns.file);
+    }
+    builder.build();
+    let build_time = t0.elapsed() - parse_time;
+    warnings.extend(builder.warnings.drain(..).filter(|w| !is_builtin(w)));
+    if !builder.errors.is_empty() {
+        return Err(Diagnostics(dedup(builder.errors)));
+    }
+    let ctx = eval::ProjectCtx {
+        module_dirs: loader.module_dirs.clone(),
+        env: options.env.clone(),
+        facts: options.facts.clone(),
+        environment: options.environment.clone(),
+        environment_name: options.environment_name.clone(),
+        server_host: options.server_host.clone(),
+        server_port: options.server_port,
+    };
+    let mut ev = eval::Evaluator::new(builder.types, &sources, ctx);
+    ev.max_steps = options.max_steps;
+    ev.run();
+    let eval_time = t0.elapsed() - parse_time - build_time;
+    warnings.extend(ev.warnings.drain(..).filter(|w| !is_builtin(w)));
+    if !ev.errors.is_empty() {
+        return Err(Diagnostics(dedup(std::mem::take(&mut ev.errors))));
+    }
+    let ex = export::export(&ev);
+    let export_time = t0.elapsed() - parse_time - build_time - eval_time;
+    if !ex.errors.is_empty() {
+        return Err(Diagnostics(ex.errors));
+    }
+    if let Some(cycle) = export::find_cycle(&ex.resources) {
+        return Err(Diagnostics(vec![Diagnostic::plain(
+            "DependencyCycleException",
+            format!("A dependency cycle was found between resources: {}", cycle.join(" -> ")),
+        )]));
+    }
+    warnings.extend(ex.warnings);
+    let variables = ev.root_variables();
+    let stats = CompileStats {
+        files: namespaces.len(),
+        instances: ev.instances.len(),
+        statements_run: ev.steps,
+        resources: ex.resources.len(),
+        parse_time,
+        build_time,
+        eval_time,
+        export_time,
+    };
+    Ok(CompileOutput {
+        resources: ex.resources,
+        files: ex.files,
+        resource_state: ex.resource_state,
+        unknowns: ex.unknowns,
+        resource_sets: ex.resource_sets,
+        warnings,
+        printed: std::mem::take(&mut ev.printed),
+        variables,
+        metadata: meta,
+        stats,
+        version: 0,
+    })
+}
+
+fn dedup(errors: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for e in errors {
+        let key = (e.kind.clone(), e.location.as_ref().map(|l| (l.file.clone(), l.line, l.col)), e.message.clone());
+        if seen.insert(key) {
+            out.push(e);
+        }
+        if out.len() >= 100 {
+            break;
+        }
+    }
+    out
+}

@@ -5,9 +5,13 @@
 //! Exit codes: 0 success, 1 the server refused (the message says why), 2 bad usage or config,
 //! 3 the server could not be reached.
 
+mod compile;
 mod environment;
 mod output;
+mod param;
 mod project;
+mod resource;
+mod version;
 
 use std::process::ExitCode;
 
@@ -33,6 +37,41 @@ pub enum ClientCommand {
         #[command(subcommand)]
         command: environment::EnvironmentCommand,
     },
+    /// Compile the project in the current directory (or --project) and report errors.
+    Compile(compile::CompileArgs),
+    /// Compile and send the resources to a server as a new version (or to a file with -j).
+    Export(compile::ExportArgs),
+    /// Desired-state versions of an environment.
+    Version {
+        #[command(flatten)]
+        scope: Scope,
+        #[command(subcommand)]
+        command: version::VersionCommand,
+    },
+    /// Resources of an environment: status, history, logs.
+    Resource {
+        #[command(flatten)]
+        scope: Scope,
+        #[command(subcommand)]
+        command: resource::ResourceCommand,
+    },
+    /// Parameters of an environment.
+    Param {
+        #[command(flatten)]
+        scope: Scope,
+        #[command(subcommand)]
+        command: param::ParamCommand,
+    },
+}
+
+/// A connection plus the environment a command works on.
+#[derive(Args, Clone)]
+pub struct Scope {
+    #[command(flatten)]
+    connection: Connection,
+    /// Environment id or name; defaults to [config] environment of .inmanta.
+    #[arg(short = 'e', long, global = true)]
+    environment: Option<String>,
 }
 
 #[derive(Args, Clone)]
@@ -62,31 +101,78 @@ pub enum CliError {
     Usage(String),
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    /// The model has errors; they are printed as they are.
+    #[error("{0}")]
+    Compile(compiler::Diagnostics),
 }
 
 pub async fn run(command: ClientCommand, options: &Options) -> ExitCode {
-    let (connection, result) = match command {
-        ClientCommand::Project { connection, command } => {
-            let ctx = context(&connection, options);
-            (connection, project::run(command, &ctx).await)
-        }
+    let result = match command {
+        ClientCommand::Project { connection, command } => project::run(command, &context(&connection, options)).await,
         ClientCommand::Environment { connection, command } => {
-            let ctx = context(&connection, options);
-            (connection, environment::run(command, &ctx).await)
+            environment::run(command, &context(&connection, options)).await
         }
+        ClientCommand::Compile(args) => compile::run_compile(args).await,
+        ClientCommand::Export(args) => compile::run_export(args, options).await,
+        ClientCommand::Version { scope, command } => match scoped(&scope, options).await {
+            Ok((ctx, env)) => version::run(command, &ctx, env).await,
+            Err(e) => Err(e),
+        },
+        ClientCommand::Resource { scope, command } => match scoped(&scope, options).await {
+            Ok((ctx, env)) => resource::run(command, &ctx, env).await,
+            Err(e) => Err(e),
+        },
+        ClientCommand::Param { scope, command } => match scoped(&scope, options).await {
+            Ok((ctx, env)) => param::run(command, &ctx, env).await,
+            Err(e) => Err(e),
+        },
     };
-    let _ = connection;
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(CliError::Compile(diagnostics)) => {
+            eprintln!("{}", compile::report(&diagnostics));
+            ExitCode::from(1)
+        }
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(match e {
-                CliError::Client(ClientError::Api { .. }) => 1,
+                CliError::Client(ClientError::Api { .. }) | CliError::Compile(_) => 1,
                 CliError::Client(_) => 3,
                 CliError::Usage(_) | CliError::Io(_) => 2,
             })
         }
     }
+}
+
+/// The context and environment id of an environment-scoped command.
+async fn scoped(scope: &Scope, options: &Options) -> Result<(Context, uuid::Uuid), CliError> {
+    let ctx = context(&scope.connection, options);
+    let key = scope
+        .environment
+        .clone()
+        .or_else(|| options.get("config", "environment").map(str::to_string))
+        .or_else(|| dot_inmanta().and_then(|d| d.get("config", "environment").map(str::to_string)))
+        .ok_or_else(|| {
+            CliError::Usage("no environment: pass -e ENV or run `inmanta environment save ENV` first".into())
+        })?;
+    let env = match uuid::Uuid::parse_str(&key) {
+        Ok(id) => id,
+        Err(_) => environment::find(&ctx, &key).await?.id,
+    };
+    Ok((ctx, env))
+}
+
+/// Percent-encodes one URL path segment or query value (resource ids hold `/`, `[`, `,`, `=`).
+pub fn encode_segment(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
 }
 
 fn context(connection: &Connection, options: &Options) -> Context {

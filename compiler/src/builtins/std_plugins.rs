@@ -1,0 +1,751 @@
+//! The plugins of `std` (and `exec::in_shell`), natively.
+
+use std::rc::Rc;
+
+use super::{PErr, PResult, PluginCall, Plugins, net, s};
+use crate::eval::Evaluator;
+use crate::eval::format::{py_repr, py_str};
+use crate::eval::value::{UnknownSource, Value, dict_get};
+use crate::model::AttrKind;
+
+fn text(v: &Value, what: &str) -> Result<Rc<str>, PErr> {
+    match v {
+        Value::Str(s) => Ok(s.clone()),
+        other => Err(PErr::Kind(
+            "PluginTypeException",
+            format!(
+                "{what}: expected a string, got {} {}",
+                other.type_name(),
+                py_repr(other, &|i| format!("<instance {i}>"))
+            ),
+        )),
+    }
+}
+
+fn int(v: &Value, what: &str) -> Result<i64, PErr> {
+    match v {
+        Value::Int(i) => Ok(*i),
+        Value::Float(f) if f.fract() == 0.0 => Ok(*f as i64),
+        other => Err(PErr::Kind(
+            "PluginTypeException",
+            format!(
+                "{what}: expected an int, got {} {}",
+                other.type_name(),
+                py_repr(other, &|i| format!("<instance {i}>"))
+            ),
+        )),
+    }
+}
+
+fn list(v: &Value, what: &str) -> Result<Rc<Vec<Value>>, PErr> {
+    match v {
+        Value::List(l) => Ok(l.clone()),
+        Value::Null => Ok(Rc::new(vec![])),
+        Value::Instance(_) => Ok(Rc::new(vec![v.clone()])),
+        other => Err(PErr::Kind(
+            "PluginTypeException",
+            format!(
+                "{what}: expected a list, got {} {}",
+                other.type_name(),
+                py_repr(other, &|i| format!("<instance {i}>"))
+            ),
+        )),
+    }
+}
+
+fn ext(msg: String) -> PErr {
+    PErr::Kind("ExternalException", msg)
+}
+
+fn unknown(ev: &mut Evaluator<'_>, parameter: &str, source: &str, resource: &str) -> Value {
+    let u = UnknownSource { parameter: parameter.into(), source: source.into(), resource: resource.into() };
+    if !ev.unknowns.contains(&u) {
+        ev.unknowns.push(u.clone());
+    }
+    Value::Unknown(Rc::new(u))
+}
+
+fn strv(ev: &Evaluator<'_>, v: &Value) -> String {
+    py_str(v, &|i| ev.inst_name(i))
+}
+
+/// Reads a module asset: `"<module>/<file>"` in the module's `sub` directory.
+fn module_file(ev: &Evaluator<'_>, path: &str, sub: &str) -> Result<Vec<u8>, PErr> {
+    let Some((module, rest)) = path.split_once('/') else {
+        return Err(ext(format!("Invalid path '{path}': expected '<module>/<file>'")));
+    };
+    let Some(dir) = ev.project.module_dirs.get(module) else {
+        return Err(ext(format!("Module {module} (for '{path}') is not loaded or has no {sub}/ directory")));
+    };
+    if rest.split('/').any(|c| c == "..") {
+        return Err(ext(format!("Invalid path '{path}': '..' is not allowed")));
+    }
+    let full = dir.join(sub).join(rest);
+    std::fs::read(&full).map_err(|e| ext(format!("Unable to read {}: {e}", full.display())))
+}
+
+fn to_json(ev: &mut Evaluator<'_>, v: &Value, depth: usize) -> Result<serde_json::Value, PErr> {
+    Ok(match v {
+        Value::Instance(i) => {
+            if depth > 3 {
+                return Ok(serde_json::Value::String(ev.inst_name(*i)));
+            }
+            let ent = ev.instances[*i as usize].entity;
+            let attrs: Vec<(usize, String, bool)> = ev.types.entities[ent]
+                .attrs
+                .iter()
+                .enumerate()
+                .filter(|(_, a)| a.name != "requires" && a.name != "provides")
+                .map(|(n, a)| (n, a.name.clone(), matches!(a.kind, AttrKind::Rel { .. })))
+                .collect();
+            let mut map = serde_json::Map::new();
+            for (n, name, rel) in attrs {
+                let val = match &ev.instances[*i as usize].slots[n] {
+                    crate::eval::Slot::Prim { value: Some((v, _)), .. } => Some(v.clone()),
+                    crate::eval::Slot::Rel(r) if rel => {
+                        let hi = matches!(ev.types.entities[ent].attrs[n].kind, AttrKind::Rel { hi: Some(1), .. });
+                        if hi {
+                            r.items.first().map(|x| Value::Instance(*x))
+                        } else {
+                            Some(Value::list(r.items.iter().map(|x| Value::Instance(*x)).collect()))
+                        }
+                    }
+                    _ => None,
+                };
+                if let Some(val) = val {
+                    map.insert(name, to_json(ev, &val, depth + 1)?);
+                }
+            }
+            serde_json::Value::Object(map)
+        }
+        Value::List(l) => serde_json::Value::Array(l.iter().map(|x| to_json(ev, x, depth)).collect::<Result<_, _>>()?),
+        Value::Dict(d) => serde_json::Value::Object(
+            d.iter().map(|(k, x)| Ok((k.to_string(), to_json(ev, x, depth)?))).collect::<Result<_, PErr>>()?,
+        ),
+        other => other.to_json_lossy(),
+    })
+}
+
+fn validate(kind: &str, v: &Value, params: &Value) -> bool {
+    let st = match v {
+        Value::Str(s) => s.to_string(),
+        Value::Int(i) => i.to_string(),
+        _ => String::new(),
+    };
+    let num = match v {
+        Value::Int(i) => Some(*i as f64),
+        Value::Float(f) => Some(*f),
+        _ => None,
+    };
+    let param = |k: &str| match params {
+        Value::Dict(d) => dict_get(d, k).and_then(|x| match x {
+            Value::Int(i) => Some(*i as f64),
+            Value::Float(f) => Some(*f),
+            _ => None,
+        }),
+        _ => None,
+    };
+    match kind {
+        "ipaddress.IPv4Address" | "pydantic.IPv4Address" => st.parse::<std::net::Ipv4Addr>().is_ok(),
+        "ipaddress.IPv6Address" | "pydantic.IPv6Address" => st.parse::<std::net::Ipv6Addr>().is_ok(),
+        "ipaddress.IPv4Interface" | "pydantic.IPv4Interface" => {
+            net::parse_cidr(&st).is_some_and(|(ip, _)| ip.is_ipv4())
+        }
+        "ipaddress.IPv6Interface" | "pydantic.IPv6Interface" => {
+            net::parse_cidr(&st).is_some_and(|(ip, _)| ip.is_ipv6())
+        }
+        "ipaddress.IPv4Network" | "pydantic.IPv4Network" => net::is_network(&st) && !st.contains(':'),
+        "ipaddress.IPv6Network" | "pydantic.IPv6Network" => net::is_network(&st) && st.contains(':'),
+        "pydantic.IPvAnyAddress" => st.parse::<std::net::IpAddr>().is_ok(),
+        "pydantic.IPvAnyInterface" => net::parse_cidr(&st).is_some(),
+        "pydantic.IPvAnyNetwork" => net::is_network(&st),
+        "uuid.UUID" => {
+            let h: String = st.chars().filter(|c| *c != '-').collect();
+            h.len() == 32 && h.chars().all(|c| c.is_ascii_hexdigit())
+        }
+        "pydantic.EmailStr" => st
+            .split_once('@')
+            .is_some_and(|(a, b)| !a.is_empty() && b.contains('.') && !b.starts_with('.') && !st.contains(' ')),
+        "pydantic.NameEmail" => st.contains('@'),
+        "pydantic.AnyUrl" => st.split_once("://").is_some_and(|(a, b)| !a.is_empty() && !b.is_empty()),
+        "pydantic.AnyHttpUrl" | "pydantic.HttpUrl" => {
+            (st.starts_with("http://") || st.starts_with("https://")) && st.len() > "https://".len() - 1
+        }
+        "datetime.date" => regex::Regex::new(r"^\d{4}-\d{2}-\d{2}$").is_ok_and(|r| r.is_match(&st)),
+        "datetime.time" => regex::Regex::new(r"^\d{2}:\d{2}(:\d{2}(\.\d+)?)?$").is_ok_and(|r| r.is_match(&st)),
+        "datetime.datetime" => {
+            regex::Regex::new(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
+                .is_ok_and(|r| r.is_match(&st))
+        }
+        "base64" => is_base64(&st),
+        "printable_ascii" => st.chars().all(|c| (' '..='~').contains(&c) || c == '\t' || c == '\n' || c == '\r'),
+        "ascii_word" => !st.is_empty() && st.chars().all(|c| ('!'..='~').contains(&c)),
+        "non_empty_string" => st.chars().any(|c| !c.is_whitespace()),
+        "pydantic.PositiveInt" | "pydantic.PositiveFloat" => num.is_some_and(|n| n > 0.0),
+        "pydantic.NegativeInt" | "pydantic.NegativeFloat" => num.is_some_and(|n| n < 0.0),
+        "pydantic.conint" | "pydantic.confloat" => {
+            let Some(n) = num else { return false };
+            param("ge").is_none_or(|x| n >= x)
+                && param("gt").is_none_or(|x| n > x)
+                && param("le").is_none_or(|x| n <= x)
+                && param("lt").is_none_or(|x| n < x)
+        }
+        _ => true,
+    }
+}
+
+fn is_base64(s: &str) -> bool {
+    let t = s.trim_end_matches('=');
+    s.len().is_multiple_of(4)
+        && s.len() - t.len() <= 2
+        && t.chars().all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '/')
+}
+
+fn sort_key(v: &Value) -> (u8, f64, String) {
+    match v {
+        Value::Int(i) => (0, *i as f64, String::new()),
+        Value::Float(f) => (0, *f, String::new()),
+        Value::Str(s) => (1, 0.0, s.to_string()),
+        Value::Bool(b) => (0, *b as u8 as f64, String::new()),
+        other => (2, 0.0, other.to_json_lossy().to_string()),
+    }
+}
+
+fn read_path(ev: &mut Evaluator<'_>, v: &Value, path: &str, span: crate::syntax::Span) -> Result<Value, PErr> {
+    let mut cur = v.clone();
+    for seg in path.split('.') {
+        cur = ev.read_attr_span(&cur, seg, span)?;
+    }
+    Ok(cur)
+}
+
+fn render_template(ev: &mut Evaluator<'_>, call: &mut PluginCall) -> PResult {
+    let path = text(&call.args[0], "template path")?;
+    let bytes = module_file(ev, &path, "templates")?;
+    let src = String::from_utf8_lossy(&bytes).into_owned();
+    let mut ctx = serde_json::Map::new();
+    if call.kwargs.is_empty() {
+        // the caller's scope: every assigned variable of the enclosing scopes
+        let mut sc = Some(call.scope);
+        let mut vars: Vec<(Rc<str>, Value)> = Vec::new();
+        while let Some(id) = sc {
+            let scope = &ev.scopes[id as usize];
+            for (k, v) in scope.vars_iter() {
+                if !vars.iter().any(|(n, _)| *n == k) {
+                    vars.push((k, v));
+                }
+            }
+            sc = scope.parent_id();
+        }
+        for (k, v) in vars {
+            let j = to_json(ev, &v, 0)?;
+            ctx.insert(k.to_string(), j);
+        }
+    } else {
+        for (k, v) in call.kwargs.clone() {
+            let j = to_json(ev, &v, 0)?;
+            ctx.insert(k, j);
+        }
+    }
+    let mut env = minijinja::Environment::new();
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    env.set_keep_trailing_newline(true);
+    match env.render_str(&src, serde_json::Value::Object(ctx)) {
+        Ok(out) => Ok(s(&out)),
+        Err(e) => Err(PErr::Kind("WrappingRuntimeException", format!("Failed to render template {path}: {e}"))),
+    }
+}
+
+pub(crate) fn register(p: &mut Plugins) {
+    let n = || Some(Value::Null);
+    // casts
+    p.add("int", &[("value", None)], |ev, c| match &c.args[0] {
+        Value::Int(i) => Ok(Value::Int(*i)),
+        Value::Float(f) => Ok(Value::Int(f.trunc() as i64)),
+        Value::Bool(b) => Ok(Value::Int(*b as i64)),
+        Value::Str(x) => x.trim().parse::<i64>().map(Value::Int).map_err(|_| {
+            PErr::Kind("TypingException", format!("invalid literal for int(): {}", crate::eval::value::py_repr_str(x)))
+        }),
+        other => Err(PErr::Kind("TypingException", format!("can not convert {} to int", ev.repr(other)))),
+    });
+    p.add("float", &[("value", None)], |ev, c| match &c.args[0] {
+        Value::Int(i) => Ok(Value::Float(*i as f64)),
+        Value::Float(f) => Ok(Value::Float(*f)),
+        Value::Bool(b) => Ok(Value::Float(*b as u8 as f64)),
+        Value::Str(x) => x.trim().parse::<f64>().map(Value::Float).map_err(|_| {
+            PErr::Kind(
+                "TypingException",
+                format!("could not convert string to float: {}", crate::eval::value::py_repr_str(x)),
+            )
+        }),
+        other => Err(PErr::Kind("TypingException", format!("can not convert {} to float", ev.repr(other)))),
+    });
+    p.add("bool", &[("value", None)], |_, c| Ok(Value::Bool(c.args[0].truthy())));
+    p.add("string", &[("value", None)], |ev, c| Ok(s(&strv(ev, &c.args[0]))));
+
+    p.add("std::print", &[("message", None)], |ev, c| {
+        let m = strv(ev, &c.args[0]);
+        ev.printed.push(m);
+        Ok(Value::Null)
+    })
+    .side_effect = true;
+    p.add("std::assert", &[("expression", None), ("message", Some(s("")))], |ev, c| {
+        if c.args[0].truthy() {
+            Ok(Value::Null)
+        } else {
+            let m = strv(ev, &c.args[1]);
+            Err(ext(if m.is_empty() { "Assertion error".into() } else { format!("Assertion error: {m}") }))
+        }
+    });
+    {
+        let t = p.add("std::template", &[("path", None)], render_template);
+        t.kwargs = true;
+    }
+    p.add("std::source", &[("path", None)], |ev, c| {
+        let path = text(&c.args[0], "path")?;
+        let b = module_file(ev, &path, "files")?;
+        Ok(s(&String::from_utf8_lossy(&b)))
+    });
+    p.add("std::file", &[("path", None)], |ev, c| {
+        let path = text(&c.args[0], "path")?;
+        let b = module_file(ev, &path, "files")?;
+        Ok(s(&String::from_utf8_lossy(&b)))
+    });
+    p.add("std::list_files", &[("path", None)], |ev, c| {
+        let path = text(&c.args[0], "path")?;
+        let (module, rest) = path.split_once('/').unwrap_or((&path, ""));
+        let Some(dir) = ev.project.module_dirs.get(module) else {
+            return Err(ext(format!("Module {module} not found")));
+        };
+        let mut names: Vec<String> = std::fs::read_dir(dir.join("files").join(rest))
+            .map_err(|e| ext(format!("Unable to list {path}: {e}")))?
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().is_file())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        Ok(Value::list(names.iter().map(|x| s(x)).collect()))
+    });
+    p.add("std::replace", &[("string", None), ("old", None), ("new", None)], |_, c| {
+        let (a, b, d) = (text(&c.args[0], "string")?, text(&c.args[1], "old")?, text(&c.args[2], "new")?);
+        Ok(s(&a.replace(&*b, &d)))
+    });
+    p.add("std::length", &[("value", None)], |_, c| Ok(Value::Int(text(&c.args[0], "value")?.chars().count() as i64)));
+    p.add("std::len", &[("item_list", None)], |_, c| Ok(Value::Int(list(&c.args[0], "item_list")?.len() as i64)));
+    p.add("std::count", &[("item_list", None)], |_, c| Ok(Value::Int(list(&c.args[0], "item_list")?.len() as i64)));
+    p.add("std::split", &[("string_list", None), ("delim", None)], |_, c| {
+        let (a, d) = (text(&c.args[0], "string_list")?, text(&c.args[1], "delim")?);
+        if d.is_empty() {
+            return Err(ext("empty separator".into()));
+        }
+        Ok(Value::list(a.split(&*d).map(s).collect()))
+    });
+    p.add("std::at", &[("objects", None), ("index", None)], |_, c| {
+        let l = list(&c.args[0], "objects")?;
+        let i = int(&c.args[1], "index")?;
+        let idx = if i < 0 { l.len() as i64 + i } else { i };
+        l.get(idx as usize).cloned().filter(|_| idx >= 0).ok_or_else(|| ext(format!("list index {i} out of range")))
+    });
+    p.add("std::item", &[("objects", None), ("index", None)], |_, c| {
+        let l = list(&c.args[0], "objects")?;
+        let i = int(&c.args[1], "index")? as usize;
+        let mut out = Vec::new();
+        for x in l.iter() {
+            let sub = list(x, "objects")?;
+            out.push(sub.get(i).cloned().ok_or_else(|| ext("index out of range".into()))?);
+        }
+        Ok(Value::list(out))
+    });
+    p.add("std::sequence", &[("i", None), ("start", Some(Value::Int(0))), ("offset", Some(Value::Int(0)))], |_, c| {
+        let (n, st) = (int(&c.args[0], "i")?, int(&c.args[1], "start")? + int(&c.args[2], "offset")?);
+        if !(0..=1_000_000).contains(&n) {
+            return Err(ext(format!("sequence length {n} out of range")));
+        }
+        Ok(Value::list((st..st + n).map(Value::Int).collect()))
+    });
+    p.add("std::key_sort", &[("items", None), ("key", None)], |ev, c| {
+        let l = list(&c.args[0], "items")?;
+        let key = match &c.args[1] {
+            Value::Str(k) => k.to_string(),
+            Value::List(ks) => ks
+                .iter()
+                .map(|k| match k {
+                    Value::Str(x) => x.to_string(),
+                    _ => String::new(),
+                })
+                .collect::<Vec<_>>()
+                .join("."),
+            _ => return Err(PErr::Kind("PluginTypeException", "key must be a string".into())),
+        };
+        let mut keyed = Vec::new();
+        for x in l.iter() {
+            let k = read_path(ev, x, &key, c.span)?;
+            keyed.push((sort_key(&k), x.clone()));
+        }
+        keyed.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
+        Ok(Value::list(keyed.into_iter().map(|(_, v)| v).collect()))
+    });
+    p.add("std::getfact", &[("resource", None), ("fact_name", None), ("default_value", n())], |ev, c| {
+        let name = text(&c.args[1], "fact_name")?.to_string();
+        let rid = match &c.args[0] {
+            Value::Instance(i) => crate::export::resource_id_of(ev, *i).unwrap_or_default(),
+            _ => String::new(),
+        };
+        if let Some(v) = ev.project.facts.get(&rid).and_then(|f| f.get(&name)) {
+            return Ok(Value::from_json(v));
+        }
+        if !matches!(c.args[2], Value::Null) {
+            return Ok(c.args[2].clone());
+        }
+        Ok(unknown(ev, &name, "fact", &rid))
+    })
+    .accepts_unknown = true;
+    p.add("std::get_env", &[("name", None), ("default_value", n())], |ev, c| {
+        let name = text(&c.args[0], "name")?.to_string();
+        let val = match &ev.project.env {
+            Some(m) => m.get(&name).cloned(),
+            None => std::env::var(&name).ok(),
+        };
+        match val {
+            Some(v) => Ok(s(&v)),
+            None if !matches!(c.args[1], Value::Null) => Ok(c.args[1].clone()),
+            None => {
+                ev.warn(
+                    "CompilerRuntimeWarning",
+                    format!("Environment variable {name} is not set; its value is unknown"),
+                    c.span,
+                );
+                Ok(unknown(ev, &name, "env", ""))
+            }
+        }
+    });
+    p.add("std::get_env_int", &[("name", None), ("default_value", n())], |ev, c| {
+        let name = text(&c.args[0], "name")?.to_string();
+        let val = match &ev.project.env {
+            Some(m) => m.get(&name).cloned(),
+            None => std::env::var(&name).ok(),
+        };
+        match val {
+            Some(v) => v.trim().parse::<i64>().map(Value::Int).map_err(|_| ext(format!("{name} is not an int"))),
+            None if !matches!(c.args[1], Value::Null) => Ok(c.args[1].clone()),
+            None => Ok(unknown(ev, &name, "env", "")),
+        }
+    });
+    p.add("std::environment", &[], |ev, _| Ok(s(&ev.project.environment)));
+    p.add("std::environment_name", &[], |ev, _| Ok(s(&ev.project.environment_name)));
+    p.add("std::environment_server", &[], |ev, _| Ok(s(&ev.project.server_host)));
+    p.add("std::server_port", &[], |ev, _| Ok(Value::Int(ev.project.server_port)));
+    p.add("std::server_ssl", &[], |_, _| Ok(Value::Bool(false)));
+    p.add("std::server_ca", &[], |_, _| Ok(s("")));
+    p.add("std::server_token", &[("client_types", Some(Value::list(vec![s("agent")])))], |ev, _| {
+        Ok(unknown(ev, "server_token", "plugin", ""))
+    });
+    p.add("std::is_unknown", &[("value", None)], |_, c| Ok(Value::Bool(c.args[0].is_unknown()))).accepts_unknown = true;
+    p.add("std::validate_type", &[("fq_type_name", None), ("value", None), ("validation_parameters", n())], |_, c| {
+        let k = text(&c.args[0], "fq_type_name")?;
+        Ok(Value::Bool(validate(&k, &c.args[1], &c.args[2])))
+    });
+    p.add("std::ipindex", &[("addr", None), ("position", None), ("keep_prefix", Some(Value::Bool(false)))], |_, c| {
+        let a = text(&c.args[0], "addr")?;
+        let pos = int(&c.args[1], "position")?;
+        let (ip, prefix) = net::parse_cidr(&a).ok_or_else(|| ext(format!("{a} is not a valid network")))?;
+        let netw = net::network(ip, prefix);
+        let r = net::add(netw, pos).ok_or_else(|| ext("address out of range".into()))?;
+        Ok(s(&if c.args[2].truthy() { format!("{r}/{prefix}") } else { r.to_string() }))
+    });
+    p.add("std::add_to_ip", &[("addr", None), ("n", None)], |_, c| {
+        let a = text(&c.args[0], "addr")?;
+        let k = int(&c.args[1], "n")?;
+        let (ip, prefix) = net::parse_cidr(&a).ok_or_else(|| ext(format!("{a} is not a valid address")))?;
+        let r = net::add(ip, k).ok_or_else(|| ext("address out of range".into()))?;
+        Ok(s(&if a.contains('/') { format!("{r}/{prefix}") } else { r.to_string() }))
+    });
+    p.add("std::ip_address_from_interface", &[("ip_interface", None)], |_, c| {
+        let a = text(&c.args[0], "ip_interface")?;
+        let (ip, _) = net::parse_cidr(&a).ok_or_else(|| ext(format!("{a} is not a valid interface")))?;
+        Ok(s(&ip.to_string()))
+    });
+    p.add("std::prefixlength_to_netmask", &[("prefixlen", None)], |_, c| {
+        let pl = int(&c.args[0], "prefixlen")?;
+        if !(0..=32).contains(&pl) {
+            return Err(ext(format!("invalid prefix length {pl}")));
+        }
+        Ok(s(&net::netmask(true, pl as u8).to_string()))
+    });
+    p.add("std::prefixlen", &[("addr", None)], |_, c| {
+        let a = text(&c.args[0], "addr")?;
+        let (_, p) = net::parse_cidr(&a).ok_or_else(|| ext(format!("{a} is not a valid address")))?;
+        Ok(Value::Int(p as i64))
+    });
+    p.add("std::netmask", &[("addr", None)], |_, c| {
+        let a = text(&c.args[0], "addr")?;
+        let (ip, p) = net::parse_cidr(&a).ok_or_else(|| ext(format!("{a} is not a valid address")))?;
+        Ok(s(&net::netmask(ip.is_ipv4(), p).to_string()))
+    });
+    p.add("std::network_address", &[("addr", None)], |_, c| {
+        let a = text(&c.args[0], "addr")?;
+        let (ip, p) = net::parse_cidr(&a).ok_or_else(|| ext(format!("{a} is not a valid address")))?;
+        Ok(s(&net::network(ip, p).to_string()))
+    });
+    p.add("std::json_dumps", &[("obj", None)], |ev, c| {
+        let j = to_json(ev, &c.args[0], 0)?;
+        Ok(s(&python_json(&j)))
+    });
+    p.add("std::json_loads", &[("s", None)], |_, c| {
+        let t = text(&c.args[0], "s")?;
+        let j: serde_json::Value = serde_json::from_str(&t).map_err(|e| ext(format!("Invalid JSON: {e}")))?;
+        Ok(Value::from_json(&j))
+    });
+    {
+        let f = p.add("std::format", &[("__string", None)], |ev, c| {
+            let t = text(&c.args[0], "string")?;
+            format_str(ev, &t, &c.varargs, &c.kwargs)
+        });
+        f.varargs = true;
+        f.kwargs = true;
+    }
+    p.add("std::upper", &[("string", None)], |_, c| Ok(s(&text(&c.args[0], "string")?.to_uppercase())));
+    p.add("std::lower", &[("string", None)], |_, c| Ok(s(&text(&c.args[0], "string")?.to_lowercase())));
+    p.add("std::capitalize", &[("string", None)], |_, c| {
+        let t = text(&c.args[0], "string")?;
+        let mut ch = t.chars();
+        Ok(s(&match ch.next() {
+            Some(f) => f.to_uppercase().collect::<String>() + &ch.as_str().to_lowercase(),
+            None => String::new(),
+        }))
+    });
+    p.add("std::limit", &[("string", None), ("length", None)], |_, c| {
+        let t = text(&c.args[0], "string")?;
+        let n = int(&c.args[1], "length")?.max(0) as usize;
+        Ok(s(&t.chars().take(n).collect::<String>()))
+    });
+    p.add("std::unique", &[("item_list", None)], |_, c| {
+        let l = list(&c.args[0], "item_list")?;
+        let mut seen: Vec<&Value> = Vec::new();
+        for x in l.iter() {
+            if seen.contains(&x) {
+                return Ok(Value::Bool(false));
+            }
+            seen.push(x);
+        }
+        Ok(Value::Bool(true))
+    });
+    p.add("std::flatten", &[("item_list", None)], |_, c| {
+        fn flat(v: &Value, out: &mut Vec<Value>, d: usize) {
+            match v {
+                Value::List(l) if d < 64 => l.iter().for_each(|x| flat(x, out, d + 1)),
+                other => out.push(other.clone()),
+            }
+        }
+        let mut out = Vec::new();
+        for x in list(&c.args[0], "item_list")?.iter() {
+            flat(x, &mut out, 0);
+        }
+        Ok(Value::list(out))
+    });
+    p.add("std::dict_keys", &[("dct", None)], |_, c| match &c.args[0] {
+        Value::Dict(d) => Ok(Value::list(d.iter().map(|(k, _)| Value::Str(k.clone())).collect())),
+        _ => Err(PErr::Kind("PluginTypeException", "dict_keys: expected a dict".into())),
+    });
+    p.add("std::dict_get", &[("dct", None), ("key", None)], |_, c| match (&c.args[0], &c.args[1]) {
+        (Value::Dict(d), Value::Str(k)) => Ok(dict_get(d, k).cloned().unwrap_or(Value::Null)),
+        _ => Err(PErr::Kind("PluginTypeException", "dict_get: expected a dict and a string".into())),
+    });
+    p.add("std::contains", &[("dct", None), ("key", None)], |_, c| match (&c.args[0], &c.args[1]) {
+        (Value::Dict(d), Value::Str(k)) => Ok(Value::Bool(dict_get(d, k).is_some())),
+        (Value::List(l), v) => Ok(Value::Bool(l.contains(v))),
+        _ => Ok(Value::Bool(false)),
+    });
+    p.add("std::equals", &[("arg1", None), ("arg2", None), ("desc", n())], |_, c| {
+        if c.args[0] == c.args[1] {
+            Ok(Value::Null)
+        } else {
+            Err(ext(format!("{:?} != {:?}", c.args[0].to_json_lossy(), c.args[1].to_json_lossy())))
+        }
+    });
+    p.add("std::invert", &[("value", None)], |_, c| Ok(Value::Bool(!c.args[0].truthy())));
+    p.add("std::attr", &[("obj", None), ("attr", None)], |ev, c| {
+        let a = text(&c.args[1], "attr")?;
+        Ok(ev.read_attr_span(&c.args[0].clone(), &a, c.span)?)
+    });
+    p.add(
+        "std::getattr",
+        &[("entity", None), ("attribute_name", None), ("default_value", n()), ("no_unknown", Some(Value::Bool(true)))],
+        |ev, c| {
+            let a = text(&c.args[1], "attribute_name")?;
+            let e = c.args[0].clone();
+            if let Value::Instance(i) = e
+                && ev.entity_of(i).attr(&a).is_none()
+            {
+                return Ok(c.args[2].clone());
+            }
+            match ev.read_attr_span(&e, &a, c.span) {
+                Ok(v) if v.is_unknown() && c.args[3].truthy() => Ok(c.args[2].clone()),
+                Ok(v) => Ok(v),
+                Err(crate::eval::Flow::Wait(w)) => Err(PErr::Wait(w)),
+                Err(_) => Ok(c.args[2].clone()),
+            }
+        },
+    );
+    p.add("std::isset", &[("value", None)], |_, c| {
+        Ok(Value::Bool(!matches!(c.args[0], Value::Null | Value::Unknown(_))))
+    })
+    .accepts_unknown = true;
+    p.add("std::objid", &[("value", None)], |_, c| match &c.args[0] {
+        Value::Instance(i) => Ok(s(&format!("{i:#x}"))),
+        _ => Ok(s("")),
+    });
+    p.add("std::type", &[("obj", None)], |ev, c| {
+        Ok(s(&match &c.args[0] {
+            Value::Instance(i) => ev.entity_of(*i).name.clone(),
+            other => other.type_name().to_string(),
+        }))
+    });
+    p.add("std::inlineif", &[("conditional", None), ("a", None), ("b", None)], |_, c| {
+        Ok(if c.args[0].truthy() { c.args[1].clone() } else { c.args[2].clone() })
+    });
+    p.add("std::is_instance", &[("obj", None), ("cls", None)], |ev, c| {
+        let cls = text(&c.args[1], "cls")?;
+        let Value::Instance(i) = &c.args[0] else { return Ok(Value::Bool(false)) };
+        let ent = ev.instances[*i as usize].entity;
+        let Some(&target) = ev.types.entity_by_name.get(&*cls) else {
+            return Err(PErr::Kind("TypeNotFoundException", format!("could not find type {cls}")));
+        };
+        Ok(Value::Bool(ev.types.is_subtype(ent, target)))
+    });
+    p.add("std::familyof", &[("member", None), ("family", None)], |ev, c| {
+        let fam = text(&c.args[1], "family")?;
+        let mut cur = c.args[0].clone();
+        for _ in 0..32 {
+            let name = ev.read_attr_span(&cur, "name", c.span)?;
+            if matches!(&name, Value::Str(n) if **n == *fam) {
+                return Ok(Value::Bool(true));
+            }
+            let Value::Instance(i) = cur else { break };
+            let ent = ev.instances[i as usize].entity;
+            let Some((ai, _)) = ev.types.entities[ent].attr("family") else { break };
+            match &ev.instances[i as usize].slots[ai] {
+                crate::eval::Slot::Rel(r) if !r.items.is_empty() => cur = Value::Instance(r.items[0]),
+                _ => break,
+            }
+        }
+        Ok(Value::Bool(false))
+    });
+    p.add("std::hostname", &[("fqdn", None)], |_, c| Ok(s(text(&c.args[0], "fqdn")?.split('.').next().unwrap_or(""))));
+    p.add("std::is_base64_encoded", &[("s", None)], |_, c| Ok(Value::Bool(is_base64(&text(&c.args[0], "s")?))));
+    p.add("std::timestamp", &[], |_, _| {
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        Ok(Value::Int(t as i64))
+    })
+    .side_effect = true;
+    p.add("std::password", &[("pw_id", None)], |ev, c| {
+        let id = text(&c.args[0], "pw_id")?;
+        Ok(unknown(ev, &id, "password", ""))
+    });
+    p.add("std::generate_password", &[("pw_id", None), ("length", Some(Value::Int(20)))], |ev, c| {
+        let id = text(&c.args[0], "pw_id")?;
+        Ok(unknown(ev, &id, "password", ""))
+    });
+    p.add(
+        "std::unique_file",
+        &[("prefix", None), ("seed", None), ("suffix", None), ("length", Some(Value::Int(20)))],
+        |_, c| {
+            let (pre, seed, suf) =
+                (text(&c.args[0], "prefix")?, text(&c.args[1], "seed")?, text(&c.args[2], "suffix")?);
+            let n = int(&c.args[3], "length")?.clamp(0, 40) as usize;
+            let h = sha1_smol::Sha1::from(seed.as_bytes()).hexdigest();
+            Ok(s(&format!("{pre}{}{suf}", &h[..n.min(h.len())])))
+        },
+    );
+    p.add("std::select", &[("objects", None), ("attr", None)], |ev, c| {
+        let a = text(&c.args[1], "attr")?;
+        let mut out = Vec::new();
+        for x in list(&c.args[0], "objects")?.iter() {
+            out.push(ev.read_attr_span(x, &a, c.span)?);
+        }
+        Ok(Value::list(out))
+    });
+    p.add("exec::in_shell", &[("command", None)], |_, c| {
+        let cmd = text(&c.args[0], "command")?;
+        Ok(s(&format!("sh -c {}", shell_quote(&cmd))))
+    });
+}
+
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\"'\"'"))
+}
+
+/// JSON the way Python's `json.dumps` writes it (`", "` and `": "` separators).
+pub(crate) fn python_json(j: &serde_json::Value) -> String {
+    match j {
+        serde_json::Value::Array(a) => format!("[{}]", a.iter().map(python_json).collect::<Vec<_>>().join(", ")),
+        serde_json::Value::Object(o) => format!(
+            "{{{}}}",
+            o.iter()
+                .map(|(k, v)| format!("{}: {}", serde_json::Value::String(k.clone()), python_json(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
+fn format_str(ev: &mut Evaluator<'_>, t: &str, args: &[Value], kwargs: &[(String, Value)]) -> PResult {
+    let mut out = String::new();
+    let chars: Vec<char> = t.chars().collect();
+    let mut i = 0;
+    let mut auto = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '{' {
+            if chars.get(i + 1) == Some(&'{') {
+                out.push('{');
+                i += 2;
+                continue;
+            }
+            let Some(end) = chars[i..].iter().position(|x| *x == '}') else {
+                return Err(ext("unmatched '{' in format string".into()));
+            };
+            let field: String = chars[i + 1..i + end].iter().collect();
+            let (name, spec) = field.split_once(':').unwrap_or((&field, ""));
+            let mut parts = name.split(['.', '[']);
+            let head = parts.next().unwrap_or("");
+            let mut v = if head.is_empty() {
+                auto += 1;
+                args.get(auto - 1).cloned()
+            } else if let Ok(n) = head.parse::<usize>() {
+                args.get(n).cloned()
+            } else {
+                kwargs.iter().find(|(k, _)| k == head).map(|(_, v)| v.clone())
+            }
+            .ok_or_else(|| ext(format!("format: missing argument {head}")))?;
+            for p in parts {
+                let key = p.trim_end_matches(']').trim_matches(['"', '\'']);
+                v = match &v {
+                    Value::Dict(d) => {
+                        dict_get(d, key).cloned().ok_or_else(|| ext(format!("format: key {key} not found")))?
+                    }
+                    Value::List(l) => key
+                        .parse::<usize>()
+                        .ok()
+                        .and_then(|k| l.get(k).cloned())
+                        .ok_or_else(|| ext("format: bad index".into()))?,
+                    Value::Instance(_) => ev.read_attr_span(&v, key, crate::syntax::Span::default())?,
+                    _ => return Err(ext(format!("format: can not look up {key}"))),
+                };
+            }
+            let r = crate::eval::format::apply_spec(&v, spec, &|x| ev.inst_name(x)).map_err(ext)?;
+            out.push_str(&r);
+            i += end + 1;
+            continue;
+        }
+        if c == '}' && chars.get(i + 1) == Some(&'}') {
+            out.push('}');
+            i += 2;
+            continue;
+        }
+        out.push(c);
+        i += 1;
+    }
+    Ok(s(&out))
+}

@@ -1,0 +1,605 @@
+//! Builds the semantic model ([`Types`]) from the syntax of every loaded namespace.
+
+use std::collections::HashMap;
+
+use crate::diagnostics::Diagnostic;
+use crate::model::*;
+use crate::syntax::ast::{self, ExprKind, Top};
+use crate::syntax::{SourceMap, Span};
+
+use super::value::Value;
+
+pub(crate) struct Builder<'s, 'a> {
+    pub types: Types<'a>,
+    pub errors: Vec<Diagnostic>,
+    pub warnings: Vec<Diagnostic>,
+    sources: &'s SourceMap,
+}
+
+/// Evaluates a literal default value.
+pub(crate) fn const_eval(e: &ast::Expr) -> Option<Value> {
+    Some(match &e.kind {
+        ExprKind::Null => Value::Null,
+        ExprKind::Bool(b) => Value::Bool(*b),
+        ExprKind::Int(i) => Value::Int(*i),
+        ExprKind::Float(f) => Value::Float(*f),
+        ExprKind::Str(s) => Value::str(s),
+        ExprKind::List(items) => Value::list(items.iter().map(const_eval).collect::<Option<Vec<_>>>()?),
+        ExprKind::Dict(pairs) => Value::Dict(std::rc::Rc::new(
+            pairs
+                .iter()
+                .map(|(k, v)| Some((std::rc::Rc::from(k.as_str()), const_eval(v)?)))
+                .collect::<Option<Vec<_>>>()?,
+        )),
+        _ => return None,
+    })
+}
+
+impl<'s, 'a> Builder<'s, 'a> {
+    pub(crate) fn new(sources: &'s SourceMap) -> Self {
+        Builder { types: Types::default(), errors: Vec::new(), warnings: Vec::new(), sources }
+    }
+
+    fn err(&mut self, kind: &str, msg: impl Into<String>, span: Span) {
+        self.errors.push(Diagnostic::error(kind, msg, Some(span), self.sources));
+    }
+
+    pub(crate) fn add_namespace(&mut self, name: &str, file: &'a ast::File) {
+        let id = self.types.namespaces.len();
+        let mut imports = HashMap::new();
+        imports.insert("std".to_string(), "std".to_string());
+        let mut seen_alias: HashMap<String, Span> = HashMap::new();
+        for item in &file.items {
+            if let Top::Import { path, alias, span } = item {
+                let key = alias.as_ref().map(|a| a.name.clone()).unwrap_or_else(|| path.name.clone());
+                if let Some(prev) = seen_alias.get(&key)
+                    && alias.is_some()
+                {
+                    let prev_loc =
+                        self.sources.location(*prev).map(|l| format!("{}:{}", l.file, l.line)).unwrap_or_default();
+                    self.err(
+                        "DuplicateException",
+                        format!("Import alias '{key}' is already used (at {prev_loc})"),
+                        *span,
+                    );
+                }
+                seen_alias.insert(key.clone(), *span);
+                imports.insert(key, path.name.clone());
+            }
+        }
+        self.types.namespaces.push(Namespace { name: name.to_string(), imports, file: Some(file) });
+        self.types.ns_by_name.insert(name.to_string(), id);
+    }
+
+    fn resolve_entity(&mut self, ns: NsId, r: &ast::Ident) -> Option<EntId> {
+        match self.lookup_entity(ns, &r.name) {
+            Ok(e) => Some(e),
+            Err((kind, msg)) => {
+                self.err(kind, msg, r.span);
+                None
+            }
+        }
+    }
+
+    pub(crate) fn lookup_entity(&self, ns: NsId, name: &str) -> Result<EntId, (&'static str, String)> {
+        lookup_entity(&self.types, ns, name)
+    }
+
+    pub(crate) fn resolve_type(&mut self, ns: NsId, r: &ast::TypeRef) -> Option<Type> {
+        let base = match r.name.name.as_str() {
+            "string" => Type::String,
+            "int" => Type::Int,
+            "float" => Type::Float,
+            "bool" => Type::Bool,
+            "dict" => Type::Dict,
+            "list" => Type::List,
+            "any" => Type::Any,
+            "number" => {
+                self.warnings.push(Diagnostic::warning(
+                    "TypeDeprecationWarning",
+                    "Type 'number' is deprecated, use float or int instead",
+                    Some(r.name.span),
+                    self.sources,
+                ));
+                Type::Number
+            }
+            other => match lookup_typedef(&self.types, ns, other) {
+                Ok(t) => Type::Typedef(t),
+                Err((kind, msg)) => {
+                    if lookup_entity(&self.types, ns, other).is_ok() {
+                        self.err(
+                            "TypingException",
+                            format!("Entity type {other} can not be used as an attribute type; use a relation"),
+                            r.name.span,
+                        );
+                    } else {
+                        self.err(kind, msg, r.name.span);
+                    }
+                    return None;
+                }
+            },
+        };
+        let t = if r.list { Type::TypedList(Box::new(base)) } else { base };
+        Some(if r.nullable { Type::Nullable(Box::new(t)) } else { t })
+    }
+
+    pub(crate) fn build(&mut self) {
+        let nss: Vec<(NsId, &'a ast::File)> =
+            self.types.namespaces.iter().enumerate().filter_map(|(i, n)| n.file.map(|f| (i, f))).collect();
+        // 1. entity and typedef names
+        for &(ns, file) in &nss {
+            let nsname = self.types.namespaces[ns].name.clone();
+            for item in &file.items {
+                match item {
+                    Top::Entity(def) => {
+                        let full = format!("{nsname}::{}", def.name.name);
+                        if let Some(&prev) = self.types.entity_by_name.get(&full) {
+                            let pl = self.loc(self.types.entities[prev].span);
+                            self.err(
+                                "DuplicateException",
+                                format!("Entity {full} is already defined at {pl}"),
+                                def.name.span,
+                            );
+                            continue;
+                        }
+                        let id = self.types.entities.len();
+                        self.types.entities.push(Entity {
+                            name: full.clone(),
+                            ns,
+                            parents: vec![],
+                            ancestors: vec![],
+                            descendants: vec![],
+                            own: vec![],
+                            attrs: vec![],
+                            attr_index: HashMap::new(),
+                            implements: vec![],
+                            indexes: vec![],
+                            span: def.name.span,
+                            def: Some(def),
+                        });
+                        self.types.entity_by_name.insert(full, id);
+                    }
+                    Top::Typedef { name, base, constraint, .. } => {
+                        let full = format!("{nsname}::{}", name.name);
+                        if self.types.typedef_by_name.contains_key(&full)
+                            || self.types.entity_by_name.contains_key(&full)
+                        {
+                            self.err("DuplicateException", format!("Type {full} is already defined"), name.span);
+                            continue;
+                        }
+                        let _ = base;
+                        let regex = match &constraint.kind {
+                            ExprKind::Regex(r) => regex::Regex::new(&format!("^(?:{r})")).ok(),
+                            _ => None,
+                        };
+                        let id = self.types.typedefs.len();
+                        self.types.typedefs.push(Typedef { name: full.clone(), base: Type::Any, ns, regex });
+                        self.types.typedef_constraints.push(match &constraint.kind {
+                            ExprKind::Regex(_) => None,
+                            _ => Some(constraint),
+                        });
+                        self.types.typedef_by_name.insert(full, id);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        // typedef base types
+        for &(ns, file) in &nss {
+            let nsname = self.types.namespaces[ns].name.clone();
+            for item in &file.items {
+                if let Top::Typedef { name, base, .. } = item {
+                    let full = format!("{nsname}::{}", name.name);
+                    let Some(&id) = self.types.typedef_by_name.get(&full) else { continue };
+                    if self.types.typedefs[id].ns != ns {
+                        continue;
+                    }
+                    let tr = ast::TypeRef { name: base.clone(), list: false, nullable: false };
+                    if let Some(t) = self.resolve_type(ns, &tr) {
+                        self.types.typedefs[id].base = t;
+                    }
+                }
+            }
+        }
+        // 2. parents
+        let std_entity = self.types.entity_by_name.get("std::Entity").copied();
+        for id in 0..self.types.entities.len() {
+            let ns = self.types.entities[id].ns;
+            let def = self.types.entities[id].def.expect("entity def");
+            let mut parents = Vec::new();
+            for p in &def.parents {
+                if let Some(pid) = self.resolve_entity(ns, p) {
+                    if parents.contains(&pid) {
+                        continue;
+                    }
+                    parents.push(pid);
+                }
+            }
+            if parents.is_empty()
+                && let Some(se) = std_entity
+                && se != id
+            {
+                parents.push(se);
+            }
+            self.types.entities[id].parents = parents;
+        }
+        // ancestors with cycle detection
+        let n = self.types.entities.len();
+        let mut order = Vec::new();
+        let mut state = vec![0u8; n];
+        let mut cyclic = vec![false; n];
+        for id in 0..n {
+            self.visit(id, &mut state, &mut order, &mut cyclic, 0);
+        }
+        for &id in &order {
+            let mut anc = Vec::new();
+            for &p in &self.types.entities[id].parents.clone() {
+                if cyclic[p] {
+                    continue;
+                }
+                if !anc.contains(&p) {
+                    anc.push(p);
+                }
+                for &a in &self.types.entities[p].ancestors {
+                    if !anc.contains(&a) {
+                        anc.push(a);
+                    }
+                }
+            }
+            self.types.entities[id].ancestors = anc;
+        }
+        for id in 0..n {
+            for a in self.types.entities[id].ancestors.clone() {
+                self.types.entities[a].descendants.push(id);
+            }
+        }
+        // 3. own attributes
+        for id in 0..n {
+            let ns = self.types.entities[id].ns;
+            let def = self.types.entities[id].def.expect("entity def");
+            let mut own: Vec<Attribute> = Vec::new();
+            for a in &def.attrs {
+                if own.iter().any(|o| o.name == a.name.name) {
+                    self.err(
+                        "DuplicateException",
+                        format!(
+                            "Attribute {} is defined twice in entity {}",
+                            a.name.name, self.types.entities[id].name
+                        ),
+                        a.name.span,
+                    );
+                    continue;
+                }
+                let Some(ty) = self.resolve_type(ns, &a.ty) else { continue };
+                let (default, undef) = match &a.default {
+                    ast::Default::None => (None, false),
+                    ast::Default::Undef => (None, true),
+                    ast::Default::Value(e) => match const_eval(e) {
+                        Some(v) => {
+                            if matches!(v, Value::Null) && !matches!(ty, Type::Nullable(_)) {
+                                self.err(
+                                    "TypingException",
+                                    format!("Invalid default value null for attribute {} of type {}: the type is not nullable",
+                                        a.name.name, self.types.type_name(&ty)),
+                                    e.span,
+                                );
+                            }
+                            (Some(v), false)
+                        }
+                        None => {
+                            self.err(
+                                "DirectExecuteException",
+                                format!("The default value of attribute {} must be a constant", a.name.name),
+                                e.span,
+                            );
+                            (None, false)
+                        }
+                    },
+                };
+                own.push(Attribute {
+                    name: a.name.name.clone(),
+                    kind: AttrKind::Prim { ty, default, undef },
+                    owner: id,
+                    span: a.name.span,
+                });
+            }
+            self.types.entities[id].own = own;
+        }
+        // 4. relations
+        for &(ns, file) in &nss {
+            for item in &file.items {
+                let Top::Relation { left, right, annotations, span } = item else { continue };
+                for a in annotations {
+                    if let ExprKind::Var(name) = &a.kind
+                        && name.contains("::")
+                        && let Err(Some(full)) = self.types.qualify(ns, name)
+                    {
+                        self.err(
+                            "MissingImportException",
+                            format!("Annotation {full} is used without importing its module"),
+                            a.span,
+                        );
+                    }
+                }
+                let (Some(l), Some(r)) = (self.resolve_entity(ns, &left.class), self.resolve_entity(ns, &right.class))
+                else {
+                    continue;
+                };
+                let lattr = left.attr.as_ref().expect("left side of a relation has a name");
+                let rname = right.attr.as_ref().map(|a| a.name.clone());
+                for (m, ms) in [(left.multi, left.multi_span), (right.multi, right.multi_span)] {
+                    if let (lo, Some(hi)) = m
+                        && (hi < lo || hi == 0)
+                    {
+                        self.err("ParserException", format!("Invalid multiplicity [{lo}:{hi}]"), ms);
+                    }
+                }
+                // attribute on the left entity, pointing at the right
+                self.add_rel(l, lattr, r, left.multi, rname.clone(), *span);
+                if let Some(ra) = &right.attr {
+                    self.add_rel(r, ra, l, right.multi, Some(lattr.name.clone()), *span);
+                }
+            }
+        }
+        // 5. flatten attributes in topological order
+        for &id in &order {
+            let mut attrs: Vec<Attribute> = Vec::new();
+            let mut index: HashMap<String, usize> = HashMap::new();
+            for &p in &self.types.entities[id].parents {
+                if cyclic[p] {
+                    continue;
+                }
+                for a in &self.types.entities[p].attrs {
+                    if let Some(&i) = index.get(&a.name) {
+                        if attrs[i].owner != a.owner && !a.is_relation() {
+                            // diamond or override between parents: later parent only fills missing defaults
+                            continue;
+                        }
+                        continue;
+                    }
+                    index.insert(a.name.clone(), attrs.len());
+                    attrs.push(a.clone());
+                }
+            }
+            for a in self.types.entities[id].own.clone() {
+                match index.get(&a.name) {
+                    Some(&i) => {
+                        if attrs[i].is_relation() || a.is_relation() {
+                            let en = self.types.entities[id].name.clone();
+                            self.err(
+                                "DuplicateException",
+                                format!("Attribute {} of {en} is already defined in a parent entity", a.name),
+                                a.span,
+                            );
+                            continue;
+                        }
+                        attrs[i] = a;
+                    }
+                    None => {
+                        index.insert(a.name.clone(), attrs.len());
+                        attrs.push(a);
+                    }
+                }
+            }
+            self.types.entities[id].attrs = attrs;
+            self.types.entities[id].attr_index = index;
+        }
+        // 6. indexes
+        for &(ns, file) in &nss {
+            for item in &file.items {
+                let Top::Index { class, fields, .. } = item else { continue };
+                let Some(e) = self.resolve_entity(ns, class) else { continue };
+                let mut ok = true;
+                for f in fields {
+                    match self.types.entities[e].attr(&f.name) {
+                        None => {
+                            let en = self.types.entities[e].name.clone();
+                            self.err(
+                                "NotFoundException",
+                                format!("Attribute {} in index of {en} does not exist", f.name),
+                                f.span,
+                            );
+                            ok = false;
+                        }
+                        Some((_, a)) => {
+                            let bad = match &a.kind {
+                                AttrKind::Prim { ty, .. } => {
+                                    matches!(ty, Type::TypedList(_) | Type::List)
+                                        || matches!(ty, Type::Nullable(t) if matches!(**t, Type::TypedList(_) | Type::List))
+                                }
+                                AttrKind::Rel { lo, hi, .. } => *hi != Some(1) || *lo == 0,
+                            };
+                            if bad {
+                                let en = self.types.entities[e].name.clone();
+                                self.err(
+                                    "IndexException",
+                                    format!("Index on {en} can not contain {}: index attributes must be single valued and not optional (list attributes and [0:1] relations are not allowed)", f.name),
+                                    f.span,
+                                );
+                                ok = false;
+                            }
+                        }
+                    }
+                }
+                if !ok {
+                    continue;
+                }
+                let idx = self.types.indexes.len();
+                self.types.indexes.push(Index { entity: e, fields: fields.iter().map(|f| f.name.clone()).collect() });
+                self.types.entities[e].indexes.push(idx);
+                for d in self.types.entities[e].descendants.clone() {
+                    self.types.entities[d].indexes.push(idx);
+                }
+            }
+        }
+        // 7. implementations
+        for &(ns, file) in &nss {
+            let nsname = self.types.namespaces[ns].name.clone();
+            for item in &file.items {
+                let Top::Implementation { name, entity, body, span } = item else { continue };
+                let Some(e) = self.resolve_entity(ns, entity) else { continue };
+                let full = format!("{nsname}::{}", name.name);
+                if self.types.impl_by_name.contains_key(&full) {
+                    self.err("DuplicateException", format!("Implementation {full} is already defined"), name.span);
+                    continue;
+                }
+                self.types.impl_by_name.insert(full, self.types.implementations.len());
+                self.types.implementations.push(Implementation { entity: e, body, ns, span: *span });
+            }
+        }
+        // 8. implement statements (own), then `parents` expansion in topological order
+        let mut raw: Vec<Vec<(ImplementStmt<'a>, bool)>> = vec![Vec::new(); n];
+        for &(ns, file) in &nss {
+            for item in &file.items {
+                let Top::Implement { entity, impls, when, span } = item else { continue };
+                let Some(e) = self.resolve_entity(ns, entity) else { continue };
+                let mut ids = Vec::new();
+                let mut parents = false;
+                for i in impls {
+                    if i.name == "parents" {
+                        parents = true;
+                        continue;
+                    }
+                    match lookup_impl(&self.types, ns, &i.name) {
+                        Ok(id) => {
+                            let ie = self.types.implementations[id].entity;
+                            if !self.types.is_subtype(e, ie) {
+                                let (a, b) =
+                                    (self.types.entities[e].name.clone(), self.types.entities[ie].name.clone());
+                                self.err(
+                                    "TypingException",
+                                    format!("Implementation {} is for {b}, not for {a}", i.name),
+                                    i.span,
+                                );
+                                continue;
+                            }
+                            ids.push(id);
+                        }
+                        Err((kind, msg)) => self.err(kind, msg, i.span),
+                    }
+                }
+                raw[e].push((ImplementStmt { impls: ids, when: when.as_ref(), ns, span: *span }, parents));
+            }
+        }
+        for &id in &order {
+            let mut list = Vec::new();
+            for (stmt, parents) in std::mem::take(&mut raw[id]) {
+                if parents {
+                    for &p in &self.types.entities[id].parents {
+                        list.extend(self.types.entities[p].implements.iter().cloned());
+                    }
+                }
+                if !stmt.impls.is_empty() {
+                    list.push(stmt);
+                }
+            }
+            self.types.entities[id].implements = list;
+        }
+    }
+
+    fn loc(&self, span: Span) -> String {
+        self.sources.location(span).map(|l| format!("{}:{}", l.file, l.line)).unwrap_or_default()
+    }
+
+    fn add_rel(
+        &mut self,
+        on: EntId,
+        attr: &ast::Ident,
+        target: EntId,
+        multi: (u32, Option<u32>),
+        reverse: Option<String>,
+        span: Span,
+    ) {
+        if self.types.entities[on].own.iter().any(|a| a.name == attr.name) {
+            let en = self.types.entities[on].name.clone();
+            self.err("DuplicateException", format!("Attribute {} of {en} is already defined", attr.name), attr.span);
+            return;
+        }
+        let _ = span;
+        self.types.entities[on].own.push(Attribute {
+            name: attr.name.clone(),
+            kind: AttrKind::Rel { target, lo: multi.0, hi: multi.1, reverse },
+            owner: on,
+            span: attr.span,
+        });
+    }
+
+    fn visit(&mut self, id: EntId, state: &mut Vec<u8>, order: &mut Vec<EntId>, cyclic: &mut Vec<bool>, depth: usize) {
+        if state[id] == 2 {
+            return;
+        }
+        if state[id] == 1 || depth > 200 {
+            if !cyclic[id] {
+                cyclic[id] = true;
+                let (name, span) = (self.types.entities[id].name.clone(), self.types.entities[id].span);
+                self.err("CycleException", format!("Entity {name} is its own ancestor (inheritance cycle)"), span);
+            }
+            return;
+        }
+        state[id] = 1;
+        for p in self.types.entities[id].parents.clone() {
+            self.visit(p, state, order, cyclic, depth + 1);
+        }
+        state[id] = 2;
+        order.push(id);
+    }
+}
+
+fn lookup_named(
+    types: &Types<'_>,
+    map: &HashMap<String, usize>,
+    ns: NsId,
+    name: &str,
+    what: &str,
+) -> Result<usize, (&'static str, String)> {
+    match types.qualify(ns, name) {
+        Ok(cands) => {
+            for c in &cands {
+                if let Some(&id) = map.get(c) {
+                    return Ok(id);
+                }
+            }
+            let nsname = &types.namespaces[ns].name;
+            if !name.contains("::") && map.contains_key(&format!("std::{name}")) {
+                return Err((
+                    "TypeNotFoundException",
+                    format!("could not find type {name} in namespace {nsname} (did you mean std::{name}?)"),
+                ));
+            }
+            Err(("TypeNotFoundException", format!("could not find {what} {name} in namespace {nsname}")))
+        }
+        Err(Some(full)) => {
+            if map.contains_key(&full) {
+                let module = full.rsplit_once("::").map(|x| x.0).unwrap_or("");
+                Err((
+                    "MissingImportException",
+                    format!(
+                        "{what} {name} is used but module {module} is not imported in namespace {}",
+                        types.namespaces[ns].name
+                    ),
+                ))
+            } else {
+                Err((
+                    "TypeNotFoundException",
+                    format!(
+                        "could not find {what} {name} in namespace {} (namespace not imported)",
+                        types.namespaces[ns].name
+                    ),
+                ))
+            }
+        }
+        Err(None) => Err(("TypeNotFoundException", format!("could not find {what} {name}"))),
+    }
+}
+
+pub(crate) fn lookup_entity(types: &Types<'_>, ns: NsId, name: &str) -> Result<EntId, (&'static str, String)> {
+    lookup_named(types, &types.entity_by_name, ns, name, "type")
+}
+
+pub(crate) fn lookup_typedef(types: &Types<'_>, ns: NsId, name: &str) -> Result<usize, (&'static str, String)> {
+    lookup_named(types, &types.typedef_by_name, ns, name, "type")
+}
+
+pub(crate) fn lookup_impl(types: &Types<'_>, ns: NsId, name: &str) -> Result<usize, (&'static str, String)> {
+    lookup_named(types, &types.impl_by_name, ns, name, "implementation")
+}

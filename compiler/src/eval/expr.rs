@@ -1,0 +1,1075 @@
+//! Expression evaluation.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::format::{apply_spec, interp_str};
+use super::value::{InstId, Value, dict_get};
+use super::{EResult, Evaluator, Flow, ScopeId, Slot, Wait, error};
+use crate::builtins::{PErr, PluginCall};
+use crate::model::{AttrKind, EntId, NsId};
+use crate::syntax::Span;
+use crate::syntax::ast::{Args, BinOp, Expr, ExprKind, FPart, Ident, KwArg, StrPart};
+
+/// Evaluation context of one statement run.
+pub(crate) struct Cx<'c> {
+    pub scope: ScopeId,
+    pub ns: NsId,
+    pub cache: &'c mut Vec<Value>,
+    pub seq: usize,
+    pub locals: Vec<(Rc<str>, Value)>,
+    /// Target entity of the relation being assigned (for inferred short class names).
+    pub infer: Option<EntId>,
+    pub depth: usize,
+}
+
+impl<'c> Cx<'c> {
+    pub(crate) fn new(scope: ScopeId, ns: NsId, cache: &'c mut Vec<Value>) -> Self {
+        Cx { scope, ns, cache, seq: 0, locals: Vec::new(), infer: None, depth: 0 }
+    }
+}
+
+pub(crate) fn short_repr(v: &Value) -> String {
+    let s = super::format::py_repr(v, &|i| format!("<instance {i}>"));
+    if s.chars().count() > 80 { format!("{}...", s.chars().take(77).collect::<String>()) } else { s }
+}
+
+pub(crate) fn short_repr_with(v: &Value, ev: &Evaluator<'_>) -> String {
+    let s = ev.repr(v);
+    if s.chars().count() > 120 { format!("{}...", s.chars().take(117).collect::<String>()) } else { s }
+}
+
+pub(crate) fn describe_expr(e: &Expr) -> String {
+    match &e.kind {
+        ExprKind::Var(n) => n.clone(),
+        ExprKind::Attr(b, a) => format!("{}.{}", describe_expr(b), a.name),
+        _ => "expression".into(),
+    }
+}
+
+fn typing(msg: String, span: Span, ev: &Evaluator<'_>) -> Flow {
+    error("TypingException", msg, span, ev.sources)
+}
+
+impl<'a> Evaluator<'a> {
+    pub(crate) fn eval(&mut self, e: &'a Expr, cx: &mut Cx) -> EResult<Value> {
+        cx.depth += 1;
+        if cx.depth > 1500 {
+            cx.depth -= 1;
+            return Err(error("RuntimeException", "Expression nested too deeply", e.span, self.sources));
+        }
+        let r = self.eval_inner(e, cx);
+        cx.depth -= 1;
+        r
+    }
+
+    fn eval_inner(&mut self, e: &'a Expr, cx: &mut Cx) -> EResult<Value> {
+        match &e.kind {
+            ExprKind::Null => Ok(Value::Null),
+            ExprKind::Bool(b) => Ok(Value::Bool(*b)),
+            ExprKind::Int(i) => Ok(Value::Int(*i)),
+            ExprKind::Float(f) => Ok(Value::Float(*f)),
+            ExprKind::Str(s) => Ok(Value::str(s)),
+            ExprKind::Regex(_) => {
+                Err(error("TypingException", "A regex can only be used in a typedef", e.span, self.sources))
+            }
+            ExprKind::Interp(parts) => {
+                let mut out = String::new();
+                for p in parts {
+                    match p {
+                        StrPart::Lit(s) => out.push_str(s),
+                        StrPart::Var(path, span) => {
+                            let v = self.read_path(path, *span, cx)?;
+                            if v.is_unknown() {
+                                return Ok(v);
+                            }
+                            out.push_str(&interp_str(&v, &|i| self.inst_name(i)));
+                        }
+                    }
+                }
+                Ok(Value::str(&out))
+            }
+            ExprKind::FStr(parts) => {
+                let mut out = String::new();
+                if let Some(u) = self.fstring(parts, e.span, cx, &mut out)? {
+                    return Ok(u);
+                }
+                Ok(Value::str(&out))
+            }
+            ExprKind::Var(name) => self.eval_var(name, e.span, cx),
+            ExprKind::Attr(obj, attr) => {
+                let o = self.eval(obj, cx)?;
+                self.read_attr(&o, &attr.name, attr.span, obj)
+            }
+            ExprKind::List(items) => {
+                let mut out = Vec::with_capacity(items.len());
+                for i in items {
+                    match self.eval(i, cx)? {
+                        Value::List(l) => out.extend(l.iter().cloned()),
+                        v => out.push(v),
+                    }
+                }
+                Ok(Value::list(out))
+            }
+            ExprKind::Dict(pairs) => {
+                let mut out: Vec<(Rc<str>, Value)> = Vec::with_capacity(pairs.len());
+                for (k, v) in pairs {
+                    let v = self.eval(v, cx)?;
+                    if let Some(slot) = out.iter_mut().find(|(ek, _)| &**ek == k.as_str()) {
+                        slot.1 = v;
+                    } else {
+                        out.push((Rc::from(k.as_str()), v));
+                    }
+                }
+                Ok(Value::Dict(Rc::new(out)))
+            }
+            ExprKind::Constructor { class, args } => self.construct(class, args, e.span, cx),
+            ExprKind::Call { name, args } => self.call(name, args, e.span, cx),
+            ExprKind::IndexLookup { class, args } => {
+                let ent = self.resolve_class(cx.ns, class, cx.infer)?;
+                let mut vals: Vec<(&str, Value, Span)> = Vec::new();
+                for KwArg { name, value } in args {
+                    let v = self.eval(value, cx)?;
+                    vals.push((name.name.as_str(), v, name.span));
+                }
+                self.index_lookup(ent, vals, e.span)
+            }
+            ExprKind::SelectorLookup { base, attr, args } => {
+                let b = self.eval(base, cx)?;
+                let inst = match b {
+                    Value::Instance(i) => i,
+                    Value::Unknown(_) => return Ok(b),
+                    other => {
+                        return Err(typing(
+                            format!("Can not look up {} on {}", attr.name, self.repr(&other)),
+                            base.span,
+                            self,
+                        ));
+                    }
+                };
+                let ent = self.entity_of(inst);
+                let Some((_, a)) = ent.attr(&attr.name) else {
+                    return Err(error(
+                        "NotFoundException",
+                        format!("Entity {} has no attribute {}", ent.name, attr.name),
+                        attr.span,
+                        self.sources,
+                    ));
+                };
+                let AttrKind::Rel { target, reverse: Some(rev), .. } = &a.kind else {
+                    return Err(typing(
+                        format!(
+                            "{}.{} is not a bidirectional relation, a selector lookup is not possible",
+                            ent.name, attr.name
+                        ),
+                        attr.span,
+                        self,
+                    ));
+                };
+                let (target, rev) = (*target, rev.clone());
+                let mut vals: Vec<(&str, Value, Span)> = vec![(rev.as_str(), Value::Instance(inst), attr.span)];
+                for KwArg { name, value } in args {
+                    let v = self.eval(value, cx)?;
+                    vals.push((name.name.as_str(), v, name.span));
+                }
+                let vals: Vec<(&str, Value, Span)> = vals.into_iter().collect();
+                // rev borrows a local; copy into owned names
+                let owned: Vec<(String, Value, Span)> =
+                    vals.into_iter().map(|(n, v, s)| (n.to_string(), v, s)).collect();
+                let refs: Vec<(&str, Value, Span)> =
+                    owned.iter().map(|(n, v, s)| (n.as_str(), v.clone(), *s)).collect();
+                self.index_lookup(target, refs, e.span)
+            }
+            ExprKind::MapLookup(d, k) => {
+                let dv = self.eval(d, cx)?;
+                let kv = self.eval(k, cx)?;
+                match (&dv, &kv) {
+                    (Value::Unknown(_), _) | (_, Value::Unknown(_)) => Ok(Value::Unknown(unknown_of(&dv, &kv))),
+                    (Value::Dict(m), Value::Str(s)) => match dict_get(m, s) {
+                        Some(v) => Ok(v.clone()),
+                        None => Err(error(
+                            "KeyException",
+                            format!(
+                                "key {} not found in dict, available keys are {:?}",
+                                super::value::py_repr_str(s),
+                                m.iter().map(|(k, _)| k.to_string()).collect::<Vec<_>>()
+                            ),
+                            k.span,
+                            self.sources,
+                        )),
+                    },
+                    (Value::Dict(_), other) => {
+                        Err(typing(format!("dict keys are strings, got {}", self.repr(other)), k.span, self))
+                    }
+                    (other, _) => Err(typing(
+                        format!(
+                            "[] lookup is only possible on a dict, not on {} {}",
+                            other.type_name(),
+                            short_repr_with(other, self)
+                        ),
+                        d.span,
+                        self,
+                    )),
+                }
+            }
+            ExprKind::Binary(op, l, r) => self.binary(*op, l, r, e.span, cx),
+            ExprKind::Not(inner) => {
+                let v = self.eval(inner, cx)?;
+                if v.is_unknown() {
+                    return Ok(v);
+                }
+                Ok(Value::Bool(!v.truthy()))
+            }
+            ExprKind::IsDefined(inner) => self.is_defined(inner, cx),
+            ExprKind::Cond(c, a, b) => {
+                let cv = self.eval(c, cx)?;
+                match cv {
+                    Value::Unknown(_) => Ok(cv),
+                    Value::Bool(true) => self.eval(a, cx),
+                    Value::Bool(false) => self.eval(b, cx),
+                    other => Err(typing(
+                        format!("The condition of a conditional expression must be a bool, got {}", self.repr(&other)),
+                        c.span,
+                        self,
+                    )),
+                }
+            }
+            ExprKind::Comprehension { value, fors, guards } => {
+                let mut out = Vec::new();
+                self.comprehension(value, fors, guards, 0, cx, &mut out)?;
+                Ok(Value::list(out))
+            }
+        }
+    }
+
+    fn comprehension(
+        &mut self,
+        value: &'a Expr,
+        fors: &'a [(Ident, Expr)],
+        guards: &'a [Expr],
+        level: usize,
+        cx: &mut Cx,
+        out: &mut Vec<Value>,
+    ) -> EResult<()> {
+        if level == fors.len() {
+            for g in guards {
+                let gv = self.eval(g, cx)?;
+                if gv.is_unknown() {
+                    out.push(gv);
+                    return Ok(());
+                }
+                if !gv.truthy() {
+                    return Ok(());
+                }
+            }
+            out.push(self.eval(value, cx)?);
+            return Ok(());
+        }
+        let (var, iter) = &fors[level];
+        let it = self.eval(iter, cx)?;
+        let items: Vec<Value> = match it {
+            Value::List(l) => l.iter().cloned().collect(),
+            Value::Instance(_) => vec![it],
+            Value::Null => vec![],
+            Value::Unknown(_) => {
+                out.push(it);
+                return Ok(());
+            }
+            other => {
+                return Err(typing(
+                    format!("Can not iterate over {} {}", other.type_name(), self.repr(&other)),
+                    iter.span,
+                    self,
+                ));
+            }
+        };
+        for item in items {
+            if item.is_unknown() {
+                out.push(item);
+                continue;
+            }
+            cx.locals.push((Rc::from(var.name.as_str()), item));
+            let r = self.comprehension(value, fors, guards, level + 1, cx, out);
+            cx.locals.pop();
+            r?;
+        }
+        Ok(())
+    }
+
+    fn fstring(&mut self, parts: &'a [FPart], span: Span, cx: &mut Cx, out: &mut String) -> EResult<Option<Value>> {
+        for p in parts {
+            match p {
+                FPart::Lit(s) => out.push_str(s),
+                FPart::Field { path, conversion, spec, span: fspan } => {
+                    let v = self.read_path(path, *fspan, cx)?;
+                    if v.is_unknown() {
+                        return Ok(Some(v));
+                    }
+                    let mut spec_s = String::new();
+                    if let Some(u) = self.fstring(spec, span, cx, &mut spec_s)? {
+                        return Ok(Some(u));
+                    }
+                    let v = match conversion {
+                        Some('r') => Value::str(&self.repr(&v)),
+                        Some('s') => Value::str(&super::format::py_str(&v, &|i| self.inst_name(i))),
+                        _ => v,
+                    };
+                    match apply_spec(&v, &spec_s, &|i| self.inst_name(i)) {
+                        Ok(s) => out.push_str(&s),
+                        Err(m) => {
+                            return Err(error(
+                                "RuntimeException",
+                                format!("Invalid f-string format: {m}"),
+                                span,
+                                self.sources,
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Reads `a.b.c` for interpolation.
+    fn read_path(&mut self, path: &[String], span: Span, cx: &mut Cx) -> EResult<Value> {
+        let mut v = self.lookup_short(&path[0], span, cx)?;
+        for seg in &path[1..] {
+            v = self.read_attr_span(&v, seg, span)?;
+        }
+        Ok(v)
+    }
+
+    fn lookup_short(&mut self, name: &str, span: Span, cx: &mut Cx) -> EResult<Value> {
+        if let Some((_, v)) = cx.locals.iter().rev().find(|(n, _)| &**n == name) {
+            return Ok(v.clone());
+        }
+        self.read_var(cx.scope, name, span)
+    }
+
+    fn eval_var(&mut self, name: &str, span: Span, cx: &mut Cx) -> EResult<Value> {
+        if let Some(p) = name.rfind("::") {
+            let (prefix, short) = (&name[..p], &name[p + 2..]);
+            let target = match self.types.namespaces[cx.ns].imports.get(prefix) {
+                Some(t) => t.clone(),
+                None => {
+                    if self.types.ns_by_name.contains_key(prefix) {
+                        return Err(error(
+                            "MissingImportException",
+                            format!("Variable {name} is used but namespace {prefix} is not imported"),
+                            span,
+                            self.sources,
+                        ));
+                    }
+                    return Err(error(
+                        "NotFoundException",
+                        format!("variable {name} not found: namespace {prefix} is not imported"),
+                        span,
+                        self.sources,
+                    ));
+                }
+            };
+            let Some(&ns) = self.types.ns_by_name.get(&target) else {
+                return Err(error(
+                    "NotFoundException",
+                    format!("variable {name} not found: namespace {target} is not loaded"),
+                    span,
+                    self.sources,
+                ));
+            };
+            let sc = self.ns_scope(ns);
+            if !self.scopes[sc as usize].vars.contains_key(short) {
+                return Err(error(
+                    "NotFoundException",
+                    format!("variable {short} not found in namespace {target}"),
+                    span,
+                    self.sources,
+                ));
+            }
+            return self.read_var(sc, short, span);
+        }
+        self.lookup_short(name, span, cx)
+    }
+
+    fn read_attr(&mut self, o: &Value, name: &str, span: Span, obj: &Expr) -> EResult<Value> {
+        match o {
+            Value::Instance(_) | Value::Unknown(_) => self.read_attr_span(o, name, span),
+            Value::Null => Err(error(
+                "OptionalValueException",
+                format!("Can not get attribute {name} of null ({} is not set)", describe_expr(obj)),
+                span,
+                self.sources,
+            )),
+            Value::List(_) => Err(error(
+                "TypingException",
+                format!(
+                    "Can not get attribute {name} of a list ({} holds several values); use a for loop or a list comprehension",
+                    describe_expr(obj)
+                ),
+                span,
+                self.sources,
+            )),
+            other => Err(typing(
+                format!("Can not get attribute {name} of {} {}", other.type_name(), short_repr(other)),
+                span,
+                self,
+            )),
+        }
+    }
+
+    /// Reads an attribute of an instance, waiting when it is not available yet.
+    pub(crate) fn read_attr_span(&mut self, o: &Value, name: &str, span: Span) -> EResult<Value> {
+        let inst = match o {
+            Value::Instance(i) => *i,
+            Value::Unknown(_) => return Ok(o.clone()),
+            Value::Null => {
+                return Err(error(
+                    "OptionalValueException",
+                    format!("Can not get attribute {name} of null"),
+                    span,
+                    self.sources,
+                ));
+            }
+            other => {
+                return Err(typing(
+                    format!("Can not get attribute {name} of {} {}", other.type_name(), short_repr(other)),
+                    span,
+                    self,
+                ));
+            }
+        };
+        let ent = self.entity_of(inst);
+        let Some((ai, a)) = ent.attr(name) else {
+            return Err(error(
+                "NotFoundException",
+                format!("Entity {} has no attribute {name} (instance {})", ent.name, self.inst_name(inst)),
+                span,
+                self.sources,
+            ));
+        };
+        let hi = match &a.kind {
+            AttrKind::Rel { hi, lo, .. } => Some((*hi, *lo)),
+            _ => None,
+        };
+        match (&self.instances[inst as usize].slots[ai], hi) {
+            (Slot::Prim { value: Some((v, _)), .. }, _) => Ok(v.clone()),
+            (Slot::Prim { .. }, _) => Err(Flow::Wait(Wait::Prim(inst, ai as u32))),
+            (Slot::Rel(r), Some((Some(1), lo))) => {
+                if let Some(&x) = r.items.first() {
+                    Ok(Value::Instance(x))
+                } else if r.frozen {
+                    if lo == 0 {
+                        Err(error(
+                            "OptionalValueException",
+                            format!(
+                                "Optional variable accessed that has no value: attribute {name} of {}",
+                                self.inst_name(inst)
+                            ),
+                            span,
+                            self.sources,
+                        ))
+                    } else {
+                        Err(error(
+                            "UnsetException",
+                            format!("attribute {name} of {} is not set", self.inst_name(inst)),
+                            span,
+                            self.sources,
+                        ))
+                    }
+                } else {
+                    Err(Flow::Wait(Wait::Rel(inst, ai as u32)))
+                }
+            }
+            (Slot::Rel(r), _) => {
+                if r.frozen {
+                    Ok(Value::list(r.items.iter().map(|i| Value::Instance(*i)).collect()))
+                } else {
+                    Err(Flow::Wait(Wait::Rel(inst, ai as u32)))
+                }
+            }
+        }
+    }
+
+    fn is_defined(&mut self, inner: &'a Expr, cx: &mut Cx) -> EResult<Value> {
+        let (obj, name, span) = match &inner.kind {
+            ExprKind::Var(n) if !n.contains("::") => {
+                if cx.locals.iter().any(|(x, _)| &**x == n.as_str()) || self.is_var_declared(cx.scope, n) {
+                    let v = self.eval(inner, cx)?;
+                    return Ok(defined(&v));
+                }
+                let s = self.lookup_short("self", inner.span, cx)?;
+                (s, n.as_str(), inner.span)
+            }
+            ExprKind::Attr(o, a) => (self.eval(o, cx)?, a.name.as_str(), a.span),
+            ExprKind::MapLookup(d, k) => {
+                let dv = self.eval(d, cx)?;
+                let kv = self.eval(k, cx)?;
+                return Ok(match (&dv, &kv) {
+                    (Value::Unknown(_), _) | (_, Value::Unknown(_)) => Value::Unknown(unknown_of(&dv, &kv)),
+                    (Value::Dict(m), Value::Str(s)) => {
+                        Value::Bool(dict_get(m, s).is_some_and(|v| !matches!(v, Value::Null)))
+                    }
+                    _ => Value::Bool(false),
+                });
+            }
+            _ => {
+                let v = self.eval(inner, cx)?;
+                return Ok(defined(&v));
+            }
+        };
+        let inst = match obj {
+            Value::Instance(i) => i,
+            Value::Unknown(_) => return Ok(obj),
+            Value::Null => return Ok(Value::Bool(false)),
+            other => return Err(typing(format!("Can not test attribute {name} of {}", self.repr(&other)), span, self)),
+        };
+        let ent = self.entity_of(inst);
+        let Some((ai, _)) = ent.attr(name) else {
+            return Err(error(
+                "NotFoundException",
+                format!("Entity {} has no attribute {name}", ent.name),
+                span,
+                self.sources,
+            ));
+        };
+        match &self.instances[inst as usize].slots[ai] {
+            Slot::Rel(r) => {
+                if !r.items.is_empty() {
+                    Ok(Value::Bool(true))
+                } else if r.frozen {
+                    Ok(Value::Bool(false))
+                } else {
+                    Err(Flow::Wait(Wait::Rel(inst, ai as u32)))
+                }
+            }
+            Slot::Prim { value: Some((v, _)), .. } => Ok(defined(v)),
+            Slot::Prim { .. } => Err(Flow::Wait(Wait::Prim(inst, ai as u32))),
+        }
+    }
+
+    pub(crate) fn resolve_class(&mut self, ns: NsId, class: &Ident, infer: Option<EntId>) -> EResult<EntId> {
+        match super::build::lookup_entity(&self.types, ns, &class.name) {
+            Ok(e) => Ok(e),
+            Err((kind, msg)) => {
+                if let Some(t) = infer
+                    && !class.name.contains("::")
+                {
+                    let mut cands: Vec<EntId> = std::iter::once(t)
+                        .chain(self.types.entities[t].descendants.iter().copied())
+                        .filter(|e| self.types.entities[*e].name.rsplit("::").next() == Some(class.name.as_str()))
+                        .collect();
+                    cands.dedup();
+                    if cands.len() == 1 {
+                        return Ok(cands[0]);
+                    }
+                    if cands.len() > 1 {
+                        let names: Vec<String> = cands.iter().map(|c| self.types.entities[*c].name.clone()).collect();
+                        return Err(error(
+                            "AmbiguousTypeException",
+                            format!(
+                                "Could not determine namespace for type {}: candidates are {}",
+                                class.name,
+                                names.join(", ")
+                            ),
+                            class.span,
+                            self.sources,
+                        ));
+                    }
+                }
+                Err(error(kind, msg, class.span, self.sources))
+            }
+        }
+    }
+
+    fn index_lookup(&mut self, ent: EntId, vals: Vec<(&str, Value, Span)>, span: Span) -> EResult<Value> {
+        for (n, v, s) in &vals {
+            if self.types.entities[ent].attr(n).is_none() {
+                return Err(error(
+                    "NotFoundException",
+                    format!("Entity {} has no attribute {n}", self.types.entities[ent].name),
+                    *s,
+                    self.sources,
+                ));
+            }
+            if v.is_unknown() {
+                return Ok(v.clone());
+            }
+        }
+        let names: Vec<&str> = vals.iter().map(|(n, _, _)| *n).collect();
+        let idx = self.types.entities[ent].indexes.iter().copied().find(|i| {
+            let f = &self.types.indexes[*i].fields;
+            f.len() == names.len() && f.iter().all(|x| names.contains(&x.as_str()))
+        });
+        let Some(idx) = idx else {
+            return Err(error(
+                "NotFoundException",
+                format!(
+                    "No index defined on {} for this lookup: ({})",
+                    self.types.entities[ent].name,
+                    names.join(", ")
+                ),
+                span,
+                self.sources,
+            ));
+        };
+        let map: HashMap<&str, Value> = vals.iter().map(|(n, v, _)| (*n, v.clone())).collect();
+        let key = self.key_from(idx, &map).expect("all fields present");
+        match self.index_get(idx, &key) {
+            Some(i) if self.types.is_subtype(self.instances[i as usize].entity, ent) => Ok(Value::Instance(i)),
+            Some(_) => Err(Flow::Wait(Wait::Index(idx, key, span))),
+            None => Err(Flow::Wait(Wait::Index(idx, key, span))),
+        }
+    }
+
+    fn construct(&mut self, class: &'a Ident, args: &'a Args, span: Span, cx: &mut Cx) -> EResult<Value> {
+        let ent = self.resolve_class(cx.ns, class, cx.infer)?;
+        let mut kw: Vec<(Rc<str>, Value, Span)> = Vec::with_capacity(args.keyword.len());
+        for KwArg { name, value } in &args.keyword {
+            let target = match self.types.entities[ent].attr(&name.name) {
+                Some((_, a)) => match &a.kind {
+                    AttrKind::Rel { target, .. } => Some(*target),
+                    _ => None,
+                },
+                None => {
+                    return Err(error(
+                        "NotFoundException",
+                        format!(
+                            "Entity {} has no attribute {} (in constructor)",
+                            self.types.entities[ent].name, name.name
+                        ),
+                        name.span,
+                        self.sources,
+                    ));
+                }
+            };
+            if kw.iter().any(|(n, _, _)| &**n == name.name.as_str()) {
+                return Err(error(
+                    "RuntimeException",
+                    format!("The attribute {} is set twice in the constructor", name.name),
+                    name.span,
+                    self.sources,
+                ));
+            }
+            let prev = std::mem::replace(&mut cx.infer, target);
+            let v = self.eval(value, cx);
+            cx.infer = prev;
+            kw.push((Rc::from(name.name.as_str()), v?, value.span));
+        }
+        for sp in &args.spread {
+            match self.eval(sp, cx)? {
+                Value::Dict(d) => {
+                    for (k, v) in d.iter() {
+                        if self.types.entities[ent].attr(k).is_none() {
+                            return Err(error(
+                                "NotFoundException",
+                                format!("Entity {} has no attribute {k} (in **dict)", self.types.entities[ent].name),
+                                sp.span,
+                                self.sources,
+                            ));
+                        }
+                        if kw.iter().any(|(n, _, _)| n == k) {
+                            return Err(error(
+                                "RuntimeException",
+                                format!("The attribute {k} is set twice in the constructor"),
+                                sp.span,
+                                self.sources,
+                            ));
+                        }
+                        kw.push((k.clone(), v.clone(), sp.span));
+                    }
+                }
+                Value::Unknown(_) => {}
+                other => {
+                    return Err(typing(
+                        format!("** in a constructor needs a dict, got {}", self.repr(&other)),
+                        sp.span,
+                        self,
+                    ));
+                }
+            }
+        }
+        let seq = cx.seq;
+        cx.seq += 1;
+        if let Some(v) = cx.cache.get(seq) {
+            return Ok(v.clone());
+        }
+        // existing instance through an index?
+        let mut vals: HashMap<&str, Value> = kw.iter().map(|(n, v, _)| (&**n, v.clone())).collect();
+        for a in &self.types.entities[ent].attrs {
+            if let AttrKind::Prim { default: Some(d), .. } = &a.kind
+                && !vals.contains_key(a.name.as_str())
+            {
+                vals.insert(a.name.as_str(), d.clone());
+            }
+        }
+        let mut found: Option<(InstId, usize)> = None;
+        for &idx in &self.types.entities[ent].indexes {
+            if let Some(key) = self.key_from(idx, &vals)
+                && let Some(other) = self.index_get(idx, &key)
+            {
+                if let Some((f, fidx)) = found
+                    && f != other
+                {
+                    return Err(error(
+                        "IndexCollisionException",
+                        format!(
+                            "Inconsistent indexes detected: the constructor matches {} through index {} and {} through index {}",
+                            self.inst_name(f),
+                            self.index_desc(fidx),
+                            self.inst_name(other),
+                            self.index_desc(idx)
+                        ),
+                        span,
+                        self.sources,
+                    ));
+                }
+                found = Some((other, idx));
+            }
+        }
+        drop(vals);
+        let inst = if let Some((other, idx)) = found {
+            let oe = self.instances[other as usize].entity;
+            if oe != ent {
+                return Err(error(
+                    "DuplicateException",
+                    format!(
+                        "Type {} and {} share the key of index {}: {} already exists",
+                        self.types.entities[ent].name,
+                        self.types.entities[oe].name,
+                        self.index_desc(idx),
+                        self.inst_name(other)
+                    ),
+                    span,
+                    self.sources,
+                ));
+            }
+            for (n, v, s) in kw {
+                let (ai, _) = self.types.entities[ent].attr(&n).expect("checked");
+                self.assign_attr(other, ai as u32, v, false, s)?;
+            }
+            other
+        } else {
+            let inst = self.new_instance(ent, span);
+            for (n, v, s) in kw.iter() {
+                let (ai, _) = self.types.entities[ent].attr(n).expect("checked");
+                self.assign_attr(inst, ai as u32, v.clone(), false, *s)?;
+            }
+            let defaults: Vec<(usize, Value, Span)> = self.types.entities[ent]
+                .attrs
+                .iter()
+                .enumerate()
+                .filter_map(|(i, a)| match &a.kind {
+                    AttrKind::Prim { default: Some(d), undef: false, .. }
+                        if !kw.iter().any(|(n, _, _)| **n == *a.name) =>
+                    {
+                        Some((i, d.clone(), a.span))
+                    }
+                    _ => None,
+                })
+                .collect();
+            for (ai, v, s) in defaults {
+                self.assign_attr(inst, ai as u32, v, false, s)?;
+            }
+            self.select_implementations(inst);
+            inst
+        };
+        let v = Value::Instance(inst);
+        cx.cache.push(v.clone());
+        Ok(v)
+    }
+
+    fn call(&mut self, name: &'a Ident, args: &'a Args, span: Span, cx: &mut Cx) -> EResult<Value> {
+        let full = self.resolve_plugin(cx.ns, name)?;
+        let plugin = self.plugins.get(&full).expect("resolved").clone();
+        let mut pos = Vec::with_capacity(args.positional.len());
+        for a in &args.positional {
+            pos.push(self.eval(a, cx)?);
+        }
+        let mut kw: Vec<(String, Value)> = Vec::new();
+        for KwArg { name, value } in &args.keyword {
+            kw.push((name.name.clone(), self.eval(value, cx)?));
+        }
+        for sp in &args.spread {
+            match self.eval(sp, cx)? {
+                Value::Dict(d) => kw.extend(d.iter().map(|(k, v)| (k.to_string(), v.clone()))),
+                Value::Unknown(u) => return Ok(Value::Unknown(u)),
+                other => return Err(typing(format!("** needs a dict, got {}", self.repr(&other)), sp.span, self)),
+            }
+        }
+        let call = plugin.bind(&full, pos, kw).map_err(|m| error("PluginTypeException", m, span, self.sources))?;
+        if !plugin.accepts_unknown
+            && let Some(u) = call
+                .args
+                .iter()
+                .chain(call.varargs.iter())
+                .chain(call.kwargs.iter().map(|(_, v)| v))
+                .find(|v| v.contains_unknown())
+        {
+            let u = match u {
+                Value::Unknown(u) => u.clone(),
+                other => unknown_of(other, other),
+            };
+            return Ok(Value::Unknown(u));
+        }
+        let seq = cx.seq;
+        if plugin.side_effect {
+            cx.seq += 1;
+            if let Some(v) = cx.cache.get(seq) {
+                return Ok(v.clone());
+            }
+        }
+        let mut call = PluginCall { span, scope: cx.scope, ..call };
+        match (plugin.f)(self, &mut call) {
+            Ok(v) => {
+                if plugin.side_effect {
+                    cx.cache.push(v.clone());
+                }
+                Ok(v)
+            }
+            Err(PErr::Wait(w)) => Err(Flow::Wait(w)),
+            Err(PErr::Flow(f)) => Err(f),
+            Err(PErr::Kind(kind, m)) => Err(error(kind, m, span, self.sources)),
+        }
+    }
+
+    pub(crate) fn resolve_plugin(&self, ns: NsId, name: &Ident) -> EResult<String> {
+        let n = &name.name;
+        match n.rfind("::") {
+            None => {
+                if self.plugins.get(n).is_some() {
+                    return Ok(n.clone());
+                }
+                let module = self.types.namespaces[ns].name.split("::").next().unwrap_or("").to_string();
+                let full = format!("{module}::{n}");
+                if self.plugins.get(&full).is_some() {
+                    return Ok(full);
+                }
+                Err(error(
+                    "NotFoundException",
+                    format!("Plugin or function {n} not found; plugins are called as module::name(...)"),
+                    name.span,
+                    self.sources,
+                ))
+            }
+            Some(p) => {
+                let (prefix, short) = (&n[..p], &n[p + 2..]);
+                let target = self.types.namespaces[ns].imports.get(prefix).cloned();
+                match target {
+                    Some(t) => {
+                        let full = format!("{t}::{short}");
+                        if self.plugins.get(&full).is_some() {
+                            Ok(full)
+                        } else {
+                            Err(error(
+                                "NotFoundException",
+                                format!("Plugin {short} not found in module {t}"),
+                                name.span,
+                                self.sources,
+                            ))
+                        }
+                    }
+                    None => {
+                        if self.plugins.get(n).is_some() || self.types.ns_by_name.contains_key(prefix) {
+                            Err(error(
+                                "MissingImportException",
+                                format!("Plugin {n} is used but module {prefix} is not imported"),
+                                name.span,
+                                self.sources,
+                            ))
+                        } else {
+                            Err(error(
+                                "NotFoundException",
+                                format!("Plugin {n} not found: namespace {prefix} is not imported"),
+                                name.span,
+                                self.sources,
+                            ))
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn binary(&mut self, op: BinOp, l: &'a Expr, r: &'a Expr, span: Span, cx: &mut Cx) -> EResult<Value> {
+        if matches!(op, BinOp::And | BinOp::Or) {
+            let lv = self.eval(l, cx)?;
+            let lb = match &lv {
+                Value::Unknown(_) => None,
+                Value::Bool(b) => Some(*b),
+                other => {
+                    return Err(typing(
+                        format!("Invalid operand for {}: expected a bool, got {}", op.symbol(), self.repr(other)),
+                        l.span,
+                        self,
+                    ));
+                }
+            };
+            match (op, lb) {
+                (BinOp::Or, Some(true)) => return Ok(Value::Bool(true)),
+                (BinOp::And, Some(false)) => return Ok(Value::Bool(false)),
+                (_, None) => return Ok(lv),
+                _ => {}
+            }
+            let rv = self.eval(r, cx)?;
+            return match rv {
+                Value::Unknown(_) | Value::Bool(_) => Ok(rv),
+                other => Err(typing(
+                    format!("Invalid operand for {}: expected a bool, got {}", op.symbol(), self.repr(&other)),
+                    r.span,
+                    self,
+                )),
+            };
+        }
+        let lv = self.eval(l, cx)?;
+        let rv = self.eval(r, cx)?;
+        if lv.is_unknown() || rv.is_unknown() {
+            return Ok(Value::Unknown(unknown_of(&lv, &rv)));
+        }
+        binop_values(op, &lv, &rv).map_err(|(kind, m)| error(kind, m, span, self.sources))
+    }
+}
+
+fn defined(v: &Value) -> Value {
+    match v {
+        Value::Unknown(_) => v.clone(),
+        Value::Null => Value::Bool(false),
+        Value::List(l) => Value::Bool(!l.is_empty()),
+        _ => Value::Bool(true),
+    }
+}
+
+pub(crate) fn unknown_of(a: &Value, b: &Value) -> Rc<super::value::UnknownSource> {
+    fn find(v: &Value) -> Option<Rc<super::value::UnknownSource>> {
+        match v {
+            Value::Unknown(u) => Some(u.clone()),
+            Value::List(l) => l.iter().find_map(find),
+            Value::Dict(d) => d.iter().find_map(|(_, v)| find(v)),
+            _ => None,
+        }
+    }
+    find(a).or_else(|| find(b)).unwrap_or_else(|| {
+        Rc::new(super::value::UnknownSource {
+            parameter: String::new(),
+            source: "plugin".into(),
+            resource: String::new(),
+        })
+    })
+}
+
+/// Applies a binary operator to two known values.
+pub(crate) fn binop_values(op: BinOp, lv: &Value, rv: &Value) -> Result<Value, (&'static str, String)> {
+    use Value::*;
+    let bad = || {
+        Err((
+            "TypingException",
+            format!(
+                "Unsupported operand types for {}: {} {} and {} {}",
+                op.symbol(),
+                lv.type_name(),
+                short_repr(lv),
+                rv.type_name(),
+                short_repr(rv)
+            ),
+        ))
+    };
+    let num = |v: &Value| match v {
+        Int(i) => Some(*i as f64),
+        Float(f) => Some(*f),
+        _ => None,
+    };
+    match op {
+        BinOp::Eq => Ok(Bool(lv == rv)),
+        BinOp::Ne => Ok(Bool(lv != rv)),
+        BinOp::Lt | BinOp::Gt | BinOp::Le | BinOp::Ge => {
+            let (Some(a), Some(b)) = (num(lv), num(rv)) else { return bad() };
+            if let (Int(x), Int(y)) = (lv, rv) {
+                return Ok(Bool(match op {
+                    BinOp::Lt => x < y,
+                    BinOp::Gt => x > y,
+                    BinOp::Le => x <= y,
+                    _ => x >= y,
+                }));
+            }
+            Ok(Bool(match op {
+                BinOp::Lt => a < b,
+                BinOp::Gt => a > b,
+                BinOp::Le => a <= b,
+                _ => a >= b,
+            }))
+        }
+        BinOp::In | BinOp::NotIn => {
+            let r = match rv {
+                List(l) => l.iter().any(|x| x == lv),
+                Dict(d) => match lv {
+                    Str(s) => dict_get(d, s).is_some(),
+                    _ => false,
+                },
+                Str(s) => match lv {
+                    Str(x) => s.contains(&**x),
+                    _ => return bad(),
+                },
+                Null => false,
+                Instance(i) => matches!(lv, Instance(j) if i == j),
+                _ => return bad(),
+            };
+            Ok(Bool(if op == BinOp::In { r } else { !r }))
+        }
+        BinOp::Add => match (lv, rv) {
+            (Int(a), Int(b)) => a.checked_add(*b).map(Int).ok_or(("RuntimeException", "integer overflow".into())),
+            (Str(a), Str(b)) => Ok(Value::str(&format!("{a}{b}"))),
+            (List(a), List(b)) => Ok(Value::list(a.iter().chain(b.iter()).cloned().collect())),
+            _ => match (num(lv), num(rv)) {
+                (Some(a), Some(b)) if !matches!(lv, Bool(_)) && !matches!(rv, Bool(_)) => Ok(Float(a + b)),
+                _ => bad(),
+            },
+        },
+        BinOp::Sub | BinOp::Mul => match (lv, rv) {
+            (Int(a), Int(b)) => {
+                let r = if op == BinOp::Sub { a.checked_sub(*b) } else { a.checked_mul(*b) };
+                r.map(Int).ok_or(("RuntimeException", "integer overflow".into()))
+            }
+            (Str(s), Int(n)) | (Int(n), Str(s)) if op == BinOp::Mul => {
+                if *n > 1_000_000 || s.len().saturating_mul((*n).max(0) as usize) > 10_000_000 {
+                    return Err(("RuntimeException", "string repetition too large".into()));
+                }
+                Ok(Value::str(&s.repeat((*n).max(0) as usize)))
+            }
+            _ => match (num(lv), num(rv)) {
+                (Some(a), Some(b)) => Ok(Float(if op == BinOp::Sub { a - b } else { a * b })),
+                _ => bad(),
+            },
+        },
+        BinOp::Div => match (num(lv), num(rv)) {
+            (Some(_), Some(0.0)) => Err(("RuntimeException", "division by zero".into())),
+            (Some(a), Some(b)) => Ok(Float(a / b)),
+            _ => bad(),
+        },
+        BinOp::Mod => match (lv, rv) {
+            (Int(_), Int(0)) => Err(("RuntimeException", "modulo by zero".into())),
+            (Int(a), Int(b)) => match a.checked_rem(*b) {
+                Some(r) if r != 0 && ((r < 0) != (*b < 0)) => Ok(Int(r + b)),
+                Some(r) => Ok(Int(r)),
+                None => Ok(Int(0)),
+            },
+            _ => match (num(lv), num(rv)) {
+                (Some(_), Some(0.0)) => Err(("RuntimeException", "modulo by zero".into())),
+                (Some(a), Some(b)) => Ok(Float(a - b * (a / b).floor())),
+                _ => bad(),
+            },
+        },
+        BinOp::Pow => match (lv, rv) {
+            (Int(a), Int(b)) if *b >= 0 => match u32::try_from(*b).ok().and_then(|b| a.checked_pow(b)) {
+                Some(v) => Ok(Int(v)),
+                None => Err(("RuntimeException", "integer overflow in **".into())),
+            },
+            _ => match (num(lv), num(rv)) {
+                (Some(0.0), Some(b)) if b < 0.0 => {
+                    Err(("RuntimeException", "0 can not be raised to a negative power".into()))
+                }
+                (Some(a), Some(b)) => Ok(Float(a.powf(b))),
+                _ => bad(),
+            },
+        },
+        BinOp::And | BinOp::Or => unreachable!("handled with short-circuit"),
+    }
+}

@@ -1,0 +1,1442 @@
+//! Evaluation: a scheduler of waiting statements (Inmanta-style gradual execution).
+//!
+//! Every statement is a task. A task that reads a value that does not exist yet (an unassigned
+//! variable, an unset attribute, a relation that is not frozen, a missing index entry) returns
+//! [`Flow::Wait`] and is parked on that slot; it runs again from the start when the slot changes.
+//! Side effects inside a statement (constructors, plugin calls) are recorded in the task's cache
+//! in the order they happen, so running a statement again reuses them instead of repeating them.
+//! When nothing is ready, the scheduler freezes relations that somebody waits on.
+
+pub(crate) mod build;
+pub(crate) mod expr;
+pub(crate) mod format;
+pub(crate) mod value;
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::path::PathBuf;
+use std::rc::Rc;
+
+use crate::diagnostics::Diagnostic;
+use crate::model::*;
+use crate::syntax::ast::{self, ExprKind, Stmt};
+use crate::syntax::{SourceMap, Span};
+use value::{InstId, UnknownSource, Value};
+
+pub(crate) type TaskId = u32;
+pub(crate) type ScopeId = u32;
+
+/// What a task waits on.
+#[derive(Debug, Clone)]
+pub(crate) enum Wait {
+    Var(ScopeId, Rc<str>),
+    Prim(InstId, u32),
+    Rel(InstId, u32),
+    Index(usize, String, Span),
+}
+
+pub(crate) enum Flow {
+    Wait(Wait),
+    Err(Box<Diagnostic>),
+}
+
+pub(crate) type EResult<T> = Result<T, Flow>;
+
+pub(crate) struct RelSlot {
+    pub items: Vec<InstId>,
+    set: Option<Box<HashSet<InstId>>>,
+    pub frozen: bool,
+    waiters: Vec<TaskId>,
+    candidate: bool,
+    /// Location of the first assignment (for error messages).
+    pub first: Option<Span>,
+}
+
+impl RelSlot {
+    fn contains(&self, i: InstId) -> bool {
+        match &self.set {
+            Some(s) => s.contains(&i),
+            None => self.items.contains(&i),
+        }
+    }
+
+    fn push(&mut self, i: InstId) {
+        self.items.push(i);
+        if let Some(s) = &mut self.set {
+            s.insert(i);
+        } else if self.items.len() > 16 {
+            self.set = Some(Box::new(self.items.iter().copied().collect()));
+        }
+    }
+}
+
+pub(crate) enum Slot {
+    Prim { value: Option<(Value, Span)>, waiters: Vec<TaskId> },
+    Rel(RelSlot),
+}
+
+pub(crate) struct Instance {
+    pub entity: EntId,
+    pub slots: Vec<Slot>,
+    pub span: Span,
+    selected: u32,
+    pending_impl: u32,
+    unknown_when: bool,
+}
+
+struct VarSlot {
+    value: Option<(Value, Span)>,
+    waiters: Vec<TaskId>,
+}
+
+/// The variables declared in one scope; scopes hold few names, so a vector beats a map.
+pub(crate) struct Vars<'a>(Vec<(&'a str, VarSlot)>);
+
+impl<'a> Vars<'a> {
+    fn get_mut(&mut self, name: &str) -> Option<&mut VarSlot> {
+        self.0.iter_mut().find(|(k, _)| *k == name).map(|(_, v)| v)
+    }
+
+    fn get(&self, name: &str) -> Option<&VarSlot> {
+        self.0.iter().find(|(k, _)| *k == name).map(|(_, v)| v)
+    }
+
+    pub(crate) fn contains_key(&self, name: &str) -> bool {
+        self.0.iter().any(|(k, _)| *k == name)
+    }
+}
+
+pub(crate) struct Scope<'a> {
+    parent: Option<ScopeId>,
+    pub ns: NsId,
+    pub vars: Vars<'a>,
+}
+
+impl Scope<'_> {
+    /// Assigned variables of this scope.
+    pub(crate) fn vars_iter(&self) -> impl Iterator<Item = (Rc<str>, Value)> + '_ {
+        self.vars.0.iter().filter_map(|(k, v)| v.value.as_ref().map(|(x, _)| (Rc::from(*k), x.clone())))
+    }
+
+    pub(crate) fn parent_id(&self) -> Option<ScopeId> {
+        self.parent
+    }
+}
+
+enum TaskKind<'a> {
+    Stmt(&'a Stmt, ScopeId),
+    Implement { inst: InstId, ent: EntId, idx: usize, scope: ScopeId },
+}
+
+struct Task<'a> {
+    kind: TaskKind<'a>,
+    cache: Vec<Value>,
+    writes: Rc<[Rc<str>]>,
+}
+
+/// Context of the project, for plugins that read files.
+#[derive(Default, Clone)]
+pub(crate) struct ProjectCtx {
+    /// module name -> module directory (for files/ and templates/)
+    pub module_dirs: HashMap<String, PathBuf>,
+    pub env: Option<HashMap<String, String>>,
+    pub facts: HashMap<String, HashMap<String, serde_json::Value>>,
+    pub environment: String,
+    pub environment_name: String,
+    pub server_host: String,
+    pub server_port: i64,
+}
+
+pub(crate) struct Evaluator<'a> {
+    pub types: Types<'a>,
+    pub sources: &'a SourceMap,
+    pub instances: Vec<Instance>,
+    pub by_entity: Vec<Vec<InstId>>,
+    pub scopes: Vec<Scope<'a>>,
+    tasks: Vec<Task<'a>>,
+    ready: VecDeque<TaskId>,
+    live_tasks: usize,
+    index_tables: Vec<HashMap<String, InstId>>,
+    index_waiters: HashMap<(usize, String), Vec<TaskId>>,
+    freeze_candidates: Vec<(InstId, u32)>,
+    potential_writes: HashMap<Rc<str>, u32>,
+    write_cache: HashMap<usize, Rc<[Rc<str>]>>,
+    impl_writes: Vec<Option<Rc<[Rc<str>]>>>,
+    ns_scopes: Vec<ScopeId>,
+    /// waits of parked tasks, for the end-of-compile report
+    parked: HashMap<TaskId, Wait>,
+    pub errors: Vec<Diagnostic>,
+    pub warnings: Vec<Diagnostic>,
+    warned: HashSet<(String, Span)>,
+    pub unknowns: Vec<UnknownSource>,
+    pub printed: Vec<String>,
+    pub project: ProjectCtx,
+    pub plugins: Rc<crate::builtins::Plugins>,
+    pub max_steps: u64,
+    pub steps: u64,
+}
+
+pub(crate) fn loc_str(sources: &SourceMap, span: Span) -> String {
+    sources.location(span).map(|l| format!("{}:{}", l.file, l.line)).unwrap_or_else(|| "<unknown>".into())
+}
+
+pub(crate) fn error(kind: &str, msg: impl Into<String>, span: Span, sources: &SourceMap) -> Flow {
+    Flow::Err(Box::new(Diagnostic::error(kind, msg, Some(span), sources)))
+}
+
+/// Names of variables assigned directly in a block.
+fn declared(block: &[Stmt]) -> Vec<&str> {
+    let mut out = Vec::new();
+    for s in block {
+        if let Stmt::Assign { target, add: false, .. } = s
+            && let ExprKind::Var(n) = &target.kind
+            && !n.contains("::")
+            && !out.contains(&n.as_str())
+        {
+            out.push(n.as_str());
+        }
+    }
+    out
+}
+
+impl<'a> Evaluator<'a> {
+    pub(crate) fn new(types: Types<'a>, sources: &'a SourceMap, project: ProjectCtx) -> Self {
+        let n = types.entities.len();
+        let ni = types.indexes.len();
+        let nimpl = types.implementations.len();
+        Evaluator {
+            types,
+            sources,
+            instances: Vec::new(),
+            by_entity: vec![Vec::new(); n],
+            scopes: Vec::new(),
+            tasks: Vec::new(),
+            ready: VecDeque::new(),
+            live_tasks: 0,
+            index_tables: vec![HashMap::new(); ni],
+            index_waiters: HashMap::new(),
+            freeze_candidates: Vec::new(),
+            potential_writes: HashMap::new(),
+            write_cache: HashMap::new(),
+            impl_writes: vec![None; nimpl],
+            ns_scopes: Vec::new(),
+            parked: HashMap::new(),
+            errors: Vec::new(),
+            warnings: Vec::new(),
+            warned: HashSet::new(),
+            unknowns: Vec::new(),
+            printed: Vec::new(),
+            project,
+            plugins: Rc::new(crate::builtins::Plugins::new()),
+            max_steps: 5_000_000,
+            steps: 0,
+        }
+    }
+
+    /// Variables of the root namespace (`main.cf`) as JSON.
+    pub(crate) fn root_variables(&self) -> std::collections::BTreeMap<String, serde_json::Value> {
+        let mut out = std::collections::BTreeMap::new();
+        let Some(&ns) = self.types.ns_by_name.get("__config__") else { return out };
+        for (k, v) in self.scopes[self.ns_scopes[ns] as usize].vars_iter() {
+            out.insert(k.to_string(), self.value_json(&v, 0));
+        }
+        out
+    }
+
+    fn value_json(&self, v: &Value, depth: usize) -> serde_json::Value {
+        match v {
+            Value::Instance(i) => serde_json::Value::String(format!("<{} instance>", self.entity_of(*i).name)),
+            Value::List(l) if depth < 32 => {
+                serde_json::Value::Array(l.iter().map(|x| self.value_json(x, depth + 1)).collect())
+            }
+            Value::Dict(d) if depth < 32 => serde_json::Value::Object(
+                d.iter().map(|(k, x)| (k.to_string(), self.value_json(x, depth + 1))).collect(),
+            ),
+            other => other.to_json_lossy(),
+        }
+    }
+
+    pub(crate) fn warn(&mut self, kind: &str, msg: String, span: Span) {
+        if self.warned.insert((msg.clone(), span)) {
+            self.warnings.push(Diagnostic::warning(kind, msg, Some(span), self.sources));
+        }
+    }
+
+    pub(crate) fn ns_scope(&self, ns: NsId) -> ScopeId {
+        self.ns_scopes[ns]
+    }
+
+    fn new_scope(&mut self, parent: Option<ScopeId>, ns: NsId, names: &[&'a str], span: Span) -> ScopeId {
+        let mut vars = Vec::with_capacity(names.len());
+        for n in names {
+            if let Some(p) = parent
+                && self.lookup_decl(p, n).is_some()
+                && *n != "self"
+            {
+                self.warn(
+                    "VariableShadowWarning",
+                    format!("Variable `{n}` shadows a variable of an enclosing scope"),
+                    span,
+                );
+            }
+            vars.push((*n, VarSlot { value: None, waiters: Vec::new() }));
+        }
+        self.scopes.push(Scope { parent, ns, vars: Vars(vars) });
+        (self.scopes.len() - 1) as ScopeId
+    }
+
+    fn lookup_decl(&self, mut scope: ScopeId, name: &str) -> Option<ScopeId> {
+        loop {
+            let s = &self.scopes[scope as usize];
+            if s.vars.contains_key(name) {
+                return Some(scope);
+            }
+            scope = s.parent?;
+        }
+    }
+
+    /// Runs the whole model. `root_order` lists the namespaces whose statements are scheduled.
+    pub(crate) fn run(&mut self) {
+        // namespace scopes
+        for ns in 0..self.types.namespaces.len() {
+            let file = self.types.namespaces[ns].file;
+            let stmts: Vec<&'a Stmt> = file
+                .map(|f| {
+                    f.items.iter().filter_map(|t| if let ast::Top::Stmt(s) = t { Some(s) } else { None }).collect()
+                })
+                .unwrap_or_default();
+            let mut names: Vec<&'a str> = Vec::new();
+            for s in &stmts {
+                if let Stmt::Assign { target, add: false, .. } = s
+                    && let ExprKind::Var(n) = &target.kind
+                    && !n.contains("::")
+                    && !names.contains(&n.as_str())
+                {
+                    names.push(n.as_str());
+                }
+            }
+            let sc = self.new_scope(None, ns, &names, Span::default());
+            self.ns_scopes.push(sc);
+        }
+        for ns in 0..self.types.namespaces.len() {
+            let sc = self.ns_scopes[ns];
+            if let Some(f) = self.types.namespaces[ns].file {
+                for t in &f.items {
+                    if let ast::Top::Stmt(s) = t {
+                        self.spawn(TaskKind::Stmt(s, sc));
+                    }
+                }
+            }
+        }
+        loop {
+            while let Some(t) = self.ready.pop_front() {
+                self.steps += 1;
+                if self.steps > self.max_steps {
+                    self.errors.push(Diagnostic::plain(
+                        "RuntimeException",
+                        format!("Compilation did not finish within {} steps", self.max_steps),
+                    ));
+                    return;
+                }
+                self.run_task(t);
+            }
+            if !self.freeze_step() {
+                break;
+            }
+        }
+        self.finish();
+    }
+
+    fn spawn(&mut self, kind: TaskKind<'a>) {
+        let writes = match &kind {
+            TaskKind::Stmt(s, _) => self.stmt_writes(s),
+            TaskKind::Implement { ent, idx, .. } => {
+                let impls = self.types.entities[*ent].implements[*idx].impls.clone();
+                let mut all: Vec<Rc<str>> = Vec::new();
+                for i in impls {
+                    all.extend(self.impl_writes(i).iter().cloned());
+                }
+                Rc::from(all)
+            }
+        };
+        for w in writes.iter() {
+            *self.potential_writes.entry(w.clone()).or_insert(0) += 1;
+        }
+        self.tasks.push(Task { kind, cache: Vec::new(), writes });
+        self.live_tasks += 1;
+        self.ready.push_back((self.tasks.len() - 1) as TaskId);
+    }
+
+    fn impl_writes(&mut self, i: usize) -> Rc<[Rc<str>]> {
+        if let Some(w) = &self.impl_writes[i] {
+            return w.clone();
+        }
+        // provisional empty entry breaks recursion
+        self.impl_writes[i] = Some(Rc::from(Vec::new()));
+        let body = self.types.implementations[i].body;
+        let mut all = Vec::new();
+        for s in body {
+            all.extend(self.stmt_writes(s).iter().cloned());
+        }
+        let r: Rc<[Rc<str>]> = Rc::from(all);
+        self.impl_writes[i] = Some(r.clone());
+        r
+    }
+
+    /// Static approximation of the attribute names a statement may add to.
+    fn stmt_writes(&mut self, s: &'a Stmt) -> Rc<[Rc<str>]> {
+        let key = s as *const Stmt as usize;
+        if let Some(w) = self.write_cache.get(&key) {
+            return w.clone();
+        }
+        let mut names: Vec<Rc<str>> = Vec::new();
+        self.collect_writes(s, &mut names, 0);
+        names.sort();
+        names.dedup();
+        let r: Rc<[Rc<str>]> = Rc::from(names);
+        self.write_cache.insert(key, r.clone());
+        r
+    }
+
+    fn collect_writes(&mut self, s: &'a Stmt, out: &mut Vec<Rc<str>>, depth: usize) {
+        if depth > 8 {
+            return;
+        }
+        match s {
+            Stmt::Assign { target, value, .. } => {
+                if let ExprKind::Attr(_, a) = &target.kind {
+                    self.add_name_and_reverse(&a.name, out);
+                }
+                self.expr_writes(value, out, depth);
+            }
+            Stmt::For { iter, body, .. } => {
+                self.expr_writes(iter, out, depth);
+                for b in body {
+                    self.collect_writes(b, out, depth + 1);
+                }
+            }
+            Stmt::If { branches, otherwise, .. } => {
+                for (_, b) in branches {
+                    for s in b {
+                        self.collect_writes(s, out, depth + 1);
+                    }
+                }
+                for s in otherwise {
+                    self.collect_writes(s, out, depth + 1);
+                }
+            }
+            Stmt::Expr(e) => self.expr_writes(e, out, depth),
+        }
+    }
+
+    fn add_name_and_reverse(&self, name: &str, out: &mut Vec<Rc<str>>) {
+        out.push(Rc::from(name));
+        for e in &self.types.entities {
+            for a in &e.own {
+                if a.name == name
+                    && let AttrKind::Rel { reverse: Some(r), .. } = &a.kind
+                {
+                    out.push(Rc::from(r.as_str()));
+                }
+            }
+        }
+    }
+
+    fn expr_writes(&mut self, e: &'a ast::Expr, out: &mut Vec<Rc<str>>, depth: usize) {
+        match &e.kind {
+            ExprKind::Constructor { class, args } => {
+                for k in &args.keyword {
+                    self.add_name_and_reverse(&k.name.name, out);
+                    self.expr_writes(&k.value, out, depth);
+                }
+                // implementations of the constructed entity
+                let short = class.name.rsplit("::").next().unwrap_or("");
+                let ents: Vec<EntId> = self
+                    .types
+                    .entities
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, en)| en.name.rsplit("::").next() == Some(short))
+                    .map(|(i, _)| i)
+                    .collect();
+                if depth < 4 {
+                    for en in ents {
+                        let impls: Vec<usize> =
+                            self.types.entities[en].implements.iter().flat_map(|i| i.impls.clone()).collect();
+                        for i in impls {
+                            out.extend(self.impl_writes(i).iter().cloned());
+                        }
+                    }
+                }
+            }
+            ExprKind::List(items) => items.iter().for_each(|i| self.expr_writes(i, out, depth)),
+            ExprKind::Call { args, .. } => {
+                args.positional.iter().for_each(|i| self.expr_writes(i, out, depth));
+                args.keyword.iter().for_each(|k| self.expr_writes(&k.value, out, depth));
+            }
+            ExprKind::Cond(_, a, b) => {
+                self.expr_writes(a, out, depth);
+                self.expr_writes(b, out, depth);
+            }
+            ExprKind::Comprehension { value, .. } => self.expr_writes(value, out, depth),
+            _ => {}
+        }
+    }
+
+    fn finish_task(&mut self, t: TaskId) {
+        let writes = self.tasks[t as usize].writes.clone();
+        for w in writes.iter() {
+            if let Some(c) = self.potential_writes.get_mut(w) {
+                *c -= 1;
+            }
+        }
+        self.tasks[t as usize].cache = Vec::new();
+        self.live_tasks -= 1;
+    }
+
+    fn run_task(&mut self, t: TaskId) {
+        self.parked.remove(&t);
+        let mut cache = std::mem::take(&mut self.tasks[t as usize].cache);
+        let result = match self.tasks[t as usize].kind {
+            TaskKind::Stmt(s, scope) => {
+                let mut cx = expr::Cx::new(scope, self.scopes[scope as usize].ns, &mut cache);
+                self.exec_stmt(s, &mut cx)
+            }
+            TaskKind::Implement { inst, ent, idx, scope } => {
+                let ns = self.types.entities[ent].implements[idx].ns;
+                let mut cx = expr::Cx::new(scope, ns, &mut cache);
+                cx.locals.push((Rc::from("self"), Value::Instance(inst)));
+                self.exec_implement(inst, ent, idx, &mut cx)
+            }
+        };
+        self.tasks[t as usize].cache = cache;
+        match result {
+            Ok(()) => self.finish_task(t),
+            Err(Flow::Wait(w)) => self.park(t, w),
+            Err(Flow::Err(d)) => {
+                self.errors.push(*d);
+                self.finish_task(t);
+            }
+        }
+    }
+
+    fn park(&mut self, t: TaskId, w: Wait) {
+        match &w {
+            Wait::Var(s, n) => {
+                if let Some(v) = self.scopes[*s as usize].vars.get_mut(n) {
+                    v.waiters.push(t);
+                }
+            }
+            Wait::Prim(i, a) => {
+                if let Slot::Prim { waiters, .. } = &mut self.instances[*i as usize].slots[*a as usize] {
+                    waiters.push(t);
+                }
+            }
+            Wait::Rel(i, a) => {
+                if let Slot::Rel(r) = &mut self.instances[*i as usize].slots[*a as usize] {
+                    r.waiters.push(t);
+                    if !r.candidate {
+                        r.candidate = true;
+                        self.freeze_candidates.push((*i, *a));
+                    }
+                }
+            }
+            Wait::Index(idx, key, _) => self.index_waiters.entry((*idx, key.clone())).or_default().push(t),
+        }
+        self.parked.insert(t, w);
+    }
+
+    fn wake(&mut self, waiters: Vec<TaskId>) {
+        self.ready.extend(waiters);
+    }
+
+    fn exec_block(&mut self, block: &'a [Stmt], parent: ScopeId, extra: &[&'a str], span: Span) -> ScopeId {
+        let mut names: Vec<&'a str> = extra.to_vec();
+        for n in declared(block) {
+            if !names.contains(&n) {
+                names.push(n);
+            }
+        }
+        let ns = self.scopes[parent as usize].ns;
+        let sc = self.new_scope(Some(parent), ns, &names, span);
+        for s in block {
+            self.spawn(TaskKind::Stmt(s, sc));
+        }
+        sc
+    }
+
+    fn exec_stmt(&mut self, s: &'a Stmt, cx: &mut expr::Cx) -> EResult<()> {
+        match s {
+            Stmt::Expr(e) => {
+                self.eval(e, cx)?;
+                Ok(())
+            }
+            Stmt::Assign { target, value, add, span } => match &target.kind {
+                ExprKind::Var(name) => {
+                    let v = self.eval(value, cx)?;
+                    if *add {
+                        return Err(error(
+                            "TypingException",
+                            format!("Can not use += on variable {name}; += only adds to relations"),
+                            *span,
+                            self.sources,
+                        ));
+                    }
+                    if name.contains("::") {
+                        return Err(error(
+                            "ParserException",
+                            format!("Can not assign to variable {name} of another namespace"),
+                            *span,
+                            self.sources,
+                        ));
+                    }
+                    self.set_var(cx.scope, name, v, *span)
+                }
+                ExprKind::Attr(obj, attr) => {
+                    let o = self.eval(obj, cx)?;
+                    let inst = match o {
+                        Value::Instance(i) => i,
+                        Value::Unknown(_) => return Ok(()),
+                        Value::List(_) => {
+                            return Err(error(
+                                "TypingException",
+                                format!(
+                                    "Can not set attribute {} on a list: {} is a multi-valued relation or list",
+                                    attr.name,
+                                    expr::describe_expr(obj)
+                                ),
+                                obj.span,
+                                self.sources,
+                            ));
+                        }
+                        other => {
+                            return Err(error(
+                                "TypingException",
+                                format!(
+                                    "Can not set attribute {} on {} value {}",
+                                    attr.name,
+                                    other.type_name(),
+                                    self.repr(&other)
+                                ),
+                                obj.span,
+                                self.sources,
+                            ));
+                        }
+                    };
+                    let ent = self.instances[inst as usize].entity;
+                    let Some((ai, a)) = self.types.entities[ent].attr(&attr.name) else {
+                        return Err(error(
+                            "NotFoundException",
+                            format!("Entity {} has no attribute {}", self.types.entities[ent].name, attr.name),
+                            attr.span,
+                            self.sources,
+                        ));
+                    };
+                    let target_ent = match &a.kind {
+                        AttrKind::Rel { target, .. } => Some(*target),
+                        _ => None,
+                    };
+                    let prev = cx.infer.replace_opt(target_ent);
+                    let v = self.eval(value, cx);
+                    cx.infer = prev;
+                    let v = v?;
+                    self.assign_attr(inst, ai as u32, v, *add, *span)
+                }
+                _ => Err(error("ParserException", "invalid assignment target", *span, self.sources)),
+            },
+            Stmt::For { var, iter, body, span } => {
+                let it = self.eval(iter, cx)?;
+                let items: Vec<Value> = match it {
+                    Value::List(l) => l.iter().cloned().collect(),
+                    Value::Instance(_) => vec![it],
+                    Value::Null | Value::Unknown(_) => vec![],
+                    other => {
+                        return Err(error(
+                            "TypingException",
+                            format!(
+                                "A for loop can only iterate over a list or a relation, not over {} {}",
+                                other.type_name(),
+                                self.repr(&other)
+                            ),
+                            iter.span,
+                            self.sources,
+                        ));
+                    }
+                };
+                for item in items {
+                    if item.is_unknown() {
+                        continue;
+                    }
+                    let sc = self.exec_block(body, cx.scope, &[var.name.as_str()], *span);
+                    let slot = self.scopes[sc as usize].vars.get_mut(var.name.as_str()).expect("loop variable");
+                    slot.value = Some((item, var.span));
+                }
+                Ok(())
+            }
+            Stmt::If { branches, otherwise, span } => {
+                for (cond, block) in branches {
+                    let c = self.eval(cond, cx)?;
+                    match c {
+                        Value::Unknown(_) => return Ok(()),
+                        Value::Bool(true) => {
+                            self.exec_block(block, cx.scope, &[], *span);
+                            return Ok(());
+                        }
+                        Value::Bool(false) => continue,
+                        other => {
+                            if other.truthy() {
+                                self.exec_block(block, cx.scope, &[], *span);
+                                return Ok(());
+                            }
+                        }
+                    }
+                }
+                self.exec_block(otherwise, cx.scope, &[], *span);
+                Ok(())
+            }
+        }
+    }
+
+    fn exec_implement(&mut self, inst: InstId, ent: EntId, idx: usize, cx: &mut expr::Cx) -> EResult<()> {
+        let stmt = &self.types.entities[ent].implements[idx];
+        let when = stmt.when;
+        let impls = stmt.impls.clone();
+        let selected = match when {
+            None => true,
+            Some(w) => match self.eval(w, cx)? {
+                Value::Unknown(_) => {
+                    self.instances[inst as usize].unknown_when = true;
+                    false
+                }
+                Value::Bool(b) => b,
+                other => {
+                    return Err(error(
+                        "TypingException",
+                        format!(
+                            "The condition of an implement statement must be a bool, got {} {}",
+                            other.type_name(),
+                            self.repr(&other)
+                        ),
+                        w.span,
+                        self.sources,
+                    ));
+                }
+            },
+        };
+        self.instances[inst as usize].pending_impl -= 1;
+        if selected {
+            self.instances[inst as usize].selected += 1;
+            for i in impls {
+                let im = &self.types.implementations[i];
+                let (body, ns, span) = (im.body, im.ns, im.span);
+                let parent = self.ns_scopes[ns];
+                let sc = self.exec_block(body, parent, &["self"], span);
+                let slot = self.scopes[sc as usize].vars.get_mut("self").expect("self");
+                slot.value = Some((Value::Instance(inst), span));
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn set_var(&mut self, scope: ScopeId, name: &str, v: Value, span: Span) -> EResult<()> {
+        let sources = self.sources;
+        let slot = self.scopes[scope as usize].vars.get_mut(name).expect("declared variable");
+        if let Some((old, old_span)) = &slot.value {
+            if *old == v && !v.is_unknown() {
+                return Ok(());
+            }
+            let msg = format!(
+                "value set twice: old value: {} (set at {}), new value: {} (set at {})",
+                expr::short_repr(old),
+                loc_str(sources, *old_span),
+                expr::short_repr(&v),
+                loc_str(sources, span)
+            );
+            return Err(Flow::Err(Box::new(
+                Diagnostic::error("DoubleSetException", format!("Variable {name}: {msg}"), Some(span), sources)
+                    .with_note(format!("first set at {}", loc_str(sources, *old_span))),
+            )));
+        }
+        slot.value = Some((v, span));
+        let w = std::mem::take(&mut slot.waiters);
+        self.wake(w);
+        Ok(())
+    }
+
+    /// Reads a variable through the scope chain.
+    pub(crate) fn read_var(&mut self, scope: ScopeId, name: &str, span: Span) -> EResult<Value> {
+        let Some(sc) = self.lookup_decl(scope, name) else {
+            return Err(error("NotFoundException", format!("variable {name} not found"), span, self.sources));
+        };
+        match &self.scopes[sc as usize].vars.get(name).expect("declared").value {
+            Some((v, _)) => Ok(v.clone()),
+            None => Err(Flow::Wait(Wait::Var(sc, Rc::from(name)))),
+        }
+    }
+
+    pub(crate) fn is_var_declared(&self, scope: ScopeId, name: &str) -> bool {
+        self.lookup_decl(scope, name).is_some()
+    }
+
+    pub(crate) fn entity_of(&self, i: InstId) -> &Entity<'a> {
+        &self.types.entities[self.instances[i as usize].entity]
+    }
+
+    pub(crate) fn inst_name(&self, i: InstId) -> String {
+        let inst = &self.instances[i as usize];
+        format!("{} (instantiated at {})", self.types.entities[inst.entity].name, loc_str(self.sources, inst.span))
+    }
+
+    pub(crate) fn repr(&self, v: &Value) -> String {
+        format::py_repr(v, &|i| self.inst_name(i))
+    }
+
+    fn attr_error(&self, inst: InstId, attr: &str, cause: &str, msg: String, span: Span) -> Flow {
+        Flow::Err(Box::new(Diagnostic::error(
+            "AttributeException",
+            format!("Could not set attribute `{attr}` on instance `{}`: {cause}: {msg}", self.inst_name(inst)),
+            Some(span),
+            self.sources,
+        )))
+    }
+
+    /// Creates an instance with empty slots.
+    pub(crate) fn new_instance(&mut self, ent: EntId, span: Span) -> InstId {
+        let slots = self.types.entities[ent]
+            .attrs
+            .iter()
+            .map(|a| match a.kind {
+                AttrKind::Prim { .. } => Slot::Prim { value: None, waiters: Vec::new() },
+                AttrKind::Rel { .. } => Slot::Rel(RelSlot {
+                    items: Vec::new(),
+                    set: None,
+                    frozen: false,
+                    waiters: Vec::new(),
+                    candidate: false,
+                    first: None,
+                }),
+            })
+            .collect();
+        let id = self.instances.len() as InstId;
+        let n_impl = self.types.entities[ent].implements.len() as u32;
+        self.instances.push(Instance {
+            entity: ent,
+            slots,
+            span,
+            selected: 0,
+            pending_impl: n_impl,
+            unknown_when: false,
+        });
+        self.by_entity[ent].push(id);
+        id
+    }
+
+    /// Schedules the implement statements of a new instance.
+    pub(crate) fn select_implementations(&mut self, inst: InstId) {
+        let ent = self.instances[inst as usize].entity;
+        for idx in 0..self.types.entities[ent].implements.len() {
+            let ns = self.types.entities[ent].implements[idx].ns;
+            let parent = self.ns_scopes[ns];
+            self.spawn(TaskKind::Implement { inst, ent, idx, scope: parent });
+        }
+    }
+
+    /// Assigns (or adds, for relations) a value to an attribute of an instance.
+    pub(crate) fn assign_attr(&mut self, inst: InstId, ai: u32, v: Value, add: bool, span: Span) -> EResult<()> {
+        let ent = self.instances[inst as usize].entity;
+        let attr = self.types.entities[ent].attrs[ai as usize].clone();
+        match &attr.kind {
+            AttrKind::Prim { ty, .. } => {
+                if add {
+                    return Err(self.attr_error(
+                        inst,
+                        &attr.name,
+                        "TypingException",
+                        "+= can only be used on relations".into(),
+                        span,
+                    ));
+                }
+                let v = match self.check_type(&v, ty, span) {
+                    Ok(v) => v,
+                    Err(Flow::Err(d)) => {
+                        let cause = d.kind.clone();
+                        return Err(self.attr_error(inst, &attr.name, &cause, d.message, span));
+                    }
+                    Err(w) => return Err(w),
+                };
+                self.set_prim(inst, ai, &attr.name, v, span)
+            }
+            AttrKind::Rel { target, hi, lo, reverse } => {
+                let (target, hi, lo) = (*target, *hi, *lo);
+                if add && hi == Some(1) {
+                    return Err(error(
+                        "TypingException",
+                        format!(
+                            "Can not use += on relation {}.{} because it holds at most one value; use =",
+                            self.types.entities[ent].name, attr.name
+                        ),
+                        span,
+                        self.sources,
+                    ));
+                }
+                let items: Vec<Value> = match v {
+                    Value::List(l) => l.iter().cloned().collect(),
+                    Value::Null => {
+                        let Slot::Rel(r) = &mut self.instances[inst as usize].slots[ai as usize] else {
+                            unreachable!()
+                        };
+                        if !r.items.is_empty() {
+                            return Err(self.attr_error(
+                                inst,
+                                &attr.name,
+                                "RuntimeException",
+                                "can not set null on a relation that already has values".into(),
+                                span,
+                            ));
+                        }
+                        if lo > 0 {
+                            return Err(self.attr_error(
+                                inst,
+                                &attr.name,
+                                "RuntimeException",
+                                format!("null is not valid for a relation with lower bound {lo}"),
+                                span,
+                            ));
+                        }
+                        self.freeze(inst, ai);
+                        return Ok(());
+                    }
+                    other => vec![other],
+                };
+                for item in items {
+                    let other = match item {
+                        Value::Instance(o) => o,
+                        Value::Unknown(_) | Value::Null => continue,
+                        other => {
+                            return Err(error(
+                                "TypingException",
+                                format!(
+                                    "Can not assign {} {} to relation {}.{}: expected an instance of {}",
+                                    other.type_name(),
+                                    self.repr(&other),
+                                    self.types.entities[ent].name,
+                                    attr.name,
+                                    self.types.entities[target].name
+                                ),
+                                span,
+                                self.sources,
+                            ));
+                        }
+                    };
+                    let oe = self.instances[other as usize].entity;
+                    if !self.types.is_subtype(oe, target) {
+                        return Err(error(
+                            "TypingException",
+                            format!(
+                                "Invalid type for relation {}.{}: expected {}, got {}",
+                                self.types.entities[ent].name,
+                                attr.name,
+                                self.types.entities[target].name,
+                                self.inst_name(other)
+                            ),
+                            span,
+                            self.sources,
+                        ));
+                    }
+                    self.add_rel(inst, ai, other, span)?;
+                    if let Some(rev) = reverse {
+                        let (rai, _) = self.entity_of(other).attr(rev).expect("reverse relation exists");
+                        self.add_rel(other, rai as u32, inst, span)?;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn set_prim(&mut self, inst: InstId, ai: u32, name: &str, v: Value, span: Span) -> EResult<()> {
+        let sources = self.sources;
+        let slot = &mut self.instances[inst as usize].slots[ai as usize];
+        let Slot::Prim { value, waiters } = slot else { unreachable!() };
+        if let Some((old, old_span)) = value {
+            if *old == v && !v.is_unknown() {
+                return Ok(());
+            }
+            let (old, old_span) = (old.clone(), *old_span);
+            let msg = format!(
+                "value set twice: old value: {} (set at {}), new value: {} (set at {})",
+                expr::short_repr(&old),
+                loc_str(sources, old_span),
+                expr::short_repr(&v),
+                loc_str(sources, span)
+            );
+            let Flow::Err(d) = self.attr_error(inst, name, "DoubleSetException", msg, span) else { unreachable!() };
+            return Err(Flow::Err(Box::new(d.with_note(format!("first set at {}", loc_str(sources, old_span))))));
+        }
+        *value = Some((v, span));
+        let w = std::mem::take(waiters);
+        self.wake(w);
+        self.check_index_completion(inst, ai);
+        Ok(())
+    }
+
+    fn add_rel(&mut self, inst: InstId, ai: u32, other: InstId, span: Span) -> EResult<()> {
+        let ent = self.instances[inst as usize].entity;
+        let (hi, name) = match &self.types.entities[ent].attrs[ai as usize] {
+            Attribute { kind: AttrKind::Rel { hi, .. }, name, .. } => (*hi, name.clone()),
+            _ => unreachable!(),
+        };
+        let Slot::Rel(r) = &mut self.instances[inst as usize].slots[ai as usize] else { unreachable!() };
+        if r.contains(other) {
+            return Ok(());
+        }
+        if r.frozen {
+            if hi == Some(1) && !r.items.is_empty() {
+                let old = r.items[0];
+                let first = r.first;
+                let msg = format!(
+                    "value set twice: old value: {} (set at {}), new value: {} (set at {})",
+                    self.inst_name(old),
+                    first.map(|s| loc_str(self.sources, s)).unwrap_or_default(),
+                    self.inst_name(other),
+                    loc_str(self.sources, span)
+                );
+                return Err(self.attr_error(inst, &name, "DoubleSetException", msg, span));
+            }
+            if let Some(h) = hi
+                && r.items.len() as u32 >= h
+            {
+                return Err(self.attr_error(
+                    inst,
+                    &name,
+                    "RuntimeException",
+                    format!(
+                        "Exceeded relation arity on attribute '{name}' of instance '{}': at most {h} values allowed",
+                        self.inst_name(inst)
+                    ),
+                    span,
+                ));
+            }
+            return Err(self.attr_error(
+                inst,
+                &name,
+                "ModifiedAfterFreezeException",
+                format!("Attempting to modify the relation {name} after it was frozen (it was read as complete before this value was added)"),
+                span,
+            ));
+        }
+        r.push(other);
+        if r.first.is_none() {
+            r.first = Some(span);
+        }
+        if let Some(h) = hi
+            && r.items.len() as u32 >= h
+        {
+            self.freeze(inst, ai);
+            self.check_index_completion(inst, ai);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn freeze(&mut self, inst: InstId, ai: u32) {
+        let Slot::Rel(r) = &mut self.instances[inst as usize].slots[ai as usize] else { return };
+        if r.frozen {
+            return;
+        }
+        r.frozen = true;
+        let w = std::mem::take(&mut r.waiters);
+        self.wake(w);
+    }
+
+    /// When nothing is ready: freeze relations that tasks wait on. Returns false when stuck.
+    fn freeze_step(&mut self) -> bool {
+        let cands = std::mem::take(&mut self.freeze_candidates);
+        let mut safe = Vec::new();
+        let mut risky = Vec::new();
+        for (i, a) in cands {
+            let inst = &self.instances[i as usize];
+            let Slot::Rel(r) = &inst.slots[a as usize] else { continue };
+            if r.frozen || r.waiters.is_empty() {
+                continue;
+            }
+            let attr = &self.types.entities[inst.entity].attrs[a as usize];
+            let AttrKind::Rel { lo, hi, reverse, .. } = &attr.kind else { continue };
+            // a required single relation that is still empty can only be completed by an assignment
+            if *hi == Some(1) && *lo == 1 {
+                risky.push((i, a, true));
+                continue;
+            }
+            let pending = |n: &str| self.potential_writes.get(n).copied().unwrap_or(0) > 0;
+            let blocked = pending(&attr.name) || reverse.as_deref().is_some_and(pending);
+            if blocked { risky.push((i, a, false)) } else { safe.push((i, a)) }
+        }
+        if !safe.is_empty() {
+            for (i, a) in safe {
+                self.freeze(i, a);
+            }
+            for (i, a, _) in risky {
+                if let Slot::Rel(r) = &mut self.instances[i as usize].slots[a as usize] {
+                    r.candidate = true;
+                }
+                self.freeze_candidates.push((i, a));
+            }
+            return true;
+        }
+        // Nothing is safe: freeze the optional/multi relation with the most waiters.
+        let best = risky
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, _, req))| !req)
+            .max_by_key(|(n, (i, a, _))| {
+                let Slot::Rel(r) = &self.instances[*i as usize].slots[*a as usize] else { return (0, 0) };
+                (r.waiters.len(), usize::MAX - n)
+            })
+            .map(|(n, _)| n);
+        let Some(b) = best else {
+            for (i, a, _) in risky {
+                self.freeze_candidates.push((i, a));
+            }
+            return false;
+        };
+        for (n, (i, a, _)) in risky.into_iter().enumerate() {
+            if n == b {
+                self.freeze(i, a);
+            } else {
+                self.freeze_candidates.push((i, a));
+            }
+        }
+        true
+    }
+
+    /// Checks a value against a type, converting where the language does.
+    pub(crate) fn check_type(&mut self, v: &Value, ty: &Type, span: Span) -> EResult<Value> {
+        if v.is_unknown() {
+            return Ok(v.clone());
+        }
+        let bad = |s: &Self, v: &Value| {
+            error(
+                "TypingException",
+                format!("Invalid value {}: expected {}", expr::short_repr_with(v, s), s.types.type_name(ty)),
+                span,
+                s.sources,
+            )
+        };
+        match ty {
+            Type::Any => Ok(v.clone()),
+            Type::Nullable(inner) => {
+                if matches!(v, Value::Null) {
+                    Ok(Value::Null)
+                } else {
+                    self.check_type(v, inner, span)
+                }
+            }
+            _ if matches!(v, Value::Null) => Err(error(
+                "TypingException",
+                format!(
+                    "Invalid value null: expected {} (the type is not nullable; use {}?)",
+                    self.types.type_name(ty),
+                    self.types.type_name(ty)
+                ),
+                span,
+                self.sources,
+            )),
+            Type::String => {
+                if matches!(v, Value::Str(_)) {
+                    Ok(v.clone())
+                } else {
+                    Err(bad(self, v))
+                }
+            }
+            Type::Int => {
+                if matches!(v, Value::Int(_)) {
+                    Ok(v.clone())
+                } else {
+                    Err(bad(self, v))
+                }
+            }
+            Type::Float => match v {
+                Value::Float(_) => Ok(v.clone()),
+                _ => Err(bad(self, v)),
+            },
+            Type::Number => {
+                if matches!(v, Value::Int(_) | Value::Float(_)) {
+                    Ok(v.clone())
+                } else {
+                    Err(bad(self, v))
+                }
+            }
+            Type::Bool => {
+                if matches!(v, Value::Bool(_)) {
+                    Ok(v.clone())
+                } else {
+                    Err(bad(self, v))
+                }
+            }
+            Type::Dict => {
+                if matches!(v, Value::Dict(_)) {
+                    Ok(v.clone())
+                } else {
+                    Err(bad(self, v))
+                }
+            }
+            Type::List => match v {
+                Value::List(l) if !l.iter().any(|x| matches!(x, Value::Instance(_))) => Ok(v.clone()),
+                _ => Err(bad(self, v)),
+            },
+            Type::TypedList(inner) => match v {
+                Value::List(l) => {
+                    let mut out = Vec::with_capacity(l.len());
+                    for x in l.iter() {
+                        out.push(self.check_type(x, inner, span)?);
+                    }
+                    Ok(Value::list(out))
+                }
+                _ => Err(bad(self, v)),
+            },
+            Type::Typedef(t) => {
+                let base = self.types.typedefs[*t].base.clone();
+                let v = self.check_type(v, &base, span)?;
+                if let Some(re) = &self.types.typedefs[*t].regex {
+                    let Value::Str(s) = &v else { return Err(bad(self, &v)) };
+                    if !re.is_match(s) {
+                        return Err(error(
+                            "TypingException",
+                            format!(
+                                "Invalid value {}, does not match constraint `{}` of type {}",
+                                expr::short_repr(&v),
+                                re.as_str().trim_start_matches("^(?:").trim_end_matches(')'),
+                                self.types.typedefs[*t].name
+                            ),
+                            span,
+                            self.sources,
+                        ));
+                    }
+                    return Ok(v);
+                }
+                if let Some(c) = self.types.typedef_constraints[*t] {
+                    let ns = self.types.typedefs[*t].ns;
+                    let mut cache = Vec::new();
+                    let mut cx = expr::Cx::new(self.ns_scopes[ns], ns, &mut cache);
+                    cx.locals.push((Rc::from("self"), v.clone()));
+                    let r = match self.eval(c, &mut cx) {
+                        Ok(r) => r,
+                        Err(Flow::Wait(_)) => {
+                            return Err(error(
+                                "DirectExecuteException",
+                                format!(
+                                    "The constraint of type {} can not be evaluated directly",
+                                    self.types.typedefs[*t].name
+                                ),
+                                span,
+                                self.sources,
+                            ));
+                        }
+                        Err(e) => return Err(e),
+                    };
+                    if !r.truthy() && !r.is_unknown() {
+                        return Err(error(
+                            "TypingException",
+                            format!(
+                                "Invalid value {}, does not match constraint of type {}",
+                                expr::short_repr(&v),
+                                self.types.typedefs[*t].name
+                            ),
+                            span,
+                            self.sources,
+                        ));
+                    }
+                }
+                Ok(v)
+            }
+        }
+    }
+
+    /// Index key of an instance for an index, when every field is set.
+    fn index_key(&self, inst: InstId, idx: usize) -> Option<String> {
+        let ent = self.instances[inst as usize].entity;
+        let mut key = String::new();
+        for f in &self.types.indexes[idx].fields {
+            let (ai, _) = self.types.entities[ent].attr(f)?;
+            let part = match &self.instances[inst as usize].slots[ai] {
+                Slot::Prim { value: Some((v, _)), .. } => v.key(),
+                Slot::Rel(r) if r.items.len() == 1 => format!("i:{}", r.items[0]),
+                _ => return None,
+            };
+            key.push_str(f);
+            key.push('=');
+            key.push_str(&part);
+            key.push('\u{1}');
+        }
+        Some(key)
+    }
+
+    fn check_index_completion(&mut self, inst: InstId, ai: u32) {
+        let ent = self.instances[inst as usize].entity;
+        let name = &self.types.entities[ent].attrs[ai as usize].name;
+        let idxs: Vec<usize> = self.types.entities[ent]
+            .indexes
+            .iter()
+            .copied()
+            .filter(|i| self.types.indexes[*i].fields.contains(name))
+            .collect();
+        for idx in idxs {
+            let Some(key) = self.index_key(inst, idx) else { continue };
+            match self.index_tables[idx].get(&key) {
+                Some(&other) if other != inst => {
+                    let msg = format!(
+                        "Duplicate instance for index {}: {} and {} have the same key",
+                        self.index_desc(idx),
+                        self.inst_name(other),
+                        self.inst_name(inst)
+                    );
+                    let span = self.instances[inst as usize].span;
+                    self.errors.push(Diagnostic::error("DuplicateException", msg, Some(span), self.sources));
+                }
+                Some(_) => {}
+                None => {
+                    self.index_tables[idx].insert(key.clone(), inst);
+                    if let Some(w) = self.index_waiters.remove(&(idx, key)) {
+                        self.wake(w);
+                    }
+                }
+            }
+        }
+    }
+
+    pub(crate) fn index_desc(&self, idx: usize) -> String {
+        let i = &self.types.indexes[idx];
+        format!("{}({})", self.types.entities[i.entity].name, i.fields.join(", "))
+    }
+
+    pub(crate) fn index_get(&self, idx: usize, key: &str) -> Option<InstId> {
+        self.index_tables[idx].get(key).copied()
+    }
+
+    /// Builds an index key from named values (in index field order).
+    pub(crate) fn key_from(&self, idx: usize, vals: &HashMap<&str, Value>) -> Option<String> {
+        let mut key = String::new();
+        for f in &self.types.indexes[idx].fields {
+            let v = vals.get(f.as_str())?;
+            key.push_str(f);
+            key.push('=');
+            key.push_str(&v.key());
+            key.push('\u{1}');
+        }
+        Some(key)
+    }
+
+    /// End of evaluation: freeze everything, report what is stuck and what is incomplete.
+    fn finish(&mut self) {
+        for i in 0..self.instances.len() {
+            for a in 0..self.instances[i].slots.len() {
+                if let Slot::Rel(r) = &mut self.instances[i].slots[a] {
+                    r.frozen = true;
+                }
+            }
+        }
+        let had_errors = !self.errors.is_empty();
+        let mut parked: Vec<(TaskId, Wait)> = self.parked.drain().collect();
+        parked.sort_by_key(|(t, _)| *t);
+        let mut seen = HashSet::new();
+        for (_, w) in &parked {
+            if let Wait::Index(idx, key, span) = w
+                && seen.insert((*span, key.clone()))
+            {
+                let k = key.trim_end_matches('\u{1}').replace('\u{1}', ", ").replace("=s:", "=").replace("=v:", "=");
+                let msg = format!("No match in index on type {} with key {k}", self.index_desc(*idx));
+                self.errors.push(Diagnostic::error("NotFoundException", msg, Some(*span), self.sources));
+            }
+        }
+        if had_errors || !self.errors.is_empty() {
+            return;
+        }
+        let mut out = Vec::new();
+        for (i, inst) in self.instances.iter().enumerate() {
+            let ent = &self.types.entities[inst.entity];
+            if inst.selected == 0 && inst.pending_impl == 0 {
+                let why = if inst.unknown_when { " (the condition is unknown)" } else { "" };
+                out.push(Diagnostic::error(
+                    "RuntimeException",
+                    format!("Unable to select implementation for entity {}{why}", ent.name),
+                    Some(inst.span),
+                    self.sources,
+                ));
+            }
+            for (ai, a) in ent.attrs.iter().enumerate() {
+                match (&a.kind, &inst.slots[ai]) {
+                    (AttrKind::Prim { .. }, Slot::Prim { value: None, .. }) => {
+                        out.push(Diagnostic::error(
+                            "UnsetException",
+                            format!(
+                                "The object {} is not complete: attribute {} ({}) is not set",
+                                self.inst_name(i as InstId),
+                                a.name,
+                                loc_str(self.sources, a.span)
+                            ),
+                            Some(inst.span),
+                            self.sources,
+                        ));
+                    }
+                    (AttrKind::Rel { lo, .. }, Slot::Rel(r)) if (r.items.len() as u32) < *lo => {
+                        let msg = if r.items.is_empty() && *lo == 1 {
+                            format!(
+                                "The object {} is not complete: attribute {} ({}) is not set",
+                                self.inst_name(i as InstId),
+                                a.name,
+                                loc_str(self.sources, a.span)
+                            )
+                        } else {
+                            format!(
+                                "The object {} is not complete: attribute {} ({}) requires {lo} values but only {} are set",
+                                self.inst_name(i as InstId),
+                                a.name,
+                                loc_str(self.sources, a.span),
+                                r.items.len()
+                            )
+                        };
+                        out.push(Diagnostic::error("UnsetException", msg, Some(inst.span), self.sources));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        self.errors.extend(out);
+        if self.errors.is_empty() && self.live_tasks > 0 {
+            for (t, w) in parked {
+                let span = match &self.tasks[t as usize].kind {
+                    TaskKind::Stmt(s, _) => s.span(),
+                    TaskKind::Implement { inst, .. } => self.instances[*inst as usize].span,
+                };
+                let what = match &w {
+                    Wait::Var(_, n) => format!("variable {n} is never assigned (circular dependency?)"),
+                    Wait::Prim(i, a) => format!(
+                        "attribute {} of {} is never set",
+                        self.entity_of(*i).attrs[*a as usize].name,
+                        self.inst_name(*i)
+                    ),
+                    Wait::Rel(i, a) => format!(
+                        "relation {} of {} is never complete",
+                        self.entity_of(*i).attrs[*a as usize].name,
+                        self.inst_name(*i)
+                    ),
+                    Wait::Index(..) => continue,
+                };
+                self.errors.push(Diagnostic::error(
+                    "NotFoundException",
+                    format!("Statement could not be executed: {what}"),
+                    Some(span),
+                    self.sources,
+                ));
+            }
+        }
+    }
+}
+
+trait ReplaceOpt<T> {
+    fn replace_opt(&mut self, v: Option<T>) -> Option<T>;
+}
+
+impl<T> ReplaceOpt<T> for Option<T> {
+    fn replace_opt(&mut self, v: Option<T>) -> Option<T> {
+        std::mem::replace(self, v)
+    }
+}

@@ -1,0 +1,181 @@
+//! Runtime values of the language.
+
+use std::rc::Rc;
+
+/// An instance of an entity, by index in the evaluator's instance table.
+pub(crate) type InstId = u32;
+
+/// Where an unknown value came from.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct UnknownSource {
+    pub parameter: String,
+    pub source: String,
+    pub resource: String,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Value {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(Rc<str>),
+    List(Rc<Vec<Value>>),
+    Dict(Rc<Vec<(Rc<str>, Value)>>),
+    Instance(InstId),
+    Unknown(Rc<UnknownSource>),
+}
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Value) -> bool {
+        use Value::*;
+        match (self, other) {
+            (Null, Null) => true,
+            (Bool(a), Bool(b)) => a == b,
+            (Int(a), Int(b)) => a == b,
+            (Float(a), Float(b)) => a == b,
+            (Int(a), Float(b)) | (Float(b), Int(a)) => (*a as f64) == *b,
+            (Str(a), Str(b)) => a == b,
+            (List(a), List(b)) => a == b,
+            (Dict(a), Dict(b)) => a.len() == b.len() && a.iter().all(|(k, v)| dict_get(b, k) == Some(v)),
+            (Instance(a), Instance(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+pub(crate) fn dict_get<'a>(d: &'a [(Rc<str>, Value)], key: &str) -> Option<&'a Value> {
+    d.iter().find(|(k, _)| &**k == key).map(|(_, v)| v)
+}
+
+impl Value {
+    pub(crate) fn str(s: &str) -> Value {
+        Value::Str(Rc::from(s))
+    }
+
+    pub(crate) fn list(v: Vec<Value>) -> Value {
+        Value::List(Rc::new(v))
+    }
+
+    pub(crate) fn is_unknown(&self) -> bool {
+        matches!(self, Value::Unknown(_))
+    }
+
+    /// True when this value is unknown or (for lists/dicts) contains an unknown.
+    pub(crate) fn contains_unknown(&self) -> bool {
+        match self {
+            Value::Unknown(_) => true,
+            Value::List(l) => l.iter().any(Value::contains_unknown),
+            Value::Dict(d) => d.iter().any(|(_, v)| v.contains_unknown()),
+            _ => false,
+        }
+    }
+
+    pub(crate) fn type_name(&self) -> &'static str {
+        match self {
+            Value::Null => "null",
+            Value::Bool(_) => "bool",
+            Value::Int(_) => "int",
+            Value::Float(_) => "float",
+            Value::Str(_) => "string",
+            Value::List(_) => "list",
+            Value::Dict(_) => "dict",
+            Value::Instance(_) => "entity instance",
+            Value::Unknown(_) => "unknown",
+        }
+    }
+
+    /// Python truthiness.
+    pub(crate) fn truthy(&self) -> bool {
+        match self {
+            Value::Null => false,
+            Value::Bool(b) => *b,
+            Value::Int(i) => *i != 0,
+            Value::Float(f) => *f != 0.0,
+            Value::Str(s) => !s.is_empty(),
+            Value::List(l) => !l.is_empty(),
+            Value::Dict(d) => !d.is_empty(),
+            Value::Instance(_) => true,
+            Value::Unknown(_) => false,
+        }
+    }
+
+    /// A canonical key for index lookups.
+    pub(crate) fn key(&self) -> String {
+        match self {
+            Value::Str(s) => format!("s:{s}"),
+            Value::Instance(i) => format!("i:{i}"),
+            other => format!("v:{}", other.to_json_lossy()),
+        }
+    }
+
+    /// JSON form (instances become their id number; unknowns a placeholder).
+    pub(crate) fn to_json_lossy(&self) -> serde_json::Value {
+        match self {
+            Value::Null => serde_json::Value::Null,
+            Value::Bool(b) => (*b).into(),
+            Value::Int(i) => (*i).into(),
+            Value::Float(f) => serde_json::Number::from_f64(*f).map(serde_json::Value::Number).unwrap_or_default(),
+            Value::Str(s) => serde_json::Value::String(s.to_string()),
+            Value::List(l) => serde_json::Value::Array(l.iter().map(Value::to_json_lossy).collect()),
+            Value::Dict(d) => {
+                serde_json::Value::Object(d.iter().map(|(k, v)| (k.to_string(), v.to_json_lossy())).collect())
+            }
+            Value::Instance(i) => serde_json::Value::String(format!("<instance {i}>")),
+            Value::Unknown(_) => serde_json::Value::String("<<undefined>>".into()),
+        }
+    }
+
+    pub(crate) fn from_json(j: &serde_json::Value) -> Value {
+        match j {
+            serde_json::Value::Null => Value::Null,
+            serde_json::Value::Bool(b) => Value::Bool(*b),
+            serde_json::Value::Number(n) => {
+                if let Some(i) = n.as_i64() {
+                    Value::Int(i)
+                } else {
+                    Value::Float(n.as_f64().unwrap_or(0.0))
+                }
+            }
+            serde_json::Value::String(s) => Value::str(s),
+            serde_json::Value::Array(a) => Value::list(a.iter().map(Value::from_json).collect()),
+            serde_json::Value::Object(o) => {
+                Value::Dict(Rc::new(o.iter().map(|(k, v)| (Rc::from(k.as_str()), Value::from_json(v))).collect()))
+            }
+        }
+    }
+}
+
+/// Python `repr` of a float.
+pub(crate) fn py_float(f: f64) -> String {
+    if f.is_nan() {
+        return "nan".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    let s = format!("{f}");
+    if s.contains('.') || s.contains('e') { s } else { format!("{s}.0") }
+}
+
+/// Python `repr` of a string.
+pub(crate) fn py_repr_str(s: &str) -> String {
+    let q = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(q);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c == q => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(q);
+    out
+}

@@ -1,0 +1,519 @@
+//! Export: turns every instance of an entity with a resource mapping into a resource in
+//! Inmanta's JSON shape. This is the only place that knows the wire format of a resource.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use serde_json::{Value as Json, json};
+
+use crate::diagnostics::Diagnostic;
+use crate::eval::value::{InstId, Value};
+use crate::eval::{Evaluator, Slot};
+use crate::model::{AttrKind, EntId};
+
+/// How an entity maps to a resource.
+struct Mapping {
+    entity: &'static str,
+    agent: &'static str,
+    id_attr: &'static str,
+    fields: &'static [&'static str],
+}
+
+const MAPPINGS: &[Mapping] = &[
+    Mapping {
+        entity: "std::testing::NullResource",
+        agent: "agentname",
+        id_attr: "name",
+        fields: &["name", "agentname", "fail", "value", "int_value"],
+    },
+    Mapping {
+        entity: "std::AgentConfig",
+        agent: "agent",
+        id_attr: "agentname",
+        fields: &["agentname", "uri", "autostart"],
+    },
+    Mapping {
+        entity: "fs::File",
+        agent: "host.name",
+        id_attr: "path",
+        fields: &["path", "owner", "group", "permissions", "hash", "content", "via"],
+    },
+    Mapping {
+        entity: "fs::Directory",
+        agent: "host.name",
+        id_attr: "path",
+        fields: &["path", "owner", "group", "permissions", "via"],
+    },
+    Mapping { entity: "fs::Symlink", agent: "host.name", id_attr: "dst", fields: &["src", "dst", "via"] },
+    Mapping {
+        entity: "fs::JsonFile",
+        agent: "host.name",
+        id_attr: "uri",
+        fields: &["path", "permissions", "owner", "group", "uri", "indent", "format", "values", "via"],
+    },
+    Mapping {
+        entity: "exec::Run",
+        agent: "host.name",
+        id_attr: "command",
+        fields: &[
+            "command",
+            "creates",
+            "cwd",
+            "environment",
+            "onlyif",
+            "path",
+            "reload",
+            "reload_only",
+            "returns",
+            "timeout",
+            "unless",
+            "skip_on_fail",
+        ],
+    },
+];
+
+pub(crate) struct Exported {
+    pub resources: Vec<Json>,
+    pub files: BTreeMap<String, Vec<u8>>,
+    pub resource_state: BTreeMap<String, String>,
+    pub unknowns: Vec<Json>,
+    pub resource_sets: BTreeMap<String, String>,
+    pub warnings: Vec<Diagnostic>,
+    pub errors: Vec<Diagnostic>,
+}
+
+fn slot_value(ev: &Evaluator<'_>, inst: InstId, name: &str) -> Option<Value> {
+    let ent = ev.entity_of(inst);
+    let (ai, a) = ent.attr(name)?;
+    match &ev.instances[inst as usize].slots[ai] {
+        Slot::Prim { value, .. } => value.as_ref().map(|(v, _)| v.clone()),
+        Slot::Rel(r) => match a.kind {
+            AttrKind::Rel { hi: Some(1), .. } => r.items.first().map(|i| Value::Instance(*i)),
+            _ => Some(Value::list(r.items.iter().map(|i| Value::Instance(*i)).collect())),
+        },
+    }
+}
+
+fn path_value(ev: &Evaluator<'_>, inst: InstId, path: &str) -> Option<Value> {
+    let mut cur = Value::Instance(inst);
+    for seg in path.split('.') {
+        cur = match cur {
+            Value::Instance(i) => slot_value(ev, i, seg)?,
+            Value::List(l) => match l.first() {
+                Some(Value::Instance(i)) => slot_value(ev, *i, seg)?,
+                _ => return None,
+            },
+            other => return Some(other),
+        };
+    }
+    if let Value::List(l) = &cur {
+        return l.first().cloned();
+    }
+    Some(cur)
+}
+
+fn id_string(v: &Value) -> String {
+    match v {
+        Value::Str(s) => s.to_string(),
+        Value::Unknown(_) => "<<undefined>>".into(),
+        other => crate::eval::format::py_str(other, &|i| format!("{i}")),
+    }
+}
+
+fn mapping_for(ev: &Evaluator<'_>, ent: EntId) -> Option<(&'static Mapping, EntId)> {
+    MAPPINGS.iter().find_map(|m| {
+        let me = *ev.types.entity_by_name.get(m.entity)?;
+        ev.types.is_subtype(ent, me).then_some((m, me))
+    })
+}
+
+fn uri_of(ev: &Evaluator<'_>, inst: InstId) -> Option<Value> {
+    let path = path_value(ev, inst, "path")?;
+    let disc = path_value(ev, inst, "resource_discriminator")?;
+    match (&path, &disc) {
+        (Value::Str(p), Value::Str(d)) if d.is_empty() => Some(Value::str(p)),
+        (Value::Str(p), Value::Str(d)) => Some(Value::str(&format!("{p}:{d}"))),
+        _ => Some(Value::Unknown(std::rc::Rc::new(crate::eval::value::UnknownSource {
+            parameter: "uri".into(),
+            source: "plugin".into(),
+            resource: String::new(),
+        }))),
+    }
+}
+
+/// The unversioned resource id of an instance, when it is a resource and its id is known.
+pub(crate) fn resource_id_of(ev: &Evaluator<'_>, inst: InstId) -> Option<String> {
+    let ent = ev.instances[inst as usize].entity;
+    let (m, _) = mapping_for(ev, ent)?;
+    let agent = path_value(ev, inst, m.agent)?;
+    let idv = if m.id_attr == "uri" { uri_of(ev, inst)? } else { path_value(ev, inst, m.id_attr)? };
+    if agent.is_unknown() || idv.is_unknown() {
+        return None;
+    }
+    Some(format!("{}[{},{}={}]", m.entity, id_string(&agent), m.id_attr, id_string(&idv)))
+}
+
+fn to_json(ev: &Evaluator<'_>, v: &Value, undefined: &mut bool) -> Json {
+    match v {
+        Value::Unknown(_) => {
+            *undefined = true;
+            Json::String("<<undefined>>".into())
+        }
+        Value::List(l) => Json::Array(l.iter().map(|x| to_json(ev, x, undefined)).collect()),
+        Value::Dict(d) => Json::Object(d.iter().map(|(k, x)| (k.to_string(), to_json(ev, x, undefined))).collect()),
+        Value::Instance(i) => Json::String(ev.inst_name(*i)),
+        other => other.to_json_lossy(),
+    }
+}
+
+fn context_json(ev: &Evaluator<'_>, ctx: InstId, depth: usize, undefined: &mut bool) -> Json {
+    let ent = ev.entity_of(ctx);
+    let method = ent.name.rsplit("::").next().unwrap_or("").to_lowercase();
+    let mut obj = serde_json::Map::new();
+    obj.insert("method_name".into(), Json::String(method));
+    for a in &ent.attrs {
+        if matches!(a.name.as_str(), "requires" | "provides") {
+            continue;
+        }
+        match slot_value(ev, ctx, &a.name) {
+            Some(Value::Instance(i)) if a.name == "via" && depth < 8 => {
+                obj.insert("via".into(), context_json(ev, i, depth + 1, undefined));
+            }
+            Some(Value::List(l)) if a.is_relation() => {
+                let _ = l;
+            }
+            Some(v) if !a.is_relation() => {
+                let j = if a.name == "name" && matches!(v, Value::Null) {
+                    Json::String(String::new())
+                } else {
+                    to_json(ev, &v, undefined)
+                };
+                obj.insert(a.name.clone(), j);
+            }
+            _ => {}
+        }
+    }
+    Json::Object(obj)
+}
+
+fn file_content(ev: &Evaluator<'_>, inst: InstId) -> Option<Value> {
+    let content = slot_value(ev, inst, "content")?;
+    let sep = match slot_value(ev, inst, "content_separator") {
+        Some(Value::Str(s)) => s.to_string(),
+        _ => "\n".into(),
+    };
+    let blocks = |name: &str| -> Option<Vec<Value>> {
+        let Some(Value::List(l)) = slot_value(ev, inst, name) else { return Some(vec![]) };
+        let mut items: Vec<(String, Value)> = Vec::new();
+        for b in l.iter() {
+            let Value::Instance(bi) = b else { continue };
+            let value = slot_value(ev, *bi, "value")?;
+            let key = match slot_value(ev, *bi, "sorting_key") {
+                Some(Value::Str(k)) => k.to_string(),
+                _ => id_string(&value),
+            };
+            items.push((key, value));
+        }
+        items.sort_by(|a, b| a.0.cmp(&b.0));
+        Some(items.into_iter().map(|(_, v)| v).collect())
+    };
+    let prefix = blocks("prefix_content")?;
+    let suffix = blocks("suffix_content")?;
+    if prefix.is_empty() && suffix.is_empty() {
+        return Some(content);
+    }
+    let mut parts: Vec<Value> = prefix;
+    parts.push(content);
+    parts.extend(suffix);
+    if parts.iter().any(Value::is_unknown) {
+        return Some(parts.into_iter().find(Value::is_unknown).unwrap_or(Value::Null));
+    }
+    Some(Value::str(&parts.iter().map(id_string).collect::<Vec<_>>().join(&sep)))
+}
+
+pub(crate) fn export(ev: &Evaluator<'_>) -> Exported {
+    let mut out = Exported {
+        resources: Vec::new(),
+        files: BTreeMap::new(),
+        resource_state: BTreeMap::new(),
+        unknowns: Vec::new(),
+        resource_sets: BTreeMap::new(),
+        warnings: Vec::new(),
+        errors: Vec::new(),
+    };
+    // 1. ids of every resource instance
+    let mut rid_of: HashMap<InstId, String> = HashMap::new();
+    let mut order: Vec<(InstId, &'static Mapping, String)> = Vec::new();
+    let mut seen: HashMap<String, InstId> = HashMap::new();
+    for (i, inst) in ev.instances.iter().enumerate() {
+        let i = i as InstId;
+        let Some((m, _)) = mapping_for(ev, inst.entity) else { continue };
+        if let Some(Value::Bool(false)) = slot_value(ev, i, "managed") {
+            continue;
+        }
+        let Some(rid) = resource_id_of(ev, i) else {
+            out.warnings.push(Diagnostic::warning(
+                "CompilerRuntimeWarning",
+                format!("{} is not exported: its id contains an unknown value", ev.inst_name(i)),
+                Some(inst.span),
+                ev.sources,
+            ));
+            continue;
+        };
+        if let Some(&prev) = seen.get(&rid) {
+            out.errors.push(Diagnostic::error(
+                "DuplicateResourceException",
+                format!("Resource {rid} exists more than once: {} and {}", ev.inst_name(prev), ev.inst_name(i)),
+                Some(inst.span),
+                ev.sources,
+            ));
+            continue;
+        }
+        seen.insert(rid.clone(), i);
+        rid_of.insert(i, rid.clone());
+        order.push((i, m, rid));
+    }
+    // directories per agent, for the implicit fs requires
+    let mut dirs: HashMap<(String, String), String> = HashMap::new();
+    for (i, m, rid) in &order {
+        if m.entity == "fs::Directory"
+            && let (Some(a), Some(Value::Str(p))) = (path_value(ev, *i, m.agent), path_value(ev, *i, "path"))
+        {
+            dirs.insert((id_string(&a), p.trim_end_matches('/').to_string()), rid.clone());
+        }
+    }
+    let mut dropped_warned: HashSet<InstId> = HashSet::new();
+    for (i, m, rid) in &order {
+        let i = *i;
+        let mut undefined = false;
+        let mut obj = serde_json::Map::new();
+        for f in m.fields {
+            let v: Json = match *f {
+                "permissions" => {
+                    slot_value(ev, i, "mode").map(|v| to_json(ev, &v, &mut undefined)).unwrap_or(Json::Null)
+                }
+                "hash" => match file_content(ev, i) {
+                    Some(Value::Str(s)) => {
+                        let h = sha1_smol::Sha1::from(s.as_bytes()).hexdigest();
+                        out.files.insert(h.clone(), s.as_bytes().to_vec());
+                        Json::String(h)
+                    }
+                    Some(other) => to_json(ev, &other, &mut undefined),
+                    None => Json::Null,
+                },
+                "content" if m.entity == "fs::File" => Json::Null,
+                "uri" if m.entity == "fs::JsonFile" => {
+                    uri_of(ev, i).map(|v| to_json(ev, &v, &mut undefined)).unwrap_or(Json::Null)
+                }
+                "via" => {
+                    let ctx = match slot_value(ev, i, "via") {
+                        Some(Value::Instance(c)) => Some(c),
+                        _ => match path_value(ev, i, "host.via") {
+                            Some(Value::Instance(c)) => Some(c),
+                            _ => None,
+                        },
+                    };
+                    ctx.map(|c| context_json(ev, c, 0, &mut undefined)).unwrap_or(Json::Null)
+                }
+                "values" => {
+                    let mut vals = Vec::new();
+                    if let Some(Value::List(l)) = slot_value(ev, i, "values") {
+                        for v in l.iter() {
+                            let Value::Instance(vi) = v else { continue };
+                            let mut o = serde_json::Map::new();
+                            for k in ["path", "operation", "value"] {
+                                if let Some(x) = slot_value(ev, *vi, k) {
+                                    o.insert(k.into(), to_json(ev, &x, &mut undefined));
+                                } else if k == "value" {
+                                    o.insert(k.into(), Json::Null);
+                                }
+                            }
+                            vals.push(Json::Object(o));
+                        }
+                    }
+                    Json::Array(vals)
+                }
+                "autostart" => {
+                    let v =
+                        slot_value(ev, i, "autostart").map(|v| to_json(ev, &v, &mut undefined)).unwrap_or(Json::Null);
+                    if v != Json::Bool(true) {
+                        continue;
+                    }
+                    v
+                }
+                other => slot_value(ev, i, other).map(|v| to_json(ev, &v, &mut undefined)).unwrap_or(Json::Null),
+            };
+            obj.insert((*f).to_string(), v);
+        }
+        for base in ["send_event", "receive_events", "report_only", "purged", "purge_on_delete", "managed"] {
+            if obj.contains_key(base) {
+                continue;
+            }
+            if let Some(v) = slot_value(ev, i, base) {
+                obj.insert(base.into(), to_json(ev, &v, &mut undefined));
+            }
+        }
+        obj.insert("references".into(), json!([]));
+        obj.insert("mutators".into(), json!([]));
+        // requires, looking through non-resources
+        let mut reqs: Vec<String> = Vec::new();
+        let mut stack: Vec<InstId> = requires_of(ev, i);
+        let mut visited: HashSet<InstId> = HashSet::new();
+        while let Some(r) = stack.pop() {
+            if !visited.insert(r) {
+                continue;
+            }
+            if let Some(id) = rid_of.get(&r) {
+                if id != rid && !reqs.contains(id) {
+                    reqs.push(id.clone());
+                }
+            } else if mapping_for(ev, ev.instances[r as usize].entity).is_none() {
+                let more = requires_of(ev, r);
+                if more.is_empty() && dropped_warned.insert(r) {
+                    out.warnings.push(Diagnostic::warning(
+                        "CompilerRuntimeWarning",
+                        format!(
+                            "The requirement on {} is dropped at export: it is not a resource and requires no resource",
+                            ev.inst_name(r)
+                        ),
+                        Some(ev.instances[r as usize].span),
+                        ev.sources,
+                    ));
+                }
+                stack.extend(more);
+            }
+        }
+        // fs: the directory that contains this path on the same agent
+        if m.entity.starts_with("fs::")
+            && let (Some(a), Some(Value::Str(p))) =
+                (path_value(ev, i, m.agent), path_value(ev, i, if m.entity == "fs::Symlink" { "dst" } else { "path" }))
+        {
+            let agent = id_string(&a);
+            let mut cur = p.trim_end_matches('/').to_string();
+            while let Some(pos) = cur.rfind('/') {
+                cur.truncate(pos);
+                let key = if cur.is_empty() { "/".to_string() } else { cur.clone() };
+                if let Some(d) = dirs.get(&(agent.clone(), key)) {
+                    if d != rid && !reqs.contains(d) {
+                        reqs.push(d.clone());
+                    }
+                    break;
+                }
+            }
+        }
+        reqs.sort();
+        obj.insert("requires".into(), Json::Array(reqs.into_iter().map(Json::String).collect()));
+        obj.insert("id".into(), Json::String(format!("{rid},v=0")));
+        if undefined {
+            out.resource_state.insert(rid.clone(), "undefined".into());
+        }
+        out.resources.push(Json::Object(obj));
+    }
+    out.resources.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
+    // resource sets
+    if let Some(&rs) = ev.types.entity_by_name.get("std::ResourceSet") {
+        let mut sets: Vec<InstId> = ev.by_entity[rs].clone();
+        for d in &ev.types.entities[rs].descendants {
+            sets.extend(ev.by_entity[*d].iter().copied());
+        }
+        for s in sets {
+            let Some(Value::Str(name)) = slot_value(ev, s, "name") else { continue };
+            if let Some(Value::List(l)) = slot_value(ev, s, "resources") {
+                for r in l.iter() {
+                    if let Value::Instance(ri) = r
+                        && let Some(id) = rid_of.get(ri)
+                    {
+                        if let Some(prev) = out.resource_sets.get(id)
+                            && **prev != *name
+                        {
+                            out.errors.push(Diagnostic::error(
+                                "CompilerException",
+                                format!("Resource {id} is in more than one resource set: {prev} and {name}"),
+                                Some(ev.instances[s as usize].span),
+                                ev.sources,
+                            ));
+                        }
+                        out.resource_sets.insert(id.clone(), name.to_string());
+                    }
+                }
+            }
+        }
+    }
+    for u in &ev.unknowns {
+        out.unknowns
+            .push(json!({"parameter": u.parameter, "source": u.source, "resource": u.resource, "metadata": {}}));
+    }
+    out
+}
+
+fn requires_of(ev: &Evaluator<'_>, i: InstId) -> Vec<InstId> {
+    match slot_value(ev, i, "requires") {
+        Some(Value::List(l)) => {
+            l.iter().filter_map(|v| if let Value::Instance(x) = v { Some(*x) } else { None }).collect()
+        }
+        _ => vec![],
+    }
+}
+
+/// Rewrites the version of a resource id (`...,v=N`), or appends one.
+pub(crate) fn with_version(id: &str, version: i64) -> String {
+    let base = match id.rfind(",v=") {
+        Some(p) if id[p + 3..].chars().all(|c| c.is_ascii_digit()) => &id[..p],
+        _ => id,
+    };
+    format!("{base},v={version}")
+}
+
+/// Checks the requires graph for cycles; returns a cycle when there is one.
+pub(crate) fn find_cycle(resources: &[Json]) -> Option<Vec<String>> {
+    let strip = |s: &str| match s.rfind(",v=") {
+        Some(p) => s[..p].to_string(),
+        None => s.to_string(),
+    };
+    let mut graph: HashMap<String, Vec<String>> = HashMap::new();
+    for r in resources {
+        let id = strip(r["id"].as_str().unwrap_or(""));
+        let reqs = r["requires"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|x| x.as_str()).map(strip).collect())
+            .unwrap_or_default();
+        graph.insert(id, reqs);
+    }
+    let mut state: HashMap<&str, u8> = HashMap::new();
+    let mut keys: Vec<&String> = graph.keys().collect();
+    keys.sort();
+    for start in keys {
+        if state.get(start.as_str()).copied().unwrap_or(0) != 0 {
+            continue;
+        }
+        // iterative DFS
+        let mut stack: Vec<(&str, usize)> = vec![(start.as_str(), 0)];
+        state.insert(start.as_str(), 1);
+        while let Some((node, idx)) = stack.pop() {
+            let next = graph.get(node).and_then(|v| v.get(idx));
+            match next {
+                Some(n) => {
+                    stack.push((node, idx + 1));
+                    match state.get(n.as_str()).copied().unwrap_or(0) {
+                        1 => {
+                            let mut cyc: Vec<String> = stack.iter().map(|(x, _)| x.to_string()).collect();
+                            if let Some(p) = cyc.iter().position(|x| x == n) {
+                                cyc.drain(..p);
+                            }
+                            cyc.push(n.clone());
+                            return Some(cyc);
+                        }
+                        0 if graph.contains_key(n) => {
+                            state.insert(n.as_str(), 1);
+                            stack.push((n.as_str(), 0));
+                        }
+                        _ => {}
+                    }
+                }
+                None => {
+                    state.insert(node, 2);
+                }
+            }
+        }
+    }
+    None
+}

@@ -1,0 +1,251 @@
+//! Projects and modules: `project.yml`, `main.cf`, the module path and the built-in modules.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+
+use crate::builtins::{BUILTIN_MODULES, builtin_source};
+use crate::diagnostics::Diagnostic;
+use crate::syntax::ast::{File, Top};
+use crate::syntax::parser::parse;
+use crate::syntax::{SourceMap, Span};
+
+/// The parsed `project.yml`.
+#[derive(Debug, Default, Clone)]
+pub struct ProjectMetadata {
+    pub name: String,
+    pub description: Option<String>,
+    pub modulepath: Vec<String>,
+    pub requires: Vec<String>,
+    pub environment_settings: serde_json::Map<String, serde_json::Value>,
+    pub raw: serde_json::Value,
+}
+
+#[allow(clippy::result_large_err)]
+pub(crate) fn read_project(dir: &Path, warnings: &mut Vec<Diagnostic>) -> Result<ProjectMetadata, Diagnostic> {
+    let path = dir.join("project.yml");
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        Diagnostic::plain(
+            "ProjectNotFoundException",
+            format!("No project found in {}: can not read project.yml ({e})", dir.display()),
+        )
+    })?;
+    parse_project_yml(&text, &path, warnings)
+}
+
+#[allow(clippy::result_large_err)]
+pub(crate) fn parse_project_yml(
+    text: &str,
+    path: &Path,
+    warnings: &mut Vec<Diagnostic>,
+) -> Result<ProjectMetadata, Diagnostic> {
+    let raw: serde_json::Value = serde_norway::from_str(text).map_err(|e| {
+        Diagnostic::plain("InvalidMetadata", format!("Invalid project metadata in {}: {e}", path.display()))
+    })?;
+    let obj = raw.as_object().cloned().unwrap_or_default();
+    let invalid = |m: String| {
+        Diagnostic::plain("InvalidMetadata", format!("Invalid project metadata in {}: {m}", path.display()))
+    };
+    let name = match obj.get("name") {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(_) => return Err(invalid("name must be a string".into())),
+        None => return Err(invalid("the field 'name' is required".into())),
+    };
+    let modulepath = match obj.get("modulepath") {
+        None | Some(serde_json::Value::Null) => vec![],
+        Some(serde_json::Value::String(s)) => vec![s.clone()],
+        Some(serde_json::Value::Array(a)) => a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect(),
+        Some(_) => return Err(invalid("modulepath must be a string or a list of strings".into())),
+    };
+    let requires = match obj.get("requires") {
+        Some(serde_json::Value::Array(a)) => a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect(),
+        _ => vec![],
+    };
+    if let Some(repo) = obj.get("repo") {
+        let entries: Vec<serde_json::Value> = match repo {
+            serde_json::Value::Array(a) => a.clone(),
+            serde_json::Value::String(_) => vec![repo.clone()],
+            _ => vec![],
+        };
+        for e in entries {
+            if e.get("type").and_then(|t| t.as_str()) == Some("package") {
+                warnings.push(Diagnostic {
+                    severity: crate::diagnostics::Severity::Warning,
+                    ..Diagnostic::plain(
+                        "CompilerRuntimeWarning",
+                        "repo entries of type 'package' are ignored: modules are built in or read from the module path",
+                    )
+                });
+            }
+        }
+    }
+    for key in ["pip", "install_mode", "agent_install_dependency_modules"] {
+        if obj.contains_key(key) {
+            warnings.push(Diagnostic {
+                severity: crate::diagnostics::Severity::Warning,
+                ..Diagnostic::plain(
+                    "CompilerRuntimeWarning",
+                    format!("project.yml key '{key}' only matters to Python packaging and is ignored"),
+                )
+            });
+        }
+    }
+    let environment_settings = obj.get("environment_settings").and_then(|v| v.as_object()).cloned().unwrap_or_default();
+    Ok(ProjectMetadata {
+        name,
+        description: obj.get("description").and_then(|v| v.as_str()).map(str::to_string),
+        modulepath,
+        requires,
+        environment_settings,
+        raw,
+    })
+}
+
+/// One loaded namespace.
+pub(crate) struct LoadedNs {
+    pub name: String,
+    pub file: File,
+}
+
+pub(crate) struct Loader {
+    pub sources: SourceMap,
+    pub namespaces: Vec<LoadedNs>,
+    pub errors: Vec<Diagnostic>,
+    pub warnings: Vec<Diagnostic>,
+    pub module_dirs: HashMap<String, PathBuf>,
+    search: Vec<PathBuf>,
+    next_id: u32,
+}
+
+impl Loader {
+    pub(crate) fn new(search: Vec<PathBuf>) -> Self {
+        Loader {
+            sources: SourceMap::default(),
+            namespaces: Vec::new(),
+            errors: Vec::new(),
+            warnings: Vec::new(),
+            module_dirs: HashMap::new(),
+            search,
+            next_id: 0,
+        }
+    }
+
+    fn parse_into(&mut self, ns: &str, path: PathBuf, text: String, builtin: bool) {
+        let file_id = self.sources.add(path, text);
+        let src = self.sources.get(file_id).text.clone();
+        match parse(file_id, &src, &mut self.next_id) {
+            Ok(p) => {
+                if !builtin {
+                    for w in p.warnings {
+                        self.warnings.push(Diagnostic::warning(
+                            "ParserWarning",
+                            w.message,
+                            Some(w.span),
+                            &self.sources,
+                        ));
+                    }
+                }
+                for e in p.errors {
+                    self.errors.push(Diagnostic::error(e.kind, e.message, Some(e.span), &self.sources));
+                }
+                self.namespaces.push(LoadedNs { name: ns.to_string(), file: p.file });
+            }
+            Err(e) => self.errors.push(Diagnostic::error(e.kind, e.message, Some(e.span), &self.sources)),
+        }
+    }
+
+    /// Loads the root file and every namespace it imports, transitively.
+    pub(crate) fn load(&mut self, main: &Path, text: String) -> Result<(), ()> {
+        self.parse_into("__config__", main.to_path_buf(), text, false);
+        let mut loaded: HashSet<String> = HashSet::from(["__config__".to_string()]);
+        let mut queue: VecDeque<(String, Option<Span>)> = VecDeque::from([("std".to_string(), None)]);
+        let mut idx = 0;
+        loop {
+            while idx < self.namespaces.len() {
+                let imports: Vec<(String, Span)> = self.namespaces[idx]
+                    .file
+                    .items
+                    .iter()
+                    .filter_map(|t| {
+                        if let Top::Import { path, span, .. } = t { Some((path.name.clone(), *span)) } else { None }
+                    })
+                    .collect();
+                for (name, span) in imports {
+                    // parents of a sub-namespace are loaded too
+                    let segs: Vec<&str> = name.split("::").collect();
+                    for n in 1..=segs.len() {
+                        queue.push_back((segs[..n].join("::"), Some(span)));
+                    }
+                }
+                idx += 1;
+            }
+            let Some((ns, span)) = queue.pop_front() else { break };
+            if !loaded.insert(ns.clone()) {
+                continue;
+            }
+            self.load_ns(&ns, span);
+        }
+        if self.errors.is_empty() { Ok(()) } else { Err(()) }
+    }
+
+    fn load_ns(&mut self, ns: &str, span: Option<Span>) {
+        let top = ns.split("::").next().unwrap_or(ns);
+        if BUILTIN_MODULES.contains(&top) {
+            match builtin_source(ns) {
+                Some(src) => {
+                    let rel = ns.replace("::", "/");
+                    self.parse_into(ns, PathBuf::from(format!("<builtin>/{rel}.cf")), src.to_string(), true);
+                }
+                None => self.errors.push(Diagnostic::error(
+                    "ModuleNotFoundException",
+                    format!("Could not find namespace {ns}: the built-in module {top} has no such sub-namespace"),
+                    span,
+                    &self.sources,
+                )),
+            }
+            return;
+        }
+        let mut searched = Vec::new();
+        for dir in self.search.clone() {
+            let mdir = dir.join(top);
+            searched.push(mdir.display().to_string());
+            let model = mdir.join("model");
+            if !model.join("_init.cf").is_file() {
+                continue;
+            }
+            self.module_dirs.insert(top.to_string(), mdir.clone());
+            let rest: Vec<&str> = ns.split("::").skip(1).collect();
+            let candidates = if rest.is_empty() {
+                vec![model.join("_init.cf")]
+            } else {
+                let base = rest.join("/");
+                vec![model.join(format!("{base}.cf")), model.join(&base).join("_init.cf")]
+            };
+            for c in &candidates {
+                if let Ok(text) = std::fs::read_to_string(c) {
+                    self.parse_into(ns, c.clone(), text, false);
+                    return;
+                }
+            }
+            self.errors.push(Diagnostic::error(
+                "ModuleNotFoundException",
+                format!(
+                    "Could not find namespace {ns} in module {top}: looked for {}",
+                    candidates.iter().map(|c| c.display().to_string()).collect::<Vec<_>>().join(" and ")
+                ),
+                span,
+                &self.sources,
+            ));
+            return;
+        }
+        let places = if searched.is_empty() { "(the module path is empty)".to_string() } else { searched.join(", ") };
+        self.errors.push(Diagnostic::error(
+            "ModuleNotFoundException",
+            format!(
+                "Could not find module {top}: it is not built in ({}) and not on the module path; looked for {top}/model/_init.cf in: {places}",
+                BUILTIN_MODULES.join(", ")
+            ),
+            span,
+            &self.sources,
+        ));
+    }
+}

@@ -1,0 +1,1068 @@
+//! Recursive-descent parser with precedence climbing for expressions.
+
+use super::Span;
+use super::ast::*;
+use super::lexer::{LexWarning, Tok, Token, lex};
+
+/// Maximum nesting of expressions and blocks; deeper input is a parse error, never a stack overflow.
+pub(crate) const MAX_DEPTH: usize = 96;
+
+/// Maximum number of binary operators chained at one level (`a + b + c ...`): the tree is left-deep.
+pub(crate) const MAX_CHAIN: usize = 500;
+
+#[derive(Debug, Clone)]
+pub(crate) struct ParseError {
+    pub kind: &'static str,
+    pub message: String,
+    pub span: Span,
+}
+
+pub(crate) struct Parsed {
+    pub file: File,
+    pub warnings: Vec<LexWarning>,
+    /// Errors that do not stop parsing (e.g. hyphens in declared names).
+    pub errors: Vec<ParseError>,
+}
+
+pub(crate) fn parse(file: u32, src: &str, next_id: &mut u32) -> Result<Parsed, ParseError> {
+    let (tokens, warnings) =
+        lex(file, src).map_err(|e| ParseError { kind: "ParserException", message: e.message, span: e.span })?;
+    let mut p = Parser { toks: tokens, pos: 0, depth: 0, next_id, errors: Vec::new(), file };
+    let f = p.file()?;
+    Ok(Parsed { file: f, warnings, errors: p.errors })
+}
+
+struct Parser<'a> {
+    toks: Vec<Token>,
+    pos: usize,
+    depth: usize,
+    next_id: &'a mut u32,
+    errors: Vec<ParseError>,
+    file: u32,
+}
+
+type PResult<T> = Result<T, ParseError>;
+
+fn is_class_name(s: &str) -> bool {
+    s.rsplit("::").next().and_then(|l| l.chars().next()).is_some_and(|c| c.is_ascii_uppercase())
+}
+
+fn describe(t: &Tok) -> String {
+    match t {
+        Tok::Id(s) => format!("'{s}'"),
+        Tok::Int(i) => format!("'{i}'"),
+        Tok::Float(f) => format!("'{f}'"),
+        Tok::Str { value, .. } => format!("string '{value}'"),
+        Tok::FStr(s) => format!("f-string '{s}'"),
+        Tok::Regex(r) => format!("regex /{r}/"),
+        Tok::Kw(k) => format!("'{k}'"),
+        Tok::Punct(p) => format!("'{p}'"),
+        Tok::Eof => "end of file".to_string(),
+    }
+}
+
+impl Parser<'_> {
+    fn peek(&self) -> &Tok {
+        &self.toks[self.pos].tok
+    }
+
+    fn peek_at(&self, n: usize) -> &Tok {
+        &self.toks[(self.pos + n).min(self.toks.len() - 1)].tok
+    }
+
+    fn span(&self) -> Span {
+        self.toks[self.pos].span
+    }
+
+    fn prev_span(&self) -> Span {
+        self.toks[self.pos.saturating_sub(1)].span
+    }
+
+    fn bump(&mut self) -> Token {
+        let t = self.toks[self.pos].clone();
+        if self.pos < self.toks.len() - 1 {
+            self.pos += 1;
+        }
+        t
+    }
+
+    fn is_kw(&self, k: &str) -> bool {
+        matches!(self.peek(), Tok::Kw(x) if *x == k)
+    }
+
+    fn is_p(&self, p: &str) -> bool {
+        matches!(self.peek(), Tok::Punct(x) if *x == p)
+    }
+
+    fn eat_kw(&mut self, k: &str) -> bool {
+        if self.is_kw(k) {
+            self.bump();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn eat_p(&mut self, p: &str) -> bool {
+        if self.is_p(p) {
+            self.bump();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn unexpected<T>(&self, what: &str) -> PResult<T> {
+        Err(ParseError {
+            kind: "ParserException",
+            message: format!("Syntax error: unexpected {}, expected {what}", describe(self.peek())),
+            span: self.span(),
+        })
+    }
+
+    fn expect_p(&mut self, p: &str) -> PResult<Span> {
+        if self.is_p(p) { Ok(self.bump().span) } else { self.unexpected(&format!("'{p}'")) }
+    }
+
+    fn expect_kw(&mut self, k: &str) -> PResult<Span> {
+        if self.is_kw(k) { Ok(self.bump().span) } else { self.unexpected(&format!("'{k}'")) }
+    }
+
+    fn id(&mut self, what: &str) -> PResult<Ident> {
+        match self.peek().clone() {
+            Tok::Id(name) => {
+                let span = self.bump().span;
+                Ok(Ident { name, span })
+            }
+            _ => self.unexpected(what),
+        }
+    }
+
+    /// A declared name: checks for hyphens.
+    fn decl_id(&mut self, what: &str) -> PResult<Ident> {
+        let id = self.id(what)?;
+        self.check_hyphen(&id);
+        Ok(id)
+    }
+
+    fn check_hyphen(&mut self, id: &Ident) {
+        if id.name.contains('-') {
+            self.errors.push(ParseError {
+                kind: "HyphenException",
+                message: format!("The use of '-' in identifiers is not allowed. please rename {}", id.name),
+                span: id.span,
+            });
+        }
+    }
+
+    fn ns_ref(&mut self, what: &str) -> PResult<Ident> {
+        let first = self.id(what)?;
+        let mut name = first.name;
+        let mut span = first.span;
+        while self.is_p("::") && matches!(self.peek_at(1), Tok::Id(_)) {
+            self.bump();
+            let seg = self.id("a name")?;
+            name.push_str("::");
+            name.push_str(&seg.name);
+            span = span.to(seg.span);
+        }
+        Ok(Ident { name, span })
+    }
+
+    fn class_ref(&mut self) -> PResult<Ident> {
+        let r = self.ns_ref("an entity name")?;
+        if !is_class_name(&r.name) {
+            return Err(ParseError {
+                kind: "ParserException",
+                message: format!(
+                    "Syntax error: invalid identifier, expected an entity name (starting with a capital) but got '{}'",
+                    r.name
+                ),
+                span: r.span,
+            });
+        }
+        Ok(r)
+    }
+
+    fn doc(&mut self) -> Option<String> {
+        if let Tok::Str { value, multiline: true, raw: false } = self.peek().clone() {
+            self.bump();
+            return Some(value);
+        }
+        None
+    }
+
+    fn mk(&mut self, kind: ExprKind, span: Span) -> Expr {
+        *self.next_id += 1;
+        Expr { kind, span }
+    }
+
+    fn enter(&mut self) -> PResult<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(ParseError {
+                kind: "ParserException",
+                message: format!("Syntax error: nesting deeper than {MAX_DEPTH} levels"),
+                span: self.span(),
+            });
+        }
+        Ok(())
+    }
+
+    fn file(&mut self) -> PResult<File> {
+        let mut f = File::default();
+        if let Tok::Str { value, multiline: true, raw: false } = self.peek().clone() {
+            // A module doc string: only when not followed by something that makes it an expression.
+            self.bump();
+            f.doc = Some(value);
+        }
+        while !matches!(self.peek(), Tok::Eof) {
+            let item = self.top()?;
+            f.items.push(item);
+        }
+        Ok(f)
+    }
+
+    fn top(&mut self) -> PResult<Top> {
+        let start = self.span();
+        match self.peek().clone() {
+            Tok::Kw("import") => {
+                self.bump();
+                let path = self.ns_ref("a module name")?;
+                let alias = if self.eat_kw("as") { Some(self.decl_id("an alias")?) } else { None };
+                Ok(Top::Import { path, alias, span: start.to(self.prev_span()) })
+            }
+            Tok::Kw("entity") => self.entity(),
+            Tok::Kw("implementation") => {
+                self.bump();
+                let name = self.decl_id("an implementation name")?;
+                self.expect_kw("for")?;
+                let entity = self.class_ref()?;
+                self.expect_p(":")?;
+                self.doc();
+                let body = self.block()?;
+                Ok(Top::Implementation { name, entity, body, span: start.to(self.prev_span()) })
+            }
+            Tok::Kw("implement") => {
+                self.bump();
+                let entity = self.class_ref()?;
+                self.expect_kw("using")?;
+                let mut impls = Vec::new();
+                loop {
+                    if self.is_kw("parents") {
+                        let s = self.bump().span;
+                        impls.push(Ident { name: "parents".into(), span: s });
+                    } else {
+                        impls.push(self.ns_ref("an implementation name")?);
+                    }
+                    if !self.eat_p(",") {
+                        break;
+                    }
+                }
+                let when = if self.eat_kw("when") { Some(self.expr()?) } else { None };
+                let span = start.to(self.prev_span());
+                self.doc();
+                Ok(Top::Implement { entity, impls, when, span })
+            }
+            Tok::Kw("typedef") => {
+                self.bump();
+                let name = self.decl_id("a type name")?;
+                self.expect_kw("as")?;
+                let base = self.ns_ref("a base type")?;
+                if self.is_p("(") {
+                    return Err(ParseError {
+                        kind: "ParserException",
+                        message: "The use of default constructors (typedef ... as Entity(...)) is no longer supported"
+                            .into(),
+                        span: start.to(self.span()),
+                    });
+                }
+                self.expect_kw("matching")?;
+                let constraint = if let Tok::Regex(r) = self.peek().clone() {
+                    let s = self.bump().span;
+                    self.mk(ExprKind::Regex(r), s)
+                } else {
+                    self.expr()?
+                };
+                let span = start.to(self.prev_span());
+                self.doc();
+                Ok(Top::Typedef { name, base, constraint, span })
+            }
+            Tok::Kw("index") => {
+                self.bump();
+                let class = self.class_ref()?;
+                self.expect_p("(")?;
+                let mut fields = vec![self.id("an attribute name")?];
+                while self.eat_p(",") {
+                    fields.push(self.id("an attribute name")?);
+                }
+                self.expect_p(")")?;
+                Ok(Top::Index { class, fields, span: start.to(self.prev_span()) })
+            }
+            Tok::Id(_) if self.looks_like_relation() => self.relation(),
+            _ => Ok(Top::Stmt(self.stmt()?)),
+        }
+    }
+
+    fn looks_like_relation(&self) -> bool {
+        let mut i = 0;
+        let mut last_class;
+        loop {
+            match self.peek_at(i) {
+                Tok::Id(n) => {
+                    last_class = is_class_name(n);
+                    i += 1
+                }
+                _ => return false,
+            }
+            if matches!(self.peek_at(i), Tok::Punct("::")) {
+                i += 1;
+                continue;
+            }
+            break;
+        }
+        last_class
+            && matches!(self.peek_at(i), Tok::Punct("."))
+            && matches!(self.peek_at(i + 1), Tok::Id(_))
+            && matches!(self.peek_at(i + 2), Tok::Punct("["))
+    }
+
+    fn multi(&mut self) -> PResult<((u32, Option<u32>), Span)> {
+        let start = self.expect_p("[")?;
+        let int = |p: &mut Self| -> PResult<u32> {
+            match p.peek().clone() {
+                Tok::Int(i) if i >= 0 => {
+                    p.bump();
+                    Ok(i as u32)
+                }
+                _ => p.unexpected("a non-negative integer"),
+            }
+        };
+        let m = if self.eat_p(":") {
+            (0, Some(int(self)?))
+        } else {
+            let lo = int(self)?;
+            if self.eat_p(":") {
+                if self.is_p("]") { (lo, None) } else { (lo, Some(int(self)?)) }
+            } else {
+                (lo, Some(lo))
+            }
+        };
+        let end = self.expect_p("]")?;
+        Ok((m, start.to(end)))
+    }
+
+    fn relation(&mut self) -> PResult<Top> {
+        let start = self.span();
+        let lclass = self.class_ref()?;
+        self.expect_p(".")?;
+        let lattr = self.decl_id("a relation name")?;
+        let (lm, lms) = self.multi()?;
+        let mut annotations = Vec::new();
+        if !(self.eat_p("--") || self.eat_p("->") || self.eat_p("<-")) {
+            annotations.push(self.expr_no_cond_class()?);
+            while self.eat_p(",") {
+                annotations.push(self.expr_no_cond_class()?);
+            }
+        }
+        let rclass = self.class_ref()?;
+        let mut right = RelationSide { class: rclass, attr: None, multi: (0, None), multi_span: lms };
+        if self.is_p(".") && matches!(self.peek_at(1), Tok::Id(_)) {
+            self.bump();
+            let rattr = self.decl_id("a relation name")?;
+            let (rm, rms) = self.multi()?;
+            right.attr = Some(rattr);
+            right.multi = rm;
+            right.multi_span = rms;
+        }
+        let span = start.to(self.prev_span());
+        self.doc();
+        let left = RelationSide { class: lclass, attr: Some(lattr), multi: lm, multi_span: lms };
+        Ok(Top::Relation { left, right, annotations, span })
+    }
+
+    /// An annotation expression in a relation: a var ref or constant, not followed by a class.
+    fn expr_no_cond_class(&mut self) -> PResult<Expr> {
+        // Annotations are plain references like `mymod::owned`; parse a primary without postfix calls.
+        let start = self.span();
+        match self.peek().clone() {
+            Tok::Id(_) => {
+                let r = self.ns_ref("an annotation")?;
+                Ok(self.mk(ExprKind::Var(r.name), start.to(self.prev_span())))
+            }
+            _ => self.primary(),
+        }
+    }
+
+    fn entity(&mut self) -> PResult<Top> {
+        let start = self.expect_kw("entity")?;
+        let name = self.id("an entity name")?;
+        if !is_class_name(&name.name) {
+            return Err(ParseError {
+                kind: "ParserException",
+                message: format!(
+                    "Syntax error: invalid identifier, entity names must start with a capital letter, got '{}'",
+                    name.name
+                ),
+                span: name.span,
+            });
+        }
+        self.check_hyphen(&name);
+        let mut parents = Vec::new();
+        if self.eat_kw("extends") {
+            parents.push(self.class_ref()?);
+            while self.eat_p(",") {
+                parents.push(self.class_ref()?);
+            }
+        }
+        self.expect_p(":")?;
+        let doc = self.doc();
+        let mut attrs = Vec::new();
+        while !self.is_kw("end") {
+            attrs.push(self.attr()?);
+        }
+        self.expect_kw("end")?;
+        Ok(Top::Entity(EntityDef { name, parents, doc, attrs, span: start.to(self.prev_span()) }))
+    }
+
+    fn attr(&mut self) -> PResult<AttrDef> {
+        let tstart = self.span();
+        let (tname, is_dict) = if self.is_kw("dict") {
+            self.bump();
+            (Ident { name: "dict".into(), span: tstart }, true)
+        } else {
+            (self.ns_ref("an attribute type")?, false)
+        };
+        let list = if !is_dict && self.is_p("[") && matches!(self.peek_at(1), Tok::Punct("]")) {
+            self.bump();
+            self.bump();
+            true
+        } else {
+            false
+        };
+        let nullable = self.eat_p("?");
+        let name = self.id("an attribute name")?;
+        if is_class_name(&name.name) {
+            return Err(ParseError {
+                kind: "ParserException",
+                message: format!(
+                    "Syntax error: invalid identifier, attribute names must start with a lower case letter, got '{}'",
+                    name.name
+                ),
+                span: name.span,
+            });
+        }
+        self.check_hyphen(&name);
+        let mut default = Default::None;
+        if self.eat_p("=") {
+            if self.eat_kw("undef") {
+                default = Default::Undef;
+            } else {
+                let e = self.expr()?;
+                if is_dict && !nullable && matches!(e.kind, ExprKind::Null) {
+                    return Err(ParseError {
+                        kind: "ParserException",
+                        message: format!(
+                            "Syntax error: null can not be assigned to dict attribute '{}', use dict? to make it nullable",
+                            name.name
+                        ),
+                        span: e.span,
+                    });
+                }
+                default = Default::Value(e);
+            }
+        }
+        Ok(AttrDef { ty: TypeRef { name: tname, list, nullable }, name, default })
+    }
+
+    fn block(&mut self) -> PResult<Block> {
+        self.enter()?;
+        let mut out = Vec::new();
+        while !self.is_kw("end") {
+            if matches!(self.peek(), Tok::Eof) {
+                return self.unexpected("'end'");
+            }
+            out.push(self.stmt()?);
+        }
+        self.bump();
+        self.depth -= 1;
+        Ok(out)
+    }
+
+    fn stmt(&mut self) -> PResult<Stmt> {
+        let start = self.span();
+        if self.eat_kw("for") {
+            self.enter()?;
+            let var = self.decl_id("a loop variable")?;
+            self.expect_kw("in")?;
+            let iter = self.expr()?;
+            self.expect_p(":")?;
+            let body = self.block()?;
+            self.depth -= 1;
+            return Ok(Stmt::For { var, iter, body, span: start.to(self.prev_span()) });
+        }
+        if self.eat_kw("if") {
+            self.enter()?;
+            let mut branches = Vec::new();
+            let mut otherwise = Vec::new();
+            let cond = self.expr()?;
+            self.expect_p(":")?;
+            let mut body = Vec::new();
+            let mut cur_cond = cond;
+            loop {
+                if self.is_kw("elif") {
+                    self.bump();
+                    branches.push((cur_cond, std::mem::take(&mut body)));
+                    cur_cond = self.expr()?;
+                    self.expect_p(":")?;
+                    continue;
+                }
+                if self.is_kw("else") {
+                    self.bump();
+                    self.expect_p(":")?;
+                    branches.push((cur_cond, std::mem::take(&mut body)));
+                    while !self.is_kw("end") {
+                        if matches!(self.peek(), Tok::Eof) {
+                            return self.unexpected("'end'");
+                        }
+                        otherwise.push(self.stmt()?);
+                    }
+                    self.bump();
+                    break;
+                }
+                if self.is_kw("end") {
+                    self.bump();
+                    branches.push((cur_cond, std::mem::take(&mut body)));
+                    break;
+                }
+                if matches!(self.peek(), Tok::Eof) {
+                    return self.unexpected("'end'");
+                }
+                body.push(self.stmt()?);
+            }
+            self.depth -= 1;
+            return Ok(Stmt::If { branches, otherwise, span: start.to(self.prev_span()) });
+        }
+        let e = self.expr()?;
+        if self.is_p("=") || self.is_p("+=") {
+            let add = self.is_p("+=");
+            self.bump();
+            match &e.kind {
+                ExprKind::Var(n) if !n.contains("::") => {
+                    let id = Ident { name: n.clone(), span: e.span };
+                    self.check_hyphen(&id);
+                }
+                ExprKind::Attr(_, a) => {
+                    let a = a.clone();
+                    self.check_hyphen(&a);
+                }
+                _ => {
+                    return Err(ParseError {
+                        kind: "ParserException",
+                        message: "Syntax error: can only assign to a variable or an attribute".into(),
+                        span: e.span,
+                    });
+                }
+            }
+            let value = self.expr()?;
+            let span = start.to(self.prev_span());
+            return Ok(Stmt::Assign { target: e, value, add, span });
+        }
+        match &e.kind {
+            ExprKind::Call { .. } | ExprKind::Constructor { .. } | ExprKind::IndexLookup { .. } => Ok(Stmt::Expr(e)),
+            ExprKind::Str(_) if matches!(self.toks[self.pos - 1].tok, Tok::Str { multiline: true, .. }) => {
+                Ok(Stmt::Expr(e))
+            }
+            _ => Err(ParseError {
+                kind: "ParserException",
+                message:
+                    "Syntax error: this expression is not a statement (expected an assignment, a call or a constructor)"
+                        .into(),
+                span: e.span,
+            }),
+        }
+    }
+
+    pub(crate) fn expr(&mut self) -> PResult<Expr> {
+        self.enter()?;
+        let cond = self.binary(0)?;
+        let r = if self.eat_p("?") {
+            let a = self.expr()?;
+            self.expect_p(":")?;
+            let b = self.expr()?;
+            let span = cond.span.to(b.span);
+            self.mk(ExprKind::Cond(Box::new(cond), Box::new(a), Box::new(b)), span)
+        } else {
+            cond
+        };
+        self.depth -= 1;
+        Ok(r)
+    }
+
+    fn binop(&self) -> Option<(BinOp, u8, usize)> {
+        // (operator, precedence, tokens)
+        Some(match self.peek() {
+            Tok::Kw("or") => (BinOp::Or, 1, 1),
+            Tok::Kw("and") => (BinOp::And, 2, 1),
+            Tok::Punct("==") => (BinOp::Eq, 3, 1),
+            Tok::Punct("!=") => (BinOp::Ne, 3, 1),
+            Tok::Punct("<") => (BinOp::Lt, 3, 1),
+            Tok::Punct(">") => (BinOp::Gt, 3, 1),
+            Tok::Punct("<=") => (BinOp::Le, 3, 1),
+            Tok::Punct(">=") => (BinOp::Ge, 3, 1),
+            Tok::Punct("+") => (BinOp::Add, 4, 1),
+            Tok::Punct("-") => (BinOp::Sub, 4, 1),
+            Tok::Punct("*") => (BinOp::Mul, 5, 1),
+            Tok::Punct("/") => (BinOp::Div, 5, 1),
+            Tok::Punct("%") => (BinOp::Mod, 5, 1),
+            Tok::Punct("**") => (BinOp::Pow, 6, 1),
+            Tok::Kw("in") => (BinOp::In, 8, 1),
+            Tok::Kw("not") if matches!(self.peek_at(1), Tok::Kw("in")) => (BinOp::NotIn, 8, 2),
+            // A negative literal directly after a value: `a -1` means `a - 1`.
+            Tok::Int(i) if *i < 0 => (BinOp::Sub, 4, 0),
+            Tok::Float(f) if *f < 0.0 => (BinOp::Sub, 4, 0),
+            _ => return None,
+        })
+    }
+
+    fn binary(&mut self, min: u8) -> PResult<Expr> {
+        let mut lhs = self.unary()?;
+        let mut chain = 0;
+        while let Some((op, prec, ntok)) = self.binop() {
+            if prec < min {
+                break;
+            }
+            chain += 1;
+            if chain > MAX_CHAIN {
+                return Err(ParseError {
+                    kind: "ParserException",
+                    message: format!("Syntax error: more than {MAX_CHAIN} operators in one expression"),
+                    span: self.span(),
+                });
+            }
+            if ntok == 0 {
+                // split a negative literal into '-' and its magnitude
+                let t = &mut self.toks[self.pos];
+                t.tok = match t.tok {
+                    Tok::Int(i) => Tok::Int(-i),
+                    Tok::Float(f) => Tok::Float(-f),
+                    ref other => other.clone(),
+                };
+                t.span.start += 1;
+            }
+            for _ in 0..ntok {
+                self.bump();
+            }
+            self.enter()?;
+            let rhs = self.binary(prec + 1)?;
+            self.depth -= 1;
+            let span = lhs.span.to(rhs.span);
+            lhs = self.mk(ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)), span);
+        }
+        Ok(lhs)
+    }
+
+    fn unary(&mut self) -> PResult<Expr> {
+        if self.is_kw("not") {
+            let start = self.bump().span;
+            self.enter()?;
+            // `not` binds tighter than comparisons but looser than `in`
+            let inner = self.binary(8)?;
+            self.depth -= 1;
+            let span = start.to(inner.span);
+            return Ok(self.mk(ExprKind::Not(Box::new(inner)), span));
+        }
+        self.postfix()
+    }
+
+    fn kwargs_in_brackets(&mut self) -> PResult<Vec<KwArg>> {
+        let mut args = Vec::new();
+        loop {
+            let name = self.id("an attribute name")?;
+            self.expect_p("=")?;
+            let value = self.expr()?;
+            args.push(KwArg { name, value });
+            if !self.eat_p(",") || self.is_p("]") {
+                break;
+            }
+        }
+        self.expect_p("]")?;
+        Ok(args)
+    }
+
+    fn call_args(&mut self) -> PResult<Args> {
+        let mut args = Args::default();
+        while !self.is_p(")") {
+            if self.eat_p("**") {
+                args.spread.push(self.expr()?);
+            } else if matches!(self.peek(), Tok::Id(_)) && matches!(self.peek_at(1), Tok::Punct("=")) {
+                let name = self.id("an argument name")?;
+                self.bump();
+                let value = self.expr()?;
+                args.keyword.push(KwArg { name, value });
+            } else {
+                let e = self.expr()?;
+                if !args.keyword.is_empty() {
+                    return Err(ParseError {
+                        kind: "ParserException",
+                        message: "Syntax error: positional argument follows keyword argument".into(),
+                        span: e.span,
+                    });
+                }
+                args.positional.push(e);
+            }
+            if !self.eat_p(",") {
+                break;
+            }
+        }
+        self.expect_p(")")?;
+        Ok(args)
+    }
+
+    fn postfix(&mut self) -> PResult<Expr> {
+        let mut e = self.primary()?;
+        loop {
+            if self.is_p(".") {
+                self.bump();
+                let attr = self.id("an attribute name")?;
+                if self.is_p("(") {
+                    return Err(ParseError {
+                        kind: "InvalidNamespaceAccess",
+                        message: format!(
+                            "Invalid namespace access: '.{}(...)': use '::' to call a plugin (e.g. module::{}(...))",
+                            attr.name, attr.name
+                        ),
+                        span: e.span.to(attr.span),
+                    });
+                }
+                let span = e.span.to(attr.span);
+                e = self.mk(ExprKind::Attr(Box::new(e), attr), span);
+            } else if self.is_p("[") {
+                let selector = matches!(self.peek_at(1), Tok::Id(_)) && matches!(self.peek_at(2), Tok::Punct("="));
+                self.bump();
+                if selector {
+                    let ExprKind::Attr(base, attr) = e.kind else {
+                        return Err(ParseError {
+                            kind: "ParserException",
+                            message: "Syntax error: a selector lookup needs the form var.relation[attr=value]".into(),
+                            span: e.span,
+                        });
+                    };
+                    let args = self.kwargs_in_brackets()?;
+                    let span = e.span.to(self.prev_span());
+                    e = self.mk(ExprKind::SelectorLookup { base, attr, args }, span);
+                } else {
+                    self.enter()?;
+                    let key = self.expr()?;
+                    self.depth -= 1;
+                    self.expect_p("]")?;
+                    let span = e.span.to(self.prev_span());
+                    e = self.mk(ExprKind::MapLookup(Box::new(e), Box::new(key)), span);
+                }
+            } else if self.is_kw("is") {
+                self.bump();
+                self.expect_kw("defined")?;
+                if !matches!(e.kind, ExprKind::Var(_) | ExprKind::Attr(..) | ExprKind::MapLookup(..)) {
+                    return Err(ParseError {
+                        kind: "ParserException",
+                        message: "Syntax error: 'is defined' applies to a name, an attribute or a dict lookup".into(),
+                        span: e.span,
+                    });
+                }
+                let span = e.span.to(self.prev_span());
+                e = self.mk(ExprKind::IsDefined(Box::new(e)), span);
+            } else {
+                return Ok(e);
+            }
+        }
+    }
+
+    fn primary(&mut self) -> PResult<Expr> {
+        let start = self.span();
+        let tok = self.peek().clone();
+        match tok {
+            Tok::Punct("(") => {
+                self.bump();
+                let mut e = self.expr()?;
+                let end = self.expect_p(")")?;
+                e.span = start.to(end);
+                Ok(e)
+            }
+            Tok::Int(i) => {
+                self.bump();
+                Ok(self.mk(ExprKind::Int(i), start))
+            }
+            Tok::Float(f) => {
+                self.bump();
+                Ok(self.mk(ExprKind::Float(f), start))
+            }
+            Tok::Kw("true") => {
+                self.bump();
+                Ok(self.mk(ExprKind::Bool(true), start))
+            }
+            Tok::Kw("false") => {
+                self.bump();
+                Ok(self.mk(ExprKind::Bool(false), start))
+            }
+            Tok::Kw("null") => {
+                self.bump();
+                Ok(self.mk(ExprKind::Null, start))
+            }
+            Tok::Str { value, raw, .. } => {
+                self.bump();
+                if raw {
+                    return Ok(self.mk(ExprKind::Str(value), start));
+                }
+                let parts = interpolation_parts(&value, start);
+                if parts.iter().any(|p| matches!(p, StrPart::Var(..))) {
+                    Ok(self.mk(ExprKind::Interp(parts), start))
+                } else {
+                    Ok(self.mk(ExprKind::Str(value), start))
+                }
+            }
+            Tok::FStr(text) => {
+                self.bump();
+                let parts = parse_fstring(&text, start, 0).map_err(|m| ParseError {
+                    kind: "ParserException",
+                    message: format!("Syntax error in f-string: {m}"),
+                    span: start,
+                })?;
+                Ok(self.mk(ExprKind::FStr(parts), start))
+            }
+            Tok::Regex(r) => {
+                self.bump();
+                Ok(self.mk(ExprKind::Regex(r), start))
+            }
+            Tok::Punct("[") => {
+                self.bump();
+                if self.eat_p("]") {
+                    return Ok(self.mk(ExprKind::List(vec![]), start.to(self.prev_span())));
+                }
+                let first = self.expr()?;
+                if self.is_kw("for") {
+                    let mut fors = Vec::new();
+                    let mut guards = Vec::new();
+                    while self.eat_kw("for") {
+                        let var = self.decl_id("a loop variable")?;
+                        self.expect_kw("in")?;
+                        let it = self.binary(0)?;
+                        fors.push((var, it));
+                    }
+                    while self.eat_kw("if") {
+                        guards.push(self.binary(0)?);
+                    }
+                    self.expect_p("]")?;
+                    let span = start.to(self.prev_span());
+                    return Ok(self.mk(ExprKind::Comprehension { value: Box::new(first), fors, guards }, span));
+                }
+                let mut items = vec![first];
+                while self.eat_p(",") {
+                    if self.is_p("]") {
+                        break;
+                    }
+                    items.push(self.expr()?);
+                }
+                self.expect_p("]")?;
+                Ok(self.mk(ExprKind::List(items), start.to(self.prev_span())))
+            }
+            Tok::Punct("{") => {
+                self.bump();
+                let mut pairs = Vec::new();
+                while !self.is_p("}") {
+                    let key = match self.peek().clone() {
+                        Tok::Str { value, raw, .. } => {
+                            let ks = self.bump().span;
+                            if !raw && interpolation_parts(&value, ks).iter().any(|p| matches!(p, StrPart::Var(..))) {
+                                return Err(ParseError {
+                                    kind: "ParserException",
+                                    message: format!(
+                                        "Syntax error: string interpolation is not supported in dictionary keys ('{value}'); use a raw string"
+                                    ),
+                                    span: ks,
+                                });
+                            }
+                            value
+                        }
+                        _ => return self.unexpected("a string dictionary key"),
+                    };
+                    self.expect_p(":")?;
+                    let v = self.expr()?;
+                    pairs.push((key, v));
+                    if !self.eat_p(",") {
+                        break;
+                    }
+                }
+                self.expect_p("}")?;
+                Ok(self.mk(ExprKind::Dict(pairs), start.to(self.prev_span())))
+            }
+            Tok::Id(_) => {
+                let r = self.ns_ref("a name")?;
+                if self.is_p("(") {
+                    self.bump();
+                    self.enter()?;
+                    let args = self.call_args()?;
+                    self.depth -= 1;
+                    let span = start.to(self.prev_span());
+                    if is_class_name(&r.name) {
+                        if !args.positional.is_empty() {
+                            return Err(ParseError {
+                                kind: "ParserException",
+                                message: format!("Syntax error: constructor {} only takes keyword arguments", r.name),
+                                span: args.positional[0].span,
+                            });
+                        }
+                        return Ok(self.mk(ExprKind::Constructor { class: r, args }, span));
+                    }
+                    return Ok(self.mk(ExprKind::Call { name: r, args }, span));
+                }
+                if is_class_name(&r.name) && self.is_p("[") {
+                    self.bump();
+                    self.enter()?;
+                    let args = self.kwargs_in_brackets()?;
+                    self.depth -= 1;
+                    let span = start.to(self.prev_span());
+                    return Ok(self.mk(ExprKind::IndexLookup { class: r, args }, span));
+                }
+                Ok(self.mk(ExprKind::Var(r.name), r.span))
+            }
+            _ => {
+                let _ = self.file;
+                self.unexpected("an expression")
+            }
+        }
+    }
+}
+
+/// Splits a string on `{{ dotted.name }}` fields; anything else stays literal.
+pub(crate) fn interpolation_parts(s: &str, span: Span) -> Vec<StrPart> {
+    let mut parts = Vec::new();
+    let mut lit = String::new();
+    let mut rest = s;
+    while let Some(open) = rest.find("{{") {
+        let after = &rest[open + 2..];
+        if let Some(close) = after.find("}}") {
+            let inner = after[..close].trim();
+            let valid = !inner.is_empty()
+                && inner.split('.').all(|seg| {
+                    let b = seg.as_bytes();
+                    !b.is_empty()
+                        && (b[0].is_ascii_alphabetic() || b[0] == b'_')
+                        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b'-')
+                });
+            if valid {
+                lit.push_str(&rest[..open]);
+                if !lit.is_empty() {
+                    parts.push(StrPart::Lit(std::mem::take(&mut lit)));
+                }
+                parts.push(StrPart::Var(inner.split('.').map(str::to_string).collect(), span));
+                rest = &after[close + 2..];
+                continue;
+            }
+            lit.push_str(&rest[..open + 2]);
+            rest = after;
+            continue;
+        }
+        break;
+    }
+    lit.push_str(rest);
+    if !lit.is_empty() || parts.is_empty() {
+        parts.push(StrPart::Lit(lit));
+    }
+    parts
+}
+
+/// Parses the body of an f-string (escapes are interpreted like normal strings).
+fn parse_fstring(text: &str, span: Span, depth: usize) -> Result<Vec<FPart>, String> {
+    if depth > 2 {
+        return Err("format spec nested too deeply".into());
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let mut parts = Vec::new();
+    let mut lit = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '\\' && i + 1 < chars.len() && depth == 0 {
+            match chars[i + 1] {
+                'n' => lit.push('\n'),
+                't' => lit.push('\t'),
+                '\\' => lit.push('\\'),
+                '\'' => lit.push('\''),
+                '"' => lit.push('"'),
+                other => {
+                    lit.push('\\');
+                    lit.push(other);
+                }
+            }
+            i += 2;
+            continue;
+        }
+        if c == '{' {
+            if chars.get(i + 1) == Some(&'{') {
+                lit.push('{');
+                i += 2;
+                continue;
+            }
+            // find matching close brace
+            let mut level = 1;
+            let mut j = i + 1;
+            while j < chars.len() && level > 0 {
+                match chars[j] {
+                    '{' => level += 1,
+                    '}' => level -= 1,
+                    _ => {}
+                }
+                j += 1;
+            }
+            if level != 0 {
+                return Err("single '{' is not allowed".into());
+            }
+            let inner: String = chars[i + 1..j - 1].iter().collect();
+            let (head, spec) = match inner.find(':') {
+                Some(p) => (&inner[..p], Some(&inner[p + 1..])),
+                None => (inner.as_str(), None),
+            };
+            let (name, conversion) = match head.find('!') {
+                Some(p) => (&head[..p], head[p + 1..].chars().next()),
+                None => (head, None),
+            };
+            let name = name.trim();
+            if name.ends_with('=') {
+                return Err("the '=' specifier is not supported".into());
+            }
+            if name.is_empty()
+                || !name.split('.').all(|s| {
+                    !s.is_empty()
+                        && s.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                })
+            {
+                return Err(format!("invalid replacement field '{{{inner}}}'"));
+            }
+            if !lit.is_empty() {
+                parts.push(FPart::Lit(std::mem::take(&mut lit)));
+            }
+            let spec = match spec {
+                Some(s) => parse_fstring(s, span, depth + 1)?,
+                None => vec![],
+            };
+            parts.push(FPart::Field { path: name.split('.').map(str::to_string).collect(), conversion, spec, span });
+            i = j;
+            continue;
+        }
+        if c == '}' {
+            if chars.get(i + 1) == Some(&'}') {
+                lit.push('}');
+                i += 2;
+                continue;
+            }
+            return Err("single '}' is not allowed".into());
+        }
+        lit.push(c);
+        i += 1;
+    }
+    if !lit.is_empty() {
+        parts.push(FPart::Lit(lit));
+    }
+    Ok(parts)
+}

@@ -1,0 +1,114 @@
+//! The example projects in `examples/` compile and export.
+
+use std::path::PathBuf;
+
+use compiler::{CompileOptions, CompileOutput, compile_project_with};
+
+fn compile(name: &str) -> CompileOutput {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples").join(name);
+    let options = CompileOptions { env: Some(Default::default()), ..CompileOptions::default() };
+    compile_project_with(&dir, &options).unwrap_or_else(|e| panic!("{name} does not compile:\n{e}"))
+}
+
+fn resource<'a>(out: &'a CompileOutput, rid: &str) -> &'a serde_json::Value {
+    out.resources
+        .iter()
+        .find(|r| r["id"].as_str() == Some(&format!("{rid},v=0")))
+        .unwrap_or_else(|| panic!("no resource {rid}"))
+}
+
+fn content<'a>(out: &'a CompileOutput, rid: &str) -> &'a str {
+    let hash = resource(out, rid)["hash"].as_str().expect("hash");
+    std::str::from_utf8(&out.files[hash]).expect("utf-8")
+}
+
+#[test]
+fn webfleet() {
+    let mut out = compile("webfleet");
+    // 5 servers: 3 directories, nginx.conf and a reload each; ams servers serve shop (tls dir),
+    // blog runs on 3 servers; each app deployment adds a site file, a directory and a symlink.
+    let count = |t: &str| out.resources.iter().filter(|r| r["id"].as_str().unwrap_or("").starts_with(t)).count();
+    assert_eq!(count("fs::File"), 5 + 3 + 3);
+    assert_eq!(count("exec::Run"), 5);
+    assert_eq!(count("fs::Symlink"), 6);
+    assert_eq!(count("fs::Directory"), 5 * 3 + 3 + 6);
+    let reload = resource(&out, "exec::Run[web-ams-1,command=/usr/sbin/nginx -s reload]");
+    let reqs: Vec<&str> = reload["requires"].as_array().expect("requires").iter().filter_map(|r| r.as_str()).collect();
+    assert!(reqs.contains(&"fs::File[web-ams-1,path=/etc/nginx/sites-enabled/shop.conf]"), "{reqs:?}");
+    assert!(reqs.contains(&"fs::File[web-ams-1,path=/etc/nginx/nginx.conf]"));
+    assert!(reqs.contains(&"fs::Directory[web-ams-1,path=/etc/nginx/sites-enabled]"));
+    let site = content(&out, "fs::File[web-ams-2,path=/etc/nginx/sites-enabled/shop.conf]");
+    assert!(site.contains("listen 443 ssl") && site.contains("127.0.0.1:8080"), "{site}");
+    let nginx = content(&out, "fs::File[web-fra-1,path=/etc/nginx/nginx.conf]");
+    assert_eq!(nginx, "# cluster fra, managed by inmanta\nworker_processes 4;\ninclude /etc/nginx/sites-enabled/*;\n");
+    // tls directory only where a tls app runs
+    assert!(out.resources.iter().any(|r| r["id"] == "fs::Directory[web-ams-3,path=/etc/nginx/tls],v=0"));
+    assert!(!out.resources.iter().any(|r| r["id"] == "fs::Directory[web-fra-1,path=/etc/nginx/tls],v=0"));
+    // a file in a managed directory requires it
+    let site_file = resource(&out, "fs::File[web-fra-2,path=/etc/nginx/sites-enabled/blog.conf]");
+    assert_eq!(site_file["requires"], serde_json::json!(["fs::Directory[web-fra-2,path=/etc/nginx/sites-enabled]"]));
+    assert!(out.resource_state.is_empty());
+    out.set_version(7);
+    assert!(out.resources.iter().all(|r| r["id"].as_str().unwrap_or("").ends_with(",v=7")));
+    let json: serde_json::Value = serde_json::from_str(&out.export_json()).expect("export json");
+    assert_eq!(json.as_array().map(Vec::len), Some(out.resources.len()));
+}
+
+#[test]
+fn modules_and_templates() {
+    let out = compile("modules-templates");
+    assert_eq!(out.resources.len(), 5, "{:#?}", out.resources.iter().map(|r| &r["id"]).collect::<Vec<_>>());
+    let ini = content(&out, "fs::File[app-1,path=/opt/inventory/app.ini]");
+    assert_eq!(ini, "[app]\nname = inventory\nport = 9000\nadmins = ann, bob\nhost = app-1\n");
+    let vhost = content(&out, "fs::File[app-1,path=/etc/nginx/conf.d/inv.example.com.conf]");
+    assert!(vhost.contains("server_name inv.example.com inv;"), "{vhost}");
+    let vres = resource(&out, "fs::File[app-1,path=/etc/nginx/conf.d/inventory.example.com.conf]");
+    assert_eq!(vres["requires"], serde_json::json!(["fs::File[app-1,path=/opt/inventory/app.ini]"]));
+    let license = resource(&out, "fs::File[app-1,path=/opt/inventory/LICENSE]");
+    assert_eq!(license["permissions"], 444);
+    assert!(content(&out, "fs::File[app-1,path=/opt/inventory/LICENSE]").starts_with("Copyright example."));
+    // pip is accepted and ignored with a note
+    assert!(out.warnings.iter().any(|w| w.message.contains("'pip'")));
+    assert_eq!(out.metadata.name, "modules-templates");
+}
+
+#[test]
+fn unknowns() {
+    let out = compile("unknowns");
+    assert_eq!(out.resource_state.get("fs::File[db-1,path=/etc/app/db.conf]").map(String::as_str), Some("undefined"));
+    assert_eq!(out.resource_state.get("fs::File[db-1,path=/etc/app/public.conf]").map(String::as_str), Some("undefined"));
+    assert!(!out.resource_state.contains_key("fs::File[db-1,path=/etc/app/static.conf]"));
+    assert_eq!(resource(&out, "fs::File[db-1,path=/etc/app/db.conf]")["hash"], "<<undefined>>");
+    // the unknown port is skipped by the for loop; the others are exported
+    assert!(out.resources.iter().any(|r| r["id"] == "std::testing::NullResource[lb,name=port-80],v=0"));
+    assert!(out.resources.iter().any(|r| r["id"] == "std::testing::NullResource[lb,name=port-443],v=0"));
+    assert!(!out.resources.iter().any(|r| r["id"] == "std::testing::NullResource[lb,name=never],v=0"));
+    let sources: Vec<&str> = out.unknowns.iter().filter_map(|u| u["source"].as_str()).collect();
+    assert!(sources.contains(&"fact"), "{:?}", out.unknowns);
+    let fact = out.unknowns.iter().find(|u| u["source"] == "fact").expect("fact unknown");
+    assert_eq!(fact["parameter"], "public_ip");
+    assert_eq!(fact["resource"], "std::testing::NullResource[lb,name=loadbalancer]");
+    assert_eq!(out.variables["password_known"], false);
+    assert!(out.warnings.iter().any(|w| w.message.contains("EXAMPLE_DB_PASSWORD")));
+}
+
+#[test]
+fn unknowns_become_known() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/unknowns");
+    let env = [("EXAMPLE_DB_PASSWORD", "s3cret"), ("EXAMPLE_EXTRA_PORT", "8443")]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let mut facts = std::collections::HashMap::new();
+    facts.insert(
+        "std::testing::NullResource[lb,name=loadbalancer]".to_string(),
+        [("public_ip".to_string(), serde_json::json!("192.0.2.10"))].into_iter().collect(),
+    );
+    let options = CompileOptions { env: Some(env), facts, ..CompileOptions::default() };
+    let out = compile_project_with(&dir, &options).unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.resource_state.is_empty(), "{:?}", out.resource_state);
+    assert!(out.unknowns.is_empty());
+    let db = resource(&out, "fs::File[db-1,path=/etc/app/db.conf]");
+    let hash = db["hash"].as_str().expect("hash");
+    assert_eq!(std::str::from_utf8(&out.files[hash]).expect("utf-8"), "name=inventory\npassword=s3cret\n");
+}

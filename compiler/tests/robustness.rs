@@ -1,0 +1,245 @@
+//! Robustness: deep nesting is an error, never a stack overflow; arbitrary and mutated input never
+//! panics and finishes in bounded time (proptest; `PROPTEST_CASES` sets the number of cases).
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use compiler::{CompileOptions, compile_source};
+use proptest::prelude::*;
+
+/// The compile always runs on its own thread (`CompileOptions::stack_size`), so the caller's stack
+/// (e.g. a 2 MiB tokio blocking thread) does not matter; the depth limits of the parser and the
+/// evaluator keep every input well inside that thread's stack, also in debug builds.
+fn small_stack() -> CompileOptions {
+    CompileOptions { max_steps: 200_000, env: Some(Default::default()), ..CompileOptions::default() }
+}
+
+#[test]
+fn deep_input_from_a_small_stack_caller() {
+    // the caller runs on a 2 MiB thread, like tokio's blocking pool
+    let h = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(|| {
+            let src = format!("x = {}1{}\n", "(".repeat(100_000), ")".repeat(100_000));
+            compile_source(&src, &CompileOptions::default()).is_err()
+        })
+        .expect("spawn");
+    assert!(h.join().expect("no crash"));
+}
+
+fn assert_no_crash(src: &str) -> Duration {
+    let start = Instant::now();
+    let result = compile_source(src, &small_stack());
+    if let Err(d) = &result {
+        assert!(
+            !d.errors().iter().any(|e| e.message.contains("internal compiler error")),
+            "compiler panicked on input:\n{src}\n---\n{d}"
+        );
+    }
+    start.elapsed()
+}
+
+fn expect_error(src: &str, kind: &str) {
+    match compile_source(src, &small_stack()) {
+        Ok(_) => panic!("expected {kind}"),
+        Err(d) => assert!(d.errors().iter().any(|e| e.kind == kind), "expected {kind}, got:\n{d}"),
+    }
+}
+
+#[test]
+fn deep_parentheses_are_a_parse_error() {
+    let n = 100_000;
+    let src = format!("x = {}1{}\n", "(".repeat(n), ")".repeat(n));
+    expect_error(&src, "ParserException");
+}
+
+#[test]
+fn deep_lists_are_a_parse_error() {
+    let n = 50_000;
+    let src = format!("x = {}1{}\n", "[".repeat(n), "]".repeat(n));
+    expect_error(&src, "ParserException");
+}
+
+#[test]
+fn deep_dicts_are_a_parse_error() {
+    let n = 20_000;
+    let src = format!("x = {}1{}\n", "{\"a\": ".repeat(n), "}".repeat(n));
+    expect_error(&src, "ParserException");
+}
+
+#[test]
+fn deep_not_chain_is_a_parse_error() {
+    let src = format!("x = {}true\n", "not ".repeat(100_000));
+    expect_error(&src, "ParserException");
+}
+
+#[test]
+fn deep_conditional_chain_is_a_parse_error() {
+    let src = format!("x = {}1{}\n", "true ? 1 : (".repeat(10_000), ")".repeat(10_000));
+    expect_error(&src, "ParserException");
+}
+
+#[test]
+fn deep_if_nesting_is_a_parse_error() {
+    let n = 10_000;
+    let src = format!("{}x = 1\n{}", "if true:\n".repeat(n), "end\n".repeat(n));
+    expect_error(&src, "ParserException");
+}
+
+#[test]
+fn deep_for_nesting_is_a_parse_error() {
+    let n = 10_000;
+    let src = format!("{}x = 1\n{}", "for i in [1]:\n".repeat(n), "end\n".repeat(n));
+    expect_error(&src, "ParserException");
+}
+
+#[test]
+fn long_operator_chain_is_bounded() {
+    let src = format!("x = 1{}\n", " + 1".repeat(100_000));
+    expect_error(&src, "ParserException");
+    // a long but allowed chain evaluates fine on a small stack
+    let ok = format!("x = 1{}\n", " + 1".repeat(450));
+    compile_source(&ok, &small_stack()).expect("450 additions compile");
+}
+
+#[test]
+fn moderate_nesting_compiles() {
+    let src = format!("x = {}1{}\n", "(".repeat(50), ")".repeat(50));
+    compile_source(&src, &small_stack()).expect("50 levels of parentheses compile");
+}
+
+#[test]
+fn long_relation_chain_compiles() {
+    // 2000 instances linked in a chain, read back through the chain one step at a time
+    let mut src = String::from("entity N:\n    int v\nend\nN.next [0:1] -- N\nimplement N using std::none\n");
+    let n = 2000;
+    for i in 0..n {
+        src.push_str(&format!("n{i} = N(v={i})\n"));
+    }
+    for i in 0..n - 1 {
+        src.push_str(&format!("n{i}.next = n{}\n", i + 1));
+    }
+    src.push_str("n1999.next = null\n");
+    compile_source(&src, &small_stack()).expect("chain compiles");
+}
+
+#[test]
+fn step_limit_stops_runaway_models() {
+    let src = "for i in std::sequence(1000):\n    for j in std::sequence(1000):\n        x = i * j\n    end\nend\n";
+    let start = Instant::now();
+    let r = compile_source(src, &small_stack());
+    assert!(r.is_err(), "the step limit should stop this model");
+    assert!(start.elapsed() < Duration::from_secs(30));
+}
+
+const TOKENS: &[&str] = &[
+    "entity", "A", "B", "Server", ":", "end", "string", "int", "bool", "dict", "name", "x", "y", "=", "+=", "(", ")",
+    "[", "]", "{", "}", ",", ".", "::", "std", "implement", "using", "std::none", "when", "implementation", "for",
+    "in", "if", "elif", "else", "not", "and", "or", "is", "defined", "index", "typedef", "as", "matching", "/a+/",
+    "1", "-2", "3.5", "\"s\"", "'t'", "\"{{x}}\"", "f\"{x}\"", "r\"\\d\"", "\"\"\"doc\"\"\"", "true", "false", "null",
+    "?", "==", "!=", "<", ">", "+", "-", "*", "/", "%", "**", "--", "[0:]", "[1]", "self", "import", "fs", "exec",
+    "std::print", "std::count", "std::sequence", "**", "extends", "parents", "undef", "\n", "\n", "\n", "#c\n",
+];
+
+fn token_soup() -> impl Strategy<Value = String> {
+    prop::collection::vec(prop::sample::select(TOKENS), 0..80).prop_map(|t| t.join(" "))
+}
+
+fn cases() -> Vec<String> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/cases");
+    let mut out: Vec<(String, String)> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter_map(|e| {
+                    let p = e.path();
+                    let name = p.file_name()?.to_str()?.to_string();
+                    Some((name, std::fs::read_to_string(&p).ok()?))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out.into_iter().map(|(_, t)| t).collect()
+}
+
+#[derive(Debug, Clone)]
+enum Mutation {
+    Delete(usize, usize),
+    Duplicate(usize, usize),
+    Insert(usize, &'static str),
+    Swap(usize, usize),
+}
+
+fn apply(src: &str, muts: &[Mutation]) -> String {
+    let mut b: Vec<char> = src.chars().collect();
+    for m in muts {
+        let n = b.len().max(1);
+        match m {
+            Mutation::Delete(a, l) => {
+                let s = a % n;
+                let e = (s + l % 40).min(b.len());
+                if s < e {
+                    b.drain(s..e);
+                }
+            }
+            Mutation::Duplicate(a, l) => {
+                let s = a % n;
+                let e = (s + l % 60).min(b.len());
+                if s < e {
+                    let piece: Vec<char> = b[s..e].to_vec();
+                    b.splice(e..e, piece);
+                }
+            }
+            Mutation::Insert(a, t) => {
+                let s = (a % n).min(b.len());
+                b.splice(s..s, format!(" {t} ").chars());
+            }
+            Mutation::Swap(a, c) => {
+                if !b.is_empty() {
+                    let (i, j) = (a % b.len(), c % b.len());
+                    b.swap(i, j);
+                }
+            }
+        }
+    }
+    b.into_iter().collect()
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    prop_oneof![
+        (any::<usize>(), any::<usize>()).prop_map(|(a, l)| Mutation::Delete(a, l)),
+        (any::<usize>(), any::<usize>()).prop_map(|(a, l)| Mutation::Duplicate(a, l)),
+        (any::<usize>(), prop::sample::select(TOKENS)).prop_map(|(a, t)| Mutation::Insert(a, t)),
+        (any::<usize>(), any::<usize>()).prop_map(|(a, c)| Mutation::Swap(a, c)),
+    ]
+}
+
+fn config() -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(64);
+    ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn fuzz_token_soup(src in token_soup()) {
+        let t = assert_no_crash(&src);
+        prop_assert!(t < Duration::from_secs(10), "took {t:?}");
+    }
+
+    #[test]
+    fn fuzz_arbitrary_text(src in "\\PC{0,300}") {
+        let t = assert_no_crash(&src);
+        prop_assert!(t < Duration::from_secs(10), "took {t:?}");
+    }
+
+    #[test]
+    fn fuzz_mutated_cases(idx in any::<usize>(), muts in prop::collection::vec(mutation(), 1..6)) {
+        let all = cases();
+        prop_assume!(!all.is_empty());
+        let src = apply(&all[idx % all.len()], &muts);
+        let t = assert_no_crash(&src);
+        prop_assert!(t < Duration::from_secs(10), "took {t:?}");
+    }
+}

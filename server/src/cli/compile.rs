@@ -1,0 +1,278 @@
+//! `inmanta compile` and `inmanta export`: compile the project in a directory; export writes the
+//! resources to a JSON file (`-j`) or pushes them to a server as a new version.
+//!
+//! Pushing uploads only the files the server lacks (one batched stat, then parallel uploads),
+//! then stores the version (`put_version`, or `put_partial` with `--partial`) and with `-d`
+//! releases it. The server side of `inmanta export` and of the server's own compiles is the same.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use api::client::{Client, ClientError};
+use base64::Engine;
+use clap::Args;
+use compiler::{CompileOptions, CompileOutput, Diagnostics};
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+use uuid::Uuid;
+
+use super::{CliError, dot_inmanta};
+use crate::config::Options;
+
+#[derive(Args, Clone)]
+pub struct CompileArgs {
+    /// The main file of the model, relative to the project directory.
+    #[arg(short = 'f', long = "file", default_value = "main.cf")]
+    main: PathBuf,
+    /// The project directory (with project.yml).
+    #[arg(long, default_value = ".")]
+    project: PathBuf,
+    /// Write the compile errors as Inmanta's compile-data JSON.
+    #[arg(long = "export-compile-data")]
+    export_compile_data: bool,
+    /// Where --export-compile-data writes.
+    #[arg(long = "export-compile-data-file", default_value = "compile_data.json")]
+    export_compile_data_file: PathBuf,
+}
+
+#[derive(Args, Clone)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    compile: CompileArgs,
+    /// Environment id or name ([config] environment of .inmanta).
+    #[arg(short = 'e', long)]
+    environment: Option<String>,
+    /// Server host ([compiler_rest_transport] host).
+    #[arg(long = "server_address", alias = "server-address")]
+    server_address: Option<String>,
+    /// Server port ([compiler_rest_transport] port).
+    #[arg(long = "server_port", alias = "server-port")]
+    server_port: Option<u16>,
+    /// Bearer token ([compiler_rest_transport] token).
+    #[arg(long)]
+    token: Option<String>,
+    /// Use https ([compiler_rest_transport] ssl).
+    #[arg(long)]
+    ssl: bool,
+    /// Release the new version right away.
+    #[arg(short = 'd', long = "deploy")]
+    deploy: bool,
+    /// Write the resources to this file instead of sending them to a server.
+    #[arg(short = 'j', long = "json")]
+    json: Option<PathBuf>,
+    /// Export only the resource sets of this model (put_partial).
+    #[arg(long)]
+    partial: bool,
+    /// Remove this resource set (with --partial); may repeat.
+    #[arg(long = "delete-resource-set")]
+    delete_resource_set: Vec<String>,
+    /// Message recorded with the version.
+    #[arg(short = 'm', long)]
+    message: Option<String>,
+}
+
+/// Runs the compiler on a thread of its own (it is synchronous and CPU-bound).
+async fn compile(args: &CompileArgs) -> Result<CompileOutput, CliError> {
+    let project = args.project.clone();
+    let options = CompileOptions { main_file: Some(args.main.clone()), ..Default::default() };
+    let started = Instant::now();
+    tracing::info!(project = %project.display(), main = %args.main.display(), "compiling");
+    let result = tokio::task::spawn_blocking(move || compiler::compile_project_with(&project, &options))
+        .await
+        .map_err(|e| CliError::Usage(format!("the compiler crashed: {e}")))?;
+    match result {
+        Ok(output) => {
+            for warning in &output.warnings {
+                eprintln!("{warning}");
+            }
+            for line in &output.printed {
+                println!("{line}");
+            }
+            if args.export_compile_data {
+                write_compile_data(args, &json!({"errors": []}))?;
+            }
+            tracing::info!(
+                resources = output.resources.len(),
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "compiled"
+            );
+            Ok(output)
+        }
+        Err(diagnostics) => {
+            if args.export_compile_data {
+                write_compile_data(args, &diagnostics.to_compile_data())?;
+            }
+            Err(CliError::Compile(diagnostics))
+        }
+    }
+}
+
+fn write_compile_data(args: &CompileArgs, data: &serde_json::Value) -> Result<(), CliError> {
+    let text = serde_json::to_string_pretty(data).unwrap_or_default();
+    std::fs::write(&args.export_compile_data_file, text)
+        .map_err(|e| CliError::Usage(format!("cannot write {}: {e}", args.export_compile_data_file.display())))
+}
+
+pub async fn run_compile(args: CompileArgs) -> Result<(), CliError> {
+    let output = compile(&args).await?;
+    eprintln!("Compile succeeded: {} resources", output.resources.len());
+    Ok(())
+}
+
+pub async fn run_export(args: ExportArgs, options: &Options) -> Result<(), CliError> {
+    if !args.delete_resource_set.is_empty() && !args.partial {
+        return Err(CliError::Usage("--delete-resource-set only works with --partial".into()));
+    }
+    let mut output = compile(&args.compile).await?;
+    if let Some(path) = &args.json {
+        output.set_version(0);
+        output.write_export_json(path).map_err(|e| CliError::Usage(format!("cannot write {}: {e}", path.display())))?;
+        eprintln!("Wrote {} resources to {}", output.resources.len(), path.display());
+        return Ok(());
+    }
+    let target = Target::resolve(&args, options)?;
+    let env = match Uuid::parse_str(&target.environment) {
+        Ok(id) => id,
+        Err(_) => {
+            let ctx = super::Context { client: target.client.clone(), json: false };
+            super::environment::find(&ctx, &target.environment).await?.id
+        }
+    };
+    let push = Push {
+        partial: args.partial,
+        removed_resource_sets: args.delete_resource_set.clone(),
+        release: args.deploy,
+        message: args.message.clone().unwrap_or_else(|| "Manual compile on the CLI".into()),
+    };
+    let version = push_export(&target.client, env, output, &push).await?;
+    println!("{version}");
+    Ok(())
+}
+
+/// Where an export goes.
+struct Target {
+    client: Client,
+    environment: String,
+}
+
+impl Target {
+    /// Flags first, then `[compiler_rest_transport]` and `[config]` of `-c FILE`, then of `.inmanta`.
+    fn resolve(args: &ExportArgs, options: &Options) -> Result<Target, CliError> {
+        let dotfile = dot_inmanta();
+        let setting = |section: &str, key: &str| {
+            options
+                .get(section, key)
+                .map(str::to_string)
+                .or_else(|| dotfile.as_ref().and_then(|d| d.get(section, key).map(str::to_string)))
+        };
+        let environment = args.environment.clone().or_else(|| setting("config", "environment")).ok_or_else(|| {
+            CliError::Usage(
+                "no environment: pass -e ENV or run `inmanta environment save ENV` to write it into .inmanta".into(),
+            )
+        })?;
+        let host = args.server_address.clone().or_else(|| setting("compiler_rest_transport", "host"));
+        let port = args.server_port.map(|p| p.to_string()).or_else(|| setting("compiler_rest_transport", "port"));
+        let ssl = args.ssl || setting("compiler_rest_transport", "ssl").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        let token = args.token.clone().or_else(|| setting("compiler_rest_transport", "token"));
+        let scheme = if ssl { "https" } else { "http" };
+        let base = format!(
+            "{scheme}://{}:{}",
+            host.unwrap_or_else(|| "127.0.0.1".into()),
+            port.unwrap_or_else(|| "8888".into())
+        );
+        Ok(Target { client: Client::new(base).with_token(token), environment })
+    }
+}
+
+/// How to store an export on the server.
+#[derive(Debug, Clone, Default)]
+pub struct Push {
+    pub partial: bool,
+    pub removed_resource_sets: Vec<String>,
+    pub release: bool,
+    pub message: String,
+}
+
+/// Uploads the files the server lacks, stores the version and releases it when asked; returns
+/// the version number.
+pub async fn push_export(client: &Client, env: Uuid, mut output: CompileOutput, push: &Push) -> Result<i64, CliError> {
+    upload_missing_files(client, &output.files).await?;
+    let resource_sets: BTreeMap<String, Option<String>> =
+        output.resource_sets.iter().map(|(rid, set)| (rid.clone(), Some(set.clone()))).collect();
+    let version_info = json!({"export_metadata": {
+        "message": push.message, "type": "api", "inmanta:compile:state": "success",
+    }});
+    let version = if push.partial {
+        output.set_version(0);
+        let body = json!({
+            "resources": output.resources, "resource_state": output.resource_state, "unknowns": output.unknowns,
+            "resource_sets": resource_sets, "removed_resource_sets": push.removed_resource_sets,
+            "version_info": version_info,
+        });
+        let answer = client.call(Method::PUT, "/api/v2/version/partial", Some(env), Some(&body)).await?;
+        answer["data"]
+            .as_i64()
+            .ok_or_else(|| CliError::Usage(format!("the server answered {answer} to put_partial")))?
+    } else {
+        let version: i64 = client.data(Method::POST, "/api/v2/reserve_version", Some(env), None::<&()>).await?;
+        output.set_version(version);
+        let body = json!({
+            "version": version, "resources": output.resources, "resource_state": output.resource_state,
+            "unknowns": output.unknowns, "resource_sets": resource_sets, "version_info": version_info,
+        });
+        client.call(Method::PUT, "/api/v1/version", Some(env), Some(&body)).await?;
+        version
+    };
+    tracing::info!(%env, version, "version stored");
+    if push.release {
+        let path = format!("/api/v1/version/{version}");
+        match client.call(Method::POST, &path, Some(env), Some(&json!({"push": true}))).await {
+            Ok(_) => tracing::info!(version, "version released"),
+            // With auto_deploy on the server already released it.
+            Err(ClientError::Api { status, .. }) if status == StatusCode::CONFLICT => {
+                tracing::info!(version, "version already released by auto_deploy")
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(version)
+}
+
+/// One batched stat, then the missing files uploaded a few at a time.
+async fn upload_missing_files(client: &Client, files: &BTreeMap<String, Vec<u8>>) -> Result<(), CliError> {
+    if files.is_empty() {
+        return Ok(());
+    }
+    let hashes: Vec<&String> = files.keys().collect();
+    let answer = client.call(Method::POST, "/api/v1/file", None, Some(&json!({"files": hashes}))).await?;
+    let missing: Vec<String> = answer["files"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|h| h.as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
+    tracing::info!(total = files.len(), missing = missing.len(), "uploading files");
+    let mut tasks = tokio::task::JoinSet::new();
+    let limit = 8;
+    for hash in missing {
+        let Some(content) = files.get(&hash) else { continue };
+        let body = json!({"content": base64::engine::general_purpose::STANDARD.encode(content)});
+        let client = client.clone();
+        if tasks.len() >= limit
+            && let Some(done) = tasks.join_next().await
+        {
+            done.map_err(|e| CliError::Usage(format!("upload task failed: {e}")))??;
+        }
+        tasks.spawn(async move {
+            client.call(Method::PUT, &format!("/api/v1/file/{hash}"), None, Some(&body)).await.map(|_| ())
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.map_err(|e| CliError::Usage(format!("upload task failed: {e}")))??;
+    }
+    Ok(())
+}
+
+/// What a failed compile prints: every error, rustc-style.
+pub fn report(diagnostics: &Diagnostics) -> String {
+    diagnostics.to_string()
+}

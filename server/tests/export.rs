@@ -1,0 +1,143 @@
+//! `inmanta compile` and `inmanta export` against a real server, then the version, resource and
+//! param commands on what was exported.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{BIN, TestServer};
+use serde_json::{Value, json};
+
+fn project(dir: &Path, main: &str) {
+    std::fs::write(
+        dir.join("project.yml"),
+        "name: demo\nmodulepath: libs\ndownloadpath: libs\nrepo: https://github.com/inmanta/\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("main.cf"), main).unwrap();
+}
+
+/// Runs `inmanta ARGS` in `dir`; returns exit code, stdout and stderr.
+fn inmanta(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let output = Command::new(BIN).args(args).current_dir(dir).output().expect("run inmanta");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+const MODEL: &str = r#"
+import fs
+import std::testing
+
+host = std::Host(name="web1", os=std::linux)
+motd = fs::File(host=host, path="/etc/motd", content="welcome to {{ host.name }}\n")
+fs::File(host=host, path="/etc/issue", content="issue\n", requires=[motd])
+std::testing::NullResource(name="n1", agentname="internal")
+"#;
+
+async fn environment(s: &TestServer) -> String {
+    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
+    let (_, e) =
+        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "prod"}))).await;
+    e["data"]["id"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn export_pushes_files_and_a_version_that_the_cli_reads_back() {
+    let s = TestServer::start().await;
+    let env = environment(&s).await;
+    let dir = tempfile::tempdir().unwrap();
+    project(dir.path(), MODEL);
+    let port = s.url.rsplit(':').next().unwrap().to_string();
+    std::fs::write(
+        dir.path().join(".inmanta"),
+        format!("[config]\nenvironment = {env}\n\n[compiler_rest_transport]\nhost = 127.0.0.1\nport = {port}\n"),
+    )
+    .unwrap();
+
+    let (code, out, err) = inmanta(dir.path(), &["compile"]);
+    assert_eq!(code, 0, "{out}{err}");
+
+    let (code, out, err) = inmanta(dir.path(), &["export", "-d"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let version: i64 = out.trim().parse().unwrap_or_else(|_| panic!("export prints the version, got {out:?}"));
+    assert_eq!(version, 1);
+
+    // Files were uploaded: the content of /etc/motd is in the store under its hash.
+    let (_, body) = s.call("GET", "/api/v1/version/1", Some(&env), None).await;
+    let resources = body["resources"].as_array().unwrap();
+    assert_eq!(resources.len(), 3);
+    let motd = resources.iter().find(|r| r["resource_id"] == "fs::File[web1,path=/etc/motd]").unwrap();
+    let hash = motd["attributes"]["hash"].as_str().unwrap();
+    let (status, file) = s.call("GET", &format!("/api/v1/file/{hash}"), None, None).await;
+    assert_eq!(status, 200);
+    use base64::Engine;
+    let content = base64::engine::general_purpose::STANDARD.decode(file["content"].as_str().unwrap()).unwrap();
+    assert_eq!(content, b"welcome to web1\n");
+    let issue = resources.iter().find(|r| r["resource_id"] == "fs::File[web1,path=/etc/issue]").unwrap();
+    assert_eq!(issue["attributes"]["requires"], json!(["fs::File[web1,path=/etc/motd],v=1"]));
+
+    // A second export with the environment given by name; the model changed in one place.
+    project(dir.path(), &MODEL.replace("welcome to", "hello from"));
+    let (code, out, err) = inmanta(dir.path(), &["export", "-e", "prod"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out.trim(), "2");
+
+    let cli = |args: &[&str]| inmanta(dir.path(), &[args, &["--host", "127.0.0.1", "--port", &port]].concat());
+    let (code, out, err) = cli(&["version", "list"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("active") && out.contains("retired"), "{out}");
+    let (code, out, _) = cli(&["version", "diff", "1", "2"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("modified fs::File[web1,path=/etc/motd]") && out.contains("hash"), "{out}");
+    assert!(!out.contains("/etc/issue"), "unchanged resources are left out: {out}");
+    let (code, out, _) = cli(&["resource", "list", "--status", "available"]);
+    assert_eq!(code, 0);
+    assert_eq!(out.matches("available").count(), 3, "{out}");
+    let (code, out, _) = cli(&["resource", "show", "fs::File[web1,path=/etc/issue]"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("fs::File[web1,path=/etc/motd]: available"), "{out}");
+    let (code, out, _) = cli(&["resource", "history", "fs::File[web1,path=/etc/motd]", "--json"]);
+    assert_eq!(code, 0);
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap().as_array().unwrap().len(), 2, "{out}");
+    let (code, _, err) = cli(&["resource", "show", "fs::File[web1,path=/nope]"]);
+    assert_eq!(code, 1, "{err}");
+
+    let (code, _, err) = cli(&["param", "set", "--name", "db", "--value", "10.0.0.5"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, _) = cli(&["param", "get", "--name", "db"]);
+    assert_eq!((code, out.trim()), (0, "10.0.0.5"));
+    let (_, out, _) = cli(&["param", "list"]);
+    assert!(out.contains("db") && out.contains("user"), "{out}");
+}
+
+#[tokio::test]
+async fn export_to_a_json_file_and_compile_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    project(dir.path(), MODEL);
+    let (code, out, err) = inmanta(dir.path(), &["export", "-j", "resources.json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("resources.json")).unwrap()).unwrap();
+    let ids: Vec<&str> = written.as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert!(ids.contains(&"std::testing::NullResource[internal,name=n1],v=0"), "{ids:?}");
+
+    // A model error: non-zero exit, the location and source line on stderr, compile data written.
+    project(dir.path(), "x = 1\nx = 2\n");
+    let (code, _, err) =
+        inmanta(dir.path(), &["compile", "--export-compile-data", "--export-compile-data-file", "cd.json"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("main.cf:2"), "{err}");
+    assert!(err.contains("x = 2"), "the source line is shown: {err}");
+    let data: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("cd.json")).unwrap()).unwrap();
+    assert_eq!(data["errors"][0]["type"], "DoubleSetException", "{data}");
+
+    // No environment anywhere: a usage error that says what to do.
+    project(dir.path(), MODEL);
+    let (code, _, err) = inmanta(dir.path(), &["export"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("-e"), "{err}");
+}
