@@ -21,6 +21,7 @@ pub(crate) const ENVIRONMENT_DATA_TABLES: &[&str] = &[
     "resource_persistent_state",
     "parameter",
     "notification",
+    "agent",
     "resource",
     "version",
 ];
@@ -225,6 +226,7 @@ impl Orchestrator {
         clear_data(&mut tx, id).await?;
         sqlx::query("DELETE FROM environment WHERE id = $1").bind(id.to_string()).execute(&mut *tx).await?;
         tx.commit().await?;
+        self.publish(crate::Event::EnvironmentDeleted { env: id });
         Ok(())
     }
 
@@ -236,6 +238,8 @@ impl Orchestrator {
         refuse_when_protected(&row, "cleared")?;
         clear_data(&mut tx, id).await?;
         tx.commit().await?;
+        // The scheduler drops what it knew along with the data.
+        self.publish(crate::Event::EnvironmentDeleted { env: id });
         Ok(())
     }
 
@@ -248,6 +252,8 @@ impl Orchestrator {
         if done.rows_affected() == 0 {
             return Err(environment_not_found(id));
         }
+        self.pause_for_halt(id, halted).await?;
+        self.publish(crate::Event::Halted { env: id, halted });
         Ok(())
     }
 

@@ -4,6 +4,7 @@
 //! CLI commands that work on the database) goes through. Its services take and return plain
 //! `api` types; rows of the [`store`] never leave this crate.
 
+pub mod agents;
 mod desired_state;
 mod environments;
 mod error;
@@ -13,6 +14,7 @@ pub mod paging;
 pub mod parameters;
 mod projects;
 pub mod resources;
+pub mod scheduler;
 mod settings;
 pub mod store;
 pub mod testing;
@@ -24,17 +26,53 @@ pub use resources::{ActionOutcome, ActionQuery};
 pub use store::{DbKind, Store};
 pub use versions::{DESIRED_STATE_VIEW, StoredVersion};
 
+/// Something that happened which other parts react to: the scheduler to a release, the console
+/// to anything it shows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    VersionReleased {
+        env: uuid::Uuid,
+        version: i64,
+    },
+    Halted {
+        env: uuid::Uuid,
+        halted: bool,
+    },
+    SettingsChanged {
+        env: uuid::Uuid,
+    },
+    /// Resource states changed (a deploy started or finished).
+    ResourcesChanged {
+        env: uuid::Uuid,
+    },
+    EnvironmentDeleted {
+        env: uuid::Uuid,
+    },
+}
+
 /// Entry point to the orchestrator's services. Cheap to clone: it shares one database pool.
 #[derive(Clone)]
 pub struct Orchestrator {
     store: Store,
+    events: tokio::sync::broadcast::Sender<Event>,
 }
 
 impl Orchestrator {
     /// Connects to the database at `url` (`sqlite://...` or `postgres://...`) and brings its
     /// schema up to date.
     pub async fn open(url: &str) -> Result<Orchestrator> {
-        Ok(Orchestrator { store: Store::connect(url).await? })
+        let (events, _) = tokio::sync::broadcast::channel(1024);
+        Ok(Orchestrator { store: Store::connect(url).await?, events })
+    }
+
+    /// Events from now on. A slow receiver misses old events (it is told it lagged).
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+
+    pub(crate) fn publish(&self, event: Event) {
+        // Nobody listening is fine.
+        let _ = self.events.send(event);
     }
 
     pub fn store(&self) -> &Store {

@@ -127,6 +127,17 @@ pub struct ActionOutcome {
     pub send_event: Option<bool>,
 }
 
+/// An action that ran and finished, stored in one go by [`Orchestrator::record_actions`].
+#[derive(Debug, Clone)]
+pub struct FinishedAction {
+    pub action_id: Uuid,
+    pub version: i64,
+    pub action: String,
+    pub started: String,
+    pub resource_ids: Vec<ResourceId>,
+    pub outcome: ActionOutcome,
+}
+
 /// Filters of `GET /api/v2/resource_actions`.
 #[derive(Debug, Clone, Default)]
 pub struct ActionQuery {
@@ -190,7 +201,9 @@ impl Orchestrator {
     ) -> Result<(Page<LatestReleasedResource>, Option<ResourceDeploySummary>)> {
         self.ensure_environment(env).await?;
         let binds = [env.to_string()];
-        let select = format!("s.resource_id, s.current_intent_version, {STATUS_SQL} AS status, s.current_intent_requires AS requires");
+        let select = format!(
+            "s.resource_id, s.current_intent_version, {STATUS_SQL} AS status, s.current_intent_requires AS requires"
+        );
         let page: Page<StateRow> = fetch_page(
             &self.store,
             &RESOURCE_VIEW,
@@ -413,37 +426,11 @@ impl Orchestrator {
         resource_ids: &[ResourceId],
         messages: &[LogLine],
     ) -> Result<Uuid> {
-        if !api::resource::RESOURCE_ACTIONS.contains(&action) {
-            return Err(Error::BadRequest(format!(
-                "unknown resource action {action:?}; expected one of {}",
-                api::resource::RESOURCE_ACTIONS.join(", ")
-            )));
-        }
         let action_id = Uuid::new_v4();
-        let rvids: Vec<String> = resource_ids.iter().map(|id| id.versioned(version as u64)).collect();
         let mut tx = self.store.begin_write().await?;
-        sqlx::query(
-            "INSERT INTO resource_action (environment, action_id, version, action, started, resource_version_ids) \
-             VALUES ($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(env.to_string())
-        .bind(action_id.to_string())
-        .bind(version)
-        .bind(action)
-        .bind(now())
-        .bind(serde_json::json!(rvids).to_string())
-        .execute(&mut *tx)
-        .await?;
-        for id in resource_ids {
-            sqlx::query(
-                "INSERT INTO resource_action_resource (environment, action_id, resource_id) VALUES ($1, $2, $3)",
-            )
-            .bind(env.to_string())
-            .bind(action_id.to_string())
-            .bind(id.to_string())
-            .execute(&mut *tx)
-            .await?;
-            if action == "deploy" {
+        insert_action(&mut tx, env, action_id, version, action, &now(), resource_ids).await?;
+        if action == "deploy" {
+            for id in resource_ids {
                 sqlx::query(
                     "UPDATE resource_persistent_state SET is_deploying = 1 WHERE environment = $1 AND resource_id = $2",
                 )
@@ -455,6 +442,7 @@ impl Orchestrator {
         }
         insert_logs(&mut tx, env, action_id, 0, messages).await?;
         tx.commit().await?;
+        self.publish(crate::Event::ResourcesChanged { env });
         Ok(action_id)
     }
 
@@ -462,100 +450,74 @@ impl Orchestrator {
     /// state vector (reference/deploy.md §2.2).
     pub async fn finish_resource_action(&self, env: Uuid, action_id: Uuid, outcome: ActionOutcome) -> Result<()> {
         let mut tx = self.store.begin_write().await?;
-        let row = sqlx::query(
-            "SELECT action, version, finished FROM resource_action WHERE environment = $1 AND action_id = $2",
-        )
-        .bind(env.to_string())
-        .bind(action_id.to_string())
-        .fetch_optional(&mut *tx)
-        .await?
-        .ok_or_else(|| Error::NotFound(format!("resource action {action_id} does not exist")))?;
-        if row.try_get::<Option<String>, _>("finished")?.is_some() {
-            return Err(Error::Conflict(format!("resource action {action_id} is already finished")));
+        finish_action(&mut tx, env, action_id, &outcome).await?;
+        tx.commit().await?;
+        self.publish(crate::Event::ResourcesChanged { env });
+        Ok(())
+    }
+
+    /// Stores many finished actions in one transaction: what the scheduler does with the results
+    /// that came in since its last write, so that thousands of deploys cost a few commits.
+    pub async fn record_actions(&self, env: Uuid, actions: &[FinishedAction]) -> Result<()> {
+        if actions.is_empty() {
+            return Ok(());
         }
-        let action: String = row.try_get("action")?;
-        let version: i64 = row.try_get("version")?;
-        let finished = now();
+        let mut tx = self.store.begin_write().await?;
+        for done in actions {
+            insert_action(&mut tx, env, done.action_id, done.version, &done.action, &done.started, &done.resource_ids)
+                .await?;
+            finish_action(&mut tx, env, done.action_id, &done.outcome).await?;
+        }
+        tx.commit().await?;
+        self.publish(crate::Event::ResourcesChanged { env });
+        Ok(())
+    }
+
+    /// Sets or clears `deploying` for resources, in one transaction.
+    pub async fn mark_deploying(&self, env: Uuid, resource_ids: &[String], deploying: bool) -> Result<()> {
+        if resource_ids.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.store.begin_write().await?;
+        for chunk in resource_ids.chunks(500) {
+            let marks: Vec<String> = (0..chunk.len()).map(|i| format!("${}", i + 3)).collect();
+            let sql = format!(
+                "UPDATE resource_persistent_state SET is_deploying = $1 WHERE environment = $2 AND resource_id IN ({})",
+                marks.join(", ")
+            );
+            let mut query = sqlx::query(&sql).bind(i64::from(deploying)).bind(env.to_string());
+            for rid in chunk {
+                query = query.bind(rid.clone());
+            }
+            query.execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        self.publish(crate::Event::ResourcesChanged { env });
+        Ok(())
+    }
+
+    /// After a crash nothing is deploying any more: clears the flag for the whole environment.
+    pub async fn reset_deploying(&self, env: Uuid) -> Result<()> {
+        let mut tx = self.store.begin_write().await?;
         sqlx::query(
-            "UPDATE resource_action SET finished = $1, status = $2, changes = $3, change = $4, send_event = $5 \
-             WHERE environment = $6 AND action_id = $7",
+            "UPDATE resource_persistent_state SET is_deploying = 0 WHERE environment = $1 AND is_deploying = 1",
         )
-        .bind(finished.clone())
-        .bind(outcome.status.clone())
-        .bind(outcome.changes.as_ref().map(|c| c.to_string()))
-        .bind(outcome.change.clone())
-        .bind(outcome.send_event.map(i64::from))
         .bind(env.to_string())
-        .bind(action_id.to_string())
         .execute(&mut *tx)
         .await?;
-        let seq: i64 = sqlx::query_scalar(
-            "SELECT COALESCE(MAX(seq) + 1, 0) FROM resource_log WHERE environment = $1 AND action_id = $2",
-        )
-        .bind(env.to_string())
-        .bind(action_id.to_string())
-        .fetch_one(&mut *tx)
-        .await?;
-        insert_logs(&mut tx, env, action_id, seq, &outcome.messages).await?;
-        if action == "deploy" {
-            let (handler_run, status) = match outcome.status.as_str() {
-                "deployed" => ("successful", "deployed"),
-                "non_compliant" => ("successful", "non_compliant"),
-                "failed" => ("failed", "failed"),
-                "unavailable" => ("failed", "unavailable"),
-                "skipped" | "skipped_for_dependency" => ("skipped", "skipped"),
-                other => {
-                    return Err(Error::BadRequest(format!("{other:?} is not an outcome of a deploy")));
-                }
-            };
-            let success = status == "deployed";
-            let newly_failed: Vec<String> = if status == "failed" {
-                sqlx::query_scalar(
-                    "SELECT resource_id FROM resource_persistent_state WHERE environment = $1 \
-                     AND COALESCE(last_non_deploying_status, '') <> 'failed' AND resource_id IN \
-                     (SELECT resource_id FROM resource_action_resource WHERE environment = $1 AND action_id = $2)",
-                )
-                .bind(env.to_string())
-                .bind(action_id.to_string())
-                .fetch_all(&mut *tx)
-                .await?
-            } else {
-                vec![]
-            };
-            for rid in &newly_failed {
-                let reason = outcome.messages.iter().rev().find(|m| m.level == "ERROR").map(|m| m.msg.as_str());
-                let new = NewNotification {
-                    title: "Resource deploy failed".into(),
-                    message: format!("{rid} failed to deploy{}", reason.map(|r| format!(": {r}")).unwrap_or_default()),
-                    severity: NotificationSeverity::Error,
-                    uri: Some(format!("/console/resources/{}", encode_path(rid))),
-                    compile_id: None,
-                };
-                insert_notification(&mut tx, env, &new).await?;
-            }
-            // The hash deployed is the one of the version the action ran for.
-            sqlx::query(
-                "UPDATE resource_persistent_state SET is_deploying = 0, last_handler_run = $1, \
-                 last_handler_run_at = $2, last_deploy = $2, last_non_deploying_status = $3, \
-                 last_deployed_version = $4, last_deployed_attribute_hash = (SELECT r.attribute_hash FROM resource r \
-                 WHERE r.environment = resource_persistent_state.environment AND r.version = $4 \
-                 AND r.resource_id = resource_persistent_state.resource_id), \
-                 last_success = CASE WHEN $5 = 1 THEN $2 ELSE last_success END, \
-                 last_produced_events = CASE WHEN $6 = 1 THEN $2 ELSE last_produced_events END \
-                 WHERE environment = $7 AND resource_id IN \
-                 (SELECT resource_id FROM resource_action_resource WHERE environment = $7 AND action_id = $8)",
-            )
-            .bind(handler_run)
-            .bind(finished)
-            .bind(status)
-            .bind(version)
-            .bind(i64::from(success))
-            .bind(i64::from(outcome.change.as_deref().is_some_and(|c| c != "nochange")))
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Sets the `blocked` dimension of resources (the scheduler's temporary blocks).
+    pub async fn set_blocked(&self, env: Uuid, resource_id: &str, blocked: &str) -> Result<()> {
+        let mut tx = self.store.begin_write().await?;
+        sqlx::query("UPDATE resource_persistent_state SET blocked = $1 WHERE environment = $2 AND resource_id = $3")
+            .bind(blocked.to_string())
             .bind(env.to_string())
-            .bind(action_id.to_string())
+            .bind(resource_id.to_string())
             .execute(&mut *tx)
             .await?;
-        }
         tx.commit().await?;
         Ok(())
     }
@@ -678,6 +640,144 @@ impl Orchestrator {
     }
 }
 
+/// Completes an action row and, for a deploy, the handler-run columns of the state vector.
+async fn finish_action(tx: &mut Transaction, env: Uuid, action_id: Uuid, outcome: &ActionOutcome) -> Result<()> {
+    let row =
+        sqlx::query("SELECT action, version, finished FROM resource_action WHERE environment = $1 AND action_id = $2")
+            .bind(env.to_string())
+            .bind(action_id.to_string())
+            .fetch_optional(&mut **tx)
+            .await?
+            .ok_or_else(|| Error::NotFound(format!("resource action {action_id} does not exist")))?;
+    if row.try_get::<Option<String>, _>("finished")?.is_some() {
+        return Err(Error::Conflict(format!("resource action {action_id} is already finished")));
+    }
+    let action: String = row.try_get("action")?;
+    let version: i64 = row.try_get("version")?;
+    let finished = now();
+    sqlx::query(
+        "UPDATE resource_action SET finished = $1, status = $2, changes = $3, change = $4, send_event = $5 \
+         WHERE environment = $6 AND action_id = $7",
+    )
+    .bind(finished.clone())
+    .bind(outcome.status.clone())
+    .bind(outcome.changes.as_ref().map(|c| c.to_string()))
+    .bind(outcome.change.clone())
+    .bind(outcome.send_event.map(i64::from))
+    .bind(env.to_string())
+    .bind(action_id.to_string())
+    .execute(&mut **tx)
+    .await?;
+    let seq: i64 = sqlx::query_scalar(
+        "SELECT COALESCE(MAX(seq) + 1, 0) FROM resource_log WHERE environment = $1 AND action_id = $2",
+    )
+    .bind(env.to_string())
+    .bind(action_id.to_string())
+    .fetch_one(&mut **tx)
+    .await?;
+    insert_logs(tx, env, action_id, seq, &outcome.messages).await?;
+    if action == "deploy" {
+        let (handler_run, status) = match outcome.status.as_str() {
+            "deployed" => ("successful", "deployed"),
+            "non_compliant" => ("successful", "non_compliant"),
+            "failed" => ("failed", "failed"),
+            "unavailable" => ("failed", "unavailable"),
+            "skipped" | "skipped_for_dependency" => ("skipped", "skipped"),
+            other => {
+                return Err(Error::BadRequest(format!("{other:?} is not an outcome of a deploy")));
+            }
+        };
+        let success = status == "deployed";
+        let newly_failed: Vec<String> = if status == "failed" {
+            sqlx::query_scalar(
+                "SELECT resource_id FROM resource_persistent_state WHERE environment = $1 \
+                 AND COALESCE(last_non_deploying_status, '') <> 'failed' AND resource_id IN \
+                 (SELECT resource_id FROM resource_action_resource WHERE environment = $1 AND action_id = $2)",
+            )
+            .bind(env.to_string())
+            .bind(action_id.to_string())
+            .fetch_all(&mut **tx)
+            .await?
+        } else {
+            vec![]
+        };
+        for rid in &newly_failed {
+            let reason = outcome.messages.iter().rev().find(|m| m.level == "ERROR").map(|m| m.msg.as_str());
+            let new = NewNotification {
+                title: "Resource deploy failed".into(),
+                message: format!("{rid} failed to deploy{}", reason.map(|r| format!(": {r}")).unwrap_or_default()),
+                severity: NotificationSeverity::Error,
+                uri: Some(format!("/console/resources/{}", encode_path(rid))),
+                compile_id: None,
+            };
+            insert_notification(tx, env, &new).await?;
+        }
+        // The hash deployed is the one of the version the action ran for.
+        sqlx::query(
+            "UPDATE resource_persistent_state SET is_deploying = 0, last_handler_run = $1, \
+             last_handler_run_at = $2, last_deploy = $2, last_non_deploying_status = $3, \
+             last_deployed_version = $4, last_deployed_attribute_hash = (SELECT r.attribute_hash FROM resource r \
+             WHERE r.environment = resource_persistent_state.environment AND r.version = $4 \
+             AND r.resource_id = resource_persistent_state.resource_id), \
+             last_success = CASE WHEN $5 = 1 THEN $2 ELSE last_success END, \
+             last_produced_events = CASE WHEN $6 = 1 THEN $2 ELSE last_produced_events END \
+             WHERE environment = $7 AND resource_id IN \
+             (SELECT resource_id FROM resource_action_resource WHERE environment = $7 AND action_id = $8)",
+        )
+        .bind(handler_run)
+        .bind(finished)
+        .bind(status)
+        .bind(version)
+        .bind(i64::from(success))
+        .bind(i64::from(outcome.change.as_deref().is_some_and(|c| c != "nochange")))
+        .bind(env.to_string())
+        .bind(action_id.to_string())
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
+/// Inserts an action row and its links to the resources it is about.
+async fn insert_action(
+    tx: &mut Transaction,
+    env: Uuid,
+    action_id: Uuid,
+    version: i64,
+    action: &str,
+    started: &str,
+    resource_ids: &[ResourceId],
+) -> Result<()> {
+    if !api::resource::RESOURCE_ACTIONS.contains(&action) {
+        return Err(Error::BadRequest(format!(
+            "unknown resource action {action:?}; expected one of {}",
+            api::resource::RESOURCE_ACTIONS.join(", ")
+        )));
+    }
+    let rvids: Vec<String> = resource_ids.iter().map(|id| id.versioned(version as u64)).collect();
+    sqlx::query(
+        "INSERT INTO resource_action (environment, action_id, version, action, started, resource_version_ids) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(env.to_string())
+    .bind(action_id.to_string())
+    .bind(version)
+    .bind(action.to_string())
+    .bind(started.to_string())
+    .bind(serde_json::json!(rvids).to_string())
+    .execute(&mut **tx)
+    .await?;
+    for id in resource_ids {
+        sqlx::query("INSERT INTO resource_action_resource (environment, action_id, resource_id) VALUES ($1, $2, $3)")
+            .bind(env.to_string())
+            .bind(action_id.to_string())
+            .bind(id.to_string())
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(())
+}
+
 async fn insert_logs(
     tx: &mut Transaction,
     env: Uuid,
@@ -721,4 +821,57 @@ fn encode_path(text: &str) -> String {
         }
     }
     out
+}
+
+/// What the scheduler knows of one resource of the latest released version when it (re)loads.
+#[derive(Debug, Clone)]
+pub struct ResourceIntent {
+    pub id: ResourceId,
+    pub version: i64,
+    /// The exported fields without `id` and `requires`.
+    pub attributes: serde_json::Map<String, serde_json::Value>,
+    pub requires: Vec<String>,
+    pub attribute_hash: String,
+    pub undefined: bool,
+    /// not_blocked, blocked or temporarily_blocked.
+    pub blocked: String,
+    pub last_deployed_attribute_hash: Option<String>,
+    /// The status of the last finished handler run (deployed, failed, skipped, ...).
+    pub last_status: Option<String>,
+    pub last_deploy: Option<String>,
+}
+
+impl Orchestrator {
+    /// The intent and known state of every resource of the latest released version.
+    pub async fn released_intents(&self, env: Uuid) -> Result<Vec<ResourceIntent>> {
+        let rows = sqlx::query(
+            "SELECT s.resource_id, s.current_intent_version, s.current_intent_requires, s.current_intent_attribute_hash, \
+             s.is_undefined, s.blocked, s.last_deployed_attribute_hash, s.last_non_deploying_status, s.last_deploy, \
+             r.attributes FROM resource_persistent_state s JOIN resource r ON r.environment = s.environment \
+             AND r.version = s.current_intent_version AND r.resource_id = s.resource_id \
+             WHERE s.environment = $1 AND s.is_orphan = 0",
+        )
+        .bind(env.to_string())
+        .fetch_all(self.store.pool())
+        .await?;
+        rows.into_iter()
+            .map(|row| {
+                let rid: String = row.try_get("resource_id")?;
+                Ok(ResourceIntent {
+                    id: ResourceId::parse(&rid).map_err(|e| Error::Corrupt(e.to_string()))?,
+                    version: row.try_get("current_intent_version")?,
+                    attributes: serde_json::from_str(&row.try_get::<String, _>("attributes")?)
+                        .map_err(corrupt("resource attributes"))?,
+                    requires: serde_json::from_str(&row.try_get::<String, _>("current_intent_requires")?)
+                        .map_err(corrupt("resource requires"))?,
+                    attribute_hash: row.try_get("current_intent_attribute_hash")?,
+                    undefined: row.try_get::<i64, _>("is_undefined")? != 0,
+                    blocked: row.try_get("blocked")?,
+                    last_deployed_attribute_hash: row.try_get("last_deployed_attribute_hash")?,
+                    last_status: row.try_get("last_non_deploying_status")?,
+                    last_deploy: row.try_get("last_deploy")?,
+                })
+            })
+            .collect()
+    }
 }

@@ -158,6 +158,7 @@ impl Orchestrator {
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
+        self.publish(crate::Event::SettingsChanged { env });
         Ok(())
     }
 }

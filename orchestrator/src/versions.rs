@@ -379,7 +379,9 @@ impl Orchestrator {
             .execute(&mut *tx)
             .await?;
         crate::resources::record_release(&mut tx, env, version).await?;
+        crate::agents::register_agents(&mut tx, env, version).await?;
         tx.commit().await?;
+        self.publish(crate::Event::VersionReleased { env, version });
         self.get_version_model(env, version).await
     }
 

@@ -1,0 +1,827 @@
+//! The scheduler: one per environment, inside the server (reference/deploy.md §4–§6).
+//!
+//! Each environment's scheduler is a single task that owns the state of its resources (intent,
+//! dirty, blocked, last run), so no locks are needed. Work is queued per agent in priority order;
+//! a task becomes ready when none of its direct requirements is scheduled or running (a count per
+//! task, so readiness costs O(dependents) per finished deploy, not a scan). Each agent runs one
+//! task at a time, agents run in parallel. Handler calls go through [`Dispatch`], which the server
+//! implements with the agent crate (in-process) or a remote agent session: this crate knows no
+//! handler. Results are written to the database in batches, so thousands of deploys cost a few
+//! commits; everything that matters after a crash is in the database, and a restarted scheduler
+//! rebuilds from it.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use api::ResourceId;
+use api::resource::LogLine;
+use tokio::sync::{mpsc, oneshot};
+use uuid::Uuid;
+
+use crate::resources::{ActionOutcome, FinishedAction, ResourceIntent};
+use crate::store::now;
+use crate::{Error, Event, Orchestrator, Result};
+
+/// One handler call for an agent to run.
+#[derive(Debug, Clone)]
+pub struct Task {
+    pub environment: Uuid,
+    pub resource_id: ResourceId,
+    pub version: i64,
+    pub attributes: serde_json::Map<String, serde_json::Value>,
+    pub dry_run: bool,
+    /// A requirement with `send_event` changed something since this resource's last deploy.
+    pub dependency_changed: bool,
+}
+
+/// What the handler reported.
+#[derive(Debug, Clone)]
+pub struct TaskOutcome {
+    /// A handler outcome: deployed, failed, skipped, skipped_for_dependency, unavailable,
+    /// non_compliant or dry.
+    pub status: String,
+    /// nochange, created, updated or purged.
+    pub change: String,
+    /// `{attribute: {current, desired}}`.
+    pub changes: serde_json::Map<String, serde_json::Value>,
+    pub logs: Vec<LogLine>,
+}
+
+/// Runs handler calls on agents. Implemented by the server (in-process agents, remote agents).
+pub trait Dispatch: Send + Sync + 'static {
+    fn execute(&self, agent: &str, task: Task) -> Pin<Box<dyn Future<Output = TaskOutcome> + Send>>;
+}
+
+/// Task priorities of reference/deploy.md §6.2: lower runs first.
+pub mod priority {
+    pub const USER_DEPLOY: u8 = 0;
+    pub const NEW_VERSION: u8 = 1;
+    pub const USER_REPAIR: u8 = 2;
+    pub const DRY_RUN: u8 = 3;
+    pub const INTERVAL_DEPLOY: u8 = 4;
+    pub const FACT_REFRESH: u8 = 5;
+    pub const INTERVAL_REPAIR: u8 = 6;
+}
+
+/// Which resources a user deploy or repair is about.
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    pub agents: Option<Vec<String>>,
+    pub resources: Option<Vec<String>>,
+}
+
+/// What the scheduler holds, for `GET /api/v2/scheduler_status` and for tests.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct SchedulerStatus {
+    pub scheduled: usize,
+    pub running: usize,
+    pub dirty: usize,
+    /// resource id -> status as the scheduler sees it.
+    pub resource_states: HashMap<String, String>,
+}
+
+enum Command {
+    Reload,
+    Settings,
+    Halt(bool),
+    Deploy { repair: bool, scope: Scope, reply: oneshot::Sender<Vec<String>> },
+    Status(oneshot::Sender<SchedulerStatus>),
+    WaitIdle(oneshot::Sender<()>),
+    Stop,
+}
+
+/// The schedulers of every environment of a server.
+pub struct Schedulers {
+    orchestrator: Orchestrator,
+    dispatch: Arc<dyn Dispatch>,
+    running: Mutex<HashMap<Uuid, mpsc::UnboundedSender<Command>>>,
+}
+
+impl Schedulers {
+    /// Starts a scheduler for every environment that has released something and is not halted,
+    /// and follows the orchestrator's events from then on.
+    pub async fn start(orchestrator: Orchestrator, dispatch: Arc<dyn Dispatch>) -> Result<Arc<Schedulers>> {
+        orchestrator.mark_all_agents_down().await?;
+        let schedulers =
+            Arc::new(Schedulers { orchestrator: orchestrator.clone(), dispatch, running: Mutex::new(HashMap::new()) });
+        let mut events = orchestrator.subscribe();
+        for env in orchestrator.list_environments().await? {
+            if !env.halted {
+                schedulers.ensure(env.id);
+            }
+        }
+        let me = Arc::downgrade(&schedulers);
+        tokio::spawn(async move {
+            loop {
+                let event = events.recv().await;
+                let Some(me) = me.upgrade() else { return };
+                match event {
+                    Ok(Event::VersionReleased { env, .. }) => me.send(env, Command::Reload, true),
+                    Ok(Event::Halted { env, halted }) => me.send(env, Command::Halt(halted), true),
+                    Ok(Event::SettingsChanged { env }) => me.send(env, Command::Settings, false),
+                    Ok(Event::EnvironmentDeleted { env }) => me.stop(env),
+                    Ok(Event::ResourcesChanged { .. }) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        let envs: Vec<Uuid> =
+                            me.running.lock().map(|r| r.keys().copied().collect()).unwrap_or_default();
+                        for env in envs {
+                            me.send(env, Command::Reload, false);
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        });
+        Ok(schedulers)
+    }
+
+    /// The scheduler of `env`, started if it is not running.
+    fn ensure(&self, env: Uuid) -> mpsc::UnboundedSender<Command> {
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(tx) = running.get(&env).filter(|tx| !tx.is_closed()) {
+            return tx.clone();
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let scheduler = EnvScheduler::new(env, self.orchestrator.clone(), self.dispatch.clone());
+        tokio::spawn(scheduler.run(rx));
+        running.insert(env, tx.clone());
+        tx
+    }
+
+    fn send(&self, env: Uuid, command: Command, start: bool) {
+        let tx = if start {
+            Some(self.ensure(env))
+        } else {
+            self.running.lock().unwrap_or_else(|e| e.into_inner()).get(&env).cloned()
+        };
+        if let Some(tx) = tx {
+            let _ = tx.send(command);
+        }
+    }
+
+    fn stop(&self, env: Uuid) {
+        if let Some(tx) = self.running.lock().unwrap_or_else(|e| e.into_inner()).remove(&env) {
+            let _ = tx.send(Command::Stop);
+        }
+    }
+
+    /// A user deploy (dirty resources) or repair (every resource that is not blocked) in
+    /// `scope`; returns the resource ids that were scheduled.
+    pub async fn deploy(&self, env: Uuid, repair: bool, scope: Scope) -> Result<Vec<String>> {
+        let environment = self.orchestrator.get_environment(env, Default::default()).await?;
+        if environment.halted {
+            return Err(Error::Conflict(format!("environment {env} is halted: resume it to deploy")));
+        }
+        let (reply, answer) = oneshot::channel();
+        self.ensure(env)
+            .send(Command::Deploy { repair, scope, reply })
+            .map_err(|_| Error::Conflict("the scheduler of this environment stopped".into()))?;
+        answer.await.map_err(|_| Error::Conflict("the scheduler of this environment stopped".into()))
+    }
+
+    pub async fn status(&self, env: Uuid) -> Result<SchedulerStatus> {
+        let environment = self.orchestrator.get_environment(env, Default::default()).await?;
+        if environment.halted {
+            return Err(Error::NotFound(format!("environment {env} is halted: its scheduler is not running")));
+        }
+        let (reply, answer) = oneshot::channel();
+        let _ = self.ensure(env).send(Command::Status(reply));
+        answer.await.map_err(|_| Error::NotFound("the scheduler of this environment stopped".into()))
+    }
+
+    /// Waits until nothing is scheduled or running and every result is stored.
+    pub async fn wait_idle(&self, env: Uuid) -> Result<()> {
+        let (reply, answer) = oneshot::channel();
+        let _ = self.ensure(env).send(Command::WaitIdle(reply));
+        answer.await.map_err(|_| Error::Conflict("the scheduler of this environment stopped".into()))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Blocked {
+    No,
+    /// Undefined or depending on an undefined resource: fixed for the version.
+    Yes,
+    /// Skipped because a requirement is not deployed; lifted by a recovery event.
+    Temporarily,
+}
+
+impl Blocked {
+    fn parse(text: &str) -> Blocked {
+        match text {
+            "blocked" => Blocked::Yes,
+            "temporarily_blocked" => Blocked::Temporarily,
+            _ => Blocked::No,
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Blocked::No => "not_blocked",
+            Blocked::Yes => "blocked",
+            Blocked::Temporarily => "temporarily_blocked",
+        }
+    }
+}
+
+struct Resource {
+    id: ResourceId,
+    version: i64,
+    attributes: serde_json::Map<String, serde_json::Value>,
+    requires: Vec<String>,
+    hash: String,
+    undefined: bool,
+    blocked: Blocked,
+    last_deployed_hash: Option<String>,
+    last_status: Option<String>,
+    /// Needs a deploy: intent changed or the last run did not end compliant.
+    dirty: bool,
+    /// When the last handler run ended, for the interval timers.
+    last_end: Option<Instant>,
+}
+
+impl Resource {
+    fn from_intent(intent: ResourceIntent) -> Resource {
+        let blocked = Blocked::parse(&intent.blocked);
+        let compliant = intent.last_deployed_attribute_hash.as_deref() == Some(intent.attribute_hash.as_str())
+            && matches!(intent.last_status.as_deref(), Some("deployed"));
+        Resource {
+            id: intent.id,
+            version: intent.version,
+            dirty: !compliant && blocked == Blocked::No,
+            attributes: intent.attributes,
+            requires: intent.requires,
+            hash: intent.attribute_hash,
+            undefined: intent.undefined,
+            blocked,
+            last_deployed_hash: intent.last_deployed_attribute_hash,
+            last_status: intent.last_status,
+            // Interval timers count from the scheduler's start for resources deployed before it.
+            last_end: intent.last_deploy.map(|_| Instant::now()),
+        }
+    }
+
+    fn flag(&self, name: &str, default: bool) -> bool {
+        self.attributes.get(name).and_then(|v| v.as_bool()).unwrap_or(default)
+    }
+}
+
+struct Pending {
+    priority: u8,
+    seq: u64,
+    /// Requirements still scheduled or running.
+    waiting: usize,
+    dependency_changed: bool,
+}
+
+struct Running {
+    hash: String,
+    priority: u8,
+    /// Scheduled again while running (an event or a new intent): run once more afterwards.
+    again: Option<(u8, bool)>,
+}
+
+#[derive(Default)]
+struct AgentQueue {
+    ready: BinaryHeap<Reverse<(u8, u64, String)>>,
+    busy: bool,
+    paused: bool,
+}
+
+/// Seconds between runs, from `autostart_agent_deploy_interval` / `..._repair_interval`.
+/// 0 disables; cron expressions are not supported yet and disable the timer with a warning.
+fn interval(value: Option<&api::SettingValue>, default: u64) -> Option<Duration> {
+    let text = match value {
+        Some(api::SettingValue::Int(i)) => i.to_string(),
+        Some(api::SettingValue::Str(s)) => s.clone(),
+        Some(other) => format!("{other:?}"),
+        None => default.to_string(),
+    };
+    match text.trim().parse::<u64>() {
+        Ok(0) => None,
+        Ok(seconds) => Some(Duration::from_secs(seconds)),
+        Err(_) => {
+            tracing::warn!(value = %text, "cron intervals are not supported yet; the timer is off");
+            None
+        }
+    }
+}
+
+struct EnvScheduler {
+    env: Uuid,
+    orchestrator: Orchestrator,
+    dispatch: Arc<dyn Dispatch>,
+    resources: HashMap<String, Resource>,
+    dependents: HashMap<String, Vec<String>>,
+    tasks: HashMap<String, Pending>,
+    running: HashMap<String, Running>,
+    agents: HashMap<String, AgentQueue>,
+    seq: u64,
+    halted: bool,
+    deploy_interval: Option<Duration>,
+    repair_interval: Option<Duration>,
+    // Writes waiting for the next flush.
+    started: Vec<String>,
+    finished: Vec<FinishedAction>,
+    blocked_changes: Vec<(String, Blocked)>,
+    idle_waiters: Vec<oneshot::Sender<()>>,
+    done_tx: mpsc::UnboundedSender<(String, String, TaskOutcome)>,
+    done_rx: Option<mpsc::UnboundedReceiver<(String, String, TaskOutcome)>>,
+}
+
+impl EnvScheduler {
+    fn new(env: Uuid, orchestrator: Orchestrator, dispatch: Arc<dyn Dispatch>) -> EnvScheduler {
+        let (done_tx, done_rx) = mpsc::unbounded_channel();
+        EnvScheduler {
+            env,
+            orchestrator,
+            dispatch,
+            resources: HashMap::new(),
+            dependents: HashMap::new(),
+            tasks: HashMap::new(),
+            running: HashMap::new(),
+            agents: HashMap::new(),
+            seq: 0,
+            halted: false,
+            deploy_interval: None,
+            repair_interval: None,
+            started: vec![],
+            finished: vec![],
+            blocked_changes: vec![],
+            idle_waiters: vec![],
+            done_tx,
+            done_rx: Some(done_rx),
+        }
+    }
+
+    async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
+        let env = self.env;
+        if let Err(e) = self.start().await {
+            tracing::error!(%env, error = %e, "scheduler could not start");
+            return;
+        }
+        let mut done_rx = self.done_rx.take().expect("receiver set in new");
+        let mut flush = tokio::time::interval(Duration::from_millis(100));
+        let mut timers = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tokio::select! {
+                command = commands.recv() => match command {
+                    None | Some(Command::Stop) => break,
+                    Some(command) => self.command(command).await,
+                },
+                Some((rid, started, outcome)) = done_rx.recv() => self.finish(&rid, started, outcome),
+                _ = flush.tick() => self.flush().await,
+                _ = timers.tick() => self.timers(),
+            }
+            self.dispatch_ready();
+            if self.tasks.is_empty() && self.running.is_empty() && !self.idle_waiters.is_empty() {
+                self.flush().await;
+                for waiter in self.idle_waiters.drain(..) {
+                    let _ = waiter.send(());
+                }
+            }
+        }
+        self.flush().await;
+        let _ = self.orchestrator.mark_agents_up(env, false).await;
+        tracing::info!(%env, "scheduler stopped");
+    }
+
+    async fn start(&mut self) -> Result<()> {
+        let env = self.env;
+        // Nothing is deploying after a restart: what was running when the server died runs again.
+        self.orchestrator.reset_deploying(env).await?;
+        self.load_settings().await?;
+        self.reload(priority::NEW_VERSION).await?;
+        tracing::info!(%env, resources = self.resources.len(), scheduled = self.tasks.len(), "scheduler started");
+        Ok(())
+    }
+
+    async fn load_settings(&mut self) -> Result<()> {
+        let environment = self.orchestrator.get_environment(self.env, Default::default()).await?;
+        self.halted = environment.halted;
+        let settings = self.orchestrator.environment_settings(self.env).await?.settings;
+        self.deploy_interval = interval(settings.get(api::settings::names::DEPLOY_INTERVAL), 600);
+        self.repair_interval = interval(settings.get(api::settings::names::REPAIR_INTERVAL), 86400);
+        let paused: HashSet<String> = self.orchestrator.paused_agents(self.env).await?.into_iter().collect();
+        for (name, queue) in &mut self.agents {
+            queue.paused = paused.contains(name);
+        }
+        for name in paused {
+            self.agents.entry(name).or_default().paused = true;
+        }
+        Ok(())
+    }
+
+    /// Reads the latest released version: unchanged resources keep their state, new and changed
+    /// ones become dirty; every dirty resource is scheduled.
+    async fn reload(&mut self, prio: u8) -> Result<()> {
+        let intents = self.orchestrator.released_intents(self.env).await?;
+        let mut fresh: HashMap<String, Resource> = HashMap::with_capacity(intents.len());
+        for intent in intents {
+            let rid = intent.id.to_string();
+            let mut resource = Resource::from_intent(intent);
+            if let Some(old) = self.resources.remove(&rid)
+                && old.hash == resource.hash
+            {
+                resource.dirty = old.dirty;
+                resource.last_end = old.last_end;
+            }
+            fresh.insert(rid, resource);
+        }
+        // Tasks of resources that are gone are dropped; their heap entries go stale.
+        self.tasks.retain(|rid, _| fresh.contains_key(rid));
+        self.resources = fresh;
+        self.dependents.clear();
+        for (rid, resource) in &self.resources {
+            for req in &resource.requires {
+                self.dependents.entry(req.clone()).or_default().push(rid.clone());
+            }
+        }
+        // Waiting counts are recomputed against the new graph.
+        let rids: Vec<String> = self.tasks.keys().cloned().collect();
+        for rid in &rids {
+            let waiting = self.waiting_for(rid);
+            if let Some(task) = self.tasks.get_mut(rid) {
+                task.waiting = waiting;
+            }
+        }
+        for rid in &rids {
+            self.push_if_ready(rid);
+        }
+        let dirty: Vec<String> = self
+            .resources
+            .iter()
+            .filter(|(_, r)| r.dirty && r.blocked == Blocked::No)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for rid in dirty {
+            self.schedule(&rid, prio, false);
+        }
+        // A new version may name new agents: this scheduler serves them too.
+        self.orchestrator.mark_agents_up(self.env, true).await?;
+        Ok(())
+    }
+
+    async fn command(&mut self, command: Command) {
+        let env = self.env;
+        match command {
+            Command::Reload => {
+                if let Err(e) = self.reload(priority::NEW_VERSION).await {
+                    tracing::error!(%env, error = %e, "scheduler could not read the new version");
+                }
+            }
+            Command::Settings => {
+                if let Err(e) = self.load_settings().await {
+                    tracing::error!(%env, error = %e, "scheduler could not read the settings");
+                }
+            }
+            Command::Halt(halted) => {
+                self.halted = halted;
+                let _ = self.load_settings().await;
+                if !halted && let Err(e) = self.reload(priority::NEW_VERSION).await {
+                    tracing::error!(%env, error = %e, "scheduler could not reload on resume");
+                }
+            }
+            Command::Deploy { repair, scope, reply } => {
+                let scheduled = self.user_deploy(repair, &scope);
+                let _ = reply.send(scheduled);
+            }
+            Command::Status(reply) => {
+                let resource_states = self.resources.keys().map(|rid| (rid.clone(), self.status_of(rid))).collect();
+                let _ = reply.send(SchedulerStatus {
+                    scheduled: self.tasks.len(),
+                    running: self.running.len(),
+                    dirty: self.resources.values().filter(|r| r.dirty).count(),
+                    resource_states,
+                });
+            }
+            Command::WaitIdle(reply) => self.idle_waiters.push(reply),
+            Command::Stop => {}
+        }
+    }
+
+    fn user_deploy(&mut self, repair: bool, scope: &Scope) -> Vec<String> {
+        let wanted: Option<HashSet<&String>> = scope.resources.as_ref().map(|r| r.iter().collect());
+        let agents: Option<HashSet<&String>> = scope.agents.as_ref().map(|a| a.iter().collect());
+        let mut chosen: Vec<String> = self
+            .resources
+            .iter()
+            .filter(|(rid, r)| {
+                wanted.as_ref().is_none_or(|w| w.contains(rid))
+                    && agents.as_ref().is_none_or(|a| a.contains(&r.id.agent))
+                    && r.blocked != Blocked::Yes
+                    && (repair || r.dirty)
+            })
+            .map(|(rid, _)| rid.clone())
+            .collect();
+        chosen.sort();
+        let prio = if repair { priority::USER_REPAIR } else { priority::USER_DEPLOY };
+        for rid in &chosen {
+            self.schedule(rid, prio, false);
+        }
+        chosen
+    }
+
+    fn waiting_for(&self, rid: &str) -> usize {
+        self.resources.get(rid).map_or(0, |r| {
+            r.requires.iter().filter(|q| self.tasks.contains_key(*q) || self.running.contains_key(*q)).count()
+        })
+    }
+
+    fn push_if_ready(&mut self, rid: &str) {
+        let Some(task) = self.tasks.get(rid) else { return };
+        if task.waiting != 0 {
+            return;
+        }
+        let Some(resource) = self.resources.get(rid) else { return };
+        let agent = resource.id.agent.clone();
+        self.agents.entry(agent).or_default().ready.push(Reverse((task.priority, task.seq, rid.to_string())));
+    }
+
+    /// Queues a deploy of `rid`; a resource already queued keeps one task at the best priority,
+    /// one that is running runs once more afterwards.
+    fn schedule(&mut self, rid: &str, prio: u8, dependency_changed: bool) {
+        let Some(resource) = self.resources.get(rid) else { return };
+        if resource.blocked == Blocked::Yes || resource.undefined {
+            return;
+        }
+        if let Some(run) = self.running.get_mut(rid) {
+            let (p, changed) = run.again.unwrap_or((prio, false));
+            run.again = Some((p.min(prio), changed || dependency_changed));
+            return;
+        }
+        self.seq += 1;
+        let seq = self.seq;
+        if let Some(task) = self.tasks.get_mut(rid) {
+            task.dependency_changed |= dependency_changed;
+            if prio < task.priority {
+                task.priority = prio;
+                task.seq = seq;
+                self.push_if_ready(rid);
+            }
+            return;
+        }
+        let waiting = self.waiting_for(rid);
+        for dependent in self.dependents.get(rid).cloned().unwrap_or_default() {
+            if let Some(task) = self.tasks.get_mut(&dependent) {
+                task.waiting += 1;
+            }
+        }
+        self.tasks.insert(rid.to_string(), Pending { priority: prio, seq, waiting, dependency_changed });
+        self.push_if_ready(rid);
+    }
+
+    /// The single status of a resource as the scheduler knows it (reference/deploy.md §2.3).
+    fn status_of(&self, rid: &str) -> String {
+        let Some(r) = self.resources.get(rid) else { return "orphaned".into() };
+        if self.running.contains_key(rid) {
+            "deploying".into()
+        } else if r.undefined {
+            "undefined".into()
+        } else if r.blocked == Blocked::Yes {
+            "skipped_for_undefined".into()
+        } else if r.last_deployed_hash.as_deref() != Some(r.hash.as_str()) || r.last_status.is_none() {
+            "available".into()
+        } else {
+            r.last_status.clone().unwrap_or_default()
+        }
+    }
+
+    /// Starts the best ready task of every free agent.
+    fn dispatch_ready(&mut self) {
+        if self.halted {
+            return;
+        }
+        let free: Vec<String> = self
+            .agents
+            .iter()
+            .filter(|(_, q)| !q.busy && !q.paused && !q.ready.is_empty())
+            .map(|(a, _)| a.clone())
+            .collect();
+        for agent in free {
+            loop {
+                let Some(queue) = self.agents.get_mut(&agent) else { break };
+                let Some(Reverse((prio, seq, rid))) = queue.ready.pop() else { break };
+                let valid = self.tasks.get(&rid).is_some_and(|t| t.seq == seq && t.waiting == 0 && t.priority == prio);
+                if !valid {
+                    continue;
+                }
+                self.start_task(&agent, &rid);
+                // A task skipped for its dependencies finishes at once: the agent is free again.
+                if self.agents.get(&agent).is_some_and(|q| q.busy) {
+                    break;
+                }
+            }
+        }
+    }
+
+    fn start_task(&mut self, agent: &str, rid: &str) {
+        let Some(task) = self.tasks.remove(rid) else { return };
+        let Some(resource) = self.resources.get(rid) else { return };
+        let started = now();
+        self.running
+            .insert(rid.to_string(), Running { hash: resource.hash.clone(), priority: task.priority, again: None });
+        // The handler runs only when every requirement is deployed (reference/deploy.md §3.1).
+        let report_only = resource.flag("report_only", false);
+        let blocking = if report_only {
+            None
+        } else {
+            resource.requires.iter().find_map(|req| {
+                let status = self.status_of(req);
+                match status.as_str() {
+                    "deployed" => None,
+                    "dry" | "undefined" | "skipped_for_undefined" => {
+                        Some(format!("requirement {req} is {status}: this resource cannot be deployed"))
+                    }
+                    "available" | "deploying" => {
+                        Some(format!("requirement {req} is not deployed yet ({status}); retry when it is"))
+                    }
+                    _ => Some(format!("skipped because requirement {req} is {status}")),
+                }
+            })
+        };
+        if let Some(reason) = blocking {
+            let outcome = TaskOutcome {
+                status: "skipped_for_dependency".into(),
+                change: "nochange".into(),
+                changes: Default::default(),
+                logs: vec![LogLine {
+                    level: "INFO".into(),
+                    msg: reason,
+                    args: vec![],
+                    kwargs: Default::default(),
+                    timestamp: now(),
+                }],
+            };
+            self.finish(rid, started, outcome);
+            return;
+        }
+        if let Some(queue) = self.agents.get_mut(agent) {
+            queue.busy = true;
+        }
+        self.started.push(rid.to_string());
+        let job = Task {
+            environment: self.env,
+            resource_id: resource.id.clone(),
+            version: resource.version,
+            attributes: resource.attributes.clone(),
+            dry_run: false,
+            dependency_changed: task.dependency_changed,
+        };
+        let future = self.dispatch.execute(agent, job);
+        let done = self.done_tx.clone();
+        let rid = rid.to_string();
+        tokio::spawn(async move {
+            let outcome = future.await;
+            let _ = done.send((rid, started, outcome));
+        });
+    }
+
+    /// Applies a finished deploy (reference/deploy.md §6.4) and queues its writes.
+    fn finish(&mut self, rid: &str, started: String, outcome: TaskOutcome) {
+        let Some(run) = self.running.remove(rid) else { return };
+        let Some(resource) = self.resources.get(rid) else { return };
+        let agent = resource.id.agent.clone();
+        if let Some(queue) = self.agents.get_mut(&agent) {
+            queue.busy = false;
+        }
+        for dependent in self.dependents.get(rid).cloned().unwrap_or_default() {
+            if let Some(task) = self.tasks.get_mut(&dependent) {
+                task.waiting = task.waiting.saturating_sub(1);
+            }
+            self.push_if_ready(&dependent);
+        }
+        let Some(resource) = self.resources.get_mut(rid) else { return };
+        let stale = run.hash != resource.hash;
+        let was_deployed = resource.last_status.as_deref() == Some("deployed");
+        let status = outcome.status.as_str();
+        let db_status = if status == "skipped_for_dependency" { "skipped" } else { status };
+        resource.last_end = Some(Instant::now());
+        resource.last_deployed_hash = Some(run.hash.clone());
+        resource.last_status = Some(db_status.to_string());
+        let mut recovered = false;
+        let mut send_events = false;
+        if !stale {
+            match status {
+                "deployed" | "non_compliant" => {
+                    resource.dirty = false;
+                    if resource.blocked == Blocked::Temporarily {
+                        resource.blocked = Blocked::No;
+                        self.blocked_changes.push((rid.to_string(), Blocked::No));
+                    }
+                    recovered = status == "deployed" && !was_deployed;
+                    send_events = outcome.change != "nochange" && resource.flag("send_event", true);
+                }
+                "skipped_for_dependency" => {
+                    resource.dirty = false;
+                    resource.blocked = Blocked::Temporarily;
+                    self.blocked_changes.push((rid.to_string(), Blocked::Temporarily));
+                }
+                _ => resource.dirty = true,
+            }
+        }
+        let version = resource.version;
+        let id = resource.id.clone();
+        let mut changes = serde_json::Map::new();
+        if !outcome.changes.is_empty() {
+            changes.insert(id.versioned(version as u64), serde_json::Value::Object(outcome.changes.clone()));
+        }
+        self.finished.push(FinishedAction {
+            action_id: Uuid::new_v4(),
+            version,
+            action: "deploy".into(),
+            started,
+            resource_ids: vec![id],
+            outcome: ActionOutcome {
+                status: outcome.status.clone(),
+                messages: outcome.logs,
+                changes: (!changes.is_empty()).then_some(serde_json::Value::Object(changes)),
+                change: Some(outcome.change.clone()),
+                send_event: Some(send_events),
+            },
+        });
+        let dependents = self.dependents.get(rid).cloned().unwrap_or_default();
+        if recovered {
+            for dependent in &dependents {
+                if let Some(d) = self.resources.get_mut(dependent)
+                    && d.blocked == Blocked::Temporarily
+                {
+                    d.blocked = Blocked::No;
+                    d.dirty = true;
+                    self.blocked_changes.push((dependent.clone(), Blocked::No));
+                    self.schedule(dependent, run.priority, false);
+                }
+            }
+        }
+        if send_events {
+            for dependent in &dependents {
+                let receives = self
+                    .resources
+                    .get(dependent)
+                    .is_some_and(|d| d.blocked == Blocked::No && d.flag("receive_events", true));
+                if receives {
+                    self.schedule(dependent, run.priority, true);
+                }
+            }
+        }
+        if let Some((prio, changed)) = run.again {
+            self.schedule(rid, prio, changed);
+        }
+    }
+
+    /// Per-resource timers: retry dirty ones after the deploy interval, repair every one after
+    /// the repair interval (reference/deploy.md §6.3).
+    fn timers(&mut self) {
+        if self.halted {
+            return;
+        }
+        let now = Instant::now();
+        let mut due: Vec<(String, u8)> = vec![];
+        for (rid, r) in &self.resources {
+            if r.blocked == Blocked::Yes || self.tasks.contains_key(rid) || self.running.contains_key(rid) {
+                continue;
+            }
+            let Some(end) = r.last_end else { continue };
+            let elapsed = now.saturating_duration_since(end);
+            if r.dirty
+                && r.blocked == Blocked::No
+                && let Some(every) = self.deploy_interval
+                && elapsed >= every
+            {
+                due.push((rid.clone(), priority::INTERVAL_DEPLOY));
+            } else if let Some(every) = self.repair_interval
+                && elapsed >= every
+            {
+                due.push((rid.clone(), priority::INTERVAL_REPAIR));
+            }
+        }
+        for (rid, prio) in due {
+            // Re-arm: the timer restarts from now even if the run is queued behind others.
+            if let Some(r) = self.resources.get_mut(&rid) {
+                r.last_end = Some(now);
+            }
+            self.schedule(&rid, prio, false);
+        }
+    }
+
+    async fn flush(&mut self) {
+        let env = self.env;
+        let started = std::mem::take(&mut self.started);
+        if let Err(e) = self.orchestrator.mark_deploying(env, &started, true).await {
+            tracing::error!(%env, error = %e, "could not store deploying resources");
+        }
+        let finished = std::mem::take(&mut self.finished);
+        if let Err(e) = self.orchestrator.record_actions(env, &finished).await {
+            tracing::error!(%env, error = %e, count = finished.len(), "could not store deploy results");
+        }
+        for (rid, blocked) in std::mem::take(&mut self.blocked_changes) {
+            if let Err(e) = self.orchestrator.set_blocked(env, &rid, blocked.as_str()).await {
+                tracing::error!(%env, error = %e, "could not store blocked state");
+            }
+        }
+    }
+}
