@@ -42,6 +42,23 @@ ensure_wasm_bindgen() {
   fi
 }
 
+# OpenSSH server and client from Debian for the agent's ssh tests (they start their own sshd on a
+# loopback port; the system service is never started or configured).
+# The ssh2 crate (SSH transport of the agent) builds libssh2 against the system OpenSSL.
+ensure_build_deps() {
+  if ! pkg-config --exists openssl 2>/dev/null; then
+    log "installing build dependencies (Debian packages libssl-dev, pkg-config)"
+    apt_install libssl-dev pkg-config
+  fi
+}
+
+ensure_sshd() {
+  if [ ! -x /usr/sbin/sshd ] || ! command -v ssh-keygen >/dev/null; then
+    log "installing OpenSSH (Debian packages openssh-server, openssh-client)"
+    apt_install openssh-server openssh-client
+  fi
+}
+
 # Chromium (and its driver, for wasm-bindgen-test-runner) from Debian for the browser tests.
 # Playwright's own browser download is never used.
 ensure_chromium() {

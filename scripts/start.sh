@@ -5,6 +5,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
+ensure_build_deps
 log "building the console"
 scripts/build-console.sh --release
 log "building the server"

@@ -8,6 +8,9 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 started=$(date +%s)
 
+ensure_build_deps
+ensure_sshd
+
 log "format and lints"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings

@@ -603,9 +603,7 @@ impl EnvScheduler {
             .map(|(a, _)| a.clone())
             .collect();
         for agent in free {
-            loop {
-                let Some(queue) = self.agents.get_mut(&agent) else { break };
-                let Some(Reverse((prio, seq, rid))) = queue.ready.pop() else { break };
+            while let Some(Reverse((prio, seq, rid))) = self.agents.get_mut(&agent).and_then(|q| q.ready.pop()) {
                 let valid = self.tasks.get(&rid).is_some_and(|t| t.seq == seq && t.waiting == 0 && t.priority == prio);
                 if !valid {
                     continue;

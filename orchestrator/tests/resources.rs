@@ -99,7 +99,10 @@ async fn release_tracks_status_orphans_and_summary() {
 
     // A deploy of /a succeeds, /b fails: states, notification, logs.
     let id_a = ResourceId::parse(&a).unwrap();
-    let action = o.begin_resource_action(env, v1, "deploy", &[id_a.clone()], &[line("INFO", "start")]).await.unwrap();
+    let action = o
+        .begin_resource_action(env, v1, "deploy", std::slice::from_ref(&id_a), &[line("INFO", "start")])
+        .await
+        .unwrap();
     let deploying = o.released_resource(env, &a).await.unwrap();
     assert_eq!(deploying.status, "deploying");
     o.finish_resource_action(

@@ -1,5 +1,6 @@
 //! The `inmanta` binary: server, and the client commands that drive it over the REST API.
 
+mod agents;
 mod cli;
 mod config;
 mod console;

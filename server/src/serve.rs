@@ -21,7 +21,11 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot open the database {}", config.database_display()))?;
 
-    let state = AppState { orchestrator: orchestrator.clone(), started: std::time::Instant::now() };
+    let agents = std::sync::Arc::new(crate::agents::InProcessAgents::new(orchestrator.clone()));
+    let schedulers = orchestrator::scheduler::Schedulers::start(orchestrator.clone(), agents)
+        .await
+        .context("cannot start the schedulers")?;
+    let state = AppState { orchestrator: orchestrator.clone(), schedulers, started: std::time::Instant::now() };
     let mut app = Router::new().merge(rest::router(state, config.max_request_body_size));
     if config.console_enabled {
         app = app.merge(crate::console::router(orchestrator.clone(), config.console_path.clone()));

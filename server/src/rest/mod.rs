@@ -2,6 +2,8 @@
 //! routes; this file composes them and adds what every route shares (JSON errors, body limit,
 //! gzip, the `X-Inmanta-tid` echo).
 
+mod agents;
+mod deploy;
 mod environments;
 pub mod error;
 mod extract;
@@ -28,7 +30,14 @@ use self::error::ApiError;
 #[derive(Clone)]
 pub struct AppState {
     pub orchestrator: orchestrator::Orchestrator,
+    pub schedulers: std::sync::Arc<orchestrator::scheduler::Schedulers>,
     pub started: std::time::Instant,
+}
+
+impl axum::extract::FromRef<AppState> for std::sync::Arc<orchestrator::scheduler::Schedulers> {
+    fn from_ref(state: &AppState) -> Self {
+        state.schedulers.clone()
+    }
 }
 
 impl axum::extract::FromRef<AppState> for orchestrator::Orchestrator {
@@ -49,6 +58,8 @@ pub fn router(state: AppState, max_body_bytes: usize) -> Router {
         .merge(resources::router())
         .merge(parameters::router())
         .merge(notifications::router())
+        .merge(agents::router())
+        .merge(deploy::router())
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body_bytes))
         .layer(RequestDecompressionLayer::new())

@@ -1,0 +1,199 @@
+//! Real-time drift detection: watch the paths of deployed `fs` resources (inotify through the
+//! `notify` crate) and report the resource id as soon as someone else changes them, so the
+//! scheduler can repair at once instead of at the next repair interval.
+//!
+//! Each path is watched through its parent directory, which also sees the path being deleted,
+//! recreated or renamed over (what editors do).
+//! Events are debounced per resource, and events caused by our own handler are ignored: call
+//! [`DriftWatcher::suspend`] around a handler run; `watch` and the end of a suspension open a short
+//! quiet window for events still in flight.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use notify::event::{AccessKind, AccessMode};
+use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
+use serde_json::Value;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+use crate::resource::ResourceRequest;
+use api::ResourceId;
+
+/// Events for one resource closer together than this are reported once.
+const DEBOUNCE: Duration = Duration::from_millis(50);
+/// After `watch` or a suspension ends, events are ignored this long (our own writes in flight).
+const QUIET: Duration = Duration::from_millis(150);
+
+/// The local paths whose change means drift for this resource (none for remote hosts and
+/// resource types that are not files).
+pub fn watch_paths(req: &ResourceRequest) -> Vec<PathBuf> {
+    let local = match req.attributes.get("via") {
+        None | Some(Value::Null) => true,
+        Some(v) => v.get("method_name").and_then(Value::as_str).unwrap_or("local") == "local",
+    };
+    let attr = match req.id.entity_type.as_str() {
+        "fs::File" | "fs::Directory" => "path",
+        "fs::Symlink" => "dst",
+        _ => return Vec::new(),
+    };
+    match (local, req.opt_str(attr)) {
+        (true, Some(p)) if p.starts_with('/') => vec![PathBuf::from(p)],
+        _ => Vec::new(),
+    }
+}
+
+struct Entry {
+    paths: Vec<PathBuf>,
+    quiet_until: Instant,
+    suspended: usize,
+}
+
+#[derive(Default)]
+struct State {
+    entries: HashMap<ResourceId, Entry>,
+    /// Parent directories watched, with how many watched paths live in each.
+    dirs: HashMap<PathBuf, usize>,
+}
+
+/// Watches paths per resource and yields the ids of resources whose paths changed.
+pub struct DriftWatcher {
+    state: Arc<Mutex<State>>,
+    watcher: Mutex<RecommendedWatcher>,
+}
+
+/// Keeps a resource's events ignored while it lives (see [`DriftWatcher::suspend`]).
+pub struct SuspendGuard {
+    state: Arc<Mutex<State>>,
+    rid: ResourceId,
+}
+
+impl Drop for SuspendGuard {
+    fn drop(&mut self) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(e) = st.entries.get_mut(&self.rid) {
+            e.suspended = e.suspended.saturating_sub(1);
+            e.quiet_until = Instant::now() + QUIET;
+        }
+    }
+}
+
+impl DriftWatcher {
+    /// Starts the watcher; the receiver yields a resource id each time its paths drift.
+    pub fn new() -> Result<(DriftWatcher, UnboundedReceiver<ResourceId>), String> {
+        let state = Arc::new(Mutex::new(State::default()));
+        let (raw_tx, raw_rx) = mpsc::channel::<notify::Event>();
+        let watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+            if let Ok(ev) = res {
+                let _ = raw_tx.send(ev);
+            }
+        })
+        .map_err(|e| format!("cannot start the file watcher: {e}"))?;
+        let (tx, rx) = unbounded_channel();
+        let st = state.clone();
+        thread::Builder::new()
+            .name("drift-watcher".into())
+            .spawn(move || debounce_loop(st, raw_rx, tx))
+            .map_err(|e| format!("cannot start the drift thread: {e}"))?;
+        Ok((DriftWatcher { state, watcher: Mutex::new(watcher) }, rx))
+    }
+
+    /// Watches `paths` for `rid` (replacing what was watched for it before).
+    pub fn watch(&self, rid: &ResourceId, paths: &[PathBuf]) -> Result<(), String> {
+        self.unwatch(rid);
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut watcher = self.watcher.lock().unwrap_or_else(|p| p.into_inner());
+        let mut added: Vec<PathBuf> = Vec::new();
+        for p in paths {
+            let dir = p.parent().unwrap_or(Path::new("/")).to_path_buf();
+            if !st.dirs.contains_key(&dir)
+                && let Err(e) = watcher.watch(&dir, RecursiveMode::NonRecursive)
+            {
+                for d in &added {
+                    release_dir(&mut st, &mut watcher, d);
+                }
+                return Err(format!("cannot watch {}: {e}", dir.display()));
+            }
+            *st.dirs.entry(dir.clone()).or_default() += 1;
+            added.push(dir);
+        }
+        let entry = Entry { paths: paths.to_vec(), quiet_until: Instant::now() + QUIET, suspended: 0 };
+        st.entries.insert(rid.clone(), entry);
+        Ok(())
+    }
+
+    /// Stops watching `rid`'s paths.
+    pub fn unwatch(&self, rid: &ResourceId) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(entry) = st.entries.remove(rid) else { return };
+        let mut watcher = self.watcher.lock().unwrap_or_else(|p| p.into_inner());
+        for p in &entry.paths {
+            let dir = p.parent().unwrap_or(Path::new("/")).to_path_buf();
+            release_dir(&mut st, &mut watcher, &dir);
+        }
+    }
+
+    /// Ignores `rid`'s events until the guard is dropped: hold it while its handler runs.
+    pub fn suspend(&self, rid: &ResourceId) -> SuspendGuard {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(e) = st.entries.get_mut(rid) {
+            e.suspended += 1;
+        }
+        SuspendGuard { state: self.state.clone(), rid: rid.clone() }
+    }
+
+    /// The resources being watched.
+    pub fn watched(&self) -> Vec<ResourceId> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).entries.keys().cloned().collect()
+    }
+}
+
+fn release_dir(st: &mut State, watcher: &mut RecommendedWatcher, dir: &Path) {
+    if let Some(n) = st.dirs.get_mut(dir) {
+        *n -= 1;
+        if *n == 0 {
+            st.dirs.remove(dir);
+            let _ = watcher.unwatch(dir);
+        }
+    }
+}
+
+fn debounce_loop(state: Arc<Mutex<State>>, raw: mpsc::Receiver<notify::Event>, tx: UnboundedSender<ResourceId>) {
+    let mut pending: HashMap<ResourceId, Instant> = HashMap::new();
+    loop {
+        let wait = pending.values().min().map(|d| d.saturating_duration_since(Instant::now()));
+        let received = match wait {
+            Some(w) => raw.recv_timeout(w),
+            None => raw.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+        };
+        match received {
+            Ok(ev) => {
+                if matches!(ev.kind, EventKind::Access(a) if a != AccessKind::Close(AccessMode::Write)) {
+                    continue;
+                }
+                let now = Instant::now();
+                let st = state.lock().unwrap_or_else(|p| p.into_inner());
+                let touched: HashSet<&PathBuf> = ev.paths.iter().collect();
+                for (rid, e) in &st.entries {
+                    if e.suspended == 0 && now >= e.quiet_until && e.paths.iter().any(|p| touched.contains(p)) {
+                        pending.entry(rid.clone()).or_insert(now + DEBOUNCE);
+                    }
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+        }
+        let now = Instant::now();
+        let due: Vec<ResourceId> = pending.iter().filter(|(_, d)| **d <= now).map(|(r, _)| r.clone()).collect();
+        let st = state.lock().unwrap_or_else(|p| p.into_inner());
+        for rid in due {
+            pending.remove(&rid);
+            let still = st.entries.get(&rid).is_some_and(|e| e.suspended == 0);
+            if still && tx.send(rid).is_err() {
+                return;
+            }
+        }
+    }
+}

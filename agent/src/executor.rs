@@ -1,0 +1,174 @@
+//! [`Executor`]: finds the handler and host for a resource, runs it and turns what happened into
+//! an [`Outcome`]; handler errors and panics never escape.
+
+use std::collections::{BTreeMap, HashMap};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Map, Value};
+
+use crate::external::ExternalHandler;
+use crate::handler::{AttributeChange, Change, Crud, Handler, HandlerContext, HandlerError, HandlerStatus, now};
+use crate::handlers::{exec::RunHandler, fs, null::NullHandler};
+use crate::host::{Host, LocalHost, SshHost, SshOptions, SudoHost};
+use crate::resource::{FileSource, ResourceRequest};
+use api::resource::LogLine;
+
+/// Deploy for real, or only compute what would change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Deploy,
+    DryRun,
+}
+
+/// What happened to the resource's dependencies since its last run (deploy.md §5).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Events {
+    /// A requirement with `send_event` produced changes since this resource's last successful run.
+    pub dependency_changed: bool,
+}
+
+/// The result of one handler run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub status: HandlerStatus,
+    pub change: Change,
+    pub changes: BTreeMap<String, AttributeChange>,
+    pub logs: Vec<LogLine>,
+}
+
+/// Runs handlers: the built-in ones plus registered external programs.
+pub struct Executor {
+    files: Arc<dyn FileSource>,
+    handlers: HashMap<String, Arc<dyn Handler>>,
+    /// Open connections per `via`, reused by every run.
+    hosts: Mutex<HashMap<String, Arc<dyn Host>>>,
+}
+
+impl Executor {
+    /// An executor with every built-in handler registered.
+    pub fn new(files: Arc<dyn FileSource>) -> Executor {
+        let mut handlers: HashMap<String, Arc<dyn Handler>> = HashMap::new();
+        handlers.insert("fs::File".into(), Arc::new(Crud(fs::FileHandler)));
+        handlers.insert("fs::Directory".into(), Arc::new(Crud(fs::DirectoryHandler)));
+        handlers.insert("fs::Symlink".into(), Arc::new(Crud(fs::SymlinkHandler)));
+        handlers.insert("exec::Run".into(), Arc::new(RunHandler));
+        handlers.insert("std::testing::NullResource".into(), Arc::new(NullHandler));
+        Executor { files, handlers, hosts: Mutex::new(HashMap::new()) }
+    }
+
+    /// Handles `resource_type` with an executable speaking the JSON protocol of docs/handlers.md;
+    /// replaces a built-in handler of the same type.
+    pub fn register_external(&mut self, resource_type: &str, program: PathBuf) {
+        self.handlers.insert(resource_type.to_string(), Arc::new(ExternalHandler::new(program)));
+    }
+
+    /// Adds (or replaces) a handler written in Rust.
+    pub fn register(&mut self, resource_type: &str, handler: Arc<dyn Handler>) {
+        self.handlers.insert(resource_type.to_string(), handler);
+    }
+
+    pub fn handles(&self, resource_type: &str) -> bool {
+        self.handlers.contains_key(resource_type)
+    }
+
+    /// Deploys (or dry-runs) one resource. Blocking; never panics.
+    pub fn execute(&self, req: &ResourceRequest, mode: Mode, events: &Events) -> Outcome {
+        let early = |status, msg: String| Outcome {
+            status,
+            change: Change::NoChange,
+            changes: BTreeMap::new(),
+            logs: vec![LogLine { level: "ERROR".into(), msg, args: Vec::new(), kwargs: Map::new(), timestamp: now() }],
+        };
+        let Some(handler) = self.handlers.get(&req.id.entity_type).cloned() else {
+            return early(HandlerStatus::Unavailable, format!("no handler for resource type {}", req.id.entity_type));
+        };
+        let host = match self.host_for(req.attributes.get("via")) {
+            Ok(h) => h,
+            Err(e) => return early(HandlerStatus::Unavailable, e),
+        };
+        let report_only = req.bool("report_only");
+        let apply = mode == Mode::Deploy && !report_only;
+        let mut ctx = HandlerContext::new(if apply { Mode::Deploy } else { Mode::DryRun }, events, host, &*self.files);
+        let result = catch_unwind(AssertUnwindSafe(|| handler.run(&mut ctx, req)))
+            .unwrap_or_else(|p| Err(HandlerError::Failed(format!("the handler panicked: {}", panic_message(&*p)))));
+        let status = match result {
+            Err(HandlerError::Failed(msg)) => {
+                ctx.error(msg);
+                HandlerStatus::Failed
+            }
+            Err(HandlerError::Skipped(msg)) => {
+                ctx.info(format!("skipped: {msg}"));
+                HandlerStatus::Skipped
+            }
+            Ok(()) => match ctx.status {
+                Some(s) => s,
+                None if mode == Mode::DryRun => HandlerStatus::Dry,
+                None if report_only && !ctx.changes.is_empty() => HandlerStatus::NonCompliant,
+                None => HandlerStatus::Deployed,
+            },
+        };
+        Outcome { status, change: ctx.change, changes: ctx.changes, logs: ctx.logs }
+    }
+
+    /// The facts a handler reports about a resource (`getfact`).
+    pub fn facts(&self, req: &ResourceRequest) -> Result<Map<String, Value>, String> {
+        let handler = self
+            .handlers
+            .get(&req.id.entity_type)
+            .cloned()
+            .ok_or_else(|| format!("no handler for resource type {}", req.id.entity_type))?;
+        let host = self.host_for(req.attributes.get("via"))?;
+        let events = Events::default();
+        let mut ctx = HandlerContext::new(Mode::DryRun, &events, host, &*self.files);
+        catch_unwind(AssertUnwindSafe(|| handler.facts(&mut ctx, req)))
+            .unwrap_or_else(|p| Err(HandlerError::Failed(format!("the handler panicked: {}", panic_message(&*p)))))
+            .map_err(|e| e.to_string())?;
+        Ok(ctx.facts)
+    }
+
+    /// The host a `via` names, reusing an open connection to it.
+    pub fn host_for(&self, via: Option<&Value>) -> Result<Arc<dyn Host>, String> {
+        let via = match via {
+            None | Some(Value::Null) => return Ok(Arc::new(LocalHost)),
+            Some(Value::Object(v)) => v,
+            Some(other) => return Err(format!("`via` must be an object, got {other}")),
+        };
+        let method = via.get("method_name").and_then(Value::as_str).unwrap_or("local");
+        if method == "local" {
+            return Ok(Arc::new(LocalHost));
+        }
+        let key = Value::Object(via.clone()).to_string();
+        if let Some(h) = self.hosts.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Ok(h.clone());
+        }
+        let host: Arc<dyn Host> = match method {
+            "ssh" => Arc::new(SshHost::new(SshOptions::from_via(via)?)),
+            "sudo" => Arc::new(SudoHost::from_via(self.host_for(via.get("via"))?, via)),
+            other => return Err(format!("unsupported `via` method {other:?} (supported: local, ssh, sudo)")),
+        };
+        self.hosts.lock().unwrap_or_else(|p| p.into_inner()).insert(key, host.clone());
+        Ok(host)
+    }
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shareable_across_blocking_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<Executor>();
+        send_sync::<crate::DriftWatcher>();
+        send_sync::<Outcome>();
+    }
+}

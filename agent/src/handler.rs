@@ -1,0 +1,379 @@
+//! The handler contract (deploy.md §3): the [`Handler`] trait, the CRUD flavour most resources use,
+//! and the [`HandlerContext`] a handler logs to and reports changes through.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::executor::{Events, Mode};
+use crate::host::Host;
+use crate::resource::{FileSource, ResourceRequest};
+use api::resource::LogLine;
+
+/// The final state of one handler run, as deploy.md §3.5 names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HandlerStatus {
+    Deployed,
+    Failed,
+    Skipped,
+    Unavailable,
+    NonCompliant,
+    Dry,
+}
+
+impl HandlerStatus {
+    /// The wire name (`deployed`, `failed`, `skipped`, `unavailable`, `non_compliant`, `dry`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HandlerStatus::Deployed => "deployed",
+            HandlerStatus::Failed => "failed",
+            HandlerStatus::Skipped => "skipped",
+            HandlerStatus::Unavailable => "unavailable",
+            HandlerStatus::NonCompliant => "non_compliant",
+            HandlerStatus::Dry => "dry",
+        }
+    }
+
+    pub(crate) fn parse(s: &str) -> Option<HandlerStatus> {
+        Some(match s {
+            "deployed" => HandlerStatus::Deployed,
+            "failed" => HandlerStatus::Failed,
+            "skipped" => HandlerStatus::Skipped,
+            "unavailable" => HandlerStatus::Unavailable,
+            "non_compliant" => HandlerStatus::NonCompliant,
+            "dry" => HandlerStatus::Dry,
+            _ => return None,
+        })
+    }
+}
+
+/// The kind of change a run made; one per run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Change {
+    #[default]
+    NoChange,
+    Created,
+    Purged,
+    Updated,
+}
+
+impl Change {
+    /// The wire name (`nochange`, `created`, `purged`, `updated`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Change::NoChange => "nochange",
+            Change::Created => "created",
+            Change::Purged => "purged",
+            Change::Updated => "updated",
+        }
+    }
+
+    pub(crate) fn parse(s: &str) -> Option<Change> {
+        Some(match s {
+            "nochange" => Change::NoChange,
+            "created" => Change::Created,
+            "purged" => Change::Purged,
+            "updated" => Change::Updated,
+            _ => return None,
+        })
+    }
+}
+
+/// One changed attribute: what the world has and what the model wants.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttributeChange {
+    pub current: Value,
+    pub desired: Value,
+}
+
+/// Why a handler stopped early.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum HandlerError {
+    /// The run failed; status `failed`.
+    #[error("{0}")]
+    Failed(String),
+    /// The handler decided not to act now; status `skipped`.
+    #[error("skipped: {0}")]
+    Skipped(String),
+}
+
+impl HandlerError {
+    pub fn failed(msg: impl Into<String>) -> HandlerError {
+        HandlerError::Failed(msg.into())
+    }
+}
+
+impl From<std::io::Error> for HandlerError {
+    fn from(e: std::io::Error) -> HandlerError {
+        HandlerError::Failed(e.to_string())
+    }
+}
+
+/// What a handler sees of the run and reports back through: mode, events, host, files, logs,
+/// change kind, attribute changes and facts (deploy.md §3.4).
+pub struct HandlerContext<'a> {
+    mode: Mode,
+    events: &'a Events,
+    host: Arc<dyn Host>,
+    files: &'a dyn FileSource,
+    pub(crate) logs: Vec<LogLine>,
+    pub(crate) change: Change,
+    pub(crate) changes: BTreeMap<String, AttributeChange>,
+    pub(crate) facts: Map<String, Value>,
+    /// Set by a handler that decides the outcome itself (report-only checks, external handlers).
+    pub(crate) status: Option<HandlerStatus>,
+}
+
+impl<'a> HandlerContext<'a> {
+    pub(crate) fn new(
+        mode: Mode,
+        events: &'a Events,
+        host: Arc<dyn Host>,
+        files: &'a dyn FileSource,
+    ) -> HandlerContext<'a> {
+        HandlerContext {
+            mode,
+            events,
+            host,
+            files,
+            logs: Vec::new(),
+            change: Change::NoChange,
+            changes: BTreeMap::new(),
+            facts: Map::new(),
+            status: None,
+        }
+    }
+
+    pub fn is_dry_run(&self) -> bool {
+        self.mode == Mode::DryRun
+    }
+
+    pub fn events(&self) -> &Events {
+        self.events
+    }
+
+    /// The host the resource's `via` names.
+    pub fn host(&self) -> &dyn Host {
+        &*self.host
+    }
+
+    /// File contents by sha1 hash.
+    pub fn file(&self, hash: &str) -> Result<Vec<u8>, HandlerError> {
+        self.files.get(hash).map_err(|e| HandlerError::failed(format!("cannot fetch file {hash}: {e}")))
+    }
+
+    pub fn log(&mut self, level: &str, msg: impl Into<String>, kwargs: Map<String, Value>) {
+        let msg = msg.into();
+        tracing::debug!(level, %msg, "handler log");
+        self.logs.push(LogLine { level: level.to_string(), msg, args: Vec::new(), kwargs, timestamp: now() });
+    }
+
+    pub fn debug(&mut self, msg: impl Into<String>) {
+        self.log("DEBUG", msg, Map::new());
+    }
+
+    pub fn info(&mut self, msg: impl Into<String>) {
+        self.log("INFO", msg, Map::new());
+    }
+
+    pub fn warning(&mut self, msg: impl Into<String>) {
+        self.log("WARNING", msg, Map::new());
+    }
+
+    pub fn error(&mut self, msg: impl Into<String>) {
+        self.log("ERROR", msg, Map::new());
+    }
+
+    /// Records the change kind; a second, different kind in the same run is an error.
+    pub fn set_change(&mut self, change: Change) -> Result<(), HandlerError> {
+        match self.change {
+            Change::NoChange => {
+                self.change = change;
+                Ok(())
+            }
+            c if c == change => Ok(()),
+            c => Err(HandlerError::failed(format!(
+                "handler reported two change kinds in one run: {} and {}",
+                c.as_str(),
+                change.as_str()
+            ))),
+        }
+    }
+
+    pub fn add_change(&mut self, name: &str, current: Value, desired: Value) {
+        self.changes.insert(name.to_string(), AttributeChange { current, desired });
+    }
+
+    pub fn set_fact(&mut self, name: &str, value: Value) {
+        self.facts.insert(name.to_string(), value);
+    }
+
+    /// Decides the outcome explicitly (otherwise `deployed`, or `dry` in a dry run).
+    pub fn set_status(&mut self, status: HandlerStatus) {
+        self.status = Some(status);
+    }
+}
+
+pub(crate) fn now() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6f").to_string()
+}
+
+/// A handler: one full run for one resource (read, diff, and apply unless dry run).
+/// Most handlers implement [`CrudHandler`] instead and get this for free.
+pub trait Handler: Send + Sync {
+    /// Brings the resource to its desired state (or, in a dry run, only records the changes).
+    fn run(&self, ctx: &mut HandlerContext<'_>, resource: &ResourceRequest) -> Result<(), HandlerError>;
+
+    /// Facts about the resource (deploy.md §3.4); none by default.
+    fn facts(&self, _ctx: &mut HandlerContext<'_>, _resource: &ResourceRequest) -> Result<(), HandlerError> {
+        Ok(())
+    }
+}
+
+/// A handler for a resource with `purged` (deploy.md §3.3): the driver reads, diffs, then
+/// creates, updates or deletes.
+pub trait CrudHandler: Send + Sync {
+    /// The managed attributes as they are now, or `None` when the object does not exist.
+    fn read(
+        &self,
+        ctx: &mut HandlerContext<'_>,
+        desired: &ResourceRequest,
+    ) -> Result<Option<Map<String, Value>>, HandlerError>;
+
+    fn create(&self, ctx: &mut HandlerContext<'_>, desired: &ResourceRequest) -> Result<(), HandlerError>;
+
+    fn update(
+        &self,
+        ctx: &mut HandlerContext<'_>,
+        changes: &BTreeMap<String, AttributeChange>,
+        desired: &ResourceRequest,
+    ) -> Result<(), HandlerError>;
+
+    fn delete(&self, ctx: &mut HandlerContext<'_>, desired: &ResourceRequest) -> Result<(), HandlerError>;
+
+    /// Current vs desired; by default [`diff_attributes`].
+    fn diff(&self, current: &Map<String, Value>, desired: &ResourceRequest) -> BTreeMap<String, AttributeChange> {
+        diff_attributes(current, &desired.attributes)
+    }
+
+    /// Adds detail to a dry run or deploy log (e.g. a unified diff of file contents).
+    fn describe(
+        &self,
+        _ctx: &mut HandlerContext<'_>,
+        _current: &Map<String, Value>,
+        _desired: &ResourceRequest,
+        _changes: &BTreeMap<String, AttributeChange>,
+    ) {
+    }
+
+    fn facts(&self, _ctx: &mut HandlerContext<'_>, _resource: &ResourceRequest) -> Result<(), HandlerError> {
+        Ok(())
+    }
+}
+
+/// Every attribute in `current` whose desired value is not null and differs (deploy.md §3.2 step 3).
+pub fn diff_attributes(
+    current: &Map<String, Value>,
+    desired: &Map<String, Value>,
+) -> BTreeMap<String, AttributeChange> {
+    let mut out = BTreeMap::new();
+    for (name, cur) in current {
+        match desired.get(name) {
+            None | Some(Value::Null) => {}
+            Some(want) if json_eq(want, cur) => {}
+            Some(want) => {
+                out.insert(name.clone(), AttributeChange { current: cur.clone(), desired: want.clone() });
+            }
+        }
+    }
+    out
+}
+
+/// JSON equality that treats 644 and 644.0 as equal (numbers may come back as floats).
+fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        _ => a == b,
+    }
+}
+
+/// Runs a [`CrudHandler`] as a [`Handler`].
+pub(crate) struct Crud<H>(pub(crate) H);
+
+impl<H: CrudHandler> Handler for Crud<H> {
+    fn run(&self, ctx: &mut HandlerContext<'_>, desired: &ResourceRequest) -> Result<(), HandlerError> {
+        let h = &self.0;
+        let want_purged = desired.purged();
+        let current = h.read(ctx, desired)?;
+        let changes = match &current {
+            None if want_purged => BTreeMap::new(),
+            None => BTreeMap::from([(
+                "purged".to_string(),
+                AttributeChange { current: true.into(), desired: false.into() },
+            )]),
+            Some(_) if want_purged => BTreeMap::from([(
+                "purged".to_string(),
+                AttributeChange { current: false.into(), desired: true.into() },
+            )]),
+            Some(cur) => h.diff(cur, desired),
+        };
+        if changes.is_empty() {
+            return Ok(());
+        }
+        if let Some(cur) = &current {
+            h.describe(ctx, cur, desired, &changes);
+        } else {
+            h.describe(ctx, &Map::new(), desired, &changes);
+        }
+        for (k, v) in &changes {
+            ctx.add_change(k, v.current.clone(), v.desired.clone());
+        }
+        if ctx.is_dry_run() || desired.bool("report_only") {
+            return Ok(());
+        }
+        match (&current, want_purged) {
+            (None, _) => {
+                h.create(ctx, desired)?;
+                ctx.set_change(Change::Created)
+            }
+            (Some(_), true) => {
+                h.delete(ctx, desired)?;
+                ctx.set_change(Change::Purged)
+            }
+            (Some(_), false) => {
+                h.update(ctx, &changes, desired)?;
+                ctx.set_change(Change::Updated)
+            }
+        }
+    }
+
+    fn facts(&self, ctx: &mut HandlerContext<'_>, resource: &ResourceRequest) -> Result<(), HandlerError> {
+        self.0.facts(ctx, resource)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn diff_ignores_null_desired_and_numeric_form() {
+        let cur = json!({"a": 1, "b": "x", "c": 644.0, "d": "y"});
+        let want = json!({"a": 2, "b": null, "c": 644, "d": "y"});
+        let d = diff_attributes(cur.as_object().unwrap(), want.as_object().unwrap());
+        assert_eq!(d.keys().collect::<Vec<_>>(), vec!["a"]);
+        assert_eq!(d["a"], AttributeChange { current: json!(1), desired: json!(2) });
+    }
+
+    #[test]
+    fn wire_names() {
+        for s in ["deployed", "failed", "skipped", "unavailable", "non_compliant", "dry"] {
+            assert_eq!(HandlerStatus::parse(s).unwrap().as_str(), s);
+        }
+        for s in ["nochange", "created", "purged", "updated"] {
+            assert_eq!(Change::parse(s).unwrap().as_str(), s);
+        }
+    }
+}

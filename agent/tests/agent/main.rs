@@ -1,0 +1,9 @@
+//! Integration tests of the agent crate: real files in temp dirs, real processes, a real sshd.
+//! One binary (this file) with a module per area.
+
+mod common;
+mod drift;
+mod exec;
+mod external;
+mod files;
+mod ssh;

@@ -1,0 +1,55 @@
+//! Agents: list, pause and unpause (reference/api.md §5.12).
+
+use axum::Json;
+use axum::Router;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use orchestrator::Orchestrator;
+use orchestrator::agents::AgentAction;
+use orchestrator::paging::PageRequest;
+use serde_json::json;
+
+use super::error::ApiResult;
+use super::extract::{Path, Query, Tid};
+use super::{AppState, done, paged};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v2/agents", get(list))
+        .route("/api/v2/agent/{name}/{action}", post(one))
+        .route("/api/v2/agents/{action}", post(all))
+        .route("/api/v1/agent", get(v1_list))
+}
+
+async fn list(
+    State(o): State<Orchestrator>,
+    Tid(env): Tid,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> ApiResult<Response> {
+    Ok(paged(o.agents(env, &PageRequest::from_query(&pairs)?).await?).into_response())
+}
+
+async fn one(
+    State(o): State<Orchestrator>,
+    Tid(env): Tid,
+    Path((name, action)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    o.agent_action(env, Some(&name), AgentAction::parse(&action)?).await?;
+    Ok(done().into_response())
+}
+
+async fn all(State(o): State<Orchestrator>, Tid(env): Tid, Path(action): Path<String>) -> ApiResult<Response> {
+    if action == "remove_all_agent_venvs" {
+        // Handlers are built into the server: there are no executor environments to remove.
+        tracing::info!(%env, "remove_all_agent_venvs: nothing to remove");
+        return Ok(done().into_response());
+    }
+    o.agent_action(env, None, AgentAction::parse(&action)?).await?;
+    Ok(done().into_response())
+}
+
+async fn v1_list(State(o): State<Orchestrator>, Tid(env): Tid) -> ApiResult<Response> {
+    let page = o.agents(env, &PageRequest::default()).await?;
+    Ok(Json(json!({"agents": page.items})).into_response())
+}

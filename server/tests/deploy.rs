@@ -1,0 +1,179 @@
+//! Export a model to a real server and watch the scheduler deploy it with the built-in handlers:
+//! real files in a temp dir, a failing `exec::Run` and its recovery, user deploys and agents.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{BIN, TestServer};
+use serde_json::{Value, json};
+
+fn write_project(dir: &Path, main: &str) {
+    std::fs::write(dir.join("project.yml"), "name: deploydemo\nmodulepath: libs\ndownloadpath: libs\n").unwrap();
+    std::fs::write(dir.join("main.cf"), main).unwrap();
+}
+
+fn export(dir: &Path) {
+    let output = Command::new(BIN).args(["export"]).current_dir(dir).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+}
+
+fn model(root: &Path, motd: &str, command: &str) -> String {
+    let root = root.display();
+    format!(
+        r#"
+import fs
+import exec
+
+host = std::Host(name="localhost", os=std::linux)
+dir = fs::Directory(host=host, path="{root}/etc", mode=755)
+motd = fs::File(host=host, path="{root}/etc/motd", content="{motd}", mode=644, requires=[dir])
+fs::File(host=host, path="{root}/etc/issue", content="issue", requires=[dir])
+check = exec::Run(host=host, command="{command}")
+fs::File(host=host, path="{root}/etc/after-check", content="checked", requires=[check, dir])
+"#
+    )
+}
+
+async fn environment(s: &TestServer) -> String {
+    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
+    let (_, e) =
+        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
+    e["data"]["id"].as_str().unwrap().to_string()
+}
+
+/// Statuses of every resource once nothing is deploying or waiting any more.
+async fn settle(s: &TestServer, env: &str, expect_total: usize) -> Vec<(String, String)> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, status) = s.call("GET", "/api/v2/scheduler_status", Some(env), None).await;
+        let (_, list) =
+            s.call("GET", "/api/v2/resource?sort=resource_id.asc&filter.status=!orphaned", Some(env), None).await;
+        let items: Vec<(String, String)> = list["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["id_details"]["resource_id_value"].as_str().unwrap().to_string(),
+                    r["status"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        let busy = status["data"]["scheduled"].as_u64() != Some(0) || status["data"]["running"].as_u64() != Some(0);
+        let moving = items.iter().any(|(_, st)| st == "deploying" || st == "available");
+        if items.len() == expect_total && !busy && !moving {
+            return items;
+        }
+        assert!(Instant::now() < deadline, "deploy did not settle: {status} {items:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn status_of<'a>(items: &'a [(String, String)], suffix: &str) -> &'a str {
+    items
+        .iter()
+        .find(|(v, _)| v.ends_with(suffix))
+        .map(|(_, s)| s.as_str())
+        .unwrap_or_else(|| panic!("{suffix} in {items:?}"))
+}
+
+async fn deploy_count(s: &TestServer, env: &str, path_suffix: &str) -> usize {
+    let (_, actions) = s.call("GET", "/api/v2/resource_actions", Some(env), None).await;
+    actions["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["action"] == "deploy" && a["resource_version_ids"][0].as_str().unwrap().contains(path_suffix))
+        .count()
+}
+
+#[tokio::test]
+async fn exported_files_are_deployed_failures_skip_and_recover() {
+    let s = TestServer::start().await;
+    let env = environment(&s).await;
+    let project = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let port = s.url.rsplit(':').next().unwrap().to_string();
+    std::fs::write(
+        project.path().join(".inmanta"),
+        format!("[config]\nenvironment = {env}\n[compiler_rest_transport]\nhost = 127.0.0.1\nport = {port}\n"),
+    )
+    .unwrap();
+
+    write_project(project.path(), &model(root.path(), "hello", "/bin/false"));
+    export(project.path());
+    let items = settle(&s, &env, 5).await;
+    assert_eq!(status_of(&items, "/etc"), "deployed", "{items:?}");
+    assert_eq!(status_of(&items, "/etc/motd"), "deployed");
+    assert_eq!(status_of(&items, "/etc/issue"), "deployed");
+    assert_eq!(status_of(&items, "/bin/false"), "failed");
+    assert_eq!(status_of(&items, "/etc/after-check"), "skipped", "a failed requirement skips its dependents");
+    let etc = root.path().join("etc");
+    assert_eq!(std::fs::read_to_string(etc.join("motd")).unwrap(), "hello");
+    assert!(!etc.join("after-check").exists());
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(etc.join("motd")).unwrap().permissions().mode() & 0o777, 0o644);
+
+    let (_, notes) = s.call("GET", "/api/v2/notification", Some(&env), None).await;
+    assert!(
+        notes["data"].as_array().unwrap().iter().any(|n| n["message"].as_str().unwrap().contains("/bin/false")),
+        "{notes}"
+    );
+
+    // Change one file and fix the command: only the changed resources run, and the recovered
+    // command unblocks its dependent.
+    let issue_runs = deploy_count(&s, &env, "/etc/issue").await;
+    write_project(project.path(), &model(root.path(), "hello again", "/bin/true"));
+    export(project.path());
+    let items = settle(&s, &env, 5).await;
+    assert!(items.iter().all(|(_, st)| st == "deployed"), "{items:?}");
+    assert_eq!(std::fs::read_to_string(etc.join("motd")).unwrap(), "hello again");
+    assert_eq!(std::fs::read_to_string(etc.join("after-check")).unwrap(), "checked");
+    assert_eq!(deploy_count(&s, &env, "/etc/issue").await, issue_runs, "an unchanged resource is not redeployed");
+
+    // Drift: a file changed by hand is put back by a repair.
+    std::fs::write(etc.join("issue"), "tampered").unwrap();
+    let (status, body) =
+        s.call("POST", "/api/v1/deploy", Some(&env), Some(json!({"agents": ["localhost", "nope"]}))).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["agents"], json!(["localhost"]));
+    settle(&s, &env, 5).await;
+    assert_eq!(std::fs::read_to_string(etc.join("issue")).unwrap(), "issue");
+
+    // Agents: listed up; a paused agent is listed paused.
+    let (_, agents) = s.call("GET", "/api/v2/agents", Some(&env), None).await;
+    assert_eq!(agents["data"][0]["name"], "localhost");
+    assert_eq!(agents["data"][0]["status"], "up");
+    assert_eq!(s.call("POST", "/api/v2/agent/localhost/pause", Some(&env), None).await.0, 200);
+    let (_, agents) = s.call("GET", "/api/v2/agents?filter.status=paused", Some(&env), None).await;
+    assert_eq!(agents["data"].as_array().unwrap().len(), 1);
+    assert_eq!(s.call("POST", "/api/v2/agent/localhost/fly", Some(&env), None).await.0, 400);
+    assert_eq!(s.call("POST", "/api/v2/agent/ghost/pause", Some(&env), None).await.0, 404);
+    assert_eq!(s.call("POST", "/api/v2/agents/unpause", Some(&env), None).await.0, 200);
+
+    // deploy_filtered schedules the matching resources only.
+    let filter = json!({"filter": {"resourceType": {"eq": "fs::File"}, "resourceIdValue": {"contains": "motd"}}});
+    let (status, body) = s.call("POST", "/api/v2/deploy_filtered", Some(&env), Some(filter)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"].as_array().unwrap().len(), 1, "{body}");
+    let (status, _) =
+        s.call("POST", "/api/v2/deploy_filtered", Some(&env), Some(json!({"filter": {"isOrphan": true}}))).await;
+    assert_eq!(status, 400);
+    let (status, _) =
+        s.call("POST", "/api/v1/deploy", Some(&env), Some(json!({"agent_trigger_method": "push_everything"}))).await;
+    assert_eq!(status, 400);
+}
+
+#[tokio::test]
+async fn deploy_needs_a_released_version_and_a_running_environment() {
+    let s = TestServer::start().await;
+    let env = environment(&s).await;
+    assert_eq!(s.call("POST", "/api/v1/deploy", Some(&env), None).await.0, 404);
+    assert_eq!(s.call("POST", "/api/v2/actions/environment/halt", Some(&env), None).await.0, 200);
+    let (status, body) = s.call("GET", "/api/v2/scheduler_status", Some(&env), None).await;
+    assert_eq!(status, 404, "{body}");
+    let _: Value = body;
+}
