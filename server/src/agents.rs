@@ -10,9 +10,16 @@ use orchestrator::Orchestrator;
 use orchestrator::scheduler::{Dispatch, Task, TaskOutcome};
 
 /// File contents by hash from the database, for handlers running on blocking threads.
-struct StoreFiles {
+pub struct StoreFiles {
     orchestrator: Orchestrator,
     runtime: tokio::runtime::Handle,
+}
+
+impl StoreFiles {
+    /// Must be called on the runtime that serves the reads.
+    pub fn new(orchestrator: Orchestrator) -> StoreFiles {
+        StoreFiles { orchestrator, runtime: tokio::runtime::Handle::current() }
+    }
 }
 
 impl FileSource for StoreFiles {
@@ -29,7 +36,7 @@ pub struct InProcessAgents {
 impl InProcessAgents {
     /// Must be called on the runtime the handlers' file reads use.
     pub fn new(orchestrator: Orchestrator) -> InProcessAgents {
-        let files = StoreFiles { orchestrator, runtime: tokio::runtime::Handle::current() };
+        let files = StoreFiles::new(orchestrator);
         InProcessAgents { executor: Arc::new(Executor::new(Arc::new(files))) }
     }
 }

@@ -177,3 +177,48 @@ async fn deploy_needs_a_released_version_and_a_running_environment() {
     assert_eq!(status, 404, "{body}");
     let _: Value = body;
 }
+
+fn inmanta_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let output = Command::new(BIN).args(args).current_dir(dir).output().expect("run inmanta");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn inmanta_deploy_all_in_one() {
+    let project = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    write_project(project.path(), &model(root.path(), "hello", "/bin/true"));
+    let (code, out, err) = inmanta_in(project.path(), &["deploy"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains("5 of 5 resources deployed, 5 changed"), "{err}");
+    assert_eq!(std::fs::read_to_string(root.path().join("etc/motd")).unwrap(), "hello");
+    assert!(project.path().join("data/deploy/inmanta.db").exists());
+
+    // Run twice: the second run changes nothing.
+    let (code, _, err) = inmanta_in(project.path(), &["deploy"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("0 changed"), "{err}");
+
+    // --dry-run reports a hand edit without touching it.
+    std::fs::write(root.path().join("etc/issue"), "edited").unwrap();
+    let (code, out, err) = inmanta_in(project.path(), &["deploy", "--dry-run"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.lines().any(|l| l.contains("/etc/issue") && l.contains("changes")), "{out}");
+    assert_eq!(std::fs::read_to_string(root.path().join("etc/issue")).unwrap(), "edited");
+
+    // A failing command: exit code 1 and the error in the summary.
+    write_project(project.path(), &model(root.path(), "hello", "/bin/false"));
+    let (code, out, err) = inmanta_in(project.path(), &["deploy"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("failed") && out.contains("skipped"), "{out}");
+
+    // A broken model: the compile error with its location, non-zero exit.
+    std::fs::write(project.path().join("main.cf"), "import fs\nx = 1\nx = 2\n").unwrap();
+    let (code, _, err) = inmanta_in(project.path(), &["deploy"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("main.cf:3"), "{err}");
+}

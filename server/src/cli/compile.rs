@@ -27,7 +27,7 @@ pub struct CompileArgs {
     main: PathBuf,
     /// The project directory (with project.yml).
     #[arg(long, default_value = ".")]
-    project: PathBuf,
+    pub(super) project: PathBuf,
     /// Write the compile errors as Inmanta's compile-data JSON.
     #[arg(long = "export-compile-data")]
     export_compile_data: bool,
@@ -73,7 +73,7 @@ pub struct ExportArgs {
 }
 
 /// Runs the compiler on a thread of its own (it is synchronous and CPU-bound).
-async fn compile(args: &CompileArgs) -> Result<CompileOutput, CliError> {
+pub(super) async fn compile(args: &CompileArgs) -> Result<CompileOutput, CliError> {
     let project = args.project.clone();
     let options = CompileOptions { main_file: Some(args.main.clone()), ..Default::default() };
     let started = Instant::now();

@@ -6,6 +6,7 @@
 //! 3 the server could not be reached.
 
 mod compile;
+mod deploy;
 mod environment;
 mod output;
 mod param;
@@ -41,6 +42,8 @@ pub enum ClientCommand {
     Compile(compile::CompileArgs),
     /// Compile and send the resources to a server as a new version (or to a file with -j).
     Export(compile::ExportArgs),
+    /// All in one: compile the project here, deploy it with an embedded server and agent, report.
+    Deploy(deploy::DeployArgs),
     /// Desired-state versions of an environment.
     Version {
         #[command(flatten)]
@@ -104,6 +107,9 @@ pub enum CliError {
     /// The model has errors; they are printed as they are.
     #[error("{0}")]
     Compile(compiler::Diagnostics),
+    /// Some resources did not deploy.
+    #[error("{0}")]
+    Deploy(String),
 }
 
 pub async fn run(command: ClientCommand, options: &Options) -> ExitCode {
@@ -114,6 +120,7 @@ pub async fn run(command: ClientCommand, options: &Options) -> ExitCode {
         }
         ClientCommand::Compile(args) => compile::run_compile(args).await,
         ClientCommand::Export(args) => compile::run_export(args, options).await,
+        ClientCommand::Deploy(args) => deploy::run(args).await,
         ClientCommand::Version { scope, command } => match scoped(&scope, options).await {
             Ok((ctx, env)) => version::run(command, &ctx, env).await,
             Err(e) => Err(e),
@@ -136,7 +143,7 @@ pub async fn run(command: ClientCommand, options: &Options) -> ExitCode {
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(match e {
-                CliError::Client(ClientError::Api { .. }) | CliError::Compile(_) => 1,
+                CliError::Client(ClientError::Api { .. }) | CliError::Compile(_) | CliError::Deploy(_) => 1,
                 CliError::Client(_) => 3,
                 CliError::Usage(_) | CliError::Io(_) => 2,
             })

@@ -1,0 +1,227 @@
+//! `inmanta deploy`: the all-in-one mode. In a project directory it starts an embedded server
+//! (SQLite in `data/deploy/`, REST API on a loopback port, no console), compiles, exports through
+//! that API exactly like `inmanta export`, lets the in-process agents deploy, shows progress and
+//! ends with a summary. Exit code 0 only when every resource is deployed.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use api::client::Client;
+use api::environment::EnvironmentCreate;
+use clap::Args;
+use orchestrator::Orchestrator;
+use orchestrator::paging::PageRequest;
+use orchestrator::scheduler::Schedulers;
+use uuid::Uuid;
+
+use super::CliError;
+use super::compile::{CompileArgs, Push, compile, push_export};
+use crate::rest::{self, AppState};
+
+#[derive(Args, Clone)]
+pub struct DeployArgs {
+    #[command(flatten)]
+    compile: CompileArgs,
+    /// Show what would change without changing anything.
+    #[arg(long)]
+    dry_run: bool,
+    /// Give up waiting for the deploy after this many seconds.
+    #[arg(long, default_value_t = 600)]
+    timeout: u64,
+}
+
+/// The embedded server of one project: its store, its scheduler and its API on loopback.
+struct Embedded {
+    orchestrator: Orchestrator,
+    schedulers: Arc<Schedulers>,
+    client: Client,
+    environment: Uuid,
+}
+
+impl Embedded {
+    async fn start(project_dir: &std::path::Path, name: &str) -> Result<Embedded, CliError> {
+        let data = project_dir.join("data").join("deploy");
+        std::fs::create_dir_all(&data)
+            .map_err(|e| CliError::Usage(format!("cannot create {}: {e}", data.display())))?;
+        let url = format!("sqlite://{}", data.join("inmanta.db").display());
+        let orchestrator = Orchestrator::open(&url).await.map_err(|e| CliError::Usage(format!("{url}: {e}")))?;
+        let environment = embedded_environment(&orchestrator, name).await?;
+        let agents = Arc::new(crate::agents::InProcessAgents::new(orchestrator.clone()));
+        let schedulers = Schedulers::start(orchestrator.clone(), agents).await.map_err(server_error)?;
+        let state =
+            AppState { orchestrator: orchestrator.clone(), schedulers: schedulers.clone(), started: Instant::now() };
+        let app = rest::router(state, 512 * 1024 * 1024).fallback(rest::not_found);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let address = listener.local_addr()?;
+        tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, app).await {
+                tracing::error!(error = %e, "embedded server stopped");
+            }
+        });
+        tracing::info!(%address, database = %url, "embedded server started");
+        Ok(Embedded { orchestrator, schedulers, client: Client::new(format!("http://{address}")), environment })
+    }
+}
+
+fn server_error(e: orchestrator::Error) -> CliError {
+    CliError::Usage(format!("embedded server: {e}"))
+}
+
+/// The project and environment the embedded store keeps for this project, created once.
+async fn embedded_environment(o: &Orchestrator, name: &str) -> Result<Uuid, CliError> {
+    if let Some(env) = o.list_environments().await.map_err(server_error)?.into_iter().find(|e| e.name == name) {
+        return Ok(env.id);
+    }
+    let project = match o.list_projects().await.map_err(server_error)?.into_iter().find(|p| p.name == "deploy") {
+        Some(p) => p.id,
+        None => o.create_project("deploy", None).await.map_err(server_error)?.id,
+    };
+    let env = o
+        .create_environment(EnvironmentCreate { project_id: project, name: name.to_string(), ..Default::default() })
+        .await
+        .map_err(server_error)?;
+    Ok(env.id)
+}
+
+pub async fn run(args: DeployArgs) -> Result<(), CliError> {
+    let started = Instant::now();
+    let output = compile(&args.compile).await?;
+    let name = if output.metadata.name.is_empty() { "main".to_string() } else { output.metadata.name.clone() };
+    let embedded = Embedded::start(&args.compile.project, &name).await?;
+    if args.dry_run {
+        return dry_run(&embedded, output).await;
+    }
+    let total = output.resources.len();
+    let push = Push { release: true, message: "inmanta deploy".into(), ..Default::default() };
+    let version = push_export(&embedded.client, embedded.environment, output, &push).await?;
+    eprintln!("Version {version}: {total} resources, deploying");
+    wait_for_deploy(&embedded, total, Duration::from_secs(args.timeout)).await?;
+    summary(&embedded, version, started).await
+}
+
+/// Waits until no resource is waiting or deploying, drawing a progress bar on stderr.
+async fn wait_for_deploy(e: &Embedded, total: usize, timeout: Duration) -> Result<(), CliError> {
+    let deadline = Instant::now() + timeout;
+    let interactive = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    loop {
+        let summary = e.orchestrator.deploy_summary(e.environment).await.map_err(server_error)?;
+        let pending = summary.by_state.get("available").copied().unwrap_or(0)
+            + summary.by_state.get("deploying").copied().unwrap_or(0);
+        let done = summary.total.saturating_sub(pending) as usize;
+        if interactive {
+            let width = 30;
+            let filled = if total == 0 { width } else { done * width / total.max(1) };
+            eprint!("\r[{}{}] {done}/{total}", "#".repeat(filled.min(width)), " ".repeat(width - filled.min(width)));
+            let _ = std::io::stderr().flush();
+        }
+        if pending == 0 && summary.total as usize >= total {
+            // The scheduler may still hold events or retries; wait until it is idle too.
+            e.schedulers.wait_idle(e.environment).await.map_err(server_error)?;
+            let again = e.orchestrator.deploy_summary(e.environment).await.map_err(server_error)?;
+            let still = again.by_state.get("available").copied().unwrap_or(0)
+                + again.by_state.get("deploying").copied().unwrap_or(0);
+            if still == 0 {
+                if interactive {
+                    eprintln!();
+                }
+                return Ok(());
+            }
+        }
+        if Instant::now() > deadline {
+            return Err(CliError::Usage(format!("the deploy did not finish within {} s", timeout.as_secs())));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// What changed and what failed; fails the command unless everything is deployed.
+async fn summary(e: &Embedded, version: i64, started: Instant) -> Result<(), CliError> {
+    let env = e.environment;
+    let page = PageRequest { sort: Some("resource_id.asc".into()), ..Default::default() };
+    let (resources, _) = e.orchestrator.released_resources(env, &page, false).await.map_err(server_error)?;
+    let actions = e
+        .orchestrator
+        .resource_actions(
+            env,
+            &orchestrator::ActionQuery { exclude_changes: vec!["nochange".into()], ..Default::default() },
+        )
+        .await
+        .map_err(server_error)?;
+    let mut changed: BTreeMap<String, String> = BTreeMap::new();
+    for action in actions.iter().filter(|a| a.version == version && a.action == "deploy") {
+        for rvid in &action.resource_version_ids {
+            let rid = rvid.rsplit_once(",v=").map(|(r, _)| r).unwrap_or(rvid);
+            changed.entry(rid.to_string()).or_insert_with(|| action.change.clone().unwrap_or_default());
+        }
+    }
+    let mut rows = Vec::new();
+    let mut failures = 0;
+    for r in resources.items.iter().filter(|r| r.status != "orphaned") {
+        let change = changed.get(&r.resource_id).cloned().unwrap_or_default();
+        if r.status != "deployed" {
+            failures += 1;
+        }
+        if r.status != "deployed" || !change.is_empty() {
+            rows.push(vec![r.resource_id.clone(), r.status.clone(), change]);
+        }
+    }
+    super::output::table(&["Resource", "Status", "Change"], &rows);
+    for r in resources.items.iter().filter(|r| r.status == "failed") {
+        let logs =
+            e.orchestrator.resource_logs(env, &r.resource_id, &PageRequest::default()).await.map_err(server_error)?;
+        if let Some(error) = logs.items.iter().find(|l| l.level == "ERROR") {
+            eprintln!("{}: {}", r.resource_id, error.msg);
+        }
+    }
+    let total = resources.items.iter().filter(|r| r.status != "orphaned").count();
+    eprintln!(
+        "{} of {total} resources deployed, {} changed, {failures} not deployed, in {:.1} s",
+        total - failures,
+        changed.len(),
+        started.elapsed().as_secs_f64()
+    );
+    if failures > 0 {
+        return Err(CliError::Deploy(format!("{failures} resources are not deployed")));
+    }
+    Ok(())
+}
+
+/// `--dry-run`: every resource through its handler in dry-run mode; prints the changes.
+async fn dry_run(e: &Embedded, mut output: compiler::CompileOutput) -> Result<(), CliError> {
+    for (hash, content) in &output.files {
+        e.orchestrator.upload_file(hash, content).await.map_err(server_error)?;
+    }
+    output.set_version(0);
+    let files = Arc::new(crate::agents::StoreFiles::new(e.orchestrator.clone()));
+    let executor = Arc::new(agent::Executor::new(files));
+    let mut rows = Vec::new();
+    for resource in &output.resources {
+        let request = agent::ResourceRequest::from_json(resource).map_err(CliError::Usage)?;
+        let rid = request.id.to_string();
+        let undefined = output.resource_state.get(&rid).is_some_and(|s| s == "undefined");
+        if undefined {
+            rows.push(vec![rid, "undefined".into(), String::new()]);
+            continue;
+        }
+        let executor = executor.clone();
+        let outcome = tokio::task::spawn_blocking(move || {
+            executor.execute(&request, agent::Mode::DryRun, &agent::Events::default())
+        })
+        .await
+        .map_err(|e| CliError::Usage(format!("dry run failed: {e}")))?;
+        let changes: Vec<String> =
+            outcome.changes.iter().map(|(name, c)| format!("{name}: {} -> {}", c.current, c.desired)).collect();
+        let status = if outcome.status.as_str() == "failed" {
+            "failed"
+        } else if changes.is_empty() {
+            "unchanged"
+        } else {
+            "changes"
+        };
+        rows.push(vec![rid, status.to_string(), changes.join("; ")]);
+    }
+    super::output::table(&["Resource", "Dry run", "Changes"], &rows);
+    Ok(())
+}
