@@ -5,8 +5,10 @@
 //! Each path is watched through its parent directory, which also sees the path being deleted,
 //! recreated or renamed over (what editors do).
 //! Events are debounced per resource, and events caused by our own handler are ignored: call
-//! [`DriftWatcher::suspend`] around a handler run; `watch` and the end of a suspension open a short
-//! quiet window for events still in flight.
+//! [`DriftWatcher::suspend`] around a handler run, then `watch`, which records a fingerprint of
+//! each path (type, size, times, mode, owner, inode, link target). An event only counts as drift
+//! when the fingerprint changed since: the echo of our own writes, arriving late, leaves it as
+//! recorded, while an edit made right after a deploy is still caught.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -24,8 +26,6 @@ use api::ResourceId;
 
 /// Events for one resource closer together than this are reported once.
 const DEBOUNCE: Duration = Duration::from_millis(50);
-/// After `watch` or a suspension ends, events are ignored this long (our own writes in flight).
-const QUIET: Duration = Duration::from_millis(150);
 
 /// The local paths whose change means drift for this resource (none for remote hosts and
 /// resource types that are not files).
@@ -47,8 +47,48 @@ pub fn watch_paths(req: &ResourceRequest) -> Vec<PathBuf> {
 
 struct Entry {
     paths: Vec<PathBuf>,
-    quiet_until: Instant,
+    /// What each path looked like when it was last deployed.
+    fingerprints: Vec<Option<Fingerprint>>,
     suspended: usize,
+}
+
+/// What a path looks like, as far as drift goes. Directories leave out size and times, which
+/// change whenever something inside them does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Fingerprint {
+    kind: u8,
+    mode: u32,
+    uid: u32,
+    gid: u32,
+    inode: u64,
+    size: u64,
+    modified: (i64, i64),
+    changed: (i64, i64),
+    target: Option<PathBuf>,
+}
+
+fn fingerprint(path: &Path) -> Option<Fingerprint> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    let kind = if meta.file_type().is_symlink() {
+        2
+    } else if meta.is_dir() {
+        1
+    } else {
+        0
+    };
+    let directory = kind == 1;
+    Some(Fingerprint {
+        kind,
+        mode: meta.mode(),
+        uid: meta.uid(),
+        gid: meta.gid(),
+        inode: if directory { 0 } else { meta.ino() },
+        size: if directory { 0 } else { meta.size() },
+        modified: if directory { (0, 0) } else { (meta.mtime(), meta.mtime_nsec()) },
+        changed: if directory { (0, 0) } else { (meta.ctime(), meta.ctime_nsec()) },
+        target: if kind == 2 { std::fs::read_link(path).ok() } else { None },
+    })
 }
 
 #[derive(Default)]
@@ -75,7 +115,8 @@ impl Drop for SuspendGuard {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(e) = st.entries.get_mut(&self.rid) {
             e.suspended = e.suspended.saturating_sub(1);
-            e.quiet_until = Instant::now() + QUIET;
+            // What was written while suspended is ours: it is the new state to compare against.
+            e.fingerprints = e.paths.iter().map(|p| fingerprint(p)).collect();
         }
     }
 }
@@ -119,7 +160,8 @@ impl DriftWatcher {
             *st.dirs.entry(dir.clone()).or_default() += 1;
             added.push(dir);
         }
-        let entry = Entry { paths: paths.to_vec(), quiet_until: Instant::now() + QUIET, suspended: 0 };
+        let fingerprints = paths.iter().map(|p| fingerprint(p)).collect();
+        let entry = Entry { paths: paths.to_vec(), fingerprints, suspended: 0 };
         st.entries.insert(rid.clone(), entry);
         Ok(())
     }
@@ -177,7 +219,7 @@ fn debounce_loop(state: Arc<Mutex<State>>, raw: mpsc::Receiver<notify::Event>, t
                 let st = state.lock().unwrap_or_else(|p| p.into_inner());
                 let touched: HashSet<&PathBuf> = ev.paths.iter().collect();
                 for (rid, e) in &st.entries {
-                    if e.suspended == 0 && now >= e.quiet_until && e.paths.iter().any(|p| touched.contains(p)) {
+                    if e.suspended == 0 && e.paths.iter().any(|p| touched.contains(p)) {
                         pending.entry(rid.clone()).or_insert(now + DEBOUNCE);
                     }
                 }
@@ -190,7 +232,11 @@ fn debounce_loop(state: Arc<Mutex<State>>, raw: mpsc::Receiver<notify::Event>, t
         let st = state.lock().unwrap_or_else(|p| p.into_inner());
         for rid in due {
             pending.remove(&rid);
-            let still = st.entries.get(&rid).is_some_and(|e| e.suspended == 0);
+            // Only a path that no longer looks as deployed is drift (not the echo of our writes).
+            let drifted = st.entries.get(&rid).is_some_and(|e| {
+                e.suspended == 0 && e.paths.iter().zip(&e.fingerprints).any(|(p, f)| fingerprint(p) != *f)
+            });
+            let still = drifted;
             if still && tx.send(rid).is_err() {
                 return;
             }

@@ -121,6 +121,8 @@ pub mod names {
     pub const NOTIFICATION_RETENTION: &str = "notification_retention";
     pub const RECOMPILE_BACKOFF: &str = "recompile_backoff";
     pub const ENVIRONMENT_METRICS_RETENTION: &str = "environment_metrics_retention";
+    /// This project's addition: handlers that can watch (files) report drift at once.
+    pub const REALTIME_REPAIR: &str = "realtime_repair";
 }
 
 /// Settings that Inmanta removed; old clients may still send them and get a 404.
@@ -167,6 +169,13 @@ pub fn definitions() -> Vec<SettingDefinition> {
             s("600"),
             "agent",
             "The deployment interval of the autostarted agents. Either a number of seconds to wait before retrying an unsuccessful deploy, per resource, or a cron-like expression for one global deploy of all divergent resources (UTC). Set to 0 to disable; as a number it must be smaller than the repair interval.",
+        ),
+        def(
+            REALTIME_REPAIR,
+            SettingType::Bool,
+            SettingValue::Bool(true),
+            "agent",
+            "Watch deployed files, directories and symlinks on local hosts and repair a change made outside the orchestrator at once, instead of at the next repair interval.",
         ),
         def(
             REPAIR_INTERVAL,
@@ -330,11 +339,11 @@ mod tests {
     #[test]
     fn catalogue_has_every_inmanta_setting_once() {
         let defs = definitions();
-        assert_eq!(defs.len(), 14);
+        assert_eq!(defs.len(), 15);
         let mut names: Vec<_> = defs.iter().map(|d| d.name.as_str()).collect();
         names.sort();
         names.dedup();
-        assert_eq!(names.len(), 14);
+        assert_eq!(names.len(), 15);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! `api` types; rows of the [`store`] never leave this crate.
 
 pub mod agents;
+pub mod compiles;
 mod desired_state;
 mod environments;
 mod error;
@@ -55,6 +56,7 @@ pub enum Event {
 pub struct Orchestrator {
     store: Store,
     events: tokio::sync::broadcast::Sender<Event>,
+    compile_wakeup: std::sync::Arc<tokio::sync::Notify>,
 }
 
 impl Orchestrator {
@@ -62,7 +64,7 @@ impl Orchestrator {
     /// schema up to date.
     pub async fn open(url: &str) -> Result<Orchestrator> {
         let (events, _) = tokio::sync::broadcast::channel(1024);
-        Ok(Orchestrator { store: Store::connect(url).await?, events })
+        Ok(Orchestrator { store: Store::connect(url).await?, events, compile_wakeup: Default::default() })
     }
 
     /// Events from now on. A slow receiver misses old events (it is told it lagged).

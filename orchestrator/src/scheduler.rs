@@ -36,6 +36,8 @@ pub struct Task {
     pub dry_run: bool,
     /// A requirement with `send_event` changed something since this resource's last deploy.
     pub dependency_changed: bool,
+    /// After a successful deploy, watch the resource for drift (`realtime_repair`).
+    pub watch: bool,
 }
 
 /// What the handler reported.
@@ -324,6 +326,7 @@ struct EnvScheduler {
     halted: bool,
     deploy_interval: Option<Duration>,
     repair_interval: Option<Duration>,
+    realtime_repair: bool,
     // Writes waiting for the next flush.
     started: Vec<String>,
     finished: Vec<FinishedAction>,
@@ -349,6 +352,7 @@ impl EnvScheduler {
             halted: false,
             deploy_interval: None,
             repair_interval: None,
+            realtime_repair: true,
             started: vec![],
             finished: vec![],
             blocked_changes: vec![],
@@ -406,6 +410,8 @@ impl EnvScheduler {
         let settings = self.orchestrator.environment_settings(self.env).await?.settings;
         self.deploy_interval = interval(settings.get(api::settings::names::DEPLOY_INTERVAL), 600);
         self.repair_interval = interval(settings.get(api::settings::names::REPAIR_INTERVAL), 86400);
+        self.realtime_repair =
+            settings.get(api::settings::names::REALTIME_REPAIR).and_then(api::SettingValue::as_bool).unwrap_or(true);
         let paused: HashSet<String> = self.orchestrator.paused_agents(self.env).await?.into_iter().collect();
         for (name, queue) in &mut self.agents {
             queue.paused = paused.contains(name);
@@ -669,6 +675,7 @@ impl EnvScheduler {
             attributes: resource.attributes.clone(),
             dry_run: false,
             dependency_changed: task.dependency_changed,
+            watch: self.realtime_repair,
         };
         let future = self.dispatch.execute(agent, job);
         let done = self.done_tx.clone();

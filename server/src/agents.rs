@@ -1,13 +1,17 @@
 //! In-process agents: the scheduler's handler calls run here with the agent crate's executor,
-//! on blocking threads, reading file contents from the server's own store.
+//! on blocking threads, reading file contents from the server's own store. Deployed files,
+//! directories and symlinks on local hosts are watched; a change made behind the orchestrator's
+//! back is repaired at once (`realtime_repair`).
 
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use agent::{Events, Executor, FileSource, Mode, ResourceRequest};
+use agent::{DriftWatcher, Events, Executor, FileSource, HandlerStatus, Mode, ResourceRequest};
 use orchestrator::Orchestrator;
-use orchestrator::scheduler::{Dispatch, Task, TaskOutcome};
+use orchestrator::scheduler::{Dispatch, Schedulers, Scope, Task, TaskOutcome};
+use uuid::Uuid;
 
 /// File contents by hash from the database, for handlers running on blocking threads.
 pub struct StoreFiles {
@@ -28,27 +32,91 @@ impl FileSource for StoreFiles {
     }
 }
 
+/// Which environments a watched resource id is deployed in.
+type Watched = Arc<Mutex<HashMap<String, HashSet<Uuid>>>>;
+
 /// Runs every agent of every environment inside the server process.
 pub struct InProcessAgents {
     executor: Arc<Executor>,
+    watcher: Option<Arc<DriftWatcher>>,
+    watched: Watched,
+    drift: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<api::ResourceId>>>,
 }
 
 impl InProcessAgents {
     /// Must be called on the runtime the handlers' file reads use.
     pub fn new(orchestrator: Orchestrator) -> InProcessAgents {
-        let files = StoreFiles::new(orchestrator);
-        InProcessAgents { executor: Arc::new(Executor::new(Arc::new(files))) }
+        let executor = Arc::new(Executor::new(Arc::new(StoreFiles::new(orchestrator))));
+        let (watcher, drift) = match DriftWatcher::new() {
+            Ok((watcher, drift)) => (Some(Arc::new(watcher)), Some(drift)),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot watch files; drift is repaired by the repair interval only");
+                (None, None)
+            }
+        };
+        InProcessAgents { executor, watcher, watched: Arc::default(), drift: Mutex::new(drift) }
+    }
+
+    /// Repairs every drifted resource through its environment's scheduler. Call once.
+    pub fn repair_drift(&self, schedulers: Arc<Schedulers>) {
+        let Some(mut drift) = self.drift.lock().ok().and_then(|mut d| d.take()) else { return };
+        let watched = self.watched.clone();
+        tokio::spawn(async move {
+            while let Some(rid) = drift.recv().await {
+                let rid = rid.to_string();
+                let envs: Vec<Uuid> =
+                    watched.lock().map(|w| w.get(&rid).into_iter().flatten().copied().collect()).unwrap_or_default();
+                for env in envs {
+                    tracing::info!(%env, resource = %rid, "drift detected: repairing");
+                    let scope = Scope { agents: None, resources: Some(vec![rid.clone()]) };
+                    if let Err(e) = schedulers.deploy(env, true, scope).await {
+                        tracing::warn!(%env, resource = %rid, error = %e, "drift repair not scheduled");
+                    }
+                }
+            }
+        });
     }
 }
 
 impl Dispatch for InProcessAgents {
     fn execute(&self, _agent: &str, task: Task) -> Pin<Box<dyn Future<Output = TaskOutcome> + Send>> {
         let executor = self.executor.clone();
+        let watcher = self.watcher.clone();
+        let watched = self.watched.clone();
         Box::pin(async move {
+            let env = task.environment;
+            let watch = task.watch && !task.dry_run;
             let request = ResourceRequest { id: task.resource_id, version: task.version, attributes: task.attributes };
             let mode = if task.dry_run { Mode::DryRun } else { Mode::Deploy };
             let events = Events { dependency_changed: task.dependency_changed };
-            match tokio::task::spawn_blocking(move || executor.execute(&request, mode, &events)).await {
+            let run = move || {
+                // Our own writes are not drift.
+                let _quiet = watcher.as_ref().map(|w| w.suspend(&request.id));
+                let outcome = executor.execute(&request, mode, &events);
+                drop(_quiet);
+                if let Some(watcher) = watcher.filter(|_| mode == Mode::Deploy) {
+                    let purged = request.attributes.get("purged").and_then(|p| p.as_bool()).unwrap_or(false);
+                    let paths = agent::watch_paths(&request);
+                    let rid = request.id.to_string();
+                    if watch && outcome.status == HandlerStatus::Deployed && !purged && !paths.is_empty() {
+                        if watcher.watch(&request.id, &paths).is_ok()
+                            && let Ok(mut w) = watched.lock()
+                        {
+                            w.entry(rid).or_default().insert(env);
+                        }
+                    } else if let Ok(mut w) = watched.lock()
+                        && let Some(envs) = w.get_mut(&rid)
+                    {
+                        envs.remove(&env);
+                        if envs.is_empty() {
+                            w.remove(&rid);
+                            watcher.unwatch(&request.id);
+                        }
+                    }
+                }
+                outcome
+            };
+            match tokio::task::spawn_blocking(run).await {
                 Ok(outcome) => TaskOutcome {
                     status: outcome.status.as_str().to_string(),
                     change: outcome.change.as_str().to_string(),

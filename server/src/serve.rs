@@ -22,9 +22,10 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         .with_context(|| format!("cannot open the database {}", config.database_display()))?;
 
     let agents = std::sync::Arc::new(crate::agents::InProcessAgents::new(orchestrator.clone()));
-    let schedulers = orchestrator::scheduler::Schedulers::start(orchestrator.clone(), agents)
+    let schedulers = orchestrator::scheduler::Schedulers::start(orchestrator.clone(), agents.clone())
         .await
         .context("cannot start the schedulers")?;
+    agents.repair_drift(schedulers.clone());
     let state = AppState { orchestrator: orchestrator.clone(), schedulers, started: std::time::Instant::now() };
     let mut app = Router::new().merge(rest::router(state, config.max_request_body_size));
     if config.console_enabled {
@@ -36,6 +37,13 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     let listener = TcpListener::bind(&address).await.with_context(|| format!("cannot listen on {address}"))?;
     let local: SocketAddr = listener.local_addr()?;
     tracing::info!(%local, "server listening");
+    let compiles = crate::compile_runner::RunnerConfig {
+        state_dir: std::path::absolute(&config.state_dir)?,
+        port: local.port(),
+        timeout: std::time::Duration::from_secs(config.compile_timeout),
+        parallel: config.compile_parallel,
+    };
+    crate::compile_runner::start(orchestrator.clone(), compiles);
     // One plain line on stdout that people and scripts can rely on (tests read the port from it).
     println!("Inmanta server listening on http://{local} (console: http://{local}/console)");
 

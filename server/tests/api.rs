@@ -148,7 +148,7 @@ async fn environments_v2_lifecycle_and_errors() {
     assert_eq!(env["is_marked_for_deletion"], false);
     assert_eq!(env["settings"]["auto_deploy"], true);
     assert_eq!(env["settings"]["recompile_backoff"], 0.1);
-    assert_eq!(env["settings"].as_object().unwrap().len(), 14);
+    assert_eq!(env["settings"].as_object().unwrap().len(), 15);
 
     let cases = [
         (json!({"project_id": p, "name": "prod"}), 400, "duplicate name in a project"),
@@ -325,7 +325,7 @@ async fn settings_v2_with_definitions_types_and_protection() {
     let (status, body) = s.call("GET", "/api/v2/environment_settings", env, None).await;
     assert_eq!(status, 200);
     let definition = body["data"]["definition"].as_object().unwrap();
-    assert_eq!(definition.len(), 14);
+    assert_eq!(definition.len(), 15);
     assert_eq!(definition["auto_deploy"]["type"], "bool");
     assert_eq!(definition["auto_deploy"]["default"], true);
     assert_eq!(definition["recompile_backoff"]["type"], "positive_float");

@@ -134,8 +134,24 @@ async fn exported_files_are_deployed_failures_skip_and_recover() {
     assert_eq!(std::fs::read_to_string(etc.join("after-check")).unwrap(), "checked");
     assert_eq!(deploy_count(&s, &env, "/etc/issue").await, issue_runs, "an unchanged resource is not redeployed");
 
-    // Drift: a file changed by hand is put back by a repair.
+    // Drift: a file changed by hand is put back at once, without waiting for a repair.
+    std::fs::write(etc.join("motd"), "tampered").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while std::fs::read_to_string(etc.join("motd")).unwrap() != "hello again" {
+        assert!(Instant::now() < deadline, "the hand-edited file was not repaired within 5 s");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // A repair on request also puts back what was changed (here with realtime repair off).
+    let (status, _) =
+        s.call("POST", "/api/v2/environment_settings/realtime_repair", Some(&env), Some(json!({"value": false}))).await;
+    assert_eq!(status, 200);
+    let (status, _) = s.call("POST", "/api/v1/deploy", Some(&env), Some(json!({"agents": ["localhost"]}))).await;
+    assert_eq!(status, 200);
+    settle(&s, &env, 5).await;
     std::fs::write(etc.join("issue"), "tampered").unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(std::fs::read_to_string(etc.join("issue")).unwrap(), "tampered", "realtime repair is off");
     let (status, body) =
         s.call("POST", "/api/v1/deploy", Some(&env), Some(json!({"agents": ["localhost", "nope"]}))).await;
     assert_eq!(status, 200, "{body}");

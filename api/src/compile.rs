@@ -1,0 +1,84 @@
+//! Server-side compiles: requests, reports and their stages (reference/api.md §4.2, §5.6).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// A compile request as queued (CompileRun), plus the outcome once it finished (CompileReport).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompileReport {
+    pub id: Uuid,
+    #[serde(default)]
+    pub remote_id: Option<Uuid>,
+    pub environment: Uuid,
+    pub requested: Option<String>,
+    pub started: Option<String>,
+    pub completed: Option<String>,
+    pub success: Option<bool>,
+    pub version: Option<i64>,
+    pub do_export: bool,
+    pub force_update: bool,
+    pub metadata: serde_json::Value,
+    pub environment_variables: BTreeMap<String, String>,
+    pub requested_environment_variables: BTreeMap<String, String>,
+    pub mergeable_environment_variables: BTreeMap<String, String>,
+    pub partial: bool,
+    pub removed_resource_sets: Vec<String>,
+    pub exporter_plugin: Option<String>,
+    pub notify_failed_compile: Option<bool>,
+    pub failed_compile_message: Option<String>,
+    pub links: BTreeMap<String, Vec<String>>,
+}
+
+/// One stage of a compile (CompileRunReport).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompileStage {
+    pub id: Uuid,
+    pub started: String,
+    pub completed: Option<String>,
+    pub command: String,
+    pub name: String,
+    pub errstream: String,
+    pub outstream: String,
+    pub returncode: Option<i64>,
+}
+
+/// A compile with its structured errors and its stages (CompileDetails).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompileDetails {
+    #[serde(flatten)]
+    pub report: CompileReport,
+    pub compile_data: Option<serde_json::Value>,
+    pub reports: Option<Vec<CompileStage>>,
+}
+
+/// Arguments of `POST /api/v1/notify/<env>` (and the query of its GET form).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotifyChange {
+    /// Pull the repository and update modules before compiling.
+    #[serde(default = "yes")]
+    pub update: bool,
+    #[serde(default)]
+    pub metadata: Option<serde_json::Value>,
+    /// Accepted for compatibility: there is no compiler virtual environment to rebuild.
+    #[serde(default)]
+    pub reinstall: bool,
+    /// Environment variables for this compile; requests with different ones do not merge.
+    #[serde(default)]
+    pub env: Option<BTreeMap<String, String>>,
+    /// Environment variables that may be merged with those of other queued requests.
+    #[serde(default)]
+    pub mergeable_env: Option<BTreeMap<String, String>>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for NotifyChange {
+    fn default() -> Self {
+        NotifyChange { update: true, metadata: None, reinstall: false, env: None, mergeable_env: None }
+    }
+}
