@@ -37,13 +37,6 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     let listener = TcpListener::bind(&address).await.with_context(|| format!("cannot listen on {address}"))?;
     let local: SocketAddr = listener.local_addr()?;
     tracing::info!(%local, "server listening");
-    let compiles = crate::compile_runner::RunnerConfig {
-        state_dir: std::path::absolute(&config.state_dir)?,
-        port: local.port(),
-        timeout: std::time::Duration::from_secs(config.compile_timeout),
-        parallel: config.compile_parallel,
-    };
-    crate::compile_runner::start(orchestrator.clone(), compiles);
     // One plain line on stdout that people and scripts can rely on (tests read the port from it).
     println!("Inmanta server listening on http://{local} (console: http://{local}/console)");
 
