@@ -15,8 +15,6 @@ use crate::{Error, Orchestrator, Result};
 /// removes with the environment. Every environment-scoped table joins this list when it lands.
 /// Tables cleared with the environment, dependents first.
 pub(crate) const ENVIRONMENT_DATA_TABLES: &[&str] = &[
-    "compile_report",
-    "compile",
     "resource_log",
     "resource_action_resource",
     "resource_action",
