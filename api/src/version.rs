@@ -131,6 +131,29 @@ pub enum ResourceDiffStatus {
     AgentDown,
     Undefined,
     SkippedForUndefined,
+    /// This project's addition (reference/deploy.md §7): a requirement is not deployed, so the
+    /// handler could not tell what would change.
+    SkippedForDependency,
+    /// This project's addition: the handler failed to read the current state.
+    Failed,
+}
+
+/// A dry run of a version (reference/api.md §4.4).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DryRun {
+    pub id: uuid::Uuid,
+    pub environment: uuid::Uuid,
+    pub model: i64,
+    pub date: Option<String>,
+    pub total: i64,
+    pub todo: i64,
+}
+
+/// `GET /api/v2/dryrun/<version>/<id>`: every resource once, sorted by id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DryRunReport {
+    pub summary: DryRun,
+    pub diff: Vec<ResourceDiff>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -179,21 +179,21 @@ fn attribute_diffs(from: Option<&Attributes>, to: Option<&Attributes>) -> BTreeM
     names
         .into_iter()
         .filter(|name| from.get(*name) != to.get(*name))
-        .map(|name| {
-            let compare = |v: Option<&serde_json::Value>| match v {
-                None => String::new(),
-                Some(serde_json::Value::String(s)) => s.clone(),
-                Some(other) => serde_json::to_string_pretty(other).unwrap_or_default(),
-            };
-            (
-                name.clone(),
-                AttributeDiff {
-                    from_value: from.get(name).cloned(),
-                    to_value: to.get(name).cloned(),
-                    from_value_compare: compare(from.get(name)),
-                    to_value_compare: compare(to.get(name)),
-                },
-            )
-        })
+        .map(|name| (name.clone(), attribute_diff(from.get(name), to.get(name))))
         .collect()
+}
+
+/// One attribute's change, with the text forms the console diffs.
+pub(crate) fn attribute_diff(from: Option<&serde_json::Value>, to: Option<&serde_json::Value>) -> AttributeDiff {
+    let compare = |v: Option<&serde_json::Value>| match v {
+        None => String::new(),
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(other) => serde_json::to_string_pretty(other).unwrap_or_default(),
+    };
+    AttributeDiff {
+        from_value: from.cloned(),
+        to_value: to.cloned(),
+        from_value_compare: compare(from),
+        to_value_compare: compare(to),
+    }
 }

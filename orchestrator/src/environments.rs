@@ -15,6 +15,8 @@ use crate::{Error, Orchestrator, Result};
 /// removes with the environment. Every environment-scoped table joins this list when it lands.
 /// Tables cleared with the environment, dependents first.
 pub(crate) const ENVIRONMENT_DATA_TABLES: &[&str] = &[
+    "dryrun_resource",
+    "dryrun",
     "resource_log",
     "resource_action_resource",
     "resource_action",

@@ -7,6 +7,7 @@
 pub mod agents;
 pub mod compiles;
 mod desired_state;
+pub mod dryrun;
 mod environments;
 mod error;
 mod files;

@@ -195,6 +195,46 @@ impl Schedulers {
         answer.await.map_err(|_| Error::NotFound("the scheduler of this environment stopped".into()))
     }
 
+    /// Starts a dry run of `version`: every resource that needs its handler is read and diffed
+    /// (one at a time per agent, agents in parallel); returns the report id at once.
+    pub async fn dry_run(&self, env: Uuid, version: i64) -> Result<Uuid> {
+        let (dryrun, targets) = self.orchestrator.create_dryrun(env, version).await?;
+        let mut per_agent: HashMap<String, Vec<crate::dryrun::DryRunTarget>> = HashMap::new();
+        for target in targets {
+            per_agent.entry(target.id.agent.clone()).or_default().push(target);
+        }
+        for (agent, targets) in per_agent {
+            let orchestrator = self.orchestrator.clone();
+            let dispatch = self.dispatch.clone();
+            let id = dryrun.id;
+            tokio::spawn(async move {
+                for target in targets {
+                    let rid = target.id.to_string();
+                    let task = Task {
+                        environment: env,
+                        resource_id: target.id,
+                        version,
+                        attributes: target.attributes,
+                        dry_run: true,
+                        dependency_changed: false,
+                        watch: false,
+                    };
+                    let outcome = dispatch.execute(&agent, task).await;
+                    let status = crate::dryrun::status_of_outcome(&outcome.status, &outcome.changes);
+                    let mut changes = outcome.changes;
+                    if status == "failed" {
+                        let error = outcome.logs.iter().rev().find(|l| l.level == "ERROR").map(|l| l.msg.clone());
+                        changes.insert("handler_error".into(), serde_json::json!({"current": error, "desired": null}));
+                    }
+                    if let Err(e) = orchestrator.dryrun_update(env, id, &rid, status, &changes).await {
+                        tracing::error!(%env, dryrun = %id, resource = %rid, error = %e, "could not store a dry-run result");
+                    }
+                }
+            });
+        }
+        Ok(dryrun.id)
+    }
+
     /// Waits until nothing is scheduled or running and every result is stored.
     pub async fn wait_idle(&self, env: Uuid) -> Result<()> {
         let (reply, answer) = oneshot::channel();

@@ -238,3 +238,97 @@ fn inmanta_deploy_all_in_one() {
     assert_ne!(code, 0);
     assert!(err.contains("main.cf:3"), "{err}");
 }
+
+#[tokio::test]
+async fn dry_runs_report_what_would_change_without_changing_it() {
+    let s = TestServer::start().await;
+    let env = environment(&s).await;
+    let tid = Some(env.as_str());
+    let project = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let port = s.url.rsplit(':').next().unwrap().to_string();
+    std::fs::write(
+        project.path().join(".inmanta"),
+        format!("[config]\nenvironment = {env}\n[compiler_rest_transport]\nhost = 127.0.0.1\nport = {port}\n"),
+    )
+    .unwrap();
+    for (name, value) in [("realtime_repair", json!(false)), ("auto_deploy", json!(true))] {
+        let (status, _) =
+            s.call("POST", &format!("/api/v2/environment_settings/{name}"), tid, Some(json!({"value": value}))).await;
+        assert_eq!(status, 200);
+    }
+    write_project(project.path(), &model(root.path(), "hello", "/bin/true"));
+    export(project.path());
+    settle(&s, &env, 5).await;
+
+    // The next version is stored but not released; one file is edited by hand meanwhile.
+    let (status, _) =
+        s.call("POST", "/api/v2/environment_settings/auto_deploy", tid, Some(json!({"value": false}))).await;
+    assert_eq!(status, 200);
+    let mut main = model(root.path(), "hello", "/bin/true");
+    main.push_str(&format!(
+        "fs::File(host=host, path=\"{}/etc/new\", content=\"new\", requires=[dir])\n",
+        root.path().display()
+    ));
+    write_project(project.path(), &main);
+    export(project.path());
+    std::fs::write(root.path().join("etc/issue"), "edited by hand").unwrap();
+
+    let (status, body) = s.call("POST", "/api/v2/dryrun/2", tid, None).await;
+    assert_eq!(status, 200, "{body}");
+    let id = body["data"].as_str().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let report = loop {
+        let (_, report) = s.call("GET", &format!("/api/v2/dryrun/2/{id}"), tid, None).await;
+        if report["data"]["summary"]["todo"] == 0 {
+            break report["data"].clone();
+        }
+        assert!(Instant::now() < deadline, "dry run did not finish: {report}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let status_of = |suffix: &str| {
+        report["diff"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["resource_id"].as_str().unwrap().ends_with(suffix))
+            .unwrap()["status"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(report["summary"]["total"], 6);
+    assert_eq!(status_of("/etc/new]"), "added", "{report}");
+    assert_eq!(status_of("/etc/issue]"), "modified", "{report}");
+    assert_eq!(status_of("/etc/motd]"), "unmodified", "{report}");
+    let issue = report["diff"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["resource_id"].as_str().unwrap().ends_with("/etc/issue]"))
+        .unwrap();
+    assert!(issue["attributes"]["hash"]["from_value"].is_string(), "{issue}");
+    assert!(!root.path().join("etc/new").exists(), "a dry run changes nothing");
+    assert_eq!(std::fs::read_to_string(root.path().join("etc/issue")).unwrap(), "edited by hand");
+
+    let (_, list) = s.call("GET", "/api/v2/dryrun/2", tid, None).await;
+    assert_eq!(list["data"][0]["id"], id.as_str());
+    let (_, v1) = s.call("GET", &format!("/api/v1/dryrun/{id}"), tid, None).await;
+    assert_eq!(v1["dryrun"]["resources"].as_object().unwrap().len(), 6);
+    assert_eq!(s.call("POST", "/api/v2/dryrun/99", tid, None).await.0, 404);
+    assert_eq!(s.call("GET", &format!("/api/v2/dryrun/2/{}", uuid::Uuid::new_v4()), tid, None).await.0, 404);
+
+    // A paused agent's resources are reported as agent_down; the CLI waits and prints.
+    assert_eq!(s.call("POST", "/api/v2/agent/localhost/pause", tid, None).await.0, 200);
+    let out = Command::new(BIN)
+        .args(["dryrun", "create", "2", "--port", &port])
+        .current_dir(project.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(text.matches("agent_down").count(), 6, "{text}");
+
+    assert_eq!(s.call("POST", "/api/v2/actions/environment/halt", tid, None).await.0, 200);
+    assert_eq!(s.call("POST", "/api/v2/dryrun/2", tid, None).await.0, 409);
+}

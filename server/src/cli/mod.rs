@@ -7,6 +7,7 @@
 
 mod compile;
 mod deploy;
+mod dryrun;
 mod environment;
 mod output;
 mod param;
@@ -57,6 +58,13 @@ pub enum ClientCommand {
         scope: Scope,
         #[command(subcommand)]
         command: resource::ResourceCommand,
+    },
+    /// Dry runs: what a version would change.
+    Dryrun {
+        #[command(flatten)]
+        scope: Scope,
+        #[command(subcommand)]
+        command: dryrun::DryrunCommand,
     },
     /// Parameters of an environment.
     Param {
@@ -127,6 +135,10 @@ pub async fn run(command: ClientCommand, options: &Options) -> ExitCode {
         },
         ClientCommand::Resource { scope, command } => match scoped(&scope, options).await {
             Ok((ctx, env)) => resource::run(command, &ctx, env).await,
+            Err(e) => Err(e),
+        },
+        ClientCommand::Dryrun { scope, command } => match scoped(&scope, options).await {
+            Ok((ctx, env)) => dryrun::run(command, &ctx, env).await,
             Err(e) => Err(e),
         },
         ClientCommand::Param { scope, command } => match scoped(&scope, options).await {

@@ -4,6 +4,7 @@
 
 mod agents;
 mod deploy;
+mod dryrun;
 mod environments;
 pub mod error;
 mod extract;
@@ -60,6 +61,7 @@ pub fn router(state: AppState, max_body_bytes: usize) -> Router {
         .merge(notifications::router())
         .merge(agents::router())
         .merge(deploy::router())
+        .merge(dryrun::router())
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body_bytes))
         .layer(RequestDecompressionLayer::new())

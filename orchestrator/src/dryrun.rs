@@ -1,0 +1,213 @@
+//! Dry runs (reference/deploy.md §7, api.md §5.10): what the handlers would change for every
+//! resource of a version, without changing anything. The server fills in what it knows itself
+//! (undefined, skipped for undefined, paused agents); the scheduler has the handlers report the
+//! rest through [`Orchestrator::dryrun_update`].
+
+use std::collections::{BTreeMap, HashSet};
+
+use api::ResourceId;
+use api::version::{DryRun, DryRunReport, ResourceDiff, ResourceDiffStatus};
+use sqlx::Row;
+use uuid::Uuid;
+
+use crate::desired_state::attribute_diff;
+use crate::store::{now, parse_uuid};
+use crate::{Error, Orchestrator, Result};
+
+/// A resource a dry run must ask its handler about.
+#[derive(Debug, Clone)]
+pub struct DryRunTarget {
+    pub id: ResourceId,
+    pub attributes: serde_json::Map<String, serde_json::Value>,
+    pub requires: Vec<String>,
+}
+
+fn diff_status(text: &str) -> Result<ResourceDiffStatus> {
+    serde_json::from_value(serde_json::Value::String(text.to_string()))
+        .map_err(|_| Error::Corrupt(format!("bad dry-run status {text:?}")))
+}
+
+impl Orchestrator {
+    /// Creates the report of a dry run of `version`; returns it with the resources that still
+    /// need their handler.
+    pub async fn create_dryrun(&self, env: Uuid, version: i64) -> Result<(DryRun, Vec<DryRunTarget>)> {
+        let environment = self.get_environment(env, Default::default()).await?;
+        if environment.halted {
+            return Err(Error::Conflict(format!("environment {env} is halted: resume it to run a dry run")));
+        }
+        self.get_version_model(env, version).await?;
+        let paused: HashSet<String> = self.paused_agents(env).await?.into_iter().collect();
+        let rows = sqlx::query(
+            "SELECT resource_id, agent, attributes, requires, state FROM resource \
+             WHERE environment = $1 AND version = $2 ORDER BY resource_id",
+        )
+        .bind(env.to_string())
+        .bind(version)
+        .fetch_all(self.store.pool())
+        .await?;
+        let id = Uuid::new_v4();
+        let mut targets = Vec::new();
+        let mut prefilled: Vec<(String, Option<&'static str>)> = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let rid: String = row.try_get("resource_id")?;
+            let state: String = row.try_get("state")?;
+            let agent: String = row.try_get("agent")?;
+            let status = match state.as_str() {
+                "undefined" => Some("undefined"),
+                "skipped_for_undefined" => Some("skipped_for_undefined"),
+                _ if paused.contains(&agent) => Some("agent_down"),
+                _ => None,
+            };
+            if status.is_none() {
+                targets.push(DryRunTarget {
+                    id: ResourceId::parse(&rid).map_err(|e| Error::Corrupt(e.to_string()))?,
+                    attributes: serde_json::from_str(&row.try_get::<String, _>("attributes")?)
+                        .map_err(|e| Error::Corrupt(e.to_string()))?,
+                    requires: serde_json::from_str(&row.try_get::<String, _>("requires")?)
+                        .map_err(|e| Error::Corrupt(e.to_string()))?,
+                });
+            }
+            prefilled.push((rid, status));
+        }
+        let mut tx = self.store.begin_write().await?;
+        sqlx::query("INSERT INTO dryrun (id, environment, version, date, total) VALUES ($1, $2, $3, $4, $5)")
+            .bind(id.to_string())
+            .bind(env.to_string())
+            .bind(version)
+            .bind(now())
+            .bind(rows.len() as i64)
+            .execute(&mut *tx)
+            .await?;
+        for (rid, status) in &prefilled {
+            sqlx::query(
+                "INSERT INTO dryrun_resource (environment, dryrun, resource_id, diff_status) VALUES ($1, $2, $3, $4)",
+            )
+            .bind(env.to_string())
+            .bind(id.to_string())
+            .bind(rid.clone())
+            .bind(status.map(str::to_string))
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok((self.dryrun(env, id).await?, targets))
+    }
+
+    /// Records what the handler found for one resource (`dryrun_update`).
+    pub async fn dryrun_update(
+        &self,
+        env: Uuid,
+        id: Uuid,
+        rid: &str,
+        status: &str,
+        changes: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<()> {
+        let (rid, _) = ResourceId::parse_versioned(rid).map_err(|e| Error::BadRequest(e.to_string()))?;
+        diff_status(status).map_err(|_| Error::BadRequest(format!("{status:?} is not a dry-run status")))?;
+        let mut tx = self.store.begin_write().await?;
+        let done = sqlx::query(
+            "UPDATE dryrun_resource SET diff_status = $1, changes = $2 \
+             WHERE environment = $3 AND dryrun = $4 AND resource_id = $5",
+        )
+        .bind(status.to_string())
+        .bind(serde_json::Value::Object(changes.clone()).to_string())
+        .bind(env.to_string())
+        .bind(id.to_string())
+        .bind(rid.to_string())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        if done.rows_affected() == 0 {
+            return Err(Error::NotFound(format!("dry run {id} has no resource {rid}")));
+        }
+        Ok(())
+    }
+
+    pub async fn dryrun(&self, env: Uuid, id: Uuid) -> Result<DryRun> {
+        let row = sqlx::query(
+            "SELECT d.version, d.date, d.total, (SELECT COUNT(*) FROM dryrun_resource r WHERE r.dryrun = d.id \
+             AND r.diff_status IS NULL) AS todo FROM dryrun d WHERE d.environment = $1 AND d.id = $2",
+        )
+        .bind(env.to_string())
+        .bind(id.to_string())
+        .fetch_optional(self.store.pool())
+        .await?
+        .ok_or_else(|| Error::NotFound(format!("dry run {id} does not exist in environment {env}")))?;
+        Ok(DryRun {
+            id,
+            environment: env,
+            model: row.try_get("version")?,
+            date: row.try_get("date")?,
+            total: row.try_get("total")?,
+            todo: row.try_get("todo")?,
+        })
+    }
+
+    /// The dry runs of a version (or of all versions), newest first.
+    pub async fn dryruns(&self, env: Uuid, version: Option<i64>) -> Result<Vec<DryRun>> {
+        self.ensure_environment(env).await?;
+        let rows = sqlx::query(
+            "SELECT d.id, d.version, d.date, d.total, (SELECT COUNT(*) FROM dryrun_resource r WHERE r.dryrun = d.id \
+             AND r.diff_status IS NULL) AS todo FROM dryrun d WHERE d.environment = $1 \
+             AND ($2 < 0 OR d.version = $2) ORDER BY d.date DESC, d.id",
+        )
+        .bind(env.to_string())
+        .bind(version.unwrap_or(-1))
+        .fetch_all(self.store.pool())
+        .await?;
+        rows.into_iter()
+            .map(|row| {
+                Ok(DryRun {
+                    id: parse_uuid(&row.try_get::<String, _>("id")?)?,
+                    environment: env,
+                    model: row.try_get("version")?,
+                    date: row.try_get("date")?,
+                    total: row.try_get("total")?,
+                    todo: row.try_get("todo")?,
+                })
+            })
+            .collect()
+    }
+
+    /// The report: every resource once, sorted by id; those not reported yet are left out.
+    pub async fn dryrun_report(&self, env: Uuid, id: Uuid) -> Result<DryRunReport> {
+        let summary = self.dryrun(env, id).await?;
+        let rows = sqlx::query(
+            "SELECT resource_id, diff_status, changes FROM dryrun_resource \
+             WHERE dryrun = $1 AND diff_status IS NOT NULL ORDER BY resource_id",
+        )
+        .bind(id.to_string())
+        .fetch_all(self.store.pool())
+        .await?;
+        let mut diff = Vec::with_capacity(rows.len());
+        for row in rows {
+            let changes: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(&row.try_get::<String, _>("changes")?)
+                    .map_err(|e| Error::Corrupt(e.to_string()))?;
+            let attributes: BTreeMap<String, api::version::AttributeDiff> = changes
+                .iter()
+                .map(|(name, change)| (name.clone(), attribute_diff(change.get("current"), change.get("desired"))))
+                .collect();
+            diff.push(ResourceDiff {
+                resource_id: row.try_get("resource_id")?,
+                status: diff_status(&row.try_get::<String, _>("diff_status")?)?,
+                attributes,
+            });
+        }
+        Ok(DryRunReport { summary, diff })
+    }
+}
+
+/// The report status of what a handler said in dry-run mode.
+pub fn status_of_outcome(outcome_status: &str, changes: &serde_json::Map<String, serde_json::Value>) -> &'static str {
+    let purged = changes.get("purged");
+    let flag = |key: &str| purged.and_then(|p| p.get(key)).and_then(|v| v.as_bool());
+    match outcome_status {
+        "failed" | "unavailable" => "failed",
+        "skipped_for_dependency" => "skipped_for_dependency",
+        _ if flag("current") == Some(true) && flag("desired") == Some(false) => "added",
+        _ if flag("current") == Some(false) && flag("desired") == Some(true) => "deleted",
+        _ if changes.is_empty() => "unmodified",
+        _ => "modified",
+    }
+}

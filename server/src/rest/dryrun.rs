@@ -1,0 +1,126 @@
+//! Dry runs, v1 and v2 (reference/api.md §5.10).
+
+use std::sync::Arc;
+
+use api::ResourceId;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use orchestrator::Orchestrator;
+use orchestrator::scheduler::Schedulers;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::error::{ApiError, ApiResult};
+use super::extract::{self, Path, Query, Tid};
+use super::{AppState, data, empty};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v2/dryrun/{version}", post(trigger).get(list))
+        .route("/api/v2/dryrun/{version}/{id}", get(report))
+        .route("/api/v1/dryrun", get(v1_list))
+        .route("/api/v1/dryrun/{id}", post(v1_request).get(v1_report).put(v1_update))
+}
+
+async fn trigger(
+    State(schedulers): State<Arc<Schedulers>>,
+    Tid(env): Tid,
+    Path(version): Path<i64>,
+) -> ApiResult<Response> {
+    Ok(data(schedulers.dry_run(env, version).await?).into_response())
+}
+
+async fn list(State(o): State<Orchestrator>, Tid(env): Tid, Path(version): Path<i64>) -> ApiResult<Response> {
+    o.get_version_model(env, version).await?;
+    Ok(data(o.dryruns(env, Some(version)).await?).into_response())
+}
+
+async fn report(
+    State(o): State<Orchestrator>,
+    Tid(env): Tid,
+    Path((version, id)): Path<(i64, Uuid)>,
+) -> ApiResult<Response> {
+    let report = o.dryrun_report(env, id).await?;
+    if report.summary.model != version {
+        return Err(ApiError::new(
+            axum::http::StatusCode::NOT_FOUND,
+            format!("dry run {id} is of version {}, not {version}", report.summary.model),
+        ));
+    }
+    Ok(data(report).into_response())
+}
+
+/// The v1 form of a report: resources keyed by resource version id.
+async fn v1_form(o: &Orchestrator, env: Uuid, id: Uuid) -> ApiResult<Value> {
+    let report = o.dryrun_report(env, id).await?;
+    let version = report.summary.model;
+    let mut resources = serde_json::Map::new();
+    for diff in &report.diff {
+        let Ok(rid) = ResourceId::parse(&diff.resource_id) else { continue };
+        let changes: serde_json::Map<String, Value> = diff
+            .attributes
+            .iter()
+            .map(|(name, d)| (name.clone(), json!({"current": d.from_value, "desired": d.to_value})))
+            .collect();
+        let rvid = rid.versioned(version as u64);
+        resources.insert(
+            rvid.clone(),
+            json!({"changes": changes, "id": rvid, "id_fields": api::resource::ResourceIdDetails::from(&rid),
+                   "diff_status": diff.status}),
+        );
+    }
+    let mut dryrun = serde_json::to_value(&report.summary).unwrap_or_default();
+    dryrun["resources"] = Value::Object(resources);
+    Ok(dryrun)
+}
+
+async fn v1_request(
+    State(o): State<Orchestrator>,
+    State(schedulers): State<Arc<Schedulers>>,
+    Tid(env): Tid,
+    Path(version): Path<i64>,
+) -> ApiResult<Response> {
+    let id = schedulers.dry_run(env, version).await?;
+    Ok(Json(json!({"dryrun": v1_form(&o, env, id).await?})).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct V1ListQuery {
+    version: Option<i64>,
+}
+
+async fn v1_list(State(o): State<Orchestrator>, Tid(env): Tid, Query(q): Query<V1ListQuery>) -> ApiResult<Response> {
+    let runs = o.dryruns(env, q.version).await?;
+    let runs: Vec<Value> = runs
+        .into_iter()
+        .map(|d| json!({"id": d.id, "version": d.model, "date": d.date, "total": d.total, "todo": d.todo}))
+        .collect();
+    Ok(Json(json!({"dryruns": runs})).into_response())
+}
+
+async fn v1_report(State(o): State<Orchestrator>, Tid(env): Tid, Path(id): Path<Uuid>) -> ApiResult<Response> {
+    Ok(Json(json!({"dryrun": v1_form(&o, env, id).await?})).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct V1Update {
+    resource: String,
+    changes: serde_json::Map<String, Value>,
+}
+
+/// An executor reports one resource of a dry run.
+async fn v1_update(
+    State(o): State<Orchestrator>,
+    Tid(env): Tid,
+    Path(id): Path<Uuid>,
+    extract::Json(body): extract::Json<V1Update>,
+) -> ApiResult<Response> {
+    let status = orchestrator::dryrun::status_of_outcome("dry", &body.changes);
+    o.dryrun_update(env, id, &body.resource, status, &body.changes).await?;
+    Ok(empty())
+}
