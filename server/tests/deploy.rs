@@ -332,3 +332,34 @@ async fn dry_runs_report_what_would_change_without_changing_it() {
     assert_eq!(s.call("POST", "/api/v2/actions/environment/halt", tid, None).await.0, 200);
     assert_eq!(s.call("POST", "/api/v2/dryrun/2", tid, None).await.0, 409);
 }
+
+#[tokio::test]
+async fn agent_and_monitor_commands() {
+    let s = TestServer::start().await;
+    let env = environment(&s).await;
+    let project = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let port = s.url.rsplit(':').next().unwrap().to_string();
+    std::fs::write(
+        project.path().join(".inmanta"),
+        format!("[config]\nenvironment = {env}\n[compiler_rest_transport]\nhost = 127.0.0.1\nport = {port}\n"),
+    )
+    .unwrap();
+    write_project(project.path(), &model(root.path(), "hello", "/bin/true"));
+    export(project.path());
+    let cli = |args: &[&str]| inmanta_in(project.path(), &[args, &["--port", &port]].concat());
+    let (code, out, err) = cli(&["monitor"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("5/5 deployed"), "{out}");
+    let (code, out, _) = cli(&["agent", "list"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("localhost") && out.contains("up"), "{out}");
+    assert_eq!(cli(&["agent", "pause", "--agent", "localhost"]).0, 0);
+    let (_, out, _) = cli(&["agent", "list"]);
+    assert!(out.contains("paused"), "{out}");
+    assert_eq!(cli(&["agent", "unpause", "--all"]).0, 0);
+    let (_, out, _) = cli(&["agent", "list", "--json"]);
+    assert!(out.contains("\"up\""), "{out}");
+    let (code, _, err) = cli(&["agent", "pause", "--agent", "ghost"]);
+    assert_eq!(code, 1, "{err}");
+}

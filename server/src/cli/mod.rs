@@ -5,6 +5,7 @@
 //! Exit codes: 0 success, 1 the server refused (the message says why), 2 bad usage or config,
 //! 3 the server could not be reached.
 
+mod agent;
 mod compile;
 mod deploy;
 mod dryrun;
@@ -58,6 +59,21 @@ pub enum ClientCommand {
         scope: Scope,
         #[command(subcommand)]
         command: resource::ResourceCommand,
+    },
+    /// Agents of an environment: list, pause, unpause.
+    Agent {
+        #[command(flatten)]
+        scope: Scope,
+        #[command(subcommand)]
+        command: agent::AgentCommand,
+    },
+    /// Follow the deploy of an environment with a progress bar until it settles.
+    Monitor {
+        #[command(flatten)]
+        scope: Scope,
+        /// Keep following after the deploy settled.
+        #[arg(long)]
+        follow: bool,
     },
     /// Dry runs: what a version would change.
     Dryrun {
@@ -135,6 +151,14 @@ pub async fn run(command: ClientCommand, options: &Options) -> ExitCode {
         },
         ClientCommand::Resource { scope, command } => match scoped(&scope, options).await {
             Ok((ctx, env)) => resource::run(command, &ctx, env).await,
+            Err(e) => Err(e),
+        },
+        ClientCommand::Agent { scope, command } => match scoped(&scope, options).await {
+            Ok((ctx, env)) => agent::run(command, &ctx, env).await,
+            Err(e) => Err(e),
+        },
+        ClientCommand::Monitor { scope, follow } => match scoped(&scope, options).await {
+            Ok((ctx, env)) => agent::monitor(&ctx, env, follow).await,
             Err(e) => Err(e),
         },
         ClientCommand::Dryrun { scope, command } => match scoped(&scope, options).await {
