@@ -73,7 +73,8 @@ fn main() {
         assert_eq!(count, n + 4, "expected N files and 4 directories");
         times.sort();
         let median = times[times.len() / 2];
-        let child = Command::new(std::env::current_exe().expect("exe")).arg("--child").arg(&dir).output().expect("child");
+        let child =
+            Command::new(std::env::current_exe().expect("exe")).arg("--child").arg(&dir).output().expect("child");
         let line = String::from_utf8_lossy(&child.stdout);
         let rss_kib: u64 = line.split_whitespace().nth(2).and_then(|s| s.parse().ok()).unwrap_or(0);
         println!(

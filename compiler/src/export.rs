@@ -244,9 +244,11 @@ pub(crate) fn export(ev: &Evaluator<'_>) -> Exported {
     let mut rid_of: HashMap<InstId, String> = HashMap::new();
     let mut order: Vec<(InstId, &'static Mapping, String)> = Vec::new();
     let mut seen: HashMap<String, InstId> = HashMap::new();
+    let mapped: Vec<Option<&'static Mapping>> =
+        (0..ev.types.entities.len()).map(|e| mapping_for(ev, e).map(|(m, _)| m)).collect();
     for (i, inst) in ev.instances.iter().enumerate() {
         let i = i as InstId;
-        let Some((m, _)) = mapping_for(ev, inst.entity) else { continue };
+        let Some(m) = mapped[inst.entity] else { continue };
         if let Some(Value::Bool(false)) = slot_value(ev, i, "managed") {
             continue;
         }
@@ -272,6 +274,7 @@ pub(crate) fn export(ev: &Evaluator<'_>) -> Exported {
         rid_of.insert(i, rid.clone());
         order.push((i, m, rid));
     }
+    order.sort_by(|a, b| a.2.cmp(&b.2));
     // directories per agent, for the implicit fs requires
     let mut dirs: HashMap<(String, String), String> = HashMap::new();
     for (i, m, rid) in &order {
@@ -366,7 +369,7 @@ pub(crate) fn export(ev: &Evaluator<'_>) -> Exported {
                 if id != rid && !reqs.contains(id) {
                     reqs.push(id.clone());
                 }
-            } else if mapping_for(ev, ev.instances[r as usize].entity).is_none() {
+            } else if mapped[ev.instances[r as usize].entity].is_none() {
                 let more = requires_of(ev, r);
                 if more.is_empty() && dropped_warned.insert(r) {
                     out.warnings.push(Diagnostic::warning(
@@ -388,15 +391,14 @@ pub(crate) fn export(ev: &Evaluator<'_>) -> Exported {
                 (path_value(ev, i, m.agent), path_value(ev, i, if m.entity == "fs::Symlink" { "dst" } else { "path" }))
         {
             let agent = id_string(&a);
-            let mut cur = p.trim_end_matches('/').to_string();
-            while let Some(pos) = cur.rfind('/') {
-                cur.truncate(pos);
-                let key = if cur.is_empty() { "/".to_string() } else { cur.clone() };
-                if let Some(d) = dirs.get(&(agent.clone(), key)) {
-                    if d != rid && !reqs.contains(d) {
-                        reqs.push(d.clone());
-                    }
-                    break;
+            let path = p.trim_end_matches('/');
+            if let Some(pos) = path.rfind('/') {
+                let parent = if pos == 0 { "/".to_string() } else { path[..pos].to_string() };
+                if let Some(d) = dirs.get(&(agent, parent))
+                    && d != rid
+                    && !reqs.contains(d)
+                {
+                    reqs.push(d.clone());
                 }
             }
         }
@@ -408,7 +410,6 @@ pub(crate) fn export(ev: &Evaluator<'_>) -> Exported {
         }
         out.resources.push(Json::Object(obj));
     }
-    out.resources.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
     // resource sets
     if let Some(&rs) = ev.types.entity_by_name.get("std::ResourceSet") {
         let mut sets: Vec<InstId> = ev.by_entity[rs].clone();

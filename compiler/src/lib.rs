@@ -246,6 +246,13 @@ fn compile_inner(
     };
     let mut ev = eval::Evaluator::new(builder.types, &sources, ctx);
     ev.max_steps = options.max_steps;
+    let rules: Vec<String> = meta.raw["relation_precedence_policy"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|r| r.as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
+    if let Err(errors) = ev.set_precedence(&rules) {
+        return Err(Diagnostics(errors));
+    }
     ev.run();
     let eval_time = t0.elapsed() - parse_time - build_time;
     warnings.extend(ev.warnings.drain(..).filter(|w| !is_builtin(w)));

@@ -8,6 +8,51 @@ use crate::syntax::Span;
 use crate::syntax::ast;
 
 pub(crate) type EntId = usize;
+
+/// FxHash: a small, fast, non-cryptographic hasher for the compiler's maps keyed by names and ids.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FxHasher(u64);
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl std::hash::Hasher for FxHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
+        }
+        for b in chunks.remainder() {
+            self.add(*b as u64);
+        }
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.add(i as u64);
+    }
+
+    fn write_u32(&mut self, i: u32) {
+        self.add(i as u64);
+    }
+
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+}
+
+pub(crate) type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;
 pub(crate) type NsId = usize;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -66,7 +111,6 @@ pub(crate) struct ImplementStmt<'a> {
     pub impls: Vec<usize>,
     pub when: Option<&'a ast::Expr>,
     pub ns: NsId,
-    pub span: Span,
 }
 
 #[derive(Clone, Debug)]
@@ -90,7 +134,7 @@ pub(crate) struct Entity<'a> {
     pub own: Vec<Attribute>,
     /// Flattened attributes including inherited ones; slot order of instances.
     pub attrs: Vec<Attribute>,
-    pub attr_index: HashMap<String, usize>,
+    pub attr_index: FastMap<String, usize>,
     pub implements: Vec<ImplementStmt<'a>>,
     /// Indexes that apply (own and inherited), by index id.
     pub indexes: Vec<usize>,
@@ -174,7 +218,8 @@ impl Types<'_> {
                 if let Some(target) = space.imports.get(prefix) {
                     return Ok(vec![format!("{target}::{short}")]);
                 }
-                let parent = space.name.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with("::"));
+                let parent =
+                    space.name.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with("::"));
                 if parent || prefix == "std" {
                     return Ok(vec![format!("{prefix}::{short}")]);
                 }

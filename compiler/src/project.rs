@@ -210,6 +210,16 @@ impl Loader {
             searched.push(mdir.display().to_string());
             let model = mdir.join("model");
             if !model.join("_init.cf").is_file() {
+                let is_module = ["module.yml", "setup.cfg", "pyproject.toml"].iter().any(|f| mdir.join(f).is_file());
+                if is_module {
+                    self.errors.push(Diagnostic::error(
+                        "ModuleLoadingException",
+                        format!("Module {top} in {} is invalid: it has no model/_init.cf", mdir.display()),
+                        span,
+                        &self.sources,
+                    ));
+                    return;
+                }
                 continue;
             }
             self.module_dirs.insert(top.to_string(), mdir.clone());

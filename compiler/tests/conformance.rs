@@ -53,7 +53,9 @@ fn check_case(path: &Path) -> Vec<String> {
     }
     match (&result, expected_errors.is_empty()) {
         (Err(d), true) => {
-            let wants_message = directives.iter().any(|d| d.starts_with("message ") || d.starts_with("error-kind "));
+            let wants_message = directives
+                .iter()
+                .any(|d| d.starts_with("message ") || d.starts_with("error-kind ") || d.starts_with("errors "));
             if expect_ok || !wants_message {
                 fails.push(format!("expected success, got errors:\n{d}"));
                 return fails;

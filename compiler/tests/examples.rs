@@ -76,7 +76,10 @@ fn modules_and_templates() {
 fn unknowns() {
     let out = compile("unknowns");
     assert_eq!(out.resource_state.get("fs::File[db-1,path=/etc/app/db.conf]").map(String::as_str), Some("undefined"));
-    assert_eq!(out.resource_state.get("fs::File[db-1,path=/etc/app/public.conf]").map(String::as_str), Some("undefined"));
+    assert_eq!(
+        out.resource_state.get("fs::File[db-1,path=/etc/app/public.conf]").map(String::as_str),
+        Some("undefined")
+    );
     assert!(!out.resource_state.contains_key("fs::File[db-1,path=/etc/app/static.conf]"));
     assert_eq!(resource(&out, "fs::File[db-1,path=/etc/app/db.conf]")["hash"], "<<undefined>>");
     // the unknown port is skipped by the for loop; the others are exported

@@ -1,6 +1,7 @@
 //! Built-in modules: the `.cf` sources of `std`, `fs`, `exec` and `mitogen` (embedded in the
 //! binary) and their plugins, implemented natively.
 
+mod exec;
 mod net;
 pub(crate) mod std_plugins;
 
@@ -112,6 +113,7 @@ impl Plugins {
     pub(crate) fn new() -> Self {
         let mut p = Plugins { map: HashMap::new() };
         std_plugins::register(&mut p);
+        exec::register(&mut p);
         p
     }
 

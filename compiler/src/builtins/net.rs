@@ -56,12 +56,12 @@ pub(crate) fn netmask(v4: bool, prefix: u8) -> IpAddr {
 }
 
 pub(crate) fn add(ip: IpAddr, n: i64) -> Option<IpAddr> {
-    let v = to_u128(ip) as i128 + n as i128;
-    let max = if ip.is_ipv4() { u32::MAX as i128 } else { i128::MAX };
-    if v < 0 || v > max {
+    let base = to_u128(ip);
+    let v = if n >= 0 { base.checked_add(n as u128)? } else { base.checked_sub(n.unsigned_abs() as u128)? };
+    if ip.is_ipv4() && v > u32::MAX as u128 {
         return None;
     }
-    Some(from_u128(ip.is_ipv4(), v as u128))
+    Some(from_u128(ip.is_ipv4(), v))
 }
 
 pub(crate) fn is_network(s: &str) -> bool {

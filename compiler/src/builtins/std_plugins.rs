@@ -8,7 +8,7 @@ use crate::eval::format::{py_repr, py_str};
 use crate::eval::value::{UnknownSource, Value, dict_get};
 use crate::model::AttrKind;
 
-fn text(v: &Value, what: &str) -> Result<Rc<str>, PErr> {
+pub(crate) fn text(v: &Value, what: &str) -> Result<Rc<str>, PErr> {
     match v {
         Value::Str(s) => Ok(s.clone()),
         other => Err(PErr::Kind(
@@ -183,6 +183,19 @@ fn validate(kind: &str, v: &Value, params: &Value) -> bool {
         "non_empty_string" => st.chars().any(|c| !c.is_whitespace()),
         "pydantic.PositiveInt" | "pydantic.PositiveFloat" => num.is_some_and(|n| n > 0.0),
         "pydantic.NegativeInt" | "pydantic.NegativeFloat" => num.is_some_and(|n| n < 0.0),
+        "pydantic.constr" => {
+            let Value::Str(text) = v else { return false };
+            let pattern = match params {
+                Value::Dict(d) => dict_get(d, "regex").or_else(|| dict_get(d, "pattern")).cloned(),
+                _ => None,
+            };
+            let len = text.chars().count() as f64;
+            let pattern_ok = match pattern {
+                Some(Value::Str(p)) => regex::Regex::new(&p).is_ok_and(|r| r.is_match(text)),
+                _ => true,
+            };
+            pattern_ok && param("min_length").is_none_or(|m| len >= m) && param("max_length").is_none_or(|m| len <= m)
+        }
         "pydantic.conint" | "pydantic.confloat" => {
             let Some(n) = num else { return false };
             param("ge").is_none_or(|x| n >= x)
@@ -250,6 +263,14 @@ fn render_template(ev: &mut Evaluator<'_>, call: &mut PluginCall) -> PResult {
     let mut env = minijinja::Environment::new();
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
     env.set_keep_trailing_newline(true);
+    // print booleans and none the way Jinja2 (Python) does
+    env.set_formatter(|out, state, value| match value.kind() {
+        minijinja::value::ValueKind::Bool => {
+            out.write_str(if value.is_true() { "True" } else { "False" }).map_err(Into::into)
+        }
+        minijinja::value::ValueKind::None => out.write_str("None").map_err(Into::into),
+        _ => minijinja::escape_formatter(out, state, value),
+    });
     match env.render_str(&src, serde_json::Value::Object(ctx)) {
         Ok(out) => Ok(s(&out)),
         Err(e) => Err(PErr::Kind("WrappingRuntimeException", format!("Failed to render template {path}: {e}"))),
@@ -357,8 +378,8 @@ pub(crate) fn register(p: &mut Plugins) {
         Ok(Value::list(out))
     });
     p.add("std::sequence", &[("i", None), ("start", Some(Value::Int(0))), ("offset", Some(Value::Int(0)))], |_, c| {
-        let (n, st) = (int(&c.args[0], "i")?, int(&c.args[1], "start")? + int(&c.args[2], "offset")?);
-        if !(0..=1_000_000).contains(&n) {
+        let (n, st) = (int(&c.args[0], "i")?, int(&c.args[1], "start")?.saturating_add(int(&c.args[2], "offset")?));
+        if !(0..=1_000_000).contains(&n) || st.checked_add(n).is_none() {
             return Err(ext(format!("sequence length {n} out of range")));
         }
         Ok(Value::list((st..st + n).map(Value::Int).collect()))
@@ -415,7 +436,7 @@ pub(crate) fn register(p: &mut Plugins) {
                     format!("Environment variable {name} is not set; its value is unknown"),
                     c.span,
                 );
-                Ok(unknown(ev, &name, "env", ""))
+                Ok(unknown(ev, &name, "plugin", ""))
             }
         }
     });
@@ -428,7 +449,7 @@ pub(crate) fn register(p: &mut Plugins) {
         match val {
             Some(v) => v.trim().parse::<i64>().map(Value::Int).map_err(|_| ext(format!("{name} is not an int"))),
             None if !matches!(c.args[1], Value::Null) => Ok(c.args[1].clone()),
-            None => Ok(unknown(ev, &name, "env", "")),
+            None => Ok(unknown(ev, &name, "plugin", "")),
         }
     });
     p.add("std::environment", &[], |ev, _| Ok(s(&ev.project.environment)));
@@ -665,14 +686,6 @@ pub(crate) fn register(p: &mut Plugins) {
         }
         Ok(Value::list(out))
     });
-    p.add("exec::in_shell", &[("command", None)], |_, c| {
-        let cmd = text(&c.args[0], "command")?;
-        Ok(s(&format!("sh -c {}", shell_quote(&cmd))))
-    });
-}
-
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\"'\"'"))
 }
 
 /// JSON the way Python's `json.dumps` writes it (`", "` and `": "` separators).

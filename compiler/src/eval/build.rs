@@ -151,7 +151,7 @@ impl<'s, 'a> Builder<'s, 'a> {
                             descendants: vec![],
                             own: vec![],
                             attrs: vec![],
-                            attr_index: HashMap::new(),
+                            attr_index: FastMap::default(),
                             implements: vec![],
                             indexes: vec![],
                             span: def.name.span,
@@ -344,7 +344,7 @@ impl<'s, 'a> Builder<'s, 'a> {
         // 5. flatten attributes in topological order
         for &id in &order {
             let mut attrs: Vec<Attribute> = Vec::new();
-            let mut index: HashMap<String, usize> = HashMap::new();
+            let mut index: FastMap<String, usize> = FastMap::default();
             for &p in &self.types.entities[id].parents {
                 if cyclic[p] {
                     continue;
@@ -451,7 +451,7 @@ impl<'s, 'a> Builder<'s, 'a> {
         let mut raw: Vec<Vec<(ImplementStmt<'a>, bool)>> = vec![Vec::new(); n];
         for &(ns, file) in &nss {
             for item in &file.items {
-                let Top::Implement { entity, impls, when, span } = item else { continue };
+                let Top::Implement { entity, impls, when, .. } = item else { continue };
                 let Some(e) = self.resolve_entity(ns, entity) else { continue };
                 let mut ids = Vec::new();
                 let mut parents = false;
@@ -478,7 +478,7 @@ impl<'s, 'a> Builder<'s, 'a> {
                         Err((kind, msg)) => self.err(kind, msg, i.span),
                     }
                 }
-                raw[e].push((ImplementStmt { impls: ids, when: when.as_ref(), ns, span: *span }, parents));
+                raw[e].push((ImplementStmt { impls: ids, when: when.as_ref(), ns }, parents));
             }
         }
         for &id in &order {
@@ -494,6 +494,35 @@ impl<'s, 'a> Builder<'s, 'a> {
                 }
             }
             self.types.entities[id].implements = list;
+        }
+        self.check_dataclasses();
+    }
+
+    /// `std::Dataclass` entities are value-like: no relations, no indexes, only `std::none`.
+    fn check_dataclasses(&mut self) {
+        let Some(&dc) = self.types.entity_by_name.get("std::Dataclass") else { return };
+        let none = self.types.impl_by_name.get("std::none").copied();
+        for id in self.types.entities[dc].descendants.clone() {
+            let e = &self.types.entities[id];
+            let (name, span) = (e.name.clone(), e.span);
+            let mut problems = Vec::new();
+            for a in &e.attrs {
+                if a.is_relation() && a.name != "requires" && a.name != "provides" {
+                    problems.push(format!("it has a relation {}", a.name));
+                }
+            }
+            if !e.indexes.is_empty() {
+                problems.push("it has an index".to_string());
+            }
+            if e.implements.iter().any(|i| i.when.is_some() || i.impls.iter().any(|x| Some(*x) != none)) {
+                problems.push("it has an implementation other than std::none".to_string());
+            }
+            if e.implements.is_empty() {
+                problems.push("it must be implemented with std::none".to_string());
+            }
+            for p in problems {
+                self.err("DataClassException", format!("The dataclass {name} is not valid: {p}"), span);
+            }
         }
     }
 

@@ -344,6 +344,17 @@ impl<'a> Evaluator<'a> {
         if let Some((_, v)) = cx.locals.iter().rev().find(|(n, _)| &**n == name) {
             return Ok(v.clone());
         }
+        if let Some(inst) = self.self_attr_in_scope(cx.scope, name) {
+            return self.read_attr_span(&Value::Instance(inst), name, span);
+        }
+        if !self.is_var_declared(cx.scope, name)
+            && let Some((_, Value::Instance(inst))) = cx.locals.iter().find(|(n, _)| &**n == "self")
+            && self.entity_of(*inst).attr(name).is_some()
+        {
+            // a `when` condition: the instance's attributes are visible by name
+            let inst = *inst;
+            return self.read_attr_span(&Value::Instance(inst), name, span);
+        }
         self.read_var(cx.scope, name, span)
     }
 
@@ -457,6 +468,8 @@ impl<'a> Evaluator<'a> {
             (Slot::Rel(r), Some((Some(1), lo))) => {
                 if let Some(&x) = r.items.first() {
                     Ok(Value::Instance(x))
+                } else if let Some(u) = &r.unknown {
+                    Ok(Value::Unknown(u.clone()))
                 } else if r.frozen {
                     if lo == 0 {
                         Err(error(
@@ -482,7 +495,11 @@ impl<'a> Evaluator<'a> {
             }
             (Slot::Rel(r), _) => {
                 if r.frozen {
-                    Ok(Value::list(r.items.iter().map(|i| Value::Instance(*i)).collect()))
+                    let mut items: Vec<Value> = r.items.iter().map(|i| Value::Instance(*i)).collect();
+                    if let Some(u) = &r.unknown {
+                        items.push(Value::Unknown(u.clone()));
+                    }
+                    Ok(Value::list(items))
                 } else {
                     Err(Flow::Wait(Wait::Rel(inst, ai as u32)))
                 }
@@ -536,6 +553,8 @@ impl<'a> Evaluator<'a> {
             Slot::Rel(r) => {
                 if !r.items.is_empty() {
                     Ok(Value::Bool(true))
+                } else if let Some(u) = &r.unknown {
+                    Ok(Value::Unknown(u.clone()))
                 } else if r.frozen {
                     Ok(Value::Bool(false))
                 } else {
@@ -548,37 +567,37 @@ impl<'a> Evaluator<'a> {
     }
 
     pub(crate) fn resolve_class(&mut self, ns: NsId, class: &Ident, infer: Option<EntId>) -> EResult<EntId> {
-        match super::build::lookup_entity(&self.types, ns, &class.name) {
-            Ok(e) => Ok(e),
-            Err((kind, msg)) => {
-                if let Some(t) = infer
-                    && !class.name.contains("::")
-                {
-                    let mut cands: Vec<EntId> = std::iter::once(t)
-                        .chain(self.types.entities[t].descendants.iter().copied())
-                        .filter(|e| self.types.entities[*e].name.rsplit("::").next() == Some(class.name.as_str()))
-                        .collect();
-                    cands.dedup();
-                    if cands.len() == 1 {
-                        return Ok(cands[0]);
-                    }
-                    if cands.len() > 1 {
-                        let names: Vec<String> = cands.iter().map(|c| self.types.entities[*c].name.clone()).collect();
-                        return Err(error(
-                            "AmbiguousTypeException",
-                            format!(
-                                "Could not determine namespace for type {}: candidates are {}",
-                                class.name,
-                                names.join(", ")
-                            ),
-                            class.span,
-                            self.sources,
-                        ));
-                    }
+        let scoped = super::build::lookup_entity(&self.types, ns, &class.name);
+        if let Some(t) = infer
+            && !class.name.contains("::")
+        {
+            // inside a constructor argument that assigns a relation: resolve against its target type
+            let mut cands: Vec<EntId> = std::iter::once(t)
+                .chain(self.types.entities[t].descendants.iter().copied())
+                .filter(|e| self.types.entities[*e].name.rsplit("::").next() == Some(class.name.as_str()))
+                .collect();
+            cands.sort_unstable();
+            cands.dedup();
+            match (cands.len(), &scoped) {
+                (1, _) => return Ok(cands[0]),
+                (0, _) => {}
+                (_, Ok(e)) if cands.contains(e) => return Ok(*e),
+                _ => {
+                    let names: Vec<String> = cands.iter().map(|c| self.types.entities[*c].name.clone()).collect();
+                    return Err(error(
+                        "AmbiguousTypeException",
+                        format!(
+                            "Could not determine namespace for type {}: candidates are {}",
+                            class.name,
+                            names.join(", ")
+                        ),
+                        class.span,
+                        self.sources,
+                    ));
                 }
-                Err(error(kind, msg, class.span, self.sources))
             }
         }
+        scoped.map_err(|(kind, msg)| error(kind, msg, class.span, self.sources))
     }
 
     fn index_lookup(&mut self, ent: EntId, vals: Vec<(&str, Value, Span)>, span: Span) -> EResult<Value> {
@@ -781,6 +800,9 @@ impl<'a> Evaluator<'a> {
     fn call(&mut self, name: &'a Ident, args: &'a Args, span: Span, cx: &mut Cx) -> EResult<Value> {
         let full = self.resolve_plugin(cx.ns, name)?;
         let plugin = self.plugins.get(&full).expect("resolved").clone();
+        if let Some(instead) = deprecated_plugin(&full) {
+            self.warn("CompilerDeprecationWarning", format!("Plugin {full} is deprecated: {instead}"), name.span);
+        }
         let mut pos = Vec::with_capacity(args.positional.len());
         for a in &args.positional {
             pos.push(self.eval(a, cx)?);
@@ -862,7 +884,9 @@ impl<'a> Evaluator<'a> {
                         } else {
                             Err(error(
                                 "NotFoundException",
-                                format!("Plugin {short} not found in module {t}"),
+                                format!(
+                                    "Plugin {short} not found in module {t} (only the built-in plugins of std and exec exist; Python plugins of modules are not supported)"
+                                ),
                                 name.span,
                                 self.sources,
                             ))
@@ -927,6 +951,19 @@ impl<'a> Evaluator<'a> {
         }
         binop_values(op, &lv, &rv).map_err(|(kind, m)| error(kind, m, span, self.sources))
     }
+}
+
+/// Deprecated std plugins and what replaces them.
+fn deprecated_plugin(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "std::equals" => "use the == operator",
+        "std::select" => "use a list comprehension",
+        "std::dict_get" => "use a dict lookup d[key]",
+        "std::contains" => "use the in operator",
+        "std::invert" => "use not",
+        "std::get_env_int" => "use int(std::get_env(...))",
+        _ => return None,
+    })
 }
 
 fn defined(v: &Value) -> Value {

@@ -72,7 +72,7 @@ pub(crate) fn apply_spec(v: &Value, spec: &str, names: &dyn Fn(u32) -> String) -
     }
     let mut width = 0usize;
     while i < chars.len() && chars[i].is_ascii_digit() {
-        width = width * 10 + chars[i].to_digit(10).unwrap_or(0) as usize;
+        width = width.saturating_mul(10).saturating_add(chars[i].to_digit(10).unwrap_or(0) as usize);
         i += 1;
     }
     let mut grouping = false;
@@ -86,13 +86,16 @@ pub(crate) fn apply_spec(v: &Value, spec: &str, names: &dyn Fn(u32) -> String) -
         let mut p = 0usize;
         let s = i;
         while i < chars.len() && chars[i].is_ascii_digit() {
-            p = p * 10 + chars[i].to_digit(10).unwrap_or(0) as usize;
+            p = p.saturating_mul(10).saturating_add(chars[i].to_digit(10).unwrap_or(0) as usize);
             i += 1;
         }
         if s == i {
             return Err(format!("Format specifier missing precision in '{spec}'"));
         }
         precision = Some(p);
+    }
+    if width > 10_000 || precision.is_some_and(|p| p > 1_000) {
+        return Err(format!("Format specifier too large in '{spec}'"));
     }
     let ty = if i < chars.len() { Some(chars[i]) } else { None };
     if i + 1 < chars.len() {
@@ -168,4 +171,40 @@ pub(crate) fn apply_spec(v: &Value, spec: &str, names: &dyn Fn(u32) -> String) -
         '=' => format!("{sign_str}{}{body}", fills(pad)),
         _ => format!("{}{sign_str}{body}", fills(pad)),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(v: Value, s: &str) -> String {
+        apply_spec(&v, s, &|i| format!("<{i}>")).expect("valid spec")
+    }
+
+    #[test]
+    fn format_specs() {
+        assert_eq!(spec(Value::Int(7), "03d"), "007");
+        assert_eq!(spec(Value::Int(-7), "04"), "-007");
+        assert_eq!(spec(Value::Int(1234567), ","), "1,234,567");
+        assert_eq!(spec(Value::Int(255), "x"), "ff");
+        assert_eq!(spec(Value::Float(0.3333), ".2f"), "0.33");
+        assert_eq!(spec(Value::Float(0.5), ".1%"), "50.0%");
+        assert_eq!(spec(Value::Float(1234.5), "e"), "1.234500e+03");
+        assert_eq!(spec(Value::str("ab"), "^6"), "  ab  ");
+        assert_eq!(spec(Value::str("ab"), "*<4"), "ab**");
+        assert_eq!(spec(Value::str("abcdef"), ".3"), "abc");
+        assert!(apply_spec(&Value::str("a"), "d", &|_| String::new()).is_err());
+        assert!(apply_spec(&Value::Int(1), "99999999", &|_| String::new()).is_err());
+    }
+
+    #[test]
+    fn python_strings() {
+        let names = |i: u32| format!("<{i}>");
+        assert_eq!(py_str(&Value::Bool(true), &names), "True");
+        assert_eq!(py_str(&Value::Float(2.0), &names), "2.0");
+        assert_eq!(interp_str(&Value::Float(2.0), &names), "2");
+        assert_eq!(interp_str(&Value::Null, &names), "null");
+        assert_eq!(py_repr(&Value::list(vec![Value::str("a"), Value::Int(1)]), &names), "['a', 1]");
+        assert_eq!(py_repr(&Value::str("it's"), &names), "\"it's\"");
+    }
 }

@@ -43,12 +43,16 @@ pub(crate) type EResult<T> = Result<T, Flow>;
 
 pub(crate) struct RelSlot {
     pub items: Vec<InstId>,
+    /// Built once the relation is large; boxed to keep the slot of every relation small.
+    #[allow(clippy::box_collection)]
     set: Option<Box<HashSet<InstId>>>,
     pub frozen: bool,
     waiters: Vec<TaskId>,
     candidate: bool,
     /// Location of the first assignment (for error messages).
     pub first: Option<Span>,
+    /// Set when an unknown value was assigned: reads give an unknown instead of waiting or failing.
+    pub unknown: Option<Rc<UnknownSource>>,
 }
 
 impl RelSlot {
@@ -133,6 +137,22 @@ struct Task<'a> {
     writes: Rc<[Rc<str>]>,
 }
 
+/// A consumer that processes the elements of a relation as they arrive (gradual execution).
+enum Listener<'a> {
+    /// `for var in x.rel: body end`
+    For { body: &'a [Stmt], scope: ScopeId, var: &'a ast::Ident, span: Span, writes: Rc<[Rc<str>]> },
+    /// `y.other = x.rel` / `y.other += x.rel`
+    AddTo { inst: InstId, attr: u32, span: Span, writes: Rc<[Rc<str>]> },
+}
+
+impl Listener<'_> {
+    fn writes(&self) -> &Rc<[Rc<str>]> {
+        match self {
+            Listener::For { writes, .. } | Listener::AddTo { writes, .. } => writes,
+        }
+    }
+}
+
 /// Context of the project, for plugins that read files.
 #[derive(Default, Clone)]
 pub(crate) struct ProjectCtx {
@@ -155,15 +175,15 @@ pub(crate) struct Evaluator<'a> {
     tasks: Vec<Task<'a>>,
     ready: VecDeque<TaskId>,
     live_tasks: usize,
-    index_tables: Vec<HashMap<String, InstId>>,
+    index_tables: Vec<FastMap<String, InstId>>,
     index_waiters: HashMap<(usize, String), Vec<TaskId>>,
     freeze_candidates: Vec<(InstId, u32)>,
-    potential_writes: HashMap<Rc<str>, u32>,
-    write_cache: HashMap<usize, Rc<[Rc<str>]>>,
+    potential_writes: FastMap<Rc<str>, u32>,
+    write_cache: FastMap<usize, Rc<[Rc<str>]>>,
     impl_writes: Vec<Option<Rc<[Rc<str>]>>>,
     ns_scopes: Vec<ScopeId>,
     /// waits of parked tasks, for the end-of-compile report
-    parked: HashMap<TaskId, Wait>,
+    parked: FastMap<TaskId, Wait>,
     pub errors: Vec<Diagnostic>,
     pub warnings: Vec<Diagnostic>,
     warned: HashSet<(String, Span)>,
@@ -173,6 +193,11 @@ pub(crate) struct Evaluator<'a> {
     pub plugins: Rc<crate::builtins::Plugins>,
     pub max_steps: u64,
     pub steps: u64,
+    listeners: FastMap<(InstId, u32), Vec<Listener<'a>>>,
+    /// (relation, listener index, new element) to process
+    deferred: VecDeque<(InstId, u32, usize, InstId)>,
+    /// `relation_precedence_policy`: (A, x) is frozen before (B, y).
+    precedence: Vec<(EntId, String, EntId, String)>,
 }
 
 pub(crate) fn loc_str(sources: &SourceMap, span: Span) -> String {
@@ -212,14 +237,14 @@ impl<'a> Evaluator<'a> {
             tasks: Vec::new(),
             ready: VecDeque::new(),
             live_tasks: 0,
-            index_tables: vec![HashMap::new(); ni],
+            index_tables: vec![FastMap::default(); ni],
             index_waiters: HashMap::new(),
             freeze_candidates: Vec::new(),
-            potential_writes: HashMap::new(),
-            write_cache: HashMap::new(),
+            potential_writes: FastMap::default(),
+            write_cache: FastMap::default(),
             impl_writes: vec![None; nimpl],
             ns_scopes: Vec::new(),
-            parked: HashMap::new(),
+            parked: FastMap::default(),
             errors: Vec::new(),
             warnings: Vec::new(),
             warned: HashSet::new(),
@@ -229,6 +254,9 @@ impl<'a> Evaluator<'a> {
             plugins: Rc::new(crate::builtins::Plugins::new()),
             max_steps: 5_000_000,
             steps: 0,
+            precedence: Vec::new(),
+            listeners: FastMap::default(),
+            deferred: VecDeque::new(),
         }
     }
 
@@ -328,7 +356,14 @@ impl<'a> Evaluator<'a> {
             }
         }
         loop {
-            while let Some(t) = self.ready.pop_front() {
+            while let Some(t) = self.deferred.pop_front().map(Err).or_else(|| self.ready.pop_front().map(Ok)) {
+                let t = match t {
+                    Ok(t) => t,
+                    Err(d) => {
+                        self.run_deferred(d);
+                        continue;
+                    }
+                };
                 self.steps += 1;
                 if self.steps > self.max_steps {
                     self.errors.push(Diagnostic::plain(
@@ -519,6 +554,67 @@ impl<'a> Evaluator<'a> {
         }
     }
 
+    fn run_deferred(&mut self, (src, ai, idx, elem): (InstId, u32, usize, InstId)) {
+        let Some(l) = self.listeners.get(&(src, ai)).and_then(|ls| ls.get(idx)) else { return };
+        match l {
+            Listener::For { body, scope, var, span, .. } => {
+                let (body, scope, var, span) = (*body, *scope, *var, *span);
+                let sc = self.exec_block(body, scope, &[var.name.as_str()], span);
+                let slot = self.scopes[sc as usize].vars.get_mut(var.name.as_str()).expect("loop variable");
+                slot.value = Some((Value::Instance(elem), var.span));
+            }
+            Listener::AddTo { inst, attr, span, .. } => {
+                let (inst, attr, span) = (*inst, *attr, *span);
+                if let Err(Flow::Err(d)) = self.assign_attr(inst, attr, Value::Instance(elem), false, span) {
+                    self.errors.push(*d);
+                }
+            }
+        }
+    }
+
+    /// The relation an expression reads, when it is a multi-valued relation that is not frozen
+    /// yet: consumers of such a relation can process its elements as they arrive.
+    fn gradual_source(&mut self, e: &'a ast::Expr, cx: &mut expr::Cx) -> EResult<Option<(InstId, u32)>> {
+        let ExprKind::Attr(obj, name) = &e.kind else { return Ok(None) };
+        // The caller evaluates `e` again when this returns None: rewind the side-effect counter so
+        // that constructors in `obj` are taken from the cache instead of running twice.
+        let seq = cx.seq;
+        let found = match self.eval(obj, cx)? {
+            Value::Instance(i) => match self.entity_of(i).attr(&name.name) {
+                Some((ai, a)) if matches!(a.kind, AttrKind::Rel { hi, .. } if hi != Some(1)) => {
+                    match &self.instances[i as usize].slots[ai] {
+                        Slot::Rel(r) if !r.frozen => Some((i, ai as u32)),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        if found.is_none() {
+            cx.seq = seq;
+        }
+        Ok(found)
+    }
+
+    fn listen(&mut self, src: (InstId, u32), l: Listener<'a>) {
+        for w in l.writes().iter() {
+            *self.potential_writes.entry(w.clone()).or_insert(0) += 1;
+        }
+        let ls = self.listeners.entry(src).or_default();
+        ls.push(l);
+        let idx = ls.len() - 1;
+        let Slot::Rel(r) = &mut self.instances[src.0 as usize].slots[src.1 as usize] else { return };
+        for &elem in &r.items {
+            self.deferred.push_back((src.0, src.1, idx, elem));
+        }
+        // a relation with consumers is a freeze candidate, like one with waiters
+        if !r.candidate {
+            r.candidate = true;
+            self.freeze_candidates.push(src);
+        }
+    }
+
     fn park(&mut self, t: TaskId, w: Wait) {
         match &w {
             Wait::Var(s, n) => {
@@ -635,7 +731,17 @@ impl<'a> Evaluator<'a> {
                         AttrKind::Rel { target, .. } => Some(*target),
                         _ => None,
                     };
-                    let prev = cx.infer.replace_opt(target_ent);
+                    let multi_target = matches!(a.kind, AttrKind::Rel { hi, .. } if hi != Some(1));
+                    if multi_target && let Some(src) = self.gradual_source(value, cx)? {
+                        let writes = {
+                            let mut w = Vec::new();
+                            self.add_name_and_reverse(&attr.name, &mut w);
+                            Rc::from(w)
+                        };
+                        self.listen(src, Listener::AddTo { inst, attr: ai as u32, span: *span, writes });
+                        return Ok(());
+                    }
+                    let prev = std::mem::replace(&mut cx.infer, target_ent);
                     let v = self.eval(value, cx);
                     cx.infer = prev;
                     let v = v?;
@@ -644,6 +750,15 @@ impl<'a> Evaluator<'a> {
                 _ => Err(error("ParserException", "invalid assignment target", *span, self.sources)),
             },
             Stmt::For { var, iter, body, span } => {
+                if let Some(src) = self.gradual_source(iter, cx)? {
+                    let mut all: Vec<Rc<str>> = Vec::new();
+                    for b in body {
+                        all.extend(self.stmt_writes(b).iter().cloned());
+                    }
+                    let l = Listener::For { body, scope: cx.scope, var, span: *span, writes: Rc::from(all) };
+                    self.listen(src, l);
+                    return Ok(());
+                }
                 let it = self.eval(iter, cx)?;
                 let items: Vec<Value> = match it {
                     Value::List(l) => l.iter().cloned().collect(),
@@ -683,10 +798,15 @@ impl<'a> Evaluator<'a> {
                         }
                         Value::Bool(false) => continue,
                         other => {
-                            if other.truthy() {
-                                self.exec_block(block, cx.scope, &[], *span);
-                                return Ok(());
-                            }
+                            return Err(error(
+                                "TypingException",
+                                format!(
+                                    "Invalid value {}: the condition of an if statement must be a bool",
+                                    expr::short_repr_with(&other, self)
+                                ),
+                                cond.span,
+                                self.sources,
+                            ));
                         }
                     }
                 }
@@ -773,6 +893,24 @@ impl<'a> Evaluator<'a> {
         }
     }
 
+    /// An attribute of `self` visible as a plain name inside an implementation body: the instance
+    /// sits between the body's scopes and the namespace.
+    pub(crate) fn self_attr_in_scope(&self, scope: ScopeId, name: &str) -> Option<InstId> {
+        let mut sc = scope;
+        loop {
+            let s = &self.scopes[sc as usize];
+            if s.vars.contains_key(name) {
+                return None;
+            }
+            if let Some(VarSlot { value: Some((Value::Instance(i), _)), .. }) = s.vars.get("self")
+                && self.entity_of(*i).attr(name).is_some()
+            {
+                return Some(*i);
+            }
+            sc = s.parent?;
+        }
+    }
+
     pub(crate) fn is_var_declared(&self, scope: ScopeId, name: &str) -> bool {
         self.lookup_decl(scope, name).is_some()
     }
@@ -813,6 +951,7 @@ impl<'a> Evaluator<'a> {
                     waiters: Vec::new(),
                     candidate: false,
                     first: None,
+                    unknown: None,
                 }),
             })
             .collect();
@@ -910,7 +1049,16 @@ impl<'a> Evaluator<'a> {
                 for item in items {
                     let other = match item {
                         Value::Instance(o) => o,
-                        Value::Unknown(_) | Value::Null => continue,
+                        Value::Unknown(u) => {
+                            if let Slot::Rel(r) = &mut self.instances[inst as usize].slots[ai as usize] {
+                                r.unknown.get_or_insert(u);
+                            }
+                            if hi == Some(1) {
+                                self.freeze(inst, ai);
+                            }
+                            continue;
+                        }
+                        Value::Null => continue,
                         other => {
                             return Err(error(
                                 "TypingException",
@@ -1028,6 +1176,11 @@ impl<'a> Evaluator<'a> {
         if r.first.is_none() {
             r.first = Some(span);
         }
+        if let Some(ls) = self.listeners.get(&(inst, ai)) {
+            for idx in 0..ls.len() {
+                self.deferred.push_back((inst, ai, idx, other));
+            }
+        }
         if let Some(h) = hi
             && r.items.len() as u32 >= h
         {
@@ -1045,6 +1198,15 @@ impl<'a> Evaluator<'a> {
         r.frozen = true;
         let w = std::mem::take(&mut r.waiters);
         self.wake(w);
+        if let Some(ls) = self.listeners.get(&(inst, ai)) {
+            for l in ls {
+                for name in l.writes().iter() {
+                    if let Some(c) = self.potential_writes.get_mut(name) {
+                        *c = c.saturating_sub(1);
+                    }
+                }
+            }
+        }
     }
 
     /// When nothing is ready: freeze relations that tasks wait on. Returns false when stuck.
@@ -1055,7 +1217,7 @@ impl<'a> Evaluator<'a> {
         for (i, a) in cands {
             let inst = &self.instances[i as usize];
             let Slot::Rel(r) = &inst.slots[a as usize] else { continue };
-            if r.frozen || r.waiters.is_empty() {
+            if r.frozen || (r.waiters.is_empty() && !self.listeners.contains_key(&(i, a))) {
                 continue;
             }
             let attr = &self.types.entities[inst.entity].attrs[a as usize];
@@ -1068,6 +1230,39 @@ impl<'a> Evaluator<'a> {
             let pending = |n: &str| self.potential_writes.get(n).copied().unwrap_or(0) > 0;
             let blocked = pending(&attr.name) || reverse.as_deref().is_some_and(pending);
             if blocked { risky.push((i, a, false)) } else { safe.push((i, a)) }
+        }
+        if !self.precedence.is_empty() {
+            // `A.x before B.y`: while an A.x relation waits to be frozen, hold B.y back
+            let all: Vec<(InstId, u32)> = safe.iter().copied().chain(risky.iter().map(|(i, a, _)| (*i, *a))).collect();
+            let held: HashSet<(InstId, u32)> = all
+                .iter()
+                .copied()
+                .filter(|c| {
+                    self.precedence.iter().any(|(e1, n1, e2, n2)| {
+                        self.rel_matches(*c, *e2, n2) && all.iter().any(|o| o != c && self.rel_matches(*o, *e1, n1))
+                    })
+                })
+                .collect();
+            if held.len() < all.len() {
+                let mut deferred = Vec::new();
+                safe.retain(|c| {
+                    if held.contains(c) {
+                        deferred.push(*c);
+                        false
+                    } else {
+                        true
+                    }
+                });
+                risky.retain(|(i, a, _)| {
+                    if held.contains(&(*i, *a)) {
+                        deferred.push((*i, *a));
+                        false
+                    } else {
+                        true
+                    }
+                });
+                self.freeze_candidates.extend(deferred);
+            }
         }
         if !safe.is_empty() {
             for (i, a) in safe {
@@ -1105,6 +1300,78 @@ impl<'a> Evaluator<'a> {
             }
         }
         true
+    }
+
+    fn rel_matches(&self, (i, a): (InstId, u32), ent: EntId, name: &str) -> bool {
+        let inst = &self.instances[i as usize];
+        self.types.is_subtype(inst.entity, ent) && self.types.entities[inst.entity].attrs[a as usize].name == name
+    }
+
+    /// Reads `relation_precedence_policy` rules (`A.x before B.y`) and checks them for cycles.
+    pub(crate) fn set_precedence(&mut self, rules: &[String]) -> Result<(), Vec<Diagnostic>> {
+        let mut errors = Vec::new();
+        let re = regex::Regex::new(r"^\s*([\w:]+)\.(\w+)\s+before\s+([\w:]+)\.(\w+)\s*$").expect("valid regex");
+        let config = self.types.ns_by_name.get("__config__").copied().unwrap_or(0);
+        for rule in rules {
+            let Some(c) = re.captures(rule) else {
+                errors.push(Diagnostic::plain(
+                    "InvalidRelationPrecedenceRuleError",
+                    format!("Invalid rule in relation_precedence_policy: '{rule}': expected '<entity>.<relation> before <entity>.<relation>'"),
+                ));
+                continue;
+            };
+            let side = |e: &str, n: &str| -> Option<EntId> {
+                let id = build::lookup_entity(&self.types, config, e).ok()?;
+                match self.types.entities[id].attr(n) {
+                    Some((_, a)) if a.is_relation() => Some(id),
+                    _ => None,
+                }
+            };
+            match (side(&c[1], &c[2]), side(&c[3], &c[4])) {
+                (Some(a), Some(b)) => self.precedence.push((a, c[2].to_string(), b, c[4].to_string())),
+                _ => errors.push(Diagnostic::plain(
+                    "InvalidRelationPrecedenceRuleError",
+                    format!(
+                        "Invalid rule in relation_precedence_policy: '{rule}': the entity or relation does not exist"
+                    ),
+                )),
+            }
+        }
+        // cycle check over (entity, relation) nodes
+        let nodes: Vec<(EntId, &str)> = self
+            .precedence
+            .iter()
+            .flat_map(|(a, x, b, y)| [(*a, x.as_str()), (*b, y.as_str())])
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let idx = |n: (EntId, &str)| nodes.iter().position(|m| *m == n).unwrap_or(0);
+        let mut indeg = vec![0usize; nodes.len()];
+        let edges: Vec<(usize, usize)> =
+            self.precedence.iter().map(|(a, x, b, y)| (idx((*a, x.as_str())), idx((*b, y.as_str())))).collect();
+        for (_, t) in &edges {
+            indeg[*t] += 1;
+        }
+        let mut queue: Vec<usize> = (0..nodes.len()).filter(|n| indeg[*n] == 0).collect();
+        let mut seen = 0;
+        while let Some(n) = queue.pop() {
+            seen += 1;
+            for (f, t) in &edges {
+                if *f == n {
+                    indeg[*t] -= 1;
+                    if indeg[*t] == 0 {
+                        queue.push(*t);
+                    }
+                }
+            }
+        }
+        if seen < nodes.len() {
+            errors.push(Diagnostic::plain(
+                "CycleInRelationPrecedencePolicyError",
+                format!("The relation_precedence_policy contains a cycle: {}", rules.join("; ")),
+            ));
+        }
+        if errors.is_empty() { Ok(()) } else { Err(errors) }
     }
 
     /// Checks a value against a type, converting where the language does.
@@ -1257,7 +1524,7 @@ impl<'a> Evaluator<'a> {
         for f in &self.types.indexes[idx].fields {
             let (ai, _) = self.types.entities[ent].attr(f)?;
             let part = match &self.instances[inst as usize].slots[ai] {
-                Slot::Prim { value: Some((v, _)), .. } => v.key(),
+                Slot::Prim { value: Some((v, _)), .. } if !v.is_unknown() => v.key(),
                 Slot::Rel(r) if r.items.len() == 1 => format!("i:{}", r.items[0]),
                 _ => return None,
             };
@@ -1316,6 +1583,9 @@ impl<'a> Evaluator<'a> {
         let mut key = String::new();
         for f in &self.types.indexes[idx].fields {
             let v = vals.get(f.as_str())?;
+            if v.is_unknown() {
+                return None;
+            }
             key.push_str(f);
             key.push('=');
             key.push_str(&v.key());
@@ -1376,7 +1646,7 @@ impl<'a> Evaluator<'a> {
                             self.sources,
                         ));
                     }
-                    (AttrKind::Rel { lo, .. }, Slot::Rel(r)) if (r.items.len() as u32) < *lo => {
+                    (AttrKind::Rel { lo, .. }, Slot::Rel(r)) if (r.items.len() as u32) < *lo && r.unknown.is_none() => {
                         let msg = if r.items.is_empty() && *lo == 1 {
                             format!(
                                 "The object {} is not complete: attribute {} ({}) is not set",
@@ -1428,15 +1698,5 @@ impl<'a> Evaluator<'a> {
                 ));
             }
         }
-    }
-}
-
-trait ReplaceOpt<T> {
-    fn replace_opt(&mut self, v: Option<T>) -> Option<T>;
-}
-
-impl<T> ReplaceOpt<T> for Option<T> {
-    fn replace_opt(&mut self, v: Option<T>) -> Option<T> {
-        std::mem::replace(self, v)
     }
 }

@@ -644,7 +644,7 @@ impl Parser<'_> {
                 // split a negative literal into '-' and its magnitude
                 let t = &mut self.toks[self.pos];
                 t.tok = match t.tok {
-                    Tok::Int(i) => Tok::Int(-i),
+                    Tok::Int(i) => Tok::Int(i.saturating_neg()),
                     Tok::Float(f) => Tok::Float(-f),
                     ref other => other.clone(),
                 };
@@ -1065,4 +1065,69 @@ fn parse_fstring(text: &str, span: Span, depth: usize) -> Result<Vec<FPart>, Str
         parts.push(FPart::Lit(lit));
     }
     Ok(parts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expr(src: &str) -> Expr {
+        let mut id = 0;
+        let parsed = parse(0, &format!("x = {src}\n"), &mut id).unwrap_or_else(|e| panic!("{}", e.message));
+        match parsed.file.items.into_iter().next() {
+            Some(Top::Stmt(Stmt::Assign { value, .. })) => value,
+            other => panic!("not an assignment: {other:?}"),
+        }
+    }
+
+    /// A compact rendering of the tree, to check precedence and associativity.
+    fn show(e: &Expr) -> String {
+        match &e.kind {
+            ExprKind::Int(i) => i.to_string(),
+            ExprKind::Bool(b) => b.to_string(),
+            ExprKind::Var(v) => v.clone(),
+            ExprKind::Binary(op, l, r) => format!("({} {} {})", show(l), op.symbol(), show(r)),
+            ExprKind::Not(i) => format!("(not {})", show(i)),
+            ExprKind::Cond(c, a, b) => format!("({} ? {} : {})", show(c), show(a), show(b)),
+            ExprKind::Attr(o, a) => format!("{}.{}", show(o), a.name),
+            ExprKind::IsDefined(i) => format!("({} is defined)", show(i)),
+            other => format!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn precedence() {
+        assert_eq!(show(&expr("1 + 2 * 3")), "(1 + (2 * 3))");
+        assert_eq!(show(&expr("2 ** 3 ** 2")), "((2 ** 3) ** 2)");
+        assert_eq!(show(&expr("a or b and c")), "(a or (b and c))");
+        assert_eq!(show(&expr("not a == b")), "((not a) == b)");
+        assert_eq!(show(&expr("not a in l")), "(not (a in l))");
+        assert_eq!(show(&expr("a not in l or b")), "((a not in l) or b)");
+        assert_eq!(show(&expr("a ? 1 : b ? 2 : 3")), "(a ? 1 : (b ? 2 : 3))");
+        assert_eq!(show(&expr("a - 1 - 2")), "((a - 1) - 2)");
+        assert_eq!(show(&expr("a -1")), "(a - 1)");
+        assert_eq!(show(&expr("s.x is defined and true")), "((s.x is defined) and true)");
+    }
+
+    #[test]
+    fn negative_literals() {
+        assert_eq!(show(&expr("-3")), "-3");
+        assert_eq!(show(&expr("(-3)")), "-3");
+    }
+
+    #[test]
+    fn interpolation_parts_only_dotted_names() {
+        let parts = interpolation_parts("a {{ b.c }} {{ d + e }}", Span::default());
+        assert!(matches!(&parts[1], StrPart::Var(p, _) if p == &["b", "c"]));
+        assert!(matches!(parts.last(), Some(StrPart::Lit(l)) if l == " {{ d + e }}"));
+    }
+
+    #[test]
+    fn fstring_fields() {
+        let parts = parse_fstring("{a.b:>{w}} {{x}}", Span::default(), 0).expect("valid");
+        assert!(matches!(&parts[0], FPart::Field { path, spec, .. } if path == &["a", "b"] && spec.len() == 2));
+        assert!(matches!(&parts[1], FPart::Lit(l) if l == " {x}"));
+        assert!(parse_fstring("{a=}", Span::default(), 0).is_err());
+        assert!(parse_fstring("{", Span::default(), 0).is_err());
+    }
 }
