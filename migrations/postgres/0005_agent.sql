@@ -7,6 +7,8 @@ CREATE TABLE agent (
     unpause_on_resume BIGINT,
     -- 1 while a scheduler session serves it (in-process or remote); reset at server start.
     up BIGINT NOT NULL DEFAULT 0,
+    -- 1 once an `inmanta agent` process claimed the name: it never runs in-process then.
+    remote BIGINT NOT NULL DEFAULT 0,
     last_seen TEXT,
     PRIMARY KEY (environment, name)
 );

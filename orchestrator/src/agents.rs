@@ -215,7 +215,7 @@ impl Orchestrator {
     /// The scheduler marks the agents it serves as up (or all down when it stops).
     pub async fn mark_agents_up(&self, env: Uuid, up: bool) -> Result<()> {
         let mut tx = self.store.begin_write().await?;
-        sqlx::query("UPDATE agent SET up = $1, last_seen = $2 WHERE environment = $3")
+        sqlx::query("UPDATE agent SET up = $1, last_seen = $2 WHERE environment = $3 AND remote = 0")
             .bind(i64::from(up))
             .bind(now())
             .bind(env.to_string())
@@ -223,6 +223,30 @@ impl Orchestrator {
             .await?;
         tx.commit().await?;
         Ok(())
+    }
+
+    /// An `inmanta agent` process connected (or left) for this agent name.
+    pub async fn mark_remote_agent(&self, env: Uuid, name: &str, up: bool) -> Result<()> {
+        let mut tx = self.store.begin_write().await?;
+        sqlx::query(
+            "INSERT INTO agent (environment, name, remote, up, last_seen) VALUES ($1, $2, 1, $3, $4) \
+             ON CONFLICT (environment, name) DO UPDATE SET remote = 1, up = excluded.up, last_seen = excluded.last_seen",
+        )
+        .bind(env.to_string())
+        .bind(name.to_string())
+        .bind(i64::from(up))
+        .bind(now())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Agent names served by remote processes, over all environments.
+    pub async fn remote_agents(&self) -> Result<Vec<(Uuid, String)>> {
+        let rows: Vec<(String, String)> =
+            sqlx::query_as("SELECT environment, name FROM agent WHERE remote = 1").fetch_all(self.store.pool()).await?;
+        rows.into_iter().map(|(env, name)| Ok((crate::store::parse_uuid(&env)?, name))).collect()
     }
 
     /// At server start nothing serves any agent yet.

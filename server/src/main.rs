@@ -4,6 +4,7 @@ mod agents;
 mod cli;
 mod config;
 mod console;
+mod remote;
 mod rest;
 mod serve;
 

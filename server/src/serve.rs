@@ -22,12 +22,17 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         .with_context(|| format!("cannot open the database {}", config.database_display()))?;
 
     let agents = std::sync::Arc::new(crate::agents::InProcessAgents::new(orchestrator.clone()));
-    let schedulers = orchestrator::scheduler::Schedulers::start(orchestrator.clone(), agents.clone())
+    let sessions = crate::remote::Sessions::new(orchestrator.clone()).await?;
+    let dispatch = crate::remote::RoutingDispatch { local: agents.clone(), sessions: sessions.clone() };
+    let schedulers = orchestrator::scheduler::Schedulers::start(orchestrator.clone(), std::sync::Arc::new(dispatch))
         .await
         .context("cannot start the schedulers")?;
     agents.repair_drift(schedulers.clone());
     let state = AppState { orchestrator: orchestrator.clone(), schedulers, started: std::time::Instant::now() };
-    let mut app = Router::new().merge(rest::router(state, config.max_request_body_size));
+    let remote_agents = Router::new()
+        .route("/api/v2/agent/session", axum::routing::get(crate::remote::session))
+        .with_state(sessions);
+    let mut app = Router::new().merge(rest::router(state, config.max_request_body_size)).merge(remote_agents);
     if config.console_enabled {
         app = app.merge(crate::console::router(orchestrator.clone(), config.console_path.clone()));
     }

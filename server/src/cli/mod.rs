@@ -6,6 +6,7 @@
 //! 3 the server could not be reached.
 
 mod agent;
+mod agent_process;
 mod compile;
 mod deploy;
 mod dryrun;
@@ -60,12 +61,15 @@ pub enum ClientCommand {
         #[command(subcommand)]
         command: resource::ResourceCommand,
     },
-    /// Agents of an environment: list, pause, unpause.
+    /// Agents of an environment: list, pause, unpause; without a subcommand, run an agent
+    /// process that serves the agent names given with --name.
     Agent {
         #[command(flatten)]
         scope: Scope,
+        #[command(flatten)]
+        process: agent_process::ProcessArgs,
         #[command(subcommand)]
-        command: agent::AgentCommand,
+        command: Option<agent::AgentCommand>,
     },
     /// Follow the deploy of an environment with a progress bar until it settles.
     Monitor {
@@ -153,8 +157,14 @@ pub async fn run(command: ClientCommand, options: &Options) -> ExitCode {
             Ok((ctx, env)) => resource::run(command, &ctx, env).await,
             Err(e) => Err(e),
         },
-        ClientCommand::Agent { scope, command } => match scoped(&scope, options).await {
-            Ok((ctx, env)) => agent::run(command, &ctx, env).await,
+        ClientCommand::Agent { scope, process, command } => match scoped(&scope, options).await {
+            Ok((ctx, env)) => match command {
+                Some(command) => agent::run(command, &ctx, env).await,
+                None => {
+                    let base = process.server.clone().unwrap_or_else(|| ctx.client.base().to_string());
+                    agent_process::run(base, env, process).await
+                }
+            },
             Err(e) => Err(e),
         },
         ClientCommand::Monitor { scope, follow } => match scoped(&scope, options).await {

@@ -48,8 +48,15 @@ impl TestServer {
 
     fn spawn(&mut self) {
         let mut command = Command::new(BIN);
+        // A fixed port (for tests that restart the server under clients) comes from the env.
+        let port = self
+            .extra_env
+            .iter()
+            .find(|(k, _)| k == "INMANTA_SERVER_BIND_PORT")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| "0".into());
         command
-            .args(["server", "--bind-port", "0", "--database-url", &self.database_url, "--state-dir"])
+            .args(["server", "--bind-port", &port, "--database-url", &self.database_url, "--state-dir"])
             .arg(self.state_dir.path())
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
@@ -79,6 +86,8 @@ impl TestServer {
             child.kill().expect("SIGKILL");
             child.wait().expect("reap");
         }
+        // Pooled connections went down with the old process.
+        self.http = reqwest::Client::new();
         self.spawn();
     }
 

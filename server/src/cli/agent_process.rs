@@ -1,0 +1,150 @@
+//! `inmanta agent --name A [--name B] [--server URL] [-e ENV] [--token T]`: an agent process on
+//! another machine. It connects to the server over a WebSocket, runs the handlers of the agent
+//! names it declares when the environment's scheduler sends them work, and reconnects with
+//! back-off when the connection drops (the server lists it `down` meanwhile and keeps its work).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent::{Events, Executor, FileSource, Mode, ResourceRequest};
+use api::client::Client;
+use base64::Engine;
+use clap::Args;
+use futures_util::{SinkExt, StreamExt};
+use reqwest::Method;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use uuid::Uuid;
+
+use super::CliError;
+use crate::remote::{Frame, WireOutcome};
+
+#[derive(Args, Clone, Default)]
+pub struct ProcessArgs {
+    /// Agent names this process serves (repeat for several).
+    #[arg(long = "name")]
+    pub names: Vec<String>,
+    /// Server URL, e.g. http://orchestrator:8888 (default: --host/--port).
+    #[arg(long)]
+    pub server: Option<String>,
+    /// Bearer token (an agent token of the environment).
+    #[arg(long)]
+    pub token: Option<String>,
+}
+
+/// File contents by hash from the server's file store.
+struct ServerFiles {
+    client: Client,
+    runtime: tokio::runtime::Handle,
+}
+
+impl FileSource for ServerFiles {
+    fn get(&self, hash: &str) -> Result<Vec<u8>, String> {
+        let answer = self
+            .runtime
+            .block_on(self.client.call(Method::GET, &format!("/api/v1/file/{hash}"), None, None::<&()>))
+            .map_err(|e| format!("file {hash}: {e}"))?;
+        let content = answer["content"].as_str().ok_or_else(|| format!("file {hash}: no content in the answer"))?;
+        base64::engine::general_purpose::STANDARD.decode(content).map_err(|e| format!("file {hash}: {e}"))
+    }
+}
+
+pub async fn run(base: String, env: Uuid, args: ProcessArgs) -> Result<(), CliError> {
+    if args.names.is_empty() {
+        return Err(CliError::Usage(
+            "give the agent names this process serves with --name (repeat for several)".into(),
+        ));
+    }
+    let client = Client::new(base.clone()).with_token(args.token.clone());
+    let files = ServerFiles { client, runtime: tokio::runtime::Handle::current() };
+    let executor = Arc::new(Executor::new(Arc::new(files)));
+    let names: Vec<String> = args.names.iter().map(|n| format!("name={}", super::encode_segment(n))).collect();
+    let ws_base = base.replacen("https://", "wss://", 1).replacen("http://", "ws://", 1);
+    let url = format!("{ws_base}/api/v2/agent/session?environment={env}&{}", names.join("&"));
+    let mut backoff = Duration::from_millis(500);
+    loop {
+        let mut request = url.as_str().into_client_request().map_err(|e| CliError::Usage(format!("{url}: {e}")))?;
+        if let Some(token) = &args.token
+            && let Ok(value) = format!("Bearer {token}").parse()
+        {
+            request.headers_mut().insert("Authorization", value);
+        }
+        match tokio_tungstenite::connect_async(request).await {
+            Ok((stream, _)) => {
+                eprintln!("connected to {base} for agents {}", args.names.join(", "));
+                backoff = Duration::from_millis(500);
+                serve(stream, executor.clone()).await;
+                eprintln!("connection to {base} lost; reconnecting");
+            }
+            Err(e) => eprintln!("cannot connect to {base}: {e}; retrying in {:.1} s", backoff.as_secs_f64()),
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(30));
+    }
+}
+
+fn failure(message: String) -> WireOutcome {
+    WireOutcome {
+        status: "unavailable".into(),
+        change: "nochange".into(),
+        changes: Default::default(),
+        logs: vec![api::resource::LogLine {
+            level: "ERROR".into(),
+            msg: format!("the agent could not run the task: {message}"),
+            args: vec![],
+            kwargs: Default::default(),
+            timestamp: orchestrator::store::now(),
+        }],
+    }
+}
+
+async fn serve<S>(stream: tokio_tungstenite::WebSocketStream<S>, executor: Arc<Executor>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut sink, mut source) = stream.split();
+    let (results, mut outgoing) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let writer = tokio::spawn(async move {
+        while let Some(text) = outgoing.recv().await {
+            if sink.send(Message::Text(text.into())).await.is_err() {
+                break;
+            }
+        }
+    });
+    while let Some(Ok(message)) = source.next().await {
+        let Message::Text(text) = message else { continue };
+        let Ok(Frame::Task { id, task }) = serde_json::from_str::<Frame>(&text) else {
+            eprintln!("ignored a frame that is not a task");
+            continue;
+        };
+        let executor = executor.clone();
+        let results = results.clone();
+        tokio::spawn(async move {
+            let outcome = tokio::task::spawn_blocking(move || {
+                let id = api::ResourceId::parse(&task.resource_id).map_err(|e| e.to_string())?;
+                let request = ResourceRequest { id, version: task.version, attributes: task.attributes };
+                let mode = if task.dry_run { Mode::DryRun } else { Mode::Deploy };
+                let events = Events { dependency_changed: task.dependency_changed };
+                Ok::<_, String>(executor.execute(&request, mode, &events))
+            })
+            .await;
+            let outcome = match outcome {
+                Ok(Ok(o)) => WireOutcome {
+                    status: o.status.as_str().into(),
+                    change: o.change.as_str().into(),
+                    changes: o
+                        .changes
+                        .into_iter()
+                        .map(|(k, c)| (k, serde_json::json!({"current": c.current, "desired": c.desired})))
+                        .collect(),
+                    logs: o.logs,
+                },
+                Ok(Err(message)) => failure(message),
+                Err(e) => failure(e.to_string()),
+            };
+            let frame = serde_json::to_string(&Frame::Result { id, outcome }).unwrap_or_default();
+            let _ = results.send(frame);
+        });
+    }
+    writer.abort();
+}

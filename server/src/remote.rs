@@ -1,0 +1,279 @@
+//! Remote agents: `inmanta agent` processes that connect over a WebSocket
+//! (`GET /api/v2/agent/session?environment=E&name=A&name=B`) and run the handlers of the agent
+//! names they declare. The scheduler is unchanged: [`RoutingDispatch`] sends the tasks of those
+//! names to their session and everything else to the in-process agents. An agent name that a
+//! remote process ever claimed stays remote: while its process is away its tasks wait (it is
+//! listed `down`) and resume when it reconnects.
+//!
+//! Frames are JSON text: the server sends `{"type": "task", "id": N, "task": {...}}`, the agent
+//! answers `{"type": "result", "id": N, "outcome": {...}}`.
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use axum::extract::State;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::response::{IntoResponse, Response};
+use futures_util::{SinkExt, StreamExt};
+use orchestrator::Orchestrator;
+use orchestrator::scheduler::{Dispatch, Task, TaskOutcome};
+use serde::{Deserialize, Serialize};
+use tokio::sync::{Notify, mpsc, oneshot};
+use uuid::Uuid;
+
+use crate::rest::error::ApiError;
+
+/// A task on the wire.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WireTask {
+    pub environment: Uuid,
+    pub resource_id: String,
+    pub version: i64,
+    pub attributes: serde_json::Map<String, serde_json::Value>,
+    pub dry_run: bool,
+    pub dependency_changed: bool,
+}
+
+/// A handler's outcome on the wire.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WireOutcome {
+    pub status: String,
+    pub change: String,
+    pub changes: serde_json::Map<String, serde_json::Value>,
+    pub logs: Vec<api::resource::LogLine>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Frame {
+    Task { id: u64, task: WireTask },
+    Result { id: u64, outcome: WireOutcome },
+}
+
+type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<WireOutcome>>>>;
+
+#[derive(Clone)]
+struct Session {
+    outbox: mpsc::UnboundedSender<String>,
+    pending: Pending,
+}
+
+/// The connected remote agents of this server.
+pub struct Sessions {
+    orchestrator: Orchestrator,
+    live: Mutex<HashMap<(Uuid, String), Session>>,
+    /// Names a remote process has claimed: never run in-process.
+    remote: Mutex<HashSet<(Uuid, String)>>,
+    arrived: Notify,
+    next_id: AtomicU64,
+}
+
+impl Sessions {
+    pub async fn new(orchestrator: Orchestrator) -> anyhow::Result<Arc<Sessions>> {
+        let remote = orchestrator.remote_agents().await?.into_iter().collect();
+        Ok(Arc::new(Sessions {
+            orchestrator,
+            live: Mutex::default(),
+            remote: Mutex::new(remote),
+            arrived: Notify::new(),
+            next_id: AtomicU64::new(1),
+        }))
+    }
+
+    fn is_remote(&self, env: Uuid, agent: &str) -> bool {
+        self.remote.lock().map(|r| r.contains(&(env, agent.to_string()))).unwrap_or(false)
+    }
+
+    fn session(&self, env: Uuid, agent: &str) -> Option<Session> {
+        self.live.lock().ok().and_then(|l| l.get(&(env, agent.to_string())).cloned())
+    }
+
+    /// Runs a task on the remote agent; waits for it to (re)connect when it is away.
+    async fn run(&self, env: Uuid, agent: &str, task: WireTask) -> WireOutcome {
+        loop {
+            let Some(session) = self.session(env, agent) else {
+                // Wake up when any session arrives and check again.
+                let arrived = self.arrived.notified();
+                if self.session(env, agent).is_none() {
+                    arrived.await;
+                }
+                continue;
+            };
+            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            let (reply, answer) = oneshot::channel();
+            if let Ok(mut pending) = session.pending.lock() {
+                pending.insert(id, reply);
+            }
+            let frame = serde_json::to_string(&Frame::Task { id, task: task.clone() }).unwrap_or_default();
+            if session.outbox.send(frame).is_err() {
+                continue;
+            }
+            match answer.await {
+                Ok(outcome) => return outcome,
+                // The session dropped before answering: run it again once the agent is back.
+                Err(_) => continue,
+            }
+        }
+    }
+}
+
+/// The scheduler's dispatch: remote agent names go to their session, the rest run in-process.
+pub struct RoutingDispatch {
+    pub local: Arc<crate::agents::InProcessAgents>,
+    pub sessions: Arc<Sessions>,
+}
+
+impl Dispatch for RoutingDispatch {
+    fn execute(&self, agent: &str, task: Task) -> Pin<Box<dyn Future<Output = TaskOutcome> + Send>> {
+        if !self.sessions.is_remote(task.environment, agent) {
+            return self.local.execute(agent, task);
+        }
+        let sessions = self.sessions.clone();
+        let agent = agent.to_string();
+        Box::pin(async move {
+            let env = task.environment;
+            let wire = WireTask {
+                environment: env,
+                resource_id: task.resource_id.to_string(),
+                version: task.version,
+                attributes: task.attributes,
+                dry_run: task.dry_run,
+                dependency_changed: task.dependency_changed,
+            };
+            let outcome = sessions.run(env, &agent, wire).await;
+            TaskOutcome { status: outcome.status, change: outcome.change, changes: outcome.changes, logs: outcome.logs }
+        })
+    }
+}
+
+#[derive(Deserialize)]
+struct SessionQuery {
+    environment: Uuid,
+    #[serde(default)]
+    name: Vec<String>,
+}
+
+/// `GET /api/v2/agent/session`: the WebSocket an `inmanta agent` process works through.
+pub async fn session(
+    State(sessions): State<Arc<Sessions>>,
+    raw_query: axum::extract::RawQuery,
+    upgrade: WebSocketUpgrade,
+) -> Response {
+    let pairs: Vec<(String, String)> = raw_query
+        .0
+        .as_deref()
+        .map(|q| {
+            q.split('&').filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.to_string(), percent_decode(v))).collect()
+        })
+        .unwrap_or_default();
+    let environment = pairs.iter().find(|(k, _)| k == "environment").and_then(|(_, v)| Uuid::parse_str(v).ok());
+    let names: Vec<String> = pairs.iter().filter(|(k, _)| k == "name").map(|(_, v)| v.clone()).collect();
+    let Some(environment) = environment else {
+        return ApiError::bad_request("the agent session needs ?environment=<id>").into_response();
+    };
+    if names.is_empty() {
+        return ApiError::bad_request("the agent session needs at least one ?name=<agent>").into_response();
+    }
+    if let Err(e) = sessions.orchestrator.get_environment(environment, Default::default()).await {
+        return ApiError::from(e).into_response();
+    }
+    let query = SessionQuery { environment, name: names };
+    upgrade.on_upgrade(move |socket| serve_session(sessions, query, socket)).into_response()
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
+                match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                    Some(b) => {
+                        out.push(b);
+                        i += 3;
+                    }
+                    None => {
+                        out.push(b'%');
+                        i += 1;
+                    }
+                }
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+async fn serve_session(sessions: Arc<Sessions>, query: SessionQuery, socket: WebSocket) {
+    let env = query.environment;
+    let (mut sink, mut stream) = socket.split();
+    let (outbox, mut outgoing) = mpsc::unbounded_channel::<String>();
+    let pending: Pending = Arc::default();
+    let session = Session { outbox, pending: pending.clone() };
+    for name in &query.name {
+        if let Ok(mut live) = sessions.live.lock() {
+            live.insert((env, name.clone()), session.clone());
+        }
+        if let Ok(mut remote) = sessions.remote.lock() {
+            remote.insert((env, name.clone()));
+        }
+        if let Err(e) = sessions.orchestrator.mark_remote_agent(env, name, true).await {
+            tracing::error!(%env, agent = %name, error = %e, "could not mark the remote agent up");
+        }
+    }
+    tracing::info!(%env, agents = ?query.name, "remote agent connected");
+    sessions.arrived.notify_waiters();
+    let writer = tokio::spawn(async move {
+        while let Some(text) = outgoing.recv().await {
+            if sink.send(Message::Text(text.into())).await.is_err() {
+                break;
+            }
+        }
+    });
+    while let Some(Ok(message)) = stream.next().await {
+        let Message::Text(text) = message else { continue };
+        match serde_json::from_str::<Frame>(&text) {
+            Ok(Frame::Result { id, outcome }) => {
+                if let Some(reply) = pending.lock().ok().and_then(|mut p| p.remove(&id)) {
+                    let _ = reply.send(outcome);
+                }
+            }
+            Ok(Frame::Task { .. }) => tracing::warn!(%env, "a remote agent sent a task; ignored"),
+            Err(e) => tracing::warn!(%env, error = %e, "a remote agent sent a frame that is not ours"),
+        }
+    }
+    writer.abort();
+    for name in &query.name {
+        let mine = sessions
+            .live
+            .lock()
+            .map(|mut live| {
+                let current = live.get(&(env, name.clone())).is_some_and(|s| Arc::ptr_eq(&s.pending, &pending));
+                if current {
+                    live.remove(&(env, name.clone()));
+                }
+                current
+            })
+            .unwrap_or(false);
+        if mine && let Err(e) = sessions.orchestrator.mark_remote_agent(env, name, false).await {
+            tracing::error!(%env, agent = %name, error = %e, "could not mark the remote agent down");
+        }
+    }
+    // Unanswered tasks are sent again when the agent returns (their senders drop here).
+    if let Ok(mut p) = pending.lock() {
+        p.clear();
+    }
+    tracing::info!(%env, agents = ?query.name, "remote agent disconnected");
+}

@@ -1,0 +1,116 @@
+//! An `inmanta agent` process on "another machine": it connects to the server, deploys the
+//! resources of its agent name (fetching file contents over the API), is listed down while it
+//! is away (its work waits for it), and survives a server restart.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{BIN, TestServer};
+use serde_json::{Value, json};
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn start_agent(port: u16, env: &str) -> Child {
+    Command::new(BIN)
+        .args(["agent", "--name", "remote1", "-e", env, "--port", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start inmanta agent")
+}
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn agent_status(s: &TestServer, env: &str) -> Option<String> {
+    let (_, agents) = s.call("GET", "/api/v2/agents?filter.name=remote1", Some(env), None).await;
+    agents["data"][0]["status"].as_str().map(str::to_string)
+}
+
+async fn wait_for(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn put_version(s: &TestServer, env: &str, path: &str, content: &str) {
+    use base64::Engine;
+    let hash = sha1_hex(content.as_bytes());
+    let body = json!({"content": base64::engine::general_purpose::STANDARD.encode(content)});
+    let (status, _) = s.call("PUT", &format!("/api/v1/file/{hash}"), None, Some(body)).await;
+    assert_eq!(status, 200);
+    let (_, v) = s.call("POST", "/api/v2/reserve_version", Some(env), None).await;
+    let version = v["data"].as_i64().unwrap();
+    let resources = json!([
+        {"id": format!("fs::File[remote1,path={path}],v={version}"), "path": path, "hash": hash, "permissions": 644,
+         "owner": null, "group": null, "purged": false, "send_event": true, "receive_events": true, "requires": []},
+        {"id": format!("std::testing::NullResource[remote1,name=n],v={version}"), "name": "n", "agentname": "remote1",
+         "fail": false, "value": content, "int_value": 0, "purged": false, "send_event": true, "receive_events": true,
+         "requires": []},
+    ]);
+    let (status, body) =
+        s.call("PUT", "/api/v1/version", Some(env), Some(json!({"version": version, "resources": resources}))).await;
+    assert_eq!(status, 200, "{body}");
+}
+
+fn sha1_hex(data: &[u8]) -> String {
+    let mut hasher = sha1_smol::Sha1::new();
+    hasher.update(data);
+    hasher.digest().to_string()
+}
+
+async fn all_deployed(s: &TestServer, env: &str) -> bool {
+    let (_, list) = s.call("GET", "/api/v2/resource?limit=1&deploy_summary=true", Some(env), None).await;
+    let summary: &Value = &list["metadata"]["deploy_summary"];
+    summary["total"].as_u64() == Some(2) && summary["by_state"]["deployed"].as_u64() == Some(2)
+}
+
+#[tokio::test]
+async fn a_remote_agent_deploys_waits_and_survives_a_restart() {
+    let port = free_port();
+    let port_text = port.to_string();
+    let mut s = TestServer::start_with(&[("INMANTA_SERVER_BIND_PORT", &port_text)]).await;
+    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
+    let (_, e) =
+        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
+    let env = e["data"]["id"].as_str().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("remote.conf").display().to_string();
+
+    let agent = Killed(start_agent(port, &env));
+    wait_for("the agent to connect", async || agent_status(&s, &env).await.as_deref() == Some("up")).await;
+    put_version(&s, &env, &path, "one").await;
+    wait_for("the remote agent to deploy", async || all_deployed(&s, &env).await).await;
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "one");
+
+    // Away: listed down, and its work waits instead of running in the server.
+    drop(agent);
+    wait_for("the agent to be listed down", async || agent_status(&s, &env).await.as_deref() == Some("down")).await;
+    put_version(&s, &env, &path, "two").await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "one", "nothing deploys while the agent is away");
+    assert!(!all_deployed(&s, &env).await);
+    let agent = Killed(start_agent(port, &env));
+    wait_for("the returning agent to deploy", async || all_deployed(&s, &env).await).await;
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "two");
+
+    // The server restarts under the agent: it reconnects and keeps working.
+    s.kill_and_restart();
+    wait_for("the agent to reconnect", async || agent_status(&s, &env).await.as_deref() == Some("up")).await;
+    put_version(&s, &env, &path, "three").await;
+    wait_for("a deploy after the restart", async || all_deployed(&s, &env).await).await;
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "three");
+    drop(agent);
+}
