@@ -108,6 +108,9 @@ async fn files(n: usize) {
     let project = dir.path().join("project");
     let status = Command::new("python3").arg(&gen_script).arg(n.to_string()).arg(&project).status().expect("python3");
     assert!(status.success(), "gen_project.py failed");
+    // The directories of the model live under this root, which the harness provides (as the
+    // one Inmanta was measured with did).
+    std::fs::create_dir_all(project.join("deployed")).expect("deploy root");
     let server = Server::start(&dir.path().join("state"));
     let env = server.environment("files").await;
     let port = server.url.rsplit(':').next().expect("port").to_string();
