@@ -141,3 +141,129 @@ async fn export_to_a_json_file_and_compile_errors() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("-e"), "{err}");
 }
+
+#[tokio::test]
+async fn an_example_project_exports_with_partial_sets_and_the_cli_reads_it() {
+    let s = TestServer::start().await;
+    let env = environment(&s).await;
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/webfleet");
+    let port = s.url.rsplit(':').next().unwrap().to_string();
+    let target = ["-e", env.as_str(), "--server_address", "127.0.0.1", "--server_port", port.as_str()];
+    let (code, out, err) = inmanta(&example, &[&["export", "-d"][..], &target[..]].concat());
+    assert_eq!(code, 0, "{out}{err}");
+    let version: i64 = out.trim().parse().unwrap_or_else(|_| panic!("a version number, got {out:?}"));
+    let (_, body) = s.call("GET", &format!("/api/v1/version/{version}"), Some(&env), None).await;
+    assert_eq!(body["model"]["released"], true);
+    let total = body["resources"].as_array().unwrap().len();
+    assert!(total > 5, "the web fleet has files and directories: {total}");
+    let (_, files) = s
+        .call(
+            "POST",
+            "/api/v1/file",
+            None,
+            Some(json!({"files": body["resources"].as_array().unwrap().iter()
+        .filter_map(|r| r["attributes"]["hash"].as_str()).collect::<Vec<_>>()})),
+        )
+        .await;
+    assert_eq!(files["files"], json!([]), "every file content was uploaded");
+
+    // A partial export replaces one resource set; --delete-resource-set drops another.
+    let dir = tempfile::tempdir().unwrap();
+    project(
+        dir.path(),
+        r#"
+import std::testing
+a = std::testing::NullResource(name="a1", agentname="internal")
+std::ResourceSet(name="set-a", resources=[a])
+b = std::testing::NullResource(name="b1", agentname="internal")
+std::ResourceSet(name="set-b", resources=[b])
+"#,
+    );
+    let (code, out, err) = inmanta(dir.path(), &[&["export"][..], &target[..]].concat());
+    assert_eq!(code, 0, "{out}{err}");
+    project(
+        dir.path(),
+        r#"
+import std::testing
+a = std::testing::NullResource(name="a2", agentname="internal")
+std::ResourceSet(name="set-a", resources=[a])
+"#,
+    );
+    let args = [&["export", "--partial", "--delete-resource-set", "set-b"][..], &target[..]].concat();
+    let (code, out, err) = inmanta(dir.path(), &args);
+    assert_eq!(code, 0, "{out}{err}");
+    let partial: i64 = out.trim().parse().unwrap();
+    let (_, body) = s.call("GET", &format!("/api/v1/version/{partial}"), Some(&env), None).await;
+    let ids: Vec<&str> =
+        body["resources"].as_array().unwrap().iter().map(|r| r["resource_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, vec!["std::testing::NullResource[internal,name=a2]"], "set-a replaced, set-b removed");
+    let (code, _, err) = inmanta(dir.path(), &[&["export", "--delete-resource-set", "x"][..], &target[..]].concat());
+    assert_eq!(code, 2, "--delete-resource-set needs --partial: {err}");
+}
+
+#[tokio::test]
+async fn concurrent_exports_and_releases_stay_consistent() {
+    let s = TestServer::start().await;
+    let env = environment(&s).await;
+    let http = reqwest::Client::new();
+    let mut tasks = tokio::task::JoinSet::new();
+    for writer in 0..8 {
+        let (http, url, env) = (http.clone(), s.url.clone(), env.clone());
+        tasks.spawn(async move {
+            let call = |method: reqwest::Method, path: String, body: Option<Value>| {
+                let mut request = http.request(method, format!("{url}{path}")).header("X-Inmanta-tid", env.clone());
+                if let Some(body) = body {
+                    request = request.json(&body);
+                }
+                async move {
+                    let response = request.send().await.unwrap();
+                    let status = response.status().as_u16();
+                    (status, response.json::<Value>().await.unwrap_or(Value::Null))
+                }
+            };
+            let (_, reserved) = call(reqwest::Method::POST, "/api/v2/reserve_version".into(), None).await;
+            let version = reserved["data"].as_i64().unwrap();
+            let resources: Vec<Value> = (0..200)
+                .map(|i| {
+                    json!({"id": format!("std::testing::NullResource[w{writer},name=r{i}],v={version}"),
+                    "name": format!("r{i}"), "agentname": format!("w{writer}"), "purged": false,
+                    "send_event": false, "receive_events": false, "requires": []})
+                })
+                .collect();
+            let (status, body) = call(
+                reqwest::Method::PUT,
+                "/api/v1/version".into(),
+                Some(json!({"version": version, "resources": resources})),
+            )
+            .await;
+            assert_eq!(status, 200, "{body}");
+            // Some explicit releases race with auto_deploy: 200 or 409, never anything else.
+            let (status, _) = call(reqwest::Method::POST, format!("/api/v1/version/{version}"), Some(json!({}))).await;
+            assert!(status == 200 || status == 409, "release answered {status}");
+            version
+        });
+    }
+    let mut versions = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        versions.push(done.unwrap());
+    }
+    versions.sort();
+    versions.dedup();
+    assert_eq!(versions.len(), 8, "no duplicate version numbers: {versions:?}");
+    let (_, list) = s.call("GET", "/api/v1/version", Some(&env), None).await;
+    for model in list["versions"].as_array().unwrap() {
+        assert_eq!(model["total"], 200, "no half-stored version: {model}");
+    }
+    let active: Vec<i64> = list["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["status"] == "active")
+        .map(|m| m["version"].as_i64().unwrap())
+        .collect();
+    assert_eq!(active, vec![*versions.last().unwrap()], "the newest version is the active one");
+    // The resource view is the active version plus orphans of older ones, nothing in between.
+    let (_, view) = s.call("GET", "/api/v2/resource?limit=1000&deploy_summary=true", Some(&env), None).await;
+    assert_eq!(view["metadata"]["deploy_summary"]["total"], 200);
+    assert_eq!(view["metadata"]["total"], 1600);
+}
