@@ -255,3 +255,50 @@ async fn a_restarted_scheduler_resumes_from_the_database() {
     assert_eq!(s.status("a").await, "deployed", "nothing stays deploying after a restart");
     assert_eq!(s.status("b").await, "deployed");
 }
+
+#[tokio::test]
+async fn the_deploy_interval_retries_failures_and_user_deploys_go_first() {
+    let s = setup().await;
+    s.o.set_environment_setting(s.env, "autostart_agent_deploy_interval", &json!("1")).await.unwrap();
+    s.recorder.failing.lock().unwrap().insert(rid("agent-a", "a"));
+    s.release(vec![null("agent-a", "a", "1", &[])], &[]).await;
+    s.idle().await;
+    assert_eq!(s.calls(), vec![rid("agent-a", "a")]);
+    assert_eq!(s.status("a").await, "failed");
+
+    // Fixed behind the scheduler's back: the periodic retry picks it up within about a second.
+    s.recorder.failing.lock().unwrap().clear();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while s.status("a").await != "deployed" {
+        assert!(std::time::Instant::now() < deadline, "the failed resource was not retried");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(s.calls(), vec![rid("agent-a", "a")], "retried once");
+
+    // While an agent is paused, queued work of lower priority (a repair) waits behind a user
+    // deploy of higher priority once the agent resumes.
+    s.release(
+        vec![null("agent-a", "a", "1", &[]), null("agent-a", "b", "1", &[]), null("agent-a", "c", "1", &[])],
+        &[],
+    )
+    .await;
+    s.idle().await;
+    s.calls();
+    s.o.agent_action(s.env, Some("agent-a"), AgentAction::Pause).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    s.schedulers.deploy(s.env, true, Scope { agents: None, resources: Some(vec![rid("agent-a", "a")]) }).await.unwrap();
+    s.release(
+        vec![null("agent-a", "a", "1", &[]), null("agent-a", "b", "1", &[]), null("agent-a", "c", "2", &[])],
+        &[],
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    s.schedulers.deploy(s.env, false, Scope::default()).await.unwrap();
+    s.o.agent_action(s.env, Some("agent-a"), AgentAction::Unpause).await.unwrap();
+    s.idle().await;
+    assert_eq!(
+        s.calls(),
+        vec![rid("agent-a", "c"), rid("agent-a", "a")],
+        "the user deploy of the changed resource (priority 0) runs before the repair (priority 2)"
+    );
+}

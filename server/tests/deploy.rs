@@ -37,6 +37,18 @@ fs::File(host=host, path="{root}/etc/after-check", content="checked", requires=[
     )
 }
 
+/// Writes `.inmanta` so that `inmanta export` in `project` goes to this server and environment;
+/// returns the server's port.
+fn point_at(project: &Path, s: &TestServer, env: &str) -> String {
+    let port = s.url.rsplit(':').next().unwrap().to_string();
+    std::fs::write(
+        project.join(".inmanta"),
+        format!("[config]\nenvironment = {env}\n[compiler_rest_transport]\nhost = 127.0.0.1\nport = {port}\n"),
+    )
+    .unwrap();
+    port
+}
+
 async fn environment(s: &TestServer) -> String {
     let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
     let (_, e) =
@@ -96,12 +108,7 @@ async fn exported_files_are_deployed_failures_skip_and_recover() {
     let env = environment(&s).await;
     let project = tempfile::tempdir().unwrap();
     let root = tempfile::tempdir().unwrap();
-    let port = s.url.rsplit(':').next().unwrap().to_string();
-    std::fs::write(
-        project.path().join(".inmanta"),
-        format!("[config]\nenvironment = {env}\n[compiler_rest_transport]\nhost = 127.0.0.1\nport = {port}\n"),
-    )
-    .unwrap();
+    point_at(project.path(), &s, &env);
 
     write_project(project.path(), &model(root.path(), "hello", "/bin/false"));
     export(project.path());
@@ -246,12 +253,7 @@ async fn dry_runs_report_what_would_change_without_changing_it() {
     let tid = Some(env.as_str());
     let project = tempfile::tempdir().unwrap();
     let root = tempfile::tempdir().unwrap();
-    let port = s.url.rsplit(':').next().unwrap().to_string();
-    std::fs::write(
-        project.path().join(".inmanta"),
-        format!("[config]\nenvironment = {env}\n[compiler_rest_transport]\nhost = 127.0.0.1\nport = {port}\n"),
-    )
-    .unwrap();
+    let port = point_at(project.path(), &s, &env);
     for (name, value) in [("realtime_repair", json!(false)), ("auto_deploy", json!(true))] {
         let (status, _) =
             s.call("POST", &format!("/api/v2/environment_settings/{name}"), tid, Some(json!({"value": value}))).await;
@@ -339,12 +341,7 @@ async fn agent_and_monitor_commands() {
     let env = environment(&s).await;
     let project = tempfile::tempdir().unwrap();
     let root = tempfile::tempdir().unwrap();
-    let port = s.url.rsplit(':').next().unwrap().to_string();
-    std::fs::write(
-        project.path().join(".inmanta"),
-        format!("[config]\nenvironment = {env}\n[compiler_rest_transport]\nhost = 127.0.0.1\nport = {port}\n"),
-    )
-    .unwrap();
+    let port = point_at(project.path(), &s, &env);
     write_project(project.path(), &model(root.path(), "hello", "/bin/true"));
     export(project.path());
     let cli = |args: &[&str]| inmanta_in(project.path(), &[args, &["--port", &port]].concat());
