@@ -87,10 +87,15 @@ pub struct SchedulerStatus {
 }
 
 enum Command {
-    Reload,
+    /// A version was released (its number when known): read it unless already read.
+    Reload(Option<i64>),
     Settings,
     Halt(bool),
-    Deploy { repair: bool, scope: Scope, reply: oneshot::Sender<Vec<String>> },
+    Deploy {
+        repair: bool,
+        scope: Scope,
+        reply: oneshot::Sender<Vec<String>>,
+    },
     Status(oneshot::Sender<SchedulerStatus>),
     WaitIdle(oneshot::Sender<()>),
     Stop,
@@ -122,7 +127,7 @@ impl Schedulers {
                 let event = events.recv().await;
                 let Some(me) = me.upgrade() else { return };
                 match event {
-                    Ok(Event::VersionReleased { env, .. }) => me.send(env, Command::Reload, true),
+                    Ok(Event::VersionReleased { env, version }) => me.send(env, Command::Reload(Some(version)), true),
                     Ok(Event::Halted { env, halted }) => me.send(env, Command::Halt(halted), true),
                     Ok(Event::SettingsChanged { env }) => me.send(env, Command::Settings, false),
                     Ok(Event::EnvironmentDeleted { env }) => me.stop(env),
@@ -131,7 +136,7 @@ impl Schedulers {
                         let envs: Vec<Uuid> =
                             me.running.lock().map(|r| r.keys().copied().collect()).unwrap_or_default();
                         for env in envs {
-                            me.send(env, Command::Reload, false);
+                            me.send(env, Command::Reload(None), false);
                         }
                     }
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
@@ -367,6 +372,8 @@ struct EnvScheduler {
     deploy_interval: Option<Duration>,
     repair_interval: Option<Duration>,
     realtime_repair: bool,
+    /// The released version the resources were read from.
+    loaded_version: i64,
     // Writes waiting for the next flush.
     started: Vec<String>,
     finished: Vec<FinishedAction>,
@@ -393,6 +400,7 @@ impl EnvScheduler {
             deploy_interval: None,
             repair_interval: None,
             realtime_repair: true,
+            loaded_version: 0,
             started: vec![],
             finished: vec![],
             blocked_changes: vec![],
@@ -466,6 +474,7 @@ impl EnvScheduler {
     /// ones become dirty; every dirty resource is scheduled.
     async fn reload(&mut self, prio: u8) -> Result<()> {
         let intents = self.orchestrator.released_intents(self.env).await?;
+        self.loaded_version = intents.iter().map(|i| i.version).max().unwrap_or(0).max(self.loaded_version);
         let mut fresh: HashMap<String, Resource> = HashMap::with_capacity(intents.len());
         for intent in intents {
             let rid = intent.id.to_string();
@@ -502,6 +511,8 @@ impl EnvScheduler {
             .resources
             .iter()
             .filter(|(_, r)| r.dirty && r.blocked == Blocked::No)
+            // A deploy already running for this very intent is not repeated.
+            .filter(|(rid, r)| !self.running.get(*rid).is_some_and(|run| run.hash == r.hash))
             .map(|(k, _)| k.clone())
             .collect();
         for rid in dirty {
@@ -515,7 +526,8 @@ impl EnvScheduler {
     async fn command(&mut self, command: Command) {
         let env = self.env;
         match command {
-            Command::Reload => {
+            Command::Reload(Some(version)) if version <= self.loaded_version => {}
+            Command::Reload(_) => {
                 if let Err(e) = self.reload(priority::NEW_VERSION).await {
                     tracing::error!(%env, error = %e, "scheduler could not read the new version");
                 }

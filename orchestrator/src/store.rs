@@ -143,3 +143,20 @@ pub fn now() -> String {
 pub fn parse_uuid(s: &str) -> Result<uuid::Uuid> {
     uuid::Uuid::parse_str(s).map_err(|e| Error::Corrupt(format!("bad uuid {s:?}: {e}")))
 }
+
+/// A FROM item, aliased `x`, that unpacks the JSON array of objects bound at `$param` into rows
+/// with text columns `fields`: how many rows travel in one statement (binding values one by one
+/// through the driver costs tens of µs each). SQLite reads it with `json_each`, PostgreSQL with
+/// `json_to_recordset`; cast non-text columns where they are used.
+pub fn json_rows(kind: DbKind, param: usize, fields: &[&str]) -> String {
+    match kind {
+        DbKind::Sqlite => format!(
+            "(SELECT {} FROM json_each(${param}) j) x",
+            fields.iter().map(|f| format!("j.value ->> '{f}' AS {f}")).collect::<Vec<_>>().join(", ")
+        ),
+        DbKind::Postgres => format!(
+            "json_to_recordset(CAST(${param} AS json)) AS x({})",
+            fields.iter().map(|f| format!("{f} text")).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}

@@ -775,19 +775,24 @@ async fn insert_resources(
     version: i64,
     resources: &[StoredResource],
 ) -> Result<()> {
-    const FIELDS: &str = "resource_id, resource_type, agent, id_attribute, id_value, attributes, attribute_hash, \
-                          requires, resource_set, state";
-    let rows = match kind {
-        DbKind::Sqlite => format!(
-            "SELECT $1, $2, {} FROM json_each($3) j",
-            FIELDS.split(", ").map(|f| format!("j.value ->> '{f}'")).collect::<Vec<_>>().join(", ")
-        ),
-        DbKind::Postgres => format!(
-            "SELECT $1, CAST($2 AS BIGINT), {FIELDS} FROM json_to_recordset(CAST($3 AS json)) AS x({})",
-            FIELDS.split(", ").map(|f| format!("{f} text")).collect::<Vec<_>>().join(", ")
-        ),
-    };
-    let sql = format!("INSERT INTO resource (environment, version, {FIELDS}) {rows}");
+    const FIELDS: &[&str] = &[
+        "resource_id",
+        "resource_type",
+        "agent",
+        "id_attribute",
+        "id_value",
+        "attributes",
+        "attribute_hash",
+        "requires",
+        "resource_set",
+        "state",
+    ];
+    let columns = FIELDS.join(", ");
+    let values = FIELDS.iter().map(|f| format!("x.{f}")).collect::<Vec<_>>().join(", ");
+    let sql = format!(
+        "INSERT INTO resource (environment, version, {columns}) SELECT $1, CAST($2 AS BIGINT), {values} FROM {}",
+        crate::store::json_rows(kind, 3, FIELDS)
+    );
     for chunk in resources.chunks(2000) {
         let payload: Vec<serde_json::Value> = chunk
             .iter()
