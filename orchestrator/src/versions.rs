@@ -312,12 +312,21 @@ impl Orchestrator {
         let setting = |name| settings.get(name);
         let auto_deploy =
             setting(api::settings::names::AUTO_DEPLOY).and_then(api::SettingValue::as_bool).unwrap_or(true);
+        let mut released = false;
         if auto_deploy {
-            self.release_version(env, version).await?;
+            match self.release_version(env, version).await {
+                Ok(_) => released = true,
+                // A newer version was released meanwhile (concurrent exports): this one stays a
+                // candidate that will never be active, and storing it still succeeded.
+                Err(Error::Conflict(reason)) => {
+                    tracing::info!(%env, version, %reason, "stored version not released by auto_deploy")
+                }
+                Err(e) => return Err(e),
+            }
         }
         let keep = setting(api::settings::names::AVAILABLE_VERSIONS_TO_KEEP).and_then(api::SettingValue::as_int);
         self.apply_retention(env, keep.unwrap_or(100)).await?;
-        Ok(StoredVersion { version, released: auto_deploy })
+        Ok(StoredVersion { version, released })
     }
 
     /// Keeps the `keep` newest versions besides the active one; older ones are deleted.

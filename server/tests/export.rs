@@ -28,11 +28,14 @@ fn inmanta(dir: &Path, args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// The paths are those of a remote machine (reached over SSH, which these tests never do): the
+/// test that reads statuses halts its environment first, so everything stays `available`.
 const MODEL: &str = r#"
 import fs
 import std::testing
+import mitogen
 
-host = std::Host(name="web1", os=std::linux)
+host = std::Host(name="web1", os=std::linux, via=mitogen::Ssh(hostname="web1.invalid"))
 motd = fs::File(host=host, path="/etc/motd", content="welcome to {{ host.name }}\n")
 fs::File(host=host, path="/etc/issue", content="issue\n", requires=[motd])
 std::testing::NullResource(name="n1", agentname="internal")
@@ -49,6 +52,8 @@ async fn environment(s: &TestServer) -> String {
 async fn export_pushes_files_and_a_version_that_the_cli_reads_back() {
     let s = TestServer::start().await;
     let env = environment(&s).await;
+    let (status, _) = s.call("POST", "/api/v2/actions/environment/halt", Some(&env), None).await;
+    assert_eq!(status, 200, "halted: versions are stored and released, nothing deploys");
     let dir = tempfile::tempdir().unwrap();
     project(dir.path(), MODEL);
     let port = s.url.rsplit(':').next().unwrap().to_string();
