@@ -548,7 +548,7 @@ impl Orchestrator {
     /// Finishes a compile; a failure leaves an error notification that links to the report.
     pub async fn finish_compile(&self, env: Uuid, id: Uuid, outcome: &CompileOutcome) -> Result<()> {
         let mut tx = self.store.begin_write().await?;
-        sqlx::query(
+        let updated = sqlx::query(
             "UPDATE compile SET completed = $1, success = $2, version = $3, compile_data = $4, \
              failed_compile_message = $5 WHERE id = $6",
         )
@@ -560,11 +560,8 @@ impl Orchestrator {
         .bind(id.to_string())
         .execute(&mut *tx)
         .await?;
-        let exists: Option<String> = sqlx::query_scalar("SELECT id FROM environment WHERE id = $1")
-            .bind(env.to_string())
-            .fetch_optional(&mut *tx)
-            .await?;
-        if !outcome.success && exists.is_some() {
+        // A compile whose environment was cleared meanwhile has no row any more: nothing to say.
+        if !outcome.success && updated.rows_affected() == 1 {
             let notification = NewNotification {
                 title: "Compilation failed".into(),
                 message: if outcome.message.is_empty() {

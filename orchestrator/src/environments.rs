@@ -13,8 +13,9 @@ use crate::{Error, Orchestrator, Result};
 
 /// Tables that hold an environment's operational data: what `clear` empties and `delete`
 /// removes with the environment. Every environment-scoped table joins this list when it lands.
-/// Tables cleared with the environment, dependents first.
 pub(crate) const ENVIRONMENT_DATA_TABLES: &[&str] = &[
+    "compile_report",
+    "compile",
     "dryrun_resource",
     "dryrun",
     "resource_log",

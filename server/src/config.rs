@@ -96,6 +96,8 @@ pub const KNOWN: &[(&str, &str)] = &[
     ("server", "bind-port"),
     ("server", "auth"),
     ("server", "max-request-body-size"),
+    ("server", "compile-timeout"),
+    ("server", "compile-parallel"),
     ("config", "state-dir"),
     ("config", "log-dir"),
     ("database", "url"),
@@ -122,6 +124,10 @@ pub struct ServerConfig {
     pub database_url: String,
     pub console_enabled: bool,
     pub console_path: Option<PathBuf>,
+    /// Seconds one server-side compile may take, all stages together.
+    pub compile_timeout: u64,
+    /// Server-side compiles running at once over all environments.
+    pub compile_parallel: usize,
 }
 
 impl ServerConfig {
@@ -138,6 +144,8 @@ impl ServerConfig {
             state_dir,
             console_enabled: options.get_bool("web-console", "enabled", true)?,
             console_path: options.get("web-console", "path").map(PathBuf::from),
+            compile_timeout: options.get_parsed("server", "compile-timeout", 1200)?,
+            compile_parallel: options.get_parsed("server", "compile-parallel", 2)?,
         })
     }
 

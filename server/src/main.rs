@@ -2,6 +2,7 @@
 
 mod agents;
 mod cli;
+mod compile_runner;
 mod config;
 mod console;
 mod remote;

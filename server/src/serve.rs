@@ -28,7 +28,11 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         .await
         .context("cannot start the schedulers")?;
     agents.repair_drift(schedulers.clone());
-    let state = AppState { orchestrator: orchestrator.clone(), schedulers, started: std::time::Instant::now() };
+    let state = AppState {
+        orchestrator: orchestrator.clone(),
+        schedulers: schedulers.clone(),
+        started: std::time::Instant::now(),
+    };
     let remote_agents = Router::new()
         .route("/api/v2/agent/session", axum::routing::get(crate::remote::session))
         .with_state(sessions);
@@ -42,6 +46,18 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     let listener = TcpListener::bind(&address).await.with_context(|| format!("cannot listen on {address}"))?;
     let local: SocketAddr = listener.local_addr()?;
     tracing::info!(%local, "server listening");
+    let compiles = crate::compile_runner::RunnerConfig {
+        state_dir: std::path::absolute(&config.state_dir)?,
+        address: match local.ip() {
+            ip if ip.is_unspecified() => "127.0.0.1".to_string(),
+            std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+            ip => ip.to_string(),
+        },
+        port: local.port(),
+        timeout: std::time::Duration::from_secs(config.compile_timeout),
+        parallel: config.compile_parallel,
+    };
+    crate::compile_runner::start(orchestrator.clone(), compiles);
     // One plain line on stdout that people and scripts can rely on (tests read the port from it).
     println!("Inmanta server listening on http://{local} (console: http://{local}/console)");
 

@@ -45,6 +45,12 @@ pub enum EnvironmentCommand {
     Delete { environment: String },
     /// Write the environment into `.inmanta` in the current directory, for compile and export.
     Save { environment: String },
+    /// Ask the server to compile the environment from its repository.
+    Recompile {
+        environment: String,
+        #[command(flatten)]
+        request: super::compiles::RequestArgs,
+    },
     /// Read and change environment settings.
     Setting {
         #[command(subcommand)]
@@ -115,6 +121,10 @@ pub async fn run(command: EnvironmentCommand, ctx: &Context) -> Result<(), CliEr
                     .collect();
                 output::table(&["PROJECT", "NAME", "ID", "STATE"], &rows);
             }
+        }
+        EnvironmentCommand::Recompile { environment, request } => {
+            let env = find(ctx, &environment).await?;
+            super::compiles::request(ctx, env.id, &request).await?;
         }
         EnvironmentCommand::Show { environment } => {
             let env = find(ctx, &environment).await?;

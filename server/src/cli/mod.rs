@@ -8,6 +8,7 @@
 mod agent;
 mod agent_process;
 mod compile;
+mod compiles;
 mod deploy;
 mod dryrun;
 mod environment;
@@ -41,8 +42,9 @@ pub enum ClientCommand {
         #[command(subcommand)]
         command: environment::EnvironmentCommand,
     },
-    /// Compile the project in the current directory (or --project) and report errors.
-    Compile(compile::CompileArgs),
+    /// Compile the project in the current directory (or --project) and report errors; with a
+    /// subcommand, the server's compiles of an environment.
+    Compile(compiles::CompileCommand),
     /// Compile and send the resources to a server as a new version (or to a file with -j).
     Export(compile::ExportArgs),
     /// All in one: compile the project here, deploy it with an embedded server and agent, report.
@@ -146,7 +148,7 @@ pub async fn run(command: ClientCommand, options: &Options) -> ExitCode {
         ClientCommand::Environment { connection, command } => {
             environment::run(command, &context(&connection, options)).await
         }
-        ClientCommand::Compile(args) => compile::run_compile(args).await,
+        ClientCommand::Compile(args) => compiles::run(args, options).await,
         ClientCommand::Export(args) => compile::run_export(args, options).await,
         ClientCommand::Deploy(args) => deploy::run(args).await,
         ClientCommand::Version { scope, command } => match scoped(&scope, options).await {

@@ -3,6 +3,7 @@
 //! gzip, the `X-Inmanta-tid` echo).
 
 mod agents;
+mod compiles;
 mod deploy;
 mod dryrun;
 mod environments;
@@ -60,6 +61,7 @@ pub fn router(state: AppState, max_body_bytes: usize) -> Router {
         .merge(parameters::router())
         .merge(notifications::router())
         .merge(agents::router())
+        .merge(compiles::router())
         .merge(deploy::router())
         .merge(dryrun::router())
         .method_not_allowed_fallback(method_not_allowed)

@@ -91,6 +91,11 @@ impl TestServer {
         self.spawn();
     }
 
+    /// The process id of the running server.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// Sends SIGTERM and returns the exit status.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
         let mut child = self.child.take().expect("running server");

@@ -1,0 +1,134 @@
+//! Server-side compiles: trigger, queue and reports (reference/api.md §5.6).
+
+use api::compile::NotifyChange;
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use orchestrator::Orchestrator;
+use orchestrator::compiles::CompileRequest;
+use orchestrator::paging::PageRequest;
+use serde::Deserialize;
+use serde_json::json;
+use uuid::Uuid;
+
+use super::error::ApiResult;
+use super::extract::{self, Path, Query, Tid};
+use super::{AppState, data, paged};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/notify/{id}", get(notify_get).post(notify_post).head(is_compiling))
+        .route("/api/v1/compilequeue", get(queue))
+        .route("/api/v1/compilereport", get(reports_v1))
+        .route("/api/v1/compilereport/{id}", get(report_v1))
+        .route("/api/v2/compilereport", get(reports))
+        .route("/api/v2/compilereport/{id}", get(details))
+        .route("/api/v2/compiledata/{id}", get(compile_data))
+}
+
+async fn request(o: &Orchestrator, env: Uuid, body: NotifyChange) -> ApiResult<Response> {
+    let metadata = match body.metadata {
+        Some(serde_json::Value::Object(m)) => serde_json::Value::Object(m),
+        None | Some(serde_json::Value::Null) => json!({"type": "api", "message": "Recompile trigger through API call"}),
+        Some(other) => {
+            return Err(super::error::ApiError::bad_request(format!(
+                "Invalid request: metadata must be an object, got {other}"
+            )));
+        }
+    };
+    let requested = o
+        .request_compile(
+            env,
+            CompileRequest {
+                force_update: body.update,
+                metadata,
+                requested_environment_variables: body.env.unwrap_or_default(),
+                mergeable_environment_variables: body.mergeable_env.unwrap_or_default(),
+                ..Default::default()
+            },
+        )
+        .await?;
+    let mut answer = json!({"compile_id": requested.id, "merged": requested.merged});
+    if !requested.warnings.is_empty() {
+        answer["metadata"] = json!({"warnings": requested.warnings});
+    }
+    Ok(axum::Json(answer).into_response())
+}
+
+async fn notify_post(
+    State(o): State<Orchestrator>,
+    Path(env): Path<Uuid>,
+    extract::Json(body): extract::Json<NotifyChange>,
+) -> ApiResult<Response> {
+    request(&o, env, body).await
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NotifyQuery {
+    update: Option<bool>,
+    reinstall: Option<bool>,
+}
+
+/// The webhook form: `GET /api/v1/notify/<env>?update=true`.
+async fn notify_get(
+    State(o): State<Orchestrator>,
+    Path(env): Path<Uuid>,
+    Query(query): Query<NotifyQuery>,
+) -> ApiResult<Response> {
+    let body = NotifyChange {
+        update: query.update.unwrap_or(true),
+        reinstall: query.reinstall.unwrap_or(false),
+        metadata: Some(json!({"type": "api", "message": "Recompile trigger through a webhook"})),
+        ..Default::default()
+    };
+    request(&o, env, body).await
+}
+
+/// 200 while the environment compiles, 204 otherwise.
+async fn is_compiling(State(o): State<Orchestrator>, Path(env): Path<Uuid>) -> ApiResult<Response> {
+    Ok(if o.is_compiling(env).await? { StatusCode::OK } else { StatusCode::NO_CONTENT }.into_response())
+}
+
+async fn queue(State(o): State<Orchestrator>, Tid(env): Tid) -> ApiResult<Response> {
+    Ok(axum::Json(json!({"queue": o.compile_queue(env).await?})).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReportsQuery {
+    start: Option<String>,
+    end: Option<String>,
+    limit: Option<i64>,
+}
+
+async fn reports_v1(
+    State(o): State<Orchestrator>,
+    Tid(env): Tid,
+    Query(q): Query<ReportsQuery>,
+) -> ApiResult<Response> {
+    let reports = o.compile_reports_v1(env, q.start.as_deref(), q.end.as_deref(), q.limit).await?;
+    Ok(axum::Json(json!({"reports": reports})).into_response())
+}
+
+async fn report_v1(State(o): State<Orchestrator>, Tid(env): Tid, Path(id): Path<Uuid>) -> ApiResult<Response> {
+    Ok(axum::Json(json!({"report": o.compile_details(env, id).await?})).into_response())
+}
+
+async fn reports(
+    State(o): State<Orchestrator>,
+    Tid(env): Tid,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> ApiResult<Response> {
+    Ok(paged(o.compile_reports(env, &PageRequest::from_query(&pairs)?).await?).into_response())
+}
+
+async fn details(State(o): State<Orchestrator>, Tid(env): Tid, Path(id): Path<Uuid>) -> ApiResult<Response> {
+    Ok(data(o.compile_details(env, id).await?).into_response())
+}
+
+async fn compile_data(State(o): State<Orchestrator>, Tid(env): Tid, Path(id): Path<Uuid>) -> ApiResult<Response> {
+    Ok(data(o.compile_data(env, id).await?).into_response())
+}

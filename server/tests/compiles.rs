@@ -1,0 +1,513 @@
+//! The autonomous server: compiles from real git repositories (bare repositories served over
+//! `file://`), the compile queue, reports, notifications, time limits and restarts.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::TestServer;
+use serde_json::{Value, json};
+
+/// Runs git in `dir` with a fixed identity; panics when it fails.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run git");
+    assert!(
+        output.status.success(),
+        "git {args:?} failed: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// A bare repository `<name>.git` in `root` and a working clone of it; returns (url, work dir).
+fn repository(root: &Path, name: &str) -> (String, PathBuf) {
+    let bare = root.join(format!("{name}.git"));
+    std::fs::create_dir_all(&bare).unwrap();
+    git(&bare, &["init", "--bare", "--quiet"]);
+    let work = root.join(format!("{name}-work"));
+    std::fs::create_dir_all(&work).unwrap();
+    git(&work, &["init", "--quiet"]);
+    git(&work, &["checkout", "--quiet", "-B", "main"]);
+    let url = format!("file://{}", bare.display());
+    git(&work, &["remote", "add", "origin", &url]);
+    (url, work)
+}
+
+/// Writes `files` into `work`, commits and pushes the current branch.
+fn commit_and_push(work: &Path, files: &[(&str, &str)], message: &str) {
+    for (path, content) in files {
+        let path = work.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+    git(work, &["add", "--all"]);
+    git(work, &["commit", "--quiet", "-m", message]);
+    let branch = git(work, &["rev-parse", "--abbrev-ref", "HEAD"]);
+    git(work, &["push", "--quiet", "origin", branch.trim()]);
+}
+
+fn project_yml(repo: &str, requires: &[&str]) -> String {
+    let mut text = format!("name: autonomous\nmodulepath: libs\ndownloadpath: libs\nrepo: \"{repo}\"\n");
+    if !requires.is_empty() {
+        text.push_str("requires:\n");
+        for r in requires {
+            text.push_str(&format!("  - {r}\n"));
+        }
+    }
+    text
+}
+
+/// A model that writes one file (`<root>/motd`) whose content tells which commit it came from.
+fn model(root: &Path, content: &str) -> String {
+    format!(
+        r#"
+import fs
+import greeting
+
+host = std::Host(name="localhost", os=std::linux)
+word = greeting::word
+fs::File(host=host, path="{}/motd", content="{content} {{{{ word }}}}", mode=644)
+"#,
+        root.display()
+    )
+}
+
+async fn environment(s: &TestServer, repo: &str, branch: &str) -> String {
+    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
+    let (status, e) = s
+        .call(
+            "PUT",
+            "/api/v2/environment",
+            None,
+            Some(json!({"project_id": p["data"]["id"], "name": "auto", "repository": repo, "branch": branch})),
+        )
+        .await;
+    assert_eq!(status, 200, "{e}");
+    e["data"]["id"].as_str().unwrap().to_string()
+}
+
+/// The compile's details once it finished.
+async fn finished(s: &TestServer, env: &str, id: &str, within: Duration) -> Value {
+    let deadline = Instant::now() + within;
+    loop {
+        let (status, body) = s.call("GET", &format!("/api/v2/compilereport/{id}"), Some(env), None).await;
+        assert_eq!(status, 200, "{body}");
+        if !body["data"]["completed"].is_null() {
+            return body["data"].clone();
+        }
+        assert!(Instant::now() < deadline, "compile {id} did not finish in time: {body:#}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn request(s: &TestServer, env: &str) -> String {
+    let (status, body) = s.call("POST", &format!("/api/v1/notify/{env}"), None, Some(json!({"update": true}))).await;
+    assert_eq!(status, 200, "{body}");
+    body["compile_id"].as_str().unwrap().to_string()
+}
+
+fn stage_names(details: &Value) -> Vec<String> {
+    details["reports"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap().to_string()).collect()
+}
+
+/// Waits until `path` holds `content`.
+async fn file_becomes(path: &Path, content: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if std::fs::read_to_string(path).ok().as_deref() == Some(content) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never became {content:?}, it is {:?}",
+            path.display(),
+            std::fs::read_to_string(path).ok()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn active_version(s: &TestServer, env: &str) -> i64 {
+    let (_, body) = s.call("GET", "/api/v2/desiredstate?filter.status=active", Some(env), None).await;
+    body["data"][0]["version"].as_i64().unwrap_or(0)
+}
+
+/// A module repository `greeting` with tags 1.0.0, 1.2.0 and 2.0.0; `word` tells which.
+fn module_repository(root: &Path) -> String {
+    let (_, work) = repository(root, "greeting");
+    for tag in ["1.0.0", "1.2.0", "2.0.0"] {
+        commit_and_push(
+            &work,
+            &[("module.yml", "name: greeting\nversion: 1.0.0\n"), ("model/_init.cf", &format!("word = \"{tag}\"\n"))],
+            tag,
+        );
+        git(&work, &["tag", tag]);
+    }
+    git(&work, &["push", "--quiet", "origin", "--tags"]);
+    format!("file://{}/{{}}.git", root.display())
+}
+
+#[tokio::test]
+async fn compiles_from_git_fail_recover_switch_branch_and_follow_a_force_push() {
+    let s = TestServer::start().await;
+    let repos = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let motd = out.path().join("motd");
+    let module_repo = module_repository(repos.path());
+    let (url, work) = repository(repos.path(), "project");
+    let yml = project_yml(&module_repo, &["greeting ~= 1.0"]);
+    commit_and_push(&work, &[("project.yml", &yml), ("main.cf", &model(out.path(), "first"))], "first");
+    let env = environment(&s, &url, "main").await;
+
+    // The webhook form: GET with update=true.
+    let (status, body) = s.call("GET", &format!("/api/v1/notify/{env}?update=true"), None, None).await;
+    assert_eq!(status, 200, "{body}");
+    let id = body["compile_id"].as_str().unwrap().to_string();
+    let details = finished(&s, &env, &id, Duration::from_secs(120)).await;
+    assert_eq!(details["success"], true, "{details:#}");
+    assert_eq!(details["version"], 1);
+    assert_eq!(
+        stage_names(&details),
+        ["Init", "Cloning repository", "Installing modules", "Recompiling configuration model"]
+    );
+    let install = &details["reports"][2];
+    assert!(install["outstream"].as_str().unwrap().contains("module greeting at 1.2.0"), "{install:#}");
+    for stage in details["reports"].as_array().unwrap() {
+        assert_eq!(stage["returncode"], 0, "{stage:#}");
+        assert!(!stage["completed"].is_null());
+    }
+    // auto_deploy released it and the agent wrote the file (module 1.2.0: newest that ~= 1.0 allows).
+    file_becomes(&motd, "first 1.2.0").await;
+    assert_eq!(active_version(&s, &env).await, 1);
+    let (status, _) = s.call("HEAD", &format!("/api/v1/notify/{env}"), None, None).await;
+    assert_eq!(status, 204, "not compiling any more");
+
+    // A commit that breaks the model: the compile fails with the error and its location, a
+    // notification says so, and version 1 keeps running.
+    commit_and_push(
+        &work,
+        &[("main.cf", "import fs\n\nx = fs::File(\n    nonsense=1\n)\ny = undefined_name\n")],
+        "broken",
+    );
+    let id = request(&s, &env).await;
+    let details = finished(&s, &env, &id, Duration::from_secs(60)).await;
+    assert_eq!(details["success"], false, "{details:#}");
+    assert!(details["version"].is_null());
+    let errors = details["compile_data"]["errors"].as_array().unwrap();
+    assert!(!errors.is_empty(), "{details:#}");
+    let location = &errors[0]["location"];
+    assert!(location["uri"].as_str().unwrap().ends_with("main.cf"), "{errors:#?}");
+    assert!(location["range"]["start"]["line"].as_i64().unwrap() >= 2, "{errors:#?}");
+    let last = details["reports"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["name"], "Recompiling configuration model");
+    assert_ne!(last["returncode"], 0);
+    assert!(!last["errstream"].as_str().unwrap().is_empty());
+    let (_, v2) = s.call("GET", &format!("/api/v2/compiledata/{id}"), Some(&env), None).await;
+    assert_eq!(v2["data"], details["compile_data"]);
+    let (_, notes) = s.call("GET", "/api/v2/notification", Some(&env), None).await;
+    let note = notes["data"].as_array().unwrap().iter().find(|n| n["compile_id"] == id.as_str()).expect("notification");
+    assert_eq!(note["title"], "Compilation failed");
+    assert_eq!(note["severity"], "error");
+    assert_eq!(note["uri"], format!("/console/compilereports/{id}"));
+    assert_eq!(active_version(&s, &env).await, 1, "the previous version keeps running");
+    assert_eq!(std::fs::read_to_string(&motd).unwrap(), "first 1.2.0");
+
+    // A fix: it recovers.
+    commit_and_push(&work, &[("main.cf", &model(out.path(), "fixed"))], "fixed");
+    let id = request(&s, &env).await;
+    let details = finished(&s, &env, &id, Duration::from_secs(60)).await;
+    assert_eq!(details["success"], true, "{details:#}");
+    assert_eq!(details["version"], 2);
+    assert_eq!(
+        stage_names(&details),
+        ["Init", "Fetching changes", "Pulling updates", "Updating modules", "Recompiling configuration model"]
+    );
+    file_becomes(&motd, "fixed 1.2.0").await;
+
+    // Switch the environment to another branch.
+    git(&work, &["checkout", "--quiet", "-b", "other"]);
+    commit_and_push(&work, &[("main.cf", &model(out.path(), "other"))], "other branch");
+    let (status, body) = s
+        .call(
+            "POST",
+            &format!("/api/v2/environment/{env}"),
+            None,
+            Some(json!({"name": "auto", "repository": url, "branch": "other"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let id = request(&s, &env).await;
+    let details = finished(&s, &env, &id, Duration::from_secs(60)).await;
+    assert_eq!(details["success"], true, "{details:#}");
+    let names = stage_names(&details);
+    assert!(names.contains(&"Switching branch from main to other".to_string()), "{names:?}");
+    assert!(names.contains(&"Installing modules".to_string()), "{names:?}");
+    file_becomes(&motd, "other 1.2.0").await;
+
+    // Rewrite the history of the branch and force-push it: the checkout follows.
+    std::fs::write(work.join("main.cf"), model(out.path(), "rewritten")).unwrap();
+    git(&work, &["commit", "--quiet", "--all", "--amend", "-m", "rewritten"]);
+    git(&work, &["push", "--quiet", "--force", "origin", "other"]);
+    let id = request(&s, &env).await;
+    let details = finished(&s, &env, &id, Duration::from_secs(60)).await;
+    assert_eq!(details["success"], true, "{details:#}");
+    let pull = details["reports"].as_array().unwrap().iter().find(|r| r["name"] == "Pulling updates").unwrap();
+    assert!(pull["outstream"].as_str().unwrap().contains("rewritten history"), "{pull:#}");
+    file_becomes(&motd, "rewritten 1.2.0").await;
+
+    // The reports: v2 paged with filters, v1, and the CLI.
+    let (_, all) = s.call("GET", "/api/v2/compilereport?limit=2", Some(&env), None).await;
+    assert_eq!(all["data"].as_array().unwrap().len(), 2);
+    assert_eq!(all["metadata"]["total"], 5);
+    assert!(all["links"]["next"].is_string());
+    let (_, failed) = s.call("GET", "/api/v2/compilereport?filter.success=false", Some(&env), None).await;
+    assert_eq!(failed["data"].as_array().unwrap().len(), 1);
+    let (_, done) =
+        s.call("GET", "/api/v2/compilereport?filter.completed=true&sort=requested.asc", Some(&env), None).await;
+    assert_eq!(done["data"][0]["version"], 1);
+    let (status, body) = s.call("GET", "/api/v2/compilereport?filter.bogus=1", Some(&env), None).await;
+    assert_eq!(status, 400, "{body}");
+    let (_, v1) = s.call("GET", "/api/v1/compilereport?limit=3", Some(&env), None).await;
+    assert_eq!(v1["reports"].as_array().unwrap().len(), 3);
+    let (_, one) = s.call("GET", &format!("/api/v1/compilereport/{id}"), Some(&env), None).await;
+    assert_eq!(one["report"]["id"], id.as_str());
+    let (_, queue) = s.call("GET", "/api/v1/compilequeue", Some(&env), None).await;
+    assert_eq!(queue["queue"], json!([]));
+
+    let (code, out, err) = s.cli(&["compile", "list", "-e", &env]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("failed") && out.contains("success"), "{out}");
+    let (code, out, err) = s.cli(&["compile", "show", "-e", &env, &id]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("== Pulling updates"), "{out}");
+    let (code, out, err) = s.cli(&["compile", "request", "-e", &env, "-m", "from the cli", "--wait"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("from the cli") && out.contains("success"), "{out}");
+    let (code, out, err) = s.cli(&["environment", "recompile", "auto", "--no-update", "--wait"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("Pulling updates"), "no update, no pull: {out}");
+}
+
+#[tokio::test]
+async fn compile_endpoints_reject_bad_requests() {
+    let s = TestServer::start().await;
+    let unknown = uuid_v4();
+    let (status, body) = s.call("POST", &format!("/api/v1/notify/{unknown}"), None, Some(json!({}))).await;
+    assert_eq!(status, 404, "{body}");
+    let (status, body) = s.call("POST", "/api/v1/notify/not-a-uuid", None, Some(json!({}))).await;
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = s.call("GET", "/api/v1/compilequeue", None, None).await;
+    assert_eq!(status, 400, "{body}");
+    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
+    let (_, e) =
+        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
+    let env = e["data"]["id"].as_str().unwrap().to_string();
+    let (status, body) = s.call("POST", &format!("/api/v1/notify/{env}"), None, Some(json!({"bogus": 1}))).await;
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = s.call("GET", &format!("/api/v2/compilereport/{unknown}"), Some(&env), None).await;
+    assert_eq!(status, 404, "{body}");
+    let (status, body) = s.call("GET", &format!("/api/v2/compiledata/{unknown}"), Some(&env), None).await;
+    assert_eq!(status, 404, "{body}");
+    let (status, body) = s.call("GET", "/api/v2/compilereport?limit=5000", Some(&env), None).await;
+    assert_eq!(status, 400, "{body}");
+
+    // Without a repository the compile fails in Init and says why.
+    let (_, body) = s.call("POST", &format!("/api/v1/notify/{env}"), None, Some(json!({}))).await;
+    let id = body["compile_id"].as_str().unwrap().to_string();
+    let details = finished(&s, &env, &id, Duration::from_secs(30)).await;
+    assert_eq!(details["success"], false);
+    assert!(details["reports"][0]["errstream"].as_str().unwrap().contains("no repository"), "{details:#}");
+
+    // A halted environment keeps its requests queued; they run after resume.
+    let (status, _) = s.call("POST", "/api/v2/actions/environment/halt", Some(&env), None).await;
+    assert_eq!(status, 200);
+    let (_, body) = s.call("POST", &format!("/api/v1/notify/{env}"), None, Some(json!({}))).await;
+    let id = body["compile_id"].as_str().unwrap().to_string();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (_, queue) = s.call("GET", "/api/v1/compilequeue", Some(&env), None).await;
+    assert_eq!(queue["queue"].as_array().unwrap().len(), 1, "{queue:#}");
+    assert_eq!(queue["queue"][0]["id"], id.as_str());
+    assert!(queue["queue"][0]["started"].is_null(), "{queue:#}");
+    let (status, _) = s.call("POST", "/api/v2/actions/environment/resume", Some(&env), None).await;
+    assert_eq!(status, 200);
+    finished(&s, &env, &id, Duration::from_secs(30)).await;
+
+    // auto_full_compile: a cron expression (here with seconds: every second) queues compiles.
+    let (status, body) = s
+        .call(
+            "POST",
+            "/api/v2/environment_settings/auto_full_compile",
+            Some(&env),
+            Some(json!({"value": "* * * * * * *"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, all) = s.call("GET", "/api/v2/compilereport", Some(&env), None).await;
+        if all["data"].as_array().unwrap().iter().any(|c| c["metadata"]["type"] == "schedule") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "auto_full_compile never requested a compile: {all:#}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (status, _) = s.call("DELETE", "/api/v2/environment_settings/auto_full_compile", Some(&env), None).await;
+    assert_eq!(status, 200);
+
+    // server_compile off: nothing is queued, the answer warns.
+    let (status, _) =
+        s.call("POST", "/api/v2/environment_settings/server_compile", Some(&env), Some(json!({"value": false}))).await;
+    assert_eq!(status, 200);
+    let (status, body) = s.call("POST", &format!("/api/v1/notify/{env}"), None, Some(json!({}))).await;
+    assert_eq!(status, 200);
+    assert!(body["compile_id"].is_null(), "{body}");
+    assert!(body["metadata"]["warnings"][0].as_str().unwrap().contains("server compile is disabled"), "{body}");
+
+    // Clearing the environment removes its compiles and their stages.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, queue) = s.call("GET", "/api/v1/compilequeue", Some(&env), None).await;
+        if queue["queue"] == json!([]) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the queue never emptied: {queue:#}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (_, all) = s.call("GET", "/api/v2/compilereport", Some(&env), None).await;
+    assert!(!all["data"].as_array().unwrap().is_empty());
+    let (status, body) = s.call("DELETE", &format!("/api/v2/decommission/{env}"), None, None).await;
+    assert_eq!(status, 200, "{body}");
+    let (_, all) = s.call("GET", "/api/v2/compilereport", Some(&env), None).await;
+    assert_eq!(all["data"], json!([]));
+}
+
+fn uuid_v4() -> String {
+    // Any well-formed id that no environment has.
+    "6f2c1a52-3c1e-4a55-9a41-7d0c0f7e2b11".to_string()
+}
+
+/// A model whose compile takes a few seconds: many instances, one resource.
+fn slow_model(items: u32) -> String {
+    format!(
+        r#"
+import std::testing
+entity Item:
+    int x
+end
+implement Item using std::none
+for i in std::sequence({items}):
+    Item(x=i)
+end
+std::testing::NullResource(name="slow", agentname="internal")
+"#
+    )
+}
+
+#[tokio::test]
+async fn a_burst_of_requests_runs_few_compiles_one_at_a_time_and_survives_a_kill() {
+    let mut s = TestServer::start().await;
+    let repos = tempfile::tempdir().unwrap();
+    let (url, work) = repository(repos.path(), "burst");
+    commit_and_push(&work, &[("project.yml", &project_yml("", &[])), ("main.cf", &slow_model(100_000))], "slow");
+    let env = environment(&s, &url, "main").await;
+
+    let mut ids = std::collections::BTreeSet::new();
+    for _ in 0..10 {
+        ids.insert(request(&s, &env).await);
+    }
+    assert!(ids.len() <= 2, "ten requests in a burst merge into at most two compiles: {ids:?}");
+    for id in &ids {
+        let details = finished(&s, &env, id, Duration::from_secs(120)).await;
+        assert_eq!(details["success"], true, "{details:#}");
+    }
+    let (_, all) = s.call("GET", "/api/v2/compilereport?sort=requested.asc", Some(&env), None).await;
+    let compiles = all["data"].as_array().unwrap();
+    assert_eq!(compiles.len(), ids.len());
+    for pair in compiles.windows(2) {
+        assert!(
+            pair[1]["started"].as_str().unwrap() >= pair[0]["completed"].as_str().unwrap(),
+            "two compiles overlapped: {pair:#?}"
+        );
+    }
+
+    // Kill the server while it compiles: after the restart the queue finishes.
+    commit_and_push(&work, &[("main.cf", &slow_model(400_000))], "slower");
+    let id = request(&s, &env).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, body) = s.call("GET", &format!("/api/v2/compilereport/{id}"), Some(&env), None).await;
+        if stage_names(&body["data"]).contains(&"Recompiling configuration model".to_string()) {
+            assert!(body["data"]["completed"].is_null(), "the compile was too fast to interrupt: {body:#}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the compile never reached the compiler");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (status, _) = s.call("HEAD", &format!("/api/v1/notify/{env}"), None, None).await;
+    let (_, body) = s.call("GET", &format!("/api/v2/compilereport/{id}"), Some(&env), None).await;
+    assert_eq!(status, 200, "compiling: {body:#}");
+    s.kill_and_restart();
+    let details = finished(&s, &env, &id, Duration::from_secs(120)).await;
+    assert_eq!(details["success"], true, "{details:#}");
+    assert_eq!(stage_names(&details).iter().filter(|n| *n == "Init").count(), 1, "stages start over: {details:#}");
+    let version = details["version"].as_i64().unwrap();
+    assert!(version >= 2, "{details:#}");
+}
+
+#[tokio::test]
+async fn a_compile_over_its_time_limit_or_crashing_fails_with_its_output() {
+    let s = TestServer::start_with(&[("INMANTA_SERVER_COMPILE_TIMEOUT", "2")]).await;
+    let repos = tempfile::tempdir().unwrap();
+    let (url, work) = repository(repos.path(), "slow");
+    commit_and_push(&work, &[("project.yml", &project_yml("", &[])), ("main.cf", &slow_model(1_000_000))], "slow");
+    let env = environment(&s, &url, "main").await;
+    let id = request(&s, &env).await;
+    let details = finished(&s, &env, &id, Duration::from_secs(60)).await;
+    assert_eq!(details["success"], false, "{details:#}");
+    let last = details["reports"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["name"], "Recompiling configuration model");
+    assert!(last["returncode"].is_null(), "{last:#}");
+    assert!(last["errstream"].as_str().unwrap().contains("time limit"), "{last:#}");
+    let (_, notes) = s.call("GET", "/api/v2/notification", Some(&env), None).await;
+    assert!(notes["data"].as_array().unwrap().iter().any(|n| n["compile_id"] == id.as_str()), "{notes:#}");
+
+    // The server is still there, and a compile whose process dies is reported failed too.
+    commit_and_push(&work, &[("main.cf", &slow_model(900_000))], "still slow");
+    let id = request(&s, &env).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let child = loop {
+        let (_, body) = s.call("GET", &format!("/api/v2/compilereport/{id}"), Some(&env), None).await;
+        if stage_names(&body["data"]).contains(&"Recompiling configuration model".to_string())
+            && let Some(pid) = s.pid().and_then(children).and_then(|c| c.into_iter().next())
+        {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "the compile never reached the compiler");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    Command::new("kill").args(["-KILL", &child.to_string()]).status().unwrap();
+    let details = finished(&s, &env, &id, Duration::from_secs(30)).await;
+    assert_eq!(details["success"], false, "{details:#}");
+    let last = details["reports"].as_array().unwrap().last().unwrap().clone();
+    assert!(last["errstream"].as_str().unwrap().contains("killed by a signal"), "{last:#}");
+    let (status, _) = s.call("GET", "/api/v1/serverstatus", None, None).await;
+    assert_eq!(status, 200, "the server is still up");
+}
+
+/// The child processes of `pid` (Linux).
+fn children(pid: u32) -> Option<Vec<u32>> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+        let text = std::fs::read_to_string(task.ok()?.path().join("children")).unwrap_or_default();
+        out.extend(text.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+    }
+    (!out.is_empty()).then_some(out)
+}
