@@ -359,6 +359,13 @@ impl Orchestrator {
     /// latest released one.
     pub async fn release_version(&self, env: Uuid, version: i64) -> Result<ConfigurationModel> {
         let mut tx = self.store.begin_write().await?;
+        // Releases of one environment must not interleave (on PostgreSQL, read committed would
+        // let two see the same "latest released" and both mark orphans): this takes the
+        // environment's row lock until commit. SQLite's write transactions are serial anyway.
+        sqlx::query("UPDATE environment SET last_version = last_version WHERE id = $1")
+            .bind(env.to_string())
+            .execute(&mut *tx)
+            .await?;
         let row: Option<(i64,)> =
             sqlx::query_as("SELECT released FROM version WHERE environment = $1 AND version = $2")
                 .bind(env.to_string())
