@@ -718,7 +718,7 @@ async fn record_deploys(
             "action_id": done.action_id.to_string(), "version": done.version.to_string(), "started": done.started,
             "resource_version_ids": serde_json::json!(rvids).to_string(), "status": outcome.status,
             "changes": outcome.changes.as_ref().map(|c| c.to_string()), "change": outcome.change,
-            "send_event": outcome.send_event.map(|b| flag(b)),
+            "send_event": outcome.send_event.map(flag),
         }));
         let reason = outcome.messages.iter().rev().find(|m| m.level == "ERROR").map(|m| m.msg.as_str());
         for id in &done.resource_ids {

@@ -512,7 +512,7 @@ impl EnvScheduler {
             .iter()
             .filter(|(_, r)| r.dirty && r.blocked == Blocked::No)
             // A deploy already running for this very intent is not repeated.
-            .filter(|(rid, r)| !self.running.get(*rid).is_some_and(|run| run.hash == r.hash))
+            .filter(|(rid, r)| self.running.get(*rid).is_none_or(|run| run.hash != r.hash))
             .map(|(k, _)| k.clone())
             .collect();
         for rid in dirty {
