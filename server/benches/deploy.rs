@@ -2,6 +2,7 @@
 //! - the generated 1 000-file model of `../shared/bench/gen_project.py` (the one Inmanta was
 //!   measured on), from `inmanta export` to every resource deployed, files written for real;
 //! - 10 000 `std::testing::NullResource`s on one agent, from `put_version` to all deployed.
+//!
 //! Also reports the server's peak memory (VmHWM). Run: `cargo bench -p server --bench deploy`.
 //! `GEN_PROJECT` overrides the path of gen_project.py; `FILES` and `NULLS` the sizes.
 

@@ -72,7 +72,7 @@ pub async fn monitor(ctx: &Context, env: Uuid, follow: bool) -> Result<(), CliEr
             (count("deployed"), count("failed") + count("unavailable"), count("available") + count("deploying"));
         let skipped = count("skipped") + count("skipped_for_undefined") + count("undefined");
         let width = 40u64;
-        let bar = |n: u64| if total == 0 { 0 } else { (n * width / total) as usize };
+        let bar = |n: u64| (n * width).checked_div(total).unwrap_or(0) as usize;
         let line = format!(
             "[{}{}{}{}] {deployed}/{total} deployed, {failed} failed, {skipped} skipped, {pending} in progress",
             "#".repeat(bar(deployed)),
