@@ -785,25 +785,40 @@ async fn record_deploys(
         .execute(&mut **tx)
         .await?;
     }
+    // One UPDATE per kind of outcome (usually one or two per batch), on the ids as an IN list:
+    // an UPDATE joined with the unpacked rows would scan the whole table for each of them.
+    let mut groups: std::collections::BTreeMap<(String, String, String, String, String), Vec<String>> =
+        Default::default();
+    for row in state_rows {
+        let text = |k: &str| row[k].as_str().unwrap_or_default().to_string();
+        let key = (text("handler_run"), text("status"), text("version"), text("success"), text("events"));
+        groups.entry(key).or_default().push(text("resource_id"));
+    }
+    let ids = crate::store::json_list(kind, 8);
     // The hash deployed is the one of the version the action ran for.
-    let rows = json_rows(kind, 3, &["resource_id", "handler_run", "status", "version", "success", "events"]);
-    sqlx::query(&format!(
-        "UPDATE resource_persistent_state SET is_deploying = 0, last_handler_run = x.handler_run, \
-         last_handler_run_at = $2, last_deploy = $2, last_non_deploying_status = x.status, \
-         last_deployed_version = CAST(x.version AS BIGINT), last_deployed_attribute_hash = (SELECT r.attribute_hash \
-         FROM resource r WHERE r.environment = $1 AND r.version = CAST(x.version AS BIGINT) \
-         AND r.resource_id = x.resource_id), \
-         last_success = CASE WHEN x.success = '1' THEN $2 ELSE resource_persistent_state.last_success END, \
-         last_produced_events = CASE WHEN x.events = '1' THEN $2 \
-           ELSE resource_persistent_state.last_produced_events END \
-         FROM {rows} WHERE resource_persistent_state.environment = $1 \
-         AND resource_persistent_state.resource_id = x.resource_id"
-    ))
-    .bind(env.to_string())
-    .bind(finished)
-    .bind(serde_json::Value::Array(state_rows).to_string())
-    .execute(&mut **tx)
-    .await?;
+    let sql = format!(
+        "UPDATE resource_persistent_state SET is_deploying = 0, last_handler_run = $2, \
+         last_handler_run_at = $3, last_deploy = $3, last_non_deploying_status = $4, \
+         last_deployed_version = CAST($5 AS BIGINT), last_deployed_attribute_hash = (SELECT r.attribute_hash \
+         FROM resource r WHERE r.environment = $1 AND r.version = CAST($5 AS BIGINT) \
+         AND r.resource_id = resource_persistent_state.resource_id), \
+         last_success = CASE WHEN $6 = '1' THEN $3 ELSE last_success END, \
+         last_produced_events = CASE WHEN $7 = '1' THEN $3 ELSE last_produced_events END \
+         WHERE environment = $1 AND resource_id IN {ids}"
+    );
+    for ((handler_run, status, version, success, events), rids) in groups {
+        sqlx::query(&sql)
+            .bind(env.to_string())
+            .bind(handler_run)
+            .bind(finished.clone())
+            .bind(status)
+            .bind(version)
+            .bind(success)
+            .bind(events)
+            .bind(serde_json::json!(rids).to_string())
+            .execute(&mut **tx)
+            .await?;
+    }
     Ok(())
 }
 

@@ -160,3 +160,12 @@ pub fn json_rows(kind: DbKind, param: usize, fields: &[&str]) -> String {
         ),
     }
 }
+
+/// A subquery listing the strings of the JSON array bound at `$param`, for `IN (...)`: the
+/// database keys on it instead of scanning.
+pub fn json_list(kind: DbKind, param: usize) -> String {
+    match kind {
+        DbKind::Sqlite => format!("(SELECT value FROM json_each(${param}))"),
+        DbKind::Postgres => format!("(SELECT json_array_elements_text(CAST(${param} AS json)))"),
+    }
+}
