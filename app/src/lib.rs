@@ -4,12 +4,24 @@
 //! module built from `frontend` (`hydrate` feature). Server functions run on the server only and
 //! call the orchestrator's services; the orchestrator reaches them through Leptos context, provided
 //! by the server's console router.
+#![recursion_limit = "256"]
+
+pub mod components;
+pub mod fns;
+mod layout;
+pub mod live;
+pub mod model;
+mod pages;
 
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
-use leptos_router::StaticSegment;
 use leptos_router::components::{Route, Router, Routes};
-use serde::{Deserialize, Serialize};
+use leptos_router::path;
+
+pub use fns::list_environments;
+pub use model::EnvironmentSummary;
+
+use components::{Empty, ErrorBox, Refresh};
 
 /// Where the console lives on the server; every page and asset URL starts with it.
 pub const BASE: &str = "/console";
@@ -25,35 +37,6 @@ pub fn options(site_root: &str) -> LeptosOptions {
     LeptosOptions::builder().output_name(OUTPUT_NAME).site_root(site_root).site_pkg_dir(PKG_DIR).build()
 }
 
-/// One row of the environments page.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EnvironmentSummary {
-    pub id: String,
-    pub name: String,
-    pub project_id: String,
-    pub project_name: String,
-    pub halted: bool,
-}
-
-/// Every environment, sorted by project name and environment name.
-#[server(prefix = "/console/fn", endpoint = "list_environments")]
-pub async fn list_environments() -> Result<Vec<EnvironmentSummary>, ServerFnError> {
-    let orchestrator = use_context::<orchestrator::Orchestrator>()
-        .ok_or_else(|| ServerFnError::new("the console is not connected to an orchestrator"))?;
-    let projects = orchestrator.list_projects().await.map_err(|e| ServerFnError::new(e.to_string()))?;
-    let environments = orchestrator.list_environments().await.map_err(|e| ServerFnError::new(e.to_string()))?;
-    Ok(environments
-        .into_iter()
-        .map(|env| EnvironmentSummary {
-            project_name: projects.iter().find(|p| p.id == env.project_id).map(|p| p.name.clone()).unwrap_or_default(),
-            id: env.id.to_string(),
-            name: env.name,
-            project_id: env.project_id.to_string(),
-            halted: env.halted,
-        })
-        .collect())
-}
-
 /// The HTML document around the app, rendered on the server.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
     view! {
@@ -63,6 +46,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <meta name="color-scheme" content="light dark"/>
+                <script>{live::THEME_SCRIPT}</script>
                 <link rel="icon" type="image/svg+xml" href="/console/favicon.svg"/>
                 <AutoReload options=options.clone()/>
                 <HydrationScripts options root=BASE/>
@@ -78,6 +62,8 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
+    let refresh = Refresh(RwSignal::new(0));
+    provide_context(refresh);
     // Effects only run in the browser, so this flips once the page is hydrated (tests wait on it).
     let hydrated = RwSignal::new(false);
     Effect::new(move |_| hydrated.set(true));
@@ -86,20 +72,30 @@ pub fn App() -> impl IntoView {
         <Title formatter=|page: String| format!("{page} · Inmanta")/>
         <Router base=BASE>
             <div class="layout" data-hydrated=move || hydrated.get().to_string()>
-                <header class="topbar">
-                    <a class="brand" href=BASE>
-                        <img src="/console/favicon.svg" alt="" width="24" height="24"/>
-                        <span>"Inmanta"</span>
-                    </a>
-                    <nav class="topnav" aria-label="Main">
-                        <a href=BASE>"Environments"</a>
-                    </nav>
-                </header>
-                <main class="content">
-                    <Routes fallback=NotFound>
-                        <Route path=StaticSegment("") view=EnvironmentsPage/>
-                    </Routes>
-                </main>
+                <layout::Header/>
+                <div class="frame">
+                    <layout::Sidebar/>
+                    <main class="content" id="main">
+                        <layout::HaltedBanner/>
+                        <Routes fallback=NotFound>
+                            <Route path=path!("") view=EnvironmentsPage/>
+                            <Route path=path!("/environment/create") view=pages::CreateEnvironmentPage/>
+                            <Route path=path!("/dashboard") view=pages::DashboardPage/>
+                            <Route path=path!("/settings") view=pages::SettingsPage/>
+                            <Route path=path!("/desiredstate") view=pages::DesiredStatePage/>
+                            <Route path=path!("/desiredstate/version") view=pages::VersionPage/>
+                            <Route path=path!("/desiredstate/resource") view=pages::VersionResourcePage/>
+                            <Route path=path!("/desiredstate/compare") view=pages::ComparePage/>
+                            <Route path=path!("/resources") view=pages::ResourcesPage/>
+                            <Route path=path!("/resources/details") view=pages::ResourceDetailsPage/>
+                            <Route path=path!("/resources/graph") view=pages::GraphPage/>
+                            <Route path=path!("/agents") view=pages::AgentsPage/>
+                            <Route path=path!("/parameters") view=pages::ParametersPage/>
+                            <Route path=path!("/facts") view=pages::FactsPage/>
+                            <Route path=path!("/notificationcenter") view=pages::NotificationsPage/>
+                        </Routes>
+                    </main>
+                </div>
             </div>
         </Router>
     }
@@ -123,12 +119,14 @@ fn NotFound() -> impl IntoView {
 /// Lists every environment with its project.
 #[component]
 pub fn EnvironmentsPage() -> impl IntoView {
-    let environments = Resource::new(|| (), |_| list_environments());
+    let refresh = Refresh::get();
+    let environments = Resource::new(move || refresh.tick(), |_| list_environments());
     view! {
         <Title text="Environments"/>
         <section class="page">
             <div class="page-header">
                 <h1>"Environments"</h1>
+                <a class="button button-secondary" href=format!("{BASE}/environment/create")>"Create environment"</a>
                 <button id="reload" class="button" type="button" on:click=move |_| environments.refetch()>
                     "Reload"
                 </button>
@@ -138,7 +136,10 @@ pub fn EnvironmentsPage() -> impl IntoView {
                     match environments.await {
                         Ok(list) if list.is_empty() => EmptyEnvironments().into_any(),
                         Ok(list) => view! { <EnvironmentTable environments=list/> }.into_any(),
-                        Err(error) => view! { <ErrorBox error=error.to_string()/> }.into_any(),
+                        Err(error) => {
+                            view! { <ErrorBox title="The environments could not be loaded" error=error.to_string()/> }
+                                .into_any()
+                        }
                     }
                 })}
             </Transition>
@@ -166,7 +167,7 @@ fn EnvironmentTable(environments: Vec<EnvironmentSummary>) -> impl IntoView {
                         view! {
                             <tr data-id=id>
                                 <td class="name">
-                                    {env.name}
+                                    <a href=components::env_link("dashboard", &env.id)>{env.name}</a>
                                     {env.halted.then(|| view! { <span class="badge badge-warning">"halted"</span> })}
                                 </td>
                                 <td>{env.project_name}</td>
@@ -184,22 +185,14 @@ fn EnvironmentTable(environments: Vec<EnvironmentSummary>) -> impl IntoView {
 #[component]
 fn EmptyEnvironments() -> impl IntoView {
     view! {
-        <div class="empty" id="no-environments">
-            <p class="empty-title">"No environments yet"</p>
-            <p>
-                "Create one with " <code>"inmanta environment create -n NAME -p PROJECT"</code>
-                ", or through the API (" <code>"PUT /api/v2/environment"</code> ")."
-            </p>
-        </div>
-    }
-}
-
-#[component]
-fn ErrorBox(error: String) -> impl IntoView {
-    view! {
-        <div class="error" role="alert">
-            <p class="error-title">"The environments could not be loaded"</p>
-            <p class="error-detail">{error}</p>
+        <div id="no-environments">
+            <Empty title="No environments yet">
+                <p>
+                    <a href=format!("{BASE}/environment/create")>"Create an environment"</a> " here, with "
+                    <code>"inmanta environment create -n NAME -p PROJECT"</code> ", or through the API ("
+                    <code>"PUT /api/v2/environment"</code> ")."
+                </p>
+            </Empty>
         </div>
     }
 }
@@ -222,7 +215,8 @@ mod tests {
             }
         };
         let page = leptos_axum::render_app_async_with_context(context.clone(), move || shell(options.clone()));
-        Router::new().route("/console", axum::routing::get(move |req: Request<Body>| page(req))).route(
+        let page = axum::routing::get(move |req: Request<Body>| page(req));
+        Router::new().route("/console", page.clone()).route("/console/{*path}", page).route(
             "/console/fn/{*name}",
             axum::routing::post(move |req: Request<Body>| leptos_axum::handle_server_fns_with_context(context, req)),
         )
@@ -246,6 +240,45 @@ mod tests {
             .unwrap();
         }
         (dir, o)
+    }
+
+    /// An environment with `n` NullResources in version 1 (released) and a changed copy in
+    /// version 2 (not released: auto_deploy is off).
+    async fn environment_with_versions(o: &orchestrator::Orchestrator, n: usize) -> uuid::Uuid {
+        let project = o.create_project("infra", None).await.unwrap();
+        let env = o
+            .create_environment(api::environment::EnvironmentCreate {
+                project_id: project.id,
+                name: "production".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .id;
+        o.set_environment_setting(env, "auto_deploy", &serde_json::json!(false)).await.unwrap();
+        for (version, value) in [(1, "old"), (2, "new")] {
+            let v = o.reserve_version(env).await.unwrap();
+            assert_eq!(v, version);
+            let resources = (0..n)
+                .map(|i| {
+                    let value = if i == 0 { value } else { "" };
+                    let requires: Vec<String> =
+                        if i > 0 { vec![format!("std::testing::NullResource[agent1,name=n0],v={v}")] } else { vec![] };
+                    serde_json::json!({
+                        "id": format!("std::testing::NullResource[agent1,name=n{i}],v={v}"),
+                        "name": format!("n{i}"), "agentname": "agent1", "fail": false, "value": value,
+                        "int_value": 0, "purged": false, "send_event": true, "receive_events": true,
+                        "requires": requires,
+                    })
+                    .as_object()
+                    .unwrap()
+                    .clone()
+                })
+                .collect();
+            o.put_version(env, api::version::PutVersion { version: v, resources, ..Default::default() }).await.unwrap();
+        }
+        o.release_version(env, 1).await.unwrap();
+        env
     }
 
     async fn get(router: Router, path: &str) -> (StatusCode, String) {
@@ -305,5 +338,119 @@ mod tests {
         let rows: Vec<EnvironmentSummary> = serde_json::from_slice(&body).unwrap();
         assert_eq!(rows.len(), 1);
         assert_eq!((rows[0].name.as_str(), rows[0].project_name.as_str()), ("production", "infra"));
+    }
+
+    #[tokio::test]
+    async fn environment_pages_render_with_their_data() {
+        let (_dir, o) = orchestrator_with(&[]).await;
+        let env = environment_with_versions(&o, 3).await;
+        let router = router(Some(o));
+
+        let (status, html) = get(router.clone(), &format!("/console/dashboard?env={env}")).await;
+        assert_eq!(status, StatusCode::OK);
+        for needle in
+            ["<title>Dashboard · Inmanta</title>", "deploy-bar", "of 3 resources", "Latest versions", "candidate"]
+        {
+            assert!(html.contains(needle), "{needle} missing in {html}");
+        }
+        // The shell: sidebar, switcher with the current environment, bell.
+        for needle in ["Desired State", "infra / production", "notification-bell", "halt-toggle", "theme-toggle"] {
+            assert!(html.contains(needle), "{needle} missing in {html}");
+        }
+
+        let (_, html) = get(router.clone(), &format!("/console/desiredstate?env={env}")).await;
+        assert!(html.contains(r#"data-version="1""#) && html.contains(r#"data-version="2""#), "{html}");
+        assert!(html.contains("Promote"), "{html}");
+
+        let (_, html) = get(router.clone(), &format!("/console/desiredstate/version?env={env}&v=2")).await;
+        assert!(html.contains("std::testing::NullResource[agent1,name=n2]"), "{html}");
+
+        let (_, html) = get(router.clone(), &format!("/console/desiredstate/compare?env={env}&from=1&to=2")).await;
+        assert!(html.contains("0 added, 1 modified, 0 deleted"), "{html}");
+        assert!(html.contains(r#"data-attribute="value""#), "{html}");
+
+        let (_, html) = get(router.clone(), &format!("/console/resources?env={env}&sort=resource_id_value.asc")).await;
+        assert!(html.contains("0 deploying / 3 resources"), "{html}");
+        let rows: Vec<usize> =
+            (0..3).map(|i| html.find(&format!("NullResource[agent1,name=n{i}]")).expect("row")).collect();
+        assert!(rows.windows(2).all(|w| w[0] < w[1]), "sorted by value: {html}");
+        assert!(html.contains(r#"id="deploy""#) && html.contains(r#"id="repair""#), "{html}");
+
+        let (_, html) =
+            get(router.clone(), &format!("/console/resources?env={env}&filter.resource_id_value=n1&limit=50")).await;
+        assert!(html.contains("name=n1]") && !html.contains("name=n2]\""), "{html}");
+        assert!(html.contains("1–1 of 1"), "{html}");
+
+        let rid = "std::testing::NullResource%5Bagent1%2Cname%3Dn1%5D";
+        let (_, html) =
+            get(router.clone(), &format!("/console/resources/details?env={env}&rid={rid}&tab=requires")).await;
+        assert!(html.contains("std::testing::NullResource[agent1,name=n0]"), "{html}");
+
+        let (_, html) = get(router.clone(), &format!("/console/agents?env={env}")).await;
+        assert!(html.contains(r#"data-agent="agent1""#) && html.contains("Pause"), "{html}");
+
+        let (_, html) = get(router.clone(), &format!("/console/settings?env={env}")).await;
+        assert!(html.contains(r#"data-setting="auto_deploy""#), "{html}");
+        assert!(html.contains("Type <code>production</code> to confirm") || html.contains("to confirm"), "{html}");
+
+        let (_, html) = get(router.clone(), &format!("/console/resources/graph?env={env}")).await;
+        assert!(html.contains(r#"data-id="std::testing::NullResource[agent1,name=n2]""#), "{html}");
+        assert_eq!(html.matches("class=\"edge ").count(), 2, "{html}");
+
+        for page in ["parameters", "facts", "notificationcenter"] {
+            let (status, html) = get(router.clone(), &format!("/console/{page}?env={env}")).await;
+            assert_eq!(status, StatusCode::OK, "{page}");
+            assert!(html.contains("No "), "{page}: empty state missing in {html}");
+        }
+    }
+
+    #[tokio::test]
+    async fn environment_pages_without_environment_say_what_to_do() {
+        let (_dir, o) = orchestrator_with(&[]).await;
+        let (status, html) = get(router(Some(o)), "/console/resources").await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(html.contains("No environment selected"), "{html}");
+    }
+
+    #[tokio::test]
+    async fn server_functions_act_on_the_orchestrator() {
+        let _ = any_spawner::Executor::init_tokio();
+        let (_dir, o) = orchestrator_with(&[]).await;
+        let env = environment_with_versions(&o, 2).await;
+        let owner = Owner::new();
+        owner.set();
+        provide_context(o.clone());
+        let e = env.to_string();
+        fns::version_action(e.clone(), 2, false).await.unwrap();
+        assert!(o.get_version_model(env, 2).await.unwrap().released);
+        fns::set_halted(e.clone(), true).await.unwrap();
+        assert!(fns::environment(e.clone()).await.unwrap().halted);
+        fns::set_halted(e.clone(), false).await.unwrap();
+        fns::save_setting(e.clone(), "autostart_agent_deploy_interval".into(), "120".into(), false).await.unwrap();
+        let row =
+            fns::settings(e.clone()).await.unwrap().into_iter().find(|r| r.name == "autostart_agent_deploy_interval");
+        assert_eq!(row.map(|r| (r.value, r.is_default)), Some(("120".into(), false)));
+        assert!(fns::save_setting(e.clone(), "auto_deploy".into(), "maybe".into(), false).await.is_err());
+        fns::agent_action(e.clone(), "agent1".into(), "pause".into()).await.unwrap();
+        let agents = fns::agents(model::TableQuery { env: e.clone(), ..Default::default() }).await.unwrap();
+        assert_eq!(agents.rows[0].status, "paused");
+        let err = fns::remove_environment(e.clone(), "wrong".into(), true).await.unwrap_err();
+        assert!(err.to_string().contains("production"), "{err}");
+        // No scheduler in this test: deploy explains itself.
+        let err = fns::deploy(e.clone(), false, None).await.unwrap_err();
+        assert!(err.to_string().contains("scheduler"), "{err}");
+        let id = fns::create_environment(
+            String::new(),
+            "apps".into(),
+            "dev".into(),
+            String::new(),
+            "main".into(),
+            String::new(),
+        )
+        .await
+        .unwrap();
+        assert!(fns::list_environments().await.unwrap().iter().any(|x| x.id == id && x.project_name == "apps"));
+        fns::remove_environment(e.clone(), "production".into(), true).await.unwrap();
+        assert!(fns::environment(e).await.is_err());
     }
 }

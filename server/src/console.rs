@@ -6,22 +6,33 @@
 //! - `/console/pkg/*`: the wasm, its JS glue and the stylesheet, from `<site>/pkg`;
 //! - `/console/favicon.svg` (and the other files of `public/`): from `<site>`;
 //! - `/console/fn/*`: server functions (each has a fixed endpoint, see the `app` crate);
+//! - `/console/events?env=<id>`: Server-Sent Events of one environment (the orchestrator's
+//!   events, as `{"kind": ..., "env": ...}`), followed by every open page to refetch what it shows;
 //! - `/` and `/dashboard`: redirect to `/console`.
 //!
 //! The site directory is built by `scripts/build-console.sh`; without it the pages still render
 //! (without interactivity) and a warning says where the site was expected.
 
+use std::convert::Infallible;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
+use axum::extract::Query;
 use axum::http::Request;
 use axum::response::Redirect;
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::routing::{get, post};
 use leptos::prelude::provide_context;
 use tower_http::services::{ServeDir, ServeFile};
 
-pub fn router(orchestrator: orchestrator::Orchestrator, site_root: Option<PathBuf>) -> axum::Router {
+pub fn router(
+    orchestrator: orchestrator::Orchestrator,
+    schedulers: Option<Arc<orchestrator::scheduler::Schedulers>>,
+    site_root: Option<PathBuf>,
+) -> axum::Router {
     let site_root = site_root.unwrap_or_else(default_site_root);
     if !site_root.join(app::PKG_DIR).join(format!("{}.js", app::OUTPUT_NAME)).is_file() {
         tracing::warn!(
@@ -33,7 +44,13 @@ pub fn router(orchestrator: orchestrator::Orchestrator, site_root: Option<PathBu
     // Server-side rendering spawns Leptos tasks: run them on the server's tokio runtime.
     let _ = any_spawner::Executor::init_tokio();
     let options = app::options(&site_root.to_string_lossy());
-    let context = move || provide_context(orchestrator.clone());
+    let events_source = orchestrator.clone();
+    let context = move || {
+        provide_context(orchestrator.clone());
+        if let Some(schedulers) = &schedulers {
+            provide_context(schedulers.clone());
+        }
+    };
 
     let render = leptos_axum::render_app_async_with_context(context.clone(), move || app::shell(options.clone()));
     let page = get(move |req: Request<Body>| render(req));
@@ -45,8 +62,62 @@ pub fn router(orchestrator: orchestrator::Orchestrator, site_root: Option<PathBu
         .route(app::BASE, page.clone())
         .route("/console/{*path}", page)
         .route("/console/fn/{*name}", post(server_fn.clone()).get(server_fn))
+        .route("/console/events", get(move |Query(q): Query<EventsQuery>| events(events_source.clone(), q.env)))
         .nest_service("/console/pkg", ServeDir::new(site_root.join(app::PKG_DIR)))
         .route_service("/console/favicon.svg", ServeFile::new(site_root.join("favicon.svg")))
+}
+
+#[derive(serde::Deserialize)]
+struct EventsQuery {
+    env: Option<String>,
+}
+
+/// What one SSE message says: `kind` is `version_released`, `halted`, `settings_changed`,
+/// `resources_changed` or `environment_deleted`.
+fn describe(event: &orchestrator::Event) -> (uuid::Uuid, &'static str) {
+    use orchestrator::Event::*;
+    match event {
+        VersionReleased { env, .. } => (*env, "version_released"),
+        Halted { env, .. } => (*env, "halted"),
+        SettingsChanged { env } => (*env, "settings_changed"),
+        ResourcesChanged { env } => (*env, "resources_changed"),
+        EnvironmentDeleted { env } => (*env, "environment_deleted"),
+    }
+}
+
+/// The event stream of one environment (`env` unset: every environment). Bursts (a deploy of many
+/// resources) are coalesced: at most one message per kind every 250 ms.
+async fn events(
+    orchestrator: orchestrator::Orchestrator,
+    env: Option<String>,
+) -> Sse<impl futures_util::Stream<Item = Result<SseEvent, Infallible>>> {
+    let filter: Option<uuid::Uuid> = env.and_then(|e| e.parse().ok());
+    let receiver = orchestrator.subscribe();
+    let stream = futures_util::stream::unfold(receiver, move |mut receiver| async move {
+        loop {
+            let first = match receiver.recv().await {
+                Ok(event) => Some(event),
+                // Missed events: tell the page to refetch anyway.
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => None,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+            };
+            let (env, kind) = match &first {
+                Some(event) => describe(event),
+                None => (filter.unwrap_or_default(), "resources_changed"),
+            };
+            if filter.is_some_and(|f| f != env) {
+                continue;
+            }
+            if kind != "environment_deleted" {
+                // Swallow the rest of a burst for this environment.
+                let deadline = tokio::time::Instant::now() + Duration::from_millis(250);
+                while let Ok(Ok(_)) = tokio::time::timeout_at(deadline, receiver.recv()).await {}
+            }
+            let data = serde_json::json!({ "kind": kind, "env": env.to_string() }).to_string();
+            return Some((Ok(SseEvent::default().event("message").data(data)), receiver));
+        }
+    });
+    Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
 }
 
 /// Where the built site is looked for when no `--console-path` is given: `$LEPTOS_SITE_ROOT`
@@ -103,7 +174,7 @@ mod tests {
             })
             .await
             .unwrap();
-        let router = router(o, Some(site));
+        let router = router(o, None, Some(site));
 
         let (status, _, html) = call(&router, "/console").await;
         assert_eq!(status, StatusCode::OK);
@@ -127,5 +198,34 @@ mod tests {
         assert_eq!(status, StatusCode::OK);
         let (status, _, _) = call(&router, "/console/pkg/missing.js").await;
         assert_eq!(status, StatusCode::NOT_FOUND);
+    }
+
+    #[tokio::test]
+    async fn event_stream_pushes_the_events_of_one_environment() {
+        use futures_util::StreamExt;
+
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("inmanta.db").display());
+        let o = orchestrator::Orchestrator::open(&url).await.unwrap();
+        let project = o.create_project("infra", None).await.unwrap();
+        let mut envs = Vec::new();
+        for name in ["watched", "other"] {
+            let env =
+                api::environment::EnvironmentCreate { project_id: project.id, name: name.into(), ..Default::default() };
+            envs.push(o.create_environment(env).await.unwrap().id);
+        }
+        let router = router(o.clone(), None, Some(dir.path().join("site")));
+        let path = format!("/console/events?env={}", envs[0]);
+        let response = router.oneshot(Request::get(path).body(Body::empty()).unwrap()).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(response.headers()["content-type"], "text/event-stream");
+        let mut body = response.into_body().into_data_stream();
+        // An event of another environment is not sent; the watched one's is.
+        o.set_halted(envs[1], true).await.unwrap();
+        o.set_halted(envs[0], true).await.unwrap();
+        let chunk = tokio::time::timeout(Duration::from_secs(5), body.next()).await.unwrap().unwrap().unwrap();
+        let text = String::from_utf8_lossy(&chunk).into_owned();
+        assert!(text.contains(r#""kind":"halted""#) && text.contains(&envs[0].to_string()), "{text}");
+        assert!(!text.contains(&envs[1].to_string()), "{text}");
     }
 }

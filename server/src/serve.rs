@@ -33,12 +33,15 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         schedulers: schedulers.clone(),
         started: std::time::Instant::now(),
     };
-    let remote_agents = Router::new()
-        .route("/api/v2/agent/session", axum::routing::get(crate::remote::session))
-        .with_state(sessions);
+    let remote_agents =
+        Router::new().route("/api/v2/agent/session", axum::routing::get(crate::remote::session)).with_state(sessions);
     let mut app = Router::new().merge(rest::router(state, config.max_request_body_size)).merge(remote_agents);
     if config.console_enabled {
-        app = app.merge(crate::console::router(orchestrator.clone(), config.console_path.clone()));
+        app = app.merge(crate::console::router(
+            orchestrator.clone(),
+            Some(schedulers.clone()),
+            config.console_path.clone(),
+        ));
     }
     let app = app.fallback(rest::not_found).layer(TraceLayer::new_for_http());
 

@@ -1,0 +1,328 @@
+//! Pieces shared by the pages: URL state, live refresh, tables, pager, badges, error and empty
+//! states.
+
+use leptos::prelude::*;
+use leptos_router::hooks::use_query_map;
+use leptos_router::params::ParamsMap;
+
+use crate::BASE;
+use crate::model::{PageInfo, TableQuery};
+
+/// Bumped whenever something the open page shows may have changed: by the server's event stream
+/// (see [`crate::live`]) and after every action taken in this tab. Resources read it so they refetch.
+#[derive(Clone, Copy)]
+pub struct Refresh(pub RwSignal<u64>);
+
+impl Refresh {
+    pub fn get() -> Refresh {
+        use_context::<Refresh>().unwrap_or_else(|| Refresh(RwSignal::new(0)))
+    }
+    pub fn tick(&self) -> u64 {
+        self.0.get()
+    }
+    pub fn bump(&self) {
+        self.0.update(|n| *n += 1);
+    }
+}
+
+/// A query value of the current URL.
+pub fn query(key: &'static str) -> Memo<String> {
+    let q = use_query_map();
+    Memo::new(move |_| q.with(|q| q.get(key).unwrap_or_default()))
+}
+
+/// The environment of the page (`?env=`).
+pub fn env() -> Memo<String> {
+    query("env")
+}
+
+pub const CURSOR_KEYS: &[&str] = &["start", "end", "first_id", "last_id"];
+
+/// `path` with the current query, changed by `changes` (`None` removes a key). Any change other
+/// than the cursor itself sends the table back to its first page.
+pub fn link(path: &str, current: &ParamsMap, changes: &[(&str, Option<String>)]) -> String {
+    let mut q = current.clone();
+    let paging = changes.iter().all(|(k, _)| CURSOR_KEYS.contains(k));
+    if !paging || changes.is_empty() {
+        for key in CURSOR_KEYS {
+            q.remove(key);
+        }
+    }
+    for (key, value) in changes {
+        q.remove(key);
+        if let Some(value) = value {
+            q.insert(key.to_string(), value.clone());
+        }
+    }
+    format!("{path}{}", query_string(&q))
+}
+
+/// `?k=v&...` of a query map, escaping only what must be (ids and dots stay readable).
+pub fn query_string(q: &ParamsMap) -> String {
+    let pairs: Vec<String> = q.latest_values().map(|(k, v)| format!("{}={}", encode(k), encode(v))).collect();
+    if pairs.is_empty() { String::new() } else { format!("?{}", pairs.join("&")) }
+}
+
+/// The router's `navigate` takes paths below the console's base: strip it from a full href.
+pub fn in_app(href: &str) -> String {
+    let rest = href.strip_prefix(BASE).unwrap_or(href);
+    if rest.starts_with('/') { rest.to_string() } else { format!("/{rest}") }
+}
+
+/// A console page of the current environment.
+pub fn env_link(page: &str, env: &str) -> String {
+    format!("{BASE}/{page}?env={}", encode(env))
+}
+
+pub fn encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// The table state of the current URL: `filter.<name>`, `sort`, `limit` and the cursor.
+pub fn table_query() -> Memo<TableQuery> {
+    let q = use_query_map();
+    Memo::new(move |_| {
+        q.with(|q| {
+            let mut t = TableQuery { env: q.get("env").unwrap_or_default(), ..Default::default() };
+            for (key, value) in q.latest_values() {
+                if let Some(name) = key.strip_prefix("filter.")
+                    && !value.is_empty()
+                {
+                    t.filters.insert(name.to_string(), value.to_string());
+                }
+            }
+            t.sort = q.get("sort").filter(|s| !s.is_empty());
+            t.limit = q.get("limit").and_then(|l| l.parse().ok());
+            t.start = q.get("start");
+            t.end = q.get("end");
+            t.first_id = q.get("first_id");
+            t.last_id = q.get("last_id");
+            t
+        })
+    })
+}
+
+/// "x–y of total", previous/next page and page sizes, all as links that keep the other state.
+#[component]
+pub fn Pager(path: &'static str, page: PageInfo) -> impl IntoView {
+    let q = use_query_map();
+    let current = q.get_untracked();
+    let size: u64 = current.get("limit").and_then(|l| l.parse().ok()).unwrap_or(20);
+    let cursor_link = |pairs: &Vec<(String, String)>| {
+        let mut changes: Vec<(&str, Option<String>)> = CURSOR_KEYS.iter().map(|k| (*k, None)).collect();
+        for (k, v) in pairs {
+            if let Some(slot) = changes.iter_mut().find(|(key, _)| key == k) {
+                slot.1 = Some(v.clone());
+            }
+        }
+        link(path, &current, &changes)
+    };
+    let prev = page.prev.as_ref().map(cursor_link);
+    let next = page.next.as_ref().map(cursor_link);
+    let first = page.before + if page.shown > 0 { 1 } else { 0 };
+    let last = page.before + page.shown;
+    let sizes = [20u64, 50, 100, 250]
+        .into_iter()
+        .map(|n| {
+            let href = link(path, &current, &[("limit", Some(n.to_string()))]);
+            view! {
+                <a href=href class="page-size" class:active=n == size aria-current=(n == size).then_some("true")>
+                    {n}
+                </a>
+            }
+        })
+        .collect_view();
+    view! {
+        <nav class="pager" aria-label="Pages">
+            <span class="pager-count">{format!("{first}–{last} of {}", page.total)}</span>
+            <span class="pager-sizes">"Per page: " {sizes}</span>
+            <span class="pager-nav">
+                {match prev {
+                    Some(href) => view! { <a class="button button-small" href=href rel="prev">"‹ Previous"</a> }.into_any(),
+                    None => view! { <span class="button button-small disabled" aria-disabled="true">"‹ Previous"</span> }.into_any(),
+                }}
+                {match next {
+                    Some(href) => view! { <a class="button button-small" href=href rel="next">"Next ›"</a> }.into_any(),
+                    None => view! { <span class="button button-small disabled" aria-disabled="true">"Next ›"</span> }.into_any(),
+                }}
+            </span>
+        </nav>
+    }
+}
+
+/// A column header that sorts the table by `column` (toggling the direction).
+#[component]
+pub fn SortHeader(path: &'static str, column: &'static str, label: &'static str) -> impl IntoView {
+    let q = use_query_map();
+    let state = move || {
+        let current = q.get();
+        let sort = current.get("sort").unwrap_or_default();
+        let (dir, next) = if sort == format!("{column}.asc") {
+            (Some("ascending"), "desc")
+        } else if sort == format!("{column}.desc") {
+            (Some("descending"), "asc")
+        } else {
+            (None, "asc")
+        };
+        (dir, link(path, &current, &[("sort", Some(format!("{column}.{next}")))]))
+    };
+    view! {
+        <th scope="col" aria-sort=move || state().0.unwrap_or("none")>
+            <a class="sort" href=move || state().1>
+                {label}
+                {move || match state().0 {
+                    Some("ascending") => " ▲",
+                    Some(_) => " ▼",
+                    None => "",
+                }}
+            </a>
+        </th>
+    }
+}
+
+#[component]
+pub fn StatusBadge(status: String) -> impl IntoView {
+    let class = format!("badge state-{status}");
+    view! { <span class=class data-status=status.clone()>{status.replace('_', " ")}</span> }
+}
+
+#[component]
+pub fn ErrorBox(title: &'static str, error: String) -> impl IntoView {
+    let refresh = Refresh::get();
+    view! {
+        <div class="error" role="alert">
+            <p class="error-title">{title}</p>
+            <p class="error-detail">{error.trim_start_matches("error running server function: ").to_string()}</p>
+            <button class="button button-small" type="button" on:click=move |_| refresh.bump()>
+                "Retry"
+            </button>
+        </div>
+    }
+}
+
+#[component]
+pub fn Empty(title: &'static str, children: Children) -> impl IntoView {
+    view! {
+        <div class="empty">
+            <p class="empty-title">{title}</p>
+            {children()}
+        </div>
+    }
+}
+
+/// Shown on environment pages opened without `?env=`.
+#[component]
+pub fn NoEnvironment() -> impl IntoView {
+    view! {
+        <Empty title="No environment selected">
+            <p>
+                "Pick an environment in the switcher at the top, or "
+                <a href=format!("{BASE}/")>"see all environments"</a> "."
+            </p>
+        </Empty>
+    }
+}
+
+/// The message of a failed action, shown next to the button that started it. Created in the
+/// component's body (where the context is), so event handlers can bump the page's refresh.
+#[derive(Clone, Copy)]
+pub struct ActionError {
+    message: RwSignal<Option<String>>,
+    pub refresh: Refresh,
+}
+
+impl ActionError {
+    pub fn new() -> ActionError {
+        ActionError { message: RwSignal::new(None), refresh: Refresh::get() }
+    }
+    pub fn get(&self) -> Option<String> {
+        self.message.get()
+    }
+    pub fn set(&self, message: Option<String>) {
+        self.message.set(message)
+    }
+    pub fn fail(&self, error: ServerFnError) {
+        self.set(Some(error_text(&error)))
+    }
+}
+
+impl Default for ActionError {
+    fn default() -> Self {
+        ActionError::new()
+    }
+}
+
+/// A server function's error as the operator reads it.
+pub fn error_text(error: &ServerFnError) -> String {
+    let text = error.to_string();
+    text.strip_prefix("error running server function: ").unwrap_or(&text).to_string()
+}
+
+/// Runs a server call from an event handler: records its error (or clears it) and bumps the
+/// page's refresh when it is done.
+pub fn run<F>(error: ActionError, call: F)
+where
+    F: std::future::Future<Output = Result<(), ServerFnError>> + 'static,
+{
+    leptos::task::spawn_local(async move {
+        match call.await {
+            Ok(()) => error.set(None),
+            Err(e) => error.fail(e),
+        }
+        error.refresh.bump();
+    });
+}
+
+/// Asks the user to confirm a destructive action (always yes on the server).
+pub fn confirm(message: &str) -> bool {
+    #[cfg(feature = "hydrate")]
+    {
+        window().confirm_with_message(message).unwrap_or(false)
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        let _ = message;
+        true
+    }
+}
+
+#[component]
+pub fn ActionMessage(error: ActionError) -> impl IntoView {
+    move || error.get().map(|e| view! { <p class="action-error" role="alert">{e}</p> })
+}
+
+/// A horizontal bar with one segment per state, each a link that filters the resources page.
+#[component]
+pub fn DeployBar(env: String, summary: Vec<(String, u64)>, total: u64) -> impl IntoView {
+    let segments = summary
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(state, n)| {
+            let width = if total == 0 { 0.0 } else { n as f64 * 100.0 / total as f64 };
+            let href = format!("{}&filter.status={}", env_link("resources", &env), encode(&state));
+            let label = format!("{}: {n}", state.replace('_', " "));
+            view! {
+                <a
+                    class=format!("bar-segment state-bg-{state}")
+                    style=format!("width: {width:.3}%")
+                    href=href
+                    title=label.clone()
+                    aria-label=label
+                    data-state=state
+                ></a>
+            }
+        })
+        .collect_view();
+    view! {
+        <div class="deploy-bar" role="img" aria-label="Resources by state">
+            {segments}
+        </div>
+    }
+}

@@ -1,0 +1,771 @@
+//! The console's server functions. Each one has a fixed endpoint under `/console/fn` and starts
+//! with [`services`], the single place where the orchestrator (and later the signed-in user's
+//! authorization) is obtained.
+
+use leptos::prelude::*;
+use leptos::server_fn::codec::Json;
+
+use crate::model::*;
+
+#[cfg(feature = "ssr")]
+pub use backend::*;
+
+#[cfg(feature = "ssr")]
+mod backend {
+    use std::sync::Arc;
+
+    use leptos::prelude::*;
+    use orchestrator::paging::PageRequest;
+
+    use crate::model::{PageInfo, TableQuery};
+
+    /// What a server function works with.
+    pub struct Services {
+        pub orchestrator: orchestrator::Orchestrator,
+        /// The server's schedulers; absent when the console runs without them (tests).
+        pub schedulers: Option<Arc<orchestrator::scheduler::Schedulers>>,
+    }
+
+    /// The one entry point of every server function: authorization checks go here.
+    pub fn services() -> Result<Services, ServerFnError> {
+        let orchestrator = use_context::<orchestrator::Orchestrator>()
+            .ok_or_else(|| ServerFnError::new("the console is not connected to an orchestrator"))?;
+        let schedulers = use_context::<Arc<orchestrator::scheduler::Schedulers>>();
+        Ok(Services { orchestrator, schedulers })
+    }
+
+    pub fn fail(error: impl std::fmt::Display) -> ServerFnError {
+        ServerFnError::new(error.to_string())
+    }
+
+    pub fn env_id(env: &str) -> Result<uuid::Uuid, ServerFnError> {
+        if env.is_empty() {
+            return Err(ServerFnError::new("no environment selected: pick one in the environment switcher"));
+        }
+        env.parse().map_err(|_| ServerFnError::new(format!("{env:?} is not an environment id")))
+    }
+
+    pub fn page_request(q: &TableQuery) -> PageRequest {
+        PageRequest {
+            limit: Some(q.limit.unwrap_or(20).clamp(1, 1000)),
+            sort: q.sort.clone().filter(|s| !s.is_empty()),
+            start: q.start.clone(),
+            end: q.end.clone(),
+            first_id: q.first_id.clone(),
+            last_id: q.last_id.clone(),
+            filters: q.filters.iter().filter(|(_, v)| !v.is_empty()).map(|(k, v)| (k.clone(), v.clone())).collect(),
+        }
+    }
+
+    pub fn page_info<T>(page: &orchestrator::paging::Page<T>) -> PageInfo {
+        PageInfo {
+            total: page.metadata.total,
+            before: page.metadata.before,
+            shown: page.items.len() as u64,
+            next: page.links.next.as_deref().map(cursor),
+            prev: page.links.prev.as_deref().map(cursor),
+        }
+    }
+
+    /// The cursor pairs of an API paging link.
+    pub fn cursor(link: &str) -> Vec<(String, String)> {
+        let query = link.split_once('?').map(|(_, q)| q).unwrap_or("");
+        query
+            .split('&')
+            .filter_map(|pair| pair.split_once('='))
+            .filter(|(k, _)| matches!(*k, "start" | "end" | "first_id" | "last_id"))
+            .map(|(k, v)| (k.to_string(), decode(v)))
+            .collect()
+    }
+
+    fn decode(text: &str) -> String {
+        let bytes = text.as_bytes();
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut i = 0;
+        while i < bytes.len() {
+            match bytes[i] {
+                b'%' if i + 2 < bytes.len() => {
+                    match text.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok()).ok_or(()) {
+                        Ok(b) => {
+                            out.push(b);
+                            i += 3;
+                            continue;
+                        }
+                        Err(_) => out.push(b'%'),
+                    }
+                }
+                b'+' => out.push(b' '),
+                b => out.push(b),
+            }
+            i += 1;
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    pub fn json_text(value: &serde_json::Value) -> String {
+        match value {
+            serde_json::Value::String(s) => s.clone(),
+            other => serde_json::to_string_pretty(other).unwrap_or_default(),
+        }
+    }
+
+    pub fn attributes(map: &serde_json::Map<String, serde_json::Value>) -> Vec<(String, String)> {
+        map.iter().map(|(k, v)| (k.clone(), json_text(v))).collect()
+    }
+
+    pub fn summary(s: &api::resource::ResourceDeploySummary) -> Vec<(String, u64)> {
+        let mut out: Vec<(String, u64)> = crate::model::RESOURCE_STATES
+            .iter()
+            .filter_map(|state| s.by_state.get(*state).map(|n| (state.to_string(), *n)))
+            .collect();
+        for (state, n) in &s.by_state {
+            if !out.iter().any(|(s, _)| s == state) {
+                out.push((state.clone(), *n));
+            }
+        }
+        out
+    }
+
+    pub fn status_text<T: serde::Serialize>(status: &T) -> String {
+        serde_json::to_value(status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+    }
+}
+
+/// Every environment, sorted by project name and environment name.
+#[server(prefix = "/console/fn", endpoint = "list_environments")]
+pub async fn list_environments() -> Result<Vec<EnvironmentSummary>, ServerFnError> {
+    let s = services()?;
+    let projects = s.orchestrator.list_projects().await.map_err(fail)?;
+    let environments = s.orchestrator.list_environments().await.map_err(fail)?;
+    let mut rows: Vec<EnvironmentSummary> = environments
+        .into_iter()
+        .map(|env| EnvironmentSummary {
+            project_name: projects.iter().find(|p| p.id == env.project_id).map(|p| p.name.clone()).unwrap_or_default(),
+            id: env.id.to_string(),
+            name: env.name,
+            project_id: env.project_id.to_string(),
+            halted: env.halted,
+        })
+        .collect();
+    rows.sort_by(|a, b| (&a.project_name, &a.name).cmp(&(&b.project_name, &b.name)));
+    Ok(rows)
+}
+
+#[server(prefix = "/console/fn", endpoint = "list_projects")]
+pub async fn list_projects() -> Result<Vec<ProjectSummary>, ServerFnError> {
+    let s = services()?;
+    let mut rows: Vec<ProjectSummary> = s
+        .orchestrator
+        .list_projects()
+        .await
+        .map_err(fail)?
+        .into_iter()
+        .map(|p| ProjectSummary { id: p.id.to_string(), name: p.name, environments: p.environments.len() })
+        .collect();
+    rows.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(rows)
+}
+
+/// Creates an environment in an existing project (`project_id`) or in a new one (`new_project`).
+#[server(prefix = "/console/fn", endpoint = "create_environment", input = Json)]
+pub async fn create_environment(
+    project_id: String,
+    new_project: String,
+    name: String,
+    repository: String,
+    branch: String,
+    description: String,
+) -> Result<String, ServerFnError> {
+    let s = services()?;
+    let o = &s.orchestrator;
+    let project = if !new_project.trim().is_empty() {
+        o.create_project(new_project.trim(), None).await.map_err(fail)?.id
+    } else if !project_id.is_empty() {
+        project_id.parse().map_err(|_| ServerFnError::new("pick a project or type the name of a new one"))?
+    } else {
+        return Err(ServerFnError::new("pick a project or type the name of a new one"));
+    };
+    let non_empty = |s: String| if s.trim().is_empty() { None } else { Some(s.trim().to_string()) };
+    let repository = non_empty(repository);
+    // A branch only means something with a repository.
+    let branch = if repository.is_some() { non_empty(branch) } else { None };
+    let env = o
+        .create_environment(api::environment::EnvironmentCreate {
+            project_id: project,
+            name: name.trim().to_string(),
+            repository,
+            branch,
+            description: non_empty(description),
+            ..Default::default()
+        })
+        .await
+        .map_err(fail)?;
+    Ok(env.id.to_string())
+}
+
+#[server(prefix = "/console/fn", endpoint = "environment", input = Json)]
+pub async fn environment(env: String) -> Result<EnvironmentDetails, ServerFnError> {
+    let s = services()?;
+    let id = env_id(&env)?;
+    let e = s.orchestrator.get_environment(id, Default::default()).await.map_err(fail)?;
+    let project = s.orchestrator.get_project(e.project_id).await.map(|p| p.name).unwrap_or_default();
+    Ok(EnvironmentDetails {
+        id: e.id.to_string(),
+        name: e.name,
+        project_id: e.project_id.to_string(),
+        project_name: project,
+        repo_url: e.repo_url,
+        repo_branch: e.repo_branch,
+        description: e.description.unwrap_or_default(),
+        halted: e.halted,
+    })
+}
+
+#[server(prefix = "/console/fn", endpoint = "modify_environment", input = Json)]
+pub async fn modify_environment(
+    env: String,
+    name: String,
+    repository: String,
+    branch: String,
+    description: String,
+) -> Result<(), ServerFnError> {
+    let s = services()?;
+    let (repository, branch) = (repository.trim().to_string(), branch.trim().to_string());
+    let branch = if repository.is_empty() { String::new() } else { branch };
+    s.orchestrator
+        .modify_environment(
+            env_id(&env)?,
+            api::environment::EnvironmentModify {
+                name: name.trim().to_string(),
+                repository: Some(repository),
+                branch: Some(branch),
+                description: Some(description),
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(fail)?;
+    Ok(())
+}
+
+#[server(prefix = "/console/fn", endpoint = "set_halted", input = Json)]
+pub async fn set_halted(env: String, halted: bool) -> Result<(), ServerFnError> {
+    let s = services()?;
+    s.orchestrator.set_halted(env_id(&env)?, halted).await.map_err(fail)
+}
+
+/// Clears (`delete == false`) or deletes the environment; `confirm` must be its name.
+#[server(prefix = "/console/fn", endpoint = "remove_environment", input = Json)]
+pub async fn remove_environment(env: String, confirm: String, delete: bool) -> Result<(), ServerFnError> {
+    let s = services()?;
+    let id = env_id(&env)?;
+    let current = s.orchestrator.get_environment(id, Default::default()).await.map_err(fail)?;
+    if current.name != confirm {
+        return Err(ServerFnError::new(format!("type the environment's name ({}) to confirm", current.name)));
+    }
+    if delete {
+        s.orchestrator.delete_environment(id).await.map_err(fail)
+    } else {
+        s.orchestrator.clear_environment(id).await.map_err(fail)
+    }
+}
+
+#[server(prefix = "/console/fn", endpoint = "settings", input = Json)]
+pub async fn settings(env: String) -> Result<Vec<SettingRow>, ServerFnError> {
+    let s = services()?;
+    let all = s.orchestrator.environment_settings(env_id(&env)?).await.map_err(fail)?;
+    let text = |v: &api::settings::SettingValue| match v {
+        api::settings::SettingValue::Dict(d) => {
+            serde_json::to_string_pretty(&serde_json::Value::Object(d.clone())).unwrap_or_default()
+        }
+        other => other.to_string(),
+    };
+    Ok(all
+        .definition
+        .iter()
+        .map(|(name, def)| {
+            let value = all.settings.get(name);
+            SettingRow {
+                name: name.clone(),
+                kind: status_text(&def.kind),
+                value: text(value.unwrap_or(&def.default)),
+                default: text(&def.default),
+                is_default: value.is_none(),
+                doc: def.doc.clone(),
+                allowed_values: def.allowed_values.clone().unwrap_or_default(),
+                protected_by: if def.protected { Some(def.protected_by.clone().unwrap_or_default()) } else { None },
+            }
+        })
+        .collect())
+}
+
+/// Sets one setting from the text of its input (parsed by the setting's type); `reset` removes
+/// the value so the default applies again.
+#[server(prefix = "/console/fn", endpoint = "save_setting", input = Json)]
+pub async fn save_setting(env: String, name: String, value: String, reset: bool) -> Result<(), ServerFnError> {
+    let s = services()?;
+    let id = env_id(&env)?;
+    if reset {
+        return s.orchestrator.delete_environment_setting(id, &name).await.map_err(fail);
+    }
+    let all = s.orchestrator.environment_settings(id).await.map_err(fail)?;
+    let def = all.definition.get(&name).ok_or_else(|| ServerFnError::new(format!("unknown setting {name}")))?;
+    let bad = |what: &str| ServerFnError::new(format!("{name} needs {what}, got {value:?}"));
+    let json = match status_text(&def.kind).as_str() {
+        "bool" => serde_json::Value::Bool(value.trim().parse().map_err(|_| bad("true or false"))?),
+        "int" => serde_json::Value::from(value.trim().parse::<i64>().map_err(|_| bad("a whole number"))?),
+        "positive_float" => serde_json::Value::from(value.trim().parse::<f64>().map_err(|_| bad("a positive number"))?),
+        "dict" => serde_json::from_str(&value).map_err(|e| bad(&format!("a JSON object ({e})")))?,
+        _ => serde_json::Value::String(value),
+    };
+    s.orchestrator.set_environment_setting(id, &name, &json).await.map_err(fail)
+}
+
+#[server(prefix = "/console/fn", endpoint = "dashboard", input = Json)]
+pub async fn load_dashboard(env: String) -> Result<Dashboard, ServerFnError> {
+    let s = services()?;
+    let id = env_id(&env)?;
+    let o = &s.orchestrator;
+    let deploy = o.deploy_summary(id).await.map_err(fail)?;
+    let agents = o
+        .agents(id, &orchestrator::paging::PageRequest { limit: Some(1000), ..Default::default() })
+        .await
+        .map_err(fail)?;
+    let count = |status: &str| agents.items.iter().filter(|a| a.status == status).count() as u64;
+    let versions = o
+        .desired_state_versions(id, &orchestrator::paging::PageRequest { limit: Some(5), ..Default::default() })
+        .await
+        .map_err(fail)?;
+    Ok(Dashboard {
+        summary: summary(&deploy),
+        summary_total: deploy.total,
+        agents_up: count("up"),
+        agents_down: count("down"),
+        agents_paused: count("paused"),
+        versions: versions
+            .items
+            .into_iter()
+            .map(|v| VersionRow {
+                version: v.version,
+                date: v.date,
+                status: status_text(&v.status),
+                total: v.total,
+                released: v.released,
+            })
+            .collect(),
+    })
+}
+
+#[server(prefix = "/console/fn", endpoint = "versions", input = Json)]
+pub async fn versions(query: TableQuery) -> Result<Paged<VersionRow>, ServerFnError> {
+    let s = services()?;
+    let page = s.orchestrator.desired_state_versions(env_id(&query.env)?, &page_request(&query)).await.map_err(fail)?;
+    Ok(Paged {
+        page: page_info(&page),
+        rows: page
+            .items
+            .into_iter()
+            .map(|v| VersionRow {
+                version: v.version,
+                date: v.date,
+                status: status_text(&v.status),
+                total: v.total,
+                released: v.released,
+            })
+            .collect(),
+    })
+}
+
+/// Promotes (`delete == false`) or deletes a version.
+#[server(prefix = "/console/fn", endpoint = "version_action", input = Json)]
+pub async fn version_action(env: String, version: i64, delete: bool) -> Result<(), ServerFnError> {
+    let s = services()?;
+    let id = env_id(&env)?;
+    if delete {
+        s.orchestrator.delete_version(id, version).await.map_err(fail)
+    } else {
+        s.orchestrator.release_version(id, version).await.map(|_| ()).map_err(fail)
+    }
+}
+
+#[server(prefix = "/console/fn", endpoint = "version_resources", input = Json)]
+pub async fn version_resources(query: TableQuery, version: i64) -> Result<Paged<VersionedResourceRow>, ServerFnError> {
+    let s = services()?;
+    let page =
+        s.orchestrator.versioned_resources(env_id(&query.env)?, version, &page_request(&query)).await.map_err(fail)?;
+    Ok(Paged {
+        page: page_info(&page),
+        rows: page
+            .items
+            .into_iter()
+            .map(|r| VersionedResourceRow {
+                id: r.resource_id,
+                resource_type: r.id_details.resource_type,
+                agent: r.id_details.agent,
+                value: r.id_details.resource_id_value,
+                requires: r.requires.len(),
+            })
+            .collect(),
+    })
+}
+
+#[server(prefix = "/console/fn", endpoint = "version_resource", input = Json)]
+pub async fn version_resource(env: String, version: i64, rid: String) -> Result<Vec<Attribute>, ServerFnError> {
+    let s = services()?;
+    let r = s.orchestrator.versioned_resource(env_id(&env)?, version, &rid).await.map_err(fail)?;
+    Ok(attributes(&r.attributes))
+}
+
+/// The resources that differ between two versions, with unified diffs of changed file contents.
+#[server(prefix = "/console/fn", endpoint = "compare_versions", input = Json)]
+pub async fn compare_versions(env: String, from: i64, to: i64) -> Result<Vec<ResourceChange>, ServerFnError> {
+    let s = services()?;
+    let diff = s.orchestrator.diff_versions(env_id(&env)?, from, to).await.map_err(fail)?;
+    let mut out = Vec::with_capacity(diff.len());
+    for r in diff {
+        let mut changes = Vec::new();
+        for (name, a) in r.attributes {
+            let hash = |v: &Option<serde_json::Value>| v.as_ref().and_then(|v| v.as_str()).unwrap_or("").to_string();
+            let file_diff = if name == "hash" {
+                s.orchestrator.diff_files(&hash(&a.from_value), &hash(&a.to_value)).await.ok()
+            } else {
+                None
+            };
+            changes.push(AttributeChange {
+                name,
+                from: a.from_value.as_ref().map(json_text).unwrap_or_default(),
+                to: a.to_value.as_ref().map(json_text).unwrap_or_default(),
+                file_diff,
+            });
+        }
+        out.push(ResourceChange { id: r.resource_id, status: status_text(&r.status), attributes: changes });
+    }
+    Ok(out)
+}
+
+#[server(prefix = "/console/fn", endpoint = "resources", input = Json)]
+pub async fn resources(query: TableQuery) -> Result<ResourcesView, ServerFnError> {
+    let s = services()?;
+    let (page, deploy) =
+        s.orchestrator.released_resources(env_id(&query.env)?, &page_request(&query), true).await.map_err(fail)?;
+    let deploy = deploy.unwrap_or_default();
+    Ok(ResourcesView {
+        page: page_info(&page),
+        summary: summary(&deploy),
+        summary_total: deploy.total,
+        rows: page
+            .items
+            .into_iter()
+            .map(|r| ResourceRow {
+                id: r.resource_id,
+                resource_type: r.id_details.resource_type,
+                agent: r.id_details.agent,
+                value: r.id_details.resource_id_value,
+                status: r.status,
+                requires: r.requires.len(),
+            })
+            .collect(),
+    })
+}
+
+/// Asks the scheduler to deploy (or, with `repair`, repair) the environment, or one agent.
+#[server(prefix = "/console/fn", endpoint = "deploy", input = Json)]
+pub async fn deploy(env: String, repair: bool, agent: Option<String>) -> Result<usize, ServerFnError> {
+    let s = services()?;
+    let id = env_id(&env)?;
+    let schedulers =
+        s.schedulers.ok_or_else(|| ServerFnError::new("this server runs no scheduler: deploys are not available"))?;
+    let scope = orchestrator::scheduler::Scope { agents: agent.map(|a| vec![a]), resources: None };
+    schedulers.deploy(id, repair, scope).await.map(|ids| ids.len()).map_err(fail)
+}
+
+#[server(prefix = "/console/fn", endpoint = "resource_details", input = Json)]
+pub async fn load_resource_details(env: String, rid: String) -> Result<ResourceDetails, ServerFnError> {
+    let s = services()?;
+    let r = s.orchestrator.released_resource(env_id(&env)?, &rid).await.map_err(fail)?;
+    Ok(ResourceDetails {
+        id: r.resource_id,
+        resource_type: r.resource_type,
+        agent: r.agent,
+        value: r.id_attribute_value,
+        status: r.status,
+        last_deploy: r.last_deploy,
+        first_generated: r.first_generated_time,
+        attributes: attributes(&r.attributes),
+        requires: r.requires_status.into_iter().collect(),
+    })
+}
+
+#[server(prefix = "/console/fn", endpoint = "resource_history", input = Json)]
+pub async fn resource_history(env: String, rid: String) -> Result<Vec<HistoryRow>, ServerFnError> {
+    let s = services()?;
+    let req = orchestrator::paging::PageRequest { limit: Some(50), ..Default::default() };
+    let page = s.orchestrator.resource_history(env_id(&env)?, &rid, &req).await.map_err(fail)?;
+    Ok(page
+        .items
+        .into_iter()
+        .map(|h| HistoryRow {
+            date: h.date,
+            attribute_hash: h.attribute_hash,
+            attributes: attributes(&h.attributes),
+            requires: h.requires,
+        })
+        .collect())
+}
+
+/// The latest 100 log lines of a resource, at `min_level` or more severe.
+#[server(prefix = "/console/fn", endpoint = "resource_logs", input = Json)]
+pub async fn resource_logs(env: String, rid: String, min_level: String) -> Result<Vec<LogRow>, ServerFnError> {
+    let s = services()?;
+    let mut req = orchestrator::paging::PageRequest { limit: Some(100), ..Default::default() };
+    if !min_level.is_empty() {
+        req.filters.push(("minimal_log_level".into(), min_level));
+    }
+    let page = s.orchestrator.resource_logs(env_id(&env)?, &rid, &req).await.map_err(fail)?;
+    Ok(page
+        .items
+        .into_iter()
+        .map(|l| LogRow { timestamp: l.timestamp, action: l.action, level: l.level, message: l.msg })
+        .collect())
+}
+
+#[server(prefix = "/console/fn", endpoint = "resource_facts", input = Json)]
+pub async fn resource_facts(env: String, rid: String) -> Result<Vec<ParameterRow>, ServerFnError> {
+    let s = services()?;
+    let facts = s.orchestrator.resource_facts(env_id(&env)?, &rid).await.map_err(fail)?;
+    Ok(facts
+        .into_iter()
+        .map(|f| ParameterRow {
+            name: f.name,
+            value: f.value,
+            source: f.source,
+            updated: f.updated,
+            resource_id: f.resource_id,
+        })
+        .collect())
+}
+
+#[server(prefix = "/console/fn", endpoint = "agents", input = Json)]
+pub async fn agents(query: TableQuery) -> Result<Paged<AgentRow>, ServerFnError> {
+    let s = services()?;
+    let page = s.orchestrator.agents(env_id(&query.env)?, &page_request(&query)).await.map_err(fail)?;
+    Ok(Paged {
+        page: page_info(&page),
+        rows: page
+            .items
+            .into_iter()
+            .map(|a| AgentRow {
+                name: a.name,
+                status: a.status,
+                paused: a.paused,
+                unpause_on_resume: a.unpause_on_resume,
+                last_seen: a.last_failover,
+            })
+            .collect(),
+    })
+}
+
+/// pause, unpause, keep_paused_on_resume or unpause_on_resume, for one agent or (empty name) all.
+#[server(prefix = "/console/fn", endpoint = "agent_action", input = Json)]
+pub async fn agent_action(env: String, agent: String, action: String) -> Result<(), ServerFnError> {
+    let s = services()?;
+    let action = orchestrator::agents::AgentAction::parse(&action).map_err(fail)?;
+    let agent = if agent.is_empty() { None } else { Some(agent.as_str()) };
+    s.orchestrator.agent_action(env_id(&env)?, agent, action).await.map_err(fail)
+}
+
+/// Parameters (`facts == false`) or facts, paged.
+#[server(prefix = "/console/fn", endpoint = "parameters", input = Json)]
+pub async fn parameters(query: TableQuery, facts: bool) -> Result<Paged<ParameterRow>, ServerFnError> {
+    let s = services()?;
+    let id = env_id(&query.env)?;
+    let req = page_request(&query);
+    if facts {
+        let page = s.orchestrator.facts(id, &req).await.map_err(fail)?;
+        Ok(Paged {
+            page: page_info(&page),
+            rows: page
+                .items
+                .into_iter()
+                .map(|f| ParameterRow {
+                    name: f.name,
+                    value: f.value,
+                    source: f.source,
+                    updated: f.updated,
+                    resource_id: f.resource_id,
+                })
+                .collect(),
+        })
+    } else {
+        let page = s.orchestrator.parameters(id, &req).await.map_err(fail)?;
+        Ok(Paged {
+            page: page_info(&page),
+            rows: page
+                .items
+                .into_iter()
+                .map(|p| ParameterRow {
+                    name: p.name,
+                    value: p.value,
+                    source: p.source,
+                    updated: p.updated,
+                    resource_id: String::new(),
+                })
+                .collect(),
+        })
+    }
+}
+
+#[server(prefix = "/console/fn", endpoint = "notifications", input = Json)]
+pub async fn notifications(query: TableQuery) -> Result<Paged<NotificationRow>, ServerFnError> {
+    let s = services()?;
+    let mut query = query;
+    query.filters.entry("cleared".into()).or_insert_with(|| "false".into());
+    let page = s.orchestrator.notifications(env_id(&query.env)?, &page_request(&query)).await.map_err(fail)?;
+    Ok(Paged {
+        page: page_info(&page),
+        rows: page
+            .items
+            .into_iter()
+            .map(|n| NotificationRow {
+                id: n.id.to_string(),
+                created: n.created,
+                title: n.title,
+                message: n.message,
+                severity: n.severity.as_str().to_string(),
+                uri: n.uri,
+                read: n.read,
+            })
+            .collect(),
+    })
+}
+
+/// Marks one notification (or, with an empty id, every unread one) read/unread or clears it.
+#[server(prefix = "/console/fn", endpoint = "update_notification", input = Json)]
+pub async fn update_notification(
+    env: String,
+    id: String,
+    read: Option<bool>,
+    cleared: Option<bool>,
+) -> Result<(), ServerFnError> {
+    let s = services()?;
+    let env = env_id(&env)?;
+    let update = api::operations::NotificationUpdate { read, cleared };
+    let ids: Vec<uuid::Uuid> = if id.is_empty() {
+        let req = orchestrator::paging::PageRequest {
+            limit: Some(1000),
+            filters: vec![("read".into(), "false".into()), ("cleared".into(), "false".into())],
+            ..Default::default()
+        };
+        s.orchestrator.notifications(env, &req).await.map_err(fail)?.items.into_iter().map(|n| n.id).collect()
+    } else {
+        vec![id.parse().map_err(|_| ServerFnError::new(format!("{id:?} is not a notification id")))?]
+    };
+    for id in ids {
+        s.orchestrator.update_notification(env, id, update.clone()).await.map_err(fail)?;
+    }
+    Ok(())
+}
+
+/// Node size and spacing of the dependency graph (SVG user units).
+pub const GRAPH_NODE_WIDTH: f64 = 180.0;
+pub const GRAPH_NODE_HEIGHT: f64 = 26.0;
+#[cfg(feature = "ssr")]
+const GRAPH_COLUMN: f64 = 240.0;
+#[cfg(feature = "ssr")]
+const GRAPH_ROW: f64 = 36.0;
+/// Nodes per column before a depth level wraps into another column.
+#[cfg(feature = "ssr")]
+const GRAPH_COLUMN_ROWS: usize = 40;
+#[cfg(feature = "ssr")]
+const GRAPH_MAX_NODES: usize = 5000;
+
+/// The released resources of the environment with their requires, laid out for the graph page.
+#[server(prefix = "/console/fn", endpoint = "resource_graph", input = Json)]
+pub async fn resource_graph(env: String) -> Result<Graph, ServerFnError> {
+    use std::collections::HashMap;
+    let s = services()?;
+    let id = env_id(&env)?;
+    let mut rows = Vec::new();
+    let mut req = orchestrator::paging::PageRequest {
+        limit: Some(1000),
+        sort: Some("resource_id.asc".into()),
+        filters: vec![("status".into(), "!orphaned".into())],
+        ..Default::default()
+    };
+    let total = loop {
+        let (page, _) = s.orchestrator.released_resources(id, &req, false).await.map_err(fail)?;
+        let total = page.metadata.total;
+        let next = page.links.next.clone();
+        rows.extend(page.items);
+        match next {
+            Some(link) if rows.len() < GRAPH_MAX_NODES => {
+                let cursor = cursor(&link);
+                let get = |k: &str| cursor.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+                req.start = get("start");
+                req.end = get("end");
+                req.first_id = get("first_id");
+                req.last_id = get("last_id");
+            }
+            _ => break total,
+        }
+    };
+    rows.truncate(GRAPH_MAX_NODES);
+    let index: HashMap<String, usize> = rows.iter().enumerate().map(|(i, r)| (r.resource_id.clone(), i)).collect();
+    let plain = |rid: &str| rid.rsplit_once(",v=").map(|(id, _)| id.to_string()).unwrap_or_else(|| rid.to_string());
+    let requires: Vec<Vec<usize>> =
+        rows.iter().map(|r| r.requires.iter().filter_map(|q| index.get(&plain(q)).copied()).collect()).collect();
+    // Depth along requires (longest path from a resource that requires nothing), iteratively.
+    let mut depth = vec![0usize; rows.len()];
+    for _ in 0..rows.len().min(64) {
+        let mut changed = false;
+        for (i, reqs) in requires.iter().enumerate() {
+            let d = reqs.iter().map(|r| depth[*r] + 1).max().unwrap_or(0);
+            if d > depth[i] {
+                depth[i] = d;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let levels = depth.iter().max().map(|d| d + 1).unwrap_or(0);
+    let mut column_of_level = vec![0usize; levels + 1];
+    let mut counts = vec![0usize; levels];
+    for d in &depth {
+        counts[*d] += 1;
+    }
+    for level in 0..levels {
+        column_of_level[level + 1] = column_of_level[level] + counts[level].div_ceil(GRAPH_COLUMN_ROWS).max(1);
+    }
+    let mut seen = vec![0usize; levels];
+    let mut nodes = Vec::with_capacity(rows.len());
+    let mut max_rows = 0;
+    for (i, r) in rows.iter().enumerate() {
+        let d = depth[i];
+        let n = seen[d];
+        seen[d] += 1;
+        let column = column_of_level[d] + n / GRAPH_COLUMN_ROWS;
+        let row = n % GRAPH_COLUMN_ROWS;
+        max_rows = max_rows.max(row + 1);
+        nodes.push(GraphNode {
+            id: r.resource_id.clone(),
+            label: format!(
+                "{} {}",
+                r.id_details.resource_type.rsplit("::").next().unwrap_or(""),
+                r.id_details.resource_id_value
+            ),
+            status: r.status.clone(),
+            x: 20.0 + column as f64 * GRAPH_COLUMN,
+            y: 20.0 + row as f64 * GRAPH_ROW,
+        });
+    }
+    let edges = requires.iter().enumerate().flat_map(|(i, reqs)| reqs.iter().map(move |r| (*r, i))).collect();
+    Ok(Graph {
+        width: 40.0 + column_of_level[levels] as f64 * GRAPH_COLUMN,
+        height: 40.0 + max_rows as f64 * GRAPH_ROW,
+        nodes,
+        edges,
+        truncated: total.saturating_sub(rows.len() as u64),
+    })
+}

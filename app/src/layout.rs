@@ -1,0 +1,358 @@
+//! The frame around every page: header (environment switcher, notifications, theme), sidebar
+//! (pages of the environment, halt and resume) and the halted banner.
+
+use leptos::prelude::*;
+use leptos_router::hooks::use_location;
+
+use crate::components::{ActionError, ActionMessage, Refresh, confirm, encode, env, env_link, run};
+use crate::fns;
+use crate::model::TableQuery;
+use crate::{BASE, live};
+
+/// Pages that exist for every environment: switching environment keeps them, other pages (about
+/// one version or resource) go back to the dashboard.
+const ENV_PAGES: &[&str] =
+    &["dashboard", "desiredstate", "resources", "agents", "parameters", "facts", "notificationcenter", "settings"];
+
+fn switch_target(path: &str, env: &str) -> String {
+    let page = path.strip_prefix(BASE).unwrap_or(path).trim_matches('/');
+    let page = if ENV_PAGES.contains(&page) { page } else { "dashboard" };
+    env_link(page, env)
+}
+
+#[component]
+pub fn Header() -> impl IntoView {
+    let env = env();
+    let refresh = Refresh::get();
+    let connected = RwSignal::new(false);
+    live::follow(env, refresh, connected);
+    view! {
+        <header class="topbar">
+            <a class="brand" href=BASE>
+                <img src="/console/favicon.svg" alt="" width="24" height="24"/>
+                <span>"Inmanta"</span>
+            </a>
+            <EnvironmentSwitcher/>
+            <div class="topbar-end">
+                <span
+                    class="live-dot"
+                    class:on=move || connected.get()
+                    title=move || if connected.get() { "Live updates on" } else { "Live updates off" }
+                    data-live=move || connected.get().to_string()
+                ></span>
+                <a class="topbar-link" href="/api/v2/docs">"API"</a>
+                <NotificationBell/>
+                <button
+                    class="icon-button"
+                    id="theme-toggle"
+                    type="button"
+                    aria-label="Toggle dark mode"
+                    title="Toggle dark mode"
+                    on:click=|_| live::toggle_theme()
+                >
+                    "◐"
+                </button>
+            </div>
+        </header>
+    }
+}
+
+#[component]
+fn EnvironmentSwitcher() -> impl IntoView {
+    let env = env();
+    let refresh = Refresh::get();
+    let location = use_location();
+    // Refetched on a switch too: the target may be an environment created since the page loaded.
+    let environments = Resource::new(move || (env.get(), refresh.tick()), |_| fns::list_environments());
+    let search = RwSignal::new(String::new());
+    let open = RwSignal::new(false);
+    let current = move || {
+        let id = env.get();
+        environments
+            .get()
+            .and_then(|r| r.ok())
+            .and_then(|list| list.into_iter().find(|e| e.id == id))
+            .map(|e| format!("{} / {}", e.project_name, e.name))
+            .unwrap_or_else(|| if id.is_empty() { "Select an environment".into() } else { "Environment".into() })
+    };
+    view! {
+        <div class="switcher">
+            <button
+                class="switcher-button"
+                id="env-switcher"
+                type="button"
+                aria-haspopup="listbox"
+                aria-expanded=move || open.get().to_string()
+                on:click=move |_| open.update(|o| *o = !*o)
+            >
+                <Transition fallback=|| "Environment">{current}</Transition>
+                " ▾"
+            </button>
+            <Show when=move || open.get()>
+                <div class="switcher-panel" role="dialog" aria-label="Switch environment">
+                    <input
+                        class="input"
+                        type="search"
+                        id="env-search"
+                        placeholder="Search by environment or project"
+                        aria-label="Search environments"
+                        prop:value=move || search.get()
+                        on:input=move |ev| search.set(event_target_value(&ev))
+                    />
+                    <ul class="switcher-list" role="listbox">
+                        {move || {
+                            let needle = search.get().to_lowercase();
+                            let path = location.pathname.get();
+                            environments
+                                .get()
+                                .and_then(|r| r.ok())
+                                .unwrap_or_default()
+                                .into_iter()
+                                .filter(|e| {
+                                    needle.is_empty() || e.name.to_lowercase().contains(&needle)
+                                        || e.project_name.to_lowercase().contains(&needle)
+                                })
+                                .map(|e| {
+                                    let href = switch_target(&path, &e.id);
+                                    let selected = e.id == env.get();
+                                    view! {
+                                        <li role="option" aria-selected=selected.to_string()>
+                                            <a href=href data-env=e.id.clone() on:click=move |_| open.set(false)>
+                                                <span class="muted">{e.project_name}</span>
+                                                " / "
+                                                <strong>{e.name}</strong>
+                                                {e.halted.then(|| view! { <span class="badge badge-warning">"halted"</span> })}
+                                            </a>
+                                        </li>
+                                    }
+                                })
+                                .collect_view()
+                        }}
+                    </ul>
+                    <div class="switcher-footer">
+                        <a href=format!("{BASE}/environment/create") on:click=move |_| open.set(false)>
+                            "+ Create environment"
+                        </a>
+                        <a href=format!("{BASE}/") on:click=move |_| open.set(false)>"All environments"</a>
+                    </div>
+                </div>
+            </Show>
+        </div>
+    }
+}
+
+#[component]
+fn NotificationBell() -> impl IntoView {
+    let env = env();
+    let refresh = Refresh::get();
+    let open = RwSignal::new(false);
+    let error = ActionError::new();
+    let unread = Resource::new(
+        move || (env.get(), refresh.tick()),
+        |(env, _)| async move {
+            if env.is_empty() {
+                return Ok(None);
+            }
+            let mut q = TableQuery { env, limit: Some(10), ..Default::default() };
+            q.filters.insert("read".into(), "false".into());
+            fns::notifications(q).await.map(Some)
+        },
+    );
+    let count = move || unread.get().and_then(|r| r.ok()).flatten().map(|p| p.page.total).unwrap_or(0);
+    view! {
+        <Show when=move || !env.get().is_empty()>
+            <Transition fallback=|| ()>
+            <button
+                class="icon-button bell"
+                id="notification-bell"
+                type="button"
+                aria-label=move || format!("Notifications: {} unread", count())
+                aria-expanded=move || open.get().to_string()
+                on:click=move |_| open.update(|o| *o = !*o)
+            >
+                <svg viewBox="0 0 24 24" width="18" height="18" aria-hidden="true" fill="none" stroke="currentColor" stroke-width="2">
+                    <path d="M6 8a6 6 0 0 1 12 0c0 7 3 9 3 9H3s3-2 3-9"></path>
+                    <path d="M10.3 21a1.94 1.94 0 0 0 3.4 0"></path>
+                </svg>
+                {move || {
+                    let n = count();
+                    (n > 0).then(|| view! { <span class="bell-count" id="unread-count">{n}</span> })
+                }}
+            </button>
+            </Transition>
+        </Show>
+        <Show when=move || open.get()>
+            <aside class="drawer" id="notification-drawer" aria-label="Unread notifications">
+                <div class="drawer-header">
+                    <h2>"Notifications"</h2>
+                    <button class="icon-button" type="button" aria-label="Close" on:click=move |_| open.set(false)>
+                        "×"
+                    </button>
+                </div>
+                <ActionMessage error/>
+                <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                    {move || {
+                        let rows = unread.get().and_then(|r| r.ok()).flatten().map(|p| p.rows).unwrap_or_default();
+                        if rows.is_empty() {
+                            return view! { <p class="muted">"No unread notifications."</p> }.into_any();
+                        }
+                        rows.into_iter()
+                            .map(|n| {
+                                let id = n.id.clone();
+                                let id2 = n.id.clone();
+                                view! {
+                                    <div class=format!("drawer-item severity-{}", n.severity) data-id=n.id.clone()>
+                                        <p class="drawer-title">{n.title}</p>
+                                        <p class="drawer-message">{n.message}</p>
+                                        <div class="row-actions">
+                                            <button
+                                                class="button button-small"
+                                                type="button"
+                                                on:click=move |_| {
+                                                    run(error, fns::update_notification(env.get_untracked(), id.clone(), Some(true), None))
+                                                }
+                                            >
+                                                "Mark read"
+                                            </button>
+                                            <button
+                                                class="button button-small button-secondary"
+                                                type="button"
+                                                on:click=move |_| {
+                                                    run(error, fns::update_notification(env.get_untracked(), id2.clone(), None, Some(true)))
+                                                }
+                                            >
+                                                "Clear"
+                                            </button>
+                                        </div>
+                                    </div>
+                                }
+                            })
+                            .collect_view()
+                            .into_any()
+                    }}
+                </Transition>
+                <p>
+                    <a href=move || env_link("notificationcenter", &env.get()) on:click=move |_| open.set(false)>
+                        "Open the notification centre"
+                    </a>
+                </p>
+            </aside>
+        </Show>
+    }
+}
+
+const SIDEBAR_ITEMS: &[(&str, &str)] = &[
+    ("dashboard", "Dashboard"),
+    ("desiredstate", "Desired State"),
+    ("resources", "Resources"),
+    ("agents", "Agents"),
+    ("parameters", "Parameters"),
+    ("facts", "Facts"),
+    ("notificationcenter", "Notifications"),
+    ("settings", "Settings"),
+];
+
+#[component]
+pub fn Sidebar() -> impl IntoView {
+    let env = env();
+    let location = use_location();
+    let refresh = Refresh::get();
+    let details = Resource::new(
+        move || (env.get(), refresh.tick()),
+        |(env, _)| async move { if env.is_empty() { Ok(None) } else { fns::environment(env).await.map(Some) } },
+    );
+    let error = ActionError::new();
+    let nav = move || {
+        SIDEBAR_ITEMS
+            .iter()
+            .map(|(page, label)| {
+                let page = *page;
+                let active = move || {
+                    let path = location.pathname.get();
+                    let rest = path.strip_prefix(BASE).unwrap_or(&path).trim_start_matches('/').to_string();
+                    rest == page || rest.starts_with(&format!("{page}/"))
+                };
+                view! {
+                    <a
+                        href=move || env_link(page, &env.get())
+                        class:active=active
+                        aria-current=move || active().then_some("page")
+                    >
+                        {*label}
+                    </a>
+                }
+            })
+            .collect_view()
+    };
+    view! {
+        <Show when=move || !env.get().is_empty()>
+            <nav class="sidebar" aria-label="Environment">
+                {nav()}
+                <div class="sidebar-bottom">
+                    <Transition fallback=|| ()>
+                        {move || {
+                            details
+                                .get()
+                                .and_then(|r| r.ok())
+                                .flatten()
+                                .map(|d| {
+                                    let halted = d.halted;
+                                    let name = d.name.clone();
+                                    view! {
+                                        <button
+                                            id="halt-toggle"
+                                            type="button"
+                                            class=if halted { "button" } else { "button button-danger" }
+                                            on:click=move |_| {
+                                                let question = if halted {
+                                                    format!("Resume environment {name}? Deploys start again.")
+                                                } else {
+                                                    format!("Halt environment {name}? Every deploy and agent stops.")
+                                                };
+                                                if confirm(&question) {
+                                                    run(error, fns::set_halted(env.get_untracked(), !halted));
+                                                }
+                                            }
+                                        >
+                                            {if halted { "▶ Resume" } else { "■ Halt" }}
+                                        </button>
+                                    }
+                                })
+                        }}
+                    </Transition>
+                    <ActionMessage error/>
+                </div>
+            </nav>
+        </Show>
+    }
+}
+
+/// Banner on every page of a halted environment.
+#[component]
+pub fn HaltedBanner() -> impl IntoView {
+    let env = env();
+    let refresh = Refresh::get();
+    let details = Resource::new(
+        move || (env.get(), refresh.tick()),
+        |(env, _)| async move { if env.is_empty() { Ok(None) } else { fns::environment(env).await.map(Some) } },
+    );
+    view! {
+        <Transition fallback=|| ()>
+            {move || {
+                details.get().and_then(|r| r.ok()).flatten().filter(|d| d.halted).map(|d| {
+                    view! {
+                        <div class="banner banner-warning" role="status" id="halted-banner">
+                            <strong>"Environment halted. "</strong>
+                            {format!("{} does not deploy; agents are stopped. Resume it from the sidebar.", d.name)}
+                        </div>
+                    }
+                })
+            }}
+        </Transition>
+    }
+}
+
+/// Used by pages to build links to a resource.
+pub fn resource_link(env: &str, rid: &str) -> String {
+    format!("{}&rid={}", env_link("resources/details", env), encode(rid))
+}

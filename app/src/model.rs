@@ -1,0 +1,246 @@
+//! What the server functions send to the pages: plain serialisable rows, the same on both sides
+//! (the wasm build does not link the orchestrator or the `api` crate).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// One row of the environments page and of the environment switcher.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvironmentSummary {
+    pub id: String,
+    pub name: String,
+    pub project_id: String,
+    pub project_name: String,
+    pub halted: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProjectSummary {
+    pub id: String,
+    pub name: String,
+    pub environments: usize,
+}
+
+/// One environment with the fields its settings page edits.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvironmentDetails {
+    pub id: String,
+    pub name: String,
+    pub project_id: String,
+    pub project_name: String,
+    pub repo_url: String,
+    pub repo_branch: String,
+    pub description: String,
+    pub halted: bool,
+}
+
+/// One environment setting with its definition.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SettingRow {
+    pub name: String,
+    /// bool, int, str, positive_float, enum or dict.
+    pub kind: String,
+    /// The current value as the input edits it (JSON text for dicts).
+    pub value: String,
+    pub default: String,
+    pub is_default: bool,
+    pub doc: String,
+    pub allowed_values: Vec<String>,
+    pub protected_by: Option<String>,
+}
+
+/// Where a table page is: the keyset cursor of the API's paging, kept in the page's URL.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TableQuery {
+    pub env: String,
+    /// `filter.<name>` of the API, without the prefix.
+    pub filters: BTreeMap<String, String>,
+    pub sort: Option<String>,
+    pub limit: Option<u64>,
+    pub start: Option<String>,
+    pub end: Option<String>,
+    pub first_id: Option<String>,
+    pub last_id: Option<String>,
+}
+
+/// Paging facts of one page: counts and the cursors of the neighbouring pages.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageInfo {
+    pub total: u64,
+    pub before: u64,
+    pub shown: u64,
+    /// Query pairs (`start`/`end`/`first_id`/`last_id`) leading to the next page.
+    pub next: Option<Vec<(String, String)>>,
+    pub prev: Option<Vec<(String, String)>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Paged<T> {
+    pub rows: Vec<T>,
+    pub page: PageInfo,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VersionRow {
+    pub version: i64,
+    pub date: String,
+    pub status: String,
+    pub total: i64,
+    pub released: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceRow {
+    pub id: String,
+    pub resource_type: String,
+    pub agent: String,
+    pub value: String,
+    pub status: String,
+    pub requires: usize,
+}
+
+/// The resources page: one page of rows and the counts per state of the whole environment.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourcesView {
+    pub rows: Vec<ResourceRow>,
+    pub page: PageInfo,
+    pub summary: Vec<(String, u64)>,
+    pub summary_total: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dashboard {
+    pub summary: Vec<(String, u64)>,
+    pub summary_total: u64,
+    pub agents_up: u64,
+    pub agents_down: u64,
+    pub agents_paused: u64,
+    pub versions: Vec<VersionRow>,
+}
+
+/// An attribute as shown: its name and its value as (pretty) JSON text.
+pub type Attribute = (String, String);
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceDetails {
+    pub id: String,
+    pub resource_type: String,
+    pub agent: String,
+    pub value: String,
+    pub status: String,
+    pub last_deploy: Option<String>,
+    pub first_generated: String,
+    pub attributes: Vec<Attribute>,
+    /// Required resource id and its status.
+    pub requires: Vec<(String, String)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryRow {
+    pub date: String,
+    pub attribute_hash: String,
+    pub attributes: Vec<Attribute>,
+    pub requires: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogRow {
+    pub timestamp: String,
+    pub action: String,
+    pub level: String,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VersionedResourceRow {
+    pub id: String,
+    pub resource_type: String,
+    pub agent: String,
+    pub value: String,
+    pub requires: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttributeChange {
+    pub name: String,
+    pub from: String,
+    pub to: String,
+    /// For file contents (`hash` attributes): the unified diff of the two files.
+    pub file_diff: Option<Vec<String>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceChange {
+    pub id: String,
+    pub status: String,
+    pub attributes: Vec<AttributeChange>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentRow {
+    pub name: String,
+    pub status: String,
+    pub paused: bool,
+    pub unpause_on_resume: Option<bool>,
+    pub last_seen: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParameterRow {
+    pub name: String,
+    pub value: String,
+    pub source: String,
+    pub updated: Option<String>,
+    /// Empty for parameters, the resource for facts.
+    pub resource_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotificationRow {
+    pub id: String,
+    pub created: String,
+    pub title: String,
+    pub message: String,
+    pub severity: String,
+    pub uri: Option<String>,
+    pub read: bool,
+}
+
+/// Every state a released resource can be in, in the order the summary bar shows them.
+pub const RESOURCE_STATES: &[&str] = &[
+    "deployed",
+    "deploying",
+    "available",
+    "failed",
+    "skipped",
+    "skipped_for_undefined",
+    "undefined",
+    "unavailable",
+    "non_compliant",
+    "cancelled",
+    "orphaned",
+];
+
+/// The dependency graph of the released resources, laid out on the server: nodes in columns by
+/// depth along `requires` (what a resource requires stands to its left).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Graph {
+    pub nodes: Vec<GraphNode>,
+    /// (required node index, requiring node index).
+    pub edges: Vec<(usize, usize)>,
+    pub width: f64,
+    pub height: f64,
+    /// Resources left out above the size limit.
+    pub truncated: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GraphNode {
+    pub id: String,
+    pub label: String,
+    pub status: String,
+    pub x: f64,
+    pub y: f64,
+}

@@ -1,0 +1,547 @@
+//! Desired state: versions, the resources of a version, one versioned resource, compare.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
+
+use crate::components::*;
+use crate::fns;
+use crate::layout::resource_link;
+use crate::model::{Paged, ResourceChange, VersionRow, VersionedResourceRow};
+use crate::pages::environment::short_date;
+
+const VERSIONS: &str = "/console/desiredstate";
+const VERSION: &str = "/console/desiredstate/version";
+
+#[component]
+pub fn DesiredStatePage() -> impl IntoView {
+    let env = env();
+    let refresh = Refresh::get();
+    let table = table_query();
+    let data = Resource::new(move || (table.get(), refresh.tick()), |(q, _)| fns::versions(q));
+    let q = use_query_map();
+    let status_filter = move |status: &'static str| {
+        let current = q.get();
+        let active = current.get("filter.status").unwrap_or_default() == status;
+        let href = link(VERSIONS, &current, &[("filter.status", (!status.is_empty()).then(|| status.to_string()))]);
+        view! { <a class="chip" class:active=active href=href>{if status.is_empty() { "all" } else { status }}</a> }
+    };
+    view! {
+        <Title text="Desired State"/>
+        <section class="page">
+            <div class="page-header">
+                <h1>"Desired State"</h1>
+            </div>
+            <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
+                <div class="toolbar" aria-label="Filter on status">
+                    {move || ["", "active", "candidate", "retired", "skipped_candidate"].map(status_filter).collect_view()}
+                </div>
+                <Transition fallback=|| view! { <p class="muted">"Loading versions…"</p> }>
+                    {move || Suspend::new(async move {
+                        match data.await {
+                            Ok(page) => view! { <VersionsTable env=env.get_untracked() data=page/> }.into_any(),
+                            Err(e) => view! { <ErrorBox title="The versions could not be loaded" error=e.to_string()/> }.into_any(),
+                        }
+                    })}
+                </Transition>
+            </Show>
+        </section>
+    }
+}
+
+#[component]
+fn VersionsTable(env: String, data: Paged<VersionRow>) -> impl IntoView {
+    if data.rows.is_empty() {
+        return view! {
+            <Empty title="No versions">
+                <p>
+                    "Versions appear when a model is exported: " <code>"inmanta export"</code>
+                    " (or " <code>"PUT /api/v1/version"</code> "). Clear the filters if some are set."
+                </p>
+            </Empty>
+        }
+        .into_any();
+    }
+    let selected: RwSignal<Vec<i64>> = RwSignal::new(Vec::new());
+    let error = ActionError::new();
+    let compare_env = env.clone();
+    let compare_href = move || {
+        let mut v = selected.get();
+        v.sort();
+        (v.len() == 2).then(|| format!("{}&from={}&to={}", env_link("desiredstate/compare", &compare_env), v[0], v[1]))
+    };
+    let rows = data
+        .rows
+        .into_iter()
+        .map(|v| {
+            let version = v.version;
+            let href = format!("{}&v={version}", env_link("desiredstate/version", &env));
+            let (env_p, env_d) = (env.clone(), env.clone());
+            let candidate = v.status == "candidate" || v.status == "skipped_candidate";
+            let active = v.status == "active";
+            view! {
+                <tr data-version=version>
+                    <td>
+                        <input
+                            type="checkbox"
+                            class="select-version"
+                            aria-label=format!("Select version {version} to compare")
+                            prop:checked=move || selected.get().contains(&version)
+                            on:change=move |ev| {
+                                let on = event_target_checked(&ev);
+                                selected.update(|s| {
+                                    s.retain(|x| *x != version);
+                                    if on {
+                                        s.push(version);
+                                        if s.len() > 2 {
+                                            s.remove(0);
+                                        }
+                                    }
+                                })
+                            }
+                        />
+                    </td>
+                    <td><a href=href>{version}</a></td>
+                    <td>{short_date(&v.date)}</td>
+                    <td><StatusBadge status=v.status.clone()/></td>
+                    <td>{v.total}</td>
+                    <td class="row-actions">
+                        {candidate.then(|| view! {
+                            <button
+                                class="button button-small promote"
+                                type="button"
+                                on:click=move |_| {
+                                    if confirm(&format!("Promote version {version}? It becomes the desired state and deploys.")) {
+                                        run(error, fns::version_action(env_p.clone(), version, false))
+                                    }
+                                }
+                            >
+                                "Promote"
+                            </button>
+                        })}
+                        {(!active).then(|| view! {
+                            <button
+                                class="button button-small button-secondary delete"
+                                type="button"
+                                on:click=move |_| {
+                                    if confirm(&format!("Delete version {version}?")) {
+                                        run(error, fns::version_action(env_d.clone(), version, true))
+                                    }
+                                }
+                            >
+                                "Delete"
+                            </button>
+                        })}
+                    </td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <div class="toolbar">
+            {move || match compare_href() {
+                Some(href) => view! { <a class="button" id="compare" href=href>"Compare selected"</a> }.into_any(),
+                None => view! {
+                    <span class="button disabled" id="compare" aria-disabled="true" title="Select two versions">
+                        "Compare selected"
+                    </span>
+                }
+                    .into_any(),
+            }}
+            <span class="muted">"Select two versions to compare them."</span>
+        </div>
+        <ActionMessage error/>
+        <table class="table" id="versions">
+            <thead>
+                <tr>
+                    <th scope="col"><span class="sr-only">"Select"</span></th>
+                    <SortHeader path=VERSIONS column="version" label="Version"/>
+                    <th scope="col">"Date"</th>
+                    <th scope="col">"Status"</th>
+                    <th scope="col">"Resources"</th>
+                    <th scope="col"><span class="sr-only">"Actions"</span></th>
+                </tr>
+            </thead>
+            <tbody>{rows}</tbody>
+        </table>
+        <Pager path=VERSIONS page=data.page/>
+    }
+    .into_any()
+}
+
+#[component]
+pub fn VersionPage() -> impl IntoView {
+    let env = env();
+    let version = query("v");
+    let refresh = Refresh::get();
+    let table = table_query();
+    let data = Resource::new(
+        move || (table.get(), version.get(), refresh.tick()),
+        |(q, v, _)| async move {
+            let v: i64 = v.parse().map_err(|_| ServerFnError::new("no version given (?v=)"))?;
+            fns::version_resources(q, v).await
+        },
+    );
+    view! {
+        <Title text=move || format!("Version {}", version.get())/>
+        <section class="page">
+            <nav class="breadcrumbs" aria-label="Breadcrumbs">
+                <a href=move || env_link("desiredstate", &env.get())>"Desired State"</a>
+                " › "
+                <span>{move || format!("Version {}", version.get())}</span>
+            </nav>
+            <div class="page-header">
+                <h1>{move || format!("Version {}", version.get())}</h1>
+            </div>
+            <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
+                <FilterForm
+                    path=VERSION
+                    fields=vec![("resource_type", "Type"), ("agent", "Agent"), ("resource_id_value", "Value")]
+                    keep=vec!["env", "v"]
+                />
+                <Transition fallback=|| view! { <p class="muted">"Loading resources…"</p> }>
+                    {move || Suspend::new(async move {
+                        match data.await {
+                            Ok(page) => {
+                                view! { <VersionResources env=env.get_untracked() version=version.get_untracked() data=page/> }.into_any()
+                            }
+                            Err(e) => view! { <ErrorBox title="The version could not be loaded" error=e.to_string()/> }.into_any(),
+                        }
+                    })}
+                </Transition>
+            </Show>
+        </section>
+    }
+}
+
+#[component]
+fn VersionResources(env: String, version: String, data: Paged<VersionedResourceRow>) -> impl IntoView {
+    if data.rows.is_empty() {
+        return view! {
+            <Empty title="No resources">
+                <p>"This version has no resources matching the filters."</p>
+            </Empty>
+        }
+        .into_any();
+    }
+    view! {
+        <table class="table" id="version-resources">
+            <thead>
+                <tr>
+                    <SortHeader path=VERSION column="resource_type" label="Type"/>
+                    <SortHeader path=VERSION column="agent" label="Agent"/>
+                    <SortHeader path=VERSION column="resource_id_value" label="Value"/>
+                    <th scope="col">"Requires"</th>
+                </tr>
+            </thead>
+            <tbody>
+                {data
+                    .rows
+                    .into_iter()
+                    .map(|r| {
+                        let href = format!(
+                            "{}&v={version}&rid={}",
+                            env_link("desiredstate/resource", &env),
+                            encode(&r.id),
+                        );
+                        view! {
+                            <tr data-id=r.id.clone()>
+                                <td>{r.resource_type}</td>
+                                <td>{r.agent}</td>
+                                <td><a href=href>{r.value}</a></td>
+                                <td>{r.requires}</td>
+                            </tr>
+                        }
+                    })
+                    .collect_view()}
+            </tbody>
+        </table>
+        <Pager path=VERSION page=data.page/>
+    }
+    .into_any()
+}
+
+#[component]
+pub fn VersionResourcePage() -> impl IntoView {
+    let env = env();
+    let version = query("v");
+    let rid = query("rid");
+    let data = Resource::new(
+        move || (env.get(), version.get(), rid.get()),
+        |(env, v, rid)| async move {
+            let v: i64 = v.parse().map_err(|_| ServerFnError::new("no version given (?v=)"))?;
+            fns::version_resource(env, v, rid).await
+        },
+    );
+    view! {
+        <Title text=move || rid.get()/>
+        <section class="page">
+            <nav class="breadcrumbs" aria-label="Breadcrumbs">
+                <a href=move || env_link("desiredstate", &env.get())>"Desired State"</a>
+                " › "
+                <a href=move || format!("{}&v={}", env_link("desiredstate/version", &env.get()), version.get())>
+                    {move || format!("Version {}", version.get())}
+                </a>
+                " › "
+                <span>{move || rid.get()}</span>
+            </nav>
+            <div class="page-header">
+                <h1 class="mono">{move || rid.get()}</h1>
+            </div>
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match data.await {
+                        Ok(attrs) => view! { <AttributeTable attributes=attrs/> }.into_any(),
+                        Err(e) => view! { <ErrorBox title="The resource could not be loaded" error=e.to_string()/> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </section>
+    }
+}
+
+/// Attributes as a name/value table; long values fold.
+#[component]
+pub fn AttributeTable(attributes: Vec<(String, String)>) -> impl IntoView {
+    view! {
+        <table class="table attributes">
+            <thead>
+                <tr>
+                    <th scope="col">"Attribute"</th>
+                    <th scope="col">"Value"</th>
+                </tr>
+            </thead>
+            <tbody>
+                {attributes
+                    .into_iter()
+                    .map(|(name, value)| {
+                        let long = value.len() > 200 || value.lines().count() > 4;
+                        let key = name.clone();
+                        view! {
+                            <tr data-attribute=key>
+                                <th scope="row" class="mono">{name}</th>
+                                <td>
+                                    {if long {
+                                        view! {
+                                            <details>
+                                                <summary>{format!("{} characters", value.len())}</summary>
+                                                <pre class="code">{value}</pre>
+                                            </details>
+                                        }
+                                            .into_any()
+                                    } else {
+                                        view! { <code class="value">{value}</code> }.into_any()
+                                    }}
+                                </td>
+                            </tr>
+                        }
+                    })
+                    .collect_view()}
+            </tbody>
+        </table>
+    }
+}
+
+#[component]
+pub fn ComparePage() -> impl IntoView {
+    let env = env();
+    let from = query("from");
+    let to = query("to");
+    let data = Resource::new(
+        move || (env.get(), from.get(), to.get()),
+        |(env, from, to)| async move {
+            let (Ok(a), Ok(b)) = (from.parse::<i64>(), to.parse::<i64>()) else {
+                return Err(ServerFnError::new("pick two versions to compare (?from=&to=)"));
+            };
+            fns::compare_versions(env, a, b).await
+        },
+    );
+    view! {
+        <Title text=move || format!("Compare {} and {}", from.get(), to.get())/>
+        <section class="page">
+            <nav class="breadcrumbs" aria-label="Breadcrumbs">
+                <a href=move || env_link("desiredstate", &env.get())>"Desired State"</a>
+                " › "
+                <span>"Compare"</span>
+            </nav>
+            <div class="page-header">
+                <h1>{move || format!("Version {} → {}", from.get(), to.get())}</h1>
+            </div>
+            <Transition fallback=|| view! { <p class="muted">"Comparing…"</p> }>
+                {move || Suspend::new(async move {
+                    match data.await {
+                        Ok(changes) => view! { <Changes env=env.get_untracked() changes/> }.into_any(),
+                        Err(e) => view! { <ErrorBox title="The versions could not be compared" error=e.to_string()/> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </section>
+    }
+}
+
+#[component]
+fn Changes(env: String, changes: Vec<ResourceChange>) -> impl IntoView {
+    if changes.is_empty() {
+        return view! {
+            <Empty title="No differences">
+                <p>"Both versions want exactly the same resources."</p>
+            </Empty>
+        }
+        .into_any();
+    }
+    let count = |s: &str| changes.iter().filter(|c| c.status == s).count();
+    let totals = format!("{} added, {} modified, {} deleted", count("added"), count("modified"), count("deleted"));
+    view! {
+        <p class="muted" id="compare-summary">{totals}</p>
+        <div class="diff-list" id="compare">
+            {changes
+                .into_iter()
+                .map(|c| {
+                    let href = resource_link(&env, &c.id);
+                    let open = c.attributes.len() < 8;
+                    let (class, rid) = (format!("diff diff-{}", c.status), c.id.clone());
+                    view! {
+                        <details class=class data-id=rid open=open>
+                            <summary>
+                                <StatusBadge status=c.status.clone()/>
+                                " "
+                                <span class="mono">{c.id.clone()}</span>
+                                " "
+                                <a href=href class="muted">"open"</a>
+                            </summary>
+                            <table class="table diff-table">
+                                <thead>
+                                    <tr>
+                                        <th scope="col">"Attribute"</th>
+                                        <th scope="col">"From"</th>
+                                        <th scope="col">"To"</th>
+                                    </tr>
+                                </thead>
+                                <tbody>
+                                    {c
+                                        .attributes
+                                        .into_iter()
+                                        .map(|a| {
+                                            view! {
+                                                <tr data-attribute=a.name.clone()>
+                                                    <th scope="row" class="mono">{a.name.clone()}</th>
+                                                    <td><code class="value removed">{a.from}</code></td>
+                                                    <td><code class="value added">{a.to}</code></td>
+                                                </tr>
+                                                {a.file_diff.map(|lines| view! {
+                                                    <tr class="file-diff-row">
+                                                        <td colspan="3">
+                                                            <UnifiedDiff lines/>
+                                                        </td>
+                                                    </tr>
+                                                })}
+                                            }
+                                        })
+                                        .collect_view()}
+                                </tbody>
+                            </table>
+                        </details>
+                    }
+                })
+                .collect_view()}
+        </div>
+    }
+    .into_any()
+}
+
+#[component]
+fn UnifiedDiff(lines: Vec<String>) -> impl IntoView {
+    view! {
+        <pre class="code unified-diff" aria-label="File content diff">
+            {lines
+                .into_iter()
+                .map(|line| {
+                    let class = if line.starts_with("+++") || line.starts_with("---") {
+                        "diff-header"
+                    } else if line.starts_with('+') {
+                        "diff-add"
+                    } else if line.starts_with('-') {
+                        "diff-del"
+                    } else if line.starts_with("@@") {
+                        "diff-hunk"
+                    } else {
+                        "diff-context"
+                    };
+                    view! { <span class=class>{line}"\n"</span> }
+                })
+                .collect_view()}
+        </pre>
+    }
+}
+
+/// A GET form for the `filter.<name>` text filters of a table. Before the wasm loads it submits
+/// natively; once hydrated it navigates in the app (keeping the other query state, first page).
+#[component]
+pub fn FilterForm(
+    path: &'static str,
+    fields: Vec<(&'static str, &'static str)>,
+    /// Query keys carried over (hidden inputs), e.g. `env`.
+    keep: Vec<&'static str>,
+) -> impl IntoView {
+    let q = use_query_map();
+    let current = q.get_untracked();
+    let clear = format!(
+        "{path}{}",
+        query_string(
+            &keep
+                .iter()
+                .filter(|k| !k.starts_with("filter."))
+                .filter_map(|k| current.get(k).map(|v| (k.to_string(), v)))
+                .collect::<leptos_router::params::ParamsMap>()
+        )
+    );
+    let hidden = keep
+        .into_iter()
+        .chain(["sort", "limit"])
+        .filter_map(|k| current.get(k).map(|v| view! { <input type="hidden" name=k value=v/> }))
+        .collect_view();
+    let values: Vec<(&'static str, RwSignal<String>)> = fields
+        .iter()
+        .map(|(name, _)| (*name, RwSignal::new(current.get(&format!("filter.{name}")).unwrap_or_default())))
+        .collect();
+    let inputs = fields
+        .into_iter()
+        .zip(values.clone())
+        .map(|((name, label), (_, value))| {
+            let key = format!("filter.{name}");
+            let id = format!("filter-{name}");
+            let for_id = id.clone();
+            view! {
+                <label class="filter-field" for=for_id>
+                    <span>{label}</span>
+                    <input
+                        id=id
+                        class="input"
+                        type="search"
+                        name=key
+                        placeholder="contains…"
+                        prop:value=move || value.get()
+                        on:input=move |ev| value.set(event_target_value(&ev))
+                    />
+                </label>
+            }
+        })
+        .collect_view();
+    let navigate = leptos_router::hooks::use_navigate();
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let keys: Vec<(String, String)> =
+            values.iter().map(|(name, v)| (format!("filter.{name}"), v.get_untracked().trim().to_string())).collect();
+        let changes: Vec<(&str, Option<String>)> =
+            keys.iter().map(|(k, v)| (k.as_str(), (!v.is_empty()).then(|| v.clone()))).collect();
+        navigate(&in_app(&link(path, &q.get_untracked(), &changes)), Default::default());
+    };
+    view! {
+        <form method="get" action=path class="filters" role="search" on:submit=submit>
+            {hidden}
+            {inputs}
+            <button class="button button-secondary" type="submit">"Filter"</button>
+            <a class="button button-link" href=clear>"Clear"</a>
+        </form>
+    }
+}

@@ -1,0 +1,383 @@
+//! Agents, parameters, facts and the notification centre.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
+
+use crate::components::*;
+use crate::fns;
+use crate::layout::resource_link;
+use crate::model::{AgentRow, NotificationRow, Paged, ParameterRow};
+use crate::pages::desired_state::FilterForm;
+use crate::pages::environment::short_date;
+
+const AGENTS: &str = "/console/agents";
+const PARAMETERS: &str = "/console/parameters";
+const FACTS: &str = "/console/facts";
+const NOTIFICATIONS: &str = "/console/notificationcenter";
+
+/// Links that set one `filter.<name>` to each of `values` (the first, empty, clears it).
+fn choice_filter(path: &'static str, name: &'static str, values: &'static [&'static str]) -> impl IntoView {
+    let q = use_query_map();
+    move || {
+        let current = q.get();
+        let key = format!("filter.{name}");
+        let selected = current.get(&key).unwrap_or_default();
+        values
+            .iter()
+            .map(|v| {
+                let href = link(path, &current, &[(key.as_str(), (!v.is_empty()).then(|| v.to_string()))]);
+                let active = selected == *v;
+                view! {
+                    <a class="chip" class:active=active href=href>
+                        {if v.is_empty() { "all" } else { v }}
+                    </a>
+                }
+            })
+            .collect_view()
+    }
+}
+
+#[component]
+pub fn AgentsPage() -> impl IntoView {
+    let env = env();
+    let refresh = Refresh::get();
+    let table = table_query();
+    let data = Resource::new(move || (table.get(), refresh.tick()), |(q, _)| fns::agents(q));
+    view! {
+        <Title text="Agents"/>
+        <section class="page">
+            <div class="page-header">
+                <h1>"Agents"</h1>
+            </div>
+            <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
+                <div class="toolbar" aria-label="Filter on status">{choice_filter(AGENTS, "status", &["", "up", "down", "paused"])}</div>
+                <Transition fallback=|| view! { <p class="muted">"Loading agents…"</p> }>
+                    {move || Suspend::new(async move {
+                        match data.await {
+                            Ok(page) => view! { <AgentsTable env=env.get_untracked() data=page/> }.into_any(),
+                            Err(e) => view! { <ErrorBox title="The agents could not be loaded" error=e.to_string()/> }.into_any(),
+                        }
+                    })}
+                </Transition>
+            </Show>
+        </section>
+    }
+}
+
+#[component]
+fn AgentsTable(env: String, data: Paged<AgentRow>) -> impl IntoView {
+    if data.rows.is_empty() {
+        return view! {
+            <Empty title="No agents">
+                <p>"Agents appear when a version that uses them is released."</p>
+            </Empty>
+        }
+        .into_any();
+    }
+    let error = ActionError::new();
+    let rows = data
+        .rows
+        .into_iter()
+        .map(|a| {
+            let name = a.name.clone();
+            let (e1, e2, e3) = (env.clone(), env.clone(), env.clone());
+            let (n1, n2, n3) = (name.clone(), name.clone(), name.clone());
+            let paused = a.paused;
+            view! {
+                <tr data-agent=a.name.clone() data-status=a.status.clone()>
+                    <td class="mono">{a.name.clone()}</td>
+                    <td><StatusBadge status=a.status.clone()/></td>
+                    <td>{a.last_seen.as_deref().map(short_date).unwrap_or_default()}</td>
+                    <td>{a.unpause_on_resume.map(|u| if u { "unpause" } else { "keep paused" }).unwrap_or("")}</td>
+                    <td class="row-actions">
+                        <button
+                            class="button button-small pause-toggle"
+                            type="button"
+                            on:click=move |_| {
+                                let action = if paused { "unpause" } else { "pause" };
+                                run(error, fns::agent_action(e1.clone(), n1.clone(), action.into()))
+                            }
+                        >
+                            {if paused { "Unpause" } else { "Pause" }}
+                        </button>
+                        <button
+                            class="button button-small button-secondary"
+                            type="button"
+                            on:click=move |_| run(error, {
+                                let call = fns::deploy(e2.clone(), false, Some(n2.clone()));
+                                async move { call.await.map(|_| ()) }
+                            })
+                        >
+                            "Deploy"
+                        </button>
+                        <button
+                            class="button button-small button-secondary"
+                            type="button"
+                            on:click=move |_| run(error, {
+                                let call = fns::deploy(e3.clone(), true, Some(n3.clone()));
+                                async move { call.await.map(|_| ()) }
+                            })
+                        >
+                            "Repair"
+                        </button>
+                    </td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let (pause_env, unpause_env) = (env.clone(), env);
+    view! {
+        <div class="toolbar">
+            <button
+                class="button button-secondary"
+                type="button"
+                on:click=move |_| {
+                    if confirm("Pause every agent of this environment?") {
+                        run(error, fns::agent_action(pause_env.clone(), String::new(), "pause".into()))
+                    }
+                }
+            >
+                "Pause all"
+            </button>
+            <button
+                class="button button-secondary"
+                type="button"
+                on:click=move |_| run(error, fns::agent_action(unpause_env.clone(), String::new(), "unpause".into()))
+            >
+                "Unpause all"
+            </button>
+        </div>
+        <ActionMessage error/>
+        <table class="table" id="agents">
+            <thead>
+                <tr>
+                    <SortHeader path=AGENTS column="name" label="Name"/>
+                    <SortHeader path=AGENTS column="status" label="Status"/>
+                    <th scope="col">"Last seen"</th>
+                    <th scope="col">"On resume"</th>
+                    <th scope="col"><span class="sr-only">"Actions"</span></th>
+                </tr>
+            </thead>
+            <tbody>{rows}</tbody>
+        </table>
+        <Pager path=AGENTS page=data.page/>
+    }
+    .into_any()
+}
+
+#[component]
+pub fn ParametersPage() -> impl IntoView {
+    view! { <ParameterList facts=false/> }
+}
+
+#[component]
+pub fn FactsPage() -> impl IntoView {
+    view! { <ParameterList facts=true/> }
+}
+
+#[component]
+fn ParameterList(facts: bool) -> impl IntoView {
+    let env = env();
+    let refresh = Refresh::get();
+    let table = table_query();
+    let data = Resource::new(move || (table.get(), refresh.tick()), move |(q, _)| fns::parameters(q, facts));
+    let (title, path) = if facts { ("Facts", FACTS) } else { ("Parameters", PARAMETERS) };
+    let fields = if facts {
+        vec![("name", "Name"), ("resource_id", "Resource")]
+    } else {
+        vec![("name", "Name"), ("source", "Source")]
+    };
+    view! {
+        <Title text=title/>
+        <section class="page">
+            <div class="page-header">
+                <h1>{title}</h1>
+            </div>
+            <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
+                <FilterForm path fields=fields.clone() keep=vec!["env"]/>
+                <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                    {move || Suspend::new(async move {
+                        match data.await {
+                            Ok(page) => view! { <ParameterTable env=env.get_untracked() path facts data=page/> }.into_any(),
+                            Err(e) => view! { <ErrorBox title="The list could not be loaded" error=e.to_string()/> }.into_any(),
+                        }
+                    })}
+                </Transition>
+            </Show>
+        </section>
+    }
+}
+
+#[component]
+fn ParameterTable(env: String, path: &'static str, facts: bool, data: Paged<ParameterRow>) -> impl IntoView {
+    if data.rows.is_empty() {
+        return if facts {
+            view! {
+                <Empty title="No facts">
+                    <p>"Handlers report facts about the resources they manage; none are stored yet."</p>
+                </Empty>
+            }
+            .into_any()
+        } else {
+            view! {
+                <Empty title="No parameters">
+                    <p>"Set one with " <code>"inmanta param set"</code> " or through " <code>"PUT /api/v1/param"</code> "."</p>
+                </Empty>
+            }
+            .into_any()
+        };
+    }
+    view! {
+        <table class="table" id=if facts { "facts" } else { "parameters" }>
+            <thead>
+                <tr>
+                    <SortHeader path column="name" label="Name"/>
+                    {if facts {
+                        view! { <SortHeader path column="resource_id" label="Resource"/> }.into_any()
+                    } else {
+                        view! { <SortHeader path column="source" label="Source"/> }.into_any()
+                    }}
+                    {(!facts).then(|| view! { <SortHeader path column="updated" label="Updated"/> })}
+                    {facts.then(|| view! { <th scope="col">"Updated"</th> })}
+                    <th scope="col">"Value"</th>
+                </tr>
+            </thead>
+            <tbody>
+                {data
+                    .rows
+                    .into_iter()
+                    .map(|p| {
+                        let second = if facts {
+                            let href = resource_link(&env, &p.resource_id);
+                            view! { <td><a class="mono" href=href>{p.resource_id.clone()}</a></td> }.into_any()
+                        } else {
+                            view! { <td>{p.source.clone()}</td> }.into_any()
+                        };
+                        let long = p.value.len() > 120 || p.value.contains('\n');
+                        view! {
+                            <tr>
+                                <td>{p.name}</td>
+                                {second}
+                                <td class="nowrap">{p.updated.as_deref().map(short_date)}</td>
+                                <td>
+                                    {if long {
+                                        view! {
+                                            <details>
+                                                <summary>{format!("{} characters", p.value.len())}</summary>
+                                                <pre class="code">{p.value}</pre>
+                                            </details>
+                                        }
+                                            .into_any()
+                                    } else {
+                                        view! { <code class="value">{p.value}</code> }.into_any()
+                                    }}
+                                </td>
+                            </tr>
+                        }
+                    })
+                    .collect_view()}
+            </tbody>
+        </table>
+        <Pager path page=data.page/>
+    }
+    .into_any()
+}
+
+#[component]
+pub fn NotificationsPage() -> impl IntoView {
+    let env = env();
+    let refresh = Refresh::get();
+    let table = table_query();
+    let data = Resource::new(move || (table.get(), refresh.tick()), |(q, _)| fns::notifications(q));
+    let error = ActionError::new();
+    view! {
+        <Title text="Notifications"/>
+        <section class="page">
+            <div class="page-header">
+                <h1>"Notifications"</h1>
+                <Show when=move || !env.get().is_empty()>
+                    <button
+                        class="button button-secondary"
+                        id="mark-all-read"
+                        type="button"
+                        on:click=move |_| run(error, fns::update_notification(env.get_untracked(), String::new(), Some(true), None))
+                    >
+                        "Mark all read"
+                    </button>
+                </Show>
+            </div>
+            <ActionMessage error/>
+            <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
+                <div class="toolbar">
+                    <span class="muted">"Read: "</span>
+                    {choice_filter(NOTIFICATIONS, "read", &["", "false", "true"])}
+                    <span class="muted">" Severity: "</span>
+                    {choice_filter(NOTIFICATIONS, "severity", &["", "message", "info", "success", "warning", "error"])}
+                </div>
+                <Transition fallback=|| view! { <p class="muted">"Loading notifications…"</p> }>
+                    {move || Suspend::new(async move {
+                        match data.await {
+                            Ok(page) => view! { <NotificationList env=env.get_untracked() data=page error/> }.into_any(),
+                            Err(e) => view! { <ErrorBox title="The notifications could not be loaded" error=e.to_string()/> }.into_any(),
+                        }
+                    })}
+                </Transition>
+            </Show>
+        </section>
+    }
+}
+
+#[component]
+fn NotificationList(env: String, data: Paged<NotificationRow>, error: ActionError) -> impl IntoView {
+    if data.rows.is_empty() {
+        return view! {
+            <Empty title="No notifications">
+                <p>"The orchestrator notifies here when something needs attention, such as a failed compile."</p>
+            </Empty>
+        }
+        .into_any();
+    }
+    view! {
+        <ul class="notifications" id="notifications">
+            {data
+                .rows
+                .into_iter()
+                .map(|n| {
+                    let (e1, e2) = (env.clone(), env.clone());
+                    let (id1, id2) = (n.id.clone(), n.id.clone());
+                    let read = n.read;
+                    view! {
+                        <li class=format!("notification severity-{}", n.severity) class:unread=!read data-id=n.id.clone()>
+                            <div class="notification-head">
+                                <span class=format!("badge severity-badge-{}", n.severity)>{n.severity.clone()}</span>
+                                <strong>{n.title}</strong>
+                                <span class="muted">{short_date(&n.created)}</span>
+                            </div>
+                            <p>{n.message}</p>
+                            {n.uri.map(|uri| view! { <a href=uri>"Open"</a> })}
+                            <div class="row-actions">
+                                <button
+                                    class="button button-small mark-read"
+                                    type="button"
+                                    on:click=move |_| run(error, fns::update_notification(e1.clone(), id1.clone(), Some(!read), None))
+                                >
+                                    {if read { "Mark unread" } else { "Mark read" }}
+                                </button>
+                                <button
+                                    class="button button-small button-secondary"
+                                    type="button"
+                                    on:click=move |_| run(error, fns::update_notification(e2.clone(), id2.clone(), None, Some(true)))
+                                >
+                                    "Clear"
+                                </button>
+                            </div>
+                        </li>
+                    }
+                })
+                .collect_view()}
+        </ul>
+        <Pager path=NOTIFICATIONS page=data.page/>
+    }
+    .into_any()
+}

@@ -1,0 +1,436 @@
+//! Resources (the latest released state) and one resource's details.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
+
+use crate::components::*;
+use crate::fns;
+use crate::layout::resource_link;
+use crate::model::{ResourceDetails, ResourcesView};
+use crate::pages::desired_state::{AttributeTable, FilterForm};
+use crate::pages::environment::short_date;
+
+const RESOURCES: &str = "/console/resources";
+const DETAILS: &str = "/console/resources/details";
+
+#[component]
+pub fn ResourcesPage() -> impl IntoView {
+    let env = env();
+    let refresh = Refresh::get();
+    let table = table_query();
+    let data = Resource::new(move || (table.get(), refresh.tick()), |(q, _)| fns::resources(q));
+    let error = ActionError::new();
+    let deploy = move |repair: bool| {
+        let question = if repair {
+            "Repair every resource of this environment (deploy all, also those that seem up to date)?"
+        } else {
+            "Deploy every resource whose desired state is not deployed yet?"
+        };
+        if confirm(question) {
+            run(error, async move { fns::deploy(env.get_untracked(), repair, None).await.map(|_| ()) });
+        }
+    };
+    view! {
+        <Title text="Resources"/>
+        <section class="page">
+            <div class="page-header">
+                <h1>"Resources"</h1>
+                <Show when=move || !env.get().is_empty()>
+                    <div class="page-actions">
+                        <a class="button button-secondary" id="graph-link" href=move || env_link("resources/graph", &env.get())>
+                            "Dependency graph"
+                        </a>
+                        <button class="button" id="deploy" type="button" on:click=move |_| deploy(false)>"Deploy"</button>
+                        <button class="button button-secondary" id="repair" type="button" on:click=move |_| deploy(true)>
+                            "Repair"
+                        </button>
+                    </div>
+                </Show>
+            </div>
+            <ActionMessage error/>
+            <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
+                <FilterForm
+                    path=RESOURCES
+                    fields=vec![("resource_type", "Type"), ("agent", "Agent"), ("resource_id_value", "Value")]
+                    keep=vec!["env", "filter.status"]
+                />
+                <Transition fallback=|| view! { <p class="muted">"Loading resources…"</p> }>
+                    {move || Suspend::new(async move {
+                        match data.await {
+                            Ok(view) => view! { <ResourcesBody env=env.get_untracked() data=view/> }.into_any(),
+                            Err(e) => view! { <ErrorBox title="The resources could not be loaded" error=e.to_string()/> }.into_any(),
+                        }
+                    })}
+                </Transition>
+            </Show>
+        </section>
+    }
+}
+
+#[component]
+fn ResourcesBody(env: String, data: ResourcesView) -> impl IntoView {
+    let q = use_query_map();
+    let current = q.get_untracked();
+    let status = current.get("filter.status").unwrap_or_default();
+    let chips = data
+        .summary
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(state, n)| {
+            let active = status == *state;
+            let href = link(RESOURCES, &current, &[("filter.status", (!active).then(|| state.clone()))]);
+            view! {
+                <a class="chip" class:active=active href=href data-state=state.clone()>
+                    <span class=format!("legend-swatch state-bg-{state}")></span>
+                    {format!("{} {n}", state.replace('_', " "))}
+                </a>
+            }
+        })
+        .collect_view();
+    let deploying = data.summary.iter().find(|(s, _)| s == "deploying").map(|(_, n)| *n).unwrap_or(0);
+    let header = format!("{deploying} deploying / {} resources", data.summary_total);
+    let empty_env = env.clone();
+    let body = if data.rows.is_empty() {
+        let env = empty_env;
+        let filtered = current.latest_values().any(|(k, v)| k.starts_with("filter.") && !v.is_empty());
+        view! {
+            <Empty title=if filtered { "No resources match the filters" } else { "No resources yet" }>
+                {if filtered {
+                    view! { <p><a href=env_link("resources", &env)>"Clear the filters"</a> " to see every resource."</p> }.into_any()
+                } else {
+                    view! {
+                        <p>
+                            "Resources appear when a version is released: export a model and promote it on the "
+                            <a href=env_link("desiredstate", &env)>"Desired State"</a> " page."
+                        </p>
+                    }
+                        .into_any()
+                }}
+            </Empty>
+        }
+        .into_any()
+    } else {
+        view! {
+            <table class="table" id="resources">
+                <thead>
+                    <tr>
+                        <SortHeader path=RESOURCES column="resource_type" label="Type"/>
+                        <SortHeader path=RESOURCES column="agent" label="Agent"/>
+                        <SortHeader path=RESOURCES column="resource_id_value" label="Value"/>
+                        <SortHeader path=RESOURCES column="status" label="Status"/>
+                        <th scope="col">"Requires"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {data
+                        .rows
+                        .into_iter()
+                        .map(|r| {
+                            let href = resource_link(&env, &r.id);
+                            let (rid, status) = (r.id.clone(), r.status.clone());
+                            view! {
+                                <tr data-id=rid data-status=status>
+                                    <td>{r.resource_type}</td>
+                                    <td>{r.agent}</td>
+                                    <td><a href=href>{r.value}</a></td>
+                                    <td><StatusBadge status=r.status/></td>
+                                    <td>{r.requires}</td>
+                                </tr>
+                            }
+                        })
+                        .collect_view()}
+                </tbody>
+            </table>
+            <Pager path=RESOURCES page=data.page/>
+        }
+        .into_any()
+    };
+    view! {
+        <div class="summary card">
+            <p class="summary-header" id="deploying-count">{header}</p>
+            <DeployBar env=env.clone() summary=data.summary.clone() total=data.summary_total/>
+            <div class="legend" aria-label="Filter on status">{chips}</div>
+        </div>
+        {body}
+    }
+}
+
+#[component]
+pub fn ResourceDetailsPage() -> impl IntoView {
+    let env = env();
+    let rid = query("rid");
+    let tab = query("tab");
+    let level = query("level");
+    let refresh = Refresh::get();
+    let details =
+        Resource::new(move || (env.get(), rid.get(), refresh.tick()), |(e, r, _)| fns::load_resource_details(e, r));
+    let q = use_query_map();
+    let tabs = [
+        ("attributes", "Desired state"),
+        ("requires", "Requires"),
+        ("history", "History"),
+        ("logs", "Logs"),
+        ("facts", "Facts"),
+    ];
+    let tab_links = move || {
+        let current = q.get();
+        let active_tab = {
+            let t = tab.get();
+            if t.is_empty() { "attributes".to_string() } else { t }
+        };
+        tabs.iter()
+            .map(|(key, label)| {
+                let href = link(DETAILS, &current, &[("tab", Some(key.to_string()))]);
+                let active = active_tab == *key;
+                view! {
+                    <a role="tab" class="tab" class:active=active aria-selected=active.to_string() href=href id=format!("tab-{key}")>
+                        {*label}
+                    </a>
+                }
+            })
+            .collect_view()
+    };
+    view! {
+        <Title text=move || rid.get()/>
+        <section class="page">
+            <nav class="breadcrumbs" aria-label="Breadcrumbs">
+                <a href=move || env_link("resources", &env.get())>"Resources"</a>
+                " › "
+                <span>{move || rid.get()}</span>
+            </nav>
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match details.await {
+                        Ok(d) => view! { <ResourceHeader details=d/> }.into_any(),
+                        Err(e) => view! { <ErrorBox title="The resource could not be loaded" error=e.to_string()/> }.into_any(),
+                    }
+                })}
+            </Transition>
+            <div class="tabs" role="tablist">{tab_links}</div>
+            <div class="tab-panel" role="tabpanel">
+                {move || match tab.get().as_str() {
+                    "requires" => view! { <RequiresTab details/> }.into_any(),
+                    "history" => view! { <HistoryTab env rid/> }.into_any(),
+                    "logs" => view! { <LogsTab env rid level/> }.into_any(),
+                    "facts" => view! { <FactsTab env rid/> }.into_any(),
+                    _ => view! { <AttributesTab details/> }.into_any(),
+                }}
+            </div>
+        </section>
+    }
+}
+
+#[component]
+fn ResourceHeader(details: ResourceDetails) -> impl IntoView {
+    view! {
+        <div class="page-header">
+            <h1 class="mono" id="resource-id">{details.id.clone()}</h1>
+            <StatusBadge status=details.status.clone()/>
+        </div>
+        <dl class="facts-list">
+            <dt>"Type"</dt>
+            <dd>{details.resource_type}</dd>
+            <dt>"Agent"</dt>
+            <dd>{details.agent}</dd>
+            <dt>"Last deploy"</dt>
+            <dd>{details.last_deploy.as_deref().map(short_date).unwrap_or_else(|| "never".into())}</dd>
+            <dt>"First generated"</dt>
+            <dd>{short_date(&details.first_generated)}</dd>
+        </dl>
+    }
+}
+
+type DetailsResource = Resource<Result<ResourceDetails, ServerFnError>>;
+
+#[component]
+fn AttributesTab(details: DetailsResource) -> impl IntoView {
+    view! {
+        <Transition fallback=|| ()>
+            {move || details.get().and_then(|r| r.ok()).map(|d| view! { <AttributeTable attributes=d.attributes/> })}
+        </Transition>
+    }
+}
+
+#[component]
+fn RequiresTab(details: DetailsResource) -> impl IntoView {
+    let env = env();
+    view! {
+        <Transition fallback=|| ()>
+            {move || {
+                details.get().and_then(|r| r.ok()).map(|d| {
+                    if d.requires.is_empty() {
+                        return view! { <p class="muted">"This resource requires nothing."</p> }.into_any();
+                    }
+                    view! {
+                        <table class="table" id="requires">
+                            <thead>
+                                <tr>
+                                    <th scope="col">"Resource"</th>
+                                    <th scope="col">"Status"</th>
+                                </tr>
+                            </thead>
+                            <tbody>
+                                {d
+                                    .requires
+                                    .into_iter()
+                                    .map(|(id, status)| {
+                                        let href = resource_link(&env.get_untracked(), &id);
+                                        view! {
+                                            <tr>
+                                                <td><a class="mono" href=href>{id}</a></td>
+                                                <td><StatusBadge status/></td>
+                                            </tr>
+                                        }
+                                    })
+                                    .collect_view()}
+                            </tbody>
+                        </table>
+                    }
+                        .into_any()
+                })
+            }}
+        </Transition>
+    }
+}
+
+#[component]
+fn HistoryTab(env: Memo<String>, rid: Memo<String>) -> impl IntoView {
+    let refresh = Refresh::get();
+    let data = Resource::new(move || (env.get(), rid.get(), refresh.tick()), |(e, r, _)| fns::resource_history(e, r));
+    view! {
+        <Transition fallback=|| view! { <p class="muted">"Loading history…"</p> }>
+            {move || Suspend::new(async move {
+                match data.await {
+                    Ok(rows) if rows.is_empty() => view! { <p class="muted">"No history yet."</p> }.into_any(),
+                    Ok(rows) => rows
+                        .into_iter()
+                        .map(|h| {
+                            view! {
+                                <details class="history-item">
+                                    <summary>
+                                        {short_date(&h.date)} " " <span class="muted mono">{h.attribute_hash.clone()}</span>
+                                        {format!(" · {} requires", h.requires.len())}
+                                    </summary>
+                                    <AttributeTable attributes=h.attributes/>
+                                </details>
+                            }
+                        })
+                        .collect_view()
+                        .into_any(),
+                    Err(e) => view! { <ErrorBox title="The history could not be loaded" error=e.to_string()/> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn LogsTab(env: Memo<String>, rid: Memo<String>, level: Memo<String>) -> impl IntoView {
+    let refresh = Refresh::get();
+    let data = Resource::new(
+        move || (env.get(), rid.get(), level.get(), refresh.tick()),
+        |(e, r, l, _)| fns::resource_logs(e, r, l),
+    );
+    let q = use_query_map();
+    let navigate = leptos_router::hooks::use_navigate();
+    let on_level = move |ev: leptos::ev::Event| {
+        let value = event_target_value(&ev);
+        let href = link(DETAILS, &q.get_untracked(), &[("level", (!value.is_empty()).then_some(value))]);
+        navigate(&in_app(&href), Default::default());
+    };
+    view! {
+        <div class="toolbar">
+            <label for="log-level">"Minimal level "</label>
+            <select id="log-level" class="input" prop:value=move || level.get() on:change=on_level>
+                {["", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+                    .map(|l| {
+                        view! {
+                            <option value=l selected=move || level.get() == l>
+                                {if l.is_empty() { "all" } else { l }}
+                            </option>
+                        }
+                    })
+                    .collect_view()}
+            </select>
+        </div>
+        <Transition fallback=|| view! { <p class="muted">"Loading logs…"</p> }>
+            {move || Suspend::new(async move {
+                match data.await {
+                    Ok(rows) if rows.is_empty() => view! { <p class="muted">"No log lines at this level."</p> }.into_any(),
+                    Ok(rows) => view! {
+                        <table class="table logs" id="logs">
+                            <thead>
+                                <tr>
+                                    <th scope="col">"Time"</th>
+                                    <th scope="col">"Action"</th>
+                                    <th scope="col">"Level"</th>
+                                    <th scope="col">"Message"</th>
+                                </tr>
+                            </thead>
+                            <tbody>
+                                {rows
+                                    .into_iter()
+                                    .map(|l| {
+                                        view! {
+                                            <tr data-level=l.level.clone()>
+                                                <td class="nowrap">{short_date(&l.timestamp)}</td>
+                                                <td>{l.action}</td>
+                                                <td><span class=format!("level level-{}", l.level.to_lowercase())>{l.level.clone()}</span></td>
+                                                <td><pre class="log-message">{l.message}</pre></td>
+                                            </tr>
+                                        }
+                                    })
+                                    .collect_view()}
+                            </tbody>
+                        </table>
+                    }
+                        .into_any(),
+                    Err(e) => view! { <ErrorBox title="The logs could not be loaded" error=e.to_string()/> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn FactsTab(env: Memo<String>, rid: Memo<String>) -> impl IntoView {
+    let refresh = Refresh::get();
+    let data = Resource::new(move || (env.get(), rid.get(), refresh.tick()), |(e, r, _)| fns::resource_facts(e, r));
+    view! {
+        <Transition fallback=|| view! { <p class="muted">"Loading facts…"</p> }>
+            {move || Suspend::new(async move {
+                match data.await {
+                    Ok(rows) if rows.is_empty() => {
+                        view! { <p class="muted">"No facts: the handler of this resource reported none."</p> }.into_any()
+                    }
+                    Ok(rows) => view! {
+                        <table class="table">
+                            <thead>
+                                <tr>
+                                    <th scope="col">"Name"</th>
+                                    <th scope="col">"Value"</th>
+                                    <th scope="col">"Updated"</th>
+                                </tr>
+                            </thead>
+                            <tbody>
+                                {rows
+                                    .into_iter()
+                                    .map(|f| view! {
+                                        <tr>
+                                            <td>{f.name}</td>
+                                            <td><code class="value">{f.value}</code></td>
+                                            <td>{f.updated.as_deref().map(short_date)}</td>
+                                        </tr>
+                                    })
+                                    .collect_view()}
+                            </tbody>
+                        </table>
+                    }
+                        .into_any(),
+                    Err(e) => view! { <ErrorBox title="The facts could not be loaded" error=e.to_string()/> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}

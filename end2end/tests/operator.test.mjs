@@ -1,0 +1,282 @@
+// The operator's day in a real browser: switch environment, read versions, compare two versions,
+// watch resources deploy live after a promote (no reload), read the logs of a failed resource,
+// pause and unpause an agent, mark a notification read. Screenshots of every main page land in
+// test-results/. Run by ../run.sh with INMANTA_URL pointing at a running server (its in-process
+// agents deploy std::testing::NullResource for real).
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const BASE = (process.env.INMANTA_URL ?? "http://127.0.0.1:8888").replace(/\/+$/, "");
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const ARTIFACTS = process.env.E2E_ARTIFACTS ?? join(dirname(fileURLToPath(import.meta.url)), "..", "test-results");
+const suffix = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`;
+
+let browser;
+let project;
+let envA;
+let envB;
+
+before(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+  project = await api("PUT", "/api/v2/project", { name: `ops-${suffix}` });
+  envA = await api("PUT", "/api/v2/environment", { name: `ops-a-${suffix}`, project_id: project.id });
+  envB = await api("PUT", "/api/v2/environment", { name: `ops-b-${suffix}`, project_id: project.id });
+  // Versions of envA wait for a promote (the default releases every new version at once).
+  await api("POST", "/api/v2/environment_settings/auto_deploy", { value: false }, envA.id);
+});
+
+after(async () => {
+  await browser?.close();
+});
+
+async function api(method, path, body, env) {
+  const headers = {};
+  if (body !== undefined) headers["content-type"] = "application/json";
+  if (env) headers["x-inmanta-tid"] = env;
+  const response = await fetch(`${BASE}${path}`, { method, headers, body: body !== undefined ? JSON.stringify(body) : undefined });
+  const text = await response.text();
+  assert.ok(response.ok, `${method} ${path} -> ${response.status}: ${text}`);
+  return text ? JSON.parse(text).data ?? JSON.parse(text) : null;
+}
+
+function nullResource(version, name, { agent = "agent1", fail = false, value = "", requires = [] } = {}) {
+  return {
+    id: `std::testing::NullResource[${agent},name=${name}],v=${version}`,
+    name, agentname: agent, fail, value, int_value: 0, purged: false,
+    send_event: true, receive_events: true,
+    requires: requires.map((r) => `${r},v=${version}`),
+  };
+}
+
+/** Stores a version of NullResources (not released). */
+async function putVersion(env, make) {
+  const version = await api("POST", "/api/v2/reserve_version", undefined, env);
+  await api("PUT", "/api/v1/version", {
+    version, resources: make(version), resource_state: {}, unknowns: [], version_info: {}, compiler_version: "e2e",
+  }, env);
+  return version;
+}
+
+/** A page that records every browser error (console errors, uncaught exceptions, failed requests). */
+async function openConsole(t) {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const errors = [];
+  page.on("console", (m) => { if (m.type() === "error") errors.push(`console.error: ${m.text()} (${m.location()?.url})`); });
+  page.on("pageerror", (e) => errors.push(`pageerror: ${e}`));
+  page.on("requestfailed", (r) => {
+    // The event stream is cut when the page goes away; that is not an error.
+    if (!r.url().includes("/console/events")) errors.push(`request failed: ${r.url()} ${r.failure()?.errorText}`);
+  });
+  page.on("response", (r) => { if (r.status() >= 400) errors.push(`HTTP ${r.status()}: ${r.url()}`); });
+  page.on("dialog", (d) => d.accept());
+  t.after(() => page.close());
+  return { page, errors };
+}
+
+async function waitForHydration(page) {
+  await page.waitForSelector('.layout[data-hydrated="true"]', { timeout: 20_000 });
+}
+
+async function shot(page, name) {
+  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+}
+
+test("switch environment through the header switcher", async (t) => {
+  const { page, errors } = await openConsole(t);
+  await page.goto(`${BASE}/console/dashboard?env=${envA.id}`);
+  await waitForHydration(page);
+  assert.match(await page.textContent("#env-switcher"), new RegExp(envA.name));
+  await page.click("#env-switcher");
+  await page.fill("#env-search", envB.name);
+  const links = page.locator(`.switcher-list a[data-env]`);
+  assert.equal(await links.count(), 1);
+  await links.first().click();
+  await page.waitForURL((url) => url.search.includes(envB.id));
+  assert.match(new URL(page.url()).pathname, /\/console\/dashboard$/);
+  await page.locator("#env-switcher", { hasText: envB.name }).waitFor();
+  await shot(page, "dashboard-empty");
+  assert.deepEqual(errors, [], "browser errors");
+});
+
+test("versions, compare, promote and watch the resources deploy live", async (t) => {
+  const v1 = await putVersion(envA.id, (v) => [nullResource(v, "n1"), nullResource(v, "n2", { value: "old" })]);
+  const v2 = await putVersion(envA.id, (v) => [
+    nullResource(v, "n2", { value: "new" }),
+    nullResource(v, "n3", { requires: ["std::testing::NullResource[agent1,name=n2]"] }),
+  ]);
+  const { page, errors } = await openConsole(t);
+  await page.goto(`${BASE}/console/desiredstate?env=${envA.id}`);
+  await page.locator(`#versions tr[data-version="${v2}"]`).waitFor();
+  await waitForHydration(page);
+  assert.equal(await page.locator("#versions tbody tr").count(), 2);
+  await shot(page, "desired-state");
+
+  // Compare: select both, open the compare view.
+  await page.check(`#versions tr[data-version="${v1}"] input.select-version`);
+  await page.check(`#versions tr[data-version="${v2}"] input.select-version`);
+  await page.click("a#compare");
+  await page.waitForURL(/\/console\/desiredstate\/compare/);
+  await page.locator("#compare-summary").waitFor();
+  assert.match(await page.textContent("#compare-summary"), /1 added, 1 modified, 1 deleted/);
+  const modified = page.locator('details.diff-modified[data-id="std::testing::NullResource[agent1,name=n2]"]');
+  assert.match(await modified.locator('tr[data-attribute="value"]').textContent(), /old.*new/s);
+  await shot(page, "compare");
+
+  // Resources page before anything is released, then promote v2 from another tab's point of view
+  // (the REST API) and watch the page change without a reload.
+  await page.goto(`${BASE}/console/resources?env=${envA.id}`);
+  await waitForHydration(page);
+  await page.locator("text=No resources yet").waitFor();
+  await page.evaluate(() => { window.__notReloaded = true; });
+  await api("POST", `/api/v2/desiredstate/${v2}/promote`, undefined, envA.id);
+  await page.locator('#resources tr[data-status="deployed"]').nth(1).waitFor({ timeout: 30_000 });
+  assert.equal(await page.evaluate(() => window.__notReloaded), true, "the page was reloaded");
+  assert.equal(await page.locator("#resources tbody tr").count(), 2);
+  assert.match(await page.textContent("#deploying-count"), /2 resources/);
+  await shot(page, "resources");
+
+  // A third version put and promoted from the console's Desired State page: the new resource
+  // shows up deployed live on the resources page the operator goes back to.
+  const v3 = await putVersion(envA.id, (v) => [
+    nullResource(v, "n2", { value: "new" }),
+    nullResource(v, "n3", { requires: ["std::testing::NullResource[agent1,name=n2]"] }),
+    nullResource(v, "n4"),
+  ]);
+  await page.goto(`${BASE}/console/desiredstate?env=${envA.id}`);
+  await waitForHydration(page);
+  await page.click(`#versions tr[data-version="${v3}"] button.promote`);
+  await page.locator(`#versions tr[data-version="${v3}"] [data-status="active"]`).waitFor({ timeout: 15_000 });
+  await page.goto(`${BASE}/console/resources?env=${envA.id}&sort=resource_id_value.asc`);
+  await waitForHydration(page);
+  await page.locator('#resources tr[data-id="std::testing::NullResource[agent1,name=n4]"][data-status="deployed"]')
+    .waitFor({ timeout: 30_000 });
+
+  // The summary bar filters.
+  await page.click('.legend a.chip[data-state="deployed"]');
+  await page.waitForURL(/filter\.status=deployed/);
+  await page.locator("#resources tbody tr").first().waitFor();
+
+  await page.goto(`${BASE}/console/dashboard?env=${envA.id}`);
+  await waitForHydration(page);
+  await page.locator("#deploy-progress .deploy-bar a").first().waitFor();
+  await shot(page, "dashboard");
+  assert.deepEqual(errors, [], "browser errors");
+});
+
+test("a failed resource shows its logs", async (t) => {
+  const env = await api("PUT", "/api/v2/environment", { name: `ops-fail-${suffix}`, project_id: project.id });
+  // auto_deploy (the default) releases the version as soon as it is stored.
+  await putVersion(env.id, (v) => [nullResource(v, "broken", { agent: "agent9", fail: true })]);
+  const { page, errors } = await openConsole(t);
+  await page.goto(`${BASE}/console/resources?env=${env.id}`);
+  await waitForHydration(page);
+  const row = page.locator('#resources tr[data-status="failed"]');
+  await row.waitFor({ timeout: 30_000 });
+  await row.locator("a").click();
+  await page.waitForURL(/\/console\/resources\/details/);
+  await page.locator("#resource-id").waitFor();
+  assert.match(await page.textContent("#resource-id"), /name=broken/);
+  await page.click("#tab-logs");
+  await page.locator("#logs tbody tr").first().waitFor({ timeout: 15_000 });
+  const levels = await page.locator("#logs tbody tr").evaluateAll((rows) => rows.map((r) => r.dataset.level));
+  assert.ok(levels.includes("ERROR"), `levels ${levels}`);
+  await page.selectOption("#log-level", "ERROR");
+  await page.waitForURL(/level=ERROR/);
+  await page.waitForFunction(() => [...document.querySelectorAll("#logs tbody tr")].every((r) => r.dataset.level === "ERROR"));
+  await shot(page, "resource-logs");
+  await page.click("#tab-attributes");
+  await page.locator('tr[data-attribute="fail"]').waitFor();
+  await shot(page, "resource-details");
+  assert.deepEqual(errors, [], "browser errors");
+});
+
+test("pause and unpause an agent", async (t) => {
+  const { page, errors } = await openConsole(t);
+  await page.goto(`${BASE}/console/agents?env=${envA.id}`);
+  await waitForHydration(page);
+  const row = page.locator('#agents tr[data-agent="agent1"]');
+  await row.waitFor();
+  await row.locator("button.pause-toggle").click();
+  await page.locator('#agents tr[data-agent="agent1"][data-status="paused"]').waitFor({ timeout: 10_000 });
+  await shot(page, "agents");
+  await page.locator('#agents tr[data-agent="agent1"] button.pause-toggle').click();
+  await page.locator('#agents tr[data-agent="agent1"]:not([data-status="paused"])').waitFor({ timeout: 10_000 });
+  assert.deepEqual(errors, [], "browser errors");
+});
+
+test("mark a notification read from the drawer and the centre", async (t) => {
+  // A failing deploy notifies; if this server does not, there is nothing to mark and we say so.
+  const env = await api("PUT", "/api/v2/environment", { name: `ops-notify-${suffix}`, project_id: project.id });
+  await putVersion(env.id, (v) => [nullResource(v, "bad", { agent: "agent7", fail: true })]);
+  const { page, errors } = await openConsole(t);
+  await page.goto(`${BASE}/console/notificationcenter?env=${env.id}`);
+  await waitForHydration(page);
+  const item = page.locator("#notifications li.unread").first();
+  try {
+    await item.waitFor({ timeout: 20_000 });
+  } catch {
+    t.skip("the server created no notification for the failed deploy");
+    return;
+  }
+  const unreadBefore = Number(await page.textContent("#unread-count"));
+  await page.click("#notification-bell");
+  await page.locator("#notification-drawer .drawer-item").first().waitFor();
+  await shot(page, "notification-drawer");
+  await page.locator("#notification-drawer .drawer-item button", { hasText: "Mark read" }).first().click();
+  await page.waitForFunction((n) => Number(document.querySelector("#unread-count")?.textContent ?? 0) < n, unreadBefore);
+  await shot(page, "notifications");
+  assert.deepEqual(errors, [], "browser errors");
+});
+
+test("settings, parameters, facts and create environment pages render and hydrate", async (t) => {
+  const { page, errors } = await openConsole(t);
+  await page.goto(`${BASE}/console/settings?env=${envA.id}`);
+  await waitForHydration(page);
+  await page.locator('#settings tr[data-setting="auto_deploy"]').waitFor();
+  await shot(page, "settings");
+  await page.goto(`${BASE}/console/parameters?env=${envA.id}`);
+  await waitForHydration(page);
+  await shot(page, "parameters");
+  await page.goto(`${BASE}/console/facts?env=${envA.id}`);
+  await waitForHydration(page);
+  await shot(page, "facts");
+  await page.goto(`${BASE}/console/environment/create`);
+  await waitForHydration(page);
+  await page.fill("#new-project", `created-${suffix}`);
+  await page.fill("#env-name", `created-env-${suffix}`);
+  await page.click('#create-environment button[type="submit"]');
+  await page.waitForURL(/\/console\/dashboard\?env=/);
+  await page.locator("#env-switcher", { hasText: `created-env-${suffix}` }).waitFor();
+  await page.emulateMedia({ colorScheme: "dark" });
+  await shot(page, "dashboard-dark");
+  assert.deepEqual(errors, [], "browser errors");
+});
+
+test("the dependency graph draws the resources and opens one on click", async (t) => {
+  const { page, errors } = await openConsole(t);
+  await page.goto(`${BASE}/console/resources/graph?env=${envA.id}`);
+  await waitForHydration(page);
+  const node = page.locator('#graph a.node[data-id="std::testing::NullResource[agent1,name=n3]"]');
+  await node.waitFor();
+  assert.ok(await page.locator("#graph path.edge").count() >= 1, "requires edges");
+  // Zoom and pan change the view box.
+  const before = await page.getAttribute("#graph", "viewBox");
+  await page.hover("#graph");
+  await page.mouse.wheel(0, -300);
+  await page.waitForFunction((b) => document.querySelector("#graph").getAttribute("viewBox") !== b, before);
+  await shot(page, "graph");
+  await node.click();
+  await page.waitForURL(/\/console\/resources\/details/);
+  await page.locator("#resource-id").waitFor();
+  assert.deepEqual(errors, [], "browser errors");
+});
