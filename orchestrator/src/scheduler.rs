@@ -339,9 +339,18 @@ struct AgentQueue {
     paused: bool,
 }
 
-/// Seconds between runs, from `autostart_agent_deploy_interval` / `..._repair_interval`.
-/// 0 disables; cron expressions are not supported yet and disable the timer with a warning.
-fn interval(value: Option<&api::SettingValue>, default: u64) -> Option<Duration> {
+/// When a deploy or repair timer fires, from `autostart_agent_deploy_interval` /
+/// `autostart_agent_repair_interval` (reference/deploy.md §6.3).
+#[derive(Debug, Clone, PartialEq)]
+enum Timer {
+    Off,
+    /// Per resource: this long after its last deploy ended.
+    Every(Duration),
+    /// One global run at the times a cron expression names (UTC).
+    Cron(String),
+}
+
+fn timer(value: Option<&api::SettingValue>, default: u64) -> Timer {
     let text = match value {
         Some(api::SettingValue::Int(i)) => i.to_string(),
         Some(api::SettingValue::Str(s)) => s.clone(),
@@ -349,13 +358,26 @@ fn interval(value: Option<&api::SettingValue>, default: u64) -> Option<Duration>
         None => default.to_string(),
     };
     match text.trim().parse::<u64>() {
-        Ok(0) => None,
-        Ok(seconds) => Some(Duration::from_secs(seconds)),
+        Ok(0) => Timer::Off,
+        Ok(seconds) => Timer::Every(Duration::from_secs(seconds)),
+        Err(_) if next_fire(&text, chrono::Utc::now()).is_some() => Timer::Cron(text.trim().to_string()),
         Err(_) => {
-            tracing::warn!(value = %text, "cron intervals are not supported yet; the timer is off");
-            None
+            tracing::warn!(value = %text, "not a number of seconds nor a cron expression; the timer is off");
+            Timer::Off
         }
     }
+}
+
+/// The first time after `now` that a cron expression names (UTC). Five fields are
+/// `min hour dom month dow`, six `min hour dom month dow year`, seven start with seconds.
+pub fn next_fire(expr: &str, now: chrono::DateTime<chrono::Utc>) -> Option<chrono::DateTime<chrono::Utc>> {
+    use std::str::FromStr;
+    let full = match expr.split_whitespace().count() {
+        5 | 6 => format!("0 {expr}"),
+        7 => expr.to_string(),
+        _ => return None,
+    };
+    cron::Schedule::from_str(&full).ok()?.after(&now).next()
 }
 
 struct EnvScheduler {
@@ -369,8 +391,11 @@ struct EnvScheduler {
     agents: HashMap<String, AgentQueue>,
     seq: u64,
     halted: bool,
-    deploy_interval: Option<Duration>,
-    repair_interval: Option<Duration>,
+    deploy_timer: Timer,
+    repair_timer: Timer,
+    /// The next global runs of cron timers.
+    next_deploy_run: Option<chrono::DateTime<chrono::Utc>>,
+    next_repair_run: Option<chrono::DateTime<chrono::Utc>>,
     realtime_repair: bool,
     /// The released version the resources were read from.
     loaded_version: i64,
@@ -397,8 +422,10 @@ impl EnvScheduler {
             agents: HashMap::new(),
             seq: 0,
             halted: false,
-            deploy_interval: None,
-            repair_interval: None,
+            deploy_timer: Timer::Off,
+            repair_timer: Timer::Off,
+            next_deploy_run: None,
+            next_repair_run: None,
             realtime_repair: true,
             loaded_version: 0,
             started: vec![],
@@ -456,8 +483,12 @@ impl EnvScheduler {
         let environment = self.orchestrator.get_environment(self.env, Default::default()).await?;
         self.halted = environment.halted;
         let settings = self.orchestrator.environment_settings(self.env).await?.settings;
-        self.deploy_interval = interval(settings.get(api::settings::names::DEPLOY_INTERVAL), 600);
-        self.repair_interval = interval(settings.get(api::settings::names::REPAIR_INTERVAL), 86400);
+        self.deploy_timer = timer(settings.get(api::settings::names::DEPLOY_INTERVAL), 600);
+        self.repair_timer = timer(settings.get(api::settings::names::REPAIR_INTERVAL), 86400);
+        let now = chrono::Utc::now();
+        let next = |t: &Timer| if let Timer::Cron(expr) = t { next_fire(expr, now) } else { None };
+        self.next_deploy_run = next(&self.deploy_timer);
+        self.next_repair_run = next(&self.repair_timer);
         self.realtime_repair =
             settings.get(api::settings::names::REALTIME_REPAIR).and_then(api::SettingValue::as_bool).unwrap_or(true);
         let paused: HashSet<String> = self.orchestrator.paused_agents(self.env).await?.into_iter().collect();
@@ -830,27 +861,48 @@ impl EnvScheduler {
         }
     }
 
-    /// Per-resource timers: retry dirty ones after the deploy interval, repair every one after
-    /// the repair interval (reference/deploy.md §6.3).
+    /// Timers: per resource, retry dirty ones after the deploy interval and repair every one
+    /// after the repair interval; with cron expressions, one global retry or repair at those
+    /// times (reference/deploy.md §6.3).
     fn timers(&mut self) {
         if self.halted {
             return;
         }
         let now = Instant::now();
+        let deploy_every = if let Timer::Every(d) = self.deploy_timer { Some(d) } else { None };
+        let repair_every = if let Timer::Every(d) = self.repair_timer { Some(d) } else { None };
+        let wall = chrono::Utc::now();
+        let fires = |next: &mut Option<chrono::DateTime<chrono::Utc>>, timer: &Timer| match (next.as_ref(), timer) {
+            (Some(at), Timer::Cron(expr)) if *at <= wall => {
+                *next = next_fire(expr, wall);
+                true
+            }
+            _ => false,
+        };
+        let global_deploy = fires(&mut self.next_deploy_run, &self.deploy_timer.clone());
+        let global_repair = fires(&mut self.next_repair_run, &self.repair_timer.clone());
         let mut due: Vec<(String, u8)> = vec![];
         for (rid, r) in &self.resources {
             if r.blocked == Blocked::Yes || self.tasks.contains_key(rid) || self.running.contains_key(rid) {
+                continue;
+            }
+            if global_repair {
+                due.push((rid.clone(), priority::INTERVAL_REPAIR));
+                continue;
+            }
+            if global_deploy && r.dirty && r.blocked == Blocked::No {
+                due.push((rid.clone(), priority::INTERVAL_DEPLOY));
                 continue;
             }
             let Some(end) = r.last_end else { continue };
             let elapsed = now.saturating_duration_since(end);
             if r.dirty
                 && r.blocked == Blocked::No
-                && let Some(every) = self.deploy_interval
+                && let Some(every) = deploy_every
                 && elapsed >= every
             {
                 due.push((rid.clone(), priority::INTERVAL_DEPLOY));
-            } else if let Some(every) = self.repair_interval
+            } else if let Some(every) = repair_every
                 && elapsed >= every
             {
                 due.push((rid.clone(), priority::INTERVAL_REPAIR));

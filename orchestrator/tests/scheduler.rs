@@ -302,3 +302,24 @@ async fn the_deploy_interval_retries_failures_and_user_deploys_go_first() {
         "the user deploy of the changed resource (priority 0) runs before the repair (priority 2)"
     );
 }
+
+#[tokio::test]
+async fn a_cron_repair_runs_every_resource_at_its_times() {
+    let s = setup().await;
+    s.release(vec![null("agent-a", "a", "1", &[]), null("agent-a", "b", "1", &[])], &[]).await;
+    s.idle().await;
+    assert_eq!(s.calls().len(), 2);
+    // Every second (seven fields start with seconds): both resources are repaired.
+    s.o.set_environment_setting(s.env, "autostart_agent_repair_interval", &json!("* * * * * * *")).await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let calls = s.recorder.calls.lock().unwrap().len();
+        if calls >= 2 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the cron repair did not run");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(orchestrator::scheduler::next_fire("*/5 * * * *", chrono::Utc::now()).is_some());
+    assert!(orchestrator::scheduler::next_fire("every tuesday", chrono::Utc::now()).is_none());
+}

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use orchestrator::Orchestrator;
 use orchestrator::compiles::{CompileOutcome, QueuedCompile, StageResult};
+use orchestrator::scheduler::next_fire;
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 use uuid::Uuid;
@@ -97,19 +98,6 @@ async fn run_auto_full_compile(o: Orchestrator) {
         }
         tokio::time::sleep(wake_in.max(Duration::from_millis(100))).await;
     }
-}
-
-/// The first time after `now` that a cron expression names. Five fields are
-/// `min hour dom month dow`, six are `min hour dom month dow year`, seven start with seconds.
-fn next_fire(expr: &str, now: chrono::DateTime<chrono::Utc>) -> Option<chrono::DateTime<chrono::Utc>> {
-    use std::str::FromStr;
-    let fields = expr.split_whitespace().count();
-    let full = match fields {
-        5 | 6 => format!("0 {expr}"),
-        7 => expr.to_string(),
-        _ => return None,
-    };
-    cron::Schedule::from_str(&full).ok()?.after(&now).next()
 }
 
 async fn run_queue(o: Orchestrator, config: Arc<RunnerConfig>) {
