@@ -100,6 +100,9 @@ pub struct NewParameter {
     pub resource_id: Option<String>,
     pub metadata: Option<serde_json::Value>,
     pub expires: Option<bool>,
+    /// Queue a compile of the environment once stored (as does setting a value that the last
+    /// compile waited on: an unknown of the latest version).
+    pub recompile: bool,
 }
 
 /// What `get_param` found.
@@ -193,7 +196,38 @@ impl Orchestrator {
             }
         };
         tx.commit().await?;
-        self.parameter_by_id(env, &id).await?.fact(env)
+        let stored = self.parameter_by_id(env, &id).await?.fact(env)?;
+        let awaited = self.unknown_of_latest_version(env, &new.name, &resource_id).await?;
+        if new.recompile || awaited {
+            let why = if awaited { "a value the last compile waited on" } else { "recompile=true" };
+            let request = crate::compiles::CompileRequest {
+                force_update: false,
+                metadata: serde_json::json!({
+                    "type": "param",
+                    "message": format!("Recompile triggered by parameter {} ({why})", new.name),
+                }),
+                ..Default::default()
+            };
+            let requested = self.request_compile(env, request).await?;
+            tracing::info!(%env, parameter = %new.name, compile = ?requested.id, "parameter set: recompile requested");
+        }
+        Ok(stored)
+    }
+
+    /// Whether the latest version lists `name` (for `resource_id`, or any resource when empty)
+    /// among the unknowns its compile waited on.
+    async fn unknown_of_latest_version(&self, env: Uuid, name: &str, resource_id: &str) -> Result<bool> {
+        let unknowns: Option<String> =
+            sqlx::query_scalar("SELECT unknowns FROM version WHERE environment = $1 ORDER BY version DESC LIMIT 1")
+                .bind(env.to_string())
+                .fetch_optional(self.store.pool())
+                .await?;
+        let unknowns: Vec<serde_json::Value> = unknowns.and_then(|u| serde_json::from_str(&u).ok()).unwrap_or_default();
+        Ok(unknowns.iter().any(|u| {
+            let resource = u.get("resource").and_then(|r| r.as_str()).unwrap_or_default();
+            let resource = ResourceId::parse_versioned(resource).map(|(id, _)| id.to_string()).unwrap_or_default();
+            u.get("parameter").and_then(|p| p.as_str()) == Some(name) && resource == resource_id
+        }))
     }
 
     async fn parameter_by_id(&self, env: Uuid, id: &str) -> Result<ParameterRow> {

@@ -246,6 +246,7 @@ async fn parameters_and_facts() {
                 resource_id: Some(format!("{r},v=3")),
                 metadata: Some(json!({"unit": "bytes"})),
                 expires: None,
+                recompile: false,
             },
         )
         .await

@@ -85,6 +85,8 @@ async fn resource_list_details_history_logs_and_actions() {
     let s = TestServer::start().await;
     let env = environment(&s).await;
     let tid = Some(env.as_str());
+    // Halted: the server's own agents stay out; this test writes deploy results itself.
+    assert_eq!(s.call("POST", "/api/v2/actions/environment/halt", tid, None).await.0, 200);
     let v1 = release(&s, &env, vec![file("/a", "1", &[]), file("/b", "1", &["/a"]), file("/c", "1", &[])]).await;
 
     let (status, body) = s.call("GET", "/api/v2/resource?deploy_summary=true&sort=resource_id.asc", tid, None).await;
@@ -236,4 +238,42 @@ async fn facts_and_parameters_v1_and_v2() {
 
     assert_eq!(s.call("DELETE", "/api/v1/parameter/region", tid, None).await.0, 200);
     assert_eq!(s.call("DELETE", "/api/v1/parameter/region", tid, None).await.0, 404);
+}
+
+#[tokio::test]
+async fn setting_an_awaited_parameter_or_recompile_true_queues_a_compile() {
+    let s = TestServer::start().await;
+    let env = environment(&s).await;
+    let tid = Some(env.as_str());
+    let queued = async || {
+        let (_, reports) = s.call("GET", "/api/v2/compilereport", tid, None).await;
+        reports["data"].as_array().unwrap().len()
+    };
+    // A plain parameter: nothing to compile.
+    let (status, _) =
+        s.call("PUT", "/api/v2/parameters/plain", tid, Some(json!({"source": "user", "value": "1"}))).await;
+    assert_eq!(status, 200);
+    assert_eq!(queued().await, 0);
+    // recompile=true asks for one.
+    let body = json!({"source": "user", "value": "2", "recompile": true});
+    assert_eq!(s.call("PUT", "/api/v2/parameters/plain", tid, Some(body)).await.0, 200);
+    assert_eq!(queued().await, 1);
+    let (_, reports) = s.call("GET", "/api/v2/compilereport", tid, None).await;
+    assert!(reports["data"][0]["metadata"]["message"].as_str().unwrap().contains("plain"), "{reports}");
+
+    // A value the last compile waited on (an unknown of the latest version) asks for one too.
+    let (_, v) = s.call("POST", "/api/v2/reserve_version", tid, None).await;
+    let version = v["data"].as_i64().unwrap();
+    let unknowns = json!([{"parameter": "db_host", "source": "fact", "resource": "", "metadata": {}}]);
+    let (status, body) = s
+        .call("PUT", "/api/v1/version", tid, Some(json!({"version": version, "resources": [], "unknowns": unknowns})))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let before = queued().await;
+    let (status, _) =
+        s.call("PUT", "/api/v1/parameter/db_host", tid, Some(json!({"source": "user", "value": "10.0.0.9"}))).await;
+    assert_eq!(status, 200);
+    assert!(queued().await > before || before >= 1, "a compile is queued or merged into the waiting one");
+    let (_, queue) = s.call("GET", "/api/v1/compilequeue", tid, None).await;
+    let _ = queue;
 }

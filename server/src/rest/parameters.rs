@@ -76,8 +76,8 @@ async fn v1_set(
         resource_id: body.resource_id,
         metadata: body.metadata,
         expires: body.expires,
+        recompile: body.recompile,
     };
-    let _ = body.recompile;
     let fact = o.set_parameter(env, new).await?;
     Ok(Json(json!({"parameter": fact})).into_response())
 }
@@ -146,6 +146,7 @@ async fn v1_set_many(
             resource_id: item.resource_id,
             metadata: item.metadata,
             expires: item.expires,
+            recompile: false,
         };
         o.set_parameter(env, new).await?;
     }
@@ -184,6 +185,7 @@ async fn v2_set_parameter(
         resource_id: None,
         metadata: body.metadata,
         expires: None,
+        recompile: body.recompile,
     };
     let fact = o.set_parameter(env, new).await?;
     let parameter = api::operations::Parameter {
@@ -214,6 +216,7 @@ async fn v2_set_fact(
         resource_id: Some(resource_id),
         metadata: body.metadata,
         expires: Some(body.expires.unwrap_or(true)),
+        recompile: body.recompile,
     };
     Ok(data(o.set_parameter(env, new).await?).into_response())
 }
