@@ -11,6 +11,7 @@ pub mod paging;
 pub mod resource;
 pub mod settings;
 pub mod status;
+pub mod url;
 pub mod version;
 
 #[cfg(feature = "client")]

@@ -17,7 +17,7 @@ mod backend {
     use leptos::prelude::*;
     use orchestrator::paging::PageRequest;
 
-    use crate::model::{PageInfo, TableQuery};
+    use crate::model::{PageInfo, TableQuery, VersionRow};
 
     /// What a server function works with.
     pub struct Services {
@@ -74,32 +74,8 @@ mod backend {
             .split('&')
             .filter_map(|pair| pair.split_once('='))
             .filter(|(k, _)| matches!(*k, "start" | "end" | "first_id" | "last_id"))
-            .map(|(k, v)| (k.to_string(), decode(v)))
+            .map(|(k, v)| (k.to_string(), api::url::decode(v)))
             .collect()
-    }
-
-    fn decode(text: &str) -> String {
-        let bytes = text.as_bytes();
-        let mut out = Vec::with_capacity(bytes.len());
-        let mut i = 0;
-        while i < bytes.len() {
-            match bytes[i] {
-                b'%' if i + 2 < bytes.len() => {
-                    match text.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok()).ok_or(()) {
-                        Ok(b) => {
-                            out.push(b);
-                            i += 3;
-                            continue;
-                        }
-                        Err(_) => out.push(b'%'),
-                    }
-                }
-                b'+' => out.push(b' '),
-                b => out.push(b),
-            }
-            i += 1;
-        }
-        String::from_utf8_lossy(&out).into_owned()
     }
 
     pub fn json_text(value: &serde_json::Value) -> String {
@@ -128,6 +104,17 @@ mod backend {
 
     pub fn status_text<T: serde::Serialize>(status: &T) -> String {
         serde_json::to_value(status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+    }
+
+    /// A version as the dashboard and the desired-state page list it.
+    pub fn version_row(v: api::version::DesiredStateVersion) -> VersionRow {
+        VersionRow {
+            version: v.version,
+            date: v.date,
+            status: status_text(&v.status),
+            total: v.total,
+            released: v.released,
+        }
     }
 }
 
@@ -342,17 +329,7 @@ pub async fn load_dashboard(env: String) -> Result<Dashboard, ServerFnError> {
         agents_up: count("up"),
         agents_down: count("down"),
         agents_paused: count("paused"),
-        versions: versions
-            .items
-            .into_iter()
-            .map(|v| VersionRow {
-                version: v.version,
-                date: v.date,
-                status: status_text(&v.status),
-                total: v.total,
-                released: v.released,
-            })
-            .collect(),
+        versions: versions.items.into_iter().map(version_row).collect(),
     })
 }
 
@@ -360,20 +337,7 @@ pub async fn load_dashboard(env: String) -> Result<Dashboard, ServerFnError> {
 pub async fn versions(query: TableQuery) -> Result<Paged<VersionRow>, ServerFnError> {
     let s = services()?;
     let page = s.orchestrator.desired_state_versions(env_id(&query.env)?, &page_request(&query)).await.map_err(fail)?;
-    Ok(Paged {
-        page: page_info(&page),
-        rows: page
-            .items
-            .into_iter()
-            .map(|v| VersionRow {
-                version: v.version,
-                date: v.date,
-                status: status_text(&v.status),
-                total: v.total,
-                released: v.released,
-            })
-            .collect(),
-    })
+    Ok(Paged { page: page_info(&page), rows: page.items.into_iter().map(version_row).collect() })
 }
 
 /// Promotes (`delete == false`) or deletes a version.

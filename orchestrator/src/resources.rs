@@ -319,7 +319,7 @@ impl Orchestrator {
         let id = parse_rid(rid)?;
         self.ensure_resource_known(env, &id).await?;
         let binds = [env.to_string(), id.to_string()];
-        let base_path = format!("/api/v2/resource/{}/history", encode_path(&id.to_string()));
+        let base_path = format!("/api/v2/resource/{}/history", api::url::encode(&id.to_string()));
         let page: Page<HistoryRow> = fetch_page(
             &self.store,
             &HISTORY_VIEW,
@@ -360,7 +360,7 @@ impl Orchestrator {
         let id = parse_rid(rid)?;
         self.ensure_resource_known(env, &id).await?;
         let binds = [env.to_string(), id.to_string()];
-        let base_path = format!("/api/v2/resource/{}/logs", encode_path(&id.to_string()));
+        let base_path = format!("/api/v2/resource/{}/logs", api::url::encode(&id.to_string()));
         let page: Page<LogRow> = fetch_page(
             &self.store,
             &LOG_VIEW,
@@ -686,7 +686,7 @@ async fn notify_new_failures(tx: &mut Transaction, env: Uuid, failed: &[(String,
             title: "Resource deploy failed".into(),
             message: format!("{rid} failed to deploy{}", reason.map(|r| format!(": {r}")).unwrap_or_default()),
             severity: NotificationSeverity::Error,
-            uri: Some(format!("/console/resources/{}", encode_path(rid))),
+            uri: Some(format!("/console/resources/{}", api::url::encode(rid))),
             compile_id: None,
         };
         insert_notification(tx, env, &new).await?;
@@ -969,19 +969,6 @@ async fn insert_logs(
         .await?;
     }
     Ok(())
-}
-
-/// Percent-encodes a resource id for a link path.
-fn encode_path(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~:".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// What the scheduler knows of one resource of the latest released version when it (re)loads.

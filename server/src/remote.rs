@@ -166,7 +166,10 @@ pub async fn session(
         .0
         .as_deref()
         .map(|q| {
-            q.split('&').filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.to_string(), percent_decode(v))).collect()
+            q.split('&')
+                .filter_map(|kv| kv.split_once('='))
+                .map(|(k, v)| (k.to_string(), api::url::decode(v)))
+                .collect()
         })
         .unwrap_or_default();
     let environment = pairs.iter().find(|(k, _)| k == "environment").and_then(|(_, v)| Uuid::parse_str(v).ok());
@@ -182,38 +185,6 @@ pub async fn session(
     }
     let query = SessionQuery { environment, name: names };
     upgrade.on_upgrade(move |socket| serve_session(sessions, query, socket)).into_response()
-}
-
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
-                match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
-                    Some(b) => {
-                        out.push(b);
-                        i += 3;
-                    }
-                    None => {
-                        out.push(b'%');
-                        i += 1;
-                    }
-                }
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            b => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 async fn serve_session(sessions: Arc<Sessions>, query: SessionQuery, socket: WebSocket) {

@@ -218,17 +218,7 @@ async fn scoped(scope: &Scope, options: &Options) -> Result<(Context, uuid::Uuid
 }
 
 /// Percent-encodes one URL path segment or query value (resource ids hold `/`, `[`, `,`, `=`).
-pub fn encode_segment(text: &str) -> String {
-    text.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
+pub use api::url::encode as encode_segment;
 
 fn context(connection: &Connection, options: &Options) -> Context {
     let dotfile = dot_inmanta();
