@@ -5,11 +5,16 @@ mod common;
 use common::TestServer;
 use serde_json::{Value, json};
 
+/// A halted environment: versions are stored and released, but the server's agents never act on
+/// these resources (their paths are the machine's own).
 async fn environment(s: &TestServer) -> String {
     let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
     let (_, e) =
         s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
-    e["data"]["id"].as_str().unwrap().to_string()
+    let env = e["data"]["id"].as_str().unwrap().to_string();
+    let (status, _) = s.call("POST", "/api/v2/actions/environment/halt", Some(&env), None).await;
+    assert_eq!(status, 200);
+    env
 }
 
 fn file(path: &str, requires: &[&str]) -> Value {
