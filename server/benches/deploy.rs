@@ -130,13 +130,36 @@ async fn files(n: usize) {
             .expect("total");
     let done = server.wait_deployed(&env, total).await;
     let written = walk(&project.join("deployed"));
+    let drift = drift_repair(&project.join("deployed")).await;
     println!(
         "export + deploy of the generated {n}-file model ({total} resources, {written} files written): {:.2} s \
-         (compile + export {:.2} s), server peak memory {:.0} MB",
+         (compile + export {:.2} s), server peak memory {:.0} MB; a hand-edited file repaired in {:.0} ms",
         (done - started).as_secs_f64(),
         exported.as_secs_f64(),
-        server.peak_memory_mb()
+        server.peak_memory_mb(),
+        drift.as_secs_f64() * 1000.0
     );
+}
+
+/// Overwrites one deployed file by hand and times how long until the server put it back.
+async fn drift_repair(root: &Path) -> Duration {
+    let file = first_file(root).expect("a deployed file");
+    let deployed = std::fs::read(&file).expect("read deployed file");
+    // Let the watcher settle after the deploy before editing.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let edited = Instant::now();
+    std::fs::write(&file, b"edited by hand").expect("edit");
+    while std::fs::read(&file).ok().as_deref() != Some(&deployed[..]) {
+        assert!(edited.elapsed() < Duration::from_secs(60), "the edited file was not repaired");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    edited.elapsed()
+}
+
+fn first_file(dir: &Path) -> Option<PathBuf> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir).ok()?.flatten().map(|e| e.path()).collect();
+    entries.sort();
+    entries.iter().find(|p| p.is_file()).cloned().or_else(|| entries.iter().find_map(|p| first_file(p)))
 }
 
 fn walk(dir: &Path) -> usize {
