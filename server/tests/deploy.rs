@@ -310,6 +310,16 @@ async fn dry_runs_report_what_would_change_without_changing_it() {
         .find(|d| d["resource_id"].as_str().unwrap().ends_with("/etc/issue]"))
         .unwrap();
     assert!(issue["attributes"]["hash"]["from_value"].is_string(), "{issue}");
+    // File contents are in the report, so the change reads as a unified diff.
+    assert_eq!(issue["attributes"]["content"]["from_value_compare"], "edited by hand", "{issue}");
+    assert_eq!(issue["attributes"]["content"]["to_value_compare"], "issue", "{issue}");
+    let out = Command::new(BIN)
+        .args(["dryrun", "show", "2", &id, "--port", &port])
+        .current_dir(project.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("-edited by hand") && text.contains("+issue"), "{text}");
     assert!(!root.path().join("etc/new").exists(), "a dry run changes nothing");
     assert_eq!(std::fs::read_to_string(root.path().join("etc/issue")).unwrap(), "edited by hand");
 

@@ -162,6 +162,10 @@ impl CrudHandler for FileHandler {
         let mut kwargs = Map::new();
         kwargs.insert("diff".into(), Value::String(diff.clone()));
         ctx.log("INFO", format!("content of {path} differs:\n{diff}"), kwargs);
+        // A dry-run report shows the contents themselves, so a reader sees the unified diff.
+        if ctx.is_dry_run() {
+            ctx.add_change("content", Value::String(old.to_string()), Value::String(new.to_string()));
+        }
     }
 
     fn create(&self, ctx: &mut HandlerContext<'_>, desired: &ResourceRequest) -> Result<(), HandlerError> {

@@ -74,7 +74,17 @@ fn print_report(ctx: &Context, report: &Value) -> Result<(), CliError> {
         println!("{} {}", text(&diff["status"]), text(&diff["resource_id"]));
         if let Some(attributes) = diff["attributes"].as_object() {
             for (name, change) in attributes {
-                println!("    {name}: {} -> {}", change["from_value"], change["to_value"]);
+                if name == "content" {
+                    // File contents: a unified diff reads better than two strings.
+                    let (from, to) = (text(&change["from_value_compare"]), text(&change["to_value_compare"]));
+                    let unified =
+                        similar::TextDiff::from_lines(&from, &to).unified_diff().context_radius(3).to_string();
+                    for line in unified.lines() {
+                        println!("      {line}");
+                    }
+                } else {
+                    println!("    {name}: {} -> {}", change["from_value"], change["to_value"]);
+                }
             }
         }
     }
