@@ -135,7 +135,7 @@ fn handlers_work_over_ssh() {
     assert_eq!(o.change, Change::NoChange, "{:?} {}", o.changes, logs(&o));
     let h2 = files.add("changed\n");
     let o = dry(&ex, &f(&h2, 600, false));
-    assert_eq!(o.changes.keys().collect::<Vec<_>>(), vec!["hash", "permissions"]);
+    assert_eq!(o.changes.keys().collect::<Vec<_>>(), vec!["content", "hash", "permissions"]);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "over ssh\n");
     assert_eq!(deploy(&ex, &f(&h2, 600, false)).change, Change::Updated);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "changed\n");
