@@ -326,3 +326,25 @@ pub fn DeployBar(env: String, summary: Vec<(String, u64)>, total: u64) -> impl I
         </div>
     }
 }
+
+/// Links that set one `filter.<name>` to each of `values` (the first, empty, clears it).
+pub fn choice_filter(path: &'static str, name: &'static str, values: &'static [&'static str]) -> impl IntoView {
+    let q = use_query_map();
+    move || {
+        let current = q.get();
+        let key = format!("filter.{name}");
+        let selected = current.get(&key).unwrap_or_default();
+        values
+            .iter()
+            .map(|v| {
+                let href = link(path, &current, &[(key.as_str(), (!v.is_empty()).then(|| v.to_string()))]);
+                let active = selected == *v;
+                view! {
+                    <a class="chip" class:active=active href=href>
+                        {if v.is_empty() { "all" } else { v }}
+                    </a>
+                }
+            })
+            .collect_view()
+    }
+}

@@ -17,7 +17,7 @@ mod backend {
     use leptos::prelude::*;
     use orchestrator::paging::PageRequest;
 
-    use crate::model::{PageInfo, TableQuery, VersionRow};
+    use crate::model::{PageInfo, ParameterRow, TableQuery, VersionRow};
 
     /// What a server function works with.
     pub struct Services {
@@ -104,6 +104,11 @@ mod backend {
 
     pub fn status_text<T: serde::Serialize>(status: &T) -> String {
         serde_json::to_value(status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+    }
+
+    /// A parameter row (facts add their resource id).
+    pub fn parameter_row(name: String, value: String, source: String, updated: Option<String>) -> ParameterRow {
+        ParameterRow { name, value, source, updated, resource_id: String::new() }
     }
 
     /// A version as the dashboard and the desired-state page list it.
@@ -552,11 +557,8 @@ pub async fn parameters(query: TableQuery, facts: bool) -> Result<Paged<Paramete
                 .items
                 .into_iter()
                 .map(|f| ParameterRow {
-                    name: f.name,
-                    value: f.value,
-                    source: f.source,
-                    updated: f.updated,
                     resource_id: f.resource_id,
+                    ..parameter_row(f.name, f.value, f.source, f.updated)
                 })
                 .collect(),
         })
@@ -564,17 +566,7 @@ pub async fn parameters(query: TableQuery, facts: bool) -> Result<Paged<Paramete
         let page = s.orchestrator.parameters(id, &req).await.map_err(fail)?;
         Ok(Paged {
             page: page_info(&page),
-            rows: page
-                .items
-                .into_iter()
-                .map(|p| ParameterRow {
-                    name: p.name,
-                    value: p.value,
-                    source: p.source,
-                    updated: p.updated,
-                    resource_id: String::new(),
-                })
-                .collect(),
+            rows: page.items.into_iter().map(|p| parameter_row(p.name, p.value, p.source, p.updated)).collect(),
         })
     }
 }

@@ -19,13 +19,6 @@ pub fn DesiredStatePage() -> impl IntoView {
     let refresh = Refresh::get();
     let table = table_query();
     let data = Resource::new(move || (table.get(), refresh.tick()), |(q, _)| fns::versions(q));
-    let q = use_query_map();
-    let status_filter = move |status: &'static str| {
-        let current = q.get();
-        let active = current.get("filter.status").unwrap_or_default() == status;
-        let href = link(VERSIONS, &current, &[("filter.status", (!status.is_empty()).then(|| status.to_string()))]);
-        view! { <a class="chip" class:active=active href=href>{if status.is_empty() { "all" } else { status }}</a> }
-    };
     view! {
         <Title text="Desired State"/>
         <section class="page">
@@ -34,7 +27,7 @@ pub fn DesiredStatePage() -> impl IntoView {
             </div>
             <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
                 <div class="toolbar" aria-label="Filter on status">
-                    {move || ["", "active", "candidate", "retired", "skipped_candidate"].map(status_filter).collect_view()}
+                    {choice_filter(VERSIONS, "status", &["", "active", "candidate", "retired", "skipped_candidate"])}
                 </div>
                 <Transition fallback=|| view! { <p class="muted">"Loading versions…"</p> }>
                     {move || Suspend::new(async move {

@@ -2,7 +2,6 @@
 
 use leptos::prelude::*;
 use leptos_meta::Title;
-use leptos_router::hooks::use_query_map;
 
 use crate::components::*;
 use crate::fns;
@@ -15,28 +14,6 @@ const AGENTS: &str = "/console/agents";
 const PARAMETERS: &str = "/console/parameters";
 const FACTS: &str = "/console/facts";
 const NOTIFICATIONS: &str = "/console/notificationcenter";
-
-/// Links that set one `filter.<name>` to each of `values` (the first, empty, clears it).
-fn choice_filter(path: &'static str, name: &'static str, values: &'static [&'static str]) -> impl IntoView {
-    let q = use_query_map();
-    move || {
-        let current = q.get();
-        let key = format!("filter.{name}");
-        let selected = current.get(&key).unwrap_or_default();
-        values
-            .iter()
-            .map(|v| {
-                let href = link(path, &current, &[(key.as_str(), (!v.is_empty()).then(|| v.to_string()))]);
-                let active = selected == *v;
-                view! {
-                    <a class="chip" class:active=active href=href>
-                        {if v.is_empty() { "all" } else { v }}
-                    </a>
-                }
-            })
-            .collect_view()
-    }
-}
 
 #[component]
 pub fn AgentsPage() -> impl IntoView {
