@@ -35,6 +35,11 @@ impl Client {
         self
     }
 
+    /// The bearer token calls are sent with.
+    pub fn token(&self) -> Option<&str> {
+        self.token.as_deref()
+    }
+
     pub fn base(&self) -> &str {
         &self.base
     }

@@ -4,6 +4,7 @@
 //! and agents all speak these shapes. Store rows and compiler types never derive `Serialize` for
 //! the wire; they are converted into these types in one place.
 
+pub mod auth;
 pub mod compile;
 pub mod environment;
 pub mod operations;

@@ -1,6 +1,7 @@
 //! The console's server functions. Each one has a fixed endpoint under `/console/fn` and starts
-//! with [`services`], the single place where the orchestrator (and later the signed-in user's
-//! authorization) is obtained.
+//! with [`services_for`] or [`services_global`], naming the permission label it needs: the signed-in
+//! user is checked there, by the same `Principal::authorize` as every REST route, before the
+//! orchestrator is handed out.
 
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
@@ -15,6 +16,7 @@ mod backend {
     use std::sync::Arc;
 
     use leptos::prelude::*;
+    use orchestrator::auth::{Access, Clients, Principal};
     use orchestrator::paging::PageRequest;
 
     use crate::model::{PageInfo, ParameterRow, TableQuery, VersionRow};
@@ -24,14 +26,35 @@ mod backend {
         pub orchestrator: orchestrator::Orchestrator,
         /// The server's schedulers; absent when the console runs without them (tests).
         pub schedulers: Option<Arc<orchestrator::scheduler::Schedulers>>,
+        /// Who is signed in.
+        pub caller: Principal,
     }
 
-    /// The one entry point of every server function: authorization checks go here.
-    pub fn services() -> Result<Services, ServerFnError> {
+    /// The signed-in caller: put in the request by the console's session guard (or provided
+    /// directly, by tests and benchmarks). Nobody signed in means nothing is allowed.
+    pub fn caller() -> Option<Principal> {
+        use_context::<Principal>().or_else(|| {
+            use_context::<axum::http::request::Parts>().and_then(|parts| parts.extensions.get::<Principal>().cloned())
+        })
+    }
+
+    fn services(access: Access, env: Option<uuid::Uuid>) -> Result<Services, ServerFnError> {
         let orchestrator = use_context::<orchestrator::Orchestrator>()
             .ok_or_else(|| ServerFnError::new("the console is not connected to an orchestrator"))?;
+        let caller = caller().ok_or_else(|| ServerFnError::new("not signed in: log in again"))?;
+        caller.authorize(access, env).map_err(|denied| ServerFnError::new(format!("not allowed: {denied}")))?;
         let schedulers = use_context::<Arc<orchestrator::scheduler::Schedulers>>();
-        Ok(Services { orchestrator, schedulers })
+        Ok(Services { orchestrator, schedulers, caller })
+    }
+
+    /// The entry point of a server function acting in one environment, allowed by `label`.
+    pub fn services_for(label: &'static str, env: &str) -> Result<Services, ServerFnError> {
+        services(Access::Environment(label, Clients::API), Some(env_id(env)?))
+    }
+
+    /// The entry point of a server function that is not about one environment.
+    pub fn services_global(label: &'static str) -> Result<Services, ServerFnError> {
+        services(Access::Global(label, Clients::API), None)
     }
 
     pub fn fail(error: impl std::fmt::Display) -> ServerFnError {
@@ -126,11 +149,12 @@ mod backend {
 /// Every environment, sorted by project name and environment name.
 #[server(prefix = "/console/fn", endpoint = "list_environments")]
 pub async fn list_environments() -> Result<Vec<EnvironmentSummary>, ServerFnError> {
-    let s = services()?;
+    let s = services_global("environment.read")?;
     let projects = s.orchestrator.list_projects().await.map_err(fail)?;
     let environments = s.orchestrator.list_environments().await.map_err(fail)?;
     let mut rows: Vec<EnvironmentSummary> = environments
         .into_iter()
+        .filter(|env| s.caller.can_see(env.id))
         .map(|env| EnvironmentSummary {
             project_name: projects.iter().find(|p| p.id == env.project_id).map(|p| p.name.clone()).unwrap_or_default(),
             id: env.id.to_string(),
@@ -145,7 +169,7 @@ pub async fn list_environments() -> Result<Vec<EnvironmentSummary>, ServerFnErro
 
 #[server(prefix = "/console/fn", endpoint = "list_projects")]
 pub async fn list_projects() -> Result<Vec<ProjectSummary>, ServerFnError> {
-    let s = services()?;
+    let s = services_global("project.read")?;
     let mut rows: Vec<ProjectSummary> = s
         .orchestrator
         .list_projects()
@@ -168,7 +192,7 @@ pub async fn create_environment(
     branch: String,
     description: String,
 ) -> Result<String, ServerFnError> {
-    let s = services()?;
+    let s = services_global("environment.create")?;
     let o = &s.orchestrator;
     let project = if !new_project.trim().is_empty() {
         o.create_project(new_project.trim(), None).await.map_err(fail)?.id
@@ -197,7 +221,7 @@ pub async fn create_environment(
 
 #[server(prefix = "/console/fn", endpoint = "environment", input = Json)]
 pub async fn environment(env: String) -> Result<EnvironmentDetails, ServerFnError> {
-    let s = services()?;
+    let s = services_for("environment.read", &env)?;
     let id = env_id(&env)?;
     let e = s.orchestrator.get_environment(id, Default::default()).await.map_err(fail)?;
     let project = s.orchestrator.get_project(e.project_id).await.map(|p| p.name).unwrap_or_default();
@@ -221,7 +245,7 @@ pub async fn modify_environment(
     branch: String,
     description: String,
 ) -> Result<(), ServerFnError> {
-    let s = services()?;
+    let s = services_for("environment.modify", &env)?;
     let (repository, branch) = (repository.trim().to_string(), branch.trim().to_string());
     let branch = if repository.is_empty() { String::new() } else { branch };
     s.orchestrator
@@ -242,14 +266,14 @@ pub async fn modify_environment(
 
 #[server(prefix = "/console/fn", endpoint = "set_halted", input = Json)]
 pub async fn set_halted(env: String, halted: bool) -> Result<(), ServerFnError> {
-    let s = services()?;
+    let s = services_for("environment.halt-resume", &env)?;
     s.orchestrator.set_halted(env_id(&env)?, halted).await.map_err(fail)
 }
 
 /// Clears (`delete == false`) or deletes the environment; `confirm` must be its name.
 #[server(prefix = "/console/fn", endpoint = "remove_environment", input = Json)]
 pub async fn remove_environment(env: String, confirm: String, delete: bool) -> Result<(), ServerFnError> {
-    let s = services()?;
+    let s = services_for(if delete { "environment.delete" } else { "environment.clear" }, &env)?;
     let id = env_id(&env)?;
     let current = s.orchestrator.get_environment(id, Default::default()).await.map_err(fail)?;
     if current.name != confirm {
@@ -264,7 +288,7 @@ pub async fn remove_environment(env: String, confirm: String, delete: bool) -> R
 
 #[server(prefix = "/console/fn", endpoint = "settings", input = Json)]
 pub async fn settings(env: String) -> Result<Vec<SettingRow>, ServerFnError> {
-    let s = services()?;
+    let s = services_for("environment.setting.read", &env)?;
     let all = s.orchestrator.environment_settings(env_id(&env)?).await.map_err(fail)?;
     let text = |v: &api::settings::SettingValue| match v {
         api::settings::SettingValue::Dict(d) => {
@@ -295,7 +319,7 @@ pub async fn settings(env: String) -> Result<Vec<SettingRow>, ServerFnError> {
 /// the value so the default applies again.
 #[server(prefix = "/console/fn", endpoint = "save_setting", input = Json)]
 pub async fn save_setting(env: String, name: String, value: String, reset: bool) -> Result<(), ServerFnError> {
-    let s = services()?;
+    let s = services_for("environment.setting.write", &env)?;
     let id = env_id(&env)?;
     if reset {
         return s.orchestrator.delete_environment_setting(id, &name).await.map_err(fail);
@@ -315,7 +339,7 @@ pub async fn save_setting(env: String, name: String, value: String, reset: bool)
 
 #[server(prefix = "/console/fn", endpoint = "dashboard", input = Json)]
 pub async fn load_dashboard(env: String) -> Result<Dashboard, ServerFnError> {
-    let s = services()?;
+    let s = services_for("environment.read", &env)?;
     let id = env_id(&env)?;
     let o = &s.orchestrator;
     let deploy = o.deploy_summary(id).await.map_err(fail)?;
@@ -340,7 +364,7 @@ pub async fn load_dashboard(env: String) -> Result<Dashboard, ServerFnError> {
 
 #[server(prefix = "/console/fn", endpoint = "versions", input = Json)]
 pub async fn versions(query: TableQuery) -> Result<Paged<VersionRow>, ServerFnError> {
-    let s = services()?;
+    let s = services_for("desired-state.read", &query.env)?;
     let page = s.orchestrator.desired_state_versions(env_id(&query.env)?, &page_request(&query)).await.map_err(fail)?;
     Ok(Paged { page: page_info(&page), rows: page.items.into_iter().map(version_row).collect() })
 }
@@ -348,7 +372,7 @@ pub async fn versions(query: TableQuery) -> Result<Paged<VersionRow>, ServerFnEr
 /// Promotes (`delete == false`) or deletes a version.
 #[server(prefix = "/console/fn", endpoint = "version_action", input = Json)]
 pub async fn version_action(env: String, version: i64, delete: bool) -> Result<(), ServerFnError> {
-    let s = services()?;
+    let s = services_for("desired-state.write", &env)?;
     let id = env_id(&env)?;
     if delete {
         s.orchestrator.delete_version(id, version).await.map_err(fail)
@@ -359,7 +383,7 @@ pub async fn version_action(env: String, version: i64, delete: bool) -> Result<(
 
 #[server(prefix = "/console/fn", endpoint = "version_resources", input = Json)]
 pub async fn version_resources(query: TableQuery, version: i64) -> Result<Paged<VersionedResourceRow>, ServerFnError> {
-    let s = services()?;
+    let s = services_for("desired-state.read", &query.env)?;
     let page =
         s.orchestrator.versioned_resources(env_id(&query.env)?, version, &page_request(&query)).await.map_err(fail)?;
     Ok(Paged {
@@ -380,7 +404,7 @@ pub async fn version_resources(query: TableQuery, version: i64) -> Result<Paged<
 
 #[server(prefix = "/console/fn", endpoint = "version_resource", input = Json)]
 pub async fn version_resource(env: String, version: i64, rid: String) -> Result<Vec<Attribute>, ServerFnError> {
-    let s = services()?;
+    let s = services_for("desired-state.read", &env)?;
     let r = s.orchestrator.versioned_resource(env_id(&env)?, version, &rid).await.map_err(fail)?;
     Ok(attributes(&r.attributes))
 }
@@ -388,7 +412,7 @@ pub async fn version_resource(env: String, version: i64, rid: String) -> Result<
 /// The resources that differ between two versions, with unified diffs of changed file contents.
 #[server(prefix = "/console/fn", endpoint = "compare_versions", input = Json)]
 pub async fn compare_versions(env: String, from: i64, to: i64) -> Result<Vec<ResourceChange>, ServerFnError> {
-    let s = services()?;
+    let s = services_for("desired-state.read", &env)?;
     let diff = s.orchestrator.diff_versions(env_id(&env)?, from, to).await.map_err(fail)?;
     let mut out = Vec::with_capacity(diff.len());
     for r in diff {
@@ -414,7 +438,7 @@ pub async fn compare_versions(env: String, from: i64, to: i64) -> Result<Vec<Res
 
 #[server(prefix = "/console/fn", endpoint = "resources", input = Json)]
 pub async fn resources(query: TableQuery) -> Result<ResourcesView, ServerFnError> {
-    let s = services()?;
+    let s = services_for("resource.read", &query.env)?;
     let (page, deploy) =
         s.orchestrator.released_resources(env_id(&query.env)?, &page_request(&query), true).await.map_err(fail)?;
     let deploy = deploy.unwrap_or_default();
@@ -440,7 +464,7 @@ pub async fn resources(query: TableQuery) -> Result<ResourcesView, ServerFnError
 /// Asks the scheduler to deploy (or, with `repair`, repair) the environment, or one agent.
 #[server(prefix = "/console/fn", endpoint = "deploy", input = Json)]
 pub async fn deploy(env: String, repair: bool, agent: Option<String>) -> Result<usize, ServerFnError> {
-    let s = services()?;
+    let s = services_for("deploy", &env)?;
     let id = env_id(&env)?;
     let schedulers =
         s.schedulers.ok_or_else(|| ServerFnError::new("this server runs no scheduler: deploys are not available"))?;
@@ -450,7 +474,7 @@ pub async fn deploy(env: String, repair: bool, agent: Option<String>) -> Result<
 
 #[server(prefix = "/console/fn", endpoint = "resource_details", input = Json)]
 pub async fn load_resource_details(env: String, rid: String) -> Result<ResourceDetails, ServerFnError> {
-    let s = services()?;
+    let s = services_for("resource.read", &env)?;
     let r = s.orchestrator.released_resource(env_id(&env)?, &rid).await.map_err(fail)?;
     Ok(ResourceDetails {
         id: r.resource_id,
@@ -467,7 +491,7 @@ pub async fn load_resource_details(env: String, rid: String) -> Result<ResourceD
 
 #[server(prefix = "/console/fn", endpoint = "resource_history", input = Json)]
 pub async fn resource_history(env: String, rid: String) -> Result<Vec<HistoryRow>, ServerFnError> {
-    let s = services()?;
+    let s = services_for("resource.read", &env)?;
     let req = orchestrator::paging::PageRequest { limit: Some(50), ..Default::default() };
     let page = s.orchestrator.resource_history(env_id(&env)?, &rid, &req).await.map_err(fail)?;
     Ok(page
@@ -485,7 +509,7 @@ pub async fn resource_history(env: String, rid: String) -> Result<Vec<HistoryRow
 /// The latest 100 log lines of a resource, at `min_level` or more severe.
 #[server(prefix = "/console/fn", endpoint = "resource_logs", input = Json)]
 pub async fn resource_logs(env: String, rid: String, min_level: String) -> Result<Vec<LogRow>, ServerFnError> {
-    let s = services()?;
+    let s = services_for("resource.read", &env)?;
     let mut req = orchestrator::paging::PageRequest { limit: Some(100), ..Default::default() };
     if !min_level.is_empty() {
         req.filters.push(("minimal_log_level".into(), min_level));
@@ -500,7 +524,7 @@ pub async fn resource_logs(env: String, rid: String, min_level: String) -> Resul
 
 #[server(prefix = "/console/fn", endpoint = "resource_facts", input = Json)]
 pub async fn resource_facts(env: String, rid: String) -> Result<Vec<ParameterRow>, ServerFnError> {
-    let s = services()?;
+    let s = services_for("fact.read", &env)?;
     let facts = s.orchestrator.resource_facts(env_id(&env)?, &rid).await.map_err(fail)?;
     Ok(facts
         .into_iter()
@@ -516,7 +540,7 @@ pub async fn resource_facts(env: String, rid: String) -> Result<Vec<ParameterRow
 
 #[server(prefix = "/console/fn", endpoint = "agents", input = Json)]
 pub async fn agents(query: TableQuery) -> Result<Paged<AgentRow>, ServerFnError> {
-    let s = services()?;
+    let s = services_for("agent.read", &query.env)?;
     let page = s.orchestrator.agents(env_id(&query.env)?, &page_request(&query)).await.map_err(fail)?;
     Ok(Paged {
         page: page_info(&page),
@@ -537,7 +561,7 @@ pub async fn agents(query: TableQuery) -> Result<Paged<AgentRow>, ServerFnError>
 /// pause, unpause, keep_paused_on_resume or unpause_on_resume, for one agent or (empty name) all.
 #[server(prefix = "/console/fn", endpoint = "agent_action", input = Json)]
 pub async fn agent_action(env: String, agent: String, action: String) -> Result<(), ServerFnError> {
-    let s = services()?;
+    let s = services_for("agent.pause-resume", &env)?;
     let action = orchestrator::agents::AgentAction::parse(&action).map_err(fail)?;
     let agent = if agent.is_empty() { None } else { Some(agent.as_str()) };
     s.orchestrator.agent_action(env_id(&env)?, agent, action).await.map_err(fail)
@@ -546,7 +570,7 @@ pub async fn agent_action(env: String, agent: String, action: String) -> Result<
 /// Parameters (`facts == false`) or facts, paged.
 #[server(prefix = "/console/fn", endpoint = "parameters", input = Json)]
 pub async fn parameters(query: TableQuery, facts: bool) -> Result<Paged<ParameterRow>, ServerFnError> {
-    let s = services()?;
+    let s = services_for(if facts { "fact.read" } else { "parameter.read" }, &query.env)?;
     let id = env_id(&query.env)?;
     let req = page_request(&query);
     if facts {
@@ -573,7 +597,7 @@ pub async fn parameters(query: TableQuery, facts: bool) -> Result<Paged<Paramete
 
 #[server(prefix = "/console/fn", endpoint = "notifications", input = Json)]
 pub async fn notifications(query: TableQuery) -> Result<Paged<NotificationRow>, ServerFnError> {
-    let s = services()?;
+    let s = services_for("notification.read", &query.env)?;
     let mut query = query;
     query.filters.entry("cleared".into()).or_insert_with(|| "false".into());
     let page = s.orchestrator.notifications(env_id(&query.env)?, &page_request(&query)).await.map_err(fail)?;
@@ -603,7 +627,7 @@ pub async fn update_notification(
     read: Option<bool>,
     cleared: Option<bool>,
 ) -> Result<(), ServerFnError> {
-    let s = services()?;
+    let s = services_for("notification.write", &env)?;
     let env = env_id(&env)?;
     let update = api::operations::NotificationUpdate { read, cleared };
     let ids: Vec<uuid::Uuid> = if id.is_empty() {
@@ -639,7 +663,7 @@ const GRAPH_MAX_NODES: usize = 5000;
 #[server(prefix = "/console/fn", endpoint = "resource_graph", input = Json)]
 pub async fn resource_graph(env: String) -> Result<Graph, ServerFnError> {
     use std::collections::HashMap;
-    let s = services()?;
+    let s = services_for("resource.read", &env)?;
     let id = env_id(&env)?;
     let mut rows = Vec::new();
     let mut req = orchestrator::paging::PageRequest {

@@ -213,6 +213,7 @@ mod tests {
             if let Some(o) = orchestrator.clone() {
                 provide_context(o);
             }
+            provide_context(orchestrator::auth::Principal::Unrestricted);
         };
         let page = leptos_axum::render_app_async_with_context(context.clone(), move || shell(options.clone()));
         let page = axum::routing::get(move |req: Request<Body>| page(req));
@@ -420,6 +421,7 @@ mod tests {
         let owner = Owner::new();
         owner.set();
         provide_context(o.clone());
+        provide_context(orchestrator::auth::Principal::Unrestricted);
         let e = env.to_string();
         fns::version_action(e.clone(), 2, false).await.unwrap();
         assert!(o.get_version_model(env, 2).await.unwrap().released);

@@ -5,6 +5,7 @@
 //! `api` types; rows of the [`store`] never leave this crate.
 
 pub mod agents;
+pub mod auth;
 pub mod compiles;
 mod desired_state;
 pub mod dryrun;

@@ -33,6 +33,8 @@ pub struct RunnerConfig {
     pub timeout: Duration,
     /// Compiles running at once over all environments.
     pub parallel: usize,
+    /// Mints the short-lived compiler token each export child pushes with.
+    pub security: Arc<crate::security::Security>,
 }
 
 /// Starts the runner in the background: first the recovery of compiles a previous run left
@@ -167,6 +169,11 @@ async fn run_compile(o: &Orchestrator, config: &RunnerConfig, q: &QueuedCompile)
         data_file: config.state_dir.join("compiles").join(format!("{}.compile-data.json", q.id)),
         address: config.address.clone(),
         port: config.port,
+        token: config.security.authenticator.internal_token(
+            q.environment,
+            &[api::auth::ClientType::Compiler],
+            config.timeout.as_secs() as i64 + 300,
+        ),
     };
     let outcome = match job.run().await {
         Ok(outcome) => outcome,
@@ -193,6 +200,8 @@ struct Job<'a> {
     data_file: PathBuf,
     address: String,
     port: u16,
+    /// A compiler token of this environment that lives as long as the compile may.
+    token: String,
 }
 
 /// A command to run in a stage.
@@ -201,6 +210,8 @@ struct Cmd {
     args: Vec<String>,
     cwd: PathBuf,
     env: BTreeMap<String, String>,
+    /// Environment variables kept out of the report (the export's token).
+    secret_env: Vec<(&'static str, String)>,
 }
 
 impl Cmd {
@@ -210,6 +221,7 @@ impl Cmd {
             args: args.iter().map(|a| a.to_string()).collect(),
             cwd: cwd.to_path_buf(),
             env: BTreeMap::new(),
+            secret_env: Vec::new(),
         }
     }
 
@@ -494,7 +506,13 @@ impl Job<'_> {
         }
         args.extend(["--export-compile-data", "--export-compile-data-file"].map(str::to_string));
         args.push(data_file);
-        let cmd = Cmd { program: exe, args, cwd: self.dir.clone(), env: q.environment_variables.clone() };
+        let cmd = Cmd {
+            program: exe,
+            args,
+            cwd: self.dir.clone(),
+            env: q.environment_variables.clone(),
+            secret_env: vec![("INMANTA_COMPILER_REST_TRANSPORT_TOKEN", self.token.clone())],
+        };
         let result = self.record_raw("Recompiling configuration model", &cmd.display(), self.exec(&cmd)).await?;
         let compile_data = std::fs::read_to_string(&self.data_file)
             .ok()
@@ -529,6 +547,7 @@ impl Job<'_> {
             .args(&cmd.args)
             .current_dir(&cmd.cwd)
             .envs(&cmd.env)
+            .envs(cmd.secret_env.iter().map(|(k, v)| (*k, v)))
             .env("GIT_TERMINAL_PROMPT", "0")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

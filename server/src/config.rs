@@ -95,6 +95,8 @@ pub const KNOWN: &[(&str, &str)] = &[
     ("server", "bind-address"),
     ("server", "bind-port"),
     ("server", "auth"),
+    ("server", "login-session-expire"),
+    ("server", "login-max-failures"),
     ("server", "max-request-body-size"),
     ("server", "compile-timeout"),
     ("server", "compile-parallel"),
@@ -110,6 +112,8 @@ pub const KNOWN: &[(&str, &str)] = &[
     ("web-console", "path"),
     ("cmdline_rest_transport", "host"),
     ("cmdline_rest_transport", "port"),
+    ("cmdline_rest_transport", "token"),
+    ("compiler_rest_transport", "token"),
 ];
 
 /// The settings `inmanta server` runs with.
@@ -117,7 +121,12 @@ pub const KNOWN: &[(&str, &str)] = &[
 pub struct ServerConfig {
     pub bind_address: String,
     pub bind_port: u16,
+    /// Authentication and authorization; off only with `--no-auth` or `[server] auth=false`.
     pub auth: bool,
+    /// Seconds a login token and a console session last.
+    pub login_session_expire: i64,
+    /// Failed logins allowed per user name in five minutes (an address gets four times more).
+    pub login_max_failures: usize,
     pub max_request_body_size: usize,
     pub state_dir: PathBuf,
     pub log_dir: Option<PathBuf>,
@@ -137,7 +146,9 @@ impl ServerConfig {
         Ok(ServerConfig {
             bind_address: options.get("server", "bind-address").unwrap_or("127.0.0.1").to_string(),
             bind_port: options.get_parsed("server", "bind-port", 8888)?,
-            auth: options.get_bool("server", "auth", false)?,
+            auth: options.get_bool("server", "auth", true)?,
+            login_session_expire: options.get_parsed("server", "login-session-expire", 3600)?,
+            login_max_failures: options.get_parsed("server", "login-max-failures", 5)?,
             max_request_body_size: options.get_parsed("server", "max-request-body-size", 100 * 1024 * 1024)?,
             log_dir: options.get("config", "log-dir").map(PathBuf::from),
             database_url,

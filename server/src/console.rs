@@ -8,6 +8,8 @@
 //! - `/console/fn/*`: server functions (each has a fixed endpoint, see the `app` crate);
 //! - `/console/events?env=<id>`: Server-Sent Events of one environment (the orchestrator's
 //!   events, as `{"kind": ..., "env": ...}`), followed by every open page to refetch what it shows;
+//! - `/console/login`, `/console/password`, `/console/logout`: signing in (see console_auth.rs);
+//!   every other page, server function and the event stream need a signed-in session;
 //! - `/` and `/dashboard`: redirect to `/console`.
 //!
 //! The site directory is built by `scripts/build-console.sh`; without it the pages still render
@@ -18,19 +20,24 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
 use axum::body::Body;
 use axum::extract::Query;
-use axum::http::Request;
+use axum::http::{Request, StatusCode};
 use axum::response::Redirect;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::routing::{get, post};
+use axum::{Extension, Router};
 use leptos::prelude::provide_context;
+use orchestrator::auth::{Access, Clients, Principal};
 use tower_http::services::{ServeDir, ServeFile};
+
+use crate::console_auth::{self, ConsoleAuth};
+use crate::security::Security;
 
 pub fn router(
     orchestrator: orchestrator::Orchestrator,
     schedulers: Option<Arc<orchestrator::scheduler::Schedulers>>,
+    security: Arc<Security>,
     site_root: Option<PathBuf>,
 ) -> axum::Router {
     let site_root = site_root.unwrap_or_else(default_site_root);
@@ -45,6 +52,8 @@ pub fn router(
     let _ = any_spawner::Executor::init_tokio();
     let options = app::options(&site_root.to_string_lossy());
     let events_source = orchestrator.clone();
+    let auth = ConsoleAuth { orchestrator: orchestrator.clone(), security: security.clone() };
+    let sessions = crate::sessions::layer(orchestrator.clone(), security.authenticator.login_expire);
     let context = move || {
         provide_context(orchestrator.clone());
         if let Some(schedulers) = &schedulers {
@@ -56,13 +65,29 @@ pub fn router(
     let page = get(move |req: Request<Body>| render(req));
     let server_fn = move |req: Request<Body>| leptos_axum::handle_server_fns_with_context(context.clone(), req);
 
-    Router::new()
-        .route("/", get(|| async { Redirect::temporary(app::BASE) }))
-        .route("/dashboard", get(|| async { Redirect::temporary(app::BASE) }))
+    // Everything that shows or changes data goes through the session guard.
+    let guarded = Router::new()
         .route(app::BASE, page.clone())
         .route("/console/{*path}", page)
         .route("/console/fn/{*name}", post(server_fn.clone()).get(server_fn))
-        .route("/console/events", get(move |Query(q): Query<EventsQuery>| events(events_source.clone(), q.env)))
+        .route(
+            "/console/events",
+            get(move |Extension(caller): Extension<Principal>, Query(q): Query<EventsQuery>| {
+                events(events_source.clone(), caller, q.env)
+            }),
+        )
+        .route_layer(axum::middleware::from_fn_with_state(auth.clone(), console_auth::guard));
+    let sign_in = Router::new()
+        .route(console_auth::LOGIN, get(console_auth::login_page).post(console_auth::login_submit))
+        .route(console_auth::PASSWORD, get(console_auth::password_page).post(console_auth::password_submit))
+        .route(console_auth::LOGOUT, post(console_auth::logout))
+        .with_state(auth);
+    Router::new()
+        .route("/", get(|| async { Redirect::temporary(app::BASE) }))
+        .route("/dashboard", get(|| async { Redirect::temporary(app::BASE) }))
+        .merge(guarded)
+        .merge(sign_in)
+        .layer(sessions)
         .nest_service("/console/pkg", ServeDir::new(site_root.join(app::PKG_DIR)))
         .route_service("/console/favicon.svg", ServeFile::new(site_root.join("favicon.svg")))
 }
@@ -87,11 +112,21 @@ fn describe(event: &orchestrator::Event) -> (uuid::Uuid, &'static str) {
 
 /// The event stream of one environment (`env` unset: every environment). Bursts (a deploy of many
 /// resources) are coalesced: at most one message per kind every 250 ms.
+///
+/// Only environments the caller may read: one it has a role in, or all of them for an admin.
 async fn events(
     orchestrator: orchestrator::Orchestrator,
+    caller: Principal,
     env: Option<String>,
-) -> Sse<impl futures_util::Stream<Item = Result<SseEvent, Infallible>>> {
+) -> Result<Sse<impl futures_util::Stream<Item = Result<SseEvent, Infallible>>>, (StatusCode, String)> {
     let filter: Option<uuid::Uuid> = env.and_then(|e| e.parse().ok());
+    let access = Access::Environment("environment.read", Clients::API);
+    let allowed = match filter {
+        Some(env) => caller.authorize(access, Some(env)).map_err(|d| d.0),
+        None if caller.is_admin() => Ok(()),
+        None => Err("only admins may follow every environment: pass ?env=<id>".to_string()),
+    };
+    allowed.map_err(|message| (StatusCode::FORBIDDEN, message))?;
     let receiver = orchestrator.subscribe();
     let stream = futures_util::stream::unfold(receiver, move |mut receiver| async move {
         loop {
@@ -117,7 +152,7 @@ async fn events(
             return Some((Ok(SseEvent::default().event("message").data(data)), receiver));
         }
     });
-    Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }
 
 /// Where the built site is looked for when no `--console-path` is given: `$LEPTOS_SITE_ROOT`
@@ -148,6 +183,10 @@ mod tests {
 
     use super::*;
 
+    async fn no_auth(o: &orchestrator::Orchestrator) -> Arc<Security> {
+        Arc::new(Security::new(o, false, 3600, 5).await.unwrap())
+    }
+
     async fn call(router: &Router, path: &str) -> (StatusCode, Option<String>, String) {
         let response = router.clone().oneshot(Request::get(path).body(Body::empty()).unwrap()).await.unwrap();
         let status = response.status();
@@ -174,7 +213,7 @@ mod tests {
             })
             .await
             .unwrap();
-        let router = router(o, None, Some(site));
+        let router = router(o.clone(), None, no_auth(&o).await, Some(site));
 
         let (status, _, html) = call(&router, "/console").await;
         assert_eq!(status, StatusCode::OK);
@@ -214,7 +253,7 @@ mod tests {
                 api::environment::EnvironmentCreate { project_id: project.id, name: name.into(), ..Default::default() };
             envs.push(o.create_environment(env).await.unwrap().id);
         }
-        let router = router(o.clone(), None, Some(dir.path().join("site")));
+        let router = router(o.clone(), None, no_auth(&o).await, Some(dir.path().join("site")));
         let path = format!("/console/events?env={}", envs[0]);
         let response = router.oneshot(Request::get(path).body(Body::empty()).unwrap()).await.unwrap();
         assert_eq!(response.status(), StatusCode::OK);

@@ -5,9 +5,12 @@ mod cli;
 mod compile_runner;
 mod config;
 mod console;
+mod console_auth;
 mod remote;
 mod rest;
+mod security;
 mod serve;
+mod sessions;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -59,6 +62,10 @@ struct ServerArgs {
     /// Directory with the built console site ([web-console] path).
     #[arg(long)]
     console_path: Option<PathBuf>,
+    /// Turn authentication off: anyone who can reach the port can do anything. For development
+    /// only ([server] auth=false).
+    #[arg(long)]
+    no_auth: bool,
 }
 
 fn main() -> ExitCode {
@@ -87,6 +94,7 @@ fn main() -> ExitCode {
                 ("config", "log-dir", args.log_dir.map(|p| p.display().to_string())),
                 ("database", "url", args.database_url),
                 ("web-console", "path", args.console_path.map(|p| p.display().to_string())),
+                ("server", "auth", args.no_auth.then(|| "false".to_string())),
             ];
             for (section, key, value) in flags {
                 if let Some(value) = value {

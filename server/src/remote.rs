@@ -157,8 +157,10 @@ struct SessionQuery {
 }
 
 /// `GET /api/v2/agent/session`: the WebSocket an `inmanta agent` process works through.
+/// Needs an agent token of the environment (or any caller with `agent.write` there).
 pub async fn session(
-    State(sessions): State<Arc<Sessions>>,
+    State((sessions, security)): State<(Arc<Sessions>, Arc<crate::security::Security>)>,
+    headers: axum::http::HeaderMap,
     raw_query: axum::extract::RawQuery,
     upgrade: WebSocketUpgrade,
 ) -> Response {
@@ -179,6 +181,14 @@ pub async fn session(
     };
     if names.is_empty() {
         return ApiError::bad_request("the agent session needs at least one ?name=<agent>").into_response();
+    }
+    let caller = match security.authenticate(&sessions.orchestrator, &headers).await {
+        Ok(caller) => caller,
+        Err(e) => return e.into_response(),
+    };
+    let access = orchestrator::auth::Access::Environment("agent.write", orchestrator::auth::Clients::AGENT);
+    if let Err(denied) = caller.authorize(access, Some(environment)) {
+        return ApiError::new(axum::http::StatusCode::FORBIDDEN, denied.0).into_response();
     }
     if let Err(e) = sessions.orchestrator.get_environment(environment, Default::default()).await {
         return ApiError::from(e).into_response();

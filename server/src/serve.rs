@@ -9,17 +9,32 @@ use tower_http::trace::TraceLayer;
 
 use crate::config::ServerConfig;
 use crate::rest::{self, AppState};
+use crate::security::Security;
+use std::sync::Arc;
 
 pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     std::fs::create_dir_all(&config.state_dir)
         .with_context(|| format!("cannot create the state directory {}", config.state_dir.display()))?;
-    if config.auth {
-        tracing::warn!("[server] auth=true is not enforced yet: authentication arrives with users and roles");
-    }
     tracing::info!(database = %config.database_display(), "opening the database");
     let orchestrator = orchestrator::Orchestrator::open(&config.database_url)
         .await
         .with_context(|| format!("cannot open the database {}", config.database_display()))?;
+
+    let security = Arc::new(
+        Security::new(&orchestrator, config.auth, config.login_session_expire, config.login_max_failures)
+            .await
+            .context("cannot load the authentication keys")?,
+    );
+    let initial_password_file = if config.auth {
+        crate::security::ensure_first_admin(&orchestrator, &config.state_dir).await?
+    } else {
+        tracing::warn!(
+            "authentication is OFF (--no-auth): anyone who can reach this port can do anything; for development only"
+        );
+        eprintln!("warning: authentication is off (--no-auth); never run like this in production");
+        None
+    };
+    crate::sessions::start_cleanup(orchestrator.clone());
 
     let agents = std::sync::Arc::new(crate::agents::InProcessAgents::new(orchestrator.clone()));
     let sessions = crate::remote::Sessions::new(orchestrator.clone()).await?;
@@ -32,14 +47,17 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         orchestrator: orchestrator.clone(),
         schedulers: schedulers.clone(),
         started: std::time::Instant::now(),
+        security: security.clone(),
     };
-    let remote_agents =
-        Router::new().route("/api/v2/agent/session", axum::routing::get(crate::remote::session)).with_state(sessions);
+    let remote_agents = Router::new()
+        .route("/api/v2/agent/session", axum::routing::get(crate::remote::session))
+        .with_state((sessions, security.clone()));
     let mut app = Router::new().merge(rest::router(state, config.max_request_body_size)).merge(remote_agents);
     if config.console_enabled {
         app = app.merge(crate::console::router(
             orchestrator.clone(),
             Some(schedulers.clone()),
+            security.clone(),
             config.console_path.clone(),
         ));
     }
@@ -59,11 +77,16 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         port: local.port(),
         timeout: std::time::Duration::from_secs(config.compile_timeout),
         parallel: config.compile_parallel,
+        security: security.clone(),
     };
     crate::compile_runner::start(orchestrator.clone(), compiles);
     // One plain line on stdout that people and scripts can rely on (tests read the port from it).
     println!("Inmanta server listening on http://{local} (console: http://{local}/console)");
+    if let Some(file) = initial_password_file {
+        println!("Log in at http://{local}/console as `admin`; the generated password is in {file}");
+    }
 
+    let app = app.into_make_service_with_connect_info::<SocketAddr>();
     axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await.context("server failed")?;
     tracing::info!("shutting down: closing the database");
     orchestrator.store().close().await;

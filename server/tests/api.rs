@@ -367,16 +367,21 @@ async fn settings_v2_with_definitions_types_and_protection() {
     let (_, body) = s.call("GET", "/api/v2/environment_settings/auto_deploy", env, None).await;
     assert_eq!(body["data"]["settings"]["auto_deploy"], true, "back to the default");
 
-    // project.yml protection.
-    let (status, body) = s
-        .call(
-            "POST",
-            "/api/v2/protected_environment_settings",
-            env,
-            Some(json!({"settings": {"auto_deploy": false, "server_compile": false}, "protected_by": "project.yml"})),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
+    // project.yml protection: set by the compiler (its client type only).
+    let protect_body =
+        json!({"settings": {"auto_deploy": false, "server_compile": false}, "protected_by": "project.yml"});
+    let (status, body) =
+        s.call("POST", "/api/v2/protected_environment_settings", env, Some(protect_body.clone())).await;
+    assert_eq!(status, 403, "users may not: {body}");
+    let compiler = common::client_with(Some(&s.environment_token(&id, &["compiler"]).await));
+    let protect = |settings: Value| {
+        compiler
+            .post(format!("{}/api/v2/protected_environment_settings", s.url))
+            .header("X-Inmanta-tid", &id)
+            .json(&settings)
+            .send()
+    };
+    assert_eq!(protect(protect_body.clone()).await.unwrap().status(), 200);
     let (status, body) = set("auto_deploy", json!(true)).await;
     assert_eq!(status, 403, "{body}");
     assert!(message(&body).contains("project.yml"));
@@ -387,13 +392,8 @@ async fn settings_v2_with_definitions_types_and_protection() {
     assert_eq!(body["data"]["definition"]["auto_deploy"]["protected_by"], "project.yml");
     assert_eq!(body["data"]["definition"]["auto_full_compile"]["protected"], false);
     // A later export that no longer sets server_compile releases it.
-    s.call(
-        "POST",
-        "/api/v2/protected_environment_settings",
-        env,
-        Some(json!({"settings": {"auto_deploy": false}, "protected_by": "project.yml"})),
-    )
-    .await;
+    let later = json!({"settings": {"auto_deploy": false}, "protected_by": "project.yml"});
+    assert_eq!(protect(later).await.unwrap().status(), 200);
     assert_eq!(set("server_compile", json!(true)).await.0, 200);
 }
 

@@ -41,11 +41,7 @@ fs::File(host=host, path="{root}/etc/after-check", content="checked", requires=[
 /// returns the server's port.
 fn point_at(project: &Path, s: &TestServer, env: &str) -> String {
     let port = s.url.rsplit(':').next().unwrap().to_string();
-    std::fs::write(
-        project.join(".inmanta"),
-        format!("[config]\nenvironment = {env}\n[compiler_rest_transport]\nhost = 127.0.0.1\nport = {port}\n"),
-    )
-    .unwrap();
+    std::fs::write(project.join(".inmanta"), s.dot_inmanta(env)).unwrap();
     port
 }
 

@@ -57,11 +57,7 @@ async fn export_pushes_files_and_a_version_that_the_cli_reads_back() {
     let dir = tempfile::tempdir().unwrap();
     project(dir.path(), MODEL);
     let port = s.url.rsplit(':').next().unwrap().to_string();
-    std::fs::write(
-        dir.path().join(".inmanta"),
-        format!("[config]\nenvironment = {env}\n\n[compiler_rest_transport]\nhost = 127.0.0.1\nport = {port}\n"),
-    )
-    .unwrap();
+    std::fs::write(dir.path().join(".inmanta"), s.dot_inmanta(&env)).unwrap();
 
     let (code, out, err) = inmanta(dir.path(), &["compile"]);
     assert_eq!(code, 0, "{out}{err}");
@@ -153,7 +149,17 @@ async fn an_example_project_exports_with_partial_sets_and_the_cli_reads_it() {
     let env = environment(&s).await;
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/webfleet");
     let port = s.url.rsplit(':').next().unwrap().to_string();
-    let target = ["-e", env.as_str(), "--server_address", "127.0.0.1", "--server_port", port.as_str()];
+    let token = s.token.clone().unwrap_or_default();
+    let target = [
+        "-e",
+        env.as_str(),
+        "--server_address",
+        "127.0.0.1",
+        "--server_port",
+        port.as_str(),
+        "--token",
+        token.as_str(),
+    ];
     let (code, out, err) = inmanta(&example, &[&["export", "-d"][..], &target[..]].concat());
     assert_eq!(code, 0, "{out}{err}");
     let version: i64 = out.trim().parse().unwrap_or_else(|_| panic!("a version number, got {out:?}"));
@@ -210,7 +216,7 @@ std::ResourceSet(name="set-a", resources=[a])
 async fn concurrent_exports_and_releases_stay_consistent() {
     let s = TestServer::start().await;
     let env = environment(&s).await;
-    let http = reqwest::Client::new();
+    let http = common::client_with(s.token.as_deref());
     let mut tasks = tokio::task::JoinSet::new();
     for writer in 0..8 {
         let (http, url, env) = (http.clone(), s.url.clone(), env.clone());

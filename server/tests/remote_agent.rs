@@ -14,9 +14,9 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-fn start_agent(port: u16, env: &str) -> Child {
+fn start_agent(port: u16, env: &str, token: &str) -> Child {
     Command::new(BIN)
-        .args(["agent", "--name", "remote1", "-e", env, "--port", &port.to_string()])
+        .args(["agent", "--name", "remote1", "-e", env, "--port", &port.to_string(), "--token", token])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -89,7 +89,7 @@ async fn a_remote_agent_deploys_waits_and_survives_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("remote.conf").display().to_string();
 
-    let agent = Killed(start_agent(port, &env));
+    let agent = Killed(start_agent(port, &env, &s.environment_token(&env, &["agent"]).await));
     wait_for("the agent to connect", async || agent_status(&s, &env).await.as_deref() == Some("up")).await;
     put_version(&s, &env, &path, "one").await;
     wait_for("the remote agent to deploy", async || all_deployed(&s, &env).await).await;
@@ -102,7 +102,7 @@ async fn a_remote_agent_deploys_waits_and_survives_a_restart() {
     tokio::time::sleep(Duration::from_millis(700)).await;
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "one", "nothing deploys while the agent is away");
     assert!(!all_deployed(&s, &env).await);
-    let agent = Killed(start_agent(port, &env));
+    let agent = Killed(start_agent(port, &env, &s.environment_token(&env, &["agent"]).await));
     wait_for("the returning agent to deploy", async || all_deployed(&s, &env).await).await;
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "two");
 

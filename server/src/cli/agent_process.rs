@@ -24,12 +24,10 @@ pub struct ProcessArgs {
     /// Agent names this process serves (repeat for several).
     #[arg(long = "name")]
     pub names: Vec<String>,
-    /// Server URL, e.g. http://orchestrator:8888 (default: --host/--port).
+    /// Server URL, e.g. http://orchestrator:8888 (default: --host/--port). The agent token of
+    /// the environment comes with --token.
     #[arg(long)]
     pub server: Option<String>,
-    /// Bearer token (an agent token of the environment).
-    #[arg(long)]
-    pub token: Option<String>,
 }
 
 /// File contents by hash from the server's file store.
@@ -49,13 +47,13 @@ impl FileSource for ServerFiles {
     }
 }
 
-pub async fn run(base: String, env: Uuid, args: ProcessArgs) -> Result<(), CliError> {
+pub async fn run(base: String, env: Uuid, args: ProcessArgs, token: Option<String>) -> Result<(), CliError> {
     if args.names.is_empty() {
         return Err(CliError::Usage(
             "give the agent names this process serves with --name (repeat for several)".into(),
         ));
     }
-    let client = Client::new(base.clone()).with_token(args.token.clone());
+    let client = Client::new(base.clone()).with_token(token.clone());
     let files = ServerFiles { client, runtime: tokio::runtime::Handle::current() };
     let executor = Arc::new(Executor::new(Arc::new(files)));
     let names: Vec<String> = args.names.iter().map(|n| format!("name={}", super::encode_segment(n))).collect();
@@ -64,7 +62,7 @@ pub async fn run(base: String, env: Uuid, args: ProcessArgs) -> Result<(), CliEr
     let mut backoff = Duration::from_millis(500);
     loop {
         let mut request = url.as_str().into_client_request().map_err(|e| CliError::Usage(format!("{url}: {e}")))?;
-        if let Some(token) = &args.token
+        if let Some(token) = &token
             && let Ok(value) = format!("Bearer {token}").parse()
         {
             request.headers_mut().insert("Authorization", value);
@@ -75,6 +73,16 @@ pub async fn run(base: String, env: Uuid, args: ProcessArgs) -> Result<(), CliEr
                 backoff = Duration::from_millis(500);
                 serve(stream, executor.clone()).await;
                 eprintln!("connection to {base} lost; reconnecting");
+            }
+            // Wrong credentials do not fix themselves: stop and say so.
+            Err(tokio_tungstenite::tungstenite::Error::Http(response))
+                if matches!(response.status().as_u16(), 401 | 403) =>
+            {
+                let body = response.body().as_deref().map(String::from_utf8_lossy).unwrap_or_default();
+                return Err(CliError::Usage(format!(
+                    "the server refused this agent ({}): {body}; pass an agent token of the environment with --token",
+                    response.status()
+                )));
             }
             Err(e) => eprintln!("cannot connect to {base}: {e}; retrying in {:.1} s", backoff.as_secs_f64()),
         }

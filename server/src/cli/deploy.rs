@@ -8,6 +8,7 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use api::auth::ClientType;
 use api::client::Client;
 use api::environment::EnvironmentCreate;
 use clap::Args;
@@ -19,6 +20,7 @@ use uuid::Uuid;
 use super::CliError;
 use super::compile::{CompileArgs, Push, compile, push_export};
 use crate::rest::{self, AppState};
+use crate::security::Security;
 
 #[derive(Args, Clone)]
 pub struct DeployArgs {
@@ -50,8 +52,16 @@ impl Embedded {
         let environment = embedded_environment(&orchestrator, name).await?;
         let agents = Arc::new(crate::agents::InProcessAgents::new(orchestrator.clone()));
         let schedulers = Schedulers::start(orchestrator.clone(), agents).await.map_err(server_error)?;
-        let state =
-            AppState { orchestrator: orchestrator.clone(), schedulers: schedulers.clone(), started: Instant::now() };
+        // Auth stays on: the API listens on loopback and only this process holds a token.
+        let security = Arc::new(Security::new(&orchestrator, true, 3600, 5).await.map_err(server_error)?);
+        let token =
+            security.authenticator.internal_token(environment, &[ClientType::Api, ClientType::Compiler], 24 * 3600);
+        let state = AppState {
+            orchestrator: orchestrator.clone(),
+            schedulers: schedulers.clone(),
+            started: Instant::now(),
+            security,
+        };
         let app = rest::router(state, 512 * 1024 * 1024).fallback(rest::not_found);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let address = listener.local_addr()?;
@@ -61,7 +71,8 @@ impl Embedded {
             }
         });
         tracing::info!(%address, database = %url, "embedded server started");
-        Ok(Embedded { orchestrator, schedulers, client: Client::new(format!("http://{address}")), environment })
+        let client = Client::new(format!("http://{address}")).with_token(Some(token));
+        Ok(Embedded { orchestrator, schedulers, client, environment })
     }
 }
 

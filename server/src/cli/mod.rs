@@ -16,6 +16,7 @@ mod output;
 mod param;
 mod project;
 mod resource;
+mod user;
 mod version;
 
 use std::process::ExitCode;
@@ -88,6 +89,13 @@ pub enum ClientCommand {
         #[command(subcommand)]
         command: dryrun::DryrunCommand,
     },
+    /// Users: create, list, delete, set passwords, log in for a token.
+    User {
+        #[command(flatten)]
+        connection: Connection,
+        #[command(flatten)]
+        args: user::UserArgs,
+    },
     /// Parameters of an environment.
     Param {
         #[command(flatten)]
@@ -115,6 +123,10 @@ pub struct Connection {
     /// Server port ([cmdline_rest_transport] port).
     #[arg(long, global = true)]
     port: Option<u16>,
+    /// Bearer token ([cmdline_rest_transport] token, INMANTA_CMDLINE_REST_TRANSPORT_TOKEN); get
+    /// one with `inmanta user login NAME` or from the console's tokens tab.
+    #[arg(long, global = true)]
+    token: Option<String>,
     /// Print the API's JSON instead of tables.
     #[arg(long, global = true)]
     json: bool,
@@ -164,7 +176,8 @@ pub async fn run(command: ClientCommand, options: &Options) -> ExitCode {
                 Some(command) => agent::run(command, &ctx, env).await,
                 None => {
                     let base = process.server.clone().unwrap_or_else(|| ctx.client.base().to_string());
-                    agent_process::run(base, env, process).await
+                    let token = ctx.client.token().map(str::to_string);
+                    agent_process::run(base, env, process, token).await
                 }
             },
             Err(e) => Err(e),
@@ -177,6 +190,7 @@ pub async fn run(command: ClientCommand, options: &Options) -> ExitCode {
             Ok((ctx, env)) => dryrun::run(command, &ctx, env).await,
             Err(e) => Err(e),
         },
+        ClientCommand::User { connection, args } => user::run(args, &context(&connection, options), options).await,
         ClientCommand::Param { scope, command } => match scoped(&scope, options).await {
             Ok((ctx, env)) => param::run(command, &ctx, env).await,
             Err(e) => Err(e),
@@ -230,7 +244,8 @@ fn context(connection: &Connection, options: &Options) -> Context {
     };
     let host = connection.host.clone().or_else(|| setting("host")).unwrap_or_else(|| "127.0.0.1".into());
     let port = connection.port.map(|p| p.to_string()).or_else(|| setting("port")).unwrap_or_else(|| "8888".into());
-    Context { client: Client::new(format!("http://{host}:{port}")), json: connection.json }
+    let token = connection.token.clone().or_else(|| setting("token"));
+    Context { client: Client::new(format!("http://{host}:{port}")).with_token(token), json: connection.json }
 }
 
 /// The project's `.inmanta` file in the current directory, if there is one.

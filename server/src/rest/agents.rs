@@ -1,10 +1,8 @@
 //! Agents: list, pause and unpause (reference/api.md §5.12).
 
 use axum::Json;
-use axum::Router;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use orchestrator::Orchestrator;
 use orchestrator::agents::AgentAction;
 use orchestrator::paging::PageRequest;
@@ -12,14 +10,14 @@ use serde_json::json;
 
 use super::error::ApiResult;
 use super::extract::{Path, Query, Tid};
-use super::{AppState, done, paged};
+use super::{Routes, done, env, paged};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v2/agents", get(list))
-        .route("/api/v2/agent/{name}/{action}", post(one))
-        .route("/api/v2/agents/{action}", post(all))
-        .route("/api/v1/agent", get(v1_list))
+pub fn router() -> Routes {
+    Routes::new()
+        .get("/api/v2/agents", env("agent.read"), list)
+        .post("/api/v2/agent/{name}/{action}", env("agent.pause-resume"), one)
+        .post("/api/v2/agents/{action}", env("agent.pause-resume"), all)
+        .get("/api/v1/agent", env("agent.read"), v1_list)
 }
 
 async fn list(

@@ -1,11 +1,9 @@
 //! Server-side compiles: trigger, queue and reports (reference/api.md §5.6).
 
 use api::compile::NotifyChange;
-use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use orchestrator::Orchestrator;
 use orchestrator::compiles::CompileRequest;
 use orchestrator::paging::PageRequest;
@@ -15,17 +13,20 @@ use uuid::Uuid;
 
 use super::error::ApiResult;
 use super::extract::{self, Path, Query, Tid};
-use super::{AppState, data, paged};
+use super::{Routes, data, env, paged};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/notify/{id}", get(notify_get).post(notify_post).head(is_compiling))
-        .route("/api/v1/compilequeue", get(queue))
-        .route("/api/v1/compilereport", get(reports_v1))
-        .route("/api/v1/compilereport/{id}", get(report_v1))
-        .route("/api/v2/compilereport", get(reports))
-        .route("/api/v2/compilereport/{id}", get(details))
-        .route("/api/v2/compiledata/{id}", get(compile_data))
+pub fn router() -> Routes {
+    let in_path = |label| env(label).environment_in_path("id");
+    Routes::new()
+        .get("/api/v1/notify/{id}", in_path("compiler.execute"), notify_get)
+        .post("/api/v1/notify/{id}", in_path("compiler.execute"), notify_post)
+        .head("/api/v1/notify/{id}", in_path("compiler.status.read"), is_compiling)
+        .get("/api/v1/compilequeue", env("compiler.status.read"), queue)
+        .get("/api/v1/compilereport", env("compile-report.read"), reports_v1)
+        .get("/api/v1/compilereport/{id}", env("compile-report.read"), report_v1)
+        .get("/api/v2/compilereport", env("compile-report.read"), reports)
+        .get("/api/v2/compilereport/{id}", env("compile-report.read"), details)
+        .get("/api/v2/compiledata/{id}", env("compile-report.read"), compile_data)
 }
 
 async fn request(o: &Orchestrator, env: Uuid, body: NotifyChange) -> ApiResult<Response> {

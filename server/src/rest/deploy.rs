@@ -2,10 +2,9 @@
 
 use std::sync::Arc;
 
+use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use orchestrator::Orchestrator;
 use orchestrator::scheduler::{Schedulers, Scope};
 use serde::Deserialize;
@@ -13,13 +12,13 @@ use serde_json::{Value, json};
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{self, Tid};
-use super::{AppState, data};
+use super::{Routes, data, env};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/deploy", post(deploy))
-        .route("/api/v2/deploy_filtered", post(deploy_filtered))
-        .route("/api/v2/scheduler_status", get(status))
+pub fn router() -> Routes {
+    Routes::new()
+        .post("/api/v1/deploy", env("deploy"), deploy)
+        .post("/api/v2/deploy_filtered", env("deploy"), deploy_filtered)
+        .get("/api/v2/scheduler_status", env("agent.read"), status)
 }
 
 /// `push_incremental_deploy` deploys what is dirty; `push_full_deploy` (the default) repairs.

@@ -3,10 +3,9 @@
 use std::sync::Arc;
 
 use api::ResourceId;
+use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use orchestrator::Orchestrator;
 use orchestrator::scheduler::Schedulers;
 use serde::Deserialize;
@@ -15,14 +14,18 @@ use uuid::Uuid;
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{self, Path, Query, Tid};
-use super::{AppState, data, empty};
+use super::{Routes, data, empty, env};
+use orchestrator::auth::Clients;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v2/dryrun/{version}", post(trigger).get(list))
-        .route("/api/v2/dryrun/{version}/{id}", get(report))
-        .route("/api/v1/dryrun", get(v1_list))
-        .route("/api/v1/dryrun/{id}", post(v1_request).get(v1_report).put(v1_update))
+pub fn router() -> Routes {
+    Routes::new()
+        .post("/api/v2/dryrun/{version}", env("dryrun.write"), trigger)
+        .get("/api/v2/dryrun/{version}", env("dryrun.read"), list)
+        .get("/api/v2/dryrun/{version}/{id}", env("dryrun.read"), report)
+        .get("/api/v1/dryrun", env("dryrun.read"), v1_list)
+        .post("/api/v1/dryrun/{id}", env("dryrun.write"), v1_request)
+        .get("/api/v1/dryrun/{id}", env("dryrun.read"), v1_report)
+        .put("/api/v1/dryrun/{id}", env("dryrun.write").clients(Clients::AGENT), v1_update)
 }
 
 async fn trigger(

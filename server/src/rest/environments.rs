@@ -2,10 +2,9 @@
 
 use api::EnvironmentV1;
 use api::environment::{EnvironmentCreate, EnvironmentModify};
+use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post, put};
-use axum::{Json, Router};
 use orchestrator::{EnvironmentQuery, Orchestrator};
 use serde::Deserialize;
 use serde_json::json;
@@ -13,18 +12,25 @@ use uuid::Uuid;
 
 use super::error::ApiResult;
 use super::extract::{self, Path, Query, Tid};
-use super::{AppState, data, done, empty};
+use super::{Caller, Routes, data, done, empty, env, global};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/environment", put(v1_create).get(v1_list))
-        .route("/api/v1/environment/{id}", get(v1_get).post(v1_modify).delete(v1_delete))
-        .route("/api/v1/decommission/{id}", delete(v1_clear))
-        .route("/api/v2/environment", put(v2_create).get(v2_list))
-        .route("/api/v2/environment/{id}", get(v2_get).post(v2_modify).delete(v2_delete))
-        .route("/api/v2/decommission/{id}", delete(v2_clear))
-        .route("/api/v2/actions/environment/halt", post(halt))
-        .route("/api/v2/actions/environment/resume", post(resume))
+pub fn router() -> Routes {
+    let in_path = |label| env(label).environment_in_path("id");
+    Routes::new()
+        .put("/api/v1/environment", global("environment.create"), v1_create)
+        .get("/api/v1/environment", global("environment.read"), v1_list)
+        .get("/api/v1/environment/{id}", in_path("environment.read"), v1_get)
+        .post("/api/v1/environment/{id}", in_path("environment.modify"), v1_modify)
+        .delete("/api/v1/environment/{id}", in_path("environment.delete"), v1_delete)
+        .delete("/api/v1/decommission/{id}", in_path("environment.clear"), v1_clear)
+        .put("/api/v2/environment", global("environment.create"), v2_create)
+        .get("/api/v2/environment", global("environment.read"), v2_list)
+        .get("/api/v2/environment/{id}", in_path("environment.read"), v2_get)
+        .post("/api/v2/environment/{id}", in_path("environment.modify"), v2_modify)
+        .delete("/api/v2/environment/{id}", in_path("environment.delete"), v2_delete)
+        .delete("/api/v2/decommission/{id}", in_path("environment.clear"), v2_clear)
+        .post("/api/v2/actions/environment/halt", env("environment.halt-resume"), halt)
+        .post("/api/v2/actions/environment/resume", env("environment.halt-resume"), resume)
 }
 
 #[derive(Deserialize, Default)]
@@ -44,8 +50,10 @@ async fn v1_create(
     Ok(v1(o.create_environment(req).await?).into_response())
 }
 
-async fn v1_list(State(o): State<Orchestrator>) -> ApiResult<Response> {
-    let envs: Vec<EnvironmentV1> = o.list_environments().await?.into_iter().map(EnvironmentV1::from).collect();
+/// Lists show only the environments the caller may see.
+async fn v1_list(State(o): State<Orchestrator>, Caller(caller): Caller) -> ApiResult<Response> {
+    let envs: Vec<EnvironmentV1> =
+        o.list_environments().await?.into_iter().filter(|e| caller.can_see(e.id)).map(EnvironmentV1::from).collect();
     Ok(Json(json!({"environments": envs})).into_response())
 }
 
@@ -78,11 +86,16 @@ async fn v2_create(
     Ok(data(o.create_environment(req).await?).into_response())
 }
 
-async fn v2_list(State(o): State<Orchestrator>, Query(q): Query<Details>) -> ApiResult<Response> {
+async fn v2_list(
+    State(o): State<Orchestrator>,
+    Caller(caller): Caller,
+    Query(q): Query<Details>,
+) -> ApiResult<Response> {
     let envs: Vec<_> = o
         .list_environments()
         .await?
         .into_iter()
+        .filter(|e| caller.can_see(e.id))
         .map(|mut e| {
             if !q.details {
                 e.description = None;

@@ -86,3 +86,15 @@ impl<S: Send + Sync> FromRequestParts<S> for Tid {
         })
     }
 }
+
+/// The client's address, when the server knows it (behind `into_make_service_with_connect_info`).
+pub struct PeerAddress(pub Option<std::net::SocketAddr>);
+
+impl<S: Send + Sync> FromRequestParts<S> for PeerAddress {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let peer = parts.extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0);
+        Ok(PeerAddress(peer))
+    }
+}

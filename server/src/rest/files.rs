@@ -1,10 +1,9 @@
 //! The file store (reference/api.md §5.7). Not environment scoped.
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{post, put};
-use axum::{Json, Router};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use orchestrator::Orchestrator;
@@ -13,13 +12,19 @@ use serde_json::json;
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{self, Path};
-use super::{AppState, empty};
+use super::{Routes, authenticated, empty};
+use orchestrator::auth::Clients;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/file", post(stat_files))
-        .route("/api/v1/file/{id}", put(upload).get(get_file).head(stat_file))
-        .route("/api/v1/filediff", post(diff))
+pub fn router() -> Routes {
+    // The file store is content addressed and shared by all environments: knowing a hash is
+    // what grants reading it.
+    let anyone = authenticated().clients(Clients::ALL);
+    Routes::new()
+        .post("/api/v1/file", anyone, stat_files)
+        .put("/api/v1/file/{id}", anyone, upload)
+        .get("/api/v1/file/{id}", anyone, get_file)
+        .head("/api/v1/file/{id}", anyone, stat_file)
+        .post("/api/v1/filediff", authenticated(), diff)
 }
 
 #[derive(Deserialize)]

@@ -1,20 +1,21 @@
 //! Notifications (reference/api.md §5.14).
 
 use api::operations::NotificationUpdate;
-use axum::Router;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use orchestrator::Orchestrator;
 use orchestrator::paging::PageRequest;
 use uuid::Uuid;
 
 use super::error::ApiResult;
 use super::extract::{self, Path, Query, Tid};
-use super::{AppState, data, paged};
+use super::{Routes, data, env, paged};
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/api/v2/notification", get(list)).route("/api/v2/notification/{id}", get(one).patch(update))
+pub fn router() -> Routes {
+    Routes::new()
+        .get("/api/v2/notification", env("notification.read"), list)
+        .get("/api/v2/notification/{id}", env("notification.read"), one)
+        .patch("/api/v2/notification/{id}", env("notification.write"), update)
 }
 
 async fn list(

@@ -1,11 +1,10 @@
 //! Parameters and facts, v1 and v2 (reference/api.md §5.13).
 
 use api::operations::SetParameter;
+use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
-use axum::{Json, Router};
 use orchestrator::Orchestrator;
 use orchestrator::paging::PageRequest;
 use orchestrator::parameters::{NewParameter, ParamLookup};
@@ -14,17 +13,21 @@ use serde_json::json;
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{self, Path, Query, Tid};
-use super::{AppState, data, empty, paged};
+use super::{Routes, data, empty, env, paged};
+use orchestrator::auth::Clients;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/parameter/{name}", get(v1_get).put(v1_set).delete(v1_delete))
-        .route("/api/v1/parameter", post(v1_list))
-        .route("/api/v1/parameters", put(v1_set_many))
-        .route("/api/v2/parameters", get(v2_parameters))
-        .route("/api/v2/parameters/{name}", put(v2_set_parameter))
-        .route("/api/v2/facts", get(v2_facts))
-        .route("/api/v2/facts/{name}", put(v2_set_fact))
+pub fn router() -> Routes {
+    let everyone = |label| env(label).clients(Clients::ALL);
+    Routes::new()
+        .get("/api/v1/parameter/{name}", everyone("parameter.read"), v1_get)
+        .put("/api/v1/parameter/{name}", everyone("parameter.write"), v1_set)
+        .delete("/api/v1/parameter/{name}", everyone("parameter.write"), v1_delete)
+        .post("/api/v1/parameter", env("parameter.read").clients(Clients::API_COMPILER), v1_list)
+        .put("/api/v1/parameters", everyone("parameter.write"), v1_set_many)
+        .get("/api/v2/parameters", env("parameter.read"), v2_parameters)
+        .put("/api/v2/parameters/{name}", everyone("parameter.write"), v2_set_parameter)
+        .get("/api/v2/facts", env("fact.read"), v2_facts)
+        .put("/api/v2/facts/{name}", everyone("fact.write"), v2_set_fact)
 }
 
 #[derive(Deserialize)]

@@ -1,11 +1,10 @@
 //! Projects, v1 and v2 (reference/api.md §5.1).
 
-use api::ProjectV1;
 use api::environment::{ProjectCreate, ProjectModify};
+use api::{Project, ProjectV1};
+use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, put};
-use axum::{Json, Router};
 use orchestrator::Orchestrator;
 use serde::Deserialize;
 use serde_json::json;
@@ -13,14 +12,21 @@ use uuid::Uuid;
 
 use super::error::ApiResult;
 use super::extract::{self, Path, Query};
-use super::{AppState, data, done, empty};
+use super::{Caller, Routes, data, done, empty, global};
+use orchestrator::auth::Principal;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/project", put(v1_create).get(v1_list))
-        .route("/api/v1/project/{id}", get(v1_get).post(v1_modify).delete(v1_delete))
-        .route("/api/v2/project", put(v2_create).get(v2_list))
-        .route("/api/v2/project/{id}", get(v2_get).post(v2_modify).delete(v2_delete))
+pub fn router() -> Routes {
+    Routes::new()
+        .put("/api/v1/project", global("project.create"), v1_create)
+        .get("/api/v1/project", global("project.read"), v1_list)
+        .get("/api/v1/project/{id}", global("project.read"), v1_get)
+        .post("/api/v1/project/{id}", global("project.modify"), v1_modify)
+        .delete("/api/v1/project/{id}", global("project.delete"), v1_delete)
+        .put("/api/v2/project", global("project.create"), v2_create)
+        .get("/api/v2/project", global("project.read"), v2_list)
+        .get("/api/v2/project/{id}", global("project.read"), v2_get)
+        .post("/api/v2/project/{id}", global("project.modify"), v2_modify)
+        .delete("/api/v2/project/{id}", global("project.delete"), v2_delete)
 }
 
 /// `environment_details` is accepted for compatibility; Inmanta 20.1 answers with full
@@ -40,13 +46,20 @@ async fn v1_create(
     Ok(Json(json!({"project": ProjectV1::from(&project)})).into_response())
 }
 
-async fn v1_list(State(o): State<Orchestrator>) -> ApiResult<Response> {
-    let projects: Vec<ProjectV1> = o.list_projects().await?.iter().map(ProjectV1::from).collect();
+/// Projects are listed with only the environments the caller may see.
+fn visible(caller: &Principal, mut project: Project) -> Project {
+    project.environments.retain(|e| caller.can_see(e.id));
+    project
+}
+
+async fn v1_list(State(o): State<Orchestrator>, Caller(caller): Caller) -> ApiResult<Response> {
+    let projects: Vec<ProjectV1> =
+        o.list_projects().await?.into_iter().map(|p| ProjectV1::from(&visible(&caller, p))).collect();
     Ok(Json(json!({"projects": projects})).into_response())
 }
 
-async fn v1_get(State(o): State<Orchestrator>, Path(id): Path<Uuid>) -> ApiResult<Response> {
-    let project = o.get_project(id).await?;
+async fn v1_get(State(o): State<Orchestrator>, Caller(caller): Caller, Path(id): Path<Uuid>) -> ApiResult<Response> {
+    let project = visible(&caller, o.get_project(id).await?);
     Ok(Json(json!({"project": ProjectV1::from(&project)})).into_response())
 }
 
@@ -71,14 +84,24 @@ async fn v2_create(
     Ok(data(o.create_project(&req.name, req.project_id).await?).into_response())
 }
 
-async fn v2_list(State(o): State<Orchestrator>, Query(q): Query<Details>) -> ApiResult<Response> {
+async fn v2_list(
+    State(o): State<Orchestrator>,
+    Caller(caller): Caller,
+    Query(q): Query<Details>,
+) -> ApiResult<Response> {
     let _ = q;
-    Ok(data(o.list_projects().await?).into_response())
+    let projects: Vec<Project> = o.list_projects().await?.into_iter().map(|p| visible(&caller, p)).collect();
+    Ok(data(projects).into_response())
 }
 
-async fn v2_get(State(o): State<Orchestrator>, Path(id): Path<Uuid>, Query(q): Query<Details>) -> ApiResult<Response> {
+async fn v2_get(
+    State(o): State<Orchestrator>,
+    Caller(caller): Caller,
+    Path(id): Path<Uuid>,
+    Query(q): Query<Details>,
+) -> ApiResult<Response> {
     let _ = q;
-    Ok(data(o.get_project(id).await?).into_response())
+    Ok(data(visible(&caller, o.get_project(id).await?)).into_response())
 }
 
 async fn v2_modify(

@@ -2,10 +2,9 @@
 //! (reference/api.md §5.9, §5.13).
 
 use api::ResourceId;
+use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
 use orchestrator::paging::PageRequest;
 use orchestrator::{ActionQuery, Orchestrator};
 use serde::Deserialize;
@@ -14,18 +13,20 @@ use uuid::Uuid;
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{Path, Query, Tid};
-use super::{AppState, data, paged};
+use super::{Routes, data, env, paged};
+use orchestrator::auth::Clients;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v2/resource", get(list))
-        .route("/api/v2/resource/{rid}", get(details))
-        .route("/api/v2/resource/{rid}/history", get(history))
-        .route("/api/v2/resource/{rid}/logs", get(logs))
-        .route("/api/v2/resource/{rid}/facts", get(facts))
-        .route("/api/v2/resource/{rid}/facts/{id}", get(fact))
-        .route("/api/v2/resource_actions", get(actions))
-        .route("/api/v1/resource/{rvid}", get(v1_resource))
+pub fn router() -> Routes {
+    let read = env("resource.read");
+    Routes::new()
+        .get("/api/v2/resource", read, list)
+        .get("/api/v2/resource/{rid}", read, details)
+        .get("/api/v2/resource/{rid}/history", read, history)
+        .get("/api/v2/resource/{rid}/logs", read, logs)
+        .get("/api/v2/resource/{rid}/facts", env("fact.read").clients(Clients::API_AGENT), facts)
+        .get("/api/v2/resource/{rid}/facts/{id}", env("fact.read").clients(Clients::API_AGENT), fact)
+        .get("/api/v2/resource_actions", read, actions)
+        .get("/api/v1/resource/{rvid}", read.clients(Clients::API_AGENT), v1_resource)
 }
 
 type Pairs = Vec<(String, String)>;

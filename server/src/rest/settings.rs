@@ -2,24 +2,35 @@
 //! `X-Inmanta-tid` header; the path names the setting.
 
 use api::settings::{ProtectedSettingsSet, SettingSet};
+use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use orchestrator::Orchestrator;
 use serde_json::json;
 
 use super::error::ApiResult;
 use super::extract::{self, Path, Tid};
-use super::{AppState, data, done, empty};
+use super::{Routes, data, done, empty, env};
+use orchestrator::auth::Clients;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/environment_settings", get(v1_list))
-        .route("/api/v1/environment_settings/{name}", get(v1_get).post(v1_set).delete(v1_delete))
-        .route("/api/v2/environment_settings", get(v2_list))
-        .route("/api/v2/environment_settings/{name}", get(v2_get).post(v2_set).delete(v2_delete))
-        .route("/api/v2/protected_environment_settings", post(set_protected))
+pub fn router() -> Routes {
+    let read = env("environment.setting.read").clients(Clients::ALL);
+    let write = env("environment.setting.write").clients(Clients::ALL);
+    let agents_too = |label| env(label).clients(Clients::API_AGENT);
+    Routes::new()
+        .get("/api/v1/environment_settings", read, v1_list)
+        .get("/api/v1/environment_settings/{name}", agents_too("environment.setting.read"), v1_get)
+        .post("/api/v1/environment_settings/{name}", write, v1_set)
+        .delete("/api/v1/environment_settings/{name}", agents_too("environment.setting.write"), v1_delete)
+        .get("/api/v2/environment_settings", read, v2_list)
+        .get("/api/v2/environment_settings/{name}", agents_too("environment.setting.read"), v2_get)
+        .post("/api/v2/environment_settings/{name}", write, v2_set)
+        .delete("/api/v2/environment_settings/{name}", agents_too("environment.setting.write"), v2_delete)
+        .post(
+            "/api/v2/protected_environment_settings",
+            env("environment.setting.write").clients(Clients::COMPILER),
+            set_protected,
+        )
 }
 
 async fn v1_list(State(o): State<Orchestrator>, Tid(env): Tid) -> ApiResult<Response> {

@@ -1,16 +1,18 @@
 //! Health and server status.
 
 use api::status::{Extension, ReportedStatus, Slice, StatusResponse};
-use axum::Router;
 use axum::extract::State;
-use axum::routing::get;
 use serde_json::json;
 
 use super::error::ApiResult;
-use super::{AppState, data};
+use super::{AppState, Routes, data, global, public};
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/api/v2/health", get(health)).route("/api/v1/serverstatus", get(server_status))
+pub fn router() -> Routes {
+    Routes::new().get("/api/v2/health", public(), health).get(
+        "/api/v1/serverstatus",
+        global("status.read"),
+        server_status,
+    )
 }
 
 /// 200 when the database answers, 500 otherwise: what a load balancer needs.

@@ -1,10 +1,9 @@
 //! Versions of the desired state (reference/api.md §5.8).
 
 use api::version::{PutPartial, PutVersion};
+use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
-use axum::{Json, Router};
 use orchestrator::Orchestrator;
 use orchestrator::paging::PageRequest;
 use serde::Deserialize;
@@ -12,19 +11,25 @@ use serde_json::json;
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{self, Path, Query, Tid};
-use super::{AppState, data, done, empty, paged};
+use super::{Routes, data, done, empty, env, paged};
+use orchestrator::auth::Clients;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v2/reserve_version", post(reserve))
-        .route("/api/v1/version", put(put_version).get(v1_list))
-        .route("/api/v2/version/partial", put(put_partial))
-        .route("/api/v1/version/{id}", post(release).get(v1_get).delete(v1_delete))
-        .route("/api/v2/desiredstate", get(v2_list))
-        .route("/api/v2/desiredstate/{version}/promote", post(promote))
-        .route("/api/v2/desiredstate/{version}", get(version_resources))
-        .route("/api/v2/desiredstate/{version}/resource/{rid}", get(version_resource))
-        .route("/api/v2/desiredstate/diff/{from}/{to}", get(diff))
+pub fn router() -> Routes {
+    let read = env("desired-state.read");
+    let write = env("desired-state.write");
+    Routes::new()
+        .post("/api/v2/reserve_version", write.clients(Clients::API_COMPILER), reserve)
+        .put("/api/v1/version", write.clients(Clients::API_COMPILER), put_version)
+        .get("/api/v1/version", read, v1_list)
+        .put("/api/v2/version/partial", write.clients(Clients::API_COMPILER), put_partial)
+        .post("/api/v1/version/{id}", write.clients(Clients::API_COMPILER), release)
+        .get("/api/v1/version/{id}", read, v1_get)
+        .delete("/api/v1/version/{id}", write, v1_delete)
+        .get("/api/v2/desiredstate", read, v2_list)
+        .post("/api/v2/desiredstate/{version}/promote", write, promote)
+        .get("/api/v2/desiredstate/{version}", read, version_resources)
+        .get("/api/v2/desiredstate/{version}/resource/{rid}", read, version_resource)
+        .get("/api/v2/desiredstate/diff/{from}/{to}", read, diff)
 }
 
 async fn reserve(State(o): State<Orchestrator>, Tid(env): Tid) -> ApiResult<Response> {

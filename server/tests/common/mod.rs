@@ -11,10 +11,24 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_inmanta");
+pub const ADMIN: &str = "tester";
+pub const ADMIN_PASSWORD: &str = "Test-admin-password-1";
+
+/// An HTTP client that sends a bearer token with every request.
+pub fn client_with(token: Option<&str>) -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(token) = token {
+        headers.insert(reqwest::header::AUTHORIZATION, format!("Bearer {token}").parse().expect("header"));
+    }
+    reqwest::Client::builder().default_headers(headers).build().expect("http client")
+}
 
 pub struct TestServer {
     child: Option<Child>,
     pub url: String,
+    /// A global admin's login token, sent with every call of [`TestServer::call`], `http` and
+    /// [`TestServer::cli`]; `None` when the server runs with `INMANTA_SERVER_AUTH=false`.
+    pub token: Option<String>,
     pub database_url: String,
     pub state_dir: tempfile::TempDir,
     extra_env: Vec<(String, String)>,
@@ -32,18 +46,90 @@ impl TestServer {
     }
 
     pub async fn start_with(env: &[(&str, &str)]) -> TestServer {
+        Self::start_inner(env, true).await
+    }
+
+    /// A server whose database has no users yet, as on a first start.
+    pub async fn start_without_users(env: &[(&str, &str)]) -> TestServer {
+        Self::start_inner(env, false).await
+    }
+
+    async fn start_inner(env: &[(&str, &str)], create_admin: bool) -> TestServer {
         let state_dir = tempfile::tempdir().expect("temp dir");
         let database_url = fresh_database(state_dir.path()).await;
+        let auth = !env.iter().any(|(k, v)| *k == "INMANTA_SERVER_AUTH" && *v == "false");
+        if auth && create_admin {
+            // The admin the tests act as, made directly in the database like `inmanta user
+            // create --direct` does, so the server does not generate one.
+            let o = orchestrator::Orchestrator::open(&database_url).await.expect("open the test database");
+            o.create_user(ADMIN, ADMIN_PASSWORD, true, false).await.expect("create the test admin");
+            o.store().close().await;
+        }
         let mut server = TestServer {
             child: None,
             url: String::new(),
+            token: None,
             database_url,
             state_dir,
             extra_env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             http: reqwest::Client::new(),
         };
         server.spawn();
+        if auth && create_admin {
+            server.login().await;
+        }
         server
+    }
+
+    /// Logs the test admin in and sends its token from now on.
+    async fn login(&mut self) {
+        let response = reqwest::Client::new()
+            .post(format!("{}/api/v2/login", self.url))
+            .json(&serde_json::json!({"username": ADMIN, "password": ADMIN_PASSWORD}))
+            .send()
+            .await
+            .expect("login");
+        assert!(response.status().is_success(), "test admin login: {}", response.status());
+        let body: Value = response.json().await.expect("login answer");
+        let token = body["data"]["token"].as_str().expect("a token").to_string();
+        self.http = client_with(Some(&token));
+        self.token = Some(token);
+    }
+
+    /// An environment token (e.g. `["agent"]` for an agent process).
+    pub async fn environment_token(&self, env: &str, client_types: &[&str]) -> String {
+        let (status, body) = self
+            .call(
+                "POST",
+                "/api/v2/environment_auth",
+                Some(env),
+                Some(serde_json::json!({"client_types": client_types})),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body["data"].as_str().expect("token").to_string()
+    }
+
+    /// A project's `.inmanta` that points `inmanta export` and the other commands at this server
+    /// and environment, with the admin's token.
+    pub fn dot_inmanta(&self, env: &str) -> String {
+        let port = self.url.rsplit(':').next().unwrap_or_default();
+        let token = self.token.as_deref().map(|t| format!("token = {t}\n")).unwrap_or_default();
+        format!(
+            "[config]\nenvironment = {env}\n\n[compiler_rest_transport]\nhost = 127.0.0.1\nport = {port}\n{token}\n\
+             [cmdline_rest_transport]\nhost = 127.0.0.1\nport = {port}\n{token}"
+        )
+    }
+
+    /// Environment variables that give a CLI process (`inmanta export`, commands) the admin's token.
+    pub fn token_env(&self) -> Vec<(&'static str, String)> {
+        match &self.token {
+            Some(token) => vec![
+                ("INMANTA_CMDLINE_REST_TRANSPORT_TOKEN", token.clone()),
+                ("INMANTA_COMPILER_REST_TRANSPORT_TOKEN", token.clone()),
+            ],
+            None => Vec::new(),
+        }
     }
 
     fn spawn(&mut self) {
@@ -60,7 +146,9 @@ impl TestServer {
             .arg(self.state_dir.path())
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
+            .stderr(Stdio::from(
+                std::fs::OpenOptions::new().create(true).append(true).open(self.log_path()).expect("log file"),
+            ));
         for (k, v) in &self.extra_env {
             command.env(k, v);
         }
@@ -75,7 +163,9 @@ impl TestServer {
                 }
             }
         });
-        self.url = rx.recv_timeout(Duration::from_secs(60)).expect("server did not start within 60 s");
+        self.url = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("server did not start within 60 s; its log:\n{}", self.log()));
         self.child = Some(child);
     }
 
@@ -87,8 +177,18 @@ impl TestServer {
             child.wait().expect("reap");
         }
         // Pooled connections went down with the old process.
-        self.http = reqwest::Client::new();
+        self.http = client_with(self.token.as_deref());
         self.spawn();
+    }
+
+    /// Where the server's log (stderr) goes.
+    pub fn log_path(&self) -> std::path::PathBuf {
+        self.state_dir.path().join("server.log")
+    }
+
+    /// Everything the server logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
     }
 
     /// The process id of the running server.
@@ -138,6 +238,7 @@ impl TestServer {
         let output = Command::new(BIN)
             .args(args)
             .args(["--host", "127.0.0.1", "--port", &port])
+            .envs(self.token_env())
             .current_dir(self.state_dir.path())
             .output()
             .expect("run inmanta cli");

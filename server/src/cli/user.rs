@@ -1,0 +1,161 @@
+//! `inmanta user create|list|delete|password|login`: users through the API with a token, or
+//! directly on the server's database with `--direct` (how the first admin is made before the
+//! server ever ran, or recovered when every admin password is lost).
+
+use api::auth::{LoginReturn, User, UserWithRoles};
+use clap::{Args, Subcommand};
+use reqwest::Method;
+use serde_json::json;
+
+use super::{CliError, Context, output};
+use crate::config::{Options, ServerConfig};
+
+#[derive(Args)]
+pub struct UserArgs {
+    /// Work on the server's database (from -c, INMANTA_DATABASE_URL or --database-url) instead
+    /// of through the API.
+    #[arg(long, global = true)]
+    direct: bool,
+    /// Database URL for --direct ([database] url).
+    #[arg(long, global = true)]
+    database_url: Option<String>,
+    #[command(subcommand)]
+    command: UserCommand,
+}
+
+#[derive(Subcommand)]
+pub enum UserCommand {
+    /// List users with their roles.
+    List,
+    /// Create a user. The password comes from --password, $INMANTA_PASSWORD or the first line
+    /// of stdin.
+    Create {
+        username: String,
+        #[arg(long)]
+        password: Option<String>,
+        /// Make the user a global admin.
+        #[arg(long)]
+        admin: bool,
+    },
+    /// Delete a user.
+    Delete { username: String },
+    /// Set a user's password (same sources as create). Changing your own needs --current.
+    Password {
+        username: String,
+        #[arg(long)]
+        password: Option<String>,
+        /// Your current password, when changing your own through the API.
+        #[arg(long)]
+        current: Option<String>,
+    },
+    /// Log in and print a bearer token for --token or INMANTA_CMDLINE_REST_TRANSPORT_TOKEN.
+    Login {
+        username: String,
+        #[arg(long)]
+        password: Option<String>,
+    },
+}
+
+fn password(given: Option<String>) -> Result<String, CliError> {
+    if let Some(p) = given.or_else(|| std::env::var("INMANTA_PASSWORD").ok()) {
+        return Ok(p);
+    }
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    let line = line.trim_end_matches(['\n', '\r']).to_string();
+    if line.is_empty() {
+        return Err(CliError::Usage("no password: pass --password, set INMANTA_PASSWORD or write it on stdin".into()));
+    }
+    Ok(line)
+}
+
+pub async fn run(args: UserArgs, ctx: &Context, options: &Options) -> Result<(), CliError> {
+    if args.direct || args.database_url.is_some() {
+        return direct(args, ctx, options).await;
+    }
+    let c = &ctx.client;
+    match args.command {
+        UserCommand::List => {
+            let users: Vec<UserWithRoles> = c.data(Method::GET, "/api/v2/user", None, None::<&()>).await?;
+            print_users(ctx, &users);
+        }
+        UserCommand::Create { username, password: given, admin } => {
+            let body = json!({"username": username, "password": password(given)?});
+            let user: User = c.data(Method::POST, "/api/v2/user", None, Some(&body)).await?;
+            if admin {
+                let body = json!({"username": username, "is_admin": true});
+                c.call(Method::PATCH, "/api/v2/is_admin", None, Some(&body)).await?;
+            }
+            println!("User {} created{}", user.username, if admin { " (admin)" } else { "" });
+        }
+        UserCommand::Delete { username } => {
+            let path = format!("/api/v2/user/{}", super::encode_segment(&username));
+            c.call(Method::DELETE, &path, None, None::<&()>).await?;
+            println!("User {username} deleted");
+        }
+        UserCommand::Password { username, password: given, current } => {
+            let body = json!({"password": password(given)?, "current_password": current});
+            let path = format!("/api/v2/user/{}/password", super::encode_segment(&username));
+            c.call(Method::PATCH, &path, None, Some(&body)).await?;
+            println!("Password of {username} changed");
+        }
+        UserCommand::Login { username, password: given } => {
+            let body = json!({"username": username, "password": password(given)?});
+            let login: LoginReturn = c.data(Method::POST, "/api/v2/login", None, Some(&body)).await?;
+            if ctx.json {
+                output::json(&login);
+            } else {
+                println!("{}", login.token);
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn direct(args: UserArgs, ctx: &Context, options: &Options) -> Result<(), CliError> {
+    let mut options = options.clone();
+    if let Some(url) = &args.database_url {
+        options.set("database", "url", url);
+    }
+    let config = ServerConfig::from_options(&options).map_err(|e| CliError::Usage(format!("{e:#}")))?;
+    let o = orchestrator::Orchestrator::open(&config.database_url)
+        .await
+        .map_err(|e| CliError::Usage(format!("cannot open the database {}: {e}", config.database_display())))?;
+    let refused = |e: orchestrator::Error| CliError::Deploy(e.to_string());
+    match args.command {
+        UserCommand::List => print_users(ctx, &o.list_users().await.map_err(refused)?),
+        UserCommand::Create { username, password: given, admin } => {
+            o.create_user(&username, &password(given)?, admin, false).await.map_err(refused)?;
+            println!("User {username} created{}", if admin { " (admin)" } else { "" });
+        }
+        UserCommand::Delete { username } => {
+            o.delete_user(&username).await.map_err(refused)?;
+            println!("User {username} deleted");
+        }
+        UserCommand::Password { username, password: given, .. } => {
+            o.set_password(&username, &password(given)?, None).await.map_err(refused)?;
+            println!("Password of {username} changed");
+        }
+        UserCommand::Login { .. } => {
+            return Err(CliError::Usage("login talks to a server: leave out --direct".into()));
+        }
+    }
+    o.store().close().await;
+    Ok(())
+}
+
+fn print_users(ctx: &Context, users: &[UserWithRoles]) {
+    if ctx.json {
+        output::json(&users);
+        return;
+    }
+    let rows: Vec<Vec<String>> = users
+        .iter()
+        .map(|u| {
+            let roles: Vec<String> =
+                u.roles.iter().map(|(env, roles)| format!("{env}: {}", roles.join(", "))).collect();
+            vec![u.user.username.clone(), if u.user.is_admin { "yes".into() } else { "".into() }, roles.join("; ")]
+        })
+        .collect();
+    output::table(&["USERNAME", "ADMIN", "ROLES"], &rows);
+}

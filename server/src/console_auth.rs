@@ -1,0 +1,287 @@
+//! Signing in to the console: the login and password-change pages (plain HTML forms, so they
+//! work before any wasm loads and with the keyboard alone), logout, and the guard that puts the
+//! signed-in user on every console request for the server functions to check.
+
+use std::sync::Arc;
+
+use axum::Form;
+use axum::extract::{Query, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use orchestrator::Orchestrator;
+use orchestrator::auth::Principal;
+use serde::Deserialize;
+use tower_sessions::Session;
+
+use crate::rest::extract::PeerAddress;
+use crate::security::Security;
+
+pub const LOGIN: &str = "/console/login";
+pub const PASSWORD: &str = "/console/password";
+pub const LOGOUT: &str = "/console/logout";
+
+#[derive(Clone)]
+pub struct ConsoleAuth {
+    pub orchestrator: Orchestrator,
+    pub security: Arc<Security>,
+}
+
+/// In front of pages, server functions and the event stream: no session, no console. Pages
+/// redirect to the login page (and back afterwards); calls get a 401.
+pub async fn guard(State(auth): State<ConsoleAuth>, session: Session, mut request: Request, next: Next) -> Response {
+    let principal = if auth.security.enabled {
+        crate::sessions::principal(&session, &auth.orchestrator).await
+    } else {
+        Some(Principal::Unrestricted)
+    };
+    let path = request.uri().path().to_string();
+    let is_call = path.starts_with("/console/fn/") || path == "/console/events";
+    match principal {
+        None if is_call => (StatusCode::UNAUTHORIZED, "not signed in: log in again at /console/login").into_response(),
+        None => {
+            let target = request.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or(path);
+            Redirect::to(&format!("{LOGIN}?next={}", api::url::encode(&target))).into_response()
+        }
+        Some(Principal::User { must_change_password: true, .. }) if !is_call => Redirect::to(PASSWORD).into_response(),
+        Some(principal) => {
+            request.extensions_mut().insert(principal);
+            next.run(request).await
+        }
+    }
+}
+
+#[derive(Deserialize, Default)]
+pub struct LoginQuery {
+    #[serde(default)]
+    next: Option<String>,
+}
+
+pub async fn login_page(Query(q): Query<LoginQuery>) -> Html<String> {
+    Html(login_html(q.next.as_deref().unwrap_or(app::BASE), "", None))
+}
+
+#[derive(Deserialize)]
+pub struct LoginForm {
+    username: String,
+    password: String,
+    #[serde(default)]
+    next: Option<String>,
+}
+
+pub async fn login_submit(
+    State(auth): State<ConsoleAuth>,
+    PeerAddress(peer): PeerAddress,
+    session: Session,
+    Form(form): Form<LoginForm>,
+) -> Response {
+    let next = safe_next(form.next.as_deref());
+    let address = peer.map(|p| p.ip());
+    let peer = peer.map(|p| p.to_string()).unwrap_or_else(|| "-".into());
+    let limiter = &auth.security.logins;
+    if let Err(wait) = limiter.check(&form.username, address) {
+        tracing::warn!(username = %form.username, %peer, "console login refused: too many failed attempts");
+        let message = format!("Too many failed logins. Try again in {} seconds.", wait.as_secs().max(1));
+        return (StatusCode::TOO_MANY_REQUESTS, Html(login_html(&next, &form.username, Some(&message))))
+            .into_response();
+    }
+    let user = match auth.orchestrator.verify_login(&form.username, &form.password).await {
+        Ok(Some(user)) => user,
+        Ok(None) => {
+            limiter.failed(&form.username, address);
+            tracing::warn!(username = %form.username, %peer, "console login failed: wrong username or password");
+            let message = "Wrong username or password.";
+            return (StatusCode::UNAUTHORIZED, Html(login_html(&next, &form.username, Some(message)))).into_response();
+        }
+        Err(e) => return server_error(e),
+    };
+    limiter.succeeded(&form.username);
+    if let Err(e) = crate::sessions::begin(&session, &user).await {
+        return server_error(e);
+    }
+    tracing::info!(username = %user.username, %peer, "user signed in to the console");
+    if user.must_change_password {
+        return Redirect::to(PASSWORD).into_response();
+    }
+    Redirect::to(&next).into_response()
+}
+
+pub async fn password_page(State(auth): State<ConsoleAuth>, session: Session) -> Response {
+    match crate::sessions::principal(&session, &auth.orchestrator).await {
+        Some(Principal::User { username, must_change_password, .. }) => {
+            Html(password_html(&username, must_change_password, None)).into_response()
+        }
+        _ => Redirect::to(LOGIN).into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct PasswordForm {
+    current_password: String,
+    password: String,
+    repeat: String,
+}
+
+pub async fn password_submit(
+    State(auth): State<ConsoleAuth>,
+    session: Session,
+    Form(form): Form<PasswordForm>,
+) -> Response {
+    let Some(Principal::User { username, must_change_password, .. }) =
+        crate::sessions::principal(&session, &auth.orchestrator).await
+    else {
+        return Redirect::to(LOGIN).into_response();
+    };
+    let again = |message: &str| {
+        (StatusCode::BAD_REQUEST, Html(password_html(&username, must_change_password, Some(message)))).into_response()
+    };
+    if form.password != form.repeat {
+        return again("The new passwords differ.");
+    }
+    if form.password == form.current_password {
+        return again("Choose a password different from the current one.");
+    }
+    match auth.orchestrator.set_password(&username, &form.password, Some(&form.current_password)).await {
+        Ok(()) => {}
+        Err(orchestrator::Error::BadRequest(message)) => return again(&message),
+        Err(e) => return server_error(e),
+    }
+    // The password fingerprint in the session changed: sign in again with the new one.
+    match auth.orchestrator.user_record(&username).await {
+        Ok(Some(user)) => {
+            if let Err(e) = crate::sessions::begin(&session, &user).await {
+                return server_error(e);
+            }
+        }
+        Ok(None) => return Redirect::to(LOGIN).into_response(),
+        Err(e) => return server_error(e),
+    }
+    tracing::info!(%username, "password changed in the console");
+    Redirect::to(app::BASE).into_response()
+}
+
+pub async fn logout(session: Session) -> Response {
+    if let Err(e) = crate::sessions::end(&session).await {
+        return server_error(e);
+    }
+    Redirect::to(LOGIN).into_response()
+}
+
+fn server_error(e: impl std::fmt::Display) -> Response {
+    tracing::error!("console sign-in: {e}");
+    (StatusCode::INTERNAL_SERVER_ERROR, [(header::CONTENT_TYPE, "text/plain")], format!("server error: {e}"))
+        .into_response()
+}
+
+/// Only console paths of this server: never an open redirect elsewhere.
+fn safe_next(next: Option<&str>) -> String {
+    match next {
+        Some(n) if n.starts_with("/console") && !n.starts_with("//") && !n.contains('\\') && n != LOGIN => {
+            n.to_string()
+        }
+        _ => app::BASE.to_string(),
+    }
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
+}
+
+fn page(title: &str, body: &str) -> String {
+    format!(
+        r#"<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8"/>
+<meta name="viewport" content="width=device-width, initial-scale=1"/>
+<title>{title} · Inmanta</title>
+<link rel="icon" href="/console/favicon.svg"/>
+<link rel="stylesheet" href="/console/pkg/{css}.css"/>
+<script>try{{if(localStorage.getItem('theme')==='dark')document.documentElement.dataset.theme='dark'}}catch(e){{}}</script>
+</head>
+<body class="signin-body">
+<main class="signin">
+<div class="signin-brand"><img src="/console/favicon.svg" alt="" width="32" height="32"/><span>Inmanta</span></div>
+{body}
+</main>
+</body>
+</html>"#,
+        css = app::OUTPUT_NAME,
+    )
+}
+
+fn error_box(error: Option<&str>) -> String {
+    error.map(|e| format!(r#"<p class="signin-error" role="alert">{}</p>"#, escape(e))).unwrap_or_default()
+}
+
+fn login_html(next: &str, username: &str, error: Option<&str>) -> String {
+    page(
+        "Log in",
+        &format!(
+            r#"<h1>Log in</h1>
+{error}
+<form class="signin-form" method="post" action="{LOGIN}">
+<input type="hidden" name="next" value="{next}"/>
+<label for="username">Username</label>
+<input id="username" name="username" autocomplete="username" required autofocus value="{username}"/>
+<label for="password">Password</label>
+<input id="password" name="password" type="password" autocomplete="current-password" required/>
+<button class="button button-primary" type="submit">Log in</button>
+</form>
+<p class="signin-hint">On a new server, the user is <code>admin</code> and its password is in the file <code>initial-admin-password</code> of the server's state directory.</p>"#,
+            error = error_box(error),
+            next = escape(&safe_next(Some(next))),
+            username = escape(username),
+        ),
+    )
+}
+
+fn password_html(username: &str, required: bool, error: Option<&str>) -> String {
+    let why = if required {
+        "This password was generated when the server started for the first time. Choose your own before going on."
+    } else {
+        "Choose a new password."
+    };
+    page(
+        "Change password",
+        &format!(
+            r#"<h1>Change the password of {username}</h1>
+<p>{why} It needs 12 to 128 characters and three of: lower case, upper case, digits, other characters.</p>
+{error}
+<form class="signin-form" method="post" action="{PASSWORD}">
+<input type="text" name="username" value="{username}" autocomplete="username" hidden/>
+<label for="current_password">Current password</label>
+<input id="current_password" name="current_password" type="password" autocomplete="current-password" required autofocus/>
+<label for="new_password">New password</label>
+<input id="new_password" name="password" type="password" autocomplete="new-password" minlength="12" maxlength="128" required/>
+<label for="repeat">Repeat the new password</label>
+<input id="repeat" name="repeat" type="password" autocomplete="new-password" minlength="12" maxlength="128" required/>
+<button class="button button-primary" type="submit">Change password</button>
+</form>
+<form method="post" action="{LOGOUT}"><button class="button button-link" type="submit">Log out</button></form>"#,
+            username = escape(username),
+            error = error_box(error),
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_stays_inside_the_console() {
+        assert_eq!(safe_next(Some("/console/resources?env=x")), "/console/resources?env=x");
+        assert_eq!(safe_next(Some("https://evil.example/")), app::BASE);
+        assert_eq!(safe_next(Some("//evil.example/console")), app::BASE);
+        assert_eq!(safe_next(Some(LOGIN)), app::BASE);
+        assert_eq!(safe_next(None), app::BASE);
+    }
+
+    #[test]
+    fn pages_escape_what_they_echo() {
+        let html = login_html("/console", "<script>", Some("a \"b\""));
+        assert!(html.contains("&lt;script&gt;") && !html.contains("<script>alert"));
+        assert!(html.contains("a &quot;b&quot;"));
+    }
+}
