@@ -5,6 +5,9 @@
 //! remote process ever claimed stays remote: while its process is away its tasks wait (it is
 //! listed `down`) and resume when it reconnects.
 //!
+//! A task for a resource type without a built-in handler carries the sha1 of the executable its
+//! version ships (`handler`); the agent fetches it like file contents (`GET /api/v1/file/<sha1>`).
+//!
 //! Frames are JSON text: the server sends `{"type": "task", "id": N, "task": {...}}`, the agent
 //! answers `{"type": "result", "id": N, "outcome": {...}}`.
 
@@ -35,6 +38,10 @@ pub struct WireTask {
     pub attributes: serde_json::Map<String, serde_json::Value>,
     pub dry_run: bool,
     pub dependency_changed: bool,
+    /// The sha1 of the handler executable the version ships for the resource's type, when no
+    /// handler is built in for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handler: Option<String>,
 }
 
 /// A handler's outcome on the wire.
@@ -133,9 +140,15 @@ impl Dispatch for RoutingDispatch {
         }
         let sessions = self.sessions.clone();
         let agent = agent.to_string();
+        let shipped = self.local.shipped_handler(&task);
         Box::pin(async move {
+            let handler = match shipped.await {
+                Ok(handler) => handler,
+                Err(message) => return crate::agents::unavailable(message),
+            };
             let env = task.environment;
             let wire = WireTask {
+                handler,
                 environment: env,
                 resource_id: task.resource_id.to_string(),
                 version: task.version,

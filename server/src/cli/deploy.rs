@@ -38,6 +38,8 @@ struct Embedded {
     schedulers: Arc<Schedulers>,
     client: Client,
     environment: Uuid,
+    /// Where the agents keep the handler executables that modules ship.
+    handler_dir: std::path::PathBuf,
 }
 
 impl Embedded {
@@ -48,7 +50,8 @@ impl Embedded {
         let url = format!("sqlite://{}", data.join("inmanta.db").display());
         let orchestrator = Orchestrator::open(&url).await.map_err(|e| CliError::Usage(format!("{url}: {e}")))?;
         let environment = embedded_environment(&orchestrator, name).await?;
-        let agents = Arc::new(crate::agents::InProcessAgents::new(orchestrator.clone()));
+        let handler_dir = std::path::absolute(data.join("handlers"))?;
+        let agents = Arc::new(crate::agents::InProcessAgents::new(orchestrator.clone(), handler_dir.clone()));
         let schedulers = Schedulers::start(orchestrator.clone(), agents).await.map_err(server_error)?;
         let state =
             AppState { orchestrator: orchestrator.clone(), schedulers: schedulers.clone(), started: Instant::now() };
@@ -61,7 +64,13 @@ impl Embedded {
             }
         });
         tracing::info!(%address, database = %url, "embedded server started");
-        Ok(Embedded { orchestrator, schedulers, client: Client::new(format!("http://{address}")), environment })
+        Ok(Embedded {
+            orchestrator,
+            schedulers,
+            client: Client::new(format!("http://{address}")),
+            environment,
+            handler_dir,
+        })
     }
 }
 
@@ -193,9 +202,12 @@ async fn dry_run(e: &Embedded, mut output: compiler::CompileOutput) -> Result<()
     for (hash, content) in &output.files {
         e.orchestrator.upload_file(hash, content).await.map_err(server_error)?;
     }
+    for shipped in output.handlers.values() {
+        e.orchestrator.upload_file(&shipped.hash, &shipped.content).await.map_err(server_error)?;
+    }
     output.set_version(0);
     let files = Arc::new(crate::agents::StoreFiles::new(e.orchestrator.clone()));
-    let executor = Arc::new(agent::Executor::new(files));
+    let executor = Arc::new(agent::Executor::new(files).with_shipped_handlers(e.handler_dir.clone()));
     let mut rows = Vec::new();
     for resource in &output.resources {
         let request = agent::ResourceRequest::from_json(resource).map_err(CliError::Usage)?;
@@ -206,8 +218,9 @@ async fn dry_run(e: &Embedded, mut output: compiler::CompileOutput) -> Result<()
             continue;
         }
         let executor = executor.clone();
+        let shipped = output.handlers.get(&request.id.entity_type).map(|h| h.hash.clone());
         let outcome = tokio::task::spawn_blocking(move || {
-            executor.execute(&request, agent::Mode::DryRun, &agent::Events::default())
+            executor.execute_with(&request, shipped.as_deref(), agent::Mode::DryRun, &agent::Events::default())
         })
         .await
         .map_err(|e| CliError::Usage(format!("dry run failed: {e}")))?;

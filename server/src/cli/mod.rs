@@ -164,7 +164,7 @@ pub async fn run(command: ClientCommand, options: &Options) -> ExitCode {
                 Some(command) => agent::run(command, &ctx, env).await,
                 None => {
                     let base = process.server.clone().unwrap_or_else(|| ctx.client.base().to_string());
-                    agent_process::run(base, env, process).await
+                    agent_process::run(base, env, process, options).await
                 }
             },
             Err(e) => Err(e),
