@@ -1,6 +1,7 @@
 //! An `inmanta agent` process on "another machine": it connects to the server, deploys the
 //! resources of its agent name (fetching file contents and shipped handlers over the API), is
-//! listed down while it is away (its work waits for it), and survives a server restart.
+//! listed down once it stayed away longer than `[server] agent-timeout` (its work waits for it),
+//! does not flap on a quick reconnect, and survives a server restart.
 
 mod common;
 
@@ -82,7 +83,9 @@ async fn all_deployed(s: &TestServer, env: &str) -> bool {
 async fn a_remote_agent_deploys_waits_and_survives_a_restart() {
     let port = free_port();
     let port_text = port.to_string();
-    let mut s = TestServer::start_with(&[("INMANTA_SERVER_BIND_PORT", &port_text)]).await;
+    let mut s =
+        TestServer::start_with(&[("INMANTA_SERVER_BIND_PORT", &port_text), ("INMANTA_SERVER_AGENT_TIMEOUT", "1")])
+            .await;
     let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
     let (_, e) =
         s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
@@ -122,6 +125,41 @@ async fn new_environment(s: &TestServer) -> String {
     let (_, e) =
         s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
     e["data"]["id"].as_str().unwrap().to_string()
+}
+
+/// `[server] agent-timeout`: a dropped connection is not reported at once; a reconnect within the
+/// timeout never shows the agent down; staying away longer does.
+#[tokio::test]
+async fn a_remote_agent_is_down_only_after_the_agent_timeout() {
+    let timeout = Duration::from_secs(2);
+    let s = TestServer::start_with(&[("INMANTA_SERVER_AGENT_TIMEOUT", "2")]).await;
+    let port: u16 = s.url.rsplit(':').next().unwrap().parse().unwrap();
+    let env = new_environment(&s).await;
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+
+    let agent = Killed(start_agent(port, &env, &cache));
+    wait_for("the agent to connect", async || agent_status(&s, &env).await.as_deref() == Some("up")).await;
+
+    // A quick reconnect: up all along.
+    drop(agent);
+    let agent = Killed(start_agent(port, &env, &cache));
+    let watch_until = Instant::now() + timeout + Duration::from_secs(1);
+    while Instant::now() < watch_until {
+        assert_eq!(agent_status(&s, &env).await.as_deref(), Some("up"), "a quick reconnect must not show down");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // Gone for good: still up during the grace period, down after it.
+    drop(agent);
+    let gone = Instant::now();
+    while gone.elapsed() < timeout - Duration::from_millis(500) {
+        assert_eq!(agent_status(&s, &env).await.as_deref(), Some("up"), "down too early, after {:?}", gone.elapsed());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    wait_for("the agent to be listed down", async || agent_status(&s, &env).await.as_deref() == Some("down")).await;
+    assert!(gone.elapsed() >= timeout, "down after {:?}, before the timeout", gone.elapsed());
+    assert!(gone.elapsed() < timeout + Duration::from_secs(5), "down only after {:?}", gone.elapsed());
 }
 
 /// A resource type without a built-in handler, on a remote agent: the task names the handler its
