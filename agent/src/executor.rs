@@ -13,6 +13,7 @@ use crate::handler::{AttributeChange, Change, Crud, Handler, HandlerContext, Han
 use crate::handlers::{exec::RunHandler, fs, null::NullHandler};
 use crate::host::{Host, LocalHost, SshHost, SshOptions, SudoHost};
 use crate::resource::{FileSource, ResourceRequest};
+use crate::shipped::ShippedHandlers;
 use api::resource::LogLine;
 
 /// Deploy for real, or only compute what would change.
@@ -38,10 +39,13 @@ pub struct Outcome {
     pub logs: Vec<LogLine>,
 }
 
-/// Runs handlers: the built-in ones plus registered external programs.
+/// Runs handlers: the built-in ones, registered external programs and the executables that
+/// versions ship.
 pub struct Executor {
     files: Arc<dyn FileSource>,
     handlers: HashMap<String, Arc<dyn Handler>>,
+    /// Where shipped handler executables are kept; `None` refuses to run them.
+    shipped: Option<ShippedHandlers>,
     /// Open connections per `via`, reused by every run.
     hosts: Mutex<HashMap<String, Arc<dyn Host>>>,
 }
@@ -55,7 +59,14 @@ impl Executor {
         handlers.insert("fs::Symlink".into(), Arc::new(Crud(fs::SymlinkHandler)));
         handlers.insert("exec::Run".into(), Arc::new(RunHandler));
         handlers.insert("std::testing::NullResource".into(), Arc::new(NullHandler));
-        Executor { files, handlers, hosts: Mutex::new(HashMap::new()) }
+        Executor { files, handlers, shipped: None, hosts: Mutex::new(HashMap::new()) }
+    }
+
+    /// Runs the handler executables that versions ship (docs/handlers.md), fetched through this
+    /// executor's file source and kept in `dir` as `<sha1>`.
+    pub fn with_shipped_handlers(mut self, dir: PathBuf) -> Executor {
+        self.shipped = Some(ShippedHandlers::new(dir));
+        self
     }
 
     /// Handles `resource_type` with an executable speaking the JSON protocol of docs/handlers.md;
@@ -73,16 +84,31 @@ impl Executor {
         self.handlers.contains_key(resource_type)
     }
 
-    /// Deploys (or dry-runs) one resource. Blocking; never panics.
+    /// Deploys (or dry-runs) one resource with a built-in or registered handler. Blocking; never
+    /// panics.
     pub fn execute(&self, req: &ResourceRequest, mode: Mode, events: &Events) -> Outcome {
+        self.execute_with(req, None, mode, events)
+    }
+
+    /// Deploys (or dry-runs) one resource of a version that ships `shipped_handler`, the sha1 of
+    /// the executable a module ships for the resource's type; it runs when no handler is built in
+    /// or registered for the type. Blocking; never panics.
+    pub fn execute_with(
+        &self,
+        req: &ResourceRequest,
+        shipped_handler: Option<&str>,
+        mode: Mode,
+        events: &Events,
+    ) -> Outcome {
         let early = |status, msg: String| Outcome {
             status,
             change: Change::NoChange,
             changes: BTreeMap::new(),
             logs: vec![LogLine { level: "ERROR".into(), msg, args: Vec::new(), kwargs: Map::new(), timestamp: now() }],
         };
-        let Some(handler) = self.handlers.get(&req.id.entity_type).cloned() else {
-            return early(HandlerStatus::Unavailable, format!("no handler for resource type {}", req.id.entity_type));
+        let handler = match self.handler_for(&req.id.entity_type, shipped_handler) {
+            Ok(handler) => handler,
+            Err(message) => return early(HandlerStatus::Unavailable, message),
         };
         let host = match self.host_for(req.attributes.get("via")) {
             Ok(h) => h,
@@ -126,6 +152,28 @@ impl Executor {
             .unwrap_or_else(|p| Err(HandlerError::Failed(format!("the handler panicked: {}", panic_message(&*p)))))
             .map_err(|e| e.to_string())?;
         Ok(ctx.facts)
+    }
+
+    /// The built-in or registered handler of a type, else the shipped executable.
+    fn handler_for(&self, resource_type: &str, shipped_handler: Option<&str>) -> Result<Arc<dyn Handler>, String> {
+        if let Some(handler) = self.handlers.get(resource_type) {
+            return Ok(handler.clone());
+        }
+        let Some(hash) = shipped_handler else {
+            return Err(format!(
+                "no handler for resource type {resource_type}: none is built in and no module of this version \
+                 ships one (a module ships it as the executable handlers/{})",
+                resource_type.replace("::", "__")
+            ));
+        };
+        let Some(shipped) = &self.shipped else {
+            return Err(format!(
+                "resource type {resource_type} is handled by a shipped handler ({hash}), \
+                 but this agent has no directory to keep shipped handlers in"
+            ));
+        };
+        let program = shipped.program(hash, &*self.files)?;
+        Ok(Arc::new(ExternalHandler::new(program)))
     }
 
     /// The host a `via` names, reusing an open connection to it.

@@ -45,7 +45,8 @@ impl ExternalHandler {
         spec.timeout = Some(self.timeout);
         spec.env = vec![("INMANTA_HANDLER_ACTION".into(), action.into())];
         let prog = self.program.display();
-        let out = run_local(&spec).map_err(|e| HandlerError::failed(format!("cannot start handler {prog}: {e}")))?;
+        let out =
+            run_retrying_busy(&spec).map_err(|e| HandlerError::failed(format!("cannot start handler {prog}: {e}")))?;
         let stderr = out.stderr_str();
         if !stderr.trim().is_empty() {
             ctx.debug(format!("{prog} {action} stderr: {}", stderr.trim_end()));
@@ -112,6 +113,23 @@ impl ExternalHandler {
             ctx.set_status(status);
         }
         Ok(())
+    }
+}
+
+/// Runs the handler, retrying for a moment when the kernel says its file is busy (ETXTBSY): a
+/// freshly written executable can still be open for writing in a child that another thread
+/// forked before it closed, until that child calls exec.
+fn run_retrying_busy(spec: &CommandSpec) -> std::io::Result<crate::host::CommandOutput> {
+    const TEXT_FILE_BUSY: i32 = 26;
+    let mut attempts = 0;
+    loop {
+        match run_local(spec) {
+            Err(e) if e.raw_os_error() == Some(TEXT_FILE_BUSY) && attempts < 20 => {
+                attempts += 1;
+                std::thread::sleep(Duration::from_millis(25));
+            }
+            other => return other,
+        }
     }
 }
 

@@ -15,6 +15,7 @@
 //! - `handlers/`: `fs::File`, `fs::Directory`, `fs::Symlink`, `exec::Run`, `std::testing::NullResource`;
 //! - `host`: the [`Host`] operations handlers need, implemented locally, over ssh and through sudo;
 //! - `external`: resource types handled by an executable speaking JSON (docs/handlers.md);
+//! - `shipped`: the on-disk cache of the handler executables that versions ship;
 //! - `drift`: the inotify-based [`DriftWatcher`].
 //!
 //! ```
@@ -38,6 +39,7 @@ mod handler;
 mod handlers;
 mod host;
 mod resource;
+mod shipped;
 
 pub use api::resource::LogLine;
 pub use drift::{DriftWatcher, SuspendGuard, watch_paths};
@@ -49,3 +51,4 @@ pub use host::{
     CommandOutput, CommandSpec, FileKind, FileStat, Host, HostKeyCheck, LocalHost, SshHost, SshOptions, SudoHost,
 };
 pub use resource::{FileSource, NoFiles, ResourceRequest};
+pub use shipped::ShippedHandlers;

@@ -27,6 +27,11 @@ pub struct PutVersion {
     /// Sent by older clients; ignored.
     #[serde(default, skip_serializing)]
     pub compiler_version: Option<String>,
+    /// This project's extension (docs/handlers.md): resource type -> sha1 of the handler
+    /// executable a module ships for it (`handlers/<namespace>__<Type>`), uploaded to the file
+    /// store first. Absent means none, so Inmanta's clients are unaffected.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub handlers: BTreeMap<String, String>,
 }
 
 /// Body of `PUT /api/v2/version/partial`: resources with `,v=0` ids, the sets they replace and
@@ -53,6 +58,11 @@ pub struct PutPartial {
     pub project_constraints: Option<String>,
     #[serde(default)]
     pub allow_handler_code_update: bool,
+    /// This project's extension (docs/handlers.md): resource type -> sha1 of the handler
+    /// executable a module ships for it (`handlers/<namespace>__<Type>`), uploaded to the file
+    /// store first. Merged over the base version's mapping. Absent means none, so Inmanta's clients are unaffected.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub handlers: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -10,47 +10,77 @@ use crate::eval::value::{InstId, Value};
 use crate::eval::{Evaluator, Slot};
 use crate::model::{AttrKind, EntId};
 
-/// How an entity maps to a resource.
-struct Mapping {
+/// How an entity maps to a resource: the built-in ones below, and those modules declare under
+/// `resources:` in their module.yml.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Mapping {
+    /// The full entity name, which is also the resource type.
+    pub entity: String,
+    /// The attribute path of the agent name, e.g. `host.name`.
+    pub agent: String,
+    /// The attribute that identifies the resource on its agent.
+    pub id_attr: String,
+    /// The exported attributes (the base resource attributes are always added).
+    pub fields: Vec<String>,
+    /// One of ours, whose fields follow the conventions of its handler (`permissions` from
+    /// `mode`, `hash` of the content, ...).
+    pub builtin: bool,
+}
+
+/// The built-in mappings as constants; [`BUILTIN`] holds them as [`Mapping`]s.
+struct StaticMapping {
     entity: &'static str,
     agent: &'static str,
     id_attr: &'static str,
     fields: &'static [&'static str],
 }
 
-const MAPPINGS: &[Mapping] = &[
-    Mapping {
+static BUILTIN: std::sync::LazyLock<Vec<Mapping>> = std::sync::LazyLock::new(|| {
+    BUILTIN_MAPPINGS
+        .iter()
+        .map(|m| Mapping {
+            entity: m.entity.into(),
+            agent: m.agent.into(),
+            id_attr: m.id_attr.into(),
+            fields: m.fields.iter().map(|f| f.to_string()).collect(),
+            builtin: true,
+        })
+        .collect()
+});
+
+const BUILTIN_MAPPINGS: &[StaticMapping] = &[
+    StaticMapping {
         entity: "std::testing::NullResource",
         agent: "agentname",
         id_attr: "name",
         fields: &["name", "agentname", "fail", "value", "int_value"],
     },
-    Mapping {
+    StaticMapping {
         entity: "std::AgentConfig",
         agent: "agent",
         id_attr: "agentname",
         fields: &["agentname", "uri", "autostart"],
     },
-    Mapping {
+    StaticMapping {
         entity: "fs::File",
         agent: "host.name",
         id_attr: "path",
         fields: &["path", "owner", "group", "permissions", "hash", "content", "via"],
     },
-    Mapping {
+    StaticMapping {
         entity: "fs::Directory",
         agent: "host.name",
         id_attr: "path",
         fields: &["path", "owner", "group", "permissions", "via"],
     },
-    Mapping { entity: "fs::Symlink", agent: "host.name", id_attr: "dst", fields: &["src", "dst", "via"] },
-    Mapping {
+    StaticMapping { entity: "fs::Symlink", agent: "host.name", id_attr: "dst", fields: &["src", "dst", "via"] },
+    StaticMapping {
         entity: "fs::JsonFile",
         agent: "host.name",
         id_attr: "uri",
         fields: &["path", "permissions", "owner", "group", "uri", "indent", "format", "values", "via"],
     },
-    Mapping {
+    StaticMapping {
         entity: "exec::Run",
         agent: "host.name",
         id_attr: "command",
@@ -119,9 +149,9 @@ fn id_string(v: &Value) -> String {
     }
 }
 
-fn mapping_for(ev: &Evaluator<'_>, ent: EntId) -> Option<(&'static Mapping, EntId)> {
-    MAPPINGS.iter().find_map(|m| {
-        let me = *ev.types.entity_by_name.get(m.entity)?;
+fn mapping_for<'e>(ev: &'e Evaluator<'_>, ent: EntId) -> Option<(&'e Mapping, EntId)> {
+    BUILTIN.iter().chain(&ev.project.resource_mappings).find_map(|m| {
+        let me = *ev.types.entity_by_name.get(m.entity.as_str())?;
         ev.types.is_subtype(ent, me).then_some((m, me))
     })
 }
@@ -144,8 +174,8 @@ fn uri_of(ev: &Evaluator<'_>, inst: InstId) -> Option<Value> {
 pub(crate) fn resource_id_of(ev: &Evaluator<'_>, inst: InstId) -> Option<String> {
     let ent = ev.instances[inst as usize].entity;
     let (m, _) = mapping_for(ev, ent)?;
-    let agent = path_value(ev, inst, m.agent)?;
-    let idv = if m.id_attr == "uri" { uri_of(ev, inst)? } else { path_value(ev, inst, m.id_attr)? };
+    let agent = path_value(ev, inst, &m.agent)?;
+    let idv = if m.id_attr == "uri" { uri_of(ev, inst)? } else { path_value(ev, inst, &m.id_attr)? };
     if agent.is_unknown() || idv.is_unknown() {
         return None;
     }
@@ -242,9 +272,9 @@ pub(crate) fn export(ev: &Evaluator<'_>) -> Exported {
     };
     // 1. ids of every resource instance
     let mut rid_of: HashMap<InstId, String> = HashMap::new();
-    let mut order: Vec<(InstId, &'static Mapping, String)> = Vec::new();
+    let mut order: Vec<(InstId, &Mapping, String)> = Vec::new();
     let mut seen: HashMap<String, InstId> = HashMap::new();
-    let mapped: Vec<Option<&'static Mapping>> =
+    let mapped: Vec<Option<&Mapping>> =
         (0..ev.types.entities.len()).map(|e| mapping_for(ev, e).map(|(m, _)| m)).collect();
     for (i, inst) in ev.instances.iter().enumerate() {
         let i = i as InstId;
@@ -279,7 +309,7 @@ pub(crate) fn export(ev: &Evaluator<'_>) -> Exported {
     let mut dirs: HashMap<(String, String), String> = HashMap::new();
     for (i, m, rid) in &order {
         if m.entity == "fs::Directory"
-            && let (Some(a), Some(Value::Str(p))) = (path_value(ev, *i, m.agent), path_value(ev, *i, "path"))
+            && let (Some(a), Some(Value::Str(p))) = (path_value(ev, *i, &m.agent), path_value(ev, *i, "path"))
         {
             dirs.insert((id_string(&a), p.trim_end_matches('/').to_string()), rid.clone());
         }
@@ -289,8 +319,12 @@ pub(crate) fn export(ev: &Evaluator<'_>) -> Exported {
         let i = *i;
         let mut undefined = false;
         let mut obj = serde_json::Map::new();
-        for f in m.fields {
-            let v: Json = match *f {
+        for f in &m.fields {
+            // The conventions below belong to the built-in types (and `via` to every resource);
+            // a module's field is exported as the attribute of that name.
+            let key = if m.builtin || f == "via" { f.as_str() } else { "" };
+            let v: Json = match key {
+                "" => slot_value(ev, i, f).map(|v| to_json(ev, &v, &mut undefined)).unwrap_or(Json::Null),
                 "permissions" => {
                     slot_value(ev, i, "mode").map(|v| to_json(ev, &v, &mut undefined)).unwrap_or(Json::Null)
                 }
@@ -345,7 +379,7 @@ pub(crate) fn export(ev: &Evaluator<'_>) -> Exported {
                 }
                 other => slot_value(ev, i, other).map(|v| to_json(ev, &v, &mut undefined)).unwrap_or(Json::Null),
             };
-            obj.insert((*f).to_string(), v);
+            obj.insert(f.clone(), v);
         }
         for base in ["send_event", "receive_events", "report_only", "purged", "purge_on_delete", "managed"] {
             if obj.contains_key(base) {
@@ -388,7 +422,7 @@ pub(crate) fn export(ev: &Evaluator<'_>) -> Exported {
         // fs: the directory that contains this path on the same agent
         if m.entity.starts_with("fs::")
             && let (Some(a), Some(Value::Str(p))) =
-                (path_value(ev, i, m.agent), path_value(ev, i, if m.entity == "fs::Symlink" { "dst" } else { "path" }))
+                (path_value(ev, i, &m.agent), path_value(ev, i, if m.entity == "fs::Symlink" { "dst" } else { "path" }))
         {
             let agent = id_string(&a);
             let path = p.trim_end_matches('/');

@@ -9,6 +9,7 @@ mod builtins;
 mod diagnostics;
 mod eval;
 mod export;
+mod handlers;
 mod model;
 mod project;
 pub mod syntax;
@@ -17,6 +18,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 pub use diagnostics::{Diagnostic, Diagnostics, Severity};
+pub use handlers::ShippedHandler;
 pub use project::ProjectMetadata;
 pub use syntax::Location;
 
@@ -87,6 +89,9 @@ pub struct CompileOutput {
     pub unknowns: Vec<serde_json::Value>,
     /// Unversioned resource id -> resource set name.
     pub resource_sets: BTreeMap<String, String>,
+    /// Resource type -> the handler executable a loaded module ships for it
+    /// (`handlers/<namespace>__<Type>`), to upload with the version.
+    pub handlers: BTreeMap<String, ShippedHandler>,
     pub warnings: Vec<Diagnostic>,
     /// Lines printed by `std::print`.
     pub printed: Vec<String>,
@@ -235,7 +240,9 @@ fn compile_inner(
     if !builder.errors.is_empty() {
         return Err(Diagnostics(dedup(builder.errors)));
     }
+    let resource_mappings = project::module_resource_mappings(&loader.module_dirs).map_err(|d| Diagnostics(vec![d]))?;
     let ctx = eval::ProjectCtx {
+        resource_mappings,
         module_dirs: loader.module_dirs.clone(),
         env: options.env.clone(),
         facts: options.facts.clone(),
@@ -271,6 +278,7 @@ fn compile_inner(
         )]));
     }
     warnings.extend(ex.warnings);
+    let shipped = handlers::collect(&loader.module_dirs, &mut warnings).map_err(|d| Diagnostics(vec![d]))?;
     let variables = ev.root_variables();
     let stats = CompileStats {
         files: namespaces.len(),
@@ -288,6 +296,7 @@ fn compile_inner(
         resource_state: ex.resource_state,
         unknowns: ex.unknowns,
         resource_sets: ex.resource_sets,
+        handlers: shipped,
         warnings,
         printed: std::mem::take(&mut ev.printed),
         variables,

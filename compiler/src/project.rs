@@ -259,3 +259,62 @@ impl Loader {
         ));
     }
 }
+
+/// The resource mappings that loaded modules declare in their `module.yml`, the counterpart of
+/// Inmanta's Python `@resource` decorator:
+///
+/// ```yaml
+/// resources:
+///   keyvalue::Line:
+///     agent: host.name        # attribute path of the agent name
+///     id_attribute: key       # identifies the resource on its agent
+///     fields: [path, key, value]
+/// ```
+///
+/// A module maps only entities of its own namespaces.
+#[allow(clippy::result_large_err)]
+pub(crate) fn module_resource_mappings(
+    module_dirs: &HashMap<String, PathBuf>,
+) -> Result<Vec<crate::export::Mapping>, Diagnostic> {
+    let mut modules: Vec<(&String, &PathBuf)> = module_dirs.iter().collect();
+    modules.sort();
+    let mut mappings = Vec::new();
+    for (module, dir) in modules {
+        let path = dir.join("module.yml");
+        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+        let invalid = |m: String| {
+            Diagnostic::plain("InvalidMetadata", format!("Invalid module metadata in {}: {m}", path.display()))
+        };
+        let raw: serde_json::Value = serde_norway::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+        let Some(resources) = raw.get("resources") else { continue };
+        let resources =
+            resources.as_object().ok_or_else(|| invalid("resources must map entity names to mappings".into()))?;
+        for (entity, spec) in resources {
+            if entity.split("::").next() != Some(module.as_str()) || !entity.contains("::") {
+                return Err(invalid(format!(
+                    "resource {entity:?} is not an entity of module {module} ({module}::<Entity>)"
+                )));
+            }
+            let text = |key: &str| {
+                spec.get(key)
+                    .and_then(|v| v.as_str())
+                    .filter(|v| !v.is_empty())
+                    .map(str::to_string)
+                    .ok_or_else(|| invalid(format!("resource {entity} needs `{key}` (a string)")))
+            };
+            let fields = spec
+                .get("fields")
+                .and_then(|f| f.as_array())
+                .and_then(|f| f.iter().map(|x| x.as_str().map(str::to_string)).collect::<Option<Vec<_>>>())
+                .ok_or_else(|| invalid(format!("resource {entity} needs `fields` (a list of attribute names)")))?;
+            mappings.push(crate::export::Mapping {
+                entity: entity.clone(),
+                agent: text("agent")?,
+                id_attr: text("id_attribute")?,
+                fields,
+                builtin: false,
+            });
+        }
+    }
+    Ok(mappings)
+}

@@ -244,3 +244,77 @@ fn statement_order_does_not_change_the_export() {
     assert_eq!(oa.resources, ob.resources);
     assert_eq!(oa.files, ob.files);
 }
+
+/// A module's `handlers/<namespace>__<Type>` executables come out with the export, keyed by
+/// resource type; misnamed, foreign and non-executable files are left out with a warning.
+#[test]
+fn modules_ship_their_handler_executables() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = TempProject::new(
+        "shipped-handlers",
+        "name: shipped\nmodulepath: libs\n",
+        "import kv\nkv::Line(host=std::Host(name=\"h\", os=std::linux), key=\"a\")\n",
+    );
+    p.write(
+        "libs/kv/module.yml",
+        "name: kv\nversion: 0.1.0\nresources:\n  kv::Line:\n    agent: host.name\n    id_attribute: key\n    \
+         fields: [key, mode]\n",
+    );
+    p.write(
+        "libs/kv/model/_init.cf",
+        "entity Line extends std::PurgeableResource:\n  string key\n  string mode=\"plain\"\nend\n\
+         Line.host [1] -- std::Host\nimplement Line using std::none\n",
+    );
+    let executable = |rel: &str, text: &str| {
+        p.write(rel, text);
+        std::fs::set_permissions(p.path().join(rel), std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    executable("libs/kv/handlers/kv__Line", "#!/bin/sh\necho '{}'\n");
+    executable("libs/kv/handlers/kv__sub__Thing", "#!/bin/sh\n");
+    executable("libs/kv/handlers/fs__File", "#!/bin/sh\n");
+    executable("libs/kv/handlers/Line", "#!/bin/sh\n");
+    p.write("libs/kv/handlers/kv__Plain", "#!/bin/sh\n");
+    p.write("libs/kv/handlers/.kv__Hidden.swp", "");
+
+    let out = compile_project(p.path()).unwrap_or_else(|e| panic!("{e}"));
+    // module.yml maps the entity to a resource; its fields are plain attributes (a module's
+    // `mode` is not the built-in fs `permissions` convention).
+    let line = &out.resources[0];
+    assert_eq!(line["id"], "kv::Line[h,key=a],v=0");
+    assert_eq!(line["mode"], "plain");
+    assert_eq!(line["purged"], false);
+    assert!(line.get("permissions").is_none(), "{line}");
+    let types: Vec<&str> = out.handlers.keys().map(String::as_str).collect();
+    assert_eq!(types, ["kv::Line", "kv::sub::Thing"]);
+    assert_eq!(out.handlers["kv::Line"].content, b"#!/bin/sh\necho '{}'\n");
+    assert_eq!(out.handlers["kv::Line"].path, p.path().join("libs/kv/handlers/kv__Line"));
+    let warnings: Vec<String> = out.warnings.iter().map(|w| w.message.clone()).collect();
+    for left_out in ["fs__File", "handlers/Line", "kv__Plain"] {
+        assert!(warnings.iter().any(|w| w.contains(left_out) && w.contains("not shipped")), "{left_out}: {warnings:?}");
+    }
+    assert!(!warnings.iter().any(|w| w.contains("Hidden")), "{warnings:?}");
+
+    // A project that imports no module with handlers ships none.
+    let plain = TempProject::new("no-handlers", "name: plain\n", NULL_MODEL);
+    assert!(compile_project(plain.path()).unwrap().handlers.is_empty());
+}
+
+#[test]
+fn module_resource_mappings_are_checked() {
+    let model = "import kv\n";
+    let cases = [
+        (
+            "resources:\n  other::Line:\n    agent: a\n    id_attribute: k\n    fields: []\n",
+            "not an entity of module kv",
+        ),
+        ("resources:\n  kv::Line:\n    id_attribute: k\n    fields: []\n", "needs `agent`"),
+        ("resources:\n  kv::Line:\n    agent: a\n    id_attribute: k\n", "needs `fields`"),
+    ];
+    for (i, (yml, expected)) in cases.iter().enumerate() {
+        let p = TempProject::new(&format!("bad-mapping-{i}"), "name: bad\nmodulepath: libs\n", model);
+        p.write("libs/kv/module.yml", &format!("name: kv\n{yml}"));
+        p.write("libs/kv/model/_init.cf", "entity Line:\nend\n");
+        let err = compile_project(p.path()).err().unwrap_or_else(|| panic!("{yml} compiled")).to_string();
+        assert!(err.contains(expected) && err.contains("module.yml"), "{yml}: {err}");
+    }
+}

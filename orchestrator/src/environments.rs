@@ -26,6 +26,7 @@ pub(crate) const ENVIRONMENT_DATA_TABLES: &[&str] = &[
     "notification",
     "agent",
     "resource",
+    "version_handler",
     "version",
 ];
 

@@ -12,7 +12,7 @@ use crate::environments::environment_not_found;
 use crate::files::sha1_hex;
 use crate::notifications::{NewNotification, insert_notification};
 use crate::paging::{Column, ColumnKind, Filter, FilterKind, Order, Page, PageRequest, Source, View, fetch_page};
-use crate::store::{Transaction, now};
+use crate::store::{Transaction, json_list, json_rows, now};
 use crate::{DbKind, Error, Orchestrator, Result};
 
 /// The status of a version, computed in SQL from the latest released one.
@@ -213,8 +213,10 @@ impl Orchestrator {
                 "a partial export needs an existing version to build on: export the full model first".into(),
             ));
         };
+        let base_handlers = handlers_of(&mut tx, env, base).await?;
         if !req.allow_handler_code_update {
             check_handler_code(base_modules.as_deref(), req.module_version_info.as_ref())?;
+            check_shipped_handlers(&base_handlers, &req.handlers)?;
         }
         let rows = sqlx::query(
             "SELECT resource_id, attributes, requires, resource_set, state FROM resource \
@@ -235,6 +237,8 @@ impl Orchestrator {
             pip_config: req.pip_config.clone(),
             project_constraints: req.project_constraints.clone(),
             compiler_version: None,
+            // The base's shipped handlers stay; the partial's win for the types it names.
+            handlers: base_handlers.into_iter().chain(req.handlers.clone()).collect(),
         };
         let incoming: HashMap<String, &serde_json::Map<String, serde_json::Value>> = req
             .resources
@@ -506,6 +510,31 @@ impl Orchestrator {
         Ok(())
     }
 
+    /// Resource type -> sha1 of the executable that the version ships for it (docs/handlers.md).
+    pub async fn version_handlers(&self, env: Uuid, version: i64) -> Result<BTreeMap<String, String>> {
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "SELECT resource_type, file_hash FROM version_handler WHERE environment = $1 AND version = $2",
+        )
+        .bind(env.to_string())
+        .bind(version)
+        .fetch_all(self.store.pool())
+        .await?;
+        Ok(rows.into_iter().collect())
+    }
+
+    /// The sha1 of the executable that the version ships for one resource type, if any: what an
+    /// agent runs for a type without a built-in handler.
+    pub async fn shipped_handler(&self, env: Uuid, version: i64, resource_type: &str) -> Result<Option<String>> {
+        Ok(sqlx::query_scalar(
+            "SELECT file_hash FROM version_handler WHERE environment = $1 AND version = $2 AND resource_type = $3",
+        )
+        .bind(env.to_string())
+        .bind(version)
+        .bind(resource_type)
+        .fetch_optional(self.store.pool())
+        .await?)
+    }
+
     pub(crate) async fn ensure_environment(&self, env: Uuid) -> Result<()> {
         let found: Option<String> = sqlx::query_scalar("SELECT id FROM environment WHERE id = $1")
             .bind(env.to_string())
@@ -516,7 +545,7 @@ impl Orchestrator {
 }
 
 async fn delete_version_rows(tx: &mut Transaction, env: Uuid, version: i64) -> Result<()> {
-    for table in ["resource", "version"] {
+    for table in ["resource", "version_handler", "version"] {
         sqlx::query(&format!("DELETE FROM {table} WHERE environment = $1 AND version = $2"))
             .bind(env.to_string())
             .bind(version)
@@ -574,6 +603,7 @@ async fn store_version(
     .execute(&mut **tx)
     .await?;
     insert_resources(tx, kind, env, version, &prepared.resources).await?;
+    insert_handlers(tx, kind, env, version, &req.handlers).await?;
     if let Some(message) = failed_compile_message(req.version_info.as_ref()) {
         let new = NewNotification {
             title: "Compilation failed".into(),
@@ -583,6 +613,88 @@ async fn store_version(
             compile_id: None,
         };
         insert_notification(tx, env, &new).await?;
+    }
+    Ok(())
+}
+
+/// Records which stored executable handles each resource type in this version; every file must
+/// be in the store already, so an agent can always fetch what the version names.
+async fn insert_handlers(
+    tx: &mut Transaction,
+    kind: DbKind,
+    env: Uuid,
+    version: i64,
+    handlers: &BTreeMap<String, String>,
+) -> Result<()> {
+    if handlers.is_empty() {
+        return Ok(());
+    }
+    for (resource_type, hash) in handlers {
+        let parts: Vec<&str> = resource_type.split("::").collect();
+        if parts.len() < 2 || parts.iter().any(|p| p.is_empty()) {
+            return Err(Error::BadRequest(format!(
+                "handlers: {resource_type:?} is not a resource type (expected <namespace>::<Type>)"
+            )));
+        }
+        if hash.len() != 40 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(Error::BadRequest(format!(
+                "handlers: the handler of {resource_type} must be the 40-character sha1 hex of an uploaded file, got {hash:?}"
+            )));
+        }
+    }
+    let hashes: BTreeSet<String> = handlers.values().map(|h| h.to_ascii_lowercase()).collect();
+    let present: BTreeSet<String> =
+        sqlx::query_scalar(&format!("SELECT hash FROM file WHERE hash IN {}", json_list(kind, 1)))
+            .bind(serde_json::json!(hashes).to_string())
+            .fetch_all(&mut **tx)
+            .await?
+            .into_iter()
+            .collect();
+    if let Some((resource_type, hash)) = handlers.iter().find(|(_, h)| !present.contains(&h.to_ascii_lowercase())) {
+        return Err(Error::BadRequest(format!(
+            "handlers: the handler of {resource_type} is file {hash}, which is not in the file store; upload it first"
+        )));
+    }
+    let rows: Vec<serde_json::Value> = handlers
+        .iter()
+        .map(|(t, h)| serde_json::json!({"resource_type": t, "file_hash": h.to_ascii_lowercase()}))
+        .collect();
+    sqlx::query(&format!(
+        "INSERT INTO version_handler (environment, version, resource_type, file_hash) \
+         SELECT $1, CAST($2 AS BIGINT), x.resource_type, x.file_hash FROM {}",
+        json_rows(kind, 3, &["resource_type", "file_hash"])
+    ))
+    .bind(env.to_string())
+    .bind(version)
+    .bind(serde_json::Value::Array(rows).to_string())
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Resource type -> file hash of the handlers a stored version ships.
+async fn handlers_of(tx: &mut Transaction, env: Uuid, version: i64) -> Result<BTreeMap<String, String>> {
+    let rows: Vec<(String, String)> =
+        sqlx::query_as("SELECT resource_type, file_hash FROM version_handler WHERE environment = $1 AND version = $2")
+            .bind(env.to_string())
+            .bind(version)
+            .fetch_all(&mut **tx)
+            .await?;
+    Ok(rows.into_iter().collect())
+}
+
+/// A partial export may add handlers for new types, but replacing the code that handles a type of
+/// the base version needs `allow_handler_code_update`, like module code does.
+fn check_shipped_handlers(base: &BTreeMap<String, String>, partial: &BTreeMap<String, String>) -> Result<()> {
+    for (resource_type, hash) in partial {
+        if let Some(old) = base.get(resource_type)
+            && !old.eq_ignore_ascii_case(hash)
+        {
+            return Err(Error::BadRequest(format!(
+                "the shipped handler of {resource_type} differs from the base version's; \
+                 set allow_handler_code_update to replace it"
+            )));
+        }
     }
     Ok(())
 }

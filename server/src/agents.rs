@@ -1,10 +1,12 @@
 //! In-process agents: the scheduler's handler calls run here with the agent crate's executor,
 //! on blocking threads, reading file contents from the server's own store. Deployed files,
 //! directories and symlinks on local hosts are watched; a change made behind the orchestrator's
-//! back is repaired at once (`realtime_repair`).
+//! back is repaired at once (`realtime_repair`). A resource type without a built-in handler runs
+//! the executable its version ships (docs/handlers.md), cached in the state directory.
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
@@ -37,6 +39,7 @@ type Watched = Arc<Mutex<HashMap<String, HashSet<Uuid>>>>;
 
 /// Runs every agent of every environment inside the server process.
 pub struct InProcessAgents {
+    orchestrator: Orchestrator,
     executor: Arc<Executor>,
     watcher: Option<Arc<DriftWatcher>>,
     watched: Watched,
@@ -44,9 +47,11 @@ pub struct InProcessAgents {
 }
 
 impl InProcessAgents {
-    /// Must be called on the runtime the handlers' file reads use.
-    pub fn new(orchestrator: Orchestrator) -> InProcessAgents {
-        let executor = Arc::new(Executor::new(Arc::new(StoreFiles::new(orchestrator))));
+    /// Must be called on the runtime the handlers' file reads use. Shipped handler executables
+    /// are kept in `handler_dir`.
+    pub fn new(orchestrator: Orchestrator, handler_dir: PathBuf) -> InProcessAgents {
+        let files = Arc::new(StoreFiles::new(orchestrator.clone()));
+        let executor = Arc::new(Executor::new(files).with_shipped_handlers(handler_dir));
         let (watcher, drift) = match DriftWatcher::new() {
             Ok((watcher, drift)) => (Some(Arc::new(watcher)), Some(drift)),
             Err(e) => {
@@ -54,7 +59,26 @@ impl InProcessAgents {
                 (None, None)
             }
         };
-        InProcessAgents { executor, watcher, watched: Arc::default(), drift: Mutex::new(drift) }
+        InProcessAgents { orchestrator, executor, watcher, watched: Arc::default(), drift: Mutex::new(drift) }
+    }
+
+    /// The sha1 of the executable that the task's version ships for its resource type, when no
+    /// handler is built in for it. Dry runs and deploys alike go through here.
+    pub fn shipped_handler(
+        &self,
+        task: &Task,
+    ) -> impl Future<Output = Result<Option<String>, String>> + Send + 'static {
+        let built_in = self.executor.handles(&task.resource_id.entity_type);
+        let orchestrator = self.orchestrator.clone();
+        let (env, version, resource_type) = (task.environment, task.version, task.resource_id.entity_type.clone());
+        async move {
+            if built_in {
+                return Ok(None);
+            }
+            orchestrator.shipped_handler(env, version, &resource_type).await.map_err(|e| {
+                format!("cannot look up the handler that version {version} ships for {resource_type}: {e}")
+            })
+        }
     }
 
     /// Repairs every drifted resource through its environment's scheduler. Call once.
@@ -83,7 +107,12 @@ impl Dispatch for InProcessAgents {
         let executor = self.executor.clone();
         let watcher = self.watcher.clone();
         let watched = self.watched.clone();
+        let shipped = self.shipped_handler(&task);
         Box::pin(async move {
+            let shipped = match shipped.await {
+                Ok(shipped) => shipped,
+                Err(message) => return unavailable(message),
+            };
             let env = task.environment;
             let watch = task.watch && !task.dry_run;
             let request = ResourceRequest { id: task.resource_id, version: task.version, attributes: task.attributes };
@@ -92,7 +121,7 @@ impl Dispatch for InProcessAgents {
             let run = move || {
                 // Our own writes are not drift.
                 let _quiet = watcher.as_ref().map(|w| w.suspend(&request.id));
-                let outcome = executor.execute(&request, mode, &events);
+                let outcome = executor.execute_with(&request, shipped.as_deref(), mode, &events);
                 drop(_quiet);
                 if let Some(watcher) = watcher.filter(|_| mode == Mode::Deploy) {
                     let purged = request.attributes.get("purged").and_then(|p| p.as_bool()).unwrap_or(false);
@@ -127,19 +156,24 @@ impl Dispatch for InProcessAgents {
                         .collect(),
                     logs: outcome.logs,
                 },
-                Err(e) => TaskOutcome {
-                    status: "unavailable".into(),
-                    change: "nochange".into(),
-                    changes: Default::default(),
-                    logs: vec![api::resource::LogLine {
-                        level: "ERROR".into(),
-                        msg: format!("the handler thread failed: {e}"),
-                        args: vec![],
-                        kwargs: Default::default(),
-                        timestamp: orchestrator::store::now(),
-                    }],
-                },
+                Err(e) => unavailable(format!("the handler thread failed: {e}")),
             }
         })
+    }
+}
+
+/// The outcome of a task whose handler could not run.
+pub(crate) fn unavailable(message: String) -> TaskOutcome {
+    TaskOutcome {
+        status: "unavailable".into(),
+        change: "nochange".into(),
+        changes: Default::default(),
+        logs: vec![api::resource::LogLine {
+            level: "ERROR".into(),
+            msg: message,
+            args: vec![],
+            kwargs: Default::default(),
+            timestamp: orchestrator::store::now(),
+        }],
     }
 }

@@ -100,6 +100,7 @@ pub const KNOWN: &[(&str, &str)] = &[
     ("server", "max-request-body-size"),
     ("server", "compile-timeout"),
     ("server", "compile-parallel"),
+    ("server", "agent-timeout"),
     ("config", "state-dir"),
     ("config", "log-dir"),
     ("database", "url"),
@@ -137,6 +138,8 @@ pub struct ServerConfig {
     pub compile_timeout: u64,
     /// Server-side compiles running at once over all environments.
     pub compile_parallel: usize,
+    /// How long a remote agent whose connection dropped stays `up`, waiting for it to reconnect.
+    pub agent_timeout: std::time::Duration,
 }
 
 impl ServerConfig {
@@ -157,6 +160,7 @@ impl ServerConfig {
             console_path: options.get("web-console", "path").map(PathBuf::from),
             compile_timeout: options.get_parsed("server", "compile-timeout", 1200)?,
             compile_parallel: options.get_parsed("server", "compile-parallel", 2)?,
+            agent_timeout: seconds(options.get_parsed("server", "agent-timeout", 30.0)?, "[server] agent-timeout")?,
         })
     }
 
@@ -195,6 +199,12 @@ fn database_url(options: &Options, state_dir: &Path) -> anyhow::Result<String> {
         std::env::current_dir().context("cannot read the current directory")?.join(state_dir)
     };
     Ok(format!("sqlite://{}", absolute.join("inmanta.db").display()))
+}
+
+/// A duration given in (possibly fractional) seconds.
+fn seconds(value: f64, option: &str) -> anyhow::Result<std::time::Duration> {
+    std::time::Duration::try_from_secs_f64(value)
+        .map_err(|_| anyhow::anyhow!("{option} must be a number of seconds, 0 or more, got {value}"))
 }
 
 fn percent_encode(s: &str) -> String {
@@ -239,6 +249,17 @@ mod tests {
         assert_eq!(config.database_url, "sqlite:///srv/inmanta/inmanta.db");
         assert_eq!(config.bind_port, 8888);
         assert_eq!(config.bind_address, "127.0.0.1");
+        assert_eq!(config.agent_timeout, std::time::Duration::from_secs(30));
+    }
+
+    #[test]
+    fn agent_timeout_in_seconds() {
+        let mut options = Options::default();
+        options.merge_env(vec![("INMANTA_SERVER_AGENT_TIMEOUT".to_string(), "1.5".to_string())].into_iter());
+        assert_eq!(ServerConfig::from_options(&options).unwrap().agent_timeout, std::time::Duration::from_millis(1500));
+        options.set("server", "agent-timeout", "-1");
+        let err = ServerConfig::from_options(&options).unwrap_err().to_string();
+        assert!(err.contains("[server] agent-timeout"), "{err}");
     }
 
     #[test]

@@ -3,7 +3,11 @@
 //! names they declare. The scheduler is unchanged: [`RoutingDispatch`] sends the tasks of those
 //! names to their session and everything else to the in-process agents. An agent name that a
 //! remote process ever claimed stays remote: while its process is away its tasks wait (it is
-//! listed `down`) and resume when it reconnects.
+//! listed `down`) and resume when it reconnects. A dropped connection is only reported `down`
+//! after `[server] agent-timeout` without a reconnect, so a quick reconnect does not flap.
+//!
+//! A task for a resource type without a built-in handler carries the sha1 of the executable its
+//! version ships (`handler`); the agent fetches it like file contents (`GET /api/v1/file/<sha1>`).
 //!
 //! Frames are JSON text: the server sends `{"type": "task", "id": N, "task": {...}}`, the agent
 //! answers `{"type": "result", "id": N, "outcome": {...}}`.
@@ -13,6 +17,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
@@ -35,6 +40,10 @@ pub struct WireTask {
     pub attributes: serde_json::Map<String, serde_json::Value>,
     pub dry_run: bool,
     pub dependency_changed: bool,
+    /// The sha1 of the handler executable the version ships for the resource's type, when no
+    /// handler is built in for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handler: Option<String>,
 }
 
 /// A handler's outcome on the wire.
@@ -67,20 +76,48 @@ pub struct Sessions {
     live: Mutex<HashMap<(Uuid, String), Session>>,
     /// Names a remote process has claimed: never run in-process.
     remote: Mutex<HashSet<(Uuid, String)>>,
+    /// How many times each name connected: a grace period that ends after a newer connection
+    /// came (and maybe went again) leaves the `down` decision to that connection's own timer.
+    connections: Mutex<HashMap<(Uuid, String), u64>>,
+    /// How long a name stays `up` after its connection dropped ([server] agent-timeout).
+    agent_timeout: Duration,
     arrived: Notify,
     next_id: AtomicU64,
 }
 
 impl Sessions {
-    pub async fn new(orchestrator: Orchestrator) -> anyhow::Result<Arc<Sessions>> {
+    pub async fn new(orchestrator: Orchestrator, agent_timeout: Duration) -> anyhow::Result<Arc<Sessions>> {
         let remote = orchestrator.remote_agents().await?.into_iter().collect();
         Ok(Arc::new(Sessions {
             orchestrator,
             live: Mutex::default(),
             remote: Mutex::new(remote),
+            connections: Mutex::default(),
+            agent_timeout,
             arrived: Notify::new(),
             next_id: AtomicU64::new(1),
         }))
+    }
+
+    fn connection_count(&self, env: Uuid, agent: &str) -> u64 {
+        self.connections.lock().map(|c| c.get(&(env, agent.to_string())).copied().unwrap_or(0)).unwrap_or(0)
+    }
+
+    /// Marks the name `down` once the grace period passed without it reconnecting.
+    fn mark_down_unless_back(self: &Arc<Self>, env: Uuid, agent: String) {
+        let sessions = self.clone();
+        let seen = self.connection_count(env, &agent);
+        tokio::spawn(async move {
+            tokio::time::sleep(sessions.agent_timeout).await;
+            let back = sessions.session(env, &agent).is_some() || sessions.connection_count(env, &agent) != seen;
+            if back {
+                return;
+            }
+            tracing::info!(%env, %agent, timeout_s = sessions.agent_timeout.as_secs_f64(), "remote agent did not return: down");
+            if let Err(e) = sessions.orchestrator.mark_remote_agent(env, &agent, false).await {
+                tracing::error!(%env, %agent, error = %e, "could not mark the remote agent down");
+            }
+        });
     }
 
     fn is_remote(&self, env: Uuid, agent: &str) -> bool {
@@ -133,9 +170,15 @@ impl Dispatch for RoutingDispatch {
         }
         let sessions = self.sessions.clone();
         let agent = agent.to_string();
+        let shipped = self.local.shipped_handler(&task);
         Box::pin(async move {
+            let handler = match shipped.await {
+                Ok(handler) => handler,
+                Err(message) => return crate::agents::unavailable(message),
+            };
             let env = task.environment;
             let wire = WireTask {
+                handler,
                 environment: env,
                 resource_id: task.resource_id.to_string(),
                 version: task.version,
@@ -207,6 +250,9 @@ async fn serve_session(sessions: Arc<Sessions>, query: SessionQuery, socket: Web
         if let Ok(mut live) = sessions.live.lock() {
             live.insert((env, name.clone()), session.clone());
         }
+        if let Ok(mut connections) = sessions.connections.lock() {
+            *connections.entry((env, name.clone())).or_default() += 1;
+        }
         if let Ok(mut remote) = sessions.remote.lock() {
             remote.insert((env, name.clone()));
         }
@@ -248,8 +294,8 @@ async fn serve_session(sessions: Arc<Sessions>, query: SessionQuery, socket: Web
                 current
             })
             .unwrap_or(false);
-        if mine && let Err(e) = sessions.orchestrator.mark_remote_agent(env, name, false).await {
-            tracing::error!(%env, agent = %name, error = %e, "could not mark the remote agent down");
+        if mine {
+            sessions.mark_down_unless_back(env, name.clone());
         }
     }
     // Unanswered tasks are sent again when the agent returns (their senders drop here).

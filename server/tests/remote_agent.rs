@@ -1,6 +1,7 @@
 //! An `inmanta agent` process on "another machine": it connects to the server, deploys the
-//! resources of its agent name (fetching file contents over the API), is listed down while it
-//! is away (its work waits for it), and survives a server restart.
+//! resources of its agent name (fetching file contents and shipped handlers over the API), is
+//! listed down once it stayed away longer than `[server] agent-timeout` (its work waits for it),
+//! does not flap on a quick reconnect, and survives a server restart.
 
 mod common;
 
@@ -14,9 +15,10 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-fn start_agent(port: u16, env: &str, token: &str) -> Child {
+fn start_agent(port: u16, env: &str, cache: &std::path::Path, token: &str) -> Child {
     Command::new(BIN)
-        .args(["agent", "--name", "remote1", "-e", env, "--port", &port.to_string(), "--token", token])
+        .args(["agent", "--name", "remote1", "-e", env, "--port", &port.to_string(), "--token", token, "--cache-dir"])
+        .arg(cache)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -81,15 +83,18 @@ async fn all_deployed(s: &TestServer, env: &str) -> bool {
 async fn a_remote_agent_deploys_waits_and_survives_a_restart() {
     let port = free_port();
     let port_text = port.to_string();
-    let mut s = TestServer::start_with(&[("INMANTA_SERVER_BIND_PORT", &port_text)]).await;
+    let mut s =
+        TestServer::start_with(&[("INMANTA_SERVER_BIND_PORT", &port_text), ("INMANTA_SERVER_AGENT_TIMEOUT", "1")])
+            .await;
     let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
     let (_, e) =
         s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
     let env = e["data"]["id"].as_str().unwrap().to_string();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("remote.conf").display().to_string();
+    let cache = dir.path().join("cache");
 
-    let agent = Killed(start_agent(port, &env, &s.environment_token(&env, &["agent"]).await));
+    let agent = Killed(start_agent(port, &env, &cache, &s.environment_token(&env, &["agent"]).await));
     wait_for("the agent to connect", async || agent_status(&s, &env).await.as_deref() == Some("up")).await;
     put_version(&s, &env, &path, "one").await;
     wait_for("the remote agent to deploy", async || all_deployed(&s, &env).await).await;
@@ -102,7 +107,7 @@ async fn a_remote_agent_deploys_waits_and_survives_a_restart() {
     tokio::time::sleep(Duration::from_millis(700)).await;
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "one", "nothing deploys while the agent is away");
     assert!(!all_deployed(&s, &env).await);
-    let agent = Killed(start_agent(port, &env, &s.environment_token(&env, &["agent"]).await));
+    let agent = Killed(start_agent(port, &env, &cache, &s.environment_token(&env, &["agent"]).await));
     wait_for("the returning agent to deploy", async || all_deployed(&s, &env).await).await;
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "two");
 
@@ -113,4 +118,89 @@ async fn a_remote_agent_deploys_waits_and_survives_a_restart() {
     wait_for("a deploy after the restart", async || all_deployed(&s, &env).await).await;
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "three");
     drop(agent);
+}
+
+async fn new_environment(s: &TestServer) -> String {
+    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
+    let (_, e) =
+        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
+    e["data"]["id"].as_str().unwrap().to_string()
+}
+
+/// `[server] agent-timeout`: a dropped connection is not reported at once; a reconnect within the
+/// timeout never shows the agent down; staying away longer does.
+#[tokio::test]
+async fn a_remote_agent_is_down_only_after_the_agent_timeout() {
+    let timeout = Duration::from_secs(2);
+    let s = TestServer::start_with(&[("INMANTA_SERVER_AGENT_TIMEOUT", "2")]).await;
+    let port: u16 = s.url.rsplit(':').next().unwrap().parse().unwrap();
+    let env = new_environment(&s).await;
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+
+    let agent = Killed(start_agent(port, &env, &cache, &s.environment_token(&env, &["agent"]).await));
+    wait_for("the agent to connect", async || agent_status(&s, &env).await.as_deref() == Some("up")).await;
+
+    // A quick reconnect: up all along.
+    drop(agent);
+    let agent = Killed(start_agent(port, &env, &cache, &s.environment_token(&env, &["agent"]).await));
+    let watch_until = Instant::now() + timeout + Duration::from_secs(1);
+    while Instant::now() < watch_until {
+        assert_eq!(agent_status(&s, &env).await.as_deref(), Some("up"), "a quick reconnect must not show down");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // Gone for good: still up during the grace period, down after it.
+    drop(agent);
+    let gone = Instant::now();
+    while gone.elapsed() < timeout - Duration::from_millis(500) {
+        assert_eq!(agent_status(&s, &env).await.as_deref(), Some("up"), "down too early, after {:?}", gone.elapsed());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    wait_for("the agent to be listed down", async || agent_status(&s, &env).await.as_deref() == Some("down")).await;
+    assert!(gone.elapsed() >= timeout, "down after {:?}, before the timeout", gone.elapsed());
+    assert!(gone.elapsed() < timeout + Duration::from_secs(5), "down only after {:?}", gone.elapsed());
+}
+
+/// A resource type without a built-in handler, on a remote agent: the task names the handler its
+/// version ships, and the agent fetches it over the API into its cache directory.
+#[tokio::test]
+async fn a_remote_agent_runs_shipped_handlers() {
+    use base64::Engine;
+    let s = TestServer::start().await;
+    let port: u16 = s.url.rsplit(':').next().unwrap().parse().unwrap();
+    let env = new_environment(&s).await;
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let conf = dir.path().join("app.conf").display().to_string();
+    let _agent = Killed(start_agent(port, &env, &cache, &s.environment_token(&env, &["agent"]).await));
+    wait_for("the agent to connect", async || agent_status(&s, &env).await.as_deref() == Some("up")).await;
+
+    let handler =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/handlers/keyvalue/handlers/keyvalue__Line");
+    let content = std::fs::read(handler).unwrap();
+    let hash = sha1_hex(&content);
+    let body = json!({"content": base64::engine::general_purpose::STANDARD.encode(&content)});
+    assert_eq!(s.call("PUT", &format!("/api/v1/file/{hash}"), None, Some(body)).await.0, 200);
+    let (_, v) = s.call("POST", "/api/v2/reserve_version", Some(&env), None).await;
+    let version = v["data"].as_i64().unwrap();
+    let resources = json!([{"id": format!("keyvalue::Line[remote1,key=port],v={version}"), "path": conf, "key": "port",
+        "value": "8080", "purged": false, "send_event": true, "requires": []}]);
+    let put = json!({"version": version, "resources": resources, "handlers": {"keyvalue::Line": hash}});
+    let (status, body) = s.call("PUT", "/api/v1/version", Some(&env), Some(put)).await;
+    assert_eq!(status, 200, "{body}");
+    wait_for("the shipped handler to deploy the line", async || {
+        std::fs::read_to_string(&conf).is_ok_and(|t| t == "port=8080\n")
+    })
+    .await;
+    assert_eq!(std::fs::read(cache.join(&hash)).unwrap(), content, "kept in the agent's cache directory");
+
+    // The file store must hold the handler before a version may name it.
+    let (_, v) = s.call("POST", "/api/v2/reserve_version", Some(&env), None).await;
+    let version = v["data"].as_i64().unwrap();
+    let missing = "0123456789abcdef0123456789abcdef01234567";
+    let put = json!({"version": version, "resources": [], "handlers": {"keyvalue::Line": missing}});
+    let (status, body) = s.call("PUT", "/api/v1/version", Some(&env), Some(put)).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body["message"].as_str().unwrap_or_default().contains("not in the file store"), "{body}");
 }

@@ -99,3 +99,51 @@ esac"#,
     ex.register_external("demo::Thing", tmp.path().join("missing"));
     assert_eq!(deploy(&ex, &r).status, HandlerStatus::Failed);
 }
+
+/// A version ships the example handler by hash: the executor fetches it from the file source,
+/// keeps it executable in its cache, runs it (deploy and dry run alike) and never prefers it over
+/// a built-in handler.
+#[test]
+fn runs_the_handler_a_version_ships() {
+    let tmp = tempfile::tempdir().unwrap();
+    let conf = tmp.path().join("app.conf");
+    let cache = tmp.path().join("handlers");
+    let files = std::sync::Arc::new(MemFiles::default());
+    let hash = files.add(&std::fs::read_to_string(example_handler()).unwrap());
+    let ex = agent::Executor::new(files.clone()).with_shipped_handlers(cache.clone());
+    let line = req(json!({"id": "keyvalue::Line[h,key=port],v=3", "path": s(&conf), "key": "port", "value": "80",
+        "purged": false, "send_event": true}));
+    let events = agent::Events::default();
+
+    let o = ex.execute_with(&line, Some(&hash), agent::Mode::DryRun, &events);
+    assert_eq!(o.status, HandlerStatus::Dry, "{}", logs(&o));
+    assert!(!conf.exists(), "a dry run changes nothing");
+    let o = ex.execute_with(&line, Some(&hash), agent::Mode::Deploy, &events);
+    assert_eq!((o.status, o.change), (HandlerStatus::Deployed, Change::Created), "{}", logs(&o));
+    assert_eq!(std::fs::read_to_string(&conf).unwrap(), "port=80\n");
+    assert_eq!(mode_of(&cache.join(&hash)), 0o755);
+
+    // Without a shipped handler the message says how a module provides one.
+    let o = ex.execute_with(&line, None, agent::Mode::Deploy, &events);
+    assert_eq!(o.status, HandlerStatus::Unavailable);
+    assert!(logs(&o).contains("keyvalue::Line") && logs(&o).contains("handlers/keyvalue__Line"), "{}", logs(&o));
+    // A hash the file store does not have.
+    let o = ex.execute_with(&line, Some(&"0".repeat(40)), agent::Mode::Deploy, &events);
+    assert_eq!(o.status, HandlerStatus::Unavailable);
+    assert!(logs(&o).contains("cannot fetch the shipped handler"), "{}", logs(&o));
+
+    // Built-in handlers win: a shipped executable for fs::File is never run.
+    let target = tmp.path().join("plain.txt");
+    let content = files.add("built in\n");
+    let file = req(json!({"id": format!("fs::File[h,path={}],v=3", s(&target)), "path": s(&target), "hash": content,
+        "permissions": null, "owner": null, "group": null, "purged": false}));
+    let o = ex.execute_with(&file, Some(&hash), agent::Mode::Deploy, &events);
+    assert_eq!(o.status, HandlerStatus::Deployed, "{}", logs(&o));
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "built in\n");
+
+    // An executor without a cache directory refuses shipped handlers with a reason.
+    let plain = agent::Executor::new(files.clone());
+    let o = plain.execute_with(&line, Some(&hash), agent::Mode::Deploy, &events);
+    assert_eq!(o.status, HandlerStatus::Unavailable);
+    assert!(logs(&o).contains("no directory to keep shipped handlers"), "{}", logs(&o));
+}

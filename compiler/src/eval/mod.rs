@@ -164,6 +164,8 @@ pub(crate) struct ProjectCtx {
     pub environment_name: String,
     pub server_host: String,
     pub server_port: i64,
+    /// Resource mappings declared by the loaded modules (module.yml `resources`).
+    pub resource_mappings: Vec<crate::export::Mapping>,
 }
 
 pub(crate) struct Evaluator<'a> {

@@ -1,8 +1,11 @@
 //! `inmanta agent --name A [--name B] [--server URL] [-e ENV] [--token T]`: an agent process on
 //! another machine. It connects to the server over a WebSocket, runs the handlers of the agent
 //! names it declares when the environment's scheduler sends them work, and reconnects with
-//! back-off when the connection drops (the server lists it `down` meanwhile and keeps its work).
+//! back-off when the connection drops (the server lists it `down` after `[server] agent-timeout`
+//! and keeps its work). Handler executables that versions ship are fetched from the server's file
+//! store and kept in `--cache-dir`.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,6 +20,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use uuid::Uuid;
 
 use super::CliError;
+use crate::config::Options;
 use crate::remote::{Frame, WireOutcome};
 
 #[derive(Args, Clone, Default)]
@@ -28,6 +32,23 @@ pub struct ProcessArgs {
     /// the environment comes with --token.
     #[arg(long)]
     pub server: Option<String>,
+    /// Where handler executables shipped with versions are kept (default: `handlers/` in
+    /// [config] state-dir, else data/agent/handlers).
+    #[arg(long = "cache-dir")]
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl ProcessArgs {
+    /// `--cache-dir`, else `handlers/` in `[config] state-dir`, else `data/agent/handlers`.
+    pub fn handler_dir(&self, options: &Options) -> PathBuf {
+        self.cache_dir.clone().unwrap_or_else(|| {
+            options
+                .get("config", "state-dir")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| "data/agent".into())
+                .join("handlers")
+        })
+    }
 }
 
 /// File contents by hash from the server's file store.
@@ -47,7 +68,13 @@ impl FileSource for ServerFiles {
     }
 }
 
-pub async fn run(base: String, env: Uuid, args: ProcessArgs, token: Option<String>) -> Result<(), CliError> {
+pub async fn run(
+    base: String,
+    env: Uuid,
+    args: ProcessArgs,
+    token: Option<String>,
+    options: &Options,
+) -> Result<(), CliError> {
     if args.names.is_empty() {
         return Err(CliError::Usage(
             "give the agent names this process serves with --name (repeat for several)".into(),
@@ -55,7 +82,8 @@ pub async fn run(base: String, env: Uuid, args: ProcessArgs, token: Option<Strin
     }
     let client = Client::new(base.clone()).with_token(token.clone());
     let files = ServerFiles { client, runtime: tokio::runtime::Handle::current() };
-    let executor = Arc::new(Executor::new(Arc::new(files)));
+    let handler_dir = std::path::absolute(args.handler_dir(options))?;
+    let executor = Arc::new(Executor::new(Arc::new(files)).with_shipped_handlers(handler_dir));
     let names: Vec<String> = args.names.iter().map(|n| format!("name={}", super::encode_segment(n))).collect();
     let ws_base = base.replacen("https://", "wss://", 1).replacen("http://", "ws://", 1);
     let url = format!("{ws_base}/api/v2/agent/session?environment={env}&{}", names.join("&"));
@@ -133,7 +161,7 @@ where
                 let request = ResourceRequest { id, version: task.version, attributes: task.attributes };
                 let mode = if task.dry_run { Mode::DryRun } else { Mode::Deploy };
                 let events = Events { dependency_changed: task.dependency_changed };
-                Ok::<_, String>(executor.execute(&request, mode, &events))
+                Ok::<_, String>(executor.execute_with(&request, task.handler.as_deref(), mode, &events))
             })
             .await;
             let outcome = match outcome {

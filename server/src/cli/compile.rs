@@ -1,8 +1,8 @@
 //! `inmanta compile` and `inmanta export`: compile the project in a directory; export writes the
 //! resources to a JSON file (`-j`) or pushes them to a server as a new version.
 //!
-//! Pushing uploads only the files the server lacks (one batched stat, then parallel uploads),
-//! then stores the version (`put_version`, or `put_partial` with `--partial`) and with `-d`
+//! Pushing uploads only the files the server lacks (one batched stat, then parallel uploads;
+//! the handler executables that modules ship travel the same way), then stores the version (`put_version`, or `put_partial` with `--partial`) and with `-d`
 //! releases it. The server side of `inmanta export` and of the server's own compiles is the same.
 
 use std::collections::BTreeMap;
@@ -67,6 +67,10 @@ pub struct ExportArgs {
     /// Remove this resource set (with --partial); may repeat.
     #[arg(long = "delete-resource-set")]
     delete_resource_set: Vec<String>,
+    /// With --partial: replace the handler code (shipped handlers, module versions) of the base
+    /// version.
+    #[arg(long = "allow-handler-code-update")]
+    allow_handler_code_update: bool,
     /// Message recorded with the version.
     #[arg(short = 'm', long)]
     message: Option<String>,
@@ -124,6 +128,9 @@ pub async fn run_export(args: ExportArgs, options: &Options) -> Result<(), CliEr
     if !args.delete_resource_set.is_empty() && !args.partial {
         return Err(CliError::Usage("--delete-resource-set only works with --partial".into()));
     }
+    if args.allow_handler_code_update && !args.partial {
+        return Err(CliError::Usage("--allow-handler-code-update only works with --partial".into()));
+    }
     let mut output = compile(&args.compile).await?;
     if let Some(path) = &args.json {
         output.set_version(0);
@@ -142,6 +149,7 @@ pub async fn run_export(args: ExportArgs, options: &Options) -> Result<(), CliEr
     let push = Push {
         partial: args.partial,
         removed_resource_sets: args.delete_resource_set.clone(),
+        allow_handler_code_update: args.allow_handler_code_update,
         release: args.deploy,
         message: args.message.clone().unwrap_or_else(|| "Manual compile on the CLI".into()),
     };
@@ -190,13 +198,21 @@ impl Target {
 pub struct Push {
     pub partial: bool,
     pub removed_resource_sets: Vec<String>,
+    pub allow_handler_code_update: bool,
     pub release: bool,
     pub message: String,
 }
 
-/// Uploads the files the server lacks, stores the version and releases it when asked; returns
-/// the version number.
+/// Uploads the files the server lacks (the handler executables that modules ship among them),
+/// stores the version with the resource type -> handler file mapping and releases it when asked;
+/// returns the version number.
 pub async fn push_export(client: &Client, env: Uuid, mut output: CompileOutput, push: &Push) -> Result<i64, CliError> {
+    let handlers: BTreeMap<String, String> =
+        output.handlers.iter().map(|(resource_type, shipped)| (resource_type.clone(), shipped.hash.clone())).collect();
+    for shipped in std::mem::take(&mut output.handlers).into_values() {
+        tracing::info!(handler = %shipped.path.display(), hash = %shipped.hash, "shipping handler");
+        output.files.insert(shipped.hash, shipped.content);
+    }
     upload_missing_files(client, &output.files).await?;
     let resource_sets: BTreeMap<String, Option<String>> =
         output.resource_sets.iter().map(|(rid, set)| (rid.clone(), Some(set.clone()))).collect();
@@ -205,11 +221,15 @@ pub async fn push_export(client: &Client, env: Uuid, mut output: CompileOutput, 
     }});
     let version = if push.partial {
         output.set_version(0);
-        let body = json!({
+        let mut body = json!({
             "resources": output.resources, "resource_state": output.resource_state, "unknowns": output.unknowns,
             "resource_sets": resource_sets, "removed_resource_sets": push.removed_resource_sets,
-            "version_info": version_info,
+            "version_info": version_info, "allow_handler_code_update": push.allow_handler_code_update,
         });
+        // Sent only when there are some, so servers without the extension still take the export.
+        if !handlers.is_empty() {
+            body["handlers"] = json!(handlers);
+        }
         let answer = client.call(Method::PUT, "/api/v2/version/partial", Some(env), Some(&body)).await?;
         answer["data"]
             .as_i64()
@@ -217,10 +237,13 @@ pub async fn push_export(client: &Client, env: Uuid, mut output: CompileOutput, 
     } else {
         let version: i64 = client.data(Method::POST, "/api/v2/reserve_version", Some(env), None::<&()>).await?;
         output.set_version(version);
-        let body = json!({
+        let mut body = json!({
             "version": version, "resources": output.resources, "resource_state": output.resource_state,
             "unknowns": output.unknowns, "resource_sets": resource_sets, "version_info": version_info,
         });
+        if !handlers.is_empty() {
+            body["handlers"] = json!(handlers);
+        }
         client.call(Method::PUT, "/api/v1/version", Some(env), Some(&body)).await?;
         version
     };

@@ -40,6 +40,8 @@ struct Embedded {
     schedulers: Arc<Schedulers>,
     client: Client,
     environment: Uuid,
+    /// Where the agents keep the handler executables that modules ship.
+    handler_dir: std::path::PathBuf,
 }
 
 impl Embedded {
@@ -50,7 +52,8 @@ impl Embedded {
         let url = format!("sqlite://{}", data.join("inmanta.db").display());
         let orchestrator = Orchestrator::open(&url).await.map_err(|e| CliError::Usage(format!("{url}: {e}")))?;
         let environment = embedded_environment(&orchestrator, name).await?;
-        let agents = Arc::new(crate::agents::InProcessAgents::new(orchestrator.clone()));
+        let handler_dir = std::path::absolute(data.join("handlers"))?;
+        let agents = Arc::new(crate::agents::InProcessAgents::new(orchestrator.clone(), handler_dir.clone()));
         let schedulers = Schedulers::start(orchestrator.clone(), agents).await.map_err(server_error)?;
         // Auth stays on: the API listens on loopback and only this process holds a token.
         let security = Arc::new(Security::new(&orchestrator, true, 3600, 5).await.map_err(server_error)?);
@@ -72,7 +75,7 @@ impl Embedded {
         });
         tracing::info!(%address, database = %url, "embedded server started");
         let client = Client::new(format!("http://{address}")).with_token(Some(token));
-        Ok(Embedded { orchestrator, schedulers, client, environment })
+        Ok(Embedded { orchestrator, schedulers, client, environment, handler_dir })
     }
 }
 
@@ -204,9 +207,12 @@ async fn dry_run(e: &Embedded, mut output: compiler::CompileOutput) -> Result<()
     for (hash, content) in &output.files {
         e.orchestrator.upload_file(hash, content).await.map_err(server_error)?;
     }
+    for shipped in output.handlers.values() {
+        e.orchestrator.upload_file(&shipped.hash, &shipped.content).await.map_err(server_error)?;
+    }
     output.set_version(0);
     let files = Arc::new(crate::agents::StoreFiles::new(e.orchestrator.clone()));
-    let executor = Arc::new(agent::Executor::new(files));
+    let executor = Arc::new(agent::Executor::new(files).with_shipped_handlers(e.handler_dir.clone()));
     let mut rows = Vec::new();
     for resource in &output.resources {
         let request = agent::ResourceRequest::from_json(resource).map_err(CliError::Usage)?;
@@ -217,8 +223,9 @@ async fn dry_run(e: &Embedded, mut output: compiler::CompileOutput) -> Result<()
             continue;
         }
         let executor = executor.clone();
+        let shipped = output.handlers.get(&request.id.entity_type).map(|h| h.hash.clone());
         let outcome = tokio::task::spawn_blocking(move || {
-            executor.execute(&request, agent::Mode::DryRun, &agent::Events::default())
+            executor.execute_with(&request, shipped.as_deref(), agent::Mode::DryRun, &agent::Events::default())
         })
         .await
         .map_err(|e| CliError::Usage(format!("dry run failed: {e}")))?;

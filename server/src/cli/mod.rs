@@ -177,7 +177,7 @@ pub async fn run(command: ClientCommand, options: &Options) -> ExitCode {
                 None => {
                     let base = process.server.clone().unwrap_or_else(|| ctx.client.base().to_string());
                     let token = ctx.client.token().map(str::to_string);
-                    agent_process::run(base, env, process, token).await
+                    agent_process::run(base, env, process, token, options).await
                 }
             },
             Err(e) => Err(e),

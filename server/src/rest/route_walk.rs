@@ -60,7 +60,7 @@ async fn world() -> World {
     let url = format!("sqlite://{}", dir.path().join("inmanta.db").display());
     let orchestrator = Orchestrator::open(&url).await.unwrap();
     let security = Arc::new(Security::new(&orchestrator, true, 3600, 1000).await.unwrap());
-    let agents = Arc::new(crate::agents::InProcessAgents::new(orchestrator.clone()));
+    let agents = Arc::new(crate::agents::InProcessAgents::new(orchestrator.clone(), dir.path().join("handlers")));
     let schedulers = orchestrator::scheduler::Schedulers::start(orchestrator.clone(), agents).await.unwrap();
     let state = AppState {
         orchestrator: orchestrator.clone(),
