@@ -28,11 +28,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         .await
         .context("cannot start the schedulers")?;
     agents.repair_drift(schedulers.clone());
-    let state = AppState {
-        orchestrator: orchestrator.clone(),
-        schedulers: schedulers.clone(),
-        started: std::time::Instant::now(),
-    };
+    let state = AppState { orchestrator: orchestrator.clone(), schedulers: schedulers.clone() };
     let remote_agents =
         Router::new().route("/api/v2/agent/session", axum::routing::get(crate::remote::session)).with_state(sessions);
     let mut app = Router::new().merge(rest::router(state, config.max_request_body_size)).merge(remote_agents);

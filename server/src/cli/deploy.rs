@@ -50,8 +50,7 @@ impl Embedded {
         let environment = embedded_environment(&orchestrator, name).await?;
         let agents = Arc::new(crate::agents::InProcessAgents::new(orchestrator.clone()));
         let schedulers = Schedulers::start(orchestrator.clone(), agents).await.map_err(server_error)?;
-        let state =
-            AppState { orchestrator: orchestrator.clone(), schedulers: schedulers.clone(), started: Instant::now() };
+        let state = AppState { orchestrator: orchestrator.clone(), schedulers: schedulers.clone() };
         let app = rest::router(state, 512 * 1024 * 1024).fallback(rest::not_found);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let address = listener.local_addr()?;

@@ -33,7 +33,6 @@ use self::error::ApiError;
 pub struct AppState {
     pub orchestrator: orchestrator::Orchestrator,
     pub schedulers: std::sync::Arc<orchestrator::scheduler::Schedulers>,
-    pub started: std::time::Instant,
 }
 
 impl axum::extract::FromRef<AppState> for std::sync::Arc<orchestrator::scheduler::Schedulers> {
