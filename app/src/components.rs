@@ -348,3 +348,32 @@ pub fn choice_filter(path: &'static str, name: &'static str, values: &'static [&
             .collect_view()
     }
 }
+
+/// A duration for people: `0.4 s`, `12 s`, `3 min 4 s`, `2 h 5 min`.
+pub fn duration_text(seconds: f64) -> String {
+    if seconds < 10.0 {
+        return format!("{seconds:.1} s");
+    }
+    let s = seconds.round() as u64;
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} min {} s", s / 60, s % 60),
+        3600..86400 => format!("{} h {} min", s / 3600, s % 3600 / 60),
+        _ => format!("{} d {} h", s / 86400, s % 86400 / 3600),
+    }
+}
+
+/// A link to a compile's details page.
+pub fn compile_link(env: &str, id: &str) -> String {
+    format!("{BASE}/compilereports/{}?env={}", encode(id), encode(env))
+}
+
+/// A console link stored without its environment (a notification's `uri`, e.g.
+/// `/console/compilereports/<id>`) made to open in `env`.
+pub fn console_uri(uri: &str, env: &str) -> String {
+    if !uri.starts_with(BASE) || uri.contains("env=") {
+        return uri.to_string();
+    }
+    let separator = if uri.contains('?') { '&' } else { '?' };
+    format!("{uri}{separator}env={}", encode(env))
+}

@@ -134,6 +134,49 @@ mod backend {
         ParameterRow { name, value, source, updated, resource_id: String::new() }
     }
 
+    /// Seconds from `from` to `to` (or to now when `to` is unset).
+    pub fn seconds(from: &str, to: Option<&str>) -> Option<f64> {
+        let from = orchestrator::store::parse_time(from).ok()?;
+        let to = match to {
+            Some(t) => orchestrator::store::parse_time(t).ok()?,
+            None => orchestrator::store::parse_time(&orchestrator::store::now()).ok()?,
+        };
+        Some(((to - from).num_milliseconds().max(0)) as f64 / 1000.0)
+    }
+
+    /// A compile as the reports page and the dashboard list it.
+    pub fn compile_row(c: &api::compile::CompileReport) -> crate::model::CompileRow {
+        let requested = c.requested.clone().unwrap_or_default();
+        let status = match (&c.started, &c.completed, c.success) {
+            (_, Some(_), Some(true)) => "success",
+            (_, Some(_), _) => "failed",
+            (Some(_), None, _) => "running",
+            (None, None, _) => "queued",
+        };
+        let wait = if requested.is_empty() { None } else { seconds(&requested, c.started.as_deref()) };
+        crate::model::CompileRow {
+            id: c.id.to_string(),
+            status: status.to_string(),
+            message: c.metadata.get("message").and_then(|m| m.as_str()).unwrap_or_default().to_string(),
+            wait,
+            duration: c.started.as_deref().and_then(|s| seconds(s, c.completed.as_deref())),
+            requested,
+            started: c.started.clone(),
+            completed: c.completed.clone(),
+            version: c.version,
+            do_export: c.do_export,
+            force_update: c.force_update,
+        }
+    }
+
+    /// The `server_compile` setting of an environment (its default when unset).
+    pub async fn server_compile(o: &orchestrator::Orchestrator, env: uuid::Uuid) -> Result<bool, ServerFnError> {
+        let all = o.environment_settings(env).await.map_err(fail)?;
+        let name = api::settings::names::SERVER_COMPILE;
+        let value = all.settings.get(name).or_else(|| all.definition.get(name).map(|d| &d.default));
+        Ok(value.and_then(api::SettingValue::as_bool).unwrap_or(true))
+    }
+
     /// A version as the dashboard and the desired-state page list it.
     pub fn version_row(v: api::version::DesiredStateVersion) -> VersionRow {
         VersionRow {
@@ -352,6 +395,10 @@ pub async fn load_dashboard(env: String) -> Result<Dashboard, ServerFnError> {
         .desired_state_versions(id, &orchestrator::paging::PageRequest { limit: Some(5), ..Default::default() })
         .await
         .map_err(fail)?;
+    let compiles = o
+        .compile_reports(id, &orchestrator::paging::PageRequest { limit: Some(5), ..Default::default() })
+        .await
+        .map_err(fail)?;
     Ok(Dashboard {
         summary: summary(&deploy),
         summary_total: deploy.total,
@@ -359,6 +406,7 @@ pub async fn load_dashboard(env: String) -> Result<Dashboard, ServerFnError> {
         agents_down: count("down"),
         agents_paused: count("paused"),
         versions: versions.items.into_iter().map(version_row).collect(),
+        compiles: compiles.items.iter().map(compile_row).collect(),
     })
 }
 
@@ -747,5 +795,225 @@ pub async fn resource_graph(env: String) -> Result<Graph, ServerFnError> {
         nodes,
         edges,
         truncated: total.saturating_sub(rows.len() as u64),
+    })
+}
+
+/// Compile reports, newest first. `filter.status` (queued, running, success, failed) becomes the
+/// API's `started` / `completed` / `success` filters.
+#[server(prefix = "/console/fn", endpoint = "compile_reports", input = Json)]
+pub async fn compile_reports(query: TableQuery) -> Result<Paged<CompileRow>, ServerFnError> {
+    let s = services_for("compile-report.read", &query.env)?;
+    let id = env_id(&query.env)?;
+    let mut query = query;
+    let status = query.filters.remove("status").unwrap_or_default();
+    let extra: &[(&str, &str)] = match status.as_str() {
+        "" => &[],
+        "queued" => &[("started", "false")],
+        "running" => &[("started", "true"), ("completed", "false")],
+        "success" => &[("success", "true")],
+        "failed" => &[("success", "false")],
+        other => {
+            return Err(ServerFnError::new(format!(
+                "{other:?} is not a compile status: use queued, running, success or failed"
+            )));
+        }
+    };
+    let mut req = page_request(&query);
+    req.filters.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let page = s.orchestrator.compile_reports(id, &req).await.map_err(fail)?;
+    Ok(Paged { page: page_info(&page), rows: page.items.iter().map(compile_row).collect() })
+}
+
+/// Whether the environment compiles on the server (`server_compile`): the Recompile menu is
+/// disabled otherwise.
+#[server(prefix = "/console/fn", endpoint = "server_compile_enabled", input = Json)]
+pub async fn server_compile_enabled(env: String) -> Result<bool, ServerFnError> {
+    let s = services_for("environment.setting.read", &env)?;
+    server_compile(&s.orchestrator, env_id(&env)?).await
+}
+
+/// Queues a compile of the environment (`update`: pull the repository and update modules first).
+/// Returns what the operator should read: the queued compile, or why nothing was queued.
+#[server(prefix = "/console/fn", endpoint = "recompile", input = Json)]
+pub async fn recompile(env: String, update: bool) -> Result<String, ServerFnError> {
+    let s = services_for(if update { "compiler.execute.update" } else { "compiler.execute" }, &env)?;
+    let id = env_id(&env)?;
+    if !server_compile(&s.orchestrator, id).await? {
+        return Err(ServerFnError::new(
+            "server compiles are off for this environment: turn on the server_compile setting first",
+        ));
+    }
+    let message =
+        if update { "Update project and recompile from the web console" } else { "Recompile from the web console" };
+    let requested = s
+        .orchestrator
+        .request_compile(
+            id,
+            orchestrator::compiles::CompileRequest {
+                force_update: update,
+                metadata: serde_json::json!({"type": "console", "message": message}),
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(fail)?;
+    match requested.id {
+        Some(_) if requested.merged => Ok("Joined a compile that was already waiting.".into()),
+        Some(_) => Ok("Compile queued.".into()),
+        None => Err(ServerFnError::new(requested.warnings.join("; "))),
+    }
+}
+
+/// One compile with its stages and errors.
+#[server(prefix = "/console/fn", endpoint = "compile_details", input = Json)]
+pub async fn compile_details(env: String, id: String) -> Result<CompileDetailsView, ServerFnError> {
+    let s = services_for("compile-report.read", &env)?;
+    let env = env_id(&env)?;
+    let id: uuid::Uuid = id.parse().map_err(|_| ServerFnError::new(format!("{id:?} is not a compile id")))?;
+    let d = s.orchestrator.compile_details(env, id).await.map_err(fail)?;
+    let errors = d
+        .compile_data
+        .as_ref()
+        .and_then(|data| data["errors"].as_array())
+        .map(|errors| {
+            errors
+                .iter()
+                .map(|e| {
+                    let location = &e["location"];
+                    CompileError {
+                        kind: e["type"].as_str().unwrap_or_default().to_string(),
+                        message: e["message"].as_str().unwrap_or_default().to_string(),
+                        file: location["uri"].as_str().or_else(|| location["file"].as_str()).map(str::to_string),
+                        line: location["range"]["start"]["line"]
+                            .as_i64()
+                            .or_else(|| location["lnr"].as_i64())
+                            .map(|l| l + 1),
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let stages = d
+        .reports
+        .unwrap_or_default()
+        .into_iter()
+        .map(|stage| CompileStageRow {
+            duration: seconds(&stage.started, stage.completed.as_deref()),
+            name: stage.name,
+            command: stage.command,
+            started: stage.started,
+            completed: stage.completed,
+            returncode: stage.returncode,
+            stdout: stage.outstream,
+            stderr: stage.errstream,
+        })
+        .collect();
+    Ok(CompileDetailsView {
+        compile: compile_row(&d.report),
+        trigger: d.report.metadata.get("type").and_then(|t| t.as_str()).unwrap_or_default().to_string(),
+        failed_message: d.report.failed_compile_message.clone().filter(|m| !m.is_empty()),
+        environment_variables: d.report.environment_variables.into_iter().collect(),
+        errors,
+        stages,
+    })
+}
+
+/// The dry runs of a version (newest first) and the report of `report` (default: the newest).
+#[server(prefix = "/console/fn", endpoint = "compliance", input = Json)]
+pub async fn compliance(env: String, version: i64, report: String) -> Result<ComplianceView, ServerFnError> {
+    let s = services_for("dryrun.read", &env)?;
+    let id = env_id(&env)?;
+    let o = &s.orchestrator;
+    let environment = o.get_environment(id, Default::default()).await.map_err(fail)?;
+    o.get_version_model(id, version).await.map_err(fail)?;
+    let runs = o.dryruns(id, Some(version)).await.map_err(fail)?;
+    let row = |d: &api::version::DryRun| DryRunRow {
+        id: d.id.to_string(),
+        date: d.date.clone().unwrap_or_default(),
+        total: d.total,
+        todo: d.todo,
+    };
+    let reports: Vec<DryRunRow> = runs.iter().map(row).collect();
+    let selected = if report.is_empty() {
+        runs.first()
+    } else {
+        let wanted = runs.iter().find(|d| d.id.to_string() == report);
+        Some(wanted.ok_or_else(|| ServerFnError::new(format!("version {version} has no dry run {report}")))?)
+    };
+    let mut changes = Vec::new();
+    if let Some(selected) = selected {
+        let report = o.dryrun_report(id, selected.id).await.map_err(fail)?;
+        for r in report.diff {
+            let attributes = r
+                .attributes
+                .into_iter()
+                .map(|(name, a)| {
+                    // File contents: a unified diff reads better than two long strings.
+                    let file_diff = (name == "content").then(|| {
+                        orchestrator::unified_diff(&a.from_value_compare, &a.to_value_compare, "current", "desired")
+                    });
+                    AttributeChange {
+                        from: a.from_value.as_ref().map(json_text).unwrap_or_default(),
+                        to: a.to_value.as_ref().map(json_text).unwrap_or_default(),
+                        name,
+                        file_diff,
+                    }
+                })
+                .collect();
+            changes.push(ResourceChange { id: r.resource_id, status: status_text(&r.status), attributes });
+        }
+    }
+    Ok(ComplianceView { selected: selected.map(row), reports, changes, halted: environment.halted })
+}
+
+/// Starts a dry run of `version`; returns its id.
+#[server(prefix = "/console/fn", endpoint = "dry_run", input = Json)]
+pub async fn dry_run(env: String, version: i64) -> Result<String, ServerFnError> {
+    let s = services_for("dryrun.write", &env)?;
+    let id = env_id(&env)?;
+    let schedulers =
+        s.schedulers.ok_or_else(|| ServerFnError::new("this server runs no scheduler: dry runs are not available"))?;
+    schedulers.dry_run(id, version).await.map(|id| id.to_string()).map_err(fail)
+}
+
+/// The server's status, as `GET /api/v1/serverstatus` reports it.
+#[server(prefix = "/console/fn", endpoint = "server_status", input = Json)]
+pub async fn load_server_status() -> Result<ServerStatus, ServerFnError> {
+    let s = services_global("status.read")?;
+    let status = s.orchestrator.server_status(s.schedulers.as_deref()).await;
+    let text = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let database = status.slices.iter().find(|slice| slice.name == "core.database");
+    let uptime = status
+        .slices
+        .iter()
+        .find(|slice| slice.name == "core.server")
+        .and_then(|slice| slice.status["uptime"].as_u64())
+        .unwrap_or(0);
+    Ok(ServerStatus {
+        product: status.product.clone(),
+        edition: status.edition.clone(),
+        version: status.version.clone(),
+        status: status_text(&status.status),
+        database: database.and_then(|d| d.status["database"].as_str()).unwrap_or("unknown").to_string(),
+        database_status: database.map(|d| status_text(&d.reported_status)).unwrap_or_default(),
+        database_version: database.and_then(|d| d.status["version"].as_str()).map(str::to_string),
+        uptime,
+        components: status
+            .slices
+            .iter()
+            .map(|slice| ComponentStatus {
+                name: slice.name.clone(),
+                status: status_text(&slice.reported_status),
+                message: slice.message.clone(),
+                details: slice
+                    .status
+                    .as_object()
+                    .map(|m| m.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k.clone(), text(v))).collect())
+                    .unwrap_or_default(),
+            })
+            .collect(),
     })
 }

@@ -11,8 +11,18 @@ use crate::{BASE, live};
 
 /// Pages that exist for every environment: switching environment keeps them, other pages (about
 /// one version or resource) go back to the dashboard.
-const ENV_PAGES: &[&str] =
-    &["dashboard", "desiredstate", "resources", "agents", "parameters", "facts", "notificationcenter", "settings"];
+const ENV_PAGES: &[&str] = &[
+    "dashboard",
+    "compilereports",
+    "desiredstate",
+    "resources",
+    "agents",
+    "parameters",
+    "facts",
+    "notificationcenter",
+    "settings",
+    "status",
+];
 
 fn switch_target(path: &str, env: &str) -> String {
     let page = path.strip_prefix(BASE).unwrap_or(path).trim_matches('/');
@@ -243,6 +253,7 @@ fn NotificationBell() -> impl IntoView {
 
 const SIDEBAR_ITEMS: &[(&str, &str)] = &[
     ("dashboard", "Dashboard"),
+    ("compilereports", "Compile Reports"),
     ("desiredstate", "Desired State"),
     ("resources", "Resources"),
     ("agents", "Agents"),
@@ -250,6 +261,7 @@ const SIDEBAR_ITEMS: &[(&str, &str)] = &[
     ("facts", "Facts"),
     ("notificationcenter", "Notifications"),
     ("settings", "Settings"),
+    ("status", "Server Status"),
 ];
 
 #[component]

@@ -86,6 +86,13 @@ pub fn App() -> impl IntoView {
                             <Route path=path!("/desiredstate/version") view=pages::VersionPage/>
                             <Route path=path!("/desiredstate/resource") view=pages::VersionResourcePage/>
                             <Route path=path!("/desiredstate/compare") view=pages::ComparePage/>
+                            <Route
+                                path=path!("/desiredstate/:version/compliancecheck")
+                                view=pages::ComplianceCheckPage
+                            />
+                            <Route path=path!("/compilereports") view=pages::CompileReportsPage/>
+                            <Route path=path!("/compilereports/:id") view=pages::CompileDetailsPage/>
+                            <Route path=path!("/status") view=pages::StatusPage/>
                             <Route path=path!("/resources") view=pages::ResourcesPage/>
                             <Route path=path!("/resources/details") view=pages::ResourceDetailsPage/>
                             <Route path=path!("/resources/graph") view=pages::GraphPage/>
@@ -405,6 +412,222 @@ mod tests {
         }
     }
 
+    /// A failed compile (Init passed, the clone failed, one compile error) and a queued one.
+    async fn compiles(o: &orchestrator::Orchestrator, env: uuid::Uuid) -> (uuid::Uuid, uuid::Uuid) {
+        use orchestrator::compiles::{CompileOutcome, CompileRequest, StageResult};
+        let request = |message: &str, vars: &[(&str, &str)]| CompileRequest {
+            metadata: serde_json::json!({"type": "api", "message": message}),
+            requested_environment_variables: vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            ..Default::default()
+        };
+        let failed = o.request_compile(env, request("first try", &[("DEBUG", "1")])).await.unwrap().id.unwrap();
+        assert!(o.start_compile(failed).await.unwrap());
+        let init = o.begin_compile_stage(env, failed, "Init", "").await.unwrap();
+        let result =
+            StageResult { outstream: "Compile of environment".into(), errstream: String::new(), returncode: Some(0) };
+        o.finish_compile_stage(init, &result).await.unwrap();
+        let clone =
+            o.begin_compile_stage(env, failed, "Cloning repository", "git clone /nowhere/repo project").await.unwrap();
+        let result = StageResult {
+            outstream: String::new(),
+            errstream: "fatal: repository '/nowhere/repo' does not exist".into(),
+            returncode: Some(128),
+        };
+        o.finish_compile_stage(clone, &result).await.unwrap();
+        let data = serde_json::json!({"errors": [{"category": "parser", "type": "ParserError", "message": "unexpected token",
+            "location": {"uri": "main.cf", "range": {"start": {"line": 2, "character": 4}, "end": {"line": 2, "character": 5}}}}]});
+        let outcome = CompileOutcome {
+            success: false,
+            version: None,
+            compile_data: Some(data),
+            message: "stage Cloning repository failed".into(),
+        };
+        o.finish_compile(env, failed, &outcome).await.unwrap();
+        let queued = o.request_compile(env, request("second try", &[])).await.unwrap().id.unwrap();
+        (failed, queued)
+    }
+
+    #[tokio::test]
+    async fn compile_pages_show_reports_stages_and_errors() {
+        let (_dir, o) = orchestrator_with(&[]).await;
+        let env = environment_with_versions(&o, 2).await;
+        let (failed, queued) = compiles(&o, env).await;
+        let router = router(Some(o.clone()));
+
+        let (status, html) = get(router.clone(), &format!("/console/compilereports?env={env}")).await;
+        assert_eq!(status, StatusCode::OK);
+        for needle in [
+            "<title>Compile Reports · Inmanta</title>",
+            &format!(r#"data-id="{failed}" data-status="failed""#),
+            &format!(r#"data-id="{queued}" data-status="queued""#),
+            "first try",
+            "second try",
+            "Show details",
+            r#"id="recompile-menu""#,
+            &format!("/console/compilereports/{failed}?env={env}"),
+            "Compile Reports</a>",
+        ] {
+            assert!(html.contains(needle), "{needle} missing in {html}");
+        }
+        assert!(!html.contains("Server compiles are off"), "{html}");
+        // Newest first.
+        assert!(html.find(&queued.to_string()).unwrap() < html.find(&failed.to_string()).unwrap(), "{html}");
+
+        let (_, html) = get(router.clone(), &format!("/console/compilereports?env={env}&filter.status=failed")).await;
+        assert!(html.contains(&failed.to_string()) && !html.contains(&queued.to_string()), "{html}");
+        let (_, html) = get(router.clone(), &format!("/console/compilereports?env={env}&filter.status=success")).await;
+        assert!(html.contains("No compile reports match the filter") && html.contains("Clear the filter"), "{html}");
+
+        let (status, html) = get(router.clone(), &format!("/console/compilereports/{failed}?env={env}")).await;
+        assert_eq!(status, StatusCode::OK);
+        for needle in [
+            "Requested",
+            "Started",
+            "Completed",
+            r#"data-stage="Init""#,
+            "git clone /nowhere/repo project",
+            "fatal: repository",
+            "✕ 128",
+            "ParserError",
+            "unexpected token",
+            "main.cf:3",
+            "DEBUG",
+            "stage Cloning repository failed",
+            "none produced",
+        ] {
+            assert!(html.contains(needle), "{needle} missing in {html}");
+        }
+        // The failed stage is open, the one that passed is folded.
+        assert!(html.contains(r#"data-stage="Cloning repository" open"#), "{html}");
+        assert!(!html.contains(r#"data-stage="Init" open"#), "{html}");
+
+        let (_, html) = get(router.clone(), &format!("/console/compilereports/{queued}?env={env}")).await;
+        assert!(html.contains("waiting in the queue"), "{html}");
+        let (_, html) =
+            get(router.clone(), &format!("/console/compilereports/{}?env={env}", uuid::Uuid::new_v4())).await;
+        assert!(html.contains("The compile could not be loaded") && html.contains("does not exist"), "{html}");
+
+        let (_, html) = get(router.clone(), &format!("/console/dashboard?env={env}")).await;
+        assert!(html.contains("Latest compile reports") && html.contains("second try"), "{html}");
+        assert!(html.contains(r#"data-status="queued""#) && html.contains(r#"data-status="failed""#), "{html}");
+
+        // The failure's notification opens the details in this environment.
+        let (_, html) = get(router.clone(), &format!("/console/notificationcenter?env={env}")).await;
+        assert!(html.contains(&format!(r#"href="/console/compilereports/{failed}?env={env}""#)), "{html}");
+
+        o.set_environment_setting(env, "server_compile", &serde_json::json!(false)).await.unwrap();
+        let (_, html) = get(router.clone(), &format!("/console/compilereports?env={env}")).await;
+        assert!(
+            html.contains("Server compiles are off") && html.contains(r#"aria-describedby="recompile-hint""#),
+            "{html}"
+        );
+    }
+
+    #[tokio::test]
+    async fn compliance_check_renders_dry_run_reports_with_progress() {
+        let (_dir, o) = orchestrator_with(&[]).await;
+        let env = environment_with_versions(&o, 3).await;
+        let router = router(Some(o.clone()));
+
+        let (_, html) = get(router.clone(), &format!("/console/desiredstate?env={env}")).await;
+        assert!(html.contains(&format!("/console/desiredstate/2/compliancecheck?env={env}")), "{html}");
+        assert!(html.contains("Compare with current state"), "{html}");
+
+        let (status, html) = get(router.clone(), &format!("/console/desiredstate/2/compliancecheck?env={env}")).await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(html.contains("No dry runs of this version yet") && html.contains("Perform dry run"), "{html}");
+
+        let (older, _) = o.create_dryrun(env, 2).await.unwrap();
+        let (run, _) = o.create_dryrun(env, 2).await.unwrap();
+        let changes = serde_json::json!({
+            "value": {"current": "old", "desired": "new"},
+            "content": {"current": "line 1\nold line\n", "desired": "line 1\nnew line\n"},
+        });
+        let rid = |i: usize| format!("std::testing::NullResource[agent1,name=n{i}],v=2");
+        o.dryrun_update(env, run.id, &rid(0), "modified", changes.as_object().unwrap()).await.unwrap();
+        o.dryrun_update(env, run.id, &rid(1), "unmodified", &serde_json::Map::new()).await.unwrap();
+
+        let (_, html) = get(router.clone(), &format!("/console/desiredstate/2/compliancecheck?env={env}")).await;
+        for needle in [
+            "<title>Compliance check of version 2 · Inmanta</title>",
+            "2 of 3 resources checked",
+            "2 resources reported: 1 unmodified, 1 modified",
+            r#"data-id="std::testing::NullResource[agent1,name=n0]""#,
+            r#"data-attribute="value""#,
+            r#"<span class="diff-del">-old line"#,
+            r#"<span class="diff-add">+new line"#,
+            &format!(r#"data-report="{}""#, older.id),
+        ] {
+            assert!(html.contains(needle), "{needle} missing in {html}");
+        }
+        // The newest report is the one shown: its chip is the current one.
+        let chip = |id: uuid::Uuid| {
+            let end = html.find(&format!(r#"data-report="{id}""#)).expect("chip");
+            let start = html[..end].rfind("<a ").unwrap();
+            html[start..end].to_string()
+        };
+        assert!(chip(run.id).contains(r#"aria-current="true""#), "{html}");
+        assert!(!chip(older.id).contains("aria-current"), "{html}");
+
+        let (_, html) =
+            get(router.clone(), &format!("/console/desiredstate/2/compliancecheck?env={env}&report={}", older.id))
+                .await;
+        assert!(html.contains("0 of 3 resources checked") && html.contains("No differences reported so far"), "{html}");
+    }
+
+    #[tokio::test]
+    async fn status_page_shows_the_server_and_its_components() {
+        let (_dir, o) = orchestrator_with(&[]).await;
+        let env = environment_with_versions(&o, 1).await;
+        compiles(&o, env).await;
+        let (status, html) = get(router(Some(o)), &format!("/console/status?env={env}")).await;
+        assert_eq!(status, StatusCode::OK);
+        for needle in [
+            "<title>Server Status · Inmanta</title>",
+            "Inmanta Service Orchestrator",
+            r#"id="status-database">sqlite<"#,
+            r#"data-component="core.server""#,
+            r#"data-component="core.database""#,
+            r#"data-component="core.scheduler""#,
+            r#"data-component="core.compiler""#,
+            "no scheduler runs in this process",
+            "Server Status</a>",
+        ] {
+            assert!(html.contains(needle), "{needle} missing in {html}");
+        }
+    }
+
+    #[tokio::test]
+    async fn compile_and_dry_run_server_functions() {
+        let _ = any_spawner::Executor::init_tokio();
+        let (_dir, o) = orchestrator_with(&[]).await;
+        let env = environment_with_versions(&o, 1).await;
+        let owner = Owner::new();
+        owner.set();
+        provide_context(o.clone());
+        provide_context(orchestrator::auth::Principal::Unrestricted);
+        let e = env.to_string();
+        assert_eq!(fns::recompile(e.clone(), true).await.unwrap(), "Compile queued.");
+        assert_eq!(fns::recompile(e.clone(), true).await.unwrap(), "Joined a compile that was already waiting.");
+        let page = fns::compile_reports(model::TableQuery { env: e.clone(), ..Default::default() }).await.unwrap();
+        assert_eq!(page.rows.len(), 1);
+        assert_eq!((page.rows[0].status.as_str(), page.rows[0].force_update), ("queued", true));
+        assert!(page.rows[0].message.contains("web console"), "{:?}", page.rows[0]);
+        let mut bad = model::TableQuery { env: e.clone(), ..Default::default() };
+        bad.filters.insert("status".into(), "sleeping".into());
+        assert!(fns::compile_reports(bad).await.unwrap_err().to_string().contains("queued, running"));
+        o.set_environment_setting(env, "server_compile", &serde_json::json!(false)).await.unwrap();
+        assert!(!fns::server_compile_enabled(e.clone()).await.unwrap());
+        let err = fns::recompile(e.clone(), false).await.unwrap_err();
+        assert!(err.to_string().contains("server_compile"), "{err}");
+        // No scheduler in this test: a dry run explains itself.
+        let err = fns::dry_run(e.clone(), 1).await.unwrap_err();
+        assert!(err.to_string().contains("scheduler"), "{err}");
+        let status = fns::load_server_status().await.unwrap();
+        assert_eq!((status.database.as_str(), status.database_status.as_str()), ("sqlite", "OK"));
+        assert_eq!(status.status, "Warning", "no scheduler: {status:?}");
+    }
+
     #[tokio::test]
     async fn environment_pages_without_environment_say_what_to_do() {
         let (_dir, o) = orchestrator_with(&[]).await;
@@ -454,5 +677,42 @@ mod tests {
         assert!(fns::list_environments().await.unwrap().iter().any(|x| x.id == id && x.project_name == "apps"));
         fns::remove_environment(e.clone(), "production".into(), true).await.unwrap();
         assert!(fns::environment(e).await.is_err());
+    }
+
+    /// Server functions check the signed-in user: a read-only user reads her environment, sees
+    /// no other, and changes nothing; without a user nothing is served.
+    #[tokio::test]
+    async fn server_functions_check_the_signed_in_user() {
+        let _ = any_spawner::Executor::init_tokio();
+        let (_dir, o) = orchestrator_with(&[]).await;
+        let env = environment_with_versions(&o, 1).await;
+        let project = o.list_projects().await.unwrap()[0].id;
+        let hidden = o
+            .create_environment(api::environment::EnvironmentCreate {
+                project_id: project,
+                name: "hidden".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let owner = Owner::new();
+        owner.set();
+        provide_context(o.clone());
+        let e = env.to_string();
+        let error = fns::versions(model::TableQuery { env: e.clone(), ..Default::default() }).await.unwrap_err();
+        assert!(error.to_string().contains("not signed in"), "{error}");
+
+        o.create_user("rita", "Rita-password-123", false, false).await.unwrap();
+        o.assign_role("rita", env, "read-only").await.unwrap();
+        let rita = o.user_record("rita").await.unwrap().unwrap();
+        provide_context(rita.principal());
+        let listed = fns::list_environments().await.unwrap();
+        assert_eq!(listed.iter().map(|e| e.id.clone()).collect::<Vec<_>>(), vec![e.clone()]);
+        assert!(fns::versions(model::TableQuery { env: e.clone(), ..Default::default() }).await.is_ok());
+        let error = fns::set_halted(e.clone(), true).await.unwrap_err();
+        assert!(error.to_string().contains("not allowed"), "{error}");
+        assert!(!o.get_environment(env, Default::default()).await.unwrap().halted);
+        let error = fns::environment(hidden.id.to_string()).await.unwrap_err();
+        assert!(error.to_string().contains("no role"), "{error}");
     }
 }

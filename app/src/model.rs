@@ -110,7 +110,7 @@ pub struct ResourcesView {
     pub summary_total: u64,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Dashboard {
     pub summary: Vec<(String, u64)>,
     pub summary_total: u64,
@@ -118,6 +118,8 @@ pub struct Dashboard {
     pub agents_down: u64,
     pub agents_paused: u64,
     pub versions: Vec<VersionRow>,
+    /// The latest 5 compiles, queued and running ones included.
+    pub compiles: Vec<CompileRow>,
 }
 
 /// An attribute as shown: its name and its value as (pretty) JSON text.
@@ -243,4 +245,100 @@ pub struct GraphNode {
     pub status: String,
     pub x: f64,
     pub y: f64,
+}
+
+/// One compile as the compile reports page and the dashboard list it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompileRow {
+    pub id: String,
+    pub requested: String,
+    pub started: Option<String>,
+    pub completed: Option<String>,
+    /// queued, running, success or failed.
+    pub status: String,
+    /// The trigger's message (metadata), e.g. "Recompile trigger through API call".
+    pub message: String,
+    /// Seconds between the request and the start (so far, while queued).
+    pub wait: Option<f64>,
+    /// Seconds between the start and the end (so far, while running).
+    pub duration: Option<f64>,
+    pub version: Option<i64>,
+    pub do_export: bool,
+    pub force_update: bool,
+}
+
+/// A structured compile error (compile data).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompileError {
+    pub kind: String,
+    pub message: String,
+    pub file: Option<String>,
+    /// 1-based.
+    pub line: Option<i64>,
+}
+
+/// One stage of a compile.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompileStageRow {
+    pub name: String,
+    pub command: String,
+    pub started: String,
+    pub completed: Option<String>,
+    pub duration: Option<f64>,
+    pub returncode: Option<i64>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompileDetailsView {
+    pub compile: CompileRow,
+    /// The trigger type of the metadata (api, console, schedule, ...).
+    pub trigger: String,
+    pub failed_message: Option<String>,
+    pub environment_variables: Vec<(String, String)>,
+    pub errors: Vec<CompileError>,
+    pub stages: Vec<CompileStageRow>,
+}
+
+/// A dry run of a version; `todo` resources are still waiting for their handler.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DryRunRow {
+    pub id: String,
+    pub date: String,
+    pub total: i64,
+    pub todo: i64,
+}
+
+/// The compliance check page: the dry runs of a version (newest first) and the selected one's
+/// report, as the compare view shows changes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ComplianceView {
+    pub reports: Vec<DryRunRow>,
+    pub selected: Option<DryRunRow>,
+    pub changes: Vec<ResourceChange>,
+    /// The environment is halted: dry runs cannot start.
+    pub halted: bool,
+}
+
+/// One component of the server with its status (OK, Warning, Error) and facts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ComponentStatus {
+    pub name: String,
+    pub status: String,
+    pub message: Option<String>,
+    pub details: Vec<(String, String)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerStatus {
+    pub product: String,
+    pub edition: String,
+    pub version: String,
+    pub status: String,
+    pub database: String,
+    pub database_status: String,
+    pub database_version: Option<String>,
+    pub uptime: u64,
+    pub components: Vec<ComponentStatus>,
 }

@@ -295,6 +295,7 @@ impl Orchestrator {
         };
         tx.commit().await?;
         self.compile_wakeup.notify_one();
+        self.publish(crate::Event::CompileChanged { env });
         Ok(CompileRequested { id: Some(id), merged, warnings: Vec::new() })
     }
 
@@ -509,7 +510,23 @@ impl Orchestrator {
             .bind(id.to_string())
             .execute(self.store.pool())
             .await?;
+        if done.rows_affected() == 1 {
+            self.publish_compile_changed(id).await;
+        }
         Ok(done.rows_affected() == 1)
+    }
+
+    /// Tells the event bus that the compile `id` changed (its environment looked up).
+    async fn publish_compile_changed(&self, id: Uuid) {
+        let env: Option<String> = sqlx::query_scalar("SELECT environment FROM compile WHERE id = $1")
+            .bind(id.to_string())
+            .fetch_optional(self.store.pool())
+            .await
+            .ok()
+            .flatten();
+        if let Some(env) = env.and_then(|e| e.parse().ok()) {
+            self.publish(crate::Event::CompileChanged { env });
+        }
     }
 
     /// Records that a stage of a compile begins; returns the stage id.
@@ -527,6 +544,7 @@ impl Orchestrator {
         .bind(name)
         .execute(self.store.pool())
         .await?;
+        self.publish(crate::Event::CompileChanged { env });
         Ok(id)
     }
 
@@ -542,6 +560,13 @@ impl Orchestrator {
         .bind(stage.to_string())
         .execute(self.store.pool())
         .await?;
+        let env: Option<String> = sqlx::query_scalar("SELECT environment FROM compile_report WHERE id = $1")
+            .bind(stage.to_string())
+            .fetch_optional(self.store.pool())
+            .await?;
+        if let Some(env) = env.and_then(|e| e.parse().ok()) {
+            self.publish(crate::Event::CompileChanged { env });
+        }
         Ok(())
     }
 
@@ -577,6 +602,7 @@ impl Orchestrator {
         }
         tx.commit().await?;
         self.compile_wakeup.notify_one();
+        self.publish(crate::Event::CompileChanged { env });
         Ok(())
     }
 }

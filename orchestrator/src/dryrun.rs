@@ -90,6 +90,7 @@ impl Orchestrator {
             .await?;
         }
         tx.commit().await?;
+        self.publish(crate::Event::DryRunChanged { env });
         Ok((self.dryrun(env, id).await?, targets))
     }
 
@@ -120,6 +121,7 @@ impl Orchestrator {
         if done.rows_affected() == 0 {
             return Err(Error::NotFound(format!("dry run {id} has no resource {rid}")));
         }
+        self.publish(crate::Event::DryRunChanged { env });
         Ok(())
     }
 

@@ -93,8 +93,14 @@ impl Orchestrator {
             }
         };
         let (old, new) = (load(a).await?, load(b).await?);
-        let diff = similar::TextDiff::from_lines(&old, &new);
-        let text = diff.unified_diff().context_radius(3).header(a, b).to_string();
-        Ok(text.lines().map(str::to_string).collect())
+        Ok(unified_diff(&old, &new, a, b))
     }
+}
+
+/// The unified diff (3 lines of context) of two texts, one line per element, headed by the
+/// names `from` and `to`.
+pub fn unified_diff(old: &str, new: &str, from: &str, to: &str) -> Vec<String> {
+    let diff = similar::TextDiff::from_lines(old, new);
+    let text = diff.unified_diff().context_radius(3).header(from, to).to_string();
+    text.lines().map(str::to_string).collect()
 }

@@ -19,12 +19,14 @@ mod projects;
 pub mod resources;
 pub mod scheduler;
 mod settings;
+pub mod status;
 pub mod store;
 pub mod testing;
 mod versions;
 
 pub use environments::EnvironmentQuery;
 pub use error::{Error, Result};
+pub use files::unified_diff;
 pub use resources::{ActionOutcome, ActionQuery};
 pub use store::{DbKind, Store};
 pub use versions::{DESIRED_STATE_VIEW, StoredVersion};
@@ -51,6 +53,14 @@ pub enum Event {
     EnvironmentDeleted {
         env: uuid::Uuid,
     },
+    /// A compile was queued, started, went through a stage or finished.
+    CompileChanged {
+        env: uuid::Uuid,
+    },
+    /// A dry run was created or a resource of it was reported.
+    DryRunChanged {
+        env: uuid::Uuid,
+    },
 }
 
 /// Entry point to the orchestrator's services. Cheap to clone: it shares one database pool.
@@ -59,6 +69,8 @@ pub struct Orchestrator {
     store: Store,
     events: tokio::sync::broadcast::Sender<Event>,
     compile_wakeup: std::sync::Arc<tokio::sync::Notify>,
+    /// When this handle was opened: the server's uptime.
+    started: std::time::Instant,
 }
 
 impl Orchestrator {
@@ -66,7 +78,12 @@ impl Orchestrator {
     /// schema up to date.
     pub async fn open(url: &str) -> Result<Orchestrator> {
         let (events, _) = tokio::sync::broadcast::channel(1024);
-        Ok(Orchestrator { store: Store::connect(url).await?, events, compile_wakeup: Default::default() })
+        Ok(Orchestrator {
+            store: Store::connect(url).await?,
+            events,
+            compile_wakeup: Default::default(),
+            started: std::time::Instant::now(),
+        })
     }
 
     /// Events from now on. A slow receiver misses old events (it is told it lagged).
@@ -81,5 +98,10 @@ impl Orchestrator {
 
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// How long ago the orchestrator was opened (the server's uptime).
+    pub fn uptime(&self) -> std::time::Duration {
+        self.started.elapsed()
     }
 }

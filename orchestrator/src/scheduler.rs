@@ -131,7 +131,8 @@ impl Schedulers {
                     Ok(Event::Halted { env, halted }) => me.send(env, Command::Halt(halted), true),
                     Ok(Event::SettingsChanged { env }) => me.send(env, Command::Settings, false),
                     Ok(Event::EnvironmentDeleted { env }) => me.stop(env),
-                    Ok(Event::ResourcesChanged { .. }) => {}
+                    Ok(Event::ResourcesChanged { .. } | Event::CompileChanged { .. } | Event::DryRunChanged { .. }) => {
+                    }
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
                         let envs: Vec<Uuid> =
                             me.running.lock().map(|r| r.keys().copied().collect()).unwrap_or_default();
@@ -188,6 +189,11 @@ impl Schedulers {
             .send(Command::Deploy { repair, scope, reply })
             .map_err(|_| Error::Conflict("the scheduler of this environment stopped".into()))?;
         answer.await.map_err(|_| Error::Conflict("the scheduler of this environment stopped".into()))
+    }
+
+    /// How many environments have a scheduler running now.
+    pub fn environments(&self) -> usize {
+        self.running.lock().unwrap_or_else(|e| e.into_inner()).values().filter(|tx| !tx.is_closed()).count()
     }
 
     pub async fn status(&self, env: Uuid) -> Result<SchedulerStatus> {

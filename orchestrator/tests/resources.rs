@@ -285,3 +285,44 @@ async fn failed_compile_export_notifies() {
     assert_eq!(notes.items.len(), 1);
     assert!(notes.items[0].message.contains("boom"));
 }
+
+/// The console follows compiles and dry runs through the event bus.
+#[tokio::test]
+async fn compiles_and_dry_runs_publish_events() {
+    use orchestrator::Event;
+    use orchestrator::compiles::{CompileOutcome, CompileRequest, StageResult};
+    let (o, env, _dir) = setup().await;
+    let mut events = o.subscribe();
+    let mut expect = |what: &str| {
+        let event = events.try_recv().unwrap_or_else(|e| panic!("no event after {what}: {e}"));
+        assert_eq!(event, Event::CompileChanged { env }, "{what}");
+    };
+    let id = o.request_compile(env, CompileRequest::default()).await.unwrap().id.unwrap();
+    expect("queued");
+    assert!(o.start_compile(id).await.unwrap());
+    expect("started");
+    let stage = o.begin_compile_stage(env, id, "Init", "").await.unwrap();
+    expect("stage begun");
+    o.finish_compile_stage(stage, &StageResult { returncode: Some(0), ..Default::default() }).await.unwrap();
+    expect("stage finished");
+    o.finish_compile(env, id, &CompileOutcome { success: true, ..Default::default() }).await.unwrap();
+    expect("finished");
+
+    let version = put(&o, env, vec![file("/a", "h1", &[])], &[]).await;
+    while events.try_recv().is_ok() {}
+    let (run, targets) = o.create_dryrun(env, version).await.unwrap();
+    assert_eq!(events.try_recv().unwrap(), Event::DryRunChanged { env });
+    let rid = targets[0].id.versioned(version as u64);
+    o.dryrun_update(env, run.id, &rid, "unmodified", &serde_json::Map::new()).await.unwrap();
+    assert_eq!(events.try_recv().unwrap(), Event::DryRunChanged { env });
+
+    // The server status counts the compile queue (nothing waits now) and says no scheduler runs.
+    let status = o.server_status(None).await;
+    let slice = |name: &str| status.slices.iter().find(|s| s.name == name).unwrap().clone();
+    assert_eq!(slice("core.compiler").status, json!({"queued": 0, "running": 0}));
+    assert_eq!(slice("core.scheduler").reported_status, api::status::ReportedStatus::Warning);
+    assert_eq!(status.status, api::status::ReportedStatus::Warning);
+    o.request_compile(env, CompileRequest::default()).await.unwrap();
+    let status = o.server_status(None).await;
+    assert_eq!(status.slices.iter().find(|s| s.name == "core.compiler").unwrap().status["queued"], 1);
+}

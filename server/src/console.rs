@@ -98,7 +98,7 @@ struct EventsQuery {
 }
 
 /// What one SSE message says: `kind` is `version_released`, `halted`, `settings_changed`,
-/// `resources_changed` or `environment_deleted`.
+/// `resources_changed`, `environment_deleted`, `compile_changed` or `dryrun_changed`.
 fn describe(event: &orchestrator::Event) -> (uuid::Uuid, &'static str) {
     use orchestrator::Event::*;
     match event {
@@ -107,6 +107,8 @@ fn describe(event: &orchestrator::Event) -> (uuid::Uuid, &'static str) {
         SettingsChanged { env } => (*env, "settings_changed"),
         ResourcesChanged { env } => (*env, "resources_changed"),
         EnvironmentDeleted { env } => (*env, "environment_deleted"),
+        CompileChanged { env } => (*env, "compile_changed"),
+        DryRunChanged { env } => (*env, "dryrun_changed"),
     }
 }
 

@@ -44,12 +44,8 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         .await
         .context("cannot start the schedulers")?;
     agents.repair_drift(schedulers.clone());
-    let state = AppState {
-        orchestrator: orchestrator.clone(),
-        schedulers: schedulers.clone(),
-        started: std::time::Instant::now(),
-        security: security.clone(),
-    };
+    let state =
+        AppState { orchestrator: orchestrator.clone(), schedulers: schedulers.clone(), security: security.clone() };
     let remote_agents = Router::new()
         .route("/api/v2/agent/session", axum::routing::get(crate::remote::session))
         .with_state((sessions, security.clone()));

@@ -2,12 +2,12 @@
 
 use leptos::prelude::*;
 use leptos_meta::Title;
-use leptos_router::hooks::use_query_map;
+use leptos_router::hooks::{use_navigate, use_params_map, use_query_map};
 
 use crate::components::*;
 use crate::fns;
 use crate::layout::resource_link;
-use crate::model::{Paged, ResourceChange, VersionRow, VersionedResourceRow};
+use crate::model::{ComplianceView, Paged, ResourceChange, VersionRow, VersionedResourceRow};
 use crate::pages::environment::short_date;
 
 const VERSIONS: &str = "/console/desiredstate";
@@ -99,6 +99,13 @@ fn VersionsTable(env: String, data: Paged<VersionRow>) -> impl IntoView {
                     <td><StatusBadge status=v.status.clone()/></td>
                     <td>{v.total}</td>
                     <td class="row-actions">
+                        <a
+                            class="button button-small button-secondary compliance"
+                            href=compliance_link(&env, version)
+                            aria-label=format!("Compare version {version} with the current state (dry run)")
+                        >
+                            "Compare with current state"
+                        </a>
                         {candidate.then(|| view! {
                             <button
                                 class="button button-small promote"
@@ -372,18 +379,28 @@ pub fn ComparePage() -> impl IntoView {
     }
 }
 
+/// Resources with their attribute changes (and unified diffs of file contents), as the compare
+/// view and the compliance check show them. `summary` replaces the added/modified/deleted line,
+/// `empty` the text shown when nothing differs.
 #[component]
-fn Changes(env: String, changes: Vec<ResourceChange>) -> impl IntoView {
+fn Changes(
+    env: String,
+    changes: Vec<ResourceChange>,
+    #[prop(optional)] summary: Option<String>,
+    #[prop(optional)] empty: Option<&'static str>,
+) -> impl IntoView {
     if changes.is_empty() {
         return view! {
             <Empty title="No differences">
-                <p>"Both versions want exactly the same resources."</p>
+                <p>{empty.unwrap_or("Both versions want exactly the same resources.")}</p>
             </Empty>
         }
         .into_any();
     }
     let count = |s: &str| changes.iter().filter(|c| c.status == s).count();
-    let totals = format!("{} added, {} modified, {} deleted", count("added"), count("modified"), count("deleted"));
+    let totals = summary.unwrap_or_else(|| {
+        format!("{} added, {} modified, {} deleted", count("added"), count("modified"), count("deleted"))
+    });
     view! {
         <p class="muted" id="compare-summary">{totals}</p>
         <div class="diff-list" id="compare">
@@ -537,4 +554,189 @@ pub fn FilterForm(
             <a class="button button-link" href=clear>"Clear"</a>
         </form>
     }
+}
+
+/// The compliance check page of a version.
+pub fn compliance_link(env: &str, version: i64) -> String {
+    format!("{}/desiredstate/{version}/compliancecheck?env={}", crate::BASE, encode(env))
+}
+
+/// Dry runs of one version: what the handlers would change to reach it from the current state.
+/// The selected report (`?report=`, default the newest) is shown like the compare view and
+/// follows the dry run live until every resource is reported.
+#[component]
+pub fn ComplianceCheckPage() -> impl IntoView {
+    let env = env();
+    let params = use_params_map();
+    let version = Memo::new(move |_| params.with(|p| p.get("version").unwrap_or_default()));
+    let report = query("report");
+    let refresh = Refresh::get();
+    // A complete report does not change: the source keeps the tick it was seen complete at, so
+    // the open diffs stay as the reader left them while other events arrive.
+    let complete: RwSignal<Option<((String, String), u64)>> = RwSignal::new(None);
+    let data = Resource::new(
+        move || {
+            let key = (version.get(), report.get());
+            let tick = match complete.get() {
+                Some((done, tick)) if done == key => tick,
+                _ => refresh.tick(),
+            };
+            (env.get(), key, tick)
+        },
+        move |(env, (version, report), tick)| async move {
+            let v: i64 = version.parse().map_err(|_| ServerFnError::new(format!("{version:?} is not a version")))?;
+            let view = fns::compliance(env, v, report.clone()).await;
+            // Complete only once a named report is done: without one, a newer run may appear.
+            if !report.is_empty() && view.as_ref().is_ok_and(|c| c.selected.as_ref().is_some_and(|s| s.todo == 0)) {
+                complete.set(Some(((version, report), tick)));
+            }
+            view
+        },
+    );
+    let error = ActionError::new();
+    let busy = RwSignal::new(false);
+    let navigate = use_navigate();
+    let q = use_query_map();
+    let start = move |_| {
+        let Ok(v) = version.get_untracked().parse::<i64>() else { return };
+        busy.set(true);
+        let navigate = navigate.clone();
+        let call = fns::dry_run(env.get_untracked(), v);
+        let path = format!("{}/desiredstate/{v}/compliancecheck", crate::BASE);
+        leptos::task::spawn_local(async move {
+            match call.await {
+                Ok(id) => {
+                    error.set(None);
+                    navigate(&in_app(&link(&path, &q.get_untracked(), &[("report", Some(id))])), Default::default());
+                }
+                Err(e) => error.fail(e),
+            }
+            busy.set(false);
+            error.refresh.bump();
+        });
+    };
+    view! {
+        <Title text=move || format!("Compliance check of version {}", version.get())/>
+        <section class="page">
+            <nav class="breadcrumbs" aria-label="Breadcrumbs">
+                <a href=move || env_link("desiredstate", &env.get())>"Desired State"</a>
+                " › "
+                <a href=move || format!("{}&v={}", env_link("desiredstate/version", &env.get()), version.get())>
+                    {move || format!("Version {}", version.get())}
+                </a>
+                " › "
+                <span>"Compliance check"</span>
+            </nav>
+            <div class="page-header">
+                <h1>{move || format!("Compliance check of version {}", version.get())}</h1>
+                <button
+                    class="button button-primary"
+                    type="button"
+                    id="dry-run"
+                    disabled=move || busy.get() || env.get().is_empty()
+                    on:click=start
+                >
+                    {move || if busy.get() { "Starting…" } else { "Perform dry run" }}
+                </button>
+            </div>
+            <p class="muted">
+                "A dry run asks every resource's handler what it would change to reach this version, without changing anything."
+            </p>
+            <ActionMessage error/>
+            <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
+                <Transition fallback=|| view! { <p class="muted">"Loading dry runs…"</p> }>
+                    {move || Suspend::new(async move {
+                        match data.await {
+                            Ok(view) => {
+                                view! { <ComplianceBody env=env.get_untracked() version=version.get_untracked() view/> }
+                                    .into_any()
+                            }
+                            Err(e) => view! { <ErrorBox title="The dry runs could not be loaded" error=e.to_string()/> }.into_any(),
+                        }
+                    })}
+                </Transition>
+            </Show>
+        </section>
+    }
+    .into_any()
+}
+
+#[component]
+fn ComplianceBody(env: String, version: String, view: ComplianceView) -> impl IntoView {
+    let halted = view.halted.then(|| {
+        view! { <p class="hint" role="status">"The environment is halted: resume it to perform a dry run."</p> }
+    });
+    let Some(selected) = view.selected else {
+        return view! {
+            {halted}
+            <Empty title="No dry runs of this version yet">
+                <p>
+                    <strong>"Perform dry run"</strong>
+                    " above to compare this version with what is deployed now (or "
+                    <code>{format!("inmanta dryrun request {version}")}</code> ")."
+                </p>
+            </Empty>
+        }
+        .into_any();
+    };
+    let path = format!("{}/desiredstate/{version}/compliancecheck", crate::BASE);
+    let q = use_query_map();
+    let current = q.get_untracked();
+    let picker = view
+        .reports
+        .iter()
+        .map(|r| {
+            let href = link(&path, &current, &[("report", Some(r.id.clone()))]);
+            let active = r.id == selected.id;
+            let state = if r.todo > 0 { format!(" ({} of {} done)", r.total - r.todo, r.total) } else { String::new() };
+            view! {
+                <a class="chip" class:active=active aria-current=active.then_some("true") href=href data-report=r.id.clone()>
+                    {format!("{}{state}", short_date(&r.date))}
+                </a>
+            }
+        })
+        .collect_view();
+    let done = selected.total - selected.todo;
+    let progress = (selected.todo > 0).then(|| {
+        view! {
+            <div class="dry-run-progress" role="status" id="dry-run-progress">
+                <progress max=selected.total value=done aria-label="Dry run progress"></progress>
+                {format!(" {done} of {} resources checked…", selected.total)}
+            </div>
+        }
+    });
+    let total = view.changes.len();
+    let unmodified = view.changes.iter().filter(|c| c.status == "unmodified").count();
+    let changed: Vec<ResourceChange> = view.changes.into_iter().filter(|c| c.status != "unmodified").collect();
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for c in &changed {
+        match counts.iter_mut().find(|(s, _)| *s == c.status) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((c.status.clone(), 1)),
+        }
+    }
+    let summary = std::iter::once(format!("{total} resources reported: {unmodified} unmodified"))
+        .chain(counts.iter().map(|(s, n)| format!("{n} {}", s.replace('_', " "))))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let empty = if selected.todo > 0 {
+        "No differences reported so far."
+    } else {
+        "Every reported resource already matches this version: nothing would change."
+    };
+    view! {
+        {halted}
+        <nav class="toolbar" aria-label="Dry-run reports, newest first" id="dry-run-reports">
+            <span class="muted">"Reports:"</span>
+            {picker}
+        </nav>
+        {progress}
+        <Changes
+            env
+            changes=changed
+            summary
+            empty
+        />
+    }
+    .into_any()
 }

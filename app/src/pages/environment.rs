@@ -52,6 +52,52 @@ fn DashboardBody(env: String, data: Dashboard) -> impl IntoView {
         })
         .collect_view();
     let versions = data.versions.clone();
+    let compiles = data.compiles.clone();
+    let compiles_card = view! {
+        <div class="card" id="latest-compiles">
+            <h2><a href=env_link("compilereports", &env)>"Latest compile reports"</a></h2>
+            {if compiles.is_empty() {
+                view! {
+                    <p class="muted">
+                        "No compiles yet: request one on the "
+                        <a href=env_link("compilereports", &env)>"Compile Reports"</a>
+                        " page."
+                    </p>
+                }
+                    .into_any()
+            } else {
+                view! {
+                    <table class="table">
+                        <thead>
+                            <tr>
+                                <th scope="col">"Requested"</th>
+                                <th scope="col">"Status"</th>
+                                <th scope="col">"Message"</th>
+                                <th scope="col">"Duration"</th>
+                            </tr>
+                        </thead>
+                        <tbody>
+                            {compiles
+                                .into_iter()
+                                .map(|c| {
+                                    let href = compile_link(&env, &c.id);
+                                    view! {
+                                        <tr data-id=c.id.clone() data-status=c.status.clone()>
+                                            <td class="nowrap"><a href=href>{short_date(&c.requested)}</a></td>
+                                            <td><StatusBadge status=c.status.clone()/></td>
+                                            <td>{c.message}</td>
+                                            <td class="nowrap">{c.duration.map(duration_text).unwrap_or_default()}</td>
+                                        </tr>
+                                    }
+                                })
+                                .collect_view()}
+                        </tbody>
+                    </table>
+                }
+                    .into_any()
+            }}
+        </div>
+    };
     view! {
         <div class="cards">
             <div class="card card-wide" id="deploy-progress">
@@ -87,6 +133,7 @@ fn DashboardBody(env: String, data: Dashboard) -> impl IntoView {
                 </p>
             </a>
         </div>
+        {compiles_card}
         <div class="card">
             <h2>"Latest versions"</h2>
             {if versions.is_empty() {

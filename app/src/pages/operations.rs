@@ -332,7 +332,7 @@ fn NotificationList(env: String, data: Paged<NotificationRow>, error: ActionErro
                                 <span class="muted">{short_date(&n.created)}</span>
                             </div>
                             <p>{n.message}</p>
-                            {n.uri.map(|uri| view! { <a href=uri>"Open"</a> })}
+                            {n.uri.map(|uri| view! { <a href=console_uri(&uri, &env)>"Open"</a> })}
                             <div class="row-actions">
                                 <button
                                     class="button button-small mark-read"

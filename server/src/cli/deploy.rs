@@ -59,12 +59,7 @@ impl Embedded {
         let security = Arc::new(Security::new(&orchestrator, true, 3600, 5).await.map_err(server_error)?);
         let token =
             security.authenticator.internal_token(environment, &[ClientType::Api, ClientType::Compiler], 24 * 3600);
-        let state = AppState {
-            orchestrator: orchestrator.clone(),
-            schedulers: schedulers.clone(),
-            started: Instant::now(),
-            security,
-        };
+        let state = AppState { orchestrator: orchestrator.clone(), schedulers: schedulers.clone(), security };
         let app = rest::router(state, 512 * 1024 * 1024).fallback(rest::not_found);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let address = listener.local_addr()?;

@@ -11,9 +11,10 @@ use serde::Deserialize;
 use serde_json::json;
 use uuid::Uuid;
 
-use super::error::ApiResult;
+use super::error::{ApiError, ApiResult};
 use super::extract::{self, Path, Query, Tid};
-use super::{Routes, data, env, paged};
+use super::{Caller, Routes, data, env, paged};
+use orchestrator::auth::{Access, Clients, Principal};
 
 pub fn router() -> Routes {
     let in_path = |label| env(label).environment_in_path("id");
@@ -60,10 +61,22 @@ async fn request(o: &Orchestrator, env: Uuid, body: NotifyChange) -> ApiResult<R
 
 async fn notify_post(
     State(o): State<Orchestrator>,
+    Caller(caller): Caller,
     Path(env): Path<Uuid>,
     extract::Json(body): extract::Json<NotifyChange>,
 ) -> ApiResult<Response> {
+    may_update(&caller, env, body.update)?;
     request(&o, env, body).await
+}
+
+/// Triggering a compile is `compiler.execute`; pulling new code first (`update`) needs more
+/// (`noc` may recompile, not update).
+fn may_update(caller: &Principal, env: Uuid, update: bool) -> ApiResult<()> {
+    if update {
+        let access = Access::Environment("compiler.execute.update", Clients::API);
+        caller.authorize(access, Some(env)).map_err(|d| ApiError::new(StatusCode::FORBIDDEN, d.0))?;
+    }
+    Ok(())
 }
 
 #[derive(Deserialize)]
@@ -76,9 +89,11 @@ struct NotifyQuery {
 /// The webhook form: `GET /api/v1/notify/<env>?update=true`.
 async fn notify_get(
     State(o): State<Orchestrator>,
+    Caller(caller): Caller,
     Path(env): Path<Uuid>,
     Query(query): Query<NotifyQuery>,
 ) -> ApiResult<Response> {
+    may_update(&caller, env, query.update.unwrap_or(true))?;
     let body = NotifyChange {
         update: query.update.unwrap_or(true),
         reinstall: query.reinstall.unwrap_or(false),

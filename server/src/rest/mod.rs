@@ -49,7 +49,6 @@ use crate::security::Security;
 pub struct AppState {
     pub orchestrator: orchestrator::Orchestrator,
     pub schedulers: std::sync::Arc<orchestrator::scheduler::Schedulers>,
-    pub started: std::time::Instant,
     pub security: Arc<Security>,
 }
 

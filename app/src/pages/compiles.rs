@@ -1,0 +1,463 @@
+//! Compile reports: the compiles of an environment (queued, running, finished) with the
+//! Recompile menu, and one compile's details with its stages.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::{use_params_map, use_query_map};
+
+use crate::components::*;
+use crate::fns;
+use crate::model::{CompileDetailsView, CompileRow, CompileStageRow, Paged};
+use crate::pages::environment::short_date;
+
+const COMPILES: &str = "/console/compilereports";
+
+#[component]
+pub fn CompileReportsPage() -> impl IntoView {
+    let env = env();
+    let refresh = Refresh::get();
+    let table = table_query();
+    let data = Resource::new(move || (table.get(), refresh.tick()), |(q, _)| fns::compile_reports(q));
+    view! {
+        <Title text="Compile Reports"/>
+        <section class="page">
+            <div class="page-header">
+                <h1>"Compile Reports"</h1>
+                <Show when=move || !env.get().is_empty()>
+                    <RecompileMenu/>
+                </Show>
+            </div>
+            <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
+                <div class="toolbar" aria-label="Filter on status">
+                    {choice_filter(COMPILES, "status", &["", "queued", "running", "success", "failed"])}
+                </div>
+                <Transition fallback=|| view! { <p class="muted">"Loading compile reports…"</p> }>
+                    {move || Suspend::new(async move {
+                        match data.await {
+                            Ok(page) => view! { <CompileTable env=env.get_untracked() data=page/> }.into_any(),
+                            Err(e) => {
+                                view! { <ErrorBox title="The compile reports could not be loaded" error=e.to_string()/> }
+                                    .into_any()
+                            }
+                        }
+                    })}
+                </Transition>
+            </Show>
+        </section>
+    }
+    .into_any()
+}
+
+/// "Recompile ▾" with "Recompile" and "Update project & recompile"; disabled, with the reason,
+/// when the environment does not compile on the server. Its open state lives outside the
+/// refetched part, so live updates do not close it.
+#[component]
+fn RecompileMenu() -> impl IntoView {
+    let env = env();
+    let refresh = Refresh::get();
+    let enabled = Resource::new(move || (env.get(), refresh.tick()), |(env, _)| fns::server_compile_enabled(env));
+    let open = RwSignal::new(false);
+    let notice = RwSignal::new(None::<String>);
+    let error = ActionError::new();
+    let start = move |update: bool| {
+        open.set(false);
+        let call = fns::recompile(env.get_untracked(), update);
+        leptos::task::spawn_local(async move {
+            match call.await {
+                Ok(message) => {
+                    error.set(None);
+                    notice.set(Some(message));
+                }
+                Err(e) => {
+                    notice.set(None);
+                    error.fail(e);
+                }
+            }
+            error.refresh.bump();
+        });
+    };
+    view! {
+        <div class="menu">
+            <Transition fallback=|| {
+                view! { <button class="button" type="button" id="recompile-menu" disabled=true>"Recompile ▾"</button> }
+            }>
+                {move || {
+                    let on = enabled.get().and_then(|r| r.ok()).unwrap_or(true);
+                    let settings = env_link("settings", &env.get());
+                    view! {
+                        <button
+                            class="button"
+                            type="button"
+                            id="recompile-menu"
+                            aria-haspopup="menu"
+                            aria-expanded=move || open.get().to_string()
+                            aria-describedby=(!on).then_some("recompile-hint")
+                            title=(!on).then_some("Server compiles are off for this environment (setting server_compile)")
+                            disabled=!on
+                            on:click=move |_| open.update(|o| *o = !*o)
+                        >
+                            "Recompile ▾"
+                        </button>
+                        {(!on).then(|| view! {
+                            <p class="hint" id="recompile-hint">
+                                "Server compiles are off for this environment. Turn on "
+                                <a href=settings>"server_compile"</a>
+                                " in the settings to recompile from here."
+                            </p>
+                        })}
+                    }
+                }}
+            </Transition>
+            <Show when=move || open.get()>
+                <div class="menu-panel" role="menu" aria-label="Recompile">
+                    <button class="menu-item" type="button" role="menuitem" id="recompile" on:click=move |_| start(false)>
+                        "Recompile"
+                    </button>
+                    <button
+                        class="menu-item"
+                        type="button"
+                        role="menuitem"
+                        id="recompile-update"
+                        on:click=move |_| start(true)
+                    >
+                        "Update project & recompile"
+                    </button>
+                </div>
+            </Show>
+            {move || notice.get().map(|n| view! { <p class="action-notice" role="status">{n}</p> })}
+            <ActionMessage error/>
+        </div>
+    }
+    .into_any()
+}
+
+#[component]
+fn CompileTable(env: String, data: Paged<CompileRow>) -> impl IntoView {
+    let q = use_query_map();
+    if data.rows.is_empty() {
+        let current = q.get_untracked();
+        let filtered = current.latest_values().any(|(k, v)| k.starts_with("filter.") && !v.is_empty());
+        if filtered {
+            let clear = link(COMPILES, &current, &[("filter.status", None)]);
+            return view! {
+                <Empty title="No compile reports match the filter">
+                    <p><a class="button button-secondary" href=clear>"Clear the filter"</a></p>
+                </Empty>
+            }
+            .into_any();
+        }
+        return view! {
+            <Empty title="No compile reports yet">
+                <p>
+                    "A compile appears here when one is requested: use " <strong>"Recompile"</strong>
+                    " above, " <code>"POST /api/v1/notify/<environment>"</code> ", or the "
+                    <code>"auto_full_compile"</code> " setting. Compiles check out the environment's repository, set in "
+                    <a href=env_link("settings", &env)>"Settings"</a> "."
+                </p>
+            </Empty>
+        }
+        .into_any();
+    }
+    view! {
+        <table class="table" id="compile-reports">
+            <thead>
+                <tr>
+                    <SortHeader path=COMPILES column="requested" label="Requested"/>
+                    <th scope="col">"Status"</th>
+                    <th scope="col">"Message"</th>
+                    <th scope="col">"Wait time"</th>
+                    <th scope="col">"Duration"</th>
+                    <th scope="col"><span class="sr-only">"Actions"</span></th>
+                </tr>
+            </thead>
+            <tbody>
+                {data
+                    .rows
+                    .into_iter()
+                    .map(|c| {
+                        let href = compile_link(&env, &c.id);
+                        let label = format!("Show details of the compile requested at {}", short_date(&c.requested));
+                        view! {
+                            <tr data-id=c.id.clone() data-status=c.status.clone()>
+                                <td class="nowrap">{short_date(&c.requested)}</td>
+                                <td><StatusBadge status=c.status.clone()/></td>
+                                <td>{c.message.clone()}</td>
+                                <td class="nowrap">{c.wait.map(duration_text).unwrap_or_default()}</td>
+                                <td class="nowrap">{c.duration.map(duration_text).unwrap_or_default()}</td>
+                                <td class="row-actions">
+                                    <a class="button button-small button-secondary" href=href aria-label=label>
+                                        "Show details"
+                                    </a>
+                                </td>
+                            </tr>
+                        }
+                    })
+                    .collect_view()}
+            </tbody>
+        </table>
+        <Pager path=COMPILES page=data.page/>
+    }
+    .into_any()
+}
+
+#[component]
+pub fn CompileDetailsPage() -> impl IntoView {
+    let env = env();
+    let params = use_params_map();
+    let id = Memo::new(move |_| params.with(|p| p.get("id").unwrap_or_default()));
+    let refresh = Refresh::get();
+    // A finished compile does not change any more: stop refetching it (the source keeps the tick
+    // it was seen finished at), so stages the reader opened stay open while other events of the
+    // environment arrive.
+    let finished: RwSignal<Option<(String, u64)>> = RwSignal::new(None);
+    let data = Resource::new(
+        move || {
+            let id = id.get();
+            let tick = match finished.get() {
+                Some((done, tick)) if done == id => tick,
+                _ => refresh.tick(),
+            };
+            (env.get(), id, tick)
+        },
+        move |(env, id, tick)| async move {
+            let details = fns::compile_details(env, id.clone()).await;
+            if details.as_ref().is_ok_and(|d| d.compile.completed.is_some()) {
+                finished.set(Some((id, tick)));
+            }
+            details
+        },
+    );
+    view! {
+        <Title text="Compile details"/>
+        <section class="page">
+            <nav class="breadcrumbs" aria-label="Breadcrumbs">
+                <a href=move || env_link("compilereports", &env.get())>"Compile Reports"</a>
+                " › "
+                <span class="mono">{move || id.get()}</span>
+            </nav>
+            <div class="page-header">
+                <h1>"Compile details"</h1>
+            </div>
+            <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
+                <Transition fallback=|| view! { <p class="muted">"Loading the compile…"</p> }>
+                    {move || Suspend::new(async move {
+                        match data.await {
+                            Ok(d) => view! { <CompileDetailsBody env=env.get_untracked() details=d/> }.into_any(),
+                            Err(e) => view! { <ErrorBox title="The compile could not be loaded" error=e.to_string()/> }.into_any(),
+                        }
+                    })}
+                </Transition>
+            </Show>
+        </section>
+    }
+    .into_any()
+}
+
+#[component]
+fn CompileDetailsBody(env: String, details: CompileDetailsView) -> impl IntoView {
+    let c = details.compile;
+    let yes_no = |b: bool| if b { "yes" } else { "no" };
+    let version = c.version.map(|v| {
+        let href = format!("{}&v={v}", env_link("desiredstate/version", &env));
+        view! { <a href=href id="compile-version">{format!("Version {v}")}</a> }
+    });
+    let timeline = view! {
+        <ol class="timeline" aria-label="Timeline">
+            <li class="timeline-step done">
+                <span class="timeline-label">"Requested"</span>
+                <span>{short_date(&c.requested)}</span>
+            </li>
+            <li class="timeline-step" class:done=c.started.is_some()>
+                <span class="timeline-label">"Started"</span>
+                <span>
+                    {match &c.started {
+                        Some(s) => short_date(s),
+                        None => "waiting in the queue".to_string(),
+                    }}
+                </span>
+                {c.wait.map(|w| view! { <span class="muted">{format!("after {}", duration_text(w))}</span> })}
+            </li>
+            <li class="timeline-step" class:done=c.completed.is_some() class:failed=c.status == "failed">
+                <span class="timeline-label">"Completed"</span>
+                <span>
+                    {match (&c.completed, &c.started) {
+                        (Some(done), _) => short_date(done),
+                        (None, Some(_)) => "running".to_string(),
+                        (None, None) => "not started".to_string(),
+                    }}
+                </span>
+                {c.duration.map(|d| view! { <span class="muted">{format!("took {}", duration_text(d))}</span> })}
+            </li>
+        </ol>
+    };
+    let variables = if details.environment_variables.is_empty() {
+        view! { <p class="muted">"No extra environment variables."</p> }.into_any()
+    } else {
+        view! {
+            <table class="table" id="compile-variables">
+                <thead>
+                    <tr>
+                        <th scope="col">"Variable"</th>
+                        <th scope="col">"Value"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {details
+                        .environment_variables
+                        .into_iter()
+                        .map(|(k, v)| view! {
+                            <tr>
+                                <th scope="row" class="mono">{k}</th>
+                                <td><code class="value">{v}</code></td>
+                            </tr>
+                        })
+                        .collect_view()}
+                </tbody>
+            </table>
+        }
+        .into_any()
+    };
+    let errors = (!details.errors.is_empty()).then(|| {
+        view! {
+            <div class="card" id="compile-errors">
+                <h2>"Compile errors"</h2>
+                <table class="table">
+                    <thead>
+                        <tr>
+                            <th scope="col">"Type"</th>
+                            <th scope="col">"Message"</th>
+                            <th scope="col">"Location"</th>
+                        </tr>
+                    </thead>
+                    <tbody>
+                        {details
+                            .errors
+                            .into_iter()
+                            .map(|e| {
+                                let place = match (e.file, e.line) {
+                                    (Some(f), Some(l)) => format!("{f}:{l}"),
+                                    (Some(f), None) => f,
+                                    _ => String::new(),
+                                };
+                                view! {
+                                    <tr class="compile-error">
+                                        <td class="mono">{e.kind}</td>
+                                        <td><pre class="log-message">{e.message}</pre></td>
+                                        <td class="mono">{place}</td>
+                                    </tr>
+                                }
+                            })
+                            .collect_view()}
+                    </tbody>
+                </table>
+            </div>
+        }
+    });
+    let first_failed = details.stages.iter().position(|s| s.returncode.is_some_and(|rc| rc != 0));
+    let stages = if details.stages.is_empty() {
+        view! {
+            <p class="muted">
+                {if c.started.is_none() {
+                    "The compile is waiting in the queue: its stages appear once it starts."
+                } else {
+                    "No stages recorded."
+                }}
+            </p>
+        }
+        .into_any()
+    } else {
+        details
+            .stages
+            .into_iter()
+            .enumerate()
+            .map(|(i, stage)| view! { <Stage stage open=first_failed == Some(i)/> })
+            .collect_view()
+            .into_any()
+    };
+    view! {
+        <div class="compile-summary">
+            <StatusBadge status=c.status.clone()/>
+            <span class="mono muted">{c.id.clone()}</span>
+        </div>
+        {timeline}
+        <div class="cards">
+            <div class="card">
+                <h2>"Request"</h2>
+                <dl class="facts-list" id="compile-facts">
+                    <dt>"Trigger"</dt>
+                    <dd>{if details.trigger.is_empty() { "—".to_string() } else { details.trigger }}</dd>
+                    <dt>"Message"</dt>
+                    <dd>{if c.message.is_empty() { "—".to_string() } else { c.message.clone() }}</dd>
+                    <dt>"Export"</dt>
+                    <dd>{yes_no(c.do_export)}</dd>
+                    <dt>"Update project"</dt>
+                    <dd>{yes_no(c.force_update)}</dd>
+                    <dt>"Version"</dt>
+                    <dd>
+                        {match version {
+                            Some(v) => v.into_any(),
+                            None => view! { <span class="muted">"none produced"</span> }.into_any(),
+                        }}
+                    </dd>
+                </dl>
+                {details.failed_message.map(|m| view! { <p class="action-error" role="alert">{m}</p> })}
+            </div>
+            <div class="card">
+                <h2>"Environment variables"</h2>
+                {variables}
+            </div>
+        </div>
+        {errors}
+        <div class="card" id="compile-stages">
+            <h2>"Stages"</h2>
+            {stages}
+        </div>
+    }
+}
+
+/// One stage: folded unless it is the first that failed.
+#[component]
+fn Stage(stage: CompileStageRow, open: bool) -> impl IntoView {
+    let failed = stage.returncode.is_some_and(|rc| rc != 0);
+    let code = match stage.returncode {
+        Some(0) => view! { <span class="return-code ok" title="return code 0">"✓ 0"</span> }.into_any(),
+        Some(rc) => view! {
+            <span class="return-code failed" title=format!("return code {rc}") aria-label=format!("failed with return code {rc}")>
+                {format!("✕ {rc}")}
+            </span>
+        }
+        .into_any(),
+        None => view! { <span class="return-code muted">"running"</span> }.into_any(),
+    };
+    let output = |label: &'static str, text: String, class: &'static str| {
+        (!text.trim().is_empty()).then(|| {
+            view! {
+                <h3 class="stream-label">{label}</h3>
+                <pre class=format!("code log {class}") aria-label=label>{text}</pre>
+            }
+        })
+    };
+    let empty = stage.stdout.trim().is_empty() && stage.stderr.trim().is_empty();
+    view! {
+        <details class="stage" class:stage-failed=failed data-stage=stage.name.clone() open=open>
+            <summary>
+                {code}
+                " "
+                <strong>{stage.name.clone()}</strong>
+                <span class="muted">
+                    {stage.duration.map(|d| format!(" · {}", duration_text(d))).unwrap_or_default()}
+                </span>
+            </summary>
+            {(!stage.command.is_empty()).then(|| view! {
+                <p>"Command: " <code class="value">{stage.command.clone()}</code></p>
+            })}
+            <p class="muted">
+                {format!("Started {}", short_date(&stage.started))}
+                {stage.completed.as_ref().map(|c| format!(", completed {}", short_date(c)))}
+            </p>
+            {output("stdout", stage.stdout, "stdout")}
+            {output("stderr", stage.stderr, "stderr")}
+            {empty.then(|| view! { <p class="muted">"No output."</p> })}
+        </details>
+    }
+}

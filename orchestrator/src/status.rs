@@ -1,0 +1,105 @@
+//! The server's status (`GET /api/v1/serverstatus`, the console's status page): product and
+//! version, and one slice per component with how it is doing.
+
+use api::status::{Extension, ReportedStatus, Slice, StatusResponse};
+use serde_json::json;
+
+use crate::scheduler::Schedulers;
+use crate::{DbKind, Orchestrator, Result};
+
+impl Orchestrator {
+    /// The status of this server: `core.server` (uptime), `core.database` (kind, connection,
+    /// version), `core.scheduler` (when `schedulers` run in this process) and `core.compiler`
+    /// (the compile queue over all environments). The overall status is the worst of the slices.
+    pub async fn server_status(&self, schedulers: Option<&Schedulers>) -> StatusResponse {
+        let database = self.store.server_version().await;
+        let kind = self.store.kind();
+        let (db_status, db_message) = match &database {
+            Ok(_) => (ReportedStatus::Ok, None),
+            Err(e) => (ReportedStatus::Error, Some(e.to_string())),
+        };
+        let version = env!("CARGO_PKG_VERSION").to_string();
+        let mut slices = vec![
+            Slice {
+                name: "core.server".into(),
+                status: json!({"uptime": self.uptime().as_secs()}),
+                reported_status: ReportedStatus::Ok,
+                message: None,
+            },
+            Slice {
+                name: "core.database".into(),
+                status: json!({
+                    "connected": database.is_ok(),
+                    "database": format!("{kind:?}").to_lowercase(),
+                    "version": database.as_ref().ok(),
+                }),
+                reported_status: db_status,
+                message: db_message,
+            },
+        ];
+        slices.push(match schedulers {
+            Some(s) => Slice {
+                name: "core.scheduler".into(),
+                status: json!({"running": true, "active_environments": s.environments()}),
+                reported_status: ReportedStatus::Ok,
+                message: None,
+            },
+            None => Slice {
+                name: "core.scheduler".into(),
+                status: json!({"running": false}),
+                reported_status: ReportedStatus::Warning,
+                message: Some("no scheduler runs in this process: deploys and dry runs are not available".into()),
+            },
+        });
+        slices.push(match self.compile_queue_counts().await {
+            Ok((queued, running)) => Slice {
+                name: "core.compiler".into(),
+                status: json!({"queued": queued, "running": running}),
+                reported_status: ReportedStatus::Ok,
+                message: None,
+            },
+            Err(e) => Slice {
+                name: "core.compiler".into(),
+                status: json!({}),
+                reported_status: ReportedStatus::Error,
+                message: Some(format!("the compile queue cannot be read: {e}")),
+            },
+        });
+        let status =
+            slices.iter().map(|s| s.reported_status).max_by_key(|s| severity(*s)).unwrap_or(ReportedStatus::Ok);
+        StatusResponse {
+            product: "Inmanta Service Orchestrator".into(),
+            edition: "Rust Edition".into(),
+            version: version.clone(),
+            license: "Apache Software License 2".into(),
+            extensions: vec![Extension { name: "core".into(), version, package: "core".into() }],
+            slices,
+            features: vec![],
+            status,
+            python_version: String::new(),
+            postgresql_version: match kind {
+                DbKind::Postgres => database.ok(),
+                DbKind::Sqlite => None,
+            },
+        }
+    }
+
+    /// Compiles waiting and running over all environments.
+    async fn compile_queue_counts(&self) -> Result<(i64, i64)> {
+        let (queued, running): (i64, i64) = sqlx::query_as(
+            "SELECT COUNT(CASE WHEN started IS NULL THEN 1 END), COUNT(CASE WHEN started IS NOT NULL THEN 1 END) \
+             FROM compile WHERE completed IS NULL",
+        )
+        .fetch_one(self.store.pool())
+        .await?;
+        Ok((queued, running))
+    }
+}
+
+fn severity(status: ReportedStatus) -> u8 {
+    match status {
+        ReportedStatus::Ok => 0,
+        ReportedStatus::Warning => 1,
+        ReportedStatus::Error => 2,
+    }
+}
