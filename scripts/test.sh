@@ -35,6 +35,10 @@ INMANTA_TEST_POSTGRES="$POSTGRES_ADMIN_URL" cargo test -p orchestrator -p server
 log "browser tests"
 ensure_chromium
 state=$(mktemp -d)
+# The browser tests sign in as this admin, made on the database before the server starts.
+export E2E_USER=e2e E2E_PASSWORD="E2e-password-$RANDOM-x"
+INMANTA_CONFIG_STATE_DIR="$state" INMANTA_PASSWORD="$E2E_PASSWORD" \
+  "$CARGO_TARGET_DIR/debug/inmanta" user create "$E2E_USER" --admin --direct >/dev/null
 "$CARGO_TARGET_DIR/debug/inmanta" server --bind-port 0 --state-dir "$state" \
   --console-path "$CARGO_TARGET_DIR/site" >"$state/stdout" 2>"$state/stderr" &
 server_pid=$!

@@ -189,6 +189,13 @@ mod backend {
     }
 }
 
+/// The signed-in user's name for the header; `None` when the server runs without auth.
+#[server(prefix = "/console/fn", endpoint = "whoami")]
+pub async fn whoami() -> Result<Option<String>, ServerFnError> {
+    let caller = caller().ok_or_else(|| ServerFnError::new("not signed in: log in again"))?;
+    Ok(caller.name().map(str::to_string))
+}
+
 /// Every environment, sorted by project name and environment name.
 #[server(prefix = "/console/fn", endpoint = "list_environments")]
 pub async fn list_environments() -> Result<Vec<EnvironmentSummary>, ServerFnError> {

@@ -52,6 +52,7 @@ pub fn Header() -> impl IntoView {
                 ></span>
                 <a class="topbar-link" href="/api/v2/docs">"API"</a>
                 <NotificationBell/>
+                <UserMenu/>
                 <button
                     class="icon-button"
                     id="theme-toggle"
@@ -148,6 +149,33 @@ fn EnvironmentSwitcher() -> impl IntoView {
                 </div>
             </Show>
         </div>
+    }
+}
+
+/// Who is signed in, and a logout that is a plain form: it works before the wasm loads.
+#[component]
+fn UserMenu() -> impl IntoView {
+    let user = Resource::new(|| (), |_| fns::whoami());
+    view! {
+        <Suspense fallback=|| ()>
+            {move || {
+                user.get()
+                    .and_then(|u| u.ok())
+                    .flatten()
+                    .map(|name| {
+                        view! {
+                            <form class="user-menu" method="post" action="/console/logout">
+                                <span class="user-name" id="current-user" title="Signed in">
+                                    {name}
+                                </span>
+                                <button class="button button-small button-secondary" id="logout" type="submit">
+                                    "Log out"
+                                </button>
+                            </form>
+                        }
+                    })
+            }}
+        </Suspense>
     }
 }
 

@@ -6,68 +6,24 @@
 // on this machine (the dry run reads a file this test writes).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, writeFileSync, readFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { chromium } from "playwright-core";
+import { join } from "node:path";
+import { BASE, suffix, start, stop, api, openConsole, waitForHydration, shot } from "./lib.mjs";
 
-const BASE = (process.env.INMANTA_URL ?? "http://127.0.0.1:8888").replace(/\/+$/, "");
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const ARTIFACTS = process.env.E2E_ARTIFACTS ?? join(dirname(fileURLToPath(import.meta.url)), "..", "test-results");
-const suffix = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`;
 
-let browser;
 let project;
 
 before(async () => {
-  mkdirSync(ARTIFACTS, { recursive: true });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  await start();
   project = await api("PUT", "/api/v2/project", { name: `compiles-${suffix}` });
 });
 
-after(async () => {
-  await browser?.close();
-});
+after(stop);
 
-async function api(method, path, body, env) {
-  const headers = {};
-  if (body !== undefined) headers["content-type"] = "application/json";
-  if (env) headers["x-inmanta-tid"] = env;
-  const response = await fetch(`${BASE}${path}`, { method, headers, body: body !== undefined ? JSON.stringify(body) : undefined });
-  const text = await response.text();
-  assert.ok(response.ok, `${method} ${path} -> ${response.status}: ${text}`);
-  return text ? JSON.parse(text).data ?? JSON.parse(text) : null;
-}
 
-/** A page that records every browser error (console errors, uncaught exceptions, failed requests). */
-async function openConsole(t) {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-  const errors = [];
-  page.on("console", (m) => { if (m.type() === "error") errors.push(`console.error: ${m.text()} (${m.location()?.url})`); });
-  page.on("pageerror", (e) => errors.push(`pageerror: ${e}`));
-  page.on("requestfailed", (r) => {
-    // The event stream is cut when the page goes away; that is not an error.
-    if (!r.url().includes("/console/events")) errors.push(`request failed: ${r.url()} ${r.failure()?.errorText}`);
-  });
-  page.on("response", (r) => { if (r.status() >= 400) errors.push(`HTTP ${r.status()}: ${r.url()}`); });
-  page.on("dialog", (d) => d.accept());
-  t.after(() => page.close());
-  return { page, errors };
-}
 
-async function waitForHydration(page) {
-  await page.waitForSelector('.layout[data-hydrated="true"]', { timeout: 20_000 });
-}
 
-async function shot(page, name) {
-  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
-}
 
 test("recompile live, then a failed compile's details with the failed stage open", async (t) => {
   const env = await api("PUT", "/api/v2/environment", {

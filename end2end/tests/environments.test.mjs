@@ -2,58 +2,19 @@
 // created through the REST API. Run by ../run.sh with INMANTA_URL pointing at a running server.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { chromium } from "playwright-core";
+import { join } from "node:path";
+import { BASE, ARTIFACTS, suffix, start, stop, api, openConsole, waitForHydration } from "./lib.mjs";
 
-const BASE = (process.env.INMANTA_URL ?? "http://127.0.0.1:8888").replace(/\/+$/, "");
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const ARTIFACTS = process.env.E2E_ARTIFACTS ?? join(dirname(fileURLToPath(import.meta.url)), "..", "test-results");
-const suffix = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`;
 
-let browser;
 
 before(async () => {
-  mkdirSync(ARTIFACTS, { recursive: true });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  await start();
 });
 
-after(async () => {
-  await browser?.close();
-});
+after(stop);
 
-async function api(method, path, body) {
-  const response = await fetch(`${BASE}${path}`, {
-    method,
-    headers: body ? { "content-type": "application/json" } : {},
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await response.text();
-  assert.ok(response.ok, `${method} ${path} -> ${response.status}: ${text}`);
-  return JSON.parse(text).data;
-}
 
-/** A page that records every browser error (console errors, uncaught exceptions, failed requests). */
-async function openConsole(t) {
-  const page = await browser.newPage();
-  const errors = [];
-  page.on("console", (m) => { if (m.type() === "error") errors.push(`console.error: ${m.text()} (${m.location()?.url})`); });
-  page.on("pageerror", (e) => errors.push(`pageerror: ${e}`));
-  page.on("requestfailed", (r) => errors.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
-  page.on("response", (r) => { if (r.status() >= 400) errors.push(`HTTP ${r.status()}: ${r.url()}`); });
-  t.after(() => page.close());
-  return { page, errors };
-}
 
-async function waitForHydration(page) {
-  await page.waitForSelector('.layout[data-hydrated="true"]', { timeout: 15_000 });
-}
 
 test("root redirects to the console", async () => {
   const response = await fetch(`${BASE}/`, { redirect: "manual" });

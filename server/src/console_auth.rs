@@ -197,7 +197,7 @@ fn page(title: &str, body: &str) -> String {
 <title>{title} · Inmanta</title>
 <link rel="icon" href="/console/favicon.svg"/>
 <link rel="stylesheet" href="/console/pkg/{css}.css"/>
-<script>try{{if(localStorage.getItem('theme')==='dark')document.documentElement.dataset.theme='dark'}}catch(e){{}}</script>
+<script>{theme}</script>
 </head>
 <body class="signin-body">
 <main class="signin">
@@ -207,6 +207,7 @@ fn page(title: &str, body: &str) -> String {
 </body>
 </html>"#,
         css = app::OUTPUT_NAME,
+        theme = app::live::THEME_SCRIPT,
     )
 }
 

@@ -1,0 +1,105 @@
+// What every browser test shares: the server under test, a Chromium driven by playwright-core,
+// REST calls with a bearer token, and console pages signed in through the real login page.
+// Credentials come from E2E_USER / E2E_PASSWORD (scripts/test.sh creates that admin).
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+export const BASE = (process.env.INMANTA_URL ?? "http://127.0.0.1:8888").replace(/\/+$/, "");
+export const USER = process.env.E2E_USER ?? "e2e";
+export const PASSWORD = process.env.E2E_PASSWORD ?? "E2e-password-123";
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+export const ARTIFACTS =
+  process.env.E2E_ARTIFACTS ?? join(dirname(fileURLToPath(import.meta.url)), "..", "test-results");
+export const suffix = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`;
+
+let browser;
+let token;
+
+/** Starts Chromium and logs in to the API; call from `before`. */
+export async function start() {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+  token = await login(USER, PASSWORD);
+}
+
+export async function stop() {
+  await browser?.close();
+}
+
+/** A bearer token for the user, from POST /api/v2/login. */
+export async function login(username, password) {
+  const response = await fetch(`${BASE}/api/v2/login`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ username, password }),
+  });
+  const text = await response.text();
+  assert.ok(response.ok, `login of ${username} -> ${response.status}: ${text}`);
+  return JSON.parse(text).data.token;
+}
+
+/** A REST call as the test admin (or with `as` another token); returns `data` when there is one. */
+export async function api(method, path, body, env, as = token) {
+  const headers = { authorization: `Bearer ${as}` };
+  if (body !== undefined) headers["content-type"] = "application/json";
+  if (env) headers["x-inmanta-tid"] = env;
+  const response = await fetch(`${BASE}${path}`, { method, headers, body: body !== undefined ? JSON.stringify(body) : undefined });
+  const text = await response.text();
+  assert.ok(response.ok, `${method} ${path} -> ${response.status}: ${text}`);
+  return text ? JSON.parse(text).data ?? JSON.parse(text) : null;
+}
+
+/** A fresh browser context (its own cookies), not signed in. */
+export async function newContext() {
+  return browser.newContext({ viewport: { width: 1280, height: 800 } });
+}
+
+/** Records every browser error of a page (console errors, exceptions, failed requests). */
+export function watchErrors(page) {
+  const errors = [];
+  page.on("console", (m) => { if (m.type() === "error") errors.push(`console.error: ${m.text()} (${m.location()?.url})`); });
+  page.on("pageerror", (e) => errors.push(`pageerror: ${e}`));
+  page.on("requestfailed", (r) => {
+    // The event stream is cut when the page goes away; that is not an error.
+    if (!r.url().includes("/console/events")) errors.push(`request failed: ${r.url()} ${r.failure()?.errorText}`);
+  });
+  page.on("response", (r) => { if (r.status() >= 400) errors.push(`HTTP ${r.status()}: ${r.url()}`); });
+  page.on("dialog", (d) => d.accept());
+  return errors;
+}
+
+/** Signs in through the console's login page, the way a person does. */
+export async function signIn(page, username = USER, password = PASSWORD) {
+  await page.goto(`${BASE}/console/login`);
+  await page.fill("#username", username);
+  await page.fill("#password", password);
+  await Promise.all([page.waitForURL((url) => !url.pathname.startsWith("/console/login")), page.press("#password", "Enter")]);
+  // Let the landing page finish loading its wasm, so the next navigation aborts nothing.
+  await waitForHydration(page);
+}
+
+/** A signed-in console page that records browser errors; closed when the test ends. */
+export async function openConsole(t) {
+  const context = await newContext();
+  const page = await context.newPage();
+  await signIn(page);
+  const errors = watchErrors(page);
+  t.after(() => context.close());
+  return { page, errors };
+}
+
+export async function waitForHydration(page) {
+  await page.waitForSelector('.layout[data-hydrated="true"]', { timeout: 20_000 });
+}
+
+export async function shot(page, name) {
+  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+}
