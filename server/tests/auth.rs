@@ -242,6 +242,8 @@ async fn console_sessions_are_renewed_at_login_and_end_at_logout() {
     assert!(page.headers()["location"].to_str().unwrap().starts_with("/console/login?next="));
     let call = http.post(format!("{}/console/fn/list_environments", s.url)).send().await.unwrap();
     assert_eq!(call.status(), 401);
+    let events = http.get(format!("{}/console/events", s.url)).send().await.unwrap();
+    assert_eq!(events.status(), 401);
 
     // A session id planted before login is not the one used after it.
     let planted = "inmanta_session=AAAAAAAAAAAAAAAAAAAAAA";
@@ -320,5 +322,12 @@ async fn the_cli_works_with_a_token_and_users_can_be_made_on_the_database() {
     let api_token = s.environment_token(&env, &["api"]).await;
     let (code, _, err) = run(&["agent", "--name", "a1", "-e", &env, "--token", &api_token], &[]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("agent token"), "{err}");
+    assert!(err.contains("403") && err.contains("agent token"), "{err}");
+    let (code, _, err) = run(&["agent", "--name", "a1", "-e", &env], &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("401"), "no token at all: {err}");
+    let other = environment(&s, "elsewhere").await;
+    let foreign = s.environment_token(&other, &["agent"]).await;
+    let (code, _, err) = run(&["agent", "--name", "a1", "-e", &env, "--token", &foreign], &[]);
+    assert_eq!(code, 2, "another environment's agent token: {err}");
 }
