@@ -232,6 +232,29 @@ pub async fn list_projects() -> Result<Vec<ProjectSummary>, ServerFnError> {
     Ok(rows)
 }
 
+#[server(prefix = "/console/fn", endpoint = "create_project", input = Json)]
+pub async fn create_project(name: String) -> Result<(), ServerFnError> {
+    let s = services_global("project.create")?;
+    s.orchestrator.create_project(&name, None).await.map_err(fail)?;
+    Ok(())
+}
+
+#[server(prefix = "/console/fn", endpoint = "rename_project", input = Json)]
+pub async fn rename_project(id: String, name: String) -> Result<(), ServerFnError> {
+    let s = services_global("project.modify")?;
+    let id = id.parse().map_err(|_| ServerFnError::new(format!("{id:?} is not a project id")))?;
+    s.orchestrator.modify_project(id, &name).await.map_err(fail)?;
+    Ok(())
+}
+
+/// Deletes an empty project; one with environments is refused with their names.
+#[server(prefix = "/console/fn", endpoint = "delete_project", input = Json)]
+pub async fn delete_project(id: String) -> Result<(), ServerFnError> {
+    let s = services_global("project.delete")?;
+    let id = id.parse().map_err(|_| ServerFnError::new(format!("{id:?} is not a project id")))?;
+    s.orchestrator.delete_project(id).await.map_err(fail)
+}
+
 /// Creates an environment in an existing project (`project_id`) or in a new one (`new_project`).
 #[server(prefix = "/console/fn", endpoint = "create_environment", input = Json)]
 pub async fn create_environment(

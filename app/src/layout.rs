@@ -145,6 +145,9 @@ fn EnvironmentSwitcher() -> impl IntoView {
                             "+ Create environment"
                         </a>
                         <a href=format!("{BASE}/") on:click=move |_| open.set(false)>"All environments"</a>
+                        <a href=format!("{BASE}/projects") id="manage-projects" on:click=move |_| open.set(false)>
+                            "Manage projects"
+                        </a>
                     </div>
                 </div>
             </Show>

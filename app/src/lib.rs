@@ -80,6 +80,7 @@ pub fn App() -> impl IntoView {
                         <Routes fallback=NotFound>
                             <Route path=path!("") view=EnvironmentsPage/>
                             <Route path=path!("/environment/create") view=pages::CreateEnvironmentPage/>
+                            <Route path=path!("/projects") view=pages::ProjectsPage/>
                             <Route path=path!("/dashboard") view=pages::DashboardPage/>
                             <Route path=path!("/settings") view=pages::SettingsPage/>
                             <Route path=path!("/desiredstate") view=pages::DesiredStatePage/>
@@ -714,5 +715,36 @@ mod tests {
         assert!(!o.get_environment(env, Default::default()).await.unwrap().halted);
         let error = fns::environment(hidden.id.to_string()).await.unwrap_err();
         assert!(error.to_string().contains("no role"), "{error}");
+    }
+
+    /// Projects are managed by admins: a read-only user may list them but not create one.
+    #[tokio::test]
+    async fn projects_are_listed_for_all_and_managed_by_admins() {
+        let _ = any_spawner::Executor::init_tokio();
+        let (_dir, o) = orchestrator_with(&[]).await;
+        let env = environment_with_versions(&o, 1).await;
+        let owner = Owner::new();
+        owner.set();
+        provide_context(o.clone());
+        o.create_user("rita", "Rita-password-123", false, false).await.unwrap();
+        o.assign_role("rita", env, "read-only").await.unwrap();
+        provide_context(o.user_record("rita").await.unwrap().unwrap().principal());
+        assert_eq!(fns::list_projects().await.unwrap().len(), 1);
+        let error = fns::create_project("extra".into()).await.unwrap_err();
+        assert!(error.to_string().contains("only an admin"), "{error}");
+
+        provide_context(orchestrator::auth::Principal::Unrestricted);
+        fns::create_project("extra".into()).await.unwrap();
+        let extra = fns::list_projects().await.unwrap().into_iter().find(|p| p.name == "extra").unwrap();
+        fns::rename_project(extra.id.clone(), "renamed".into()).await.unwrap();
+        let busy = fns::list_projects().await.unwrap().into_iter().find(|p| p.environments == 1).unwrap();
+        let error = fns::delete_project(busy.id).await.unwrap_err();
+        assert!(error.to_string().contains("delete them first"), "{error}");
+        fns::delete_project(extra.id).await.unwrap();
+        assert!(fns::list_projects().await.unwrap().iter().all(|p| p.name != "renamed"));
+
+        let (status, html) = get(router(Some(o)), "/console/projects").await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(html.contains(r#"id="projects""#) && html.contains("Create project"), "{html}");
     }
 }

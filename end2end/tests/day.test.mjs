@@ -1,8 +1,8 @@
 // The operator's day end to end, as one story in the browser: log in, create a project and an
 // environment pointed at a real git repository, recompile and watch the compile report succeed,
 // promote the version it produced, watch the resources deploy live, read the logs of the one
-// that fails, run a dry run and read it, pause and unpause its agent, switch environments, log
-// out. The compile is the server's own (git clone + `inmanta export` in a child process).
+// that fails, run a dry run and read it, pause and unpause its agent, switch environments, see
+// the projects, log out. The compile is the server's own (git clone + `inmanta export` in a child process).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -94,8 +94,9 @@ test("an operator's day from a git repository", async (t) => {
   await waitForHydration(page);
   await page.click("#dry-run");
   await page.waitForURL(/report=[0-9a-f-]{36}/);
+  // The report fills in live, one resource at a time.
+  await page.locator("#compare-summary", { hasText: "3 resources reported" }).waitFor({ timeout: 30_000 });
   await page.locator("#dry-run-progress").waitFor({ state: "detached", timeout: 30_000 });
-  assert.match(await page.textContent("#compare-summary"), /3 resources reported/);
   await shot(page, "day-compliance");
 
   // Pause and unpause the agent.
@@ -112,6 +113,13 @@ test("an operator's day from a git repository", async (t) => {
   await page.fill("#env-search", other.name);
   await page.locator(".switcher-list a[data-env]", { hasText: other.name }).click();
   await page.waitForURL(new RegExp(`env=${other.id}`));
+  // Projects are managed from the switcher too.
+  await waitForHydration(page);
+  await page.click("#env-switcher");
+  await page.click("#manage-projects");
+  await page.waitForURL(/\/console\/projects/);
+  await page.locator(`#projects tr[data-name="day-${suffix}"]`).waitFor();
+  await shot(page, "projects");
   assert.deepEqual(errors, [], "browser errors");
   await Promise.all([page.waitForURL(/\/console\/login/), page.click("#logout")]);
 });

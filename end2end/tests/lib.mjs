@@ -68,8 +68,10 @@ export function watchErrors(page) {
   page.on("console", (m) => { if (m.type() === "error") errors.push(`console.error: ${m.text()} (${m.location()?.url})`); });
   page.on("pageerror", (e) => errors.push(`pageerror: ${e}`));
   page.on("requestfailed", (r) => {
-    // The event stream is cut when the page goes away; that is not an error.
-    if (!r.url().includes("/console/events")) errors.push(`request failed: ${r.url()} ${r.failure()?.errorText}`);
+    // Leaving a page cuts its event stream and aborts the refetches that live updates started
+    // (net::ERR_ABORTED); those are not errors.
+    const aborted = r.failure()?.errorText === "net::ERR_ABORTED";
+    if (!r.url().includes("/console/events") && !aborted) errors.push(`request failed: ${r.url()} ${r.failure()?.errorText}`);
   });
   page.on("response", (r) => { if (r.status() >= 400) errors.push(`HTTP ${r.status()}: ${r.url()}`); });
   page.on("dialog", (d) => d.accept());

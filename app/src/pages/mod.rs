@@ -6,6 +6,7 @@ mod desired_state;
 mod environment;
 mod graph;
 mod operations;
+mod projects;
 mod resources;
 mod status;
 
@@ -14,5 +15,6 @@ pub use desired_state::{ComparePage, ComplianceCheckPage, DesiredStatePage, Vers
 pub use environment::{CreateEnvironmentPage, DashboardPage, SettingsPage};
 pub use graph::GraphPage;
 pub use operations::{AgentsPage, FactsPage, NotificationsPage, ParametersPage};
+pub use projects::ProjectsPage;
 pub use resources::{ResourceDetailsPage, ResourcesPage};
 pub use status::StatusPage;

@@ -1,0 +1,148 @@
+//! Projects: the groups environments live in. Listed for everyone; created, renamed and
+//! deleted by admins (the server functions check it).
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use crate::components::{ActionError, ActionMessage, Empty, ErrorBox, Refresh, confirm, run};
+use crate::fns;
+use crate::model::ProjectSummary;
+
+#[component]
+pub fn ProjectsPage() -> impl IntoView {
+    let refresh = Refresh::get();
+    let projects = Resource::new(move || refresh.tick(), |_| fns::list_projects());
+    let error = ActionError::new();
+    let name = RwSignal::new(String::new());
+    let create = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let new = name.get_untracked();
+        name.set(String::new());
+        run(error, fns::create_project(new));
+    };
+    view! {
+        <Title text="Projects"/>
+        <section class="page">
+            <div class="page-header">
+                <h1>"Projects"</h1>
+            </div>
+            <form class="inline-form card" id="create-project" on:submit=create>
+                <label for="project-name">"New project"</label>
+                <input
+                    id="project-name"
+                    class="input"
+                    type="text"
+                    required
+                    placeholder="name"
+                    prop:value=move || name.get()
+                    on:input=move |ev| name.set(event_target_value(&ev))
+                />
+                <button class="button button-primary" type="submit">"Create project"</button>
+            </form>
+            <ActionMessage error=error/>
+            <Transition fallback=|| view! { <p class="muted">"Loading projects…"</p> }>
+                {move || Suspend::new(async move {
+                    match projects.await {
+                        Ok(list) if list.is_empty() => view! {
+                            <Empty title="No projects yet">
+                                <p>"Create one above; environments are created inside a project."</p>
+                            </Empty>
+                        }
+                        .into_any(),
+                        Ok(list) => view! { <ProjectTable projects=list error=error/> }.into_any(),
+                        Err(e) => view! { <ErrorBox title="The projects could not be loaded" error=e.to_string()/> }
+                            .into_any(),
+                    }
+                })}
+            </Transition>
+        </section>
+    }
+}
+
+#[component]
+fn ProjectTable(projects: Vec<ProjectSummary>, error: ActionError) -> impl IntoView {
+    view! {
+        <table class="table" id="projects">
+            <thead>
+                <tr>
+                    <th scope="col">"Name"</th>
+                    <th scope="col">"Environments"</th>
+                    <th scope="col">"Id"</th>
+                    <th scope="col"><span class="sr-only">"Actions"</span></th>
+                </tr>
+            </thead>
+            <tbody>
+                {projects.into_iter().map(|p| view! { <ProjectRow project=p error=error/> }).collect_view()}
+            </tbody>
+        </table>
+    }
+}
+
+#[component]
+fn ProjectRow(project: ProjectSummary, error: ActionError) -> impl IntoView {
+    let editing = RwSignal::new(false);
+    let new_name = RwSignal::new(project.name.clone());
+    let (id, id_rename, id_delete) = (project.id.clone(), project.id.clone(), project.id.clone());
+    let name = project.name.clone();
+    let (row_id, row_name) = (id.clone(), name.clone());
+    let empty = project.environments == 0;
+    let rename = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        editing.set(false);
+        run(error, fns::rename_project(id_rename.clone(), new_name.get_untracked()));
+    };
+    view! {
+        <tr data-id=row_id data-name=row_name>
+            <td class="name">
+                {move || {
+                    if editing.get() {
+                        view! {
+                            <form class="inline-form" on:submit=rename.clone()>
+                                <label class="sr-only" for=format!("rename-{id}")>"New name"</label>
+                                <input
+                                    id=format!("rename-{id}")
+                                    class="input"
+                                    type="text"
+                                    required
+                                    prop:value=move || new_name.get()
+                                    on:input=move |ev| new_name.set(event_target_value(&ev))
+                                />
+                                <button class="button button-small" type="submit">"Save"</button>
+                                <button
+                                    class="button button-small button-link"
+                                    type="button"
+                                    on:click=move |_| editing.set(false)
+                                >
+                                    "Cancel"
+                                </button>
+                            </form>
+                        }
+                        .into_any()
+                    } else {
+                        view! { <span>{name.clone()}</span> }.into_any()
+                    }
+                }}
+            </td>
+            <td>{project.environments}</td>
+            <td class="mono">{project.id.clone()}</td>
+            <td class="row-actions">
+                <button class="button button-small button-secondary rename" type="button" on:click=move |_| editing.set(true)>
+                    "Rename"
+                </button>
+                <button
+                    class="button button-small button-danger delete"
+                    type="button"
+                    disabled=!empty
+                    title=if empty { "Delete this project" } else { "Delete its environments first" }
+                    on:click=move |_| {
+                        if confirm(&format!("Delete project {}?", project.name)) {
+                            run(error, fns::delete_project(id_delete.clone()))
+                        }
+                    }
+                >
+                    "Delete"
+                </button>
+            </td>
+        </tr>
+    }
+}
