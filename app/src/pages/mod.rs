@@ -8,6 +8,7 @@ mod graph;
 mod operations;
 mod resources;
 mod status;
+mod users;
 
 pub use compiles::{CompileDetailsPage, CompileReportsPage};
 pub use desired_state::{ComparePage, ComplianceCheckPage, DesiredStatePage, VersionPage, VersionResourcePage};
@@ -16,3 +17,4 @@ pub use graph::GraphPage;
 pub use operations::{AgentsPage, FactsPage, NotificationsPage, ParametersPage};
 pub use resources::{ResourceDetailsPage, ResourcesPage};
 pub use status::StatusPage;
+pub use users::UsersPage;
