@@ -1047,3 +1047,160 @@ pub async fn load_server_status() -> Result<ServerStatus, ServerFnError> {
             .collect(),
     })
 }
+
+/// Every user with their roles, and what the page needs to assign roles. Only admins read users.
+#[server(prefix = "/console/fn", endpoint = "users", input = Json)]
+pub async fn users() -> Result<UsersView, ServerFnError> {
+    let s = services_global("user.read")?;
+    services_global("role-assignment.read")?;
+    let environments = list_environments().await?;
+    let name_of = |id: &str| {
+        environments
+            .iter()
+            .find(|e| e.id == id)
+            .map(|e| format!("{} / {}", e.project_name, e.name))
+            .unwrap_or_else(|| id.to_string())
+    };
+    let users = s
+        .orchestrator
+        .list_users()
+        .await
+        .map_err(fail)?
+        .into_iter()
+        .map(|u| {
+            let mut roles: Vec<RoleRow> = u
+                .roles
+                .iter()
+                .flat_map(|(env, roles)| {
+                    let env = env.to_string();
+                    roles.iter().map(move |role| (env.clone(), role.clone()))
+                })
+                .map(|(env, role)| RoleRow { env_name: name_of(&env), env, role })
+                .collect();
+            roles.sort_by(|a, b| (&a.env_name, &a.role).cmp(&(&b.env_name, &b.role)));
+            UserRow {
+                username: u.user.username,
+                is_admin: u.user.is_admin,
+                password_change_required: u.user.password_change_required,
+                roles,
+            }
+        })
+        .collect();
+    let roles = s.orchestrator.list_roles().await.map_err(fail)?;
+    Ok(UsersView { users, environments, roles, me: s.caller.name().map(str::to_string) })
+}
+
+/// Adds a user; the password must follow the policy (12 to 128 characters, three kinds).
+#[server(prefix = "/console/fn", endpoint = "add_user", input = Json)]
+pub async fn add_user(username: String, password: String, is_admin: bool) -> Result<(), ServerFnError> {
+    let s = services_global("user.write")?;
+    if is_admin {
+        services_global("role.is-admin")?;
+    }
+    s.orchestrator.create_user(&username, &password, is_admin, false).await.map_err(fail)?;
+    Ok(())
+}
+
+/// Deletes a user; `confirm` must be the user's name. The last admin cannot be deleted.
+#[server(prefix = "/console/fn", endpoint = "delete_user", input = Json)]
+pub async fn delete_user(username: String, confirm: String) -> Result<(), ServerFnError> {
+    let s = services_global("user.write")?;
+    if confirm != username {
+        return Err(ServerFnError::new(format!("confirm with the user's name ({username})")));
+    }
+    s.orchestrator.delete_user(&username).await.map_err(fail)
+}
+
+/// Makes a user admin or not; the last admin stays one.
+#[server(prefix = "/console/fn", endpoint = "set_admin", input = Json)]
+pub async fn set_admin(username: String, is_admin: bool) -> Result<(), ServerFnError> {
+    let s = services_global("role.is-admin")?;
+    s.orchestrator.set_is_admin(&username, is_admin).await.map_err(fail)
+}
+
+/// Sets another user's password (an admin's action: the current password is not asked).
+#[server(prefix = "/console/fn", endpoint = "set_user_password", input = Json)]
+pub async fn set_user_password(username: String, password: String) -> Result<(), ServerFnError> {
+    let s = services_global("user.write")?;
+    s.orchestrator.set_password(&username, &password, None).await.map_err(fail)
+}
+
+/// Gives (`assign`) or takes away a role of a user in an environment.
+#[server(prefix = "/console/fn", endpoint = "role_assignment", input = Json)]
+pub async fn role_assignment(username: String, env: String, role: String, assign: bool) -> Result<(), ServerFnError> {
+    let s = services_global("role-assignment.write")?;
+    if username.is_empty() {
+        return Err(ServerFnError::new("pick a user"));
+    }
+    if role.is_empty() {
+        return Err(ServerFnError::new("pick a role"));
+    }
+    let id = env_id(&env).map_err(|_| ServerFnError::new("pick an environment"))?;
+    if assign {
+        s.orchestrator.assign_role(&username, id, &role).await.map_err(fail)
+    } else {
+        s.orchestrator.unassign_role(&username, id, &role).await.map_err(fail)
+    }
+}
+
+/// The environment's tokens, newest first (never the tokens themselves).
+#[server(prefix = "/console/fn", endpoint = "tokens", input = Json)]
+pub async fn tokens(env: String) -> Result<Vec<TokenRow>, ServerFnError> {
+    let s = services_for("token", &env)?;
+    let time = orchestrator::store::format_time;
+    Ok(s.orchestrator
+        .environment_tokens(env_id(&env)?)
+        .await
+        .map_err(fail)?
+        .into_iter()
+        .map(|t| TokenRow {
+            jti: t.jti,
+            client_types: t.client_types.iter().map(|c| c.as_str().to_string()).collect(),
+            created_by: t.created_by,
+            issued: time(t.issued_at),
+            expires: t.expires_at.map(time),
+            last_used: t.last_used.map(time),
+            revoked: t.revoked_at.map(time),
+        })
+        .collect())
+}
+
+/// Creates an environment token for `client_types` (api, agent, compiler) that expires after
+/// `expire_days` (never when `None`). The token is returned once and never shown again.
+#[server(prefix = "/console/fn", endpoint = "generate_token", input = Json)]
+pub async fn generate_token(
+    env: String,
+    client_types: Vec<String>,
+    expire_days: Option<u32>,
+) -> Result<String, ServerFnError> {
+    let s = services_for("token", &env)?;
+    let id = env_id(&env)?;
+    let authenticator = use_context::<orchestrator::auth::tokens::Authenticator>()
+        .ok_or_else(|| ServerFnError::new("this server cannot issue tokens (no authenticator)"))?;
+    let mut clients = Vec::new();
+    for name in &client_types {
+        clients.push(
+            api::auth::ClientType::parse(name).ok_or_else(|| {
+                ServerFnError::new(format!("unknown client type {name:?}: use api, agent or compiler"))
+            })?,
+        );
+    }
+    if clients.is_empty() {
+        return Err(ServerFnError::new("tick at least one client type: api, agent or compiler"));
+    }
+    if expire_days == Some(0) {
+        return Err(ServerFnError::new("a token must live at least one day (or never expire)"));
+    }
+    let expire = expire_days.map(|d| i64::from(d) * 86_400);
+    authenticator
+        .create_environment_token(&s.orchestrator, id, &clients, false, expire, s.caller.name())
+        .await
+        .map_err(fail)
+}
+
+/// Revokes a token: it is refused from then on.
+#[server(prefix = "/console/fn", endpoint = "revoke_token", input = Json)]
+pub async fn revoke_token(env: String, jti: String) -> Result<(), ServerFnError> {
+    let s = services_for("token", &env)?;
+    s.orchestrator.revoke_environment_token(env_id(&env)?, &jti).await.map_err(fail)
+}

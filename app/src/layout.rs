@@ -22,6 +22,7 @@ const ENV_PAGES: &[&str] = &[
     "notificationcenter",
     "settings",
     "status",
+    "users",
 ];
 
 fn switch_target(path: &str, env: &str) -> String {
@@ -293,6 +294,7 @@ const SIDEBAR_ITEMS: &[(&str, &str)] = &[
     ("notificationcenter", "Notifications"),
     ("settings", "Settings"),
     ("status", "Server Status"),
+    ("users", "Users"),
 ];
 
 #[component]

@@ -94,6 +94,7 @@ pub fn App() -> impl IntoView {
                             <Route path=path!("/compilereports") view=pages::CompileReportsPage/>
                             <Route path=path!("/compilereports/:id") view=pages::CompileDetailsPage/>
                             <Route path=path!("/status") view=pages::StatusPage/>
+                            <Route path=path!("/users") view=pages::UsersPage/>
                             <Route path=path!("/resources") view=pages::ResourcesPage/>
                             <Route path=path!("/resources/details") view=pages::ResourceDetailsPage/>
                             <Route path=path!("/resources/graph") view=pages::GraphPage/>
@@ -399,8 +400,14 @@ mod tests {
         assert!(html.contains(r#"data-agent="agent1""#) && html.contains("Pause"), "{html}");
 
         let (_, html) = get(router.clone(), &format!("/console/settings?env={env}")).await;
-        assert!(html.contains(r#"data-setting="auto_deploy""#), "{html}");
         assert!(html.contains("Type <code>production</code> to confirm") || html.contains("to confirm"), "{html}");
+        assert!(html.contains(r#"id="tab-tokens""#), "{html}");
+        let (_, html) = get(router.clone(), &format!("/console/settings?env={env}&tab=configuration")).await;
+        assert!(html.contains(r#"data-setting="auto_deploy""#), "{html}");
+        let (_, html) = get(router.clone(), &format!("/console/settings?env={env}&tab=tokens")).await;
+        assert!(html.contains("No tokens yet") && html.contains("Generate token"), "{html}");
+        let (_, html) = get(router.clone(), "/console/users").await;
+        assert!(html.contains("Add user") && html.contains("12 to 128 characters"), "{html}");
 
         let (_, html) = get(router.clone(), &format!("/console/resources/graph?env={env}")).await;
         assert!(html.contains(r#"data-id="std::testing::NullResource[agent1,name=n2]""#), "{html}");
@@ -746,5 +753,123 @@ mod tests {
         let (status, html) = get(router(Some(o)), "/console/projects").await;
         assert_eq!(status, StatusCode::OK);
         assert!(html.contains(r#"id="projects""#) && html.contains("Create project"), "{html}");
+    }
+
+    /// An admin manages users and roles through the server functions; the last admin stays;
+    /// a user who is not an admin is refused.
+    #[tokio::test]
+    async fn user_server_functions_are_for_admins() {
+        let _ = any_spawner::Executor::init_tokio();
+        let (_dir, o) = orchestrator_with(&[("infra", "production")]).await;
+        let env = o.list_environments().await.unwrap()[0].id;
+        let e = env.to_string();
+        o.create_user("admin", "Admin-password-123", true, false).await.unwrap();
+        let owner = Owner::new();
+        owner.set();
+        provide_context(o.clone());
+        provide_context(o.user_record("admin").await.unwrap().unwrap().principal());
+
+        let error = fns::add_user("rita".into(), "short".into(), false).await.unwrap_err();
+        assert!(error.to_string().contains("12 to 128"), "{error}");
+        fns::add_user("rita".into(), "Rita-password-123".into(), false).await.unwrap();
+        fns::role_assignment("rita".into(), e.clone(), "noc".into(), true).await.unwrap();
+        let view = fns::users().await.unwrap();
+        assert_eq!(view.me.as_deref(), Some("admin"));
+        assert!(view.roles.starts_with(&["read-only".to_string(), "noc".to_string()]), "{:?}", view.roles);
+        let rita = view.users.iter().find(|u| u.username == "rita").unwrap();
+        assert!(!rita.is_admin);
+        assert_eq!(rita.roles.len(), 1);
+        assert_eq!((rita.roles[0].env_name.as_str(), rita.roles[0].role.as_str()), ("infra / production", "noc"));
+        fns::role_assignment("rita".into(), e.clone(), "noc".into(), false).await.unwrap();
+        fns::role_assignment("rita".into(), e.clone(), "read-only".into(), true).await.unwrap();
+        fns::set_user_password("rita".into(), "Other-password-456".into()).await.unwrap();
+        assert!(o.verify_login("rita", "Other-password-456").await.unwrap().is_some());
+
+        // The last admin stays one.
+        let error = fns::set_admin("admin".into(), false).await.unwrap_err();
+        assert!(error.to_string().contains("last admin"), "{error}");
+        let error = fns::delete_user("admin".into(), "admin".into()).await.unwrap_err();
+        assert!(error.to_string().contains("last admin"), "{error}");
+        let error = fns::delete_user("rita".into(), "someone".into()).await.unwrap_err();
+        assert!(error.to_string().contains("rita"), "{error}");
+
+        // Rita is no admin: nothing of this is hers.
+        provide_context(o.user_record("rita").await.unwrap().unwrap().principal());
+        for error in [
+            fns::users().await.unwrap_err(),
+            fns::add_user("mallory".into(), "Mallory-password-1".into(), true).await.unwrap_err(),
+            fns::set_admin("rita".into(), true).await.unwrap_err(),
+            fns::role_assignment("rita".into(), e.clone(), "environment-admin".into(), true).await.unwrap_err(),
+            fns::delete_user("admin".into(), "admin".into()).await.unwrap_err(),
+        ] {
+            assert!(error.to_string().contains("not allowed"), "{error}");
+        }
+        assert!(o.user_record("mallory").await.unwrap().is_none());
+
+        provide_context(o.user_record("admin").await.unwrap().unwrap().principal());
+        fns::set_admin("rita".into(), true).await.unwrap();
+        fns::set_admin("admin".into(), false).await.unwrap();
+        fns::delete_user("admin".into(), "admin".into()).await.unwrap();
+        let names: Vec<String> = o.list_users().await.unwrap().into_iter().map(|u| u.user.username).collect();
+        assert_eq!(names, vec!["rita".to_string()]);
+    }
+
+    /// A token generated on the settings page authenticates, is listed without its text, and is
+    /// refused once revoked. Only environment expert admins (and admins) handle tokens.
+    #[tokio::test]
+    async fn token_server_functions_issue_list_and_revoke() {
+        use orchestrator::auth::tokens::{Authenticator, Unauthenticated};
+        let _ = any_spawner::Executor::init_tokio();
+        let (_dir, o) = orchestrator_with(&[("infra", "production")]).await;
+        let env = o.list_environments().await.unwrap()[0].id;
+        let e = env.to_string();
+        let authenticator = Authenticator::load(&o, 3600).await.unwrap();
+        o.create_user("eve", "Eve-password-123", false, false).await.unwrap();
+        o.assign_role("eve", env, "environment-expert-admin").await.unwrap();
+        o.create_user("otto", "Otto-password-123", false, false).await.unwrap();
+        o.assign_role("otto", env, "environment-admin").await.unwrap();
+        let owner = Owner::new();
+        owner.set();
+        provide_context(o.clone());
+        provide_context(authenticator.clone());
+        provide_context(o.user_record("eve").await.unwrap().unwrap().principal());
+
+        assert!(fns::tokens(e.clone()).await.unwrap().is_empty());
+        let error = fns::generate_token(e.clone(), vec![], Some(7)).await.unwrap_err();
+        assert!(error.to_string().contains("client type"), "{error}");
+        let token = fns::generate_token(e.clone(), vec!["agent".into(), "api".into()], Some(7)).await.unwrap();
+        let forever = fns::generate_token(e.clone(), vec!["compiler".into()], None).await.unwrap();
+        assert_ne!(token, forever);
+        match authenticator.authenticate(&o, &token).await.unwrap().unwrap() {
+            orchestrator::auth::Principal::Token { environment, clients, .. } => {
+                assert_eq!(environment, env);
+                assert_eq!(clients, orchestrator::auth::Clients::API_AGENT);
+            }
+            other => panic!("not an environment token: {other:?}"),
+        }
+        let rows = fns::tokens(e.clone()).await.unwrap();
+        assert_eq!(rows.len(), 2);
+        let listed = serde_json::to_string(&rows).unwrap();
+        assert!(!listed.contains(&token) && !listed.contains(&forever), "{listed}");
+        let row = rows.iter().find(|r| r.client_types == ["api", "agent"]).unwrap();
+        assert_eq!(row.created_by.as_deref(), Some("eve"));
+        assert!(row.expires.is_some() && row.revoked.is_none(), "{row:?}");
+        assert!(row.last_used.is_some(), "authenticating marks the token used: {row:?}");
+        assert!(rows.iter().any(|r| r.client_types == ["compiler"] && r.expires.is_none()), "{rows:?}");
+
+        fns::revoke_token(e.clone(), row.jti.clone()).await.unwrap();
+        assert_eq!(authenticator.authenticate(&o, &token).await.unwrap(), Err(Unauthenticated::Revoked));
+        let rows = fns::tokens(e.clone()).await.unwrap();
+        assert!(rows.iter().find(|r| r.jti == row.jti).unwrap().revoked.is_some(), "{rows:?}");
+
+        // An environment admin does not handle tokens.
+        provide_context(o.user_record("otto").await.unwrap().unwrap().principal());
+        for error in [
+            fns::tokens(e.clone()).await.unwrap_err(),
+            fns::generate_token(e.clone(), vec!["agent".into()], Some(7)).await.unwrap_err(),
+            fns::revoke_token(e.clone(), rows[0].jti.clone()).await.unwrap_err(),
+        ] {
+            assert!(error.to_string().contains("not allowed"), "{error}");
+        }
     }
 }

@@ -342,3 +342,46 @@ pub struct ServerStatus {
     pub uptime: u64,
     pub components: Vec<ComponentStatus>,
 }
+
+/// One role of a user in one environment.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoleRow {
+    pub env: String,
+    /// The environment's name (`project / environment`), or its id when it no longer exists.
+    pub env_name: String,
+    pub role: String,
+}
+
+/// One user of the users page.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserRow {
+    pub username: String,
+    pub is_admin: bool,
+    pub password_change_required: bool,
+    pub roles: Vec<RoleRow>,
+}
+
+/// What the users page shows and offers: the users, and the environments and roles to assign.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsersView {
+    pub users: Vec<UserRow>,
+    pub environments: Vec<EnvironmentSummary>,
+    pub roles: Vec<String>,
+    /// The signed-in user (`None` without auth).
+    pub me: Option<String>,
+}
+
+/// One registered environment token (never the token itself).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenRow {
+    pub jti: String,
+    pub client_types: Vec<String>,
+    pub created_by: Option<String>,
+    pub issued: String,
+    pub expires: Option<String>,
+    pub last_used: Option<String>,
+    pub revoked: Option<String>,
+}
+
+/// The client types an environment token can be for.
+pub const CLIENT_TYPES: &[&str] = &["api", "agent", "compiler"];

@@ -194,7 +194,7 @@ test("mark a notification read from the drawer and the centre", async (t) => {
 
 test("settings, parameters, facts and create environment pages render and hydrate", async (t) => {
   const { page, errors } = await openConsole(t);
-  await page.goto(`${BASE}/console/settings?env=${envA.id}`);
+  await page.goto(`${BASE}/console/settings?env=${envA.id}&tab=configuration`);
   await waitForHydration(page);
   await page.locator('#settings tr[data-setting="auto_deploy"]').waitFor();
   await shot(page, "settings");

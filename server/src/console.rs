@@ -54,8 +54,11 @@ pub fn router(
     let events_source = orchestrator.clone();
     let auth = ConsoleAuth { orchestrator: orchestrator.clone(), security: security.clone() };
     let sessions = crate::sessions::layer(orchestrator.clone(), security.authenticator.login_expire);
+    // The settings page's tokens tab issues environment tokens with it.
+    let authenticator = security.authenticator.clone();
     let context = move || {
         provide_context(orchestrator.clone());
+        provide_context(authenticator.clone());
         if let Some(schedulers) = &schedulers {
             provide_context(schedulers.clone());
         }

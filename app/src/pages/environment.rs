@@ -2,11 +2,11 @@
 
 use leptos::prelude::*;
 use leptos_meta::Title;
-use leptos_router::hooks::use_navigate;
+use leptos_router::hooks::{use_navigate, use_query_map};
 
 use crate::components::*;
 use crate::fns;
-use crate::model::{Dashboard, EnvironmentDetails, SettingRow};
+use crate::model::{CLIENT_TYPES, Dashboard, EnvironmentDetails, SettingRow, TokenRow};
 
 #[component]
 pub fn DashboardPage() -> impl IntoView {
@@ -292,12 +292,32 @@ pub fn CreateEnvironmentPage() -> impl IntoView {
     }
 }
 
+const SETTINGS: &str = "/console/settings";
+
 #[component]
 pub fn SettingsPage() -> impl IntoView {
     let env = env();
-    let refresh = Refresh::get();
-    let details = Resource::new(move || (env.get(), refresh.tick()), |(env, _)| fns::environment(env));
-    let settings = Resource::new(move || (env.get(), refresh.tick()), |(env, _)| fns::settings(env));
+    let tab = query("tab");
+    let q = use_query_map();
+    let tabs = [("environment", "Environment"), ("configuration", "Configuration"), ("tokens", "Tokens")];
+    let tab_links = move || {
+        let current = q.get();
+        let active_tab = match tab.get().as_str() {
+            "" => "environment".to_string(),
+            t => t.to_string(),
+        };
+        tabs.iter()
+            .map(|(key, label)| {
+                let href = link(SETTINGS, &current, &[("tab", Some(key.to_string()))]);
+                let active = active_tab == *key;
+                view! {
+                    <a role="tab" class="tab" class:active=active aria-selected=active.to_string() href=href id=format!("tab-{key}")>
+                        {*label}
+                    </a>
+                }
+            })
+            .collect_view()
+    };
     view! {
         <Title text="Settings"/>
         <section class="page">
@@ -305,27 +325,303 @@ pub fn SettingsPage() -> impl IntoView {
                 <h1>"Settings"</h1>
             </div>
             <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
-                <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                    {move || Suspend::new(async move {
-                        match details.await {
-                            Ok(d) => view! { <EnvironmentForm details=d/> }.into_any(),
-                            Err(e) => view! { <ErrorBox title="The environment could not be loaded" error=e.to_string()/> }.into_any(),
-                        }
-                    })}
-                </Transition>
-                <div class="card">
-                    <h2>"Configuration"</h2>
-                    <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                        {move || Suspend::new(async move {
-                            match settings.await {
-                                Ok(rows) => view! { <SettingsTable env=env.get_untracked() rows/> }.into_any(),
-                                Err(e) => view! { <ErrorBox title="The settings could not be loaded" error=e.to_string()/> }.into_any(),
-                            }
-                        })}
-                    </Transition>
+                <div class="tabs" role="tablist" aria-label="Settings">{tab_links}</div>
+                <div class="tab-panel settings-panel" role="tabpanel">
+                    {move || match tab.get().as_str() {
+                        "configuration" => view! { <ConfigurationTab env/> }.into_any(),
+                        "tokens" => view! { <TokensTab env/> }.into_any(),
+                        _ => view! { <EnvironmentTab env/> }.into_any(),
+                    }}
                 </div>
             </Show>
         </section>
+    }
+}
+
+#[component]
+fn EnvironmentTab(env: Memo<String>) -> impl IntoView {
+    let refresh = Refresh::get();
+    let details = Resource::new(move || (env.get(), refresh.tick()), |(env, _)| fns::environment(env));
+    view! {
+        <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match details.await {
+                    Ok(d) => view! { <EnvironmentForm details=d/> }.into_any(),
+                    Err(e) => view! { <ErrorBox title="The environment could not be loaded" error=e.to_string()/> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn ConfigurationTab(env: Memo<String>) -> impl IntoView {
+    let refresh = Refresh::get();
+    let settings = Resource::new(move || (env.get(), refresh.tick()), |(env, _)| fns::settings(env));
+    view! {
+        <div class="card">
+            <h2>"Configuration"</h2>
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match settings.await {
+                        Ok(rows) => view! { <SettingsTable env=env.get_untracked() rows/> }.into_any(),
+                        Err(e) => view! { <ErrorBox title="The settings could not be loaded" error=e.to_string()/> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </div>
+    }
+}
+
+/// Expiry choices of a new token, in days (`None`: never).
+const EXPIRY: &[(&str, Option<u32>)] = &[
+    ("1 day", Some(1)),
+    ("7 days", Some(7)),
+    ("30 days", Some(30)),
+    ("90 days", Some(90)),
+    ("1 year", Some(365)),
+    ("Never", None),
+];
+
+#[component]
+fn TokensTab(env: Memo<String>) -> impl IntoView {
+    let refresh = Refresh::get();
+    let tokens = Resource::new(move || (env.get(), refresh.tick()), |(env, _)| fns::tokens(env));
+    let error = ActionError::new();
+    view! {
+        <GenerateToken env/>
+        <div class="card">
+            <h2>"Tokens"</h2>
+            <p class="muted">
+                "Environment tokens let agents, the compiler and scripts call the API of this environment ("
+                <code>"Authorization: Bearer <token>"</code> "). Only their details are kept: a lost token cannot be shown again, generate a new one."
+            </p>
+            <ActionMessage error/>
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match tokens.await {
+                        Ok(rows) if rows.is_empty() => view! {
+                            <div id="no-tokens">
+                                <Empty title="No tokens yet">
+                                    <p>"Generate one above for an agent, the compiler or a script."</p>
+                                </Empty>
+                            </div>
+                        }
+                            .into_any(),
+                        Ok(rows) => view! { <TokenTable env=env.get_untracked() rows error/> }.into_any(),
+                        Err(e) if error_text(&e).starts_with("not allowed") => view! {
+                            <Empty title="Tokens are for environment expert admins">
+                                <p>"Issuing and revoking tokens needs the environment-expert-admin role in this environment, or an admin."</p>
+                            </Empty>
+                        }
+                            .into_any(),
+                        Err(e) => view! { <ErrorBox title="The tokens could not be loaded" error=e.to_string()/> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </div>
+    }
+}
+
+#[component]
+fn TokenTable(env: String, rows: Vec<TokenRow>, error: ActionError) -> impl IntoView {
+    let never = || view! { <span class="muted">"never"</span> };
+    view! {
+        <table class="table" id="tokens">
+            <thead>
+                <tr>
+                    <th scope="col">"Client types"</th>
+                    <th scope="col">"Created by"</th>
+                    <th scope="col">"Issued"</th>
+                    <th scope="col">"Expires"</th>
+                    <th scope="col">"Last used"</th>
+                    <th scope="col">"Revoked"</th>
+                    <th scope="col"><span class="sr-only">"Actions"</span></th>
+                </tr>
+            </thead>
+            <tbody>
+                {rows
+                    .into_iter()
+                    .map(|t| {
+                        let (env, jti) = (env.clone(), t.jti.clone());
+                        let types = t.client_types.join(", ");
+                        let question = format!(
+                            "Revoke the {types} token issued {}? Whatever uses it is refused from now on.",
+                            short_date(&t.issued)
+                        );
+                        let revoked = t.revoked.is_some();
+                        view! {
+                            <tr data-jti=t.jti.clone() data-revoked=revoked.to_string()>
+                                <td>{types.clone()}</td>
+                                <td>{t.created_by.clone().unwrap_or_else(|| "—".into())}</td>
+                                <td class="nowrap" title=t.issued.clone()>{short_date(&t.issued)}</td>
+                                <td class="nowrap">{t.expires.as_deref().map(short_date).map(IntoAny::into_any).unwrap_or_else(|| never().into_any())}</td>
+                                <td class="nowrap">{t.last_used.as_deref().map(short_date).map(IntoAny::into_any).unwrap_or_else(|| never().into_any())}</td>
+                                <td class="nowrap">
+                                    {match t.revoked.as_deref() {
+                                        Some(at) => view! { <span class="badge badge-danger">"revoked"</span> " " {short_date(at)} }.into_any(),
+                                        None => view! { <span class="badge badge-ok">"active"</span> }.into_any(),
+                                    }}
+                                </td>
+                                <td class="row-actions">
+                                    <button
+                                        class="button button-small button-danger"
+                                        type="button"
+                                        data-action="revoke"
+                                        disabled=revoked
+                                        aria-label=format!("Revoke the {types} token issued {}", short_date(&t.issued))
+                                        on:click=move |_| {
+                                            if confirm(&question) {
+                                                run(error, fns::revoke_token(env.clone(), jti.clone()));
+                                            }
+                                        }
+                                    >
+                                        "Revoke"
+                                    </button>
+                                </td>
+                            </tr>
+                        }
+                    })
+                    .collect_view()}
+            </tbody>
+        </table>
+    }
+}
+
+/// Generates a token and shows it once, with a copy button.
+#[component]
+fn GenerateToken(env: Memo<String>) -> impl IntoView {
+    let chosen = RwSignal::new(vec!["agent".to_string()]);
+    let expiry = RwSignal::new("7 days".to_string());
+    let error = ActionError::new();
+    let token = RwSignal::new(None::<String>);
+    // None: not copied yet; Some(false): the browser refused.
+    let copied = RwSignal::new(None::<bool>);
+    let generate = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let days = EXPIRY.iter().find(|(label, _)| *label == expiry.get_untracked()).and_then(|(_, d)| *d);
+        let call = fns::generate_token(env.get_untracked(), chosen.get_untracked(), days);
+        token.set(None);
+        copied.set(None);
+        leptos::task::spawn_local(async move {
+            match call.await {
+                Ok(t) => {
+                    error.set(None);
+                    token.set(Some(t));
+                    error.refresh.bump();
+                }
+                Err(e) => error.fail(e),
+            }
+        });
+    };
+    let copy = move |_| {
+        if let Some(t) = token.get_untracked() {
+            copy_text("new-token", &t, move |ok| copied.set(Some(ok)));
+        }
+    };
+    view! {
+        <form class="card form" id="generate-token" on:submit=generate>
+            <h2>"Generate token"</h2>
+            <fieldset class="fieldset">
+                <legend>"Client types"</legend>
+                {CLIENT_TYPES
+                    .iter()
+                    .map(|c| {
+                        let c = c.to_string();
+                        let (c1, c2) = (c.clone(), c.clone());
+                        view! {
+                            <label class="checkbox">
+                                <input
+                                    type="checkbox"
+                                    id=format!("client-{c}")
+                                    name="client_types"
+                                    value=c.clone()
+                                    prop:checked=move || chosen.get().contains(&c1)
+                                    on:change=move |ev| {
+                                        let on = event_target_checked(&ev);
+                                        chosen.update(|list| {
+                                            list.retain(|x| *x != c2);
+                                            if on {
+                                                list.push(c2.clone());
+                                            }
+                                        });
+                                    }
+                                />
+                                " " {c.clone()}
+                            </label>
+                        }
+                    })
+                    .collect_view()}
+            </fieldset>
+            <label for="token-expiry">"Expires after"</label>
+            <select
+                id="token-expiry"
+                class="input input-number"
+                prop:value=move || expiry.get()
+                on:change=move |ev| expiry.set(event_target_value(&ev))
+            >
+                {EXPIRY
+                    .iter()
+                    .map(|(label, _)| view! { <option value=*label selected=*label == "7 days">{*label}</option> })
+                    .collect_view()}
+            </select>
+            <ActionMessage error/>
+            <div class="form-actions">
+                <button class="button" type="submit" id="generate-token-button">"Generate token"</button>
+            </div>
+            {move || {
+                token.get().map(|t| {
+                    view! {
+                        <div class="token-once" role="status">
+                            <p class="hint">
+                                <strong>"Copy this token now: it will not be shown again. "</strong>
+                                "Anyone holding it acts in this environment with its client types."
+                            </p>
+                            <label for="new-token">"New token"</label>
+                            <div class="inline-form">
+                                <input id="new-token" class="input mono token-value" type="text" readonly=true prop:value=t/>
+                                <button class="button button-small" type="button" id="copy-token" on:click=copy>
+                                    {move || if copied.get() == Some(true) { "Copied" } else { "Copy" }}
+                                </button>
+                            </div>
+                            {move || {
+                                (copied.get() == Some(false))
+                                    .then(|| view! { <p class="hint">"The browser did not allow copying: the token is selected, press Ctrl+C."</p> })
+                            }}
+                        </div>
+                    }
+                })
+            }}
+        </form>
+    }
+}
+
+/// Selects the text of an input (so Ctrl+C works whatever happens) and puts `text` on the
+/// clipboard; `done` hears whether that worked.
+fn copy_text(input_id: &str, text: &str, done: impl Fn(bool) + 'static) {
+    #[cfg(feature = "hydrate")]
+    {
+        use wasm_bindgen::JsCast;
+        use wasm_bindgen::prelude::Closure;
+        if let Some(input) =
+            document().get_element_by_id(input_id).and_then(|e| e.dyn_into::<web_sys::HtmlInputElement>().ok())
+        {
+            input.select();
+        }
+        let done = std::rc::Rc::new(done);
+        let ok = {
+            let done = done.clone();
+            Closure::once(move |_: wasm_bindgen::JsValue| done(true))
+        };
+        let failed = Closure::once(move |_: wasm_bindgen::JsValue| done(false));
+        let _ = window().navigator().clipboard().write_text(text).then2(&ok, &failed);
+        ok.forget();
+        failed.forget();
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        let _ = (input_id, text);
+        done(false);
     }
 }
 

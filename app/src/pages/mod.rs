@@ -9,6 +9,7 @@ mod operations;
 mod projects;
 mod resources;
 mod status;
+mod users;
 
 pub use compiles::{CompileDetailsPage, CompileReportsPage};
 pub use desired_state::{ComparePage, ComplianceCheckPage, DesiredStatePage, VersionPage, VersionResourcePage};
@@ -18,3 +19,4 @@ pub use operations::{AgentsPage, FactsPage, NotificationsPage, ParametersPage};
 pub use projects::ProjectsPage;
 pub use resources::{ResourceDetailsPage, ResourcesPage};
 pub use status::StatusPage;
+pub use users::UsersPage;

@@ -1,0 +1,471 @@
+//! User management: users, the admin flag, passwords and role assignments per environment.
+//! Everyone sees the page; only admins get its data (the server functions check `user.read` and
+//! the write labels).
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use crate::components::*;
+use crate::fns;
+use crate::model::{UserRow, UsersView};
+
+/// What the password policy asks, shown next to every password input.
+pub const PASSWORD_HINT: &str =
+    "12 to 128 characters, with at least three of: lower case, upper case, digits, other characters.";
+
+#[component]
+pub fn UsersPage() -> impl IntoView {
+    let refresh = Refresh::get();
+    let data = Resource::new(move || refresh.tick(), |_| fns::users());
+    // Made here so a message stays when the table reloads after the action.
+    let error = ActionError::new();
+    view! {
+        <Title text="Users"/>
+        <section class="page">
+            <div class="page-header">
+                <h1>"Users"</h1>
+            </div>
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match data.await {
+                        Ok(view) => view! { <UsersTable data=view error/> }.into_any(),
+                        Err(e) if error_text(&e).starts_with("not allowed") => view! {
+                            <div id="users-not-allowed">
+                                <Empty title="Only admins manage users">
+                                    <p>
+                                        "You are signed in without admin rights. Ask an admin to add users, "
+                                        "set passwords or give roles in an environment."
+                                    </p>
+                                </Empty>
+                            </div>
+                        }
+                            .into_any(),
+                        Err(e) => view! { <ErrorBox title="The users could not be loaded" error=e.to_string()/> }.into_any(),
+                    }
+                })}
+            </Transition>
+            <Transition fallback=|| ()>
+                <UserForms data/>
+            </Transition>
+        </section>
+    }
+}
+
+type UsersResource = Resource<Result<UsersView, ServerFnError>>;
+
+/// The forms, made once (what is typed survives reloads); their choices follow the data.
+#[component]
+fn UserForms(data: UsersResource) -> impl IntoView {
+    let loaded = move || data.get().and_then(|r| r.ok());
+    view! {
+        <Show when=move || loaded().is_some()>
+            <div class="cards user-forms">
+                <AddUserForm/>
+                <AssignRoleForm data/>
+                <SetPasswordForm data/>
+            </div>
+        </Show>
+    }
+}
+
+#[component]
+fn UsersTable(data: UsersView, error: ActionError) -> impl IntoView {
+    let users = data.users.clone();
+    let me = data.me.clone();
+    let table = if users.is_empty() {
+        view! {
+            <Empty title="No users yet">
+                <p>"Add the first one below, or with " <code>"inmanta user create NAME"</code> "."</p>
+            </Empty>
+        }
+        .into_any()
+    } else {
+        view! {
+            <table class="table" id="users">
+                <thead>
+                    <tr>
+                        <th scope="col">"User"</th>
+                        <th scope="col">"Admin"</th>
+                        <th scope="col">"Roles per environment"</th>
+                        <th scope="col"><span class="sr-only">"Actions"</span></th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {users.into_iter().map(|user| view! { <UserLine user me=me.clone() error/> }).collect_view()}
+                </tbody>
+            </table>
+        }
+        .into_any()
+    };
+    view! {
+        <div class="card">
+            <h2>{format!("Users ({})", data.users.len())}</h2>
+            <ActionMessage error/>
+            {table}
+        </div>
+    }
+}
+
+#[component]
+fn UserLine(user: UserRow, me: Option<String>, error: ActionError) -> impl IntoView {
+    let name = user.username.clone();
+    let is_me = me.as_deref() == Some(name.as_str());
+    let roles = if user.roles.is_empty() {
+        view! { <span class="muted">"no roles"</span> }.into_any()
+    } else {
+        view! {
+            <ul class="role-list">
+                {user
+                    .roles
+                    .iter()
+                    .map(|r| {
+                        let (user, env, role) = (name.clone(), r.env.clone(), r.role.clone());
+                        let label = format!("Remove role {} in {} from {}", r.role, r.env_name, name);
+                        let question = format!("Remove role {} in {} from user {}?", r.role, r.env_name, name);
+                        view! {
+                            <li class="role-chip" data-env=r.env.clone() data-role=r.role.clone()>
+                                <span>
+                                    <span class="muted">{format!("{}: ", r.env_name)}</span>
+                                    <strong>{r.role.clone()}</strong>
+                                </span>
+                                <button
+                                    class="chip-remove"
+                                    type="button"
+                                    title=label.clone()
+                                    aria-label=label
+                                    on:click=move |_| {
+                                        if confirm(&question) {
+                                            run(
+                                                error,
+                                                fns::role_assignment(user.clone(), env.clone(), role.clone(), false),
+                                            );
+                                        }
+                                    }
+                                >
+                                    "×"
+                                </button>
+                            </li>
+                        }
+                    })
+                    .collect_view()}
+            </ul>
+        }
+        .into_any()
+    };
+    let admin = user.is_admin;
+    let (toggle_name, delete_name) = (name.clone(), name.clone());
+    let toggle_label = if admin { "Remove admin" } else { "Make admin" };
+    view! {
+        <tr data-user=name.clone()>
+            <td class="name">
+                <strong>{name.clone()}</strong>
+                {is_me.then(|| view! { <span class="badge">"you"</span> })}
+                {user.password_change_required.then(|| view! { <span class="badge badge-warning">"must change password"</span> })}
+            </td>
+            <td>
+                {if admin {
+                    view! { <span class="badge badge-admin">"admin"</span> }.into_any()
+                } else {
+                    view! { <span class="muted">"—"</span> }.into_any()
+                }}
+            </td>
+            <td>{roles}</td>
+            <td class="row-actions">
+                <button
+                    class="button button-small button-secondary"
+                    type="button"
+                    data-action="toggle-admin"
+                    aria-label=format!("{toggle_label}: {name}")
+                    on:click=move |_| {
+                        let question = if admin {
+                            format!("Take admin rights away from {toggle_name}?")
+                        } else {
+                            format!("Make {toggle_name} an admin? Admins may do everything on this server.")
+                        };
+                        if confirm(&question) {
+                            run(error, fns::set_admin(toggle_name.clone(), !admin));
+                        }
+                    }
+                >
+                    {toggle_label}
+                </button>
+                <button
+                    class="button button-small button-danger"
+                    type="button"
+                    data-action="delete"
+                    aria-label=format!("Delete user {name}")
+                    on:click=move |_| {
+                        if confirm(&format!("Delete user {delete_name}? Their roles go with them.")) {
+                            run(error, fns::delete_user(delete_name.clone(), delete_name.clone()));
+                        }
+                    }
+                >
+                    "Delete"
+                </button>
+            </td>
+        </tr>
+    }
+}
+
+/// Runs a form's server call: the error or a notice, the form cleared and the page refreshed on
+/// success.
+fn submit<F>(error: ActionError, notice: RwSignal<Option<String>>, done: String, on_ok: impl Fn() + 'static, call: F)
+where
+    F: std::future::Future<Output = Result<(), ServerFnError>> + 'static,
+{
+    notice.set(None);
+    leptos::task::spawn_local(async move {
+        match call.await {
+            Ok(()) => {
+                error.set(None);
+                notice.set(Some(done));
+                on_ok();
+                error.refresh.bump();
+            }
+            Err(e) => error.fail(e),
+        }
+    });
+}
+
+#[component]
+fn Notice(notice: RwSignal<Option<String>>) -> impl IntoView {
+    move || notice.get().map(|n| view! { <p class="action-notice" role="status">{n}</p> })
+}
+
+#[component]
+fn AddUserForm() -> impl IntoView {
+    let username = RwSignal::new(String::new());
+    let password = RwSignal::new(String::new());
+    let admin = RwSignal::new(false);
+    let error = ActionError::new();
+    let notice = RwSignal::new(None);
+    let add = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let name = username.get_untracked().trim().to_string();
+        submit(
+            error,
+            notice,
+            format!("User {name} added."),
+            move || {
+                username.set(String::new());
+                password.set(String::new());
+                admin.set(false);
+            },
+            fns::add_user(name.clone(), password.get_untracked(), admin.get_untracked()),
+        );
+    };
+    view! {
+        <form class="card form" id="add-user" on:submit=add>
+            <h2>"Add user"</h2>
+            <label for="new-username">"Username"</label>
+            <input
+                id="new-username"
+                class="input"
+                type="text"
+                autocomplete="off"
+                required=true
+                prop:value=move || username.get()
+                on:input=move |ev| username.set(event_target_value(&ev))
+            />
+            <label for="new-password">"Password"</label>
+            <input
+                id="new-password"
+                class="input"
+                type="password"
+                autocomplete="new-password"
+                required=true
+                aria-describedby="new-password-hint"
+                prop:value=move || password.get()
+                on:input=move |ev| password.set(event_target_value(&ev))
+            />
+            <p class="muted field-hint" id="new-password-hint">{PASSWORD_HINT}</p>
+            <label class="checkbox">
+                <input
+                    id="new-admin"
+                    type="checkbox"
+                    prop:checked=move || admin.get()
+                    on:change=move |ev| admin.set(event_target_checked(&ev))
+                />
+                " Admin (may do everything on this server)"
+            </label>
+            <ActionMessage error/>
+            <Notice notice/>
+            <div class="form-actions">
+                <button class="button" type="submit">"Add user"</button>
+            </div>
+        </form>
+    }
+}
+
+#[component]
+fn AssignRoleForm(data: UsersResource) -> impl IntoView {
+    let loaded = move || data.get().and_then(|r| r.ok());
+    let user = RwSignal::new(String::new());
+    let env = RwSignal::new(String::new());
+    let role = RwSignal::new(String::new());
+    let error = ActionError::new();
+    let notice = RwSignal::new(None);
+    let assign = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let (u, e) = (user.get_untracked(), env.get_untracked());
+        let mut r = role.get_untracked();
+        if r.is_empty() {
+            r = loaded().and_then(|d| d.roles.first().cloned()).unwrap_or_default();
+        }
+        submit(
+            error,
+            notice,
+            format!("{u} now has role {r}."),
+            || (),
+            fns::role_assignment(u.clone(), e, r.clone(), true),
+        );
+    };
+    let no_environments = move || loaded().is_some_and(|d| d.environments.is_empty());
+    view! {
+        <form class="card form" id="assign-role" on:submit=assign>
+            <h2>"Assign a role"</h2>
+            <label for="assign-user">"User"</label>
+            <select
+                id="assign-user"
+                class="input"
+                required=true
+                prop:value=move || user.get()
+                on:change=move |ev| user.set(event_target_value(&ev))
+            >
+                <option value="">"— pick a user —"</option>
+                {move || {
+                    loaded()
+                        .map(|d| d.users)
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|u| {
+                            let selected = u.username == user.get_untracked();
+                            view! { <option value=u.username.clone() selected=selected>{u.username.clone()}</option> }
+                        })
+                        .collect_view()
+                }}
+            </select>
+            <label for="assign-env">"Environment"</label>
+            <select
+                id="assign-env"
+                class="input"
+                required=true
+                prop:value=move || env.get()
+                on:change=move |ev| env.set(event_target_value(&ev))
+            >
+                <option value="">"— pick an environment —"</option>
+                {move || {
+                    loaded()
+                        .map(|d| d.environments)
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|e| {
+                            let selected = e.id == env.get_untracked();
+                            view! {
+                                <option value=e.id.clone() selected=selected>
+                                    {format!("{} / {}", e.project_name, e.name)}
+                                </option>
+                            }
+                        })
+                        .collect_view()
+                }}
+            </select>
+            {move || no_environments().then(|| view! { <p class="muted">"There are no environments yet: create one first."</p> })}
+            <label for="assign-role-name">"Role"</label>
+            <select
+                id="assign-role-name"
+                class="input"
+                prop:value=move || role.get()
+                on:change=move |ev| role.set(event_target_value(&ev))
+            >
+                {move || {
+                    loaded()
+                        .map(|d| d.roles)
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|r| {
+                            let selected = r == role.get_untracked();
+                            view! { <option value=r.clone() selected=selected>{r.clone()}</option> }
+                        })
+                        .collect_view()
+                }}
+            </select>
+            <p class="muted field-hint">
+                "read-only reads; noc also deploys, pauses agents and halts; environment-admin also changes the "
+                "desired state and settings; environment-expert-admin also clears, deletes and issues tokens."
+            </p>
+            <ActionMessage error/>
+            <Notice notice/>
+            <div class="form-actions">
+                <button class="button" type="submit" disabled=no_environments>"Assign role"</button>
+            </div>
+        </form>
+    }
+}
+
+#[component]
+fn SetPasswordForm(data: UsersResource) -> impl IntoView {
+    let loaded = move || data.get().and_then(|r| r.ok());
+    let user = RwSignal::new(String::new());
+    let password = RwSignal::new(String::new());
+    let error = ActionError::new();
+    let notice = RwSignal::new(None);
+    let save = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let u = user.get_untracked();
+        if u.is_empty() {
+            error.set(Some("pick a user".into()));
+            return;
+        }
+        submit(
+            error,
+            notice,
+            format!("The password of {u} is set: their sessions and login tokens end."),
+            move || password.set(String::new()),
+            fns::set_user_password(u.clone(), password.get_untracked()),
+        );
+    };
+    view! {
+        <form class="card form" id="set-password" on:submit=save>
+            <h2>"Set a password"</h2>
+            <label for="password-user">"User"</label>
+            <select
+                id="password-user"
+                class="input"
+                required=true
+                prop:value=move || user.get()
+                on:change=move |ev| user.set(event_target_value(&ev))
+            >
+                <option value="">"— pick a user —"</option>
+                {move || {
+                    loaded()
+                        .map(|d| d.users)
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|u| {
+                            let selected = u.username == user.get_untracked();
+                            view! { <option value=u.username.clone() selected=selected>{u.username.clone()}</option> }
+                        })
+                        .collect_view()
+                }}
+            </select>
+            <label for="password-new">"New password"</label>
+            <input
+                id="password-new"
+                class="input"
+                type="password"
+                autocomplete="new-password"
+                required=true
+                aria-describedby="password-new-hint"
+                prop:value=move || password.get()
+                on:input=move |ev| password.set(event_target_value(&ev))
+            />
+            <p class="muted field-hint" id="password-new-hint">{PASSWORD_HINT}</p>
+            <ActionMessage error/>
+            <Notice notice/>
+            <div class="form-actions">
+                <button class="button" type="submit">"Set password"</button>
+            </div>
+        </form>
+    }
+}
