@@ -19,10 +19,21 @@ struct Server {
     child: Child,
     url: String,
     http: reqwest::Client,
+    /// The benchmark admin's login token: auth stays on, as in production.
+    token: String,
 }
 
+const PASSWORD: &str = "Bench-password-123";
+
 impl Server {
-    fn start(state: &Path) -> Server {
+    async fn start(state: &Path) -> Server {
+        let created = Command::new(BIN)
+            .args(["user", "create", "bench", "--admin", "--direct"])
+            .env("INMANTA_CONFIG_STATE_DIR", state)
+            .env("INMANTA_PASSWORD", PASSWORD)
+            .output()
+            .expect("inmanta user create");
+        assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
         let mut child = Command::new(BIN)
             .args(["server", "--bind-port", "0", "--state-dir"])
             .arg(state)
@@ -34,7 +45,20 @@ impl Server {
         let mut line = String::new();
         BufReader::new(stdout).read_line(&mut line).expect("server output");
         let url = line.split_whitespace().find(|w| w.starts_with("http://")).expect("listening line").to_string();
-        Server { child, url, http: reqwest::Client::new() }
+        let login: Value = reqwest::Client::new()
+            .post(format!("{url}/api/v2/login"))
+            .json(&json!({"username": "bench", "password": PASSWORD}))
+            .send()
+            .await
+            .expect("login")
+            .json()
+            .await
+            .expect("login answer");
+        let token = login["data"]["token"].as_str().expect("token").to_string();
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(reqwest::header::AUTHORIZATION, format!("Bearer {token}").parse().expect("header"));
+        let http = reqwest::Client::builder().default_headers(headers).build().expect("client");
+        Server { child, url, http, token }
     }
 
     async fn call(&self, method: reqwest::Method, path: &str, env: Option<&str>, body: Option<Value>) -> Value {
@@ -112,12 +136,15 @@ async fn files(n: usize) {
     // The directories of the model live under this root, which the harness provides (as the
     // one Inmanta was measured with did).
     std::fs::create_dir_all(project.join("deployed")).expect("deploy root");
-    let server = Server::start(&dir.path().join("state"));
+    let server = Server::start(&dir.path().join("state")).await;
     let env = server.environment("files").await;
     let port = server.url.rsplit(':').next().expect("port").to_string();
     std::fs::write(
         project.join(".inmanta"),
-        format!("[config]\nenvironment = {env}\n[compiler_rest_transport]\nhost = 127.0.0.1\nport = {port}\n"),
+        format!(
+            "[config]\nenvironment = {env}\n[compiler_rest_transport]\nhost = 127.0.0.1\nport = {port}\ntoken = {}\n",
+            server.token
+        ),
     )
     .expect(".inmanta");
     let started = Instant::now();
@@ -170,7 +197,7 @@ fn walk(dir: &Path) -> usize {
 
 async fn nulls(n: usize) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let server = Server::start(&dir.path().join("state"));
+    let server = Server::start(&dir.path().join("state")).await;
     let env = server.environment("nulls").await;
     let version = server.call(reqwest::Method::POST, "/api/v2/reserve_version", Some(&env), None).await["data"]
         .as_i64()
