@@ -731,6 +731,15 @@ pub const GRAPH_NODE_HEIGHT: f64 = 26.0;
 const GRAPH_COLUMN: f64 = 240.0;
 #[cfg(feature = "ssr")]
 const GRAPH_ROW: f64 = 36.0;
+/// Width to height the wrapped picture aims at (about the graph frame's).
+#[cfg(feature = "ssr")]
+const GRAPH_ASPECT: f64 = 1.6;
+/// Pictures up to this many columns are never wrapped.
+#[cfg(feature = "ssr")]
+const GRAPH_WRAP_COLUMNS: usize = 12;
+/// Space between two bands of a wrapped picture.
+#[cfg(feature = "ssr")]
+const GRAPH_BAND_GAP: f64 = 60.0;
 /// Nodes per column before a depth level wraps into another column.
 #[cfg(feature = "ssr")]
 const GRAPH_COLUMN_ROWS: usize = 40;
@@ -796,17 +805,31 @@ pub async fn resource_graph(env: String) -> Result<Graph, ServerFnError> {
     for level in 0..levels {
         column_of_level[level + 1] = column_of_level[level] + counts[level].div_ceil(GRAPH_COLUMN_ROWS).max(1);
     }
+    // Column and row of each node; long chains give many narrow columns.
     let mut seen = vec![0usize; levels];
-    let mut nodes = Vec::with_capacity(rows.len());
+    let mut places = Vec::with_capacity(rows.len());
     let mut max_rows = 0;
-    for (i, r) in rows.iter().enumerate() {
-        let d = depth[i];
-        let n = seen[d];
-        seen[d] += 1;
-        let column = column_of_level[d] + n / GRAPH_COLUMN_ROWS;
-        let row = n % GRAPH_COLUMN_ROWS;
-        max_rows = max_rows.max(row + 1);
-        nodes.push(GraphNode {
+    for d in &depth {
+        let n = seen[*d];
+        seen[*d] += 1;
+        places.push((column_of_level[*d] + n / GRAPH_COLUMN_ROWS, n % GRAPH_COLUMN_ROWS));
+        max_rows = max_rows.max(n % GRAPH_COLUMN_ROWS + 1);
+    }
+    // A very wide picture is wrapped into bands of columns stacked downwards, so that it keeps
+    // roughly the frame's proportions and a thousand resources stay readable when fitted.
+    let columns = column_of_level[levels].max(1);
+    let band_height = max_rows as f64 * GRAPH_ROW + GRAPH_BAND_GAP;
+    let per_band = if columns <= GRAPH_WRAP_COLUMNS {
+        columns
+    } else {
+        ((GRAPH_ASPECT * columns as f64 * band_height / GRAPH_COLUMN).sqrt().ceil() as usize)
+            .clamp(GRAPH_WRAP_COLUMNS, columns)
+    };
+    let bands = columns.div_ceil(per_band);
+    let nodes = rows
+        .iter()
+        .zip(&places)
+        .map(|(r, (column, row))| GraphNode {
             id: r.resource_id.clone(),
             label: format!(
                 "{} {}",
@@ -814,14 +837,14 @@ pub async fn resource_graph(env: String) -> Result<Graph, ServerFnError> {
                 r.id_details.resource_id_value
             ),
             status: r.status.clone(),
-            x: 20.0 + column as f64 * GRAPH_COLUMN,
-            y: 20.0 + row as f64 * GRAPH_ROW,
-        });
-    }
+            x: 20.0 + (column % per_band) as f64 * GRAPH_COLUMN,
+            y: 20.0 + (column / per_band) as f64 * band_height + *row as f64 * GRAPH_ROW,
+        })
+        .collect();
     let edges = requires.iter().enumerate().flat_map(|(i, reqs)| reqs.iter().map(move |r| (*r, i))).collect();
     Ok(Graph {
-        width: 40.0 + column_of_level[levels] as f64 * GRAPH_COLUMN,
-        height: 40.0 + max_rows as f64 * GRAPH_ROW,
+        width: 40.0 + per_band.min(columns) as f64 * GRAPH_COLUMN,
+        height: 40.0 + bands as f64 * band_height - GRAPH_BAND_GAP,
         nodes,
         edges,
         truncated: total.saturating_sub(rows.len() as u64),

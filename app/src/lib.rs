@@ -872,4 +872,41 @@ mod tests {
             assert!(error.to_string().contains("not allowed"), "{error}");
         }
     }
+
+    /// A thousand resources in long chains are laid out in bands that keep the frame's
+    /// proportions, every node in its own place inside the picture.
+    #[tokio::test]
+    async fn the_graph_of_a_thousand_resources_keeps_its_proportions() {
+        let _ = any_spawner::Executor::init_tokio();
+        let (_dir, o) = orchestrator_with(&[("infra", "big")]).await;
+        let env = o.list_environments().await.unwrap()[0].id;
+        let version = o.reserve_version(env).await.unwrap();
+        let id = |i: usize| format!("std::testing::NullResource[agent{},name=r{i}],v={version}", i / 100);
+        let resources = (0..1000)
+            .map(|i| {
+                serde_json::json!({"id": id(i), "name": format!("r{i}"), "agentname": format!("agent{}", i / 100),
+                    "fail": false, "value": "", "int_value": 0, "purged": false, "send_event": false,
+                    "receive_events": false, "requires": if i % 100 > 0 { vec![id(i - 1)] } else { vec![] }})
+                .as_object()
+                .unwrap()
+                .clone()
+            })
+            .collect();
+        // auto_deploy (the default) releases it.
+        o.put_version(env, api::version::PutVersion { version, resources, ..Default::default() }).await.unwrap();
+        let owner = Owner::new();
+        owner.set();
+        provide_context(o.clone());
+        provide_context(orchestrator::auth::Principal::Unrestricted);
+        let graph = fns::resource_graph(env.to_string()).await.unwrap();
+        assert_eq!((graph.nodes.len(), graph.edges.len()), (1000, 990));
+        let ratio = graph.width / graph.height;
+        assert!((1.0..3.0).contains(&ratio), "{} x {}", graph.width, graph.height);
+        let mut places = std::collections::HashSet::new();
+        for node in &graph.nodes {
+            assert!(node.x >= 0.0 && node.x + fns::GRAPH_NODE_WIDTH <= graph.width, "{node:?}");
+            assert!(node.y >= 0.0 && node.y + fns::GRAPH_NODE_HEIGHT <= graph.height, "{node:?}");
+            assert!(places.insert((node.x as i64, node.y as i64)), "two nodes at {node:?}");
+        }
+    }
 }
