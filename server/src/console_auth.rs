@@ -15,7 +15,7 @@ use serde::Deserialize;
 use tower_sessions::Session;
 
 use crate::rest::extract::PeerAddress;
-use crate::security::Security;
+use crate::security::{LoginRefused, Security};
 
 pub const LOGIN: &str = "/console/login";
 pub const PASSWORD: &str = "/console/password";
@@ -76,30 +76,22 @@ pub async fn login_submit(
     Form(form): Form<LoginForm>,
 ) -> Response {
     let next = safe_next(form.next.as_deref());
-    let address = peer.map(|p| p.ip());
-    let peer = peer.map(|p| p.to_string()).unwrap_or_else(|| "-".into());
-    let limiter = &auth.security.logins;
-    if let Err(wait) = limiter.check(&form.username, address) {
-        tracing::warn!(username = %form.username, %peer, "console login refused: too many failed attempts");
-        let message = format!("Too many failed logins. Try again in {} seconds.", wait.as_secs().max(1));
-        return (StatusCode::TOO_MANY_REQUESTS, Html(login_html(&next, &form.username, Some(&message))))
-            .into_response();
-    }
-    let user = match auth.orchestrator.verify_login(&form.username, &form.password).await {
-        Ok(Some(user)) => user,
-        Ok(None) => {
-            limiter.failed(&form.username, address);
-            tracing::warn!(username = %form.username, %peer, "console login failed: wrong username or password");
-            let message = "Wrong username or password.";
-            return (StatusCode::UNAUTHORIZED, Html(login_html(&next, &form.username, Some(message)))).into_response();
+    let refused =
+        |status, message: &str| (status, Html(login_html(&next, &form.username, Some(message)))).into_response();
+    let user = match auth.security.login(&auth.orchestrator, &form.username, &form.password, peer).await {
+        Ok(Ok(user)) => user,
+        Ok(Err(LoginRefused::WrongCredentials)) => {
+            return refused(StatusCode::UNAUTHORIZED, "Wrong username or password.");
+        }
+        Ok(Err(LoginRefused::TooManyFailures(wait))) => {
+            let message = format!("Too many failed logins. Try again in {} seconds.", wait.as_secs().max(1));
+            return refused(StatusCode::TOO_MANY_REQUESTS, &message);
         }
         Err(e) => return server_error(e),
     };
-    limiter.succeeded(&form.username);
     if let Err(e) = crate::sessions::begin(&session, &user).await {
         return server_error(e);
     }
-    tracing::info!(username = %user.username, %peer, "user signed in to the console");
     if user.must_change_password {
         return Redirect::to(PASSWORD).into_response();
     }

@@ -12,6 +12,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use orchestrator::Orchestrator;
 use orchestrator::auth::Principal;
 use orchestrator::auth::tokens::{Authenticator, Unauthenticated};
+use orchestrator::auth::users::UserRecord;
 
 use crate::rest::error::ApiError;
 
@@ -49,6 +50,41 @@ impl Security {
             Err(missing) => Err(missing),
         };
         outcome.map_err(|e| ApiError::new(StatusCode::UNAUTHORIZED, e.to_string()))
+    }
+}
+
+/// Why a login was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoginRefused {
+    /// The user or the address used up its failures; try again after this long.
+    TooManyFailures(Duration),
+    WrongCredentials,
+}
+
+impl Security {
+    /// Checks a login (API or console) against the rate limit and the stored hash. Failures are
+    /// counted and logged with user name and address, never the password.
+    pub async fn login(
+        &self,
+        orchestrator: &Orchestrator,
+        username: &str,
+        password: &str,
+        peer: Option<std::net::SocketAddr>,
+    ) -> orchestrator::Result<Result<UserRecord, LoginRefused>> {
+        let address = peer.map(|p| p.ip());
+        let peer = peer.map(|p| p.to_string()).unwrap_or_else(|| "-".into());
+        if let Err(wait) = self.logins.check(username, address) {
+            tracing::warn!(%username, %peer, "login refused: too many failed attempts");
+            return Ok(Err(LoginRefused::TooManyFailures(wait)));
+        }
+        let Some(user) = orchestrator.verify_login(username, password).await? else {
+            self.logins.failed(username, address);
+            tracing::warn!(%username, %peer, "login failed: wrong username or password");
+            return Ok(Err(LoginRefused::WrongCredentials));
+        };
+        self.logins.succeeded(username);
+        tracing::info!(username = %user.username, %peer, "user logged in");
+        Ok(Ok(user))
     }
 }
 

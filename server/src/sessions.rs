@@ -56,13 +56,14 @@ impl SessionStore for DatabaseStore {
     }
 
     async fn load(&self, id: &Id) -> Result<Option<Record>> {
-        let now = time::OffsetDateTime::now_utc();
-        let Some(data) = self.0.session_load(&id.to_string(), now.unix_timestamp()).await.map_err(backend)? else {
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        let Some((data, expires_at)) = self.0.session_load(&id.to_string(), now).await.map_err(backend)? else {
             return Ok(None);
         };
         let data = serde_json::from_str(&data).map_err(|e| Error::Decode(e.to_string()))?;
-        // The layer sets a fresh expiry on save; the stored one was checked by the query.
-        Ok(Some(Record { id: *id, data, expiry_date: now + time::Duration::minutes(1) }))
+        let expiry_date =
+            time::OffsetDateTime::from_unix_timestamp(expires_at).map_err(|e| Error::Decode(e.to_string()))?;
+        Ok(Some(Record { id: *id, data, expiry_date }))
     }
 
     async fn delete(&self, id: &Id) -> Result<()> {

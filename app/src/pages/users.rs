@@ -297,6 +297,33 @@ fn AddUserForm() -> impl IntoView {
     }
 }
 
+/// A labelled choice of one of the users, for the forms that act on a user.
+#[component]
+fn UserSelect(id: &'static str, data: UsersResource, user: RwSignal<String>) -> impl IntoView {
+    let users = move || data.get().and_then(|r| r.ok()).map(|d| d.users).unwrap_or_default();
+    view! {
+        <label for=id>"User"</label>
+        <select
+            id=id
+            class="input"
+            required=true
+            prop:value=move || user.get()
+            on:change=move |ev| user.set(event_target_value(&ev))
+        >
+            <option value="">"— pick a user —"</option>
+            {move || {
+                users()
+                    .into_iter()
+                    .map(|u| {
+                        let selected = u.username == user.get_untracked();
+                        view! { <option value=u.username.clone() selected=selected>{u.username.clone()}</option> }
+                    })
+                    .collect_view()
+            }}
+        </select>
+    }
+}
+
 #[component]
 fn AssignRoleForm(data: UsersResource) -> impl IntoView {
     let loaded = move || data.get().and_then(|r| r.ok());
@@ -324,27 +351,7 @@ fn AssignRoleForm(data: UsersResource) -> impl IntoView {
     view! {
         <form class="card form" id="assign-role" on:submit=assign>
             <h2>"Assign a role"</h2>
-            <label for="assign-user">"User"</label>
-            <select
-                id="assign-user"
-                class="input"
-                required=true
-                prop:value=move || user.get()
-                on:change=move |ev| user.set(event_target_value(&ev))
-            >
-                <option value="">"— pick a user —"</option>
-                {move || {
-                    loaded()
-                        .map(|d| d.users)
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(|u| {
-                            let selected = u.username == user.get_untracked();
-                            view! { <option value=u.username.clone() selected=selected>{u.username.clone()}</option> }
-                        })
-                        .collect_view()
-                }}
-            </select>
+            <UserSelect id="assign-user" data=data user=user/>
             <label for="assign-env">"Environment"</label>
             <select
                 id="assign-env"
@@ -405,7 +412,6 @@ fn AssignRoleForm(data: UsersResource) -> impl IntoView {
 
 #[component]
 fn SetPasswordForm(data: UsersResource) -> impl IntoView {
-    let loaded = move || data.get().and_then(|r| r.ok());
     let user = RwSignal::new(String::new());
     let password = RwSignal::new(String::new());
     let error = ActionError::new();
@@ -428,27 +434,7 @@ fn SetPasswordForm(data: UsersResource) -> impl IntoView {
     view! {
         <form class="card form" id="set-password" on:submit=save>
             <h2>"Set a password"</h2>
-            <label for="password-user">"User"</label>
-            <select
-                id="password-user"
-                class="input"
-                required=true
-                prop:value=move || user.get()
-                on:change=move |ev| user.set(event_target_value(&ev))
-            >
-                <option value="">"— pick a user —"</option>
-                {move || {
-                    loaded()
-                        .map(|d| d.users)
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(|u| {
-                            let selected = u.username == user.get_untracked();
-                            view! { <option value=u.username.clone() selected=selected>{u.username.clone()}</option> }
-                        })
-                        .collect_view()
-                }}
-            </select>
+            <UserSelect id="password-user" data=data user=user/>
             <label for="password-new">"New password"</label>
             <input
                 id="password-new"

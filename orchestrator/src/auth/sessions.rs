@@ -4,9 +4,9 @@
 use crate::{Orchestrator, Result};
 
 impl Orchestrator {
-    /// The session's serialized data if it exists and has not expired at `now` (unix seconds).
-    pub async fn session_load(&self, id: &str, now: i64) -> Result<Option<String>> {
-        Ok(sqlx::query_scalar("SELECT data FROM auth_session WHERE id = $1 AND expires_at > $2")
+    /// The session's serialized data and expiry (unix seconds) if it has not expired at `now`.
+    pub async fn session_load(&self, id: &str, now: i64) -> Result<Option<(String, i64)>> {
+        Ok(sqlx::query_as("SELECT data, expires_at FROM auth_session WHERE id = $1 AND expires_at > $2")
             .bind(id)
             .bind(now)
             .fetch_optional(self.store.pool())

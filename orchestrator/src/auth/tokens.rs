@@ -198,15 +198,15 @@ impl Authenticator {
             let environment = parse_uuid(env).map_err(|_| Error::BadRequest("bad environment claim".into()));
             let Ok(environment) = environment else { return Ok(Err(TokenError::Malformed.into())) };
             if let Some(jti) = &claims.jti {
-                let revoked: Option<Option<String>> =
-                    sqlx::query_scalar("SELECT revoked_at FROM auth_token WHERE jti = $1 AND environment = $2")
+                let row: Option<(Option<String>, Option<String>)> =
+                    sqlx::query_as("SELECT revoked_at, last_used FROM auth_token WHERE jti = $1 AND environment = $2")
                         .bind(jti)
                         .bind(env)
                         .fetch_optional(orchestrator.store().pool())
                         .await?;
-                match revoked {
-                    None | Some(Some(_)) => return Ok(Err(Unauthenticated::Revoked)),
-                    Some(None) => touch(orchestrator, jti).await?,
+                match row {
+                    None | Some((Some(_), _)) => return Ok(Err(Unauthenticated::Revoked)),
+                    Some((None, last_used)) => touch(orchestrator, jti, last_used.as_deref()).await?,
                 }
             }
             return Ok(Ok(Principal::Token { environment, clients, jti: claims.jti }));
@@ -222,16 +222,17 @@ impl Authenticator {
     }
 }
 
-/// Records when a token was last used, at most once a minute, so agents polling often do not
-/// turn every read into a write.
-async fn touch(orchestrator: &Orchestrator, jti: &str) -> Result<()> {
+/// Records when a token was last used, at most once a minute, so agents calling often do not
+/// turn every read into a write (and take the database's write lock on each request).
+async fn touch(orchestrator: &Orchestrator, jti: &str, last_used: Option<&str>) -> Result<()> {
     let stale = format_time(Utc::now() - chrono::Duration::seconds(60));
-    let pool = orchestrator.store().pool();
-    sqlx::query("UPDATE auth_token SET last_used = $1 WHERE jti = $2 AND (last_used IS NULL OR last_used < $3)")
+    if last_used.is_some_and(|used| used >= stale.as_str()) {
+        return Ok(());
+    }
+    sqlx::query("UPDATE auth_token SET last_used = $1 WHERE jti = $2")
         .bind(now())
         .bind(jti)
-        .bind(stale)
-        .execute(pool)
+        .execute(orchestrator.store().pool())
         .await?;
     Ok(())
 }

@@ -11,6 +11,8 @@ use serde_json::json;
 use tower_sessions::Session;
 use uuid::Uuid;
 
+use crate::security::LoginRefused;
+
 use super::error::{ApiError, ApiResult};
 use super::extract::{self, Path, PeerAddress, Query, Tid};
 use super::{AppState, Caller, Routes, authenticated, data, done, env, global, public};
@@ -48,30 +50,25 @@ async fn login(
     extract::Json(credentials): extract::Json<Credentials>,
 ) -> ApiResult<Response> {
     let security = &state.security;
-    let address = peer.map(|p| p.ip());
-    let peer = peer.map(|p| p.to_string()).unwrap_or_else(|| "-".into());
-    if let Err(wait) = security.logins.check(&credentials.username, address) {
-        tracing::warn!(username = %credentials.username, %peer, "login refused: too many failed attempts");
-        let mut response = ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            format!("too many failed logins; try again in {} s", wait.as_secs().max(1)),
-        )
-        .into_response();
-        if let Ok(value) = HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
-            response.headers_mut().insert(header::RETRY_AFTER, value);
+    let user = match security.login(&state.orchestrator, &credentials.username, &credentials.password, peer).await? {
+        Ok(user) => user,
+        Err(LoginRefused::WrongCredentials) => {
+            return Err(ApiError::new(StatusCode::UNAUTHORIZED, "wrong username or password"));
         }
-        return Ok(response);
-    }
-    let Some(user) = state.orchestrator.verify_login(&credentials.username, &credentials.password).await? else {
-        security.logins.failed(&credentials.username, address);
-        tracing::warn!(username = %credentials.username, %peer, "login failed: wrong username or password");
-        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "wrong username or password"));
+        Err(LoginRefused::TooManyFailures(wait)) => {
+            let seconds = wait.as_secs().max(1);
+            let mut response = ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!("too many failed logins; try again in {seconds} s"),
+            )
+            .into_response();
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+            return Ok(response);
+        }
     };
-    security.logins.succeeded(&credentials.username);
     crate::sessions::begin(&session, &user)
         .await
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot start a session: {e}")))?;
-    tracing::info!(username = %user.username, %peer, "user logged in");
     let answer = LoginReturn {
         token: security.authenticator.login_token(&user),
         user: user.user(),

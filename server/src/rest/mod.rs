@@ -29,6 +29,7 @@ mod versions;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use axum::RequestExt;
 use axum::extract::{DefaultBodyLimit, FromRequestParts, MatchedPath, Request, State};
 use axum::handler::Handler;
 use axum::http::{HeaderValue, Method, StatusCode, Uri};
@@ -63,13 +64,7 @@ pub struct Rule {
 impl Rule {
     /// Let other client types call it too (agents, the compiler).
     pub const fn clients(self, clients: Clients) -> Rule {
-        let access = match self.access {
-            Access::Public => Access::Public,
-            Access::Authenticated(_) => Access::Authenticated(clients),
-            Access::Environment(label, _) => Access::Environment(label, clients),
-            Access::Global(label, _) => Access::Global(label, clients),
-        };
-        Rule { access, ..self }
+        Rule { access: self.access.with_clients(clients), ..self }
     }
 
     /// The environment is the path parameter `name`.
@@ -268,24 +263,17 @@ async fn environment_of(request: &mut Request, rule: Rule) -> Result<Option<Uuid
     if !matches!(rule.access, Access::Environment(..)) {
         return Ok(None);
     }
-    let (mut parts, body) = std::mem::replace(request, Request::new(axum::body::Body::empty())).into_parts();
-    let result = match rule.environment_in_path {
-        Some(name) => {
-            let params = axum::extract::RawPathParams::from_request_parts(&mut parts, &()).await;
-            params
-                .ok()
-                .and_then(|p| p.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()))
-                .map(|v| {
-                    Uuid::parse_str(&v).map(Some).map_err(|_| {
-                        ApiError::bad_request(format!("Invalid request: {v:?} is not an environment id (a UUID)"))
-                    })
-                })
-                .unwrap_or(Ok(None))
-        }
-        None => extract::Tid::from_request_parts(&mut parts, &()).await.map(|t| Some(t.0)),
+    let Some(name) = rule.environment_in_path else {
+        return request.extract_parts::<extract::Tid>().await.map(|tid| Some(tid.0));
     };
-    *request = Request::from_parts(parts, body);
-    result
+    let params = request.extract_parts::<axum::extract::RawPathParams>().await.ok();
+    let value = params.and_then(|p| p.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()));
+    value
+        .map(|v| {
+            Uuid::parse_str(&v)
+                .map_err(|_| ApiError::bad_request(format!("Invalid request: {v:?} is not an environment id (a UUID)")))
+        })
+        .transpose()
 }
 
 /// Answer for any path no route knows, so clients always get JSON.
