@@ -38,7 +38,8 @@ ensure_wasm_bindgen() {
   have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
   if [ "$want" != "$have" ]; then
     log "installing wasm-bindgen-cli $want (found: ${have:-none}; takes about 3 minutes)"
-    cargo install wasm-bindgen-cli --version "$want" --force
+    # Its own target dir: the shared one is locked by every other build, which starves an install.
+    CARGO_TARGET_DIR="$CARGO_TARGET_DIR/tools" cargo install wasm-bindgen-cli --version "$want" --force
   fi
 }
 
