@@ -31,8 +31,11 @@ impl Orchestrator {
         if self.file_exists(hash).await? {
             return Ok(());
         }
-        let used: Option<i64> = sqlx::query_scalar("SELECT SUM(size) FROM file").fetch_one(self.store.pool()).await?;
-        let used = used.unwrap_or(0).max(0) as u64;
+        // PostgreSQL sums BIGINT to NUMERIC: cast back so both databases answer an integer.
+        let used: i64 = sqlx::query_scalar("SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM file")
+            .fetch_one(self.store.pool())
+            .await?;
+        let used = used.max(0) as u64;
         if used.saturating_add(content.len() as u64) > quota {
             return Err(Error::Conflict(format!(
                 "the file store is full: {used} of {quota} bytes used, this file needs {}; \

@@ -510,17 +510,25 @@ impl EnvScheduler {
     /// Reads the latest released version: unchanged resources keep their state, new and changed
     /// ones become dirty; every dirty resource is scheduled.
     async fn reload(&mut self, prio: u8) -> Result<()> {
+        // Results still waiting to be written would make the database look older than it is.
+        self.flush().await;
         let intents = self.orchestrator.released_intents(self.env).await?;
         self.loaded_version = intents.iter().map(|i| i.version).max().unwrap_or(0).max(self.loaded_version);
         let mut fresh: HashMap<String, Resource> = HashMap::with_capacity(intents.len());
         for intent in intents {
             let rid = intent.id.to_string();
             let mut resource = Resource::from_intent(intent);
+            // An unchanged intent keeps what this scheduler knows of it: the database lags behind
+            // (a deploy whose result is not stored yet would read as not deployed, and its
+            // dependents would be skipped with nothing left to wake them).
             if let Some(old) = self.resources.remove(&rid)
                 && old.hash == resource.hash
             {
                 resource.dirty = old.dirty;
                 resource.last_end = old.last_end;
+                resource.blocked = old.blocked;
+                resource.last_deployed_hash = old.last_deployed_hash;
+                resource.last_status = old.last_status;
             }
             fresh.insert(rid, resource);
         }

@@ -155,12 +155,20 @@ async fn every_resource_deploys_after_crashes_during_export_and_deploy() {
                 "iteration {iteration}: killed after {kill_after:?} ({}), all deployed {took:?} after the restart",
                 if interrupted.is_ok() { "export done" } else { "during the export" }
             ),
-            Err(stuck) => panic!(
-                "iteration {iteration} (CRASH_SEED={seed}): {} resources not deployed {BOUND:?} after the restart: \
-                 {stuck:?}\nserver log:\n{}",
-                stuck.len(),
-                s.log()
-            ),
+            Err(stuck) => {
+                let mut why = String::new();
+                for (rid, _) in &stuck {
+                    let path = format!("/api/v2/resource/{}/logs?limit=5", api::url::encode(rid));
+                    let (_, logs) = s.call("GET", &path, Some(&env), None).await;
+                    why.push_str(&format!("{rid}: {}\n", logs["data"]));
+                }
+                panic!(
+                    "iteration {iteration} (CRASH_SEED={seed}): {} resources not deployed {BOUND:?} after the restart: \
+                 {stuck:?}\n{why}server log:\n{}",
+                    stuck.len(),
+                    s.log()
+                )
+            }
         }
     }
 }
