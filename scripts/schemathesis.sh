@@ -46,6 +46,7 @@ status=0
   --max-examples "${SCHEMATHESIS_EXAMPLES:-8}" \
   --header "X-Inmanta-tid: $env" \
   --exclude-path-regex '^/api/v2/(agent/session|docs)' \
+  --phases examples,fuzzing \
   --no-color || status=$?
 if [ "$status" != 0 ]; then
   echo "--- server log (errors) ---" >&2

@@ -123,7 +123,7 @@ async fn every_resource_deploys_after_crashes_during_export_and_deploy() {
             reqs
         })
         .collect();
-    let mut values: Vec<u64> = (0..RESOURCES).map(|_| 0).collect();
+    let mut values: Vec<u64> = vec![0; RESOURCES];
 
     for iteration in 0..iterations {
         // The export that the crash interrupts: a third of the values change, and a few resources
