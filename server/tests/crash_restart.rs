@@ -104,7 +104,7 @@ async fn every_resource_deploys_after_crashes_during_export_and_deploy() {
     let seed = std::env::var("CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1) | 1
     });
-    let iterations: usize = std::env::var("CRASH_ITERATIONS").ok().and_then(|s| s.parse().ok()).unwrap_or(12);
+    let iterations: usize = std::env::var("CRASH_ITERATIONS").ok().and_then(|s| s.parse().ok()).unwrap_or(25);
     eprintln!("crash-restart loop: CRASH_SEED={seed} CRASH_ITERATIONS={iterations}");
     let mut rng = Rng(seed);
 

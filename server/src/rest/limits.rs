@@ -128,9 +128,16 @@ fn content_length(request: &Request) -> Option<u64> {
 
 /// The 413 answer, naming what can be done about it.
 pub fn too_large(bytes: usize, limit: BodyLimit) -> ApiError {
-    let advice = match limit {
-        BodyLimit::Large => "raise [server] max-request-body-size to allow it",
-        BodyLimit::Small | BodyLimit::Normal => "this call does not take bodies that large",
+    let nominal = match limit {
+        BodyLimit::Small => SMALL_BODY,
+        BodyLimit::Normal => NORMAL_BODY,
+        BodyLimit::Large => usize::MAX,
+    };
+    // Bulk routes, and any route whose own limit is cut by the server-wide one, grow with it.
+    let advice = if bytes < nominal {
+        "raise [server] max-request-body-size to allow it"
+    } else {
+        "this call does not take bodies that large"
     };
     ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("request body too large: at most {bytes} bytes; {advice}"))
 }
