@@ -16,7 +16,7 @@ if ! "$venv/bin/schemathesis" --version >/dev/null 2>&1; then
   "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==4.32.5"
 fi
 
-bin="$CARGO_TARGET_DIR/debug/inmanta"
+bin="${INMANTA_BIN:-$CARGO_TARGET_DIR/debug/inmanta}"
 [ -x "$bin" ] || cargo build -p server --bin inmanta
 state=$(mktemp -d)
 database=(); [ -n "${1:-}" ] && database=(--database-url "$1")
