@@ -32,6 +32,17 @@ source scripts/postgres.sh
 ensure_postgres
 INMANTA_TEST_POSTGRES="$POSTGRES_ADMIN_URL" cargo test -p orchestrator -p server
 
+# --- issue 18: schema fuzzing with schemathesis (PyPI, cached venv) against the server's OpenAPI
+# document, on SQLite and on a fresh PostgreSQL database; any 5xx fails the run. The hardening and
+# crash-restart tests run with the Rust tests above, on both databases. ---
+log "schemathesis on SQLite and PostgreSQL"
+scripts/schemathesis.sh
+fuzz_db="fuzz_$(date +%s)_$RANDOM"
+psql "$POSTGRES_ADMIN_URL" -qc "CREATE DATABASE $fuzz_db" >/dev/null
+scripts/schemathesis.sh "${POSTGRES_ADMIN_URL%/*}/$fuzz_db"
+psql "$POSTGRES_ADMIN_URL" -qc "DROP DATABASE $fuzz_db WITH (FORCE)" >/dev/null || true
+# --- end issue 18 ---
+
 log "browser tests"
 ensure_chromium
 state=$(mktemp -d)

@@ -39,8 +39,13 @@ pub struct CompileOptions {
     /// Server address seen by `std::environment_server()` / `std::server_port()`.
     pub server_host: String,
     pub server_port: i64,
-    /// Safety net on the number of statement runs (Inmanta's `INMANTA_MAX_ITERATIONS`).
+    /// Safety net on the number of statement runs (Inmanta's `INMANTA_MAX_ITERATIONS`);
+    /// default 20 000 000, or `INMANTA_COMPILER_MAX_STEPS`.
     pub max_steps: u64,
+    /// Safety net on memory: the number of entity instances a compile may make (a model that
+    /// recurses without end stops here, not when the machine runs out of memory); default
+    /// 2 000 000, or `INMANTA_COMPILER_MAX_INSTANCES`.
+    pub max_instances: u64,
     /// Stack size of the compile thread; deep nesting is rejected by depth limits before it matters.
     pub stack_size: usize,
 }
@@ -56,10 +61,16 @@ impl Default for CompileOptions {
             environment_name: "dev".into(),
             server_host: "localhost".into(),
             server_port: 8888,
-            max_steps: 20_000_000,
+            max_steps: limit_from_env("INMANTA_COMPILER_MAX_STEPS", 20_000_000),
+            max_instances: limit_from_env("INMANTA_COMPILER_MAX_INSTANCES", 2_000_000),
             stack_size: 64 * 1024 * 1024,
         }
     }
+}
+
+/// A limit from the environment when it holds a positive number, else `default`.
+fn limit_from_env(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok()).filter(|n| *n > 0).unwrap_or(default)
 }
 
 /// Counters of one compile.
@@ -253,6 +264,7 @@ fn compile_inner(
     };
     let mut ev = eval::Evaluator::new(builder.types, &sources, ctx);
     ev.max_steps = options.max_steps;
+    ev.max_instances = options.max_instances;
     let rules: Vec<String> = meta.raw["relation_precedence_policy"]
         .as_array()
         .map(|a| a.iter().filter_map(|r| r.as_str().map(str::to_string)).collect())

@@ -343,3 +343,13 @@ proptest! {
         prop_assert!(t < Duration::from_secs(10), "took {t:?}");
     }
 }
+
+#[test]
+fn endless_instance_creation_stops_at_the_instance_limit_with_a_clear_error() {
+    let src = "entity A:\nend\nimplement A using more\nimplementation more for A:\n    A()\nend\nA()\n";
+    let options = CompileOptions { max_instances: 10_000, ..small_stack() };
+    let err = compile_source(src, &options).expect_err("endless recursion");
+    let message = err.errors().iter().map(|e| e.message.clone()).collect::<Vec<_>>().join("\n");
+    assert!(message.contains("more than 10000 instances"), "{message}");
+    assert!(message.contains("INMANTA_COMPILER_MAX_INSTANCES"), "{message}");
+}

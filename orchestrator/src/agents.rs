@@ -22,7 +22,11 @@ pub const AGENT_VIEW: View = View {
     filters: &[
         Filter { name: "name", sql: "a.name", kind: FilterKind::Partial },
         Filter { name: "process_name", sql: "a.name", kind: FilterKind::Partial },
-        Filter { name: "status", sql: STATUS_SQL, kind: FilterKind::Choice { negatable: false } },
+        Filter {
+            name: "status",
+            sql: STATUS_SQL,
+            kind: FilterKind::Choice { negatable: false, values: &["paused", "up", "down"] },
+        },
     ],
     id_sql: "a.name",
     id_kind: ColumnKind::Text,

@@ -80,6 +80,12 @@ fn strip_details(mut env: Environment, query: EnvironmentQuery) -> Environment {
 }
 
 fn check_repository(repository: &Option<String>, branch: &Option<String>) -> Result<()> {
+    if let Some(repository) = repository {
+        crate::validate::text("a repository URL", repository, crate::validate::MAX_ID)?;
+    }
+    if let Some(branch) = branch {
+        crate::validate::name("a branch name", branch)?;
+    }
     match (repository.as_deref(), branch.as_deref()) {
         (Some(r), None) if !r.is_empty() => {
             Err(Error::BadRequest("repository and branch go together: give a branch with the repository".into()))
@@ -121,6 +127,9 @@ impl Orchestrator {
         let name = check_name(&req.name)?;
         check_repository(&req.repository, &req.branch)?;
         check_icon(&req.icon)?;
+        if let Some(description) = &req.description {
+            crate::validate::text("a description", description, crate::validate::MAX_ID)?;
+        }
         let id = req.environment_id.unwrap_or_else(Uuid::new_v4);
         let mut tx = self.store.begin_write().await?;
         let project: Option<String> = sqlx::query_scalar("SELECT id FROM project WHERE id = $1")
@@ -160,6 +169,9 @@ impl Orchestrator {
         let name = check_name(&req.name)?;
         check_repository(&req.repository, &req.branch)?;
         check_icon(&req.icon)?;
+        if let Some(description) = &req.description {
+            crate::validate::text("a description", description, crate::validate::MAX_ID)?;
+        }
         let mut tx = self.store.begin_write().await?;
         let current = fetch_row(&mut tx, id).await?;
         let project_id = match req.project_id {

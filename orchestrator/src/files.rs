@@ -1,5 +1,6 @@
 //! The file store: contents addressed by the sha1 hex of their bytes, stored once.
 
+use crate::auth::Principal;
 use crate::store::now;
 use crate::{Error, Orchestrator, Result};
 
@@ -16,6 +17,35 @@ fn check_hash(hash: &str) -> Result<()> {
 }
 
 impl Orchestrator {
+    /// [`Orchestrator::upload_file`] for a caller of the API: only principals that export may
+    /// write to the store, and the store holds at most `quota` bytes in all.
+    pub async fn upload_file_as(&self, caller: &Principal, hash: &str, content: &[u8], quota: u64) -> Result<()> {
+        if !caller.may_write_files() {
+            return Err(Error::Forbidden(
+                "only principals that export may upload files: an admin, a user with a role that writes the desired \
+                 state, or a compiler or API token"
+                    .into(),
+            ));
+        }
+        check_hash(hash)?;
+        if self.file_exists(hash).await? {
+            return Ok(());
+        }
+        // PostgreSQL sums BIGINT to NUMERIC: cast back so both databases answer an integer.
+        let used: i64 = sqlx::query_scalar("SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM file")
+            .fetch_one(self.store.pool())
+            .await?;
+        let used = used.max(0) as u64;
+        if used.saturating_add(content.len() as u64) > quota {
+            return Err(Error::Conflict(format!(
+                "the file store is full: {used} of {quota} bytes used, this file needs {}; \
+                 raise [server] file-store-quota or delete old versions",
+                content.len()
+            )));
+        }
+        self.upload_file(hash, content).await
+    }
+
     /// Stores `content` under `hash`, which must be its sha1. Storing the same file twice is fine.
     pub async fn upload_file(&self, hash: &str, content: &[u8]) -> Result<()> {
         check_hash(hash)?;

@@ -22,6 +22,7 @@ mod settings;
 pub mod status;
 pub mod store;
 pub mod testing;
+pub mod validate;
 mod versions;
 
 pub use environments::EnvironmentQuery;

@@ -17,7 +17,11 @@ pub const NOTIFICATION_VIEW: View = View {
         Filter { name: "message", sql: "n.message", kind: FilterKind::Partial },
         Filter { name: "read", sql: "n.read", kind: FilterKind::Bool },
         Filter { name: "cleared", sql: "n.cleared", kind: FilterKind::Bool },
-        Filter { name: "severity", sql: "n.severity", kind: FilterKind::Choice { negatable: false } },
+        Filter {
+            name: "severity",
+            sql: "n.severity",
+            kind: FilterKind::Choice { negatable: false, values: &["message", "info", "success", "warning", "error"] },
+        },
     ],
     id_sql: "n.id",
     id_kind: ColumnKind::Text,

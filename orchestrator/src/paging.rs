@@ -38,8 +38,8 @@ pub struct Column {
 pub enum FilterKind {
     /// Contains the text, case-insensitively.
     Partial,
-    /// Equals one of the values; `!value` excludes it when `negatable`.
-    Choice { negatable: bool },
+    /// Equals one of the values, each one of `values`; `!value` excludes it when `negatable`.
+    Choice { negatable: bool, values: &'static [&'static str] },
     /// A 0/1 column against `true`/`false`.
     Bool,
     /// `true`: the column is set; `false`: it is null.
@@ -85,6 +85,7 @@ impl PageRequest {
     pub fn from_query(pairs: &[(String, String)]) -> Result<PageRequest> {
         let mut req = PageRequest::default();
         for (key, value) in pairs {
+            crate::validate::id(&format!("the value of {key}"), value)?;
             match key.as_str() {
                 "limit" => {
                     req.limit =
@@ -181,6 +182,18 @@ pub(crate) fn parse_date(value: &str) -> Option<String> {
         .map(|t| format_time(t.and_utc()))
 }
 
+/// A LIKE pattern that matches `text` literally (escape character `\`).
+fn escape_like(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '\\' | '%' | '_') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn filter_condition(view: &View, req: &PageRequest) -> Result<Condition> {
     let mut condition = Condition::default();
     let mut names: Vec<&str> = req.filters.iter().map(|(k, _)| k.as_str()).collect();
@@ -198,13 +211,24 @@ fn filter_condition(view: &View, req: &PageRequest) -> Result<Condition> {
         let sql = filter.sql;
         match filter.kind {
             FilterKind::Partial => {
-                let ors = vec![format!("LOWER({sql}) LIKE ?"); values.len()].join(" OR ");
-                let binds = values.iter().map(|v| Bind::Text(format!("%{}%", v.to_lowercase()))).collect();
+                // `%` and `_` in the value are the characters themselves, not wildcards.
+                let ors = vec![format!("LOWER({sql}) LIKE ? ESCAPE '\\'"); values.len()].join(" OR ");
+                let binds =
+                    values.iter().map(|v| Bind::Text(format!("%{}%", escape_like(&v.to_lowercase())))).collect();
                 condition.push(ors, binds);
             }
-            FilterKind::Choice { negatable } => {
+            FilterKind::Choice { negatable, values: allowed } => {
                 let (excluded, included): (Vec<&str>, Vec<&str>) =
                     values.iter().partition(|v| negatable && v.starts_with('!'));
+                for v in included.iter().copied().chain(excluded.iter().map(|v| &v[1..])) {
+                    if !allowed.contains(&v) {
+                        return Err(Error::BadRequest(format!(
+                            "filter.{name} must be one of {}{}, got {v:?}",
+                            allowed.join(", "),
+                            if negatable { " (or one of them after !)" } else { "" }
+                        )));
+                    }
+                }
                 if !included.is_empty() {
                     let marks = vec!["?"; included.len()].join(", ");
                     condition.push(

@@ -125,6 +125,7 @@ fn normalize_resource_id(rid: Option<&str>) -> Result<String> {
     match rid.filter(|r| !r.is_empty()) {
         None => Ok(String::new()),
         Some(text) => {
+            crate::validate::id("a resource id", text)?;
             let (id, _) = ResourceId::parse_versioned(text).map_err(|e| Error::BadRequest(e.to_string()))?;
             Ok(id.to_string())
         }
@@ -137,6 +138,10 @@ impl Orchestrator {
         self.ensure_environment(env).await?;
         if new.name.trim().is_empty() {
             return Err(Error::BadRequest("a parameter needs a non-empty name".into()));
+        }
+        crate::validate::name("a parameter name", &new.name)?;
+        if let serde_json::Value::String(value) = &new.value {
+            crate::validate::text("a parameter value", value, crate::validate::MAX_TEXT)?;
         }
         if !PARAMETER_SOURCES.contains(&new.source.as_str()) {
             return Err(Error::BadRequest(format!(
@@ -240,6 +245,7 @@ impl Orchestrator {
     }
 
     async fn parameter_by_name(&self, env: Uuid, name: &str, resource_id: &str) -> Result<Option<ParameterRow>> {
+        crate::validate::name("a parameter name", name)?;
         Ok(sqlx::query_as(&format!(
             "SELECT {COLUMNS} FROM parameter p WHERE p.environment = $1 AND p.name = $2 AND p.resource_id = $3"
         ))
@@ -272,6 +278,7 @@ impl Orchestrator {
     pub async fn delete_param(&self, env: Uuid, name: &str, resource_id: Option<&str>) -> Result<()> {
         self.ensure_environment(env).await?;
         let rid = normalize_resource_id(resource_id)?;
+        crate::validate::name("a parameter name", name)?;
         let mut tx = self.store.begin_write().await?;
         let done = sqlx::query("DELETE FROM parameter WHERE environment = $1 AND name = $2 AND resource_id = $3")
             .bind(env.to_string())

@@ -16,6 +16,7 @@ pub(crate) fn non_empty_name<'a>(name: &'a str, what: &str) -> Result<&'a str> {
     if name.is_empty() {
         return Err(Error::BadRequest(format!("{what} needs a non-empty name")));
     }
+    crate::validate::name(&format!("the name of {what}"), name)?;
     Ok(name)
 }
 

@@ -33,6 +33,22 @@ pub const STATUS_SQL: &str = "(CASE \
       OR s.last_deployed_attribute_hash <> s.current_intent_attribute_hash THEN 'available' \
     ELSE s.last_non_deploying_status END)";
 
+/// What [`STATUS_SQL`] can say: every resource state and `orphaned`.
+pub const RESOURCE_STATUSES: &[&str] = &[
+    "unavailable",
+    "skipped",
+    "dry",
+    "deployed",
+    "failed",
+    "deploying",
+    "available",
+    "cancelled",
+    "undefined",
+    "skipped_for_undefined",
+    "non_compliant",
+    "orphaned",
+];
+
 /// `GET /api/v2/resource` (reference/api.md §2.4).
 pub const RESOURCE_VIEW: View = View {
     sort_columns: &[
@@ -47,7 +63,11 @@ pub const RESOURCE_VIEW: View = View {
         Filter { name: "resource_type", sql: "s.resource_type", kind: FilterKind::Partial },
         Filter { name: "agent", sql: "s.agent", kind: FilterKind::Partial },
         Filter { name: "resource_id_value", sql: "s.id_value", kind: FilterKind::Partial },
-        Filter { name: "status", sql: STATUS_SQL, kind: FilterKind::Choice { negatable: true } },
+        Filter {
+            name: "status",
+            sql: STATUS_SQL,
+            kind: FilterKind::Choice { negatable: true, values: RESOURCE_STATUSES },
+        },
     ],
     id_sql: "s.resource_id",
     id_kind: ColumnKind::Text,
@@ -70,7 +90,11 @@ pub const LOG_VIEW: View = View {
         Filter { name: "minimal_log_level", sql: "l.level_no", kind: FilterKind::MinLogLevel },
         Filter { name: "timestamp", sql: "l.timestamp", kind: FilterKind::Range(ColumnKind::Date) },
         Filter { name: "message", sql: "l.msg", kind: FilterKind::Partial },
-        Filter { name: "action", sql: "a.action", kind: FilterKind::Choice { negatable: false } },
+        Filter {
+            name: "action",
+            sql: "a.action",
+            kind: FilterKind::Choice { negatable: false, values: api::resource::RESOURCE_ACTIONS },
+        },
     ],
     id_sql: "(l.action_id || ':' || CAST(l.seq AS TEXT))",
     id_kind: ColumnKind::Text,

@@ -510,17 +510,25 @@ impl EnvScheduler {
     /// Reads the latest released version: unchanged resources keep their state, new and changed
     /// ones become dirty; every dirty resource is scheduled.
     async fn reload(&mut self, prio: u8) -> Result<()> {
+        // Results still waiting to be written would make the database look older than it is.
+        self.flush().await;
         let intents = self.orchestrator.released_intents(self.env).await?;
         self.loaded_version = intents.iter().map(|i| i.version).max().unwrap_or(0).max(self.loaded_version);
         let mut fresh: HashMap<String, Resource> = HashMap::with_capacity(intents.len());
         for intent in intents {
             let rid = intent.id.to_string();
             let mut resource = Resource::from_intent(intent);
+            // An unchanged intent keeps what this scheduler knows of it: the database lags behind
+            // (a deploy whose result is not stored yet would read as not deployed, and its
+            // dependents would be skipped with nothing left to wake them).
             if let Some(old) = self.resources.remove(&rid)
                 && old.hash == resource.hash
             {
                 resource.dirty = old.dirty;
                 resource.last_end = old.last_end;
+                resource.blocked = old.blocked;
+                resource.last_deployed_hash = old.last_deployed_hash;
+                resource.last_status = old.last_status;
             }
             fresh.insert(rid, resource);
         }
@@ -555,6 +563,7 @@ impl EnvScheduler {
         for rid in dirty {
             self.schedule(&rid, prio, false);
         }
+        self.wake_blocked(prio);
         // A new version may name new agents: this scheduler serves them too.
         self.orchestrator.mark_agents_up(self.env, true).await?;
         Ok(())
@@ -619,6 +628,47 @@ impl EnvScheduler {
             self.schedule(rid, prio, false);
         }
         chosen
+    }
+
+    /// Lifts the temporary block of every resource whose requirements are all deployed or about
+    /// to run. The wake-up a requirement's deploy sends can be lost (the server died before the
+    /// unblock was stored, or the requirement deployed while this resource was not loaded), so
+    /// it is not trusted: after every (re)load the blocks are checked against the requirements'
+    /// real states. A resource woken here lets its own blocked dependents pass the same test.
+    fn wake_blocked(&mut self, prio: u8) {
+        let mut candidates: Vec<String> = self
+            .resources
+            .iter()
+            .filter(|(_, r)| r.blocked == Blocked::Temporarily)
+            .map(|(rid, _)| rid.clone())
+            .collect();
+        while let Some(rid) = candidates.pop() {
+            let Some(resource) = self.resources.get(&rid) else { continue };
+            if resource.blocked != Blocked::Temporarily {
+                continue;
+            }
+            let clear = resource.requires.iter().all(|req| {
+                self.tasks.contains_key(req) || self.running.contains_key(req) || self.status_of(req) == "deployed"
+            });
+            if !clear {
+                continue;
+            }
+            self.unblock(&rid, prio);
+            for dependent in self.dependents.get(&rid).cloned().unwrap_or_default() {
+                if self.resources.get(&dependent).is_some_and(|d| d.blocked == Blocked::Temporarily) {
+                    candidates.push(dependent);
+                }
+            }
+        }
+    }
+
+    /// Ends a temporary block: the resource is dirty again and scheduled.
+    fn unblock(&mut self, rid: &str, prio: u8) {
+        let Some(resource) = self.resources.get_mut(rid) else { return };
+        resource.blocked = Blocked::No;
+        resource.dirty = true;
+        self.blocked_changes.push((rid.to_string(), Blocked::No));
+        self.schedule(rid, prio, false);
     }
 
     fn waiting_for(&self, rid: &str) -> usize {
@@ -791,7 +841,6 @@ impl EnvScheduler {
         }
         let Some(resource) = self.resources.get_mut(rid) else { return };
         let stale = run.hash != resource.hash;
-        let was_deployed = resource.last_status.as_deref() == Some("deployed");
         let status = outcome.status.as_str();
         let db_status = if status == "skipped_for_dependency" { "skipped" } else { status };
         resource.last_end = Some(Instant::now());
@@ -807,7 +856,10 @@ impl EnvScheduler {
                         resource.blocked = Blocked::No;
                         self.blocked_changes.push((rid.to_string(), Blocked::No));
                     }
-                    recovered = status == "deployed" && !was_deployed;
+                    // Every deploy wakes the dependents it blocked, whatever the state before:
+                    // a dependent may have been skipped while this resource was deployed for an
+                    // older intent, or its earlier wake-up lost in a crash.
+                    recovered = status == "deployed";
                     send_events = outcome.change != "nochange" && resource.flag("send_event", true);
                 }
                 "skipped_for_dependency" => {
@@ -841,13 +893,8 @@ impl EnvScheduler {
         let dependents = self.dependents.get(rid).cloned().unwrap_or_default();
         if recovered {
             for dependent in &dependents {
-                if let Some(d) = self.resources.get_mut(dependent)
-                    && d.blocked == Blocked::Temporarily
-                {
-                    d.blocked = Blocked::No;
-                    d.dirty = true;
-                    self.blocked_changes.push((dependent.clone(), Blocked::No));
-                    self.schedule(dependent, run.priority, false);
+                if self.resources.get(dependent).is_some_and(|d| d.blocked == Blocked::Temporarily) {
+                    self.unblock(dependent, run.priority);
                 }
             }
         }

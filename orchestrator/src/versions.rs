@@ -32,7 +32,14 @@ pub const DESIRED_STATE_VIEW: View = View {
     filters: &[
         Filter { name: "version", sql: "v.version", kind: FilterKind::Range(ColumnKind::Int) },
         Filter { name: "date", sql: "v.date", kind: FilterKind::Range(ColumnKind::Date) },
-        Filter { name: "status", sql: STATUS_SQL, kind: FilterKind::Choice { negatable: false } },
+        Filter {
+            name: "status",
+            sql: STATUS_SQL,
+            kind: FilterKind::Choice {
+                negatable: false,
+                values: &["active", "retired", "candidate", "skipped_candidate"],
+            },
+        },
         Filter { name: "released", sql: "v.released", kind: FilterKind::Bool },
     ],
     id_sql: "v.version",
@@ -767,6 +774,7 @@ fn validate_resources(req: &PutVersion) -> Result<Vec<StoredResource>> {
     let mut resources = Vec::with_capacity(req.resources.len());
     let mut states: HashMap<String, &str> = HashMap::new();
     for (rid, state) in &req.resource_state {
+        crate::validate::id("a resource id", rid)?;
         let id = ResourceId::parse(rid).map_err(|e| Error::BadRequest(format!("resource_state: {e}")))?;
         let state = match state.as_str() {
             "available" | "deployed" => "available",
@@ -784,7 +792,9 @@ fn validate_resources(req: &PutVersion) -> Result<Vec<StoredResource>> {
             .get("id")
             .and_then(|v| v.as_str())
             .ok_or_else(|| Error::BadRequest(format!("resource {index} has no \"id\" string")))?;
+        crate::validate::id("a resource id", raw_id)?;
         let (id, id_version) = ResourceId::parse_versioned(raw_id).map_err(|e| Error::BadRequest(e.to_string()))?;
+        crate::validate::name("an agent name", &id.agent)?;
         if id_version != 0 && id_version as i64 != version {
             return Err(Error::BadRequest(format!("resource {raw_id} carries version {id_version}, not {version}")));
         }

@@ -323,3 +323,51 @@ async fn a_cron_repair_runs_every_resource_at_its_times() {
     assert!(orchestrator::scheduler::next_fire("*/5 * * * *", chrono::Utc::now()).is_some());
     assert!(orchestrator::scheduler::next_fire("every tuesday", chrono::Utc::now()).is_none());
 }
+
+#[tokio::test]
+async fn a_wake_up_lost_in_a_crash_is_recovered_at_restart() {
+    let s = setup().await;
+    s.recorder.failing.lock().unwrap().insert(rid("agent-a", "a"));
+    s.release(
+        vec![null("agent-a", "a", "1", &[]), null("agent-a", "b", "1", &["a"]), null("agent-a", "c", "1", &["b"])],
+        &[],
+    )
+    .await;
+    s.idle().await;
+    assert_eq!(s.status("b").await, "skipped");
+    let Setup { o, env, recorder, schedulers, _dir } = s;
+    drop(schedulers);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+
+    // The server stored a's successful deploy and died before storing that b and c are no longer
+    // blocked: nothing will deploy a again, so no deploy of a can wake them.
+    let version = o.released_intents(env).await.unwrap()[0].version;
+    let a: api::ResourceId = rid("agent-a", "a").parse().unwrap();
+    o.record_actions(
+        env,
+        &[orchestrator::resources::FinishedAction {
+            action_id: Uuid::new_v4(),
+            version,
+            action: "deploy".into(),
+            started: "2026-01-01T00:00:00.000000".into(),
+            resource_ids: vec![a],
+            outcome: orchestrator::ActionOutcome {
+                status: "deployed".into(),
+                messages: vec![],
+                changes: None,
+                change: Some("nochange".into()),
+                send_event: Some(false),
+            },
+        }],
+    )
+    .await
+    .unwrap();
+    recorder.failing.lock().unwrap().clear();
+    let schedulers = Schedulers::start(o.clone(), Arc::new(NullDispatch(recorder.clone()))).await.unwrap();
+    let s = Setup { o, env, recorder, schedulers, _dir };
+    s.idle().await;
+    assert_eq!(s.calls(), vec![rid("agent-a", "b"), rid("agent-a", "c")], "the blocked dependents are woken");
+    for name in ["a", "b", "c"] {
+        assert_eq!(s.status(name).await, "deployed", "{name}");
+    }
+}

@@ -98,6 +98,10 @@ pub const KNOWN: &[(&str, &str)] = &[
     ("server", "login-session-expire"),
     ("server", "login-max-failures"),
     ("server", "max-request-body-size"),
+    ("server", "request-timeout"),
+    ("server", "file-store-quota"),
+    ("server", "ssl-cert-file"),
+    ("server", "ssl-key-file"),
     ("server", "compile-timeout"),
     ("server", "compile-parallel"),
     ("server", "agent-timeout"),
@@ -129,6 +133,12 @@ pub struct ServerConfig {
     /// Failed logins allowed per user name in five minutes (an address gets four times more).
     pub login_max_failures: usize,
     pub max_request_body_size: usize,
+    /// The longest one REST call may take, its body upload included.
+    pub request_timeout: std::time::Duration,
+    /// Bytes the file store may hold in all.
+    pub file_store_quota: u64,
+    /// TLS: the certificate chain and private key (PEM); HTTPS only when both are set.
+    pub tls: Option<TlsFiles>,
     pub state_dir: PathBuf,
     pub log_dir: Option<PathBuf>,
     pub database_url: String,
@@ -153,6 +163,20 @@ impl ServerConfig {
             login_session_expire: options.get_parsed("server", "login-session-expire", 3600)?,
             login_max_failures: options.get_parsed("server", "login-max-failures", 5)?,
             max_request_body_size: options.get_parsed("server", "max-request-body-size", 100 * 1024 * 1024)?,
+            request_timeout: seconds(
+                options.get_parsed(
+                    "server",
+                    "request-timeout",
+                    crate::rest::limits::DEFAULT_REQUEST_TIMEOUT.as_secs_f64(),
+                )?,
+                "[server] request-timeout",
+            )?,
+            tls: tls_files(options)?,
+            file_store_quota: options.get_parsed(
+                "server",
+                "file-store-quota",
+                crate::rest::files::DEFAULT_FILE_STORE_QUOTA,
+            )?,
             log_dir: options.get("config", "log-dir").map(PathBuf::from),
             database_url,
             state_dir,
@@ -174,6 +198,23 @@ impl ServerConfig {
             }
             _ => self.database_url.clone(),
         }
+    }
+}
+
+/// The certificate and key files of `[server] ssl-cert-file` / `ssl-key-file`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+fn tls_files(options: &Options) -> anyhow::Result<Option<TlsFiles>> {
+    let cert = options.get("server", "ssl-cert-file").filter(|v| !v.is_empty());
+    let key = options.get("server", "ssl-key-file").filter(|v| !v.is_empty());
+    match (cert, key) {
+        (None, None) => Ok(None),
+        (Some(cert), Some(key)) => Ok(Some(TlsFiles { cert: cert.into(), key: key.into() })),
+        _ => bail!("[server] ssl-cert-file and ssl-key-file go together: set both for HTTPS, or neither"),
     }
 }
 

@@ -53,7 +53,8 @@ pub fn router(
     let options = app::options(&site_root.to_string_lossy());
     let events_source = orchestrator.clone();
     let auth = ConsoleAuth { orchestrator: orchestrator.clone(), security: security.clone() };
-    let sessions = crate::sessions::layer(orchestrator.clone(), security.authenticator.login_expire);
+    let sessions =
+        crate::sessions::layer(orchestrator.clone(), security.authenticator.login_expire, security.secure_cookies);
     // The settings page's tokens tab issues environment tokens with it.
     let authenticator = security.authenticator.clone();
     let context = move || {
@@ -84,15 +85,36 @@ pub fn router(
         .route(console_auth::LOGIN, get(console_auth::login_page).post(console_auth::login_submit))
         .route(console_auth::PASSWORD, get(console_auth::password_page).post(console_auth::password_submit))
         .route(console_auth::LOGOUT, post(console_auth::logout))
+        // A sign-in form is a user name and passwords: nobody buffers megabytes before login.
+        .layer(axum::extract::DefaultBodyLimit::max(crate::rest::limits::SMALL_BODY))
         .with_state(auth);
     Router::new()
         .route("/", get(|| async { Redirect::temporary(app::BASE) }))
         .route("/dashboard", get(|| async { Redirect::temporary(app::BASE) }))
-        .merge(guarded)
+        .merge(guarded.layer(axum::extract::DefaultBodyLimit::max(crate::rest::limits::NORMAL_BODY)))
         .merge(sign_in)
         .layer(sessions)
         .nest_service("/console/pkg", ServeDir::new(site_root.join(app::PKG_DIR)))
         .route_service("/console/favicon.svg", ServeFile::new(site_root.join("favicon.svg")))
+        .layer(axum::middleware::from_fn(security_headers))
+}
+
+/// The console's pages may not be framed by another site (clickjacking), load scripts or styles
+/// from elsewhere, or have their content type guessed. Leptos hydration needs inline scripts
+/// and wasm compilation.
+const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self' 'unsafe-inline' 'wasm-unsafe-eval'; \
+     style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; \
+     base-uri 'self'; form-action 'self'; object-src 'none'";
+
+async fn security_headers(request: Request<Body>, next: axum::middleware::Next) -> axum::response::Response {
+    use axum::http::{HeaderValue, header};
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_SECURITY_POLICY));
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+    response
 }
 
 #[derive(serde::Deserialize)]

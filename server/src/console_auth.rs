@@ -159,10 +159,12 @@ pub async fn logout(session: Session) -> Response {
     Redirect::to(LOGIN).into_response()
 }
 
+/// The detail (possibly a database's text) goes to the log; the page gets an id to quote.
 fn server_error(e: impl std::fmt::Display) -> Response {
-    tracing::error!("console sign-in: {e}");
-    (StatusCode::INTERNAL_SERVER_ERROR, [(header::CONTENT_TYPE, "text/plain")], format!("server error: {e}"))
-        .into_response()
+    let id = uuid::Uuid::new_v4();
+    tracing::error!(error_id = %id, "console sign-in: {e}");
+    let message = format!("server error (error id {id}); the server log has the details");
+    (StatusCode::INTERNAL_SERVER_ERROR, [(header::CONTENT_TYPE, "text/plain")], message).into_response()
 }
 
 /// Only console paths of this server: never an open redirect elsewhere.

@@ -11,6 +11,7 @@ mod rest;
 mod security;
 mod serve;
 mod sessions;
+mod tls;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

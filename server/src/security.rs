@@ -23,6 +23,8 @@ pub struct Security {
     /// False only with `--no-auth`: every caller is then unrestricted.
     pub enabled: bool,
     pub logins: LoginLimiter,
+    /// The server speaks HTTPS: session cookies are `Secure`.
+    pub secure_cookies: bool,
 }
 
 impl Security {
@@ -36,6 +38,7 @@ impl Security {
             authenticator: Authenticator::load(orchestrator, login_expire).await?,
             enabled,
             logins: LoginLimiter::new(Duration::from_secs(300), max_failures.max(1), max_failures.max(1) * 4),
+            secure_cookies: false,
         })
     }
 

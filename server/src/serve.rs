@@ -20,11 +20,14 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot open the database {}", config.database_display()))?;
 
-    let security = Arc::new(
+    // Read the TLS files first: a wrong path fails the start before anything else happens.
+    let tls = config.tls.as_ref().map(crate::tls::acceptor).transpose()?;
+    let mut security =
         Security::new(&orchestrator, config.auth, config.login_session_expire, config.login_max_failures)
             .await
-            .context("cannot load the authentication keys")?,
-    );
+            .context("cannot load the authentication keys")?;
+    security.secure_cookies = tls.is_some();
+    let security = Arc::new(security);
     let initial_password_file = if config.auth {
         crate::security::ensure_first_admin(&orchestrator, &config.state_dir).await?
     } else {
@@ -49,7 +52,13 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     let remote_agents = Router::new()
         .route("/api/v2/agent/session", axum::routing::get(crate::remote::session))
         .with_state((sessions, security.clone()));
-    let mut app = Router::new().merge(rest::router(state, config.max_request_body_size)).merge(remote_agents);
+    let mut app = Router::new()
+        .merge(rest::router_with(
+            state,
+            rest::limits::Limits::new(config.max_request_body_size, config.request_timeout),
+            rest::files::FileStoreQuota(config.file_store_quota),
+        ))
+        .merge(remote_agents);
     if config.console_enabled {
         app = app.merge(crate::console::router(
             orchestrator.clone(),
@@ -78,13 +87,19 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     };
     crate::compile_runner::start(orchestrator.clone(), compiles);
     // One plain line on stdout that people and scripts can rely on (tests read the port from it).
-    println!("Inmanta server listening on http://{local} (console: http://{local}/console)");
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    println!("Inmanta server listening on {scheme}://{local} (console: {scheme}://{local}/console)");
     if let Some(file) = initial_password_file {
-        println!("Log in at http://{local}/console as `admin`; the generated password is in {file}");
+        println!("Log in at {scheme}://{local}/console as `admin`; the generated password is in {file}");
     }
 
-    let app = app.into_make_service_with_connect_info::<SocketAddr>();
-    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await.context("server failed")?;
+    match tls {
+        Some(acceptor) => crate::tls::serve(listener, acceptor, app, shutdown_signal()).await?,
+        None => {
+            let app = app.into_make_service_with_connect_info::<SocketAddr>();
+            axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await.context("server failed")?;
+        }
+    }
     tracing::info!("shutting down: closing the database");
     orchestrator.store().close().await;
     Ok(())

@@ -73,11 +73,12 @@ impl SessionStore for DatabaseStore {
 
 /// The session layer: an http-only, same-site strict cookie that expires after `expire_seconds`
 /// without activity.
-pub fn layer(orchestrator: Orchestrator, expire_seconds: i64) -> SessionManagerLayer<DatabaseStore> {
+/// `secure`: the server speaks HTTPS, so the browser never sends the cookie over plain HTTP.
+pub fn layer(orchestrator: Orchestrator, expire_seconds: i64, secure: bool) -> SessionManagerLayer<DatabaseStore> {
     SessionManagerLayer::new(DatabaseStore(orchestrator))
         .with_name(COOKIE)
         .with_http_only(true)
-        .with_secure(false)
+        .with_secure(secure)
         .with_same_site(tower_sessions::cookie::SameSite::Strict)
         .with_path("/")
         .with_expiry(Expiry::OnInactivity(time::Duration::seconds(expire_seconds)))

@@ -194,6 +194,7 @@ pub(crate) struct Evaluator<'a> {
     pub project: ProjectCtx,
     pub plugins: Rc<crate::builtins::Plugins>,
     pub max_steps: u64,
+    pub max_instances: u64,
     pub steps: u64,
     listeners: FastMap<(InstId, u32), Vec<Listener<'a>>>,
     /// (relation, listener index, new element) to process
@@ -255,6 +256,7 @@ impl<'a> Evaluator<'a> {
             project,
             plugins: Rc::new(crate::builtins::Plugins::new()),
             max_steps: 5_000_000,
+            max_instances: u64::MAX,
             steps: 0,
             precedence: Vec::new(),
             listeners: FastMap::default(),
@@ -370,7 +372,23 @@ impl<'a> Evaluator<'a> {
                 if self.steps > self.max_steps {
                     self.errors.push(Diagnostic::plain(
                         "RuntimeException",
-                        format!("Compilation did not finish within {} steps", self.max_steps),
+                        format!(
+                            "Compilation did not finish within {} steps: the model may loop without end \
+                             (a model this large can raise the limit with INMANTA_COMPILER_MAX_STEPS)",
+                            self.max_steps
+                        ),
+                    ));
+                    return;
+                }
+                if self.instances.len() as u64 > self.max_instances {
+                    self.errors.push(Diagnostic::plain(
+                        "RuntimeException",
+                        format!(
+                            "the model made more than {} instances: it may create instances without end, e.g. an \
+                             implementation that constructs its own entity (a model this large can raise the \
+                             limit with INMANTA_COMPILER_MAX_INSTANCES)",
+                            self.max_instances
+                        ),
                     ));
                     return;
                 }

@@ -212,6 +212,22 @@ const PASSWORD_CHANGE_LABELS: &[&str] = &["user.change-password"];
 pub struct Denied(pub String);
 
 impl Principal {
+    /// May write to the file store (shared by every environment): those who export. An admin, a
+    /// user with a role that writes the desired state somewhere, a compiler or API token; not
+    /// agents, read-only users or a user who must still change the generated password.
+    pub fn may_write_files(&self) -> bool {
+        match self {
+            Principal::Unrestricted => true,
+            Principal::Token { clients, .. } => {
+                clients.contains(ClientType::Compiler) || clients.contains(ClientType::Api)
+            }
+            Principal::User { must_change_password: true, .. } => false,
+            Principal::User { is_admin, roles, .. } => {
+                *is_admin || roles.values().flatten().any(|role| role_grants(role, "desired-state.write"))
+            }
+        }
+    }
+
     /// The one authorization decision. `environment` is the environment the call is about
     /// (required for [`Access::Environment`]).
     pub fn authorize(&self, access: Access, environment: Option<Uuid>) -> Result<(), Denied> {
@@ -247,8 +263,10 @@ impl Principal {
                         "this endpoint is for agents and the compiler, not for users ({what})"
                     )));
                 }
+                // Nothing but changing the password, not even reading who one is or renewing the
+                // login, until the generated password is replaced.
                 if *must_change_password && !access.label().is_some_and(|l| PASSWORD_CHANGE_LABELS.contains(&l)) {
-                    if matches!(access, Access::Authenticated(_) | Access::Public) {
+                    if access == Access::Public {
                         return Ok(());
                     }
                     return Err(Denied(format!(
@@ -368,6 +386,8 @@ mod tests {
         };
         assert!(admin.authorize(Access::Global("project.read", Clients::API), None).is_err());
         assert!(admin.authorize(Access::Global("user.change-password", Clients::API), None).is_ok());
-        assert!(admin.authorize(Access::Authenticated(Clients::API), None).is_ok());
+        assert!(admin.authorize(Access::Authenticated(Clients::API), None).is_err());
+        assert!(admin.authorize(Access::Public, None).is_ok());
+        assert!(!admin.may_write_files());
     }
 }

@@ -50,6 +50,7 @@ fn password_version(hash: &str) -> String {
 }
 
 fn check_username(username: &str) -> Result<&str> {
+    crate::validate::name("a user name", username)?;
     let username = username.trim();
     if username.is_empty() || username.len() > 64 {
         return Err(Error::BadRequest("a username must be 1 to 64 characters long".into()));
@@ -112,6 +113,7 @@ impl Orchestrator {
 
     /// The user with their roles, or `None` when there is no such user.
     pub async fn user_record(&self, username: &str) -> Result<Option<UserRecord>> {
+        crate::validate::name("a user name", username)?;
         let row: Option<UserRow> = sqlx::query_as(
             "SELECT username, password_hash, is_admin, must_change_password FROM auth_user WHERE username = $1",
         )
@@ -132,6 +134,7 @@ impl Orchestrator {
     /// Checks a login. `None` for an unknown user or a wrong password alike, so callers cannot
     /// tell which.
     pub async fn verify_login(&self, username: &str, password: &str) -> Result<Option<UserRecord>> {
+        crate::validate::name("a user name", username)?;
         let hash: Option<String> = sqlx::query_scalar("SELECT password_hash FROM auth_user WHERE username = $1")
             .bind(username.trim())
             .fetch_optional(self.store.pool())
@@ -270,6 +273,7 @@ impl Orchestrator {
     }
 
     pub async fn delete_role(&self, name: &str) -> Result<()> {
+        crate::validate::name("a role name", name)?;
         if ROLES.contains(&name) {
             return Err(Error::BadRequest(format!("{name} is a built-in role and cannot be deleted")));
         }
@@ -292,6 +296,7 @@ impl Orchestrator {
     }
 
     pub async fn role_assignments(&self, username: &str) -> Result<RoleAssignmentsPerEnvironment> {
+        crate::validate::name("a user name", username)?;
         let rows: Vec<(String, String)> = sqlx::query_as(
             "SELECT environment, role FROM auth_role_assignment WHERE username = $1 ORDER BY environment, role",
         )
@@ -306,6 +311,8 @@ impl Orchestrator {
     }
 
     pub async fn assign_role(&self, username: &str, environment: Uuid, role: &str) -> Result<()> {
+        crate::validate::name("a user name", username)?;
+        crate::validate::name("a role name", role)?;
         let mut tx = self.store.begin_write().await?;
         let user: Option<String> = sqlx::query_scalar("SELECT username FROM auth_user WHERE username = $1")
             .bind(username)
@@ -346,6 +353,8 @@ impl Orchestrator {
     }
 
     pub async fn unassign_role(&self, username: &str, environment: Uuid, role: &str) -> Result<()> {
+        crate::validate::name("a user name", username)?;
+        crate::validate::name("a role name", role)?;
         let mut tx = self.store.begin_write().await?;
         let done =
             sqlx::query("DELETE FROM auth_role_assignment WHERE username = $1 AND environment = $2 AND role = $3")

@@ -15,19 +15,22 @@ use crate::security::LoginRefused;
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{self, Path, PeerAddress, Query, Tid};
+use super::limits::BodyLimit;
 use super::{AppState, Caller, Routes, authenticated, data, done, env, global, public};
 
 pub fn router() -> Routes {
     let tokens = env("token");
     Routes::new()
         .post("/api/v2/login", public(), login)
-        .post("/api/v2/login/renew", global("user.change-password"), renew)
+        .post("/api/v2/login/renew", authenticated(), renew)
+        .body(BodyLimit::Small)
         .post("/api/v2/logout", public(), logout)
         .get("/api/v2/current_user", authenticated(), current_user)
         .get("/api/v2/user", global("user.read"), list_users)
         .post("/api/v2/user", global("user.write"), add_user)
         .delete("/api/v2/user/{username}", global("user.write"), delete_user)
         .patch("/api/v2/user/{username}/password", global("user.change-password"), set_password)
+        .body(BodyLimit::Small)
         .patch("/api/v2/is_admin", global("role.is-admin"), set_is_admin)
         .get("/api/v2/role", global("role.read"), list_roles)
         .post("/api/v2/role", global("role.write"), create_role)
@@ -68,7 +71,7 @@ async fn login(
     };
     crate::sessions::begin(&session, &user)
         .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot start a session: {e}")))?;
+        .map_err(|e| ApiError::internal(&format!("cannot start a session: {e}")))?;
     let answer = LoginReturn {
         token: security.authenticator.login_token(&user),
         user: user.user(),
@@ -97,9 +100,7 @@ async fn renew(State(state): State<AppState>, Caller(caller): Caller) -> ApiResu
 /// Ends the console session. Bearer tokens are stateless: clients drop them; they expire after
 /// `login_session_expire`, and a password change ends them all.
 async fn logout(session: Session) -> ApiResult<Response> {
-    crate::sessions::end(&session)
-        .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot end the session: {e}")))?;
+    crate::sessions::end(&session).await.map_err(|e| ApiError::internal(&format!("cannot end the session: {e}")))?;
     Ok(done().into_response())
 }
 

@@ -14,6 +14,7 @@ use uuid::Uuid;
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{self, Path, Query, Tid};
+use super::limits::BodyLimit;
 use super::{Routes, data, empty, env};
 use orchestrator::auth::Clients;
 
@@ -26,6 +27,7 @@ pub fn router() -> Routes {
         .post("/api/v1/dryrun/{id}", env("dryrun.write"), v1_request)
         .get("/api/v1/dryrun/{id}", env("dryrun.read"), v1_report)
         .put("/api/v1/dryrun/{id}", env("dryrun.write").clients(Clients::AGENT), v1_update)
+        .body(BodyLimit::Large)
 }
 
 async fn trigger(

@@ -27,12 +27,22 @@ impl From<orchestrator::Error> for ApiError {
             NotFound(_) => StatusCode::NOT_FOUND,
             Conflict(_) => StatusCode::CONFLICT,
             Forbidden(_) => StatusCode::FORBIDDEN,
-            Database(_) | Migration(_) | Corrupt(_) => {
-                tracing::error!(error = %e, "request failed on the server side");
-                StatusCode::INTERNAL_SERVER_ERROR
-            }
+            Database(_) | Migration(_) | Corrupt(_) => return ApiError::internal(&e),
         };
         ApiError::new(status, e.to_string())
+    }
+}
+
+impl ApiError {
+    /// A failure on the server's side (database, I/O): the client gets a fixed message and an
+    /// id to quote; the detail, which may hold the database's own text, goes only to the log.
+    pub fn internal(detail: &dyn std::fmt::Display) -> ApiError {
+        let id = uuid::Uuid::new_v4();
+        tracing::error!(error_id = %id, error = %detail, "request failed on the server side");
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("internal server error (error id {id}); the server log has the details"),
+        )
     }
 }
 

@@ -18,10 +18,17 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let cap = req.extensions().get::<super::limits::BodyCap>().copied();
         let bytes = axum::body::Bytes::from_request(req, state).await.map_err(|e| {
             let status = e.status();
             if status == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::new(status, "request body too large: raise [server] max-request-body-size to allow it")
+                match cap {
+                    Some(cap) => super::limits::too_large(cap.bytes, cap.limit),
+                    None => ApiError::new(
+                        status,
+                        "request body too large: raise [server] max-request-body-size to allow it",
+                    ),
+                }
             } else {
                 ApiError::new(status, format!("could not read the request body: {e}"))
             }

@@ -1,9 +1,9 @@
 //! The file store (reference/api.md §5.7). Not environment scoped.
 
-use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use orchestrator::Orchestrator;
@@ -12,7 +12,8 @@ use serde_json::json;
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{self, Path};
-use super::{Routes, authenticated, empty};
+use super::limits::BodyLimit;
+use super::{Caller, Routes, authenticated, empty};
 use orchestrator::auth::Clients;
 
 pub fn router() -> Routes {
@@ -21,7 +22,9 @@ pub fn router() -> Routes {
     let anyone = authenticated().clients(Clients::ALL);
     Routes::new()
         .post("/api/v1/file", anyone, stat_files)
+        .body(BodyLimit::Large)
         .put("/api/v1/file/{id}", anyone, upload)
+        .body(BodyLimit::Large)
         .get("/api/v1/file/{id}", anyone, get_file)
         .head("/api/v1/file/{id}", anyone, stat_file)
         .post("/api/v1/filediff", authenticated(), diff)
@@ -37,15 +40,24 @@ struct Upload {
     id: Option<String>,
 }
 
+/// `[server] file-store-quota`: the bytes the file store may hold in all.
+#[derive(Debug, Clone, Copy)]
+pub struct FileStoreQuota(pub u64);
+
+/// When not configured: 10 GiB.
+pub const DEFAULT_FILE_STORE_QUOTA: u64 = 10 * 1024 * 1024 * 1024;
+
 async fn upload(
     State(o): State<Orchestrator>,
+    Caller(caller): Caller,
+    Extension(FileStoreQuota(quota)): Extension<FileStoreQuota>,
     Path(id): Path<String>,
     extract::Json(req): extract::Json<Upload>,
 ) -> ApiResult<Response> {
     let content = STANDARD
         .decode(req.content.trim())
         .map_err(|e| ApiError::bad_request(format!("content must be base64: {e}")))?;
-    o.upload_file(&id, &content).await?;
+    o.upload_file_as(&caller, &id, &content, quota).await?;
     Ok(empty())
 }
 

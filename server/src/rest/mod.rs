@@ -11,11 +11,13 @@ mod agents;
 mod auth;
 mod compiles;
 mod deploy;
+mod docs;
 mod dryrun;
 mod environments;
 pub mod error;
 pub mod extract;
-mod files;
+pub mod files;
+pub mod limits;
 mod notifications;
 mod parameters;
 mod projects;
@@ -43,6 +45,7 @@ use tower_http::decompression::RequestDecompressionLayer;
 use uuid::Uuid;
 
 use self::error::ApiError;
+use self::limits::{BodyLimit, Limits};
 use crate::security::Security;
 
 /// What every handler can reach.
@@ -99,6 +102,8 @@ pub struct RouteRule {
     pub method: Method,
     pub path: &'static str,
     pub rule: Rule,
+    /// Public routes take [`BodyLimit::Small`] bodies whatever this says.
+    pub body: BodyLimit,
 }
 
 /// A router that records the rule of every route it gets.
@@ -119,7 +124,19 @@ impl Routes {
     {
         let filter = MethodFilter::try_from(method.clone()).expect("a standard HTTP method");
         self.router = self.router.route(path, axum::routing::on(filter, handler));
-        self.table.push(RouteRule { method, path, rule });
+        let body = if rule.access == Access::Public { BodyLimit::Small } else { BodyLimit::default() };
+        self.table.push(RouteRule { method, path, rule, body });
+        self
+    }
+
+    /// The route added last takes bodies of `limit` (credential routes: small; bulk uploads:
+    /// large).
+    pub fn body(mut self, limit: BodyLimit) -> Routes {
+        if let Some(last) = self.table.last_mut()
+            && last.rule.access != Access::Public
+        {
+            last.body = limit;
+        }
         self
     }
 
@@ -170,6 +187,7 @@ fn all_routes() -> Routes {
         .merge(compiles::router())
         .merge(deploy::router())
         .merge(dryrun::router())
+        .merge(docs::router())
 }
 
 /// Every route of the API with its rule: what the guard enforces.
@@ -190,17 +208,33 @@ impl axum::extract::FromRef<AppState> for orchestrator::Orchestrator {
     }
 }
 
-/// The whole REST API under `/api`.
+/// The whole REST API under `/api`, with the default request timeout and file-store quota.
 pub fn router(state: AppState, max_body_bytes: usize) -> Router {
+    router_with(
+        state,
+        Limits::new(max_body_bytes, limits::DEFAULT_REQUEST_TIMEOUT),
+        files::FileStoreQuota(files::DEFAULT_FILE_STORE_QUOTA),
+    )
+}
+
+/// The whole REST API under `/api`, within `limits`.
+pub fn router_with(state: AppState, limits: Limits, quota: files::FileStoreQuota) -> Router {
     let Routes { router, table } = all_routes();
-    let rules: Arc<HashMap<(Method, &'static str), Rule>> =
-        Arc::new(table.into_iter().map(|r| ((r.method, r.path), r.rule)).collect());
-    let sessions = crate::sessions::layer(state.orchestrator.clone(), state.security.authenticator.login_expire);
+    let max_body_bytes = limits.max_body;
+    let api_docs = docs::ApiDocs(Arc::new(docs::openapi(&table, &limits)));
+    let rules: Rules = Arc::new(table.into_iter().map(|r| ((r.method, r.path), (r.rule, r.body))).collect());
+    let sessions = crate::sessions::layer(
+        state.orchestrator.clone(),
+        state.security.authenticator.login_expire,
+        state.security.secure_cookies,
+    );
     router
-        .route_layer(middleware::from_fn_with_state((state.clone(), rules), guard))
+        .route_layer(middleware::from_fn_with_state((state.clone(), rules, limits), guard))
         .layer(sessions)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body_bytes))
+        .layer(axum::Extension(quota))
+        .layer(axum::Extension(api_docs))
         .layer(RequestDecompressionLayer::new())
         .layer(middleware::from_fn(echo_tid))
         .with_state(state)
@@ -222,11 +256,16 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
     }
 }
 
-type Rules = Arc<HashMap<(Method, &'static str), Rule>>;
+type Rules = Arc<HashMap<(Method, &'static str), (Rule, BodyLimit)>>;
 
-/// The authorization guard in front of every route: authenticate, find the route's rule and
-/// the environment it is about, and let [`Principal::authorize`] decide.
-async fn guard(State((state, rules)): State<(AppState, Rules)>, mut request: Request, next: Next) -> Response {
+/// The guard in front of every route: cap the body to the route's limit, authenticate, find
+/// the route's rule and the environment it is about, let [`Principal::authorize`] decide, and
+/// run the handler within the byte budget and the time limit.
+async fn guard(
+    State((state, rules, limits)): State<(AppState, Rules, Limits)>,
+    request: Request,
+    next: Next,
+) -> Response {
     let Some(path) = request.extensions().get::<MatchedPath>().map(|p| p.as_str().to_string()) else {
         return ApiError::new(StatusCode::NOT_FOUND, "no such endpoint").into_response();
     };
@@ -236,26 +275,57 @@ async fn guard(State((state, rules)): State<(AppState, Rules)>, mut request: Req
         .or_else(|| (method == Method::HEAD).then(|| rules.get(&(Method::GET, path.as_str()))).flatten())
         .copied();
     // Fail closed: a route without a rule is a programming error, never an open door.
-    let Some(rule) = rule else {
+    let Some((rule, body)) = rule else {
         tracing::error!(%method, %path, "route without an authorization rule");
         return ApiError::new(StatusCode::FORBIDDEN, "this endpoint has no authorization rule").into_response();
     };
-    if rule.access == Access::Public {
-        return next.run(request).await;
+    // No name, id or value holds a NUL: refused here for every path and query parameter.
+    if request.uri().to_string().to_ascii_lowercase().contains("%00") {
+        return ApiError::bad_request("Invalid request: the URL may not contain NUL characters (%00)").into_response();
     }
+    let (mut request, cap) = match limits.cap_body(request, body) {
+        Ok(capped) => capped,
+        Err(error) => return error.into_response(),
+    };
+    request.extensions_mut().insert(limits::BodyCap { bytes: cap, limit: body });
+    let work = async {
+        if rule.access != Access::Public {
+            request = match authorized(&state, request, rule).await {
+                Ok(request) => request,
+                Err(error) => return error.into_response(),
+            };
+        }
+        let expected = Limits::expected_body(&request, cap);
+        let _permit = match limits.reserve(expected).await {
+            Ok(permit) => permit,
+            Err(error) => return error.into_response(),
+        };
+        next.run(request).await
+    };
+    match tokio::time::timeout(limits.request_timeout, work).await {
+        Ok(response) => response,
+        Err(_) => {
+            tracing::warn!(%method, %path, "request timed out");
+            limits.timed_out().into_response()
+        }
+    }
+}
+
+/// Authenticates the caller and checks the route's rule; the request carries the [`Caller`].
+async fn authorized(state: &AppState, mut request: Request, rule: Rule) -> Result<Request, Response> {
     let principal = match state.security.authenticate(&state.orchestrator, request.headers()).await {
         Ok(principal) => principal,
-        Err(error) => return error.into_response(),
+        Err(error) => return Err(error.into_response()),
     };
     let environment = match environment_of(&mut request, rule).await {
         Ok(environment) => environment,
-        Err(error) => return error.into_response(),
+        Err(error) => return Err(error.into_response()),
     };
     if let Err(denied) = principal.authorize(rule.access, environment) {
-        return ApiError::new(StatusCode::FORBIDDEN, denied.0).into_response();
+        return Err(ApiError::new(StatusCode::FORBIDDEN, denied.0).into_response());
     }
     request.extensions_mut().insert(Caller(principal));
-    next.run(request).await
+    Ok(request)
 }
 
 /// The environment an environment action is about: a path parameter or the tid header.

@@ -13,6 +13,7 @@ use serde_json::json;
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{self, Path, Query, Tid};
+use super::limits::BodyLimit;
 use super::{Routes, data, empty, env, paged};
 use orchestrator::auth::Clients;
 
@@ -24,6 +25,7 @@ pub fn router() -> Routes {
         .delete("/api/v1/parameter/{name}", everyone("parameter.write"), v1_delete)
         .post("/api/v1/parameter", env("parameter.read").clients(Clients::API_COMPILER), v1_list)
         .put("/api/v1/parameters", everyone("parameter.write"), v1_set_many)
+        .body(BodyLimit::Large)
         .get("/api/v2/parameters", env("parameter.read"), v2_parameters)
         .put("/api/v2/parameters/{name}", everyone("parameter.write"), v2_set_parameter)
         .get("/api/v2/facts", env("fact.read"), v2_facts)

@@ -11,6 +11,7 @@ use serde_json::json;
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{self, Path, Query, Tid};
+use super::limits::BodyLimit;
 use super::{Routes, data, done, empty, env, paged};
 use orchestrator::auth::Clients;
 
@@ -20,8 +21,10 @@ pub fn router() -> Routes {
     Routes::new()
         .post("/api/v2/reserve_version", write.clients(Clients::API_COMPILER), reserve)
         .put("/api/v1/version", write.clients(Clients::API_COMPILER), put_version)
+        .body(BodyLimit::Large)
         .get("/api/v1/version", read, v1_list)
         .put("/api/v2/version/partial", write.clients(Clients::API_COMPILER), put_partial)
+        .body(BodyLimit::Large)
         .post("/api/v1/version/{id}", write.clients(Clients::API_COMPILER), release)
         .get("/api/v1/version/{id}", read, v1_get)
         .delete("/api/v1/version/{id}", write, v1_delete)
