@@ -32,6 +32,12 @@ source scripts/postgres.sh
 ensure_postgres
 INMANTA_TEST_POSTGRES="$POSTGRES_ADMIN_URL" cargo test -p orchestrator -p server
 
+# Inmanta's own clients (inmanta-cli, exporter, Python client of inmanta-core 20.1, from the
+# package index into the cached reference venv; Python 3.13 from pyenv) against our server,
+# compared with the recorded answers of the real Inmanta server. See docs/api.md.
+log "Inmanta's clients against our server"
+scripts/inmanta-clients/run.sh
+
 log "browser tests"
 ensure_chromium
 state=$(mktemp -d)

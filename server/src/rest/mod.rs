@@ -16,6 +16,7 @@ mod environments;
 pub mod error;
 pub mod extract;
 mod files;
+pub mod lenient;
 mod notifications;
 mod parameters;
 mod projects;
