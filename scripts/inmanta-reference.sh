@@ -7,6 +7,7 @@
 #   scripts/inmanta-reference.sh python ARGS    run the reference venv's Python
 #   scripts/inmanta-reference.sh inmanta ARGS   run the real `inmanta` command
 #   scripts/inmanta-reference.sh path           print the venv's bin directory
+#   scripts/inmanta-reference.sh server ...     the real server (scripts/inmanta-reference-server.sh)
 #
 # Python 3.13 is needed by inmanta-core 20.1: taken from $INMANTA_REFERENCE_PYTHON, pyenv, or PATH.
 set -euo pipefail
@@ -61,5 +62,6 @@ case "$cmd" in
   python) install; exec "$VENV/bin/python" "$@" ;;
   inmanta) install; exec "$VENV/bin/inmanta" "$@" ;;
   path) install; echo "$VENV/bin" ;;
-  *) echo "usage: $0 install|python|inmanta|path" >&2; exit 2 ;;
+  server) exec "$(dirname "$0")/inmanta-reference-server.sh" "$@" ;;
+  *) echo "usage: $0 install|python|inmanta|path|server" >&2; exit 2 ;;
 esac

@@ -43,6 +43,12 @@ scripts/schemathesis.sh "${POSTGRES_ADMIN_URL%/*}/$fuzz_db"
 psql "$POSTGRES_ADMIN_URL" -qc "DROP DATABASE $fuzz_db WITH (FORCE)" >/dev/null || true
 # --- end issue 18 ---
 
+# Inmanta's own clients (inmanta-cli, exporter, Python client of inmanta-core 20.1, from the
+# package index into the cached reference venv; Python 3.13 from pyenv) against our server,
+# compared with the recorded answers of the real Inmanta server. See docs/api.md.
+log "Inmanta's clients against our server"
+scripts/inmanta-clients/run.sh
+
 log "browser tests"
 ensure_chromium
 state=$(mktemp -d)

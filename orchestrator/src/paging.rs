@@ -344,9 +344,10 @@ where
     T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
 {
     let Source { select, from, scope, scope_binds, base_path, .. } = source;
+    // `limit=0` asks for the metadata only (`inmanta-cli monitor` reads the deploy summary so).
     let limit = req.limit.unwrap_or(MAX_LIMIT);
-    if limit == 0 || limit > MAX_LIMIT {
-        return Err(Error::BadRequest(format!("limit must be between 1 and {MAX_LIMIT}, got {limit}")));
+    if limit > MAX_LIMIT {
+        return Err(Error::BadRequest(format!("limit must be between 0 and {MAX_LIMIT}, got {limit}")));
     }
     if req.start.is_some() && req.end.is_some() {
         return Err(Error::BadRequest("give start or end, not both".into()));

@@ -250,6 +250,13 @@ struct TokenRequest {
 }
 
 async fn create_token(state: &AppState, caller: &Principal, env: Uuid, request: TokenRequest) -> ApiResult<String> {
+    // As Inmanta: a token of a server without authentication would grant nothing, and would
+    // suggest otherwise.
+    if !state.security.enabled {
+        return Err(ApiError::bad_request(
+            "Invalid request: Authentication is disabled, generating a token is not allowed",
+        ));
+    }
     let mut clients = Vec::new();
     for name in &request.client_types {
         clients.push(ClientType::parse(name).ok_or_else(|| {

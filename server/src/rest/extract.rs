@@ -1,6 +1,8 @@
 //! Extractors that turn every malformed request into a JSON error saying what to fix, instead
-//! of axum's plain-text rejections.
+//! of axum's plain-text rejections. Bodies and queries that the strict reading refuses get a
+//! second, lenient reading with Inmanta's coercions ([`super::lenient`]) before they are refused.
 
+use axum::RequestExt;
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::StatusCode;
@@ -9,6 +11,7 @@ use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
 use super::error::ApiError;
+use super::lenient;
 
 /// A JSON body. An empty body counts as `{}` because Inmanta clients send no body for calls
 /// whose arguments are all optional.
@@ -17,8 +20,9 @@ pub struct Json<T>(pub T);
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+    async fn from_request(mut req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let cap = req.extensions().get::<super::limits::BodyCap>().copied();
+        let path_arguments = path_arguments(&mut req).await;
         let bytes = axum::body::Bytes::from_request(req, state).await.map_err(|e| {
             let status = e.status();
             if status == StatusCode::PAYLOAD_TOO_LARGE {
@@ -34,10 +38,43 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
             }
         })?;
         let bytes = if bytes.iter().all(u8::is_ascii_whitespace) { &b"{}"[..] } else { &bytes[..] };
-        serde_json::from_slice(bytes)
-            .map(Json)
-            .map_err(|e| ApiError::bad_request(format!("Invalid request: the body is not valid for this call: {e}")))
+        serde_json::from_slice(bytes).map(Json).or_else(|strict| {
+            serde_json::from_slice::<serde_json::Value>(bytes)
+                .ok()
+                .and_then(|value| lenient::from_body(value, &path_arguments).ok())
+                .map(Json)
+                .ok_or_else(|| {
+                    ApiError::bad_request(format!("Invalid request: the body is not valid for this call: {strict}"))
+                })
+        })
     }
+}
+
+/// Names an Inmanta client may repeat in the body of a call with path parameters: Inmanta's
+/// own names of path parameters (its client sends every argument of a POST, PUT or PATCH in the
+/// body too), and ours. Empty for a route without path parameters.
+async fn path_arguments(req: &mut Request) -> Vec<String> {
+    const INMANTA_PATH_ARGUMENTS: &[&str] = &[
+        "action",
+        "discovered_resource_id",
+        "from_version",
+        "id",
+        "jti",
+        "name",
+        "notification_id",
+        "report_id",
+        "rid",
+        "rvid",
+        "to_version",
+        "username",
+        "version",
+    ];
+    let Ok(params) = req.extract_parts::<axum::extract::RawPathParams>().await else { return Vec::new() };
+    let ours: Vec<String> = params.iter().map(|(name, _)| name.to_string()).collect();
+    if ours.is_empty() {
+        return ours;
+    }
+    INMANTA_PATH_ARGUMENTS.iter().map(|name| name.to_string()).chain(ours).collect()
 }
 
 impl From<JsonRejection> for ApiError {
@@ -67,11 +104,31 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        axum::extract::Query::<T>::from_request_parts(parts, state)
-            .await
-            .map(|q| Query(q.0))
-            .map_err(|e: QueryRejection| ApiError::bad_request(format!("Invalid request: {}", e.body_text())))
+        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
+            Ok(q) => Ok(Query(q.0)),
+            Err(strict) => lenient::from_value(query_value(&parts.uri)).map(Query).map_err(|_: serde_json::Error| {
+                let strict: QueryRejection = strict;
+                ApiError::bad_request(format!("Invalid request: {}", strict.body_text()))
+            }),
+        }
     }
+}
+
+/// A query string as a JSON object of strings; a repeated key holds the list of its values.
+fn query_value(uri: &axum::http::Uri) -> serde_json::Value {
+    let pairs = axum::extract::Query::<Vec<(String, String)>>::try_from_uri(uri).map(|q| q.0).unwrap_or_default();
+    let mut map = serde_json::Map::new();
+    for (key, value) in pairs {
+        let value = serde_json::Value::String(value);
+        match map.get_mut(&key) {
+            Some(serde_json::Value::Array(values)) => values.push(value),
+            Some(first) => *first = serde_json::Value::Array(vec![first.take(), value]),
+            None => {
+                map.insert(key, value);
+            }
+        }
+    }
+    serde_json::Value::Object(map)
 }
 
 /// The environment of an environment-scoped call, from the `X-Inmanta-tid` header.

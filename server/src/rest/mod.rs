@@ -17,6 +17,7 @@ mod environments;
 pub mod error;
 pub mod extract;
 pub mod files;
+pub mod lenient;
 pub mod limits;
 mod notifications;
 mod parameters;

@@ -4,8 +4,8 @@ use api::version::{PutPartial, PutVersion};
 use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use orchestrator::Orchestrator;
 use orchestrator::paging::PageRequest;
+use orchestrator::{ActionQuery, Orchestrator};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -115,9 +115,46 @@ async fn v1_list(State(o): State<Orchestrator>, Tid(env): Tid, Query(q): Query<V
     Ok(Json(json!({"versions": versions, "start": start, "limit": limit, "count": count})).into_response())
 }
 
-async fn v1_get(State(o): State<Orchestrator>, Tid(env): Tid, Path(version): Path<i64>) -> ApiResult<Response> {
+/// `include_logs` adds to every resource its `actions`: those of the version (`log_filter`: of
+/// one kind), newest first, at most `limit` over the version (0 or absent: all), as Inmanta does.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct V1Get {
+    include_logs: Option<bool>,
+    log_filter: Option<String>,
+    limit: Option<u64>,
+}
+
+async fn v1_get(
+    State(o): State<Orchestrator>,
+    Tid(env): Tid,
+    Path(version): Path<i64>,
+    Query(q): Query<V1Get>,
+) -> ApiResult<Response> {
     let model = o.get_version_model(env, version).await?;
-    let resources = o.version_resources(env, version).await?;
+    let mut resources = o.version_resources(env, version).await?;
+    if q.include_logs == Some(true) {
+        if q.limit.is_some_and(|l| l > api::paging::MAX_LIMIT) {
+            return Err(ApiError::bad_request(format!(
+                "limit parameter can not exceed {}, got {}. To retrieve more entries, use /api/v2/resource_actions",
+                api::paging::MAX_LIMIT,
+                q.limit.unwrap_or_default()
+            )));
+        }
+        let mut actions = o.resource_actions(env, &ActionQuery::default()).await?;
+        actions.retain(|a| {
+            q.log_filter.as_ref().is_none_or(|kind| &a.action == kind)
+                && a.resource_version_ids.iter().any(|id| id.ends_with(&format!(",v={version}")))
+        });
+        if let Some(limit) = q.limit.filter(|l| *l > 0) {
+            actions.truncate(limit as usize);
+        }
+        for resource in &mut resources {
+            let rvid = resource["resource_version_id"].as_str().unwrap_or_default().to_string();
+            let mine: Vec<_> = actions.iter().filter(|a| a.resource_version_ids.contains(&rvid)).collect();
+            resource["actions"] = json!(mine);
+        }
+    }
     Ok(Json(json!({"model": model, "resources": resources, "unknowns": []})).into_response())
 }
 
