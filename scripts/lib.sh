@@ -78,3 +78,14 @@ ensure_node_modules() {
     (cd "$dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
   fi
 }
+
+# wasm-opt from npm binaryen (pinned in frontend/package.json, npm ci from its lock), for the
+# console's release build. Never Debian's binaryen: its wasm-opt (108) breaks hydration.
+ensure_binaryen() {
+  if ! command -v npm >/dev/null; then log "installing Node.js and npm (Debian)"; apt_install nodejs npm; fi
+  local dir="$ROOT/frontend"
+  if [ ! -x "$dir/node_modules/.bin/wasm-opt" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+    log "installing wasm-opt (npm binaryen, npm ci in frontend/)"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+}

@@ -11,4 +11,5 @@ scripts/build-console.sh --release
 log "building the server"
 cargo build --release -p server --bin inmanta
 log "starting the server (Ctrl-C stops it)"
-exec "$CARGO_TARGET_DIR/release/inmanta" server --state-dir data/server --console-path "$CARGO_TARGET_DIR/site" "$@"
+# The console is embedded in the binary (built before it); --console-path DIR would override it.
+exec "$CARGO_TARGET_DIR/release/inmanta" server --state-dir data/server "$@"

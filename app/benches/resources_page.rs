@@ -19,12 +19,11 @@ const RESOURCES: usize = 10_000;
 const RUNS: usize = 30;
 
 fn router(orchestrator: orchestrator::Orchestrator) -> Router {
-    let options = app::options("site");
     let context = move || {
         provide_context(orchestrator.clone());
         provide_context(orchestrator::auth::Principal::Unrestricted);
     };
-    let page = leptos_axum::render_app_async_with_context(context, move || app::shell(options.clone()));
+    let page = leptos_axum::render_app_async_with_context(context, move || app::shell(None));
     Router::new().route("/console/{*path}", axum::routing::get(move |req: Request<Body>| page(req)))
 }
 

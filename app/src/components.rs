@@ -224,7 +224,7 @@ pub fn NoEnvironment() -> impl IntoView {
         <Empty title="No environment selected">
             <p>
                 "Pick an environment in the switcher at the top, or "
-                <a href=format!("{BASE}/")>"see all environments"</a> "."
+                <a href=BASE>"see all environments"</a> "."
             </p>
         </Empty>
     }

@@ -292,6 +292,19 @@ pub async fn create_environment(
     Ok(env.id.to_string())
 }
 
+/// Whether `env` names an environment the caller may read. Unknown and forbidden look alike, so
+/// the console's "environment not found" page does not tell which environments exist.
+#[server(prefix = "/console/fn", endpoint = "environment_exists", input = Json)]
+pub async fn environment_exists(env: String) -> Result<bool, ServerFnError> {
+    let Ok(id) = env.parse::<uuid::Uuid>() else { return Ok(false) };
+    let Ok(s) = services_for("environment.read", &env) else { return Ok(false) };
+    match s.orchestrator.get_environment(id, Default::default()).await {
+        Ok(_) => Ok(true),
+        Err(orchestrator::Error::NotFound(_)) => Ok(false),
+        Err(error) => Err(fail(error)),
+    }
+}
+
 #[server(prefix = "/console/fn", endpoint = "environment", input = Json)]
 pub async fn environment(env: String) -> Result<EnvironmentDetails, ServerFnError> {
     let s = services_for("environment.read", &env)?;
@@ -520,23 +533,50 @@ pub async fn resources(query: TableQuery) -> Result<ResourcesView, ServerFnError
     let (page, deploy) =
         s.orchestrator.released_resources(env_id(&query.env)?, &page_request(&query), true).await.map_err(fail)?;
     let deploy = deploy.unwrap_or_default();
-    Ok(ResourcesView {
-        page: page_info(&page),
-        summary: summary(&deploy),
-        summary_total: deploy.total,
-        rows: page
-            .items
-            .into_iter()
-            .map(|r| ResourceRow {
-                id: r.resource_id,
-                resource_type: r.id_details.resource_type,
-                agent: r.id_details.agent,
-                value: r.id_details.resource_id_value,
-                status: r.status,
-                requires: r.requires.len(),
-            })
-            .collect(),
-    })
+    let info = page_info(&page);
+    let mut rows = Vec::with_capacity(page.items.len());
+    for r in page.items {
+        // Only the rows of this page, and only those that are not deployed, cost a query.
+        let problem = resource_problem(&s.orchestrator, env_id(&query.env)?, &r.resource_id, &r.status).await?;
+        rows.push(ResourceRow {
+            id: r.resource_id,
+            resource_type: r.id_details.resource_type,
+            agent: r.id_details.agent,
+            value: r.id_details.resource_id_value,
+            status: r.status,
+            requires: r.requires.len(),
+            problem,
+        });
+    }
+    Ok(ResourcesView { page: info, summary: summary(&deploy), summary_total: deploy.total, rows })
+}
+
+/// Why a resource in `status` is not deployed: its last error when it failed, the dependency that
+/// blocks it when it waits or was skipped.
+#[cfg(feature = "ssr")]
+async fn resource_problem(
+    o: &orchestrator::Orchestrator,
+    env: uuid::Uuid,
+    rid: &str,
+    status: &str,
+) -> Result<Option<Problem>, ServerFnError> {
+    match status {
+        "failed" | "unavailable" => {
+            let req = orchestrator::paging::PageRequest {
+                limit: Some(1),
+                filters: vec![("minimal_log_level".into(), "ERROR".into())],
+                ..Default::default()
+            };
+            let logs = o.resource_logs(env, rid, &req).await.map_err(fail)?;
+            Ok(logs.items.into_iter().next().map(|l| Problem::Error(l.msg)))
+        }
+        "available" | "skipped" | "skipped_for_undefined" => {
+            let details = o.released_resource(env, rid).await.map_err(fail)?;
+            let requires: Vec<(String, String)> = details.requires_status.into_iter().collect();
+            Ok(Problem::blocked_by(&requires))
+        }
+        _ => Ok(None),
+    }
 }
 
 /// Asks the scheduler to deploy (or, with `repair`, repair) the environment, or one agent.
@@ -554,7 +594,9 @@ pub async fn deploy(env: String, repair: bool, agent: Option<String>) -> Result<
 pub async fn load_resource_details(env: String, rid: String) -> Result<ResourceDetails, ServerFnError> {
     let s = services_for("resource.read", &env)?;
     let r = s.orchestrator.released_resource(env_id(&env)?, &rid).await.map_err(fail)?;
+    let problem = resource_problem(&s.orchestrator, env_id(&env)?, &rid, &r.status).await?;
     Ok(ResourceDetails {
+        problem,
         id: r.resource_id,
         resource_type: r.resource_type,
         agent: r.agent,

@@ -31,14 +31,33 @@ fn switch_target(path: &str, env: &str) -> String {
     env_link(page, env)
 }
 
+/// Whether the navigation is open on a narrow screen (below 900 px the sidebar is hidden behind
+/// the header's menu button).
+#[derive(Clone, Copy)]
+pub struct NavOpen(pub RwSignal<bool>);
+
 #[component]
 pub fn Header() -> impl IntoView {
     let env = env();
     let refresh = Refresh::get();
     let connected = RwSignal::new(false);
     live::follow(env, refresh, connected);
+    let nav = use_context::<NavOpen>().map(|n| n.0).unwrap_or_else(|| RwSignal::new(false));
     view! {
         <header class="topbar">
+            <Show when=move || !env.get().is_empty()>
+                <button
+                    class="icon-button menu-button"
+                    id="menu-toggle"
+                    type="button"
+                    aria-label="Menu"
+                    aria-controls="sidebar"
+                    aria-expanded=move || nav.get().to_string()
+                    on:click=move |_| nav.update(|open| *open = !*open)
+                >
+                    "☰"
+                </button>
+            </Show>
             <a class="brand" href=BASE>
                 <img src="/console/favicon.svg" alt="" width="24" height="24"/>
                 <span>"Inmanta"</span>
@@ -145,7 +164,7 @@ fn EnvironmentSwitcher() -> impl IntoView {
                         <a href=format!("{BASE}/environment/create") on:click=move |_| open.set(false)>
                             "+ Create environment"
                         </a>
-                        <a href=format!("{BASE}/") on:click=move |_| open.set(false)>"All environments"</a>
+                        <a href=BASE on:click=move |_| open.set(false)>"All environments"</a>
                         <a href=format!("{BASE}/projects") id="manage-projects" on:click=move |_| open.set(false)>
                             "Manage projects"
                         </a>
@@ -307,6 +326,7 @@ pub fn Sidebar() -> impl IntoView {
         |(env, _)| async move { if env.is_empty() { Ok(None) } else { fns::environment(env).await.map(Some) } },
     );
     let error = ActionError::new();
+    let open = use_context::<NavOpen>().map(|n| n.0).unwrap_or_else(|| RwSignal::new(false));
     let nav = move || {
         SIDEBAR_ITEMS
             .iter()
@@ -320,6 +340,7 @@ pub fn Sidebar() -> impl IntoView {
                 view! {
                     <a
                         href=move || env_link(page, &env.get())
+                        on:click=move |_| open.set(false)
                         class:active=active
                         aria-current=move || active().then_some("page")
                     >
@@ -331,7 +352,7 @@ pub fn Sidebar() -> impl IntoView {
     };
     view! {
         <Show when=move || !env.get().is_empty()>
-            <nav class="sidebar" aria-label="Environment">
+            <nav class="sidebar" id="sidebar" class:open=move || open.get() aria-label="Environment">
                 {nav()}
                 <div class="sidebar-bottom">
                     <Transition fallback=|| ()>

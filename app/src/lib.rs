@@ -14,7 +14,7 @@ pub mod model;
 mod pages;
 
 use leptos::prelude::*;
-use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
+use leptos_meta::{MetaTags, Title, provide_meta_context};
 use leptos_router::components::{Route, Router, Routes};
 use leptos_router::path;
 
@@ -25,20 +25,40 @@ use components::{Empty, ErrorBox, Refresh};
 
 /// Where the console lives on the server; every page and asset URL starts with it.
 pub const BASE: &str = "/console";
-/// Name of the wasm-bindgen output (`pkg/console.js`, `pkg/console.wasm`, `pkg/console.css`).
-pub const OUTPUT_NAME: &str = "console";
 /// Folder of the built wasm, js and css inside the site directory (served as `/console/pkg`).
 pub const PKG_DIR: &str = "pkg";
 /// URL prefix of the server functions (each has a fixed endpoint under it).
 pub const SERVER_FN_PREFIX: &str = "/console/fn";
 
-/// The Leptos options the console is rendered with, for a site built into `site_root`.
-pub fn options(site_root: &str) -> LeptosOptions {
-    LeptosOptions::builder().output_name(OUTPUT_NAME).site_root(site_root).site_pkg_dir(PKG_DIR).build()
+/// The URLs of the console's built files as the server serves them. Their names carry a hash of
+/// their content (`pkg/console.<hash>.wasm`, see `scripts/build-console.sh`), so browsers may
+/// keep them forever and a page never pairs a new script with an old wasm.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Assets {
+    pub js: String,
+    pub wasm: String,
+    pub css: String,
 }
 
-/// The HTML document around the app, rendered on the server.
-pub fn shell(options: LeptosOptions) -> impl IntoView {
+/// The HTML document around the app, rendered on the server. Without built assets (a server
+/// compiled before `scripts/build-console.sh` ran) the pages still render, with a notice saying
+/// how to get the scripts and styles.
+pub fn shell(assets: Option<Assets>) -> impl IntoView {
+    let head = assets.clone().map(|a| {
+        // What Leptos' HydrationScripts does, with the hashed names: fetch the wasm while the
+        // script module loads, then hydrate the server-rendered body.
+        let hydrate = format!(
+            "import({js:?}).then(m => m.default({{module_or_path: {wasm:?}}}).then(() => m.hydrate()));",
+            js = a.js,
+            wasm = a.wasm
+        );
+        view! {
+            <link rel="stylesheet" href=a.css/>
+            <link rel="modulepreload" href=a.js/>
+            <link rel="preload" href=a.wasm r#as="fetch" r#type="application/wasm" crossorigin=""/>
+            <script type="module">{hydrate}</script>
+        }
+    });
     view! {
         <!DOCTYPE html>
         <html lang="en">
@@ -48,11 +68,18 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta name="color-scheme" content="light dark"/>
                 <script>{live::THEME_SCRIPT}</script>
                 <link rel="icon" type="image/svg+xml" href="/console/favicon.svg"/>
-                <AutoReload options=options.clone()/>
-                <HydrationScripts options root=BASE/>
+                {head}
                 <MetaTags/>
             </head>
             <body>
+                {assets.is_none().then(|| view! {
+                    <p class="banner banner-warning" id="console-not-built">
+                        "This server was built without the console's scripts and styles. Build them with "
+                        <code>"scripts/build-console.sh"</code>
+                        " and rebuild the server (they are embedded), or start it with "
+                        <code>"--console-path $CARGO_TARGET_DIR/site"</code> "."
+                    </p>
+                })}
                 <App/>
             </body>
         </html>
@@ -64,19 +91,21 @@ pub fn App() -> impl IntoView {
     provide_meta_context();
     let refresh = Refresh(RwSignal::new(0));
     provide_context(refresh);
+    provide_context(layout::NavOpen(RwSignal::new(false)));
     // Effects only run in the browser, so this flips once the page is hydrated (tests wait on it).
     let hydrated = RwSignal::new(false);
     Effect::new(move |_| hydrated.set(true));
     view! {
-        <Stylesheet id="console" href="/console/pkg/console.css"/>
         <Title formatter=|page: String| format!("{page} · Inmanta")/>
         <Router base=BASE>
             <div class="layout" data-hydrated=move || hydrated.get().to_string()>
+                <a class="skip-link" href="#main">"Skip to content"</a>
                 <layout::Header/>
                 <div class="frame">
                     <layout::Sidebar/>
                     <main class="content" id="main">
                         <layout::HaltedBanner/>
+                        <KnownEnvironment>
                         <Routes fallback=NotFound>
                             <Route path=path!("") view=EnvironmentsPage/>
                             <Route path=path!("/environment/create") view=pages::CreateEnvironmentPage/>
@@ -103,6 +132,7 @@ pub fn App() -> impl IntoView {
                             <Route path=path!("/facts") view=pages::FactsPage/>
                             <Route path=path!("/notificationcenter") view=pages::NotificationsPage/>
                         </Routes>
+                        </KnownEnvironment>
                     </main>
                 </div>
             </div>
@@ -121,6 +151,48 @@ fn NotFound() -> impl IntoView {
         <section class="page">
             <h1>"Page not found"</h1>
             <p>"There is no console page at this address. " <a href=BASE>"Go to the environments"</a></p>
+        </section>
+    }
+}
+
+/// The page, unless `?env=` names no environment the caller may read: then the console's 404 page
+/// for environments (HTTP 404 on the server-rendered page), never an error per panel.
+#[component]
+fn KnownEnvironment(children: ChildrenFn) -> impl IntoView {
+    let env = components::env();
+    let known = Resource::new(
+        move || env.get(),
+        |env| async move { if env.is_empty() { Ok(true) } else { fns::environment_exists(env).await } },
+    );
+    let children = StoredValue::new(children);
+    view! {
+        <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match known.await {
+                    Ok(false) => view! { <EnvironmentNotFound id=env.get_untracked()/> }.into_any(),
+                    // Known, or the check failed: the page shows its own errors.
+                    _ => children.with_value(|c| c()).into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn EnvironmentNotFound(id: String) -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+        response.set_status(axum::http::StatusCode::NOT_FOUND);
+    }
+    view! {
+        <Title text="Environment not found"/>
+        <section class="page" id="environment-not-found">
+            <h1>"Environment not found"</h1>
+            <p>
+                "There is no environment " <code>{id}</code>
+                " that you may open: it may have been deleted, or the link is mistyped. "
+                <a href=BASE>"See all environments"</a>
+            </p>
         </section>
     }
 }
@@ -217,19 +289,26 @@ mod tests {
     /// The console's page and server-function routes, as the server mounts them.
     fn router(orchestrator: Option<orchestrator::Orchestrator>) -> Router {
         let _ = any_spawner::Executor::init_tokio();
-        let options = options("site");
         let context = move || {
             if let Some(o) = orchestrator.clone() {
                 provide_context(o);
             }
             provide_context(orchestrator::auth::Principal::Unrestricted);
         };
-        let page = leptos_axum::render_app_async_with_context(context.clone(), move || shell(options.clone()));
+        let page = leptos_axum::render_app_async_with_context(context.clone(), move || shell(Some(test_assets())));
         let page = axum::routing::get(move |req: Request<Body>| page(req));
         Router::new().route("/console", page.clone()).route("/console/{*path}", page).route(
             "/console/fn/{*name}",
             axum::routing::post(move |req: Request<Body>| leptos_axum::handle_server_fns_with_context(context, req)),
         )
+    }
+
+    fn test_assets() -> Assets {
+        Assets {
+            js: "/console/pkg/console.0123.js".into(),
+            wasm: "/console/pkg/console.0123.wasm".into(),
+            css: "/console/pkg/console.0123.css".into(),
+        }
     }
 
     async fn orchestrator_with(envs: &[(&str, &str)]) -> (tempfile::TempDir, orchestrator::Orchestrator) {
@@ -310,8 +389,8 @@ mod tests {
         for id in ids {
             assert!(html.contains(&id), "{id} missing in {html}");
         }
-        assert!(html.contains("/console/pkg/console.js"), "{html}");
-        assert!(html.contains("/console/pkg/console.css"), "{html}");
+        assert!(html.contains(r#"import("/console/pkg/console.0123.js")"#), "{html}");
+        assert!(html.contains(r#"href="/console/pkg/console.0123.css""#), "{html}");
         assert!(!html.contains("No environments yet"), "{html}");
         // Sorted by project name, then environment name.
         let order: Vec<usize> = ["dev", "production", "staging"].iter().map(|n| html.find(n).unwrap()).collect();

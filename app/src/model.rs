@@ -99,6 +99,30 @@ pub struct ResourceRow {
     pub value: String,
     pub status: String,
     pub requires: usize,
+    /// Why it is not deployed: the last error of a failed resource, or what blocks it.
+    pub problem: Option<Problem>,
+}
+
+/// What keeps a resource from being deployed, as the console explains it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Problem {
+    /// The message of its latest error log line.
+    Error(String),
+    /// It waits on a dependency that failed, is undefined or is itself blocked: the first such
+    /// dependency and how many there are.
+    BlockedBy { resource: String, status: String, count: usize },
+}
+
+/// States of a dependency that keep the resources requiring it from deploying.
+pub const BLOCKING_STATES: &[&str] = &["failed", "undefined", "skipped", "skipped_for_undefined", "unavailable"];
+
+impl Problem {
+    /// The blocking dependency among `requires` (resource id, status), if any.
+    pub fn blocked_by(requires: &[(String, String)]) -> Option<Problem> {
+        let mut blocking = requires.iter().filter(|(_, status)| BLOCKING_STATES.contains(&status.as_str()));
+        let (resource, status) = blocking.next()?;
+        Some(Problem::BlockedBy { resource: resource.clone(), status: status.clone(), count: 1 + blocking.count() })
+    }
 }
 
 /// The resources page: one page of rows and the counts per state of the whole environment.
@@ -137,6 +161,8 @@ pub struct ResourceDetails {
     pub attributes: Vec<Attribute>,
     /// Required resource id and its status.
     pub requires: Vec<(String, String)>,
+    /// Why it is not deployed (last error, or the dependency that blocks it).
+    pub problem: Option<Problem>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

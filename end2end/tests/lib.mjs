@@ -7,9 +7,9 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 
-export const BASE = (process.env.INMANTA_URL ?? "http://127.0.0.1:8888").replace(/\/+$/, "");
-export const USER = process.env.E2E_USER ?? "e2e";
-export const PASSWORD = process.env.E2E_PASSWORD ?? "E2e-password-123";
+export let BASE = (process.env.INMANTA_URL ?? "http://127.0.0.1:8888").replace(/\/+$/, "");
+export let USER = process.env.E2E_USER ?? "e2e";
+export let PASSWORD = process.env.E2E_PASSWORD ?? "E2e-password-123";
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 export const ARTIFACTS =
   process.env.E2E_ARTIFACTS ?? join(dirname(fileURLToPath(import.meta.url)), "..", "test-results");
@@ -18,8 +18,12 @@ export const suffix = `${Date.now().toString(36)}-${Math.random().toString(36).s
 let browser;
 let token;
 
-/** Starts Chromium and logs in to the API; call from `before`. */
-export async function start() {
+/** Starts Chromium and logs in to the API; call from `before`. A test file that starts its own
+ * server passes its address and admin (`{ base, user, password }`). */
+export async function start(server = {}) {
+  BASE = server.base ?? BASE;
+  USER = server.user ?? USER;
+  PASSWORD = server.password ?? PASSWORD;
   mkdirSync(ARTIFACTS, { recursive: true });
   browser = await chromium.launch({
     executablePath: CHROMIUM,
@@ -57,9 +61,9 @@ export async function api(method, path, body, env, as = token) {
   return text ? JSON.parse(text).data ?? JSON.parse(text) : null;
 }
 
-/** A fresh browser context (its own cookies), not signed in. */
-export async function newContext() {
-  return browser.newContext({ viewport: { width: 1280, height: 800 } });
+/** A fresh browser context (its own cookies), not signed in; `viewport` defaults to a laptop's. */
+export async function newContext(viewport = { width: 1280, height: 800 }) {
+  return browser.newContext({ viewport });
 }
 
 /** Records every browser error of a page (console errors, exceptions, failed requests). */
@@ -104,4 +108,43 @@ export async function waitForHydration(page) {
 
 export async function shot(page, name) {
   await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+}
+
+/** A std::testing::NullResource of `version` (fails on deploy with `fail`). */
+export function nullResource(version, name, { agent = "agent1", fail = false, value = "", requires = [] } = {}) {
+  return {
+    id: `std::testing::NullResource[${agent},name=${name}],v=${version}`,
+    name, agentname: agent, fail, value, int_value: 0, purged: false,
+    send_event: true, receive_events: true,
+    requires: requires.map((r) => `${r},v=${version}`),
+  };
+}
+
+/** Stores a version of NullResources made by `make(version)`; returns its number. */
+export async function putVersion(env, make) {
+  const version = await api("POST", "/api/v2/reserve_version", undefined, env);
+  await api("PUT", "/api/v1/version", {
+    version, resources: make(version), resource_state: {}, unknowns: [], version_info: {}, compiler_version: "e2e",
+  }, env);
+  return version;
+}
+
+/** An environment whose released version has a failing resource `broken` with `dependents`
+ * resources that require it (skipped), and `fine` deployed; resolves once the deploy settled. */
+export async function failingEnvironment(name, dependents = 3) {
+  const project = await api("PUT", "/api/v2/project", { name: `${name}-project-${suffix}` });
+  const env = await api("PUT", "/api/v2/environment", { name: `${name}-${suffix}`, project_id: project.id });
+  const broken = "std::testing::NullResource[agent1,name=broken]";
+  const version = await putVersion(env.id, (v) => [
+    nullResource(v, "broken", { fail: true }),
+    nullResource(v, "fine"),
+    ...Array.from({ length: dependents }, (_, i) => nullResource(v, `needs-${i}`, { requires: [broken] })),
+  ]);
+  // auto_deploy releases new versions by default; wait until nothing is left to deploy.
+  for (let i = 0; i < 100; i++) {
+    const rows = await api("GET", "/api/v2/resource?limit=100", undefined, env.id);
+    if (rows.length === 2 + dependents && rows.every((r) => !["available", "deploying"].includes(r.status))) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return { project, env, version, broken };
 }

@@ -1,36 +1,41 @@
 //! The web console under `/console`: server-rendered Leptos pages (hydrated in the browser by the
-//! wasm in the site directory), their static assets and the console's server functions.
+//! console's wasm), their static assets and the console's server functions.
 //!
 //! Routes:
-//! - `/console`, `/console/*`: pages, rendered on the server (the whole page, data included);
-//! - `/console/pkg/*`: the wasm, its JS glue and the stylesheet, from `<site>/pkg`;
-//! - `/console/favicon.svg` (and the other files of `public/`): from `<site>`;
+//! - `/console`, `/console/*`: pages, rendered on the server (the whole page, data included),
+//!   gzip-compressed when the browser accepts it, `Cache-Control: no-cache`; unknown paths answer
+//!   the console's own 404 page;
+//! - `/console/pkg/*`: the wasm, its JS glue and the stylesheet under content-hashed names,
+//!   pre-compressed and cached for good (see console_assets.rs);
+//! - `/console/favicon.svg` (and the other files of `public/`);
 //! - `/console/fn/*`: server functions (each has a fixed endpoint, see the `app` crate);
 //! - `/console/events?env=<id>`: Server-Sent Events of one environment (the orchestrator's
 //!   events, as `{"kind": ..., "env": ...}`), followed by every open page to refetch what it shows;
 //! - `/console/login`, `/console/password`, `/console/logout`: signing in (see console_auth.rs);
 //!   every other page, server function and the event stream need a signed-in session;
-//! - `/` and `/dashboard`: redirect to `/console`.
+//! - `/`, `/dashboard` and `/console/`: redirect to `/console`.
 //!
-//! The site directory is built by `scripts/build-console.sh`; without it the pages still render
-//! (without interactivity) and a warning says where the site was expected.
+//! The assets are embedded in the binary when the console was built before the server
+//! (server/build.rs); `--console-path DIR` serves a built site from disk instead. Without either
+//! the pages still render (without interactivity) with a notice saying how to build them.
 
 use std::convert::Infallible;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::Query;
-use axum::http::{Request, StatusCode};
-use axum::response::Redirect;
+use axum::extract::{Path, Query};
+use axum::http::{HeaderMap, HeaderValue, Request, StatusCode, header};
+use axum::response::{IntoResponse, Redirect};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 use leptos::prelude::provide_context;
 use orchestrator::auth::{Access, Clients, Principal};
-use tower_http::services::{ServeDir, ServeFile};
+use tower_http::compression::CompressionLayer;
 
+use crate::console_assets::Site;
 use crate::console_auth::{self, ConsoleAuth};
 use crate::security::Security;
 
@@ -40,19 +45,20 @@ pub fn router(
     security: Arc<Security>,
     site_root: Option<PathBuf>,
 ) -> axum::Router {
-    let site_root = site_root.unwrap_or_else(default_site_root);
-    if !site_root.join(app::PKG_DIR).join(format!("{}.js", app::OUTPUT_NAME)).is_file() {
-        tracing::warn!(
-            site = %site_root.display(),
-            "console assets not found: pages render without interactivity (build them with scripts/build-console.sh, \
-             or point --console-path at the built site)"
-        );
+    let site = choose_site(site_root).map(Arc::new);
+    match &site {
+        Some(site) => tracing::info!(origin = %site.origin, "console assets"),
+        None => tracing::warn!(
+            "console assets not built: pages render without interactivity (build them with scripts/build-console.sh \
+             and rebuild the server, or point --console-path at the built site)"
+        ),
     }
+    let assets = site.as_ref().map(|s| s.assets.clone());
     // Server-side rendering spawns Leptos tasks: run them on the server's tokio runtime.
     let _ = any_spawner::Executor::init_tokio();
-    let options = app::options(&site_root.to_string_lossy());
     let events_source = orchestrator.clone();
-    let auth = ConsoleAuth { orchestrator: orchestrator.clone(), security: security.clone() };
+    let stylesheet = assets.as_ref().map(|a| a.css.clone());
+    let auth = ConsoleAuth { orchestrator: orchestrator.clone(), security: security.clone(), stylesheet };
     let sessions =
         crate::sessions::layer(orchestrator.clone(), security.authenticator.login_expire, security.secure_cookies);
     // The settings page's tokens tab issues environment tokens with it.
@@ -65,8 +71,13 @@ pub fn router(
         }
     };
 
-    let render = leptos_axum::render_app_async_with_context(context.clone(), move || app::shell(options.clone()));
-    let page = get(move |req: Request<Body>| render(req));
+    let render = leptos_axum::render_app_async_with_context(context.clone(), move || app::shell(assets.clone()));
+    let page = get(move |req: Request<Body>| async move {
+        let mut response = render(req).await;
+        // Pages show live data: always revalidate (the hashed assets they link to are cached).
+        response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        response
+    });
     let server_fn = move |req: Request<Body>| leptos_axum::handle_server_fns_with_context(context.clone(), req);
 
     // Everything that shows or changes data goes through the session guard.
@@ -88,15 +99,56 @@ pub fn router(
         // A sign-in form is a user name and passwords: nobody buffers megabytes before login.
         .layer(axum::extract::DefaultBodyLimit::max(crate::rest::limits::SMALL_BODY))
         .with_state(auth);
-    Router::new()
+    let mut router = Router::new()
         .route("/", get(|| async { Redirect::temporary(app::BASE) }))
         .route("/dashboard", get(|| async { Redirect::temporary(app::BASE) }))
+        .route("/console/", get(|| async { Redirect::temporary(app::BASE) }))
         .merge(guarded.layer(axum::extract::DefaultBodyLimit::max(crate::rest::limits::NORMAL_BODY)))
         .merge(sign_in)
         .layer(sessions)
-        .nest_service("/console/pkg", ServeDir::new(site_root.join(app::PKG_DIR)))
-        .route_service("/console/favicon.svg", ServeFile::new(site_root.join("favicon.svg")))
-        .layer(axum::middleware::from_fn(security_headers))
+        // HTML and server-function answers; the event stream is never compressed (it would
+        // buffer) and the static files below carry their own pre-compressed copies.
+        .layer(CompressionLayer::new());
+    // The static files: no session, no guard (the login page needs the stylesheet too).
+    let files = site.clone();
+    router = router.route(
+        "/console/pkg/{*file}",
+        get(move |Path(file): Path<String>, headers: HeaderMap| async move {
+            match &files {
+                Some(site) => site.respond(&format!("{}/{file}", app::PKG_DIR), &headers),
+                None => (StatusCode::NOT_FOUND, "the console's assets are not built").into_response(),
+            }
+        }),
+    );
+    if let Some(site) = site {
+        for file in site.public_files().map(str::to_string).collect::<Vec<_>>() {
+            let site = site.clone();
+            let path = file.clone();
+            router = router.route(&format!("{}/{file}", app::BASE), get(move |headers: HeaderMap| async move {
+                site.respond(&path, &headers)
+            }));
+        }
+    }
+    router.layer(axum::middleware::from_fn(security_headers))
+}
+
+/// The site to serve: a directory given at run time (`--console-path`, `[web-console] path`,
+/// `$LEPTOS_SITE_ROOT`) wins over the one embedded in the binary; without either, a site built
+/// on disk after this binary (`$CARGO_TARGET_DIR/site`, `site/` next to the binary).
+fn choose_site(explicit: Option<PathBuf>) -> Option<Site> {
+    let explicit = explicit.or_else(|| std::env::var_os("LEPTOS_SITE_ROOT").map(PathBuf::from));
+    if let Some(dir) = explicit {
+        match Site::load(&dir) {
+            Ok(site) => return Some(site),
+            Err(error) => tracing::warn!(%error, "the console directory given cannot be served; using the embedded console"),
+        }
+    }
+    match Site::embedded() {
+        Some(Ok(site)) => return Some(site),
+        Some(Err(error)) => tracing::warn!(%error, "the embedded console is broken"),
+        None => {}
+    }
+    site_candidates().iter().find_map(|dir| Site::load(dir).ok())
 }
 
 /// The console's pages may not be framed by another site (clickjacking), load scripts or styles
@@ -182,25 +234,21 @@ async fn events(
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }
 
-/// Where the built site is looked for when no `--console-path` is given: `$LEPTOS_SITE_ROOT`
-/// (set by cargo-leptos), `$CARGO_TARGET_DIR/site`, then `site/` next to the binary or one level
-/// up (`target/debug/inmanta` -> `target/site`, where `scripts/build-console.sh` puts it).
-fn default_site_root() -> PathBuf {
+/// Where a site built on disk is looked for when neither a directory is given nor one embedded:
+/// `$CARGO_TARGET_DIR/site`, then `site/` next to the binary or one level up
+/// (`target/debug/inmanta` -> `target/site`, where `scripts/build-console.sh` puts it).
+fn site_candidates() -> Vec<PathBuf> {
     let mut candidates = Vec::new();
-    if let Some(dir) = std::env::var_os("LEPTOS_SITE_ROOT") {
-        candidates.push(PathBuf::from(dir));
-    }
     if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
-        candidates.push(Path::new(&dir).join("site"));
+        candidates.push(std::path::Path::new(&dir).join("site"));
     }
-    if let Some(bin_dir) = std::env::current_exe().ok().and_then(|exe| exe.parent().map(Path::to_path_buf)) {
+    if let Some(bin_dir) = std::env::current_exe().ok().and_then(|exe| exe.parent().map(std::path::Path::to_path_buf)) {
         candidates.push(bin_dir.join("site"));
         if let Some(up) = bin_dir.parent() {
             candidates.push(up.join("site"));
         }
     }
-    let first = candidates.first().cloned().unwrap_or_else(|| PathBuf::from("site"));
-    candidates.into_iter().find(|dir| dir.join(app::PKG_DIR).is_dir()).unwrap_or(first)
+    candidates
 }
 
 #[cfg(test)]
@@ -227,8 +275,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let site = dir.path().join("site");
         std::fs::create_dir_all(site.join("pkg")).unwrap();
-        std::fs::write(site.join("pkg/console.css"), "body { margin: 0 }").unwrap();
+        std::fs::write(site.join("pkg/console.c55.css"), "body { margin: 0 }").unwrap();
+        std::fs::write(site.join("pkg/console.a11.js"), "export default 1").unwrap();
+        std::fs::write(site.join("pkg/console.b22.wasm"), "\0asm").unwrap();
         std::fs::write(site.join("favicon.svg"), "<svg/>").unwrap();
+        let manifest = r#"{"js": "pkg/console.a11.js", "wasm": "pkg/console.b22.wasm", "css": "pkg/console.c55.css"}"#;
+        std::fs::write(site.join("manifest.json"), manifest).unwrap();
         let url = format!("sqlite://{}", dir.path().join("inmanta.db").display());
         let o = orchestrator::Orchestrator::open(&url).await.unwrap();
         let project = o.create_project("infra", None).await.unwrap();
@@ -246,24 +298,32 @@ mod tests {
         assert_eq!(status, StatusCode::OK);
         assert!(html.starts_with("<!DOCTYPE html>"), "{html}");
         assert!(html.contains("production") && html.contains(&env.id.to_string()), "{html}");
-        assert!(html.contains("/console/pkg/console.js"), "{html}");
+        assert!(html.contains(r#"import("/console/pkg/console.a11.js")"#), "{html}");
+        assert!(html.contains(r#"href="/console/pkg/console.c55.css""#), "{html}");
+        assert!(!html.contains("console-not-built"), "{html}");
 
         let (status, _, html) = call(&router, "/console/no/such/page").await;
         assert_eq!(status, StatusCode::NOT_FOUND);
         assert!(html.contains("Page not found"), "{html}");
 
-        for path in ["/", "/dashboard"] {
+        for (path, target) in [("/", "/console"), ("/dashboard", "/console"), ("/console/", "/console")] {
             let (status, location, _) = call(&router, path).await;
             assert_eq!(status, StatusCode::TEMPORARY_REDIRECT, "{path}");
-            assert_eq!(location.as_deref(), Some("/console"), "{path}");
+            assert_eq!(location.as_deref(), Some(target), "{path}");
         }
 
-        let (status, _, css) = call(&router, "/console/pkg/console.css").await;
+        let (status, _, css) = call(&router, "/console/pkg/console.c55.css").await;
         assert_eq!((status, css.as_str()), (StatusCode::OK, "body { margin: 0 }"));
         let (status, _, _) = call(&router, "/console/favicon.svg").await;
         assert_eq!(status, StatusCode::OK);
         let (status, _, _) = call(&router, "/console/pkg/missing.js").await;
         assert_eq!(status, StatusCode::NOT_FOUND);
+
+        // Pages are compressed for browsers that accept it, and never cached without asking.
+        let request = Request::get("/console").header("accept-encoding", "gzip").body(Body::empty()).unwrap();
+        let response = router.clone().oneshot(request).await.unwrap();
+        assert_eq!(response.headers()["content-encoding"], "gzip");
+        assert_eq!(response.headers()["cache-control"], "no-cache");
     }
 
     #[tokio::test]

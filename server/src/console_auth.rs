@@ -25,6 +25,8 @@ pub const LOGOUT: &str = "/console/logout";
 pub struct ConsoleAuth {
     pub orchestrator: Orchestrator,
     pub security: Arc<Security>,
+    /// The URL of the console's stylesheet (content-hashed), when the console is built.
+    pub stylesheet: Option<String>,
 }
 
 /// In front of pages, server functions and the event stream: no session, no console. Pages
@@ -57,8 +59,8 @@ pub struct LoginQuery {
     next: Option<String>,
 }
 
-pub async fn login_page(Query(q): Query<LoginQuery>) -> Html<String> {
-    Html(login_html(q.next.as_deref().unwrap_or(app::BASE), "", None))
+pub async fn login_page(State(auth): State<ConsoleAuth>, Query(q): Query<LoginQuery>) -> Html<String> {
+    Html(login_html(&auth, q.next.as_deref().unwrap_or(app::BASE), "", None))
 }
 
 #[derive(Deserialize)]
@@ -77,7 +79,7 @@ pub async fn login_submit(
 ) -> Response {
     let next = safe_next(form.next.as_deref());
     let refused =
-        |status, message: &str| (status, Html(login_html(&next, &form.username, Some(message)))).into_response();
+        |status, message: &str| (status, Html(login_html(&auth, &next, &form.username, Some(message)))).into_response();
     let user = match auth.security.login(&auth.orchestrator, &form.username, &form.password, peer).await {
         Ok(Ok(user)) => user,
         Ok(Err(LoginRefused::WrongCredentials)) => {
@@ -101,7 +103,7 @@ pub async fn login_submit(
 pub async fn password_page(State(auth): State<ConsoleAuth>, session: Session) -> Response {
     match crate::sessions::principal(&session, &auth.orchestrator).await {
         Some(Principal::User { username, must_change_password, .. }) => {
-            Html(password_html(&username, must_change_password, None)).into_response()
+            Html(password_html(&auth, &username, must_change_password, None)).into_response()
         }
         _ => Redirect::to(LOGIN).into_response(),
     }
@@ -125,7 +127,7 @@ pub async fn password_submit(
         return Redirect::to(LOGIN).into_response();
     };
     let again = |message: &str| {
-        (StatusCode::BAD_REQUEST, Html(password_html(&username, must_change_password, Some(message)))).into_response()
+        (StatusCode::BAD_REQUEST, Html(password_html(&auth, &username, must_change_password, Some(message)))).into_response()
     };
     if form.password != form.repeat {
         return again("The new passwords differ.");
@@ -181,7 +183,8 @@ fn escape(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
 }
 
-fn page(title: &str, body: &str) -> String {
+fn page(auth: &ConsoleAuth, title: &str, body: &str) -> String {
+    let stylesheet = auth.stylesheet.as_deref().map(|href| format!(r#"<link rel="stylesheet" href="{href}"/>"#));
     format!(
         r#"<!DOCTYPE html>
 <html lang="en">
@@ -190,7 +193,7 @@ fn page(title: &str, body: &str) -> String {
 <meta name="viewport" content="width=device-width, initial-scale=1"/>
 <title>{title} · Inmanta</title>
 <link rel="icon" href="/console/favicon.svg"/>
-<link rel="stylesheet" href="/console/pkg/{css}.css"/>
+{stylesheet}
 <script>{theme}</script>
 </head>
 <body class="signin-body">
@@ -200,7 +203,7 @@ fn page(title: &str, body: &str) -> String {
 </main>
 </body>
 </html>"#,
-        css = app::OUTPUT_NAME,
+        stylesheet = stylesheet.unwrap_or_default(),
         theme = app::live::THEME_SCRIPT,
     )
 }
@@ -209,8 +212,9 @@ fn error_box(error: Option<&str>) -> String {
     error.map(|e| format!(r#"<p class="signin-error" role="alert">{}</p>"#, escape(e))).unwrap_or_default()
 }
 
-fn login_html(next: &str, username: &str, error: Option<&str>) -> String {
+fn login_html(auth: &ConsoleAuth, next: &str, username: &str, error: Option<&str>) -> String {
     page(
+        auth,
         "Log in",
         &format!(
             r#"<h1>Log in</h1>
@@ -231,13 +235,14 @@ fn login_html(next: &str, username: &str, error: Option<&str>) -> String {
     )
 }
 
-fn password_html(username: &str, required: bool, error: Option<&str>) -> String {
+fn password_html(auth: &ConsoleAuth, username: &str, required: bool, error: Option<&str>) -> String {
     let why = if required {
         "This password was generated when the server started for the first time. Choose your own before going on."
     } else {
         "Choose a new password."
     };
     page(
+        auth,
         "Change password",
         &format!(
             r#"<h1>Change the password of {username}</h1>
@@ -273,9 +278,16 @@ mod tests {
         assert_eq!(safe_next(None), app::BASE);
     }
 
-    #[test]
-    fn pages_escape_what_they_echo() {
-        let html = login_html("/console", "<script>", Some("a \"b\""));
+    #[tokio::test]
+    async fn pages_escape_what_they_echo() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("inmanta.db").display());
+        let orchestrator = Orchestrator::open(&url).await.unwrap();
+        let security = Arc::new(Security::new(&orchestrator, true, 3600, 5).await.unwrap());
+        let stylesheet = Some("/console/pkg/console.0123.css".to_string());
+        let auth = ConsoleAuth { orchestrator, security, stylesheet };
+        let html = login_html(&auth, "/console", "<script>", Some("a \"b\""));
+        assert!(html.contains(r#"<link rel="stylesheet" href="/console/pkg/console.0123.css"/>"#), "{html}");
         assert!(html.contains("&lt;script&gt;") && !html.contains("<script>alert"));
         assert!(html.contains("a &quot;b&quot;"));
     }

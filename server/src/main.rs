@@ -5,6 +5,7 @@ mod cli;
 mod compile_runner;
 mod config;
 mod console;
+mod console_assets;
 mod console_auth;
 mod remote;
 mod rest;

@@ -33,6 +33,67 @@ pub fn DashboardPage() -> impl IntoView {
     }
 }
 
+/// What an operator should look at first: failed and blocked resources, agents down, a failed
+/// latest compile; each a link to the list that shows them.
+#[component]
+fn NeedsAttention(env: String, data: Dashboard) -> impl IntoView {
+    let count = |states: &[&str]| -> u64 {
+        data.summary.iter().filter(|(s, _)| states.contains(&s.as_str())).map(|(_, n)| *n).sum()
+    };
+    let resources = |state: &str| format!("{}&filter.status={}", env_link("resources", &env), encode(state));
+    let plural = |n: u64, one: &str, many: &str| if n == 1 { format!("1 {one}") } else { format!("{n} {many}") };
+    let mut items: Vec<(String, String, &'static str)> = Vec::new();
+    let failed = count(&["failed"]);
+    if failed > 0 {
+        items.push((plural(failed, "resource failed", "resources failed"), resources("failed"), "failed"));
+    }
+    let blocked = count(&["skipped", "skipped_for_undefined"]);
+    if blocked > 0 {
+        let text = plural(blocked, "resource blocked by a dependency", "resources blocked by a dependency");
+        items.push((text, resources("skipped"), "skipped"));
+    }
+    let undefined = count(&["undefined"]);
+    if undefined > 0 {
+        items.push((plural(undefined, "resource undefined", "resources undefined"), resources("undefined"), "undefined"));
+    }
+    if data.agents_down > 0 {
+        let text = plural(data.agents_down, "agent down", "agents down");
+        items.push((text, format!("{}&filter.status=down", env_link("agents", &env)), "failed"));
+    }
+    if let Some(latest) = data.compiles.iter().find(|c| c.status == "success" || c.status == "failed")
+        && latest.status == "failed"
+    {
+        items.push(("The latest compile failed".into(), compile_link(&env, &latest.id), "failed"));
+    }
+    let total = items.len();
+    view! {
+        <div class="card attention" id="needs-attention" data-count=total>
+            <h2>"Needs attention"</h2>
+            {if items.is_empty() {
+                view! { <p class="muted">"Nothing: every resource is fine, agents are up, the latest compile passed."</p> }
+                    .into_any()
+            } else {
+                view! {
+                    <ul class="attention-list">
+                        {items
+                            .into_iter()
+                            .map(|(text, href, state)| {
+                                view! {
+                                    <li>
+                                        <span class=format!("legend-swatch state-bg-{state}")></span>
+                                        <a href=href>{text}</a>
+                                    </li>
+                                }
+                            })
+                            .collect_view()}
+                    </ul>
+                }
+                    .into_any()
+            }}
+        </div>
+    }
+}
+
 #[component]
 fn DashboardBody(env: String, data: Dashboard) -> impl IntoView {
     let deployed = data.summary.iter().find(|(s, _)| s == "deployed").map(|(_, n)| *n).unwrap_or(0);
@@ -98,7 +159,9 @@ fn DashboardBody(env: String, data: Dashboard) -> impl IntoView {
             }}
         </div>
     };
+    let attention = view! { <NeedsAttention env=env.clone() data=data.clone()/> };
     view! {
+        {attention}
         <div class="cards">
             <div class="card card-wide" id="deploy-progress">
                 <h2>"Deployment"</h2>

@@ -7,7 +7,7 @@ use leptos_router::hooks::use_query_map;
 use crate::components::*;
 use crate::fns;
 use crate::layout::resource_link;
-use crate::model::{ResourceDetails, ResourcesView};
+use crate::model::{Problem, ResourceDetails, ResourcesView};
 use crate::pages::desired_state::{AttributeTable, FilterForm};
 use crate::pages::environment::short_date;
 
@@ -120,6 +120,7 @@ fn ResourcesBody(env: String, data: ResourcesView) -> impl IntoView {
                         <SortHeader path=RESOURCES column="resource_id_value" label="Value"/>
                         <SortHeader path=RESOURCES column="status" label="Status"/>
                         <th scope="col">"Requires"</th>
+                        <th scope="col">"Problem"</th>
                     </tr>
                 </thead>
                 <tbody>
@@ -136,6 +137,7 @@ fn ResourcesBody(env: String, data: ResourcesView) -> impl IntoView {
                                     <td><a href=href>{r.value}</a></td>
                                     <td><StatusBadge status=r.status/></td>
                                     <td>{r.requires}</td>
+                                    <td class="problem">{r.problem.map(|p| view! { <ProblemText env=env.clone() problem=p/> })}</td>
                                 </tr>
                             }
                         })
@@ -221,13 +223,40 @@ pub fn ResourceDetailsPage() -> impl IntoView {
     }
 }
 
+/// A resource's problem in one line: its last error, or "blocked by <dependency>" with a link.
+#[component]
+pub fn ProblemText(env: String, problem: Problem) -> impl IntoView {
+    match problem {
+        Problem::Error(message) => {
+            let title = message.clone();
+            view! { <span class="last-error" title=title>{message}</span> }.into_any()
+        }
+        Problem::BlockedBy { resource, status, count } => {
+            let more = (count > 1).then(|| format!(" and {} more", count - 1));
+            view! {
+                <span class="blocked-by">
+                    "blocked by " <a href=resource_link(&env, &resource) class="mono">{resource.clone()}</a>
+                    {format!(" ({})", status.replace('_', " "))}
+                    {more}
+                </span>
+            }
+            .into_any()
+        }
+    }
+}
+
 #[component]
 fn ResourceHeader(details: ResourceDetails) -> impl IntoView {
+    let env = env().get_untracked();
+    let problem = details.problem.clone().map(|p| {
+        view! { <p class="resource-problem" id="resource-problem"><ProblemText env=env.clone() problem=p/></p> }
+    });
     view! {
         <div class="page-header">
             <h1 class="mono" id="resource-id">{details.id.clone()}</h1>
             <StatusBadge status=details.status.clone()/>
         </div>
+        {problem}
         <dl class="facts-list">
             <dt>"Type"</dt>
             <dd>{details.resource_type}</dd>
