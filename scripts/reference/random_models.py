@@ -216,7 +216,8 @@ class Expr:
         return ("true" if b else "false", b)
 
     # ---------------------------------------------------------------- string
-    def gen_string(self, ctx, depth):
+    def gen_string(self, ctx, depth, opaque_ok=False):
+        """A string expression; with opaque_ok it may be one whose value is not tracked (None)."""
         r = self.rnd
         v = self.pick_var(ctx, "string")
         if v:
@@ -252,8 +253,8 @@ class Expr:
         if choice == 6 and ctx.vars["float"]:
             name, val = r.choice(ctx.vars["float"])
             spec = r.choice([".2f", ".0f", "8.3f", "", ".1%"])
-            return (f'f"{{{name}:{spec}}}"' if spec else f'f"{{{name}}}"', format(val, spec) if spec else None)
-        if choice == 7:
+            return (f'f"{{{name}:{spec}}}"' if spec else f'f"{{{name}}}"', format(val, spec))
+        if choice == 7 and opaque_ok:
             t = r.choice(["int", "string", "bool", "float"])
             if ctx.vars[t]:
                 name, val = r.choice(ctx.vars[t])
@@ -270,13 +271,13 @@ class Expr:
         if choice == 10:
             c, a, b = self.gen_bool(ctx, depth - 1), self.gen_string(ctx, depth - 1), self.gen_string(ctx, depth - 1)
             return (f"({c[0]} ? {a[0]} : {b[0]})", a[1] if c[1] else b[1])
-        if choice == 11:
+        if choice == 11 and opaque_ok:
             b = self.gen_bool(ctx, depth - 1)
             return (f"string({b[0]})", None)
-        if choice == 12:
+        if choice == 12 and opaque_ok:
             f = self.gen_float(ctx, depth - 1)
             return (f"string({f[0]})", None)
-        if choice == 13:
+        if choice == 13 and opaque_ok:
             d = self.gen_dict(ctx, depth - 1)
             return (f"std::json_dumps({d[0]})", None)
         s = r.choice(WORDS)
@@ -364,7 +365,7 @@ class Model:
             "int": self.expr.gen_int,
             "float": self.expr.gen_float,
             "bool": self.expr.gen_bool,
-            "string": self.expr.gen_string,
+            "string": lambda c, d: self.expr.gen_string(c, d, opaque_ok=True),
             "dict": self.expr.gen_dict,
         }.get(t)
         if gen is None:
