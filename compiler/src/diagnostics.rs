@@ -65,6 +65,12 @@ impl Diagnostic {
         }
     }
 
+    /// The fully qualified name of the Python exception Inmanta raises for this error: the one
+    /// place our error kinds are mapped to Inmanta's types (the conformance check compares these).
+    pub fn inmanta_type(&self) -> &str {
+        inmanta_type(&self.kind)
+    }
+
     /// Inmanta's compile-data JSON for this error (0-based locations).
     pub fn to_compile_data(&self) -> serde_json::Value {
         let location = self.location.as_ref().map(|l| {
@@ -84,6 +90,70 @@ impl Diagnostic {
         json!({"category": self.category(), "type": self.kind, "message": self.message, "location": location})
     }
 }
+
+/// Inmanta's exception type for one of our error kinds (see [`Diagnostic::inmanta_type`]).
+pub fn inmanta_type(kind: &str) -> &str {
+    match kind {
+        "ParserException" | "InvalidNamespaceAccess" => match kind {
+            "ParserException" => "inmanta.parser.ParserException",
+            _ => "inmanta.parser.InvalidNamespaceAccess",
+        },
+        "IndexAttributeMissingInConstructorException" => {
+            "inmanta.ast.statements.generator.IndexAttributeMissingInConstructorException"
+        }
+        "IndexCollisionException" => "inmanta.ast.statements.generator.IndexCollisionException",
+        "ModuleNotFoundException" => "inmanta.module.ModuleNotFoundException",
+        "ModuleLoadingException" => "inmanta.module.ModuleLoadingException",
+        "InvalidModuleException" => "inmanta.module.InvalidModuleException",
+        "ModuleV2InV1PathException" => "inmanta.module.ModuleV2InV1PathException",
+        "InvalidMetadata" => "inmanta.module.InvalidMetadata",
+        "ProjectNotFoundException" => "inmanta.module.ProjectNotFoundException",
+        "DependencyCycleException" => "inmanta.export.DependencyCycleException",
+        // Python errors that escape Inmanta's compiler unwrapped.
+        "ZeroDivisionError" | "KeyError" | "TypeError" | "ValueError" | "RecursionError" => match kind {
+            "ZeroDivisionError" => "builtins.ZeroDivisionError",
+            "KeyError" => "builtins.KeyError",
+            "TypeError" => "builtins.TypeError",
+            "ValueError" => "builtins.ValueError",
+            _ => "builtins.RecursionError",
+        },
+        // Every other kind is a class of inmanta.ast.
+        other => AST_TYPES.iter().find(|(k, _)| *k == other).map(|(_, t)| *t).unwrap_or(other),
+    }
+}
+
+/// The exception classes defined in `inmanta.ast`.
+const AST_TYPES: &[(&str, &str)] = &[
+    ("CompilerException", "inmanta.ast.CompilerException"),
+    ("RuntimeException", "inmanta.ast.RuntimeException"),
+    ("HyphenException", "inmanta.ast.HyphenException"),
+    ("TypeNotFoundException", "inmanta.ast.TypeNotFoundException"),
+    ("MissingImportException", "inmanta.ast.MissingImportException"),
+    ("AmbiguousTypeException", "inmanta.ast.AmbiguousTypeException"),
+    ("ExternalException", "inmanta.ast.ExternalException"),
+    ("ExplicitPluginException", "inmanta.ast.ExplicitPluginException"),
+    ("WrappingRuntimeException", "inmanta.ast.WrappingRuntimeException"),
+    ("AttributeException", "inmanta.ast.AttributeException"),
+    ("PluginTypeException", "inmanta.ast.PluginTypeException"),
+    ("OptionalValueException", "inmanta.ast.OptionalValueException"),
+    ("IndexException", "inmanta.ast.IndexException"),
+    ("TypingException", "inmanta.ast.TypingException"),
+    ("InvalidTypeAnnotation", "inmanta.ast.InvalidTypeAnnotation"),
+    ("DirectExecuteException", "inmanta.ast.DirectExecuteException"),
+    ("DataClassException", "inmanta.ast.DataClassException"),
+    ("DataClassMismatchException", "inmanta.ast.DataClassMismatchException"),
+    ("KeyException", "inmanta.ast.KeyException"),
+    ("CycleException", "inmanta.ast.CycleException"),
+    ("NotFoundException", "inmanta.ast.NotFoundException"),
+    ("DoubleSetException", "inmanta.ast.DoubleSetException"),
+    ("ModifiedAfterFreezeException", "inmanta.ast.ModifiedAfterFreezeException"),
+    ("DuplicateException", "inmanta.ast.DuplicateException"),
+    ("MultiException", "inmanta.ast.MultiException"),
+    ("UnsetException", "inmanta.ast.UnsetException"),
+    ("MultiUnsetException", "inmanta.ast.MultiUnsetException"),
+    ("UnknownException", "inmanta.ast.UnknownException"),
+    ("UnexpectedReference", "inmanta.ast.UnexpectedReference"),
+];
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

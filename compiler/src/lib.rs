@@ -6,6 +6,7 @@
 //! [`CompileOutput`] or [`Diagnostics`].
 
 mod builtins;
+pub mod conformance;
 mod diagnostics;
 mod eval;
 mod export;
@@ -17,7 +18,7 @@ pub mod syntax;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-pub use diagnostics::{Diagnostic, Diagnostics, Severity};
+pub use diagnostics::{Diagnostic, Diagnostics, Severity, inmanta_type};
 pub use handlers::ShippedHandler;
 pub use project::ProjectMetadata;
 pub use syntax::Location;

@@ -1,0 +1,348 @@
+//! Compares our compiler's answer on a case with the real Inmanta's recorded answer (the
+//! "truth" written by `scripts/reference/record.sh`, see docs/compiler-conformance.md).
+//!
+//! A case is a `.cf` file (the main file of a project whose module path is `tests/modules`), its
+//! truth `NAME.inmanta.json` beside it; or a project directory, its truth `main.inmanta.json` in
+//! it. What is compared, and how it is normalised, is listed on [`Kind`].
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::{CompileOptions, CompileOutput, Diagnostics, compile_project_with, compile_source};
+
+/// What a disagreement is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    /// The truth file is missing, unreadable or stale (the case changed since it was recorded).
+    Unrecorded,
+    /// One compiler succeeds where the other fails.
+    Outcome,
+    /// The number of errors (Inmanta's `MultiException` members, or its one error) differs.
+    ErrorCount,
+    /// The error types differ (compared as fully qualified Inmanta names, in order).
+    ErrorType,
+    /// An error's file or line differs.
+    ErrorLocation,
+    /// A parse error's column differs (only parse errors carry a column worth comparing).
+    ErrorColumn,
+    /// The set of exported resource ids differs (ids compared without `,v=N`).
+    ResourceIds,
+    /// An exported attribute of a resource differs (`requires`, `id`, `version` excluded).
+    ResourceAttribute,
+    /// A resource's `requires` differ (as sets of ids without `,v=N`).
+    Requires,
+    /// Which resources are `undefined` (have unknown values) differs.
+    ResourceState,
+    /// A variable of main.cf has another value (instances, unknowns and unset values skipped).
+    Variable,
+    /// What `std::print` printed differs (as a multiset of lines).
+    Printed,
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// One difference between our answer and Inmanta's.
+#[derive(Clone, Debug)]
+pub struct Disagreement {
+    pub kind: Kind,
+    pub detail: String,
+}
+
+impl fmt::Display for Disagreement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind, self.detail)
+    }
+}
+
+/// The cases named by `paths`: `.cf` files and project directories as given; a directory without
+/// `project.yml` stands for every `.cf` file in it. Sorted, as the recorder expands them.
+pub fn expand_cases(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() && !p.join("project.yml").exists() {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(p)
+                .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+                .unwrap_or_default();
+            files.retain(|f| f.extension().is_some_and(|e| e == "cf"));
+            files.sort();
+            out.extend(files);
+        } else {
+            out.push(p.clone());
+        }
+    }
+    out
+}
+
+/// Where the recorded truth of a case lives.
+pub fn truth_path(case: &Path) -> PathBuf {
+    if case.is_dir() { case.join("main.inmanta.json") } else { case.with_extension("inmanta.json") }
+}
+
+/// The module directory every `.cf` case sees (the recorder gives Inmanta the same one).
+pub fn test_modules() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/modules")
+}
+
+/// The options both compilers run a case with: `tests/modules` on the module path and
+/// `CONF_SET=hello` as the only environment variable.
+pub fn case_options(case: &Path) -> CompileOptions {
+    let env = [("CONF_SET".to_string(), "hello".to_string())].into_iter().collect();
+    CompileOptions {
+        main_file: (!case.is_dir()).then(|| case.to_path_buf()),
+        module_path: if case.is_dir() { Vec::new() } else { vec![test_modules()] },
+        env: Some(env),
+        stack_size: 8 << 20,
+        ..CompileOptions::default()
+    }
+}
+
+/// Compiles a case with our compiler as the conformance suite does.
+pub fn compile_case(case: &Path) -> Result<Result<CompileOutput, Diagnostics>, String> {
+    let options = case_options(case);
+    if case.is_dir() {
+        Ok(compile_project_with(case, &options))
+    } else {
+        let text = std::fs::read_to_string(case).map_err(|e| format!("{}: {e}", case.display()))?;
+        Ok(compile_source(&text, &options))
+    }
+}
+
+/// Compiles a case and lists every disagreement with its recorded truth.
+pub fn check_case(case: &Path) -> Vec<Disagreement> {
+    let truth = match read_truth(case) {
+        Ok(t) => t,
+        Err(e) => return vec![Disagreement { kind: Kind::Unrecorded, detail: e }],
+    };
+    match compile_case(case) {
+        Ok(ours) => compare(case, &truth, &ours),
+        Err(e) => vec![Disagreement { kind: Kind::Unrecorded, detail: e }],
+    }
+}
+
+fn read_truth(case: &Path) -> Result<Value, String> {
+    let path = truth_path(case);
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("no truth {}: {e}", path.display()))?;
+    let truth: Value = serde_json::from_str(&text).map_err(|e| format!("bad truth {}: {e}", path.display()))?;
+    if !case.is_dir() {
+        let source = std::fs::read(case).map_err(|e| e.to_string())?;
+        if truth["source_sha1"].as_str() != Some(&sha1_smol::Sha1::from(&source).hexdigest()) {
+            return Err(format!("{} changed since its truth was recorded", case.display()));
+        }
+    }
+    Ok(truth)
+}
+
+/// Our answer against Inmanta's.
+pub fn compare(case: &Path, truth: &Value, ours: &Result<CompileOutput, Diagnostics>) -> Vec<Disagreement> {
+    let mut out = Vec::new();
+    let mut say = |kind, detail: String| out.push(Disagreement { kind, detail });
+    match (truth["outcome"].as_str().unwrap_or(""), ours) {
+        ("ok", Ok(o)) => compare_output(truth, o, &mut say),
+        ("error", Err(d)) => compare_errors(case, truth, d, &mut say),
+        ("ok", Err(d)) => say(Kind::Outcome, format!("Inmanta compiles, we fail:\n{d}")),
+        ("error", Ok(_)) => say(Kind::Outcome, format!("Inmanta fails, we compile; Inmanta: {}", summary(truth))),
+        (other, Err(d)) => say(Kind::Outcome, format!("Inmanta's outcome is {other:?}; we fail:\n{d}")),
+        (other, Ok(_)) => say(Kind::Outcome, format!("Inmanta's outcome is {other:?}; we compile")),
+    }
+    out
+}
+
+fn summary(truth: &Value) -> String {
+    errors_of(truth).iter().map(|e| format!("{} at {} ({})", e.0, e.1, e.3)).collect::<Vec<_>>().join("; ")
+}
+
+/// (type, "file:line", column, message) of each recorded error.
+fn errors_of(truth: &Value) -> Vec<(String, String, Option<u64>, String)> {
+    let none = Vec::new();
+    truth["errors"]
+        .as_array()
+        .unwrap_or(&none)
+        .iter()
+        .map(|e| {
+            let loc = &e["location"];
+            let at = match (loc["file"].as_str(), loc["line"].as_u64()) {
+                (Some(f), Some(l)) => format!("{f}:{l}"),
+                _ => "-".to_string(),
+            };
+            let msg: String = e["message"].as_str().unwrap_or("").chars().take(200).collect();
+            (e["type"].as_str().unwrap_or("").to_string(), at, loc["col"].as_u64(), msg)
+        })
+        .collect()
+}
+
+/// A file name of ours in the recorder's terms: `main.cf`, `modules/<path>` for the test modules,
+/// a path relative to the project, or `inmanta_plugins/<module>/...` for built-in modules.
+fn normal_file(case: &Path, file: &str) -> String {
+    let path = Path::new(file);
+    if !case.is_dir() && path == case {
+        return "main.cf".into();
+    }
+    if let Ok(rel) = path.strip_prefix(test_modules()) {
+        return format!("modules/{}", rel.display());
+    }
+    if case.is_dir()
+        && let Ok(rel) = path.strip_prefix(case)
+    {
+        return rel.display().to_string();
+    }
+    if let Some(rest) = file.strip_prefix("<builtin>/") {
+        return format!("inmanta_plugins/{rest}");
+    }
+    file.to_string()
+}
+
+fn compare_errors(case: &Path, truth: &Value, ours: &Diagnostics, say: &mut impl FnMut(Kind, String)) {
+    let theirs = errors_of(truth);
+    let mine: Vec<(String, String, Option<u64>)> = ours
+        .errors()
+        .iter()
+        .map(|e| {
+            let at = e
+                .location
+                .as_ref()
+                .map(|l| format!("{}:{}", normal_file(case, &l.file), l.line))
+                .unwrap_or_else(|| "-".to_string());
+            (e.inmanta_type().to_string(), at, e.location.as_ref().map(|l| l.col as u64))
+        })
+        .collect();
+    if theirs.len() != mine.len() {
+        say(
+            Kind::ErrorCount,
+            format!("Inmanta reports {} error(s): {}; we report {}:\n{ours}", theirs.len(), summary(truth), mine.len()),
+        );
+        return;
+    }
+    // Inmanta orders a MultiException's members by importance, file and line; compare as sorted.
+    let mut theirs_sorted: Vec<_> = theirs.iter().collect();
+    theirs_sorted.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    let mut mine_sorted: Vec<_> = mine.iter().collect();
+    mine_sorted.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    for (t, m) in theirs_sorted.iter().zip(&mine_sorted) {
+        if t.0 != m.0 {
+            say(Kind::ErrorType, format!("Inmanta: {} at {} ({}); we: {} at {}:\n{ours}", t.0, t.1, t.3, m.0, m.1));
+        } else if t.1 != m.1 {
+            say(Kind::ErrorLocation, format!("{}: Inmanta at {} ({}), we at {}:\n{ours}", t.0, t.1, t.3, m.1));
+        } else if t.0 == PARSER_EXCEPTION && t.2 != m.2 {
+            say(Kind::ErrorColumn, format!("{} at {}: Inmanta column {:?}, ours {:?}:\n{ours}", t.0, t.1, t.2, m.2));
+        }
+    }
+}
+
+const PARSER_EXCEPTION: &str = "inmanta.parser.ParserException";
+
+fn without_version(id: &str) -> String {
+    match id.rfind(",v=") {
+        Some(i) => id[..i].to_string(),
+        None => id.to_string(),
+    }
+}
+
+fn compare_output(truth: &Value, ours: &CompileOutput, say: &mut impl FnMut(Kind, String)) {
+    let empty = Vec::new();
+    let theirs: BTreeMap<String, &Value> = truth["resources"]
+        .as_array()
+        .unwrap_or(&empty)
+        .iter()
+        .map(|r| (without_version(r["id"].as_str().unwrap_or("")), r))
+        .collect();
+    let mine: BTreeMap<String, &Value> =
+        ours.resources.iter().map(|r| (without_version(r["id"].as_str().unwrap_or("")), r)).collect();
+    let (t_ids, m_ids): (BTreeSet<&String>, BTreeSet<&String>) = (theirs.keys().collect(), mine.keys().collect());
+    if t_ids != m_ids {
+        let only_t: Vec<_> = t_ids.difference(&m_ids).collect();
+        let only_m: Vec<_> = m_ids.difference(&t_ids).collect();
+        say(Kind::ResourceIds, format!("only Inmanta exports {only_t:?}; only we export {only_m:?}"));
+    }
+    for (id, t) in &theirs {
+        let Some(m) = mine.get(id) else { continue };
+        compare_resource(id, t, m, say);
+    }
+    let undefined = |state: BTreeMap<String, String>| -> BTreeSet<String> {
+        state.into_iter().filter(|(_, s)| s == "undefined").map(|(id, _)| without_version(&id)).collect()
+    };
+    let t_state: BTreeMap<String, String> = truth["resource_state"]
+        .as_object()
+        .map(|o| o.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string())).collect())
+        .unwrap_or_default();
+    let (t_undef, m_undef) = (undefined(t_state), undefined(ours.resource_state.clone()));
+    if t_undef != m_undef {
+        say(Kind::ResourceState, format!("undefined resources: Inmanta {t_undef:?}, we {m_undef:?}"));
+    }
+    if let Some(vars) = truth["variables"].as_object() {
+        for (name, want) in vars {
+            if !comparable(want) {
+                continue;
+            }
+            match ours.variables.get(name) {
+                Some(got) if same_value(got, want) => {}
+                got => say(Kind::Variable, format!("{name}: Inmanta {want}, we {got:?}")),
+            }
+        }
+    }
+    let printed = |lines: Vec<String>| -> HashMap<String, usize> {
+        lines.into_iter().fold(HashMap::new(), |mut m, l| {
+            *m.entry(l).or_default() += 1;
+            m
+        })
+    };
+    let t_printed: Vec<String> =
+        truth["printed"].as_array().unwrap_or(&empty).iter().filter_map(|v| v.as_str().map(String::from)).collect();
+    let m_printed: Vec<String> = ours.printed.iter().flat_map(|p| p.lines().map(String::from)).collect();
+    if printed(t_printed.clone()) != printed(m_printed.clone()) {
+        say(Kind::Printed, format!("Inmanta printed {t_printed:?}, we {m_printed:?}"));
+    }
+}
+
+fn compare_resource(id: &str, theirs: &Value, mine: &Value, say: &mut impl FnMut(Kind, String)) {
+    let skip = ["id", "requires", "version"];
+    let fields = |r: &Value| -> BTreeSet<String> {
+        r.as_object().map(|o| o.keys().filter(|k| !skip.contains(&k.as_str())).cloned().collect()).unwrap_or_default()
+    };
+    for f in fields(theirs).union(&fields(mine)) {
+        if !same_value(&mine[f], &theirs[f]) {
+            say(Kind::ResourceAttribute, format!("{id} {f}: Inmanta {}, we {}", theirs[f], mine[f]));
+        }
+    }
+    let reqs = |r: &Value| -> BTreeSet<String> {
+        r["requires"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|v| v.as_str().map(without_version)).collect())
+            .unwrap_or_default()
+    };
+    let (t, m) = (reqs(theirs), reqs(mine));
+    if t != m {
+        let only_t: Vec<_> = t.difference(&m).collect();
+        let only_m: Vec<_> = m.difference(&t).collect();
+        say(Kind::Requires, format!("{id}: only Inmanta requires {only_t:?}; only we require {only_m:?}"));
+    }
+}
+
+/// Recorded values we can compare: plain JSON, not `{"$instance": ..}`, `{"$unknown": ..}` etc.
+fn comparable(v: &Value) -> bool {
+    match v {
+        Value::Object(o) => o.keys().all(|k| !k.starts_with('$')) && o.values().all(comparable),
+        Value::Array(a) => a.iter().all(comparable),
+        _ => true,
+    }
+}
+
+/// JSON equality where an integer-valued float equals the same float (Python's 2.0 vs 2.0).
+fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            x == y || (x.is_f64() == y.is_f64() && x.as_f64().is_some() && x.as_f64() == y.as_f64())
+        }
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same_value(a, b)),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same_value(v, w)))
+        }
+        _ => a == b,
+    }
+}
