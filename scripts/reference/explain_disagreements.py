@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Sort the failures of the conformance test on random models into known kinds.
 
-    explain_disagreements.py TEST_OUTPUT
+    explain_disagreements.py REPORT
 
-TEST_OUTPUT is what `cargo test -p compiler --test conformance` printed for the random models
+REPORT is what `cargo run -p compiler --bin conformance -- DIR` printed for the random models
 (scripts/reference/random_check.sh). Every failing model is put under the known disagreement it
 shows (each has a minimal case in compiler/tests/cases-open, named below) or listed as
 UNEXPLAINED; the exit code is 1 when any model is unexplained.
@@ -53,8 +53,8 @@ def explain_strings(expected, ours):
 
 
 def explain(line):
-    m = re.match(r"variable \S+: expected (.*), got Some\((\w+)\((.*)\)\)$", line) or re.match(
-        r"variable \S+: expected (.*), got Some\((Object|Array) (.*)\)$", line
+    m = re.match(r"Variable: \S+: Inmanta (.*), we Some\((\w+)\((.*)\)\)$", line) or re.match(
+        r"Variable: \S+: Inmanta (.*), we Some\((Object|Array) (.*)\)$", line
     )
     if m:
         expected, kind, ours = m.groups()
@@ -79,7 +79,7 @@ def explain(line):
             if diff and all(explain_strings(want[k], got[k]) for k in diff):
                 return explain_strings(want[diff[0]], got[diff[0]])
         return None
-    m = re.match(r"\S+ value: expected (\".*\"), got (\".*\")$", line)
+    m = re.match(r"ResourceAttribute: \S+ \S+: Inmanta (\".*\"), we (\".*\")$", line)
     if m:
         return explain_strings(json.loads(m.group(1)), json.loads(m.group(2)))
     return None
@@ -87,30 +87,32 @@ def explain(line):
 
 def main():
     text = open(sys.argv[1]).read()
-    total = re.search(r"conformance: (\d+) cases, (\d+) failed", text)
+    total = re.search(r"(\d+) of (\d+) cases disagree", text)
     per_kind = Counter()
     unexplained = []
-    for block in re.split(r"\n--- ", text)[1:]:
-        name, *lines = block.split("\n")
-        seed = re.sub(r"^(zz_)?(rand_\d+)\.cf$", r"\2", name)
+    for block in re.split(r"^=== ", text, flags=re.M)[1:]:
+        path, *lines = block.split("\n")
+        seed = re.sub(r"^.*?(rand_\d+)\.cf$", r"\1", path.strip())
         if seed in CHECKED_BY_HAND:
             per_kind[CHECKED_BY_HAND[seed]] += 1
             continue
         kinds = set()
         for line in lines:
-            if not line.strip() or line.startswith(" ") or "stack backtrace" in line:
+            if not line.strip() or re.match(r"^\d+ of \d+ cases|^  \w+: \d+ cases", line):
                 continue
-            for part in line.split(" | "):
-                kind = explain(part.strip())
-                if kind:
-                    kinds.add(kind)
-                elif part.startswith(("variable", "expected", "no resource", "std::", "#")):
-                    unexplained.append(f"{name}: {part[:300]}")
-                    kinds.add("UNEXPLAINED")
+            kind = explain(line.strip())
+            if kind:
+                kinds.add(kind)
+            else:
+                unexplained.append(f"{seed}: {line[:300]}")
+                kinds.add("UNEXPLAINED")
         for k in kinds:
             per_kind[k] += 1
     if total:
-        print(f"{total.group(1)} models, {total.group(2)} differ from Inmanta")
+        print(f"{total.group(2)} models, {total.group(1)} differ from Inmanta")
+    elif "0 of" not in text and "cases disagree" not in text:
+        print("no report found")
+        sys.exit(2)
     for kind, n in per_kind.most_common():
         case = KINDS.get(kind)
         print(f"{n:6d}  {kind}" + (f"  (case {case})" if case else ""))
