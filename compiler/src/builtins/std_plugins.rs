@@ -285,7 +285,7 @@ pub(crate) fn register(p: &mut Plugins) {
         Value::Float(f) => Ok(Value::Int(f.trunc() as i64)),
         Value::Bool(b) => Ok(Value::Int(*b as i64)),
         Value::Str(x) => x.trim().parse::<i64>().map(Value::Int).map_err(|_| {
-            PErr::Kind("TypingException", format!("invalid literal for int(): {}", crate::eval::value::py_repr_str(x)))
+            PErr::Kind("RuntimeException", format!("invalid literal for int(): {}", crate::eval::value::py_repr_str(x)))
         }),
         other => Err(PErr::Kind("TypingException", format!("can not convert {} to int", ev.repr(other)))),
     });

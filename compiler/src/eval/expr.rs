@@ -406,13 +406,13 @@ impl<'a> Evaluator<'a> {
         match o {
             Value::Instance(_) | Value::Unknown(_) => self.read_attr_span(o, name, span),
             Value::Null => Err(error(
-                "OptionalValueException",
+                "RuntimeException",
                 format!("Can not get attribute {name} of null ({} is not set)", describe_expr(obj)),
                 span,
                 self.sources,
             )),
             Value::List(_) => Err(error(
-                "TypingException",
+                "RuntimeException",
                 format!(
                     "Can not get attribute {name} of a list ({} holds several values); use a for loop or a list comprehension",
                     describe_expr(obj)
@@ -420,10 +420,11 @@ impl<'a> Evaluator<'a> {
                 span,
                 self.sources,
             )),
-            other => Err(typing(
+            other => Err(error(
+                "RuntimeException",
                 format!("Can not get attribute {name} of {} {}", other.type_name(), short_repr(other)),
                 span,
-                self,
+                self.sources,
             )),
         }
     }
@@ -651,7 +652,7 @@ impl<'a> Evaluator<'a> {
                 },
                 None => {
                     return Err(error(
-                        "NotFoundException",
+                        "TypingException",
                         format!(
                             "Entity {} has no attribute {} (in constructor)",
                             self.types.entities[ent].name, name.name
@@ -818,7 +819,7 @@ impl<'a> Evaluator<'a> {
                 other => return Err(typing(format!("** needs a dict, got {}", self.repr(&other)), sp.span, self)),
             }
         }
-        let call = plugin.bind(&full, pos, kw).map_err(|m| error("PluginTypeException", m, span, self.sources))?;
+        let call = plugin.bind(&full, pos, kw).map_err(|m| error("RuntimeException", m, span, self.sources))?;
         if !plugin.accepts_unknown
             && let Some(u) = call
                 .args
@@ -883,7 +884,7 @@ impl<'a> Evaluator<'a> {
                             Ok(full)
                         } else {
                             Err(error(
-                                "NotFoundException",
+                                "TypeNotFoundException",
                                 format!(
                                     "Plugin {short} not found in module {t} (only the built-in plugins of std and exec exist; Python plugins of modules are not supported)"
                                 ),
@@ -921,10 +922,11 @@ impl<'a> Evaluator<'a> {
                 Value::Unknown(_) => None,
                 Value::Bool(b) => Some(*b),
                 other => {
-                    return Err(typing(
+                    return Err(error(
+                        "RuntimeException",
                         format!("Invalid operand for {}: expected a bool, got {}", op.symbol(), self.repr(other)),
                         l.span,
-                        self,
+                        self.sources,
                     ));
                 }
             };
@@ -937,10 +939,11 @@ impl<'a> Evaluator<'a> {
             let rv = self.eval(r, cx)?;
             return match rv {
                 Value::Unknown(_) | Value::Bool(_) => Ok(rv),
-                other => Err(typing(
+                other => Err(error(
+                    "RuntimeException",
                     format!("Invalid operand for {}: expected a bool, got {}", op.symbol(), self.repr(&other)),
                     r.span,
-                    self,
+                    self.sources,
                 )),
             };
         }
@@ -1077,19 +1080,19 @@ pub(crate) fn binop_values(op: BinOp, lv: &Value, rv: &Value) -> Result<Value, (
             },
         },
         BinOp::Div => match (num(lv), num(rv)) {
-            (Some(_), Some(0.0)) => Err(("RuntimeException", "division by zero".into())),
+            (Some(_), Some(0.0)) => Err(("ZeroDivisionError", "division by zero".into())),
             (Some(a), Some(b)) => Ok(Float(a / b)),
             _ => bad(),
         },
         BinOp::Mod => match (lv, rv) {
-            (Int(_), Int(0)) => Err(("RuntimeException", "modulo by zero".into())),
+            (Int(_), Int(0)) => Err(("ZeroDivisionError", "modulo by zero".into())),
             (Int(a), Int(b)) => match a.checked_rem(*b) {
                 Some(r) if r != 0 && ((r < 0) != (*b < 0)) => Ok(Int(r + b)),
                 Some(r) => Ok(Int(r)),
                 None => Ok(Int(0)),
             },
             _ => match (num(lv), num(rv)) {
-                (Some(_), Some(0.0)) => Err(("RuntimeException", "modulo by zero".into())),
+                (Some(_), Some(0.0)) => Err(("ZeroDivisionError", "modulo by zero".into())),
                 (Some(a), Some(b)) => Ok(Float(a - b * (a / b).floor())),
                 _ => bad(),
             },

@@ -819,7 +819,7 @@ impl<'a> Evaluator<'a> {
                         Value::Bool(false) => continue,
                         other => {
                             return Err(error(
-                                "TypingException",
+                                "RuntimeException",
                                 format!(
                                     "Invalid value {}: the condition of an if statement must be a bool",
                                     expr::short_repr_with(&other, self)
@@ -850,7 +850,7 @@ impl<'a> Evaluator<'a> {
                 Value::Bool(b) => b,
                 other => {
                     return Err(error(
-                        "TypingException",
+                        "RuntimeException",
                         format!(
                             "The condition of an implement statement must be a bool, got {} {}",
                             other.type_name(),

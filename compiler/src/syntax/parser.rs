@@ -723,6 +723,18 @@ impl Parser<'_> {
         let mut e = self.primary()?;
         loop {
             if self.is_p(".") {
+                // Inmanta's grammar reads attributes of names only (`a.b.c`): not of a constructor,
+                // call, index lookup, dict lookup or parenthesised expression.
+                let plain_name =
+                    matches!(e.kind, ExprKind::Var(_) | ExprKind::Attr(..)) && self.prev_span().end == e.span.end;
+                if !plain_name {
+                    return Err(ParseError {
+                        kind: "ParserException",
+                        message: "Syntax error at token . (attributes can only be read from a name: assign to a variable first)".into(),
+                        // Inmanta reports this one column past the dot.
+                        span: { let dot = self.span(); Span { start: dot.start + 1, end: dot.end + 1, ..dot } },
+                    });
+                }
                 self.bump();
                 let attr = self.id("an attribute name")?;
                 if self.is_p("(") {
