@@ -342,7 +342,7 @@ async fn a_wake_up_lost_in_a_crash_is_recovered_at_restart() {
     // The server stored a's successful deploy and died before storing that b and c are no longer
     // blocked: nothing will deploy a again, so no deploy of a can wake them.
     let version = o.released_intents(env).await.unwrap()[0].version;
-    let a: api::ResourceId = rid("agent-a", "a").parse().unwrap();
+    let a = api::ResourceId::parse(&rid("agent-a", "a")).unwrap();
     o.record_actions(
         env,
         &[orchestrator::resources::FinishedAction {
