@@ -366,7 +366,10 @@ async fn a_wake_up_lost_in_a_crash_is_recovered_at_restart() {
     let schedulers = Schedulers::start(o.clone(), Arc::new(NullDispatch(recorder.clone()))).await.unwrap();
     let s = Setup { o, env, recorder, schedulers, _dir };
     s.idle().await;
-    assert_eq!(s.calls(), vec![rid("agent-a", "b"), rid("agent-a", "c")], "the blocked dependents are woken");
+    // `a` may run once more (its recorded result is not the scheduler's own); b and c must follow.
+    let calls = s.calls();
+    let pos = |name: &str| calls.iter().position(|c| c == &rid("agent-a", name));
+    assert!(pos("b").is_some() && pos("b") < pos("c"), "the blocked dependents are woken: {calls:?}");
     for name in ["a", "b", "c"] {
         assert_eq!(s.status(name).await, "deployed", "{name}");
     }
