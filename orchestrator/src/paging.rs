@@ -38,7 +38,8 @@ pub struct Column {
 pub enum FilterKind {
     /// Contains the text, case-insensitively.
     Partial,
-    /// Equals one of the values, each one of `values`; `!value` excludes it when `negatable`.
+    /// Equals one of the values, each one of `values` (empty: any value); `!value` excludes it
+    /// when `negatable`.
     Choice { negatable: bool, values: &'static [&'static str] },
     /// A 0/1 column against `true`/`false`.
     Bool,
@@ -221,7 +222,7 @@ fn filter_condition(view: &View, req: &PageRequest) -> Result<Condition> {
                 let (excluded, included): (Vec<&str>, Vec<&str>) =
                     values.iter().partition(|v| negatable && v.starts_with('!'));
                 for v in included.iter().copied().chain(excluded.iter().map(|v| &v[1..])) {
-                    if !allowed.contains(&v) {
+                    if !allowed.is_empty() && !allowed.contains(&v) {
                         return Err(Error::BadRequest(format!(
                             "filter.{name} must be one of {}{}, got {v:?}",
                             allowed.join(", "),

@@ -14,7 +14,7 @@ const VIEW: View = View {
     filters: &[
         Filter { name: "name", sql: "e.name", kind: FilterKind::Partial },
         Filter { name: "halted", sql: "e.halted", kind: FilterKind::Bool },
-        Filter { name: "branch", sql: "e.repo_branch", kind: FilterKind::Choice { negatable: true } },
+        Filter { name: "branch", sql: "e.repo_branch", kind: FilterKind::Choice { negatable: true, values: &[] } },
         Filter { name: "created", sql: "e.created", kind: FilterKind::Range(ColumnKind::Date) },
     ],
     id_sql: "e.id",

@@ -212,13 +212,16 @@ pub(crate) fn error(kind: &str, msg: impl Into<String>, span: Span, sources: &So
 }
 
 /// Names of variables assigned directly in a block.
+/// Linear in the block's length: a set, not a scan of `out`, finds names already seen (a scan
+/// is quadratic in the number of names assigned in a block).
 fn declared(block: &[Stmt]) -> Vec<&str> {
     let mut out = Vec::new();
+    let mut seen = HashSet::new();
     for s in block {
         if let Stmt::Assign { target, add: false, .. } = s
             && let ExprKind::Var(n) = &target.kind
             && !n.contains("::")
-            && !out.contains(&n.as_str())
+            && seen.insert(n.as_str())
         {
             out.push(n.as_str());
         }
