@@ -62,7 +62,6 @@ SHAPE_GAPS = {
     "client list_versions paged",
     "client get_version",
     "client get_version include_logs",
-    "client resource_list limit=0",
     "client resource_history",
     "client resource_logs",
     "client get_resource",
