@@ -345,8 +345,10 @@ where
     T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
 {
     let Source { select, from, scope, scope_binds, base_path, .. } = source;
-    // `limit=0` asks for the metadata only (`inmanta-cli monitor` reads the deploy summary so).
+    // `limit=0` is what `inmanta-cli monitor` sends for the deploy summary; Inmanta then puts no
+    // bound on the page (every row, `page_size` 0), and so do we.
     let limit = req.limit.unwrap_or(MAX_LIMIT);
+    let sql_limit = if limit == 0 { String::new() } else { format!(" LIMIT {limit}") };
     if limit > MAX_LIMIT {
         return Err(Error::BadRequest(format!("limit must be between 0 and {MAX_LIMIT}, got {limit}")));
     }
@@ -376,7 +378,7 @@ where
     let (condition, binds) = bounded.render(scope_binds.len() + 1);
     let sql = format!(
         "SELECT {c} AS paging_sort, CAST({id} AS TEXT) AS paging_id, {select} FROM {from} WHERE ({scope}) AND {condition} \
-         ORDER BY {c} {direction}, {id} {direction} LIMIT {limit}"
+         ORDER BY {c} {direction}, {id} {direction}{sql_limit}"
     );
     let query = bind_all(bind_all(sqlx::query(&sql), &scope_binds), &binds);
     let rows = query.fetch_all(store.pool()).await?;

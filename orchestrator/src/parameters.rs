@@ -108,7 +108,8 @@ pub struct NewParameter {
 /// What `get_param` found.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ParamLookup {
-    Found(Parameter),
+    /// The full v1 record (with `resource_id` and `expires`, which Inmanta's v1 answers carry).
+    Found(Fact),
     /// A fact that is missing or stale: the agents have to be asked for it (HTTP 503).
     AskAgents,
 }
@@ -270,7 +271,7 @@ impl Orchestrator {
                     && parse_time(&row.updated)
                         .map(|t| (chrono::Utc::now() - t).num_seconds() > FACT_EXPIRE_SECONDS)
                         .unwrap_or(true);
-                if stale { Ok(ParamLookup::AskAgents) } else { Ok(ParamLookup::Found(row.parameter(env)?)) }
+                if stale { Ok(ParamLookup::AskAgents) } else { Ok(ParamLookup::Found(row.fact(env)?)) }
             }
         }
     }
@@ -298,7 +299,7 @@ impl Orchestrator {
         &self,
         env: Uuid,
         query: &serde_json::Map<String, serde_json::Value>,
-    ) -> Result<Vec<Parameter>> {
+    ) -> Result<Vec<Fact>> {
         self.ensure_environment(env).await?;
         let rows: Vec<ParameterRow> =
             sqlx::query_as(&format!("SELECT {COLUMNS} FROM parameter p WHERE p.environment = $1 ORDER BY p.name"))
@@ -312,7 +313,7 @@ impl Orchestrator {
                 metadata.get(k).is_some_and(|m| m == v || m.as_str().is_some_and(|s| Some(s) == v.as_str()))
             });
             if matches {
-                out.push(row.parameter(env)?);
+                out.push(row.fact(env)?);
             }
         }
         Ok(out)

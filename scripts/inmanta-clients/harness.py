@@ -274,7 +274,8 @@ class Harness:
         self.cli("action-log list", "action-log", "list", "-e", env_id, "--rvid", rvid)
         self.cli("action-log list --action deploy", "action-log", "list", "-e", env_id, "--rvid", rvid, "--action", "deploy")
         self.cli("action-log list --action store", "action-log", "list", "-e", env_id, "--rvid", rvid, "--action", "store")
-        logs = self.client.get_resource(tid=env_id, id=rvid, logs=True, log_action="deploy").result["logs"]
+        logs = (self.client.get_resource(tid=env_id, id=rvid, logs=True, log_action="deploy").result or {}).get("logs")
+        logs = logs or []
         action_id = logs[0]["action_id"] if logs else "00000000-0000-0000-0000-000000000000"
         self.cli("action-log show-messages", "action-log", "show-messages", "-e", env_id, "--rvid", rvid, "--action-id", action_id)
 
@@ -308,12 +309,13 @@ class Harness:
         self.call("client get_parameters", "get_parameters", tid=env_id)
         self.call("client get_facts", "get_facts", tid=env_id, rid=rid)
         self.call("client delete_param", "delete_param", tid=env_id, id="size")
-        dryrun = self.call("client dryrun_request", "dryrun_request", tid=env_id, id=latest).result
-        dryrun_id = dryrun["dryrun"]["id"]
+        dryrun = self.call("client dryrun_request", "dryrun_request", tid=env_id, id=latest).result or {}
+        dryrun_id = dryrun.get("dryrun", {}).get("id", "00000000-0000-0000-0000-000000000000")
         self.wait_dryrun(env_id, dryrun_id)
         self.call("client dryrun_list", "dryrun_list", tid=env_id)
         self.call("client dryrun_report", "dryrun_report", tid=env_id, id=dryrun_id)
-        trigger = self.call("client dryrun_trigger (v2)", "dryrun_trigger", tid=env_id, version=latest).result
+        trigger = self.call("client dryrun_trigger (v2)", "dryrun_trigger", tid=env_id, version=latest).result or {}
+        trigger.setdefault("data", "00000000-0000-0000-0000-000000000000")
         self.wait_dryrun(env_id, trigger["data"])
         self.call("client list_dryruns (v2)", "list_dryruns", tid=env_id, version=latest)
         self.call("client get_dryrun_diff (v2)", "get_dryrun_diff", tid=env_id, version=latest, report_id=trigger["data"])
@@ -342,8 +344,8 @@ class Harness:
 
     def wait_dryrun(self, env_id: str, dryrun_id: str) -> None:
         for _ in range(240):
-            report = self.client.dryrun_report(tid=env_id, id=dryrun_id).result
-            if report and report["dryrun"]["todo"] == 0:
+            answer = self.client.dryrun_report(tid=env_id, id=dryrun_id)
+            if answer.code != 200 or answer.result["dryrun"]["todo"] == 0:
                 return
             time.sleep(0.5)
         raise SystemExit(f"dry run {dryrun_id} did not finish")

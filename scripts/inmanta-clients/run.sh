@@ -38,6 +38,8 @@ started=$(date +%s)
 harness_status=0
 XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}" "$python" "$HERE/harness.py" --port "$port" --out "$state/ours.jsonl" \
   || harness_status=$?
+# INMANTA_CLIENTS_OUT=FILE keeps our answers (to read a difference, or to compare by hand).
+[ -n "${INMANTA_CLIENTS_OUT:-}" ] && cp "$state/ours.jsonl" "$INMANTA_CLIENTS_OUT"
 "$python" "$HERE/compare.py" "$HERE/record.jsonl" "$state/ours.jsonl"
 [ "$harness_status" = 0 ] || { echo "the harness stopped early (exit $harness_status)" >&2; exit 1; }
 log "Inmanta's clients: same answers as Inmanta 20.1 in $(( $(date +%s) - started )) s"

@@ -178,7 +178,10 @@ async fn resource_list_details_history_logs_and_actions() {
     let (_, unread) = s.call("GET", "/api/v2/notification?filter.cleared=false", tid, None).await;
     assert!(unread["data"].as_array().unwrap().is_empty());
     assert_eq!(s.call("PATCH", &format!("/api/v2/notification/{id}"), tid, Some(json!({}))).await.0, 400);
-    assert_eq!(s.call("PATCH", &format!("/api/v2/notification/{id}"), tid, Some(json!({"read": "yes"}))).await.0, 400);
+    assert_eq!(
+        s.call("PATCH", &format!("/api/v2/notification/{id}"), tid, Some(json!({"read": "maybe"}))).await.0,
+        400
+    );
     let missing = uuid::Uuid::new_v4();
     assert_eq!(s.call("GET", &format!("/api/v2/notification/{missing}"), tid, None).await.0, 404);
 }

@@ -34,11 +34,9 @@ type Pairs = Vec<(String, String)>;
 async fn list(State(o): State<Orchestrator>, Tid(env): Tid, Query(pairs): Query<Pairs>) -> ApiResult<Response> {
     let req = PageRequest::from_query(&pairs)?;
     let summary = match pairs.iter().rev().find(|(k, _)| k == "deploy_summary").map(|(_, v)| v.as_str()) {
-        None | Some("false") | Some("False") => false,
-        Some("true") | Some("True") => true,
-        Some(other) => {
-            return Err(ApiError::bad_request(format!("deploy_summary must be true or false, got {other:?}")));
-        }
+        None => false,
+        Some(text) => super::lenient::parse_bool(text)
+            .ok_or_else(|| ApiError::bad_request(format!("deploy_summary must be true or false, got {text:?}")))?,
     };
     let (page, summary) = o.released_resources(env, &req, summary).await?;
     let mut metadata = serde_json::to_value(&page.metadata).unwrap_or_default();
