@@ -4,6 +4,7 @@ use api::version::{PutPartial, PutVersion};
 use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
 use orchestrator::Orchestrator;
 use orchestrator::paging::PageRequest;
 use serde::Deserialize;
@@ -112,10 +113,52 @@ async fn v1_list(State(o): State<Orchestrator>, Tid(env): Tid, Query(q): Query<V
     Ok(Json(json!({"versions": versions, "start": start, "limit": limit, "count": count})).into_response())
 }
 
+/// Resources per page of the streamed `GET /api/v1/version/<v>`.
+const STREAM_PAGE: i64 = 1000;
+
+/// `GET /api/v1/version/<v>`: the model and every resource of the version, streamed a page of
+/// resources at a time, so a 200 000-resource version is never held whole (in memory or in one
+/// long database read). An error after the first byte ends the body early (logged).
 async fn v1_get(State(o): State<Orchestrator>, Tid(env): Tid, Path(version): Path<i64>) -> ApiResult<Response> {
     let model = o.get_version_model(env, version).await?;
-    let resources = o.version_resources(env, version).await?;
-    Ok(Json(json!({"model": model, "resources": resources, "unknowns": []})).into_response())
+    let head = format!("{{\"model\":{},\"resources\":[", serde_json::to_string(&model).unwrap_or_default());
+    struct Cursor {
+        after: Option<String>,
+        first: bool,
+        done: bool,
+    }
+    let pages = futures_util::stream::unfold(Cursor { after: None, first: true, done: false }, move |mut cursor| {
+        let o = o.clone();
+        async move {
+            if cursor.done {
+                return None;
+            }
+            let page = match o.version_resources_page(env, version, cursor.after.as_deref(), STREAM_PAGE).await {
+                Ok(page) => page,
+                Err(e) => {
+                    tracing::error!(%env, version, error = %e, "streaming a version failed");
+                    cursor.done = true;
+                    return Some((Err(std::io::Error::other(e.to_string())), cursor));
+                }
+            };
+            cursor.done = (page.len() as i64) < STREAM_PAGE;
+            cursor.after = page.last().and_then(|r| r["resource_id"].as_str()).map(str::to_string);
+            let mut chunk = String::new();
+            for resource in &page {
+                if !cursor.first {
+                    chunk.push(',');
+                }
+                cursor.first = false;
+                chunk.push_str(&resource.to_string());
+            }
+            if cursor.done {
+                chunk.push_str("],\"unknowns\":[]}");
+            }
+            Some((Ok(axum::body::Bytes::from(chunk)), cursor))
+        }
+    });
+    let body = futures_util::stream::once(async move { Ok(axum::body::Bytes::from(head)) }).chain(pages);
+    Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], axum::body::Body::from_stream(body)).into_response())
 }
 
 async fn v1_delete(State(o): State<Orchestrator>, Tid(env): Tid, Path(version): Path<i64>) -> ApiResult<Response> {
