@@ -15,6 +15,7 @@ pub struct Server {
     pub url: String,
     pub http: reqwest::Client,
     /// The benchmark admin's login token: auth stays on, as in production.
+    #[allow(dead_code)] // each bench compiles this module on its own; only the deploy bench reads it
     pub token: String,
 }
 
