@@ -33,7 +33,6 @@ struct ResourceRow {
     resource_id: String,
     attributes: String,
     requires: String,
-    state: String,
 }
 
 impl ResourceRow {
@@ -65,7 +64,7 @@ impl Orchestrator {
             &VERSION_RESOURCES_VIEW,
             req,
             Source {
-                select: "r.resource_id, r.attributes, r.requires, r.state",
+                select: "r.resource_id, r.attributes, r.requires",
                 from: "resource r",
                 scope: "r.environment = $1 AND r.version = CAST($2 AS BIGINT)",
                 scope_binds: &binds,
@@ -93,7 +92,7 @@ impl Orchestrator {
     pub async fn versioned_resource(&self, env: Uuid, version: i64, rid: &str) -> Result<VersionedResourceDetails> {
         let id = ResourceId::parse(rid).map_err(|e| Error::BadRequest(e.to_string()))?;
         let row: Option<ResourceRow> = sqlx::query_as(
-            "SELECT resource_id, attributes, requires, state FROM resource \
+            "SELECT resource_id, attributes, requires FROM resource \
              WHERE environment = $1 AND version = $2 AND resource_id = $3",
         )
         .bind(env.to_string())
@@ -118,54 +117,85 @@ impl Orchestrator {
     }
 
     /// The resources that differ between two versions, sorted by id; unchanged ones are left out.
+    ///
+    /// The database picks the candidates: resources in only one of the versions and those whose
+    /// attribute hash (attributes and requires) differs, so two big versions that differ in a
+    /// few resources cost two index walks and the parsing of those few, not of every resource.
     pub async fn diff_versions(&self, env: Uuid, from: i64, to: i64) -> Result<Vec<ResourceDiff>> {
-        let load = |version: i64| async move {
-            self.get_version_model(env, version).await?;
-            let rows: Vec<ResourceRow> = sqlx::query_as(
-                "SELECT resource_id, attributes, requires, state FROM resource WHERE environment = $1 AND version = $2",
-            )
-            .bind(env.to_string())
-            .bind(version)
-            .fetch_all(self.store.pool())
-            .await?;
-            rows.into_iter()
-                .map(|row| {
-                    let mut attributes = row.attributes()?;
-                    attributes.insert("requires".into(), serde_json::json!(row.requires()?));
-                    Ok((row.resource_id.clone(), (attributes, row.state)))
-                })
-                .collect::<Result<BTreeMap<_, _>>>()
+        self.get_version_model(env, from).await?;
+        self.get_version_model(env, to).await?;
+        let changed: Vec<DiffRow> = sqlx::query_as(
+            "SELECT b.resource_id, b.attributes, b.requires, b.state, \
+             a.attributes AS old_attributes, a.requires AS old_requires \
+             FROM resource b LEFT JOIN resource a ON a.environment = b.environment AND a.version = $2 \
+             AND a.resource_id = b.resource_id \
+             WHERE b.environment = $1 AND b.version = $3 \
+             AND (a.resource_id IS NULL OR a.attribute_hash <> b.attribute_hash)",
+        )
+        .bind(env.to_string())
+        .bind(from)
+        .bind(to)
+        .fetch_all(self.store.pool())
+        .await?;
+        let deleted: Vec<ResourceRow> = sqlx::query_as(
+            "SELECT a.resource_id, a.attributes, a.requires FROM resource a \
+             WHERE a.environment = $1 AND a.version = $2 AND NOT EXISTS (SELECT 1 FROM resource b \
+             WHERE b.environment = a.environment AND b.version = $3 AND b.resource_id = a.resource_id)",
+        )
+        .bind(env.to_string())
+        .bind(from)
+        .bind(to)
+        .fetch_all(self.store.pool())
+        .await?;
+        let with_requires = |attributes: &str, requires: &str| -> Result<Attributes> {
+            let mut attributes: Attributes =
+                serde_json::from_str(attributes).map_err(|e| Error::Corrupt(format!("resource attributes: {e}")))?;
+            let requires: Vec<String> =
+                serde_json::from_str(requires).map_err(|e| Error::Corrupt(format!("resource requires: {e}")))?;
+            attributes.insert("requires".into(), serde_json::json!(requires));
+            Ok(attributes)
         };
-        let (old, new) = (load(from).await?, load(to).await?);
-        let mut ids: Vec<&String> = old.keys().chain(new.keys()).collect();
-        ids.sort();
-        ids.dedup();
-        let mut diffs = Vec::new();
-        for id in ids {
-            let before = old.get(id);
-            let after = new.get(id);
-            let (status, attributes) = match (before, after) {
-                (None, Some((attrs, state))) => (
-                    if state == "undefined" { ResourceDiffStatus::Undefined } else { ResourceDiffStatus::Added },
-                    attribute_diffs(None, Some(attrs)),
-                ),
-                (Some((attrs, _)), None) => (ResourceDiffStatus::Deleted, attribute_diffs(Some(attrs), None)),
-                (Some((a, _)), Some((b, state))) => {
-                    let changed = attribute_diffs(Some(a), Some(b));
+        let mut diffs = Vec::with_capacity(changed.len() + deleted.len());
+        for row in changed {
+            let after = with_requires(&row.attributes, &row.requires)?;
+            let undefined = row.state == "undefined";
+            let (status, attributes) = match (&row.old_attributes, &row.old_requires) {
+                (Some(a), Some(r)) => {
+                    let changed = attribute_diffs(Some(&with_requires(a, r)?), Some(&after));
+                    // Same attributes in another key order hash differently: not a change.
                     if changed.is_empty() {
                         continue;
                     }
-                    (
-                        if state == "undefined" { ResourceDiffStatus::Undefined } else { ResourceDiffStatus::Modified },
-                        changed,
-                    )
+                    (if undefined { ResourceDiffStatus::Undefined } else { ResourceDiffStatus::Modified }, changed)
                 }
-                (None, None) => continue,
+                _ => (
+                    if undefined { ResourceDiffStatus::Undefined } else { ResourceDiffStatus::Added },
+                    attribute_diffs(None, Some(&after)),
+                ),
             };
-            diffs.push(ResourceDiff { resource_id: id.clone(), status, attributes });
+            diffs.push(ResourceDiff { resource_id: row.resource_id, status, attributes });
         }
+        for row in deleted {
+            let before = with_requires(&row.attributes, &row.requires)?;
+            diffs.push(ResourceDiff {
+                resource_id: row.resource_id,
+                status: ResourceDiffStatus::Deleted,
+                attributes: attribute_diffs(Some(&before), None),
+            });
+        }
+        diffs.sort_by(|a, b| a.resource_id.cmp(&b.resource_id));
         Ok(diffs)
     }
+}
+
+#[derive(sqlx::FromRow)]
+struct DiffRow {
+    resource_id: String,
+    attributes: String,
+    requires: String,
+    state: String,
+    old_attributes: Option<String>,
+    old_requires: Option<String>,
 }
 
 type Attributes = serde_json::Map<String, serde_json::Value>;

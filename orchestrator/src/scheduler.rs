@@ -219,8 +219,13 @@ impl Schedulers {
             let dispatch = self.dispatch.clone();
             let id = dryrun.id;
             tokio::spawn(async move {
-                for target in targets {
-                    let rid = target.id.to_string();
+                // Results are stored in batches (at most every 100 ms): one commit per resource
+                // made a dry run of 100 000 resources take minutes.
+                let mut batch = Vec::new();
+                let mut flushed = std::time::Instant::now();
+                let total = targets.len();
+                for (done, target) in targets.into_iter().enumerate() {
+                    let resource_id = target.id.clone();
                     let task = Task {
                         environment: env,
                         resource_id: target.id,
@@ -237,8 +242,13 @@ impl Schedulers {
                         let error = outcome.logs.iter().rev().find(|l| l.level == "ERROR").map(|l| l.msg.clone());
                         changes.insert("handler_error".into(), serde_json::json!({"current": error, "desired": null}));
                     }
-                    if let Err(e) = orchestrator.dryrun_update(env, id, &rid, status, &changes).await {
-                        tracing::error!(%env, dryrun = %id, resource = %rid, error = %e, "could not store a dry-run result");
+                    batch.push(crate::dryrun::DryRunResult { resource_id, status: status.to_string(), changes });
+                    if done + 1 == total || flushed.elapsed() >= std::time::Duration::from_millis(100) {
+                        if let Err(e) = orchestrator.dryrun_update_many(env, id, &batch).await {
+                            tracing::error!(%env, dryrun = %id, error = %e, "could not store dry-run results");
+                        }
+                        batch.clear();
+                        flushed = std::time::Instant::now();
                     }
                 }
             });

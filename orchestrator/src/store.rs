@@ -21,9 +21,15 @@ pub enum DbKind {
     Postgres,
 }
 
+/// The database behind three pools, so that no kind of work waits behind another: readers
+/// (`pool`, most connections), writers (`writer`: what [`Store::begin_write`] uses; on SQLite one
+/// connection, as SQLite has one writer anyway, so writers queue here instead of behind 50
+/// readers) and the health probe (`probe`, one connection of its own).
 #[derive(Clone)]
 pub struct Store {
     pool: AnyPool,
+    writer: AnyPool,
+    probe: AnyPool,
     kind: DbKind,
 }
 
@@ -44,7 +50,7 @@ impl Store {
                 "unsupported database url {url:?}: use sqlite://PATH or postgres://USER@HOST/NAME"
             )));
         };
-        let pool = match kind {
+        let url = match kind {
             DbKind::Sqlite => {
                 if let Some(parent) = sqlite_path(url).and_then(|p| Path::new(p).parent().map(Path::to_path_buf))
                     && !parent.as_os_str().is_empty()
@@ -53,41 +59,50 @@ impl Store {
                         Error::BadRequest(format!("cannot create database directory {}: {e}", parent.display()))
                     })?;
                 }
-                let url = if url.contains("mode=") {
+                if url.contains("mode=") {
                     url.to_string()
                 } else if url.contains('?') {
                     format!("{url}&mode=rwc")
                 } else {
                     format!("{url}?mode=rwc")
-                };
-                AnyPoolOptions::new()
-                    .max_connections(8)
-                    .acquire_timeout(Duration::from_secs(30))
-                    .after_connect(|conn, _| {
-                        Box::pin(async move {
-                            // WAL lets readers run beside the single writer; FULL sync makes
-                            // every acknowledged commit survive a crash of the process or host.
-                            conn.execute(
-                                "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; \
-                                 PRAGMA foreign_keys=ON; PRAGMA busy_timeout=30000;",
-                            )
-                            .await?;
-                            Ok(())
-                        })
-                    })
-                    .connect(&url)
-                    .await?
+                }
             }
-            DbKind::Postgres => {
-                AnyPoolOptions::new().max_connections(16).acquire_timeout(Duration::from_secs(30)).connect(url).await?
-            }
+            DbKind::Postgres => url.to_string(),
         };
-        let store = Store { pool, kind };
-        match kind {
-            DbKind::Sqlite => SQLITE_MIGRATIONS.run(&store.pool).await?,
-            DbKind::Postgres => POSTGRES_MIGRATIONS.run(&store.pool).await?,
-        }
+        let (readers, writers) = match kind {
+            DbKind::Sqlite => (8, 1),
+            DbKind::Postgres => (16, 4),
+        };
+        // The writer pool connects first: on a new SQLite file it is the one that creates it.
+        let writer = open_pool(kind, &url, writers).await?;
+        let store =
+            Store { pool: open_pool(kind, &url, readers).await?, writer, probe: open_pool(kind, &url, 1).await?, kind };
+        store.migrate().await?;
         Ok(store)
+    }
+
+    /// Brings the schema up to date. A database that already has every migration, each with the
+    /// checksum it has now, is left alone after one query: the common start (and every
+    /// `inmanta deploy`) skips the migrator's table creation, locking and bookkeeping.
+    async fn migrate(&self) -> Result<()> {
+        let migrator = match self.kind {
+            DbKind::Sqlite => &SQLITE_MIGRATIONS,
+            DbKind::Postgres => &POSTGRES_MIGRATIONS,
+        };
+        let applied: std::result::Result<Vec<(i64, Vec<u8>)>, _> =
+            sqlx::query_as("SELECT version, checksum FROM _sqlx_migrations WHERE success")
+                .fetch_all(&self.writer)
+                .await;
+        if let Ok(applied) = applied {
+            let applied: std::collections::HashMap<i64, Vec<u8>> = applied.into_iter().collect();
+            let current = applied.len() == migrator.iter().count()
+                && migrator.iter().all(|m| applied.get(&m.version).is_some_and(|c| c[..] == m.checksum[..]));
+            if current {
+                return Ok(());
+            }
+        }
+        migrator.run(&self.writer).await?;
+        Ok(())
     }
 
     pub fn pool(&self) -> &AnyPool {
@@ -102,8 +117,8 @@ impl Store {
     /// transaction that reads first cannot upgrade once another connection committed.
     pub async fn begin_write(&self) -> Result<Transaction> {
         Ok(match self.kind {
-            DbKind::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await?,
-            DbKind::Postgres => self.pool.begin().await?,
+            DbKind::Sqlite => self.writer.begin_with("BEGIN IMMEDIATE").await?,
+            DbKind::Postgres => self.writer.begin().await?,
         })
     }
 
@@ -116,9 +131,42 @@ impl Store {
         Ok(sqlx::query_scalar(sql).fetch_one(&self.pool).await?)
     }
 
+    /// Whether the database answers, on a connection of its own: the health check never waits
+    /// behind readers or writers.
+    pub async fn probe(&self) -> Result<()> {
+        sqlx::query_scalar::<_, i32>("SELECT 1").fetch_one(&self.probe).await?;
+        Ok(())
+    }
+
     pub async fn close(&self) {
         self.pool.close().await;
+        self.writer.close().await;
+        self.probe.close().await;
     }
+}
+
+async fn open_pool(kind: DbKind, url: &str, connections: u32) -> Result<AnyPool> {
+    let options = AnyPoolOptions::new().max_connections(connections).acquire_timeout(Duration::from_secs(30));
+    Ok(match kind {
+        DbKind::Sqlite => {
+            options
+                .after_connect(|conn, _| {
+                    Box::pin(async move {
+                        // WAL lets readers run beside the single writer; FULL sync makes
+                        // every acknowledged commit survive a crash of the process or host.
+                        conn.execute(
+                            "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; \
+                             PRAGMA foreign_keys=ON; PRAGMA busy_timeout=30000;",
+                        )
+                        .await?;
+                        Ok(())
+                    })
+                })
+                .connect(url)
+                .await?
+        }
+        DbKind::Postgres => options.connect(url).await?,
+    })
 }
 
 fn sqlite_path(url: &str) -> Option<&str> {

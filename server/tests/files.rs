@@ -68,3 +68,34 @@ async fn bad_uploads_are_refused() {
     assert_eq!(body, json!({"files": []}));
     let _: Value = body;
 }
+
+#[tokio::test]
+async fn files_upload_in_batches() {
+    let s = TestServer::start().await;
+    let (status, body) = s
+        .call(
+            "PUT",
+            "/api/v2/files",
+            None,
+            Some(json!({"files": {HELLO: "aGVsbG8K", HELLO_WORLD: "aGVsbG8Kd29ybGQK"}})),
+        )
+        .await;
+    assert_eq!((status, body), (200, json!({"data": 2})));
+    let (_, body) = s.call("POST", "/api/v1/file", None, Some(json!({"files": [HELLO, HELLO_WORLD]}))).await;
+    assert_eq!(body, json!({"files": []}), "both stored");
+    let (status, body) = s.call("GET", &format!("/api/v1/file/{HELLO_WORLD}"), None, None).await;
+    assert_eq!((status, body), (200, json!({"content": "aGVsbG8Kd29ybGQK"})));
+    let (status, _) = s.call("PUT", "/api/v2/files", None, Some(json!({"files": {HELLO: "aGVsbG8K"}}))).await;
+    assert_eq!(status, 200, "uploading again is fine");
+
+    // One bad file refuses the whole batch: nothing of it is stored.
+    const OTHER: &str = "bea43e7033e19327183416f23fe2ee1b64c25f4a"; // sha1 of "other\n"
+    let (status, body) =
+        s.call("PUT", "/api/v2/files", None, Some(json!({"files": {OTHER: "b3RoZXIK", HELLO: "d3Jvbmc="}}))).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("does not match"), "{body}");
+    let (_, body) = s.call("POST", "/api/v1/file", None, Some(json!({"files": [OTHER]}))).await;
+    assert_eq!(body, json!({"files": [OTHER]}), "nothing of a refused batch is stored");
+    let (status, _) = s.call("PUT", "/api/v2/files", None, Some(json!({"files": {OTHER: "%%%"}}))).await;
+    assert_eq!(status, 400, "not base64");
+}

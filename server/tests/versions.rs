@@ -361,3 +361,26 @@ async fn partial_exports_replace_sets_and_keep_the_rest() {
     let (status, answer) = s.call("PUT", "/api/v2/version/partial", tid, Some(with_code)).await;
     assert_eq!(status, 200, "{answer}");
 }
+
+/// `GET /api/v1/version/<v>` streams its resources a page at a time: every one arrives once, in
+/// id order, across page boundaries, and the body is one JSON document.
+#[tokio::test]
+async fn a_whole_version_streams_every_resource_once() {
+    let s = TestServer::start().await;
+    let env = environment(&s).await;
+    let version = reserve(&s, &env).await;
+    let n = 2345;
+    let resources: Vec<Value> = (0..n).map(|i| file(&format!("/f{i:05}"), &[])).collect();
+    let (status, body) = put(&s, &env, version, resources, json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = s.call("GET", &format!("/api/v1/version/{version}"), Some(&env), None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["model"]["version"], version);
+    assert_eq!(body["model"]["total"], n);
+    assert_eq!(body["unknowns"], json!([]));
+    let ids: Vec<&str> =
+        body["resources"].as_array().unwrap().iter().map(|r| r["resource_id"].as_str().unwrap()).collect();
+    let expected: Vec<String> = (0..n).map(|i| format!("fs::File[agent-1,path=/f{i:05}]")).collect();
+    assert_eq!(ids, expected);
+    assert_eq!(body["resources"][1500]["attributes"]["version"], version);
+}

@@ -1,22 +1,21 @@
 //! `inmanta compile` and `inmanta export`: compile the project in a directory; export writes the
 //! resources to a JSON file (`-j`) or pushes them to a server as a new version.
 //!
-//! Pushing uploads only the files the server lacks (one batched stat, then parallel uploads;
-//! the handler executables that modules ship travel the same way), then stores the version (`put_version`, or `put_partial` with `--partial`) and with `-d`
-//! releases it. The server side of `inmanta export` and of the server's own compiles is the same.
+//! Pushing ([`super::export`]) uploads only the files the server lacks (one batched stat, then
+//! batches of files; the handler executables that modules ship travel the same way), then stores
+//! the version (`put_version`, or `put_partial` with `--partial`) and with `-d` releases it. The
+//! server side of `inmanta export` and of the server's own compiles is the same.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use api::client::{Client, ClientError};
-use base64::Engine;
+use api::client::Client;
 use clap::Args;
 use compiler::{CompileOptions, CompileOutput, Diagnostics};
-use reqwest::{Method, StatusCode};
 use serde_json::json;
 use uuid::Uuid;
 
+use super::export::{Destination, Push, push_export};
 use super::{CliError, dot_inmanta};
 use crate::config::Options;
 
@@ -153,7 +152,7 @@ pub async fn run_export(args: ExportArgs, options: &Options) -> Result<(), CliEr
         release: args.deploy,
         message: args.message.clone().unwrap_or_else(|| "Manual compile on the CLI".into()),
     };
-    let version = push_export(&target.client, env, output, &push).await?;
+    let version = push_export(Destination::Api(&target.client), env, output, &push).await?;
     println!("{version}");
     Ok(())
 }
@@ -191,108 +190,6 @@ impl Target {
         );
         Ok(Target { client: Client::new(base).with_token(token), environment })
     }
-}
-
-/// How to store an export on the server.
-#[derive(Debug, Clone, Default)]
-pub struct Push {
-    pub partial: bool,
-    pub removed_resource_sets: Vec<String>,
-    pub allow_handler_code_update: bool,
-    pub release: bool,
-    pub message: String,
-}
-
-/// Uploads the files the server lacks (the handler executables that modules ship among them),
-/// stores the version with the resource type -> handler file mapping and releases it when asked;
-/// returns the version number.
-pub async fn push_export(client: &Client, env: Uuid, mut output: CompileOutput, push: &Push) -> Result<i64, CliError> {
-    let handlers: BTreeMap<String, String> =
-        output.handlers.iter().map(|(resource_type, shipped)| (resource_type.clone(), shipped.hash.clone())).collect();
-    for shipped in std::mem::take(&mut output.handlers).into_values() {
-        tracing::info!(handler = %shipped.path.display(), hash = %shipped.hash, "shipping handler");
-        output.files.insert(shipped.hash, shipped.content);
-    }
-    upload_missing_files(client, &output.files).await?;
-    let resource_sets: BTreeMap<String, Option<String>> =
-        output.resource_sets.iter().map(|(rid, set)| (rid.clone(), Some(set.clone()))).collect();
-    let version_info = json!({"export_metadata": {
-        "message": push.message, "type": "api", "inmanta:compile:state": "success",
-    }});
-    let version = if push.partial {
-        output.set_version(0);
-        let mut body = json!({
-            "resources": output.resources, "resource_state": output.resource_state, "unknowns": output.unknowns,
-            "resource_sets": resource_sets, "removed_resource_sets": push.removed_resource_sets,
-            "version_info": version_info, "allow_handler_code_update": push.allow_handler_code_update,
-        });
-        // Sent only when there are some, so servers without the extension still take the export.
-        if !handlers.is_empty() {
-            body["handlers"] = json!(handlers);
-        }
-        let answer = client.call(Method::PUT, "/api/v2/version/partial", Some(env), Some(&body)).await?;
-        answer["data"]
-            .as_i64()
-            .ok_or_else(|| CliError::Usage(format!("the server answered {answer} to put_partial")))?
-    } else {
-        let version: i64 = client.data(Method::POST, "/api/v2/reserve_version", Some(env), None::<&()>).await?;
-        output.set_version(version);
-        let mut body = json!({
-            "version": version, "resources": output.resources, "resource_state": output.resource_state,
-            "unknowns": output.unknowns, "resource_sets": resource_sets, "version_info": version_info,
-        });
-        if !handlers.is_empty() {
-            body["handlers"] = json!(handlers);
-        }
-        client.call(Method::PUT, "/api/v1/version", Some(env), Some(&body)).await?;
-        version
-    };
-    tracing::info!(%env, version, "version stored");
-    if push.release {
-        let path = format!("/api/v1/version/{version}");
-        match client.call(Method::POST, &path, Some(env), Some(&json!({"push": true}))).await {
-            Ok(_) => tracing::info!(version, "version released"),
-            // With auto_deploy on the server already released it.
-            Err(ClientError::Api { status, .. }) if status == StatusCode::CONFLICT => {
-                tracing::info!(version, "version already released by auto_deploy")
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(version)
-}
-
-/// One batched stat, then the missing files uploaded a few at a time.
-async fn upload_missing_files(client: &Client, files: &BTreeMap<String, Vec<u8>>) -> Result<(), CliError> {
-    if files.is_empty() {
-        return Ok(());
-    }
-    let hashes: Vec<&String> = files.keys().collect();
-    let answer = client.call(Method::POST, "/api/v1/file", None, Some(&json!({"files": hashes}))).await?;
-    let missing: Vec<String> = answer["files"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|h| h.as_str().map(str::to_string)).collect())
-        .unwrap_or_default();
-    tracing::info!(total = files.len(), missing = missing.len(), "uploading files");
-    let mut tasks = tokio::task::JoinSet::new();
-    let limit = 8;
-    for hash in missing {
-        let Some(content) = files.get(&hash) else { continue };
-        let body = json!({"content": base64::engine::general_purpose::STANDARD.encode(content)});
-        let client = client.clone();
-        if tasks.len() >= limit
-            && let Some(done) = tasks.join_next().await
-        {
-            done.map_err(|e| CliError::Usage(format!("upload task failed: {e}")))??;
-        }
-        tasks.spawn(async move {
-            client.call(Method::PUT, &format!("/api/v1/file/{hash}"), None, Some(&body)).await.map(|_| ())
-        });
-    }
-    while let Some(done) = tasks.join_next().await {
-        done.map_err(|e| CliError::Usage(format!("upload task failed: {e}")))??;
-    }
-    Ok(())
 }
 
 /// What a failed compile prints: every error, rustc-style.

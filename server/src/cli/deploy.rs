@@ -1,15 +1,16 @@
 //! `inmanta deploy`: the all-in-one mode. In a project directory it starts an embedded server
-//! (SQLite in `data/deploy/`, REST API on a loopback port, no console), compiles, exports through
-//! that API exactly like `inmanta export`, lets the in-process agents deploy, shows progress and
-//! ends with a summary. Exit code 0 only when every resource is deployed.
+//! (SQLite in `data/deploy/`, its scheduler and in-process agents; no console), compiles, exports
+//! to it with the same steps as `inmanta export` but in process (no HTTP hop: the embedded server
+//! is this process), lets the agents deploy, shows progress and ends with a summary. Exit code 0
+//! only when every resource is deployed.
+//!
+//! The database is opened once, while the compile runs on a thread of its own.
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use api::auth::ClientType;
-use api::client::Client;
 use api::environment::EnvironmentCreate;
 use clap::Args;
 use orchestrator::Orchestrator;
@@ -18,9 +19,8 @@ use orchestrator::scheduler::Schedulers;
 use uuid::Uuid;
 
 use super::CliError;
-use super::compile::{CompileArgs, Push, compile, push_export};
-use crate::rest::{self, AppState};
-use crate::security::Security;
+use super::compile::{CompileArgs, compile};
+use super::export::{Destination, Push, push_export};
 
 #[derive(Args, Clone)]
 pub struct DeployArgs {
@@ -34,43 +34,38 @@ pub struct DeployArgs {
     timeout: u64,
 }
 
-/// The embedded server of one project: its store, its scheduler and its API on loopback.
+/// The embedded server of one project: its store and its scheduler.
 struct Embedded {
     orchestrator: Orchestrator,
     schedulers: Arc<Schedulers>,
-    client: Client,
     environment: Uuid,
     /// Where the agents keep the handler executables that modules ship.
     handler_dir: std::path::PathBuf,
 }
 
 impl Embedded {
-    async fn start(project_dir: &std::path::Path, name: &str) -> Result<Embedded, CliError> {
+    /// Opens (or creates) the project's store in `data/deploy/`.
+    async fn open_store(project_dir: &std::path::Path) -> Result<(Orchestrator, String), CliError> {
         let data = project_dir.join("data").join("deploy");
         std::fs::create_dir_all(&data)
             .map_err(|e| CliError::Usage(format!("cannot create {}: {e}", data.display())))?;
         let url = format!("sqlite://{}", data.join("inmanta.db").display());
         let orchestrator = Orchestrator::open(&url).await.map_err(|e| CliError::Usage(format!("{url}: {e}")))?;
+        Ok((orchestrator, url))
+    }
+
+    async fn start(
+        project_dir: &std::path::Path,
+        (orchestrator, url): (Orchestrator, String),
+        name: &str,
+    ) -> Result<Embedded, CliError> {
+        let data = project_dir.join("data").join("deploy");
         let environment = embedded_environment(&orchestrator, name).await?;
         let handler_dir = std::path::absolute(data.join("handlers"))?;
         let agents = Arc::new(crate::agents::InProcessAgents::new(orchestrator.clone(), handler_dir.clone()));
         let schedulers = Schedulers::start(orchestrator.clone(), agents).await.map_err(server_error)?;
-        // Auth stays on: the API listens on loopback and only this process holds a token.
-        let security = Arc::new(Security::new(&orchestrator, true, 3600, 5).await.map_err(server_error)?);
-        let token =
-            security.authenticator.internal_token(environment, &[ClientType::Api, ClientType::Compiler], 24 * 3600);
-        let state = AppState { orchestrator: orchestrator.clone(), schedulers: schedulers.clone(), security };
-        let app = rest::router(state, 512 * 1024 * 1024).fallback(rest::not_found);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let address = listener.local_addr()?;
-        tokio::spawn(async move {
-            if let Err(e) = axum::serve(listener, app).await {
-                tracing::error!(error = %e, "embedded server stopped");
-            }
-        });
-        tracing::info!(%address, database = %url, "embedded server started");
-        let client = Client::new(format!("http://{address}")).with_token(Some(token));
-        Ok(Embedded { orchestrator, schedulers, client, environment, handler_dir })
+        tracing::info!(database = %url, "embedded server started");
+        Ok(Embedded { orchestrator, schedulers, environment, handler_dir })
     }
 }
 
@@ -96,15 +91,20 @@ async fn embedded_environment(o: &Orchestrator, name: &str) -> Result<Uuid, CliE
 
 pub async fn run(args: DeployArgs) -> Result<(), CliError> {
     let started = Instant::now();
-    let output = compile(&args.compile).await?;
+    // The compile (a thread of its own) and opening the store overlap.
+    let (output, store) = tokio::join!(compile(&args.compile), Embedded::open_store(&args.compile.project));
+    let (output, store) = (output?, store?);
     let name = if output.metadata.name.is_empty() { "main".to_string() } else { output.metadata.name.clone() };
-    let embedded = Embedded::start(&args.compile.project, &name).await?;
+    let embedded = Embedded::start(&args.compile.project, store, &name).await?;
+    tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "compiled, embedded server ready");
     if args.dry_run {
         return dry_run(&embedded, output).await;
     }
     let total = output.resources.len();
     let push = Push { release: true, message: "inmanta deploy".into(), ..Default::default() };
-    let version = push_export(&embedded.client, embedded.environment, output, &push).await?;
+    let version =
+        push_export(Destination::InProcess(&embedded.orchestrator), embedded.environment, output, &push).await?;
+    tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "exported");
     eprintln!("Version {version}: {total} resources, deploying");
     wait_for_deploy(&embedded, total, Duration::from_secs(args.timeout)).await?;
     summary(&embedded, version, started).await
@@ -114,6 +114,9 @@ pub async fn run(args: DeployArgs) -> Result<(), CliError> {
 async fn wait_for_deploy(e: &Embedded, total: usize, timeout: Duration) -> Result<(), CliError> {
     let deadline = Instant::now() + timeout;
     let interactive = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    // Woken by the scheduler's writes rather than a fixed sleep, so the command ends as soon as
+    // the last result is stored.
+    let mut changes = e.orchestrator.subscribe();
     loop {
         let summary = e.orchestrator.deploy_summary(e.environment).await.map_err(server_error)?;
         let pending = summary.by_state.get("available").copied().unwrap_or(0)
@@ -141,7 +144,7 @@ async fn wait_for_deploy(e: &Embedded, total: usize, timeout: Duration) -> Resul
         if Instant::now() > deadline {
             return Err(CliError::Usage(format!("the deploy did not finish within {} s", timeout.as_secs())));
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        let _ = tokio::time::timeout(Duration::from_millis(100), changes.recv()).await;
     }
 }
 
@@ -199,12 +202,11 @@ async fn summary(e: &Embedded, version: i64, started: Instant) -> Result<(), Cli
 
 /// `--dry-run`: every resource through its handler in dry-run mode; prints the changes.
 async fn dry_run(e: &Embedded, mut output: compiler::CompileOutput) -> Result<(), CliError> {
-    for (hash, content) in &output.files {
-        e.orchestrator.upload_file(hash, content).await.map_err(server_error)?;
-    }
-    for shipped in output.handlers.values() {
-        e.orchestrator.upload_file(&shipped.hash, &shipped.content).await.map_err(server_error)?;
-    }
+    let files: Vec<(String, Vec<u8>)> = std::mem::take(&mut output.files)
+        .into_iter()
+        .chain(output.handlers.values().map(|shipped| (shipped.hash.clone(), shipped.content.clone())))
+        .collect();
+    e.orchestrator.upload_files(&files).await.map_err(server_error)?;
     output.set_version(0);
     let files = Arc::new(crate::agents::StoreFiles::new(e.orchestrator.clone()));
     let executor = Arc::new(agent::Executor::new(files).with_shipped_handlers(e.handler_dir.clone()));

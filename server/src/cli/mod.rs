@@ -12,6 +12,7 @@ mod compiles;
 mod deploy;
 mod dryrun;
 mod environment;
+mod export;
 mod output;
 mod param;
 mod project;

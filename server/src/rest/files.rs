@@ -27,6 +27,7 @@ pub fn router() -> Routes {
         .body(BodyLimit::Large)
         .get("/api/v1/file/{id}", anyone, get_file)
         .head("/api/v1/file/{id}", anyone, stat_file)
+        .put("/api/v2/files", anyone, upload_batch)
         .post("/api/v1/filediff", authenticated(), diff)
 }
 
@@ -59,6 +60,29 @@ async fn upload(
         .map_err(|e| ApiError::bad_request(format!("content must be base64: {e}")))?;
     o.upload_file_as(&caller, &id, &content, quota).await?;
     Ok(empty())
+}
+
+/// Body of `PUT /api/v2/files` (this project's extension, docs/api.md): many files in one
+/// request and one transaction, id -> base64 content.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UploadBatch {
+    files: std::collections::BTreeMap<String, String>,
+}
+
+async fn upload_batch(
+    State(o): State<Orchestrator>,
+    extract::Json(req): extract::Json<UploadBatch>,
+) -> ApiResult<Response> {
+    let mut files = Vec::with_capacity(req.files.len());
+    for (id, content) in req.files {
+        let content = STANDARD
+            .decode(content.trim())
+            .map_err(|e| ApiError::bad_request(format!("the content of file {id} must be base64: {e}")))?;
+        files.push((id, content));
+    }
+    let stored = o.upload_files(&files).await?;
+    Ok(super::data(stored).into_response())
 }
 
 async fn stat_file(State(o): State<Orchestrator>, Path(id): Path<String>) -> ApiResult<Response> {

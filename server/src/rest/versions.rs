@@ -4,6 +4,7 @@ use api::version::{PutPartial, PutVersion};
 use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
 use orchestrator::paging::PageRequest;
 use orchestrator::{ActionQuery, Orchestrator};
 use serde::Deserialize;
@@ -131,31 +132,80 @@ async fn v1_get(
     Path(version): Path<i64>,
     Query(q): Query<V1Get>,
 ) -> ApiResult<Response> {
+    if q.include_logs != Some(true) {
+        return v1_get_streamed(o, env, version).await;
+    }
     let model = o.get_version_model(env, version).await?;
     let mut resources = o.version_resources(env, version).await?;
-    if q.include_logs == Some(true) {
-        if q.limit.is_some_and(|l| l > api::paging::MAX_LIMIT) {
-            return Err(ApiError::bad_request(format!(
-                "limit parameter can not exceed {}, got {}. To retrieve more entries, use /api/v2/resource_actions",
-                api::paging::MAX_LIMIT,
-                q.limit.unwrap_or_default()
-            )));
-        }
-        let mut actions = o.resource_actions(env, &ActionQuery::default()).await?;
-        actions.retain(|a| {
-            q.log_filter.as_ref().is_none_or(|kind| &a.action == kind)
-                && a.resource_version_ids.iter().any(|id| id.ends_with(&format!(",v={version}")))
-        });
-        if let Some(limit) = q.limit.filter(|l| *l > 0) {
-            actions.truncate(limit as usize);
-        }
-        for resource in &mut resources {
-            let rvid = resource["resource_version_id"].as_str().unwrap_or_default().to_string();
-            let mine: Vec<_> = actions.iter().filter(|a| a.resource_version_ids.contains(&rvid)).collect();
-            resource["actions"] = json!(mine);
-        }
+    if q.limit.is_some_and(|l| l > api::paging::MAX_LIMIT) {
+        return Err(ApiError::bad_request(format!(
+            "limit parameter can not exceed {}, got {}. To retrieve more entries, use /api/v2/resource_actions",
+            api::paging::MAX_LIMIT,
+            q.limit.unwrap_or_default()
+        )));
+    }
+    let mut actions = o.resource_actions(env, &ActionQuery::default()).await?;
+    actions.retain(|a| {
+        q.log_filter.as_ref().is_none_or(|kind| &a.action == kind)
+            && a.resource_version_ids.iter().any(|id| id.ends_with(&format!(",v={version}")))
+    });
+    if let Some(limit) = q.limit.filter(|l| *l > 0) {
+        actions.truncate(limit as usize);
+    }
+    for resource in &mut resources {
+        let rvid = resource["resource_version_id"].as_str().unwrap_or_default().to_string();
+        let mine: Vec<_> = actions.iter().filter(|a| a.resource_version_ids.contains(&rvid)).collect();
+        resource["actions"] = json!(mine);
     }
     Ok(Json(json!({"model": model, "resources": resources, "unknowns": []})).into_response())
+}
+
+/// Resources per page of the streamed `GET /api/v1/version/<v>`.
+const STREAM_PAGE: i64 = 1000;
+
+/// `GET /api/v1/version/<v>`: the model and every resource of the version, streamed a page of
+/// resources at a time, so a 200 000-resource version is never held whole (in memory or in one
+/// long database read). An error after the first byte ends the body early (logged).
+async fn v1_get_streamed(o: Orchestrator, env: uuid::Uuid, version: i64) -> ApiResult<Response> {
+    let model = o.get_version_model(env, version).await?;
+    let head = format!("{{\"model\":{},\"resources\":[", serde_json::to_string(&model).unwrap_or_default());
+    struct Cursor {
+        after: Option<String>,
+        first: bool,
+        done: bool,
+    }
+    let pages = futures_util::stream::unfold(Cursor { after: None, first: true, done: false }, move |mut cursor| {
+        let o = o.clone();
+        async move {
+            if cursor.done {
+                return None;
+            }
+            let page = match o.version_resources_page(env, version, cursor.after.as_deref(), STREAM_PAGE).await {
+                Ok(page) => page,
+                Err(e) => {
+                    tracing::error!(%env, version, error = %e, "streaming a version failed");
+                    cursor.done = true;
+                    return Some((Err(std::io::Error::other(e.to_string())), cursor));
+                }
+            };
+            cursor.done = (page.len() as i64) < STREAM_PAGE;
+            cursor.after = page.last().and_then(|r| r["resource_id"].as_str()).map(str::to_string);
+            let mut chunk = String::new();
+            for resource in &page {
+                if !cursor.first {
+                    chunk.push(',');
+                }
+                cursor.first = false;
+                chunk.push_str(&resource.to_string());
+            }
+            if cursor.done {
+                chunk.push_str("],\"unknowns\":[]}");
+            }
+            Some((Ok(axum::body::Bytes::from(chunk)), cursor))
+        }
+    });
+    let body = futures_util::stream::once(async move { Ok(axum::body::Bytes::from(head)) }).chain(pages);
+    Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], axum::body::Body::from_stream(body)).into_response())
 }
 
 async fn v1_delete(State(o): State<Orchestrator>, Tid(env): Tid, Path(version): Path<i64>) -> ApiResult<Response> {
