@@ -72,6 +72,9 @@ pub fn shell(assets: Option<Assets>) -> impl IntoView {
                 <MetaTags/>
             </head>
             <body>
+                <App/>
+                // After the app: hydration starts at the body's first node, which must be the
+                // app's (an absent notice still renders a placeholder).
                 {assets.is_none().then(|| view! {
                     <p class="banner banner-warning" id="console-not-built">
                         "This server was built without the console's scripts and styles. Build them with "
@@ -80,7 +83,6 @@ pub fn shell(assets: Option<Assets>) -> impl IntoView {
                         <code>"--console-path $CARGO_TARGET_DIR/site"</code> "."
                     </p>
                 })}
-                <App/>
             </body>
         </html>
     }

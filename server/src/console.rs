@@ -27,8 +27,8 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::extract::{Path, Query};
 use axum::http::{HeaderMap, HeaderValue, Request, StatusCode, header};
-use axum::response::{IntoResponse, Redirect};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Redirect};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 use leptos::prelude::provide_context;
@@ -124,9 +124,10 @@ pub fn router(
         for file in site.public_files().map(str::to_string).collect::<Vec<_>>() {
             let site = site.clone();
             let path = file.clone();
-            router = router.route(&format!("{}/{file}", app::BASE), get(move |headers: HeaderMap| async move {
-                site.respond(&path, &headers)
-            }));
+            router = router.route(
+                &format!("{}/{file}", app::BASE),
+                get(move |headers: HeaderMap| async move { site.respond(&path, &headers) }),
+            );
         }
     }
     router.layer(axum::middleware::from_fn(security_headers))
@@ -140,7 +141,9 @@ fn choose_site(explicit: Option<PathBuf>) -> Option<Site> {
     if let Some(dir) = explicit {
         match Site::load(&dir) {
             Ok(site) => return Some(site),
-            Err(error) => tracing::warn!(%error, "the console directory given cannot be served; using the embedded console"),
+            Err(error) => {
+                tracing::warn!(%error, "the console directory given cannot be served; using the embedded console")
+            }
         }
     }
     match Site::embedded() {

@@ -69,14 +69,22 @@ impl Site {
     pub fn load(dir: &Path) -> Result<Site, String> {
         let manifest_path = dir.join("manifest.json");
         let manifest = std::fs::read_to_string(&manifest_path).map_err(|e| {
-            format!("{}: {e} (build the console with scripts/build-console.sh --site {})", manifest_path.display(), dir.display())
+            format!(
+                "{}: {e} (build the console with scripts/build-console.sh --site {})",
+                manifest_path.display(),
+                dir.display()
+            )
         })?;
         let mut files = Vec::new();
         read_dir(dir, dir, &mut files).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
         Site::from_files(&manifest, files.into_iter(), dir.display().to_string())
     }
 
-    fn from_files(manifest: &str, files: impl Iterator<Item = (String, Bytes)>, origin: String) -> Result<Site, String> {
+    fn from_files(
+        manifest: &str,
+        files: impl Iterator<Item = (String, Bytes)>,
+        origin: String,
+    ) -> Result<Site, String> {
         let manifest: Manifest =
             serde_json::from_str(manifest).map_err(|e| format!("{origin}: manifest.json is not valid: {e}"))?;
         let hashed = [&manifest.js, &manifest.wasm, &manifest.css];
@@ -191,8 +199,7 @@ fn read_dir(root: &Path, dir: &Path, files: &mut Vec<(String, Bytes)>) -> std::i
         if path.is_dir() {
             read_dir(root, &path, files)?;
         } else if let Ok(relative) = path.strip_prefix(root) {
-            let relative =
-                relative.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
+            let relative = relative.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
             if relative != "manifest.json" {
                 files.push((relative, Bytes::from(std::fs::read(&path)?)));
             }

@@ -127,7 +127,8 @@ pub async fn password_submit(
         return Redirect::to(LOGIN).into_response();
     };
     let again = |message: &str| {
-        (StatusCode::BAD_REQUEST, Html(password_html(&auth, &username, must_change_password, Some(message)))).into_response()
+        (StatusCode::BAD_REQUEST, Html(password_html(&auth, &username, must_change_password, Some(message))))
+            .into_response()
     };
     if form.password != form.repeat {
         return again("The new passwords differ.");

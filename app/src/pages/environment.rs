@@ -54,7 +54,11 @@ fn NeedsAttention(env: String, data: Dashboard) -> impl IntoView {
     }
     let undefined = count(&["undefined"]);
     if undefined > 0 {
-        items.push((plural(undefined, "resource undefined", "resources undefined"), resources("undefined"), "undefined"));
+        items.push((
+            plural(undefined, "resource undefined", "resources undefined"),
+            resources("undefined"),
+            "undefined",
+        ));
     }
     if data.agents_down > 0 {
         let text = plural(data.agents_down, "agent down", "agents down");
