@@ -16,16 +16,19 @@ pub enum ClientType {
     Agent,
     /// The exporter.
     Compiler,
+    /// Prometheus scraping `GET /metrics`, and nothing else.
+    Metrics,
 }
 
 impl ClientType {
-    pub const ALL: [ClientType; 3] = [ClientType::Api, ClientType::Agent, ClientType::Compiler];
+    pub const ALL: [ClientType; 4] = [ClientType::Api, ClientType::Agent, ClientType::Compiler, ClientType::Metrics];
 
     pub fn as_str(self) -> &'static str {
         match self {
             ClientType::Api => "api",
             ClientType::Agent => "agent",
             ClientType::Compiler => "compiler",
+            ClientType::Metrics => "metrics",
         }
     }
 

@@ -2,45 +2,21 @@
 //! `=`, so every client that puts one in a URL encodes it, and every server that reads one from
 //! a raw query decodes it: one implementation for all of them.
 
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
+
+/// Everything but the unreserved characters of RFC 3986 (letters, digits, `-`, `_`, `.`, `~`).
+const RESERVED: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
+
 /// Encodes everything but the unreserved characters of RFC 3986.
 pub fn encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    utf8_percent_encode(text, RESERVED).to_string()
 }
 
 /// Decodes `%XX` escapes and `+` (a space in query strings); malformed escapes stay as they are.
 pub fn decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let escaped = (bytes[i] == b'%')
-            .then(|| text.get(i + 1..i + 3))
-            .flatten()
-            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
-        match (bytes[i], escaped) {
-            (_, Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b'+', None) => {
-                out.push(b' ');
-                i += 1;
-            }
-            (b, None) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    // `+` is a space only in the text as sent; a `%2B` decodes to a real `+`.
+    let spaced = text.replace('+', " ");
+    percent_decode_str(&spaced).decode_utf8_lossy().into_owned()
 }
 
 #[cfg(test)]
@@ -54,5 +30,7 @@ mod tests {
         assert_eq!(decode(&encode(rid)), rid);
         assert_eq!(decode("a+b%2"), "a b%2");
         assert_eq!(decode("%zz%41"), "%zzA");
+        assert_eq!(decode("a%2Bb+c"), "a+b c");
+        assert_eq!(decode(&encode("ü+ /")), "ü+ /");
     }
 }

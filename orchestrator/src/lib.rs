@@ -12,6 +12,7 @@ pub mod dryrun;
 mod environments;
 mod error;
 mod files;
+pub mod metrics;
 pub mod notifications;
 pub mod paging;
 pub mod parameters;

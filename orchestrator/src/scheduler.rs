@@ -853,6 +853,7 @@ impl EnvScheduler {
         let stale = run.hash != resource.hash;
         let status = outcome.status.as_str();
         let db_status = if status == "skipped_for_dependency" { "skipped" } else { status };
+        crate::metrics::resource_deployed(self.env, db_status, since(&started));
         resource.last_end = Some(Instant::now());
         resource.last_deployed_hash = Some(run.hash.clone());
         resource.last_status = Some(db_status.to_string());
@@ -927,7 +928,21 @@ impl EnvScheduler {
     /// Timers: per resource, retry dirty ones after the deploy interval and repair every one
     /// after the repair interval; with cron expressions, one global retry or repair at those
     /// times (reference/deploy.md §6.3).
+    /// The metrics gauge of queued tasks per agent (once a second, from the timers).
+    fn record_queue_depths(&self) {
+        let mut depth: HashMap<&str, usize> = self.agents.keys().map(|a| (a.as_str(), 0)).collect();
+        for rid in self.tasks.keys() {
+            if let Some(resource) = self.resources.get(rid) {
+                *depth.entry(resource.id.agent.as_str()).or_default() += 1;
+            }
+        }
+        for (agent, n) in depth {
+            crate::metrics::scheduler_queue(self.env, agent, n);
+        }
+    }
+
     fn timers(&mut self) {
+        self.record_queue_depths();
         if self.halted {
             return;
         }
@@ -996,4 +1011,9 @@ impl EnvScheduler {
             }
         }
     }
+}
+
+/// Time since a stored timestamp (zero when it cannot be read).
+fn since(started: &str) -> Duration {
+    crate::store::parse_time(started).ok().and_then(|t| (chrono::Utc::now() - t).to_std().ok()).unwrap_or_default()
 }

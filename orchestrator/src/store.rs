@@ -116,10 +116,13 @@ impl Store {
     /// A transaction that will write. On SQLite it takes the write lock up front: a deferred
     /// transaction that reads first cannot upgrade once another connection committed.
     pub async fn begin_write(&self) -> Result<Transaction> {
-        Ok(match self.kind {
+        let waiting = std::time::Instant::now();
+        let tx = match self.kind {
             DbKind::Sqlite => self.writer.begin_with("BEGIN IMMEDIATE").await?,
             DbKind::Postgres => self.writer.begin().await?,
-        })
+        };
+        crate::metrics::database_wait(waiting.elapsed());
+        Ok(tx)
     }
 
     /// The server version of the database, for the status page.

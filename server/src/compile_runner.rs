@@ -184,6 +184,7 @@ async fn run_compile(o: &Orchestrator, config: &RunnerConfig, q: &QueuedCompile)
         env = %q.environment, compile = %q.id, success = outcome.success, version = ?outcome.version,
         elapsed_ms = started.elapsed().as_millis() as u64, "compile finished"
     );
+    orchestrator::metrics::compiled(q.environment, outcome.success, started.elapsed());
     if let Err(e) = o.finish_compile(q.environment, q.id, &outcome).await {
         tracing::error!(error = %e, compile = %q.id, "cannot record the end of a compile");
     }

@@ -97,6 +97,10 @@ pub const KNOWN: &[(&str, &str)] = &[
     ("server", "auth"),
     ("server", "login-session-expire"),
     ("server", "login-max-failures"),
+    ("server", "trusted-proxies"),
+    ("server", "token-leeway"),
+    ("server", "metrics-bind-address"),
+    ("server", "metrics-bind-port"),
     ("server", "max-request-body-size"),
     ("server", "request-timeout"),
     ("server", "file-store-quota"),
@@ -130,8 +134,16 @@ pub struct ServerConfig {
     pub auth: bool,
     /// Seconds a login token and a console session last.
     pub login_session_expire: i64,
-    /// Failed logins allowed per user name in five minutes (an address gets four times more).
+    /// Failed logins a user may make from one address before the delays start (an address
+    /// gets four times more over all users before it is paced).
     pub login_max_failures: usize,
+    /// Proxies whose `X-Forwarded-For` header names the client (for the login throttle).
+    pub trusted_proxies: Vec<std::net::IpAddr>,
+    /// Seconds of clock skew tolerated on a token's expiry.
+    pub token_leeway: u64,
+    /// Where `/metrics` is also served without credentials (`[server] metrics-bind-address`
+    /// and `metrics-bind-port`); none by default.
+    pub metrics_bind: Option<String>,
     pub max_request_body_size: usize,
     /// The longest one REST call may take, its body upload included.
     pub request_timeout: std::time::Duration,
@@ -162,6 +174,16 @@ impl ServerConfig {
             auth: options.get_bool("server", "auth", true)?,
             login_session_expire: options.get_parsed("server", "login-session-expire", 3600)?,
             login_max_failures: options.get_parsed("server", "login-max-failures", 5)?,
+            trusted_proxies: trusted_proxies(options)?,
+            token_leeway: options.get_parsed("server", "token-leeway", 0)?,
+            metrics_bind: match options.get("server", "metrics-bind-port").filter(|p| !p.trim().is_empty()) {
+                None => None,
+                Some(_) => Some(format!(
+                    "{}:{}",
+                    options.get("server", "metrics-bind-address").unwrap_or("127.0.0.1"),
+                    options.get_parsed::<u16>("server", "metrics-bind-port", 0)?
+                )),
+            },
             max_request_body_size: options.get_parsed("server", "max-request-body-size", 100 * 1024 * 1024)?,
             request_timeout: seconds(
                 options.get_parsed(
@@ -216,6 +238,14 @@ fn tls_files(options: &Options) -> anyhow::Result<Option<TlsFiles>> {
         (Some(cert), Some(key)) => Ok(Some(TlsFiles { cert: cert.into(), key: key.into() })),
         _ => bail!("[server] ssl-cert-file and ssl-key-file go together: set both for HTTPS, or neither"),
     }
+}
+
+/// `[server] trusted-proxies`: IP addresses, comma separated.
+fn trusted_proxies(options: &Options) -> anyhow::Result<Vec<std::net::IpAddr>> {
+    let text = options.get("server", "trusted-proxies").unwrap_or_default();
+    let parse =
+        |a: &str| a.parse().map_err(|_| anyhow::anyhow!("[server] trusted-proxies: {a:?} is not an IP address"));
+    text.split(',').map(str::trim).filter(|a| !a.is_empty()).map(parse).collect()
 }
 
 /// `[database] url` wins; else a PostgreSQL URL when `[database] host` is set; else SQLite in

@@ -74,13 +74,14 @@ pub struct LoginForm {
 pub async fn login_submit(
     State(auth): State<ConsoleAuth>,
     PeerAddress(peer): PeerAddress,
+    headers: axum::http::HeaderMap,
     session: Session,
     Form(form): Form<LoginForm>,
 ) -> Response {
     let next = safe_next(form.next.as_deref());
     let refused =
         |status, message: &str| (status, Html(login_html(&auth, &next, &form.username, Some(message)))).into_response();
-    let user = match auth.security.login(&auth.orchestrator, &form.username, &form.password, peer).await {
+    let user = match auth.security.login(&auth.orchestrator, &form.username, &form.password, peer, &headers).await {
         Ok(Ok(user)) => user,
         Ok(Err(LoginRefused::WrongCredentials)) => {
             return refused(StatusCode::UNAUTHORIZED, "Wrong username or password.");

@@ -7,6 +7,7 @@ mod config;
 mod console;
 mod console_assets;
 mod console_auth;
+mod metrics;
 mod remote;
 mod rest;
 mod security;
@@ -17,7 +18,7 @@ mod tls;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
@@ -42,6 +43,12 @@ enum Command {
     Server(ServerArgs),
     #[command(flatten)]
     Client(cli::ClientCommand),
+    /// Print a shell completion script: `inmanta completions bash > /etc/bash_completion.d/inmanta`
+    /// (also zsh, fish, elvish, powershell).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(clap::Args)]
@@ -125,7 +132,11 @@ fn main() -> ExitCode {
         }
         Command::Client(command) => {
             let _ = init_logging(cli.verbose, cli.log_json, None);
-            runtime.block_on(cli::run(command, &options))
+            runtime.block_on(cli::run(command, &options, cli.verbose))
+        }
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "inmanta", &mut std::io::stdout());
+            ExitCode::SUCCESS
         }
     }
 }
@@ -148,7 +159,10 @@ fn init_logging(verbose: u8, json: bool, log_dir: Option<&std::path::Path>) -> a
             if json { builder.json().try_init() } else { builder.try_init() }
         }
         None => {
-            let builder = builder.with_writer(std::io::stderr);
+            // Colours only on a terminal and never with NO_COLOR (no-color.org).
+            let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+            let builder = builder.with_ansi(ansi).with_writer(std::io::stderr);
             if json { builder.json().try_init() } else { builder.try_init() }
         }
     };

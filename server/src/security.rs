@@ -1,16 +1,15 @@
 //! Authentication at the HTTP edge: bearer tokens for the API and the agent session, the
-//! console's session cookie, the login rate limit and the first admin. What a caller may do
+//! console's session cookie, the login throttle (with the client address, trusted proxies
+//! considered) and the first admin. What a caller may do
 //! is decided by `orchestrator::auth::Principal::authorize`, not here.
 
-use std::collections::{HashMap, VecDeque};
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 use axum::http::{HeaderMap, StatusCode, header};
 use orchestrator::Orchestrator;
 use orchestrator::auth::Principal;
+use orchestrator::auth::throttle::{LoginThrottle, ThrottleSettings, Throttled};
 use orchestrator::auth::tokens::{Authenticator, Unauthenticated};
 use orchestrator::auth::users::UserRecord;
 
@@ -22,9 +21,11 @@ pub struct Security {
     pub authenticator: Authenticator,
     /// False only with `--no-auth`: every caller is then unrestricted.
     pub enabled: bool,
-    pub logins: LoginLimiter,
+    pub logins: LoginThrottle,
     /// The server speaks HTTPS: session cookies are `Secure`.
     pub secure_cookies: bool,
+    /// Peers whose `X-Forwarded-For` names the client (`[server] trusted-proxies`).
+    pub trusted_proxies: Vec<IpAddr>,
 }
 
 impl Security {
@@ -37,9 +38,36 @@ impl Security {
         Ok(Security {
             authenticator: Authenticator::load(orchestrator, login_expire).await?,
             enabled,
-            logins: LoginLimiter::new(Duration::from_secs(300), max_failures.max(1), max_failures.max(1) * 4),
+            logins: LoginThrottle::new(&ThrottleSettings::for_max_failures(
+                max_failures.try_into().unwrap_or(u32::MAX),
+            )),
+            trusted_proxies: Vec::new(),
             secure_cookies: false,
         })
+    }
+
+    /// Takes the client address from `X-Forwarded-For` when the peer is one of these proxies.
+    pub fn with_trusted_proxies(mut self, proxies: Vec<IpAddr>) -> Security {
+        self.trusted_proxies = proxies;
+        self
+    }
+
+    /// Tolerates this much clock skew (seconds) on token expiry.
+    pub fn with_token_leeway(mut self, seconds: u64) -> Security {
+        self.authenticator = self.authenticator.with_leeway(seconds);
+        self
+    }
+
+    /// The client's address: the peer, or when the peer is a trusted proxy, the last address
+    /// in `X-Forwarded-For` that is not one (earlier entries are the client's own word).
+    pub fn client_address(&self, peer: Option<SocketAddr>, headers: &HeaderMap) -> Option<IpAddr> {
+        let peer = peer?.ip();
+        if !self.trusted_proxies.contains(&peer) {
+            return Some(peer);
+        }
+        let forwarded = headers.get_all("x-forwarded-for").iter().filter_map(|v| v.to_str().ok());
+        let hops: Vec<IpAddr> = forwarded.flat_map(|v| v.split(',')).filter_map(|a| a.trim().parse().ok()).collect();
+        Some(hops.into_iter().rev().find(|hop| !self.trusted_proxies.contains(hop)).unwrap_or(peer))
     }
 
     /// The caller of an API request, from its `Authorization: Bearer` header.
@@ -59,34 +87,44 @@ impl Security {
 /// Why a login was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LoginRefused {
-    /// The user or the address used up its failures; try again after this long.
-    TooManyFailures(Duration),
+    /// The user at this address, or the address, used up its failures; try again after this long.
+    TooManyFailures(std::time::Duration),
     WrongCredentials,
 }
 
 impl Security {
-    /// Checks a login (API or console) against the rate limit and the stored hash. Failures are
-    /// counted and logged with user name and address, never the password.
+    /// Checks a login (API or console) against the throttle and the stored hash. Every attempt
+    /// is logged with user name and client address, never the password.
     pub async fn login(
         &self,
         orchestrator: &Orchestrator,
         username: &str,
         password: &str,
-        peer: Option<std::net::SocketAddr>,
+        peer: Option<SocketAddr>,
+        headers: &HeaderMap,
     ) -> orchestrator::Result<Result<UserRecord, LoginRefused>> {
-        let address = peer.map(|p| p.ip());
-        let peer = peer.map(|p| p.to_string()).unwrap_or_else(|| "-".into());
-        if let Err(wait) = self.logins.check(username, address) {
-            tracing::warn!(%username, %peer, "login refused: too many failed attempts");
-            return Ok(Err(LoginRefused::TooManyFailures(wait)));
+        let address = self.client_address(peer, headers);
+        let client = address.map(|a| a.to_string()).unwrap_or_else(|| "-".into());
+        if let Err(throttled) = self.logins.check(username, address) {
+            let (reason, wait) = match throttled {
+                Throttled::User(wait) => ("too many failed attempts for this user from this address", wait),
+                Throttled::Address(wait) => ("too many failed attempts from this address", wait),
+            };
+            tracing::warn!(%username, %client, wait_seconds = wait.as_secs_f64(), "login refused: {reason}");
+            return Ok(Err(LoginRefused::TooManyFailures(throttled.wait())));
         }
         let Some(user) = orchestrator.verify_login(username, password).await? else {
-            self.logins.failed(username, address);
-            tracing::warn!(%username, %peer, "login failed: wrong username or password");
+            match self.logins.failed(username, address) {
+                Some(wait) => tracing::warn!(
+                    %username, %client, wait_seconds = wait.as_secs_f64(),
+                    "login failed: wrong username or password; further attempts from this address must wait"
+                ),
+                None => tracing::warn!(%username, %client, "login failed: wrong username or password"),
+            }
             return Ok(Err(LoginRefused::WrongCredentials));
         };
-        self.logins.succeeded(username);
-        tracing::info!(username = %user.username, %peer, "user logged in");
+        self.logins.succeeded(username, address);
+        tracing::info!(username = %user.username, %client, "user logged in");
         Ok(Ok(user))
     }
 }
@@ -96,63 +134,6 @@ pub fn bearer(headers: &HeaderMap) -> Option<&str> {
     let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then_some(token.trim()).filter(|t| !t.is_empty())
-}
-
-#[derive(Debug)]
-/// Failed logins in a sliding window, per user name and per client address, so guessing
-/// passwords is slow for one account and for one machine trying many accounts.
-pub struct LoginLimiter {
-    window: Duration,
-    per_user: usize,
-    per_address: usize,
-    failures: Mutex<HashMap<String, VecDeque<Instant>>>,
-}
-
-impl LoginLimiter {
-    pub fn new(window: Duration, per_user: usize, per_address: usize) -> LoginLimiter {
-        LoginLimiter { window, per_user, per_address, failures: Mutex::default() }
-    }
-
-    fn keys(username: &str, address: Option<IpAddr>) -> [Option<String>; 2] {
-        [Some(format!("user:{}", username.trim().to_lowercase())), address.map(|a| format!("addr:{a}"))]
-    }
-
-    /// `Err(wait)` while either the user or the address used up its failures.
-    pub fn check(&self, username: &str, address: Option<IpAddr>) -> Result<(), Duration> {
-        let now = Instant::now();
-        let mut failures = self.failures.lock().expect("limiter lock");
-        let [user, addr] = Self::keys(username, address);
-        for (key, limit) in [(user, self.per_user), (addr, self.per_address)] {
-            let Some(key) = key else { continue };
-            let Some(times) = failures.get_mut(&key) else { continue };
-            while times.front().is_some_and(|t| now.duration_since(*t) >= self.window) {
-                times.pop_front();
-            }
-            if times.len() >= limit {
-                let oldest = *times.front().expect("non-empty");
-                return Err(self.window.saturating_sub(now.duration_since(oldest)));
-            }
-        }
-        Ok(())
-    }
-
-    pub fn failed(&self, username: &str, address: Option<IpAddr>) {
-        let mut failures = self.failures.lock().expect("limiter lock");
-        // Bound memory under a flood of made-up user names.
-        if failures.len() > 100_000 {
-            failures.clear();
-        }
-        for key in Self::keys(username, address).into_iter().flatten() {
-            failures.entry(key).or_default().push_back(Instant::now());
-        }
-    }
-
-    pub fn succeeded(&self, username: &str) {
-        let [user, _] = Self::keys(username, None);
-        if let Some(user) = user {
-            self.failures.lock().expect("limiter lock").remove(&user);
-        }
-    }
 }
 
 /// The file the generated first admin password is written to, readable by the owner only.
@@ -199,20 +180,23 @@ pub fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn limiter_counts_per_user_and_per_address() {
-        let limiter = LoginLimiter::new(Duration::from_secs(60), 2, 3);
-        let a: IpAddr = "10.0.0.1".parse().unwrap();
-        assert!(limiter.check("alice", Some(a)).is_ok());
-        limiter.failed("alice", Some(a));
-        limiter.failed("Alice", Some(a));
-        assert!(limiter.check("alice", None).is_err(), "alice used her two failures");
-        assert!(limiter.check("bob", Some(a)).is_ok(), "the address has one left");
-        limiter.failed("bob", Some(a));
-        assert!(limiter.check("carol", Some(a)).is_err(), "the address used its three");
-        assert!(limiter.check("carol", Some("10.0.0.2".parse().unwrap())).is_ok());
-        limiter.succeeded("alice");
-        assert!(limiter.check("alice", None).is_ok());
+    #[tokio::test]
+    async fn forwarded_for_counts_only_behind_a_trusted_proxy() {
+        let dir = tempfile::tempdir().unwrap();
+        let orchestrator =
+            Orchestrator::open(&format!("sqlite://{}", dir.path().join("inmanta.db").display())).await.unwrap();
+        let proxy: IpAddr = "10.0.0.1".parse().unwrap();
+        let security = Security::new(&orchestrator, true, 3600, 5).await.unwrap().with_trusted_proxies(vec![proxy]);
+        let mut headers = HeaderMap::new();
+        headers.insert("x-forwarded-for", "6.6.6.6, 192.0.2.9, 10.0.0.1".parse().unwrap());
+        let from = |ip: &str| Some(SocketAddr::new(ip.parse().unwrap(), 4000));
+        assert_eq!(security.client_address(from("10.0.0.1"), &headers), Some("192.0.2.9".parse().unwrap()));
+        assert_eq!(
+            security.client_address(from("203.0.113.5"), &headers),
+            Some("203.0.113.5".parse().unwrap()),
+            "anyone else's X-Forwarded-For is ignored"
+        );
+        assert_eq!(security.client_address(from("10.0.0.1"), &HeaderMap::new()), Some(proxy));
     }
 
     #[test]

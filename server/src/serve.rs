@@ -25,7 +25,9 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     let mut security =
         Security::new(&orchestrator, config.auth, config.login_session_expire, config.login_max_failures)
             .await
-            .context("cannot load the authentication keys")?;
+            .context("cannot load the authentication keys")?
+            .with_trusted_proxies(config.trusted_proxies.clone())
+            .with_token_leeway(config.token_leeway);
     security.secure_cookies = tls.is_some();
     let security = Arc::new(security);
     let initial_password_file = if config.auth {
@@ -67,7 +69,14 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
             config.console_path.clone(),
         ));
     }
-    let app = app.fallback(rest::not_found).layer(TraceLayer::new_for_http());
+    let app = app
+        .merge(crate::metrics::router(orchestrator.clone(), security.clone()))
+        .fallback(rest::not_found)
+        .layer(axum::middleware::from_fn(crate::metrics::track))
+        .layer(TraceLayer::new_for_http());
+    if let Some(address) = &config.metrics_bind {
+        serve_open_metrics(address, orchestrator.clone()).await?;
+    }
 
     let address = format!("{}:{}", config.bind_address, config.bind_port);
     let listener = TcpListener::bind(&address).await.with_context(|| format!("cannot listen on {address}"))?;
@@ -125,4 +134,19 @@ async fn shutdown_signal() {
         _ = terminate => {},
     }
     tracing::info!("signal received: finishing open requests");
+}
+
+/// Serves `/metrics` without credentials on `[server] metrics-bind-address:metrics-bind-port`.
+async fn serve_open_metrics(address: &str, orchestrator: orchestrator::Orchestrator) -> anyhow::Result<()> {
+    let listener =
+        TcpListener::bind(address).await.with_context(|| format!("cannot listen on {address} for metrics"))?;
+    let local = listener.local_addr()?;
+    tracing::info!(%local, "metrics listening (no credentials asked)");
+    println!("Inmanta metrics listening on http://{local}/metrics");
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, crate::metrics::open_router(orchestrator)).await {
+            tracing::error!(error = %e, "the metrics listener stopped");
+        }
+    });
+    Ok(())
 }

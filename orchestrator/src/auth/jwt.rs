@@ -1,16 +1,19 @@
-//! HS256 JSON Web Tokens (RFC 7519) with Inmanta's claims (reference/api.md §1.3).
+//! JSON Web Tokens (RFC 7519) with Inmanta's claims (reference/api.md §1.3), signed and checked
+//! by the `jsonwebtoken` crate.
 //!
-//! Only what the server mints is accepted: the header must say HS256, the signature is checked
-//! in constant time before anything else is read, and `iss`, `aud` and `exp` are verified.
+//! Only what the server mints is accepted: the algorithm is pinned to HS256 (a token claiming
+//! any other, `none` included, is refused), and `iss`, `aud` and `exp` (when present: registered
+//! environment tokens may be unlimited) are verified with a configured clock leeway.
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use hmac::{Hmac, Mac};
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
-use sha2::Sha256;
 
 pub const ISSUER: &str = "https://localhost:8888/";
 pub const AUDIENCE: &str = "https://localhost:8888/";
+
+/// The one algorithm the server signs with and accepts.
+const ALGORITHM: Algorithm = Algorithm::HS256;
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Claims {
@@ -39,19 +42,36 @@ pub struct Claims {
     pub password_version: Option<String>,
 }
 
-/// A signing key; `Debug` never shows it.
+/// The signing key and the rules a token must pass; `Debug` never shows the key.
 #[derive(Clone)]
-pub struct Key(Vec<u8>);
+pub struct Key {
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+    validation: Validation,
+}
 
 impl Key {
-    pub fn new(bytes: Vec<u8>) -> Key {
-        Key(bytes)
+    /// A key from the secret's bytes; `leeway` is the clock skew (seconds) tolerated on `exp`,
+    /// for replicas whose clocks differ a little.
+    pub fn new(secret: &[u8], leeway: u64) -> Key {
+        let mut validation = Validation::new(ALGORITHM);
+        validation.set_issuer(&[ISSUER]);
+        validation.set_audience(&[AUDIENCE]);
+        // Registered environment tokens may have no expiry; when a token has one, it is checked.
+        validation.required_spec_claims.clear();
+        validation.validate_exp = true;
+        validation.leeway = leeway;
+        Key { encoding: EncodingKey::from_secret(secret), decoding: DecodingKey::from_secret(secret), validation }
+    }
+
+    pub fn set_leeway(&mut self, seconds: u64) {
+        self.validation.leeway = seconds;
     }
 }
 
 impl std::fmt::Debug for Key {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Key(<hidden>)")
+        write!(f, "Key(<hidden>, leeway {} s)", self.validation.leeway)
     }
 }
 
@@ -67,71 +87,78 @@ pub enum TokenError {
     Expired,
 }
 
-const HEADER: &str = r#"{"alg":"HS256","typ":"JWT"}"#;
-
 pub fn encode(key: &Key, claims: &Claims) -> String {
-    let header = URL_SAFE_NO_PAD.encode(HEADER);
-    let payload = URL_SAFE_NO_PAD.encode(serde_json::to_vec(claims).expect("claims serialize"));
-    let signing_input = format!("{header}.{payload}");
-    let signature = URL_SAFE_NO_PAD.encode(mac(key, signing_input.as_bytes()).finalize().into_bytes());
-    format!("{signing_input}.{signature}")
+    jsonwebtoken::encode(&Header::new(ALGORITHM), claims, &key.encoding).expect("HS256 signs with any key")
 }
 
-pub fn decode(key: &Key, token: &str, now: i64) -> Result<Claims, TokenError> {
-    let mut parts = token.trim().split('.');
-    let (Some(header), Some(payload), Some(signature), None) = (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(TokenError::Malformed);
-    };
-    let signature = URL_SAFE_NO_PAD.decode(signature).map_err(|_| TokenError::Malformed)?;
-    let signing_input = &token.trim()[..header.len() + 1 + payload.len()];
-    mac(key, signing_input.as_bytes()).verify_slice(&signature).map_err(|_| TokenError::BadSignature)?;
-    let header: serde_json::Value =
-        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(header).map_err(|_| TokenError::Malformed)?)
-            .map_err(|_| TokenError::Malformed)?;
-    if header.get("alg").and_then(|a| a.as_str()) != Some("HS256") {
-        return Err(TokenError::Malformed);
-    }
-    let claims: Claims = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).map_err(|_| TokenError::Malformed)?)
-        .map_err(|_| TokenError::Malformed)?;
-    if claims.iss != ISSUER || !claims.aud.iter().any(|a| a == AUDIENCE) {
-        return Err(TokenError::WrongAudience);
-    }
-    if claims.exp.is_some_and(|exp| exp <= now) {
-        return Err(TokenError::Expired);
-    }
-    Ok(claims)
-}
-
-fn mac(key: &Key, input: &[u8]) -> Hmac<Sha256> {
-    let mut mac = Hmac::<Sha256>::new_from_slice(&key.0).expect("HMAC takes keys of any length");
-    mac.update(input);
-    mac
+pub fn decode(key: &Key, token: &str) -> Result<Claims, TokenError> {
+    jsonwebtoken::decode::<Claims>(token.trim(), &key.decoding, &key.validation).map(|data| data.claims).map_err(|e| {
+        match e.kind() {
+            ErrorKind::InvalidSignature => TokenError::BadSignature,
+            ErrorKind::ExpiredSignature => TokenError::Expired,
+            ErrorKind::InvalidIssuer | ErrorKind::InvalidAudience => TokenError::WrongAudience,
+            _ => TokenError::Malformed,
+        }
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn now() -> i64 {
+        chrono::Utc::now().timestamp()
+    }
+
     fn claims(exp: Option<i64>) -> Claims {
         Claims { iss: ISSUER.into(), aud: vec![AUDIENCE.into()], exp, sub: Some("alice".into()), ..Claims::default() }
     }
 
+    /// The token with its payload replaced by another one, the signature left as it was.
+    fn with_payload(token: &str, payload: &Claims) -> String {
+        let other = encode(&Key::new(b"other", 0), payload);
+        let mut parts: Vec<&str> = token.split('.').collect();
+        parts[1] = other.split('.').nth(1).unwrap();
+        parts.join(".")
+    }
+
     #[test]
     fn round_trip_and_rejections() {
-        let key = Key::new(b"k1".to_vec());
-        let token = encode(&key, &claims(Some(100)));
-        assert_eq!(decode(&key, &token, 50).unwrap().sub.as_deref(), Some("alice"));
-        assert_eq!(decode(&key, &token, 100), Err(TokenError::Expired));
-        assert_eq!(decode(&Key::new(b"k2".to_vec()), &token, 50), Err(TokenError::BadSignature));
+        let key = Key::new(b"k1", 0);
+        let token = encode(&key, &claims(Some(now() + 100)));
+        assert_eq!(decode(&key, &token).unwrap().sub.as_deref(), Some("alice"));
+        assert_eq!(decode(&key, &encode(&key, &claims(Some(now() - 5)))), Err(TokenError::Expired));
+        assert!(decode(&key, &encode(&key, &claims(None))).is_ok(), "environment tokens may have no expiry");
+        assert_eq!(decode(&Key::new(b"k2", 0), &token), Err(TokenError::BadSignature));
         // A changed payload with the old signature.
-        let mut parts: Vec<&str> = token.split('.').collect();
-        let forged = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&claims(None)).unwrap());
-        parts[1] = &forged;
-        assert_eq!(decode(&key, &parts.join("."), 50), Err(TokenError::BadSignature));
-        assert_eq!(decode(&key, "a.b", 50), Err(TokenError::Malformed));
-        // "none" algorithm tokens never pass: there is no signature to match.
-        let none = format!("{}.{}.", URL_SAFE_NO_PAD.encode(r#"{"alg":"none"}"#), parts[1]);
-        assert!(decode(&key, &none, 50).is_err());
+        assert_eq!(decode(&key, &with_payload(&token, &claims(None))), Err(TokenError::BadSignature));
+        assert_eq!(decode(&key, "a.b"), Err(TokenError::Malformed));
+        let foreign = Claims { iss: "https://elsewhere/".into(), ..claims(None) };
+        assert_eq!(decode(&key, &encode(&key, &foreign)), Err(TokenError::WrongAudience));
+    }
+
+    #[test]
+    fn the_algorithm_is_pinned() {
+        let key = Key::new(b"k1", 0);
+        let token = encode(&key, &claims(None));
+        // "none" tokens never pass: no algorithm but HS256 is accepted.
+        let none = format!("{}.{}.", "eyJhbGciOiJub25lIn0", token.split('.').nth(1).unwrap());
+        assert!(decode(&key, &none).is_err());
+        // A token signed with the same secret but another HMAC algorithm is refused too.
+        let hs512 =
+            jsonwebtoken::encode(&Header::new(Algorithm::HS512), &claims(None), &EncodingKey::from_secret(b"k1"))
+                .unwrap();
+        assert_eq!(decode(&key, &hs512), Err(TokenError::Malformed));
+    }
+
+    #[test]
+    fn leeway_tolerates_small_clock_skew() {
+        let expired_a_little = claims(Some(now() - 10));
+        let strict = Key::new(b"k", 0);
+        let lenient = Key::new(b"k", 60);
+        assert_eq!(decode(&strict, &encode(&strict, &expired_a_little)), Err(TokenError::Expired));
+        assert!(decode(&lenient, &encode(&lenient, &expired_a_little)).is_ok());
+        let long_expired = claims(Some(now() - 120));
+        assert_eq!(decode(&lenient, &encode(&lenient, &long_expired)), Err(TokenError::Expired));
     }
 }

@@ -8,6 +8,7 @@
 pub mod jwt;
 pub mod password;
 pub mod sessions;
+pub mod throttle;
 pub mod tokens;
 pub mod users;
 
@@ -72,6 +73,9 @@ impl Clients {
     pub const COMPILER: Clients = Clients(4);
     pub const API_AGENT: Clients = Clients(1 | 2);
     pub const API_COMPILER: Clients = Clients(1 | 4);
+    /// Only `GET /metrics`: never part of [`Clients::ALL`], so a scraping token reads nothing else.
+    pub const METRICS: Clients = Clients(8);
+    /// Every client that works with environments (not [`Clients::METRICS`]).
     pub const ALL: Clients = Clients(1 | 2 | 4);
 
     pub fn of(types: &[ClientType]) -> Clients {
@@ -83,6 +87,7 @@ impl Clients {
             ClientType::Api => 1,
             ClientType::Agent => 2,
             ClientType::Compiler => 4,
+            ClientType::Metrics => 8,
         }
     }
 
@@ -374,6 +379,12 @@ mod tests {
         assert!(agent.authorize(for_agents, Some(env)).is_ok());
         assert!(agent.authorize(for_agents, Some(Uuid::new_v4())).is_err());
         assert!(agent.authorize(Access::Global("project.create", Clients::ALL), None).is_err());
+        let scraper = Principal::Token { environment: env, clients: Clients::METRICS, jti: None };
+        let metrics = Access::Global("metrics.read", Clients::METRICS);
+        assert!(scraper.authorize(metrics, None).is_ok());
+        assert!(scraper.authorize(Access::Environment("parameter.read", Clients::ALL), Some(env)).is_err());
+        assert!(scraper.authorize(Access::Global("project.read", Clients::ALL), None).is_err());
+        assert!(agent.authorize(metrics, None).is_err(), "only metrics tokens scrape");
     }
 
     #[test]

@@ -70,7 +70,14 @@ impl Authenticator {
             }
         };
         let key = STANDARD.decode(encoded).map_err(|_| Error::Corrupt("the stored JWT signing key".into()))?;
-        Ok(Authenticator { key: Key::new(key), login_expire })
+        Ok(Authenticator { key: Key::new(&key, 0), login_expire })
+    }
+
+    /// Tolerates this much clock skew (seconds) when checking a token's expiry: replicas whose
+    /// clocks differ a little accept each other's tokens.
+    pub fn with_leeway(mut self, seconds: u64) -> Authenticator {
+        self.key.set_leeway(seconds);
+        self
     }
 
     /// A token for a user who just logged in.
@@ -123,7 +130,9 @@ impl Authenticator {
         created_by: Option<&str>,
     ) -> Result<String> {
         if clients.is_empty() {
-            return Err(Error::BadRequest("client_types must name at least one of api, agent, compiler".into()));
+            return Err(Error::BadRequest(
+                "client_types must name at least one of api, agent, compiler, metrics".into(),
+            ));
         }
         if expire_seconds.is_some_and(|s| s <= 0) {
             return Err(Error::BadRequest("expire must be a positive number of seconds".into()));
@@ -186,7 +195,7 @@ impl Authenticator {
         orchestrator: &Orchestrator,
         token: &str,
     ) -> Result<std::result::Result<Principal, Unauthenticated>> {
-        let claims = match jwt::decode(&self.key, token, Utc::now().timestamp()) {
+        let claims = match jwt::decode(&self.key, token) {
             Ok(claims) => claims,
             Err(e) => return Ok(Err(e.into())),
         };

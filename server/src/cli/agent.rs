@@ -1,6 +1,5 @@
 //! `inmanta agent list|pause|unpause` and `inmanta monitor` (a live view of a deploy).
 
-use std::io::Write;
 use std::time::Duration;
 
 use clap::Subcommand;
@@ -56,10 +55,10 @@ pub async fn run(command: AgentCommand, ctx: &Context, env: Uuid) -> Result<(), 
     Ok(())
 }
 
-/// Follows the deploy of the environment: a bar per state until nothing is waiting or
-/// deploying (or forever with `follow`).
+/// Follows the deploy of the environment with a progress bar (on a terminal) until nothing is
+/// waiting or deploying (or forever with `follow`), then prints the counts.
 pub async fn monitor(ctx: &Context, env: Uuid, follow: bool) -> Result<(), CliError> {
-    let interactive = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let mut bar: Option<indicatif::ProgressBar> = None;
     loop {
         let page = ctx
             .client
@@ -71,22 +70,15 @@ pub async fn monitor(ctx: &Context, env: Uuid, follow: bool) -> Result<(), CliEr
         let (deployed, failed, pending) =
             (count("deployed"), count("failed") + count("unavailable"), count("available") + count("deploying"));
         let skipped = count("skipped") + count("skipped_for_undefined") + count("undefined");
-        let width = 40u64;
-        let bar = |n: u64| (n * width).checked_div(total).unwrap_or(0) as usize;
-        let line = format!(
-            "[{}{}{}{}] {deployed}/{total} deployed, {failed} failed, {skipped} skipped, {pending} in progress",
-            "#".repeat(bar(deployed)),
-            "!".repeat(bar(failed)),
-            "-".repeat(bar(skipped)),
-            " ".repeat((width as usize).saturating_sub(bar(deployed) + bar(failed) + bar(skipped))),
-        );
-        if interactive {
-            print!("\r{line}");
-            let _ = std::io::stdout().flush();
-        }
+        let line = format!("{deployed}/{total} deployed, {failed} failed, {skipped} skipped, {pending} in progress");
+        let progress = bar.get_or_insert_with(|| output::progress(total, "done"));
+        progress.set_length(total);
+        progress.set_position(total - pending);
+        progress.set_message(format!("({failed} failed, {skipped} skipped)"));
         if pending == 0 && !follow {
-            if interactive {
-                println!();
+            progress.finish_and_clear();
+            if ctx.json {
+                output::json(summary);
             } else {
                 println!("{line}");
             }

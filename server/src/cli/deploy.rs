@@ -7,7 +7,6 @@
 //! The database is opened once, while the compile runs on a thread of its own.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -32,6 +31,9 @@ pub struct DeployArgs {
     /// Give up waiting for the deploy after this many seconds.
     #[arg(long, default_value_t = 600)]
     timeout: u64,
+    /// Print the summary (or the dry run) as JSON instead of tables.
+    #[arg(long)]
+    json: bool,
 }
 
 /// The embedded server of one project: its store and its scheduler.
@@ -89,7 +91,9 @@ async fn embedded_environment(o: &Orchestrator, name: &str) -> Result<Uuid, CliE
     Ok(env.id)
 }
 
-pub async fn run(args: DeployArgs) -> Result<(), CliError> {
+/// `verbose` (the global `-v`) lists every resource in the summary, not only the failed and
+/// changed ones.
+pub async fn run(args: DeployArgs, verbose: bool) -> Result<(), CliError> {
     let started = Instant::now();
     // The compile (a thread of its own) and opening the store overlap.
     let (output, store) = tokio::join!(compile(&args.compile), Embedded::open_store(&args.compile.project));
@@ -98,7 +102,7 @@ pub async fn run(args: DeployArgs) -> Result<(), CliError> {
     let embedded = Embedded::start(&args.compile.project, store, &name).await?;
     tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "compiled, embedded server ready");
     if args.dry_run {
-        return dry_run(&embedded, output).await;
+        return dry_run(&embedded, output, args.json).await;
     }
     let total = output.resources.len();
     let push = Push { release: true, message: "inmanta deploy".into(), ..Default::default() };
@@ -107,49 +111,49 @@ pub async fn run(args: DeployArgs) -> Result<(), CliError> {
     tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "exported");
     eprintln!("Version {version}: {total} resources, deploying");
     wait_for_deploy(&embedded, total, Duration::from_secs(args.timeout)).await?;
-    summary(&embedded, version, started).await
+    summary(&embedded, version, started, verbose || args.json, args.json).await
 }
 
-/// Waits until no resource is waiting or deploying, drawing a progress bar on stderr.
+/// Waits until no resource is waiting or deploying, with a progress bar on stderr (only on a
+/// terminal).
 async fn wait_for_deploy(e: &Embedded, total: usize, timeout: Duration) -> Result<(), CliError> {
     let deadline = Instant::now() + timeout;
-    let interactive = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let bar = super::output::progress(total as u64, "resources");
+    let pending_of = |summary: &api::resource::ResourceDeploySummary| {
+        summary.by_state.get("available").copied().unwrap_or(0)
+            + summary.by_state.get("deploying").copied().unwrap_or(0)
+    };
     // Woken by the scheduler's writes rather than a fixed sleep, so the command ends as soon as
     // the last result is stored.
     let mut changes = e.orchestrator.subscribe();
     loop {
         let summary = e.orchestrator.deploy_summary(e.environment).await.map_err(server_error)?;
-        let pending = summary.by_state.get("available").copied().unwrap_or(0)
-            + summary.by_state.get("deploying").copied().unwrap_or(0);
-        let done = summary.total.saturating_sub(pending) as usize;
-        if interactive {
-            let width = 30;
-            let filled = if total == 0 { width } else { done * width / total.max(1) };
-            eprint!("\r[{}{}] {done}/{total}", "#".repeat(filled.min(width)), " ".repeat(width - filled.min(width)));
-            let _ = std::io::stderr().flush();
+        let pending = pending_of(&summary);
+        bar.set_position(summary.total.saturating_sub(pending));
+        let failed = summary.by_state.get("failed").copied().unwrap_or(0);
+        if failed > 0 {
+            bar.set_message(format!("{failed} failed"));
         }
         if pending == 0 && summary.total as usize >= total {
             // The scheduler may still hold events or retries; wait until it is idle too.
             e.schedulers.wait_idle(e.environment).await.map_err(server_error)?;
             let again = e.orchestrator.deploy_summary(e.environment).await.map_err(server_error)?;
-            let still = again.by_state.get("available").copied().unwrap_or(0)
-                + again.by_state.get("deploying").copied().unwrap_or(0);
-            if still == 0 {
-                if interactive {
-                    eprintln!();
-                }
+            if pending_of(&again) == 0 {
+                bar.finish_and_clear();
                 return Ok(());
             }
         }
         if Instant::now() > deadline {
+            bar.abandon();
             return Err(CliError::Usage(format!("the deploy did not finish within {} s", timeout.as_secs())));
         }
         let _ = tokio::time::timeout(Duration::from_millis(100), changes.recv()).await;
     }
 }
 
-/// What changed and what failed; fails the command unless everything is deployed.
-async fn summary(e: &Embedded, version: i64, started: Instant) -> Result<(), CliError> {
+/// Counts per state first, then the resources that failed or changed (every resource with
+/// `-v`); fails the command unless everything is deployed.
+async fn summary(e: &Embedded, version: i64, started: Instant, verbose: bool, json: bool) -> Result<(), CliError> {
     let env = e.environment;
     let page = PageRequest { sort: Some("resource_id.asc".into()), ..Default::default() };
     let (resources, _) = e.orchestrator.released_resources(env, &page, false).await.map_err(server_error)?;
@@ -168,26 +172,44 @@ async fn summary(e: &Embedded, version: i64, started: Instant) -> Result<(), Cli
             changed.entry(rid.to_string()).or_insert_with(|| action.change.clone().unwrap_or_default());
         }
     }
-    let mut rows = Vec::new();
-    let mut failures = 0;
-    for r in resources.items.iter().filter(|r| r.status != "orphaned") {
-        let change = changed.get(&r.resource_id).cloned().unwrap_or_default();
-        if r.status != "deployed" {
-            failures += 1;
-        }
-        if r.status != "deployed" || !change.is_empty() {
-            rows.push(vec![r.resource_id.clone(), r.status.clone(), change]);
-        }
+    let current: Vec<_> = resources.items.iter().filter(|r| r.status != "orphaned").collect();
+    let mut by_state: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in &current {
+        *by_state.entry(r.status.as_str()).or_default() += 1;
     }
-    super::output::table(&["Resource", "Status", "Change"], &rows);
-    for r in resources.items.iter().filter(|r| r.status == "failed") {
+    let total = current.len();
+    let failures = total - by_state.get("deployed").copied().unwrap_or(0);
+    if json {
+        let resources: Vec<_> = current
+            .iter()
+            .map(|r| serde_json::json!({"resource_id": r.resource_id, "status": r.status, "change": changed.get(&r.resource_id)}))
+            .collect();
+        super::output::json(
+            &serde_json::json!({"version": version, "total": total, "by_state": by_state, "changed": changed.len(), "resources": resources}),
+        );
+    }
+    let counts: Vec<String> = by_state.iter().map(|(state, n)| format!("{n} {state}")).collect();
+    if !json {
+        println!("{total} resources: {}; {} changed", counts.join(", "), changed.len());
+    }
+    let rows: Vec<Vec<comfy_table::Cell>> = current
+        .iter()
+        .map(|r| (r, changed.get(&r.resource_id).cloned().unwrap_or_default()))
+        .filter(|(r, change)| verbose || r.status != "deployed" || !change.is_empty())
+        .map(|(r, change)| {
+            vec![comfy_table::Cell::new(&r.resource_id), super::output::state_cell(&r.status), change.into()]
+        })
+        .collect();
+    if !rows.is_empty() && !json {
+        super::output::styled_table(&["Resource", "Status", "Change"], rows);
+    }
+    for r in current.iter().filter(|r| r.status == "failed") {
         let logs =
             e.orchestrator.resource_logs(env, &r.resource_id, &PageRequest::default()).await.map_err(server_error)?;
         if let Some(error) = logs.items.iter().find(|l| l.level == "ERROR") {
             eprintln!("{}: {}", r.resource_id, error.msg);
         }
     }
-    let total = resources.items.iter().filter(|r| r.status != "orphaned").count();
     eprintln!(
         "{} of {total} resources deployed, {} changed, {failures} not deployed, in {:.1} s",
         total - failures,
@@ -201,7 +223,7 @@ async fn summary(e: &Embedded, version: i64, started: Instant) -> Result<(), Cli
 }
 
 /// `--dry-run`: every resource through its handler in dry-run mode; prints the changes.
-async fn dry_run(e: &Embedded, mut output: compiler::CompileOutput) -> Result<(), CliError> {
+async fn dry_run(e: &Embedded, mut output: compiler::CompileOutput, json: bool) -> Result<(), CliError> {
     let files: Vec<(String, Vec<u8>)> = std::mem::take(&mut output.files)
         .into_iter()
         .chain(output.handlers.values().map(|shipped| (shipped.hash.clone(), shipped.content.clone())))
@@ -237,6 +259,12 @@ async fn dry_run(e: &Embedded, mut output: compiler::CompileOutput) -> Result<()
         };
         rows.push(vec![rid, status.to_string(), changes.join("; ")]);
     }
-    super::output::table(&["Resource", "Dry run", "Changes"], &rows);
+    if json {
+        let rows: Vec<_> =
+            rows.iter().map(|r| serde_json::json!({"resource_id": r[0], "dry_run": r[1], "changes": r[2]})).collect();
+        super::output::json(&rows);
+    } else {
+        super::output::table(&["Resource", "Dry run", "Changes"], &rows);
+    }
     Ok(())
 }

@@ -155,7 +155,8 @@ pub enum CliError {
     Deploy(String),
 }
 
-pub async fn run(command: ClientCommand, options: &Options) -> ExitCode {
+/// Runs a client command; `verbose` is the global `-v` count.
+pub async fn run(command: ClientCommand, options: &Options, verbose: u8) -> ExitCode {
     let result = match command {
         ClientCommand::Project { connection, command } => project::run(command, &context(&connection, options)).await,
         ClientCommand::Environment { connection, command } => {
@@ -163,7 +164,7 @@ pub async fn run(command: ClientCommand, options: &Options) -> ExitCode {
         }
         ClientCommand::Compile(args) => compiles::run(args, options).await,
         ClientCommand::Export(args) => compile::run_export(args, options).await,
-        ClientCommand::Deploy(args) => deploy::run(args).await,
+        ClientCommand::Deploy(args) => deploy::run(args, verbose > 0).await,
         ClientCommand::Version { scope, command } => match scoped(&scope, options).await {
             Ok((ctx, env)) => version::run(command, &ctx, env).await,
             Err(e) => Err(e),

@@ -2,6 +2,8 @@
 //! directly on the server's database with `--direct` (how the first admin is made before the
 //! server ever ran, or recovered when every admin password is lost).
 
+use std::io::IsTerminal;
+
 use api::auth::{LoginReturn, User, UserWithRoles};
 use clap::{Args, Subcommand};
 use reqwest::Method;
@@ -23,27 +25,41 @@ pub struct UserArgs {
     command: UserCommand,
 }
 
+/// Where a password comes from: a hidden prompt on a terminal, else stdin or the environment.
+#[derive(Args, Clone, Default)]
+pub struct PasswordSource {
+    /// Read the password from the first line of stdin (for scripts: nothing is echoed or shown
+    /// in the process list).
+    #[arg(long)]
+    password_stdin: bool,
+    /// The password itself. Every user of the machine sees it in the process list: prefer the
+    /// prompt, --password-stdin or $INMANTA_PASSWORD.
+    #[arg(long, hide = true)]
+    password: Option<String>,
+}
+
 #[derive(Subcommand)]
 pub enum UserCommand {
     /// List users with their roles.
     List,
-    /// Create a user. The password comes from --password, $INMANTA_PASSWORD or the first line
-    /// of stdin.
+    /// Create a user. The password is asked twice on the terminal without echo, or read with
+    /// --password-stdin, or taken from $INMANTA_PASSWORD.
     Create {
         username: String,
-        #[arg(long)]
-        password: Option<String>,
+        #[command(flatten)]
+        password: PasswordSource,
         /// Make the user a global admin.
         #[arg(long)]
         admin: bool,
     },
     /// Delete a user.
     Delete { username: String },
-    /// Set a user's password (same sources as create). Changing your own needs --current.
+    /// Set a user's password (same sources as create). Changing your own through the API also
+    /// needs --current.
     Password {
         username: String,
-        #[arg(long)]
-        password: Option<String>,
+        #[command(flatten)]
+        password: PasswordSource,
         /// Your current password, when changing your own through the API.
         #[arg(long)]
         current: Option<String>,
@@ -51,22 +67,53 @@ pub enum UserCommand {
     /// Log in and print a bearer token for --token or INMANTA_CMDLINE_REST_TRANSPORT_TOKEN.
     Login {
         username: String,
-        #[arg(long)]
-        password: Option<String>,
+        #[command(flatten)]
+        password: PasswordSource,
     },
 }
 
-fn password(given: Option<String>) -> Result<String, CliError> {
-    if let Some(p) = given.or_else(|| std::env::var("INMANTA_PASSWORD").ok()) {
-        return Ok(p);
+/// Whether a new password is asked (typed twice) or an existing one (once).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Asking {
+    Existing,
+    New,
+}
+
+impl PasswordSource {
+    fn read(&self, username: &str, asking: Asking) -> Result<String, CliError> {
+        let password = if self.password_stdin {
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line)?;
+            line.trim_end_matches(['\n', '\r']).to_string()
+        } else if let Some(given) = self.password.clone().or_else(|| std::env::var("INMANTA_PASSWORD").ok()) {
+            given
+        } else if std::io::stdin().is_terminal() {
+            prompt(username, asking)?
+        } else {
+            return Err(CliError::Usage(
+                "no password: stdin is not a terminal to ask on; pass --password-stdin (first line of stdin) \
+                 or set INMANTA_PASSWORD"
+                    .into(),
+            ));
+        };
+        if password.is_empty() {
+            return Err(CliError::Usage("the password is empty".into()));
+        }
+        Ok(password)
     }
-    let mut line = String::new();
-    std::io::stdin().read_line(&mut line)?;
-    let line = line.trim_end_matches(['\n', '\r']).to_string();
-    if line.is_empty() {
-        return Err(CliError::Usage("no password: pass --password, set INMANTA_PASSWORD or write it on stdin".into()));
+}
+
+/// Asks on the terminal with echo off.
+fn prompt(username: &str, asking: Asking) -> Result<String, CliError> {
+    let question = match asking {
+        Asking::Existing => format!("Password for {username}: "),
+        Asking::New => format!("New password for {username}: "),
+    };
+    let password = rpassword::prompt_password(question)?;
+    if asking == Asking::New && rpassword::prompt_password("Repeat the new password: ")? != password {
+        return Err(CliError::Usage("the two passwords differ; nothing changed".into()));
     }
-    Ok(line)
+    Ok(password)
 }
 
 pub async fn run(args: UserArgs, ctx: &Context, options: &Options) -> Result<(), CliError> {
@@ -79,8 +126,8 @@ pub async fn run(args: UserArgs, ctx: &Context, options: &Options) -> Result<(),
             let users: Vec<UserWithRoles> = c.data(Method::GET, "/api/v2/user", None, None::<&()>).await?;
             print_users(ctx, &users);
         }
-        UserCommand::Create { username, password: given, admin } => {
-            let body = json!({"username": username, "password": password(given)?});
+        UserCommand::Create { username, password, admin } => {
+            let body = json!({"username": username, "password": password.read(&username, Asking::New)?});
             let user: User = c.data(Method::POST, "/api/v2/user", None, Some(&body)).await?;
             if admin {
                 let body = json!({"username": username, "is_admin": true});
@@ -93,14 +140,14 @@ pub async fn run(args: UserArgs, ctx: &Context, options: &Options) -> Result<(),
             c.call(Method::DELETE, &path, None, None::<&()>).await?;
             println!("User {username} deleted");
         }
-        UserCommand::Password { username, password: given, current } => {
-            let body = json!({"password": password(given)?, "current_password": current});
+        UserCommand::Password { username, password, current } => {
+            let body = json!({"password": password.read(&username, Asking::New)?, "current_password": current});
             let path = format!("/api/v2/user/{}/password", super::encode_segment(&username));
             c.call(Method::PATCH, &path, None, Some(&body)).await?;
             println!("Password of {username} changed");
         }
-        UserCommand::Login { username, password: given } => {
-            let body = json!({"username": username, "password": password(given)?});
+        UserCommand::Login { username, password } => {
+            let body = json!({"username": username, "password": password.read(&username, Asking::Existing)?});
             let login: LoginReturn = c.data(Method::POST, "/api/v2/login", None, Some(&body)).await?;
             if ctx.json {
                 output::json(&login);
@@ -124,16 +171,18 @@ async fn direct(args: UserArgs, ctx: &Context, options: &Options) -> Result<(), 
     let refused = |e: orchestrator::Error| CliError::Deploy(e.to_string());
     match args.command {
         UserCommand::List => print_users(ctx, &o.list_users().await.map_err(refused)?),
-        UserCommand::Create { username, password: given, admin } => {
-            o.create_user(&username, &password(given)?, admin, false).await.map_err(refused)?;
+        UserCommand::Create { username, password, admin } => {
+            let password = password.read(&username, Asking::New)?;
+            o.create_user(&username, &password, admin, false).await.map_err(refused)?;
             println!("User {username} created{}", if admin { " (admin)" } else { "" });
         }
         UserCommand::Delete { username } => {
             o.delete_user(&username).await.map_err(refused)?;
             println!("User {username} deleted");
         }
-        UserCommand::Password { username, password: given, .. } => {
-            o.set_password(&username, &password(given)?, None).await.map_err(refused)?;
+        UserCommand::Password { username, password, .. } => {
+            let password = password.read(&username, Asking::New)?;
+            o.set_password(&username, &password, None).await.map_err(refused)?;
             println!("Password of {username} changed");
         }
         UserCommand::Login { .. } => {

@@ -49,11 +49,13 @@ pub fn router() -> Routes {
 async fn login(
     State(state): State<AppState>,
     PeerAddress(peer): PeerAddress,
+    headers: axum::http::HeaderMap,
     session: Session,
     extract::Json(credentials): extract::Json<Credentials>,
 ) -> ApiResult<Response> {
     let security = &state.security;
-    let user = match security.login(&state.orchestrator, &credentials.username, &credentials.password, peer).await? {
+    let (username, password) = (&credentials.username, &credentials.password);
+    let user = match security.login(&state.orchestrator, username, password, peer, &headers).await? {
         Ok(user) => user,
         Err(LoginRefused::WrongCredentials) => {
             return Err(ApiError::new(StatusCode::UNAUTHORIZED, "wrong username or password"));
@@ -260,7 +262,7 @@ async fn create_token(state: &AppState, caller: &Principal, env: Uuid, request: 
     let mut clients = Vec::new();
     for name in &request.client_types {
         clients.push(ClientType::parse(name).ok_or_else(|| {
-            ApiError::bad_request(format!("unknown client type {name:?}: use api, agent or compiler"))
+            ApiError::bad_request(format!("unknown client type {name:?}: use api, agent, compiler or metrics"))
         })?);
     }
     // A token cannot give more than its creator has: an environment token may only mint its

@@ -136,7 +136,16 @@ async fn v1_get(
         return v1_get_streamed(o, env, version).await;
     }
     let model = o.get_version_model(env, version).await?;
-    let mut resources = o.version_resources(env, version).await?;
+    let mut resources = Vec::new();
+    loop {
+        let after = resources.last().and_then(|r: &serde_json::Value| r["resource_id"].as_str()).map(str::to_string);
+        let page = o.version_resources_page(env, version, after.as_deref(), STREAM_PAGE).await?;
+        let last_page = (page.len() as i64) < STREAM_PAGE;
+        resources.extend(page);
+        if last_page {
+            break;
+        }
+    }
     if q.limit.is_some_and(|l| l > api::paging::MAX_LIMIT) {
         return Err(ApiError::bad_request(format!(
             "limit parameter can not exceed {}, got {}. To retrieve more entries, use /api/v2/resource_actions",
