@@ -209,7 +209,9 @@ impl axum::extract::FromRef<AppState> for orchestrator::Orchestrator {
     }
 }
 
-/// The whole REST API under `/api`, with the default request timeout and file-store quota.
+/// The whole REST API under `/api`, with the default request timeout and file-store quota
+/// (the route walk's; the server itself passes its configured limits to [`router_with`]).
+#[cfg(test)]
 pub fn router(state: AppState, max_body_bytes: usize) -> Router {
     router_with(
         state,
