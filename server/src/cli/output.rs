@@ -30,7 +30,7 @@ pub fn styled_table(header: &[&str], rows: Vec<Vec<Cell>>) {
     table
         .load_style(presets::NOTHING)
         .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header(header.iter().map(|h| Cell::new(h)))
+        .set_header(header.iter().map(Cell::new))
         .add_rows(rows);
     for line in table.lines() {
         println!("{}", line.trim_end());
