@@ -111,7 +111,9 @@ impl Security {
                 Throttled::Address(wait) => ("too many failed attempts from this address", wait),
             };
             tracing::warn!(%username, %client, wait_seconds = wait.as_secs_f64(), "login refused: {reason}");
-            return Ok(Err(LoginRefused::TooManyFailures(throttled.wait())));
+            // Whole seconds, rounded up: a client that waits `Retry-After` is then let in.
+            let whole = std::time::Duration::from_secs(throttled.wait().as_secs_f64().ceil() as u64);
+            return Ok(Err(LoginRefused::TooManyFailures(whole)));
         }
         let Some(user) = orchestrator.verify_login(username, password).await? else {
             match self.logins.failed(username, address) {
