@@ -21,6 +21,7 @@ PACKAGES=(
   "inmanta-module-std==8.7.5"
   "inmanta-module-fs==1.2.0"
   "inmanta-module-mitogen==0.2.5"
+  "inmanta-module-exec==2.1.1"
 )
 
 find_python313() {

@@ -230,7 +230,8 @@ fn statement_order_does_not_change_the_export() {
         "h = std::Host(name=\"web\", os=std::linux)",
         "fs::Directory(host=h, path=\"/srv/a\")",
         "for n in [\"a\", \"b\", \"c\"]:\n    Site(name=n, host=h, port=n == \"a\" ? 8080 : 80)\nend",
-        "Site[name=\"b\"].files += fs::File(host=h, path=\"/srv/b/extra\", content=\"x\")",
+        // Inmanta reads attributes from names only: the index lookup goes to a variable first.
+        "site_b = Site[name=\"b\"]\nsite_b.files += fs::File(host=h, path=\"/srv/b/extra\", content=\"x\")",
     ];
     let forward = items.join("\n\n") + "\n";
     let mut rev: Vec<&str> = items[1..].to_vec();
