@@ -18,7 +18,7 @@ async fn projects_environments_and_settings_from_the_cli() {
 
     let (code, out, _) = s.cli(&["environment", "list"]);
     assert_eq!(code, 0);
-    assert!(out.lines().any(|l| l.starts_with("shop") && l.contains("prod")), "{out}");
+    assert!(out.lines().any(|l| l.trim_start().starts_with("shop") && l.contains("prod")), "{out}");
 
     let (code, out, _) = s.cli(&["environment", "list", "--json"]);
     assert_eq!(code, 0);
@@ -31,7 +31,7 @@ async fn projects_environments_and_settings_from_the_cli() {
     assert_eq!((code, out.trim()), (0, "false"));
     let (code, out, _) = s.cli(&["environment", "setting", "list", "-e", "prod"]);
     assert_eq!(code, 0);
-    assert!(out.lines().any(|l| l.starts_with("auto_deploy") && l.contains("false")), "{out}");
+    assert!(out.lines().any(|l| l.trim_start().starts_with("auto_deploy") && l.contains("false")), "{out}");
     let (code, _, _) = s.cli(&["environment", "setting", "delete", "-e", "prod", "-k", "auto_deploy"]);
     assert_eq!(code, 0);
 

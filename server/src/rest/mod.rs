@@ -240,6 +240,7 @@ pub fn router_with(state: AppState, limits: Limits, quota: files::FileStoreQuota
         .layer(axum::Extension(api_docs))
         .layer(RequestDecompressionLayer::new())
         .layer(middleware::from_fn(echo_tid))
+        .layer(middleware::from_fn(close_after_refused_body))
         .with_state(state)
 }
 
@@ -359,6 +360,16 @@ async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
 }
 
 /// Inmanta echoes the environment header in the response.
+/// A body refused before it was read whole leaves the rest of it on the connection: say so with
+/// `Connection: close`, so that clients open a new connection instead of reusing a broken one.
+async fn close_after_refused_body(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    if response.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+        response.headers_mut().insert(axum::http::header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
+}
+
 async fn echo_tid(request: Request, next: Next) -> Response {
     let tid: Option<HeaderValue> = request.headers().get(api::TID_HEADER).cloned();
     let mut response = next.run(request).await;
