@@ -66,6 +66,7 @@ for _ in $(seq 1 100); do
   sleep 0.2
 done
 [ -n "${url:-}" ] || { cat "$state/stderr" >&2; echo "server did not start" >&2; exit 1; }
-INMANTA_URL="$url" end2end/run.sh
+# The binary test copies this freshly built binary (with the console embedded) alone elsewhere.
+INMANTA_BINARY="$CARGO_TARGET_DIR/debug/inmanta" INMANTA_URL="$url" end2end/run.sh
 
 log "all tests passed in $(( $(date +%s) - started )) s"

@@ -58,10 +58,12 @@ test("a read-only user sees only her environment and logs out", async (t) => {
 
   assert.deepEqual(errors, [], "browser errors");
 
-  // Even by URL, another environment's data is refused (its server functions answer errors).
+  // Even by URL, another environment is refused: the same 404 page as for an environment that
+  // does not exist, so its existence is not given away.
   await page.goto(`${BASE}/console/resources?env=${hidden.id}`);
   await waitForHydration(page);
-  assert.match(await page.textContent("main"), /no role in environment/);
+  assert.match(await page.textContent("main"), /Environment not found/);
+  assert.doesNotMatch(await page.textContent("main"), new RegExp(hidden.name));
   await page.goto(`${BASE}/console/resources?env=${visible.id}`);
   await waitForHydration(page);
   assert.doesNotMatch(await page.textContent("main"), /no role/);
