@@ -23,6 +23,16 @@ pub struct Environment {
     pub icon: Option<String>,
 }
 
+impl Environment {
+    /// The environment as listed without `details`: like Inmanta, the description and icon are
+    /// left out of the query and answered as empty strings.
+    pub fn without_details(mut self) -> Self {
+        self.description = Some(String::new());
+        self.icon = Some(String::new());
+        self
+    }
+}
+
 /// The v1 form of an environment: `project` instead of `project_id`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EnvironmentV1 {

@@ -73,13 +73,13 @@ pub struct SettingDefinition {
     pub recompile: bool,
     pub update_model: bool,
     pub agent_restart: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub allowed_values: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub section: Option<String>,
     #[serde(default)]
     pub protected: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub protected_by: Option<String>,
 }
 

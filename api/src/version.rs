@@ -102,7 +102,10 @@ pub struct ConfigurationModel {
     pub total: i64,
     pub undeployable: Vec<String>,
     pub skipped_for_undeployable: Vec<String>,
-    pub status: VersionStatus,
+    /// Known to the server, not on the wire: Inmanta's v1 `ConfigurationModel` has no status
+    /// (the v2 `DesiredStateVersion` has).
+    #[serde(skip)]
+    pub status: Option<VersionStatus>,
     pub is_suitable_for_partial_compiles: bool,
     pub partial_base: Option<i64>,
     pub pip_config: Option<serde_json::Value>,
@@ -157,6 +160,12 @@ pub struct DryRun {
     pub date: Option<String>,
     pub total: i64,
     pub todo: i64,
+    /// Inmanta's filtered dry runs (`POST /api/v2/dryrun_filtered`), which this server does not
+    /// offer: always null here.
+    #[serde(default)]
+    pub resource_filter: Option<serde_json::Value>,
+    #[serde(default)]
+    pub context: Option<serde_json::Value>,
 }
 
 /// `GET /api/v2/dryrun/<version>/<id>`: every resource once, sorted by id.

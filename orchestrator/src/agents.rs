@@ -51,6 +51,9 @@ pub struct Agent {
     pub process_name: Option<String>,
     pub unpause_on_resume: Option<bool>,
     pub status: String,
+    /// When the agent was last seen; for the console, not on the wire (Inmanta 20.1's agent has
+    /// no such field).
+    #[serde(skip)]
     pub last_failover: Option<String>,
 }
 
@@ -116,7 +119,8 @@ impl Orchestrator {
             .into_iter()
             .map(|a| Agent {
                 environment: env,
-                process_name: Some(a.name.clone()),
+                // Inmanta 20.1 names no process: its agents run inside the scheduler, as ours do.
+                process_name: None,
                 name: a.name,
                 paused: a.paused != 0,
                 process_id: None,

@@ -174,14 +174,7 @@ impl Orchestrator {
         .fetch_optional(self.store.pool())
         .await?
         .ok_or_else(|| Error::NotFound(format!("dry run {id} does not exist in environment {env}")))?;
-        Ok(DryRun {
-            id,
-            environment: env,
-            model: row.try_get("version")?,
-            date: row.try_get("date")?,
-            total: row.try_get("total")?,
-            todo: row.try_get("todo")?,
-        })
+        dryrun_of_row(env, id, &row)
     }
 
     /// The dry runs of a version (or of all versions), newest first.
@@ -196,18 +189,7 @@ impl Orchestrator {
         .bind(version.unwrap_or(-1))
         .fetch_all(self.store.pool())
         .await?;
-        rows.into_iter()
-            .map(|row| {
-                Ok(DryRun {
-                    id: parse_uuid(&row.try_get::<String, _>("id")?)?,
-                    environment: env,
-                    model: row.try_get("version")?,
-                    date: row.try_get("date")?,
-                    total: row.try_get("total")?,
-                    todo: row.try_get("todo")?,
-                })
-            })
-            .collect()
+        rows.into_iter().map(|row| dryrun_of_row(env, parse_uuid(&row.try_get::<String, _>("id")?)?, &row)).collect()
     }
 
     /// The report: every resource once, sorted by id; those not reported yet are left out.
@@ -251,4 +233,18 @@ pub fn status_of_outcome(outcome_status: &str, changes: &serde_json::Map<String,
         _ if changes.is_empty() => "unmodified",
         _ => "modified",
     }
+}
+
+/// A dry run's summary from a row of the two queries above (version, date, total, todo).
+fn dryrun_of_row(env: Uuid, id: Uuid, row: &sqlx::any::AnyRow) -> Result<DryRun> {
+    Ok(DryRun {
+        id,
+        environment: env,
+        model: row.try_get("version")?,
+        date: row.try_get("date")?,
+        total: row.try_get("total")?,
+        todo: row.try_get("todo")?,
+        resource_filter: None,
+        context: None,
+    })
 }

@@ -71,12 +71,8 @@ pub struct EnvironmentQuery {
     pub details: bool,
 }
 
-fn strip_details(mut env: Environment, query: EnvironmentQuery) -> Environment {
-    if !query.details {
-        env.description = None;
-        env.icon = None;
-    }
-    env
+fn strip_details(env: Environment, query: EnvironmentQuery) -> Environment {
+    if query.details { env } else { env.without_details() }
 }
 
 fn check_repository(repository: &Option<String>, branch: &Option<String>) -> Result<()> {

@@ -276,7 +276,9 @@ impl Orchestrator {
         }
     }
 
-    pub async fn delete_param(&self, env: Uuid, name: &str, resource_id: Option<&str>) -> Result<()> {
+    /// Deletes a parameter and, as Inmanta does, requests a recompile (the model may have used
+    /// the value); answers the compile request's warnings.
+    pub async fn delete_param(&self, env: Uuid, name: &str, resource_id: Option<&str>) -> Result<Vec<String>> {
         self.ensure_environment(env).await?;
         let rid = normalize_resource_id(resource_id)?;
         crate::validate::name("a parameter name", name)?;
@@ -284,14 +286,23 @@ impl Orchestrator {
         let done = sqlx::query("DELETE FROM parameter WHERE environment = $1 AND name = $2 AND resource_id = $3")
             .bind(env.to_string())
             .bind(name.to_string())
-            .bind(rid)
+            .bind(&rid)
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
         if done.rows_affected() == 0 {
             return Err(Error::NotFound(format!("parameter {name} does not exist")));
         }
-        Ok(())
+        let request = crate::compiles::CompileRequest {
+            force_update: false,
+            metadata: serde_json::json!({
+                "type": "param",
+                "message": "Recompile model because one or more parameters were deleted",
+                "params": [[name, rid]],
+            }),
+            ..Default::default()
+        };
+        Ok(self.request_compile(env, request).await?.warnings)
     }
 
     /// `POST /api/v1/parameter`: every parameter and fact whose metadata holds all of `query`.

@@ -367,12 +367,18 @@ impl Orchestrator {
             .items
             .into_iter()
             .map(|row| {
+                let requires: Vec<String> =
+                    serde_json::from_str(&row.requires).map_err(corrupt("resource requires"))?;
+                let mut attributes: serde_json::Map<String, serde_json::Value> =
+                    serde_json::from_str(&row.attributes).map_err(corrupt("resource attributes"))?;
+                // As Inmanta answers: the attributes as exported, requires included.
+                attributes.insert("requires".into(), requires.clone().into());
                 Ok(ResourceHistory {
                     resource_id: id.to_string(),
                     date: row.date,
-                    attributes: serde_json::from_str(&row.attributes).map_err(corrupt("resource attributes"))?,
+                    attributes,
                     attribute_hash: row.attribute_hash,
-                    requires: serde_json::from_str(&row.requires).map_err(corrupt("resource requires"))?,
+                    requires,
                 })
             })
             .collect::<Result<_>>()?;

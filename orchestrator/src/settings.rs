@@ -81,12 +81,11 @@ impl Orchestrator {
         })
     }
 
-    /// One setting's value and the definition of that setting.
+    /// One setting's value, with every definition (as Inmanta answers).
     pub async fn environment_setting(&self, env: Uuid, name: &str) -> Result<EnvironmentSettings> {
         definition(name)?;
         let mut all = self.environment_settings(env).await?;
         all.settings.retain(|k, _| k == name);
-        all.definition.retain(|k, _| k == name);
         Ok(all)
     }
 

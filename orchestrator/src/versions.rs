@@ -87,7 +87,7 @@ impl VersionRow {
         Ok(ConfigurationModel {
             version: self.version,
             environment,
-            status: status_of(&self.status)?,
+            status: Some(status_of(&self.status)?),
             version_info: json_or_null(self.version_info.as_deref()),
             undeployable: serde_json::from_str(&self.undeployable).unwrap_or_default(),
             skipped_for_undeployable: serde_json::from_str(&self.skipped_for_undeployable).unwrap_or_default(),
@@ -524,7 +524,7 @@ impl Orchestrator {
     /// Deletes a version that is not the active one.
     pub async fn delete_version(&self, env: Uuid, version: i64) -> Result<()> {
         let model = self.get_version_model(env, version).await?;
-        if model.status == VersionStatus::Active {
+        if model.status == Some(VersionStatus::Active) {
             return Err(Error::BadRequest(format!(
                 "version {version} is the active version and cannot be deleted; release a newer one first"
             )));

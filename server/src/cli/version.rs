@@ -5,6 +5,8 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+use api::version::DesiredStateVersion;
+
 use super::{CliError, Context, output};
 
 #[derive(Subcommand)]
@@ -64,9 +66,19 @@ pub async fn run(command: VersionCommand, ctx: &Context, env: Uuid) -> Result<()
                 return Ok(());
             }
             let model = &answer["model"];
+            // Inmanta's v1 model has no status; the v2 listing of this one version has.
+            let listed: Vec<DesiredStateVersion> = client
+                .data(
+                    Method::GET,
+                    &format!("/api/v2/desiredstate?filter.version=ge:{version}&filter.version=le:{version}"),
+                    Some(env),
+                    None::<&()>,
+                )
+                .await?;
+            let status = listed.first().map(|v| text(&json!(v.status))).unwrap_or_default();
             output::fields(&[
                 ("version", text(&model["version"])),
-                ("status", text(&model["status"])),
+                ("status", status),
                 ("date", text(&model["date"])),
                 ("released", text(&model["released"])),
                 ("resources", text(&model["total"])),

@@ -49,5 +49,15 @@ async fn all(State(o): State<Orchestrator>, Tid(env): Tid, Path(action): Path<St
 
 async fn v1_list(State(o): State<Orchestrator>, Tid(env): Tid) -> ApiResult<Response> {
     let page = o.agents(env, &PageRequest::default()).await?;
-    Ok(Json(json!({"agents": page.items})).into_response())
+    // Inmanta's v1 form: each agent's status once more as `state`, and the server's clock.
+    let agents: Vec<serde_json::Value> = page
+        .items
+        .into_iter()
+        .map(|agent| {
+            let mut value = json!(agent);
+            value["state"] = value["status"].clone();
+            value
+        })
+        .collect();
+    Ok(Json(json!({"agents": agents, "servertime": orchestrator::store::now()})).into_response())
 }

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use api::ResourceId;
+use api::version::ResourceDiffStatus;
 use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -71,11 +72,20 @@ async fn v1_form(o: &Orchestrator, env: Uuid, id: Uuid) -> ApiResult<Value> {
             .map(|(name, d)| (name.clone(), json!({"current": d.from_value, "desired": d.to_value})))
             .collect();
         let rvid = rid.versioned(version as u64);
-        resources.insert(
-            rvid.clone(),
-            json!({"changes": changes, "id": rvid, "id_fields": api::resource::ResourceIdDetails::from(&rid),
-                   "diff_status": diff.status}),
-        );
+        // Inmanta's v1 shape: what an agent reported has the id fields with the version and no
+        // diff status; what the server decided alone (agent down, undefined) has the status.
+        let mut id_fields = json!({"entity_type": rid.entity_type, "agent_name": rid.agent,
+                                   "attribute": rid.attribute, "attribute_value": rid.value});
+        let mut entry = json!({"changes": changes, "id": rvid});
+        match diff.status {
+            ResourceDiffStatus::Added
+            | ResourceDiffStatus::Modified
+            | ResourceDiffStatus::Deleted
+            | ResourceDiffStatus::Unmodified => id_fields["version"] = json!(version),
+            status => entry["diff_status"] = json!(status),
+        }
+        entry["id_fields"] = id_fields;
+        resources.insert(rvid, entry);
     }
     let mut dryrun = serde_json::to_value(&report.summary).unwrap_or_default();
     dryrun["resources"] = Value::Object(resources);

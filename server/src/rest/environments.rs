@@ -96,13 +96,7 @@ async fn v2_list(
         .await?
         .into_iter()
         .filter(|e| caller.can_see(e.id))
-        .map(|mut e| {
-            if !q.details {
-                e.description = None;
-                e.icon = None;
-            }
-            e
-        })
+        .map(|e| if q.details { e } else { e.without_details() })
         .collect();
     Ok(data(envs).into_response())
 }

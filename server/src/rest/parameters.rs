@@ -93,8 +93,11 @@ async fn v1_delete(
     Path(name): Path<String>,
     Query(q): Query<ResourceParam>,
 ) -> ApiResult<Response> {
-    o.delete_param(env, &name, q.resource_id.as_deref()).await?;
-    Ok(empty())
+    let warnings = o.delete_param(env, &name, q.resource_id.as_deref()).await?;
+    if warnings.is_empty() {
+        return Ok(empty());
+    }
+    Ok(Json(json!({"metadata": {"warnings": warnings}})).into_response())
 }
 
 #[derive(Deserialize, Default)]
