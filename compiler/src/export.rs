@@ -145,7 +145,7 @@ fn id_string(v: &Value) -> String {
     match v {
         Value::Str(s) => s.to_string(),
         Value::Unknown(_) => "<<undefined>>".into(),
-        other => crate::eval::format::py_str(other, &|i| format!("{i}")),
+        other => crate::eval::format::python_str(other, &|i| format!("{i}")),
     }
 }
 

@@ -785,8 +785,7 @@ impl<'a> Evaluator<'a> {
                 let it = self.eval(iter, cx)?;
                 let items: Vec<Value> = match it {
                     Value::List(l) => l.iter().cloned().collect(),
-                    Value::Instance(_) => vec![it],
-                    Value::Null | Value::Unknown(_) => vec![],
+                    Value::Unknown(_) => vec![],
                     other => {
                         return Err(error(
                             "TypingException",
