@@ -94,7 +94,7 @@ fn missing_module_names_the_places_searched() {
     let p = TempProject::new("nomod", "name: m\nmodulepath: mods\n", "import nothere\n");
     let err = compile_project(p.path()).expect_err("missing module");
     let e = &err.errors()[0];
-    assert_eq!(e.kind, "ModuleNotFoundException");
+    assert_eq!(e.kind, "ModuleLoadingException");
     assert!(e.message.contains("mods") && e.message.contains("libs"), "{}", e.message);
     assert_eq!(e.location.as_ref().map(|l| l.line), Some(1));
 }

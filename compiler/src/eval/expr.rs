@@ -886,7 +886,7 @@ impl<'a> Evaluator<'a> {
                     return Ok(full);
                 }
                 Err(error(
-                    "NotFoundException",
+                    "TypeNotFoundException",
                     format!("Plugin or function {n} not found; plugins are called as module::name(...)"),
                     name.span,
                     self.sources,
@@ -911,23 +911,12 @@ impl<'a> Evaluator<'a> {
                             ))
                         }
                     }
-                    None => {
-                        if self.plugins.get(n).is_some() || self.types.ns_by_name.contains_key(prefix) {
-                            Err(error(
-                                "MissingImportException",
-                                format!("Plugin {n} is used but module {prefix} is not imported"),
-                                name.span,
-                                self.sources,
-                            ))
-                        } else {
-                            Err(error(
-                                "NotFoundException",
-                                format!("Plugin {n} not found: namespace {prefix} is not imported"),
-                                name.span,
-                                self.sources,
-                            ))
-                        }
-                    }
+                    None => Err(error(
+                        "MissingImportException",
+                        format!("Plugin {n} is used but module {prefix} is not imported (import {prefix})"),
+                        name.span,
+                        self.sources,
+                    )),
                 }
             }
         }
