@@ -227,7 +227,7 @@ fn statement_order_does_not_change_the_export() {
         "Site.files [0:] -- fs::File",
         "implementation files for Site:\n    self.files += fs::File(host=self.host, path=\"/srv/{{self.name}}/index.html\", content=\"port {{self.port}}\")\n    for f in self.files:\n        f.requires += std::testing::NullResource(name=\"pre-{{self.name}}\")\n    end\nend",
         "implement Site using files",
-        "h = std::Host(name=\"web\", os=std::linux)",
+        "h = std::Host(name=\"web\", os=std::linux, ip=\"10.0.0.1\")",
         "fs::Directory(host=h, path=\"/srv/a\")",
         "for n in [\"a\", \"b\", \"c\"]:\n    Site(name=n, host=h, port=n == \"a\" ? 8080 : 80)\nend",
         // Inmanta reads attributes from names only: the index lookup goes to a variable first.

@@ -535,8 +535,8 @@ pub(crate) fn register(p: &mut Plugins) {
         Ok(s(&net::network(ip, p).to_string()))
     });
     p.add("std::json_dumps", &[("obj", None)], |ev, c| {
-        let j = to_json(ev, &c.args[0], 0)?;
-        Ok(s(&python_json(&j)))
+        let out = json_dumps(ev, &c.args[0], 0)?;
+        Ok(s(&ascii_escaped(&out)))
     });
     p.add("std::json_loads", &[("s", None)], |_, c| {
         let t = text(&c.args[0], "s")?;
@@ -715,6 +715,40 @@ pub(crate) fn register(p: &mut Plugins) {
 }
 
 /// JSON the way Python's `json.dumps` writes it (`", "` and `": "` separators).
+/// Python's `json.dumps`: a dict keeps its key order.
+fn json_dumps(ev: &mut Evaluator<'_>, v: &Value, depth: usize) -> Result<String, PErr> {
+    Ok(match v {
+        Value::Dict(d) if depth < 64 => {
+            let mut parts = Vec::with_capacity(d.len());
+            for (k, x) in d.iter() {
+                parts.push(format!("{}: {}", serde_json::Value::String(k.to_string()), json_dumps(ev, x, depth + 1)?));
+            }
+            format!("{{{}}}", parts.join(", "))
+        }
+        Value::List(l) if depth < 64 => {
+            let parts = l.iter().map(|x| json_dumps(ev, x, depth + 1)).collect::<Result<Vec<_>, _>>()?;
+            format!("[{}]", parts.join(", "))
+        }
+        other => python_json(&to_json(ev, other, depth)?),
+    })
+}
+
+/// `ensure_ascii`: every character outside ASCII as a `\uXXXX` escape (UTF-16 code units).
+fn ascii_escaped(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            let mut buf = [0u16; 2];
+            for u in c.encode_utf16(&mut buf) {
+                out.push_str(&format!("\\u{u:04x}"));
+            }
+        }
+    }
+    out
+}
+
 pub(crate) fn python_json(j: &serde_json::Value) -> String {
     match j {
         serde_json::Value::Array(a) => format!("[{}]", a.iter().map(python_json).collect::<Vec<_>>().join(", ")),
