@@ -97,6 +97,7 @@ const BUILTIN_MAPPINGS: &[StaticMapping] = &[
             "timeout",
             "unless",
             "skip_on_fail",
+            "via",
         ],
     },
 ];
@@ -145,7 +146,7 @@ fn id_string(v: &Value) -> String {
     match v {
         Value::Str(s) => s.to_string(),
         Value::Unknown(_) => "<<undefined>>".into(),
-        other => crate::eval::format::py_str(other, &|i| format!("{i}")),
+        other => crate::eval::format::python_str(other, &|i| format!("{i}")),
     }
 }
 
@@ -195,34 +196,65 @@ fn to_json(ev: &Evaluator<'_>, v: &Value, undefined: &mut bool) -> Json {
     }
 }
 
+/// A `mitogen::Context` as the mitogen module serializes it: every attribute that is not null,
+/// and the context it goes `via`.
 fn context_json(ev: &Evaluator<'_>, ctx: InstId, depth: usize, undefined: &mut bool) -> Json {
     let ent = ev.entity_of(ctx);
-    let method = ent.name.rsplit("::").next().unwrap_or("").to_lowercase();
     let mut obj = serde_json::Map::new();
-    obj.insert("method_name".into(), Json::String(method));
     for a in &ent.attrs {
-        if matches!(a.name.as_str(), "requires" | "provides") {
+        if a.is_relation() {
             continue;
         }
         match slot_value(ev, ctx, &a.name) {
-            Some(Value::Instance(i)) if a.name == "via" && depth < 8 => {
-                obj.insert("via".into(), context_json(ev, i, depth + 1, undefined));
+            None | Some(Value::Null) => {}
+            Some(v) => {
+                obj.insert(a.name.clone(), to_json(ev, &v, undefined));
             }
-            Some(Value::List(l)) if a.is_relation() => {
-                let _ = l;
-            }
-            Some(v) if !a.is_relation() => {
-                let j = if a.name == "name" && matches!(v, Value::Null) {
-                    Json::String(String::new())
-                } else {
-                    to_json(ev, &v, undefined)
-                };
-                obj.insert(a.name.clone(), j);
-            }
-            _ => {}
         }
     }
+    if depth < 8
+        && let Some(Value::Instance(via)) = slot_value(ev, ctx, "via")
+    {
+        obj.insert("via".into(), context_json(ev, via, depth + 1, undefined));
+    }
     Json::Object(obj)
+}
+
+/// The `via` of a resource, found the way the mitogen module does: its own `via`, its host's
+/// `via`, or an ssh context built from the host's `ip`; `None` when there is none of these
+/// (the export then fails, as Inmanta's does).
+fn resource_via(ev: &Evaluator<'_>, inst: InstId, undefined: &mut bool) -> Option<Json> {
+    if let Some(Value::Instance(c)) = slot_value(ev, inst, "via") {
+        return Some(context_json(ev, c, 0, undefined));
+    }
+    let Some(Value::Instance(host)) = slot_value(ev, inst, "host") else { return None };
+    if let Some(Value::Instance(c)) = slot_value(ev, host, "via") {
+        return Some(context_json(ev, c, 0, undefined));
+    }
+    let ip = slot_value(ev, host, "ip").filter(|v| !matches!(v, Value::Null))?;
+    let field = |name: &str| slot_value(ev, host, name).unwrap_or(Value::Null);
+    let python = match path_value(ev, host, "os.python_cmd") {
+        Some(Value::Str(p)) => p.to_string(),
+        _ => "python3".into(),
+    };
+    let user = field("remote_user");
+    let mut u = false;
+    let ssh = serde_json::json!({
+        "method_name": "ssh",
+        "name": to_json(ev, &field("name"), &mut u),
+        "hostname": to_json(ev, &ip, &mut u),
+        "username": to_json(ev, &user, &mut u),
+        "port": to_json(ev, &field("remote_port"), &mut u),
+        "check_host_keys": "ignore",
+        "ssh_args": ["-o", "UserKnownHostsFile=/dev/null", "-o", "PasswordAuthentication=no"],
+        "python_path": [python],
+    });
+    *undefined |= u;
+    if matches!(&user, Value::Str(s) if &**s == "root") {
+        Some(ssh)
+    } else {
+        Some(serde_json::json!({"method_name": "sudo", "name": "", "via": ssh}))
+    }
 }
 
 fn file_content(ev: &Evaluator<'_>, inst: InstId) -> Option<Value> {
@@ -315,6 +347,7 @@ pub(crate) fn export(ev: &Evaluator<'_>) -> Exported {
         }
     }
     let mut dropped_warned: HashSet<InstId> = HashSet::new();
+    let mut via_error: Option<(crate::model::EntId, Diagnostic)> = None;
     for (i, m, rid) in &order {
         let i = *i;
         let mut undefined = false;
@@ -341,16 +374,28 @@ pub(crate) fn export(ev: &Evaluator<'_>) -> Exported {
                 "uri" if m.entity == "fs::JsonFile" => {
                     uri_of(ev, i).map(|v| to_json(ev, &v, &mut undefined)).unwrap_or(Json::Null)
                 }
-                "via" => {
-                    let ctx = match slot_value(ev, i, "via") {
-                        Some(Value::Instance(c)) => Some(c),
-                        _ => match path_value(ev, i, "host.via") {
-                            Some(Value::Instance(c)) => Some(c),
-                            _ => None,
-                        },
-                    };
-                    ctx.map(|c| context_json(ev, c, 0, &mut undefined)).unwrap_or(Json::Null)
-                }
+                "via" => match resource_via(ev, i, &mut undefined) {
+                    Some(v) => v,
+                    None => {
+                        // Inmanta stops at the first resource it can not export, going type by type
+                        let ent = ev.instances[i as usize].entity;
+                        if via_error.as_ref().is_some_and(|(e, _)| *e <= ent) {
+                            continue;
+                        }
+                        via_error = Some((
+                            ent,
+                            Diagnostic::plain(
+                                "ExternalException",
+                                format!(
+                                    "Failed to get attribute 'via' for export on '{}': {} has no via, no host with a via and no host ip",
+                                    m.entity,
+                                    ev.inst_name(i)
+                                ),
+                            ),
+                        ));
+                        Json::Null
+                    }
+                },
                 "values" => {
                     let mut vals = Vec::new();
                     if let Some(Value::List(l)) = slot_value(ev, i, "values") {
@@ -472,6 +517,9 @@ pub(crate) fn export(ev: &Evaluator<'_>) -> Exported {
                 }
             }
         }
+    }
+    if let Some((_, d)) = via_error {
+        out.errors.push(d);
     }
     for u in &ev.unknowns {
         out.unknowns

@@ -196,7 +196,7 @@ impl Loader {
                     self.parse_into(ns, PathBuf::from(format!("<builtin>/{rel}.cf")), src.to_string(), true);
                 }
                 None => self.errors.push(Diagnostic::error(
-                    "ModuleNotFoundException",
+                    "ModuleLoadingException",
                     format!("Could not find namespace {ns}: the built-in module {top} has no such sub-namespace"),
                     span,
                     &self.sources,
@@ -237,7 +237,7 @@ impl Loader {
                 }
             }
             self.errors.push(Diagnostic::error(
-                "ModuleNotFoundException",
+                "ModuleLoadingException",
                 format!(
                     "Could not find namespace {ns} in module {top}: looked for {}",
                     candidates.iter().map(|c| c.display().to_string()).collect::<Vec<_>>().join(" and ")
@@ -249,7 +249,7 @@ impl Loader {
         }
         let places = if searched.is_empty() { "(the module path is empty)".to_string() } else { searched.join(", ") };
         self.errors.push(Diagnostic::error(
-            "ModuleNotFoundException",
+            "ModuleLoadingException",
             format!(
                 "Could not find module {top}: it is not built in ({}) and not on the module path; looked for {top}/model/_init.cf in: {places}",
                 BUILTIN_MODULES.join(", ")

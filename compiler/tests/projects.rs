@@ -94,7 +94,7 @@ fn missing_module_names_the_places_searched() {
     let p = TempProject::new("nomod", "name: m\nmodulepath: mods\n", "import nothere\n");
     let err = compile_project(p.path()).expect_err("missing module");
     let e = &err.errors()[0];
-    assert_eq!(e.kind, "ModuleNotFoundException");
+    assert_eq!(e.kind, "ModuleLoadingException");
     assert!(e.message.contains("mods") && e.message.contains("libs"), "{}", e.message);
     assert_eq!(e.location.as_ref().map(|l| l.line), Some(1));
 }
@@ -227,7 +227,7 @@ fn statement_order_does_not_change_the_export() {
         "Site.files [0:] -- fs::File",
         "implementation files for Site:\n    self.files += fs::File(host=self.host, path=\"/srv/{{self.name}}/index.html\", content=\"port {{self.port}}\")\n    for f in self.files:\n        f.requires += std::testing::NullResource(name=\"pre-{{self.name}}\")\n    end\nend",
         "implement Site using files",
-        "h = std::Host(name=\"web\", os=std::linux)",
+        "h = std::Host(name=\"web\", os=std::linux, ip=\"10.0.0.1\")",
         "fs::Directory(host=h, path=\"/srv/a\")",
         "for n in [\"a\", \"b\", \"c\"]:\n    Site(name=n, host=h, port=n == \"a\" ? 8080 : 80)\nend",
         // Inmanta reads attributes from names only: the index lookup goes to a variable first.

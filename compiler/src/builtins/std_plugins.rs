@@ -4,7 +4,7 @@ use std::rc::Rc;
 
 use super::{PErr, PResult, PluginCall, Plugins, net, s};
 use crate::eval::Evaluator;
-use crate::eval::format::{py_repr, py_str};
+use crate::eval::format::{py_repr, py_str, python_str};
 use crate::eval::value::{UnknownSource, Value, dict_get};
 use crate::model::AttrKind;
 
@@ -66,7 +66,7 @@ fn unknown(ev: &mut Evaluator<'_>, parameter: &str, source: &str, resource: &str
 }
 
 fn strv(ev: &Evaluator<'_>, v: &Value) -> String {
-    py_str(v, &|i| ev.inst_name(i))
+    python_str(v, &|i| ev.inst_name(i))
 }
 
 /// Reads a module asset: `"<module>/<file>"` in the module's `sub` directory.
@@ -277,32 +277,58 @@ fn render_template(ev: &mut Evaluator<'_>, call: &mut PluginCall) -> PResult {
     }
 }
 
+/// Python's `int()` / `float()` of a string: surrounding whitespace and `_` between digits allowed.
+fn parse_py_int(x: &str) -> Option<i64> {
+    let t = x.trim();
+    let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
+    if digits.is_empty() || digits.starts_with('_') || digits.ends_with('_') || digits.contains("__") {
+        return None;
+    }
+    t.replace('_', "").parse().ok()
+}
+
+fn parse_py_float(x: &str) -> Option<f64> {
+    let t = x.trim();
+    if t.contains('_') || t.is_empty() {
+        return None;
+    }
+    t.parse().ok()
+}
+
+/// The casts `int()`, `float()` and `number()`: Python's conversion (a bool is an int), any
+/// failure a `RuntimeException` as in Inmanta.
+fn cast(ev: &Evaluator<'_>, v: &Value, to: &str) -> PResult {
+    let r = match (to, v) {
+        ("number", Value::Int(i)) => Some(Value::Int(*i)),
+        ("number", Value::Bool(b)) => Some(Value::Int(*b as i64)),
+        ("int", Value::Int(i)) => Some(Value::Int(*i)),
+        ("int", Value::Bool(b)) => Some(Value::Int(*b as i64)),
+        ("int", Value::Float(f)) if f.is_finite() => Some(Value::Int(f.trunc() as i64)),
+        ("int", Value::Str(x)) => parse_py_int(x).map(Value::Int),
+        (_, Value::Int(i)) => Some(Value::Float(*i as f64)),
+        (_, Value::Bool(b)) => Some(Value::Float(*b as u8 as f64)),
+        (_, Value::Float(f)) => Some(Value::Float(*f)),
+        (_, Value::Str(x)) => parse_py_float(x).map(Value::Float),
+        _ => None,
+    };
+    r.ok_or_else(|| {
+        PErr::Kind("RuntimeException", format!("Failed to cast '{}' to {to}", py_str(v, &|i| ev.inst_name(i))))
+    })
+}
+
 pub(crate) fn register(p: &mut Plugins) {
     let n = || Some(Value::Null);
     // casts
-    p.add("int", &[("value", None)], |ev, c| match &c.args[0] {
-        Value::Int(i) => Ok(Value::Int(*i)),
-        Value::Float(f) => Ok(Value::Int(f.trunc() as i64)),
-        Value::Bool(b) => Ok(Value::Int(*b as i64)),
-        Value::Str(x) => x.trim().parse::<i64>().map(Value::Int).map_err(|_| {
-            PErr::Kind("RuntimeException", format!("invalid literal for int(): {}", crate::eval::value::py_repr_str(x)))
-        }),
-        other => Err(PErr::Kind("TypingException", format!("can not convert {} to int", ev.repr(other)))),
-    });
-    p.add("float", &[("value", None)], |ev, c| match &c.args[0] {
-        Value::Int(i) => Ok(Value::Float(*i as f64)),
-        Value::Float(f) => Ok(Value::Float(*f)),
-        Value::Bool(b) => Ok(Value::Float(*b as u8 as f64)),
-        Value::Str(x) => x.trim().parse::<f64>().map(Value::Float).map_err(|_| {
-            PErr::Kind(
-                "TypingException",
-                format!("could not convert string to float: {}", crate::eval::value::py_repr_str(x)),
-            )
-        }),
-        other => Err(PErr::Kind("TypingException", format!("can not convert {} to float", ev.repr(other)))),
-    });
+    p.add("int", &[("value", None)], |ev, c| cast(ev, &c.args[0], "int"));
+    p.add("float", &[("value", None)], |ev, c| cast(ev, &c.args[0], "float"));
+    p.add("number", &[("value", None)], |ev, c| cast(ev, &c.args[0], "number"));
     p.add("bool", &[("value", None)], |_, c| Ok(Value::Bool(c.args[0].truthy())));
-    p.add("string", &[("value", None)], |ev, c| Ok(s(&strv(ev, &c.args[0]))));
+    p.add("string", &[("value", None)], |ev, c| {
+        Ok(match &c.args[0] {
+            Value::Bool(b) => s(if *b { "true" } else { "false" }),
+            other => s(&py_str(other, &|i| ev.inst_name(i))),
+        })
+    });
 
     p.add("std::print", &[("message", None)], |ev, c| {
         let m = strv(ev, &c.args[0]);
@@ -509,8 +535,8 @@ pub(crate) fn register(p: &mut Plugins) {
         Ok(s(&net::network(ip, p).to_string()))
     });
     p.add("std::json_dumps", &[("obj", None)], |ev, c| {
-        let j = to_json(ev, &c.args[0], 0)?;
-        Ok(s(&python_json(&j)))
+        let out = json_dumps(ev, &c.args[0], 0)?;
+        Ok(s(&ascii_escaped(&out)))
     });
     p.add("std::json_loads", &[("s", None)], |_, c| {
         let t = text(&c.args[0], "s")?;
@@ -689,6 +715,40 @@ pub(crate) fn register(p: &mut Plugins) {
 }
 
 /// JSON the way Python's `json.dumps` writes it (`", "` and `": "` separators).
+/// Python's `json.dumps`: a dict keeps its key order.
+fn json_dumps(ev: &mut Evaluator<'_>, v: &Value, depth: usize) -> Result<String, PErr> {
+    Ok(match v {
+        Value::Dict(d) if depth < 64 => {
+            let mut parts = Vec::with_capacity(d.len());
+            for (k, x) in d.iter() {
+                parts.push(format!("{}: {}", serde_json::Value::String(k.to_string()), json_dumps(ev, x, depth + 1)?));
+            }
+            format!("{{{}}}", parts.join(", "))
+        }
+        Value::List(l) if depth < 64 => {
+            let parts = l.iter().map(|x| json_dumps(ev, x, depth + 1)).collect::<Result<Vec<_>, _>>()?;
+            format!("[{}]", parts.join(", "))
+        }
+        other => python_json(&to_json(ev, other, depth)?),
+    })
+}
+
+/// `ensure_ascii`: every character outside ASCII as a `\uXXXX` escape (UTF-16 code units).
+fn ascii_escaped(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            let mut buf = [0u16; 2];
+            for u in c.encode_utf16(&mut buf) {
+                out.push_str(&format!("\\u{u:04x}"));
+            }
+        }
+    }
+    out
+}
+
 pub(crate) fn python_json(j: &serde_json::Value) -> String {
     match j {
         serde_json::Value::Array(a) => format!("[{}]", a.iter().map(python_json).collect::<Vec<_>>().join(", ")),

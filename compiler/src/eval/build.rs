@@ -275,22 +275,12 @@ impl<'s, 'a> Builder<'s, 'a> {
                     ast::Default::None => (None, false),
                     ast::Default::Undef => (None, true),
                     ast::Default::Value(e) => match const_eval(e) {
-                        Some(v) => {
-                            if matches!(v, Value::Null) && !matches!(ty, Type::Nullable(_)) {
-                                self.err(
-                                    "TypingException",
-                                    format!("Invalid default value null for attribute {} of type {}: the type is not nullable",
-                                        a.name.name, self.types.type_name(&ty)),
-                                    e.span,
-                                );
-                            }
-                            (Some(v), false)
-                        }
+                        Some(v) => (Some(v), false),
                         None => {
                             self.err(
-                                "DirectExecuteException",
+                                "RuntimeException",
                                 format!("The default value of attribute {} must be a constant", a.name.name),
-                                e.span,
+                                a.name.span,
                             );
                             (None, false)
                         }
@@ -598,24 +588,16 @@ fn lookup_named(
             Err(("TypeNotFoundException", format!("could not find {what} {name} in namespace {nsname}")))
         }
         Err(Some(full)) => {
-            if map.contains_key(&full) {
-                let module = full.rsplit_once("::").map(|x| x.0).unwrap_or("");
-                Err((
-                    "MissingImportException",
-                    format!(
-                        "{what} {name} is used but module {module} is not imported in namespace {}",
-                        types.namespaces[ns].name
-                    ),
-                ))
-            } else {
-                Err((
-                    "TypeNotFoundException",
-                    format!(
-                        "could not find {what} {name} in namespace {} (namespace not imported)",
-                        types.namespaces[ns].name
-                    ),
-                ))
-            }
+            // Inmanta: a name whose namespace is not imported is a missing import, whether or not
+            // that namespace defines it
+            let module = full.rsplit_once("::").map(|x| x.0).unwrap_or("");
+            Err((
+                "MissingImportException",
+                format!(
+                    "could not find {what} {name} in namespace {}: module {module} is not imported (import {module})",
+                    types.namespaces[ns].name
+                ),
+            ))
         }
         Err(None) => Err(("TypeNotFoundException", format!("could not find {what} {name}"))),
     }

@@ -215,10 +215,16 @@ impl<'a> Evaluator<'a> {
             ExprKind::Binary(op, l, r) => self.binary(*op, l, r, e.span, cx),
             ExprKind::Not(inner) => {
                 let v = self.eval(inner, cx)?;
-                if v.is_unknown() {
-                    return Ok(v);
+                match v {
+                    Value::Unknown(_) => Ok(v),
+                    Value::Bool(b) => Ok(Value::Bool(!b)),
+                    other => Err(error(
+                        "RuntimeException",
+                        format!("Invalid value {}: `not` expects a bool", self.repr(&other)),
+                        e.span,
+                        self.sources,
+                    )),
                 }
-                Ok(Value::Bool(!v.truthy()))
             }
             ExprKind::IsDefined(inner) => self.is_defined(inner, cx),
             ExprKind::Cond(c, a, b) => {
@@ -227,10 +233,11 @@ impl<'a> Evaluator<'a> {
                     Value::Unknown(_) => Ok(cv),
                     Value::Bool(true) => self.eval(a, cx),
                     Value::Bool(false) => self.eval(b, cx),
-                    other => Err(typing(
+                    other => Err(error(
+                        "RuntimeException",
                         format!("The condition of a conditional expression must be a bool, got {}", self.repr(&other)),
                         c.span,
-                        self,
+                        self.sources,
                     )),
                 }
             }
@@ -254,12 +261,21 @@ impl<'a> Evaluator<'a> {
         if level == fors.len() {
             for g in guards {
                 let gv = self.eval(g, cx)?;
-                if gv.is_unknown() {
-                    out.push(gv);
-                    return Ok(());
-                }
-                if !gv.truthy() {
-                    return Ok(());
+                match gv {
+                    Value::Unknown(_) => {
+                        out.push(gv);
+                        return Ok(());
+                    }
+                    Value::Bool(true) => {}
+                    Value::Bool(false) => return Ok(()),
+                    other => {
+                        return Err(error(
+                            "RuntimeException",
+                            format!("The condition of a list comprehension must be a bool, got {}", self.repr(&other)),
+                            g.span,
+                            self.sources,
+                        ));
+                    }
                 }
             }
             out.push(self.eval(value, cx)?);
@@ -301,10 +317,12 @@ impl<'a> Evaluator<'a> {
             match p {
                 FPart::Lit(s) => out.push_str(s),
                 FPart::Field { path, conversion, spec, span: fspan } => {
-                    let v = self.read_path(path, *fspan, cx)?;
-                    if v.is_unknown() {
-                        return Ok(Some(v));
-                    }
+                    let v = match self.read_path(path, *fspan, cx)? {
+                        Value::Unknown(u) => return Ok(Some(Value::Unknown(u))),
+                        // Inmanta hands an integral float to the formatter as an int
+                        Value::Float(f) if f.fract() == 0.0 && f.abs() < 9e18 => Value::Int(f as i64),
+                        v => v,
+                    };
                     let mut spec_s = String::new();
                     if let Some(u) = self.fstring(spec, span, cx, &mut spec_s)? {
                         return Ok(Some(u));
@@ -868,7 +886,7 @@ impl<'a> Evaluator<'a> {
                     return Ok(full);
                 }
                 Err(error(
-                    "NotFoundException",
+                    "TypeNotFoundException",
                     format!("Plugin or function {n} not found; plugins are called as module::name(...)"),
                     name.span,
                     self.sources,
@@ -893,23 +911,12 @@ impl<'a> Evaluator<'a> {
                             ))
                         }
                     }
-                    None => {
-                        if self.plugins.get(n).is_some() || self.types.ns_by_name.contains_key(prefix) {
-                            Err(error(
-                                "MissingImportException",
-                                format!("Plugin {n} is used but module {prefix} is not imported"),
-                                name.span,
-                                self.sources,
-                            ))
-                        } else {
-                            Err(error(
-                                "NotFoundException",
-                                format!("Plugin {n} not found: namespace {prefix} is not imported"),
-                                name.span,
-                                self.sources,
-                            ))
-                        }
-                    }
+                    None => Err(error(
+                        "MissingImportException",
+                        format!("Plugin {n} is used but module {prefix} is not imported (import {prefix})"),
+                        name.span,
+                        self.sources,
+                    )),
                 }
             }
         }
@@ -996,7 +1003,49 @@ pub(crate) fn unknown_of(a: &Value, b: &Value) -> Rc<super::value::UnknownSource
     })
 }
 
-/// Applies a binary operator to two known values.
+/// A number as Python sees it: `bool` is an `int`.
+#[derive(Clone, Copy)]
+enum Num {
+    Int(i64),
+    Float(f64),
+}
+
+fn as_num(v: &Value) -> Option<Num> {
+    match v {
+        Value::Int(i) => Some(Num::Int(*i)),
+        Value::Bool(b) => Some(Num::Int(*b as i64)),
+        Value::Float(f) => Some(Num::Float(*f)),
+        _ => None,
+    }
+}
+
+impl Num {
+    fn f(self) -> f64 {
+        match self {
+            Num::Int(i) => i as f64,
+            Num::Float(f) => f,
+        }
+    }
+}
+
+/// Python's `==` on two values: `1 == 1.0 == true`.
+pub(crate) fn py_eq(a: &Value, b: &Value) -> bool {
+    match (as_num(a), as_num(b)) {
+        (Some(Num::Int(x)), Some(Num::Int(y))) => x == y,
+        (Some(x), Some(y)) => x.f() == y.f(),
+        _ => match (a, b) {
+            (Value::List(x), Value::List(y)) => x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| py_eq(p, q)),
+            (Value::Dict(x), Value::Dict(y)) => {
+                x.len() == y.len() && x.iter().all(|(k, v)| dict_get(y, k).is_some_and(|w| py_eq(v, w)))
+            }
+            _ => a == b,
+        },
+    }
+}
+
+/// Applies a binary operator to two known values, with Inmanta's (Python's) rules: arithmetic and
+/// comparisons on numbers (booleans count as integers), `+` also on two strings, `in` on a list or
+/// a dict only; anything else is a `TypingException`.
 pub(crate) fn binop_values(op: BinOp, lv: &Value, rv: &Value) -> Result<Value, (&'static str, String)> {
     use Value::*;
     let bad = || {
@@ -1012,103 +1061,94 @@ pub(crate) fn binop_values(op: BinOp, lv: &Value, rv: &Value) -> Result<Value, (
             ),
         ))
     };
-    let num = |v: &Value| match v {
-        Int(i) => Some(*i as f64),
-        Float(f) => Some(*f),
-        _ => None,
-    };
+    let overflow = || Err(("RuntimeException", format!("integer overflow in {}", op.symbol())));
     match op {
-        BinOp::Eq => Ok(Bool(lv == rv)),
-        BinOp::Ne => Ok(Bool(lv != rv)),
+        BinOp::Eq => Ok(Bool(py_eq(lv, rv))),
+        BinOp::Ne => Ok(Bool(!py_eq(lv, rv))),
         BinOp::Lt | BinOp::Gt | BinOp::Le | BinOp::Ge => {
-            let (Some(a), Some(b)) = (num(lv), num(rv)) else { return bad() };
-            if let (Int(x), Int(y)) = (lv, rv) {
-                return Ok(Bool(match op {
-                    BinOp::Lt => x < y,
-                    BinOp::Gt => x > y,
-                    BinOp::Le => x <= y,
-                    _ => x >= y,
-                }));
-            }
+            let (Some(a), Some(b)) = (as_num(lv), as_num(rv)) else { return bad() };
+            let ord = match (a, b) {
+                (Num::Int(x), Num::Int(y)) => x.partial_cmp(&y),
+                _ => a.f().partial_cmp(&b.f()),
+            };
+            use std::cmp::Ordering::*;
             Ok(Bool(match op {
-                BinOp::Lt => a < b,
-                BinOp::Gt => a > b,
-                BinOp::Le => a <= b,
-                _ => a >= b,
+                BinOp::Lt => ord == Some(Less),
+                BinOp::Gt => ord == Some(Greater),
+                BinOp::Le => matches!(ord, Some(Less | Equal)),
+                _ => matches!(ord, Some(Greater | Equal)),
             }))
         }
         BinOp::In | BinOp::NotIn => {
             let r = match rv {
-                List(l) => l.iter().any(|x| x == lv),
+                List(l) => l.iter().any(|x| py_eq(x, lv)),
                 Dict(d) => match lv {
                     Str(s) => dict_get(d, s).is_some(),
                     _ => false,
                 },
-                Str(s) => match lv {
-                    Str(x) => s.contains(&**x),
-                    _ => return bad(),
-                },
-                Null => false,
-                Instance(i) => matches!(lv, Instance(j) if i == j),
-                _ => return bad(),
+                _ => {
+                    return Err((
+                        "TypingException",
+                        format!(
+                            "Operand two of 'in' can only be a list or dict, got {} {}",
+                            rv.type_name(),
+                            short_repr(rv)
+                        ),
+                    ));
+                }
             };
             Ok(Bool(if op == BinOp::In { r } else { !r }))
         }
         BinOp::Add => match (lv, rv) {
-            (Int(a), Int(b)) => a.checked_add(*b).map(Int).ok_or(("RuntimeException", "integer overflow".into())),
             (Str(a), Str(b)) => Ok(Value::str(&format!("{a}{b}"))),
-            (List(a), List(b)) => Ok(Value::list(a.iter().chain(b.iter()).cloned().collect())),
-            _ => match (num(lv), num(rv)) {
-                (Some(a), Some(b)) if !matches!(lv, Bool(_)) && !matches!(rv, Bool(_)) => Ok(Float(a + b)),
+            (Str(_), _) => Err((
+                "TypingException",
+                format!("Can only concatenate a string to a string, not {} {}", rv.type_name(), short_repr(rv)),
+            )),
+            _ => match (as_num(lv), as_num(rv)) {
+                (Some(Num::Int(a)), Some(Num::Int(b))) => a.checked_add(b).map(Int).map_or_else(overflow, Ok),
+                (Some(a), Some(b)) => Ok(Float(a.f() + b.f())),
                 _ => bad(),
             },
         },
-        BinOp::Sub | BinOp::Mul => match (lv, rv) {
-            (Int(a), Int(b)) => {
-                let r = if op == BinOp::Sub { a.checked_sub(*b) } else { a.checked_mul(*b) };
-                r.map(Int).ok_or(("RuntimeException", "integer overflow".into()))
+        BinOp::Sub | BinOp::Mul => match (as_num(lv), as_num(rv)) {
+            (Some(Num::Int(a)), Some(Num::Int(b))) => {
+                let r = if op == BinOp::Sub { a.checked_sub(b) } else { a.checked_mul(b) };
+                r.map(Int).map_or_else(overflow, Ok)
             }
-            (Str(s), Int(n)) | (Int(n), Str(s)) if op == BinOp::Mul => {
-                if *n > 1_000_000 || s.len().saturating_mul((*n).max(0) as usize) > 10_000_000 {
-                    return Err(("RuntimeException", "string repetition too large".into()));
-                }
-                Ok(Value::str(&s.repeat((*n).max(0) as usize)))
-            }
-            _ => match (num(lv), num(rv)) {
-                (Some(a), Some(b)) => Ok(Float(if op == BinOp::Sub { a - b } else { a * b })),
-                _ => bad(),
-            },
-        },
-        BinOp::Div => match (num(lv), num(rv)) {
-            (Some(_), Some(0.0)) => Err(("ZeroDivisionError", "division by zero".into())),
-            (Some(a), Some(b)) => Ok(Float(a / b)),
+            (Some(a), Some(b)) => Ok(Float(if op == BinOp::Sub { a.f() - b.f() } else { a.f() * b.f() })),
             _ => bad(),
         },
-        BinOp::Mod => match (lv, rv) {
-            (Int(_), Int(0)) => Err(("ZeroDivisionError", "modulo by zero".into())),
-            (Int(a), Int(b)) => match a.checked_rem(*b) {
-                Some(r) if r != 0 && ((r < 0) != (*b < 0)) => Ok(Int(r + b)),
+        BinOp::Div => match (as_num(lv), as_num(rv)) {
+            (Some(_), Some(b)) if b.f() == 0.0 => Err(("ZeroDivisionError", "division by zero".into())),
+            (Some(a), Some(b)) => Ok(Float(a.f() / b.f())),
+            _ => bad(),
+        },
+        BinOp::Mod => match (as_num(lv), as_num(rv)) {
+            (Some(_), Some(b)) if b.f() == 0.0 => Err(("ZeroDivisionError", "modulo by zero".into())),
+            (Some(Num::Int(a)), Some(Num::Int(b))) => match a.checked_rem(b) {
+                Some(r) if r != 0 && ((r < 0) != (b < 0)) => Ok(Int(r + b)),
                 Some(r) => Ok(Int(r)),
                 None => Ok(Int(0)),
             },
-            _ => match (num(lv), num(rv)) {
-                (Some(_), Some(0.0)) => Err(("ZeroDivisionError", "modulo by zero".into())),
-                (Some(a), Some(b)) => Ok(Float(a - b * (a / b).floor())),
-                _ => bad(),
-            },
+            (Some(a), Some(b)) => {
+                let (a, b) = (a.f(), b.f());
+                Ok(Float(a - b * (a / b).floor()))
+            }
+            _ => bad(),
         },
-        BinOp::Pow => match (lv, rv) {
-            (Int(a), Int(b)) if *b >= 0 => match u32::try_from(*b).ok().and_then(|b| a.checked_pow(b)) {
-                Some(v) => Ok(Int(v)),
-                None => Err(("RuntimeException", "integer overflow in **".into())),
-            },
-            _ => match (num(lv), num(rv)) {
-                (Some(0.0), Some(b)) if b < 0.0 => {
-                    Err(("RuntimeException", "0 can not be raised to a negative power".into()))
+        BinOp::Pow => match (as_num(lv), as_num(rv)) {
+            (Some(Num::Int(a)), Some(Num::Int(b))) if b >= 0 => {
+                match u32::try_from(b).ok().and_then(|b| a.checked_pow(b)) {
+                    Some(v) => Ok(Int(v)),
+                    None => overflow(),
                 }
-                (Some(a), Some(b)) => Ok(Float(a.powf(b))),
-                _ => bad(),
-            },
+            }
+            (Some(a), Some(b)) if a.f() == 0.0 && b.f() < 0.0 => {
+                Err(("ZeroDivisionError", "0 can not be raised to a negative power".into()))
+            }
+            (Some(a), Some(b)) => Ok(Float(a.f().powf(b.f()))),
+            _ => bad(),
         },
         BinOp::And | BinOp::Or => unreachable!("handled with short-circuit"),
     }

@@ -4,10 +4,19 @@ use super::value::{Value, py_float, py_repr_str};
 
 /// `str()` of a value as Python prints it (used by `string()` and f-strings).
 pub(crate) fn py_str(v: &Value, names: &dyn Fn(u32) -> String) -> String {
+    str_in(v, names, "null")
+}
+
+/// `str()` of the value as a plugin (Python code) sees it: null is Python's `None` there.
+pub(crate) fn python_str(v: &Value, names: &dyn Fn(u32) -> String) -> String {
+    str_in(v, names, "None")
+}
+
+fn str_in(v: &Value, names: &dyn Fn(u32) -> String, null: &str) -> String {
     match v {
         Value::Str(s) => s.to_string(),
         Value::Float(f) => py_float(*f),
-        other => py_repr(other, names),
+        other => repr_in(other, names, null),
     }
 }
 
@@ -15,23 +24,30 @@ pub(crate) fn py_str(v: &Value, names: &dyn Fn(u32) -> String) -> String {
 pub(crate) fn interp_str(v: &Value, names: &dyn Fn(u32) -> String) -> String {
     match v {
         Value::Float(f) if f.fract() == 0.0 && f.abs() < 1e16 => format!("{}", *f as i64),
-        Value::Null => "null".into(),
         other => py_str(other, names),
     }
 }
 
+/// `repr()` of a value of the language: null is Inmanta's `NoneValue`, which prints as `null`.
 pub(crate) fn py_repr(v: &Value, names: &dyn Fn(u32) -> String) -> String {
+    repr_in(v, names, "null")
+}
+
+fn repr_in(v: &Value, names: &dyn Fn(u32) -> String, null: &str) -> String {
     match v {
-        Value::Null => "None".into(),
+        Value::Null => null.into(),
         Value::Bool(true) => "True".into(),
         Value::Bool(false) => "False".into(),
         Value::Int(i) => i.to_string(),
         Value::Float(f) => py_float(*f),
         Value::Str(s) => py_repr_str(s),
-        Value::List(l) => format!("[{}]", l.iter().map(|x| py_repr(x, names)).collect::<Vec<_>>().join(", ")),
+        Value::List(l) => format!("[{}]", l.iter().map(|x| repr_in(x, names, null)).collect::<Vec<_>>().join(", ")),
         Value::Dict(d) => format!(
             "{{{}}}",
-            d.iter().map(|(k, x)| format!("{}: {}", py_repr_str(k), py_repr(x, names))).collect::<Vec<_>>().join(", ")
+            d.iter()
+                .map(|(k, x)| format!("{}: {}", py_repr_str(k), repr_in(x, names, null)))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
         Value::Instance(i) => names(*i),
         Value::Unknown(_) => "Unknown".into(),

@@ -22,6 +22,9 @@ use crate::syntax::ast::{self, ExprKind, Stmt};
 use crate::syntax::{SourceMap, Span};
 use value::{InstId, UnknownSource, Value};
 
+/// How the error for an instance of the wrong entity in a relation starts.
+const WRONG_ENTITY: &str = "Invalid type for relation";
+
 pub(crate) type TaskId = u32;
 pub(crate) type ScopeId = u32;
 
@@ -351,6 +354,10 @@ impl<'a> Evaluator<'a> {
             }
             let sc = self.new_scope(None, ns, &names, Span::default());
             self.ns_scopes.push(sc);
+        }
+        if let Err(e) = self.check_defaults() {
+            self.errors.extend(e);
+            return;
         }
         for ns in 0..self.types.namespaces.len() {
             let sc = self.ns_scopes[ns];
@@ -702,7 +709,7 @@ impl<'a> Evaluator<'a> {
                     }
                     if name.contains("::") {
                         return Err(error(
-                            "ParserException",
+                            "NotFoundException",
                             format!("Can not assign to variable {name} of another namespace"),
                             *span,
                             self.sources,
@@ -768,7 +775,14 @@ impl<'a> Evaluator<'a> {
                     let v = self.eval(value, cx);
                     cx.infer = prev;
                     let v = v?;
-                    self.assign_attr(inst, ai as u32, v, *add, *span)
+                    match self.assign_attr(inst, ai as u32, v, *add, *span) {
+                        // an instance of the wrong entity: Inmanta wraps it in an AttributeException
+                        // in an assignment statement (not in a constructor)
+                        Err(Flow::Err(d)) if d.kind == "TypingException" && d.message.starts_with(WRONG_ENTITY) => {
+                            Err(self.attr_error(inst, &attr.name, "TypingException", d.message, *span))
+                        }
+                        r => r,
+                    }
                 }
                 _ => Err(error("ParserException", "invalid assignment target", *span, self.sources)),
             },
@@ -785,8 +799,7 @@ impl<'a> Evaluator<'a> {
                 let it = self.eval(iter, cx)?;
                 let items: Vec<Value> = match it {
                     Value::List(l) => l.iter().cloned().collect(),
-                    Value::Instance(_) => vec![it],
-                    Value::Null | Value::Unknown(_) => vec![],
+                    Value::Unknown(_) => vec![],
                     other => {
                         return Err(error(
                             "TypingException",
@@ -1009,12 +1022,11 @@ impl<'a> Evaluator<'a> {
         match &attr.kind {
             AttrKind::Prim { ty, .. } => {
                 if add {
-                    return Err(self.attr_error(
-                        inst,
-                        &attr.name,
+                    return Err(error(
                         "TypingException",
-                        "+= can only be used on relations".into(),
+                        format!("Can not use += on attribute {}: += can only be used on relations", attr.name),
                         span,
+                        self.sources,
                     ));
                 }
                 let v = match self.check_type(&v, ty, span) {
@@ -1083,19 +1095,15 @@ impl<'a> Evaluator<'a> {
                         }
                         Value::Null => continue,
                         other => {
-                            return Err(error(
-                                "TypingException",
-                                format!(
-                                    "Can not assign {} {} to relation {}.{}: expected an instance of {}",
-                                    other.type_name(),
-                                    self.repr(&other),
-                                    self.types.entities[ent].name,
-                                    attr.name,
-                                    self.types.entities[target].name
-                                ),
-                                span,
-                                self.sources,
-                            ));
+                            let msg = format!(
+                                "Can not assign {} {} to relation {}.{}: expected an instance of {}",
+                                other.type_name(),
+                                self.repr(&other),
+                                self.types.entities[ent].name,
+                                attr.name,
+                                self.types.entities[target].name
+                            );
+                            return Err(self.attr_error(inst, &attr.name, "TypingException", msg, span));
                         }
                     };
                     let oe = self.instances[other as usize].entity;
@@ -1103,7 +1111,7 @@ impl<'a> Evaluator<'a> {
                         return Err(error(
                             "TypingException",
                             format!(
-                                "Invalid type for relation {}.{}: expected {}, got {}",
+                                "{WRONG_ENTITY} {}.{}: expected {}, got {}",
                                 self.types.entities[ent].name,
                                 attr.name,
                                 self.types.entities[target].name,
@@ -1395,6 +1403,29 @@ impl<'a> Evaluator<'a> {
             ));
         }
         if errors.is_empty() { Ok(()) } else { Err(errors) }
+    }
+
+    /// Checks every attribute's default value against the attribute's type, used or not, as
+    /// Inmanta does when it defines the entity: a wrong one is a `RuntimeException` at the attribute.
+    fn check_defaults(&mut self) -> Result<(), Vec<Diagnostic>> {
+        let mut defaults = Vec::new();
+        for ent in &self.types.entities {
+            for a in &ent.own {
+                if let AttrKind::Prim { ty, default: Some(d), .. } = &a.kind {
+                    defaults.push((ty.clone(), d.clone(), a.span));
+                }
+            }
+        }
+        for (ty, d, span) in defaults {
+            if let Err(Flow::Err(e)) = self.check_type(&d, &ty, span) {
+                // Inmanta's list type rejects null with a TypingException, every other wrong value
+                // is a RuntimeException
+                let null_list = matches!(d, Value::Null) && matches!(ty, Type::List | Type::TypedList(_));
+                let kind = if null_list { e.kind.clone() } else { "RuntimeException".into() };
+                return Err(vec![Diagnostic { kind, ..*e }]);
+            }
+        }
+        Ok(())
     }
 
     /// Checks a value against a type, converting where the language does.

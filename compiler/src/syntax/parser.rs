@@ -116,8 +116,21 @@ impl Parser<'_> {
         Err(ParseError {
             kind: "ParserException",
             message: format!("Syntax error: unexpected {}, expected {what}", describe(self.peek())),
-            span: self.span(),
+            span: self.error_span(),
         })
+    }
+
+    /// Where Inmanta locates a syntax error at the current token: at a keyword (the token or the
+    /// one before it) when there is one, else just after the offending token (where its lexer stands).
+    fn error_span(&self) -> Span {
+        let cur = &self.toks[self.pos];
+        if matches!(cur.tok, Tok::Kw(_)) {
+            return cur.span;
+        }
+        if self.pos > 0 && matches!(self.toks[self.pos - 1].tok, Tok::Kw(_)) {
+            return self.toks[self.pos - 1].span;
+        }
+        Span { start: cur.span.end, ..cur.span }
     }
 
     fn expect_p(&mut self, p: &str) -> PResult<Span> {
@@ -440,6 +453,17 @@ impl Parser<'_> {
         } else {
             false
         };
+        if !is_dict && is_class_name(&tname.name) {
+            // an entity is not an attribute type: Inmanta's grammar stops at the class name
+            return Err(ParseError {
+                kind: "ParserException",
+                message: format!(
+                    "Syntax error at {}: an entity can not be the type of an attribute, use a relation",
+                    tname.name
+                ),
+                span: Span { start: tname.span.end, ..tname.span },
+            });
+        }
         let nullable = self.eat_p("?");
         let name = self.id("an attribute name")?;
         if is_class_name(&name.name) {
@@ -458,7 +482,7 @@ impl Parser<'_> {
             if self.eat_kw("undef") {
                 default = Default::Undef;
             } else {
-                let e = self.expr()?;
+                let e = self.constant()?;
                 if is_dict && !nullable && matches!(e.kind, ExprKind::Null) {
                     return Err(ParseError {
                         kind: "ParserException",
@@ -466,13 +490,29 @@ impl Parser<'_> {
                             "Syntax error: null can not be assigned to dict attribute '{}', use dict? to make it nullable",
                             name.name
                         ),
-                        span: e.span,
+                        span: name.span,
                     });
                 }
                 default = Default::Value(e);
             }
         }
         Ok(AttrDef { ty: TypeRef { name: tname, list, nullable }, name, default })
+    }
+
+    /// A default value: Inmanta's grammar takes a literal, a list or a dict there, nothing else
+    /// (what follows the literal is then a syntax error of its own).
+    fn constant(&mut self) -> PResult<Expr> {
+        match self.peek() {
+            Tok::Int(_) | Tok::Float(_) | Tok::Str { .. } | Tok::FStr(_) | Tok::Regex(_) => self.primary(),
+            Tok::Kw("null" | "true" | "false") => self.primary(),
+            Tok::Punct("[" | "{") => self.primary(),
+            Tok::Punct("-") if matches!(self.peek_at(1), Tok::Int(_) | Tok::Float(_)) => self.unary(),
+            _ => Err(ParseError {
+                kind: "ParserException",
+                message: format!("Syntax error at {}: a default value must be a constant", describe(self.peek())),
+                span: self.error_span(),
+            }),
+        }
     }
 
     fn block(&mut self) -> PResult<Block> {
@@ -549,9 +589,17 @@ impl Parser<'_> {
             self.bump();
             match &e.kind {
                 ExprKind::Var(n) if !n.contains("::") => {
+                    if add {
+                        return Err(ParseError {
+                            kind: "ParserException",
+                            message: format!("Syntax error: Can not perform += on variable {n}"),
+                            span: e.span,
+                        });
+                    }
                     let id = Ident { name: n.clone(), span: e.span };
                     self.check_hyphen(&id);
                 }
+                ExprKind::Var(_) => {}
                 ExprKind::Attr(_, a) => {
                     let a = a.clone();
                     self.check_hyphen(&a);
@@ -568,19 +616,8 @@ impl Parser<'_> {
             let span = start.to(self.prev_span());
             return Ok(Stmt::Assign { target: e, value, add, span });
         }
-        match &e.kind {
-            ExprKind::Call { .. } | ExprKind::Constructor { .. } | ExprKind::IndexLookup { .. } => Ok(Stmt::Expr(e)),
-            ExprKind::Str(_) if matches!(self.toks[self.pos - 1].tok, Tok::Str { multiline: true, .. }) => {
-                Ok(Stmt::Expr(e))
-            }
-            _ => Err(ParseError {
-                kind: "ParserException",
-                message:
-                    "Syntax error: this expression is not a statement (expected an assignment, a call or a constructor)"
-                        .into(),
-                span: e.span,
-            }),
-        }
+        // any expression is a statement in Inmanta's grammar; its value is computed and dropped
+        Ok(Stmt::Expr(e))
     }
 
     pub(crate) fn expr(&mut self) -> PResult<Expr> {
