@@ -142,6 +142,22 @@ fn a_plugin_exception_is_a_compile_error_at_the_call() {
 }
 
 #[test]
+fn plugin_arguments_and_results_are_checked_against_their_annotations() {
+    let Some(python) = test_python() else { return };
+    let dir = std::env::temp_dir().join(format!("python-plugin-types-{}", std::process::id()));
+    copy_dir(&root().join("../examples/python-module"), &dir);
+    std::fs::write(dir.join("main.cf"), "import kvconf\n\nx = kvconf::lines(\"nope\")\n").unwrap();
+    let err = compile_project_with(&dir, &options(&dir, python)).expect_err("a string is no ConfigFile");
+    let text = err.to_string();
+    assert_eq!(err.0[0].kind, "PluginTypeException", "{text}");
+    assert!(
+        text.contains("Value 'nope' for argument file of plugin kvconf::lines has incompatible type. Expected type: kvconf::ConfigFile"),
+        "{text}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
 fn a_module_with_python_code_and_no_python_says_what_is_missing() {
     let dir = std::env::temp_dir().join(format!("python-missing-{}", std::process::id()));
     copy_dir(&root().join("../examples/python-module"), &dir);

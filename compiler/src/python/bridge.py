@@ -325,8 +325,97 @@ class PluginStandIn:
         return proxy.DynamicProxy.unwrap(self._plugin.function(*args, **kwargs))
 
 
+_DSL_TYPES = {
+    "string": (str,),
+    "int": (int,),
+    "float": (float, int),
+    "number": (float, int),
+    "bool": (bool,),
+    "list": (list,),
+    "dict": (dict,),
+}
+
+
+def _is_entity(value, name):
+    if not isinstance(value, RemoteInstance):
+        return False
+    if name == "std::Entity":
+        return True
+    return value.type.name == name or name in value.type.get_all_parent_names()
+
+
+def conforms(value, annotation):
+    """Whether a value fits a plugin annotation; True where the annotation is not understood."""
+    import types as pytypes
+    import typing
+
+    if value is None or isinstance(value, inm_util.NoneValue):
+        value = None
+    if isinstance(value, inm_util.Unknown) or annotation is typing.Any or annotation is object:
+        return True
+    if annotation is None or annotation is type(None):
+        return value is None
+    if isinstance(annotation, str):
+        text = annotation.strip()
+        if text.endswith("?"):
+            return value is None or conforms(value, text[:-1])
+        if text in ("any", "expression"):
+            return True
+        if text in ("null", "None"):
+            return value is None
+        if text.endswith("[]"):
+            return isinstance(value, list) and all(conforms(x, text[:-2]) for x in value)
+        if text in _DSL_TYPES:
+            if isinstance(value, bool) and text != "bool":
+                return False
+            return isinstance(value, _DSL_TYPES[text])
+        if "::" in text:
+            return _is_entity(value, text)
+        return True
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        for meta in args[1:]:
+            if isinstance(meta, inmanta.plugins.ModelType):
+                return _is_entity(value, meta.model_type)
+        return conforms(value, args[0])
+    if origin in (typing.Union, pytypes.UnionType):
+        return any(conforms(value, a) for a in args)
+    if annotation in (str, int, float, bool):
+        if isinstance(value, bool) and annotation is not bool:
+            return False
+        if annotation is float:
+            return isinstance(value, (int, float))
+        return isinstance(value, annotation)
+    if annotation in (list, dict):
+        return isinstance(value, annotation)
+    if origin in (list, typing.Sequence) or annotation is typing.Sequence:
+        return isinstance(value, list) and (not args or all(conforms(x, args[0]) for x in value))
+    if origin in (dict, typing.Mapping):
+        return isinstance(value, dict) and (len(args) < 2 or all(conforms(x, args[1]) for x in value.values()))
+    return True
+
+
+def type_text(annotation):
+    import typing
+
+    if isinstance(annotation, str):
+        return annotation
+    if typing.get_origin(annotation) is typing.Annotated:
+        for meta in typing.get_args(annotation)[1:]:
+            if isinstance(meta, inmanta.plugins.ModelType):
+                return meta.model_type
+    if annotation in (str, int, float, bool, list, dict):
+        return {"str": "string"}.get(annotation.__name__, annotation.__name__)
+    return str(annotation).replace("typing.", "")
+
+
+class PluginTypeError(Exception):
+    pass
+
+
 class Plugin:
-    __slots__ = ("name", "function", "context_at", "allow_unknown", "ns")
+    __slots__ = ("name", "function", "context_at", "allow_unknown", "ns", "annotations", "params")
 
     def __init__(self, cls):
         self.name = cls.__fq_plugin_name__
@@ -338,6 +427,25 @@ class Plugin:
         for position, arg in enumerate(spec.args):
             if spec.annotations.get(arg) is inmanta.plugins.Context:
                 self.context_at = position
+        self.annotations = spec.annotations
+        self.params = [a for i, a in enumerate(spec.args) if i != self.context_at]
+
+    def check_args(self, args, kwargs):
+        """Inmanta's check of the arguments against the annotations (what it understands of them)."""
+        named = list(zip(self.params, args)) + list(kwargs.items())
+        for name, value in named:
+            if name in self.annotations and not conforms(value, self.annotations[name]):
+                raise PluginTypeError(
+                    f"Value {value!r} for argument {name} of plugin {self.name} has incompatible type."
+                    f" Expected type: {type_text(self.annotations[name])}"
+                )
+
+    def check_result(self, value):
+        if "return" in self.annotations and not conforms(value, self.annotations["return"]):
+            raise PluginTypeError(
+                f"Return value {value} of plugin {self.name} has incompatible type."
+                f" Expected type: {type_text(self.annotations['return'])}"
+            )
 
     def signature(self):
         spec = inspect.getfullargspec(self.function)
@@ -441,15 +549,23 @@ class Bridge:
 
     def call(self, request):
         plugin = self.plugins[request["plugin"]]
-        args = []
-        for v in request.get("args", []):
-            args.append(self.to_plugin(decode(v), plugin))
-        kwargs = {k: self.to_plugin(decode(v), plugin) for k, v in request.get("kwargs", {}).items()}
+        raw_args = [decode(v) for v in request.get("args", [])]
+        raw_kwargs = {k: decode(v) for k, v in request.get("kwargs", {}).items()}
+        try:
+            plugin.check_args(raw_args, raw_kwargs)
+        except PluginTypeError as e:
+            return {"error": {"type": "PluginTypeException", "message": str(e), "frame": ""}}
+        args = [self.to_plugin(v, plugin) for v in raw_args]
+        kwargs = {k: self.to_plugin(v, plugin) for k, v in raw_kwargs.items()}
         if plugin.context_at >= 0:
             args.insert(plugin.context_at, BridgeContext(plugin.ns, self.config, self))
         try:
             result = plugin.function(*args, **kwargs)
             result = proxy.DynamicProxy.unwrap(result)
+            try:
+                plugin.check_result(result)
+            except PluginTypeError as e:
+                return {"error": {"type": "PluginTypeException", "message": str(e), "frame": ""}}
             return {"ok": encode(result, "the return value")}
         except Exception as e:
             return error_answer(e)

@@ -341,6 +341,7 @@ fn plugin_error(ev: &Evaluator<'_>, what: &str, e: &Json, span: Span) -> Flow {
     let frame = e["frame"].as_str().filter(|f| !f.is_empty()).map(|f| format!(" (raised at {f})")).unwrap_or_default();
     let (our_kind, text) = match kind {
         "PluginException" => ("ExplicitPluginException", format!("Exception in plugin {what}: {message}{frame}")),
+        "PluginTypeException" => ("PluginTypeException", message.to_string()),
         "RuntimeException" | "NotFoundException" | "OptionalValueException" => {
             ("RuntimeException", format!("{message} (in plugin {what}{frame})"))
         }
