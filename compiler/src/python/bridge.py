@@ -113,7 +113,7 @@ _instances = {}
 class RemoteInstance:
     """Stands in for inmanta-core's runtime Instance: attribute reads go to the compiler."""
 
-    __slots__ = ("id", "type")
+    __slots__ = ("id", "type", "known")
 
     def __init__(self, inst_id, type_name):
         self.id = inst_id
@@ -121,6 +121,8 @@ class RemoteInstance:
         if t is None:
             t = _types[type_name] = RemoteType(type_name)
         self.type = t
+        # attribute values read or sent already: set once, they never change
+        self.known = {}
 
     def get_type(self):
         return self.type
@@ -151,9 +153,13 @@ class RemoteAttribute:
         self.name = name
 
     def get_value(self):
+        known = self.instance.known
+        if self.name in known:
+            return known[self.name]
         answer = ask({"get": [self.instance.id, self.name]})
         if "v" in answer:
-            return decode(answer["v"])
+            value = known[self.name] = decode(answer["v"])
+            return value
         if "unset" in answer:
             raise inmanta.ast.UnsetException(
                 f"attribute {self.name} of {self.instance} is not set yet", self.instance, self.name
@@ -181,7 +187,11 @@ def decode(v):
         if "$d" in v:
             return {k: decode(x) for k, x in v["$d"].items()}
         if "$i" in v:
-            return instance(v["$i"], v.get("$t", ""))
+            i = instance(v["$i"], v.get("$t", ""))
+            for name, value in v.get("$a", {}).items():
+                if name not in i.known:
+                    i.known[name] = decode(value)
+            return i
         if "$u" in v:
             return inm_util.Unknown(source=None)
     return v

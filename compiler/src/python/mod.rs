@@ -18,7 +18,7 @@ use serde_json::{Value as Json, json};
 
 use crate::diagnostics::Diagnostic;
 use crate::eval::value::{InstId, UnknownSource, Value};
-use crate::eval::{Evaluator, Flow, Wait, error};
+use crate::eval::{Evaluator, Flow, Slot, Wait, error};
 use crate::syntax::Span;
 use bridge::{Bridge, Questions};
 
@@ -191,19 +191,39 @@ impl Questions for Asker<'_, '_> {
     }
 }
 
-/// A value as it crosses to Python.
+/// A value as it crosses to Python. An instance carries the plain attributes that are set
+/// already (they never change again), which saves plugins a round trip for each.
 pub(crate) fn encode(ev: &Evaluator<'_>, v: &Value) -> Json {
+    encode_at(ev, v, true)
+}
+
+fn encode_at(ev: &Evaluator<'_>, v: &Value, with_attributes: bool) -> Json {
     match v {
         Value::Null => Json::Null,
         Value::Bool(b) => Json::Bool(*b),
         Value::Int(i) => json!(i),
         Value::Float(f) => json!(f),
         Value::Str(s) => Json::String(s.to_string()),
-        Value::List(l) => Json::Array(l.iter().map(|x| encode(ev, x)).collect()),
+        Value::List(l) => Json::Array(l.iter().map(|x| encode_at(ev, x, with_attributes)).collect()),
         Value::Dict(d) => {
-            json!({"$d": d.iter().map(|(k, x)| (k.to_string(), encode(ev, x))).collect::<serde_json::Map<_, _>>()})
+            let items = d.iter().map(|(k, x)| (k.to_string(), encode_at(ev, x, with_attributes)));
+            json!({"$d": items.collect::<serde_json::Map<_, _>>()})
         }
-        Value::Instance(i) => json!({"$i": i, "$t": ev.entity_of(*i).name}),
+        Value::Instance(i) => {
+            let ent = ev.entity_of(*i);
+            if !with_attributes {
+                return json!({"$i": i, "$t": ent.name});
+            }
+            let mut known = serde_json::Map::new();
+            for (a, slot) in ent.attrs.iter().zip(&ev.instances[*i as usize].slots) {
+                if let (false, Slot::Prim { value: Some((value, _)), .. }) = (a.is_relation(), slot)
+                    && !value.contains_unknown()
+                {
+                    known.insert(a.name.clone(), encode_at(ev, value, false));
+                }
+            }
+            json!({"$i": i, "$t": ent.name, "$a": known})
+        }
         Value::Unknown(_) => json!({"$u": 1}),
     }
 }
