@@ -9,6 +9,7 @@ use crate::diagnostics::Diagnostic;
 use crate::eval::value::{InstId, Value};
 use crate::eval::{Evaluator, Slot};
 use crate::model::{AttrKind, EntId};
+use crate::python::PyExport;
 
 /// How an entity maps to a resource: the built-in ones below, and those modules declare under
 /// `resources:` in their module.yml.
@@ -25,6 +26,9 @@ pub(crate) struct Mapping {
     /// One of ours, whose fields follow the conventions of its handler (`permissions` from
     /// `mode`, `hash` of the content, ...).
     pub builtin: bool,
+    /// A Python `@resource` class: its id and attributes come from Python (`get_<field>`
+    /// mappers, inherited fields), see [`export_python_resources`].
+    pub python: bool,
 }
 
 /// The built-in mappings as constants; [`BUILTIN`] holds them as [`Mapping`]s.
@@ -44,6 +48,7 @@ static BUILTIN: std::sync::LazyLock<Vec<Mapping>> = std::sync::LazyLock::new(|| 
             id_attr: m.id_attr.into(),
             fields: m.fields.iter().map(|f| f.to_string()).collect(),
             builtin: true,
+            python: false,
         })
         .collect()
 });
@@ -292,7 +297,53 @@ fn file_content(ev: &Evaluator<'_>, inst: InstId) -> Option<Value> {
     Some(Value::str(&parts.iter().map(id_string).collect::<Vec<_>>().join(&sep)))
 }
 
-pub(crate) fn export(ev: &Evaluator<'_>) -> Exported {
+/// Runs the Python `@resource` classes over their instances (before [`export`], which needs
+/// only shared access to the evaluator).
+pub(crate) fn export_python_resources(ev: &mut Evaluator<'_>) -> Result<HashMap<InstId, PyExport>, Vec<Diagnostic>> {
+    let mut out = HashMap::new();
+    if ev.python.is_none() {
+        return Ok(out);
+    }
+    let mut errors = Vec::new();
+    let targets: Vec<(InstId, String)> = (0..ev.instances.len() as InstId)
+        .filter_map(|i| {
+            let (m, _) = mapping_for(ev, ev.instances[i as usize].entity)?;
+            if !m.python || matches!(slot_value(ev, i, "managed"), Some(Value::Bool(false))) {
+                return None;
+            }
+            Some((i, m.entity.clone()))
+        })
+        .collect();
+    for (i, entity) in targets {
+        match ev.export_python(i, &entity) {
+            Ok(x) => {
+                out.insert(i, x);
+            }
+            Err(d) => errors.push(*d),
+        }
+    }
+    if errors.is_empty() { Ok(out) } else { Err(errors) }
+}
+
+/// An attribute value from Python in the resource JSON (unknowns as Inmanta writes them).
+fn python_json(v: &Json, undefined: &mut bool) -> Json {
+    match v {
+        Json::Array(a) => Json::Array(a.iter().map(|x| python_json(x, undefined)).collect()),
+        Json::Object(o) => {
+            if let Some(d) = o.get("$d").and_then(Json::as_object) {
+                Json::Object(d.iter().map(|(k, x)| (k.clone(), python_json(x, undefined))).collect())
+            } else if o.contains_key("$u") {
+                *undefined = true;
+                Json::String("<<undefined>>".into())
+            } else {
+                v.clone()
+            }
+        }
+        other => other.clone(),
+    }
+}
+
+pub(crate) fn export(ev: &Evaluator<'_>, python: &HashMap<InstId, PyExport>) -> Exported {
     let mut out = Exported {
         resources: Vec::new(),
         files: BTreeMap::new(),
@@ -314,7 +365,16 @@ pub(crate) fn export(ev: &Evaluator<'_>) -> Exported {
         if let Some(Value::Bool(false)) = slot_value(ev, i, "managed") {
             continue;
         }
-        let Some(rid) = resource_id_of(ev, i) else {
+        let rid = if m.python {
+            match python.get(&i) {
+                Some(PyExport::Resource { id, .. }) => Some(id.clone()),
+                Some(PyExport::Ignored) => continue,
+                _ => None,
+            }
+        } else {
+            resource_id_of(ev, i)
+        };
+        let Some(rid) = rid else {
             out.warnings.push(Diagnostic::warning(
                 "CompilerRuntimeWarning",
                 format!("{} is not exported: its id contains an unknown value", ev.inst_name(i)),
@@ -352,7 +412,13 @@ pub(crate) fn export(ev: &Evaluator<'_>) -> Exported {
         let i = *i;
         let mut undefined = false;
         let mut obj = serde_json::Map::new();
-        for f in &m.fields {
+        let own_fields: &[String] = if m.python { &[] } else { &m.fields };
+        if let Some(PyExport::Resource { attributes, .. }) = python.get(&i) {
+            for (k, v) in attributes {
+                obj.insert(k.clone(), python_json(v, &mut undefined));
+            }
+        }
+        for f in own_fields {
             // The conventions below belong to the built-in types (and `via` to every resource);
             // a module's field is exported as the attribute of that name.
             let key = if m.builtin || f == "via" { f.as_str() } else { "" };
@@ -427,7 +493,7 @@ pub(crate) fn export(ev: &Evaluator<'_>) -> Exported {
             obj.insert(f.clone(), v);
         }
         for base in ["send_event", "receive_events", "report_only", "purged", "purge_on_delete", "managed"] {
-            if obj.contains_key(base) {
+            if m.python || obj.contains_key(base) {
                 continue;
             }
             if let Some(v) = slot_value(ev, i, base) {
@@ -520,6 +586,9 @@ pub(crate) fn export(ev: &Evaluator<'_>) -> Exported {
     }
     if let Some((_, d)) = via_error {
         out.errors.push(d);
+    }
+    for (hash, content) in &ev.python_files {
+        out.files.insert(hash.clone(), content.clone());
     }
     for u in &ev.unknowns {
         out.unknowns

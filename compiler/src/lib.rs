@@ -13,6 +13,7 @@ mod export;
 mod handlers;
 mod model;
 mod project;
+pub mod python;
 pub mod syntax;
 
 use std::collections::{BTreeMap, HashMap};
@@ -49,6 +50,9 @@ pub struct CompileOptions {
     pub max_instances: u64,
     /// Stack size of the compile thread; deep nesting is rejected by depth limits before it matters.
     pub stack_size: usize,
+    /// The Python interpreter whose environment holds the project's modules (`[compiler] python`);
+    /// `None`: `INMANTA_COMPILER_PYTHON`, else the project's `.env` (see [`python::env`]).
+    pub python: Option<PathBuf>,
 }
 
 impl Default for CompileOptions {
@@ -65,6 +69,7 @@ impl Default for CompileOptions {
             max_steps: limit_from_env("INMANTA_COMPILER_MAX_STEPS", 20_000_000),
             max_instances: limit_from_env("INMANTA_COMPILER_MAX_INSTANCES", 2_000_000),
             stack_size: 64 * 1024 * 1024,
+            python: None,
         }
     }
 }
@@ -169,7 +174,21 @@ pub fn compile_source(source: &str, options: &CompileOptions) -> Result<CompileO
     let opts = options.clone();
     on_big_stack(options.stack_size, move || {
         let main = opts.main_file.clone().unwrap_or_else(|| PathBuf::from("main.cf"));
-        compile_inner(&main, src, opts.module_path.clone(), &opts, ProjectMetadata::default(), Vec::new())
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        let python = python::env::discover(&cwd, opts.python.as_deref()).map_err(env_error)?;
+        let mut search = opts.module_path.clone();
+        if let Some(env) = &python {
+            search.extend(env.module_dirs());
+        }
+        compile_inner(
+            &main,
+            src,
+            search,
+            &opts,
+            ProjectMetadata::default(),
+            Vec::new(),
+            PythonSetting { env: python, project_dir: &cwd },
+        )
     })
 }
 
@@ -205,6 +224,11 @@ fn compile_project_inner(dir: &Path, options: &CompileOptions) -> Result<Compile
         search.push(dir.join(m));
     }
     search.push(dir.join("libs"));
+    // modules installed in the project's Python environment (v2 modules) come last
+    let python = python::env::discover(dir, options.python.as_deref()).map_err(env_error)?;
+    if let Some(env) = &python {
+        search.extend(env.module_dirs());
+    }
     search.dedup();
     let main = match &options.main_file {
         Some(p) if p.is_absolute() => p.clone(),
@@ -217,7 +241,17 @@ fn compile_project_inner(dir: &Path, options: &CompileOptions) -> Result<Compile
             format!("Can not read {}: {e}", main.display()),
         )])
     })?;
-    compile_inner(&main, text, search, options, meta, warnings)
+    compile_inner(&main, text, search, options, meta, warnings, PythonSetting { env: python, project_dir: dir })
+}
+
+/// The Python environment of a compile (if any) and the directory its plugins run in.
+struct PythonSetting<'p> {
+    env: Option<python::env::PythonEnv>,
+    project_dir: &'p Path,
+}
+
+fn env_error(e: python::env::EnvError) -> Diagnostics {
+    Diagnostics(vec![Diagnostic::plain("ModuleLoadingException", e.to_string())])
 }
 
 fn is_builtin(d: &Diagnostic) -> bool {
@@ -231,7 +265,9 @@ fn compile_inner(
     options: &CompileOptions,
     meta: ProjectMetadata,
     mut warnings: Vec<Diagnostic>,
+    python: PythonSetting<'_>,
 ) -> Result<CompileOutput, Diagnostics> {
+    let PythonSetting { env: python_env, project_dir } = python;
     let t0 = std::time::Instant::now();
     let mut loader = project::Loader::new(search);
     let loaded = loader.load(main, text);
@@ -252,7 +288,26 @@ fn compile_inner(
     if !builder.errors.is_empty() {
         return Err(Diagnostics(dedup(builder.errors)));
     }
-    let resource_mappings = project::module_resource_mappings(&loader.module_dirs).map_err(|d| Diagnostics(vec![d]))?;
+    let mut resource_mappings =
+        project::module_resource_mappings(&loader.module_dirs).map_err(|d| Diagnostics(vec![d]))?;
+    let python_side = start_python(&loader.module_dirs, python_env.as_ref(), project_dir, options)?;
+    if let Some(side) = &python_side {
+        // a module's Python `@resource` wins over a module.yml `resources:` entry
+        let mut mappings: Vec<export::Mapping> = side
+            .resources
+            .iter()
+            .map(|r| export::Mapping {
+                entity: r.entity.clone(),
+                agent: r.agent.clone(),
+                id_attr: r.id_attr.clone(),
+                fields: r.fields.clone(),
+                builtin: false,
+                python: true,
+            })
+            .collect();
+        mappings.append(&mut resource_mappings);
+        resource_mappings = mappings;
+    }
     let ctx = eval::ProjectCtx {
         resource_mappings,
         module_dirs: loader.module_dirs.clone(),
@@ -264,6 +319,14 @@ fn compile_inner(
         server_port: options.server_port,
     };
     let mut ev = eval::Evaluator::new(builder.types, &sources, ctx);
+    if let Some(side) = python_side {
+        if let Some(plugins) = std::rc::Rc::get_mut(&mut ev.plugins) {
+            for p in &side.plugins {
+                plugins.add_python(&p.name, p.allow_unknown);
+            }
+        }
+        ev.python = Some(side.bridge);
+    }
     ev.max_steps = options.max_steps;
     ev.max_instances = options.max_instances;
     let rules: Vec<String> = meta.raw["relation_precedence_policy"]
@@ -279,7 +342,9 @@ fn compile_inner(
     if !ev.errors.is_empty() {
         return Err(Diagnostics(dedup(std::mem::take(&mut ev.errors))));
     }
-    let ex = export::export(&ev);
+    let python_exports = export::export_python_resources(&mut ev).map_err(|e| Diagnostics(dedup(e)))?;
+    let ex = export::export(&ev, &python_exports);
+    ev.python = None;
     let export_time = t0.elapsed() - parse_time - build_time - eval_time;
     if !ex.errors.is_empty() {
         return Err(Diagnostics(ex.errors));
@@ -317,6 +382,30 @@ fn compile_inner(
         stats,
         version: 0,
     })
+}
+
+/// Starts Python when a loaded module has Python code.
+fn start_python(
+    module_dirs: &std::collections::HashMap<String, PathBuf>,
+    env: Option<&python::env::PythonEnv>,
+    project_dir: &Path,
+    options: &CompileOptions,
+) -> Result<Option<python::PythonSide>, Diagnostics> {
+    let modules = python::python_modules(module_dirs);
+    if modules.is_empty() {
+        return Ok(None);
+    }
+    let Some(env) = env else {
+        let names: Vec<String> = modules.iter().map(|m| format!("{} ({})", m.name, m.dir.display())).collect();
+        let missing = python::env::EnvError::Missing { project_venv: project_dir.join(python::env::PROJECT_VENV) };
+        return Err(Diagnostics(vec![Diagnostic::plain(
+            "ModuleLoadingException",
+            format!("module {} has Python code, but {missing}", names.join(", ")),
+        )]));
+    };
+    python::start(&env.python, project_dir, &modules, module_dirs, &options.environment)
+        .map(Some)
+        .map_err(|d| Diagnostics(vec![*d]))
 }
 
 fn dedup(errors: Vec<Diagnostic>) -> Vec<Diagnostic> {

@@ -313,6 +313,7 @@ pub(crate) fn module_resource_mappings(
                 id_attr: text("id_attribute")?,
                 fields,
                 builtin: false,
+                python: false,
             });
         }
     }

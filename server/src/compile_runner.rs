@@ -265,6 +265,10 @@ impl Job<'_> {
             self.record(name, "install the modules of project.yml requires from its repo entries", async { result })
                 .await?;
         }
+        if crate::python_install::plan(&self.dir).is_ok_and(|p| !p.requirements.is_empty()) {
+            let result = self.install_python_modules().await;
+            self.record("Installing Python modules", "inmanta project install", async { result }).await?;
+        }
         self.compile_and_export().await
     }
 
@@ -369,6 +373,31 @@ impl Job<'_> {
 
     /// Fetches every module of `requires` that is not built in into the module path, at the
     /// newest git tag the requirement allows.
+    /// The project's v2 modules from the package index into its virtual environment (the
+    /// interpreter of `INMANTA_COMPILER_PYTHON`, else the checkout's `.env`): pip is quick when
+    /// everything is installed already, so this runs before every compile.
+    async fn install_python_modules(&self) -> StageResult {
+        let dir = self.dir.clone();
+        let joined = tokio::task::spawn_blocking(move || {
+            let mut log = String::new();
+            let outcome = crate::python_install::install(&dir, None, &mut |line| {
+                log.push_str(&line);
+                log.push('\n');
+            });
+            (log, outcome)
+        })
+        .await;
+        match joined {
+            Ok((log, Ok(()))) => StageResult { outstream: log, returncode: Some(0), ..Default::default() },
+            Ok((log, Err(e))) => StageResult { outstream: log, errstream: e, returncode: Some(1) },
+            Err(e) => StageResult {
+                errstream: format!("the install crashed: {e}"),
+                returncode: Some(1),
+                ..Default::default()
+            },
+        }
+    }
+
     async fn install_modules(&self) -> StageResult {
         let mut out = StageResult { returncode: Some(0), ..Default::default() };
         let project = match read_project(&self.dir) {

@@ -123,6 +123,7 @@ pub const KNOWN: &[(&str, &str)] = &[
     ("cmdline_rest_transport", "port"),
     ("cmdline_rest_transport", "token"),
     ("compiler_rest_transport", "token"),
+    ("compiler", "python"),
 ];
 
 /// The settings `inmanta server` runs with.

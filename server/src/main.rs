@@ -8,6 +8,7 @@ mod console;
 mod console_assets;
 mod console_auth;
 mod metrics;
+mod python_install;
 mod remote;
 mod rest;
 mod security;

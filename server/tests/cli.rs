@@ -67,3 +67,42 @@ fn unreachable_server_exits_3() {
     assert_eq!(output.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&output.stderr).contains("cannot talk to the server"));
 }
+
+#[test]
+fn project_install_explains_built_in_modules_and_needs_no_server() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("project.yml"), "name: p\nrequires:\n  - std\n  - fs\n").unwrap();
+    let output = std::process::Command::new(common::BIN)
+        .args(["project", "install", "--project-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    assert!(err.contains("module std: the compiler's built-in std is used"), "{err}");
+    assert!(err.contains("no Python packages to install"), "{err}");
+    assert!(!dir.path().join(".env").exists(), "nothing to install: no environment made");
+}
+
+#[test]
+fn a_module_with_python_code_and_no_environment_is_a_clear_compile_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let module = dir.path().join("libs/withpy");
+    std::fs::create_dir_all(module.join("model")).unwrap();
+    std::fs::create_dir_all(module.join("plugins")).unwrap();
+    std::fs::write(dir.path().join("project.yml"), "name: p\nmodulepath: libs\n").unwrap();
+    std::fs::write(module.join("module.yml"), "name: withpy\nversion: 0.1.0\n").unwrap();
+    std::fs::write(module.join("model/_init.cf"), "entity A:\nend\n").unwrap();
+    std::fs::write(module.join("plugins/__init__.py"), "").unwrap();
+    std::fs::write(dir.path().join("main.cf"), "import withpy\n").unwrap();
+    let output = std::process::Command::new(common::BIN)
+        .args(["compile", "--project"])
+        .arg(dir.path())
+        .env_remove("INMANTA_COMPILER_PYTHON")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(err.contains("module withpy") && err.contains("has Python code"), "{err}");
+    assert!(err.contains("inmanta project install") && err.contains("[compiler] python"), "{err}");
+}

@@ -65,6 +65,9 @@ pub(crate) struct Plugin {
     pub accepts_unknown: bool,
     pub side_effect: bool,
     pub f: PluginFn,
+    /// Defined in a module's Python code: called through the Python process, which binds the
+    /// arguments itself.
+    pub python: bool,
 }
 
 impl Plugin {
@@ -131,10 +134,25 @@ impl Plugins {
                 accepts_unknown: false,
                 side_effect: false,
                 f,
+                python: false,
             },
         );
         self.map.get_mut(name).expect("just inserted")
     }
+}
+
+impl Plugins {
+    /// Registers a plugin of a module's Python code.
+    pub(crate) fn add_python(&mut self, name: &str, allow_unknown: bool) {
+        let p = self.add(name, &[], python_plugin);
+        p.python = true;
+        p.accepts_unknown = allow_unknown;
+    }
+}
+
+/// Stands in for the function of a Python plugin; the evaluator calls those through Python.
+fn python_plugin(_: &mut crate::eval::Evaluator<'_>, _: &mut PluginCall) -> PResult {
+    Err(PErr::Kind("CompilerException", "a Python plugin was called without its Python process".into()))
 }
 
 pub(crate) fn s(v: &str) -> Value {

@@ -262,7 +262,8 @@ fn render_template(ev: &mut Evaluator<'_>, call: &mut PluginCall) -> PResult {
     }
     let mut env = minijinja::Environment::new();
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-    env.set_keep_trailing_newline(true);
+    // Jinja2 (and so Inmanta) drops one trailing newline of a template
+    env.set_keep_trailing_newline(false);
     // print booleans and none the way Jinja2 (Python) does
     env.set_formatter(|out, state, value| match value.kind() {
         minijinja::value::ValueKind::Bool => {
@@ -271,9 +272,27 @@ fn render_template(ev: &mut Evaluator<'_>, call: &mut PluginCall) -> PResult {
         minijinja::value::ValueKind::None => out.write_str("None").map_err(Into::into),
         _ => minijinja::escape_formatter(out, state, value),
     });
-    match env.render_str(&src, serde_json::Value::Object(ctx)) {
+    let failed =
+        |e: minijinja::Error| PErr::Kind("WrappingRuntimeException", format!("Failed to render template {path}: {e}"));
+    let template = env.template_from_str(&src).map_err(failed)?;
+    if call.kwargs.is_empty() {
+        // in an implementation, a bare name is also an attribute of `self` (waiting until it is set)
+        let mut needed: Vec<String> = template.undeclared_variables(false).into_iter().collect();
+        needed.sort();
+        for name in needed {
+            if ctx.contains_key(&name) {
+                continue;
+            }
+            if let Some(inst) = ev.self_attr_in_scope(call.scope, &name) {
+                let v = ev.read_attr_span(&Value::Instance(inst), &name, call.span)?;
+                let j = to_json(ev, &v, 0)?;
+                ctx.insert(name, j);
+            }
+        }
+    }
+    match template.render(serde_json::Value::Object(ctx)) {
         Ok(out) => Ok(s(&out)),
-        Err(e) => Err(PErr::Kind("WrappingRuntimeException", format!("Failed to render template {path}: {e}"))),
+        Err(e) => Err(failed(e)),
     }
 }
 
@@ -609,6 +628,14 @@ pub(crate) fn register(p: &mut Plugins) {
         } else {
             Err(ext(format!("{:?} != {:?}", c.args[0].to_json_lossy(), c.args[1].to_json_lossy())))
         }
+    });
+    p.add("std::filter", &[("values", None), ("not_item", None)], |_, c| {
+        let not_item = &c.args[1];
+        if !matches!(not_item, Value::Instance(_)) {
+            return Err(PErr::Kind("PluginTypeException", "not_item: expected an entity instance".into()));
+        }
+        let values = list(&c.args[0], "values")?;
+        Ok(Value::list(values.iter().filter(|v| *v != not_item).cloned().collect()))
     });
     p.add("std::invert", &[("value", None)], |_, c| Ok(Value::Bool(!c.args[0].truthy())));
     p.add("std::attr", &[("obj", None), ("attr", None)], |ev, c| {

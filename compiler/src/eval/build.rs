@@ -354,7 +354,10 @@ impl<'s, 'a> Builder<'s, 'a> {
             for a in self.types.entities[id].own.clone() {
                 match index.get(&a.name) {
                     Some(&i) => {
-                        if attrs[i].is_relation() || a.is_relation() {
+                        // Inmanta refuses a relation that redefines a parent's attribute, but lets a
+                        // plain attribute shadow a parent's relation (files::systemd_unit::Unit's
+                        // `string[] requires` over std::Entity.requires)
+                        if a.is_relation() {
                             let en = self.types.entities[id].name.clone();
                             self.err(
                                 "DuplicateException",

@@ -837,6 +837,14 @@ impl<'a> Evaluator<'a> {
                 other => return Err(typing(format!("** needs a dict, got {}", self.repr(&other)), sp.span, self)),
             }
         }
+        if plugin.python {
+            if !plugin.accepts_unknown
+                && let Some(u) = pos.iter().chain(kw.iter().map(|(_, v)| v)).find(|v| v.contains_unknown())
+            {
+                return Ok(Value::Unknown(unknown_of(u, u)));
+            }
+            return self.call_python(&full, pos, kw, span);
+        }
         let call = plugin.bind(&full, pos, kw).map_err(|m| error("RuntimeException", m, span, self.sources))?;
         if !plugin.accepts_unknown
             && let Some(u) = call
@@ -904,7 +912,7 @@ impl<'a> Evaluator<'a> {
                             Err(error(
                                 "TypeNotFoundException",
                                 format!(
-                                    "Plugin {short} not found in module {t} (only the built-in plugins of std and exec exist; Python plugins of modules are not supported)"
+                                    "Plugin {short} not found in module {t} (neither built in nor defined by the module's Python code)"
                                 ),
                                 name.span,
                                 self.sources,
@@ -968,6 +976,7 @@ fn deprecated_plugin(name: &str) -> Option<&'static str> {
     Some(match name {
         "std::equals" => "use the == operator",
         "std::select" => "use a list comprehension",
+        "std::filter" => "use a list comprehension",
         "std::dict_get" => "use a dict lookup d[key]",
         "std::contains" => "use the in operator",
         "std::invert" => "use not",

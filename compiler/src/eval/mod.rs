@@ -204,6 +204,10 @@ pub(crate) struct Evaluator<'a> {
     deferred: VecDeque<(InstId, u32, usize, InstId)>,
     /// `relation_precedence_policy`: (A, x) is frozen before (B, y).
     precedence: Vec<(EntId, String, EntId, String)>,
+    /// The Python process of the modules' plugins, when a loaded module has Python code.
+    pub python: Option<crate::python::bridge::Bridge>,
+    /// Files that Python resource mappers uploaded (sha1, content).
+    pub python_files: Vec<(String, Vec<u8>)>,
 }
 
 pub(crate) fn loc_str(sources: &SourceMap, span: Span) -> String {
@@ -267,6 +271,8 @@ impl<'a> Evaluator<'a> {
             precedence: Vec::new(),
             listeners: FastMap::default(),
             deferred: VecDeque::new(),
+            python: None,
+            python_files: Vec::new(),
         }
     }
 
@@ -1308,10 +1314,14 @@ impl<'a> Evaluator<'a> {
             return true;
         }
         // Nothing is safe: freeze the optional/multi relation with the most waiters.
+        // Prefer a relation that nothing else waits behind: one whose waiting statements (directly
+        // or through what they would write) do not lead to a writer of another candidate.
+        let downstream_of_other = self.downstream_of_other(&risky);
+        let upstream_exists = risky.iter().enumerate().any(|(n, (_, _, req))| !req && !downstream_of_other[n]);
         let best = risky
             .iter()
             .enumerate()
-            .filter(|(_, (_, _, req))| !req)
+            .filter(|(n, (_, _, req))| !req && (!upstream_exists || !downstream_of_other[*n]))
             .max_by_key(|(n, (i, a, _))| {
                 let Slot::Rel(r) = &self.instances[*i as usize].slots[*a as usize] else { return (0, 0) };
                 (r.waiters.len(), usize::MAX - n)
@@ -1331,6 +1341,54 @@ impl<'a> Evaluator<'a> {
             }
         }
         true
+    }
+
+    /// For each candidate relation: whether freezing another candidate could let a statement
+    /// run that still adds to it (that statement waits, directly or through the attributes the
+    /// waiting statements would write, on the other candidate). Those are frozen last.
+    fn downstream_of_other(&self, candidates: &[(InstId, u32, bool)]) -> Vec<bool> {
+        let name_of = |i: InstId, a: u32| -> &str {
+            self.types.entities[self.instances[i as usize].entity].attrs[a as usize].name.as_str()
+        };
+        let mut waiting_on: HashMap<&str, Vec<TaskId>> = HashMap::new();
+        let mut waiting_exact: HashMap<(InstId, u32), Vec<TaskId>> = HashMap::new();
+        for (t, w) in &self.parked {
+            if let Wait::Rel(i, a) | Wait::Prim(i, a) = w {
+                waiting_on.entry(name_of(*i, *a)).or_default().push(*t);
+                waiting_exact.entry((*i, *a)).or_default().push(*t);
+            }
+        }
+        // the attribute names each candidate's freezing may lead to writing
+        let reach: Vec<HashSet<&str>> = candidates
+            .iter()
+            .map(|(i, a, _)| {
+                let mut names: HashSet<&str> = HashSet::new();
+                let mut queue: Vec<TaskId> = waiting_exact.get(&(*i, *a)).cloned().unwrap_or_default();
+                let mut seen: HashSet<TaskId> = HashSet::new();
+                while let Some(t) = queue.pop() {
+                    if !seen.insert(t) || seen.len() > 10_000 {
+                        continue;
+                    }
+                    for w in self.tasks[t as usize].writes.iter() {
+                        if names.insert(w) {
+                            queue.extend(waiting_on.get(&**w).into_iter().flatten().copied());
+                        }
+                    }
+                }
+                names
+            })
+            .collect();
+        candidates
+            .iter()
+            .enumerate()
+            .map(|(d, (i, a, _))| {
+                let name = name_of(*i, *a);
+                (0..candidates.len()).any(|c| {
+                    let (ci, ca, _) = candidates[c];
+                    c != d && reach[c].contains(name) && !reach[d].contains(name_of(ci, ca))
+                })
+            })
+            .collect()
     }
 
     fn rel_matches(&self, (i, a): (InstId, u32), ent: EntId, name: &str) -> bool {

@@ -33,6 +33,10 @@ pub struct CompileArgs {
     /// Where --export-compile-data writes.
     #[arg(long = "export-compile-data-file", default_value = "compile_data.json")]
     export_compile_data_file: PathBuf,
+    /// The Python interpreter whose environment holds the project's modules ([compiler] python,
+    /// INMANTA_COMPILER_PYTHON); default: the project's .env.
+    #[arg(skip)]
+    pub(super) python: Option<PathBuf>,
 }
 
 #[derive(Args, Clone)]
@@ -78,7 +82,8 @@ pub struct ExportArgs {
 /// Runs the compiler on a thread of its own (it is synchronous and CPU-bound).
 pub(super) async fn compile(args: &CompileArgs) -> Result<CompileOutput, CliError> {
     let project = args.project.clone();
-    let options = CompileOptions { main_file: Some(args.main.clone()), ..Default::default() };
+    let options =
+        CompileOptions { main_file: Some(args.main.clone()), python: args.python.clone(), ..Default::default() };
     let started = Instant::now();
     tracing::info!(project = %project.display(), main = %args.main.display(), "compiling");
     let result = tokio::task::spawn_blocking(move || compiler::compile_project_with(&project, &options))
@@ -123,7 +128,8 @@ pub async fn run_compile(args: CompileArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-pub async fn run_export(args: ExportArgs, options: &Options) -> Result<(), CliError> {
+pub async fn run_export(mut args: ExportArgs, options: &Options) -> Result<(), CliError> {
+    args.compile.python = options.get("compiler", "python").map(PathBuf::from);
     if !args.delete_resource_set.is_empty() && !args.partial {
         return Err(CliError::Usage("--delete-resource-set only works with --partial".into()));
     }

@@ -66,7 +66,9 @@ pub struct RequestArgs {
 
 pub async fn run(command: CompileCommand, options: &Options) -> Result<(), CliError> {
     let Some(command) = command.command else {
-        return super::compile::run_compile(command.local).await;
+        let mut local = command.local;
+        local.python = options.get("compiler", "python").map(std::path::PathBuf::from);
+        return super::compile::run_compile(local).await;
     };
     match command {
         ServerCompileCommand::Request { scope, request: args } => {

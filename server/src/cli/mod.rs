@@ -158,6 +158,9 @@ pub enum CliError {
 /// Runs a client command; `verbose` is the global `-v` count.
 pub async fn run(command: ClientCommand, options: &Options, verbose: u8) -> ExitCode {
     let result = match command {
+        ClientCommand::Project { command: project::ProjectCommand::Install { project_dir }, .. } => {
+            project::install(project_dir, options.get("compiler", "python").map(std::path::PathBuf::from)).await
+        }
         ClientCommand::Project { connection, command } => project::run(command, &context(&connection, options)).await,
         ClientCommand::Environment { connection, command } => {
             environment::run(command, &context(&connection, options)).await

@@ -25,11 +25,31 @@ pub enum ProjectCommand {
     },
     /// Delete a project (it must have no environments).
     Delete { project: String },
+    /// Install the project's modules from the package index (`requires`, requirements.txt) into
+    /// its Python environment (`.env`, or the one of [compiler] python). Runs locally.
+    Install {
+        /// The project directory (with project.yml).
+        #[arg(long = "project-dir", default_value = ".")]
+        project_dir: std::path::PathBuf,
+    },
+}
+
+/// `inmanta project install`: local, no server involved.
+pub async fn install(project_dir: std::path::PathBuf, python: Option<std::path::PathBuf>) -> Result<(), CliError> {
+    tokio::task::spawn_blocking(move || {
+        crate::python_install::install(&project_dir, python.as_deref(), &mut |line| eprintln!("{line}"))
+    })
+    .await
+    .map_err(|e| CliError::Usage(format!("the install crashed: {e}")))?
+    .map_err(CliError::Usage)?;
+    eprintln!("Modules installed");
+    Ok(())
 }
 
 pub async fn run(command: ProjectCommand, ctx: &Context) -> Result<(), CliError> {
     let c = &ctx.client;
     match command {
+        ProjectCommand::Install { .. } => unreachable!("handled without a server by cli::run"),
         ProjectCommand::List => {
             let projects: Vec<Project> = c.data(Method::GET, "/api/v2/project", None, None::<&()>).await?;
             if ctx.json {

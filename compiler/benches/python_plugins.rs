@@ -1,0 +1,117 @@
+//! Python plugins: the cost of the Python process next to the compiler.
+//!
+//! `cargo bench -p compiler --bench python_plugins` (figures in docs/performance.md). Needs a
+//! Python environment with inmanta-core: `INMANTA_COMPILER_PYTHON`, else the one the tests cache
+//! (`cargo test -p compiler --test python_modules` makes it).
+//!
+//! - first start: a model with one Python plugin call, minus the same model without Python;
+//! - 10 000 calls of a Python plugin taking a value, and 10 000 taking an entity (one attribute
+//!   read back each), against the same model calling a native plugin.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use compiler::{CompileOptions, compile_project_with};
+
+const MODULE_CF: &str = "entity Item:\n    int n\nend\nimplement Item using std::none\n";
+
+const MODULE_PY: &str = r#"
+import typing
+from inmanta.plugins import ModelType, plugin
+
+
+@plugin
+def double(n: int) -> int:
+    return 2 * n
+
+
+@plugin
+def label(item: typing.Annotated[typing.Any, ModelType["benchmod::Item"]]) -> str:
+    return f"item-{item.n}"
+"#;
+
+fn python() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("INMANTA_COMPILER_PYTHON") {
+        return Some(PathBuf::from(p));
+    }
+    let home = PathBuf::from(std::env::var_os("HOME")?);
+    let cached = home.join(".cache/inmanta/compiler-test-venv");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(&cached).ok()?.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+    found.sort();
+    found.pop().map(|d| d.join("bin/python")).filter(|p| p.exists())
+}
+
+fn project(dir: &Path, main: &str) {
+    let module = dir.join("libs/benchmod");
+    std::fs::create_dir_all(module.join("model")).unwrap();
+    std::fs::create_dir_all(module.join("plugins")).unwrap();
+    std::fs::write(dir.join("project.yml"), "name: bench\nmodulepath: libs\n").unwrap();
+    std::fs::write(module.join("module.yml"), "name: benchmod\nversion: 0.1.0\n").unwrap();
+    std::fs::write(module.join("model/_init.cf"), MODULE_CF).unwrap();
+    std::fs::write(module.join("plugins/__init__.py"), MODULE_PY).unwrap();
+    std::fs::write(dir.join("main.cf"), main).unwrap();
+}
+
+fn time(dir: &Path, python: &Path, runs: usize) -> Duration {
+    let options = CompileOptions { python: Some(python.to_path_buf()), ..CompileOptions::default() };
+    let mut best = Duration::MAX;
+    for _ in 0..runs {
+        let t = Instant::now();
+        if let Err(e) = compile_project_with(dir, &options) {
+            panic!("{}: {e}", dir.display());
+        }
+        best = best.min(t.elapsed());
+    }
+    best
+}
+
+fn main() {
+    let Some(python) = python() else {
+        eprintln!("no Python environment: set INMANTA_COMPILER_PYTHON or run the python_modules tests first");
+        return;
+    };
+    let root = std::env::temp_dir().join(format!("python-plugins-bench-{}", std::process::id()));
+    let case = |name: &str, main: &str| {
+        let dir = root.join(name);
+        project(&dir, main);
+        dir
+    };
+    let n = 10_000;
+    let loop_of = |body: &str| format!("import benchmod\nfor i in std::sequence({n}):\n    {body}\nend\n");
+    let none = case("none", "import benchmod\nx = std::upper(\"a\")\n");
+    let one = case("one", "import benchmod\nx = benchmod::double(21)\n");
+    let native = case("native", &loop_of("benchmod::Item(n=std::len([i]) + i)"));
+    let values = case("values", &loop_of("benchmod::Item(n=benchmod::double(i))"));
+    let entities = case(
+        "entities",
+        &format!(
+            "import benchmod\nfor i in std::sequence({n}):\n    x = benchmod::Item(n=i)\n    y = benchmod::label(x)\nend\n"
+        ),
+    );
+    // the module has Python code, so even `none` starts Python: take a model without the module
+    let bare = root.join("bare");
+    std::fs::create_dir_all(&bare).unwrap();
+    std::fs::write(bare.join("project.yml"), "name: bare\n").unwrap();
+    std::fs::write(bare.join("main.cf"), "x = std::upper(\"a\")\n").unwrap();
+
+    let t_bare = time(&bare, &python, 5);
+    let t_none = time(&none, &python, 3);
+    let t_one = time(&one, &python, 3);
+    let t_native = time(&native, &python, 3);
+    let t_values = time(&values, &python, 3);
+    let t_entities = time(&entities, &python, 3);
+    println!("python: {}", python.display());
+    println!("model without Python modules:                 {t_bare:>10.1?}");
+    println!("first start (module imported, no call):       {t_none:>10.1?}");
+    println!("first start + one call:                       {t_one:>10.1?}");
+    println!("{n} native plugin calls:                    {t_native:>10.1?}");
+    println!(
+        "{n} Python plugin calls (values):            {t_values:>10.1?}  (+{:.1?} on top of native)",
+        t_values.saturating_sub(t_native)
+    );
+    println!(
+        "{n} Python plugin calls (entity, 1 read):    {t_entities:>10.1?}  (+{:.1?} on top of native)",
+        t_entities.saturating_sub(t_native)
+    );
+    std::fs::remove_dir_all(&root).ok();
+}

@@ -1,0 +1,645 @@
+# The Python side of the compiler's plugin bridge (compiler/src/python/bridge.rs).
+#
+# Runs in the project's Python environment, next to the compiler, for one compile. It imports the
+# `inmanta_plugins` packages of the modules the model loads, reports their plugins and `@resource`
+# classes, and serves plugin calls and resource exports. Entity instances stay in the compiler:
+# they reach plugins as inmanta-core's own DynamicProxy over a stand-in instance whose attribute
+# reads are questions back to the compiler.
+#
+# Protocol: one JSON document per line on stdin/stdout. The compiler sends a request; this side
+# answers with zero or more questions ({"get": ...}, {"type": ...}), each answered by the compiler,
+# and then exactly one final answer ({"ok": ...} or {"error": ...} or {"unset": ...}).
+# Values: JSON scalars and arrays; dicts as {"$d": {...}}; instances as {"$i": id, "$t": type};
+# unknowns as {"$u": 1}.
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import json
+import os
+import pkgutil
+import sys
+import traceback
+import types
+
+_proto_out = sys.stdout
+# Plugins that print must not write into the protocol: their output goes to stderr.
+sys.stdout = sys.stderr
+_proto_in = sys.stdin
+
+
+def send(msg):
+    _proto_out.write(json.dumps(msg, separators=(",", ":")) + "\n")
+    _proto_out.flush()
+
+
+def receive():
+    line = _proto_in.readline()
+    if not line:
+        sys.exit(0)
+    return json.loads(line)
+
+
+def ask(msg):
+    send(msg)
+    return receive()
+
+
+try:
+    import inmanta.ast
+    import inmanta.execute.proxy as proxy
+    import inmanta.execute.util as inm_util
+    import inmanta.plugins
+    import inmanta.resources
+except ImportError as e:  # answered to the first request
+    _IMPORT_ERROR = f"inmanta-core is not installed in {sys.prefix} ({e}); the modules' Python code needs it"
+else:
+    _IMPORT_ERROR = None
+
+
+class WaitingForCompiler(Exception):
+    """An attribute a plugin read is not set yet: the compiler runs the call again later."""
+
+
+def _attribute_stand_in(relation):
+    """An object that passes isinstance checks on inmanta-core's attribute classes."""
+    import inmanta.ast.attribute as attribute
+
+    cls = attribute.RelationAttribute if relation else attribute.Attribute
+    return cls.__new__(cls)
+
+
+class RemoteType:
+    """Stands in for inmanta-core's Entity type: names, parents and attributes, from the compiler."""
+
+    __slots__ = ("name", "_info")
+
+    def __init__(self, name):
+        self.name = name
+        self._info = None
+
+    def _get_info(self):
+        if self._info is None:
+            self._info = ask({"type": self.name})
+        return self._info
+
+    def get_full_name(self):
+        return self.name
+
+    def get_all_parent_names(self):
+        return list(self._get_info().get("parents", []))
+
+    def get_all_attribute_names(self):
+        return list(self._get_info().get("attributes", {}))
+
+    def get_attribute(self, name):
+        attributes = self._get_info().get("attributes", {})
+        if name not in attributes:
+            return None
+        return _attribute_stand_in(attributes[name])
+
+    def __str__(self):
+        return self.name
+
+    def __repr__(self):
+        return self.name
+
+
+_types = {}
+_instances = {}
+
+
+class RemoteInstance:
+    """Stands in for inmanta-core's runtime Instance: attribute reads go to the compiler."""
+
+    __slots__ = ("id", "type", "known")
+
+    def __init__(self, inst_id, type_name):
+        self.id = inst_id
+        t = _types.get(type_name)
+        if t is None:
+            t = _types[type_name] = RemoteType(type_name)
+        self.type = t
+        # attribute values read or sent already: set once, they never change
+        self.known = {}
+
+    def get_type(self):
+        return self.type
+
+    def get_attribute(self, name):
+        return RemoteAttribute(self, name)
+
+    def __hash__(self):
+        return hash(self.id)
+
+    def __eq__(self, other):
+        return isinstance(other, RemoteInstance) and other.id == self.id
+
+    def __lt__(self, other):
+        return self.id < other.id
+
+    def __repr__(self):
+        return f"{self.type.name} {self.id}"
+
+    __str__ = __repr__
+
+
+class RemoteAttribute:
+    __slots__ = ("instance", "name")
+
+    def __init__(self, instance, name):
+        self.instance = instance
+        self.name = name
+
+    def get_value(self):
+        known = self.instance.known
+        if self.name in known:
+            return known[self.name]
+        answer = ask({"get": [self.instance.id, self.name]})
+        if "v" in answer:
+            value = known[self.name] = decode(answer["v"])
+            return value
+        if "unset" in answer:
+            raise inmanta.ast.UnsetException(
+                f"attribute {self.name} of {self.instance} is not set yet", self.instance, self.name
+            )
+        if "none" in answer:
+            raise inmanta.ast.OptionalValueException(self.instance, self.name)
+        if "unknown" in answer:
+            return inm_util.Unknown(source=self.instance)
+        if "notfound" in answer:
+            raise inmanta.ast.NotFoundException(None, self.name, answer["notfound"])
+        raise inmanta.ast.RuntimeException(None, answer.get("error", "attribute read failed"))
+
+
+def instance(inst_id, type_name):
+    i = _instances.get(inst_id)
+    if i is None:
+        i = _instances[inst_id] = RemoteInstance(inst_id, type_name)
+    return i
+
+
+def decode(v):
+    if isinstance(v, list):
+        return [decode(x) for x in v]
+    if isinstance(v, dict):
+        if "$d" in v:
+            return {k: decode(x) for k, x in v["$d"].items()}
+        if "$i" in v:
+            i = instance(v["$i"], v.get("$t", ""))
+            for name, value in v.get("$a", {}).items():
+                if name not in i.known:
+                    i.known[name] = decode(value)
+            return i
+        if "$u" in v:
+            return inm_util.Unknown(source=None)
+    return v
+
+
+class NotTransferable(Exception):
+    pass
+
+
+def encode(v, path="value"):
+    if v is None or isinstance(v, inm_util.NoneValue):
+        return None
+    if isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, inm_util.Unknown):
+        return {"$u": 1}
+    if isinstance(v, RemoteInstance):
+        return {"$i": v.id}
+    if isinstance(v, proxy.DynamicProxy):
+        inner = v._get_instance()
+        if isinstance(inner, RemoteInstance):
+            return {"$i": inner.id}
+        if isinstance(v, proxy.DictProxy):
+            return {"$d": {str(k): encode(x, f"{path}[{k!r}]") for k, x in v.items()}}
+        if isinstance(v, proxy.SequenceProxy):
+            return [encode(x, f"{path}[{i}]") for i, x in enumerate(v)]
+        return encode(inner, path)
+    if isinstance(v, dict):
+        out = {}
+        for k, x in v.items():
+            if not isinstance(k, str):
+                raise NotTransferable(f"dict keys should be strings, got {k!r} at {path}")
+            out[k] = encode(x, f"{path}[{k!r}]")
+        return {"$d": out}
+    if isinstance(v, (list, tuple, set, frozenset)):
+        return [encode(x, f"{path}[{i}]") for i, x in enumerate(v)]
+    raise NotTransferable(f"{path} is a {type(v).__name__} ({v!r}), which the model can not hold")
+
+
+def last_frame(exc):
+    frames = traceback.extract_tb(exc.__traceback__)
+    # the innermost frame that is not this bridge
+    for f in reversed(frames):
+        if os.path.basename(f.filename) != "bridge.py" and "<string>" not in f.filename:
+            return f"{f.filename}:{f.lineno} in {f.name}"
+    return frames[-1].filename + ":" + str(frames[-1].lineno) if frames else ""
+
+
+def error_answer(exc):
+    if isinstance(exc, WaitingForCompiler):
+        return {"unset": True}
+    if isinstance(exc, (inmanta.ast.UnsetException, inmanta.ast.MultiUnsetException)):
+        return {"unset": True}
+    if isinstance(exc, inmanta.ast.UnknownException):
+        return {"ok": {"$u": 1}}
+    kind = type(exc).__name__
+    if isinstance(exc, inmanta.plugins.PluginException):
+        kind = "PluginException"
+    message = describe(exc)
+    # the frame that raised first: the innermost cause
+    innermost = exc
+    cause = exc.__cause__
+    while cause is not None and cause is not innermost:
+        message += f": caused by {type(cause).__name__}: {describe(cause)}"
+        innermost = cause
+        cause = cause.__cause__
+    return {"error": {"type": kind, "message": message, "frame": last_frame(innermost)}}
+
+
+def describe(exc):
+    return getattr(exc, "msg", None) or str(exc) or type(exc).__name__
+
+
+class BridgeContext:
+    """What plugins that take a `Context` use; the compiler's own parts are not reachable."""
+
+    def __init__(self, plugin_ns, config, bridge):
+        self._ns = plugin_ns
+        self._config = config
+        self._bridge = bridge
+        # read by plugins that hand them on (e.g. to call other plugins); the compiler's own
+        # resolver and queue stay in the compiler
+        self.resolver = None
+        self.queue = None
+
+    def get_environment_id(self):
+        return self._config.get("environment")
+
+    def get_data_dir(self):
+        path = os.path.join(self._config.get("project_dir", "."), "data", self._ns)
+        os.makedirs(path, exist_ok=True)
+        return path
+
+    def get_type(self, name):
+        return RemoteType(str(name))
+
+    def get_resolver(self):
+        return None
+
+    def _unsupported(self, what):
+        raise inmanta.ast.RuntimeException(None, f"Context.{what} is not available to plugins in this compiler")
+
+    def get_client(self):
+        self._unsupported("get_client")
+
+    def get_sync_client(self):
+        self._unsupported("get_sync_client")
+
+    def run_sync(self, function, timeout=5):
+        self._unsupported("run_sync")
+
+    def get_compiler(self):
+        return CompilerStandIn(self._bridge)
+
+    def get_queue_scheduler(self):
+        self._unsupported("get_queue_scheduler")
+
+
+class CompilerStandIn:
+    """What plugins use of inmanta-core's Compiler: the plugins (of the modules' Python code)."""
+
+    def __init__(self, bridge):
+        self._bridge = bridge
+
+    def get_plugins(self):
+        return {name: PluginStandIn(p) for name, p in self._bridge.plugins.items()}
+
+
+class PluginStandIn:
+    """A plugin as inmanta-core's Plugin object is called by other plugins (e.g. Jinja filters)."""
+
+    def __init__(self, plugin):
+        self._plugin = plugin
+        self._context = plugin.context_at
+
+    def call_in_context(self, processed_args, resolver, queue, location):
+        value = self._plugin.function(*processed_args.args, **processed_args.kwargs)
+        return proxy.DynamicProxy.unwrap(value)
+
+    def __call__(self, *args, **kwargs):
+        return proxy.DynamicProxy.unwrap(self._plugin.function(*args, **kwargs))
+
+
+_DSL_TYPES = {
+    "string": (str,),
+    "int": (int,),
+    "float": (float, int),
+    "number": (float, int),
+    "bool": (bool,),
+    "list": (list,),
+    "dict": (dict,),
+}
+
+
+def _is_entity(value, name):
+    if not isinstance(value, RemoteInstance):
+        return False
+    if name == "std::Entity":
+        return True
+    return value.type.name == name or name in value.type.get_all_parent_names()
+
+
+def conforms(value, annotation):
+    """Whether a value fits a plugin annotation; True where the annotation is not understood."""
+    import types as pytypes
+    import typing
+
+    if value is None or isinstance(value, inm_util.NoneValue):
+        value = None
+    if isinstance(value, inm_util.Unknown) or annotation is typing.Any or annotation is object:
+        return True
+    if annotation is None or annotation is type(None):
+        return value is None
+    if isinstance(annotation, str):
+        text = annotation.strip()
+        if text.endswith("?"):
+            return value is None or conforms(value, text[:-1])
+        if text in ("any", "expression"):
+            return True
+        if text in ("null", "None"):
+            return value is None
+        if text.endswith("[]"):
+            return isinstance(value, list) and all(conforms(x, text[:-2]) for x in value)
+        if text in _DSL_TYPES:
+            if isinstance(value, bool) and text != "bool":
+                return False
+            return isinstance(value, _DSL_TYPES[text])
+        if "::" in text:
+            return _is_entity(value, text)
+        return True
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        for meta in args[1:]:
+            if isinstance(meta, inmanta.plugins.ModelType):
+                return _is_entity(value, meta.model_type)
+        return conforms(value, args[0])
+    if origin in (typing.Union, pytypes.UnionType):
+        return any(conforms(value, a) for a in args)
+    if annotation in (str, int, float, bool):
+        if isinstance(value, bool) and annotation is not bool:
+            return False
+        if annotation is float:
+            return isinstance(value, (int, float))
+        return isinstance(value, annotation)
+    if annotation in (list, dict):
+        return isinstance(value, annotation)
+    if origin in (list, typing.Sequence) or annotation is typing.Sequence:
+        return isinstance(value, list) and (not args or all(conforms(x, args[0]) for x in value))
+    if origin in (dict, typing.Mapping):
+        return isinstance(value, dict) and (len(args) < 2 or all(conforms(x, args[1]) for x in value.values()))
+    return True
+
+
+def type_text(annotation):
+    import typing
+
+    if isinstance(annotation, str):
+        return annotation
+    if typing.get_origin(annotation) is typing.Annotated:
+        for meta in typing.get_args(annotation)[1:]:
+            if isinstance(meta, inmanta.plugins.ModelType):
+                return meta.model_type
+    if annotation in (str, int, float, bool, list, dict):
+        return {"str": "string"}.get(annotation.__name__, annotation.__name__)
+    return str(annotation).replace("typing.", "")
+
+
+class PluginTypeError(Exception):
+    pass
+
+
+class Plugin:
+    __slots__ = ("name", "function", "context_at", "allow_unknown", "ns", "annotations", "params")
+
+    def __init__(self, cls):
+        self.name = cls.__fq_plugin_name__
+        self.function = cls.__function__
+        self.ns = self.name.rsplit("::", 1)[0]
+        self.allow_unknown = bool(cls.opts.get("allow_unknown"))
+        self.context_at = -1
+        spec = inspect.getfullargspec(self.function)
+        for position, arg in enumerate(spec.args):
+            if spec.annotations.get(arg) is inmanta.plugins.Context:
+                self.context_at = position
+        self.annotations = spec.annotations
+        self.params = [a for i, a in enumerate(spec.args) if i != self.context_at]
+
+    def check_args(self, args, kwargs):
+        """Inmanta's check of the arguments against the annotations (what it understands of them)."""
+        named = list(zip(self.params, args)) + list(kwargs.items())
+        for name, value in named:
+            if name in self.annotations and not conforms(value, self.annotations[name]):
+                raise PluginTypeError(
+                    f"Value {value!r} for argument {name} of plugin {self.name} has incompatible type."
+                    f" Expected type: {type_text(self.annotations[name])}"
+                )
+
+    def check_result(self, value):
+        if "return" in self.annotations and not conforms(value, self.annotations["return"]):
+            raise PluginTypeError(
+                f"Return value {value} of plugin {self.name} has incompatible type."
+                f" Expected type: {type_text(self.annotations['return'])}"
+            )
+
+    def signature(self):
+        spec = inspect.getfullargspec(self.function)
+        return {
+            "name": self.name,
+            "args": [a for i, a in enumerate(spec.args) if i != self.context_at],
+            "kwonly": list(spec.kwonlyargs),
+            "varargs": spec.varargs is not None,
+            "varkw": spec.varkw is not None,
+            "allow_unknown": self.allow_unknown,
+        }
+
+
+class ModuleStandIn:
+    """What plugins read of inmanta-core's Module: its name and directory."""
+
+    def __init__(self, name, path):
+        self.name = name
+        self._path = path
+        self.path = path
+
+
+class ProjectStandIn:
+    """What plugins read of inmanta-core's Project (`Project.get()`): its directory and modules."""
+
+    def __init__(self, project_dir, modules):
+        self.project_path = project_dir
+        self._path = project_dir
+        self.modules = modules
+
+
+def install_project_stand_in(config):
+    import inmanta.module
+
+    modules = {}
+    for name, path in config.get("module_paths", {}).items():
+        if not path:  # a module built into the compiler: its installed package, if any
+            spec = importlib.util.find_spec(f"inmanta_plugins.{name}")
+            if spec is None or not spec.submodule_search_locations:
+                continue
+            path = list(spec.submodule_search_locations)[0]
+        modules[name] = ModuleStandIn(name, path)
+    inmanta.module.Project._project = ProjectStandIn(config.get("project_dir", "."), modules)
+
+
+class Bridge:
+    def __init__(self):
+        self.plugins = {}
+        self.config = {}
+        self.modules = []
+
+    def load(self, request):
+        if _IMPORT_ERROR:
+            return {"error": {"type": "ModuleLoadingException", "message": _IMPORT_ERROR, "frame": ""}}
+        self.config = request.get("config", {})
+        import inmanta_plugins
+
+        install_project_stand_in(self.config)
+
+        for module in request["modules"]:
+            name = module["name"]
+            fq = f"inmanta_plugins.{name}"
+            try:
+                if module.get("v1"):
+                    init = os.path.join(module["path"], "plugins", "__init__.py")
+                    spec = importlib.util.spec_from_file_location(
+                        fq, init, submodule_search_locations=[os.path.dirname(init)]
+                    )
+                    mod = importlib.util.module_from_spec(spec)
+                    sys.modules[fq] = mod
+                    setattr(inmanta_plugins, name, mod)
+                    spec.loader.exec_module(mod)
+                else:
+                    mod = importlib.import_module(fq)
+                # as Inmanta does: every Python file of the module, so all its plugins register
+                for sub in pkgutil.walk_packages(mod.__path__, prefix=fq + "."):
+                    importlib.import_module(sub.name)
+                self.modules.append(name)
+            except Exception as e:
+                answer = error_answer(e)
+                answer["error"]["type"] = "ModuleLoadingException"
+                answer["error"]["message"] = f"Could not import the Python code of module {name}: {type(e).__name__}: {e}"
+                return answer
+        wanted = set(self.modules)
+        plugins = []
+        for fq_name, cls in inmanta.plugins.PluginMeta.get_functions().items():
+            if fq_name.split("::")[0] not in wanted:
+                continue
+            plugin = Plugin(cls)
+            self.plugins[fq_name] = plugin
+            plugins.append(plugin.signature())
+        resources = []
+        for entity, cls in inmanta.resources.resource.get_resources():
+            if entity.split("::")[0] not in wanted:
+                continue
+            _, options = inmanta.resources.resource.get_class(entity)
+            resources.append(
+                {"entity": entity, "agent": options["agent"], "id_attribute": options["name"], "fields": list(cls.fields)}
+            )
+        return {"ok": {"plugins": plugins, "resources": resources, "python": sys.version.split()[0]}}
+
+    def call(self, request):
+        plugin = self.plugins[request["plugin"]]
+        raw_args = [decode(v) for v in request.get("args", [])]
+        raw_kwargs = {k: decode(v) for k, v in request.get("kwargs", {}).items()}
+        try:
+            plugin.check_args(raw_args, raw_kwargs)
+        except PluginTypeError as e:
+            return {"error": {"type": "PluginTypeException", "message": str(e), "frame": ""}}
+        args = [self.to_plugin(v, plugin) for v in raw_args]
+        kwargs = {k: self.to_plugin(v, plugin) for k, v in raw_kwargs.items()}
+        if plugin.context_at >= 0:
+            args.insert(plugin.context_at, BridgeContext(plugin.ns, self.config, self))
+        try:
+            result = plugin.function(*args, **kwargs)
+            result = proxy.DynamicProxy.unwrap(result)
+            try:
+                plugin.check_result(result)
+            except PluginTypeError as e:
+                return {"error": {"type": "PluginTypeException", "message": str(e), "frame": ""}}
+            return {"ok": encode(result, "the return value")}
+        except Exception as e:
+            return error_answer(e)
+
+    @staticmethod
+    def to_plugin(value, plugin):
+        if isinstance(value, inm_util.Unknown):
+            return value
+        return proxy.DynamicProxy.return_value(value)
+
+    def export(self, request):
+        entity = request["entity"]
+        model = proxy.DynamicProxy(instance(request["instance"], request.get("type", entity)))
+        try:
+            resource = inmanta.resources.Resource.create_from_model(EXPORTER, entity, model)
+        except inmanta.resources.IgnoreResourceException:
+            return {"ok": {"ignored": True}}
+        except Exception as e:
+            return error_answer(e)
+        try:
+            attributes = {}
+            for field in resource.__class__.fields:
+                attributes[field] = encode(getattr(resource, field), field)
+            attributes["references"] = encode(getattr(resource, "references", []) or [], "references")
+            attributes["mutators"] = encode(getattr(resource, "mutators", []) or [], "mutators")
+        except Exception as e:
+            return error_answer(e)
+        return {"ok": {"id": resource.id.resource_str(), "attributes": attributes}}
+
+
+class Exporter:
+    """The part of inmanta-core's Exporter that resource mappers use: files go to the compiler."""
+
+    def upload_file(self, content):
+        data = content.encode() if isinstance(content, str) else bytes(content)
+        digest = hashlib.sha1(data).hexdigest()
+        send({"file": digest, "content": data.decode("latin-1")})
+        receive()
+        return digest
+
+
+EXPORTER = Exporter()
+
+
+def main():
+    bridge = Bridge()
+    send({"ready": sys.version.split()[0]})
+    while True:
+        request = receive()
+        op = request.get("op")
+        try:
+            if op == "load":
+                answer = bridge.load(request)
+            elif op == "call":
+                answer = bridge.call(request)
+            elif op == "export":
+                answer = bridge.export(request)
+            elif op == "exit":
+                return
+            else:
+                answer = {"error": {"type": "CompilerException", "message": f"unknown request {op!r}", "frame": ""}}
+        except Exception as e:  # a bug of this bridge, reported rather than hanging the compiler
+            answer = {"error": {"type": "CompilerException", "message": f"{type(e).__name__}: {e}", "frame": last_frame(e)}}
+        send(answer)
+
+
+main()

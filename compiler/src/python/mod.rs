@@ -1,0 +1,371 @@
+//! Modules with Python code: their `@plugin` functions and `@resource` classes, run unchanged in
+//! a Python process next to the compiler ([`bridge`]). Started only when a loaded module has
+//! Python code, so a model without Python modules never pays for it.
+//!
+//! Values cross as JSON (see `bridge.py`); entity instances stay here and cross as their id:
+//! plugins read their attributes through inmanta-core's own `DynamicProxy`, each read a question
+//! back to the evaluator, answered like a read in the model (value, not set yet, optional none,
+//! unknown, not found). A call that reads an attribute that is not set yet is run again when it is.
+
+pub(crate) mod bridge;
+pub mod env;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use serde_json::{Value as Json, json};
+
+use crate::diagnostics::Diagnostic;
+use crate::eval::value::{InstId, UnknownSource, Value};
+use crate::eval::{Evaluator, Flow, Slot, Wait, error};
+use crate::syntax::Span;
+use bridge::{Bridge, Questions};
+
+/// A loaded module with Python code.
+#[derive(Debug, Clone)]
+pub(crate) struct PythonModule {
+    pub name: String,
+    pub dir: PathBuf,
+    /// A v1 module (`plugins/__init__.py`) rather than an installed package (`__init__.py`).
+    pub v1: bool,
+}
+
+/// The loaded modules that carry Python code.
+pub(crate) fn python_modules(module_dirs: &HashMap<String, PathBuf>) -> Vec<PythonModule> {
+    let mut found: Vec<PythonModule> = module_dirs
+        .iter()
+        .filter_map(|(name, dir)| {
+            if dir.join("plugins").join("__init__.py").is_file() {
+                Some(PythonModule { name: name.clone(), dir: dir.clone(), v1: true })
+            } else if dir.join("__init__.py").is_file() {
+                Some(PythonModule { name: name.clone(), dir: dir.clone(), v1: false })
+            } else {
+                None
+            }
+        })
+        .collect();
+    found.sort_by(|a, b| a.name.cmp(&b.name));
+    found
+}
+
+/// A plugin defined in Python, as its signature was reported.
+#[derive(Debug, Clone)]
+pub(crate) struct PySignature {
+    pub name: String,
+    pub allow_unknown: bool,
+}
+
+/// How a Python `@resource` class maps an entity (the export asks Python for the values).
+#[derive(Debug, Clone)]
+pub(crate) struct PyResource {
+    pub entity: String,
+    pub agent: String,
+    pub id_attr: String,
+    pub fields: Vec<String>,
+}
+
+/// The running Python side of a compile and what its modules define.
+pub(crate) struct PythonSide {
+    pub bridge: Bridge,
+    pub plugins: Vec<PySignature>,
+    pub resources: Vec<PyResource>,
+}
+
+/// Starts Python for the given modules and imports them.
+pub(crate) fn start(
+    python: &Path,
+    cwd: &Path,
+    modules: &[PythonModule],
+    module_dirs: &HashMap<String, PathBuf>,
+    environment: &str,
+) -> Result<PythonSide, Box<Diagnostic>> {
+    let fail = |m: String| Box::new(Diagnostic::plain("ModuleLoadingException", m));
+    let mut bridge = Bridge::start(python, cwd).map_err(|e| fail(format!("Python for the modules' plugins: {e}")))?;
+    let request = json!({
+        "op": "load",
+        "modules": modules.iter().map(|m| json!({"name": m.name, "path": m.dir, "v1": m.v1})).collect::<Vec<_>>(),
+        "config": {
+            "environment": environment,
+            "project_dir": cwd,
+            // every loaded module (built-in ones without a directory), for `Project.get().modules`
+            "module_paths": module_paths(module_dirs),
+        },
+    });
+    let answer = bridge.request(&request, &mut NoQuestions).map_err(fail)?;
+    if let Some(e) = answer.get("error") {
+        let frame = e["frame"].as_str().filter(|f| !f.is_empty()).map(|f| format!(" ({f})")).unwrap_or_default();
+        return Err(fail(format!("{}{frame}", e["message"].as_str().unwrap_or("the modules' Python code failed"))));
+    }
+    let ok = &answer["ok"];
+    let plugins = ok["plugins"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| PySignature {
+            name: p["name"].as_str().unwrap_or("").to_string(),
+            allow_unknown: p["allow_unknown"].as_bool().unwrap_or(false),
+        })
+        .collect();
+    let resources = ok["resources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| PyResource {
+            entity: r["entity"].as_str().unwrap_or("").to_string(),
+            agent: r["agent"].as_str().unwrap_or("").to_string(),
+            id_attr: r["id_attribute"].as_str().unwrap_or("").to_string(),
+            fields: r["fields"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f.as_str().map(str::to_string))
+                .collect(),
+        })
+        .collect();
+    Ok(PythonSide { bridge, plugins, resources })
+}
+
+fn module_paths(module_dirs: &HashMap<String, PathBuf>) -> Json {
+    let mut paths: serde_json::Map<String, Json> =
+        crate::builtins::BUILTIN_MODULES.iter().map(|m| (m.to_string(), Json::String(String::new()))).collect();
+    for (name, dir) in module_dirs {
+        paths.insert(name.clone(), Json::String(dir.display().to_string()));
+    }
+    Json::Object(paths)
+}
+
+struct NoQuestions;
+
+impl Questions for NoQuestions {
+    fn get(&mut self, _: u32, _: &str) -> Json {
+        json!({"error": "no instance exists while modules load"})
+    }
+    fn entity_type(&mut self, _: &str) -> Json {
+        json!({})
+    }
+    fn file(&mut self, _: String, _: Vec<u8>) {}
+}
+
+/// Answers Python's questions from the evaluator.
+struct Asker<'e, 'a> {
+    ev: &'e mut Evaluator<'a>,
+    span: Span,
+    /// The first attribute read that was not set yet: the call waits on it.
+    wait: Option<Wait>,
+    files: Vec<(String, Vec<u8>)>,
+}
+
+impl Questions for Asker<'_, '_> {
+    fn get(&mut self, instance: u32, attribute: &str) -> Json {
+        if instance as usize >= self.ev.instances.len() {
+            return json!({"notfound": format!("no instance {instance}")});
+        }
+        match self.ev.read_attr_span(&Value::Instance(instance), attribute, self.span) {
+            Ok(Value::Unknown(_)) => json!({"unknown": true}),
+            Ok(v) => json!({"v": encode(self.ev, &v)}),
+            Err(Flow::Wait(w)) => {
+                self.wait.get_or_insert(w);
+                json!({"unset": true})
+            }
+            Err(Flow::Err(d)) => match d.kind.as_str() {
+                "OptionalValueException" => json!({"none": true}),
+                "NotFoundException" => json!({"notfound": d.message}),
+                _ => json!({"error": d.message}),
+            },
+        }
+    }
+
+    fn entity_type(&mut self, entity: &str) -> Json {
+        let types = &self.ev.types;
+        let Some(&e) = types.entity_by_name.get(entity) else { return json!({}) };
+        let ent = &types.entities[e];
+        let parents: Vec<&str> = ent.ancestors.iter().map(|a| types.entities[*a].name.as_str()).collect();
+        let attributes: serde_json::Map<String, Json> =
+            ent.attrs.iter().map(|a| (a.name.clone(), Json::Bool(a.is_relation()))).collect();
+        json!({"parents": parents, "attributes": attributes})
+    }
+
+    fn file(&mut self, hash: String, content: Vec<u8>) {
+        self.files.push((hash, content));
+    }
+}
+
+/// A value as it crosses to Python. An instance carries the plain attributes that are set
+/// already (they never change again), which saves plugins a round trip for each.
+pub(crate) fn encode(ev: &Evaluator<'_>, v: &Value) -> Json {
+    encode_at(ev, v, true)
+}
+
+fn encode_at(ev: &Evaluator<'_>, v: &Value, with_attributes: bool) -> Json {
+    match v {
+        Value::Null => Json::Null,
+        Value::Bool(b) => Json::Bool(*b),
+        Value::Int(i) => json!(i),
+        Value::Float(f) => json!(f),
+        Value::Str(s) => Json::String(s.to_string()),
+        Value::List(l) => Json::Array(l.iter().map(|x| encode_at(ev, x, with_attributes)).collect()),
+        Value::Dict(d) => {
+            let items = d.iter().map(|(k, x)| (k.to_string(), encode_at(ev, x, with_attributes)));
+            json!({"$d": items.collect::<serde_json::Map<_, _>>()})
+        }
+        Value::Instance(i) => {
+            let ent = ev.entity_of(*i);
+            if !with_attributes {
+                return json!({"$i": i, "$t": ent.name});
+            }
+            let mut known = serde_json::Map::new();
+            for (a, slot) in ent.attrs.iter().zip(&ev.instances[*i as usize].slots) {
+                if let (false, Slot::Prim { value: Some((value, _)), .. }) = (a.is_relation(), slot)
+                    && !value.contains_unknown()
+                {
+                    known.insert(a.name.clone(), encode_at(ev, value, false));
+                }
+            }
+            json!({"$i": i, "$t": ent.name, "$a": known})
+        }
+        Value::Unknown(_) => json!({"$u": 1}),
+    }
+}
+
+/// A value coming back from Python.
+pub(crate) fn decode(ev: &Evaluator<'_>, j: &Json) -> Result<Value, String> {
+    Ok(match j {
+        Json::Array(a) => Value::list(a.iter().map(|x| decode(ev, x)).collect::<Result<_, _>>()?),
+        Json::Object(o) => {
+            if let Some(d) = o.get("$d").and_then(Json::as_object) {
+                let mut items = Vec::with_capacity(d.len());
+                for (k, x) in d {
+                    items.push((Rc::from(k.as_str()), decode(ev, x)?));
+                }
+                Value::Dict(Rc::new(items))
+            } else if let Some(i) = o.get("$i").and_then(Json::as_u64) {
+                if i as usize >= ev.instances.len() {
+                    return Err(format!("instance {i} does not exist"));
+                }
+                Value::Instance(i as InstId)
+            } else if o.contains_key("$u") {
+                Value::Unknown(Rc::new(UnknownSource {
+                    parameter: String::new(),
+                    source: "plugin".into(),
+                    resource: String::new(),
+                }))
+            } else {
+                return Err(format!("unexpected value {j}"));
+            }
+        }
+        other => Value::from_json(other),
+    })
+}
+
+/// What one export of a Python resource gave.
+pub(crate) enum PyExport {
+    Resource { id: String, attributes: serde_json::Map<String, Json> },
+    Ignored,
+    Unknown,
+}
+
+impl<'a> Evaluator<'a> {
+    /// Calls the Python plugin `name` with evaluated arguments.
+    pub(crate) fn call_python(
+        &mut self,
+        name: &str,
+        pos: Vec<Value>,
+        kw: Vec<(String, Value)>,
+        span: Span,
+    ) -> Result<Value, Flow> {
+        let request = json!({
+            "op": "call",
+            "plugin": name,
+            "args": pos.iter().map(|v| encode(self, v)).collect::<Vec<_>>(),
+            "kwargs": kw.iter().map(|(k, v)| (k.clone(), encode(self, v))).collect::<serde_json::Map<_, _>>(),
+        });
+        let answer = self.ask_python(&request, span)?;
+        let (answer, wait) = answer;
+        if answer.get("unset").is_some() {
+            return Err(match wait {
+                Some(w) => Flow::Wait(w),
+                None => {
+                    error("UnsetException", format!("plugin {name} read a value that is not set"), span, self.sources)
+                }
+            });
+        }
+        if let Some(e) = answer.get("error") {
+            return Err(plugin_error(self, name, e, span));
+        }
+        decode(self, &answer["ok"]).map_err(|m| {
+            error(
+                "PluginTypeException",
+                format!("The return value of plugin {name} can not be used: {m}"),
+                span,
+                self.sources,
+            )
+        })
+    }
+
+    /// Exports one instance of a Python `@resource` entity.
+    pub(crate) fn export_python(&mut self, inst: InstId, entity: &str) -> Result<PyExport, Box<Diagnostic>> {
+        let span = self.instances[inst as usize].span;
+        let request = json!({"op": "export", "entity": entity, "instance": inst, "type": self.entity_of(inst).name});
+        let (answer, _) = self.ask_python(&request, span).map_err(|f| match f {
+            Flow::Err(d) => d,
+            Flow::Wait(_) => Box::new(Diagnostic::error("UnsetException", "export waited", Some(span), self.sources)),
+        })?;
+        if let Some(e) = answer.get("error") {
+            let Flow::Err(d) = plugin_error(self, &format!("@resource {entity}"), e, span) else { unreachable!() };
+            return Err(d);
+        }
+        if answer.get("unset").is_some() {
+            return Err(Box::new(Diagnostic::error(
+                "UnsetException",
+                format!("the export of {} read an attribute that is not set", self.inst_name(inst)),
+                Some(span),
+                self.sources,
+            )));
+        }
+        let ok = &answer["ok"];
+        if ok.get("$u").is_some() {
+            return Ok(PyExport::Unknown);
+        }
+        if ok.get("ignored").is_some() {
+            return Ok(PyExport::Ignored);
+        }
+        Ok(PyExport::Resource {
+            id: ok["id"].as_str().unwrap_or("").to_string(),
+            attributes: ok["attributes"].as_object().cloned().unwrap_or_default(),
+        })
+    }
+
+    fn ask_python(&mut self, request: &Json, span: Span) -> Result<(Json, Option<Wait>), Flow> {
+        let Some(mut bridge) = self.python.take() else {
+            return Err(error("CompilerException", "the Python process is not running", span, self.sources));
+        };
+        let mut asker = Asker { ev: self, span, wait: None, files: Vec::new() };
+        let result = bridge.request(request, &mut asker);
+        let (wait, files) = (asker.wait, asker.files);
+        self.python = Some(bridge);
+        self.python_files.extend(files);
+        match result {
+            Ok(answer) => Ok((answer, wait)),
+            Err(m) => {
+                Err(error("CompilerException", format!("Python for the modules' plugins: {m}"), span, self.sources))
+            }
+        }
+    }
+}
+
+/// A Python exception as a compile error at the call.
+fn plugin_error(ev: &Evaluator<'_>, what: &str, e: &Json, span: Span) -> Flow {
+    let kind = e["type"].as_str().unwrap_or("Exception");
+    let message = e["message"].as_str().unwrap_or("");
+    let frame = e["frame"].as_str().filter(|f| !f.is_empty()).map(|f| format!(" (raised at {f})")).unwrap_or_default();
+    let (our_kind, text) = match kind {
+        "PluginException" => ("ExplicitPluginException", format!("Exception in plugin {what}: {message}{frame}")),
+        "PluginTypeException" => ("PluginTypeException", message.to_string()),
+        "RuntimeException" | "NotFoundException" | "OptionalValueException" => {
+            ("RuntimeException", format!("{message} (in plugin {what}{frame})"))
+        }
+        _ => ("ExternalException", format!("Exception in plugin {what}: {kind}: {message}{frame}")),
+    };
+    error(our_kind, text, span, ev.sources)
+}

@@ -1,0 +1,182 @@
+//! Modules with Python code, from the package index and from `examples/`, compiled through the
+//! Python process and compared with what the real Inmanta answered (`main.inmanta.json`, recorded
+//! with `scripts/reference/record.sh`-style runs, see docs/modules.md).
+//!
+//! The wheels are installed into a throwaway virtual environment cached under
+//! `~/.cache/inmanta/compiler-test-venv/` (network only the first time). Without a Python >= 3.12
+//! these tests say so loudly and pass without running.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use compiler::conformance::{case_options, compare, truth_path};
+use compiler::{CompileOptions, compile_project_with};
+
+/// The packages of the test environment, pinned: the recorded answers are those of these versions.
+const PACKAGES: &[&str] = &[
+    "inmanta-module-std==8.7.5",
+    "inmanta-module-fs==1.2.0",
+    "inmanta-module-mitogen==0.2.5",
+    "inmanta-module-exec==2.1.1",
+    "inmanta-module-apt==1.1.0",
+    "inmanta-module-yum==2.1.1",
+    "inmanta-module-podman==1.13.4",
+    "inmanta-module-files==2.11.1",
+    "inmanta-module-config==0.8.0",
+    "inmanta-module-user==0.1.23",
+];
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The interpreter of the cached test environment, made on first use; `None` when this machine
+/// has no Python >= 3.12.
+fn test_python() -> Option<&'static Path> {
+    static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
+    PYTHON.get_or_init(make_env).as_deref()
+}
+
+fn make_env() -> Option<PathBuf> {
+    let base = match compiler::python::env::find_base_interpreter(None) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("\n!!!!!!!! SKIPPED: the Python module tests need Python >= 3.12: {e} !!!!!!!!\n");
+            return None;
+        }
+    };
+    let version = compiler::python::env::version_of(&base)?;
+    let mut wanted: Vec<String> = PACKAGES.iter().map(|s| s.to_string()).collect();
+    // inmanta-core 20.1 (the reference) needs 3.13; on 3.12 pip picks the newest that runs
+    if version >= (3, 13) {
+        wanted.push("inmanta-core==20.1.0".into());
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+    let dir = home.join(".cache/inmanta/compiler-test-venv").join(format!("py{}.{}", version.0, version.1));
+    let stamp = dir.join(".installed");
+    let python = dir.join("bin/python");
+    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.join("\n").as_str()) && python.exists() {
+        return Some(python);
+    }
+    eprintln!("installing the module wheels into {} (once)", dir.display());
+    let _ = std::fs::remove_dir_all(&dir);
+    let ok = Command::new(&base).arg("-m").arg("venv").arg(&dir).status().is_ok_and(|s| s.success())
+        && Command::new(&python)
+            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+            .args(&wanted)
+            .status()
+            .is_ok_and(|s| s.success());
+    assert!(ok, "could not install the module wheels into {}", dir.display());
+    std::fs::write(&stamp, wanted.join("\n")).expect("write the stamp");
+    Some(python)
+}
+
+fn options(case: &Path, python: &Path) -> CompileOptions {
+    CompileOptions { python: Some(python.to_path_buf()), ..case_options(case) }
+}
+
+/// Compiles a project and lists what differs from Inmanta's recorded answer.
+fn check_against_inmanta(case: &Path) -> Option<compiler::CompileOutput> {
+    let python = test_python()?;
+    let truth: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(truth_path(case)).expect("recorded answer")).expect("json");
+    let ours = compile_project_with(case, &options(case, python));
+    let disagreements = compare(case, &truth, &ours);
+    assert!(
+        disagreements.is_empty(),
+        "{} differs from Inmanta:\n{}",
+        case.display(),
+        disagreements.iter().map(|d| format!("{:?}: {}", d.kind, d.detail)).collect::<Vec<_>>().join("\n")
+    );
+    ours.ok()
+}
+
+#[test]
+fn apt_and_yum_export_the_resources_inmanta_exports() {
+    let Some(out) = check_against_inmanta(&root().join("tests/python/apt-yum")) else { return };
+    let ids: Vec<&str> = out.resources.iter().filter_map(|r| r["id"].as_str()).collect();
+    assert!(ids.contains(&"apt::Package[web1,name=nginx],v=0"), "{ids:?}");
+    assert!(ids.contains(&"yum::PackagesBatch[db1,name=tools],v=0"), "{ids:?}");
+}
+
+#[test]
+fn podman_runs_its_plugins_that_take_entities() {
+    let Some(out) = check_against_inmanta(&root().join("tests/python/podman")) else { return };
+    // the unit file's content comes from podman::container_run(container) reading the entity
+    let unit = out
+        .resources
+        .iter()
+        .find(|r| r["id"].as_str().is_some_and(|id| id.starts_with("files::SystemdUnitFile")))
+        .expect("the unit file");
+    let content = unit.to_string();
+    assert!(content.contains("--name=web") && content.contains("--label=app=web"), "{content}");
+}
+
+#[test]
+fn user_compiles() {
+    check_against_inmanta(&root().join("tests/python/user"));
+}
+
+#[test]
+fn the_example_module_with_python_code_compiles_as_inmanta_does() {
+    let Some(out) = check_against_inmanta(&root().join("../examples/python-module")) else { return };
+    assert_eq!(out.variables["app_lines"], serde_json::json!(["mode=production", "name=web", "port=8080"]));
+    assert_eq!(out.variables["total_keys"], serde_json::json!(4));
+}
+
+#[test]
+fn a_plugin_exception_is_a_compile_error_at_the_call() {
+    let Some(python) = test_python() else { return };
+    let dir = std::env::temp_dir().join(format!("python-plugin-error-{}", std::process::id()));
+    copy_dir(&root().join("../examples/python-module"), &dir);
+    std::fs::write(dir.join("main.cf"), "import kvconf\n\nx = 1\ny = kvconf::fail(\"no \" + \"way\")\n").unwrap();
+    let err = compile_project_with(&dir, &options(&dir, python)).expect_err("the plugin raises");
+    let text = err.to_string();
+    assert!(text.contains("kvconf::fail"), "{text}");
+    assert!(text.contains("ValueError: no way"), "{text}");
+    assert!(text.contains("plugins/__init__.py:"), "the Python frame: {text}");
+    let loc = err.0[0].location.as_ref().expect("a location");
+    assert_eq!((loc.line, loc.col), (4, 5), "{text}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn plugin_arguments_and_results_are_checked_against_their_annotations() {
+    let Some(python) = test_python() else { return };
+    let dir = std::env::temp_dir().join(format!("python-plugin-types-{}", std::process::id()));
+    copy_dir(&root().join("../examples/python-module"), &dir);
+    std::fs::write(dir.join("main.cf"), "import kvconf\n\nx = kvconf::lines(\"nope\")\n").unwrap();
+    let err = compile_project_with(&dir, &options(&dir, python)).expect_err("a string is no ConfigFile");
+    let text = err.to_string();
+    assert_eq!(err.0[0].kind, "PluginTypeException", "{text}");
+    assert!(
+        text.contains("Value 'nope' for argument file of plugin kvconf::lines has incompatible type. Expected type: kvconf::ConfigFile"),
+        "{text}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_module_with_python_code_and_no_python_says_what_is_missing() {
+    let dir = std::env::temp_dir().join(format!("python-missing-{}", std::process::id()));
+    copy_dir(&root().join("../examples/python-module"), &dir);
+    let options = CompileOptions { python: Some("/nonexistent/bin/python".into()), ..case_options(&dir) };
+    let err = compile_project_with(&dir, &options).expect_err("no python");
+    let text = err.to_string();
+    assert!(text.contains("/nonexistent/bin/python") && text.contains("[compiler] python"), "{text}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
