@@ -64,7 +64,10 @@ impl Embedded {
         let data = project_dir.join("data").join("deploy");
         let environment = embedded_environment(&orchestrator, name).await?;
         let handler_dir = std::path::absolute(data.join("handlers"))?;
-        let agents = Arc::new(crate::agents::InProcessAgents::new(orchestrator.clone(), handler_dir.clone()));
+        let options = crate::config::Options::load(None).map_err(|e| CliError::Usage(e.to_string()))?;
+        let python = crate::config::python_settings(&options, std::path::absolute(data.join("python"))?)
+            .map_err(|e| CliError::Usage(e.to_string()))?;
+        let agents = Arc::new(crate::agents::InProcessAgents::new(orchestrator.clone(), handler_dir.clone(), python));
         let schedulers = Schedulers::start(orchestrator.clone(), agents).await.map_err(server_error)?;
         tracing::info!(database = %url, "embedded server started");
         Ok(Embedded { orchestrator, schedulers, environment, handler_dir })
