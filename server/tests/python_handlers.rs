@@ -267,3 +267,66 @@ async fn a_remote_agent_fetches_the_module_code_and_runs_its_handler() {
     assert_eq!(status, 200, "{body}");
     wait_for("the remote repair", async || read(&conf) == "port=8080\n").await;
 }
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// `inmanta export` records the module's Python code with the version (`module_version_info`,
+/// files uploaded by sha1) and the agents run its handler. Until the compiler exports through the
+/// module's `@resource` class, a module.yml `resources:` mapping says how `kvfile::Line` becomes a
+/// resource (the same fields the `@resource` declares).
+#[tokio::test]
+async fn an_export_ships_the_module_code_that_the_agents_run() {
+    let s = start_server().await;
+    let env = new_environment(&s).await;
+    let project = tempfile::tempdir().unwrap();
+    let module = project.path().join("libs/kvfile");
+    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/python-handler-module"), &module);
+    std::fs::write(
+        module.join("module.yml"),
+        "name: kvfile\nversion: 1.0.0\nresources:\n  kvfile::Line:\n    agent: host.name\n    id_attribute: key\n    \
+         fields: [path, key, value]\n",
+    )
+    .unwrap();
+    std::fs::write(project.path().join("project.yml"), "name: py\nmodulepath: libs\n").unwrap();
+    let conf = project.path().join("exported.conf");
+    std::fs::write(
+        project.path().join("main.cf"),
+        format!(
+            "import kvfile\nhost = std::Host(name=\"internal\", os=std::linux)\n\
+             kvfile::Line(host=host, path=\"{}\", key=\"port\", value=\"8080\")\n",
+            conf.display()
+        ),
+    )
+    .unwrap();
+    let port = s.url.rsplit(':').next().unwrap().to_string();
+    let home = project.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let output = Command::new(BIN)
+        .args(["export", "-d", "-e", &env, "--server_address", "127.0.0.1", "--server_port", &port])
+        .current_dir(project.path())
+        .env("HOME", &home)
+        .envs(s.token_env())
+        .output()
+        .expect("run inmanta export");
+    assert!(output.status.success(), "export failed: {}", String::from_utf8_lossy(&output.stderr));
+    wait_for("the exported line", async || read(&conf) == "port=8080\n").await;
+    let (_, versions) = s.call("GET", "/api/v1/version", Some(&env), None).await;
+    let version = versions["versions"][0]["version"].as_i64().unwrap();
+    let (_, v) = s.call("GET", &format!("/api/v1/version/{version}"), Some(&env), None).await;
+    assert_eq!(v["model"]["version"], version);
+    let shipped = std::fs::read(module.join("inmanta_plugins/kvfile/__init__.py")).unwrap();
+    let hash = sha1_smol::Sha1::from(&shipped).digest().to_string();
+    let (status, _) = s.call("GET", &format!("/api/v1/file/{hash}"), None, None).await;
+    assert_eq!(status, 200, "the module's code is in the file store");
+}
