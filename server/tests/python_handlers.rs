@@ -32,7 +32,7 @@ fn python() -> PathBuf {
 
 async fn start_server() -> TestServer {
     let python = python().display().to_string();
-    TestServer::start_with(&[("INMANTA_AGENT_PYTHON", &python), ("INMANTA_AGENT_HANDLER_TIMEOUT", "3")]).await
+    TestServer::start_with(&[("INMANTA_AGENT_PYTHON", &python), ("INMANTA_AGENT_HANDLER_TIMEOUT", "5")]).await
 }
 
 async fn new_environment(s: &TestServer) -> String {
@@ -162,7 +162,7 @@ async fn the_servers_agents_run_a_modules_crud_handler() {
     let raised = log_messages(&s, &env, raise).await;
     assert!(raised.iter().any(|m| m.contains("RuntimeError('the disk of r is on fire')")), "{raised:?}");
     let hung = log_messages(&s, &env, hang).await;
-    assert!(hung.iter().any(|m| m.contains("did not finish within 3s")), "{hung:?}");
+    assert!(hung.iter().any(|m| m.contains("did not finish within 5s")), "{hung:?}");
     let created = log_messages(&s, &env, port).await;
     assert!(created.iter().any(|m| m.contains("added port to")), "the handler's own log lines: {created:?}");
 

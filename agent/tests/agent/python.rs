@@ -145,7 +145,7 @@ fn crud_handler_creates_repairs_dry_runs_and_purges() {
 
 #[test]
 fn raising_hanging_and_crashing_handlers_fail_only_their_resource() {
-    let s = setup(&["kvfile", "faulty"], &[], Duration::from_secs(3));
+    let s = setup(&["kvfile", "faulty"], &[], Duration::from_secs(5));
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("x.conf");
 
@@ -160,7 +160,7 @@ fn raising_hanging_and_crashing_handlers_fail_only_their_resource() {
     let started = std::time::Instant::now();
     let out = run(&s, &resource("faulty::Hang[host1,name=h],v=1", json!({"name": "h"})), Mode::Deploy);
     assert_eq!(out.status, HandlerStatus::Failed, "{}", logs(&out));
-    assert!(logs(&out).contains("did not finish within 3s"), "{}", logs(&out));
+    assert!(logs(&out).contains("did not finish within 5s"), "{}", logs(&out));
     assert!(started.elapsed() < Duration::from_secs(30));
     let out = run(&s, &line(&file, "b", "2", false), Mode::Deploy);
     assert_eq!(out.status, HandlerStatus::Deployed, "a fresh executor takes over: {}", logs(&out));
@@ -225,4 +225,27 @@ fn apt_package_installed_here_dry_runs_without_changes() {
     let out = run(&s, &package("no-such-package-xyz"), Mode::DryRun);
     assert_eq!(out.status, HandlerStatus::Dry, "{}", logs(&out));
     assert_eq!(out.changes["purged"].desired, json!(false), "{:?}", out.changes);
+}
+
+#[test]
+fn apt_package_dry_runs_over_ssh_through_mitogen() {
+    // The same handler with a `mitogen::Ssh` context: mitogen itself opens the ssh connection (to a
+    // real sshd on a loopback port) and runs dpkg on the other side.
+    if !Path::new("/usr/bin/dpkg").exists() {
+        eprintln!("skipped: no dpkg on this machine");
+        return;
+    }
+    let Some(sshd) = crate::ssh::start_sshd() else { return };
+    let s = setup(&[], &["apt"], Duration::from_secs(120));
+    let via = json!({
+        "method_name": "ssh", "name": "loopback", "hostname": "127.0.0.1", "port": sshd.port,
+        "username": crate::ssh::whoami(), "identity_file": sshd.dir.path().join("id").to_str().unwrap(),
+        "check_host_keys": "ignore", "python_path": ["python3"],
+        "ssh_args": ["-o", "UserKnownHostsFile=/dev/null", "-o", "PasswordAuthentication=no"],
+    });
+    let bash = resource("apt::Package[host1,name=bash],v=1", json!({"name": "bash", "via": via}));
+    let out = run(&s, &bash, Mode::DryRun);
+    assert_eq!(out.status, HandlerStatus::Dry, "{}", logs(&out));
+    assert!(out.changes.is_empty(), "bash is installed on the other side too: {:?}", out.changes);
+    assert!(logs(&out).contains("in context loopback"), "over ssh: {}", logs(&out));
 }
