@@ -12,6 +12,7 @@ use crate::external::ExternalHandler;
 use crate::handler::{AttributeChange, Change, Crud, Handler, HandlerContext, HandlerError, HandlerStatus, now};
 use crate::handlers::{exec::RunHandler, fs, null::NullHandler};
 use crate::host::{Host, LocalHost, SshHost, SshOptions, SudoHost};
+use crate::python::{PythonCode, PythonExecutors, PythonHandler, PythonSettings};
 use crate::resource::{FileSource, ResourceRequest};
 use crate::shipped::ShippedHandlers;
 use api::resource::LogLine;
@@ -37,7 +38,24 @@ pub struct Outcome {
     pub change: Change,
     pub changes: BTreeMap<String, AttributeChange>,
     pub logs: Vec<LogLine>,
+    /// Facts the handler reported while it ran (`ctx.set_fact` in a Python handler).
+    pub facts: Map<String, Value>,
 }
+
+/// The handler code a resource's version ships, as the server tells the agent with each task:
+/// an executable for the resource's type, and the version's Python modules.
+#[derive(Debug, Clone, Default)]
+pub struct VersionCode {
+    /// The environment (Python executors are kept per environment).
+    pub environment: String,
+    /// sha1 of the executable a module ships for the resource's type (docs/handlers.md).
+    pub shipped_handler: Option<String>,
+    /// The version's Python modules (its `module_version_info`).
+    pub python: Option<Arc<PythonCode>>,
+}
+
+/// A resource's handler and the host it acts on.
+type HandlerAndHost = (Arc<dyn Handler>, Arc<dyn Host>);
 
 /// Runs handlers: the built-in ones, registered external programs and the executables that
 /// versions ship.
@@ -46,6 +64,8 @@ pub struct Executor {
     handlers: HashMap<String, Arc<dyn Handler>>,
     /// Where shipped handler executables are kept; `None` refuses to run them.
     shipped: Option<ShippedHandlers>,
+    /// Python executors for `@provider` handlers of modules; `None` refuses to run them.
+    python: Option<Arc<PythonExecutors>>,
     /// Open connections per `via`, reused by every run.
     hosts: Mutex<HashMap<String, Arc<dyn Host>>>,
 }
@@ -59,7 +79,18 @@ impl Executor {
         handlers.insert("fs::Symlink".into(), Arc::new(Crud(fs::SymlinkHandler)));
         handlers.insert("exec::Run".into(), Arc::new(RunHandler));
         handlers.insert("std::testing::NullResource".into(), Arc::new(NullHandler));
-        Executor { files, handlers, shipped: None, hosts: Mutex::new(HashMap::new()) }
+        Executor { files, handlers, shipped: None, python: None, hosts: Mutex::new(HashMap::new()) }
+    }
+
+    /// Runs the `@provider` handlers of the Python modules a version names (docs/modules.md).
+    pub fn with_python(mut self, settings: PythonSettings) -> Executor {
+        self.python = Some(Arc::new(PythonExecutors::new(settings)));
+        self
+    }
+
+    /// The Python executors, when this executor runs Python handlers.
+    pub fn python(&self) -> Option<&PythonExecutors> {
+        self.python.as_deref()
     }
 
     /// Runs the handler executables that versions ship (docs/handlers.md), fetched through this
@@ -100,19 +131,24 @@ impl Executor {
         mode: Mode,
         events: &Events,
     ) -> Outcome {
+        let code = VersionCode { shipped_handler: shipped_handler.map(str::to_string), ..VersionCode::default() };
+        self.execute_code(req, &code, mode, events)
+    }
+
+    /// Deploys (or dry-runs) one resource with the handler the resource's type has: built in or
+    /// registered, else the executable its version ships, else the `@provider` of the version's
+    /// Python modules. Blocking; never panics.
+    pub fn execute_code(&self, req: &ResourceRequest, code: &VersionCode, mode: Mode, events: &Events) -> Outcome {
         let early = |status, msg: String| Outcome {
             status,
             change: Change::NoChange,
             changes: BTreeMap::new(),
             logs: vec![LogLine { level: "ERROR".into(), msg, args: Vec::new(), kwargs: Map::new(), timestamp: now() }],
+            facts: Map::new(),
         };
-        let handler = match self.handler_for(&req.id.entity_type, shipped_handler) {
-            Ok(handler) => handler,
+        let (handler, host) = match self.handler_and_host(req, code) {
+            Ok(found) => found,
             Err(message) => return early(HandlerStatus::Unavailable, message),
-        };
-        let host = match self.host_for(req.attributes.get("via")) {
-            Ok(h) => h,
-            Err(e) => return early(HandlerStatus::Unavailable, e),
         };
         let report_only = req.bool("report_only");
         let apply = mode == Mode::Deploy && !report_only;
@@ -129,29 +165,57 @@ impl Executor {
                 HandlerStatus::Skipped
             }
             Ok(()) => match ctx.status {
+                // A handler that decides its own status reports a dry run as deployed.
+                Some(HandlerStatus::Deployed) if mode == Mode::DryRun => HandlerStatus::Dry,
                 Some(s) => s,
                 None if mode == Mode::DryRun => HandlerStatus::Dry,
                 None if report_only && !ctx.changes.is_empty() => HandlerStatus::NonCompliant,
                 None => HandlerStatus::Deployed,
             },
         };
-        Outcome { status, change: ctx.change, changes: ctx.changes, logs: ctx.logs }
+        Outcome { status, change: ctx.change, changes: ctx.changes, logs: ctx.logs, facts: ctx.facts }
     }
 
     /// The facts a handler reports about a resource (`getfact`).
     pub fn facts(&self, req: &ResourceRequest) -> Result<Map<String, Value>, String> {
-        let handler = self
-            .handlers
-            .get(&req.id.entity_type)
-            .cloned()
-            .ok_or_else(|| format!("no handler for resource type {}", req.id.entity_type))?;
-        let host = self.host_for(req.attributes.get("via"))?;
+        self.facts_with(req, &VersionCode::default())
+    }
+
+    /// The facts a handler of a version's code reports about a resource.
+    pub fn facts_with(&self, req: &ResourceRequest, code: &VersionCode) -> Result<Map<String, Value>, String> {
+        let (handler, host) = self.handler_and_host(req, code)?;
         let events = Events::default();
         let mut ctx = HandlerContext::new(Mode::DryRun, &events, host, &*self.files);
         catch_unwind(AssertUnwindSafe(|| handler.facts(&mut ctx, req)))
             .unwrap_or_else(|p| Err(HandlerError::Failed(format!("the handler panicked: {}", panic_message(&*p)))))
             .map_err(|e| e.to_string())?;
         Ok(ctx.facts)
+    }
+
+    /// The handler of a resource and the host its `via` names (Python handlers reach their hosts
+    /// themselves, through the module's own io proxy).
+    fn handler_and_host(&self, req: &ResourceRequest, code: &VersionCode) -> Result<HandlerAndHost, String> {
+        let resource_type = &req.id.entity_type;
+        if !self.handlers.contains_key(resource_type)
+            && code.shipped_handler.is_none()
+            && let Some(python) = code.python.as_ref().filter(|p| !p.is_empty())
+        {
+            let Some(executors) = &self.python else {
+                return Err(format!(
+                    "resource type {resource_type} is handled by the Python modules of its version, \
+                     but this agent runs no Python executor"
+                ));
+            };
+            let handler = PythonHandler {
+                executors: executors.clone(),
+                code: python.clone(),
+                environment: code.environment.clone(),
+                files: self.files.clone(),
+            };
+            return Ok((Arc::new(handler), Arc::new(LocalHost)));
+        }
+        let handler = self.handler_for(resource_type, code.shipped_handler.as_deref())?;
+        Ok((handler, self.host_for(req.attributes.get("via"))?))
     }
 
     /// The built-in or registered handler of a type, else the shipped executable.
@@ -161,8 +225,8 @@ impl Executor {
         }
         let Some(hash) = shipped_handler else {
             return Err(format!(
-                "no handler for resource type {resource_type}: none is built in and no module of this version \
-                 ships one (a module ships it as the executable handlers/{})",
+                "no handler for resource type {resource_type}: none is built in, no module of this version \
+                 ships an executable for it (handlers/{}) and the version names no Python module",
                 resource_type.replace("::", "__")
             ));
         };

@@ -16,6 +16,7 @@
 //! - `host`: the [`Host`] operations handlers need, implemented locally, over ssh and through sudo;
 //! - `external`: resource types handled by an executable speaking JSON (docs/handlers.md);
 //! - `shipped`: the on-disk cache of the handler executables that versions ship;
+//! - `python`: `@provider` handlers of Inmanta modules, run in Python executor processes;
 //! - `drift`: the inotify-based [`DriftWatcher`].
 //!
 //! ```
@@ -38,17 +39,19 @@ mod external;
 mod handler;
 mod handlers;
 mod host;
+mod python;
 mod resource;
 mod shipped;
 
 pub use api::resource::LogLine;
 pub use drift::{DriftWatcher, SuspendGuard, watch_paths};
-pub use executor::{Events, Executor, Mode, Outcome};
+pub use executor::{Events, Executor, Mode, Outcome, VersionCode};
 pub use handler::{
     AttributeChange, Change, CrudHandler, Handler, HandlerContext, HandlerError, HandlerStatus, diff_attributes,
 };
 pub use host::{
     CommandOutput, CommandSpec, FileKind, FileStat, Host, HostKeyCheck, LocalHost, SshHost, SshOptions, SudoHost,
 };
+pub use python::{ModuleFile, PythonCode, PythonExecutors, PythonModule, PythonSettings};
 pub use resource::{FileSource, NoFiles, ResourceRequest};
 pub use shipped::ShippedHandlers;

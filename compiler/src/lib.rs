@@ -14,6 +14,7 @@ mod handlers;
 mod model;
 mod project;
 pub mod python;
+mod python_code;
 pub mod syntax;
 
 use std::collections::{BTreeMap, HashMap};
@@ -22,6 +23,7 @@ use std::path::{Path, PathBuf};
 pub use diagnostics::{Diagnostic, Diagnostics, Severity, inmanta_type};
 pub use handlers::ShippedHandler;
 pub use project::ProjectMetadata;
+pub use python_code::{ShippedPythonFile, ShippedPythonModule, module_version_info};
 pub use syntax::Location;
 
 /// Options of one compile.
@@ -109,6 +111,9 @@ pub struct CompileOutput {
     /// Resource type -> the handler executable a loaded module ships for it
     /// (`handlers/<namespace>__<Type>`), to upload with the version.
     pub handlers: BTreeMap<String, ShippedHandler>,
+    /// Module name -> the Python code of a loaded module (`inmanta_plugins/<module>/` or
+    /// `plugins/`), to upload with the version for the agents' Python handlers.
+    pub python_modules: BTreeMap<String, ShippedPythonModule>,
     pub warnings: Vec<Diagnostic>,
     /// Lines printed by `std::print`.
     pub printed: Vec<String>,
@@ -357,6 +362,7 @@ fn compile_inner(
     }
     warnings.extend(ex.warnings);
     let shipped = handlers::collect(&loader.module_dirs, &mut warnings).map_err(|d| Diagnostics(vec![d]))?;
+    let python_modules = python_code::collect(&loader.module_dirs).map_err(|d| Diagnostics(vec![d]))?;
     let variables = ev.root_variables();
     let stats = CompileStats {
         files: namespaces.len(),
@@ -375,6 +381,7 @@ fn compile_inner(
         unknowns: ex.unknowns,
         resource_sets: ex.resource_sets,
         handlers: shipped,
+        python_modules,
         warnings,
         printed: std::mem::take(&mut ev.printed),
         variables,

@@ -560,6 +560,18 @@ impl Orchestrator {
         .await?)
     }
 
+    /// The `module_version_info` a version was stored with (its modules and their Python code,
+    /// by sha1 in the file store), if it has one.
+    pub async fn module_version_info(&self, env: Uuid, version: i64) -> Result<Option<serde_json::Value>> {
+        let text: Option<Option<String>> =
+            sqlx::query_scalar("SELECT module_version_info FROM version WHERE environment = $1 AND version = $2")
+                .bind(env.to_string())
+                .bind(version)
+                .fetch_optional(self.store.pool())
+                .await?;
+        Ok(text.flatten().and_then(|t| serde_json::from_str(&t).ok()).filter(|v: &serde_json::Value| !v.is_null()))
+    }
+
     pub(crate) async fn ensure_environment(&self, env: Uuid) -> Result<()> {
         let found: Option<String> = sqlx::query_scalar("SELECT id FROM environment WHERE id = $1")
             .bind(env.to_string())

@@ -2,7 +2,8 @@
 //! on blocking threads, reading file contents from the server's own store. Deployed files,
 //! directories and symlinks on local hosts are watched; a change made behind the orchestrator's
 //! back is repaired at once (`realtime_repair`). A resource type without a built-in handler runs
-//! the executable its version ships (docs/handlers.md), cached in the state directory.
+//! the executable its version ships (docs/handlers.md), cached in the state directory, or the
+//! `@provider` of the version's Python modules in a Python executor (docs/modules.md).
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -10,7 +11,10 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
-use agent::{DriftWatcher, Events, Executor, FileSource, HandlerStatus, Mode, ResourceRequest};
+use agent::{
+    DriftWatcher, Events, Executor, FileSource, HandlerStatus, Mode, PythonCode, PythonSettings, ResourceRequest,
+    VersionCode,
+};
 use orchestrator::Orchestrator;
 use orchestrator::scheduler::{Dispatch, Schedulers, Scope, Task, TaskOutcome};
 use uuid::Uuid;
@@ -37,6 +41,12 @@ impl FileSource for StoreFiles {
 /// Which environments a watched resource id is deployed in.
 type Watched = Arc<Mutex<HashMap<String, HashSet<Uuid>>>>;
 
+/// The Python modules of versions already looked up (versions never change).
+type PythonCodes = Arc<Mutex<HashMap<(Uuid, i64), Option<Arc<PythonCode>>>>>;
+
+/// Versions whose Python code is kept in memory at most.
+const PYTHON_CODES_KEPT: usize = 256;
+
 /// Runs every agent of every environment inside the server process.
 pub struct InProcessAgents {
     orchestrator: Orchestrator,
@@ -44,14 +54,15 @@ pub struct InProcessAgents {
     watcher: Option<Arc<DriftWatcher>>,
     watched: Watched,
     drift: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<api::ResourceId>>>,
+    python_codes: PythonCodes,
 }
 
 impl InProcessAgents {
     /// Must be called on the runtime the handlers' file reads use. Shipped handler executables
-    /// are kept in `handler_dir`.
-    pub fn new(orchestrator: Orchestrator, handler_dir: PathBuf) -> InProcessAgents {
+    /// are kept in `handler_dir`; Python handlers run as `python` says.
+    pub fn new(orchestrator: Orchestrator, handler_dir: PathBuf, python: PythonSettings) -> InProcessAgents {
         let files = Arc::new(StoreFiles::new(orchestrator.clone()));
-        let executor = Arc::new(Executor::new(files).with_shipped_handlers(handler_dir));
+        let executor = Arc::new(Executor::new(files).with_shipped_handlers(handler_dir).with_python(python));
         let (watcher, drift) = match DriftWatcher::new() {
             Ok((watcher, drift)) => (Some(Arc::new(watcher)), Some(drift)),
             Err(e) => {
@@ -59,25 +70,36 @@ impl InProcessAgents {
                 (None, None)
             }
         };
-        InProcessAgents { orchestrator, executor, watcher, watched: Arc::default(), drift: Mutex::new(drift) }
+        InProcessAgents {
+            orchestrator,
+            executor,
+            watcher,
+            watched: Arc::default(),
+            drift: Mutex::new(drift),
+            python_codes: Arc::default(),
+        }
     }
 
-    /// The sha1 of the executable that the task's version ships for its resource type, when no
-    /// handler is built in for it. Dry runs and deploys alike go through here.
-    pub fn shipped_handler(
-        &self,
-        task: &Task,
-    ) -> impl Future<Output = Result<Option<String>, String>> + Send + 'static {
+    /// The handler code the task's version ships for its resource type, when no handler is built
+    /// in for it: the sha1 of an executable, else the version's Python modules. Dry runs and
+    /// deploys alike go through here.
+    pub fn version_code(&self, task: &Task) -> impl Future<Output = Result<VersionCode, String>> + Send + 'static {
         let built_in = self.executor.handles(&task.resource_id.entity_type);
         let orchestrator = self.orchestrator.clone();
+        let codes = self.python_codes.clone();
         let (env, version, resource_type) = (task.environment, task.version, task.resource_id.entity_type.clone());
         async move {
+            let mut code = VersionCode { environment: env.to_string(), ..VersionCode::default() };
             if built_in {
-                return Ok(None);
+                return Ok(code);
             }
-            orchestrator.shipped_handler(env, version, &resource_type).await.map_err(|e| {
+            code.shipped_handler = orchestrator.shipped_handler(env, version, &resource_type).await.map_err(|e| {
                 format!("cannot look up the handler that version {version} ships for {resource_type}: {e}")
-            })
+            })?;
+            if code.shipped_handler.is_none() {
+                code.python = python_code(&orchestrator, &codes, env, version).await?;
+            }
+            Ok(code)
         }
     }
 
@@ -107,13 +129,15 @@ impl Dispatch for InProcessAgents {
         let executor = self.executor.clone();
         let watcher = self.watcher.clone();
         let watched = self.watched.clone();
-        let shipped = self.shipped_handler(&task);
+        let code = self.version_code(&task);
+        let orchestrator = self.orchestrator.clone();
         Box::pin(async move {
-            let shipped = match shipped.await {
-                Ok(shipped) => shipped,
+            let code = match code.await {
+                Ok(code) => code,
                 Err(message) => return unavailable(message),
             };
             let env = task.environment;
+            let task_rid = task.resource_id.to_string();
             let watch = task.watch && !task.dry_run;
             let request = ResourceRequest { id: task.resource_id, version: task.version, attributes: task.attributes };
             let mode = if task.dry_run { Mode::DryRun } else { Mode::Deploy };
@@ -121,7 +145,7 @@ impl Dispatch for InProcessAgents {
             let run = move || {
                 // Our own writes are not drift.
                 let _quiet = watcher.as_ref().map(|w| w.suspend(&request.id));
-                let outcome = executor.execute_with(&request, shipped.as_deref(), mode, &events);
+                let outcome = executor.execute_code(&request, &code, mode, &events);
                 drop(_quiet);
                 if let Some(watcher) = watcher.filter(|_| mode == Mode::Deploy) {
                     let purged = request.attributes.get("purged").and_then(|p| p.as_bool()).unwrap_or(false);
@@ -145,21 +169,76 @@ impl Dispatch for InProcessAgents {
                 }
                 outcome
             };
+            let rid = task_rid.clone();
             match tokio::task::spawn_blocking(run).await {
-                Ok(outcome) => TaskOutcome {
-                    status: outcome.status.as_str().to_string(),
-                    change: outcome.change.as_str().to_string(),
-                    changes: outcome
-                        .changes
-                        .into_iter()
-                        .map(|(name, c)| (name, serde_json::json!({"current": c.current, "desired": c.desired})))
-                        .collect(),
-                    logs: outcome.logs,
-                },
+                Ok(mut outcome) => {
+                    store_facts(&orchestrator, env, &rid, std::mem::take(&mut outcome.facts)).await;
+                    TaskOutcome {
+                        status: outcome.status.as_str().to_string(),
+                        change: outcome.change.as_str().to_string(),
+                        changes: outcome
+                            .changes
+                            .into_iter()
+                            .map(|(name, c)| (name, serde_json::json!({"current": c.current, "desired": c.desired})))
+                            .collect(),
+                        logs: outcome.logs,
+                    }
+                }
                 Err(e) => unavailable(format!("the handler thread failed: {e}")),
             }
         })
     }
+}
+
+/// Stores the facts a handler reported during a run as facts of its resource.
+pub(crate) async fn store_facts(
+    orchestrator: &Orchestrator,
+    env: Uuid,
+    rid: &str,
+    facts: serde_json::Map<String, serde_json::Value>,
+) {
+    for (name, value) in facts {
+        let fact = orchestrator::parameters::NewParameter {
+            name: name.clone(),
+            source: "fact".into(),
+            value,
+            resource_id: Some(rid.to_string()),
+            ..Default::default()
+        };
+        if let Err(e) = orchestrator.set_parameter(env, fact).await {
+            tracing::warn!(%env, resource = %rid, fact = %name, error = %e, "a fact the handler reported was not stored");
+        }
+    }
+}
+
+/// The Python modules of a version (its `module_version_info`), looked up once per version.
+async fn python_code(
+    orchestrator: &Orchestrator,
+    codes: &PythonCodes,
+    env: Uuid,
+    version: i64,
+) -> Result<Option<Arc<PythonCode>>, String> {
+    if let Some(code) = codes.lock().ok().and_then(|c| c.get(&(env, version)).cloned()) {
+        return Ok(code);
+    }
+    let info = orchestrator
+        .module_version_info(env, version)
+        .await
+        .map_err(|e| format!("cannot look up the Python modules of version {version}: {e}"))?;
+    let code = match info {
+        None => None,
+        Some(info) => Some(Arc::new(
+            PythonCode::from_module_version_info(&info)
+                .map_err(|e| format!("version {version} names its Python modules wrongly: {e}"))?,
+        )),
+    };
+    if let Ok(mut codes) = codes.lock() {
+        if codes.len() >= PYTHON_CODES_KEPT {
+            codes.clear();
+        }
+        codes.insert((env, version), code.clone());
+    }
+    Ok(code)
 }
 
 /// The outcome of a task whose handler could not run.

@@ -109,6 +109,8 @@ pub const KNOWN: &[(&str, &str)] = &[
     ("server", "compile-timeout"),
     ("server", "compile-parallel"),
     ("server", "agent-timeout"),
+    ("agent", "python"),
+    ("agent", "handler-timeout"),
     ("config", "state-dir"),
     ("config", "log-dir"),
     ("database", "url"),
@@ -163,12 +165,15 @@ pub struct ServerConfig {
     pub compile_parallel: usize,
     /// How long a remote agent whose connection dropped stays `up`, waiting for it to reconnect.
     pub agent_timeout: std::time::Duration,
+    /// How the in-process agents run Python handlers (`[agent] python`, `handler-timeout`).
+    pub python: agent::PythonSettings,
 }
 
 impl ServerConfig {
     pub fn from_options(options: &Options) -> anyhow::Result<ServerConfig> {
         let state_dir = PathBuf::from(options.get("config", "state-dir").unwrap_or("data/server"));
         let database_url = database_url(options, &state_dir)?;
+        let python = python_settings(options, std::path::absolute(state_dir.join("python"))?)?;
         Ok(ServerConfig {
             bind_address: options.get("server", "bind-address").unwrap_or("127.0.0.1").to_string(),
             bind_port: options.get_parsed("server", "bind-port", 8888)?,
@@ -208,6 +213,7 @@ impl ServerConfig {
             compile_timeout: options.get_parsed("server", "compile-timeout", 1200)?,
             compile_parallel: options.get_parsed("server", "compile-parallel", 2)?,
             agent_timeout: seconds(options.get_parsed("server", "agent-timeout", 30.0)?, "[server] agent-timeout")?,
+            python,
         })
     }
 
@@ -274,6 +280,20 @@ fn database_url(options: &Options, state_dir: &Path) -> anyhow::Result<String> {
 }
 
 /// A duration given in (possibly fractional) seconds.
+/// How agents run the Python handlers of modules (docs/modules.md): the interpreter of
+/// `[agent] python` (default `python3` on the PATH; inmanta-core must be importable by it), each
+/// call limited to `[agent] handler-timeout` seconds (default 300), code kept in `cache_dir`.
+pub fn python_settings(options: &Options, cache_dir: PathBuf) -> anyhow::Result<agent::PythonSettings> {
+    let python = options.get("agent", "python").map(str::trim).filter(|p| !p.is_empty()).unwrap_or("python3");
+    let mut settings = agent::PythonSettings::new(PathBuf::from(python), cache_dir);
+    settings.handler_timeout =
+        seconds(options.get_parsed("agent", "handler-timeout", 300.0)?, "[agent] handler-timeout")?;
+    if settings.handler_timeout.is_zero() {
+        bail!("[agent] handler-timeout must be more than 0 seconds");
+    }
+    Ok(settings)
+}
+
 fn seconds(value: f64, option: &str) -> anyhow::Result<std::time::Duration> {
     std::time::Duration::try_from_secs_f64(value)
         .map_err(|_| anyhow::anyhow!("{option} must be a number of seconds, 0 or more, got {value}"))

@@ -44,6 +44,10 @@ pub struct WireTask {
     /// handler is built in for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handler: Option<String>,
+    /// The version's Python modules (`module_version_info`), when its handler is a Python
+    /// `@provider`; the agent fetches their files by sha1 and checks them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<serde_json::Value>,
 }
 
 /// A handler's outcome on the wire.
@@ -53,6 +57,9 @@ pub struct WireOutcome {
     pub change: String,
     pub changes: serde_json::Map<String, serde_json::Value>,
     pub logs: Vec<api::resource::LogLine>,
+    /// Facts the handler reported while it ran (stored as the resource's facts).
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub facts: serde_json::Map<String, serde_json::Value>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -170,15 +177,16 @@ impl Dispatch for RoutingDispatch {
         }
         let sessions = self.sessions.clone();
         let agent = agent.to_string();
-        let shipped = self.local.shipped_handler(&task);
+        let code = self.local.version_code(&task);
         Box::pin(async move {
-            let handler = match shipped.await {
-                Ok(handler) => handler,
+            let code = match code.await {
+                Ok(code) => code,
                 Err(message) => return crate::agents::unavailable(message),
             };
             let env = task.environment;
             let wire = WireTask {
-                handler,
+                handler: code.shipped_handler,
+                python: code.python.map(|p| p.to_module_version_info()),
                 environment: env,
                 resource_id: task.resource_id.to_string(),
                 version: task.version,
@@ -186,7 +194,9 @@ impl Dispatch for RoutingDispatch {
                 dry_run: task.dry_run,
                 dependency_changed: task.dependency_changed,
             };
+            let rid = task.resource_id.to_string();
             let outcome = sessions.run(env, &agent, wire).await;
+            crate::agents::store_facts(&sessions.orchestrator, env, &rid, outcome.facts).await;
             TaskOutcome { status: outcome.status, change: outcome.change, changes: outcome.changes, logs: outcome.logs }
         })
     }

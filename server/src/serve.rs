@@ -42,7 +42,11 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     crate::sessions::start_cleanup(orchestrator.clone());
 
     let handler_dir = std::path::absolute(config.state_dir.join("handlers"))?;
-    let agents = std::sync::Arc::new(crate::agents::InProcessAgents::new(orchestrator.clone(), handler_dir));
+    let agents = std::sync::Arc::new(crate::agents::InProcessAgents::new(
+        orchestrator.clone(),
+        handler_dir,
+        config.python.clone(),
+    ));
     let sessions = crate::remote::Sessions::new(orchestrator.clone(), config.agent_timeout).await?;
     let dispatch = crate::remote::RoutingDispatch { local: agents.clone(), sessions: sessions.clone() };
     let schedulers = orchestrator::scheduler::Schedulers::start(orchestrator.clone(), std::sync::Arc::new(dispatch))

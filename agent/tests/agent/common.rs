@@ -18,6 +18,11 @@ impl MemFiles {
         self.0.lock().unwrap().insert(hash.clone(), content.as_bytes().to_vec());
         hash
     }
+
+    /// Stores content under a hash of the caller's choosing (to test that a mismatch is caught).
+    pub fn put(&self, hash: &str, content: &str) {
+        self.0.lock().unwrap().insert(hash.to_string(), content.as_bytes().to_vec());
+    }
 }
 
 impl FileSource for MemFiles {

@@ -6,4 +6,5 @@ mod drift;
 mod exec;
 mod external;
 mod files;
+mod python;
 mod ssh;

@@ -16,10 +16,10 @@ use crate::common::*;
 
 const SSHD: &str = "/usr/sbin/sshd";
 
-struct Sshd {
+pub(crate) struct Sshd {
     child: Child,
-    port: u16,
-    dir: tempfile::TempDir,
+    pub(crate) port: u16,
+    pub(crate) dir: tempfile::TempDir,
 }
 
 impl Drop for Sshd {
@@ -39,7 +39,7 @@ fn keygen(path: &Path) {
     assert!(st.success(), "ssh-keygen failed");
 }
 
-fn start_sshd() -> Option<Sshd> {
+pub(crate) fn start_sshd() -> Option<Sshd> {
     if !Path::new(SSHD).exists() {
         eprintln!("SKIPPED: {SSHD} is not installed (Debian package openssh-server; see scripts/lib.sh ensure_sshd)");
         return None;
@@ -85,7 +85,7 @@ fn start_sshd() -> Option<Sshd> {
     Some(sshd)
 }
 
-fn whoami() -> String {
+pub(crate) fn whoami() -> String {
     String::from_utf8(Command::new("id").arg("-un").output().unwrap().stdout).unwrap().trim().to_string()
 }
 

@@ -3,13 +3,14 @@
 //! names it declares when the environment's scheduler sends them work, and reconnects with
 //! back-off when the connection drops (the server lists it `down` after `[server] agent-timeout`
 //! and keeps its work). Handler executables that versions ship are fetched from the server's file
-//! store and kept in `--cache-dir`.
+//! store and kept in `--cache-dir`; so is the Python code of the modules whose `@provider`
+//! handlers it runs (in Python executors, `[agent] python`, docs/modules.md).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent::{Events, Executor, FileSource, Mode, ResourceRequest};
+use agent::{Events, Executor, FileSource, Mode, PythonCode, ResourceRequest, VersionCode};
 use api::client::Client;
 use base64::Engine;
 use clap::Args;
@@ -32,8 +33,8 @@ pub struct ProcessArgs {
     /// the environment comes with --token.
     #[arg(long)]
     pub server: Option<String>,
-    /// Where handler executables shipped with versions are kept (default: `handlers/` in
-    /// [config] state-dir, else data/agent/handlers).
+    /// Where handler executables and Python module code shipped with versions are kept
+    /// (default: `handlers/` in [config] state-dir, else data/agent/handlers).
     #[arg(long = "cache-dir")]
     pub cache_dir: Option<PathBuf>,
 }
@@ -83,7 +84,9 @@ pub async fn run(
     let client = Client::new(base.clone()).with_token(token.clone());
     let files = ServerFiles { client, runtime: tokio::runtime::Handle::current() };
     let handler_dir = std::path::absolute(args.handler_dir(options))?;
-    let executor = Arc::new(Executor::new(Arc::new(files)).with_shipped_handlers(handler_dir));
+    let python = crate::config::python_settings(options, handler_dir.join("python"))
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let executor = Arc::new(Executor::new(Arc::new(files)).with_shipped_handlers(handler_dir).with_python(python));
     let names: Vec<String> = args.names.iter().map(|n| format!("name={}", super::encode_segment(n))).collect();
     let ws_base = base.replacen("https://", "wss://", 1).replacen("http://", "ws://", 1);
     let url = format!("{ws_base}/api/v2/agent/session?environment={env}&{}", names.join("&"));
@@ -131,6 +134,7 @@ fn failure(message: String) -> WireOutcome {
             kwargs: Default::default(),
             timestamp: orchestrator::store::now(),
         }],
+        facts: Default::default(),
     }
 }
 
@@ -161,7 +165,13 @@ where
                 let request = ResourceRequest { id, version: task.version, attributes: task.attributes };
                 let mode = if task.dry_run { Mode::DryRun } else { Mode::Deploy };
                 let events = Events { dependency_changed: task.dependency_changed };
-                Ok::<_, String>(executor.execute_with(&request, task.handler.as_deref(), mode, &events))
+                let python = match &task.python {
+                    Some(info) => Some(Arc::new(PythonCode::from_module_version_info(info)?)),
+                    None => None,
+                };
+                let code =
+                    VersionCode { environment: task.environment.to_string(), shipped_handler: task.handler, python };
+                Ok::<_, String>(executor.execute_code(&request, &code, mode, &events))
             })
             .await;
             let outcome = match outcome {
@@ -174,6 +184,7 @@ where
                         .map(|(k, c)| (k, serde_json::json!({"current": c.current, "desired": c.desired})))
                         .collect(),
                     logs: o.logs,
+                    facts: o.facts,
                 },
                 Ok(Err(message)) => failure(message),
                 Err(e) => failure(e.to_string()),

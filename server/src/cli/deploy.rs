@@ -43,6 +43,8 @@ struct Embedded {
     environment: Uuid,
     /// Where the agents keep the handler executables that modules ship.
     handler_dir: std::path::PathBuf,
+    /// How the agents run the Python handlers of modules.
+    python: agent::PythonSettings,
 }
 
 impl Embedded {
@@ -64,10 +66,14 @@ impl Embedded {
         let data = project_dir.join("data").join("deploy");
         let environment = embedded_environment(&orchestrator, name).await?;
         let handler_dir = std::path::absolute(data.join("handlers"))?;
-        let agents = Arc::new(crate::agents::InProcessAgents::new(orchestrator.clone(), handler_dir.clone()));
+        let options = crate::config::Options::load(None).map_err(|e| CliError::Usage(e.to_string()))?;
+        let python = crate::config::python_settings(&options, std::path::absolute(data.join("python"))?)
+            .map_err(|e| CliError::Usage(e.to_string()))?;
+        let agents =
+            Arc::new(crate::agents::InProcessAgents::new(orchestrator.clone(), handler_dir.clone(), python.clone()));
         let schedulers = Schedulers::start(orchestrator.clone(), agents).await.map_err(server_error)?;
         tracing::info!(database = %url, "embedded server started");
-        Ok(Embedded { orchestrator, schedulers, environment, handler_dir })
+        Ok(Embedded { orchestrator, schedulers, environment, handler_dir, python })
     }
 }
 
@@ -224,14 +230,23 @@ async fn summary(e: &Embedded, version: i64, started: Instant, verbose: bool, js
 
 /// `--dry-run`: every resource through its handler in dry-run mode; prints the changes.
 async fn dry_run(e: &Embedded, mut output: compiler::CompileOutput, json: bool) -> Result<(), CliError> {
+    let python = if output.python_modules.is_empty() {
+        None
+    } else {
+        let info = compiler::module_version_info(&output.python_modules);
+        Some(Arc::new(agent::PythonCode::from_module_version_info(&info).map_err(CliError::Usage)?))
+    };
     let files: Vec<(String, Vec<u8>)> = std::mem::take(&mut output.files)
         .into_iter()
         .chain(output.handlers.values().map(|shipped| (shipped.hash.clone(), shipped.content.clone())))
+        .chain(output.python_modules.values().flat_map(|m| m.files.iter()).map(|f| (f.hash.clone(), f.content.clone())))
         .collect();
     e.orchestrator.upload_files(&files).await.map_err(server_error)?;
     output.set_version(0);
     let files = Arc::new(crate::agents::StoreFiles::new(e.orchestrator.clone()));
-    let executor = Arc::new(agent::Executor::new(files).with_shipped_handlers(e.handler_dir.clone()));
+    let executor = Arc::new(
+        agent::Executor::new(files).with_shipped_handlers(e.handler_dir.clone()).with_python(e.python.clone()),
+    );
     let mut rows = Vec::new();
     for resource in &output.resources {
         let request = agent::ResourceRequest::from_json(resource).map_err(CliError::Usage)?;
@@ -242,9 +257,13 @@ async fn dry_run(e: &Embedded, mut output: compiler::CompileOutput, json: bool) 
             continue;
         }
         let executor = executor.clone();
-        let shipped = output.handlers.get(&request.id.entity_type).map(|h| h.hash.clone());
+        let code = agent::VersionCode {
+            environment: e.environment.to_string(),
+            shipped_handler: output.handlers.get(&request.id.entity_type).map(|h| h.hash.clone()),
+            python: python.clone(),
+        };
         let outcome = tokio::task::spawn_blocking(move || {
-            executor.execute_with(&request, shipped.as_deref(), agent::Mode::DryRun, &agent::Events::default())
+            executor.execute_code(&request, &code, agent::Mode::DryRun, &agent::Events::default())
         })
         .await
         .map_err(|e| CliError::Usage(format!("dry run failed: {e}")))?;

@@ -57,6 +57,12 @@ pub async fn push_export(
         tracing::info!(handler = %shipped.path.display(), hash = %shipped.hash, "shipping handler");
         output.files.insert(shipped.hash, shipped.content);
     }
+    // The modules' Python code, for the agents' Python handlers (docs/modules.md).
+    let modules = std::mem::take(&mut output.python_modules);
+    let module_version_info = (!modules.is_empty()).then(|| compiler::module_version_info(&modules));
+    for file in modules.into_values().flat_map(|m| m.files) {
+        output.files.insert(file.hash, file.content);
+    }
     upload_missing_files(to, &output.files).await?;
     let resource_sets: BTreeMap<String, Option<String>> =
         output.resource_sets.iter().map(|(rid, set)| (rid.clone(), Some(set.clone()))).collect();
@@ -74,6 +80,9 @@ pub async fn push_export(
         if !handlers.is_empty() {
             body["handlers"] = json!(handlers);
         }
+        if let Some(info) = &module_version_info {
+            body["module_version_info"] = info.clone();
+        }
         to.put_partial(env, body).await?
     } else {
         let version = to.reserve_version(env).await?;
@@ -84,6 +93,9 @@ pub async fn push_export(
         });
         if !handlers.is_empty() {
             body["handlers"] = json!(handlers);
+        }
+        if let Some(info) = module_version_info {
+            body["module_version_info"] = info;
         }
         to.put_version(env, body).await?;
         version

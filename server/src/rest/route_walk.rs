@@ -60,7 +60,9 @@ async fn world() -> World {
     let url = format!("sqlite://{}", dir.path().join("inmanta.db").display());
     let orchestrator = Orchestrator::open(&url).await.unwrap();
     let security = Arc::new(Security::new(&orchestrator, true, 3600, 1000).await.unwrap());
-    let agents = Arc::new(crate::agents::InProcessAgents::new(orchestrator.clone(), dir.path().join("handlers")));
+    let python = agent::PythonSettings::new("python3".into(), dir.path().join("python"));
+    let agents =
+        Arc::new(crate::agents::InProcessAgents::new(orchestrator.clone(), dir.path().join("handlers"), python));
     let schedulers = orchestrator::scheduler::Schedulers::start(orchestrator.clone(), agents).await.unwrap();
     let state = AppState { orchestrator: orchestrator.clone(), schedulers, security: security.clone() };
     World { router: super::router(state, 1 << 20), orchestrator, security, _dir: dir }

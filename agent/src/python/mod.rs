@@ -1,0 +1,284 @@
+//! Python handlers: the `@provider` handlers of Inmanta modules (`CRUDHandler`, `ResourceHandler`,
+//! `DiscoveryHandler`), run unchanged by inmanta-core's own handler classes in a Python executor
+//! process per environment, agent and code version (docs/modules.md, "Python handlers").
+//!
+//! - `code`: the modules a version ships ([`PythonCode`]) and their files on disk, checked by sha1;
+//! - `process`: one executor process, spoken to in JSON lines, killed on a time-out;
+//! - here: the pool of processes ([`PythonExecutors`]) and the [`Handler`] that calls into it.
+//!
+//! A handler that raises fails its resource with the Python error; one that hangs past
+//! [`PythonSettings::handler_timeout`] or kills its process fails its resource too, and the next
+//! resource gets a fresh process. The agent itself never stops.
+
+mod code;
+mod process;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+pub use code::{ModuleFile, PythonCode, PythonModule};
+use process::{CallError, Launch, PythonProcess, Ready};
+
+use crate::handler::{Change, Handler, HandlerContext, HandlerError, HandlerStatus};
+use crate::resource::{FileSource, ResourceRequest};
+
+/// The executor shim, written next to the code it runs.
+const SHIM: &str = include_str!("../../python/inmanta_executor.py");
+
+/// How Python handlers run.
+#[derive(Debug, Clone)]
+pub struct PythonSettings {
+    /// The interpreter; inmanta-core must be importable by it (module wheels depend on it), and so
+    /// must every module a version names without shipping its files (installed as packages).
+    pub python: PathBuf,
+    /// Where the shim and the versions' module code are kept (`code/<code id>/`).
+    pub cache_dir: PathBuf,
+    /// Longest one handler call may take before its process is killed and the resource fails.
+    pub handler_timeout: Duration,
+    /// Longest an executor may take to start (import inmanta-core and the modules).
+    pub start_timeout: Duration,
+    /// Executor processes kept at most; the least recently used idle one is stopped beyond it.
+    pub max_processes: usize,
+}
+
+impl PythonSettings {
+    /// Defaults: 300 s per handler call, 120 s to start, 16 processes.
+    pub fn new(python: PathBuf, cache_dir: PathBuf) -> PythonSettings {
+        PythonSettings {
+            python,
+            cache_dir,
+            handler_timeout: Duration::from_secs(300),
+            start_timeout: Duration::from_secs(120),
+            max_processes: 16,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Key {
+    environment: String,
+    agent: String,
+    code: String,
+}
+
+/// One executor: its process when running, and what it said at start.
+#[derive(Default)]
+struct Slot {
+    process: Mutex<Option<(PythonProcess, Ready)>>,
+    last_used: AtomicU64,
+}
+
+/// Executor processes per environment, agent and code version; started on first use.
+pub struct PythonExecutors {
+    settings: PythonSettings,
+    slots: Mutex<HashMap<Key, Arc<Slot>>>,
+    shim: OnceLock<Result<PathBuf, String>>,
+    clock: AtomicU64,
+}
+
+/// A reply from the executor, or why there is none.
+type Reply = Result<(Value, Vec<(String, String)>), String>;
+
+impl PythonExecutors {
+    pub fn new(settings: PythonSettings) -> PythonExecutors {
+        PythonExecutors { settings, slots: Mutex::default(), shim: OnceLock::new(), clock: AtomicU64::new(0) }
+    }
+
+    pub fn settings(&self) -> &PythonSettings {
+        &self.settings
+    }
+
+    /// How many executor processes run now.
+    pub fn running(&self) -> usize {
+        let slots: Vec<Arc<Slot>> = self.slots.lock().map(|s| s.values().cloned().collect()).unwrap_or_default();
+        slots
+            .iter()
+            .filter(|s| s.process.try_lock().map(|mut p| p.as_mut().is_some_and(|(p, _)| p.alive())).unwrap_or(true))
+            .count()
+    }
+
+    /// Stops every executor process (they start again on the next call).
+    pub fn stop_all(&self) {
+        let slots: Vec<Arc<Slot>> =
+            self.slots.lock().map(|mut s| s.drain().map(|(_, v)| v).collect()).unwrap_or_default();
+        for slot in slots {
+            if let Ok(mut process) = slot.process.lock() {
+                process.take();
+            }
+        }
+    }
+
+    fn shim(&self) -> Result<PathBuf, String> {
+        self.shim
+            .get_or_init(|| {
+                let hash = sha1_smol::Sha1::from(SHIM).digest().to_string();
+                let path = self.settings.cache_dir.join(format!("inmanta_executor-{}.py", &hash[..12]));
+                if std::fs::read(&path).is_ok_and(|c| c == SHIM.as_bytes()) {
+                    return Ok(path);
+                }
+                std::fs::create_dir_all(&self.settings.cache_dir)
+                    .map_err(|e| format!("cannot create {}: {e}", self.settings.cache_dir.display()))?;
+                let temp = path.with_extension(format!("{}.tmp", std::process::id()));
+                std::fs::write(&temp, SHIM)
+                    .and_then(|()| std::fs::rename(&temp, &path))
+                    .map_err(|e| format!("cannot write the executor shim {}: {e}", path.display()))?;
+                Ok(path)
+            })
+            .clone()
+    }
+
+    fn slot(&self, key: Key) -> Arc<Slot> {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        let slot = slots.entry(key.clone()).or_default().clone();
+        slot.last_used.store(self.clock.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
+        if slots.len() > self.settings.max_processes {
+            // Stop the least recently used executor that is not working now.
+            let mut idle: Vec<(u64, Key)> = slots
+                .iter()
+                .filter(|(k, s)| **k != key && s.process.try_lock().is_ok())
+                .map(|(k, s)| (s.last_used.load(Ordering::Relaxed), k.clone()))
+                .collect();
+            idle.sort_by_key(|(used, _)| *used);
+            for (_, k) in idle.into_iter().take(slots.len() - self.settings.max_processes) {
+                slots.remove(&k);
+            }
+        }
+        slot
+    }
+
+    /// Runs one request in the executor of `(environment, agent, code)`, starting it if needed.
+    /// Returns the reply and the import errors the executor reported at start.
+    fn call(&self, environment: &str, agent: &str, code: &PythonCode, files: &dyn FileSource, request: Value) -> Reply {
+        let key = Key { environment: environment.into(), agent: agent.into(), code: code.id().into() };
+        let slot = self.slot(key);
+        let mut guard = slot.process.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.as_mut().is_none_or(|(p, _)| !p.alive()) {
+            *guard = None;
+            let shim = self.shim()?;
+            let code_dirs = if code.ships_files() {
+                vec![code.materialize(&self.settings.cache_dir.join("code"), files)?]
+            } else {
+                Vec::new()
+            };
+            let launch = Launch {
+                python: &self.settings.python,
+                shim: &shim,
+                code_dirs,
+                modules: code.modules().iter().map(|m| m.name.clone()).collect(),
+                environment,
+                start_timeout: self.settings.start_timeout,
+            };
+            let (process, ready) = PythonProcess::start(&launch)?;
+            tracing::info!(
+                environment, agent, code = code.id(), pid = process.pid(), python = %ready.python,
+                inmanta_core = %ready.inmanta_core, "Python executor started"
+            );
+            *guard = Some((process, ready));
+        }
+        let Some((process, ready)) = guard.as_mut() else { return Err("the Python executor is not running".into()) };
+        let import_errors = ready.import_errors.clone();
+        match process.call(request, self.settings.handler_timeout) {
+            Ok(reply) => Ok((reply, import_errors)),
+            Err(e) => {
+                *guard = None;
+                Err(match e {
+                    CallError::TimedOut(_) => format!(
+                        "{e} (time limit {} s); the next resource of this agent starts a new executor",
+                        self.settings.handler_timeout.as_secs_f64()
+                    ),
+                    CallError::Died(_) => format!("{e}; the next resource of this agent starts a new executor"),
+                })
+            }
+        }
+    }
+}
+
+/// Runs one resource's Python handler in its version's executor.
+pub(crate) struct PythonHandler {
+    pub(crate) executors: Arc<PythonExecutors>,
+    pub(crate) code: Arc<PythonCode>,
+    pub(crate) environment: String,
+    pub(crate) files: Arc<dyn FileSource>,
+}
+
+impl PythonHandler {
+    fn request(
+        &self,
+        ctx: &mut HandlerContext<'_>,
+        action: &str,
+        resource: &ResourceRequest,
+    ) -> Result<Value, HandlerError> {
+        let request = json!({
+            "action": action,
+            "resource": resource.to_json(),
+            "dependency_changed": ctx.events().dependency_changed,
+        });
+        let (reply, import_errors) = self
+            .executors
+            .call(&self.environment, &resource.id.agent, &self.code, &*self.files, request)
+            .map_err(HandlerError::Failed)?;
+        if let Some(Value::Array(logs)) = reply.get("logs") {
+            for line in logs {
+                let level = line.get("level").and_then(Value::as_str).unwrap_or("INFO").to_uppercase();
+                let msg = line.get("msg").and_then(Value::as_str).unwrap_or_default().to_string();
+                let kwargs = line.get("kwargs").and_then(Value::as_object).cloned().unwrap_or_default();
+                ctx.log(&level, msg, kwargs);
+            }
+        }
+        if let Some(facts) = reply.get("facts").and_then(Value::as_object) {
+            for (name, value) in facts {
+                ctx.set_fact(name, value.clone());
+            }
+        }
+        if reply.get("status").and_then(Value::as_str) == Some("unavailable") {
+            let module = resource.id.entity_type.split("::").next().unwrap_or_default();
+            for (failed, traceback) in import_errors.iter().filter(|(m, _)| m == module) {
+                let mut kwargs = Map::new();
+                kwargs.insert("traceback".into(), traceback.clone().into());
+                ctx.log("ERROR", format!("module {failed} failed to import in the Python executor"), kwargs);
+            }
+        }
+        Ok(reply)
+    }
+}
+
+impl Handler for PythonHandler {
+    fn run(&self, ctx: &mut HandlerContext<'_>, resource: &ResourceRequest) -> Result<(), HandlerError> {
+        // A report-only resource is checked by the handler itself, also in a deploy (Inmanta's own rule).
+        let action = if ctx.is_dry_run() && !resource.bool("report_only") { "dry_run" } else { "deploy" };
+        let reply = self.request(ctx, action, resource)?;
+        if let Some(changes) = reply.get("changes").and_then(Value::as_object) {
+            for (name, change) in changes {
+                let current = change.get("current").cloned().unwrap_or(Value::Null);
+                let desired = change.get("desired").cloned().unwrap_or(Value::Null);
+                ctx.add_change(name, current, desired);
+            }
+        }
+        if let Some(change) = reply.get("change").and_then(Value::as_str).and_then(Change::parse)
+            && change != Change::NoChange
+        {
+            ctx.set_change(change)?;
+        }
+        let status = reply.get("status").and_then(Value::as_str).unwrap_or("failed");
+        let status = HandlerStatus::parse(status).ok_or_else(|| {
+            HandlerError::failed(format!("the Python executor answered an unknown status {status:?}"))
+        })?;
+        ctx.set_status(status);
+        Ok(())
+    }
+
+    fn facts(&self, ctx: &mut HandlerContext<'_>, resource: &ResourceRequest) -> Result<(), HandlerError> {
+        let reply = self.request(ctx, "facts", resource)?;
+        match reply.get("status").and_then(Value::as_str) {
+            Some("failed" | "unavailable") => {
+                Err(HandlerError::failed(format!("the handler of {} could not report facts", resource.id.entity_type)))
+            }
+            _ => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! One Python executor process: started with the shim, spoken to in JSON lines, killed with
+//! everything it started when a call runs past its time limit.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// How many lines of the process's stderr are kept to explain a crash.
+const STDERR_LINES: usize = 40;
+
+/// Why a call got no answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CallError {
+    /// The handler ran past the time limit; the process was killed.
+    #[error("the handler did not finish within {0:?}; its executor process was killed")]
+    TimedOut(Duration),
+    /// The process exited (or could not be written to) before answering.
+    #[error("the Python executor process died while running the handler ({0})")]
+    Died(String),
+}
+
+/// What to start.
+pub struct Launch<'a> {
+    pub python: &'a Path,
+    pub shim: &'a Path,
+    /// Directories put first on `sys.path` (the version's shipped module code).
+    pub code_dirs: Vec<PathBuf>,
+    /// Modules whose `inmanta_plugins.<name>` package is imported at start.
+    pub modules: Vec<String>,
+    pub environment: &'a str,
+    pub start_timeout: Duration,
+}
+
+/// What the process said when it was ready.
+#[derive(Debug, Clone)]
+pub struct Ready {
+    pub python: String,
+    pub inmanta_core: String,
+    /// Module name -> Python traceback of its failed import.
+    pub import_errors: Vec<(String, String)>,
+}
+
+pub struct PythonProcess {
+    child: Child,
+    stdin: ChildStdin,
+    replies: Receiver<String>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    next_id: u64,
+}
+
+impl PythonProcess {
+    pub fn start(launch: &Launch<'_>) -> Result<(PythonProcess, Ready), String> {
+        let mut command = Command::new(launch.python);
+        command.arg("-u").arg(launch.shim);
+        for dir in &launch.code_dirs {
+            command.arg("--code").arg(dir);
+        }
+        for module in &launch.modules {
+            command.arg("--load").arg(module);
+        }
+        command
+            .args(["--environment", launch.environment])
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own process group, so a kill takes the handler's children (apt-get, ...) too.
+            .process_group(0);
+        let python = launch.python.display();
+        let mut child = command.spawn().map_err(|e| format!("cannot start the Python executor {python}: {e}"))?;
+        let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            let _ = child.kill();
+            return Err("the Python executor has no pipes".into());
+        };
+        let (send, replies) = channel();
+        std::thread::Builder::new()
+            .name("python-executor-out".into())
+            .spawn(move || {
+                for line in BufReader::new(stdout).lines() {
+                    let Ok(line) = line else { break };
+                    if send.send(line).is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| format!("cannot start a reader thread: {e}"))?;
+        let tail: Arc<Mutex<VecDeque<String>>> = Arc::default();
+        let keep = tail.clone();
+        std::thread::Builder::new()
+            .name("python-executor-err".into())
+            .spawn(move || {
+                for line in BufReader::new(stderr).lines() {
+                    let Ok(line) = line else { break };
+                    tracing::debug!(target: "agent::python", "{line}");
+                    if let Ok(mut tail) = keep.lock() {
+                        if tail.len() == STDERR_LINES {
+                            tail.pop_front();
+                        }
+                        tail.push_back(line);
+                    }
+                }
+            })
+            .map_err(|e| format!("cannot start a reader thread: {e}"))?;
+        let mut process = PythonProcess { child, stdin, replies, stderr: tail, next_id: 0 };
+        let hello = match process.receive(launch.start_timeout) {
+            Ok(hello) => hello,
+            Err(CallError::TimedOut(t)) => {
+                return Err(format!("the Python executor ({python}) was not ready within {t:?}: {}", process.tail()));
+            }
+            Err(CallError::Died(why)) => return Err(format!("the Python executor ({python}) did not start: {why}")),
+        };
+        if hello.get("ready").and_then(Value::as_bool) != Some(true) {
+            let why = hello.get("error").and_then(Value::as_str).unwrap_or("no reason given").to_string();
+            process.kill();
+            return Err(why);
+        }
+        let text = |key: &str| hello.get(key).and_then(Value::as_str).unwrap_or("unknown").to_string();
+        let import_errors = hello
+            .get("errors")
+            .and_then(Value::as_object)
+            .map(|e| e.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
+            .unwrap_or_default();
+        let ready = Ready { python: text("python"), inmanta_core: text("inmanta_core"), import_errors };
+        Ok((process, ready))
+    }
+
+    /// Sends one request and waits for its reply; on a time-out the process is killed and must
+    /// not be used again.
+    pub fn call(&mut self, mut request: Value, timeout: Duration) -> Result<Value, CallError> {
+        self.next_id += 1;
+        let id = self.next_id;
+        request["id"] = json!(id);
+        let mut line = request.to_string();
+        line.push('\n');
+        if let Err(e) = self.stdin.write_all(line.as_bytes()).and_then(|()| self.stdin.flush()) {
+            return Err(CallError::Died(format!("{e}; {}", self.exit_and_tail())));
+        }
+        loop {
+            let reply = self.receive(timeout)?;
+            // A reply to an earlier request that timed out cannot arrive (that process is killed),
+            // but a line without our id is skipped rather than misread.
+            if reply.get("id").and_then(Value::as_u64) == Some(id) {
+                return Ok(reply);
+            }
+        }
+    }
+
+    fn receive(&mut self, timeout: Duration) -> Result<Value, CallError> {
+        match self.replies.recv_timeout(timeout) {
+            Ok(line) => serde_json::from_str(&line)
+                .map_err(|e| CallError::Died(format!("it wrote a line that is not JSON ({e}): {line}"))),
+            Err(RecvTimeoutError::Timeout) => {
+                self.kill();
+                Err(CallError::TimedOut(timeout))
+            }
+            Err(RecvTimeoutError::Disconnected) => Err(CallError::Died(self.exit_and_tail())),
+        }
+    }
+
+    /// Whether the process still runs.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Kills the process group and reaps the process.
+    pub fn kill(&mut self) {
+        let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", self.child.id())]).status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    fn exit_and_tail(&mut self) -> String {
+        let status = match self.child.wait() {
+            Ok(status) => match (status.code(), std::os::unix::process::ExitStatusExt::signal(&status)) {
+                (Some(code), _) => format!("exit code {code}"),
+                (None, Some(signal)) => format!("killed by signal {signal}"),
+                _ => status.to_string(),
+            },
+            Err(e) => format!("unknown exit: {e}"),
+        };
+        format!("{status}; {}", self.tail())
+    }
+
+    fn tail(&self) -> String {
+        // The reader thread may still be draining the last lines.
+        std::thread::sleep(Duration::from_millis(20));
+        let lines: Vec<String> = self.stderr.lock().map(|t| t.iter().cloned().collect()).unwrap_or_default();
+        if lines.is_empty() { "no output on stderr".into() } else { format!("stderr:\n{}", lines.join("\n")) }
+    }
+}
+
+impl Drop for PythonProcess {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            self.kill();
+        }
+    }
+}
