@@ -48,3 +48,21 @@ CREATE TABLE compile_schedule_fire (
 
 -- The scheduler epoch a deploy result was written under (NULL: a single server without leases).
 ALTER TABLE resource_action ADD COLUMN epoch BIGINT;
+
+-- Tasks for a remote agent whose session lives on another server than the scheduler that hands
+-- them out: the server holding the session claims them, passes them on and stores the outcome,
+-- which the scheduler's server reads back. Tasks carry the epoch of the scheduler that made them;
+-- only those of the current epoch are passed on.
+CREATE TABLE agent_task (
+    id TEXT PRIMARY KEY,
+    environment TEXT NOT NULL REFERENCES environment(id) ON DELETE CASCADE,
+    agent TEXT NOT NULL,
+    epoch BIGINT NOT NULL,
+    -- JSON task as sent to the agent
+    task TEXT NOT NULL,
+    created TEXT NOT NULL,
+    claimed_by TEXT,
+    -- JSON outcome once the agent answered
+    outcome TEXT
+);
+CREATE INDEX agent_task_open ON agent_task (environment, agent);

@@ -1,6 +1,7 @@
--- Several servers on one database (docs/ha.md); on SQLite the tables exist but stay unused
--- (one server per database file). Times in these tables are milliseconds since
--- the Unix epoch read from the database's clock, so servers with skewed clocks agree.
+-- Several servers on one database (docs/ha.md). On SQLite (one server per database file) the
+-- server, lease, request and agent task tables exist but stay unused; compile claims are used.
+-- Times in these tables are milliseconds since the Unix epoch read from the database's clock, so
+-- servers with skewed clocks agree.
 
 -- The running servers. Each holds a session-level advisory lock (class 1768, key lock_key) on a
 -- connection of its own for as long as it lives: the others probe pg_locks to notice its death
@@ -49,3 +50,21 @@ CREATE TABLE compile_schedule_fire (
 
 -- The scheduler epoch a deploy result was written under (NULL: a single server without leases).
 ALTER TABLE resource_action ADD COLUMN epoch BIGINT;
+
+-- Tasks for a remote agent whose session lives on another server than the scheduler that hands
+-- them out: the server holding the session claims them, passes them on and stores the outcome,
+-- which the scheduler's server reads back. Tasks carry the epoch of the scheduler that made them;
+-- only those of the current epoch are passed on.
+CREATE TABLE agent_task (
+    id TEXT PRIMARY KEY,
+    environment TEXT NOT NULL REFERENCES environment(id) ON DELETE CASCADE,
+    agent TEXT NOT NULL,
+    epoch BIGINT NOT NULL,
+    -- JSON task as sent to the agent
+    task TEXT NOT NULL,
+    created TEXT NOT NULL,
+    claimed_by TEXT,
+    -- JSON outcome once the agent answered
+    outcome TEXT
+);
+CREATE INDEX agent_task_open ON agent_task (environment, agent);

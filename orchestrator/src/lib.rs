@@ -70,6 +70,10 @@ pub enum Event {
     SchedulerRequest {
         env: uuid::Uuid,
     },
+    /// A task for a remote agent was stored for the server that holds its session.
+    AgentTask {
+        env: uuid::Uuid,
+    },
     /// Events from other servers may have been lost (the listener reconnected): whoever keeps
     /// state from events reads it again.
     Resync,

@@ -189,8 +189,12 @@ impl Schedulers {
                     Ok(Event::SettingsChanged { env }) => me.send(env, Command::Settings, false),
                     Ok(Event::EnvironmentDeleted { env }) => me.stop(env),
                     Ok(Event::SchedulerRequest { env }) => me.take_requests(env).await,
-                    Ok(Event::ResourcesChanged { .. } | Event::CompileChanged { .. } | Event::DryRunChanged { .. }) => {
-                    }
+                    Ok(
+                        Event::ResourcesChanged { .. }
+                        | Event::CompileChanged { .. }
+                        | Event::DryRunChanged { .. }
+                        | Event::AgentTask { .. },
+                    ) => {}
                     Ok(Event::Resync) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
                         let envs: Vec<Uuid> =
                             me.running.lock().map(|r| r.keys().copied().collect()).unwrap_or_default();

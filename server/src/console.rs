@@ -189,7 +189,7 @@ fn describe(event: &orchestrator::Event) -> (uuid::Uuid, &'static str) {
         EnvironmentDeleted { env } => (*env, "environment_deleted"),
         CompileChanged { env } => (*env, "compile_changed"),
         DryRunChanged { env } => (*env, "dryrun_changed"),
-        SchedulerRequest { env } => (*env, "resources_changed"),
+        SchedulerRequest { env } | AgentTask { env } => (*env, "resources_changed"),
         Resync => (uuid::Uuid::nil(), "resources_changed"),
     }
 }

@@ -297,3 +297,52 @@ async fn a_second_server_on_one_sqlite_file_is_refused() {
     assert!(stderr.contains("another inmanta server already runs on the SQLite database"), "{stderr}");
     assert!(stderr.contains("PostgreSQL"), "{stderr}");
 }
+
+#[tokio::test]
+async fn a_remote_agent_connected_to_another_server_gets_the_owners_tasks() {
+    if !postgres() {
+        eprintln!("several servers need PostgreSQL: set INMANTA_TEST_POSTGRES");
+        return;
+    }
+    let c = Cluster::start().await;
+    let total = CHAINS * PER_CHAIN;
+    // Any environment's owner is decided by the leases; the agent connects to another server.
+    let (owner, _) = c.owner().await;
+    let other = (owner + 1) % 3;
+    let port = c.servers[other].url.rsplit(':').next().expect("port").to_string();
+    let mut args: Vec<String> = vec!["agent".into(), "-e".into(), c.env.clone(), "--port".into(), port];
+    for chain in 0..CHAINS {
+        args.extend(["--name".to_string(), format!("agent-{chain}")]);
+    }
+    let mut agent = std::process::Command::new(common::BIN)
+        .args(&args)
+        .arg("--cache-dir")
+        .arg(c.work.path().join("agent-cache"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start inmanta agent");
+    // The agent names are remote before the version arrives, so nothing runs in-process.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let remote: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM agent WHERE environment = $1 AND remote = 1")
+            .bind(&c.env)
+            .fetch_one(c.db.store().pool())
+            .await
+            .expect("count agents");
+        if remote == CHAINS as i64 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the remote agent did not connect");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    c.export().await;
+    c.wait_deployed_at_least(total, Duration::from_secs(120)).await;
+    let _ = agent.kill();
+    let _ = agent.wait();
+    assert_eq!(c.conflicts(), "", "resources ran twice at the same time");
+    assert!(c.runs().iter().all(|n| *n == 1), "every resource ran once: {:?}", c.runs());
+    let (owner_now, _) = c.owner().await;
+    assert_eq!(owner_now, owner, "the scheduler stayed where it was");
+}

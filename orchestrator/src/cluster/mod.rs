@@ -10,6 +10,7 @@
 //!
 //! On SQLite there is one server per database file and none of this runs.
 
+pub mod agent_tasks;
 pub mod bus;
 pub mod lease;
 
