@@ -510,7 +510,7 @@ mod tests {
             ..Default::default()
         };
         let failed = o.request_compile(env, request("first try", &[("DEBUG", "1")])).await.unwrap().id.unwrap();
-        assert!(o.start_compile(failed).await.unwrap());
+        assert!(o.start_compile(failed, std::time::Duration::from_secs(30)).await.unwrap());
         let init = o.begin_compile_stage(env, failed, "Init", "").await.unwrap();
         let result =
             StageResult { outstream: "Compile of environment".into(), errstream: String::new(), returncode: Some(0) };

@@ -221,7 +221,7 @@ impl Orchestrator {
     }
 
     /// The scheduler marks the agents it serves as up (or all down when it stops).
-    pub async fn mark_agents_up(&self, env: Uuid, up: bool) -> Result<()> {
+    pub async fn mark_agents_up(&self, env: Uuid, up: bool, fence: Option<&crate::cluster::Fence>) -> Result<()> {
         let mut tx = self.store.begin_write().await?;
         sqlx::query("UPDATE agent SET up = $1, last_seen = $2 WHERE environment = $3 AND remote = 0")
             .bind(i64::from(up))
@@ -229,8 +229,7 @@ impl Orchestrator {
             .bind(env.to_string())
             .execute(&mut *tx)
             .await?;
-        tx.commit().await?;
-        Ok(())
+        self.store.commit_fenced(tx, fence).await
     }
 
     /// An `inmanta agent` process connected (or left) for this agent name.

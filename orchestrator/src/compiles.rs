@@ -19,7 +19,7 @@ use uuid::Uuid;
 use crate::notifications::{NewNotification, insert_notification};
 use crate::paging::{Column, ColumnKind, Filter, FilterKind, Order, Page, PageRequest, Source, View, fetch_page};
 use crate::settings::effective_settings;
-use crate::store::{now, parse_time, parse_uuid};
+use crate::store::{db_now_ms, format_time, now, parse_time, parse_uuid};
 use crate::{Error, Orchestrator, Result};
 
 /// `GET /api/v2/compilereport`.
@@ -416,21 +416,68 @@ impl Orchestrator {
         data.map(|d| json(&d, "data")).transpose()
     }
 
-    /// At start-up: compiles that were running when the server stopped go back in the queue,
-    /// their partial stages dropped. Returns how many.
+    /// Compiles whose server stopped go back in the queue, their partial stages dropped: those
+    /// whose claim expired unrenewed, or (on PostgreSQL) whose server's liveness lock is gone;
+    /// on SQLite, where one server runs per database, every claim but this server's. Returns how
+    /// many. A compile another live server still runs is left alone.
     pub async fn recover_compiles(&self) -> Result<u64> {
+        let now = db_now_ms(self.store.kind());
+        let orphaned = match self.store.kind() {
+            crate::DbKind::Sqlite => "(claim_holder IS NULL OR claim_holder <> $1)".to_string(),
+            crate::DbKind::Postgres => format!(
+                "(claim_holder IS NULL OR claim_expires <= {now} \
+                 OR (claim_holder <> $1 AND claim_holder NOT IN ({})))",
+                crate::cluster::LIVE_SERVERS
+            ),
+        };
         let mut tx = self.store.begin_write().await?;
-        sqlx::query(
-            "DELETE FROM compile_report WHERE compile IN \
-             (SELECT id FROM compile WHERE started IS NOT NULL AND completed IS NULL)",
-        )
-        .execute(&mut *tx)
+        let ids: Vec<String> = sqlx::query_scalar(&format!(
+            "SELECT id FROM compile WHERE started IS NOT NULL AND completed IS NULL AND {orphaned}"
+        ))
+        .bind(self.instance().to_string())
+        .fetch_all(&mut *tx)
         .await?;
-        let done = sqlx::query("UPDATE compile SET started = NULL WHERE started IS NOT NULL AND completed IS NULL")
+        for id in &ids {
+            sqlx::query("DELETE FROM compile_report WHERE compile = $1").bind(id).execute(&mut *tx).await?;
+            sqlx::query(
+                "UPDATE compile SET started = NULL, claim_holder = NULL, claim_expires = NULL \
+                 WHERE id = $1 AND completed IS NULL",
+            )
+            .bind(id)
             .execute(&mut *tx)
             .await?;
+        }
         tx.commit().await?;
-        Ok(done.rows_affected())
+        Ok(ids.len() as u64)
+    }
+
+    /// Claims the firing of `env`'s `auto_full_compile` schedule at `at`: true for exactly one of
+    /// the servers that ask, which then requests the compile.
+    pub async fn claim_scheduled_compile(&self, env: Uuid, at: DateTime<Utc>) -> Result<bool> {
+        let done = sqlx::query(
+            "INSERT INTO compile_schedule_fire (environment, fire_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+        )
+        .bind(env.to_string())
+        .bind(format_time(at))
+        .execute(self.store.pool())
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Keeps this server's claim on a running compile alive for `claim` more; false when the
+    /// claim is gone (it expired and another server put the compile back in the queue): the
+    /// compile must stop.
+    pub async fn renew_compile_claim(&self, id: Uuid, claim: std::time::Duration) -> Result<bool> {
+        let done = sqlx::query(&format!(
+            "UPDATE compile SET claim_expires = {} + $1 WHERE id = $2 AND claim_holder = $3 AND completed IS NULL",
+            db_now_ms(self.store.kind())
+        ))
+        .bind(claim.as_millis() as i64)
+        .bind(id.to_string())
+        .bind(self.instance().to_string())
+        .execute(self.store.pool())
+        .await?;
+        Ok(done.rows_affected() == 1)
     }
 
     /// Per environment that is not halted and has no compile running: its oldest waiting
@@ -503,13 +550,25 @@ impl Orchestrator {
         Ok(out)
     }
 
-    /// Marks a queued compile started; false when someone else started it first.
-    pub async fn start_compile(&self, id: Uuid) -> Result<bool> {
-        let done = sqlx::query("UPDATE compile SET started = $1 WHERE id = $2 AND started IS NULL")
-            .bind(now())
-            .bind(id.to_string())
-            .execute(self.store.pool())
-            .await?;
+    /// Marks a queued compile started, claimed by this server for `claim` (renewed with
+    /// [`Orchestrator::renew_compile_claim`]); false when someone else started it first or
+    /// another compile of its environment runs (the database allows one per environment).
+    pub async fn start_compile(&self, id: Uuid, claim: std::time::Duration) -> Result<bool> {
+        let started = sqlx::query(&format!(
+            "UPDATE compile SET started = $1, claim_holder = $2, claim_expires = {} + $3 \
+             WHERE id = $4 AND started IS NULL",
+            db_now_ms(self.store.kind())
+        ))
+        .bind(now())
+        .bind(self.instance().to_string())
+        .bind(claim.as_millis() as i64)
+        .bind(id.to_string())
+        .execute(self.store.pool())
+        .await;
+        let done = match started {
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => return Ok(false),
+            other => other?,
+        };
         if done.rows_affected() == 1 {
             self.publish_compile_changed(id).await;
         }
@@ -575,7 +634,7 @@ impl Orchestrator {
         let mut tx = self.store.begin_write().await?;
         let updated = sqlx::query(
             "UPDATE compile SET completed = $1, success = $2, version = $3, compile_data = $4, \
-             failed_compile_message = $5 WHERE id = $6",
+             failed_compile_message = $5 WHERE id = $6 AND (claim_holder IS NULL OR claim_holder = $7)",
         )
         .bind(now())
         .bind(i64::from(outcome.success))
@@ -583,6 +642,7 @@ impl Orchestrator {
         .bind(outcome.compile_data.as_ref().map(|d| d.to_string()))
         .bind((!outcome.success).then(|| outcome.message.clone()))
         .bind(id.to_string())
+        .bind(self.instance().to_string())
         .execute(&mut *tx)
         .await?;
         // A compile whose environment was cleared meanwhile has no row any more: nothing to say.

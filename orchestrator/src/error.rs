@@ -17,6 +17,10 @@ pub enum Error {
     Migration(#[from] sqlx::migrate::MigrateError),
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
+    /// A scheduler write was refused: this server no longer holds the environment's lease
+    /// (another server took it over, or it could not renew in time).
+    #[error("this server no longer runs the scheduler of environment {0}: its lease was lost")]
+    LeaseLost(uuid::Uuid),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -6,6 +6,7 @@
 
 pub mod agents;
 pub mod auth;
+pub mod cluster;
 pub mod compiles;
 mod desired_state;
 pub mod dryrun;
@@ -14,6 +15,7 @@ mod error;
 mod files;
 pub mod metrics;
 pub mod notifications;
+mod ownership;
 pub mod paging;
 pub mod parameters;
 mod projects;
@@ -35,7 +37,8 @@ pub use versions::{DESIRED_STATE_VIEW, StoredVersion};
 
 /// Something that happened which other parts react to: the scheduler to a release, the console
 /// to anything it shows.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Event {
     VersionReleased {
         env: uuid::Uuid,
@@ -63,6 +66,17 @@ pub enum Event {
     DryRunChanged {
         env: uuid::Uuid,
     },
+    /// A deploy or repair was stored for the server that runs the environment's scheduler.
+    SchedulerRequest {
+        env: uuid::Uuid,
+    },
+    /// A task for a remote agent was stored for the server that holds its session.
+    AgentTask {
+        env: uuid::Uuid,
+    },
+    /// Events from other servers may have been lost (the listener reconnected): whoever keeps
+    /// state from events reads it again.
+    Resync,
 }
 
 /// Entry point to the orchestrator's services. Cheap to clone: it shares one database pool.
@@ -73,6 +87,10 @@ pub struct Orchestrator {
     compile_wakeup: std::sync::Arc<tokio::sync::Notify>,
     /// When this handle was opened: the server's uptime.
     started: std::time::Instant,
+    /// This server's place among several on one PostgreSQL database, once it joined.
+    node: std::sync::Arc<std::sync::OnceLock<std::sync::Arc<cluster::Node>>>,
+    /// This process among the servers: who holds a lease or a compile claim.
+    instance: std::sync::Arc<str>,
 }
 
 impl Orchestrator {
@@ -85,6 +103,8 @@ impl Orchestrator {
             events,
             compile_wakeup: Default::default(),
             started: std::time::Instant::now(),
+            node: Default::default(),
+            instance: uuid::Uuid::new_v4().to_string().into(),
         })
     }
 
@@ -94,8 +114,27 @@ impl Orchestrator {
     }
 
     pub(crate) fn publish(&self, event: Event) {
+        if let Some(node) = self.node() {
+            node.announce(&event);
+        }
+        self.publish_local(event);
+    }
+
+    /// Tells this server's subscribers only (an event another server announced).
+    pub(crate) fn publish_local(&self, event: Event) {
         // Nobody listening is fine.
         let _ = self.events.send(event);
+    }
+
+    /// The id of this server process: the holder of its leases and compile claims.
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    /// This server's node when it runs beside others on PostgreSQL; `None` on SQLite and before
+    /// [`Orchestrator::join_cluster`].
+    pub fn node(&self) -> Option<&std::sync::Arc<cluster::Node>> {
+        self.node.get()
     }
 
     pub fn store(&self) -> &Store {

@@ -18,6 +18,7 @@ use api::resource::{
 use sqlx::Row;
 use uuid::Uuid;
 
+use crate::cluster::Fence;
 use crate::notifications::{NewNotification, insert_notification};
 use crate::paging::{Column, ColumnKind, Filter, FilterKind, Order, Page, PageRequest, Source, View, fetch_page};
 use crate::store::{Transaction, now};
@@ -491,9 +492,21 @@ impl Orchestrator {
     /// (a handful of statements per batch instead of several per action), which is what lets
     /// 10 000 deploys be recorded in well under a second.
     pub async fn record_actions(&self, env: Uuid, actions: &[FinishedAction]) -> Result<()> {
+        self.record_actions_fenced(env, actions, None).await
+    }
+
+    /// [`Orchestrator::record_actions`] committed only while `fence` holds; the actions carry its
+    /// epoch.
+    pub async fn record_actions_fenced(
+        &self,
+        env: Uuid,
+        actions: &[FinishedAction],
+        fence: Option<&Fence>,
+    ) -> Result<()> {
         if actions.is_empty() {
             return Ok(());
         }
+        let epoch = fence.map(|f| f.epoch);
         let mut tx = self.store.begin_write().await?;
         if actions.iter().any(|a| a.action != "deploy") {
             for done in actions {
@@ -514,13 +527,36 @@ impl Orchestrator {
                 record_deploys(&mut tx, self.store.kind(), env, chunk).await?;
             }
         }
-        tx.commit().await?;
+        if let Some(epoch) = epoch {
+            let ids: Vec<String> = actions.iter().map(|a| a.action_id.to_string()).collect();
+            sqlx::query(&format!(
+                "UPDATE resource_action SET epoch = $1 WHERE environment = $2 AND action_id IN {}",
+                crate::store::json_list(self.store.kind(), 3)
+            ))
+            .bind(epoch)
+            .bind(env.to_string())
+            .bind(serde_json::json!(ids).to_string())
+            .execute(&mut *tx)
+            .await?;
+        }
+        self.store.commit_fenced(tx, fence).await?;
         self.publish(crate::Event::ResourcesChanged { env });
         Ok(())
     }
 
     /// Sets or clears `deploying` for resources, in one transaction.
     pub async fn mark_deploying(&self, env: Uuid, resource_ids: &[String], deploying: bool) -> Result<()> {
+        self.mark_deploying_fenced(env, resource_ids, deploying, None).await
+    }
+
+    /// [`Orchestrator::mark_deploying`] committed only while `fence` holds.
+    pub async fn mark_deploying_fenced(
+        &self,
+        env: Uuid,
+        resource_ids: &[String],
+        deploying: bool,
+        fence: Option<&Fence>,
+    ) -> Result<()> {
         if resource_ids.is_empty() {
             return Ok(());
         }
@@ -537,13 +573,13 @@ impl Orchestrator {
             }
             query.execute(&mut *tx).await?;
         }
-        tx.commit().await?;
+        self.store.commit_fenced(tx, fence).await?;
         self.publish(crate::Event::ResourcesChanged { env });
         Ok(())
     }
 
     /// After a crash nothing is deploying any more: clears the flag for the whole environment.
-    pub async fn reset_deploying(&self, env: Uuid) -> Result<()> {
+    pub async fn reset_deploying(&self, env: Uuid, fence: Option<&Fence>) -> Result<()> {
         let mut tx = self.store.begin_write().await?;
         sqlx::query(
             "UPDATE resource_persistent_state SET is_deploying = 0 WHERE environment = $1 AND is_deploying = 1",
@@ -551,12 +587,11 @@ impl Orchestrator {
         .bind(env.to_string())
         .execute(&mut *tx)
         .await?;
-        tx.commit().await?;
-        Ok(())
+        self.store.commit_fenced(tx, fence).await
     }
 
     /// Sets the `blocked` dimension of resources (the scheduler's temporary blocks).
-    pub async fn set_blocked(&self, env: Uuid, resource_id: &str, blocked: &str) -> Result<()> {
+    pub async fn set_blocked(&self, env: Uuid, resource_id: &str, blocked: &str, fence: Option<&Fence>) -> Result<()> {
         let mut tx = self.store.begin_write().await?;
         sqlx::query("UPDATE resource_persistent_state SET blocked = $1 WHERE environment = $2 AND resource_id = $3")
             .bind(blocked.to_string())
@@ -564,8 +599,7 @@ impl Orchestrator {
             .bind(resource_id.to_string())
             .execute(&mut *tx)
             .await?;
-        tx.commit().await?;
-        Ok(())
+        self.store.commit_fenced(tx, fence).await
     }
 
     /// `GET /api/v2/resource_actions`: newest first, at most `limit` (all when 0).

@@ -38,6 +38,8 @@ pub struct Task {
     pub dependency_changed: bool,
     /// After a successful deploy, watch the resource for drift (`realtime_repair`).
     pub watch: bool,
+    /// The lease epoch of the scheduler that handed the task out (0: a single server).
+    pub epoch: i64,
 }
 
 /// What the handler reported.
@@ -86,7 +88,7 @@ pub struct SchedulerStatus {
     pub resource_states: HashMap<String, String>,
 }
 
-enum Command {
+pub(crate) enum Command {
     /// A version was released (its number when known): read it unless already read.
     Reload(Option<i64>),
     Settings,
@@ -98,27 +100,82 @@ enum Command {
     },
     Status(oneshot::Sender<SchedulerStatus>),
     WaitIdle(oneshot::Sender<()>),
+    /// Dispatch nothing more, finish what runs, store it and stop (the lease is handed on).
+    Drain(oneshot::Sender<()>),
     Stop,
+}
+
+/// This server's lease on the scheduler of one environment (several servers on PostgreSQL).
+pub struct Lease {
+    pub fence: crate::cluster::Fence,
+    /// Until when this server may hand out work: renewed with the lease, and ending a margin
+    /// before the lease itself so a server that cannot renew stops first.
+    valid_until: Mutex<Instant>,
+    /// Work the previous holder had in flight (it died with its lease still running) may still
+    /// run until that lease would have ended: nothing is handed out before.
+    hold_until: Instant,
+    /// Being handed to another server: not renewed into a new scheduler.
+    releasing: std::sync::atomic::AtomicBool,
+}
+
+impl Lease {
+    pub fn new(fence: crate::cluster::Fence, valid_until: Instant, hold_until: Instant) -> Lease {
+        Lease { fence, valid_until: Mutex::new(valid_until), hold_until, releasing: Default::default() }
+    }
+
+    pub fn valid(&self) -> bool {
+        self.valid_until.lock().map(|v| Instant::now() < *v).unwrap_or(false)
+    }
+
+    pub fn is_releasing(&self) -> bool {
+        self.releasing.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    pub fn set_releasing(&self) {
+        self.releasing.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub fn extend(&self, until: Instant) {
+        if let Ok(mut v) = self.valid_until.lock() {
+            *v = until.max(*v);
+        }
+    }
 }
 
 /// The schedulers of every environment of a server.
 pub struct Schedulers {
-    orchestrator: Orchestrator,
+    pub(crate) orchestrator: Orchestrator,
     dispatch: Arc<dyn Dispatch>,
     running: Mutex<HashMap<Uuid, mpsc::UnboundedSender<Command>>>,
+    /// With several servers: the environments whose lease this server holds. Only those get a
+    /// scheduler here; `None` on a single server (SQLite), which runs every scheduler.
+    pub(crate) owned: Option<Mutex<HashMap<Uuid, Arc<Lease>>>>,
 }
 
 impl Schedulers {
     /// Starts a scheduler for every environment that has released something and is not halted,
     /// and follows the orchestrator's events from then on.
     pub async fn start(orchestrator: Orchestrator, dispatch: Arc<dyn Dispatch>) -> Result<Arc<Schedulers>> {
-        orchestrator.mark_all_agents_down().await?;
-        let schedulers =
-            Arc::new(Schedulers { orchestrator: orchestrator.clone(), dispatch, running: Mutex::new(HashMap::new()) });
+        let node = orchestrator.node().cloned();
+        if node.is_none() {
+            orchestrator.mark_all_agents_down().await?;
+        }
+        let schedulers = Arc::new(Schedulers {
+            orchestrator: orchestrator.clone(),
+            dispatch,
+            running: Mutex::new(HashMap::new()),
+            owned: node.as_ref().map(|_| Mutex::new(HashMap::new())),
+        });
         let mut events = orchestrator.subscribe();
-        for env in orchestrator.list_environments().await? {
-            if !env.halted {
-                schedulers.ensure(env.id);
+        match node {
+            // Schedulers start as their leases are won.
+            Some(node) => crate::ownership::start(Arc::downgrade(&schedulers), node),
+            None => {
+                for env in orchestrator.list_environments().await? {
+                    if !env.halted {
+                        schedulers.ensure(env.id);
+                    }
+                }
             }
         }
         let me = Arc::downgrade(&schedulers);
@@ -131,9 +188,14 @@ impl Schedulers {
                     Ok(Event::Halted { env, halted }) => me.send(env, Command::Halt(halted), true),
                     Ok(Event::SettingsChanged { env }) => me.send(env, Command::Settings, false),
                     Ok(Event::EnvironmentDeleted { env }) => me.stop(env),
-                    Ok(Event::ResourcesChanged { .. } | Event::CompileChanged { .. } | Event::DryRunChanged { .. }) => {
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                    Ok(Event::SchedulerRequest { env }) => me.take_requests(env).await,
+                    Ok(
+                        Event::ResourcesChanged { .. }
+                        | Event::CompileChanged { .. }
+                        | Event::DryRunChanged { .. }
+                        | Event::AgentTask { .. },
+                    ) => {}
+                    Ok(Event::Resync) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
                         let envs: Vec<Uuid> =
                             me.running.lock().map(|r| r.keys().copied().collect()).unwrap_or_default();
                         for env in envs {
@@ -147,22 +209,54 @@ impl Schedulers {
         Ok(schedulers)
     }
 
-    /// The scheduler of `env`, started if it is not running.
-    fn ensure(&self, env: Uuid) -> mpsc::UnboundedSender<Command> {
-        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(tx) = running.get(&env).filter(|tx| !tx.is_closed()) {
-            return tx.clone();
-        }
-        let (tx, rx) = mpsc::unbounded_channel();
-        let scheduler = EnvScheduler::new(env, self.orchestrator.clone(), self.dispatch.clone());
-        tokio::spawn(scheduler.run(rx));
-        running.insert(env, tx.clone());
-        tx
+    /// The lease this server holds on `env`, with several servers.
+    pub(crate) fn lease(&self, env: Uuid) -> Option<Arc<Lease>> {
+        self.owned.as_ref()?.lock().ok()?.get(&env).cloned()
     }
 
-    fn send(&self, env: Uuid, command: Command, start: bool) {
+    /// Whether this server runs (or may start) the scheduler of `env`.
+    pub fn owns(&self, env: Uuid) -> bool {
+        self.owned.is_none() || self.lease(env).is_some_and(|l| !l.is_releasing())
+    }
+
+    /// The scheduler of `env`, started if it is not running; `None` when another server owns it.
+    fn ensure(&self, env: Uuid) -> Option<mpsc::UnboundedSender<Command>> {
+        let lease = match &self.owned {
+            None => None,
+            Some(_) => Some(self.lease(env).filter(|l| !l.is_releasing())?),
+        };
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(tx) = running.get(&env).filter(|tx| !tx.is_closed()) {
+            return Some(tx.clone());
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let scheduler = EnvScheduler::new(env, self.orchestrator.clone(), self.dispatch.clone(), lease);
+        tokio::spawn(scheduler.run(rx));
+        running.insert(env, tx.clone());
+        Some(tx)
+    }
+
+    /// Starts the scheduler of `env` unless it is halted (what a server does at start).
+    pub(crate) fn start_unless_halted(&self, env: Uuid, halted: bool) {
+        if !halted {
+            self.ensure(env);
+        }
+    }
+
+    /// Stops the scheduler of `env` once what it runs finished and is stored.
+    pub(crate) async fn drain(&self, env: Uuid) {
+        let tx = self.running.lock().unwrap_or_else(|e| e.into_inner()).remove(&env);
+        if let Some(tx) = tx {
+            let (reply, done) = oneshot::channel();
+            if tx.send(Command::Drain(reply)).is_ok() {
+                let _ = done.await;
+            }
+        }
+    }
+
+    pub(crate) fn send(&self, env: Uuid, command: Command, start: bool) {
         let tx = if start {
-            Some(self.ensure(env))
+            self.ensure(env)
         } else {
             self.running.lock().unwrap_or_else(|e| e.into_inner()).get(&env).cloned()
         };
@@ -171,7 +265,7 @@ impl Schedulers {
         }
     }
 
-    fn stop(&self, env: Uuid) {
+    pub(crate) fn stop(&self, env: Uuid) {
         if let Some(tx) = self.running.lock().unwrap_or_else(|e| e.into_inner()).remove(&env) {
             let _ = tx.send(Command::Stop);
         }
@@ -184,9 +278,11 @@ impl Schedulers {
         if environment.halted {
             return Err(Error::Conflict(format!("environment {env} is halted: resume it to deploy")));
         }
+        let Some(tx) = self.ensure(env) else {
+            return self.forward_deploy(env, repair, scope).await;
+        };
         let (reply, answer) = oneshot::channel();
-        self.ensure(env)
-            .send(Command::Deploy { repair, scope, reply })
+        tx.send(Command::Deploy { repair, scope, reply })
             .map_err(|_| Error::Conflict("the scheduler of this environment stopped".into()))?;
         answer.await.map_err(|_| Error::Conflict("the scheduler of this environment stopped".into()))
     }
@@ -201,8 +297,9 @@ impl Schedulers {
         if environment.halted {
             return Err(Error::NotFound(format!("environment {env} is halted: its scheduler is not running")));
         }
+        let Some(tx) = self.ensure(env) else { return Err(not_here(env)) };
         let (reply, answer) = oneshot::channel();
-        let _ = self.ensure(env).send(Command::Status(reply));
+        let _ = tx.send(Command::Status(reply));
         answer.await.map_err(|_| Error::NotFound("the scheduler of this environment stopped".into()))
     }
 
@@ -234,6 +331,7 @@ impl Schedulers {
                         dry_run: true,
                         dependency_changed: false,
                         watch: false,
+                        epoch: 0,
                     };
                     let outcome = dispatch.execute(&agent, task).await;
                     let status = crate::dryrun::status_of_outcome(&outcome.status, &outcome.changes);
@@ -258,10 +356,92 @@ impl Schedulers {
 
     /// Waits until nothing is scheduled or running and every result is stored.
     pub async fn wait_idle(&self, env: Uuid) -> Result<()> {
+        let Some(tx) = self.ensure(env) else { return Err(not_here(env)) };
         let (reply, answer) = oneshot::channel();
-        let _ = self.ensure(env).send(Command::WaitIdle(reply));
+        let _ = tx.send(Command::WaitIdle(reply));
         answer.await.map_err(|_| Error::Conflict("the scheduler of this environment stopped".into()))
     }
+}
+
+/// The resources a user deploy (dirty ones) or repair (all but blocked ones) in `scope` takes.
+fn choose<'a>(resources: impl Iterator<Item = (&'a String, &'a Resource)>, repair: bool, scope: &Scope) -> Vec<String> {
+    let wanted: Option<HashSet<&String>> = scope.resources.as_ref().map(|r| r.iter().collect());
+    let agents: Option<HashSet<&String>> = scope.agents.as_ref().map(|a| a.iter().collect());
+    let mut chosen: Vec<String> = resources
+        .filter(|(rid, r)| {
+            wanted.as_ref().is_none_or(|w| w.contains(rid))
+                && agents.as_ref().is_none_or(|a| a.contains(&r.id.agent))
+                && r.blocked != Blocked::Yes
+                && (repair || r.dirty)
+        })
+        .map(|(rid, _)| rid.clone())
+        .collect();
+    chosen.sort();
+    chosen
+}
+
+impl Schedulers {
+    /// A deploy or repair asked through a server that does not run the environment's scheduler:
+    /// stored for the owner (which takes it at once when notified, or at its next lease tick)
+    /// and answered with the resources it will take, as the database knows them.
+    async fn forward_deploy(&self, env: Uuid, repair: bool, scope: Scope) -> Result<Vec<String>> {
+        let resources: Vec<(String, Resource)> = self
+            .orchestrator
+            .released_intents(env)
+            .await?
+            .into_iter()
+            .map(|i| (i.id.to_string(), Resource::from_intent(i)))
+            .collect();
+        let chosen = choose(resources.iter().map(|(k, r)| (k, r)), repair, &scope);
+        let request = serde_json::json!({"repair": repair, "agents": scope.agents, "resources": scope.resources});
+        let mut tx = self.orchestrator.store().begin_write().await?;
+        sqlx::query("INSERT INTO scheduler_request (id, environment, requested, request) VALUES ($1, $2, $3, $4)")
+            .bind(Uuid::new_v4().to_string())
+            .bind(env.to_string())
+            .bind(now())
+            .bind(request.to_string())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        self.orchestrator.publish(Event::SchedulerRequest { env });
+        Ok(chosen)
+    }
+
+    /// Hands the deploys and repairs other servers stored for `env` to its scheduler, if this
+    /// server runs it.
+    pub(crate) async fn take_requests(&self, env: Uuid) {
+        if self.owned.is_none() || !self.owns(env) {
+            return;
+        }
+        let taken: std::result::Result<Vec<String>, sqlx::Error> =
+            sqlx::query_scalar("DELETE FROM scheduler_request WHERE environment = $1 RETURNING request")
+                .bind(env.to_string())
+                .fetch_all(self.orchestrator.store().pool())
+                .await;
+        let requests = match taken {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!(%env, error = %e, "cannot read the deploy requests of other servers");
+                return;
+            }
+        };
+        for text in requests {
+            let Ok(request) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
+            let list = |key: &str| {
+                request[key].as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+            };
+            let scope = Scope { agents: list("agents"), resources: list("resources") };
+            let (reply, _) = oneshot::channel();
+            let repair = request["repair"].as_bool().unwrap_or(false);
+            self.send(env, Command::Deploy { repair, scope, reply }, true);
+        }
+    }
+}
+
+fn not_here(env: Uuid) -> Error {
+    Error::Conflict(format!(
+        "the scheduler of environment {env} runs on another server: see /api/v2/serverstatus for which one"
+    ))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -420,12 +600,23 @@ struct EnvScheduler {
     finished: Vec<FinishedAction>,
     blocked_changes: Vec<(String, Blocked)>,
     idle_waiters: Vec<oneshot::Sender<()>>,
+    /// This server's lease on the environment (several servers); every write is fenced by it.
+    lease: Option<Arc<Lease>>,
+    /// Set by [`Command::Drain`]: dispatch nothing, answer once nothing runs.
+    draining: Option<oneshot::Sender<()>>,
+    /// A write was refused because the lease is gone: this scheduler ends.
+    lost: bool,
     done_tx: mpsc::UnboundedSender<(String, String, TaskOutcome)>,
     done_rx: Option<mpsc::UnboundedReceiver<(String, String, TaskOutcome)>>,
 }
 
 impl EnvScheduler {
-    fn new(env: Uuid, orchestrator: Orchestrator, dispatch: Arc<dyn Dispatch>) -> EnvScheduler {
+    fn new(
+        env: Uuid,
+        orchestrator: Orchestrator,
+        dispatch: Arc<dyn Dispatch>,
+        lease: Option<Arc<Lease>>,
+    ) -> EnvScheduler {
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         EnvScheduler {
             env,
@@ -448,6 +639,9 @@ impl EnvScheduler {
             finished: vec![],
             blocked_changes: vec![],
             idle_waiters: vec![],
+            lease,
+            draining: None,
+            lost: false,
             done_tx,
             done_rx: Some(done_rx),
         }
@@ -472,7 +666,19 @@ impl EnvScheduler {
                 _ = flush.tick() => self.flush().await,
                 _ = timers.tick() => self.timers(),
             }
+            if self.lost {
+                tracing::warn!(%env, "the scheduler lease was lost: another server runs this environment now");
+                return;
+            }
             self.dispatch_ready();
+            if self.draining.is_some() && self.running.is_empty() {
+                self.flush().await;
+                if let Some(reply) = self.draining.take() {
+                    let _ = reply.send(());
+                }
+                tracing::info!(%env, "scheduler drained: handed to another server");
+                return;
+            }
             if self.tasks.is_empty() && self.running.is_empty() && !self.idle_waiters.is_empty() {
                 self.flush().await;
                 for waiter in self.idle_waiters.drain(..) {
@@ -481,14 +687,14 @@ impl EnvScheduler {
             }
         }
         self.flush().await;
-        let _ = self.orchestrator.mark_agents_up(env, false).await;
+        let _ = self.orchestrator.mark_agents_up(env, false, self.fence()).await;
         tracing::info!(%env, "scheduler stopped");
     }
 
     async fn start(&mut self) -> Result<()> {
         let env = self.env;
         // Nothing is deploying after a restart: what was running when the server died runs again.
-        self.orchestrator.reset_deploying(env).await?;
+        self.orchestrator.reset_deploying(env, self.fence()).await?;
         self.load_settings().await?;
         self.reload(priority::NEW_VERSION).await?;
         tracing::info!(%env, resources = self.resources.len(), scheduled = self.tasks.len(), "scheduler started");
@@ -575,7 +781,7 @@ impl EnvScheduler {
         }
         self.wake_blocked(prio);
         // A new version may name new agents: this scheduler serves them too.
-        self.orchestrator.mark_agents_up(self.env, true).await?;
+        self.orchestrator.mark_agents_up(self.env, true, self.fence()).await?;
         Ok(())
     }
 
@@ -614,25 +820,13 @@ impl EnvScheduler {
                 });
             }
             Command::WaitIdle(reply) => self.idle_waiters.push(reply),
+            Command::Drain(reply) => self.draining = Some(reply),
             Command::Stop => {}
         }
     }
 
     fn user_deploy(&mut self, repair: bool, scope: &Scope) -> Vec<String> {
-        let wanted: Option<HashSet<&String>> = scope.resources.as_ref().map(|r| r.iter().collect());
-        let agents: Option<HashSet<&String>> = scope.agents.as_ref().map(|a| a.iter().collect());
-        let mut chosen: Vec<String> = self
-            .resources
-            .iter()
-            .filter(|(rid, r)| {
-                wanted.as_ref().is_none_or(|w| w.contains(rid))
-                    && agents.as_ref().is_none_or(|a| a.contains(&r.id.agent))
-                    && r.blocked != Blocked::Yes
-                    && (repair || r.dirty)
-            })
-            .map(|(rid, _)| rid.clone())
-            .collect();
-        chosen.sort();
+        let chosen = choose(self.resources.iter(), repair, scope);
         let prio = if repair { priority::USER_REPAIR } else { priority::USER_DEPLOY };
         for rid in &chosen {
             self.schedule(rid, prio, false);
@@ -748,7 +942,11 @@ impl EnvScheduler {
 
     /// Starts the best ready task of every free agent.
     fn dispatch_ready(&mut self) {
-        if self.halted {
+        // What a previous owner that died had in flight may still run until its lease would
+        // have ended (its results, and which tasks it had started, are not all stored): no
+        // handler runs here before that.
+        let waiting = |l: &Arc<Lease>| !l.valid() || l.hold_until > Instant::now();
+        if self.halted || self.draining.is_some() || self.lease.as_ref().is_some_and(waiting) {
             return;
         }
         let free: Vec<String> = self
@@ -825,6 +1023,7 @@ impl EnvScheduler {
             dry_run: false,
             dependency_changed: task.dependency_changed,
             watch: self.realtime_repair,
+            epoch: self.lease.as_ref().map_or(0, |l| l.fence.epoch),
         };
         let future = self.dispatch.execute(agent, job);
         let done = self.done_tx.clone();
@@ -995,20 +1194,37 @@ impl EnvScheduler {
         }
     }
 
+    fn fence(&self) -> Option<&crate::cluster::Fence> {
+        self.lease.as_ref().map(|l| &l.fence)
+    }
+
     async fn flush(&mut self) {
         let env = self.env;
+        if self.lost {
+            return;
+        }
         let started = std::mem::take(&mut self.started);
-        if let Err(e) = self.orchestrator.mark_deploying(env, &started, true).await {
-            tracing::error!(%env, error = %e, "could not store deploying resources");
-        }
+        let fence = self.lease.as_ref().map(|l| l.fence.clone());
+        let fence = fence.as_ref();
+        let mut lost = false;
+        let mut check = |result: Result<()>, what: &str, count: usize| match result {
+            Ok(()) => {}
+            Err(Error::LeaseLost(_)) => lost = true,
+            Err(e) => tracing::error!(%env, error = %e, count, "could not store {what}"),
+        };
+        check(
+            self.orchestrator.mark_deploying_fenced(env, &started, true, fence).await,
+            "deploying resources",
+            started.len(),
+        );
         let finished = std::mem::take(&mut self.finished);
-        if let Err(e) = self.orchestrator.record_actions(env, &finished).await {
-            tracing::error!(%env, error = %e, count = finished.len(), "could not store deploy results");
-        }
+        check(self.orchestrator.record_actions_fenced(env, &finished, fence).await, "deploy results", finished.len());
         for (rid, blocked) in std::mem::take(&mut self.blocked_changes) {
-            if let Err(e) = self.orchestrator.set_blocked(env, &rid, blocked.as_str()).await {
-                tracing::error!(%env, error = %e, "could not store blocked state");
-            }
+            check(self.orchestrator.set_blocked(env, &rid, blocked.as_str(), fence).await, "blocked state", 1);
+        }
+        if lost {
+            // Nothing of this epoch may land any more; the new owner redeploys what is unknown.
+            self.lost = true;
         }
     }
 }

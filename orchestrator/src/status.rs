@@ -10,7 +10,9 @@ use crate::{DbKind, Orchestrator, Result};
 impl Orchestrator {
     /// The status of this server: `core.server` (uptime), `core.database` (kind, connection,
     /// version), `core.scheduler` (when `schedulers` run in this process) and `core.compiler`
-    /// (the compile queue over all environments). The overall status is the worst of the slices.
+    /// (the compile queue over all environments), and with several servers on one database
+    /// `core.cluster` (every server, alive or not, with the environments whose scheduler it
+    /// runs). The overall status is the worst of the slices.
     pub async fn server_status(&self, schedulers: Option<&Schedulers>) -> StatusResponse {
         let database = self.store.server_version().await;
         let kind = self.store.kind();
@@ -51,6 +53,22 @@ impl Orchestrator {
                 message: Some("no scheduler runs in this process: deploys and dry runs are not available".into()),
             },
         });
+        if let Some(node) = self.node() {
+            slices.push(match self.cluster_members().await {
+                Ok(members) => Slice {
+                    name: "core.cluster".into(),
+                    status: json!({"this_server": node.id, "lease_seconds": node.lease.as_secs_f64(), "servers": members}),
+                    reported_status: ReportedStatus::Ok,
+                    message: None,
+                },
+                Err(e) => Slice {
+                    name: "core.cluster".into(),
+                    status: json!({"this_server": node.id}),
+                    reported_status: ReportedStatus::Error,
+                    message: Some(format!("the other servers cannot be read: {e}")),
+                },
+            });
+        }
         slices.push(match self.compile_queue_counts().await {
             Ok((queued, running)) => Slice {
                 name: "core.compiler".into(),

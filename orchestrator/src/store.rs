@@ -31,6 +31,7 @@ pub struct Store {
     writer: AnyPool,
     probe: AnyPool,
     kind: DbKind,
+    url: String,
 }
 
 pub type Transaction = sqlx::Transaction<'static, sqlx::Any>;
@@ -75,8 +76,13 @@ impl Store {
         };
         // The writer pool connects first: on a new SQLite file it is the one that creates it.
         let writer = open_pool(kind, &url, writers).await?;
-        let store =
-            Store { pool: open_pool(kind, &url, readers).await?, writer, probe: open_pool(kind, &url, 1).await?, kind };
+        let store = Store {
+            pool: open_pool(kind, &url, readers).await?,
+            writer,
+            probe: open_pool(kind, &url, 1).await?,
+            kind,
+            url: url.clone(),
+        };
         store.migrate().await?;
         Ok(store)
     }
@@ -123,6 +129,69 @@ impl Store {
         };
         crate::metrics::database_wait(waiting.elapsed());
         Ok(tx)
+    }
+
+    /// SQLite: makes this process the only server on the database file, for as long as the
+    /// returned lock file stays open (dropping it, or the process ending, frees it). A second
+    /// server on the same file is refused with a message saying why. PostgreSQL: nothing to do.
+    pub fn claim_single_server(&self) -> Result<Option<std::fs::File>> {
+        let Some(path) = (self.kind == DbKind::Sqlite).then(|| sqlite_path(&self.url)).flatten() else {
+            return Ok(None);
+        };
+        let lock_path = format!("{path}.server-lock");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| Error::BadRequest(format!("cannot open the server lock file {lock_path}: {e}")))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(file)),
+            Err(std::fs::TryLockError::WouldBlock) => Err(Error::Conflict(format!(
+                "another inmanta server already runs on the SQLite database {path}: SQLite supports one server \
+                 per database file. Stop the other server, give this one its own database, or run several servers \
+                 on PostgreSQL (docs/ha.md)"
+            ))),
+            Err(std::fs::TryLockError::Error(e)) => {
+                Err(Error::BadRequest(format!("cannot lock the server lock file {lock_path}: {e}")))
+            }
+        }
+    }
+
+    /// The URL the store was opened with (listeners and the server's lock open connections of
+    /// their own).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Commits `tx` if `fence` still holds: the lease row of its environment names this holder
+    /// and epoch and has not expired by the database's clock. The row is locked for share until
+    /// the commit, so a takeover (which updates it) waits for this commit and no write of an old
+    /// epoch lands after it. Without a fence (a single server) this is a plain commit.
+    pub async fn commit_fenced(&self, mut tx: Transaction, fence: Option<&crate::cluster::Fence>) -> Result<()> {
+        if let Some(fence) = fence {
+            // A server stopped between this check and its commit must not hold the row for
+            // longer than a fraction of the lease: PostgreSQL ends such a session.
+            sqlx::query(&format!("SET LOCAL idle_in_transaction_session_timeout = {}", fence.idle_timeout_ms()))
+                .execute(&mut *tx)
+                .await?;
+            let held: Option<i64> = sqlx::query_scalar(&format!(
+                "SELECT epoch FROM scheduler_lease WHERE environment = $1 AND holder = $2 AND epoch = $3 \
+                 AND expires > {} FOR SHARE",
+                db_now_ms(self.kind)
+            ))
+            .bind(fence.env.to_string())
+            .bind(fence.holder.clone())
+            .bind(fence.epoch)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if held.is_none() {
+                tx.rollback().await?;
+                return Err(Error::LeaseLost(fence.env));
+            }
+        }
+        tx.commit().await?;
+        Ok(())
     }
 
     /// The server version of the database, for the status page.
@@ -176,6 +245,15 @@ fn sqlite_path(url: &str) -> Option<&str> {
     let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
     let path = rest.split('?').next()?;
     (!path.is_empty() && path != ":memory:").then_some(path)
+}
+
+/// An SQL expression for the database's clock in milliseconds since the Unix epoch: leases and
+/// claims are measured against it so servers with skewed clocks agree.
+pub fn db_now_ms(kind: DbKind) -> &'static str {
+    match kind {
+        DbKind::Sqlite => "CAST((julianday('now') - 2440587.5) * 86400000 AS BIGINT)",
+        DbKind::Postgres => "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
+    }
 }
 
 /// Timestamps are stored as fixed-width UTC text so that text order is time order.

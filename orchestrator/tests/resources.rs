@@ -299,7 +299,7 @@ async fn compiles_and_dry_runs_publish_events() {
     };
     let id = o.request_compile(env, CompileRequest::default()).await.unwrap().id.unwrap();
     expect("queued");
-    assert!(o.start_compile(id).await.unwrap());
+    assert!(o.start_compile(id, std::time::Duration::from_secs(30)).await.unwrap());
     expect("started");
     let stage = o.begin_compile_stage(env, id, "Init", "").await.unwrap();
     expect("stage begun");

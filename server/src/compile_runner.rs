@@ -35,6 +35,8 @@ pub struct RunnerConfig {
     pub parallel: usize,
     /// Mints the short-lived compiler token each export child pushes with.
     pub security: Arc<crate::security::Security>,
+    /// How long a compile's claim lasts unrenewed ([server] compile-claim).
+    pub claim: Duration,
 }
 
 /// Starts the runner in the background: first the recovery of compiles a previous run left
@@ -77,6 +79,15 @@ async fn run_auto_full_compile(o: Orchestrator) {
                     let Some(at) = entry.1 else { continue };
                     if at <= now {
                         entry.1 = next_fire(expr, now);
+                        // Every server sees the same firing: one of them requests it.
+                        match o.claim_scheduled_compile(env.id, at).await {
+                            Ok(true) => {}
+                            Ok(false) => continue,
+                            Err(e) => {
+                                tracing::error!(env = %env.id, error = %e, "cannot claim the scheduled compile");
+                                continue;
+                            }
+                        }
                         let request = orchestrator::compiles::CompileRequest {
                             metadata: serde_json::json!({
                                 "type": "schedule",
@@ -103,14 +114,15 @@ async fn run_auto_full_compile(o: Orchestrator) {
 }
 
 async fn run_queue(o: Orchestrator, config: Arc<RunnerConfig>) {
-    match o.recover_compiles().await {
-        Ok(0) => {}
-        Ok(n) => tracing::info!(compiles = n, "compiles interrupted by the previous run are queued again"),
-        Err(e) => tracing::error!(error = %e, "cannot recover interrupted compiles"),
-    }
     let running: Arc<Mutex<HashSet<Uuid>>> = Arc::default();
     let slots = Arc::new(tokio::sync::Semaphore::new(config.parallel.max(1)));
     loop {
+        // Compiles of a server that stopped (this one before a restart, or another one).
+        match o.recover_compiles().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(compiles = n, "compiles whose server stopped are queued again"),
+            Err(e) => tracing::error!(error = %e, "cannot recover interrupted compiles"),
+        }
         let mut wake_in = Duration::from_secs(2);
         match o.runnable_compiles().await {
             Ok(queued) => {
@@ -126,7 +138,7 @@ async fn run_queue(o: Orchestrator, config: Arc<RunnerConfig>) {
                         continue;
                     }
                     let Ok(permit) = slots.clone().try_acquire_owned() else { break };
-                    match o.start_compile(q.id).await {
+                    match o.start_compile(q.id, config.claim).await {
                         Ok(true) => {}
                         Ok(false) => continue,
                         Err(e) => {
@@ -139,7 +151,14 @@ async fn run_queue(o: Orchestrator, config: Arc<RunnerConfig>) {
                     }
                     let (o, config, running) = (o.clone(), config.clone(), running.clone());
                     tokio::spawn(async move {
-                        run_compile(&o, &config, &q).await;
+                        tokio::select! {
+                            _ = run_compile(&o, &config, &q) => {}
+                            // Dropping the compile kills its child processes.
+                            _ = keep_claim(&o, q.id, config.claim) => {
+                                tracing::warn!(env = %q.environment, compile = %q.id,
+                                    "the compile's claim was lost (another server runs it now): stopped");
+                            }
+                        }
                         drop(permit);
                         if let Ok(mut r) = running.lock() {
                             r.remove(&q.environment);
@@ -153,6 +172,25 @@ async fn run_queue(o: Orchestrator, config: Arc<RunnerConfig>) {
         tokio::select! {
             _ = o.compile_wakeup().notified() => {}
             _ = tokio::time::sleep(wake_in) => {}
+        }
+    }
+}
+
+/// Renews this server's claim on compile `id` while it runs; returns when the claim is lost
+/// (taken back by another server after it expired, or not renewable for a whole claim length).
+async fn keep_claim(o: &Orchestrator, id: Uuid, claim: Duration) {
+    let mut renewed = Instant::now();
+    loop {
+        tokio::time::sleep(claim / 3).await;
+        match o.renew_compile_claim(id, claim).await {
+            Ok(true) => renewed = Instant::now(),
+            Ok(false) => return,
+            Err(e) => {
+                tracing::warn!(compile = %id, error = %e, "cannot renew the compile's claim");
+                if renewed.elapsed() >= claim {
+                    return;
+                }
+            }
         }
     }
 }

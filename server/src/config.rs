@@ -111,6 +111,8 @@ pub const KNOWN: &[(&str, &str)] = &[
     ("server", "agent-timeout"),
     ("agent", "python"),
     ("agent", "handler-timeout"),
+    ("server", "scheduler-lease"),
+    ("server", "compile-claim"),
     ("config", "state-dir"),
     ("config", "log-dir"),
     ("database", "url"),
@@ -167,6 +169,10 @@ pub struct ServerConfig {
     pub agent_timeout: std::time::Duration,
     /// How the in-process agents run Python handlers (`[agent] python`, `handler-timeout`).
     pub python: agent::PythonSettings,
+    /// Several servers on PostgreSQL: how long a scheduler lease lasts unrenewed (docs/ha.md).
+    pub scheduler_lease: std::time::Duration,
+    /// How long a server-side compile's claim lasts unrenewed before another server may run it.
+    pub compile_claim: std::time::Duration,
 }
 
 impl ServerConfig {
@@ -214,6 +220,14 @@ impl ServerConfig {
             compile_parallel: options.get_parsed("server", "compile-parallel", 2)?,
             agent_timeout: seconds(options.get_parsed("server", "agent-timeout", 30.0)?, "[server] agent-timeout")?,
             python,
+            scheduler_lease: at_least_a_second(
+                seconds(options.get_parsed("server", "scheduler-lease", 5.0)?, "[server] scheduler-lease")?,
+                "[server] scheduler-lease",
+            )?,
+            compile_claim: at_least_a_second(
+                seconds(options.get_parsed("server", "compile-claim", 30.0)?, "[server] compile-claim")?,
+                "[server] compile-claim",
+            )?,
         })
     }
 
@@ -248,6 +262,14 @@ fn tls_files(options: &Options) -> anyhow::Result<Option<TlsFiles>> {
 }
 
 /// `[server] trusted-proxies`: IP addresses, comma separated.
+/// Leases and claims shorter than a second would expire between two renewals.
+fn at_least_a_second(d: std::time::Duration, name: &str) -> anyhow::Result<std::time::Duration> {
+    if d < std::time::Duration::from_secs(1) {
+        bail!("{name} must be at least 1 second, got {} s", d.as_secs_f64());
+    }
+    Ok(d)
+}
+
 fn trusted_proxies(options: &Options) -> anyhow::Result<Vec<std::net::IpAddr>> {
     let text = options.get("server", "trusted-proxies").unwrap_or_default();
     let parse =

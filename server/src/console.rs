@@ -189,6 +189,8 @@ fn describe(event: &orchestrator::Event) -> (uuid::Uuid, &'static str) {
         EnvironmentDeleted { env } => (*env, "environment_deleted"),
         CompileChanged { env } => (*env, "compile_changed"),
         DryRunChanged { env } => (*env, "dryrun_changed"),
+        SchedulerRequest { env } | AgentTask { env } => (*env, "resources_changed"),
+        Resync => (uuid::Uuid::nil(), "resources_changed"),
     }
 }
 
@@ -213,6 +215,8 @@ async fn events(
     let stream = futures_util::stream::unfold(receiver, move |mut receiver| async move {
         loop {
             let first = match receiver.recv().await {
+                // Notifications from other servers may be lost: the page refetches.
+                Ok(orchestrator::Event::Resync) => None,
                 Ok(event) => Some(event),
                 // Missed events: tell the page to refetch anyway.
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => None,

@@ -90,12 +90,16 @@ pub struct Sessions {
     agent_timeout: Duration,
     arrived: Notify,
     next_id: AtomicU64,
+    /// Several servers on one database: tasks for agents whose session another server holds go
+    /// through the `agent_task` table.
+    clustered: bool,
 }
 
 impl Sessions {
     pub async fn new(orchestrator: Orchestrator, agent_timeout: Duration) -> anyhow::Result<Arc<Sessions>> {
         let remote = orchestrator.remote_agents().await?.into_iter().collect();
-        Ok(Arc::new(Sessions {
+        let clustered = orchestrator.node().is_some();
+        let sessions = Arc::new(Sessions {
             orchestrator,
             live: Mutex::default(),
             remote: Mutex::new(remote),
@@ -103,7 +107,47 @@ impl Sessions {
             agent_timeout,
             arrived: Notify::new(),
             next_id: AtomicU64::new(1),
-        }))
+            clustered,
+        });
+        if clustered {
+            tokio::spawn(relay_tasks(Arc::downgrade(&sessions)));
+        }
+        Ok(sessions)
+    }
+
+    /// Several servers: runs a task through the `agent_task` table for the server that holds the
+    /// agent's session (maybe this one, once the agent reconnects here), and waits for the outcome.
+    async fn run_anywhere(&self, env: Uuid, agent: &str, epoch: i64, task: WireTask) -> WireOutcome {
+        let text = serde_json::to_string(&task).unwrap_or_default();
+        let id = loop {
+            match self.orchestrator.queue_agent_task(env, agent, epoch, text.clone()).await {
+                Ok(id) => break id,
+                Err(e) => {
+                    tracing::warn!(%env, %agent, error = %e, "cannot store a task for a remote agent; retrying");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+        };
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            match self.orchestrator.take_agent_task_outcome(id).await {
+                Ok(Some(outcome)) => match serde_json::from_str(&outcome) {
+                    Ok(outcome) => return outcome,
+                    Err(e) => {
+                        let o = crate::agents::unavailable(format!("a remote agent's answer is unreadable: {e}"));
+                        return WireOutcome {
+                            status: o.status,
+                            change: o.change,
+                            changes: o.changes,
+                            logs: o.logs,
+                            facts: Default::default(),
+                        };
+                    }
+                },
+                Ok(None) => {}
+                Err(e) => tracing::warn!(%env, %agent, error = %e, "cannot read a remote agent's answer"),
+            }
+        }
     }
 
     fn connection_count(&self, env: Uuid, agent: &str) -> u64 {
@@ -164,6 +208,50 @@ impl Sessions {
     }
 }
 
+/// Several servers: passes the tasks other servers stored for the agents whose session is here,
+/// and keeps the set of remote agent names current (a name claimed on another server never runs
+/// in-process here).
+async fn relay_tasks(sessions: std::sync::Weak<Sessions>) {
+    let mut events = match sessions.upgrade() {
+        Some(s) => s.orchestrator.subscribe(),
+        None => return,
+    };
+    loop {
+        let wait = tokio::time::sleep(Duration::from_millis(500));
+        tokio::select! {
+            _ = wait => {}
+            _ = events.recv() => {}
+        }
+        let Some(s) = sessions.upgrade() else { return };
+        if let Ok(remote) = s.orchestrator.remote_agents().await
+            && let Ok(mut known) = s.remote.lock()
+        {
+            known.extend(remote);
+        }
+        let here: Vec<(Uuid, String)> = s.live.lock().map(|l| l.keys().cloned().collect()).unwrap_or_default();
+        for (env, agent) in here {
+            let claimed = match s.orchestrator.claim_agent_tasks(env, &agent).await {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(%env, %agent, error = %e, "cannot claim tasks of other servers");
+                    continue;
+                }
+            };
+            for (id, text) in claimed {
+                let Ok(task) = serde_json::from_str::<WireTask>(&text) else { continue };
+                let (s, agent) = (s.clone(), agent.clone());
+                tokio::spawn(async move {
+                    let outcome = s.run(env, &agent, task).await;
+                    let text = serde_json::to_string(&outcome).unwrap_or_default();
+                    if let Err(e) = s.orchestrator.finish_agent_task(id, text).await {
+                        tracing::warn!(%env, %agent, error = %e, "cannot store a remote agent's answer");
+                    }
+                });
+            }
+        }
+    }
+}
+
 /// The scheduler's dispatch: remote agent names go to their session, the rest run in-process.
 pub struct RoutingDispatch {
     pub local: Arc<crate::agents::InProcessAgents>,
@@ -195,7 +283,11 @@ impl Dispatch for RoutingDispatch {
                 dependency_changed: task.dependency_changed,
             };
             let rid = task.resource_id.to_string();
-            let outcome = sessions.run(env, &agent, wire).await;
+            let outcome = if sessions.clustered && sessions.session(env, &agent).is_none() {
+                sessions.run_anywhere(env, &agent, task.epoch, wire).await
+            } else {
+                sessions.run(env, &agent, wire).await
+            };
             crate::agents::store_facts(&sessions.orchestrator, env, &rid, outcome.facts).await;
             TaskOutcome { status: outcome.status, change: outcome.change, changes: outcome.changes, logs: outcome.logs }
         })

@@ -148,7 +148,10 @@ pub async fn ensure_first_admin(orchestrator: &Orchestrator, state_dir: &Path) -
         return Ok(None);
     }
     let password = orchestrator::auth::password::generate();
-    orchestrator.create_user("admin", &password, true, true).await?;
+    if !orchestrator.create_first_admin(&password).await? {
+        // Another server on the same database created it first.
+        return Ok(None);
+    }
     let file = state_dir.join(INITIAL_PASSWORD_FILE);
     write_private(&file, &format!("{password}\n"))?;
     tracing::warn!(

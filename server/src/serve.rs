@@ -19,6 +19,13 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     let orchestrator = orchestrator::Orchestrator::open(&config.database_url)
         .await
         .with_context(|| format!("cannot open the database {}", config.database_display()))?;
+    // SQLite: one server per database file. Held (open) until the process ends.
+    let _single_server = orchestrator.store().claim_single_server()?;
+    // PostgreSQL: this server joins the others on the database (docs/ha.md).
+    orchestrator
+        .join_cluster(config.scheduler_lease)
+        .await
+        .context("cannot register this server among the others on the database")?;
 
     // Read the TLS files first: a wrong path fails the start before anything else happens.
     let tls = config.tls.as_ref().map(crate::tls::acceptor).transpose()?;
@@ -97,6 +104,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         timeout: std::time::Duration::from_secs(config.compile_timeout),
         parallel: config.compile_parallel,
         security: security.clone(),
+        claim: config.compile_claim,
     };
     crate::compile_runner::start(orchestrator.clone(), compiles);
     // One plain line on stdout that people and scripts can rely on (tests read the port from it).

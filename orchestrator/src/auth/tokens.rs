@@ -49,24 +49,20 @@ impl Authenticator {
         let encoded = match existing {
             Some(value) => value,
             None => {
+                // Servers starting together on one database each offer a key; the first insert
+                // wins and everyone reads that one.
                 let fresh = STANDARD.encode(random_bytes::<32>());
                 let mut tx = store.begin_write().await?;
-                // Another replica may have created it meanwhile: keep the first one.
-                let raced: Option<String> = sqlx::query_scalar("SELECT value FROM auth_secret WHERE name = 'jwt-key'")
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                let value = match raced {
-                    Some(value) => value,
-                    None => {
-                        sqlx::query("INSERT INTO auth_secret (name, value) VALUES ('jwt-key', $1)")
-                            .bind(&fresh)
-                            .execute(&mut *tx)
-                            .await?;
-                        fresh
-                    }
-                };
+                sqlx::query(
+                    "INSERT INTO auth_secret (name, value) VALUES ('jwt-key', $1) ON CONFLICT (name) DO NOTHING",
+                )
+                .bind(&fresh)
+                .execute(&mut *tx)
+                .await?;
                 tx.commit().await?;
-                value
+                sqlx::query_scalar("SELECT value FROM auth_secret WHERE name = 'jwt-key'")
+                    .fetch_one(store.pool())
+                    .await?
             }
         };
         let key = STANDARD.decode(encoded).map_err(|_| Error::Corrupt("the stored JWT signing key".into()))?;

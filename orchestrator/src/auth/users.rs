@@ -111,6 +111,26 @@ impl Orchestrator {
         })
     }
 
+    /// Creates the global admin `admin` with `password` (to be changed at first login) if the
+    /// database has no user at all; false when there is one already. Servers starting together on
+    /// one database race here: the database lets exactly one of them create it.
+    pub async fn create_first_admin(&self, password: &str) -> Result<bool> {
+        password::check_policy(password)?;
+        let hash = password::hash(password)?;
+        let mut tx = self.store.begin_write().await?;
+        let created = sqlx::query(
+            "INSERT INTO auth_user (username, password_hash, is_admin, must_change_password, created_at) \
+             SELECT 'admin', $1, 1, 1, $2 WHERE NOT EXISTS (SELECT 1 FROM auth_user) \
+             ON CONFLICT (username) DO NOTHING",
+        )
+        .bind(hash)
+        .bind(now())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(created.rows_affected() == 1)
+    }
+
     /// The user with their roles, or `None` when there is no such user.
     pub async fn user_record(&self, username: &str) -> Result<Option<UserRecord>> {
         crate::validate::name("a user name", username)?;

@@ -7,11 +7,10 @@ use super::error::ApiResult;
 use super::{AppState, Routes, data, global, public};
 
 pub fn router() -> Routes {
-    Routes::new().get("/api/v2/health", public(), health).get(
-        "/api/v1/serverstatus",
-        global("status.read"),
-        server_status,
-    )
+    Routes::new()
+        .get("/api/v2/health", public(), health)
+        .get("/api/v1/serverstatus", global("status.read"), server_status)
+        .get("/api/v2/serverstatus", global("status.read"), server_status)
 }
 
 /// 200 when the database answers, 500 otherwise: what a load balancer needs. The probe has a

@@ -49,6 +49,34 @@ impl TestServer {
         Self::start_inner(env, true).await
     }
 
+    /// Another server on an existing database (several servers on one PostgreSQL, docs/ha.md);
+    /// with `INMANTA_SERVER_AUTH=false` among `env`, as no admin is logged in.
+    pub async fn start_on(database_url: &str, env: &[(&str, &str)]) -> TestServer {
+        let mut server = TestServer {
+            child: None,
+            url: String::new(),
+            token: None,
+            database_url: database_url.to_string(),
+            state_dir: tempfile::tempdir().expect("temp dir"),
+            extra_env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            http: reqwest::Client::new(),
+        };
+        server.spawn();
+        server
+    }
+
+    /// Sends `signal` (`KILL`, `STOP`, `CONT`) to the server process; after `KILL` it is reaped.
+    pub fn signal(&mut self, signal: &str) {
+        let pid = self.pid().expect("a running server");
+        let status = Command::new("kill").args([&format!("-{signal}"), &pid.to_string()]).status().expect("kill");
+        assert!(status.success(), "kill -{signal} {pid}");
+        if signal == "KILL"
+            && let Some(mut child) = self.child.take()
+        {
+            let _ = child.wait();
+        }
+    }
+
     /// A server whose database has no users yet, as on a first start.
     pub async fn start_without_users(env: &[(&str, &str)]) -> TestServer {
         Self::start_inner(env, false).await

@@ -1,0 +1,137 @@
+//! Scheduler leases: who runs the scheduler of an environment. A lease is taken only when it is
+//! free, expired by the database's clock, or held by a server whose liveness lock is gone; each
+//! takeover increments the epoch. The holder renews all its leases in one statement.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use uuid::Uuid;
+
+use super::{LIVE_SERVERS, Node};
+use crate::store::{DbKind, db_now_ms, parse_uuid};
+use crate::{Orchestrator, Result};
+
+/// An environment and the lease of its scheduler, as read at one moment.
+#[derive(Debug, Clone)]
+pub struct EnvLease {
+    pub env: Uuid,
+    pub halted: bool,
+    pub holder: Option<String>,
+    pub epoch: i64,
+    /// Milliseconds (database clock) when the lease ends.
+    pub expires: i64,
+}
+
+/// Every environment with its lease, the live servers and the database's clock.
+#[derive(Debug, Clone)]
+pub struct LeaseView {
+    pub environments: Vec<EnvLease>,
+    pub live: HashSet<String>,
+    pub db_now: i64,
+}
+
+impl LeaseView {
+    /// Whether `lease` can be taken: nobody holds it, it expired, or its holder is dead.
+    pub fn takeable(&self, lease: &EnvLease) -> bool {
+        match &lease.holder {
+            None => true,
+            Some(holder) => lease.expires <= self.db_now || !self.live.contains(holder),
+        }
+    }
+
+    /// How many environments each live server should hold at most, so the load spreads.
+    pub fn share(&self) -> usize {
+        let servers = self.live.len().max(1);
+        self.environments.len().div_ceil(servers)
+    }
+}
+
+/// environment, halted, holder, epoch, expires
+type LeaseRow = (String, i64, Option<String>, Option<i64>, Option<i64>);
+
+/// A lease just taken.
+#[derive(Debug, Clone)]
+pub struct Grant {
+    pub env: Uuid,
+    pub epoch: i64,
+    /// How long the previous holder's lease still ran when it was taken over (its holder died):
+    /// work it had in flight is redeployed only after that.
+    pub previous_remaining: Duration,
+}
+
+impl Orchestrator {
+    pub async fn lease_view(&self) -> Result<LeaseView> {
+        let pool = self.store.pool();
+        let db_now: i64 =
+            sqlx::query_scalar(&format!("SELECT {}", db_now_ms(DbKind::Postgres))).fetch_one(pool).await?;
+        let live: HashSet<String> = sqlx::query_scalar(LIVE_SERVERS).fetch_all(pool).await?.into_iter().collect();
+        let rows: Vec<LeaseRow> = sqlx::query_as(
+            "SELECT e.id, e.halted, l.holder, l.epoch, l.expires FROM environment e \
+             LEFT JOIN scheduler_lease l ON l.environment = e.id ORDER BY e.id",
+        )
+        .fetch_all(pool)
+        .await?;
+        let environments = rows
+            .into_iter()
+            .map(|(env, halted, holder, epoch, expires)| {
+                Ok(EnvLease {
+                    env: parse_uuid(&env)?,
+                    halted: halted != 0,
+                    holder,
+                    epoch: epoch.unwrap_or(0),
+                    expires: expires.unwrap_or(0),
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(LeaseView { environments, live, db_now })
+    }
+
+    /// Takes the lease of `env` if it is still takeable (checked again by the database, so two
+    /// servers racing for it cannot both win); returns the grant.
+    pub async fn take_lease(&self, node: &Node, seen: &EnvLease, view: &LeaseView) -> Result<Option<Grant>> {
+        let now = db_now_ms(DbKind::Postgres);
+        let epoch: Option<i64> = sqlx::query_scalar(&format!(
+            "INSERT INTO scheduler_lease (environment, holder, epoch, acquired, expires) \
+             VALUES ($1, $2, 1, {now}, {now} + $3) \
+             ON CONFLICT (environment) DO UPDATE SET holder = excluded.holder, epoch = scheduler_lease.epoch + 1, \
+             acquired = excluded.acquired, expires = excluded.expires \
+             WHERE scheduler_lease.epoch = $4 AND (scheduler_lease.expires <= excluded.acquired \
+             OR scheduler_lease.holder NOT IN ({LIVE_SERVERS})) RETURNING epoch"
+        ))
+        .bind(seen.env.to_string())
+        .bind(node.id.clone())
+        .bind(node.lease.as_millis() as i64)
+        .bind(seen.epoch)
+        .fetch_optional(self.store.pool())
+        .await?;
+        Ok(epoch.map(|epoch| Grant {
+            env: seen.env,
+            epoch,
+            previous_remaining: Duration::from_millis((seen.expires - view.db_now).max(0) as u64),
+        }))
+    }
+
+    /// Renews every lease this server holds; returns those it still holds (environment, epoch).
+    pub async fn renew_leases(&self, node: &Node) -> Result<Vec<(Uuid, i64)>> {
+        let rows: Vec<(String, i64)> = sqlx::query_as(&format!(
+            "UPDATE scheduler_lease SET expires = {} + $1 WHERE holder = $2 RETURNING environment, epoch",
+            db_now_ms(DbKind::Postgres)
+        ))
+        .bind(node.lease.as_millis() as i64)
+        .bind(node.id.clone())
+        .fetch_all(self.store.pool())
+        .await?;
+        rows.into_iter().map(|(env, epoch)| Ok((parse_uuid(&env)?, epoch))).collect()
+    }
+
+    /// Gives a lease up at once (a graceful stop or handing load to another server).
+    pub async fn release_lease(&self, node: &Node, env: Uuid, epoch: i64) -> Result<()> {
+        sqlx::query("UPDATE scheduler_lease SET expires = 0 WHERE environment = $1 AND holder = $2 AND epoch = $3")
+            .bind(env.to_string())
+            .bind(node.id.clone())
+            .bind(epoch)
+            .execute(self.store.pool())
+            .await?;
+        Ok(())
+    }
+}
