@@ -49,6 +49,9 @@ pub struct CompileOptions {
     pub max_instances: u64,
     /// Stack size of the compile thread; deep nesting is rejected by depth limits before it matters.
     pub stack_size: usize,
+    /// Fill [`CompileOutput::variables`]. Tests and tooling read them; `inmanta compile` and
+    /// `export` do not, and a 100 000-entry data list in `main.cf` costs about 100 MB as JSON.
+    pub root_variables: bool,
 }
 
 impl Default for CompileOptions {
@@ -65,6 +68,7 @@ impl Default for CompileOptions {
             max_steps: limit_from_env("INMANTA_COMPILER_MAX_STEPS", 20_000_000),
             max_instances: limit_from_env("INMANTA_COMPILER_MAX_INSTANCES", 2_000_000),
             stack_size: 64 * 1024 * 1024,
+            root_variables: true,
         }
     }
 }
@@ -107,7 +111,8 @@ pub struct CompileOutput {
     pub warnings: Vec<Diagnostic>,
     /// Lines printed by `std::print`.
     pub printed: Vec<String>,
-    /// Variables of `main.cf` (instances as `"<Entity instance>"`), for tests and tooling.
+    /// Variables of `main.cf` (instances as `"<Entity instance>"`), for tests and tooling; empty
+    /// unless [`CompileOptions::root_variables`].
     pub variables: BTreeMap<String, serde_json::Value>,
     pub metadata: ProjectMetadata,
     pub stats: CompileStats,
@@ -279,6 +284,7 @@ fn compile_inner(
     if !ev.errors.is_empty() {
         return Err(Diagnostics(dedup(std::mem::take(&mut ev.errors))));
     }
+    ev.release_scheduler();
     let ex = export::export(&ev);
     let export_time = t0.elapsed() - parse_time - build_time - eval_time;
     if !ex.errors.is_empty() {
@@ -292,7 +298,7 @@ fn compile_inner(
     }
     warnings.extend(ex.warnings);
     let shipped = handlers::collect(&loader.module_dirs, &mut warnings).map_err(|d| Diagnostics(vec![d]))?;
-    let variables = ev.root_variables();
+    let variables = if options.root_variables { ev.root_variables() } else { BTreeMap::new() };
     let stats = CompileStats {
         files: namespaces.len(),
         instances: ev.instances.len(),
