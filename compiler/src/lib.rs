@@ -284,7 +284,7 @@ fn compile_inner(
     if !ev.errors.is_empty() {
         return Err(Diagnostics(dedup(std::mem::take(&mut ev.errors))));
     }
-    ev.release_scheduler();
+    ev.release_scheduler(options.root_variables);
     let ex = export::export(&ev);
     let export_time = t0.elapsed() - parse_time - build_time - eval_time;
     if !ex.errors.is_empty() {
