@@ -30,7 +30,10 @@ fn peak_rss_kib() -> Option<u64> {
 
 fn compile_once(dir: &Path) -> (Duration, usize) {
     let start = Instant::now();
-    let out = compiler::compile_project(dir).unwrap_or_else(|e| panic!("compile of {} failed:\n{e}", dir.display()));
+    // the options of `inmanta compile` / `export` (no JSON copy of main.cf's variables)
+    let options = compiler::CompileOptions { root_variables: false, ..Default::default() };
+    let out = compiler::compile_project_with(dir, &options)
+        .unwrap_or_else(|e| panic!("compile of {} failed:\n{e}", dir.display()));
     let json = out.export_json();
     let elapsed = start.elapsed();
     assert!(!json.is_empty());

@@ -8,7 +8,7 @@ use serde_json::{Value as Json, json};
 use crate::diagnostics::Diagnostic;
 use crate::eval::value::{InstId, Value};
 use crate::eval::{Evaluator, Slot};
-use crate::model::{AttrKind, EntId};
+use crate::model::{AttrKind, EntId, FastMap};
 use crate::python::PyExport;
 
 /// How an entity maps to a resource: the built-in ones below, and those modules declare under
@@ -353,10 +353,8 @@ pub(crate) fn export(ev: &Evaluator<'_>, python: &HashMap<InstId, PyExport>) -> 
         warnings: Vec::new(),
         errors: Vec::new(),
     };
-    // 1. ids of every resource instance
-    let mut rid_of: HashMap<InstId, String> = HashMap::new();
+    // 1. ids of every resource instance; each id is held once (in `order`)
     let mut order: Vec<(InstId, &Mapping, String)> = Vec::new();
-    let mut seen: HashMap<String, InstId> = HashMap::new();
     let mapped: Vec<Option<&Mapping>> =
         (0..ev.types.entities.len()).map(|e| mapping_for(ev, e).map(|(m, _)| m)).collect();
     for (i, inst) in ev.instances.iter().enumerate() {
@@ -383,20 +381,28 @@ pub(crate) fn export(ev: &Evaluator<'_>, python: &HashMap<InstId, PyExport>) -> 
             ));
             continue;
         };
-        if let Some(&prev) = seen.get(&rid) {
-            out.errors.push(Diagnostic::error(
-                "DuplicateResourceException",
-                format!("Resource {rid} exists more than once: {} and {}", ev.inst_name(prev), ev.inst_name(i)),
-                Some(inst.span),
-                ev.sources,
-            ));
-            continue;
-        }
-        seen.insert(rid.clone(), i);
-        rid_of.insert(i, rid.clone());
         order.push((i, m, rid));
     }
+    // a stable sort keeps instances with the same id in creation order: the first one stays
     order.sort_by(|a, b| a.2.cmp(&b.2));
+    order.dedup_by(|later, first| {
+        if later.2 != first.2 {
+            return false;
+        }
+        out.errors.push(Diagnostic::error(
+            "DuplicateResourceException",
+            format!(
+                "Resource {} exists more than once: {} and {}",
+                later.2,
+                ev.inst_name(first.0),
+                ev.inst_name(later.0)
+            ),
+            Some(ev.instances[later.0 as usize].span),
+            ev.sources,
+        ));
+        true
+    });
+    let rid_of: FastMap<InstId, usize> = order.iter().enumerate().map(|(n, (i, _, _))| (*i, n)).collect();
     // directories per agent, for the implicit fs requires
     let mut dirs: HashMap<(String, String), String> = HashMap::new();
     for (i, m, rid) in &order {
@@ -510,7 +516,7 @@ pub(crate) fn export(ev: &Evaluator<'_>, python: &HashMap<InstId, PyExport>) -> 
             if !visited.insert(r) {
                 continue;
             }
-            if let Some(id) = rid_of.get(&r) {
+            if let Some(id) = rid_of.get(&r).map(|&n| &order[n].2) {
                 if id != rid && !reqs.contains(id) {
                     reqs.push(id.clone());
                 }
@@ -566,7 +572,7 @@ pub(crate) fn export(ev: &Evaluator<'_>, python: &HashMap<InstId, PyExport>) -> 
             if let Some(Value::List(l)) = slot_value(ev, s, "resources") {
                 for r in l.iter() {
                     if let Value::Instance(ri) = r
-                        && let Some(id) = rid_of.get(ri)
+                        && let Some(id) = rid_of.get(ri).map(|&n| &order[n].2)
                     {
                         if let Some(prev) = out.resource_sets.get(id)
                             && **prev != *name
@@ -616,12 +622,16 @@ pub(crate) fn with_version(id: &str, version: i64) -> String {
 }
 
 /// Checks the requires graph for cycles; returns a cycle when there is one.
+/// The graph borrows the ids of `resources` (no copies: at 100 000 resources cloning them cost
+/// a tenth of the export).
 pub(crate) fn find_cycle(resources: &[Json]) -> Option<Vec<String>> {
-    let strip = |s: &str| match s.rfind(",v=") {
-        Some(p) => s[..p].to_string(),
-        None => s.to_string(),
-    };
-    let mut graph: HashMap<String, Vec<String>> = HashMap::new();
+    fn strip(s: &str) -> &str {
+        match s.rfind(",v=") {
+            Some(p) => &s[..p],
+            None => s,
+        }
+    }
+    let mut graph: HashMap<&str, Vec<&str>> = HashMap::with_capacity(resources.len());
     for r in resources {
         let id = strip(r["id"].as_str().unwrap_or(""));
         let reqs = r["requires"]
@@ -630,33 +640,33 @@ pub(crate) fn find_cycle(resources: &[Json]) -> Option<Vec<String>> {
             .unwrap_or_default();
         graph.insert(id, reqs);
     }
-    let mut state: HashMap<&str, u8> = HashMap::new();
-    let mut keys: Vec<&String> = graph.keys().collect();
-    keys.sort();
+    let mut state: HashMap<&str, u8> = HashMap::with_capacity(graph.len());
+    let mut keys: Vec<&str> = graph.keys().copied().collect();
+    keys.sort_unstable();
     for start in keys {
-        if state.get(start.as_str()).copied().unwrap_or(0) != 0 {
+        if state.get(start).copied().unwrap_or(0) != 0 {
             continue;
         }
         // iterative DFS
-        let mut stack: Vec<(&str, usize)> = vec![(start.as_str(), 0)];
-        state.insert(start.as_str(), 1);
+        let mut stack: Vec<(&str, usize)> = vec![(start, 0)];
+        state.insert(start, 1);
         while let Some((node, idx)) = stack.pop() {
-            let next = graph.get(node).and_then(|v| v.get(idx));
+            let next = graph.get(node).and_then(|v| v.get(idx)).copied();
             match next {
                 Some(n) => {
                     stack.push((node, idx + 1));
-                    match state.get(n.as_str()).copied().unwrap_or(0) {
+                    match state.get(n).copied().unwrap_or(0) {
                         1 => {
                             let mut cyc: Vec<String> = stack.iter().map(|(x, _)| x.to_string()).collect();
                             if let Some(p) = cyc.iter().position(|x| x == n) {
                                 cyc.drain(..p);
                             }
-                            cyc.push(n.clone());
+                            cyc.push(n.to_string());
                             return Some(cyc);
                         }
                         0 if graph.contains_key(n) => {
-                            state.insert(n.as_str(), 1);
-                            stack.push((n.as_str(), 0));
+                            state.insert(n, 1);
+                            stack.push((n, 0));
                         }
                         _ => {}
                     }

@@ -55,6 +55,9 @@ pub struct CompileOptions {
     /// The Python interpreter whose environment holds the project's modules (`[compiler] python`);
     /// `None`: `INMANTA_COMPILER_PYTHON`, else the project's `.env` (see [`python::env`]).
     pub python: Option<PathBuf>,
+    /// Fill [`CompileOutput::variables`]. Tests and tooling read them; `inmanta compile` and
+    /// `export` do not, and a 100 000-entry data list in `main.cf` costs about 100 MB as JSON.
+    pub root_variables: bool,
 }
 
 impl Default for CompileOptions {
@@ -72,6 +75,7 @@ impl Default for CompileOptions {
             max_instances: limit_from_env("INMANTA_COMPILER_MAX_INSTANCES", 2_000_000),
             stack_size: 64 * 1024 * 1024,
             python: None,
+            root_variables: true,
         }
     }
 }
@@ -117,7 +121,8 @@ pub struct CompileOutput {
     pub warnings: Vec<Diagnostic>,
     /// Lines printed by `std::print`.
     pub printed: Vec<String>,
-    /// Variables of `main.cf` (instances as `"<Entity instance>"`), for tests and tooling.
+    /// Variables of `main.cf` (instances as `"<Entity instance>"`), for tests and tooling; empty
+    /// unless [`CompileOptions::root_variables`].
     pub variables: BTreeMap<String, serde_json::Value>,
     pub metadata: ProjectMetadata,
     pub stats: CompileStats,
@@ -348,6 +353,7 @@ fn compile_inner(
         return Err(Diagnostics(dedup(std::mem::take(&mut ev.errors))));
     }
     let python_exports = export::export_python_resources(&mut ev).map_err(|e| Diagnostics(dedup(e)))?;
+    ev.release_scheduler(options.root_variables);
     let ex = export::export(&ev, &python_exports);
     ev.python = None;
     let export_time = t0.elapsed() - parse_time - build_time - eval_time;
@@ -363,7 +369,7 @@ fn compile_inner(
     warnings.extend(ex.warnings);
     let shipped = handlers::collect(&loader.module_dirs, &mut warnings).map_err(|d| Diagnostics(vec![d]))?;
     let python_modules = python_code::collect(&loader.module_dirs).map_err(|d| Diagnostics(vec![d]))?;
-    let variables = ev.root_variables();
+    let variables = if options.root_variables { ev.root_variables() } else { BTreeMap::new() };
     let stats = CompileStats {
         files: namespaces.len(),
         instances: ev.instances.len(),

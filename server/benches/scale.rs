@@ -271,14 +271,11 @@ async fn run(database: &str, n: usize) {
 
     let started = Instant::now();
     let dryrun = server.call(Method::POST, &format!("/api/v2/dryrun/{version}"), Some(&env), None).await;
-    let id = dryrun["data"]["id"].as_str().expect("dry run id").to_string();
+    // the answer's data is the dry run's id (as in Inmanta); its report says how many are left
+    let id = dryrun["data"].as_str().expect("dry run id").to_string();
     loop {
-        let list = server.call(Method::GET, &format!("/api/v2/dryrun/{version}"), Some(&env), None).await;
-        let todo = list["data"]
-            .as_array()
-            .and_then(|all| all.iter().find(|d| d["id"] == id.as_str()))
-            .map(|d| d["todo"].as_i64().unwrap_or(0));
-        if todo == Some(0) {
+        let report = server.call(Method::GET, &format!("/api/v2/dryrun/{version}/{id}"), Some(&env), None).await;
+        if report["data"]["summary"]["todo"].as_i64() == Some(0) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;

@@ -101,13 +101,14 @@ pub(crate) enum ExprKind {
     Attr(Box<Expr>, Ident),
     List(Vec<Expr>),
     Dict(Vec<(String, Expr)>),
+    // `Args` is boxed: inline it made every expression node 40 bytes larger
     Constructor {
         class: Ident,
-        args: Args,
+        args: Box<Args>,
     },
     Call {
         name: Ident,
-        args: Args,
+        args: Box<Args>,
     },
     IndexLookup {
         class: Ident,

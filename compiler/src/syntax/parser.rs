@@ -942,6 +942,8 @@ impl Parser<'_> {
                     }
                 }
                 self.expect_p("}")?;
+                // a model's data is often thousands of small dict literals: no spare capacity
+                pairs.shrink_to_fit();
                 Ok(self.mk(ExprKind::Dict(pairs), start.to(self.prev_span())))
             }
             Tok::Id(_) => {
@@ -960,9 +962,9 @@ impl Parser<'_> {
                                 span: args.positional[0].span,
                             });
                         }
-                        return Ok(self.mk(ExprKind::Constructor { class: r, args }, span));
+                        return Ok(self.mk(ExprKind::Constructor { class: r, args: Box::new(args) }, span));
                     }
-                    return Ok(self.mk(ExprKind::Call { name: r, args }, span));
+                    return Ok(self.mk(ExprKind::Call { name: r, args: Box::new(args) }, span));
                 }
                 if is_class_name(&r.name) && self.is_p("[") {
                     self.bump();

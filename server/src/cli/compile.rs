@@ -82,8 +82,12 @@ pub struct ExportArgs {
 /// Runs the compiler on a thread of its own (it is synchronous and CPU-bound).
 pub(super) async fn compile(args: &CompileArgs) -> Result<CompileOutput, CliError> {
     let project = args.project.clone();
-    let options =
-        CompileOptions { main_file: Some(args.main.clone()), python: args.python.clone(), ..Default::default() };
+    let options = CompileOptions {
+        main_file: Some(args.main.clone()),
+        python: args.python.clone(),
+        root_variables: false,
+        ..Default::default()
+    };
     let started = Instant::now();
     tracing::info!(project = %project.display(), main = %args.main.display(), "compiling");
     let result = tokio::task::spawn_blocking(move || compiler::compile_project_with(&project, &options))

@@ -161,7 +161,8 @@ async fn wait_for_deploy(e: &Embedded, total: usize, timeout: Duration) -> Resul
 /// `-v`); fails the command unless everything is deployed.
 async fn summary(e: &Embedded, version: i64, started: Instant, verbose: bool, json: bool) -> Result<(), CliError> {
     let env = e.environment;
-    let page = PageRequest { sort: Some("resource_id.asc".into()), ..Default::default() };
+    // limit 0: every resource (the default page of 1 000 made a 1 004-resource model "1000 of 1000")
+    let page = PageRequest { sort: Some("resource_id.asc".into()), limit: Some(0), ..Default::default() };
     let (resources, _) = e.orchestrator.released_resources(env, &page, false).await.map_err(server_error)?;
     let actions = e
         .orchestrator
