@@ -103,8 +103,9 @@ fn slow_project(dir: &Path) {
     std::fs::write(dir.join("project.yml"), "name: slowdemo\nmodulepath: libs\ndownloadpath: libs\n").unwrap();
     let main = r#"
 import exec
+import mitogen
 
-host = std::Host(name="localhost", os=std::linux)
+host = std::Host(name="localhost", os=std::linux, via=mitogen::Local())
 a = exec::Run(host=host, command="/bin/sleep 0.5")
 b = exec::Run(host=host, command="/bin/sleep 0.51", requires=[a])
 c = exec::Run(host=host, command="/bin/sleep 0.52", requires=[b])

@@ -71,8 +71,9 @@ fn model(root: &Path, content: &str) -> String {
         r#"
 import fs
 import greeting
+import mitogen
 
-host = std::Host(name="localhost", os=std::linux)
+host = std::Host(name="localhost", os=std::linux, via=mitogen::Local())
 word = greeting::word
 fs::File(host=host, path="{}/motd", content="{content} {{{{ word }}}}", mode=644)
 "#,

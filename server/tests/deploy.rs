@@ -26,8 +26,9 @@ fn model(root: &Path, motd: &str, command: &str) -> String {
         r#"
 import fs
 import exec
+import mitogen
 
-host = std::Host(name="localhost", os=std::linux)
+host = std::Host(name="localhost", os=std::linux, via=mitogen::Local())
 dir = fs::Directory(host=host, path="{root}/etc", mode=755)
 motd = fs::File(host=host, path="{root}/etc/motd", content="{motd}", mode=644, requires=[dir])
 fs::File(host=host, path="{root}/etc/issue", content="issue", requires=[dir])
