@@ -267,8 +267,7 @@ async fn concurrent_exports_and_releases_stay_consistent() {
     }
     // Inmanta's v1 versions have no status; the v2 listing has.
     let (_, listed) = s.call("GET", "/api/v2/desiredstate?filter.status=active", Some(&env), None).await;
-    let active: Vec<i64> =
-        listed["data"].as_array().unwrap().iter().map(|m| m["version"].as_i64().unwrap()).collect();
+    let active: Vec<i64> = listed["data"].as_array().unwrap().iter().map(|m| m["version"].as_i64().unwrap()).collect();
     assert_eq!(active, vec![*versions.last().unwrap()], "the newest version is the active one");
     // The resource view is the active version plus orphans of older ones, nothing in between.
     let (_, view) = s.call("GET", "/api/v2/resource?limit=1000&deploy_summary=true", Some(&env), None).await;
