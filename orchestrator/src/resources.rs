@@ -180,9 +180,10 @@ pub struct ActionQuery {
     pub exclude_changes: Vec<String>,
 }
 
-/// Release writes the intent of every resource of `version` and marks the others orphans.
-pub(crate) async fn record_release(tx: &mut Transaction, env: Uuid, version: i64) -> Result<()> {
-    sqlx::query(
+/// Release writes the intent of every resource of `version` and marks the others orphans;
+/// returns how many state rows it wrote.
+pub(crate) async fn record_release(tx: &mut Transaction, env: Uuid, version: i64) -> Result<u64> {
+    let written = sqlx::query(
         "INSERT INTO resource_persistent_state (environment, resource_id, resource_type, agent, id_attribute, \
          id_value, first_generated_time, first_generated_version, current_intent_version, \
          current_intent_attribute_hash, current_intent_requires, is_undefined, is_orphan, blocked) \
@@ -203,7 +204,8 @@ pub(crate) async fn record_release(tx: &mut Transaction, env: Uuid, version: i64
     .bind(version)
     .bind(now())
     .execute(&mut **tx)
-    .await?;
+    .await?
+    .rows_affected();
     sqlx::query(
         "UPDATE resource_persistent_state SET is_orphan = 1, is_deploying = 0 \
          WHERE environment = $1 AND current_intent_version <> $2 AND is_orphan = 0",
@@ -212,7 +214,7 @@ pub(crate) async fn record_release(tx: &mut Transaction, env: Uuid, version: i64
     .bind(version)
     .execute(&mut **tx)
     .await?;
-    Ok(())
+    Ok(written)
 }
 
 impl Orchestrator {
@@ -522,22 +524,13 @@ impl Orchestrator {
                 .await?;
                 finish_action(&mut tx, env, done.action_id, &done.outcome).await?;
             }
+            if let Some(epoch) = epoch {
+                set_epoch(&mut tx, self.store.kind(), env, actions, epoch).await?;
+            }
         } else {
             for chunk in actions.chunks(2000) {
-                record_deploys(&mut tx, self.store.kind(), env, chunk).await?;
+                record_deploys(&mut tx, self.store.kind(), env, chunk, epoch).await?;
             }
-        }
-        if let Some(epoch) = epoch {
-            let ids: Vec<String> = actions.iter().map(|a| a.action_id.to_string()).collect();
-            sqlx::query(&format!(
-                "UPDATE resource_action SET epoch = $1 WHERE environment = $2 AND action_id IN {}",
-                crate::store::json_list(self.store.kind(), 3)
-            ))
-            .bind(epoch)
-            .bind(env.to_string())
-            .bind(serde_json::json!(ids).to_string())
-            .execute(&mut *tx)
-            .await?;
         }
         self.store.commit_fenced(tx, fence).await?;
         self.publish(crate::Event::ResourcesChanged { env });
@@ -697,6 +690,27 @@ impl Orchestrator {
         Ok(out)
     }
 
+    /// What the deploys of `version` changed, per resource id (the latest deploy's `change` when
+    /// it ran more than once); resources whose deploys changed nothing are left out. Bounded by
+    /// the version: the environment's history of actions is not read.
+    pub async fn deploy_changes(&self, env: Uuid, version: i64) -> Result<BTreeMap<String, String>> {
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "SELECT ar.resource_id, a.change FROM resource_action a JOIN resource_action_resource ar \
+             ON ar.environment = a.environment AND ar.action_id = a.action_id \
+             WHERE a.environment = $1 AND a.version = $2 AND a.action = 'deploy' \
+             AND a.change IS NOT NULL AND a.change <> 'nochange' ORDER BY a.started DESC, a.action_id DESC",
+        )
+        .bind(env.to_string())
+        .bind(version)
+        .fetch_all(self.store.pool())
+        .await?;
+        let mut changes = BTreeMap::new();
+        for (rid, change) in rows {
+            changes.entry(rid).or_insert(change);
+        }
+        Ok(changes)
+    }
+
     async fn action_messages(&self, env: Uuid, action_id: &str) -> Result<Vec<LogLine>> {
         let rows: Vec<LogRow> = sqlx::query_as(
             "SELECT l.level, l.msg, l.args, l.kwargs, l.timestamp, l.action_id, '' AS action FROM resource_log l \
@@ -758,13 +772,38 @@ async fn notify_new_failures(tx: &mut Transaction, env: Uuid, failed: &[(String,
     Ok(())
 }
 
-/// Writes finished deploys in a few statements: actions, their resources, their log lines and
-/// the state vector, each as one JSON parameter.
+/// Marks actions inserted one by one with the scheduler epoch they were written under.
+async fn set_epoch(
+    tx: &mut Transaction,
+    kind: crate::DbKind,
+    env: Uuid,
+    actions: &[FinishedAction],
+    epoch: i64,
+) -> Result<()> {
+    let ids: Vec<String> = actions.iter().map(|a| a.action_id.to_string()).collect();
+    sqlx::query(&format!(
+        "UPDATE resource_action SET epoch = $1 WHERE environment = $2 AND action_id IN {}",
+        crate::store::json_list(kind, 3)
+    ))
+    .bind(epoch)
+    .bind(env.to_string())
+    .bind(serde_json::json!(ids).to_string())
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Writes finished deploys in a few statements: actions (with the scheduler `epoch` they were
+/// written under), their resources, their log lines and the state vector, each as one JSON
+/// parameter. The epoch goes in with the rows: a separate UPDATE by action id was planned on
+/// PostgreSQL, while the table's statistics still said it was empty, as a scan of every action
+/// of the environment per batch, which made a first deploy quadratic.
 async fn record_deploys(
     tx: &mut Transaction,
     kind: crate::DbKind,
     env: Uuid,
     actions: &[FinishedAction],
+    epoch: Option<i64>,
 ) -> Result<()> {
     use crate::store::json_rows;
     let finished = now();
@@ -819,13 +858,14 @@ async fn record_deploys(
     );
     sqlx::query(&format!(
         "INSERT INTO resource_action (environment, action_id, version, action, started, finished, \
-         resource_version_ids, status, changes, change, send_event) SELECT $1, x.action_id, \
+         resource_version_ids, status, changes, change, send_event, epoch) SELECT $1, x.action_id, \
          CAST(x.version AS BIGINT), 'deploy', x.started, $2, x.resource_version_ids, x.status, x.changes, x.change, \
-         CAST(x.send_event AS BIGINT) FROM {rows}"
+         CAST(x.send_event AS BIGINT), CAST($4 AS BIGINT) FROM {rows}"
     ))
     .bind(env.to_string())
     .bind(finished.clone())
     .bind(serde_json::Value::Array(action_rows).to_string())
+    .bind(epoch)
     .execute(&mut **tx)
     .await?;
     let rows = json_rows(kind, 2, &["action_id", "resource_id"]);
