@@ -394,3 +394,15 @@ async fn bulk_writes_refresh_postgres_statistics() {
     assert!(analyzed("resource").await, "resource was not analyzed after a put_version of 1 500");
     assert!(analyzed("resource_persistent_state").await, "states were not analyzed after a release of 1 500");
 }
+
+/// The scheduler's intents are read in pages of 5 000: every resource comes back once.
+#[tokio::test]
+async fn released_intents_cover_every_resource_across_pages() {
+    let (o, env, _dir) = setup().await;
+    let resources = (0..5003).map(|i| file(&format!("/f{i:05}"), "1", &[])).collect();
+    put(&o, env, resources, &[]).await; // auto_deploy releases it
+    let intents = o.released_intents(env).await.unwrap();
+    let ids: std::collections::BTreeSet<String> = intents.iter().map(|i| i.id.to_string()).collect();
+    assert_eq!((intents.len(), ids.len()), (5003, 5003));
+    assert!(ids.contains(&rid("/f00000")) && ids.contains(&rid("/f05002")));
+}
