@@ -533,6 +533,12 @@ impl Orchestrator {
             }
         }
         self.store.commit_fenced(tx, fence).await?;
+        // These tables grow by a batch at a time; their foreign-key checks need statistics.
+        let links: usize = actions.iter().map(|a| a.resource_ids.len()).sum();
+        let lines: usize = actions.iter().map(|a| a.outcome.messages.len()).sum();
+        self.store.wrote_rows("resource_action", actions.len() as u64);
+        self.store.wrote_rows("resource_action_resource", links as u64);
+        self.store.wrote_rows("resource_log", lines as u64);
         self.publish(crate::Event::ResourcesChanged { env });
         Ok(())
     }

@@ -4,30 +4,53 @@
 //! a bulk insert into a new or small table they still say "almost no rows", and the planner
 //! picks nested loops that walk the whole table once per row: the diff of two fresh
 //! 10 000-resource versions took 19 s instead of 30 ms, and each batch of deploy results scanned
-//! every resource of the environment. So after a statement that wrote many rows the table is
-//! analyzed at once, in the background (an `ANALYZE` samples at most 30 000 rows, a few hundred
-//! milliseconds at any size, and blocks neither readers nor writers). SQLite needs nothing: its
-//! planner goes by the indexes.
+//! every resource of the environment. Worse, a session keeps the plans of its foreign-key checks
+//! from its first insert: made while `resource_action` was nearly empty, the check of an action
+//! id walked the `(environment, started)` index over every action of the environment, so each
+//! deploy result read every earlier action (a first deploy of 100 000 resources slowed to ten
+//! results a second) until the table's statistics changed. So a statement that wrote 1 000 rows
+//! or more, and small writes whose sum passes 1 000, then 10 000, 100 000 and so on, have the
+//! table analyzed at once, in the background (an `ANALYZE` samples at most 30 000 rows, a few
+//! hundred milliseconds at any size, blocks neither readers nor writers, and makes every session
+//! plan its statements on the table again). SQLite needs nothing: its planner goes by the
+//! indexes.
 
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex};
 
 use crate::store::{DbKind, Store};
 
-/// Fewer new rows than this leave the statistics to autovacuum.
-const MANY_ROWS: u64 = 1000;
+/// A statement writing this many rows has its table analyzed; smaller writes once their sum
+/// passes it, then ten times as many, and so on (autovacuum keeps up from there).
+const FIRST_ANALYZE: u64 = 1000;
 
 /// Per (database, table): whether an `ANALYZE` runs, and whether another one is owed after it
 /// (rows written while it sampled). Bursts of bulk writes cost one `ANALYZE` at a time.
 static RUNNING: LazyLock<Mutex<HashMap<(String, &'static str), bool>>> = LazyLock::new(Default::default);
 
+/// Per (database, table): rows written by this process, and the sum at which to analyze next.
+static WRITTEN: LazyLock<Mutex<HashMap<(String, &'static str), (u64, u64)>>> = LazyLock::new(Default::default);
+
 impl Store {
-    /// Called after a statement wrote `rows` rows into `table` (a constant table name).
+    /// Called after statements wrote `rows` rows into `table` (a constant table name).
     pub(crate) fn wrote_rows(&self, table: &'static str, rows: u64) {
-        if self.kind() != DbKind::Postgres || rows < MANY_ROWS {
+        if self.kind() != DbKind::Postgres || rows == 0 {
             return;
         }
         let key = (self.url().to_string(), table);
+        {
+            let mut written = WRITTEN.lock().unwrap_or_else(|e| e.into_inner());
+            let (sum, next) = written.entry(key.clone()).or_insert((0, FIRST_ANALYZE));
+            *sum += rows;
+            // A bulk write (a new version: values the statistics have never seen) is analyzed
+            // whatever the sum.
+            if rows < FIRST_ANALYZE && *sum < *next {
+                return;
+            }
+            while *next <= *sum {
+                *next = next.saturating_mul(10);
+            }
+        }
         {
             let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(owed) = running.get_mut(&key) {

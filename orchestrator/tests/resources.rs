@@ -406,3 +406,34 @@ async fn released_intents_cover_every_resource_across_pages() {
     assert_eq!((intents.len(), ids.len()), (5003, 5003));
     assert!(ids.contains(&rid("/f00000")) && ids.contains(&rid("/f05002")));
 }
+
+/// Deploy results arrive a batch at a time: once their sum passes 1 000 the action table is
+/// analyzed too (the foreign-key checks of a session planned on an empty table walked every
+/// action of the environment per result).
+#[tokio::test]
+async fn many_small_result_batches_refresh_postgres_statistics() {
+    let (o, env, _dir) = setup().await;
+    if o.store().kind() != orchestrator::DbKind::Postgres {
+        return;
+    }
+    let v = put(&o, env, vec![file("/a", "1", &[])], &[]).await;
+    for _ in 0..11 {
+        let batch: Vec<_> = (0..100).map(|_| deployed(v, "/a", "nochange")).collect();
+        o.record_actions(env, &batch).await.unwrap();
+    }
+    let mut analyzed = false;
+    for _ in 0..300 {
+        let at: Option<String> = sqlx::query_scalar(
+            "SELECT CAST(last_analyze AS TEXT) FROM pg_stat_user_tables WHERE relname = 'resource_action'",
+        )
+        .fetch_one(o.store().pool())
+        .await
+        .unwrap();
+        if at.is_some() {
+            analyzed = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(analyzed, "resource_action was not analyzed after 1 100 results in batches of 100");
+}
