@@ -24,12 +24,15 @@ use crate::store::{DbKind, Store};
 /// passes it, then ten times as many, and so on (autovacuum keeps up from there).
 const FIRST_ANALYZE: u64 = 1000;
 
-/// Per (database, table): whether an `ANALYZE` runs, and whether another one is owed after it
-/// (rows written while it sampled). Bursts of bulk writes cost one `ANALYZE` at a time.
-static RUNNING: LazyLock<Mutex<HashMap<(String, &'static str), bool>>> = LazyLock::new(Default::default);
+/// A table of a database: (database URL, table name).
+type TableKey = (String, &'static str);
 
-/// Per (database, table): rows written by this process, and the sum at which to analyze next.
-static WRITTEN: LazyLock<Mutex<HashMap<(String, &'static str), (u64, u64)>>> = LazyLock::new(Default::default);
+/// Per table: whether an `ANALYZE` runs, and whether another one is owed after it (rows
+/// written while it sampled). Bursts of bulk writes cost one `ANALYZE` at a time.
+static RUNNING: LazyLock<Mutex<HashMap<TableKey, bool>>> = LazyLock::new(Default::default);
+
+/// Per table: rows written by this process, and the sum at which to analyze next.
+static WRITTEN: LazyLock<Mutex<HashMap<TableKey, (u64, u64)>>> = LazyLock::new(Default::default);
 
 impl Store {
     /// Called after statements wrote `rows` rows into `table` (a constant table name).
