@@ -195,6 +195,8 @@ pub(crate) async fn record_release(tx: &mut Transaction, env: Uuid, version: i64
          current_intent_attribute_hash = excluded.current_intent_attribute_hash, \
          current_intent_requires = excluded.current_intent_requires, \
          is_undefined = excluded.is_undefined, is_orphan = 0, \
+         last_deployed_attribute_hash = CASE WHEN resource_persistent_state.is_orphan = 1 THEN NULL \
+           ELSE resource_persistent_state.last_deployed_attribute_hash END, \
          blocked = CASE WHEN excluded.blocked = 'blocked' THEN 'blocked' \
            WHEN resource_persistent_state.blocked = 'temporarily_blocked' THEN 'temporarily_blocked' \
            ELSE 'not_blocked' END",
@@ -691,7 +693,8 @@ impl Orchestrator {
                     .transpose()
                     .map_err(corrupt("changes"))?,
                 change: row.try_get("change")?,
-                send_event: row.try_get::<Option<i64>, _>("send_event")?.map(|v| v != 0),
+                // Stored for our own event logic; Inmanta 20.1 answers null here for every action.
+                send_event: None,
             });
         }
         Ok(out)
@@ -1055,17 +1058,58 @@ pub struct ResourceIntent {
 
 impl Orchestrator {
     /// The intent and known state of every resource of the latest released version.
+    /// The released intent of one resource, if it has one.
+    pub async fn released_intent(&self, env: Uuid, rid: &ResourceId) -> Result<Option<ResourceIntent>> {
+        let rid = rid.to_string();
+        Ok(self.released_intents_where(env, Some(&rid)).await?.pop())
+    }
+
+    /// Records the `getfact` action Inmanta records when the server asks an agent for facts:
+    /// no status, no change, no log lines.
+    pub async fn record_getfact_action(&self, env: Uuid, rid: &ResourceId, version: i64) -> Result<()> {
+        let action_id = Uuid::new_v4().to_string();
+        let at = now();
+        let mut tx = self.store.begin_write().await?;
+        sqlx::query(
+            "INSERT INTO resource_action (environment, action_id, version, action, started, finished, \
+             resource_version_ids, status, changes, change, send_event) \
+             VALUES ($1, $2, $3, 'getfact', $4, $4, $5, NULL, NULL, NULL, NULL)",
+        )
+        .bind(env.to_string())
+        .bind(action_id.clone())
+        .bind(version)
+        .bind(at)
+        .bind(serde_json::json!([rid.versioned(version as u64)]).to_string())
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("INSERT INTO resource_action_resource (environment, action_id, resource_id) VALUES ($1, $2, $3)")
+            .bind(env.to_string())
+            .bind(action_id)
+            .bind(rid.to_string())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
     pub async fn released_intents(&self, env: Uuid) -> Result<Vec<ResourceIntent>> {
-        let rows = sqlx::query(
+        self.released_intents_where(env, None).await
+    }
+
+    async fn released_intents_where(&self, env: Uuid, rid: Option<&str>) -> Result<Vec<ResourceIntent>> {
+        let one = if rid.is_some() { " AND s.resource_id = $2" } else { "" };
+        let sql = format!(
             "SELECT s.resource_id, s.current_intent_version, s.current_intent_requires, s.current_intent_attribute_hash, \
              s.is_undefined, s.blocked, s.last_deployed_attribute_hash, s.last_non_deploying_status, s.last_deploy, \
              r.attributes FROM resource_persistent_state s JOIN resource r ON r.environment = s.environment \
              AND r.version = s.current_intent_version AND r.resource_id = s.resource_id \
-             WHERE s.environment = $1 AND s.is_orphan = 0",
-        )
-        .bind(env.to_string())
-        .fetch_all(self.store.pool())
-        .await?;
+             WHERE s.environment = $1 AND s.is_orphan = 0{one}"
+        );
+        let mut query = sqlx::query(&sql).bind(env.to_string());
+        if let Some(rid) = rid {
+            query = query.bind(rid.to_string());
+        }
+        let rows = query.fetch_all(self.store.pool()).await?;
         rows.into_iter()
             .map(|row| {
                 let rid: String = row.try_get("resource_id")?;

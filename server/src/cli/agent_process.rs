@@ -171,6 +171,16 @@ where
                 };
                 let code =
                     VersionCode { environment: task.environment.to_string(), shipped_handler: task.handler, python };
+                if task.facts {
+                    let facts = executor.facts_with(&request, &code)?;
+                    return Ok(agent::Outcome {
+                        status: agent::HandlerStatus::Deployed,
+                        change: agent::Change::NoChange,
+                        changes: Default::default(),
+                        logs: vec![],
+                        facts,
+                    });
+                }
                 Ok::<_, String>(executor.execute_code(&request, &code, mode, &events))
             })
             .await;
