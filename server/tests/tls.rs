@@ -22,12 +22,14 @@ fn git(dir: &Path, args: &[&str]) {
     assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
 }
 
-/// A self-signed certificate for 127.0.0.1 and localhost; returns (cert, key) paths.
+/// A self-signed server certificate for 127.0.0.1 and localhost; returns (cert, key) paths.
 fn certificate(dir: &Path) -> (String, String) {
     let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
     let made = Command::new("openssl")
         .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1"])
-        .args(["-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout"])
+        .args(["-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        // A server certificate, not a CA: rustls refuses a CA certificate as a server's own.
+        .args(["-addext", "basicConstraints=critical,CA:FALSE", "-addext", "extendedKeyUsage=serverAuth", "-keyout"])
         .arg(&key)
         .arg("-out")
         .arg(&cert)
