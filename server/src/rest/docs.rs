@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use axum::Extension;
 use axum::extract::Path;
-use axum::http::{Method, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use orchestrator::auth::Access;
 use serde::Deserialize;
@@ -129,6 +129,9 @@ fn operation(route: &RouteRule, limits: &Limits) -> Value {
             "schema": {"type": "string", "format": "uuid"}, "description": "the environment id",
         }));
     }
+    for (name, schema, required) in &route.takes.query {
+        parameters.push(json!({"name": name, "in": "query", "required": required, "schema": schema}));
+    }
     let error = |what: &str| json!({"description": what, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}});
     let mut responses = json!({
         "200": {"description": "done", "content": {"application/json": {"schema": {}}}},
@@ -148,12 +151,15 @@ fn operation(route: &RouteRule, limits: &Limits) -> Value {
     if route.rule.access != Access::Public {
         op["security"] = json!([{"bearer": []}]);
     }
-    if matches!(route.method, Method::POST | Method::PUT | Method::PATCH) {
+    // The body the handler reads, if any; an empty body counts as `{}` (Inmanta's clients send
+    // none when every argument is optional).
+    if let Some(schema) = route.takes.body.clone() {
         let bytes = limits.bytes(route.body);
+        let required = schema["required"].as_array().is_some_and(|r| !r.is_empty());
         op["requestBody"] = json!({
-            "required": false,
-            "description": format!("a JSON object of at most {bytes} bytes"),
-            "content": {"application/json": {"schema": {"type": "object"}}},
+            "required": required,
+            "description": format!("JSON of at most {bytes} bytes"),
+            "content": {"application/json": {"schema": schema}},
         });
         op["responses"]["413"] = error("the body is larger than this call takes");
     }
@@ -201,5 +207,20 @@ mod tests {
         let version = &doc["paths"]["/api/v1/version/{id}"]["get"];
         assert_eq!(version["parameters"][0]["name"], "id");
         assert_eq!(version["parameters"][1]["name"], api::TID_HEADER);
+        assert_eq!(version["parameters"][2]["name"], "include_logs", "the handler's query parameters");
+        // Bodies are described from the handlers' types: fields, their kinds, required ones.
+        let put = &doc["paths"]["/api/v1/version"]["put"]["requestBody"];
+        let schema = &put["content"]["application/json"]["schema"];
+        assert_eq!(schema["properties"]["version"]["type"], "integer", "{schema}");
+        assert_eq!(schema["properties"]["resources"]["type"], "array", "{schema}");
+        assert!(schema["required"].as_array().unwrap().contains(&json!("version")), "{schema}");
+        assert_eq!(put["required"], true);
+        // A call whose handler reads no body has none in the document.
+        assert!(doc["paths"]["/api/v2/reserve_version"]["post"].get("requestBody").is_none());
+        let login = &doc["paths"]["/api/v2/login"]["post"]["requestBody"]["content"]["application/json"]["schema"];
+        assert_eq!(login["required"], json!(["username", "password"]));
+        if std::env::var_os("PRINT_OPENAPI").is_some() {
+            println!("{}", serde_json::to_string_pretty(&doc).unwrap());
+        }
     }
 }
