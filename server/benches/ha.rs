@@ -25,8 +25,11 @@ fn resources(n: usize, agents: usize, version: i64) -> Vec<Value> {
     let rid = |i: usize| format!("std::testing::NullResource[agent{},name=n{i:06}]", i % agents);
     (0..n)
         .map(|i| {
-            let requires =
-                if (i / agents) % 100 != 0 { vec![format!("{},v={version}", rid(i - agents))] } else { vec![] };
+            let requires = if !(i / agents).is_multiple_of(100) {
+                vec![format!("{},v={version}", rid(i - agents))]
+            } else {
+                vec![]
+            };
             json!({
                 "id": format!("{},v={version}", rid(i)), "name": format!("n{i:06}"),
                 "agentname": format!("agent{}", i % agents), "fail": false, "value": "v", "int_value": i,
