@@ -1,8 +1,8 @@
 //! Throughput of several servers on one PostgreSQL (issue 14, docs/performance.md "Failover"):
 //! the same deploy of N `std::testing::NullResource`s spread over E environments (one
 //! environment is one scheduler, so several environments are what spreads over servers), with
-//! one server and with three. Prints the time from the last stored version to everything
-//! deployed, resources per second, where the schedulers ran and the load average.
+//! one server and with three. Prints the time from the first store to everything deployed,
+//! resources per second, where the schedulers ran and the load average.
 //!
 //! Run: `INMANTA_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/postgres cargo bench -p server
 //! --bench ha`. `RESOURCES` (default 10000), `ENVIRONMENTS` (6), `SERVERS` (`1,3`) and `AGENTS`
@@ -91,6 +91,9 @@ async fn run(servers: usize, total: usize, environments: usize, agents: usize) {
     };
     // One version per environment, stored through the servers in turn.
     let per_env = total / environments;
+    // The clock starts with the first store: the first environments deploy while the others
+    // are being stored.
+    let started = Instant::now();
     for (e, env) in envs.iter().enumerate() {
         let s = &cluster[e % servers];
         let (_, v) = s.call("POST", "/api/v2/reserve_version", Some(env), None).await;
@@ -116,10 +119,11 @@ async fn run(servers: usize, total: usize, environments: usize, agents: usize) {
         assert!(Instant::now() < deadline, "only {deployed} of {expected} deployed");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let took = stored.elapsed();
+    let took = started.elapsed();
     println!(
         "{servers} server(s), {expected} resources in {environments} environments (schedulers per server: {spread}): \
-         deployed in {:.1} s = {:.0} resources/s; load average {}",
+         stored in {:.1} s, all deployed {:.1} s after the first store = {:.0} resources/s; load average {}",
+        (stored - started).as_secs_f64(),
         took.as_secs_f64(),
         expected as f64 / took.as_secs_f64(),
         load_average()
