@@ -1,8 +1,9 @@
 //! The API's own description, generated from the route table the router is built from (so it
 //! cannot miss a route): `GET /api/v2/docs?format=openapi` answers an OpenAPI 3 document,
-//! `GET /api/v2/docs` Swagger UI on it. Swagger UI's files (npm `swagger-ui-dist`) are vendored
-//! in `server/assets/swagger-ui` and embedded in the binary, so the page needs nothing from the
-//! internet.
+//! `GET /api/v2/docs` Swagger UI on it. Each operation's query parameters and body come from
+//! its handler's extractor types ([`super::describe`]). Swagger UI's files (npm
+//! `swagger-ui-dist`) are vendored in `server/assets/swagger-ui` and embedded in the binary, so
+//! the page needs nothing from the internet.
 //!
 //! Both are public: the document is the same for every installation (it is built from the
 //! binary's route table) and holds no data, and a browser opening the page has no bearer token
