@@ -129,6 +129,8 @@ impl LoginThrottle {
 
     /// `Err` while this user at this address, or this address, must wait.
     pub async fn check(&self, username: &str, address: Option<IpAddr>) -> Result<std::result::Result<(), Throttled>> {
+        // The name becomes part of a key: a valid name keeps it short and free of NUL.
+        crate::validate::name("a user name", username)?;
         let (pair, address) = self.cells(username, address);
         let rows: Vec<(String, i64, i64)> = sqlx::query_as(&format!(
             "SELECT subject, tat, {} FROM login_throttle WHERE subject IN ($1, $2, $3, $4)",
@@ -154,6 +156,7 @@ impl LoginThrottle {
 
     /// Counts a failed login; returns how long this user at this address must now wait, if at all.
     pub async fn failed(&self, username: &str, address: Option<IpAddr>) -> Result<Option<Duration>> {
+        crate::validate::name("a user name", username)?;
         let (pair, address) = self.cells(username, address);
         let cells: Vec<&Cell> = pair.iter().chain(std::iter::once(&address)).collect();
         let mut tx = self.store.begin_write().await?;
@@ -271,6 +274,16 @@ mod tests {
         assert_eq!(b.failed("admin", ip("10.0.0.9")).await.unwrap(), None);
         assert!(a.failed("admin", ip("10.0.0.9")).await.unwrap().is_some(), "the third failure over both");
         assert!(matches!(b.check("admin", ip("10.0.0.9")).await.unwrap(), Err(Throttled::User(_))));
+    }
+
+    #[tokio::test]
+    async fn names_that_are_no_names_are_refused_before_they_become_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = throttle(store(dir.path()).await);
+        for name in ["ad\u{0}min", &"a".repeat(5000)] {
+            assert!(matches!(t.check(name, ip("10.0.0.1")).await, Err(crate::Error::BadRequest(_))));
+            assert!(matches!(t.failed(name, ip("10.0.0.1")).await, Err(crate::Error::BadRequest(_))));
+        }
     }
 
     #[tokio::test]
