@@ -99,6 +99,8 @@ pub fn case_options(case: &Path) -> CompileOptions {
         module_path: if case.is_dir() { Vec::new() } else { vec![test_modules()] },
         env: Some(env),
         stack_size: 8 << 20,
+        // the recorder runs Inmanta without a server or environment
+        environment: String::new(),
         ..CompileOptions::default()
     }
 }

@@ -327,6 +327,7 @@ fn compile_inner(
         environment_name: options.environment_name.clone(),
         server_host: options.server_host.clone(),
         server_port: options.server_port,
+        project_dir: project_dir.to_path_buf(),
     };
     let mut ev = eval::Evaluator::new(builder.types, &sources, ctx);
     if let Some(side) = python_side {

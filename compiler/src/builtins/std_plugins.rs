@@ -53,6 +53,27 @@ fn list(v: &Value, what: &str) -> Result<Rc<Vec<Value>>, PErr> {
     }
 }
 
+/// Inmanta's error for an argument that does not match the plugin's declared type.
+fn arg_type(ev: &Evaluator<'_>, v: &Value, arg: &str, plugin: &str, ty: &str) -> PErr {
+    PErr::Kind(
+        "PluginTypeException",
+        format!(
+            "Value {} for argument {arg} of plugin {plugin} has incompatible type. Expected type: {ty}",
+            ev.repr(v)
+        ),
+    )
+}
+
+/// Plugins that ask the server fail, as std's do, when the compile has no environment.
+fn no_environment(ev: &Evaluator<'_>, plugin: &str) -> Result<(), PErr> {
+    if ev.project.environment.is_empty() {
+        return Err(ext(format!(
+            "std::{plugin}: the environment of this model is not configured (the compile has no environment id)"
+        )));
+    }
+    Ok(())
+}
+
 fn ext(msg: String) -> PErr {
     PErr::Kind("ExternalException", msg)
 }
@@ -356,7 +377,10 @@ pub(crate) fn register(p: &mut Plugins) {
     })
     .side_effect = true;
     p.add("std::assert", &[("expression", None), ("message", Some(s("")))], |ev, c| {
-        if c.args[0].truthy() {
+        let Value::Bool(ok) = c.args[0] else {
+            return Err(arg_type(ev, &c.args[0], "expression", "std::assert", "bool"));
+        };
+        if ok {
             Ok(Value::Null)
         } else {
             let m = strv(ev, &c.args[1]);
@@ -398,7 +422,9 @@ pub(crate) fn register(p: &mut Plugins) {
     });
     p.add("std::length", &[("value", None)], |_, c| Ok(Value::Int(text(&c.args[0], "value")?.chars().count() as i64)));
     p.add("std::len", &[("item_list", None)], |_, c| Ok(Value::Int(list(&c.args[0], "item_list")?.len() as i64)));
-    p.add("std::count", &[("item_list", None)], |_, c| Ok(Value::Int(list(&c.args[0], "item_list")?.len() as i64)));
+    // counts unknowns like any other element (`std::len` is the conservative one)
+    p.add("std::count", &[("item_list", None)], |_, c| Ok(Value::Int(list(&c.args[0], "item_list")?.len() as i64)))
+        .accepts_unknown = true;
     p.add("std::split", &[("string_list", None), ("delim", None)], |_, c| {
         let (a, d) = (text(&c.args[0], "string_list")?, text(&c.args[1], "delim")?);
         if d.is_empty() {
@@ -412,15 +438,15 @@ pub(crate) fn register(p: &mut Plugins) {
         let idx = if i < 0 { l.len() as i64 + i } else { i };
         l.get(idx as usize).cloned().filter(|_| idx >= 0).ok_or_else(|| ext(format!("list index {i} out of range")))
     });
+    // std 8.7.5's `item` indexes each element and returns the picks; Inmanta 20.1 refuses the
+    // result (a list built from proxies of nested lists), so every call with elements fails there.
     p.add("std::item", &[("objects", None), ("index", None)], |_, c| {
         let l = list(&c.args[0], "objects")?;
-        let i = int(&c.args[1], "index")? as usize;
-        let mut out = Vec::new();
-        for x in l.iter() {
-            let sub = list(x, "objects")?;
-            out.push(sub.get(i).cloned().ok_or_else(|| ext("index out of range".into()))?);
+        int(&c.args[1], "index")?;
+        if l.is_empty() {
+            return Ok(Value::list(Vec::new()));
         }
-        Ok(Value::list(out))
+        Err(ext("std::item: Inmanta 20.1 can not return the selected items (use a list comprehension)".into()))
     });
     p.add("std::sequence", &[("i", None), ("start", Some(Value::Int(0))), ("offset", Some(Value::Int(0)))], |_, c| {
         let (n, st) = (int(&c.args[0], "i")?, int(&c.args[1], "start")?.saturating_add(int(&c.args[2], "offset")?));
@@ -453,6 +479,7 @@ pub(crate) fn register(p: &mut Plugins) {
     });
     p.add("std::getfact", &[("resource", None), ("fact_name", None), ("default_value", n())], |ev, c| {
         let name = text(&c.args[1], "fact_name")?.to_string();
+        no_environment(ev, "getfact")?;
         let rid = match &c.args[0] {
             Value::Instance(i) => crate::export::resource_id_of(ev, *i).unwrap_or_default(),
             _ => String::new(),
@@ -497,8 +524,14 @@ pub(crate) fn register(p: &mut Plugins) {
             None => Ok(unknown(ev, &name, "plugin", "")),
         }
     });
-    p.add("std::environment", &[], |ev, _| Ok(s(&ev.project.environment)));
-    p.add("std::environment_name", &[], |ev, _| Ok(s(&ev.project.environment_name)));
+    p.add("std::environment", &[], |ev, _| {
+        no_environment(ev, "environment")?;
+        Ok(s(&ev.project.environment))
+    });
+    p.add("std::environment_name", &[], |ev, _| {
+        no_environment(ev, "environment_name")?;
+        Ok(s(&ev.project.environment_name))
+    });
     p.add("std::environment_server", &[], |ev, _| Ok(s(&ev.project.server_host)));
     p.add("std::server_port", &[], |ev, _| Ok(Value::Int(ev.project.server_port)));
     p.add("std::server_ssl", &[], |_, _| Ok(Value::Bool(false)));
@@ -596,31 +629,38 @@ pub(crate) fn register(p: &mut Plugins) {
         }
         Ok(Value::Bool(true))
     });
+    // std 8.7.5's `flatten` chains the elements (one level); in Inmanta 20.1 that fails on any
+    // element (a number is not iterable, a nested list arrives as a proxy the result refuses).
     p.add("std::flatten", &[("item_list", None)], |_, c| {
-        fn flat(v: &Value, out: &mut Vec<Value>, d: usize) {
-            match v {
-                Value::List(l) if d < 64 => l.iter().for_each(|x| flat(x, out, d + 1)),
-                other => out.push(other.clone()),
-            }
+        if list(&c.args[0], "item_list")?.is_empty() {
+            return Ok(Value::list(Vec::new()));
         }
-        let mut out = Vec::new();
-        for x in list(&c.args[0], "item_list")?.iter() {
-            flat(x, &mut out, 0);
-        }
-        Ok(Value::list(out))
+        Err(ext("std::flatten: Inmanta 20.1 can not flatten this list (use a list comprehension)".into()))
     });
     p.add("std::dict_keys", &[("dct", None)], |_, c| match &c.args[0] {
         Value::Dict(d) => Ok(Value::list(d.iter().map(|(k, _)| Value::Str(k.clone())).collect())),
         _ => Err(PErr::Kind("PluginTypeException", "dict_keys: expected a dict".into())),
     });
-    p.add("std::dict_get", &[("dct", None), ("key", None)], |_, c| match (&c.args[0], &c.args[1]) {
-        (Value::Dict(d), Value::Str(k)) => Ok(dict_get(d, k).cloned().unwrap_or(Value::Null)),
-        _ => Err(PErr::Kind("PluginTypeException", "dict_get: expected a dict and a string".into())),
+    p.add("std::dict_get", &[("dct", None), ("key", None)], |ev, c| match (&c.args[0], &c.args[1]) {
+        (Value::Dict(d), Value::Str(k)) => match dict_get(d, k) {
+            // declared to return a string: any other value is refused on the way out
+            Some(v @ Value::Str(_)) => Ok(v.clone()),
+            Some(v) => Err(PErr::Kind(
+                "PluginTypeException",
+                format!(
+                    "Return value {} of plugin std::dict_get has incompatible type. Expected type: string",
+                    ev.repr(v)
+                ),
+            )),
+            None => Err(ext(format!("KeyError: {k}"))),
+        },
+        (Value::Dict(_), other) => Err(arg_type(ev, other, "key", "std::dict_get", "string")),
+        (other, _) => Err(arg_type(ev, other, "dct", "std::dict_get", "dict")),
     });
-    p.add("std::contains", &[("dct", None), ("key", None)], |_, c| match (&c.args[0], &c.args[1]) {
+    p.add("std::contains", &[("dct", None), ("key", None)], |ev, c| match (&c.args[0], &c.args[1]) {
         (Value::Dict(d), Value::Str(k)) => Ok(Value::Bool(dict_get(d, k).is_some())),
-        (Value::List(l), v) => Ok(Value::Bool(l.contains(v))),
-        _ => Ok(Value::Bool(false)),
+        (Value::Dict(_), other) => Err(arg_type(ev, other, "key", "std::contains", "string")),
+        (other, _) => Err(arg_type(ev, other, "dct", "std::contains", "dict[string, any]")),
     });
     p.add("std::equals", &[("arg1", None), ("arg2", None), ("desc", n())], |_, c| {
         if c.args[0] == c.args[1] {
@@ -669,11 +709,10 @@ pub(crate) fn register(p: &mut Plugins) {
         Value::Instance(i) => Ok(s(&format!("{i:#x}"))),
         _ => Ok(s("")),
     });
-    p.add("std::type", &[("obj", None)], |ev, c| {
-        Ok(s(&match &c.args[0] {
-            Value::Instance(i) => ev.entity_of(*i).name.clone(),
-            other => other.type_name().to_string(),
-        }))
+    // std 8.7.5's `type` reads `obj.value`, which no value handed to a plugin has in Inmanta
+    // 20.1: every call fails there, so it fails here too rather than compile what Inmanta refuses.
+    p.add("std::type", &[("obj", None)], |_, _| {
+        Err(ext("std::type is broken in Inmanta 20.1 (std 8.7.5): every call fails".into()))
     });
     p.add("std::inlineif", &[("conditional", None), ("a", None), ("b", None)], |_, c| {
         Ok(if c.args[0].truthy() { c.args[1].clone() } else { c.args[2].clone() })
@@ -687,21 +726,27 @@ pub(crate) fn register(p: &mut Plugins) {
         };
         Ok(Value::Bool(ev.types.is_subtype(ent, target)))
     });
+    // As std 8.7.5 walks the family chain: the member's own name, then the name of each
+    // ancestor that itself has a family (so the root of the chain is never matched).
     p.add("std::familyof", &[("member", None), ("family", None)], |ev, c| {
         let fam = text(&c.args[1], "family")?;
+        let is_fam = |v: &Value| matches!(v, Value::Str(n) if **n == *fam);
         let mut cur = c.args[0].clone();
+        if is_fam(&ev.read_attr_span(&cur, "name", c.span)?) {
+            return Ok(Value::Bool(true));
+        }
         for _ in 0..32 {
-            let name = ev.read_attr_span(&cur, "name", c.span)?;
-            if matches!(&name, Value::Str(n) if **n == *fam) {
-                return Ok(Value::Bool(true));
-            }
             let Value::Instance(i) = cur else { break };
             let ent = ev.instances[i as usize].entity;
             let Some((ai, _)) = ev.types.entities[ent].attr("family") else { break };
-            match &ev.instances[i as usize].slots[ai] {
-                crate::eval::Slot::Rel(r) if !r.items.is_empty() => cur = Value::Instance(r.items[0]),
+            let parent = match &ev.instances[i as usize].slots[ai] {
+                crate::eval::Slot::Rel(r) if !r.items.is_empty() => Value::Instance(r.items[0]),
                 _ => break,
+            };
+            if is_fam(&ev.read_attr_span(&cur, "name", c.span)?) {
+                return Ok(Value::Bool(true));
             }
+            cur = parent;
         }
         Ok(Value::Bool(false))
     });
@@ -714,7 +759,16 @@ pub(crate) fn register(p: &mut Plugins) {
     .side_effect = true;
     p.add("std::password", &[("pw_id", None)], |ev, c| {
         let id = text(&c.args[0], "pw_id")?;
-        Ok(unknown(ev, &id, "password", ""))
+        if id.contains('=') {
+            return Err(ext("The password id cannot contain =".into()));
+        }
+        let file = ev.project.project_dir.join("data/passwordfile.txt");
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let found = text.lines().filter_map(|l| l.trim().split_once('=')).find(|(k, _)| k.trim() == &*id);
+        match found {
+            Some((_, v)) => Ok(s(v.trim())),
+            None => Err(ext(format!("Password {id} does not exist in file {}", file.display()))),
+        }
     });
     p.add("std::generate_password", &[("pw_id", None), ("length", Some(Value::Int(20)))], |ev, c| {
         let id = text(&c.args[0], "pw_id")?;
@@ -726,9 +780,11 @@ pub(crate) fn register(p: &mut Plugins) {
         |_, c| {
             let (pre, seed, suf) =
                 (text(&c.args[0], "prefix")?, text(&c.args[1], "seed")?, text(&c.args[2], "suffix")?);
-            let n = int(&c.args[3], "length")?.clamp(0, 40) as usize;
-            let h = sha1_smol::Sha1::from(seed.as_bytes()).hexdigest();
-            Ok(s(&format!("{pre}{}{suf}", &h[..n.min(h.len())])))
+            // std 8.7.5 ignores `length`: always the whole md5 of the seed
+            int(&c.args[3], "length")?;
+            use md5::Digest;
+            let h: String = md5::Md5::digest(seed.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+            Ok(s(&format!("{pre}{h}{suf}")))
         },
     );
     p.add("std::select", &[("objects", None), ("attr", None)], |ev, c| {

@@ -52,6 +52,9 @@ impl<'s, 'a> Builder<'s, 'a> {
         for item in &file.items {
             if let Top::Import { path, alias, span } = item {
                 let key = alias.as_ref().map(|a| a.name.clone()).unwrap_or_else(|| path.name.clone());
+                if seen_alias.contains_key(&key) && alias.is_none() {
+                    self.err("DuplicateException", "Two import statements have the same name", *span);
+                }
                 if let Some(prev) = seen_alias.get(&key)
                     && alias.is_some()
                 {
@@ -93,7 +96,6 @@ impl<'s, 'a> Builder<'s, 'a> {
             "bool" => Type::Bool,
             "dict" => Type::Dict,
             "list" => Type::List,
-            "any" => Type::Any,
             "number" => {
                 self.warnings.push(Diagnostic::warning(
                     "TypeDeprecationWarning",

@@ -205,6 +205,8 @@ pub(crate) struct ProjectCtx {
     pub environment_name: String,
     pub server_host: String,
     pub server_port: i64,
+    /// The project's directory (`data/passwordfile.txt` for `std::password`).
+    pub project_dir: PathBuf,
     /// Resource mappings declared by the loaded modules (module.yml `resources`).
     pub resource_mappings: Vec<crate::export::Mapping>,
 }

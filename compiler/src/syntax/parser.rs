@@ -47,6 +47,16 @@ fn is_class_name(s: &str) -> bool {
     s.rsplit("::").next().and_then(|l| l.chars().next()).is_some_and(|c| c.is_ascii_uppercase())
 }
 
+/// Inmanta's parser error for a capitalised name where a lower-case one belongs: it names the
+/// keyword before it.
+fn reserved_keyword(kw: &str, span: Span) -> ParseError {
+    ParseError {
+        kind: "ParserException",
+        message: format!("Syntax error: invalid identifier, {kw} is a reserved keyword"),
+        span,
+    }
+}
+
 fn describe(t: &Tok) -> String {
     match t {
         Tok::Id(s) => format!("'{s}'"),
@@ -242,12 +252,28 @@ impl Parser<'_> {
             Tok::Kw("import") => {
                 self.bump();
                 let path = self.ns_ref("a module name")?;
-                let alias = if self.eat_kw("as") { Some(self.decl_id("an alias")?) } else { None };
+                // module names and aliases are lower-case identifiers in Inmanta's grammar; its
+                // parser reports the keyword before a capitalised one
+                if path.name.split("::").any(is_class_name) {
+                    return Err(reserved_keyword("import", start));
+                }
+                let alias = if self.is_kw("as") {
+                    let as_span = self.bump().span;
+                    if matches!(self.peek(), Tok::Id(n) if is_class_name(n)) {
+                        return Err(reserved_keyword("as", as_span));
+                    }
+                    Some(self.decl_id("an alias")?)
+                } else {
+                    None
+                };
                 Ok(Top::Import { path, alias, span: start.to(self.prev_span()) })
             }
             Tok::Kw("entity") => self.entity(),
             Tok::Kw("implementation") => {
                 self.bump();
+                if matches!(self.peek(), Tok::Id(n) if is_class_name(n)) {
+                    return Err(reserved_keyword("implementation", start));
+                }
                 let name = self.decl_id("an implementation name")?;
                 self.expect_kw("for")?;
                 let entity = self.class_ref()?;
@@ -289,6 +315,11 @@ impl Parser<'_> {
                             .into(),
                         span: start.to(self.span()),
                     });
+                }
+                // a capitalised typedef name is the old default-constructor form in Inmanta's
+                // grammar, which has no `matching`
+                if is_class_name(&name.name) && self.is_kw("matching") {
+                    return Err(reserved_keyword("matching", self.span()));
                 }
                 self.expect_kw("matching")?;
                 let constraint = if let Tok::Regex(r) = self.peek().clone() {
@@ -533,7 +564,8 @@ impl Parser<'_> {
         let start = self.span();
         if self.eat_kw("for") {
             self.enter()?;
-            let var = self.decl_id("a loop variable")?;
+            // Inmanta does not check a loop variable for hyphens
+            let var = self.id("a loop variable")?;
             self.expect_kw("in")?;
             let iter = self.expr()?;
             self.expect_p(":")?;
@@ -589,6 +621,16 @@ impl Parser<'_> {
             self.bump();
             match &e.kind {
                 ExprKind::Var(n) if !n.contains("::") => {
+                    if is_class_name(n) {
+                        // a capitalised name is a class name in Inmanta's grammar, never a target
+                        self.pos -= 1;
+                        let span = self.error_span();
+                        return Err(ParseError {
+                            kind: "ParserException",
+                            message: "Syntax error at token =".into(),
+                            span,
+                        });
+                    }
                     if add {
                         return Err(ParseError {
                             kind: "ParserException",
@@ -942,6 +984,15 @@ impl Parser<'_> {
                     }
                 }
                 self.expect_p("}")?;
+                if let Some(k) =
+                    pairs.iter().enumerate().find_map(|(i, (k, _))| pairs[..i].iter().any(|(p, _)| p == k).then_some(k))
+                {
+                    self.errors.push(ParseError {
+                        kind: "DuplicateException",
+                        message: format!("duplicate key in dict {k}"),
+                        span: start.to(self.prev_span()),
+                    });
+                }
                 // a model's data is often thousands of small dict literals: no spare capacity
                 pairs.shrink_to_fit();
                 Ok(self.mk(ExprKind::Dict(pairs), start.to(self.prev_span())))
