@@ -317,6 +317,10 @@ impl<'a> Evaluator<'a> {
             match p {
                 FPart::Lit(s) => out.push_str(s),
                 FPart::Field { path, conversion, spec, span: fspan } => {
+                    if path.is_empty() {
+                        let msg = "f-strings do not support positional substitutions via '{}', use variable or attribute keys instead";
+                        return Err(error("RuntimeException", msg, span, self.sources));
+                    }
                     let v = match self.read_path(path, *fspan, cx)? {
                         Value::Unknown(u) => return Ok(Some(Value::Unknown(u))),
                         // Inmanta hands an integral float to the formatter as an int

@@ -137,7 +137,9 @@ impl Parser<'_> {
         if matches!(cur.tok, Tok::Kw(_)) {
             return cur.span;
         }
-        if self.pos > 0 && matches!(self.toks[self.pos - 1].tok, Tok::Kw(_)) {
+        // (`true`, `false` and `null` are values in Inmanta's grammar, not keywords)
+        if self.pos > 0 && matches!(self.toks[self.pos - 1].tok, Tok::Kw(k) if !matches!(k, "true" | "false" | "null"))
+        {
             return self.toks[self.pos - 1].span;
         }
         Span { start: cur.span.end, ..cur.span }
@@ -313,7 +315,7 @@ impl Parser<'_> {
                         kind: "ParserException",
                         message: "The use of default constructors (typedef ... as Entity(...)) is no longer supported"
                             .into(),
-                        span: start.to(self.span()),
+                        span: name.span,
                     });
                 }
                 // a capitalised typedef name is the old default-constructor form in Inmanta's
@@ -441,6 +443,10 @@ impl Parser<'_> {
     fn entity(&mut self) -> PResult<Top> {
         let start = self.expect_kw("entity")?;
         let name = self.id("an entity name")?;
+        if !is_class_name(&name.name) && matches!(self.peek(), Tok::Eof) {
+            // Inmanta's parser only notices the missing rest of the entity
+            return self.unexpected("':'");
+        }
         if !is_class_name(&name.name) {
             return Err(ParseError {
                 kind: "ParserException",
@@ -1010,7 +1016,8 @@ impl Parser<'_> {
                             return Err(ParseError {
                                 kind: "ParserException",
                                 message: format!("Syntax error: constructor {} only takes keyword arguments", r.name),
-                                span: args.positional[0].span,
+                                // where Inmanta's lexer stands: just past the argument
+                                span: Span { start: args.positional[0].span.end, ..args.positional[0].span },
                             });
                         }
                         return Ok(self.mk(ExprKind::Constructor { class: r, args: Box::new(args) }, span));
@@ -1024,6 +1031,11 @@ impl Parser<'_> {
                     self.depth -= 1;
                     let span = start.to(self.prev_span());
                     return Ok(self.mk(ExprKind::IndexLookup { class: r, args }, span));
+                }
+                if is_class_name(&r.name) && !self.is_p(".") {
+                    // a class name alone is no expression in Inmanta's grammar: it needs a
+                    // constructor's `(` or an index lookup's `[`
+                    return self.unexpected("'(' or '[' after a class name");
                 }
                 Ok(self.mk(ExprKind::Var(r.name), r.span))
             }
@@ -1129,18 +1141,20 @@ fn parse_fstring(text: &str, span: Span, depth: usize) -> Result<Vec<FPart>, Str
                 None => (head, None),
             };
             let name = name.trim();
-            if name.ends_with('=') {
-                return Err("the '=' specifier is not supported".into());
-            }
-            if name.is_empty()
-                || !name.split('.').all(|s| {
-                    !s.is_empty()
-                        && s.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                })
-            {
-                return Err(format!("invalid replacement field '{{{inner}}}'"));
-            }
+            let dotted = name.split('.').all(|s| {
+                !s.is_empty()
+                    && s.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                    && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            });
+            // Inmanta looks any other field up as a variable of that name when the string runs
+            // (a `NotFoundException` then); an empty path stands for `{}`, refused at run time too
+            let path: Vec<String> = if name.is_empty() {
+                Vec::new()
+            } else if dotted {
+                name.split('.').map(str::to_string).collect()
+            } else {
+                vec![name.to_string()]
+            };
             if !lit.is_empty() {
                 parts.push(FPart::Lit(std::mem::take(&mut lit)));
             }
@@ -1148,7 +1162,7 @@ fn parse_fstring(text: &str, span: Span, depth: usize) -> Result<Vec<FPart>, Str
                 Some(s) => parse_fstring(s, span, depth + 1)?,
                 None => vec![],
             };
-            parts.push(FPart::Field { path: name.split('.').map(str::to_string).collect(), conversion, spec, span });
+            parts.push(FPart::Field { path, conversion, spec, span });
             i = j;
             continue;
         }
@@ -1229,7 +1243,9 @@ mod tests {
         let parts = parse_fstring("{a.b:>{w}} {{x}}", Span::default(), 0).expect("valid");
         assert!(matches!(&parts[0], FPart::Field { path, spec, .. } if path == &["a", "b"] && spec.len() == 2));
         assert!(matches!(&parts[1], FPart::Lit(l) if l == " {x}"));
-        assert!(parse_fstring("{a=}", Span::default(), 0).is_err());
+        // not a dotted name: looked up whole when the string runs, as Inmanta does
+        let parts = parse_fstring("{a=}", Span::default(), 0).expect("valid");
+        assert!(matches!(&parts[0], FPart::Field { path, .. } if path == &["a="]));
         assert!(parse_fstring("{", Span::default(), 0).is_err());
     }
 }
