@@ -110,7 +110,9 @@ pub fn inmanta_type(kind: &str) -> &str {
         "ProjectNotFoundException" => "inmanta.module.ProjectNotFoundException",
         "DependencyCycleException" => "inmanta.export.DependencyCycleException",
         // Python errors that escape Inmanta's compiler unwrapped.
-        "ZeroDivisionError" | "KeyError" | "TypeError" | "ValueError" | "RecursionError" => match kind {
+        "ZeroDivisionError" | "KeyError" | "TypeError" | "ValueError" | "RecursionError" | "RuntimeError" => match kind
+        {
+            "RuntimeError" => "builtins.RuntimeError",
             "ZeroDivisionError" => "builtins.ZeroDivisionError",
             "KeyError" => "builtins.KeyError",
             "TypeError" => "builtins.TypeError",

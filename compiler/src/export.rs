@@ -61,12 +61,6 @@ const BUILTIN_MAPPINGS: &[StaticMapping] = &[
         fields: &["name", "agentname", "fail", "value", "int_value"],
     },
     StaticMapping {
-        entity: "std::AgentConfig",
-        agent: "agent",
-        id_attr: "agentname",
-        fields: &["agentname", "uri", "autostart"],
-    },
-    StaticMapping {
         entity: "fs::File",
         agent: "host.name",
         id_attr: "path",
@@ -404,14 +398,7 @@ pub(crate) fn export(ev: &Evaluator<'_>, python: &HashMap<InstId, PyExport>) -> 
     });
     let rid_of: FastMap<InstId, usize> = order.iter().enumerate().map(|(n, (i, _, _))| (*i, n)).collect();
     // directories per agent, for the implicit fs requires
-    let mut dirs: HashMap<(String, String), String> = HashMap::new();
-    for (i, m, rid) in &order {
-        if m.entity == "fs::Directory"
-            && let (Some(a), Some(Value::Str(p))) = (path_value(ev, *i, &m.agent), path_value(ev, *i, "path"))
-        {
-            dirs.insert((id_string(&a), p.trim_end_matches('/').to_string()), rid.clone());
-        }
-    }
+    let fs_reqs = fs_requires(ev, &order, &mut out.errors);
     let mut dropped_warned: HashSet<InstId> = HashSet::new();
     let mut via_error: Option<(crate::model::EntId, Diagnostic)> = None;
     for (i, m, rid) in &order {
@@ -508,47 +495,27 @@ pub(crate) fn export(ev: &Evaluator<'_>, python: &HashMap<InstId, PyExport>) -> 
         }
         obj.insert("references".into(), json!([]));
         obj.insert("mutators".into(), json!([]));
-        // requires, looking through non-resources
+        // requires: only resources count; Inmanta's export drops a requirement on any other
+        // entity (and does not follow that entity's own requires). A resource that requires
+        // itself stays, and is reported as a cycle.
         let mut reqs: Vec<String> = Vec::new();
-        let mut stack: Vec<InstId> = requires_of(ev, i);
-        let mut visited: HashSet<InstId> = HashSet::new();
-        while let Some(r) = stack.pop() {
-            if !visited.insert(r) {
-                continue;
-            }
+        for r in requires_of(ev, i) {
             if let Some(id) = rid_of.get(&r).map(|&n| &order[n].2) {
-                if id != rid && !reqs.contains(id) {
+                if !reqs.contains(id) {
                     reqs.push(id.clone());
                 }
-            } else if mapped[ev.instances[r as usize].entity].is_none() {
-                let more = requires_of(ev, r);
-                if more.is_empty() && dropped_warned.insert(r) {
-                    out.warnings.push(Diagnostic::warning(
-                        "CompilerRuntimeWarning",
-                        format!(
-                            "The requirement on {} is dropped at export: it is not a resource and requires no resource",
-                            ev.inst_name(r)
-                        ),
-                        Some(ev.instances[r as usize].span),
-                        ev.sources,
-                    ));
-                }
-                stack.extend(more);
+            } else if mapped[ev.instances[r as usize].entity].is_none() && dropped_warned.insert(r) {
+                out.warnings.push(Diagnostic::warning(
+                    "CompilerRuntimeWarning",
+                    format!("The requirement on {} is dropped at export: it is not a resource", ev.inst_name(r)),
+                    Some(ev.instances[r as usize].span),
+                    ev.sources,
+                ));
             }
         }
-        // fs: the directory that contains this path on the same agent
-        if m.entity.starts_with("fs::")
-            && let (Some(a), Some(Value::Str(p))) =
-                (path_value(ev, i, &m.agent), path_value(ev, i, if m.entity == "fs::Symlink" { "dst" } else { "path" }))
-        {
-            let agent = id_string(&a);
-            let path = p.trim_end_matches('/');
-            if let Some(pos) = path.rfind('/') {
-                let parent = if pos == 0 { "/".to_string() } else { path[..pos].to_string() };
-                if let Some(d) = dirs.get(&(agent, parent))
-                    && d != rid
-                    && !reqs.contains(d)
-                {
+        if let Some(extra) = fs_reqs.get(&i) {
+            for d in extra {
+                if !reqs.contains(d) {
                     reqs.push(d.clone());
                 }
             }
@@ -599,6 +566,60 @@ pub(crate) fn export(ev: &Evaluator<'_>, python: &HashMap<InstId, PyExport>) -> 
     for u in &ev.unknowns {
         out.unknowns
             .push(json!({"parameter": u.parameter, "source": u.source, "resource": u.resource, "metadata": {}}));
+    }
+    out
+}
+
+/// The requires the fs module's dependency handler adds: a file, JSON file, directory or symlink
+/// (both its ends) requires every managed directory above it on the same agent (never `/`). A
+/// purged directory may only hold purged resources, and then it requires them instead.
+fn fs_requires(
+    ev: &Evaluator<'_>,
+    order: &[(InstId, &Mapping, String)],
+    errors: &mut Vec<Diagnostic>,
+) -> FastMap<InstId, Vec<String>> {
+    let purged = |i: InstId| matches!(slot_value(ev, i, "purged"), Some(Value::Bool(true)));
+    let mut dirs: HashMap<(String, String), (InstId, &str)> = HashMap::new();
+    let mut paths: Vec<(InstId, &str, String, String)> = Vec::new();
+    for (i, m, rid) in order {
+        let fields: &[&str] = match m.entity.as_str() {
+            "fs::File" | "fs::Directory" | "fs::JsonFile" => &["path"],
+            "fs::Symlink" => &["src", "dst"],
+            _ => continue,
+        };
+        let Some(agent) = path_value(ev, *i, &m.agent).map(|a| id_string(&a)) else { continue };
+        for f in fields {
+            if let Some(Value::Str(p)) = path_value(ev, *i, f) {
+                let p = p.trim_end_matches('/').to_string();
+                if m.entity == "fs::Directory" {
+                    dirs.insert((agent.clone(), p.clone()), (*i, rid.as_str()));
+                }
+                paths.push((*i, rid.as_str(), agent.clone(), p));
+            }
+        }
+    }
+    let mut out: FastMap<InstId, Vec<String>> = FastMap::default();
+    for (i, rid, agent, path) in paths {
+        let mut p = path.as_str();
+        while let Some(pos) = p.rfind('/') {
+            p = &p[..pos];
+            if pos == 0 {
+                break;
+            }
+            let Some(&(d, did)) = dirs.get(&(agent.clone(), p.to_string())) else { continue };
+            if !purged(d) {
+                out.entry(i).or_default().push(did.to_string());
+            } else if purged(i) {
+                out.entry(d).or_default().push(rid.to_string());
+            } else {
+                errors.push(Diagnostic::error(
+                    "RuntimeError",
+                    format!("Directory {did} is purged but a resource is trying to deploy something in it: {rid}"),
+                    Some(ev.instances[i as usize].span),
+                    ev.sources,
+                ));
+            }
+        }
     }
     out
 }
