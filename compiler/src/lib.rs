@@ -434,5 +434,10 @@ fn dedup(errors: Vec<Diagnostic>) -> Vec<Diagnostic> {
             break;
         }
     }
+    // Inmanta stops at the first error; only incomplete instances found at the end of the
+    // compile are reported together (its MultiException of UnsetExceptions)
+    if !out.iter().all(|e| e.kind == "UnsetException") {
+        out.truncate(1);
+    }
     out
 }

@@ -1823,37 +1823,39 @@ impl<'a> Evaluator<'a> {
         }
         self.errors.extend(out);
         if self.errors.is_empty() && self.live_tasks > 0 {
+            // as Inmanta: one error naming what the statements still wait for, at the first one
+            let mut span = None;
+            let mut waits: Vec<String> = Vec::new();
             for (t, w) in parked {
-                let span = match &self.tasks[t as usize].kind {
-                    TaskKind::Stmt(s, _) => s.span(),
-                    TaskKind::Implement { inst, .. } => self.instances[*inst as usize].span,
-                };
                 let what = match &w {
-                    Wait::Var(_, n) => format!("variable {n} is never assigned (circular dependency?)"),
-                    Wait::Prim(i, a) => format!(
-                        "attribute {} of {} is never set",
-                        self.entity_of(*i).attrs[*a as usize].name,
-                        self.inst_name(*i)
-                    ),
-                    Wait::Rel(i, a) => format!(
-                        "relation {} of {} is never complete",
-                        self.entity_of(*i).attrs[*a as usize].name,
-                        self.inst_name(*i)
-                    ),
+                    Wait::Var(_, n) => n.to_string(),
+                    Wait::Prim(i, a) | Wait::Rel(i, a) => {
+                        format!("{}.{}", self.inst_name(*i), self.entity_of(*i).attrs[*a as usize].name)
+                    }
                     Wait::Index(..) => continue,
                 };
+                span.get_or_insert(match &self.tasks[t as usize].kind {
+                    TaskKind::Stmt(s, _) => s.span(),
+                    TaskKind::Implement { inst, .. } => self.instances[*inst as usize].span,
+                });
+                if !waits.contains(&what) {
+                    waits.push(what);
+                }
+            }
+            if let Some(span) = span {
                 self.errors.push(Diagnostic::error(
-                    "NotFoundException",
-                    format!("Statement could not be executed: {what}"),
+                    "RuntimeException",
+                    format!(
+                        "not all statements executed: they wait for [{}], which are never assigned (circular dependency?)",
+                        waits.join(", ")
+                    ),
                     Some(span),
                     self.sources,
                 ));
             }
         }
     }
-}
 
-impl Evaluator<'_> {
     /// Frees what only the evaluation needed: the tasks and their caches, the scopes of blocks
     /// and implementation bodies, listeners and index waiters (the waiters of slots are empty
     /// once every task ran), and the namespace scopes too unless `keep_root_variables` (they
