@@ -377,11 +377,12 @@ impl Parser<'_> {
         let start = self.expect_p("[")?;
         let int = |p: &mut Self| -> PResult<u32> {
             match p.peek().clone() {
-                Tok::Int(i) if i >= 0 => {
+                // Inmanta takes a negative bound as given; as a lower bound it is no bound
+                Tok::Int(i) => {
                     p.bump();
-                    Ok(i as u32)
+                    Ok(i.clamp(0, u32::MAX as i64) as u32)
                 }
-                _ => p.unexpected("a non-negative integer"),
+                _ => p.unexpected("an integer"),
             }
         };
         let m = if self.eat_p(":") {
