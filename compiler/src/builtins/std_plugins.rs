@@ -192,14 +192,14 @@ fn validate(kind: &str, v: &Value, params: &Value) -> bool {
         "pydantic.AnyHttpUrl" | "pydantic.HttpUrl" => {
             (st.starts_with("http://") || st.starts_with("https://")) && st.len() > "https://".len() - 1
         }
-        "datetime.date" => regex::Regex::new(r"^\d{4}-\d{2}-\d{2}$").is_ok_and(|r| r.is_match(&st)),
+        "datetime.date" => is_date(&st),
         "datetime.time" => regex::Regex::new(r"^\d{2}:\d{2}(:\d{2}(\.\d+)?)?$").is_ok_and(|r| r.is_match(&st)),
         "datetime.datetime" => {
             regex::Regex::new(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
                 .is_ok_and(|r| r.is_match(&st))
         }
         "base64" => is_base64(&st),
-        "printable_ascii" => st.chars().all(|c| (' '..='~').contains(&c) || c == '\t' || c == '\n' || c == '\r'),
+        "printable_ascii" => st.chars().all(|c| (' '..='~').contains(&c)),
         "ascii_word" => !st.is_empty() && st.chars().all(|c| ('!'..='~').contains(&c)),
         "non_empty_string" => st.chars().any(|c| !c.is_whitespace()),
         "pydantic.PositiveInt" | "pydantic.PositiveFloat" => num.is_some_and(|n| n > 0.0),
@@ -226,6 +226,26 @@ fn validate(kind: &str, v: &Value, params: &Value) -> bool {
         }
         _ => true,
     }
+}
+
+/// `YYYY-MM-DD` naming a day of the calendar (pydantic's date).
+fn is_date(s: &str) -> bool {
+    let b = s.as_bytes();
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return false;
+    }
+    let (Ok(y), Ok(m), Ok(d)) = (s[..4].parse::<u32>(), s[5..7].parse::<u32>(), s[8..].parse::<u32>()) else {
+        return false;
+    };
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let days = match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    y >= 1 && (1..=days).contains(&d)
 }
 
 fn is_base64(s: &str) -> bool {
@@ -372,6 +392,8 @@ pub(crate) fn register(p: &mut Plugins) {
 
     p.add("std::print", &[("message", None)], |ev, c| {
         let m = strv(ev, &c.args[0]);
+        // Inmanta hands a plugin lists and dicts as proxies, which print as `@` and their repr
+        let m = if matches!(c.args[0], Value::List(_) | Value::Dict(_)) { format!("@{m}") } else { m };
         ev.printed.push(m);
         Ok(Value::Null)
     })

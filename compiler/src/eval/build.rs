@@ -498,7 +498,10 @@ impl<'s, 'a> Builder<'s, 'a> {
                                 );
                                 continue;
                             }
-                            ids.push(id);
+                            // an implementation listed twice runs once
+                            if !ids.contains(&id) {
+                                ids.push(id);
+                            }
                         }
                         Err((kind, msg)) => self.err(kind, msg, i.span),
                     }
@@ -530,6 +533,15 @@ impl<'s, 'a> Builder<'s, 'a> {
         for id in self.types.entities[dc].descendants.clone() {
             let e = &self.types.entities[id];
             let (name, span) = (e.name.clone(), e.span);
+            if self.types.namespaces[e.ns].name == "__config__" {
+                // Inmanta looks for the Python class of a dataclass in the module's plugins; the
+                // main file has none
+                self.errors.push(Diagnostic::plain(
+                    "ModuleNotFoundError",
+                    format!("No module named 'inmanta_plugins.__config__' (the dataclass {name} needs a Python class)"),
+                ));
+                continue;
+            }
             let mut problems = Vec::new();
             for a in &e.attrs {
                 if a.is_relation() && a.name != "requires" && a.name != "provides" {

@@ -278,7 +278,11 @@ impl<'a> Evaluator<'a> {
                     }
                 }
             }
-            out.push(self.eval(value, cx)?);
+            // as Inmanta: a list result is spliced into the outer list
+            match self.eval(value, cx)? {
+                Value::List(l) => out.extend(l.iter().cloned()),
+                v => out.push(v),
+            }
             return Ok(());
         }
         let (var, iter) = &fors[level];
@@ -742,6 +746,25 @@ impl<'a> Evaluator<'a> {
                 && !vals.contains_key(a.name.as_str())
             {
                 vals.insert(a.name.as_str(), d.clone());
+            }
+        }
+        // an index attribute must be given (or defaulted) in the constructor itself
+        for &idx in &self.types.entities[ent].indexes {
+            for f in &self.types.indexes[idx].fields {
+                if !vals.contains_key(f.as_str())
+                    && let Some((_, a)) = self.types.entities[ent].attr(f)
+                    && matches!(a.kind, AttrKind::Prim { .. })
+                {
+                    let owner = &self.types.entities[self.types.indexes[idx].entity].name;
+                    return Err(error(
+                        "IndexAttributeMissingInConstructorException",
+                        format!(
+                            "Invalid Constructor call: missing attribute '{f}'. The attribute {owner}.{f} is part of an index."
+                        ),
+                        span,
+                        self.sources,
+                    ));
+                }
             }
         }
         let mut found: Option<(InstId, usize)> = None;
