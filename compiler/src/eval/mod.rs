@@ -745,6 +745,14 @@ impl<'a> Evaluator<'a> {
             Stmt::Assign { target, value, add, span } => match &target.kind {
                 ExprKind::Var(name) => {
                     let v = self.eval(value, cx)?;
+                    let self_instance = self
+                        .lookup_decl(cx.scope, "self")
+                        .and_then(|sc| self.scopes[sc as usize].vars.get("self"))
+                        .is_some_and(|slot| matches!(slot.value, Some((Value::Instance(_), _))));
+                    if &**name == "self" && !*add && self_instance {
+                        // Inmanta lets an implementation assign `self` without effect on the instance
+                        return Ok(());
+                    }
                     if *add {
                         return Err(error(
                             "TypingException",
@@ -1170,7 +1178,12 @@ impl<'a> Evaluator<'a> {
                     self.add_rel(inst, ai, other, span)?;
                     if let Some(rev) = reverse {
                         let (rai, _) = self.entity_of(other).attr(rev).expect("reverse relation exists");
-                        self.add_rel(other, rai as u32, inst, span)?;
+                        // a write through the reverse end: Inmanta places its error at the
+                        // instance whose attribute it could not set
+                        if let Err(Flow::Err(mut d)) = self.add_rel(other, rai as u32, inst, span) {
+                            d.location = self.sources.location(self.instances[other as usize].span);
+                            return Err(Flow::Err(d));
+                        }
                     }
                 }
                 Ok(())
