@@ -116,6 +116,43 @@ pub fn compile_case(case: &Path) -> Result<Result<CompileOutput, Diagnostics>, S
     }
 }
 
+/// The kinds of disagreement a case declares deliberate: `#> not-copied KIND: why` lines, for
+/// Inmanta behaviour that is plainly a bug we do not copy (listed in compiler/README.md).
+pub fn not_copied(case: &Path) -> Vec<Kind> {
+    if case.is_dir() {
+        return Vec::new();
+    }
+    let text = std::fs::read_to_string(case).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| l.strip_prefix("#> not-copied "))
+        .filter_map(|rest| {
+            let name = rest.split(':').next().unwrap_or("").trim();
+            ALL_KINDS.iter().copied().find(|k| k.to_string() == name)
+        })
+        .collect()
+}
+
+/// Whether the disagreements of a case are exactly what it declares deliberate (none otherwise).
+pub fn deliberate(case: &Path, found: &[Disagreement]) -> bool {
+    let allowed = not_copied(case);
+    !allowed.is_empty() && !found.is_empty() && found.iter().all(|d| allowed.contains(&d.kind))
+}
+
+const ALL_KINDS: &[Kind] = &[
+    Kind::Unrecorded,
+    Kind::Outcome,
+    Kind::ErrorCount,
+    Kind::ErrorType,
+    Kind::ErrorLocation,
+    Kind::ErrorColumn,
+    Kind::ResourceIds,
+    Kind::ResourceAttribute,
+    Kind::Requires,
+    Kind::ResourceState,
+    Kind::Variable,
+    Kind::Printed,
+];
+
 /// Compiles a case and lists every disagreement with its recorded truth.
 pub fn check_case(case: &Path) -> Vec<Disagreement> {
     let truth = match read_truth(case) {

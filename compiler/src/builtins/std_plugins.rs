@@ -292,6 +292,10 @@ fn render_template(ev: &mut Evaluator<'_>, call: &mut PluginCall) -> PResult {
             sc = scope.parent_id();
         }
         for (k, v) in vars {
+            // `self` is Jinja2's reference to the template itself: a model's `self` never reaches it
+            if &*k == "self" {
+                continue;
+            }
             let j = to_json(ev, &v, 0)?;
             ctx.insert(k.to_string(), j);
         }

@@ -127,11 +127,11 @@ impl<'a> Evaluator<'a> {
             ExprKind::Call { name, args } => self.call(name, args, e.span, cx),
             ExprKind::IndexLookup { class, args } => {
                 let ent = self.resolve_class(cx.ns, class, cx.infer)?;
-                let mut vals: Vec<(&str, Value, Span)> = Vec::new();
-                for KwArg { name, value } in args {
-                    let v = self.eval(value, cx)?;
-                    vals.push((name.name.as_str(), v, name.span));
-                }
+                let owned = match self.lookup_args(args, cx)? {
+                    Ok(owned) => owned,
+                    Err(unknown) => return Ok(unknown),
+                };
+                let vals = owned.iter().map(|(k, v, s)| (&**k, v.clone(), *s)).collect();
                 self.index_lookup(ent, vals, e.span)
             }
             ExprKind::SelectorLookup { base, attr, args } => {
@@ -167,11 +167,12 @@ impl<'a> Evaluator<'a> {
                     ));
                 };
                 let (target, rev) = (*target, rev.clone());
+                let owned = match self.lookup_args(args, cx)? {
+                    Ok(owned) => owned,
+                    Err(unknown) => return Ok(unknown),
+                };
                 let mut vals: Vec<(&str, Value, Span)> = vec![(rev.as_str(), Value::Instance(inst), attr.span)];
-                for KwArg { name, value } in args {
-                    let v = self.eval(value, cx)?;
-                    vals.push((name.name.as_str(), v, name.span));
-                }
+                vals.extend(owned.iter().map(|(k, v, s)| (&**k, v.clone(), *s)));
                 let vals: Vec<(&str, Value, Span)> = vals.into_iter().collect();
                 // rev borrows a local; copy into owned names
                 let owned: Vec<(String, Value, Span)> =
@@ -247,6 +248,28 @@ impl<'a> Evaluator<'a> {
                 Ok(Value::list(out))
             }
         }
+    }
+
+    /// The keyword arguments of an index or selector lookup, `**dict` spread; `Err` holds an
+    /// unknown spread dict (the lookup is then unknown).
+    #[allow(clippy::type_complexity)]
+    fn lookup_args(&mut self, args: &'a [KwArg], cx: &mut Cx) -> EResult<Result<Vec<(Rc<str>, Value, Span)>, Value>> {
+        let mut out = Vec::new();
+        for KwArg { name, value } in args {
+            let v = self.eval(value, cx)?;
+            if name.name != "**" {
+                out.push((Rc::from(name.name.as_str()), v, name.span));
+                continue;
+            }
+            match v {
+                Value::Dict(d) => out.extend(d.iter().map(|(k, x)| (k.clone(), x.clone(), value.span))),
+                Value::Unknown(_) => return Ok(Err(v)),
+                other => {
+                    return Err(typing(format!("Can not spread {} in a lookup", self.repr(&other)), value.span, self));
+                }
+            }
+        }
+        Ok(Ok(out))
     }
 
     fn comprehension(

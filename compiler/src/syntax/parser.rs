@@ -764,6 +764,16 @@ impl Parser<'_> {
     fn kwargs_in_brackets(&mut self) -> PResult<Vec<KwArg>> {
         let mut args = Vec::new();
         loop {
+            if self.is_p("**") {
+                // `**dict` spreads a dict's keys and values (an argument named `**`)
+                let span = self.bump().span;
+                let value = self.expr()?;
+                args.push(KwArg { name: Ident { name: "**".into(), span }, value });
+                if !self.eat_p(",") || self.is_p("]") {
+                    break;
+                }
+                continue;
+            }
             let name = self.id("an attribute name")?;
             self.expect_p("=")?;
             let value = self.expr()?;
