@@ -128,6 +128,9 @@ pub const KNOWN: &[(&str, &str)] = &[
     ("cmdline_rest_transport", "token"),
     ("compiler_rest_transport", "token"),
     ("compiler", "python"),
+    ("compiler", "max-steps"),
+    ("compiler", "max-instances"),
+    ("compiler", "max-depth"),
 ];
 
 /// The settings `inmanta server` runs with.

@@ -837,7 +837,26 @@ impl<'a> Evaluator<'a> {
             }
             other
         } else {
+            // the memory bound of a model that recurses without end: instances made by
+            // implementations of instances made by implementations of ... (each level is small,
+            // the chain is what grows)
+            let depth = self.depth_in(cx.scope);
+            if depth as u64 > self.max_depth {
+                return Err(error(
+                    "RuntimeException",
+                    format!(
+                        "{} is made {depth} implementations deep (each level made by an implementation of the one \
+                         before): the model recurses without end, e.g. an implementation that constructs its own \
+                         entity. A model this deep can raise the limit of {} with `[compiler] max-depth` or \
+                         INMANTA_COMPILER_MAX_DEPTH",
+                        self.types.entities[ent].name, self.max_depth
+                    ),
+                    span,
+                    self.sources,
+                ));
+            }
             let inst = self.new_instance(ent, span);
+            self.instances[inst as usize].depth = depth;
             for (n, v, s) in kw.iter() {
                 let (ai, _) = self.types.entities[ent].attr(n).expect("checked");
                 self.assign_attr(inst, ai as u32, v.clone(), false, *s)?;

@@ -126,6 +126,9 @@ pub(crate) struct Instance {
     selected: u32,
     pending_impl: u32,
     unknown_when: bool,
+    /// How many implementations deep this instance was made: 0 for a statement outside any
+    /// implementation, else one more than the `self` of the implementation that made it.
+    pub depth: u32,
 }
 
 struct VarSlot {
@@ -133,20 +136,49 @@ struct VarSlot {
     waiters: Waiters,
 }
 
-/// The variables declared in one scope; scopes hold few names, so a vector beats a map.
-pub(crate) struct Vars<'a>(Vec<(&'a str, VarSlot)>);
+/// The variables declared in one scope. Most scopes hold a few names, where a vector beats a
+/// map; a namespace can hold tens of thousands (a generated `main.cf`), so past
+/// [`Vars::INDEXED`] names a map finds them (a linear search there made compile time quadratic
+/// in the number of statements).
+pub(crate) struct Vars<'a>(Vec<(&'a str, VarSlot)>, Option<Box<FastMap<&'a str, u32>>>);
+
+thread_local! {
+    /// Variable entries compared by lookups on this (compile) thread: a counter that shows a
+    /// lookup's cost growing with the size of a scope (`CompileStats::variable_probes`).
+    pub(crate) static VAR_PROBES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
 
 impl<'a> Vars<'a> {
+    const INDEXED: usize = 16;
+
+    fn new(vars: Vec<(&'a str, VarSlot)>) -> Self {
+        let index = (vars.len() > Self::INDEXED)
+            .then(|| Box::new(vars.iter().enumerate().map(|(i, (k, _))| (*k, i as u32)).collect()));
+        Vars(vars, index)
+    }
+
+    fn position(&self, name: &str) -> Option<usize> {
+        if let Some(index) = &self.1 {
+            VAR_PROBES.with(|p| p.set(p.get() + 1));
+            return index.get(name).map(|&i| i as usize);
+        }
+        let found = self.0.iter().position(|(k, _)| *k == name);
+        let scanned = found.map(|i| i + 1).unwrap_or(self.0.len());
+        VAR_PROBES.with(|p| p.set(p.get() + scanned as u64));
+        found
+    }
+
     fn get_mut(&mut self, name: &str) -> Option<&mut VarSlot> {
-        self.0.iter_mut().find(|(k, _)| *k == name).map(|(_, v)| v)
+        let i = self.position(name)?;
+        Some(&mut self.0[i].1)
     }
 
     fn get(&self, name: &str) -> Option<&VarSlot> {
-        self.0.iter().find(|(k, _)| *k == name).map(|(_, v)| v)
+        self.position(name).map(|i| &self.0[i].1)
     }
 
     pub(crate) fn contains_key(&self, name: &str) -> bool {
-        self.0.iter().any(|(k, _)| *k == name)
+        self.position(name).is_some()
     }
 }
 
@@ -238,6 +270,7 @@ pub(crate) struct Evaluator<'a> {
     pub plugins: Rc<crate::builtins::Plugins>,
     pub max_steps: u64,
     pub max_instances: u64,
+    pub max_depth: u64,
     pub steps: u64,
     listeners: FastMap<(InstId, u32), Vec<Listener<'a>>>,
     /// (relation, listener index, new element) to process
@@ -307,6 +340,7 @@ impl<'a> Evaluator<'a> {
             plugins: Rc::new(crate::builtins::Plugins::new()),
             max_steps: 5_000_000,
             max_instances: u64::MAX,
+            max_depth: u64::MAX,
             steps: 0,
             precedence: Vec::new(),
             listeners: FastMap::default(),
@@ -364,7 +398,7 @@ impl<'a> Evaluator<'a> {
             }
             vars.push((*n, VarSlot { value: None, waiters: Waiters::default() }));
         }
-        self.scopes.push(Scope { parent, ns, vars: Vars(vars) });
+        self.scopes.push(Scope { parent, ns, vars: Vars::new(vars) });
         (self.scopes.len() - 1) as ScopeId
     }
 
@@ -389,11 +423,12 @@ impl<'a> Evaluator<'a> {
                 })
                 .unwrap_or_default();
             let mut names: Vec<&'a str> = Vec::new();
+            let mut seen: HashSet<&'a str> = HashSet::new();
             for s in &stmts {
                 if let Stmt::Assign { target, add: false, .. } = s
                     && let ExprKind::Var(n) = &target.kind
                     && !n.contains("::")
-                    && !names.contains(&n.as_str())
+                    && seen.insert(n.as_str())
                 {
                     names.push(n.as_str());
                 }
@@ -429,8 +464,9 @@ impl<'a> Evaluator<'a> {
                     self.errors.push(Diagnostic::plain(
                         "RuntimeException",
                         format!(
-                            "Compilation did not finish within {} steps: the model may loop without end \
-                             (a model this large can raise the limit with INMANTA_COMPILER_MAX_STEPS)",
+                            "Compilation did not finish within {} steps (statement runs): the model may loop without \
+                             end (a model this large can raise the limit with `[compiler] max-steps` or \
+                             INMANTA_COMPILER_MAX_STEPS)",
                             self.max_steps
                         ),
                     ));
@@ -442,7 +478,7 @@ impl<'a> Evaluator<'a> {
                         format!(
                             "the model made more than {} instances: it may create instances without end, e.g. an \
                              implementation that constructs its own entity (a model this large can raise the \
-                             limit with INMANTA_COMPILER_MAX_INSTANCES)",
+                             limit with `[compiler] max-instances` or INMANTA_COMPILER_MAX_INSTANCES)",
                             self.max_instances
                         ),
                     ));
@@ -1027,6 +1063,16 @@ impl<'a> Evaluator<'a> {
         )))
     }
 
+    /// How deep an instance made in `scope` is: one more than the `self` of the innermost
+    /// implementation around it (0 outside implementations).
+    pub(crate) fn depth_in(&self, scope: ScopeId) -> u32 {
+        let Some(sc) = self.lookup_decl(scope, "self") else { return 0 };
+        match self.scopes[sc as usize].vars.get("self").and_then(|s| s.value.as_ref()) {
+            Some((Value::Instance(i), _)) => self.instances[*i as usize].depth.saturating_add(1),
+            _ => 0,
+        }
+    }
+
     /// Creates an instance with empty slots.
     pub(crate) fn new_instance(&mut self, ent: EntId, span: Span) -> InstId {
         let slots = self.types.entities[ent]
@@ -1054,6 +1100,7 @@ impl<'a> Evaluator<'a> {
             selected: 0,
             pending_impl: n_impl,
             unknown_when: false,
+            depth: 0,
         });
         self.by_entity[ent].push(id);
         id
