@@ -388,7 +388,7 @@ fn compile_inner(
     }
     let python_exports = export::export_python_resources(&mut ev).map_err(|e| Diagnostics(dedup(e)))?;
     ev.release_scheduler(options.root_variables);
-    let ex = export::export(&ev, &python_exports);
+    let ex = export::export(&export::View::of(&ev), &python_exports, &ev.python_files, &ev.unknowns);
     ev.python = None;
     let export_time = t0.elapsed() - parse_time - build_time - eval_time;
     if !ex.errors.is_empty() {
@@ -406,7 +406,7 @@ fn compile_inner(
     let variables = if options.root_variables { ev.root_variables() } else { BTreeMap::new() };
     let stats = CompileStats {
         files: namespaces.len(),
-        instances: ev.instances.len(),
+        instances: ev.m.instances.len(),
         statements_run: ev.steps,
         variable_probes,
         resources: ex.resources.len(),

@@ -111,8 +111,8 @@ fn to_json(ev: &mut Evaluator<'_>, v: &Value, depth: usize) -> Result<serde_json
             if depth > 3 {
                 return Ok(serde_json::Value::String(ev.inst_name(*i)));
             }
-            let ent = ev.instances[*i as usize].entity;
-            let attrs: Vec<(usize, String, bool)> = ev.types.entities[ent]
+            let ent = ev.m.instances[*i as usize].entity;
+            let attrs: Vec<(usize, String, bool)> = ev.m.types.entities[ent]
                 .attrs
                 .iter()
                 .enumerate()
@@ -121,10 +121,10 @@ fn to_json(ev: &mut Evaluator<'_>, v: &Value, depth: usize) -> Result<serde_json
                 .collect();
             let mut map = serde_json::Map::new();
             for (n, name, rel) in attrs {
-                let val = match &ev.instances[*i as usize].slots[n] {
+                let val = match &ev.m.instances[*i as usize].slots[n] {
                     crate::eval::Slot::Prim { value: Some((v, _)), .. } => Some(v.clone()),
                     crate::eval::Slot::Rel(r) if rel => {
-                        let hi = matches!(ev.types.entities[ent].attrs[n].kind, AttrKind::Rel { hi: Some(1), .. });
+                        let hi = matches!(ev.m.types.entities[ent].attrs[n].kind, AttrKind::Rel { hi: Some(1), .. });
                         if hi {
                             r.items.first().map(|x| Value::Instance(*x))
                         } else {
@@ -283,7 +283,7 @@ fn render_template(ev: &mut Evaluator<'_>, call: &mut PluginCall) -> PResult {
         let mut sc = Some(call.scope);
         let mut vars: Vec<(Rc<str>, Value)> = Vec::new();
         while let Some(id) = sc {
-            let scope = &ev.scopes[id as usize];
+            let scope = &ev.m.scopes[id as usize];
             for (k, v) in scope.vars_iter() {
                 if !vars.iter().any(|(n, _)| *n == k) {
                     vars.push((k, v));
@@ -507,7 +507,7 @@ pub(crate) fn register(p: &mut Plugins) {
         let name = text(&c.args[1], "fact_name")?.to_string();
         no_environment(ev, "getfact")?;
         let rid = match &c.args[0] {
-            Value::Instance(i) => crate::export::resource_id_of(ev, *i).unwrap_or_default(),
+            Value::Instance(i) => crate::export::resource_id_of(&crate::export::View::of(ev), *i).unwrap_or_default(),
             _ => String::new(),
         };
         if let Some(v) = ev.project.facts.get(&rid).and_then(|f| f.get(&name)) {
@@ -746,11 +746,11 @@ pub(crate) fn register(p: &mut Plugins) {
     p.add("std::is_instance", &[("obj", None), ("cls", None)], |ev, c| {
         let cls = text(&c.args[1], "cls")?;
         let Value::Instance(i) = &c.args[0] else { return Ok(Value::Bool(false)) };
-        let ent = ev.instances[*i as usize].entity;
-        let Some(&target) = ev.types.entity_by_name.get(&*cls) else {
+        let ent = ev.m.instances[*i as usize].entity;
+        let Some(&target) = ev.m.types.entity_by_name.get(&*cls) else {
             return Err(PErr::Kind("TypeNotFoundException", format!("could not find type {cls}")));
         };
-        Ok(Value::Bool(ev.types.is_subtype(ent, target)))
+        Ok(Value::Bool(ev.m.types.is_subtype(ent, target)))
     });
     // As std 8.7.5 walks the family chain: the member's own name, then the name of each
     // ancestor that itself has a family (so the root of the chain is never matched).
@@ -763,9 +763,9 @@ pub(crate) fn register(p: &mut Plugins) {
         }
         for _ in 0..32 {
             let Value::Instance(i) = cur else { break };
-            let ent = ev.instances[i as usize].entity;
-            let Some((ai, _)) = ev.types.entities[ent].attr("family") else { break };
-            let parent = match &ev.instances[i as usize].slots[ai] {
+            let ent = ev.m.instances[i as usize].entity;
+            let Some((ai, _)) = ev.m.types.entities[ent].attr("family") else { break };
+            let parent = match &ev.m.instances[i as usize].slots[ai] {
                 crate::eval::Slot::Rel(r) if !r.items.is_empty() => Value::Instance(r.items[0]),
                 _ => break,
             };
