@@ -99,6 +99,20 @@ impl<'a> Evaluator<'a> {
             ExprKind::Var(name) => self.eval_var(name, e.span, cx),
             ExprKind::Attr(obj, attr) => {
                 let o = self.eval(obj, cx)?;
+                if o.is_unknown() {
+                    // Inmanta refuses an attribute reference on an unknown (only `is defined`
+                    // and plugins that accept unknowns see through them)
+                    return Err(error(
+                        "RuntimeException",
+                        format!(
+                            "can not get attribute {}, {} is not an entity but an unknown value",
+                            attr.name,
+                            describe_expr(obj)
+                        ),
+                        attr.span,
+                        self.m.sources,
+                    ));
+                }
                 self.read_attr(&o, &attr.name, attr.span, obj)
             }
             ExprKind::List(items) => {
