@@ -14,8 +14,8 @@ mod report;
 pub(crate) mod state;
 pub(crate) mod value;
 
+use state::{Conflict, NO_SPAN, VarSlot, Waiters};
 pub(crate) use state::{Instance, Model, RelSlot, Scope, Slot, VAR_PROBES, Vars};
-use state::{NO_SPAN, VarSlot, Waiters};
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
@@ -795,27 +795,25 @@ impl<'a> Evaluator<'a> {
 
     pub(crate) fn set_var(&mut self, scope: ScopeId, name: &str, v: Value, span: Span) -> EResult<()> {
         let sources = self.m.sources;
-        let slot = self.m.scopes[scope as usize].vars.get_mut(name).expect("declared variable");
-        if let Some((old, old_span)) = &slot.value {
-            if *old == v && !v.is_unknown() {
-                return Ok(());
+        match self.m.store_var(scope, name, v, span) {
+            Ok(woken) => {
+                self.wake(woken);
+                Ok(())
             }
-            let msg = format!(
-                "value set twice: old value: {} (set at {}), new value: {} (set at {})",
-                expr::short_repr(old),
-                loc_str(sources, *old_span),
-                expr::short_repr(&v),
-                loc_str(sources, span)
-            );
-            return Err(Flow::Err(Box::new(
-                Diagnostic::error("DoubleSetException", format!("Variable {name}: {msg}"), Some(span), sources)
-                    .with_note(format!("first set at {}", loc_str(sources, *old_span))),
-            )));
+            Err(Conflict { old, old_span, new }) => {
+                let msg = format!(
+                    "value set twice: old value: {} (set at {}), new value: {} (set at {})",
+                    expr::short_repr(&old),
+                    loc_str(sources, old_span),
+                    expr::short_repr(&new),
+                    loc_str(sources, span)
+                );
+                Err(Flow::Err(Box::new(
+                    Diagnostic::error("DoubleSetException", format!("Variable {name}: {msg}"), Some(span), sources)
+                        .with_note(format!("first set at {}", loc_str(sources, old_span))),
+                )))
+            }
         }
-        slot.value = Some((v, span));
-        let w = std::mem::take(&mut slot.waiters);
-        self.wake(w);
-        Ok(())
     }
 
     /// Reads a variable through the scope chain.
@@ -1005,28 +1003,25 @@ impl<'a> Evaluator<'a> {
 
     fn set_prim(&mut self, inst: InstId, ai: u32, name: &str, v: Value, span: Span) -> EResult<()> {
         let sources = self.m.sources;
-        let slot = &mut self.m.instances[inst as usize].slots[ai as usize];
-        let Slot::Prim { value, waiters } = slot else { unreachable!() };
-        if let Some((old, old_span)) = value {
-            if *old == v && !v.is_unknown() {
-                return Ok(());
+        match self.m.store_prim(inst, ai, v, span) {
+            Ok(None) => Ok(()),
+            Ok(Some(woken)) => {
+                self.wake(woken);
+                self.check_index_completion(inst, ai);
+                Ok(())
             }
-            let (old, old_span) = (old.clone(), *old_span);
-            let msg = format!(
-                "value set twice: old value: {} (set at {}), new value: {} (set at {})",
-                expr::short_repr(&old),
-                loc_str(sources, old_span),
-                expr::short_repr(&v),
-                loc_str(sources, span)
-            );
-            let Flow::Err(d) = self.attr_error(inst, name, "DoubleSetException", msg, span) else { unreachable!() };
-            return Err(Flow::Err(Box::new(d.with_note(format!("first set at {}", loc_str(sources, old_span))))));
+            Err(Conflict { old, old_span, new }) => {
+                let msg = format!(
+                    "value set twice: old value: {} (set at {}), new value: {} (set at {})",
+                    expr::short_repr(&old),
+                    loc_str(sources, old_span),
+                    expr::short_repr(&new),
+                    loc_str(sources, span)
+                );
+                let Flow::Err(d) = self.attr_error(inst, name, "DoubleSetException", msg, span) else { unreachable!() };
+                Err(Flow::Err(Box::new(d.with_note(format!("first set at {}", loc_str(sources, old_span))))))
+            }
         }
-        *value = Some((v, span));
-        let w = std::mem::take(waiters);
-        self.wake(w);
-        self.check_index_completion(inst, ai);
-        Ok(())
     }
 
     fn add_rel(&mut self, inst: InstId, ai: u32, other: InstId, span: Span) -> EResult<()> {
@@ -1093,13 +1088,8 @@ impl<'a> Evaluator<'a> {
     }
 
     pub(crate) fn freeze(&mut self, inst: InstId, ai: u32) {
-        let Slot::Rel(r) = &mut self.m.instances[inst as usize].slots[ai as usize] else { return };
-        if r.frozen {
-            return;
-        }
-        r.frozen = true;
-        let w = std::mem::take(&mut r.waiters);
-        self.wake(w);
+        let Some(woken) = self.m.freeze_slot(inst, ai) else { return };
+        self.wake(woken);
         if let Some(ls) = self.listeners.get(&(inst, ai)) {
             for l in ls {
                 for name in l.writes().iter() {

@@ -180,6 +180,61 @@ pub(crate) struct Model<'a> {
     pub ns_scopes: Vec<ScopeId>,
 }
 
+/// A write that conflicts with the value already there (single assignment).
+pub(super) struct Conflict {
+    pub old: Value,
+    pub old_span: Span,
+    pub new: Value,
+}
+
+/// Writes: each stores a value and returns the tasks waiting on that slot, for the scheduler to
+/// wake; the model itself never schedules.
+impl Model<'_> {
+    /// Assigns a declared variable. Setting the same known value again wakes nobody.
+    pub(super) fn store_var(&mut self, scope: ScopeId, name: &str, v: Value, span: Span) -> Result<Waiters, Conflict> {
+        let slot = self.scopes[scope as usize].vars.get_mut(name).expect("declared variable");
+        if let Some((old, old_span)) = &slot.value {
+            if *old == v && !v.is_unknown() {
+                return Ok(Waiters::default());
+            }
+            return Err(Conflict { old: old.clone(), old_span: *old_span, new: v });
+        }
+        slot.value = Some((v, span));
+        Ok(std::mem::take(&mut slot.waiters))
+    }
+
+    /// Sets a plain attribute; `Ok(None)` when it already held this value.
+    pub(super) fn store_prim(
+        &mut self,
+        inst: InstId,
+        ai: u32,
+        v: Value,
+        span: Span,
+    ) -> Result<Option<Waiters>, Conflict> {
+        let Slot::Prim { value, waiters } = &mut self.instances[inst as usize].slots[ai as usize] else {
+            unreachable!("a plain attribute")
+        };
+        if let Some((old, old_span)) = value {
+            if *old == v && !v.is_unknown() {
+                return Ok(None);
+            }
+            return Err(Conflict { old: old.clone(), old_span: *old_span, new: v });
+        }
+        *value = Some((v, span));
+        Ok(Some(std::mem::take(waiters)))
+    }
+
+    /// Freezes a relation; `None` when it was frozen already (or is no relation).
+    pub(super) fn freeze_slot(&mut self, inst: InstId, ai: u32) -> Option<Waiters> {
+        let Slot::Rel(r) = &mut self.instances[inst as usize].slots[ai as usize] else { return None };
+        if r.frozen {
+            return None;
+        }
+        r.frozen = true;
+        Some(std::mem::take(&mut r.waiters))
+    }
+}
+
 impl<'a> Model<'a> {
     pub(crate) fn new(types: Types<'a>, sources: &'a SourceMap) -> Self {
         let n = types.entities.len();
