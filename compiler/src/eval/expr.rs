@@ -643,9 +643,11 @@ impl<'a> Evaluator<'a> {
             cands.sort_unstable();
             cands.dedup();
             match (cands.len(), &scoped) {
+                // a name the namespace knows is that entity, as in Inmanta (a wrong one is then a
+                // type error of the relation)
+                (_, Ok(e)) => return Ok(*e),
                 (1, _) => return Ok(cands[0]),
                 (0, _) => {}
-                (_, Ok(e)) if cands.contains(e) => return Ok(*e),
                 _ => {
                     let names: Vec<String> = cands.iter().map(|c| self.m.types.entities[*c].name.clone()).collect();
                     return Err(error(
