@@ -135,6 +135,9 @@ pub const KNOWN: &[(&str, &str)] = &[
     ("agent_rest_transport", "ssl"),
     ("agent_rest_transport", "ssl-ca-cert-file"),
     ("compiler", "python"),
+    ("compiler", "max-steps"),
+    ("compiler", "max-instances"),
+    ("compiler", "max-depth"),
 ];
 
 /// The settings `inmanta server` runs with.

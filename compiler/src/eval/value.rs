@@ -105,6 +105,8 @@ impl Value {
         match self {
             Value::Str(s) => format!("s:{s}"),
             Value::Instance(i) => format!("i:{i}"),
+            // Python's equality: an integral float is the same key as the int
+            Value::Float(f) if f.fract() == 0.0 && f.abs() < 9e15 => format!("v:{}", *f as i64),
             other => format!("v:{}", other.to_json_lossy()),
         }
     }

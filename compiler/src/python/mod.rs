@@ -158,7 +158,7 @@ struct Asker<'e, 'a> {
 
 impl Questions for Asker<'_, '_> {
     fn get(&mut self, instance: u32, attribute: &str) -> Json {
-        if instance as usize >= self.ev.instances.len() {
+        if instance as usize >= self.ev.m.instances.len() {
             return json!({"notfound": format!("no instance {instance}")});
         }
         match self.ev.read_attr_span(&Value::Instance(instance), attribute, self.span) {
@@ -177,7 +177,7 @@ impl Questions for Asker<'_, '_> {
     }
 
     fn entity_type(&mut self, entity: &str) -> Json {
-        let types = &self.ev.types;
+        let types = &self.ev.m.types;
         let Some(&e) = types.entity_by_name.get(entity) else { return json!({}) };
         let ent = &types.entities[e];
         let parents: Vec<&str> = ent.ancestors.iter().map(|a| types.entities[*a].name.as_str()).collect();
@@ -215,7 +215,7 @@ fn encode_at(ev: &Evaluator<'_>, v: &Value, with_attributes: bool) -> Json {
                 return json!({"$i": i, "$t": ent.name});
             }
             let mut known = serde_json::Map::new();
-            for (a, slot) in ent.attrs.iter().zip(&ev.instances[*i as usize].slots) {
+            for (a, slot) in ent.attrs.iter().zip(&ev.m.instances[*i as usize].slots) {
                 if let (false, Slot::Prim { value: Some((value, _)), .. }) = (a.is_relation(), slot)
                     && !value.contains_unknown()
                 {
@@ -240,7 +240,7 @@ pub(crate) fn decode(ev: &Evaluator<'_>, j: &Json) -> Result<Value, String> {
                 }
                 Value::Dict(Rc::new(items))
             } else if let Some(i) = o.get("$i").and_then(Json::as_u64) {
-                if i as usize >= ev.instances.len() {
+                if i as usize >= ev.m.instances.len() {
                     return Err(format!("instance {i} does not exist"));
                 }
                 Value::Instance(i as InstId)
@@ -286,7 +286,7 @@ impl<'a> Evaluator<'a> {
             return Err(match wait {
                 Some(w) => Flow::Wait(w),
                 None => {
-                    error("UnsetException", format!("plugin {name} read a value that is not set"), span, self.sources)
+                    error("UnsetException", format!("plugin {name} read a value that is not set"), span, self.m.sources)
                 }
             });
         }
@@ -298,18 +298,18 @@ impl<'a> Evaluator<'a> {
                 "PluginTypeException",
                 format!("The return value of plugin {name} can not be used: {m}"),
                 span,
-                self.sources,
+                self.m.sources,
             )
         })
     }
 
     /// Exports one instance of a Python `@resource` entity.
     pub(crate) fn export_python(&mut self, inst: InstId, entity: &str) -> Result<PyExport, Box<Diagnostic>> {
-        let span = self.instances[inst as usize].span;
+        let span = self.m.instances[inst as usize].span;
         let request = json!({"op": "export", "entity": entity, "instance": inst, "type": self.entity_of(inst).name});
         let (answer, _) = self.ask_python(&request, span).map_err(|f| match f {
             Flow::Err(d) => d,
-            Flow::Wait(_) => Box::new(Diagnostic::error("UnsetException", "export waited", Some(span), self.sources)),
+            Flow::Wait(_) => Box::new(Diagnostic::error("UnsetException", "export waited", Some(span), self.m.sources)),
         })?;
         if let Some(e) = answer.get("error") {
             let Flow::Err(d) = plugin_error(self, &format!("@resource {entity}"), e, span) else { unreachable!() };
@@ -320,7 +320,7 @@ impl<'a> Evaluator<'a> {
                 "UnsetException",
                 format!("the export of {} read an attribute that is not set", self.inst_name(inst)),
                 Some(span),
-                self.sources,
+                self.m.sources,
             )));
         }
         let ok = &answer["ok"];
@@ -338,7 +338,7 @@ impl<'a> Evaluator<'a> {
 
     fn ask_python(&mut self, request: &Json, span: Span) -> Result<(Json, Option<Wait>), Flow> {
         let Some(mut bridge) = self.python.take() else {
-            return Err(error("CompilerException", "the Python process is not running", span, self.sources));
+            return Err(error("CompilerException", "the Python process is not running", span, self.m.sources));
         };
         let mut asker = Asker { ev: self, span, wait: None, files: Vec::new() };
         let result = bridge.request(request, &mut asker);
@@ -348,7 +348,7 @@ impl<'a> Evaluator<'a> {
         match result {
             Ok(answer) => Ok((answer, wait)),
             Err(m) => {
-                Err(error("CompilerException", format!("Python for the modules' plugins: {m}"), span, self.sources))
+                Err(error("CompilerException", format!("Python for the modules' plugins: {m}"), span, self.m.sources))
             }
         }
     }
@@ -367,5 +367,5 @@ fn plugin_error(ev: &Evaluator<'_>, what: &str, e: &Json, span: Span) -> Flow {
         }
         _ => ("ExternalException", format!("Exception in plugin {what}: {kind}: {message}{frame}")),
     };
-    error(our_kind, text, span, ev.sources)
+    error(our_kind, text, span, ev.m.sources)
 }

@@ -37,6 +37,20 @@ pub struct CompileArgs {
     /// INMANTA_COMPILER_PYTHON); default: the project's .env.
     #[arg(skip)]
     pub(super) python: Option<PathBuf>,
+    /// The compiler's limits from `[compiler] max-steps`, `max-instances`, `max-depth`.
+    #[arg(skip)]
+    pub(super) limits: Vec<(String, String)>,
+}
+
+impl CompileArgs {
+    /// Takes the `[compiler]` settings of the configuration: the Python interpreter and the limits.
+    pub(super) fn configure(&mut self, options: &Options) {
+        self.python = options.get("compiler", "python").map(PathBuf::from);
+        self.limits = ["max-steps", "max-instances", "max-depth"]
+            .into_iter()
+            .filter_map(|k| options.get("compiler", k).map(|v| (k.to_string(), v.to_string())))
+            .collect();
+    }
 }
 
 #[derive(Args, Clone)]
@@ -86,12 +100,15 @@ pub struct ExportArgs {
 /// Runs the compiler on a thread of its own (it is synchronous and CPU-bound).
 pub(super) async fn compile(args: &CompileArgs) -> Result<CompileOutput, CliError> {
     let project = args.project.clone();
-    let options = CompileOptions {
+    let mut options = CompileOptions {
         main_file: Some(args.main.clone()),
         python: args.python.clone(),
         root_variables: false,
         ..Default::default()
     };
+    options
+        .apply_limits(|k| args.limits.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
+        .map_err(CliError::Usage)?;
     let started = Instant::now();
     tracing::info!(project = %project.display(), main = %args.main.display(), "compiling");
     let result = tokio::task::spawn_blocking(move || compiler::compile_project_with(&project, &options))
@@ -137,7 +154,7 @@ pub async fn run_compile(args: CompileArgs) -> Result<(), CliError> {
 }
 
 pub async fn run_export(mut args: ExportArgs, options: &Options) -> Result<(), CliError> {
-    args.compile.python = options.get("compiler", "python").map(PathBuf::from);
+    args.compile.configure(options);
     if !args.delete_resource_set.is_empty() && !args.partial {
         return Err(CliError::Usage("--delete-resource-set only works with --partial".into()));
     }
