@@ -283,7 +283,7 @@ impl Feedback {
         Feedback { toasts: RwSignal::new(Vec::new()), question: RwSignal::new(None), next: RwSignal::new(0) }
     }
     pub fn get() -> Feedback {
-        use_context::<Feedback>().unwrap_or_else(Feedback::new)
+        use_context::<Feedback>().unwrap_or_default()
     }
     /// Shows a toast; it goes away by itself after a while (errors stay longer).
     pub fn toast(&self, text: impl Into<String>, ok: bool) {
