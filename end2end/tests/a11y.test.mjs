@@ -23,6 +23,11 @@ function pages() {
   return [
     "/console", "/console/projects", "/console/environment/create", `/console/dashboard?${e}`,
     `/console/compilereports?${e}`, `/console/desiredstate?${e}`, `/console/desiredstate/version?${e}&v=${setup.version}`,
+    `/console/desiredstate/compare?${e}&from=${setup.version}&to=${setup.version}`,
+    `/console/desiredstate/${setup.version}/compliancecheck?${e}`,
+    `/console/resources/graph?${e}&view=failures`,
+    `/console/resources/graph?${e}&around=${encodeURIComponent(broken)}&hops=1`,
+    "/console/no/such/page",
     `/console/resources?${e}`, `/console/resources/details?${e}&rid=${encodeURIComponent(broken)}`,
     `/console/resources/details?${e}&rid=${encodeURIComponent(broken)}&tab=logs`, `/console/resources/graph?${e}`,
     `/console/agents?${e}`, `/console/parameters?${e}`, `/console/facts?${e}`, `/console/notificationcenter?${e}`,
