@@ -158,6 +158,27 @@ fn plugin_arguments_and_results_are_checked_against_their_annotations() {
 }
 
 #[test]
+fn a_plugin_that_never_returns_fails_the_compile_at_its_call() {
+    let Some(python) = test_python() else { return };
+    let dir = std::env::temp_dir().join(format!("python-plugin-hangs-{}", std::process::id()));
+    copy_dir(&root().join("../examples/python-module"), &dir);
+    let init = dir.join("libs/kvconf/plugins/__init__.py");
+    let mut code = std::fs::read_to_string(&init).unwrap();
+    code.push_str("\n\n@plugin\ndef hang() -> str:\n    import time\n    time.sleep(3600)\n    return 'never'\n");
+    std::fs::write(&init, code).unwrap();
+    std::fs::write(dir.join("main.cf"), "import kvconf\n\nx = kvconf::hang()\n").unwrap();
+    let options = CompileOptions { plugin_timeout: std::time::Duration::from_secs(2), ..options(&dir, python) };
+    let err = compile_project_with(&dir, &options).expect_err("the plugin never returns");
+    let text = err.to_string();
+    assert_eq!(err.0[0].kind, "PluginTimeoutException", "{text}");
+    assert!(text.contains("plugin kvconf::hang did not return"), "{text}");
+    assert!(text.contains("within 2 s") && text.contains("INMANTA_COMPILER_PLUGIN_TIMEOUT"), "{text}");
+    let loc = err.0[0].location.as_ref().expect("a location");
+    assert_eq!(loc.line, 3, "{text}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
 fn a_module_with_python_code_and_no_python_says_what_is_missing() {
     let dir = std::env::temp_dir().join(format!("python-missing-{}", std::process::id()));
     copy_dir(&root().join("../examples/python-module"), &dir);
