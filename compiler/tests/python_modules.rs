@@ -114,6 +114,16 @@ fn podman_runs_its_plugins_that_take_entities() {
 }
 
 #[test]
+fn dependency_managers_add_requires_as_in_inmanta() {
+    let Some(out) = check_against_inmanta(&root().join("tests/python/dependency-manager")) else { return };
+    let requires = |id: &str| out.resources.iter().find(|r| r["id"] == id).map(|r| r["requires"].clone());
+    assert_eq!(
+        requires("ordered::File[web,path=/etc/c.conf],v=0"),
+        Some(serde_json::json!(["ordered::File[web,path=/etc/b.conf]"]))
+    );
+}
+
+#[test]
 fn user_compiles() {
     check_against_inmanta(&root().join("tests/python/user"));
 }

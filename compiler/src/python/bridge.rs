@@ -29,6 +29,9 @@ pub(crate) trait Questions {
     fn file(&mut self, hash: String, content: Vec<u8>);
 }
 
+/// The least time Python gets to start and import the modules' code.
+const START_LIMIT: Duration = Duration::from_secs(300);
+
 /// Why a request got no answer.
 #[derive(Debug)]
 pub(crate) enum BridgeError {
@@ -115,9 +118,11 @@ pub(crate) struct Bridge {
 }
 
 impl Bridge {
-    /// Starts `python` on the bridge script in `cwd` and waits for it to be ready; every turn of
-    /// Python is limited to `limit`.
+    /// Starts `python` on the bridge script in `cwd` and waits for it to be ready. Until
+    /// [`Bridge::set_limit`], a turn may take `limit` or [`START_LIMIT`], whichever is longer
+    /// (importing the modules' code is slow on a busy machine, and is no plugin call).
     pub(crate) fn start(python: &Path, cwd: &Path, limit: Duration) -> Result<Bridge, BridgeError> {
+        let limit = limit.max(START_LIMIT);
         let mut child = Command::new(python)
             .arg("-c")
             .arg(SCRIPT)
@@ -147,6 +152,11 @@ impl Bridge {
         let ready = bridge.read()?;
         bridge.version = ready["ready"].as_str().unwrap_or("").to_string();
         Ok(bridge)
+    }
+
+    /// The time limit of every later turn of Python.
+    pub(crate) fn set_limit(&mut self, limit: Duration) {
+        self.limit = limit;
     }
 
     fn write(&mut self, msg: &Json) -> Result<(), String> {

@@ -101,6 +101,7 @@ pub(crate) fn start(
         let frame = e["frame"].as_str().filter(|f| !f.is_empty()).map(|f| format!(" ({f})")).unwrap_or_default();
         return Err(fail(format!("{}{frame}", e["message"].as_str().unwrap_or("the modules' Python code failed"))));
     }
+    bridge.set_limit(limit);
     let ok = &answer["ok"];
     let plugins = ok["plugins"]
         .as_array()
