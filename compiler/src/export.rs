@@ -506,8 +506,7 @@ pub(crate) fn export(ev: &Evaluator<'_>, python: &HashMap<InstId, PyExport>) -> 
                 obj.insert(base.into(), to_json(ev, &v, &mut undefined));
             }
         }
-        obj.insert("references".into(), json!([]));
-        obj.insert("mutators".into(), json!([]));
+        crate::references::export_resource(&|f| slot_value(ev, i, f), own_fields, rid, &mut obj);
         // requires, looking through non-resources
         let mut reqs: Vec<String> = Vec::new();
         let mut stack: Vec<InstId> = requires_of(ev, i);

@@ -15,6 +15,7 @@ mod model;
 mod project;
 pub mod python;
 mod python_code;
+mod references;
 pub mod syntax;
 
 use std::collections::{BTreeMap, HashMap};

@@ -168,6 +168,9 @@ impl Questions for Asker<'_, '_> {
         }
         match self.ev.read_attr_span(&Value::Instance(instance), attribute, self.span) {
             Ok(Value::Unknown(_)) => json!({"unknown": true}),
+            Ok(Value::Reference(_)) => {
+                json!({"error": format!("{attribute} holds a reference, which the modules' Python code can not read yet")})
+            }
             Ok(v) => json!({"v": encode(self.ev, &v)}),
             Err(Flow::Wait(w)) => {
                 self.wait.get_or_insert(w);
@@ -230,6 +233,8 @@ fn encode_at(ev: &Evaluator<'_>, v: &Value, with_attributes: bool) -> Json {
             json!({"$i": i, "$t": ent.name, "$a": known})
         }
         Value::Unknown(_) => json!({"$u": 1}),
+        // refused before a call (`references::check_python_args`) and on attribute reads
+        Value::Reference(_) => Json::Null,
     }
 }
 
