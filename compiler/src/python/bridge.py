@@ -482,6 +482,20 @@ def conforms(value, annotation):
     return True
 
 
+def checker(annotation):
+    """`conforms` for one annotation, with the common plain types answered without the walk."""
+    import typing
+
+    Unknown = inm_util.Unknown
+    if annotation in (int, "int"):
+        return lambda v: (type(v) is int) or isinstance(v, Unknown) or conforms(v, annotation)
+    if annotation in (str, "string"):
+        return lambda v: (type(v) is str) or isinstance(v, Unknown) or conforms(v, annotation)
+    if annotation is typing.Any or annotation is object or annotation in ("any", "expression"):
+        return lambda v: True
+    return lambda v: conforms(v, annotation)
+
+
 def type_text(annotation):
     import typing
 
@@ -501,7 +515,7 @@ class PluginTypeError(Exception):
 
 
 class Plugin:
-    __slots__ = ("name", "function", "context_at", "allow_unknown", "ns", "annotations", "params")
+    __slots__ = ("name", "function", "context_at", "allow_unknown", "ns", "annotations", "params", "checks")
 
     def __init__(self, cls):
         self.name = cls.__fq_plugin_name__
@@ -514,20 +528,25 @@ class Plugin:
             if spec.annotations.get(arg) is inmanta.plugins.Context:
                 self.context_at = position
         self.annotations = spec.annotations
+        # one checker per annotation, made once: a call then costs a function call per argument
+        self.checks = {name: checker(annotation) for name, annotation in spec.annotations.items()}
         self.params = [a for i, a in enumerate(spec.args) if i != self.context_at]
 
     def check_args(self, args, kwargs):
         """Inmanta's check of the arguments against the annotations (what it understands of them)."""
-        named = list(zip(self.params, args)) + list(kwargs.items())
+        checks = self.checks
+        named = list(zip(self.params, args)) + list(kwargs.items()) if kwargs else zip(self.params, args)
         for name, value in named:
-            if name in self.annotations and not conforms(value, self.annotations[name]):
+            check = checks.get(name)
+            if check is not None and not check(value):
                 raise PluginTypeError(
                     f"Value {value!r} for argument {name} of plugin {self.name} has incompatible type."
                     f" Expected type: {type_text(self.annotations[name])}"
                 )
 
     def check_result(self, value):
-        if "return" in self.annotations and not conforms(value, self.annotations["return"]):
+        check = self.checks.get("return")
+        if check is not None and not check(value):
             raise PluginTypeError(
                 f"Return value {value} of plugin {self.name} has incompatible type."
                 f" Expected type: {type_text(self.annotations['return'])}"
@@ -695,7 +714,7 @@ class Bridge:
 
     @staticmethod
     def to_plugin(value, plugin):
-        if isinstance(value, inm_util.Unknown):
+        if type(value) in _PLAIN or isinstance(value, inm_util.Unknown):
             return value
         return proxy.DynamicProxy.return_value(value)
 
@@ -765,6 +784,10 @@ def _requirement(r):
     if isinstance(r, inmanta.resources.Id):
         return r.resource_str()
     raise TypeError(f"a dependency manager put {r!r} ({type(r).__name__}) into a requires set; only strings, resources and ids can be there")
+
+
+# values a plugin receives as they are (DynamicProxy.return_value passes them through too)
+_PLAIN = frozenset((str, int, float, bool))
 
 
 class Exporter:
