@@ -61,7 +61,8 @@ class _DeferredPackage(types.ModuleType):
     def __getattr__(self, name):
         state = self.__dict__
         loader = state.get("_bridge_loader")
-        if loader is None or name.startswith("__"):
+        # dunder probes (`__wrapped__`, ...) must not load the package; `from p import *` must
+        if loader is None or (name.startswith("__") and name != "__all__"):
             raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
         base = state["__path__"][0]
         if os.path.exists(os.path.join(base, name + ".py")) or os.path.exists(os.path.join(base, name, "__init__.py")):
