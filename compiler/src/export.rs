@@ -514,8 +514,7 @@ pub(crate) fn export(
                 obj.insert(base.into(), to_json(ev, &v, &mut undefined));
             }
         }
-        obj.insert("references".into(), json!([]));
-        obj.insert("mutators".into(), json!([]));
+        crate::references::export_resource(&|f| slot_value(ev, i, f), own_fields, rid, &mut obj);
         // requires: only resources count; Inmanta's export drops a requirement on any other
         // entity (and does not follow that entity's own requires). A resource that requires
         // itself stays, and is reported as a cycle.

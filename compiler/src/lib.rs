@@ -15,6 +15,7 @@ mod model;
 mod project;
 pub mod python;
 mod python_code;
+mod references;
 pub mod syntax;
 
 use std::collections::{BTreeMap, HashMap};
@@ -59,6 +60,10 @@ pub struct CompileOptions {
     /// The Python interpreter whose environment holds the project's modules (`[compiler] python`);
     /// `None`: `INMANTA_COMPILER_PYTHON`, else the project's `.env` (see [`python::env`]).
     pub python: Option<PathBuf>,
+    /// How long Python may take to answer one request (a plugin call, a resource export, loading
+    /// the modules) before the compile fails and the process is stopped; default 300 s, or
+    /// `INMANTA_COMPILER_PLUGIN_TIMEOUT` (seconds).
+    pub plugin_timeout: std::time::Duration,
     /// Fill [`CompileOutput::variables`]. Tests and tooling read them; `inmanta compile` and
     /// `export` do not, and a 100 000-entry data list in `main.cf` costs about 100 MB as JSON.
     pub root_variables: bool,
@@ -80,6 +85,7 @@ impl Default for CompileOptions {
             max_depth: limit_from_env("INMANTA_COMPILER_MAX_DEPTH", 10_000),
             stack_size: 64 * 1024 * 1024,
             python: None,
+            plugin_timeout: std::time::Duration::from_secs(limit_from_env("INMANTA_COMPILER_PLUGIN_TIMEOUT", 300)),
             root_variables: true,
         }
     }
@@ -388,7 +394,11 @@ fn compile_inner(
     }
     let python_exports = export::export_python_resources(&mut ev).map_err(|e| Diagnostics(dedup(e)))?;
     ev.release_scheduler(options.root_variables);
-    let ex = export::export(&export::View::of(&ev), &python_exports, &ev.python_files, &ev.unknowns);
+    let mut ex = export::export(&export::View::of(&ev), &python_exports, &ev.python_files, &ev.unknowns);
+    if ex.errors.is_empty() {
+        python::run_dependency_managers(&mut ev, &python_exports, &mut ex.resources)
+            .map_err(|d| Diagnostics(vec![*d]))?;
+    }
     ev.python = None;
     let export_time = t0.elapsed() - parse_time - build_time - eval_time;
     if !ex.errors.is_empty() {
@@ -451,7 +461,7 @@ fn start_python(
             format!("module {} has Python code, but {missing}", names.join(", ")),
         )]));
     };
-    python::start(&env.python, project_dir, &modules, module_dirs, &options.environment)
+    python::start(&env.python, project_dir, &modules, module_dirs, &options.environment, options.plugin_timeout)
         .map(Some)
         .map_err(|d| Diagnostics(vec![*d]))
 }

@@ -83,6 +83,7 @@ impl<'a> Evaluator<'a> {
                             if v.is_unknown() {
                                 return Ok(v);
                             }
+                            crate::references::refuse_in_format(self, &v, path, *span)?;
                             out.push_str(&interp_str(&v, &|i| self.inst_name(i)));
                         }
                     }
@@ -928,9 +929,11 @@ impl<'a> Evaluator<'a> {
             {
                 return Ok(Value::Unknown(unknown_of(u, u)));
             }
+            crate::references::check_python_args(self, &full, &pos, &kw, span)?;
             return self.call_python(&full, pos, kw, span);
         }
         let call = plugin.bind(&full, pos, kw).map_err(|m| error("RuntimeException", m, span, self.m.sources))?;
+        crate::references::check_plugin_args(self, &full, &plugin, &call, span)?;
         if !plugin.accepts_unknown
             && let Some(u) = call
                 .args

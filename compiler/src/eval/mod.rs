@@ -893,6 +893,9 @@ impl<'a> Evaluator<'a> {
                         self.m.sources,
                     ));
                 }
+                if let Value::Reference(r) = &v {
+                    crate::references::check_not_indexed(self, ent, &attr.name, r, span)?;
+                }
                 let v = match self.check_type(&v, ty, span) {
                     Ok(v) => v,
                     Err(Flow::Err(d)) => {
@@ -1354,6 +1357,9 @@ impl<'a> Evaluator<'a> {
                 s.sources,
             )
         };
+        if let Value::Reference(r) = v {
+            return if crate::references::fits(self, r, ty) { Ok(v.clone()) } else { Err(bad(self, v)) };
+        }
         match ty {
             Type::Any => Ok(v.clone()),
             Type::Nullable(inner) => {
