@@ -22,6 +22,7 @@ mod projects;
 pub mod resources;
 pub mod scheduler;
 mod settings;
+mod statistics;
 pub mod status;
 pub mod store;
 pub mod testing;

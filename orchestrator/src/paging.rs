@@ -395,28 +395,30 @@ where
         keyed.reverse();
     }
 
-    // Rows before the first item and after the last one, in the requested order: one scan
-    // counts the total and both sides.
-    let (before_op, after_op) = if order == Order::Asc { ("<", ">") } else { (">", "<") };
-    let sides = match (keyed.first(), keyed.last()) {
-        (Some((fk, fid, _)), Some((lk, lid, _))) => {
-            let mut before = Condition::default();
-            push_bound(&mut before, column, view, before_op, fk, Some(fid))?;
+    // Rows before the first item and after the last one, in the requested order. The page is
+    // contiguous, so total = before + page + after: one scan counts the total and the rows
+    // after the page, and a first page (no bound) has nothing before it, so it counts the
+    // total only (the resource list's usual request, an index-only count).
+    let after_op = if order == Order::Asc { ">" } else { "<" };
+    let bounded_page = req.start.is_some() || req.end.is_some();
+    let after_side = match keyed.last() {
+        Some((lk, lid, _)) if bounded_page => {
             let mut after = Condition::default();
             push_bound(&mut after, column, view, after_op, lk, Some(lid))?;
-            Some((before, after))
+            Some(after)
         }
         _ => None,
     };
     let count_from = if source.count_from.is_empty() { from } else { source.count_from };
-    let (total, before, after) = count_rows(store, count_from, scope, &scope_binds, &filters, sides.as_ref()).await?;
-    let (before, after) = match sides {
-        Some(_) => (before, after),
-        None if req.start.is_some() == (order == Order::Asc) && (req.start.is_some() || req.end.is_some()) => {
-            (total, 0)
-        }
-        None if req.start.is_some() || req.end.is_some() => (0, total),
-        None => (0, 0),
+    let (total, after) = count_rows(store, count_from, scope, &scope_binds, &filters, after_side.as_ref()).await?;
+    let page_len = keyed.len() as u64;
+    let (before, after) = match (after_side, keyed.is_empty()) {
+        // Another transaction may have written between the two statements: never below zero.
+        (Some(_), _) => (total.saturating_sub(page_len + after), after),
+        (None, false) => (0, total.saturating_sub(page_len)),
+        (None, true) if req.start.is_some() == (order == Order::Asc) && bounded_page => (total, 0),
+        (None, true) if bounded_page => (0, total),
+        (None, true) => (0, 0),
     };
 
     let mut base: Vec<(String, String)> = vec![("limit".into(), limit.to_string())];
@@ -458,30 +460,28 @@ where
     })
 }
 
-/// Counts the rows matching `filters`, and of those the ones matching each side condition.
+/// Counts the rows matching `filters`, and of those the ones matching `side`.
 async fn count_rows(
     store: &Store,
     from: &str,
     scope: &str,
     scope_binds: &[Bind],
     filters: &Condition,
-    sides: Option<&(Condition, Condition)>,
-) -> Result<(u64, u64, u64)> {
+    side: Option<&Condition>,
+) -> Result<(u64, u64)> {
     let (condition, mut binds) = filters.render(scope_binds.len() + 1);
     let mut select = String::from("COUNT(*)");
-    if let Some((before, after)) = sides {
-        for side in [before, after] {
-            let (sql, side_binds) = side.render(scope_binds.len() + binds.len() + 1);
-            select.push_str(&format!(", COALESCE(SUM(CASE WHEN {sql} THEN 1 ELSE 0 END), 0)"));
-            binds.extend(side_binds);
-        }
+    if let Some(side) = side {
+        let (sql, side_binds) = side.render(scope_binds.len() + binds.len() + 1);
+        select.push_str(&format!(", COALESCE(SUM(CASE WHEN {sql} THEN 1 ELSE 0 END), 0)"));
+        binds.extend(side_binds);
     }
     let sql = format!("SELECT {select} FROM {from} WHERE ({scope}) AND {condition}");
     let row = bind_all(bind_all(sqlx::query(&sql), scope_binds), &binds).fetch_one(store.pool()).await?;
     let count = |i: usize| -> Result<u64> { Ok(row.try_get::<i64, _>(i)?.max(0) as u64) };
-    match sides {
-        Some(_) => Ok((count(0)?, count(1)?, count(2)?)),
-        None => Ok((count(0)?, 0, 0)),
+    match side {
+        Some(_) => Ok((count(0)?, count(1)?)),
+        None => Ok((count(0)?, 0)),
     }
 }
 

@@ -180,9 +180,10 @@ pub struct ActionQuery {
     pub exclude_changes: Vec<String>,
 }
 
-/// Release writes the intent of every resource of `version` and marks the others orphans.
-pub(crate) async fn record_release(tx: &mut Transaction, env: Uuid, version: i64) -> Result<()> {
-    sqlx::query(
+/// Release writes the intent of every resource of `version` and marks the others orphans;
+/// returns how many state rows it wrote.
+pub(crate) async fn record_release(tx: &mut Transaction, env: Uuid, version: i64) -> Result<u64> {
+    let written = sqlx::query(
         "INSERT INTO resource_persistent_state (environment, resource_id, resource_type, agent, id_attribute, \
          id_value, first_generated_time, first_generated_version, current_intent_version, \
          current_intent_attribute_hash, current_intent_requires, is_undefined, is_orphan, blocked) \
@@ -205,7 +206,8 @@ pub(crate) async fn record_release(tx: &mut Transaction, env: Uuid, version: i64
     .bind(version)
     .bind(now())
     .execute(&mut **tx)
-    .await?;
+    .await?
+    .rows_affected();
     sqlx::query(
         "UPDATE resource_persistent_state SET is_orphan = 1, is_deploying = 0 \
          WHERE environment = $1 AND current_intent_version <> $2 AND is_orphan = 0",
@@ -214,7 +216,7 @@ pub(crate) async fn record_release(tx: &mut Transaction, env: Uuid, version: i64
     .bind(version)
     .execute(&mut **tx)
     .await?;
-    Ok(())
+    Ok(written)
 }
 
 impl Orchestrator {
@@ -524,24 +526,21 @@ impl Orchestrator {
                 .await?;
                 finish_action(&mut tx, env, done.action_id, &done.outcome).await?;
             }
+            if let Some(epoch) = epoch {
+                set_epoch(&mut tx, self.store.kind(), env, actions, epoch).await?;
+            }
         } else {
             for chunk in actions.chunks(2000) {
-                record_deploys(&mut tx, self.store.kind(), env, chunk).await?;
+                record_deploys(&mut tx, self.store.kind(), env, chunk, epoch).await?;
             }
         }
-        if let Some(epoch) = epoch {
-            let ids: Vec<String> = actions.iter().map(|a| a.action_id.to_string()).collect();
-            sqlx::query(&format!(
-                "UPDATE resource_action SET epoch = $1 WHERE environment = $2 AND action_id IN {}",
-                crate::store::json_list(self.store.kind(), 3)
-            ))
-            .bind(epoch)
-            .bind(env.to_string())
-            .bind(serde_json::json!(ids).to_string())
-            .execute(&mut *tx)
-            .await?;
-        }
         self.store.commit_fenced(tx, fence).await?;
+        // These tables grow by a batch at a time; their foreign-key checks need statistics.
+        let links: usize = actions.iter().map(|a| a.resource_ids.len()).sum();
+        let lines: usize = actions.iter().map(|a| a.outcome.messages.len()).sum();
+        self.store.wrote_rows("resource_action", actions.len() as u64);
+        self.store.wrote_rows("resource_action_resource", links as u64);
+        self.store.wrote_rows("resource_log", lines as u64);
         self.publish(crate::Event::ResourcesChanged { env });
         Ok(())
     }
@@ -700,6 +699,27 @@ impl Orchestrator {
         Ok(out)
     }
 
+    /// What the deploys of `version` changed, per resource id (the latest deploy's `change` when
+    /// it ran more than once); resources whose deploys changed nothing are left out. Bounded by
+    /// the version: the environment's history of actions is not read.
+    pub async fn deploy_changes(&self, env: Uuid, version: i64) -> Result<BTreeMap<String, String>> {
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "SELECT ar.resource_id, a.change FROM resource_action a JOIN resource_action_resource ar \
+             ON ar.environment = a.environment AND ar.action_id = a.action_id \
+             WHERE a.environment = $1 AND a.version = $2 AND a.action = 'deploy' \
+             AND a.change IS NOT NULL AND a.change <> 'nochange' ORDER BY a.started DESC, a.action_id DESC",
+        )
+        .bind(env.to_string())
+        .bind(version)
+        .fetch_all(self.store.pool())
+        .await?;
+        let mut changes = BTreeMap::new();
+        for (rid, change) in rows {
+            changes.entry(rid).or_insert(change);
+        }
+        Ok(changes)
+    }
+
     async fn action_messages(&self, env: Uuid, action_id: &str) -> Result<Vec<LogLine>> {
         let rows: Vec<LogRow> = sqlx::query_as(
             "SELECT l.level, l.msg, l.args, l.kwargs, l.timestamp, l.action_id, '' AS action FROM resource_log l \
@@ -761,13 +781,38 @@ async fn notify_new_failures(tx: &mut Transaction, env: Uuid, failed: &[(String,
     Ok(())
 }
 
-/// Writes finished deploys in a few statements: actions, their resources, their log lines and
-/// the state vector, each as one JSON parameter.
+/// Marks actions inserted one by one with the scheduler epoch they were written under.
+async fn set_epoch(
+    tx: &mut Transaction,
+    kind: crate::DbKind,
+    env: Uuid,
+    actions: &[FinishedAction],
+    epoch: i64,
+) -> Result<()> {
+    let ids: Vec<String> = actions.iter().map(|a| a.action_id.to_string()).collect();
+    sqlx::query(&format!(
+        "UPDATE resource_action SET epoch = $1 WHERE environment = $2 AND action_id IN {}",
+        crate::store::json_list(kind, 3)
+    ))
+    .bind(epoch)
+    .bind(env.to_string())
+    .bind(serde_json::json!(ids).to_string())
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Writes finished deploys in a few statements: actions (with the scheduler `epoch` they were
+/// written under), their resources, their log lines and the state vector, each as one JSON
+/// parameter. The epoch goes in with the rows: a separate UPDATE by action id was planned on
+/// PostgreSQL, while the table's statistics still said it was empty, as a scan of every action
+/// of the environment per batch, which made a first deploy quadratic.
 async fn record_deploys(
     tx: &mut Transaction,
     kind: crate::DbKind,
     env: Uuid,
     actions: &[FinishedAction],
+    epoch: Option<i64>,
 ) -> Result<()> {
     use crate::store::json_rows;
     let finished = now();
@@ -822,13 +867,14 @@ async fn record_deploys(
     );
     sqlx::query(&format!(
         "INSERT INTO resource_action (environment, action_id, version, action, started, finished, \
-         resource_version_ids, status, changes, change, send_event) SELECT $1, x.action_id, \
+         resource_version_ids, status, changes, change, send_event, epoch) SELECT $1, x.action_id, \
          CAST(x.version AS BIGINT), 'deploy', x.started, $2, x.resource_version_ids, x.status, x.changes, x.change, \
-         CAST(x.send_event AS BIGINT) FROM {rows}"
+         CAST(x.send_event AS BIGINT), CAST($4 AS BIGINT) FROM {rows}"
     ))
     .bind(env.to_string())
     .bind(finished.clone())
     .bind(serde_json::Value::Array(action_rows).to_string())
+    .bind(epoch)
     .execute(&mut **tx)
     .await?;
     let rows = json_rows(kind, 2, &["action_id", "resource_id"]);
@@ -1057,11 +1103,14 @@ pub struct ResourceIntent {
 }
 
 impl Orchestrator {
-    /// The intent and known state of every resource of the latest released version.
     /// The released intent of one resource, if it has one.
     pub async fn released_intent(&self, env: Uuid, rid: &ResourceId) -> Result<Option<ResourceIntent>> {
-        let rid = rid.to_string();
-        Ok(self.released_intents_where(env, Some(&rid)).await?.pop())
+        let row = sqlx::query(&format!("{INTENT_SELECT} AND s.resource_id = $2"))
+            .bind(env.to_string())
+            .bind(rid.to_string())
+            .fetch_optional(self.store.pool())
+            .await?;
+        row.map(|row| intent_of_row(&row)).transpose()
     }
 
     /// Records the `getfact` action Inmanta records when the server asks an agent for facts:
@@ -1092,42 +1141,63 @@ impl Orchestrator {
         Ok(())
     }
 
+    /// The intent and known state of every resource of the latest released version.
+    ///
+    /// Read in keyset pages: the rows of 100 000 resources (their attribute texts) are never
+    /// all in memory beside the parsed intents, which kept the server's peak higher than the
+    /// scheduler's own state. The pages share one snapshot (a read transaction), so a release
+    /// meanwhile is seen whole or not at all.
     pub async fn released_intents(&self, env: Uuid) -> Result<Vec<ResourceIntent>> {
-        self.released_intents_where(env, None).await
-    }
-
-    async fn released_intents_where(&self, env: Uuid, rid: Option<&str>) -> Result<Vec<ResourceIntent>> {
-        let one = if rid.is_some() { " AND s.resource_id = $2" } else { "" };
-        let sql = format!(
-            "SELECT s.resource_id, s.current_intent_version, s.current_intent_requires, s.current_intent_attribute_hash, \
-             s.is_undefined, s.blocked, s.last_deployed_attribute_hash, s.last_non_deploying_status, s.last_deploy, \
-             r.attributes FROM resource_persistent_state s JOIN resource r ON r.environment = s.environment \
-             AND r.version = s.current_intent_version AND r.resource_id = s.resource_id \
-             WHERE s.environment = $1 AND s.is_orphan = 0{one}"
-        );
-        let mut query = sqlx::query(&sql).bind(env.to_string());
-        if let Some(rid) = rid {
-            query = query.bind(rid.to_string());
+        const PAGE: i64 = 5000;
+        let mut tx = self.store.pool().begin().await?;
+        if self.store.kind() == crate::DbKind::Postgres {
+            sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY").execute(&mut *tx).await?;
         }
-        let rows = query.fetch_all(self.store.pool()).await?;
-        rows.into_iter()
-            .map(|row| {
-                let rid: String = row.try_get("resource_id")?;
-                Ok(ResourceIntent {
-                    id: ResourceId::parse(&rid).map_err(|e| Error::Corrupt(e.to_string()))?,
-                    version: row.try_get("current_intent_version")?,
-                    attributes: serde_json::from_str(&row.try_get::<String, _>("attributes")?)
-                        .map_err(corrupt("resource attributes"))?,
-                    requires: serde_json::from_str(&row.try_get::<String, _>("current_intent_requires")?)
-                        .map_err(corrupt("resource requires"))?,
-                    attribute_hash: row.try_get("current_intent_attribute_hash")?,
-                    undefined: row.try_get::<i64, _>("is_undefined")? != 0,
-                    blocked: row.try_get("blocked")?,
-                    last_deployed_attribute_hash: row.try_get("last_deployed_attribute_hash")?,
-                    last_status: row.try_get("last_non_deploying_status")?,
-                    last_deploy: row.try_get("last_deploy")?,
-                })
-            })
-            .collect()
+        let mut intents = Vec::new();
+        let mut after = String::new();
+        loop {
+            let rows = sqlx::query(&format!("{INTENT_SELECT} AND s.resource_id > $2 ORDER BY s.resource_id LIMIT $3"))
+                .bind(env.to_string())
+                .bind(after.clone())
+                .bind(PAGE)
+                .fetch_all(&mut *tx)
+                .await?;
+            let full = rows.len() as i64 == PAGE;
+            for row in rows {
+                let intent = intent_of_row(&row)?;
+                after = intent.id.to_string();
+                intents.push(intent);
+            }
+            if !full {
+                tx.rollback().await?;
+                return Ok(intents);
+            }
+        }
     }
+}
+
+/// The released intents of an environment's resources that are not orphans; a query adds its
+/// own conditions after this.
+const INTENT_SELECT: &str = "SELECT s.resource_id, s.current_intent_version, s.current_intent_requires, \
+     s.current_intent_attribute_hash, s.is_undefined, s.blocked, s.last_deployed_attribute_hash, \
+     s.last_non_deploying_status, s.last_deploy, r.attributes FROM resource_persistent_state s \
+     JOIN resource r ON r.environment = s.environment AND r.version = s.current_intent_version \
+     AND r.resource_id = s.resource_id WHERE s.environment = $1 AND s.is_orphan = 0";
+
+fn intent_of_row(row: &sqlx::any::AnyRow) -> Result<ResourceIntent> {
+    let rid: String = row.try_get("resource_id")?;
+    Ok(ResourceIntent {
+        id: ResourceId::parse(&rid).map_err(|e| Error::Corrupt(e.to_string()))?,
+        version: row.try_get("current_intent_version")?,
+        attributes: serde_json::from_str(&row.try_get::<String, _>("attributes")?)
+            .map_err(corrupt("resource attributes"))?,
+        requires: serde_json::from_str(&row.try_get::<String, _>("current_intent_requires")?)
+            .map_err(corrupt("resource requires"))?,
+        attribute_hash: row.try_get("current_intent_attribute_hash")?,
+        undefined: row.try_get::<i64, _>("is_undefined")? != 0,
+        blocked: row.try_get("blocked")?,
+        last_deployed_attribute_hash: row.try_get("last_deployed_attribute_hash")?,
+        last_status: row.try_get("last_non_deploying_status")?,
+        last_deploy: row.try_get("last_deploy")?,
+    })
 }

@@ -183,6 +183,7 @@ impl Orchestrator {
         }
         store_version(&mut tx, self.store.kind(), env, &req, &prepared, None).await?;
         tx.commit().await?;
+        self.store.wrote_rows("resource", prepared.resources.len() as u64);
         self.after_store(env, version).await
     }
 
@@ -321,6 +322,7 @@ impl Orchestrator {
         let prepared = prepare_version(&merged)?;
         store_version(&mut tx, self.store.kind(), env, &merged, &prepared, Some(base)).await?;
         tx.commit().await?;
+        self.store.wrote_rows("resource", prepared.resources.len() as u64);
         tracing::info!(%env, version, base, sets = ?partial_sets, removed = ?req.removed_resource_sets, "partial version stored");
         self.after_store(env, version).await
     }
@@ -413,9 +415,10 @@ impl Orchestrator {
             .bind(version)
             .execute(&mut *tx)
             .await?;
-        crate::resources::record_release(&mut tx, env, version).await?;
+        let intents = crate::resources::record_release(&mut tx, env, version).await?;
         crate::agents::register_agents(&mut tx, env, version).await?;
         tx.commit().await?;
+        self.store.wrote_rows("resource_persistent_state", intents);
         self.publish(crate::Event::VersionReleased { env, version });
         self.get_version_model(env, version).await
     }

@@ -330,3 +330,114 @@ async fn compiles_and_dry_runs_publish_events() {
     let status = o.server_status(None).await;
     assert_eq!(status.slices.iter().find(|s| s.name == "core.compiler").unwrap().status["queued"], 1);
 }
+
+fn deployed(version: i64, path: &str, change: &str) -> orchestrator::resources::FinishedAction {
+    orchestrator::resources::FinishedAction {
+        action_id: Uuid::new_v4(),
+        version,
+        action: "deploy".into(),
+        started: chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
+        resource_ids: vec![ResourceId::parse(&rid(path)).unwrap()],
+        outcome: ActionOutcome {
+            status: "deployed".into(),
+            messages: vec![],
+            changes: None,
+            change: Some(change.into()),
+            send_event: Some(false),
+        },
+    }
+}
+
+#[tokio::test]
+async fn deploy_changes_are_those_of_one_version() {
+    let (o, env, _dir) = setup().await;
+    let v1 = put(&o, env, vec![file("/a", "1", &[]), file("/b", "1", &[])], &[]).await;
+    o.record_actions(env, &[deployed(v1, "/a", "created"), deployed(v1, "/b", "created")]).await.unwrap();
+    let v2 = put(&o, env, vec![file("/a", "2", &[]), file("/b", "1", &[])], &[]).await;
+    o.record_actions(env, &[deployed(v2, "/a", "updated"), deployed(v2, "/b", "nochange")]).await.unwrap();
+
+    let first = o.deploy_changes(env, v1).await.unwrap();
+    assert_eq!(first.len(), 2, "{first:?}");
+    assert_eq!(first[&rid("/a")], "created");
+    let second = o.deploy_changes(env, v2).await.unwrap();
+    assert_eq!(second.into_iter().collect::<Vec<_>>(), vec![(rid("/a"), "updated".to_string())]);
+    // A repair of the same version: the latest deploy's change is the one reported.
+    o.record_actions(env, &[deployed(v2, "/b", "updated")]).await.unwrap();
+    assert_eq!(o.deploy_changes(env, v2).await.unwrap().len(), 2);
+}
+
+/// On PostgreSQL, a bulk write refreshes the planner's statistics at once (the diff of two fresh
+/// versions was planned as a nested loop over every row without them); SQLite has nothing to do.
+#[tokio::test]
+async fn bulk_writes_refresh_postgres_statistics() {
+    let (o, env, _dir) = setup().await;
+    if o.store().kind() != orchestrator::DbKind::Postgres {
+        return;
+    }
+    let resources = (0..1500).map(|i| file(&format!("/f{i}"), "1", &[])).collect();
+    put(&o, env, resources, &[]).await; // auto_deploy releases it
+    let analyzed = |table: &'static str| {
+        let o = o.clone();
+        async move {
+            // Bounded wait for the background ANALYZE; what is asserted is that it happened.
+            for _ in 0..300 {
+                let at: Option<String> =
+                    sqlx::query_scalar("SELECT CAST(last_analyze AS TEXT) FROM pg_stat_user_tables WHERE relname = $1")
+                        .bind(table)
+                        .fetch_one(o.store().pool())
+                        .await
+                        .unwrap();
+                if at.is_some() {
+                    return true;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            false
+        }
+    };
+    assert!(analyzed("resource").await, "resource was not analyzed after a put_version of 1 500");
+    assert!(analyzed("resource_persistent_state").await, "states were not analyzed after a release of 1 500");
+}
+
+/// The scheduler's intents are read in pages of 5 000: every resource comes back once.
+#[tokio::test]
+async fn released_intents_cover_every_resource_across_pages() {
+    let (o, env, _dir) = setup().await;
+    let resources = (0..5003).map(|i| file(&format!("/f{i:05}"), "1", &[])).collect();
+    put(&o, env, resources, &[]).await; // auto_deploy releases it
+    let intents = o.released_intents(env).await.unwrap();
+    let ids: std::collections::BTreeSet<String> = intents.iter().map(|i| i.id.to_string()).collect();
+    assert_eq!((intents.len(), ids.len()), (5003, 5003));
+    assert!(ids.contains(&rid("/f00000")) && ids.contains(&rid("/f05002")));
+}
+
+/// Deploy results arrive a batch at a time: once their sum passes 1 000 the action table is
+/// analyzed too (the foreign-key checks of a session planned on an empty table walked every
+/// action of the environment per result).
+#[tokio::test]
+async fn many_small_result_batches_refresh_postgres_statistics() {
+    let (o, env, _dir) = setup().await;
+    if o.store().kind() != orchestrator::DbKind::Postgres {
+        return;
+    }
+    let v = put(&o, env, vec![file("/a", "1", &[])], &[]).await;
+    for _ in 0..11 {
+        let batch: Vec<_> = (0..100).map(|_| deployed(v, "/a", "nochange")).collect();
+        o.record_actions(env, &batch).await.unwrap();
+    }
+    let mut analyzed = false;
+    for _ in 0..300 {
+        let at: Option<String> = sqlx::query_scalar(
+            "SELECT CAST(last_analyze AS TEXT) FROM pg_stat_user_tables WHERE relname = 'resource_action'",
+        )
+        .fetch_one(o.store().pool())
+        .await
+        .unwrap();
+        if at.is_some() {
+            analyzed = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(analyzed, "resource_action was not analyzed after 1 100 results in batches of 100");
+}

@@ -118,16 +118,22 @@ async fn put_version(server: &Server, env: &str, n: usize, changed: usize) -> (i
     (version, started.elapsed())
 }
 
-/// Waits until the scheduler holds no queued or running task.
-async fn wait_scheduler_idle(server: &Server, env: &str) -> Instant {
+/// Waits until the scheduler holds no queued or running task. The status answer lists every
+/// resource (Inmanta's shape), megabytes at 100 000: polled every `every`.
+async fn wait_scheduler_idle(server: &Server, env: &str, every: Duration) -> Instant {
     loop {
         let status = server.call(Method::GET, "/api/v2/scheduler_status", Some(env), None).await;
         let busy = status["data"]["scheduled"].as_u64().unwrap_or(0) + status["data"]["running"].as_u64().unwrap_or(0);
         if busy == 0 {
             return Instant::now();
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        tokio::time::sleep(every).await;
     }
+}
+
+/// The machine's load average over the last minute (the figures say how loaded it was).
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg").unwrap_or_default().split_whitespace().next().unwrap_or("?").to_string()
 }
 
 /// What the load test saw: latencies sorted, and how many requests in how long.
@@ -216,27 +222,44 @@ async fn run(database: &str, n: usize) {
     let server = Arc::new(Server::start(&dir.path().join("state"), url.as_deref()).await);
     let env = server.environment("scale").await;
     let label = format!("{database} {n}");
+    println!("{label}: load average {} at start", load_average());
+    let cpu = |from: f64| server.cpu_seconds() - from;
     server
         .call(Method::POST, "/api/v2/environment_settings/auto_deploy", Some(&env), Some(json!({"value": false})))
         .await;
 
+    let before = server.cpu_seconds();
     let (version, stored) = put_version(&server, &env, n, 0).await;
     let cross = cross_agent_requires(&resources(n, version, 0));
-    println!("{label}: put_version {:.0} ms ({cross} cross-agent requires)", ms(stored));
+    println!(
+        "{label}: put_version {:.0} ms, server CPU {:.2} s ({cross} cross-agent requires)",
+        ms(stored),
+        cpu(before)
+    );
+    let before = server.cpu_seconds();
     let started = Instant::now();
     server.call(Method::POST, &format!("/api/v1/version/{version}"), Some(&env), Some(json!({"push": true}))).await;
     println!("{label}: release {:.0} ms", ms(started.elapsed()));
     let poll = Duration::from_millis(if n > 20_000 { 200 } else { 20 });
     let done = server.wait_deployed(&env, n as u64, poll).await;
-    println!("{label}: first deploy (release to all deployed) {:.2} s", (done - started).as_secs_f64());
+    println!(
+        "{label}: first deploy (release to all deployed) {:.2} s, server CPU {:.2} s",
+        (done - started).as_secs_f64(),
+        cpu(before)
+    );
 
+    let before = server.cpu_seconds();
     let started = Instant::now();
     server
         .call(Method::POST, "/api/v1/deploy", Some(&env), Some(json!({"agent_trigger_method": "push_full_deploy"})))
         .await;
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let done = wait_scheduler_idle(&server, &env).await;
-    println!("{label}: repair of all {:.2} s", (done - started).as_secs_f64());
+    let done = wait_scheduler_idle(&server, &env, Duration::from_millis(if n > 20_000 { 1000 } else { 200 })).await;
+    println!(
+        "{label}: repair of all {:.2} s, server CPU {:.2} s (with the status polls)",
+        (done - started).as_secs_f64(),
+        cpu(before)
+    );
 
     let list_path = "/api/v2/resource?limit=100&filter.agent=agent3&filter.status=deployed&sort=resource_id_value.desc";
     let (list, _) = median(&server, &env, list_path, 21).await;
@@ -269,6 +292,7 @@ async fn run(database: &str, n: usize) {
         ms(load.writes.last().copied().unwrap_or_default()),
     );
 
+    let before = server.cpu_seconds();
     let started = Instant::now();
     let dryrun = server.call(Method::POST, &format!("/api/v2/dryrun/{version}"), Some(&env), None).await;
     // the answer's data is the dry run's id (as in Inmanta); its report says how many are left
@@ -280,7 +304,7 @@ async fn run(database: &str, n: usize) {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    println!("{label}: dry run of all {:.2} s", started.elapsed().as_secs_f64());
+    println!("{label}: dry run of all {:.2} s, server CPU {:.2} s", started.elapsed().as_secs_f64(), cpu(before));
 
     let started = Instant::now();
     let whole = server.call_text(Method::GET, &format!("/api/v1/version/{version}"), Some(&env), None).await;
@@ -288,17 +312,23 @@ async fn run(database: &str, n: usize) {
     drop(whole);
 
     let (second, stored) = put_version(&server, &env, n, 1000).await;
+    let before = server.cpu_seconds();
     let started = Instant::now();
     let diff =
         server.call(Method::GET, &format!("/api/v2/desiredstate/diff/{version}/{second}"), Some(&env), None).await;
     let differ = diff["data"].as_array().map(Vec::len).unwrap_or(0);
     assert_eq!(differ, 1000, "the diff finds the changed resources");
     println!(
-        "{label}: second version (1 000 changed) put_version {:.0} ms, diff {:.0} ms",
+        "{label}: second version (1 000 changed) put_version {:.0} ms, diff {:.0} ms (server CPU {:.2} s)",
         ms(stored),
-        ms(started.elapsed())
+        ms(started.elapsed()),
+        cpu(before)
     );
-    println!("{label}: server peak memory {:.0} MB", server.peak_memory_mb());
+    println!(
+        "{label}: server peak memory {:.0} MB; load average {} at the end",
+        server.peak_memory_mb(),
+        load_average()
+    );
 
     if let Some(big) = std::env::var("BIG").ok().and_then(|s| s.parse::<usize>().ok()) {
         big_version(&server, &env, big, &label).await;

@@ -218,10 +218,15 @@ fn inmanta_deploy_all_in_one() {
     assert_eq!(std::fs::read_to_string(root.path().join("etc/motd")).unwrap(), "hello");
     assert!(project.path().join("data/deploy/inmanta.db").exists());
 
-    // Run twice: the second run changes nothing.
-    let (code, _, err) = inmanta_in(project.path(), &["deploy"]);
+    // Run twice: the second run changes nothing (the first run's changes belong to another
+    // version), so its table is empty; --verbose lists every resource.
+    let (code, out, err) = inmanta_in(project.path(), &["deploy"]);
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("0 changed"), "{err}");
+    assert!(!out.contains("/etc/motd"), "only failed and changed resources are listed: {out}");
+    let (code, out, err) = inmanta_in(project.path(), &["deploy", "--verbose"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("/etc/motd") && out.contains("/etc/issue"), "--verbose lists every resource: {out}");
 
     // --dry-run reports a hand edit without touching it.
     std::fs::write(root.path().join("etc/issue"), "edited").unwrap();

@@ -117,6 +117,20 @@ impl Server {
         }
     }
 
+    /// CPU time (user + system) the server process has used so far, in seconds: what compares
+    /// when the machine is loaded and wall clock is not (the database's own processes, on
+    /// PostgreSQL, are not counted).
+    #[allow(dead_code)] // each bench compiles this module on its own; only the scale bench reads it
+    pub fn cpu_seconds(&self) -> f64 {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
+        // Fields after the command name (which is in parentheses and may contain spaces).
+        let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("").split_whitespace().collect();
+        let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        // utime and stime are fields 14 and 15 of the line (indexes 11 and 12 after the name), in
+        // ticks of 1/100 s.
+        (ticks(11) + ticks(12)) / 100.0
+    }
+
     pub fn peak_memory_mb(&self) -> f64 {
         self.memory_mb("VmHWM:")
     }

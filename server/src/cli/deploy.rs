@@ -164,21 +164,8 @@ async fn summary(e: &Embedded, version: i64, started: Instant, verbose: bool, js
     // limit 0: every resource (the default page of 1 000 made a 1 004-resource model "1000 of 1000")
     let page = PageRequest { sort: Some("resource_id.asc".into()), limit: Some(0), ..Default::default() };
     let (resources, _) = e.orchestrator.released_resources(env, &page, false).await.map_err(server_error)?;
-    let actions = e
-        .orchestrator
-        .resource_actions(
-            env,
-            &orchestrator::ActionQuery { exclude_changes: vec!["nochange".into()], ..Default::default() },
-        )
-        .await
-        .map_err(server_error)?;
-    let mut changed: BTreeMap<String, String> = BTreeMap::new();
-    for action in actions.iter().filter(|a| a.version == version && a.action == "deploy") {
-        for rvid in &action.resource_version_ids {
-            let rid = rvid.rsplit_once(",v=").map(|(r, _)| r).unwrap_or(rvid);
-            changed.entry(rid.to_string()).or_insert_with(|| action.change.clone().unwrap_or_default());
-        }
-    }
+    // Only this version's deploys: the environment's whole history grows with every deploy.
+    let changed = e.orchestrator.deploy_changes(env, version).await.map_err(server_error)?;
     let current: Vec<_> = resources.items.iter().filter(|r| r.status != "orphaned").collect();
     let mut by_state: BTreeMap<&str, usize> = BTreeMap::new();
     for r in &current {
