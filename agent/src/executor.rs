@@ -78,7 +78,7 @@ impl Executor {
         handlers.insert("fs::Directory".into(), Arc::new(Crud(fs::DirectoryHandler)));
         handlers.insert("fs::Symlink".into(), Arc::new(Crud(fs::SymlinkHandler)));
         handlers.insert("exec::Run".into(), Arc::new(RunHandler));
-        handlers.insert("std::testing::NullResource".into(), Arc::new(NullHandler));
+        handlers.insert("std::testing::NullResource".into(), Arc::new(Crud(NullHandler)));
         Executor { files, handlers, shipped: None, python: None, hosts: Mutex::new(HashMap::new()) }
     }
 

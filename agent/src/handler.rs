@@ -305,6 +305,7 @@ impl<H: CrudHandler> Handler for Crud<H> {
     fn run(&self, ctx: &mut HandlerContext<'_>, desired: &ResourceRequest) -> Result<(), HandlerError> {
         let h = &self.0;
         let want_purged = desired.purged();
+        ctx.debug("Calling read_resource");
         let current = h.read(ctx, desired)?;
         let changes = match &current {
             None if want_purged => BTreeMap::new(),

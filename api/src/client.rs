@@ -1,5 +1,7 @@
 //! Typed HTTP client of the REST API, for the CLI and for tests.
 
+use std::path::Path;
+
 use reqwest::{Method, StatusCode};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -15,6 +17,9 @@ pub enum ClientError {
     Transport { url: String, source: reqwest::Error },
     #[error("unexpected answer from {url}: {message}")]
     Decode { url: String, message: String },
+    /// The CA certificates to check an `https://` server against cannot be used.
+    #[error("{0}")]
+    Tls(String),
 }
 
 #[derive(Clone)]
@@ -25,9 +30,27 @@ pub struct Client {
 }
 
 impl Client {
-    /// `base` is like `http://127.0.0.1:8888`.
+    /// `base` is like `http://127.0.0.1:8888`. An `https://` server is checked against the
+    /// system's CA bundle; [`Client::with_ca_file`] names other CA certificates.
     pub fn new(base: impl Into<String>) -> Client {
-        Client { base: base.into().trim_end_matches('/').to_string(), http: reqwest::Client::new(), token: None }
+        let base = base.into().trim_end_matches('/').to_string();
+        let http = if base.starts_with("https://") {
+            // Without a usable system bundle, https calls fail with an unknown issuer, which
+            // says what is missing.
+            http_client(None).unwrap_or_default()
+        } else {
+            reqwest::Client::new()
+        };
+        Client { base, http, token: None }
+    }
+
+    /// Checks an `https://` server against the CA certificates of this PEM file (Inmanta's
+    /// `[..._rest_transport] ssl_ca_cert_file`) instead of the system's bundle.
+    pub fn with_ca_file(mut self, ca_file: Option<&Path>) -> Result<Client, ClientError> {
+        if ca_file.is_some() && self.base.starts_with("https://") {
+            self.http = http_client(ca_file).map_err(ClientError::Tls)?;
+        }
+        Ok(self)
     }
 
     pub fn with_token(mut self, token: Option<String>) -> Client {
@@ -99,4 +122,35 @@ impl Client {
         serde_json::from_value(data)
             .map_err(|e| ClientError::Decode { url: format!("{}{}", self.base, path), message: e.to_string() })
     }
+}
+
+/// An HTTP client that trusts the certificates of [`ca_bundle`].
+fn http_client(ca_file: Option<&Path>) -> Result<reqwest::Client, String> {
+    let pem = ca_bundle(ca_file)?;
+    let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| format!("{}: {e}", describe(ca_file)))?;
+    if certs.is_empty() {
+        return Err(format!("{} holds no PEM certificate", describe(ca_file)));
+    }
+    let builder = certs.into_iter().fold(reqwest::Client::builder(), |b, cert| b.add_root_certificate(cert));
+    builder.build().map_err(|e| format!("cannot set up HTTPS with {}: {e}", describe(ca_file)))
+}
+
+/// The PEM CA certificates a client checks servers against: `ca_file`, else the system's bundle
+/// (`SSL_CERT_FILE`, or the usual places of Debian, Red Hat and Alpine).
+pub fn ca_bundle(ca_file: Option<&Path>) -> Result<Vec<u8>, String> {
+    if let Some(file) = ca_file {
+        return std::fs::read(file).map_err(|e| format!("ssl_ca_cert_file {}: {e}", file.display()));
+    }
+    let system = std::env::var_os("SSL_CERT_FILE").map(std::path::PathBuf::from).into_iter().chain(
+        ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"]
+            .map(std::path::PathBuf::from),
+    );
+    system
+        .filter_map(|path| std::fs::read(path).ok())
+        .next()
+        .ok_or_else(|| "no system CA bundle found: set ssl_ca_cert_file (or SSL_CERT_FILE)".to_string())
+}
+
+fn describe(ca_file: Option<&Path>) -> String {
+    ca_file.map_or_else(|| "the system CA bundle".to_string(), |f| format!("ssl_ca_cert_file {}", f.display()))
 }

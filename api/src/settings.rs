@@ -323,6 +323,13 @@ impl SettingDefinition {
             }
             _ => {}
         }
+        // A whole number is answered as an integer, as Inmanta does (`2` stays `2`, not `2.0`).
+        if let SettingValue::Float(x) = parsed
+            && x.fract() == 0.0
+            && x.abs() < 9.0e15
+        {
+            return Ok(SettingValue::Int(x as i64));
+        }
         Ok(parsed)
     }
 }
@@ -357,7 +364,9 @@ mod tests {
         assert!(keep.validate(&json!("five")).is_err());
         assert!(keep.validate(&json!(-1)).is_err());
         let backoff = find(names::RECOMPILE_BACKOFF);
-        assert_eq!(backoff.validate(&json!(2)), Ok(SettingValue::Float(2.0)));
+        assert_eq!(backoff.validate(&json!(2)), Ok(SettingValue::Int(2)));
+        assert_eq!(backoff.validate(&json!("2.0")), Ok(SettingValue::Int(2)));
+        assert_eq!(backoff.validate(&json!(2.5)), Ok(SettingValue::Float(2.5)));
         assert!(backoff.validate(&json!(-0.5)).is_err());
         let interval = find(names::DEPLOY_INTERVAL);
         assert_eq!(interval.validate(&json!(30)), Ok(SettingValue::Str("30".into())));

@@ -185,6 +185,13 @@ mod backend {
             status: status_text(&v.status),
             total: v.total,
             released: v.released,
+            message: v
+                .labels
+                .iter()
+                .map(|l| l.message.as_str())
+                .filter(|m| !m.is_empty())
+                .collect::<Vec<_>>()
+                .join("; "),
         }
     }
 }
@@ -392,7 +399,8 @@ pub async fn settings(env: String) -> Result<Vec<SettingRow>, ServerFnError> {
                 kind: status_text(&def.kind),
                 value: text(value.unwrap_or(&def.default)),
                 default: text(&def.default),
-                is_default: value.is_none(),
+                // The settings call fills in every default: a value equal to its default is not a change.
+                is_default: value.is_none_or(|v| *v == def.default),
                 doc: def.doc.clone(),
                 allowed_values: def.allowed_values.clone().unwrap_or_default(),
                 protected_by: if def.protected { Some(def.protected_by.clone().unwrap_or_default()) } else { None },
@@ -470,6 +478,29 @@ pub async fn version_action(env: String, version: i64, delete: bool) -> Result<(
     } else {
         s.orchestrator.release_version(id, version).await.map(|_| ()).map_err(fail)
     }
+}
+
+/// One version for the header of its page: status, date, size and the export's message.
+#[server(prefix = "/console/fn", endpoint = "version_summary", input = Json)]
+pub async fn version_summary(env: String, version: i64) -> Result<VersionRow, ServerFnError> {
+    let s = services_for("desired-state.read", &env)?;
+    let m = s.orchestrator.get_version_model(env_id(&env)?, version).await.map_err(fail)?;
+    let message = m
+        .version_info
+        .as_ref()
+        .and_then(|i| i.get("export_metadata"))
+        .and_then(|e| e.get("message"))
+        .and_then(|v| v.as_str())
+        .unwrap_or_default()
+        .to_string();
+    Ok(VersionRow {
+        version: m.version,
+        date: m.date,
+        status: m.status.as_ref().map(backend::status_text).unwrap_or_default(),
+        total: m.total,
+        released: m.released,
+        message,
+    })
 }
 
 #[server(prefix = "/console/fn", endpoint = "version_resources", input = Json)]
@@ -634,11 +665,32 @@ pub async fn resource_logs(env: String, rid: String, min_level: String) -> Resul
     if !min_level.is_empty() {
         req.filters.push(("minimal_log_level".into(), min_level));
     }
-    let page = s.orchestrator.resource_logs(env_id(&env)?, &rid, &req).await.map_err(fail)?;
+    let id = env_id(&env)?;
+    let page = s.orchestrator.resource_logs(id, &rid, &req).await.map_err(fail)?;
+    // The version of each line's action: one query for the resource's latest actions.
+    let actions = orchestrator::resources::ActionQuery {
+        resource_id: Some(rid.clone()),
+        limit: Some(1000),
+        ..Default::default()
+    };
+    let versions: std::collections::HashMap<uuid::Uuid, i64> = s
+        .orchestrator
+        .resource_actions(id, &actions)
+        .await
+        .map_err(fail)?
+        .into_iter()
+        .map(|a| (a.action_id, a.version))
+        .collect();
     Ok(page
         .items
         .into_iter()
-        .map(|l| LogRow { timestamp: l.timestamp, action: l.action, level: l.level, message: l.msg })
+        .map(|l| LogRow {
+            version: versions.get(&l.action_id).copied(),
+            timestamp: l.timestamp,
+            action: l.action,
+            level: l.level,
+            message: l.msg,
+        })
         .collect())
 }
 
@@ -787,13 +839,20 @@ const GRAPH_BAND_GAP: f64 = 60.0;
 const GRAPH_COLUMN_ROWS: usize = 40;
 #[cfg(feature = "ssr")]
 const GRAPH_MAX_NODES: usize = 5000;
+/// Resources read to pick a focused view (failures, a neighbourhood) from.
+#[cfg(feature = "ssr")]
+const GRAPH_FOCUS_FETCH_MAX: usize = 100_000;
 
-/// The released resources of the environment with their requires, laid out for the graph page.
+/// The released resources of the environment with their requires, laid out for the graph page:
+/// all of them (up to the size limit), only the failures and what they block, or the
+/// neighbourhood of one resource (see [`GraphFocus`]).
 #[server(prefix = "/console/fn", endpoint = "resource_graph", input = Json)]
-pub async fn resource_graph(env: String) -> Result<Graph, ServerFnError> {
+pub async fn resource_graph(env: String, focus: GraphFocus) -> Result<Graph, ServerFnError> {
     use std::collections::HashMap;
     let s = services_for("resource.read", &env)?;
     let id = env_id(&env)?;
+    // The whole graph is cut at GRAPH_MAX_NODES; a focused view picks from every resource first.
+    let fetch_max = if focus.is_all() { GRAPH_MAX_NODES } else { GRAPH_FOCUS_FETCH_MAX };
     let mut rows = Vec::new();
     let mut req = orchestrator::paging::PageRequest {
         limit: Some(1000),
@@ -801,13 +860,13 @@ pub async fn resource_graph(env: String) -> Result<Graph, ServerFnError> {
         filters: vec![("status".into(), "!orphaned".into())],
         ..Default::default()
     };
-    let total = loop {
+    let mut total = loop {
         let (page, _) = s.orchestrator.released_resources(id, &req, false).await.map_err(fail)?;
         let total = page.metadata.total;
         let next = page.links.next.clone();
         rows.extend(page.items);
         match next {
-            Some(link) if rows.len() < GRAPH_MAX_NODES => {
+            Some(link) if rows.len() < fetch_max => {
                 let cursor = cursor(&link);
                 let get = |k: &str| cursor.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
                 req.start = get("start");
@@ -818,11 +877,33 @@ pub async fn resource_graph(env: String) -> Result<Graph, ServerFnError> {
             _ => break total,
         }
     };
+    let plain = |rid: &str| rid.rsplit_once(",v=").map(|(id, _)| id.to_string()).unwrap_or_else(|| rid.to_string());
+    if !focus.is_all() {
+        let index: HashMap<String, usize> = rows.iter().enumerate().map(|(i, r)| (r.resource_id.clone(), i)).collect();
+        let requires: Vec<Vec<usize>> =
+            rows.iter().map(|r| r.requires.iter().filter_map(|q| index.get(&plain(q)).copied()).collect()).collect();
+        let statuses: Vec<&str> = rows.iter().map(|r| r.status.as_str()).collect();
+        let keep = crate::model::graph_focus(&focus, &requires, &statuses, |rid| index.get(rid).copied());
+        if !focus.around.is_empty() && !index.contains_key(&focus.around) {
+            return Err(ServerFnError::new(format!("{} is not a released resource of this environment", focus.around)));
+        }
+        let mut i = 0;
+        rows.retain(|_| {
+            i += 1;
+            keep[i - 1]
+        });
+        total = rows.len() as u64;
+    }
     rows.truncate(GRAPH_MAX_NODES);
     let index: HashMap<String, usize> = rows.iter().enumerate().map(|(i, r)| (r.resource_id.clone(), i)).collect();
-    let plain = |rid: &str| rid.rsplit_once(",v=").map(|(id, _)| id.to_string()).unwrap_or_else(|| rid.to_string());
     let requires: Vec<Vec<usize>> =
         rows.iter().map(|r| r.requires.iter().filter_map(|q| index.get(&plain(q)).copied()).collect()).collect();
+    let labels = crate::model::short_labels(
+        &rows
+            .iter()
+            .map(|r| (r.id_details.resource_type.as_str(), r.id_details.resource_id_value.as_str()))
+            .collect::<Vec<_>>(),
+    );
     // Depth along requires (longest path from a resource that requires nothing), iteratively.
     let mut depth = vec![0usize; rows.len()];
     for _ in 0..rows.len().min(64) {
@@ -871,13 +952,10 @@ pub async fn resource_graph(env: String) -> Result<Graph, ServerFnError> {
     let nodes = rows
         .iter()
         .zip(&places)
-        .map(|(r, (column, row))| GraphNode {
+        .zip(labels)
+        .map(|((r, (column, row)), label)| GraphNode {
             id: r.resource_id.clone(),
-            label: format!(
-                "{} {}",
-                r.id_details.resource_type.rsplit("::").next().unwrap_or(""),
-                r.id_details.resource_id_value
-            ),
+            label,
             status: r.status.clone(),
             x: 20.0 + (column % per_band) as f64 * GRAPH_COLUMN,
             y: 20.0 + (column / per_band) as f64 * band_height + *row as f64 * GRAPH_ROW,

@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_location;
 
-use crate::components::{ActionError, ActionMessage, Refresh, confirm, encode, env, env_link, run};
+use crate::components::{ActionError, ActionMessage, EnvKnown, Refresh, act, encode, env, env_link, known_env, run};
 use crate::fns;
 use crate::model::TableQuery;
 use crate::{BASE, live};
@@ -41,7 +41,16 @@ pub fn Header() -> impl IntoView {
     let env = env();
     let refresh = Refresh::get();
     let connected = RwSignal::new(false);
-    live::follow(env, refresh, connected);
+    // Events only of an environment the caller may read (none on an unknown one's 404 page).
+    let known = EnvKnown::get();
+    let live_env = Memo::new(move |_| {
+        let id = env.get();
+        match known.map(|k| k.0.get()) {
+            None | Some(Some(Ok(true))) => id,
+            _ => String::new(),
+        }
+    });
+    live::follow(live_env, refresh, connected);
     let nav = use_context::<NavOpen>().map(|n| n.0).unwrap_or_else(|| RwSignal::new(false));
     view! {
         <header class="topbar">
@@ -208,9 +217,11 @@ fn NotificationBell() -> impl IntoView {
     let refresh = Refresh::get();
     let open = RwSignal::new(false);
     let error = ActionError::new();
+    let known = EnvKnown::get();
     let unread = Resource::new(
         move || (env.get(), refresh.tick()),
-        |(env, _)| async move {
+        move |(env, _)| async move {
+            let env = known_env(known, env).await;
             if env.is_empty() {
                 return Ok(None);
             }
@@ -321,9 +332,13 @@ pub fn Sidebar() -> impl IntoView {
     let env = env();
     let location = use_location();
     let refresh = Refresh::get();
+    let known = EnvKnown::get();
     let details = Resource::new(
         move || (env.get(), refresh.tick()),
-        |(env, _)| async move { if env.is_empty() { Ok(None) } else { fns::environment(env).await.map(Some) } },
+        move |(env, _)| async move {
+            let env = known_env(known, env).await;
+            if env.is_empty() { Ok(None) } else { fns::environment(env).await.map(Some) }
+        },
     );
     let error = ActionError::new();
     let open = use_context::<NavOpen>().map(|n| n.0).unwrap_or_else(|| RwSignal::new(false));
@@ -370,14 +385,15 @@ pub fn Sidebar() -> impl IntoView {
                                             type="button"
                                             class=if halted { "button" } else { "button button-danger" }
                                             on:click=move |_| {
-                                                let question = if halted {
-                                                    format!("Resume environment {name}? Deploys start again.")
+                                                let (question, yes, done) = if halted {
+                                                    (format!("Resume environment {name}? Deploys start again."), "Resume", format!("Environment {name} resumed"))
                                                 } else {
-                                                    format!("Halt environment {name}? Every deploy and agent stops.")
+                                                    (format!("Halt environment {name}? Every deploy and agent stops."), "Halt", format!("Environment {name} halted"))
                                                 };
-                                                if confirm(&question) {
-                                                    run(error, fns::set_halted(env.get_untracked(), !halted));
-                                                }
+                                                let env = env.get_untracked();
+                                                error.ask(question, yes, move || {
+                                                    act(error, done.clone(), fns::set_halted(env.clone(), !halted))
+                                                });
                                             }
                                         >
                                             {if halted { "▶ Resume" } else { "■ Halt" }}
@@ -398,9 +414,13 @@ pub fn Sidebar() -> impl IntoView {
 pub fn HaltedBanner() -> impl IntoView {
     let env = env();
     let refresh = Refresh::get();
+    let known = EnvKnown::get();
     let details = Resource::new(
         move || (env.get(), refresh.tick()),
-        |(env, _)| async move { if env.is_empty() { Ok(None) } else { fns::environment(env).await.map(Some) } },
+        move |(env, _)| async move {
+            let env = known_env(known, env).await;
+            if env.is_empty() { Ok(None) } else { fns::environment(env).await.map(Some) }
+        },
     );
     view! {
         <Transition fallback=|| ()>

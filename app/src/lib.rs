@@ -94,6 +94,7 @@ pub fn App() -> impl IntoView {
     let refresh = Refresh(RwSignal::new(0));
     provide_context(refresh);
     provide_context(layout::NavOpen(RwSignal::new(false)));
+    provide_context(components::Feedback::new());
     // Effects only run in the browser, so this flips once the page is hydrated (tests wait on it).
     let hydrated = RwSignal::new(false);
     Effect::new(move |_| hydrated.set(true));
@@ -101,8 +102,10 @@ pub fn App() -> impl IntoView {
         <Title formatter=|page: String| format!("{page} · Inmanta")/>
         <Router base=BASE>
             <div class="layout" data-hydrated=move || hydrated.get().to_string()>
+                <CheckEnvironment>
                 <a class="skip-link" href="#main">"Skip to content"</a>
                 <layout::Header/>
+                <components::FeedbackLayer/>
                 <div class="frame">
                     <layout::Sidebar/>
                     <main class="content" id="main">
@@ -137,6 +140,7 @@ pub fn App() -> impl IntoView {
                         </KnownEnvironment>
                     </main>
                 </div>
+                </CheckEnvironment>
             </div>
         </Router>
     }
@@ -157,15 +161,25 @@ fn NotFound() -> impl IntoView {
     }
 }
 
-/// The page, unless `?env=` names no environment the caller may read: then the console's 404 page
-/// for environments (HTTP 404 on the server-rendered page), never an error per panel.
+/// Checks once per page whether `?env=` names an environment the caller may read, for the page
+/// ([`KnownEnvironment`]) and the header and sidebar (which ask nothing about an unknown one).
 #[component]
-fn KnownEnvironment(children: ChildrenFn) -> impl IntoView {
+fn CheckEnvironment(children: Children) -> impl IntoView {
     let env = components::env();
     let known = Resource::new(
         move || env.get(),
         |env| async move { if env.is_empty() { Ok(true) } else { fns::environment_exists(env).await } },
     );
+    provide_context(components::EnvKnown(known));
+    children()
+}
+
+/// The page, unless `?env=` names no environment the caller may read: then the console's 404 page
+/// for environments (HTTP 404 on the server-rendered page), never an error per panel.
+#[component]
+fn KnownEnvironment(children: ChildrenFn) -> impl IntoView {
+    let env = components::env();
+    let known = expect_context::<components::EnvKnown>().0;
     let children = StoredValue::new(children);
     view! {
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
@@ -979,7 +993,7 @@ mod tests {
         owner.set();
         provide_context(o.clone());
         provide_context(orchestrator::auth::Principal::Unrestricted);
-        let graph = fns::resource_graph(env.to_string()).await.unwrap();
+        let graph = fns::resource_graph(env.to_string(), model::GraphFocus::default()).await.unwrap();
         assert_eq!((graph.nodes.len(), graph.edges.len()), (1000, 990));
         let ratio = graph.width / graph.height;
         assert!((1.0..3.0).contains(&ratio), "{} x {}", graph.width, graph.height);

@@ -89,6 +89,8 @@ pub struct VersionRow {
     pub status: String,
     pub total: i64,
     pub released: bool,
+    /// The export's message (`version_info.export_metadata.message`), e.g. the compile's trigger.
+    pub message: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -179,6 +181,8 @@ pub struct LogRow {
     pub action: String,
     pub level: String,
     pub message: String,
+    /// The version the action ran for (None when the action is no longer known).
+    pub version: Option<i64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -411,3 +415,152 @@ pub struct TokenRow {
 
 /// The client types an environment token can be for.
 pub const CLIENT_TYPES: &[&str] = &["api", "agent", "compiler"];
+
+/// Which part of the dependency graph to draw: everything (the default), the failures and what
+/// they block (`failures`), or the resources within `hops` requires of `around`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GraphFocus {
+    pub failures: bool,
+    /// A resource id without version; empty for no neighbourhood view.
+    pub around: String,
+    pub hops: usize,
+}
+
+impl GraphFocus {
+    pub fn is_all(&self) -> bool {
+        !self.failures && self.around.is_empty()
+    }
+}
+
+/// States that stop a resource and everything that requires it.
+pub const PROBLEM_STATES: &[&str] = &["failed", "undefined", "unavailable"];
+
+/// The resources a focused graph keeps. `requires[i]` are the indices resource `i` requires;
+/// `find` maps a resource id to its index. Failures: every resource in a [`PROBLEM_STATES`]
+/// state and everything that (transitively) requires one. Neighbourhood: breadth first over
+/// requires in both directions, `hops` steps from `around`.
+pub fn graph_focus(
+    focus: &GraphFocus,
+    requires: &[Vec<usize>],
+    statuses: &[&str],
+    find: impl Fn(&str) -> Option<usize>,
+) -> Vec<bool> {
+    let n = requires.len();
+    let mut required_by = vec![Vec::new(); n];
+    for (i, reqs) in requires.iter().enumerate() {
+        for r in reqs {
+            required_by[*r].push(i);
+        }
+    }
+    let mut keep = vec![focus.is_all(); n];
+    if focus.failures {
+        let mut frontier: Vec<usize> = (0..n).filter(|i| PROBLEM_STATES.contains(&statuses[*i])).collect();
+        for i in &frontier {
+            keep[*i] = true;
+        }
+        // Everything downstream of a failure is blocked by it.
+        while let Some(i) = frontier.pop() {
+            for d in &required_by[i] {
+                if !keep[*d] {
+                    keep[*d] = true;
+                    frontier.push(*d);
+                }
+            }
+        }
+    }
+    if let Some(start) = (!focus.around.is_empty()).then(|| find(&focus.around)).flatten() {
+        let mut near = vec![false; n];
+        near[start] = true;
+        let mut frontier = vec![start];
+        for _ in 0..focus.hops {
+            let mut next = Vec::new();
+            for i in frontier {
+                for j in requires[i].iter().chain(&required_by[i]) {
+                    if !near[*j] {
+                        near[*j] = true;
+                        next.push(*j);
+                    }
+                }
+            }
+            frontier = next;
+        }
+        // With both set, the failures around the resource.
+        for (k, n) in keep.iter_mut().zip(near) {
+            *k = n && (*k || !focus.failures);
+        }
+    }
+    keep
+}
+
+/// Characters of a graph label that fit in a node.
+pub const GRAPH_LABEL_CHARS: usize = 26;
+
+/// Short node labels: the type's last name and the part of the id value that tells the
+/// resources of that type apart. The prefix all values of a type share (up to a separator, e.g.
+/// `/tmp/app/` of every file) is dropped for "…"; a label still too long keeps its end.
+pub fn short_labels(resources: &[(&str, &str)]) -> Vec<String> {
+    let mut prefixes: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for (t, value) in resources {
+        *counts.entry(t).or_default() += 1;
+        let p = prefixes.entry(t).or_insert(value);
+        let common = p.char_indices().zip(value.chars()).take_while(|((_, a), b)| a == b).count();
+        let cut = p.char_indices().nth(common).map(|(i, _)| i).unwrap_or(p.len());
+        *p = &p[..cut];
+    }
+    resources
+        .iter()
+        .map(|(t, value)| {
+            let short_type = t.rsplit("::").next().unwrap_or(t);
+            let prefix = if counts[t] > 1 { prefixes[t] } else { "" };
+            // Only whole segments go: cut after the last separator in the shared prefix.
+            let cut = prefix.rfind(['/', ':', '.', '-', '_', ' ', ',', '=']).map(|i| i + 1).unwrap_or(0);
+            let rest = if cut > 0 && cut < value.len() { format!("…{}", &value[cut..]) } else { value.to_string() };
+            let room = GRAPH_LABEL_CHARS.saturating_sub(short_type.chars().count() + 1).max(8);
+            let count = rest.chars().count();
+            let rest = if count > room {
+                let tail: String = rest.chars().skip(count - room + 1).collect();
+                format!("…{}", tail.trim_start_matches('…'))
+            } else {
+                rest
+            };
+            format!("{short_type} {rest}")
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_drop_the_prefix_every_value_of_a_type_shares() {
+        let labels = short_labels(&[
+            ("std::File", "/tmp/inmanta/app/config/a.conf"),
+            ("std::File", "/tmp/inmanta/app/config/b.conf"),
+            ("std::testing::NullResource", "web"),
+        ]);
+        assert_eq!(labels, ["File …a.conf", "File …b.conf", "NullResource web"]);
+    }
+
+    #[test]
+    fn long_labels_keep_their_end() {
+        let labels = short_labels(&[("std::File", "/srv/one/very/long/path/to/the/file.txt")]);
+        assert_eq!(labels[0].chars().count(), GRAPH_LABEL_CHARS);
+        assert!(labels[0].ends_with("the/file.txt"), "{}", labels[0]);
+    }
+
+    #[test]
+    fn failures_keep_what_they_block_and_neighbourhoods_their_hops() {
+        // 0 <- 1 <- 2 <- 3, and 4 alone; 1 failed.
+        let requires = vec![vec![], vec![0], vec![1], vec![2], vec![]];
+        let statuses = ["deployed", "failed", "skipped", "skipped", "deployed"];
+        let find = |rid: &str| rid.parse::<usize>().ok();
+        let failures = GraphFocus { failures: true, ..Default::default() };
+        assert_eq!(graph_focus(&failures, &requires, &statuses, find), [false, true, true, true, false]);
+        let around = GraphFocus { around: "2".into(), hops: 1, ..Default::default() };
+        assert_eq!(graph_focus(&around, &requires, &statuses, find), [false, true, true, true, false]);
+        let far = GraphFocus { around: "3".into(), hops: 3, ..Default::default() };
+        assert_eq!(graph_focus(&far, &requires, &statuses, find), [true, true, true, true, false]);
+    }
+}

@@ -110,7 +110,15 @@ pub fn inmanta_type(kind: &str) -> &str {
         "ProjectNotFoundException" => "inmanta.module.ProjectNotFoundException",
         "DependencyCycleException" => "inmanta.export.DependencyCycleException",
         // Python errors that escape Inmanta's compiler unwrapped.
-        "ZeroDivisionError" | "KeyError" | "TypeError" | "ValueError" | "RecursionError" => match kind {
+        "ZeroDivisionError"
+        | "KeyError"
+        | "TypeError"
+        | "ValueError"
+        | "RecursionError"
+        | "RuntimeError"
+        | "ModuleNotFoundError" => match kind {
+            "RuntimeError" => "builtins.RuntimeError",
+            "ModuleNotFoundError" => "builtins.ModuleNotFoundError",
             "ZeroDivisionError" => "builtins.ZeroDivisionError",
             "KeyError" => "builtins.KeyError",
             "TypeError" => "builtins.TypeError",

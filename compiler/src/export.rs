@@ -6,8 +6,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde_json::{Value as Json, json};
 
 use crate::diagnostics::Diagnostic;
+use crate::eval::value::UnknownSource;
 use crate::eval::value::{InstId, Value};
-use crate::eval::{Evaluator, Slot};
+use crate::eval::{Evaluator, Model, Slot};
 use crate::model::{AttrKind, EntId, FastMap};
 use crate::python::PyExport;
 
@@ -61,12 +62,6 @@ const BUILTIN_MAPPINGS: &[StaticMapping] = &[
         fields: &["name", "agentname", "fail", "value", "int_value"],
     },
     StaticMapping {
-        entity: "std::AgentConfig",
-        agent: "agent",
-        id_attr: "agentname",
-        fields: &["agentname", "uri", "autostart"],
-    },
-    StaticMapping {
         entity: "fs::File",
         agent: "host.name",
         id_attr: "path",
@@ -117,10 +112,10 @@ pub(crate) struct Exported {
     pub errors: Vec<Diagnostic>,
 }
 
-fn slot_value(ev: &Evaluator<'_>, inst: InstId, name: &str) -> Option<Value> {
-    let ent = ev.entity_of(inst);
+fn slot_value(ev: &View<'_, '_>, inst: InstId, name: &str) -> Option<Value> {
+    let ent = ev.m.entity_of(inst);
     let (ai, a) = ent.attr(name)?;
-    match &ev.instances[inst as usize].slots[ai] {
+    match &ev.m.instances[inst as usize].slots[ai] {
         Slot::Prim { value, .. } => value.as_ref().map(|(v, _)| v.clone()),
         Slot::Rel(r) => match a.kind {
             AttrKind::Rel { hi: Some(1), .. } => r.items.first().map(|i| Value::Instance(*i)),
@@ -129,7 +124,7 @@ fn slot_value(ev: &Evaluator<'_>, inst: InstId, name: &str) -> Option<Value> {
     }
 }
 
-fn path_value(ev: &Evaluator<'_>, inst: InstId, path: &str) -> Option<Value> {
+fn path_value(ev: &View<'_, '_>, inst: InstId, path: &str) -> Option<Value> {
     let mut cur = Value::Instance(inst);
     for seg in path.split('.') {
         cur = match cur {
@@ -155,14 +150,14 @@ fn id_string(v: &Value) -> String {
     }
 }
 
-fn mapping_for<'e>(ev: &'e Evaluator<'_>, ent: EntId) -> Option<(&'e Mapping, EntId)> {
-    BUILTIN.iter().chain(&ev.project.resource_mappings).find_map(|m| {
-        let me = *ev.types.entity_by_name.get(m.entity.as_str())?;
-        ev.types.is_subtype(ent, me).then_some((m, me))
+fn mapping_for<'e>(ev: &View<'e, '_>, ent: EntId) -> Option<(&'e Mapping, EntId)> {
+    BUILTIN.iter().chain(ev.mappings).find_map(|m| {
+        let me = *ev.m.types.entity_by_name.get(m.entity.as_str())?;
+        ev.m.types.is_subtype(ent, me).then_some((m, me))
     })
 }
 
-fn uri_of(ev: &Evaluator<'_>, inst: InstId) -> Option<Value> {
+fn uri_of(ev: &View<'_, '_>, inst: InstId) -> Option<Value> {
     let path = path_value(ev, inst, "path")?;
     let disc = path_value(ev, inst, "resource_discriminator")?;
     match (&path, &disc) {
@@ -177,8 +172,8 @@ fn uri_of(ev: &Evaluator<'_>, inst: InstId) -> Option<Value> {
 }
 
 /// The unversioned resource id of an instance, when it is a resource and its id is known.
-pub(crate) fn resource_id_of(ev: &Evaluator<'_>, inst: InstId) -> Option<String> {
-    let ent = ev.instances[inst as usize].entity;
+pub(crate) fn resource_id_of(ev: &View<'_, '_>, inst: InstId) -> Option<String> {
+    let ent = ev.m.instances[inst as usize].entity;
     let (m, _) = mapping_for(ev, ent)?;
     let agent = path_value(ev, inst, &m.agent)?;
     let idv = if m.id_attr == "uri" { uri_of(ev, inst)? } else { path_value(ev, inst, &m.id_attr)? };
@@ -188,7 +183,7 @@ pub(crate) fn resource_id_of(ev: &Evaluator<'_>, inst: InstId) -> Option<String>
     Some(format!("{}[{},{}={}]", m.entity, id_string(&agent), m.id_attr, id_string(&idv)))
 }
 
-fn to_json(ev: &Evaluator<'_>, v: &Value, undefined: &mut bool) -> Json {
+fn to_json(ev: &View<'_, '_>, v: &Value, undefined: &mut bool) -> Json {
     match v {
         Value::Unknown(_) => {
             *undefined = true;
@@ -196,15 +191,15 @@ fn to_json(ev: &Evaluator<'_>, v: &Value, undefined: &mut bool) -> Json {
         }
         Value::List(l) => Json::Array(l.iter().map(|x| to_json(ev, x, undefined)).collect()),
         Value::Dict(d) => Json::Object(d.iter().map(|(k, x)| (k.to_string(), to_json(ev, x, undefined))).collect()),
-        Value::Instance(i) => Json::String(ev.inst_name(*i)),
+        Value::Instance(i) => Json::String(ev.m.inst_name(*i)),
         other => other.to_json_lossy(),
     }
 }
 
 /// A `mitogen::Context` as the mitogen module serializes it: every attribute that is not null,
 /// and the context it goes `via`.
-fn context_json(ev: &Evaluator<'_>, ctx: InstId, depth: usize, undefined: &mut bool) -> Json {
-    let ent = ev.entity_of(ctx);
+fn context_json(ev: &View<'_, '_>, ctx: InstId, depth: usize, undefined: &mut bool) -> Json {
+    let ent = ev.m.entity_of(ctx);
     let mut obj = serde_json::Map::new();
     for a in &ent.attrs {
         if a.is_relation() {
@@ -228,7 +223,7 @@ fn context_json(ev: &Evaluator<'_>, ctx: InstId, depth: usize, undefined: &mut b
 /// The `via` of a resource, found the way the mitogen module does: its own `via`, its host's
 /// `via`, or an ssh context built from the host's `ip`; `None` when there is none of these
 /// (the export then fails, as Inmanta's does).
-fn resource_via(ev: &Evaluator<'_>, inst: InstId, undefined: &mut bool) -> Option<Json> {
+fn resource_via(ev: &View<'_, '_>, inst: InstId, undefined: &mut bool) -> Option<Json> {
     if let Some(Value::Instance(c)) = slot_value(ev, inst, "via") {
         return Some(context_json(ev, c, 0, undefined));
     }
@@ -262,7 +257,7 @@ fn resource_via(ev: &Evaluator<'_>, inst: InstId, undefined: &mut bool) -> Optio
     }
 }
 
-fn file_content(ev: &Evaluator<'_>, inst: InstId) -> Option<Value> {
+fn file_content(ev: &View<'_, '_>, inst: InstId) -> Option<Value> {
     let content = slot_value(ev, inst, "content")?;
     let sep = match slot_value(ev, inst, "content_separator") {
         Some(Value::Str(s)) => s.to_string(),
@@ -305,10 +300,11 @@ pub(crate) fn export_python_resources(ev: &mut Evaluator<'_>) -> Result<HashMap<
         return Ok(out);
     }
     let mut errors = Vec::new();
-    let targets: Vec<(InstId, String)> = (0..ev.instances.len() as InstId)
+    let view = View::of(ev);
+    let targets: Vec<(InstId, String)> = (0..ev.m.instances.len() as InstId)
         .filter_map(|i| {
-            let (m, _) = mapping_for(ev, ev.instances[i as usize].entity)?;
-            if !m.python || matches!(slot_value(ev, i, "managed"), Some(Value::Bool(false))) {
+            let (m, _) = mapping_for(&view, ev.m.instances[i as usize].entity)?;
+            if !m.python || matches!(slot_value(&view, i, "managed"), Some(Value::Bool(false))) {
                 return None;
             }
             Some((i, m.entity.clone()))
@@ -343,7 +339,26 @@ fn python_json(v: &Json, undefined: &mut bool) -> Json {
     }
 }
 
-pub(crate) fn export(ev: &Evaluator<'_>, python: &HashMap<InstId, PyExport>) -> Exported {
+/// What the export reads: the model, read-only, and the resource mappings of the loaded modules.
+pub(crate) struct View<'e, 'a> {
+    pub m: &'e Model<'a>,
+    pub mappings: &'e [Mapping],
+}
+
+impl<'e, 'a> View<'e, 'a> {
+    pub(crate) fn of(ev: &'e Evaluator<'a>) -> Self {
+        View { m: &ev.m, mappings: &ev.project.resource_mappings }
+    }
+}
+
+/// The resources of an evaluated model, in Inmanta's export shape, with the files Python
+/// resource mappers uploaded and the unknowns the compile met.
+pub(crate) fn export(
+    ev: &View<'_, '_>,
+    python: &HashMap<InstId, PyExport>,
+    python_files: &[(String, Vec<u8>)],
+    unknowns: &[UnknownSource],
+) -> Exported {
     let mut out = Exported {
         resources: Vec::new(),
         files: BTreeMap::new(),
@@ -356,8 +371,8 @@ pub(crate) fn export(ev: &Evaluator<'_>, python: &HashMap<InstId, PyExport>) -> 
     // 1. ids of every resource instance; each id is held once (in `order`)
     let mut order: Vec<(InstId, &Mapping, String)> = Vec::new();
     let mapped: Vec<Option<&Mapping>> =
-        (0..ev.types.entities.len()).map(|e| mapping_for(ev, e).map(|(m, _)| m)).collect();
-    for (i, inst) in ev.instances.iter().enumerate() {
+        (0..ev.m.types.entities.len()).map(|e| mapping_for(ev, e).map(|(m, _)| m)).collect();
+    for (i, inst) in ev.m.instances.iter().enumerate() {
         let i = i as InstId;
         let Some(m) = mapped[inst.entity] else { continue };
         if let Some(Value::Bool(false)) = slot_value(ev, i, "managed") {
@@ -375,9 +390,9 @@ pub(crate) fn export(ev: &Evaluator<'_>, python: &HashMap<InstId, PyExport>) -> 
         let Some(rid) = rid else {
             out.warnings.push(Diagnostic::warning(
                 "CompilerRuntimeWarning",
-                format!("{} is not exported: its id contains an unknown value", ev.inst_name(i)),
+                format!("{} is not exported: its id contains an unknown value", ev.m.inst_name(i)),
                 Some(inst.span),
-                ev.sources,
+                ev.m.sources,
             ));
             continue;
         };
@@ -394,24 +409,17 @@ pub(crate) fn export(ev: &Evaluator<'_>, python: &HashMap<InstId, PyExport>) -> 
             format!(
                 "Resource {} exists more than once: {} and {}",
                 later.2,
-                ev.inst_name(first.0),
-                ev.inst_name(later.0)
+                ev.m.inst_name(first.0),
+                ev.m.inst_name(later.0)
             ),
-            Some(ev.instances[later.0 as usize].span),
-            ev.sources,
+            Some(ev.m.instances[later.0 as usize].span),
+            ev.m.sources,
         ));
         true
     });
     let rid_of: FastMap<InstId, usize> = order.iter().enumerate().map(|(n, (i, _, _))| (*i, n)).collect();
     // directories per agent, for the implicit fs requires
-    let mut dirs: HashMap<(String, String), String> = HashMap::new();
-    for (i, m, rid) in &order {
-        if m.entity == "fs::Directory"
-            && let (Some(a), Some(Value::Str(p))) = (path_value(ev, *i, &m.agent), path_value(ev, *i, "path"))
-        {
-            dirs.insert((id_string(&a), p.trim_end_matches('/').to_string()), rid.clone());
-        }
-    }
+    let fs_reqs = fs_requires(ev, &order, &mut out.errors);
     let mut dropped_warned: HashSet<InstId> = HashSet::new();
     let mut via_error: Option<(crate::model::EntId, Diagnostic)> = None;
     for (i, m, rid) in &order {
@@ -450,7 +458,7 @@ pub(crate) fn export(ev: &Evaluator<'_>, python: &HashMap<InstId, PyExport>) -> 
                     Some(v) => v,
                     None => {
                         // Inmanta stops at the first resource it can not export, going type by type
-                        let ent = ev.instances[i as usize].entity;
+                        let ent = ev.m.instances[i as usize].entity;
                         if via_error.as_ref().is_some_and(|(e, _)| *e <= ent) {
                             continue;
                         }
@@ -461,7 +469,7 @@ pub(crate) fn export(ev: &Evaluator<'_>, python: &HashMap<InstId, PyExport>) -> 
                                 format!(
                                     "Failed to get attribute 'via' for export on '{}': {} has no via, no host with a via and no host ip",
                                     m.entity,
-                                    ev.inst_name(i)
+                                    ev.m.inst_name(i)
                                 ),
                             ),
                         ));
@@ -506,49 +514,28 @@ pub(crate) fn export(ev: &Evaluator<'_>, python: &HashMap<InstId, PyExport>) -> 
                 obj.insert(base.into(), to_json(ev, &v, &mut undefined));
             }
         }
-        obj.insert("references".into(), json!([]));
-        obj.insert("mutators".into(), json!([]));
-        // requires, looking through non-resources
+        crate::references::export_resource(&|f| slot_value(ev, i, f), own_fields, rid, &mut obj);
+        // requires: only resources count; Inmanta's export drops a requirement on any other
+        // entity (and does not follow that entity's own requires). A resource that requires
+        // itself stays, and is reported as a cycle.
         let mut reqs: Vec<String> = Vec::new();
-        let mut stack: Vec<InstId> = requires_of(ev, i);
-        let mut visited: HashSet<InstId> = HashSet::new();
-        while let Some(r) = stack.pop() {
-            if !visited.insert(r) {
-                continue;
-            }
+        for r in requires_of(ev, i) {
             if let Some(id) = rid_of.get(&r).map(|&n| &order[n].2) {
-                if id != rid && !reqs.contains(id) {
+                if !reqs.contains(id) {
                     reqs.push(id.clone());
                 }
-            } else if mapped[ev.instances[r as usize].entity].is_none() {
-                let more = requires_of(ev, r);
-                if more.is_empty() && dropped_warned.insert(r) {
-                    out.warnings.push(Diagnostic::warning(
-                        "CompilerRuntimeWarning",
-                        format!(
-                            "The requirement on {} is dropped at export: it is not a resource and requires no resource",
-                            ev.inst_name(r)
-                        ),
-                        Some(ev.instances[r as usize].span),
-                        ev.sources,
-                    ));
-                }
-                stack.extend(more);
+            } else if mapped[ev.m.instances[r as usize].entity].is_none() && dropped_warned.insert(r) {
+                out.warnings.push(Diagnostic::warning(
+                    "CompilerRuntimeWarning",
+                    format!("The requirement on {} is dropped at export: it is not a resource", ev.m.inst_name(r)),
+                    Some(ev.m.instances[r as usize].span),
+                    ev.m.sources,
+                ));
             }
         }
-        // fs: the directory that contains this path on the same agent
-        if m.entity.starts_with("fs::")
-            && let (Some(a), Some(Value::Str(p))) =
-                (path_value(ev, i, &m.agent), path_value(ev, i, if m.entity == "fs::Symlink" { "dst" } else { "path" }))
-        {
-            let agent = id_string(&a);
-            let path = p.trim_end_matches('/');
-            if let Some(pos) = path.rfind('/') {
-                let parent = if pos == 0 { "/".to_string() } else { path[..pos].to_string() };
-                if let Some(d) = dirs.get(&(agent, parent))
-                    && d != rid
-                    && !reqs.contains(d)
-                {
+        if let Some(extra) = fs_reqs.get(&i) {
+            for d in extra {
+                if !reqs.contains(d) {
                     reqs.push(d.clone());
                 }
             }
@@ -562,10 +549,10 @@ pub(crate) fn export(ev: &Evaluator<'_>, python: &HashMap<InstId, PyExport>) -> 
         out.resources.push(Json::Object(obj));
     }
     // resource sets
-    if let Some(&rs) = ev.types.entity_by_name.get("std::ResourceSet") {
-        let mut sets: Vec<InstId> = ev.by_entity[rs].clone();
-        for d in &ev.types.entities[rs].descendants {
-            sets.extend(ev.by_entity[*d].iter().copied());
+    if let Some(&rs) = ev.m.types.entity_by_name.get("std::ResourceSet") {
+        let mut sets: Vec<InstId> = ev.m.by_entity[rs].clone();
+        for d in &ev.m.types.entities[rs].descendants {
+            sets.extend(ev.m.by_entity[*d].iter().copied());
         }
         for s in sets {
             let Some(Value::Str(name)) = slot_value(ev, s, "name") else { continue };
@@ -580,8 +567,8 @@ pub(crate) fn export(ev: &Evaluator<'_>, python: &HashMap<InstId, PyExport>) -> 
                             out.errors.push(Diagnostic::error(
                                 "CompilerException",
                                 format!("Resource {id} is in more than one resource set: {prev} and {name}"),
-                                Some(ev.instances[s as usize].span),
-                                ev.sources,
+                                Some(ev.m.instances[s as usize].span),
+                                ev.m.sources,
                             ));
                         }
                         out.resource_sets.insert(id.clone(), name.to_string());
@@ -593,17 +580,71 @@ pub(crate) fn export(ev: &Evaluator<'_>, python: &HashMap<InstId, PyExport>) -> 
     if let Some((_, d)) = via_error {
         out.errors.push(d);
     }
-    for (hash, content) in &ev.python_files {
+    for (hash, content) in python_files {
         out.files.insert(hash.clone(), content.clone());
     }
-    for u in &ev.unknowns {
+    for u in unknowns {
         out.unknowns
             .push(json!({"parameter": u.parameter, "source": u.source, "resource": u.resource, "metadata": {}}));
     }
     out
 }
 
-fn requires_of(ev: &Evaluator<'_>, i: InstId) -> Vec<InstId> {
+/// The requires the fs module's dependency handler adds: a file, JSON file, directory or symlink
+/// (both its ends) requires every managed directory above it on the same agent (never `/`). A
+/// purged directory may only hold purged resources, and then it requires them instead.
+fn fs_requires(
+    ev: &View<'_, '_>,
+    order: &[(InstId, &Mapping, String)],
+    errors: &mut Vec<Diagnostic>,
+) -> FastMap<InstId, Vec<String>> {
+    let purged = |i: InstId| matches!(slot_value(ev, i, "purged"), Some(Value::Bool(true)));
+    let mut dirs: HashMap<(String, String), (InstId, &str)> = HashMap::new();
+    let mut paths: Vec<(InstId, &str, String, String)> = Vec::new();
+    for (i, m, rid) in order {
+        let fields: &[&str] = match m.entity.as_str() {
+            "fs::File" | "fs::Directory" | "fs::JsonFile" => &["path"],
+            "fs::Symlink" => &["src", "dst"],
+            _ => continue,
+        };
+        let Some(agent) = path_value(ev, *i, &m.agent).map(|a| id_string(&a)) else { continue };
+        for f in fields {
+            if let Some(Value::Str(p)) = path_value(ev, *i, f) {
+                let p = p.trim_end_matches('/').to_string();
+                if m.entity == "fs::Directory" {
+                    dirs.insert((agent.clone(), p.clone()), (*i, rid.as_str()));
+                }
+                paths.push((*i, rid.as_str(), agent.clone(), p));
+            }
+        }
+    }
+    let mut out: FastMap<InstId, Vec<String>> = FastMap::default();
+    for (i, rid, agent, path) in paths {
+        let mut p = path.as_str();
+        while let Some(pos) = p.rfind('/') {
+            p = &p[..pos];
+            if pos == 0 {
+                break;
+            }
+            let Some(&(d, did)) = dirs.get(&(agent.clone(), p.to_string())) else { continue };
+            if !purged(d) {
+                out.entry(i).or_default().push(did.to_string());
+            } else if purged(i) {
+                out.entry(d).or_default().push(rid.to_string());
+            } else {
+                errors.push(Diagnostic::error(
+                    "RuntimeError",
+                    format!("Directory {did} is purged but a resource is trying to deploy something in it: {rid}"),
+                    Some(ev.m.instances[i as usize].span),
+                    ev.m.sources,
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn requires_of(ev: &View<'_, '_>, i: InstId) -> Vec<InstId> {
     match slot_value(ev, i, "requires") {
         Some(Value::List(l)) => {
             l.iter().filter_map(|v| if let Value::Instance(x) = v { Some(*x) } else { None }).collect()

@@ -15,6 +15,7 @@ mod model;
 mod project;
 pub mod python;
 mod python_code;
+mod references;
 pub mod syntax;
 
 use std::collections::{BTreeMap, HashMap};
@@ -50,11 +51,19 @@ pub struct CompileOptions {
     /// recurses without end stops here, not when the machine runs out of memory); default
     /// 2 000 000, or `INMANTA_COMPILER_MAX_INSTANCES`.
     pub max_instances: u64,
+    /// Safety net on recursion: how many implementations deep an instance may be made (an
+    /// implementation that constructs its own entity stops here, with a few thousand instances
+    /// instead of millions); default 10 000, or `INMANTA_COMPILER_MAX_DEPTH`.
+    pub max_depth: u64,
     /// Stack size of the compile thread; deep nesting is rejected by depth limits before it matters.
     pub stack_size: usize,
     /// The Python interpreter whose environment holds the project's modules (`[compiler] python`);
     /// `None`: `INMANTA_COMPILER_PYTHON`, else the project's `.env` (see [`python::env`]).
     pub python: Option<PathBuf>,
+    /// How long Python may take to answer one request (a plugin call, a resource export, loading
+    /// the modules) before the compile fails and the process is stopped; default 300 s, or
+    /// `INMANTA_COMPILER_PLUGIN_TIMEOUT` (seconds).
+    pub plugin_timeout: std::time::Duration,
     /// Fill [`CompileOutput::variables`]. Tests and tooling read them; `inmanta compile` and
     /// `export` do not, and a 100 000-entry data list in `main.cf` costs about 100 MB as JSON.
     pub root_variables: bool,
@@ -73,10 +82,34 @@ impl Default for CompileOptions {
             server_port: 8888,
             max_steps: limit_from_env("INMANTA_COMPILER_MAX_STEPS", 20_000_000),
             max_instances: limit_from_env("INMANTA_COMPILER_MAX_INSTANCES", 2_000_000),
+            max_depth: limit_from_env("INMANTA_COMPILER_MAX_DEPTH", 10_000),
             stack_size: 64 * 1024 * 1024,
             python: None,
+            plugin_timeout: std::time::Duration::from_secs(limit_from_env("INMANTA_COMPILER_PLUGIN_TIMEOUT", 300)),
             root_variables: true,
         }
+    }
+}
+
+impl CompileOptions {
+    /// Takes the limits from a configuration's `[compiler]` section (`max-steps`,
+    /// `max-instances`, `max-depth`; `get` looks a key up there). Values must be positive integers.
+    pub fn apply_limits(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), String> {
+        for (key, field) in [
+            ("max-steps", &mut self.max_steps),
+            ("max-instances", &mut self.max_instances),
+            ("max-depth", &mut self.max_depth),
+        ] {
+            if let Some(v) = get(key) {
+                *field = v
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| format!("[compiler] {key} must be a positive integer, got {v:?}"))?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -91,6 +124,9 @@ pub struct CompileStats {
     pub files: usize,
     pub instances: usize,
     pub statements_run: u64,
+    /// Variable entries compared while looking names up: grows linearly with the model (a
+    /// quadratic count here is a quadratic compile).
+    pub variable_probes: u64,
     pub resources: usize,
     /// Time spent loading and parsing, building types, evaluating and exporting.
     pub parse_time: std::time::Duration,
@@ -327,6 +363,7 @@ fn compile_inner(
         environment_name: options.environment_name.clone(),
         server_host: options.server_host.clone(),
         server_port: options.server_port,
+        project_dir: project_dir.to_path_buf(),
     };
     let mut ev = eval::Evaluator::new(builder.types, &sources, ctx);
     if let Some(side) = python_side {
@@ -339,6 +376,7 @@ fn compile_inner(
     }
     ev.max_steps = options.max_steps;
     ev.max_instances = options.max_instances;
+    ev.max_depth = options.max_depth;
     let rules: Vec<String> = meta.raw["relation_precedence_policy"]
         .as_array()
         .map(|a| a.iter().filter_map(|r| r.as_str().map(str::to_string)).collect())
@@ -346,7 +384,9 @@ fn compile_inner(
     if let Err(errors) = ev.set_precedence(&rules) {
         return Err(Diagnostics(errors));
     }
+    eval::VAR_PROBES.with(|p| p.set(0));
     ev.run();
+    let variable_probes = eval::VAR_PROBES.with(|p| p.get());
     let eval_time = t0.elapsed() - parse_time - build_time;
     warnings.extend(ev.warnings.drain(..).filter(|w| !is_builtin(w)));
     if !ev.errors.is_empty() {
@@ -354,11 +394,15 @@ fn compile_inner(
     }
     let python_exports = export::export_python_resources(&mut ev).map_err(|e| Diagnostics(dedup(e)))?;
     ev.release_scheduler(options.root_variables);
-    let ex = export::export(&ev, &python_exports);
+    let mut ex = export::export(&export::View::of(&ev), &python_exports, &ev.python_files, &ev.unknowns);
+    if ex.errors.is_empty() {
+        python::run_dependency_managers(&mut ev, &python_exports, &mut ex.resources)
+            .map_err(|d| Diagnostics(vec![*d]))?;
+    }
     ev.python = None;
     let export_time = t0.elapsed() - parse_time - build_time - eval_time;
     if !ex.errors.is_empty() {
-        return Err(Diagnostics(ex.errors));
+        return Err(Diagnostics(dedup(ex.errors)));
     }
     if let Some(cycle) = export::find_cycle(&ex.resources) {
         return Err(Diagnostics(vec![Diagnostic::plain(
@@ -372,8 +416,9 @@ fn compile_inner(
     let variables = if options.root_variables { ev.root_variables() } else { BTreeMap::new() };
     let stats = CompileStats {
         files: namespaces.len(),
-        instances: ev.instances.len(),
+        instances: ev.m.instances.len(),
         statements_run: ev.steps,
+        variable_probes,
         resources: ex.resources.len(),
         parse_time,
         build_time,
@@ -416,7 +461,7 @@ fn start_python(
             format!("module {} has Python code, but {missing}", names.join(", ")),
         )]));
     };
-    python::start(&env.python, project_dir, &modules, module_dirs, &options.environment)
+    python::start(&env.python, project_dir, &modules, module_dirs, &options.environment, options.plugin_timeout)
         .map(Some)
         .map_err(|d| Diagnostics(vec![*d]))
 }
@@ -432,6 +477,11 @@ fn dedup(errors: Vec<Diagnostic>) -> Vec<Diagnostic> {
         if out.len() >= 100 {
             break;
         }
+    }
+    // Inmanta stops at the first error; only incomplete instances found at the end of the
+    // compile are reported together (its MultiException of UnsetExceptions)
+    if !out.iter().all(|e| e.kind == "UnsetException") {
+        out.truncate(1);
     }
     out
 }

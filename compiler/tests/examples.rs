@@ -44,9 +44,15 @@ fn webfleet() {
     // tls directory only where a tls app runs
     assert!(out.resources.iter().any(|r| r["id"] == "fs::Directory[web-ams-3,path=/etc/nginx/tls],v=0"));
     assert!(!out.resources.iter().any(|r| r["id"] == "fs::Directory[web-fra-1,path=/etc/nginx/tls],v=0"));
-    // a file in a managed directory requires it
+    // a file requires every managed directory above it (as Inmanta's fs module adds them)
     let site_file = resource(&out, "fs::File[web-fra-2,path=/etc/nginx/sites-enabled/blog.conf]");
-    assert_eq!(site_file["requires"], serde_json::json!(["fs::Directory[web-fra-2,path=/etc/nginx/sites-enabled]"]));
+    assert_eq!(
+        site_file["requires"],
+        serde_json::json!([
+            "fs::Directory[web-fra-2,path=/etc/nginx/sites-enabled]",
+            "fs::Directory[web-fra-2,path=/etc/nginx]"
+        ])
+    );
     assert!(out.resource_state.is_empty());
     out.set_version(7);
     assert!(out.resources.iter().all(|r| r["id"].as_str().unwrap_or("").ends_with(",v=7")));

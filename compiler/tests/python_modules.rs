@@ -114,6 +114,16 @@ fn podman_runs_its_plugins_that_take_entities() {
 }
 
 #[test]
+fn dependency_managers_add_requires_as_in_inmanta() {
+    let Some(out) = check_against_inmanta(&root().join("tests/python/dependency-manager")) else { return };
+    let requires = |id: &str| out.resources.iter().find(|r| r["id"] == id).map(|r| r["requires"].clone());
+    assert_eq!(
+        requires("ordered::File[web,path=/etc/c.conf],v=0"),
+        Some(serde_json::json!(["ordered::File[web,path=/etc/b.conf]"]))
+    );
+}
+
+#[test]
 fn user_compiles() {
     check_against_inmanta(&root().join("tests/python/user"));
 }
@@ -154,6 +164,27 @@ fn plugin_arguments_and_results_are_checked_against_their_annotations() {
         text.contains("Value 'nope' for argument file of plugin kvconf::lines has incompatible type. Expected type: kvconf::ConfigFile"),
         "{text}"
     );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_plugin_that_never_returns_fails_the_compile_at_its_call() {
+    let Some(python) = test_python() else { return };
+    let dir = std::env::temp_dir().join(format!("python-plugin-hangs-{}", std::process::id()));
+    copy_dir(&root().join("../examples/python-module"), &dir);
+    let init = dir.join("libs/kvconf/plugins/__init__.py");
+    let mut code = std::fs::read_to_string(&init).unwrap();
+    code.push_str("\n\n@plugin\ndef hang() -> str:\n    import time\n    time.sleep(3600)\n    return 'never'\n");
+    std::fs::write(&init, code).unwrap();
+    std::fs::write(dir.join("main.cf"), "import kvconf\n\nx = kvconf::hang()\n").unwrap();
+    let options = CompileOptions { plugin_timeout: std::time::Duration::from_secs(2), ..options(&dir, python) };
+    let err = compile_project_with(&dir, &options).expect_err("the plugin never returns");
+    let text = err.to_string();
+    assert_eq!(err.0[0].kind, "PluginTimeoutException", "{text}");
+    assert!(text.contains("plugin kvconf::hang did not return"), "{text}");
+    assert!(text.contains("within 2 s") && text.contains("INMANTA_COMPILER_PLUGIN_TIMEOUT"), "{text}");
+    let loc = err.0[0].location.as_ref().expect("a location");
+    assert_eq!(loc.line, 3, "{text}");
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -4,7 +4,7 @@
 // and unknown pages answer the console's own pages, an unknown environment its 404 page.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { BASE, start, stop, openConsole, waitForHydration, shot, failingEnvironment } from "./lib.mjs";
+import { BASE, suffix, start, stop, api, openConsole, waitForHydration, shot, failingEnvironment, nullResource, putVersion } from "./lib.mjs";
 
 let setup;
 
@@ -55,9 +55,7 @@ test("the dashboard lists what needs attention, each a link to the resources con
   assert.deepEqual(errors, [], "browser errors");
 });
 
-test("/console/ and unknown pages answer console pages; an unknown environment its 404 page", {
-  todo: "issue 16: the header and sidebar of the unknown-environment page still call server functions that answer 500",
-}, async (t) => {
+test("/console/ and unknown pages answer console pages; an unknown environment its 404 page", async (t) => {
   const { page, errors } = await openConsole(t);
   const slash = await page.goto(`${BASE}/console/`);
   assert.equal(slash.status(), 200);
@@ -78,5 +76,41 @@ test("/console/ and unknown pages answer console pages; an unknown environment i
   }
   await shot(page, "environment-not-found");
   // The 404s above are what this test asks for; nothing else failed.
-  assert.deepEqual(errors.filter((e) => !/^HTTP 404: .*\/console\/(no\/such|resources\?env=)/.test(e)), [], "browser errors");
+  const expected = (e) =>
+    /^HTTP 404: .*\/console\/(no\/such|resources\?env=)/.test(e)
+    || /^console\.error: Failed to load resource: .* 404 .*\(http[^ ]*\/console\/(no\/such|resources\?env=)/.test(e);
+  assert.deepEqual(errors.filter((e) => !expected(e)), [], "browser errors");
+});
+
+test("failed resources come first; the log has one line per event, with its version", async (t) => {
+  const { env, broken, version } = setup;
+  const { page, errors } = await openConsole(t);
+  // Default sort: the failed one first, though "z-broken" is last by name.
+  const project = await api("PUT", "/api/v2/project", { name: `sorted-${suffix}` });
+  const sorted = await api("PUT", "/api/v2/environment", { name: `sorted-${suffix}`, project_id: project.id });
+  await putVersion(sorted.id, (v) => [nullResource(v, "a-fine"), nullResource(v, "m-fine"), nullResource(v, "z-broken", { fail: true })]);
+  for (let i = 0; i < 100; i++) {
+    const rows = await api("GET", "/api/v2/resource?limit=10", undefined, sorted.id);
+    if (rows.length === 3 && rows.every((r) => !["available", "deploying"].includes(r.status))) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  await page.goto(`${BASE}/console/resources?env=${sorted.id}`);
+  await waitForHydration(page);
+  assert.equal(
+    await page.locator("#resources tbody tr").first().getAttribute("data-id"),
+    "std::testing::NullResource[agent1,name=z-broken]",
+  );
+
+  await page.goto(`${BASE}/console/resources/details?env=${env.id}&rid=${encodeURIComponent(broken)}&tab=logs`);
+  await waitForHydration(page);
+  const rows = page.locator("#logs tbody tr");
+  await rows.first().waitFor({ timeout: 15_000 });
+  const lines = await rows.evaluateAll((trs) => trs.map((tr) => ({
+    version: tr.dataset.version,
+    text: [...tr.querySelectorAll("td")].map((td) => td.textContent.trim()).join(" | "),
+  })));
+  assert.ok(lines.every((l) => l.version === String(version)), JSON.stringify(lines));
+  // Each event once: no two lines alike (same time, version, action, level and message).
+  assert.equal(new Set(lines.map((l) => l.text)).size, lines.length, JSON.stringify(lines));
+  assert.deepEqual(errors, [], "browser errors");
 });

@@ -78,8 +78,34 @@ export function watchErrors(page) {
     if (!r.url().includes("/console/events") && !aborted) errors.push(`request failed: ${r.url()} ${r.failure()?.errorText}`);
   });
   page.on("response", (r) => { if (r.status() >= 400) errors.push(`HTTP ${r.status()}: ${r.url()}`); });
-  page.on("dialog", (d) => d.accept());
+  // The console asks in its own dialog: a native confirm()/alert() is an error.
+  page.on("dialog", (d) => {
+    errors.push(`native dialog: ${d.message()}`);
+    d.dismiss().catch(() => {});
+  });
   return errors;
+}
+
+/** Answers the console's confirmation dialog (`yes`: go ahead, else cancel); returns its question. */
+export async function answer(page, yes = true) {
+  const dialog = page.locator("#confirm-dialog");
+  await dialog.waitFor();
+  const question = (await dialog.locator("#confirm-text").textContent()).trim();
+  await dialog.locator(yes ? "#confirm-yes" : "#confirm-no").click();
+  await dialog.waitFor({ state: "detached" });
+  return question;
+}
+
+/** Waits for a toast containing `text`; returns whether it reports success. */
+export async function toast(page, text, timeout = 15_000) {
+  const t = page.locator("#toasts .toast", { hasText: text });
+  await t.first().waitFor({ timeout });
+  return (await t.first().getAttribute("data-ok")) === "true";
+}
+
+/** The page's width in CSS pixels (wider than the viewport means sideways scrolling). */
+export async function pageWidth(page) {
+  return page.evaluate(() => document.documentElement.scrollWidth);
 }
 
 /** Signs in through the console's login page, the way a person does. */
@@ -93,8 +119,8 @@ export async function signIn(page, username = USER, password = PASSWORD) {
 }
 
 /** A signed-in console page that records browser errors; closed when the test ends. */
-export async function openConsole(t) {
-  const context = await newContext();
+export async function openConsole(t, viewport) {
+  const context = await newContext(viewport);
   const page = await context.newPage();
   await signIn(page);
   const errors = watchErrors(page);

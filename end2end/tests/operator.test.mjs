@@ -5,7 +5,7 @@
 // agents deploy std::testing::NullResource for real).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { BASE, suffix, start, stop, api, openConsole, waitForHydration, shot } from "./lib.mjs";
+import { BASE, suffix, start, stop, api, openConsole, waitForHydration, shot, answer, toast } from "./lib.mjs";
 
 
 let project;
@@ -109,6 +109,8 @@ test("versions, compare, promote and watch the resources deploy live", async (t)
   await page.goto(`${BASE}/console/desiredstate?env=${envA.id}`);
   await waitForHydration(page);
   await page.click(`#versions tr[data-version="${v3}"] button.promote`);
+  assert.match(await answer(page), new RegExp(`Promote version ${v3}\\?`));
+  assert.ok(await toast(page, `Version ${v3} promoted`), "a success toast");
   await page.locator(`#versions tr[data-version="${v3}"] [data-status="active"]`).waitFor({ timeout: 15_000 });
   await page.goto(`${BASE}/console/resources?env=${envA.id}&sort=resource_id_value.asc`);
   await waitForHydration(page);

@@ -3,7 +3,7 @@
 // REST API, and is refused (401) once revoked.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { BASE, USER, suffix, start, stop, api, openConsole, waitForHydration, shot } from "./lib.mjs";
+import { BASE, USER, suffix, start, stop, api, openConsole, waitForHydration, shot, answer, toast } from "./lib.mjs";
 
 let env;
 const newUser = `alice-${suffix}`;
@@ -57,8 +57,11 @@ test("an admin adds a user and gives her a role on the users page", async (t) =>
 
   // Unassign and delete again, both confirmed in a dialog.
   await chip.locator("button").click();
+  await answer(page);
   await chip.waitFor({ state: "detached" });
   await page.click(`#users tr[data-user="${newUser}"] button[data-action="delete"]`);
+  assert.match(await answer(page), /Delete user/);
+  await toast(page, `User ${newUser} deleted`);
   await page.locator(`#users tr[data-user="${newUser}"]`).waitFor({ state: "detached" });
   const users = await api("GET", "/api/v2/user");
   assert.ok(!users.some((u) => u.username === newUser), "deleted");
@@ -102,6 +105,7 @@ test("a token generated on the settings page works until it is revoked", async (
   assert.ok(!(await page.content()).includes(token), "the token is not shown again");
 
   await page.click('#tokens tr[data-revoked="false"] button[data-action="revoke"]');
+  await answer(page);
   await page.locator('#tokens tr[data-revoked="true"]').waitFor();
   assert.equal(await withToken(token), 401, "a revoked token is refused");
 

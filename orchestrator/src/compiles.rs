@@ -419,7 +419,10 @@ impl Orchestrator {
     /// Compiles whose server stopped go back in the queue, their partial stages dropped: those
     /// whose claim expired unrenewed, or (on PostgreSQL) whose server's liveness lock is gone;
     /// on SQLite, where one server runs per database, every claim but this server's. Returns how
-    /// many. A compile another live server still runs is left alone.
+    /// many. A compile another live server still runs is left alone. A compile whose export
+    /// stored its version before the server stopped (the version names the compile in
+    /// `export_metadata["inmanta:compile:id"]`) is finished with that version instead: running
+    /// it again would store a second version.
     pub async fn recover_compiles(&self) -> Result<u64> {
         let now = db_now_ms(self.store.kind());
         let orphaned = match self.store.kind() {
@@ -431,13 +434,35 @@ impl Orchestrator {
             ),
         };
         let mut tx = self.store.begin_write().await?;
-        let ids: Vec<String> = sqlx::query_scalar(&format!(
-            "SELECT id FROM compile WHERE started IS NOT NULL AND completed IS NULL AND {orphaned}"
+        let ids: Vec<(String, String)> = sqlx::query_as(&format!(
+            "SELECT id, environment FROM compile WHERE started IS NOT NULL AND completed IS NULL AND {orphaned}"
         ))
         .bind(self.instance().to_string())
         .fetch_all(&mut *tx)
         .await?;
-        for id in &ids {
+        let mut exported = Vec::new();
+        for (id, env) in &ids {
+            // A compile id is a UUID: it appears in no other version's metadata.
+            let version: Option<i64> =
+                sqlx::query_scalar("SELECT MAX(version) FROM version WHERE environment = $1 AND version_info LIKE $2")
+                    .bind(env)
+                    .bind(format!("%\"inmanta:compile:id\":\"{id}\"%"))
+                    .fetch_one(&mut *tx)
+                    .await?;
+            if let Some(version) = version {
+                sqlx::query(
+                    "UPDATE compile SET completed = $1, success = 1, version = $2, claim_holder = NULL, \
+                     claim_expires = NULL WHERE id = $3 AND completed IS NULL",
+                )
+                .bind(crate::store::now())
+                .bind(version)
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+                tracing::info!(compile = %id, version, "compile finished by the version its export stored before its server stopped");
+                exported.push(env.clone());
+                continue;
+            }
             sqlx::query("DELETE FROM compile_report WHERE compile = $1").bind(id).execute(&mut *tx).await?;
             sqlx::query(
                 "UPDATE compile SET started = NULL, claim_holder = NULL, claim_expires = NULL \
@@ -448,6 +473,10 @@ impl Orchestrator {
             .await?;
         }
         tx.commit().await?;
+        for env in exported.iter().filter_map(|e| e.parse().ok()) {
+            self.compile_wakeup.notify_one();
+            self.publish(crate::Event::CompileChanged { env });
+        }
         Ok(ids.len() as u64)
     }
 

@@ -215,15 +215,69 @@ fn attribute_diffs(from: Option<&Attributes>, to: Option<&Attributes>) -> BTreeM
 
 /// One attribute's change, with the text forms the console diffs.
 pub(crate) fn attribute_diff(from: Option<&serde_json::Value>, to: Option<&serde_json::Value>) -> AttributeDiff {
-    let compare = |v: Option<&serde_json::Value>| match v {
-        None => String::new(),
-        Some(serde_json::Value::String(s)) => s.clone(),
-        Some(other) => serde_json::to_string_pretty(other).unwrap_or_default(),
-    };
     AttributeDiff {
         from_value: from.cloned(),
         to_value: to.cloned(),
-        from_value_compare: compare(from),
-        to_value_compare: compare(to),
+        from_value_compare: compare_text(from),
+        to_value_compare: compare_text(to),
+    }
+}
+
+/// The text form of a value that diffs compare, spelled as Inmanta spells it (Python's `str`,
+/// and `json.dumps(indent=4, sort_keys=True)` for lists and objects), since clients show it.
+fn compare_text(value: Option<&serde_json::Value>) -> String {
+    use serde_json::Value;
+    match value {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::Bool(true)) => "True".into(),
+        Some(Value::Bool(false)) => "False".into(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        Some(other) => {
+            let mut out = Vec::new();
+            let formatter = serde_json::ser::PrettyFormatter::with_indent(b"    ");
+            let mut serializer = serde_json::Serializer::with_formatter(&mut out, formatter);
+            // serde_json's maps are sorted by key, as sort_keys=True sorts them.
+            if serde::Serialize::serialize(other, &mut serializer).is_err() {
+                return String::new();
+            }
+            ascii_escaped(&String::from_utf8_lossy(&out))
+        }
+    }
+}
+
+/// Non-ASCII characters as `\uXXXX` escapes (UTF-16 units), as Python's `json.dumps` writes them.
+fn ascii_escaped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compare_text;
+    use serde_json::json;
+
+    #[test]
+    fn compare_text_is_spelled_as_inmanta_spells_it() {
+        assert_eq!(compare_text(None), "");
+        assert_eq!(compare_text(Some(&json!(null))), "");
+        assert_eq!(compare_text(Some(&json!(false))), "False");
+        assert_eq!(compare_text(Some(&json!(644))), "644");
+        assert_eq!(compare_text(Some(&json!("text"))), "text");
+        assert_eq!(
+            compare_text(Some(&json!({"b": 1, "a": ["é"]}))),
+            "{\n    \"a\": [\n        \"\\u00e9\"\n    ],\n    \"b\": 1\n}"
+        );
+        assert_eq!(compare_text(Some(&json!([]))), "[]");
     }
 }

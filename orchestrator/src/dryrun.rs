@@ -217,6 +217,20 @@ impl Orchestrator {
 
     /// The report: every resource once, sorted by id; those not reported yet are left out.
     pub async fn dryrun_report(&self, env: Uuid, id: Uuid) -> Result<DryRunReport> {
+        let (summary, reported) = self.dryrun_changes(env, id).await?;
+        let diff = reported
+            .into_iter()
+            .map(|r| ResourceDiff {
+                attributes: dryrun_attributes(r.status, &r.changes),
+                resource_id: r.resource_id,
+                status: r.status,
+            })
+            .collect();
+        Ok(DryRunReport { summary, diff })
+    }
+
+    /// A dry run's summary and what its handlers reported, as they reported it, sorted by id.
+    pub async fn dryrun_changes(&self, env: Uuid, id: Uuid) -> Result<(DryRun, Vec<ReportedChanges>)> {
         let summary = self.dryrun(env, id).await?;
         let rows = sqlx::query(
             "SELECT resource_id, diff_status, changes FROM dryrun_resource \
@@ -225,22 +239,47 @@ impl Orchestrator {
         .bind(id.to_string())
         .fetch_all(self.store.pool())
         .await?;
-        let mut diff = Vec::with_capacity(rows.len());
+        let mut reported = Vec::with_capacity(rows.len());
         for row in rows {
-            let changes: serde_json::Map<String, serde_json::Value> =
-                serde_json::from_str(&row.try_get::<String, _>("changes")?)
-                    .map_err(|e| Error::Corrupt(e.to_string()))?;
-            let attributes: BTreeMap<String, api::version::AttributeDiff> = changes
-                .iter()
-                .map(|(name, change)| (name.clone(), attribute_diff(change.get("current"), change.get("desired"))))
-                .collect();
-            diff.push(ResourceDiff {
+            reported.push(ReportedChanges {
                 resource_id: row.try_get("resource_id")?,
                 status: diff_status(&row.try_get::<String, _>("diff_status")?)?,
-                attributes,
+                changes: serde_json::from_str(&row.try_get::<String, _>("changes")?)
+                    .map_err(|e| Error::Corrupt(e.to_string()))?,
             });
         }
-        Ok(DryRunReport { summary, diff })
+        Ok((summary, reported))
+    }
+}
+
+/// What a handler reported for one resource of a dry run: `{attribute: {current, desired}}`.
+pub struct ReportedChanges {
+    pub resource_id: String,
+    pub status: ResourceDiffStatus,
+    pub changes: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The attributes a handler's dry-run changes amount to, read as Inmanta reads them: a resource
+/// to create shows only its desired values, one to delete only its current ones, a modified one
+/// the values whose text forms differ; `requires` is not compared, and a resource the handler
+/// could not judge (failed, skipped, undefined) shows none.
+fn dryrun_attributes(
+    status: ResourceDiffStatus,
+    changes: &serde_json::Map<String, serde_json::Value>,
+) -> BTreeMap<String, api::version::AttributeDiff> {
+    let compared = changes.iter().filter(|(name, _)| name.as_str() != "requires");
+    match status {
+        ResourceDiffStatus::Added => {
+            compared.map(|(name, change)| (name.clone(), attribute_diff(None, change.get("desired")))).collect()
+        }
+        ResourceDiffStatus::Deleted => {
+            compared.map(|(name, change)| (name.clone(), attribute_diff(change.get("current"), None))).collect()
+        }
+        ResourceDiffStatus::Modified | ResourceDiffStatus::Unmodified => compared
+            .map(|(name, change)| (name.clone(), attribute_diff(change.get("current"), change.get("desired"))))
+            .filter(|(_, diff)| diff.from_value_compare != diff.to_value_compare)
+            .collect(),
+        _ => BTreeMap::new(),
     }
 }
 

@@ -196,6 +196,8 @@ pub(crate) async fn record_release(tx: &mut Transaction, env: Uuid, version: i64
          current_intent_attribute_hash = excluded.current_intent_attribute_hash, \
          current_intent_requires = excluded.current_intent_requires, \
          is_undefined = excluded.is_undefined, is_orphan = 0, \
+         last_deployed_attribute_hash = CASE WHEN resource_persistent_state.is_orphan = 1 THEN NULL \
+           ELSE resource_persistent_state.last_deployed_attribute_hash END, \
          blocked = CASE WHEN excluded.blocked = 'blocked' THEN 'blocked' \
            WHEN resource_persistent_state.blocked = 'temporarily_blocked' THEN 'temporarily_blocked' \
            ELSE 'not_blocked' END",
@@ -690,7 +692,8 @@ impl Orchestrator {
                     .transpose()
                     .map_err(corrupt("changes"))?,
                 change: row.try_get("change")?,
-                send_event: row.try_get::<Option<i64>, _>("send_event")?.map(|v| v != 0),
+                // Stored for our own event logic; Inmanta 20.1 answers null here for every action.
+                send_event: None,
             });
         }
         Ok(out)
@@ -1100,6 +1103,44 @@ pub struct ResourceIntent {
 }
 
 impl Orchestrator {
+    /// The released intent of one resource, if it has one.
+    pub async fn released_intent(&self, env: Uuid, rid: &ResourceId) -> Result<Option<ResourceIntent>> {
+        let row = sqlx::query(&format!("{INTENT_SELECT} AND s.resource_id = $2"))
+            .bind(env.to_string())
+            .bind(rid.to_string())
+            .fetch_optional(self.store.pool())
+            .await?;
+        row.map(|row| intent_of_row(&row)).transpose()
+    }
+
+    /// Records the `getfact` action Inmanta records when the server asks an agent for facts:
+    /// no status, no change, no log lines.
+    pub async fn record_getfact_action(&self, env: Uuid, rid: &ResourceId, version: i64) -> Result<()> {
+        let action_id = Uuid::new_v4().to_string();
+        let at = now();
+        let mut tx = self.store.begin_write().await?;
+        sqlx::query(
+            "INSERT INTO resource_action (environment, action_id, version, action, started, finished, \
+             resource_version_ids, status, changes, change, send_event) \
+             VALUES ($1, $2, $3, 'getfact', $4, $4, $5, NULL, NULL, NULL, NULL)",
+        )
+        .bind(env.to_string())
+        .bind(action_id.clone())
+        .bind(version)
+        .bind(at)
+        .bind(serde_json::json!([rid.versioned(version as u64)]).to_string())
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("INSERT INTO resource_action_resource (environment, action_id, resource_id) VALUES ($1, $2, $3)")
+            .bind(env.to_string())
+            .bind(action_id)
+            .bind(rid.to_string())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
     /// The intent and known state of every resource of the latest released version.
     ///
     /// Read in keyset pages: the rows of 100 000 resources (their attribute texts) are never
@@ -1115,38 +1156,17 @@ impl Orchestrator {
         let mut intents = Vec::new();
         let mut after = String::new();
         loop {
-            let rows = sqlx::query(
-                "SELECT s.resource_id, s.current_intent_version, s.current_intent_requires, \
-                 s.current_intent_attribute_hash, s.is_undefined, s.blocked, s.last_deployed_attribute_hash, \
-                 s.last_non_deploying_status, s.last_deploy, r.attributes FROM resource_persistent_state s \
-                 JOIN resource r ON r.environment = s.environment AND r.version = s.current_intent_version \
-                 AND r.resource_id = s.resource_id \
-                 WHERE s.environment = $1 AND s.is_orphan = 0 AND s.resource_id > $2 \
-                 ORDER BY s.resource_id LIMIT $3",
-            )
-            .bind(env.to_string())
-            .bind(after.clone())
-            .bind(PAGE)
-            .fetch_all(&mut *tx)
-            .await?;
+            let rows = sqlx::query(&format!("{INTENT_SELECT} AND s.resource_id > $2 ORDER BY s.resource_id LIMIT $3"))
+                .bind(env.to_string())
+                .bind(after.clone())
+                .bind(PAGE)
+                .fetch_all(&mut *tx)
+                .await?;
             let full = rows.len() as i64 == PAGE;
             for row in rows {
-                let rid: String = row.try_get("resource_id")?;
-                intents.push(ResourceIntent {
-                    id: ResourceId::parse(&rid).map_err(|e| Error::Corrupt(e.to_string()))?,
-                    version: row.try_get("current_intent_version")?,
-                    attributes: serde_json::from_str(&row.try_get::<String, _>("attributes")?)
-                        .map_err(corrupt("resource attributes"))?,
-                    requires: serde_json::from_str(&row.try_get::<String, _>("current_intent_requires")?)
-                        .map_err(corrupt("resource requires"))?,
-                    attribute_hash: row.try_get("current_intent_attribute_hash")?,
-                    undefined: row.try_get::<i64, _>("is_undefined")? != 0,
-                    blocked: row.try_get("blocked")?,
-                    last_deployed_attribute_hash: row.try_get("last_deployed_attribute_hash")?,
-                    last_status: row.try_get("last_non_deploying_status")?,
-                    last_deploy: row.try_get("last_deploy")?,
-                });
-                after = rid;
+                let intent = intent_of_row(&row)?;
+                after = intent.id.to_string();
+                intents.push(intent);
             }
             if !full {
                 tx.rollback().await?;
@@ -1154,4 +1174,30 @@ impl Orchestrator {
             }
         }
     }
+}
+
+/// The released intents of an environment's resources that are not orphans; a query adds its
+/// own conditions after this.
+const INTENT_SELECT: &str = "SELECT s.resource_id, s.current_intent_version, s.current_intent_requires, \
+     s.current_intent_attribute_hash, s.is_undefined, s.blocked, s.last_deployed_attribute_hash, \
+     s.last_non_deploying_status, s.last_deploy, r.attributes FROM resource_persistent_state s \
+     JOIN resource r ON r.environment = s.environment AND r.version = s.current_intent_version \
+     AND r.resource_id = s.resource_id WHERE s.environment = $1 AND s.is_orphan = 0";
+
+fn intent_of_row(row: &sqlx::any::AnyRow) -> Result<ResourceIntent> {
+    let rid: String = row.try_get("resource_id")?;
+    Ok(ResourceIntent {
+        id: ResourceId::parse(&rid).map_err(|e| Error::Corrupt(e.to_string()))?,
+        version: row.try_get("current_intent_version")?,
+        attributes: serde_json::from_str(&row.try_get::<String, _>("attributes")?)
+            .map_err(corrupt("resource attributes"))?,
+        requires: serde_json::from_str(&row.try_get::<String, _>("current_intent_requires")?)
+            .map_err(corrupt("resource requires"))?,
+        attribute_hash: row.try_get("current_intent_attribute_hash")?,
+        undefined: row.try_get::<i64, _>("is_undefined")? != 0,
+        blocked: row.try_get("blocked")?,
+        last_deployed_attribute_hash: row.try_get("last_deployed_attribute_hash")?,
+        last_status: row.try_get("last_non_deploying_status")?,
+        last_deploy: row.try_get("last_deploy")?,
+    })
 }

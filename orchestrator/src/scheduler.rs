@@ -33,13 +33,24 @@ pub struct Task {
     pub resource_id: ResourceId,
     pub version: i64,
     pub attributes: serde_json::Map<String, serde_json::Value>,
-    pub dry_run: bool,
+    pub kind: TaskKind,
     /// A requirement with `send_event` changed something since this resource's last deploy.
     pub dependency_changed: bool,
     /// After a successful deploy, watch the resource for drift (`realtime_repair`).
     pub watch: bool,
     /// The lease epoch of the scheduler that handed the task out (0: a single server).
     pub epoch: i64,
+}
+
+/// What a task asks of the resource's handler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskKind {
+    /// Bring the resource to its desired state.
+    Deploy,
+    /// Say what a deploy would change, changing nothing.
+    DryRun,
+    /// Report the resource's facts (Inmanta's `getfact`), changing nothing.
+    Facts,
 }
 
 /// What the handler reported.
@@ -328,7 +339,7 @@ impl Schedulers {
                         resource_id: target.id,
                         version,
                         attributes: target.attributes,
-                        dry_run: true,
+                        kind: TaskKind::DryRun,
                         dependency_changed: false,
                         watch: false,
                         epoch: 0,
@@ -352,6 +363,36 @@ impl Schedulers {
             });
         }
         Ok(dryrun.id)
+    }
+
+    /// Asks the agent of a released resource for its facts, as Inmanta does when a fact is
+    /// asked for that the server does not know: records a `getfact` action and runs the
+    /// handler's fact gathering in the background (the facts are stored when it reports them).
+    pub async fn request_facts(&self, env: Uuid, rid: &ResourceId) -> Result<()> {
+        let Some(intent) = self.orchestrator.released_intent(env, rid).await? else {
+            return Ok(());
+        };
+        self.orchestrator.record_getfact_action(env, rid, intent.version).await?;
+        let dispatch = self.dispatch.clone();
+        let agent = rid.agent.clone();
+        let task = Task {
+            environment: env,
+            resource_id: intent.id,
+            version: intent.version,
+            attributes: intent.attributes,
+            kind: TaskKind::Facts,
+            dependency_changed: false,
+            watch: false,
+            epoch: 0,
+        };
+        tokio::spawn(async move {
+            let outcome = dispatch.execute(&agent, task).await;
+            if outcome.status != "deployed" {
+                let error = outcome.logs.iter().rev().find(|l| l.level == "ERROR").map(|l| l.msg.clone());
+                tracing::warn!(%env, resource = %agent, error = ?error, "fact gathering failed");
+            }
+        });
+        Ok(())
     }
 
     /// Waits until nothing is scheduled or running and every result is stored.
@@ -513,6 +554,15 @@ impl Resource {
     }
 }
 
+/// Which dirty resources a reload schedules.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Trigger {
+    /// At start and on resume: every dirty resource.
+    Everything,
+    /// A new version: those it changed (and, with `redeploy_failed_on_export`, all dirty ones).
+    NewIntent,
+}
+
 struct Pending {
     priority: u8,
     seq: u64,
@@ -593,6 +643,9 @@ struct EnvScheduler {
     next_deploy_run: Option<chrono::DateTime<chrono::Utc>>,
     next_repair_run: Option<chrono::DateTime<chrono::Utc>>,
     realtime_repair: bool,
+    /// `redeploy_failed_on_export`: a new version also retries resources whose last run
+    /// failed although their intent did not change (otherwise the deploy timer does).
+    redeploy_failed_on_export: bool,
     /// The released version the resources were read from.
     loaded_version: i64,
     // Writes waiting for the next flush.
@@ -634,6 +687,7 @@ impl EnvScheduler {
             next_deploy_run: None,
             next_repair_run: None,
             realtime_repair: true,
+            redeploy_failed_on_export: false,
             loaded_version: 0,
             started: vec![],
             finished: vec![],
@@ -696,7 +750,7 @@ impl EnvScheduler {
         // Nothing is deploying after a restart: what was running when the server died runs again.
         self.orchestrator.reset_deploying(env, self.fence()).await?;
         self.load_settings().await?;
-        self.reload(priority::NEW_VERSION).await?;
+        self.reload(priority::NEW_VERSION, Trigger::Everything).await?;
         tracing::info!(%env, resources = self.resources.len(), scheduled = self.tasks.len(), "scheduler started");
         Ok(())
     }
@@ -713,6 +767,10 @@ impl EnvScheduler {
         self.next_repair_run = next(&self.repair_timer);
         self.realtime_repair =
             settings.get(api::settings::names::REALTIME_REPAIR).and_then(api::SettingValue::as_bool).unwrap_or(true);
+        self.redeploy_failed_on_export = settings
+            .get(api::settings::names::REDEPLOY_FAILED_ON_EXPORT)
+            .and_then(api::SettingValue::as_bool)
+            .unwrap_or(false);
         let paused: HashSet<String> = self.orchestrator.paused_agents(self.env).await?.into_iter().collect();
         for (name, queue) in &mut self.agents {
             queue.paused = paused.contains(name);
@@ -724,16 +782,21 @@ impl EnvScheduler {
     }
 
     /// Reads the latest released version: unchanged resources keep their state, new and changed
-    /// ones become dirty; every dirty resource is scheduled.
-    async fn reload(&mut self, prio: u8) -> Result<()> {
+    /// ones become dirty; the dirty resources that `trigger` names are scheduled.
+    async fn reload(&mut self, prio: u8, trigger: Trigger) -> Result<()> {
         // Results still waiting to be written would make the database look older than it is.
         self.flush().await;
         let intents = self.orchestrator.released_intents(self.env).await?;
         self.loaded_version = intents.iter().map(|i| i.version).max().unwrap_or(0).max(self.loaded_version);
         let mut fresh: HashMap<String, Resource> = HashMap::with_capacity(intents.len());
+        // Resources that are new to this scheduler or whose intent changed.
+        let mut new_intent: HashSet<String> = HashSet::new();
         for intent in intents {
             let rid = intent.id.to_string();
             let mut resource = Resource::from_intent(intent);
+            if self.resources.get(&rid).is_none_or(|old| old.hash != resource.hash) {
+                new_intent.insert(rid.clone());
+            }
             // An unchanged intent keeps what this scheduler knows of it: the database lags behind
             // (a deploy whose result is not stored yet would read as not deployed, and its
             // dependents would be skipped with nothing left to wake them).
@@ -774,6 +837,11 @@ impl EnvScheduler {
             .filter(|(_, r)| r.dirty && r.blocked == Blocked::No)
             // A deploy already running for this very intent is not repeated.
             .filter(|(rid, r)| self.running.get(*rid).is_none_or(|run| run.hash != r.hash))
+            // As in Inmanta, a new version deploys what it changed; a resource that failed with
+            // the same intent waits for its timer unless `redeploy_failed_on_export` is on.
+            .filter(|(rid, _)| {
+                trigger == Trigger::Everything || self.redeploy_failed_on_export || new_intent.contains(*rid)
+            })
             .map(|(k, _)| k.clone())
             .collect();
         for rid in dirty {
@@ -790,7 +858,7 @@ impl EnvScheduler {
         match command {
             Command::Reload(Some(version)) if version <= self.loaded_version => {}
             Command::Reload(_) => {
-                if let Err(e) = self.reload(priority::NEW_VERSION).await {
+                if let Err(e) = self.reload(priority::NEW_VERSION, Trigger::NewIntent).await {
                     tracing::error!(%env, error = %e, "scheduler could not read the new version");
                 }
             }
@@ -802,7 +870,7 @@ impl EnvScheduler {
             Command::Halt(halted) => {
                 self.halted = halted;
                 let _ = self.load_settings().await;
-                if !halted && let Err(e) = self.reload(priority::NEW_VERSION).await {
+                if !halted && let Err(e) = self.reload(priority::NEW_VERSION, Trigger::Everything).await {
                     tracing::error!(%env, error = %e, "scheduler could not reload on resume");
                 }
             }
@@ -1020,7 +1088,7 @@ impl EnvScheduler {
             resource_id: resource.id.clone(),
             version: resource.version,
             attributes: resource.attributes.clone(),
-            dry_run: false,
+            kind: TaskKind::Deploy,
             dependency_changed: task.dependency_changed,
             watch: self.realtime_repair,
             epoch: self.lease.as_ref().map_or(0, |l| l.fence.epoch),
@@ -1086,6 +1154,7 @@ impl EnvScheduler {
         if !outcome.changes.is_empty() {
             changes.insert(id.versioned(version as u64), serde_json::Value::Object(outcome.changes.clone()));
         }
+        let messages = self.framed_log(&id, version, run.priority, &started, outcome.logs);
         self.finished.push(FinishedAction {
             action_id: Uuid::new_v4(),
             version,
@@ -1094,7 +1163,7 @@ impl EnvScheduler {
             resource_ids: vec![id],
             outcome: ActionOutcome {
                 status: outcome.status.clone(),
-                messages: outcome.logs,
+                messages,
                 changes: (!changes.is_empty()).then_some(serde_json::Value::Object(changes)),
                 change: Some(outcome.change.clone()),
                 send_event: Some(send_events),
@@ -1128,6 +1197,62 @@ impl EnvScheduler {
     /// after the repair interval; with cron expressions, one global retry or repair at those
     /// times (reference/deploy.md §6.3).
     /// The metrics gauge of queued tasks per agent (once a second, from the timers).
+    /// A deploy's log between the lines Inmanta's executor writes around every run: why it
+    /// started (with the resource's id fields) and how long it took, under one deploy id.
+    fn framed_log(
+        &self,
+        id: &ResourceId,
+        version: i64,
+        priority: u8,
+        started: &str,
+        logs: Vec<LogLine>,
+    ) -> Vec<LogLine> {
+        let reason = self.reason(priority);
+        let deploy_id = Uuid::new_v4().to_string();
+        let rvid = id.versioned(version as u64);
+        let duration = since(started).as_secs_f64();
+        let details = serde_json::json!({
+            "agent_name": id.agent, "attribute": id.attribute, "attribute_value": id.value,
+            "entity_type": id.entity_type, "version": version,
+        });
+        let line = |msg: String, kwargs: serde_json::Value, timestamp: String| LogLine {
+            level: "DEBUG".into(),
+            msg,
+            args: vec![],
+            kwargs: kwargs.as_object().cloned().unwrap_or_default(),
+            timestamp,
+        };
+        let mut out = Vec::with_capacity(logs.len() + 2);
+        out.push(line(
+            format!("Start run because {reason} (deploy_id: {deploy_id})."),
+            serde_json::json!({"deploy_id": deploy_id, "reason": reason, "resource": details}),
+            started.to_string(),
+        ));
+        out.extend(logs);
+        out.push(line(
+            format!("End run for resource {rvid}. (deploy_id: {deploy_id}) - duration: {duration:.4} s"),
+            serde_json::json!({"deploy_id": deploy_id, "duration": duration, "r_id": rvid}),
+            now(),
+        ));
+        out
+    }
+
+    /// Why a task of this priority runs, in the words Inmanta's executor logs.
+    fn reason(&self, priority: u8) -> String {
+        let interval = |timer: &Timer, what: &str| match timer {
+            Timer::Every(every) => format!("previous {what} happened more than {}s ago", every.as_secs()),
+            _ => format!("a global {what} was triggered by a cron expression"),
+        };
+        match priority {
+            priority::USER_DEPLOY => "user requested a deploy".into(),
+            priority::USER_REPAIR => "user requested a repair".into(),
+            priority::INTERVAL_DEPLOY => interval(&self.deploy_timer, "deploy"),
+            priority::INTERVAL_REPAIR => interval(&self.repair_timer, "repair"),
+            priority::FACT_REFRESH => "facts were requested".into(),
+            _ => "a new version was released".into(),
+        }
+    }
+
     fn record_queue_depths(&self) {
         let mut depth: HashMap<&str, usize> = self.agents.keys().map(|a| (a.as_str(), 0)).collect();
         for rid in self.tasks.keys() {

@@ -489,8 +489,7 @@ impl Orchestrator {
         limit: i64,
     ) -> Result<Vec<serde_json::Value>> {
         let rows = sqlx::query(&format!(
-            "SELECT resource_id, resource_type, agent, id_attribute, id_value, attributes, requires, state \
-             FROM resource WHERE environment = $1 AND version = $2 AND resource_id > $3 \
+            "SELECT {V1_COLUMNS} FROM resource WHERE environment = $1 AND version = $2 AND resource_id > $3 \
              ORDER BY resource_id LIMIT {limit}"
         ))
         .bind(env.to_string())
@@ -498,30 +497,21 @@ impl Orchestrator {
         .bind(after.unwrap_or(""))
         .fetch_all(self.store.pool())
         .await?;
-        let mut out = Vec::with_capacity(rows.len());
-        for row in rows {
-            let rid: String = row.try_get("resource_id")?;
-            let mut attributes: serde_json::Map<String, serde_json::Value> =
-                serde_json::from_str(&row.try_get::<String, _>("attributes")?)
-                    .map_err(|e| Error::Corrupt(e.to_string()))?;
-            let requires: Vec<String> = serde_json::from_str(&row.try_get::<String, _>("requires")?)
-                .map_err(|e| Error::Corrupt(e.to_string()))?;
-            attributes.insert("requires".into(), requires.iter().map(|r| format!("{r},v={version}")).collect());
-            attributes.insert("version".into(), version.into());
-            out.push(serde_json::json!({
-                "environment": env,
-                "model": version,
-                "resource_id": rid,
-                "resource_version_id": format!("{rid},v={version}"),
-                "resource_type": row.try_get::<String, _>("resource_type")?,
-                "agent": row.try_get::<String, _>("agent")?,
-                "id_attribute": row.try_get::<String, _>("id_attribute")?,
-                "resource_id_value": row.try_get::<String, _>("id_value")?,
-                "status": row.try_get::<String, _>("state")?,
-                "attributes": attributes,
-            }));
-        }
-        Ok(out)
+        rows.iter().map(|row| v1_resource(env, row)).collect()
+    }
+
+    /// One resource of one version in the v1 form (`GET /api/v1/resource/<rvid>`).
+    pub async fn v1_versioned_resource(&self, env: Uuid, version: i64, rid: &ResourceId) -> Result<serde_json::Value> {
+        let row = sqlx::query(&format!(
+            "SELECT {V1_COLUMNS} FROM resource WHERE environment = $1 AND version = $2 AND resource_id = $3"
+        ))
+        .bind(env.to_string())
+        .bind(version)
+        .bind(rid.to_string())
+        .fetch_optional(self.store.pool())
+        .await?
+        .ok_or_else(|| Error::NotFound(format!("resource {} does not exist", rid.versioned(version as u64))))?;
+        v1_resource(env, &row)
     }
 
     /// Deletes a version that is not the active one.
@@ -647,6 +637,7 @@ async fn store_version(
     .execute(&mut **tx)
     .await?;
     insert_resources(tx, kind, env, version, &prepared.payloads).await?;
+    record_store_action(tx, env, version, &prepared.resources).await?;
     insert_handlers(tx, kind, env, version, &req.handlers).await?;
     if let Some(message) = failed_compile_message(req.version_info.as_ref()) {
         let new = NewNotification {
@@ -659,6 +650,86 @@ async fn store_version(
         insert_notification(tx, env, &new).await?;
     }
     Ok(())
+}
+
+/// The `store` resource action Inmanta records for every new version: one action naming all of
+/// its resources, with one line saying the version was stored (so each resource's history starts
+/// with the version that introduced its intent, and `inmanta-cli version report` counts it).
+async fn record_store_action(
+    tx: &mut Transaction,
+    env: Uuid,
+    version: i64,
+    resources: &[StoredResource],
+) -> Result<()> {
+    let action_id = Uuid::new_v4().to_string();
+    let stored = now();
+    let rvids: Vec<String> = resources.iter().map(|r| r.id.versioned(version as u64)).collect();
+    sqlx::query(
+        "INSERT INTO resource_action (environment, action_id, version, action, started, finished, \
+         resource_version_ids, status, changes, change, send_event) \
+         VALUES ($1, $2, $3, 'store', $4, $4, $5, NULL, NULL, NULL, NULL)",
+    )
+    .bind(env.to_string())
+    .bind(action_id.clone())
+    .bind(version)
+    .bind(stored.clone())
+    .bind(serde_json::json!(rvids).to_string())
+    .execute(&mut **tx)
+    .await?;
+    sqlx::query(
+        "INSERT INTO resource_action_resource (environment, action_id, resource_id) \
+         SELECT environment, $2, resource_id FROM resource WHERE environment = $1 AND version = $3",
+    )
+    .bind(env.to_string())
+    .bind(action_id.clone())
+    .bind(version)
+    .execute(&mut **tx)
+    .await?;
+    sqlx::query(
+        "INSERT INTO resource_log (environment, action_id, seq, level_no, level, msg, args, kwargs, timestamp) \
+         VALUES ($1, $2, 0, 20, 'INFO', $3, '[]', $4, $5)",
+    )
+    .bind(env.to_string())
+    .bind(action_id)
+    .bind(format!("Successfully stored version {version}"))
+    .bind(serde_json::json!({ "version": version }).to_string())
+    .bind(stored)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// The columns [`v1_resource`] reads.
+const V1_COLUMNS: &str =
+    "resource_id, resource_type, agent, id_value, attributes, attribute_hash, requires, resource_set, state";
+
+/// A stored resource as Inmanta's v1 API shows it (its `Resource` object): the exported
+/// attributes with plain `requires`, the attribute hash, whether it is undefined, and the id of
+/// its resource set (Inmanta gives every set, the shared one included, an id; ours is derived
+/// from the environment and the set's name, so it is stable).
+fn v1_resource(env: Uuid, row: &sqlx::any::AnyRow) -> Result<serde_json::Value> {
+    let mut attributes: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&row.try_get::<String, _>("attributes")?).map_err(|e| Error::Corrupt(e.to_string()))?;
+    let requires: Vec<String> =
+        serde_json::from_str(&row.try_get::<String, _>("requires")?).map_err(|e| Error::Corrupt(e.to_string()))?;
+    attributes.insert("requires".into(), requires.into());
+    let set: Option<String> = row.try_get("resource_set")?;
+    let set_key = format!("{env}\0{}", set.as_deref().unwrap_or(""));
+    let set_id = uuid::Builder::from_sha1_bytes(
+        sha1_smol::Sha1::from(set_key.as_bytes()).digest().bytes()[..16].try_into().unwrap_or([0; 16]),
+    )
+    .into_uuid();
+    Ok(serde_json::json!({
+        "environment": env,
+        "resource_id": row.try_get::<String, _>("resource_id")?,
+        "resource_type": row.try_get::<String, _>("resource_type")?,
+        "resource_id_value": row.try_get::<String, _>("id_value")?,
+        "agent": row.try_get::<String, _>("agent")?,
+        "attributes": attributes,
+        "attribute_hash": row.try_get::<String, _>("attribute_hash")?,
+        "is_undefined": row.try_get::<String, _>("state")? == "undefined",
+        "resource_set": set_id,
+    }))
 }
 
 /// Records which stored executable handles each resource type in this version; every file must

@@ -374,3 +374,67 @@ async fn a_wake_up_lost_in_a_crash_is_recovered_at_restart() {
         assert_eq!(s.status(name).await, "deployed", "{name}");
     }
 }
+
+#[tokio::test]
+async fn a_new_version_retries_failures_only_when_redeploy_failed_on_export_is_on() {
+    let s = setup().await;
+    s.recorder.failing.lock().unwrap().insert(rid("agent-a", "a"));
+    s.release(vec![null("agent-a", "a", "1", &[]), null("agent-a", "b", "1", &[])], &[]).await;
+    s.idle().await;
+    let mut calls = s.calls();
+    calls.sort();
+    assert_eq!(calls, vec![rid("agent-a", "a"), rid("agent-a", "b")]);
+    assert_eq!(s.status("a").await, "failed");
+
+    // As in Inmanta: a new version deploys what it changed; the failed resource with the same
+    // intent waits for its deploy timer.
+    s.release(vec![null("agent-a", "a", "1", &[]), null("agent-a", "b", "2", &[])], &[]).await;
+    s.idle().await;
+    assert_eq!(s.calls(), vec![rid("agent-a", "b")], "only the changed resource is deployed");
+
+    s.o.set_environment_setting(s.env, "redeploy_failed_on_export", &json!(true)).await.unwrap();
+    s.release(vec![null("agent-a", "a", "1", &[]), null("agent-a", "b", "3", &[])], &[]).await;
+    s.idle().await;
+    let mut calls = s.calls();
+    calls.sort();
+    assert_eq!(calls, vec![rid("agent-a", "a"), rid("agent-a", "b")], "the failed resource is retried too");
+}
+
+#[tokio::test]
+async fn a_resource_that_leaves_the_model_and_returns_is_deployed_again() {
+    let s = setup().await;
+    s.release(vec![null("agent-a", "a", "1", &[]), null("agent-a", "c", "1", &[])], &[]).await;
+    s.idle().await;
+    assert_eq!(s.calls().len(), 2);
+    s.release(vec![null("agent-a", "a", "1", &[])], &[]).await;
+    s.idle().await;
+    assert_eq!(s.calls(), Vec::<String>::new(), "nothing changed for the resource that stays");
+    // Back with the very same intent: no longer managed in between, so deployed again.
+    s.release(vec![null("agent-a", "a", "1", &[]), null("agent-a", "c", "1", &[])], &[]).await;
+    s.idle().await;
+    assert_eq!(s.calls(), vec![rid("agent-a", "c")]);
+    assert_eq!(s.status("c").await, "deployed");
+}
+
+#[tokio::test]
+async fn deploy_logs_are_framed_and_every_version_records_a_store_action() {
+    let s = setup().await;
+    s.release(vec![null("agent-a", "a", "1", &[])], &[]).await;
+    s.idle().await;
+    let query = orchestrator::ActionQuery { resource_id: Some(rid("agent-a", "a")), ..Default::default() };
+    let actions = s.o.resource_actions(s.env, &query).await.unwrap();
+    let kinds: Vec<&str> = actions.iter().map(|a| a.action.as_str()).collect();
+    assert_eq!(kinds, vec!["deploy", "store"], "newest first");
+    let store = &actions[1];
+    assert_eq!(store.status, None);
+    assert_eq!(store.resource_version_ids, vec![format!("{},v=1", rid("agent-a", "a"))]);
+    let line = &store.messages.as_ref().unwrap()[0];
+    assert_eq!((line.level.as_str(), line.msg.as_str()), ("INFO", "Successfully stored version 1"));
+    assert_eq!(line.kwargs["version"], 1);
+    let messages = actions[0].messages.as_ref().unwrap();
+    assert!(messages[0].msg.starts_with("Start run because a new version was released (deploy_id: "), "{messages:?}");
+    assert_eq!(messages[0].kwargs["resource"]["attribute_value"], "a");
+    let last = messages.last().unwrap();
+    assert!(last.msg.starts_with(&format!("End run for resource {},v=1. (deploy_id: ", rid("agent-a", "a"))));
+    assert_eq!(last.kwargs["deploy_id"], messages[0].kwargs["deploy_id"]);
+}

@@ -16,7 +16,7 @@ use agent::{
     VersionCode,
 };
 use orchestrator::Orchestrator;
-use orchestrator::scheduler::{Dispatch, Schedulers, Scope, Task, TaskOutcome};
+use orchestrator::scheduler::{Dispatch, Schedulers, Scope, Task, TaskKind, TaskOutcome};
 use uuid::Uuid;
 
 /// File contents by hash from the database, for handlers running on blocking threads.
@@ -138,9 +138,20 @@ impl Dispatch for InProcessAgents {
             };
             let env = task.environment;
             let task_rid = task.resource_id.to_string();
-            let watch = task.watch && !task.dry_run;
+            let watch = task.watch && task.kind == TaskKind::Deploy;
             let request = ResourceRequest { id: task.resource_id, version: task.version, attributes: task.attributes };
-            let mode = if task.dry_run { Mode::DryRun } else { Mode::Deploy };
+            if task.kind == TaskKind::Facts {
+                let gathered = tokio::task::spawn_blocking(move || executor.facts_with(&request, &code)).await;
+                return match gathered {
+                    Ok(Ok(facts)) => {
+                        store_facts(&orchestrator, env, &task_rid, facts).await;
+                        facts_gathered()
+                    }
+                    Ok(Err(message)) => unavailable(message),
+                    Err(e) => unavailable(format!("the handler thread failed: {e}")),
+                };
+            }
+            let mode = if task.kind == TaskKind::DryRun { Mode::DryRun } else { Mode::Deploy };
             let events = Events { dependency_changed: task.dependency_changed };
             let run = move || {
                 // Our own writes are not drift.
@@ -242,6 +253,11 @@ async fn python_code(
 }
 
 /// The outcome of a task whose handler could not run.
+/// The outcome of a fact gathering that went well (the facts themselves are stored apart).
+pub(crate) fn facts_gathered() -> TaskOutcome {
+    TaskOutcome { status: "deployed".into(), change: "nochange".into(), changes: Default::default(), logs: vec![] }
+}
+
 pub(crate) fn unavailable(message: String) -> TaskOutcome {
     TaskOutcome {
         status: "unavailable".into(),

@@ -29,6 +29,9 @@ pub struct RunnerConfig {
     /// The address and port this server listens on: the export child process pushes there.
     pub address: String,
     pub port: u16,
+    /// With TLS: the CA file export children check this server's certificate against; they
+    /// push over HTTPS.
+    pub ca_file: Option<PathBuf>,
     /// Time limit of one compile, all stages together.
     pub timeout: Duration,
     /// Compiles running at once over all environments.
@@ -207,6 +210,7 @@ async fn run_compile(o: &Orchestrator, config: &RunnerConfig, q: &QueuedCompile)
         data_file: config.state_dir.join("compiles").join(format!("{}.compile-data.json", q.id)),
         address: config.address.clone(),
         port: config.port,
+        ca_file: config.ca_file.clone(),
         token: config.security.authenticator.internal_token(
             q.environment,
             &[api::auth::ClientType::Compiler],
@@ -239,6 +243,7 @@ struct Job<'a> {
     data_file: PathBuf,
     address: String,
     port: u16,
+    ca_file: Option<PathBuf>,
     /// A compiler token of this environment that lives as long as the compile may.
     token: String,
 }
@@ -562,6 +567,10 @@ impl Job<'_> {
             args.push(q.environment.to_string());
             args.extend(["--server_address".to_string(), self.address.clone(), "--server_port".to_string()]);
             args.push(self.port.to_string());
+            if self.ca_file.is_some() {
+                args.push("--ssl".into());
+            }
+            args.extend(["--compile-id".to_string(), q.id.to_string()]);
             args.extend(["-m".to_string(), message]);
             if q.partial {
                 args.push("--partial".into());
@@ -574,11 +583,15 @@ impl Job<'_> {
         }
         args.extend(["--export-compile-data", "--export-compile-data-file"].map(str::to_string));
         args.push(data_file);
+        let mut env = q.environment_variables.clone();
+        if let Some(ca_file) = &self.ca_file {
+            env.insert("INMANTA_COMPILER_REST_TRANSPORT_SSL_CA_CERT_FILE".into(), ca_file.display().to_string());
+        }
         let cmd = Cmd {
             program: exe,
             args,
             cwd: self.dir.clone(),
-            env: q.environment_variables.clone(),
+            env,
             secret_env: vec![("INMANTA_COMPILER_REST_TRANSPORT_TOKEN", self.token.clone())],
         };
         let result = self.record_raw("Recompiling configuration model", &cmd.display(), self.exec(&cmd)).await?;

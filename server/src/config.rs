@@ -126,8 +126,18 @@ pub const KNOWN: &[(&str, &str)] = &[
     ("cmdline_rest_transport", "host"),
     ("cmdline_rest_transport", "port"),
     ("cmdline_rest_transport", "token"),
+    ("cmdline_rest_transport", "ssl"),
+    ("cmdline_rest_transport", "ssl-ca-cert-file"),
+    ("compiler_rest_transport", "host"),
     ("compiler_rest_transport", "token"),
+    ("compiler_rest_transport", "ssl"),
+    ("compiler_rest_transport", "ssl-ca-cert-file"),
+    ("agent_rest_transport", "ssl"),
+    ("agent_rest_transport", "ssl-ca-cert-file"),
     ("compiler", "python"),
+    ("compiler", "max-steps"),
+    ("compiler", "max-instances"),
+    ("compiler", "max-depth"),
 ];
 
 /// The settings `inmanta server` runs with.
@@ -173,6 +183,9 @@ pub struct ServerConfig {
     pub scheduler_lease: std::time::Duration,
     /// How long a server-side compile's claim lasts unrenewed before another server may run it.
     pub compile_claim: std::time::Duration,
+    /// The host name server-side exports push to (`[compiler_rest_transport] host`): with TLS,
+    /// a name the certificate holds. Default: the bind address (127.0.0.1 when unspecified).
+    pub compiler_host: Option<String>,
 }
 
 impl ServerConfig {
@@ -228,6 +241,7 @@ impl ServerConfig {
                 seconds(options.get_parsed("server", "compile-claim", 30.0)?, "[server] compile-claim")?,
                 "[server] compile-claim",
             )?,
+            compiler_host: options.get("compiler_rest_transport", "host").filter(|h| !h.is_empty()).map(str::to_string),
         })
     }
 
@@ -249,6 +263,10 @@ impl ServerConfig {
 pub struct TlsFiles {
     pub cert: PathBuf,
     pub key: PathBuf,
+    /// What the server's own export children check its certificate against:
+    /// `[compiler_rest_transport] ssl-ca-cert-file`, else the certificate file itself (enough
+    /// when it is self-signed or holds its issuer).
+    pub ca_for_compiles: PathBuf,
 }
 
 fn tls_files(options: &Options) -> anyhow::Result<Option<TlsFiles>> {
@@ -256,7 +274,15 @@ fn tls_files(options: &Options) -> anyhow::Result<Option<TlsFiles>> {
     let key = options.get("server", "ssl-key-file").filter(|v| !v.is_empty());
     match (cert, key) {
         (None, None) => Ok(None),
-        (Some(cert), Some(key)) => Ok(Some(TlsFiles { cert: cert.into(), key: key.into() })),
+        (Some(cert), Some(key)) => Ok(Some(TlsFiles {
+            cert: cert.into(),
+            key: key.into(),
+            ca_for_compiles: options
+                .get("compiler_rest_transport", "ssl-ca-cert-file")
+                .filter(|v| !v.is_empty())
+                .unwrap_or(cert)
+                .into(),
+        })),
         _ => bail!("[server] ssl-cert-file and ssl-key-file go together: set both for HTTPS, or neither"),
     }
 }

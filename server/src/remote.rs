@@ -24,7 +24,7 @@ use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::response::{IntoResponse, Response};
 use futures_util::{SinkExt, StreamExt};
 use orchestrator::Orchestrator;
-use orchestrator::scheduler::{Dispatch, Task, TaskOutcome};
+use orchestrator::scheduler::{Dispatch, Task, TaskKind, TaskOutcome};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{Notify, mpsc, oneshot};
 use uuid::Uuid;
@@ -39,6 +39,9 @@ pub struct WireTask {
     pub version: i64,
     pub attributes: serde_json::Map<String, serde_json::Value>,
     pub dry_run: bool,
+    /// Only report the resource's facts (`getfact`).
+    #[serde(default)]
+    pub facts: bool,
     pub dependency_changed: bool,
     /// The sha1 of the handler executable the version ships for the resource's type, when no
     /// handler is built in for it.
@@ -279,7 +282,8 @@ impl Dispatch for RoutingDispatch {
                 resource_id: task.resource_id.to_string(),
                 version: task.version,
                 attributes: task.attributes,
-                dry_run: task.dry_run,
+                dry_run: task.kind == TaskKind::DryRun,
+                facts: task.kind == TaskKind::Facts,
                 dependency_changed: task.dependency_changed,
             };
             let rid = task.resource_id.to_string();

@@ -38,9 +38,10 @@ impl Security {
         Ok(Security {
             authenticator: Authenticator::load(orchestrator, login_expire).await?,
             enabled,
-            logins: LoginThrottle::new(&ThrottleSettings::for_max_failures(
-                max_failures.try_into().unwrap_or(u32::MAX),
-            )),
+            logins: LoginThrottle::new(
+                orchestrator.store().clone(),
+                &ThrottleSettings::for_max_failures(max_failures.try_into().unwrap_or(u32::MAX)),
+            ),
             trusted_proxies: Vec::new(),
             secure_cookies: false,
         })
@@ -105,7 +106,7 @@ impl Security {
     ) -> orchestrator::Result<Result<UserRecord, LoginRefused>> {
         let address = self.client_address(peer, headers);
         let client = address.map(|a| a.to_string()).unwrap_or_else(|| "-".into());
-        if let Err(throttled) = self.logins.check(username, address) {
+        if let Err(throttled) = self.logins.check(username, address).await? {
             let (reason, wait) = match throttled {
                 Throttled::User(wait) => ("too many failed attempts for this user from this address", wait),
                 Throttled::Address(wait) => ("too many failed attempts from this address", wait),
@@ -116,7 +117,7 @@ impl Security {
             return Ok(Err(LoginRefused::TooManyFailures(whole)));
         }
         let Some(user) = orchestrator.verify_login(username, password).await? else {
-            match self.logins.failed(username, address) {
+            match self.logins.failed(username, address).await? {
                 Some(wait) => tracing::warn!(
                     %username, %client, wait_seconds = wait.as_secs_f64(),
                     "login failed: wrong username or password; further attempts from this address must wait"
@@ -125,7 +126,6 @@ impl Security {
             }
             return Ok(Err(LoginRefused::WrongCredentials));
         };
-        self.logins.succeeded(username, address);
         tracing::info!(username = %user.username, %client, "user logged in");
         Ok(Ok(user))
     }

@@ -95,11 +95,12 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     tracing::info!(%local, "server listening");
     let compiles = crate::compile_runner::RunnerConfig {
         state_dir: std::path::absolute(&config.state_dir)?,
-        address: match local.ip() {
+        address: config.compiler_host.clone().unwrap_or_else(|| match local.ip() {
             ip if ip.is_unspecified() => "127.0.0.1".to_string(),
             std::net::IpAddr::V6(ip) => format!("[{ip}]"),
             ip => ip.to_string(),
-        },
+        }),
+        ca_file: config.tls.as_ref().map(|files| files.ca_for_compiles.clone()),
         port: local.port(),
         timeout: std::time::Duration::from_secs(config.compile_timeout),
         parallel: config.compile_parallel,

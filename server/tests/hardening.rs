@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::path::Path;
 use std::time::Duration;
 
 use common::TestServer;
@@ -258,7 +259,7 @@ async fn a_generated_password_must_change_before_anything_else() {
         ("POST", "/api/v2/login/renew".to_string(), None),
         ("PUT", format!("/api/v1/file/{hash}"), Some(upload)),
         ("POST", "/api/v1/filediff".to_string(), Some(diff)),
-        ("GET", "/api/v2/docs".to_string(), None),
+        ("GET", "/api/v2/project".to_string(), None),
     ] {
         assert_eq!(call_as(&s, &token, method, &path, None, body).await, 403, "{method} {path}");
     }
@@ -351,8 +352,49 @@ async fn the_openapi_document_describes_every_route() {
     let paths = doc["paths"].as_object().unwrap();
     assert!(paths.len() > 60, "{} paths", paths.len());
     assert!(paths["/api/v1/version"]["put"]["requestBody"].is_object());
-    let page = s.http.get(format!("{}/api/v2/docs", s.url)).send().await.unwrap().text().await.unwrap();
-    assert!(page.contains("/api/v2/resource") && page.contains("format=openapi"), "{page}");
+}
+
+#[tokio::test]
+async fn swagger_ui_loads_from_the_server_and_shows_the_document() {
+    let s = TestServer::start().await;
+    // The page, and every script and style it names, come from the server itself; the page
+    // names the document, which anyone may read.
+    let anyone = reqwest::Client::new();
+    let page = anyone.get(format!("{}/api/v2/docs", s.url)).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let policy = page.headers()["content-security-policy"].to_str().unwrap().to_string();
+    assert!(policy.contains("script-src 'self'"), "{policy}");
+    let page = page.text().await.unwrap();
+    assert!(page.contains("data-url=\"/api/v2/docs?format=openapi\""), "{page}");
+    for asset in ["/api/v2/docs/swagger-ui-bundle.js", "/api/v2/docs/swagger-ui.css", "/api/v2/docs/initializer.js"] {
+        assert!(page.contains(asset), "the page loads {asset}");
+        let response = anyone.get(format!("{}{asset}", s.url)).send().await.unwrap();
+        assert_eq!(response.status(), 200, "{asset}");
+        assert!(response.bytes().await.unwrap().len() > 100, "{asset}");
+    }
+    assert!(!page.contains("http://") && !page.contains("https://"), "nothing from elsewhere: {page}");
+    let doc = anyone.get(format!("{}/api/v2/docs?format=openapi", s.url)).send().await.unwrap();
+    assert_eq!(doc.status(), 200);
+    assert_eq!(anyone.get(format!("{}/api/v2/docs/nothing.js", s.url)).send().await.unwrap().status(), 404);
+    assert_eq!(anyone.get(format!("{}/api/v2/docs?format=yaml", s.url)).send().await.unwrap().status(), 400);
+
+    // A real browser runs Swagger UI, which fetches the document and lists its operations.
+    let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].into_iter().find(|p| Path::new(p).exists());
+    let Some(chromium) = chromium else {
+        eprintln!("no chromium: the page was checked without running it");
+        return;
+    };
+    let profile = tempfile::tempdir().unwrap();
+    let output = tokio::process::Command::new(chromium)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=20000", "--dump-dom"])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("{}/api/v2/docs", s.url))
+        .output()
+        .await
+        .expect("run chromium");
+    let dom = String::from_utf8_lossy(&output.stdout);
+    assert!(dom.contains("Inmanta orchestrator API"), "the document's title is shown: {dom}");
+    assert!(dom.contains("/api/v2/resource"), "the operations are listed: {dom}");
 }
 
 #[tokio::test]

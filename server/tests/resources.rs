@@ -131,7 +131,10 @@ async fn resource_list_details_history_logs_and_actions() {
 
     let (status, logs) = s.call("GET", &format!("/api/v2/resource/{}/logs", enc(&rid("/b"))), tid, None).await;
     assert_eq!(status, 200, "{logs}");
-    assert_eq!(logs["data"].as_array().unwrap().len(), 2);
+    // The deploy's two lines and the line of the `store` action of the version that brought it.
+    let messages: Vec<&str> = logs["data"].as_array().unwrap().iter().map(|l| l["msg"].as_str().unwrap()).collect();
+    assert_eq!(messages.len(), 3, "{messages:?}");
+    assert_eq!(messages.iter().filter(|m| m.starts_with("Successfully stored version")).count(), 1, "{messages:?}");
     let (_, errors) = s
         .call("GET", &format!("/api/v2/resource/{}/logs?filter.minimal_log_level=ERROR", enc(&rid("/b"))), tid, None)
         .await;
@@ -279,4 +282,27 @@ async fn setting_an_awaited_parameter_or_recompile_true_queues_a_compile() {
     assert!(queued().await > before || before >= 1, "a compile is queued or merged into the waiting one");
     let (_, queue) = s.call("GET", "/api/v1/compilequeue", tid, None).await;
     let _ = queue;
+}
+
+#[tokio::test]
+async fn asking_for_an_unknown_fact_asks_the_agent_and_records_a_getfact_action() {
+    let s = TestServer::start().await;
+    let env = environment(&s).await;
+    let tid = Some(env.as_str());
+    let version = release(&s, &env, vec![file("/nonexistent-dir-of-the-getfact-test/a", "0", &[])]).await;
+    let r = rid("/nonexistent-dir-of-the-getfact-test/a");
+    let (status, body) = s.call("GET", &format!("/api/v1/parameter/size?resource_id={}", enc(&r)), tid, None).await;
+    assert_eq!(status, 503, "{body}");
+    let (status, actions) =
+        s.call("GET", "/api/v2/resource_actions?resource_type=fs%3A%3AFile&limit=10", tid, None).await;
+    assert_eq!(status, 200, "{actions}");
+    let getfact: Vec<&Value> =
+        actions["data"].as_array().unwrap().iter().filter(|a| a["action"] == "getfact").collect();
+    assert_eq!(getfact.len(), 1, "{actions}");
+    assert_eq!(getfact[0]["resource_version_ids"], json!([format!("{r},v={version}")]));
+    assert_eq!(getfact[0]["status"], Value::Null);
+    assert_eq!(getfact[0]["messages"], json!([]));
+    // A limited page links to the older and the newer actions, as Inmanta's does.
+    assert!(actions["links"]["next"].as_str().unwrap().contains("last_timestamp="), "{actions}");
+    assert!(actions["links"]["prev"].as_str().unwrap().contains("first_timestamp="), "{actions}");
 }

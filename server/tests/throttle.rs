@@ -91,3 +91,33 @@ async fn forwarded_for_is_believed_only_from_a_trusted_proxy() {
     assert_eq!(login_from(&s, "127.0.0.6", Some("198.51.100.77"), common::ADMIN, right).await.0, 429);
     assert!(s.log().contains("203.0.113.1"), "the log names the real client");
 }
+
+#[tokio::test]
+async fn failures_spread_over_two_servers_count_once() {
+    // Two servers on one database behind a load balancer (docs/ha.md): the proxy is trusted
+    // by both, and guesses alternate between them. Several servers need PostgreSQL; on SQLite
+    // the same sharing is shown by the unit test of two throttles on one database file.
+    if !std::env::var("INMANTA_TEST_POSTGRES").is_ok_and(|u| !u.is_empty()) {
+        eprintln!("several servers need PostgreSQL: set INMANTA_TEST_POSTGRES");
+        return;
+    }
+    let proxy = [("INMANTA_SERVER_TRUSTED_PROXIES", "127.0.0.7")];
+    let a = TestServer::start_with(&proxy).await;
+    let b = TestServer::start_on(&a.database_url, &proxy).await;
+    for n in 0..5 {
+        let server = if n % 2 == 0 { &a } else { &b };
+        let (status, body, _) =
+            login_from(server, "127.0.0.7", Some("203.0.113.9"), common::ADMIN, "Wrong-password-4").await;
+        assert_eq!(status, 401, "{body}");
+    }
+    // Five failures over both servers use up the free ones on each of them.
+    let right = common::ADMIN_PASSWORD;
+    for server in [&a, &b] {
+        let (status, body, retry) = login_from(server, "127.0.0.7", Some("203.0.113.9"), common::ADMIN, right).await;
+        assert_eq!(status, 429, "{body}");
+        assert!(retry.is_some_and(|r| r >= 1), "Retry-After says how long");
+    }
+    // The user from another client address gets in through either server.
+    assert_eq!(login_from(&b, "127.0.0.7", Some("203.0.113.10"), common::ADMIN, right).await.0, 200);
+    assert_eq!(login_from(&a, "127.0.0.7", Some("203.0.113.10"), common::ADMIN, right).await.0, 200);
+}

@@ -121,8 +121,11 @@ async fn store_release_and_statuses() {
     assert_eq!(s.call("GET", "/api/v1/version?start=1", Some(&env), None).await.0, 400);
     let (_, body) = s.call("GET", "/api/v1/version/3", Some(&env), None).await;
     let ids: Vec<&str> =
-        body["resources"].as_array().unwrap().iter().map(|r| r["resource_version_id"].as_str().unwrap()).collect();
-    assert_eq!(ids, ["fs::File[agent-1,path=/a],v=3", "fs::File[agent-1,path=/c],v=3"]);
+        body["resources"].as_array().unwrap().iter().map(|r| r["resource_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["fs::File[agent-1,path=/a]", "fs::File[agent-1,path=/c]"]);
+    // Inmanta's v1 resource form.
+    assert_eq!(body["resources"][0]["is_undefined"], false);
+    assert!(body["resources"][0]["attribute_hash"].is_string(), "{body}");
     assert_eq!(body["resources"][0]["attributes"]["permissions"], 644);
 
     // Delete: not the active one; others go.
@@ -382,5 +385,5 @@ async fn a_whole_version_streams_every_resource_once() {
         body["resources"].as_array().unwrap().iter().map(|r| r["resource_id"].as_str().unwrap()).collect();
     let expected: Vec<String> = (0..n).map(|i| format!("fs::File[agent-1,path=/f{i:05}]")).collect();
     assert_eq!(ids, expected);
-    assert_eq!(body["resources"][1500]["attributes"]["version"], version);
+    assert_eq!(body["resources"][1500]["attributes"]["path"], "/f01500");
 }

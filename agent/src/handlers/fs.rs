@@ -162,8 +162,10 @@ impl CrudHandler for FileHandler {
         let mut kwargs = Map::new();
         kwargs.insert("diff".into(), Value::String(diff.clone()));
         ctx.log("INFO", format!("content of {path} differs:\n{diff}"), kwargs);
-        // A dry-run report shows the contents themselves, so a reader sees the unified diff.
-        if ctx.is_dry_run() {
+        // A dry-run report of a file that exists shows the contents themselves, so a reader sees
+        // the unified diff (our addition to the `hash` change). A file to create or delete reports
+        // `purged` alone, as Inmanta's handler does.
+        if ctx.is_dry_run() && !changes.contains_key("purged") {
             ctx.add_change("content", Value::String(old.to_string()), Value::String(new.to_string()));
         }
     }

@@ -203,6 +203,64 @@ fn unknown_types_and_tampered_code_are_unavailable_with_a_reason() {
     assert!(logs(&out).contains("refusing to run it"), "{}", logs(&out));
 }
 
+/// A module `stamp` whose handler writes `marker` into the file a resource names.
+fn stamp_module(marker: &str) -> String {
+    format!(
+        r#"
+import inmanta.resources
+from inmanta.agent.handler import CRUDHandler, HandlerContext, provider
+
+
+@inmanta.resources.resource("stamp::File", agent="agent", id_attribute="path")
+class File(inmanta.resources.PurgeableResource):
+    fields = ("path",)
+
+
+@provider("stamp::File", name="stamp")
+class Stamp(CRUDHandler):
+    def read_resource(self, ctx: HandlerContext, resource: File) -> None:
+        raise inmanta.agent.handler.ResourcePurged()
+
+    def create_resource(self, ctx: HandlerContext, resource: File) -> None:
+        with open(resource.path, "w") as f:
+            f.write("{marker}")
+        ctx.set_created()
+"#
+    )
+}
+
+#[test]
+fn two_versions_with_different_module_code_each_run_their_own() {
+    let files = Arc::new(MemFiles::default());
+    let code_of = |marker: &str| {
+        let hash = files.add(&stamp_module(marker));
+        let info = json!({"stamp": {"name": "stamp", "version": "1.0.0", "requirements": [],
+            "files_in_module": [{"path": "inmanta_plugins/stamp/__init__.py", "hash_value": hash}]}});
+        VersionCode {
+            environment: "6a1f3e5c-0000-4000-8000-000000000002".into(),
+            shipped_handler: None,
+            python: Some(Arc::new(PythonCode::from_module_version_info(&info).unwrap())),
+        }
+    };
+    let (old, new) = (code_of("old code"), code_of("new code"));
+    let cache = tempfile::tempdir().unwrap();
+    let executor = Executor::new(files.clone()).with_python(PythonSettings::new(python(), cache.path().to_path_buf()));
+    let dir = tempfile::tempdir().unwrap();
+    let deploy = |code: &VersionCode, name: &str| {
+        let path = dir.path().join(name);
+        let r = resource(&format!("stamp::File[agent,path={}],v=1", path.display()), json!({"path": path.to_str()}));
+        let out = executor.execute_code(&r, code, Mode::Deploy, &Events::default());
+        assert_eq!(out.status, HandlerStatus::Deployed, "{}", logs(&out));
+        std::fs::read_to_string(path).unwrap()
+    };
+    // One agent, the same module name, two versions of its code, interleaved: each resource runs
+    // the code of its own version, never what another version imported first.
+    assert_eq!(deploy(&old, "a"), "old code");
+    assert_eq!(deploy(&new, "b"), "new code");
+    assert_eq!(deploy(&old, "c"), "old code");
+    assert_eq!(executor.python().unwrap().running(), 2, "one executor per code version");
+}
+
 #[test]
 fn apt_package_installed_here_dry_runs_without_changes() {
     // inmanta-module-apt 1.1.0 from the package index, installed as a package in the venv: its

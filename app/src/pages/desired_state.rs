@@ -98,6 +98,7 @@ fn VersionsTable(env: String, data: Paged<VersionRow>) -> impl IntoView {
                     <td>{short_date(&v.date)}</td>
                     <td><StatusBadge status=v.status.clone()/></td>
                     <td>{v.total}</td>
+                    <td class="version-message">{v.message.clone()}</td>
                     <td class="row-actions">
                         <a
                             class="button button-small button-secondary compliance"
@@ -111,9 +112,12 @@ fn VersionsTable(env: String, data: Paged<VersionRow>) -> impl IntoView {
                                 class="button button-small promote"
                                 type="button"
                                 on:click=move |_| {
-                                    if confirm(&format!("Promote version {version}? It becomes the desired state and deploys.")) {
-                                        run(error, fns::version_action(env_p.clone(), version, false))
-                                    }
+                                    let env = env_p.clone();
+                                    error.ask(
+                                        format!("Promote version {version}? It becomes the desired state and deploys."),
+                                        "Promote",
+                                        move || act(error, format!("Version {version} promoted"), fns::version_action(env.clone(), version, false)),
+                                    )
                                 }
                             >
                                 "Promote"
@@ -124,9 +128,12 @@ fn VersionsTable(env: String, data: Paged<VersionRow>) -> impl IntoView {
                                 class="button button-small button-secondary delete"
                                 type="button"
                                 on:click=move |_| {
-                                    if confirm(&format!("Delete version {version}?")) {
-                                        run(error, fns::version_action(env_d.clone(), version, true))
-                                    }
+                                    let env = env_d.clone();
+                                    error.ask(
+                                        format!("Delete version {version}?"),
+                                        "Delete",
+                                        move || act(error, format!("Version {version} deleted"), fns::version_action(env.clone(), version, true)),
+                                    )
                                 }
                             >
                                 "Delete"
@@ -159,6 +166,7 @@ fn VersionsTable(env: String, data: Paged<VersionRow>) -> impl IntoView {
                     <th scope="col">"Date"</th>
                     <th scope="col">"Status"</th>
                     <th scope="col">"Resources"</th>
+                    <th scope="col">"Message"</th>
                     <th scope="col"><span class="sr-only">"Actions"</span></th>
                 </tr>
             </thead>
@@ -194,6 +202,7 @@ pub fn VersionPage() -> impl IntoView {
                 <h1>{move || format!("Version {}", version.get())}</h1>
             </div>
             <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
+                <VersionHeader env version/>
                 <FilterForm
                     path=VERSION
                     fields=vec![("resource_type", "Type"), ("agent", "Agent"), ("resource_id_value", "Value")]
@@ -211,6 +220,74 @@ pub fn VersionPage() -> impl IntoView {
                 </Transition>
             </Show>
         </section>
+    }
+}
+
+/// Status, date, size and message of the version, with what can be done with it: promote a
+/// candidate, dry run it against the current state.
+#[component]
+fn VersionHeader(env: Memo<String>, version: Memo<String>) -> impl IntoView {
+    let refresh = Refresh::get();
+    let summary = Resource::new(
+        move || (env.get(), version.get(), refresh.tick()),
+        |(env, v, _)| async move {
+            let v: i64 = v.parse().map_err(|_| ServerFnError::new("no version given (?v=)"))?;
+            fns::version_summary(env, v).await
+        },
+    );
+    let error = ActionError::new();
+    view! {
+        <Transition fallback=|| ()>
+            {move || Suspend::new(async move {
+                let v = match summary.await {
+                    Ok(v) => v,
+                    Err(e) => return view! { <ErrorBox title="The version could not be loaded" error=e.to_string()/> }.into_any(),
+                };
+                let version = v.version;
+                let candidate = v.status == "candidate" || v.status == "skipped_candidate";
+                let env = env.get_untracked();
+                let dry_run = compliance_link(&env, version);
+                let message = if v.message.is_empty() { "No message".to_string() } else { v.message.clone() };
+                view! {
+                    <div class="version-header" id="version-header" data-status=v.status.clone()>
+                        <dl class="facts-list">
+                            <dt>"Status"</dt>
+                            <dd><StatusBadge status=v.status.clone()/></dd>
+                            <dt>"Exported"</dt>
+                            <dd>{short_date(&v.date)}</dd>
+                            <dt>"Resources"</dt>
+                            <dd>{v.total}</dd>
+                            <dt>"Message"</dt>
+                            <dd id="version-message" class:muted=v.message.is_empty()>{message}</dd>
+                        </dl>
+                        <div class="page-actions">
+                            {candidate.then(|| view! {
+                                <button
+                                    class="button button-primary"
+                                    id="version-promote"
+                                    type="button"
+                                    on:click=move |_| {
+                                        let env = env.clone();
+                                        error.ask(
+                                            format!("Promote version {version}? It becomes the desired state and deploys."),
+                                            "Promote",
+                                            move || act(error, format!("Version {version} promoted"), fns::version_action(env.clone(), version, false)),
+                                        )
+                                    }
+                                >
+                                    "Promote"
+                                </button>
+                            })}
+                            <a class="button button-secondary" id="version-dry-run" href=dry_run>
+                                "Dry run against the current state"
+                            </a>
+                        </div>
+                    </div>
+                    <ActionMessage error/>
+                }
+                    .into_any()
+            })}
+        </Transition>
     }
 }
 
@@ -380,8 +457,9 @@ pub fn ComparePage() -> impl IntoView {
 }
 
 /// Resources with their attribute changes (and unified diffs of file contents), as the compare
-/// view and the compliance check show them. `summary` replaces the added/modified/deleted line,
-/// `empty` the text shown when nothing differs.
+/// view and the compliance check show them: collapsed (one line per resource), filtered by kind
+/// of change and by a search on the resource id. `summary` replaces the added/modified/deleted
+/// line, `empty` the text shown when nothing differs.
 #[component]
 fn Changes(
     env: String,
@@ -401,24 +479,79 @@ fn Changes(
     let totals = summary.unwrap_or_else(|| {
         format!("{} added, {} modified, {} deleted", count("added"), count("modified"), count("deleted"))
     });
+    let mut kinds: Vec<(String, usize)> = Vec::new();
+    for c in &changes {
+        match kinds.iter_mut().find(|(k, _)| *k == c.status) {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((c.status.clone(), 1)),
+        }
+    }
+    let all = changes.len();
+    let kind = RwSignal::new(String::new());
+    let search = RwSignal::new(String::new());
+    let expanded = RwSignal::new(false);
+    let chip = move |value: String, label: String| {
+        let (v1, v2, v3) = (value.clone(), value.clone(), value.clone());
+        view! {
+            <button
+                class="chip"
+                type="button"
+                class:active=move || kind.get() == v1
+                aria-pressed=move || (kind.get() == v2).to_string()
+                data-kind=value
+                on:click=move |_| kind.set(v3.clone())
+            >
+                {label}
+            </button>
+        }
+    };
+    let chips = std::iter::once(chip(String::new(), format!("all ({all})")))
+        .chain(kinds.into_iter().map(|(k, n)| chip(k.clone(), format!("{} ({n})", k.replace('_', " ")))))
+        .collect_view();
+    let ids: Vec<(String, String)> = changes.iter().map(|c| (c.status.clone(), c.id.to_lowercase())).collect();
+    let shown = Memo::new(move |_| {
+        let (k, needle) = (kind.get(), search.get().trim().to_lowercase());
+        ids.iter().filter(|(s, id)| (k.is_empty() || *s == k) && id.contains(&needle)).count()
+    });
     view! {
         <p class="muted" id="compare-summary">{totals}</p>
+        <div class="toolbar compare-tools" role="group" aria-label="Filter the changes">
+            {chips}
+            <label class="sr-only" for="compare-search">"Search the changed resources"</label>
+            <input
+                class="input"
+                type="search"
+                id="compare-search"
+                placeholder="Search resources…"
+                prop:value=move || search.get()
+                on:input=move |ev| search.set(event_target_value(&ev))
+            />
+            <button class="button button-secondary button-small" type="button" id="compare-expand" on:click=move |_| expanded.update(|e| *e = !*e)>
+                {move || if expanded.get() { "Collapse all" } else { "Expand all" }}
+            </button>
+            <span class="muted" id="compare-shown" role="status">{move || format!("{} of {all} shown", shown.get())}</span>
+        </div>
         <div class="diff-list" id="compare">
             {changes
                 .into_iter()
                 .map(|c| {
                     let href = resource_link(&env, &c.id);
-                    let open = c.attributes.len() < 8;
                     let (class, rid) = (format!("diff diff-{}", c.status), c.id.clone());
+                    let (status, id) = (c.status.clone(), c.id.to_lowercase());
+                    let hidden = move || {
+                        let k = kind.get();
+                        !((k.is_empty() || k == status) && id.contains(&search.get().trim().to_lowercase()))
+                    };
+                    let count = c.attributes.len();
                     view! {
-                        <details class=class data-id=rid open=open>
+                        <details class=class data-id=rid prop:open=move || expanded.get() hidden=hidden>
                             <summary>
                                 <StatusBadge status=c.status.clone()/>
                                 " "
                                 <span class="mono">{c.id.clone()}</span>
-                                " "
-                                <a href=href class="muted">"open"</a>
+                                <span class="muted">{format!(" · {count} attribute{}", if count == 1 { "" } else { "s" })}</span>
                             </summary>
+                            <p class="diff-open"><a href=href>"Open the resource"</a></p>
                             <table class="table diff-table">
                                 <thead>
                                     <tr>

@@ -538,9 +538,10 @@ fn TokenTable(env: String, rows: Vec<TokenRow>, error: ActionError) -> impl Into
                                         disabled=revoked
                                         aria-label=format!("Revoke the {types} token issued {}", short_date(&t.issued))
                                         on:click=move |_| {
-                                            if confirm(&question) {
-                                                run(error, fns::revoke_token(env.clone(), jti.clone()));
-                                            }
+                                            let (env, jti) = (env.clone(), jti.clone());
+                                            error.ask(question.clone(), "Revoke", move || {
+                                                act(error, "Token revoked", fns::revoke_token(env.clone(), jti.clone()))
+                                            })
                                         }
                                     >
                                         "Revoke"
@@ -902,9 +903,12 @@ fn SettingEditor(env: String, row: SettingRow) -> impl IntoView {
     };
     let (env1, name1) = (env.clone(), name.clone());
     view! {
-        <tr data-setting=row.name.clone()>
+        <tr data-setting=row.name.clone() data-changed=(!row.is_default).to_string() class:setting-changed=!row.is_default>
             <td>
                 <label for=input_id class="setting-name">{row.name.clone()}</label>
+                {(!row.is_default).then(|| view! {
+                    <span class="badge badge-changed" title="Set to something else than the default">"changed"</span>
+                })}
                 {move || dirty().then(|| view! { <span class="badge badge-warning">"unsaved"</span> })}
                 <p class="setting-doc muted">{row.doc.clone()}</p>
                 {row.protected_by.clone().map(|by| view! { <p class="muted">{format!("Protected by {by}: read-only here.")}</p> })}
@@ -916,7 +920,7 @@ fn SettingEditor(env: String, row: SettingRow) -> impl IntoView {
                     class="button button-small"
                     type="button"
                     disabled=readonly
-                    on:click=move |_| run(error, fns::save_setting(env1.clone(), name1.clone(), value.get_untracked(), false))
+                    on:click=move |_| act(error, format!("Setting {name1} saved"), fns::save_setting(env1.clone(), name1.clone(), value.get_untracked(), false))
                 >
                     "Save"
                 </button>
@@ -924,7 +928,7 @@ fn SettingEditor(env: String, row: SettingRow) -> impl IntoView {
                     class="button button-small button-secondary"
                     type="button"
                     disabled=readonly || row.is_default
-                    on:click=move |_| run(error, fns::save_setting(env.clone(), name.clone(), String::new(), true))
+                    on:click=move |_| act(error, format!("Setting {name} reset to its default"), fns::save_setting(env.clone(), name.clone(), String::new(), true))
                 >
                     "Reset"
                 </button>

@@ -1,20 +1,39 @@
 //! The dependency graph of the released resources: an SVG with one box per resource coloured by
 //! its state, requires edges coloured by the state of the required resource; wheel zooms, drag
-//! pans, a click opens the resource.
+//! pans, a click opens the resource. Views: every resource, the failures and what they block
+//! (`?view=failures`), or the neighbourhood of one resource (`?around=<id>&hops=<n>`, linked
+//! from the resource's details page). A search highlights the matching resources.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
 
 use crate::components::*;
 use crate::fns::{self, GRAPH_NODE_HEIGHT, GRAPH_NODE_WIDTH};
 use crate::layout::resource_link;
-use crate::model::Graph;
+use crate::model::{Graph, GraphFocus};
+
+const GRAPH: &str = "/console/resources/graph";
+
+/// The graph of `rid`'s neighbourhood (the link on a resource's details page).
+pub fn around_link(env: &str, rid: &str) -> String {
+    format!("{}&around={}&hops=2", env_link("resources/graph", env), encode(rid))
+}
 
 #[component]
 pub fn GraphPage() -> impl IntoView {
     let env = env();
     let refresh = Refresh::get();
-    let data = Resource::new(move || (env.get(), refresh.tick()), |(env, _)| fns::resource_graph(env));
+    let (view_q, around, hops) = (query("view"), query("around"), query("hops"));
+    let focus = Memo::new(move |_| GraphFocus {
+        failures: view_q.get() == "failures",
+        around: around.get(),
+        hops: hops.get().parse().unwrap_or(2),
+    });
+    let data = Resource::new(
+        move || (env.get(), focus.get(), refresh.tick()),
+        |(env, focus, _)| fns::resource_graph(env, focus),
+    );
     view! {
         <Title text="Dependency graph"/>
         <section class="page">
@@ -28,9 +47,16 @@ pub fn GraphPage() -> impl IntoView {
                 <span class="muted">"Scroll to zoom, drag to pan, click a resource to open it."</span>
             </div>
             <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
+                <FocusBar focus/>
                 <Transition fallback=|| view! { <p class="muted">"Loading the graph…"</p> }>
                     {move || Suspend::new(async move {
                         match data.await {
+                            Ok(g) if g.nodes.is_empty() && focus.get_untracked().failures => view! {
+                                <Empty title="No failures">
+                                    <p>"No resource is failed, undefined or unavailable, so nothing is blocked."</p>
+                                </Empty>
+                            }
+                                .into_any(),
                             Ok(g) if g.nodes.is_empty() => view! {
                                 <Empty title="No resources yet">
                                     <p>"Release a version to see how its resources depend on each other."</p>
@@ -44,6 +70,84 @@ pub fn GraphPage() -> impl IntoView {
                 </Transition>
             </Show>
         </section>
+    }
+}
+
+/// The view chips: all, failures, and (when one is open) the neighbourhood with its hops.
+#[component]
+fn FocusBar(focus: Memo<GraphFocus>) -> impl IntoView {
+    let q = use_query_map();
+    move || {
+        let current = q.get();
+        let f = focus.get();
+        let all = link(GRAPH, &current, &[("view", None), ("around", None), ("hops", None)]);
+        let failures = link(GRAPH, &current, &[("view", Some("failures".into()))]);
+        let around = (!f.around.is_empty()).then(|| {
+            let hops = [1usize, 2, 3]
+                .into_iter()
+                .map(|n| {
+                    let href = link(GRAPH, &current, &[("hops", Some(n.to_string()))]);
+                    let active = n == f.hops;
+                    view! {
+                        <a class="chip" class:active=active aria-current=active.then_some("true") href=href data-hops=n>
+                            {format!("{n} hop{}", if n == 1 { "" } else { "s" })}
+                        </a>
+                    }
+                })
+                .collect_view();
+            view! {
+                <span class="focus-around" id="graph-around">
+                    "Around " <span class="mono">{f.around.clone()}</span> ": "
+                </span>
+                {hops}
+            }
+        });
+        view! {
+            <nav class="toolbar" aria-label="Graph views" id="graph-views">
+                <a class="chip" class:active=f.is_all() aria-current=f.is_all().then_some("true") href=all id="graph-all">
+                    "All resources"
+                </a>
+                <a
+                    class="chip"
+                    class:active=f.failures
+                    aria-current=f.failures.then_some("true")
+                    href=failures
+                    id="graph-failures"
+                >
+                    "Failures and what they block"
+                </a>
+                {around}
+            </nav>
+        }
+    }
+}
+
+/// The colour of each state drawn, with how many resources are in it.
+#[component]
+fn Legend(graph: Graph) -> impl IntoView {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for n in &graph.nodes {
+        match counts.iter_mut().find(|(s, _)| *s == n.status) {
+            Some((_, c)) => *c += 1,
+            None => counts.push((n.status.clone(), 1)),
+        }
+    }
+    counts.sort_by_key(|(s, _)| crate::model::RESOURCE_STATES.iter().position(|x| x == s).unwrap_or(usize::MAX));
+    view! {
+        <ul class="legend graph-legend" id="graph-legend" aria-label="Legend">
+            {counts
+                .into_iter()
+                .map(|(state, n)| {
+                    view! {
+                        <li class="legend-item" data-state=state.clone()>
+                            <span class=format!("legend-swatch state-bg-{state}") aria-hidden="true"></span>
+                            {format!("{} ({n})", state.replace('_', " "))}
+                        </li>
+                    }
+                })
+                .collect_view()}
+            <li class="legend-item"><span class="legend-edge" aria-hidden="true"></span>"requires (coloured by the required resource)"</li>
+        </ul>
     }
 }
 
@@ -111,8 +215,11 @@ fn GraphView(env: String, graph: Graph) -> impl IntoView {
         .iter()
         .map(|n| {
             let href = resource_link(&env, &n.id);
-            let label: String = n.label.chars().take(24).collect();
+            let label = n.label.clone();
+            // Inside a <g> the view macro makes `a` and `title` SVG elements: a page drawn in the
+            // browser (client-side navigation) would otherwise get HTML ones, which SVG hides.
             view! {
+                <g>
                 <a href=href class="node" data-id=n.id.clone() data-status=n.status.clone()>
                     <title>{format!("{} ({})", n.id, n.status)}</title>
                     <rect
@@ -125,24 +232,77 @@ fn GraphView(env: String, graph: Graph) -> impl IntoView {
                     ></rect>
                     <text x=n.x + 8.0 y=n.y + half + 4.0 class="node-label">{label}</text>
                 </a>
+                </g>
             }
         })
         .collect_view();
     let truncated = graph.truncated;
+    // Search: a stylesheet with one case-insensitive attribute selector highlights the matches
+    // (thousands of nodes, no per-node reactivity); the first match is brought into view.
+    let search = RwSignal::new(String::new());
+    let places: Vec<(String, f64, f64)> = graph.nodes.iter().map(|n| (n.id.to_lowercase(), n.x, n.y)).collect();
+    let places = StoredValue::new(places);
+    let matches = Memo::new(move |_| {
+        let needle = search.get().trim().to_lowercase();
+        if needle.is_empty() {
+            return None;
+        }
+        places.with_value(|p| {
+            let hits: Vec<(f64, f64)> =
+                p.iter().filter(|(id, _, _)| id.contains(&needle)).map(|(_, x, y)| (*x, *y)).collect();
+            Some((hits.len(), hits.first().copied()))
+        })
+    });
+    let highlight = move || {
+        let needle = search.get().trim().to_string();
+        if needle.is_empty() {
+            return String::new();
+        }
+        let quoted = needle.replace('\\', "\\\\").replace('"', "\\\"");
+        format!(
+            "#graph.searching a.node {{ opacity: 0.35; }} #graph.searching a.node[data-id*=\"{quoted}\" i] {{ opacity: 1; }} \
+             #graph.searching a.node[data-id*=\"{quoted}\" i] .node-box {{ stroke-width: 4; stroke: var(--accent); }}"
+        )
+    };
+    let find = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        if let Some((_, Some((x, y)))) = matches.get_untracked() {
+            view_box.set((x - 300.0, y - 200.0, 800.0, 450.0));
+        }
+    };
+    let legend = graph.clone();
     view! {
-        <div class="toolbar">
+        <style prop:textContent=highlight></style>
+        <div class="toolbar graph-toolbar">
             <button class="button button-secondary" type="button" on:click=move |_| view_box.set(initial)>
                 "Fit"
             </button>
+            <form class="graph-search" role="search" on:submit=find>
+                <label class="sr-only" for="graph-search">"Search resources"</label>
+                <input
+                    class="input"
+                    type="search"
+                    id="graph-search"
+                    placeholder="Search resources…"
+                    prop:value=move || search.get()
+                    on:input=move |ev| search.set(event_target_value(&ev))
+                />
+                <button class="button button-secondary" type="submit">"Show"</button>
+            </form>
+            <span class="muted" id="graph-matches" role="status">
+                {move || matches.get().map(|(n, _)| format!("{n} match{}", if n == 1 { "" } else { "es" }))}
+            </span>
             <span class="muted">{format!("{} resources, {} requires", graph.nodes.len(), graph.edges.len())}</span>
-            {(truncated > 0).then(|| view! { <span class="muted">{format!(" ({truncated} more left out)")}</span> })}
+            {(truncated > 0).then(|| view! { <span class="muted" id="graph-truncated">{format!(" ({truncated} more left out: pick the failures view, search or open one resource's neighbourhood)")}</span> })}
         </div>
+        <Legend graph=legend/>
         <div class="graph-frame">
             <svg
                 node_ref=svg_ref
                 id="graph"
                 class="graph"
-                role="img"
+                class:searching=move || !search.get().trim().is_empty()
+                role="group"
                 aria-label="Resource dependency graph"
                 viewBox=move || {
                     let (x, y, w, h) = view_box.get();

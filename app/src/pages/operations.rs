@@ -73,7 +73,7 @@ fn AgentsTable(env: String, data: Paged<AgentRow>) -> impl IntoView {
                             type="button"
                             on:click=move |_| {
                                 let action = if paused { "unpause" } else { "pause" };
-                                run(error, fns::agent_action(e1.clone(), n1.clone(), action.into()))
+                                act(error, format!("Agent {n1}: {action}d"), fns::agent_action(e1.clone(), n1.clone(), action.into()))
                             }
                         >
                             {if paused { "Unpause" } else { "Pause" }}
@@ -81,7 +81,7 @@ fn AgentsTable(env: String, data: Paged<AgentRow>) -> impl IntoView {
                         <button
                             class="button button-small button-secondary"
                             type="button"
-                            on:click=move |_| run(error, {
+                            on:click=move |_| act(error, format!("Deploy of agent {n2} started"), {
                                 let call = fns::deploy(e2.clone(), false, Some(n2.clone()));
                                 async move { call.await.map(|_| ()) }
                             })
@@ -91,7 +91,7 @@ fn AgentsTable(env: String, data: Paged<AgentRow>) -> impl IntoView {
                         <button
                             class="button button-small button-secondary"
                             type="button"
-                            on:click=move |_| run(error, {
+                            on:click=move |_| act(error, format!("Repair of agent {n3} started"), {
                                 let call = fns::deploy(e3.clone(), true, Some(n3.clone()));
                                 async move { call.await.map(|_| ()) }
                             })
@@ -110,9 +110,10 @@ fn AgentsTable(env: String, data: Paged<AgentRow>) -> impl IntoView {
                 class="button button-secondary"
                 type="button"
                 on:click=move |_| {
-                    if confirm("Pause every agent of this environment?") {
-                        run(error, fns::agent_action(pause_env.clone(), String::new(), "pause".into()))
-                    }
+                    let env = pause_env.clone();
+                    error.ask("Pause every agent of this environment?", "Pause all", move || {
+                        act(error, "Every agent paused", fns::agent_action(env.clone(), String::new(), "pause".into()))
+                    })
                 }
             >
                 "Pause all"
@@ -120,7 +121,7 @@ fn AgentsTable(env: String, data: Paged<AgentRow>) -> impl IntoView {
             <button
                 class="button button-secondary"
                 type="button"
-                on:click=move |_| run(error, fns::agent_action(unpause_env.clone(), String::new(), "unpause".into()))
+                on:click=move |_| act(error, "Every agent unpaused", fns::agent_action(unpause_env.clone(), String::new(), "unpause".into()))
             >
                 "Unpause all"
             </button>

@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use crate::components::{ActionError, ActionMessage, Empty, ErrorBox, Refresh, confirm, run};
+use crate::components::{ActionError, ActionMessage, Empty, ErrorBox, Refresh, act, run};
 use crate::fns;
 use crate::model::ProjectSummary;
 
@@ -135,9 +135,10 @@ fn ProjectRow(project: ProjectSummary, error: ActionError) -> impl IntoView {
                     disabled=!empty
                     title=if empty { "Delete this project" } else { "Delete its environments first" }
                     on:click=move |_| {
-                        if confirm(&format!("Delete project {}?", project.name)) {
-                            run(error, fns::delete_project(id_delete.clone()))
-                        }
+                        let (id, name) = (id_delete.clone(), project.name.clone());
+                        error.ask(format!("Delete project {name}?"), "Delete", move || {
+                            act(error, format!("Project {name} deleted"), fns::delete_project(id.clone()))
+                        })
                     }
                 >
                     "Delete"

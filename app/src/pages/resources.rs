@@ -22,14 +22,20 @@ pub fn ResourcesPage() -> impl IntoView {
     let data = Resource::new(move || (table.get(), refresh.tick()), |(q, _)| fns::resources(q));
     let error = ActionError::new();
     let deploy = move |repair: bool| {
-        let question = if repair {
-            "Repair every resource of this environment (deploy all, also those that seem up to date)?"
+        let (question, yes, done) = if repair {
+            (
+                "Repair every resource of this environment (deploy all, also those that seem up to date)?",
+                "Repair",
+                "Repair started: every resource deploys again",
+            )
         } else {
-            "Deploy every resource whose desired state is not deployed yet?"
+            ("Deploy every resource whose desired state is not deployed yet?", "Deploy", "Deploy started")
         };
-        if confirm(question) {
-            run(error, async move { fns::deploy(env.get_untracked(), repair, None).await.map(|_| ()) });
-        }
+        let env = env.get_untracked();
+        error.ask(question, yes, move || {
+            let env = env.clone();
+            act(error, done, async move { fns::deploy(env, repair, None).await.map(|_| ()) })
+        });
     };
     view! {
         <Title text="Resources"/>
@@ -255,6 +261,9 @@ fn ResourceHeader(details: ResourceDetails) -> impl IntoView {
         <div class="page-header">
             <h1 class="mono" id="resource-id">{details.id.clone()}</h1>
             <StatusBadge status=details.status.clone()/>
+            <a class="button button-secondary button-small" id="graph-around-link" href=crate::pages::graph::around_link(&env, &details.id)>
+                "Show in the graph"
+            </a>
         </div>
         {problem}
         <dl class="facts-list">
@@ -392,6 +401,7 @@ fn LogsTab(env: Memo<String>, rid: Memo<String>, level: Memo<String>) -> impl In
                             <thead>
                                 <tr>
                                     <th scope="col">"Time"</th>
+                                    <th scope="col">"Version"</th>
                                     <th scope="col">"Action"</th>
                                     <th scope="col">"Level"</th>
                                     <th scope="col">"Message"</th>
@@ -402,8 +412,9 @@ fn LogsTab(env: Memo<String>, rid: Memo<String>, level: Memo<String>) -> impl In
                                     .into_iter()
                                     .map(|l| {
                                         view! {
-                                            <tr data-level=l.level.clone()>
+                                            <tr data-level=l.level.clone() data-version=l.version.map(|v| v.to_string())>
                                                 <td class="nowrap">{short_date(&l.timestamp)}</td>
+                                                <td class="log-version">{l.version}</td>
                                                 <td>{l.action}</td>
                                                 <td><span class=format!("level level-{}", l.level.to_lowercase())>{l.level.clone()}</span></td>
                                                 <td><pre class="log-message">{l.message}</pre></td>

@@ -134,12 +134,14 @@ fn UserLine(user: UserRow, me: Option<String>, error: ActionError) -> impl IntoV
                                     title=label.clone()
                                     aria-label=label
                                     on:click=move |_| {
-                                        if confirm(&question) {
-                                            run(
+                                        let (user, env, role) = (user.clone(), env.clone(), role.clone());
+                                        error.ask(question.clone(), "Remove", move || {
+                                            act(
                                                 error,
+                                                format!("Role {role} removed from {user}"),
                                                 fns::role_assignment(user.clone(), env.clone(), role.clone(), false),
-                                            );
-                                        }
+                                            )
+                                        })
                                     }
                                 >
                                     "×"
@@ -182,9 +184,10 @@ fn UserLine(user: UserRow, me: Option<String>, error: ActionError) -> impl IntoV
                         } else {
                             format!("Make {toggle_name} an admin? Admins may do everything on this server.")
                         };
-                        if confirm(&question) {
-                            run(error, fns::set_admin(toggle_name.clone(), !admin));
-                        }
+                        let name = toggle_name.clone();
+                        error.ask(question, toggle_label, move || {
+                            act(error, format!("{toggle_label}: {name} done"), fns::set_admin(name.clone(), !admin))
+                        })
                     }
                 >
                     {toggle_label}
@@ -195,9 +198,10 @@ fn UserLine(user: UserRow, me: Option<String>, error: ActionError) -> impl IntoV
                     data-action="delete"
                     aria-label=format!("Delete user {name}")
                     on:click=move |_| {
-                        if confirm(&format!("Delete user {delete_name}? Their roles go with them.")) {
-                            run(error, fns::delete_user(delete_name.clone(), delete_name.clone()));
-                        }
+                        let name = delete_name.clone();
+                        error.ask(format!("Delete user {name}? Their roles go with them."), "Delete", move || {
+                            act(error, format!("User {name} deleted"), fns::delete_user(name.clone(), name.clone()))
+                        })
                     }
                 >
                     "Delete"

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use compiler::conformance::{Kind, check_case, expand_cases};
+use compiler::conformance::{Kind, check_case, deliberate, expand_cases};
 
 fn main() {
     let mut quiet = false;
@@ -29,9 +29,15 @@ fn main() {
     let cases = expand_cases(&paths);
     let mut per_kind: BTreeMap<Kind, usize> = BTreeMap::new();
     let mut disagreeing = 0;
+    let mut not_copied = 0;
     for case in &cases {
         let found = check_case(case);
         if found.is_empty() {
+            continue;
+        }
+        if deliberate(case, &found) {
+            // an Inmanta bug we do not copy, declared in the case (`#> not-copied`)
+            not_copied += 1;
             continue;
         }
         disagreeing += 1;
@@ -50,7 +56,11 @@ fn main() {
             }
         }
     }
-    println!("\n{} of {} cases disagree with Inmanta", disagreeing, cases.len());
+    println!(
+        "\n{} of {} cases disagree with Inmanta ({not_copied} more differ where Inmanta has a bug we do not copy)",
+        disagreeing,
+        cases.len()
+    );
     for (k, n) in &per_kind {
         println!("  {k}: {n} cases");
     }

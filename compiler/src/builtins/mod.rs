@@ -117,6 +117,7 @@ impl Plugins {
         let mut p = Plugins { map: HashMap::new() };
         std_plugins::register(&mut p);
         exec::register(&mut p);
+        crate::references::register(&mut p);
         p
     }
 

@@ -53,6 +53,27 @@ fn list(v: &Value, what: &str) -> Result<Rc<Vec<Value>>, PErr> {
     }
 }
 
+/// Inmanta's error for an argument that does not match the plugin's declared type.
+fn arg_type(ev: &Evaluator<'_>, v: &Value, arg: &str, plugin: &str, ty: &str) -> PErr {
+    PErr::Kind(
+        "PluginTypeException",
+        format!(
+            "Value {} for argument {arg} of plugin {plugin} has incompatible type. Expected type: {ty}",
+            ev.repr(v)
+        ),
+    )
+}
+
+/// Plugins that ask the server fail, as std's do, when the compile has no environment.
+fn no_environment(ev: &Evaluator<'_>, plugin: &str) -> Result<(), PErr> {
+    if ev.project.environment.is_empty() {
+        return Err(ext(format!(
+            "std::{plugin}: the environment of this model is not configured (the compile has no environment id)"
+        )));
+    }
+    Ok(())
+}
+
 fn ext(msg: String) -> PErr {
     PErr::Kind("ExternalException", msg)
 }
@@ -90,8 +111,8 @@ fn to_json(ev: &mut Evaluator<'_>, v: &Value, depth: usize) -> Result<serde_json
             if depth > 3 {
                 return Ok(serde_json::Value::String(ev.inst_name(*i)));
             }
-            let ent = ev.instances[*i as usize].entity;
-            let attrs: Vec<(usize, String, bool)> = ev.types.entities[ent]
+            let ent = ev.m.instances[*i as usize].entity;
+            let attrs: Vec<(usize, String, bool)> = ev.m.types.entities[ent]
                 .attrs
                 .iter()
                 .enumerate()
@@ -100,10 +121,10 @@ fn to_json(ev: &mut Evaluator<'_>, v: &Value, depth: usize) -> Result<serde_json
                 .collect();
             let mut map = serde_json::Map::new();
             for (n, name, rel) in attrs {
-                let val = match &ev.instances[*i as usize].slots[n] {
+                let val = match &ev.m.instances[*i as usize].slots[n] {
                     crate::eval::Slot::Prim { value: Some((v, _)), .. } => Some(v.clone()),
                     crate::eval::Slot::Rel(r) if rel => {
-                        let hi = matches!(ev.types.entities[ent].attrs[n].kind, AttrKind::Rel { hi: Some(1), .. });
+                        let hi = matches!(ev.m.types.entities[ent].attrs[n].kind, AttrKind::Rel { hi: Some(1), .. });
                         if hi {
                             r.items.first().map(|x| Value::Instance(*x))
                         } else {
@@ -171,14 +192,14 @@ fn validate(kind: &str, v: &Value, params: &Value) -> bool {
         "pydantic.AnyHttpUrl" | "pydantic.HttpUrl" => {
             (st.starts_with("http://") || st.starts_with("https://")) && st.len() > "https://".len() - 1
         }
-        "datetime.date" => regex::Regex::new(r"^\d{4}-\d{2}-\d{2}$").is_ok_and(|r| r.is_match(&st)),
+        "datetime.date" => is_date(&st),
         "datetime.time" => regex::Regex::new(r"^\d{2}:\d{2}(:\d{2}(\.\d+)?)?$").is_ok_and(|r| r.is_match(&st)),
         "datetime.datetime" => {
             regex::Regex::new(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
                 .is_ok_and(|r| r.is_match(&st))
         }
         "base64" => is_base64(&st),
-        "printable_ascii" => st.chars().all(|c| (' '..='~').contains(&c) || c == '\t' || c == '\n' || c == '\r'),
+        "printable_ascii" => st.chars().all(|c| (' '..='~').contains(&c)),
         "ascii_word" => !st.is_empty() && st.chars().all(|c| ('!'..='~').contains(&c)),
         "non_empty_string" => st.chars().any(|c| !c.is_whitespace()),
         "pydantic.PositiveInt" | "pydantic.PositiveFloat" => num.is_some_and(|n| n > 0.0),
@@ -205,6 +226,26 @@ fn validate(kind: &str, v: &Value, params: &Value) -> bool {
         }
         _ => true,
     }
+}
+
+/// `YYYY-MM-DD` naming a day of the calendar (pydantic's date).
+fn is_date(s: &str) -> bool {
+    let b = s.as_bytes();
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return false;
+    }
+    let (Ok(y), Ok(m), Ok(d)) = (s[..4].parse::<u32>(), s[5..7].parse::<u32>(), s[8..].parse::<u32>()) else {
+        return false;
+    };
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let days = match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    y >= 1 && (1..=days).contains(&d)
 }
 
 fn is_base64(s: &str) -> bool {
@@ -242,7 +283,7 @@ fn render_template(ev: &mut Evaluator<'_>, call: &mut PluginCall) -> PResult {
         let mut sc = Some(call.scope);
         let mut vars: Vec<(Rc<str>, Value)> = Vec::new();
         while let Some(id) = sc {
-            let scope = &ev.scopes[id as usize];
+            let scope = &ev.m.scopes[id as usize];
             for (k, v) in scope.vars_iter() {
                 if !vars.iter().any(|(n, _)| *n == k) {
                     vars.push((k, v));
@@ -251,6 +292,10 @@ fn render_template(ev: &mut Evaluator<'_>, call: &mut PluginCall) -> PResult {
             sc = scope.parent_id();
         }
         for (k, v) in vars {
+            // `self` is Jinja2's reference to the template itself: a model's `self` never reaches it
+            if &*k == "self" {
+                continue;
+            }
             let j = to_json(ev, &v, 0)?;
             ctx.insert(k.to_string(), j);
         }
@@ -351,12 +396,17 @@ pub(crate) fn register(p: &mut Plugins) {
 
     p.add("std::print", &[("message", None)], |ev, c| {
         let m = strv(ev, &c.args[0]);
+        // Inmanta hands a plugin lists and dicts as proxies, which print as `@` and their repr
+        let m = if matches!(c.args[0], Value::List(_) | Value::Dict(_)) { format!("@{m}") } else { m };
         ev.printed.push(m);
         Ok(Value::Null)
     })
     .side_effect = true;
     p.add("std::assert", &[("expression", None), ("message", Some(s("")))], |ev, c| {
-        if c.args[0].truthy() {
+        let Value::Bool(ok) = c.args[0] else {
+            return Err(arg_type(ev, &c.args[0], "expression", "std::assert", "bool"));
+        };
+        if ok {
             Ok(Value::Null)
         } else {
             let m = strv(ev, &c.args[1]);
@@ -398,7 +448,9 @@ pub(crate) fn register(p: &mut Plugins) {
     });
     p.add("std::length", &[("value", None)], |_, c| Ok(Value::Int(text(&c.args[0], "value")?.chars().count() as i64)));
     p.add("std::len", &[("item_list", None)], |_, c| Ok(Value::Int(list(&c.args[0], "item_list")?.len() as i64)));
-    p.add("std::count", &[("item_list", None)], |_, c| Ok(Value::Int(list(&c.args[0], "item_list")?.len() as i64)));
+    // counts unknowns like any other element (`std::len` is the conservative one)
+    p.add("std::count", &[("item_list", None)], |_, c| Ok(Value::Int(list(&c.args[0], "item_list")?.len() as i64)))
+        .accepts_unknown = true;
     p.add("std::split", &[("string_list", None), ("delim", None)], |_, c| {
         let (a, d) = (text(&c.args[0], "string_list")?, text(&c.args[1], "delim")?);
         if d.is_empty() {
@@ -412,15 +464,15 @@ pub(crate) fn register(p: &mut Plugins) {
         let idx = if i < 0 { l.len() as i64 + i } else { i };
         l.get(idx as usize).cloned().filter(|_| idx >= 0).ok_or_else(|| ext(format!("list index {i} out of range")))
     });
+    // std 8.7.5's `item` indexes each element and returns the picks; Inmanta 20.1 refuses the
+    // result (a list built from proxies of nested lists), so every call with elements fails there.
     p.add("std::item", &[("objects", None), ("index", None)], |_, c| {
         let l = list(&c.args[0], "objects")?;
-        let i = int(&c.args[1], "index")? as usize;
-        let mut out = Vec::new();
-        for x in l.iter() {
-            let sub = list(x, "objects")?;
-            out.push(sub.get(i).cloned().ok_or_else(|| ext("index out of range".into()))?);
+        int(&c.args[1], "index")?;
+        if l.is_empty() {
+            return Ok(Value::list(Vec::new()));
         }
-        Ok(Value::list(out))
+        Err(ext("std::item: Inmanta 20.1 can not return the selected items (use a list comprehension)".into()))
     });
     p.add("std::sequence", &[("i", None), ("start", Some(Value::Int(0))), ("offset", Some(Value::Int(0)))], |_, c| {
         let (n, st) = (int(&c.args[0], "i")?, int(&c.args[1], "start")?.saturating_add(int(&c.args[2], "offset")?));
@@ -453,8 +505,9 @@ pub(crate) fn register(p: &mut Plugins) {
     });
     p.add("std::getfact", &[("resource", None), ("fact_name", None), ("default_value", n())], |ev, c| {
         let name = text(&c.args[1], "fact_name")?.to_string();
+        no_environment(ev, "getfact")?;
         let rid = match &c.args[0] {
-            Value::Instance(i) => crate::export::resource_id_of(ev, *i).unwrap_or_default(),
+            Value::Instance(i) => crate::export::resource_id_of(&crate::export::View::of(ev), *i).unwrap_or_default(),
             _ => String::new(),
         };
         if let Some(v) = ev.project.facts.get(&rid).and_then(|f| f.get(&name)) {
@@ -497,8 +550,14 @@ pub(crate) fn register(p: &mut Plugins) {
             None => Ok(unknown(ev, &name, "plugin", "")),
         }
     });
-    p.add("std::environment", &[], |ev, _| Ok(s(&ev.project.environment)));
-    p.add("std::environment_name", &[], |ev, _| Ok(s(&ev.project.environment_name)));
+    p.add("std::environment", &[], |ev, _| {
+        no_environment(ev, "environment")?;
+        Ok(s(&ev.project.environment))
+    });
+    p.add("std::environment_name", &[], |ev, _| {
+        no_environment(ev, "environment_name")?;
+        Ok(s(&ev.project.environment_name))
+    });
     p.add("std::environment_server", &[], |ev, _| Ok(s(&ev.project.server_host)));
     p.add("std::server_port", &[], |ev, _| Ok(Value::Int(ev.project.server_port)));
     p.add("std::server_ssl", &[], |_, _| Ok(Value::Bool(false)));
@@ -596,31 +655,38 @@ pub(crate) fn register(p: &mut Plugins) {
         }
         Ok(Value::Bool(true))
     });
+    // std 8.7.5's `flatten` chains the elements (one level); in Inmanta 20.1 that fails on any
+    // element (a number is not iterable, a nested list arrives as a proxy the result refuses).
     p.add("std::flatten", &[("item_list", None)], |_, c| {
-        fn flat(v: &Value, out: &mut Vec<Value>, d: usize) {
-            match v {
-                Value::List(l) if d < 64 => l.iter().for_each(|x| flat(x, out, d + 1)),
-                other => out.push(other.clone()),
-            }
+        if list(&c.args[0], "item_list")?.is_empty() {
+            return Ok(Value::list(Vec::new()));
         }
-        let mut out = Vec::new();
-        for x in list(&c.args[0], "item_list")?.iter() {
-            flat(x, &mut out, 0);
-        }
-        Ok(Value::list(out))
+        Err(ext("std::flatten: Inmanta 20.1 can not flatten this list (use a list comprehension)".into()))
     });
     p.add("std::dict_keys", &[("dct", None)], |_, c| match &c.args[0] {
         Value::Dict(d) => Ok(Value::list(d.iter().map(|(k, _)| Value::Str(k.clone())).collect())),
         _ => Err(PErr::Kind("PluginTypeException", "dict_keys: expected a dict".into())),
     });
-    p.add("std::dict_get", &[("dct", None), ("key", None)], |_, c| match (&c.args[0], &c.args[1]) {
-        (Value::Dict(d), Value::Str(k)) => Ok(dict_get(d, k).cloned().unwrap_or(Value::Null)),
-        _ => Err(PErr::Kind("PluginTypeException", "dict_get: expected a dict and a string".into())),
+    p.add("std::dict_get", &[("dct", None), ("key", None)], |ev, c| match (&c.args[0], &c.args[1]) {
+        (Value::Dict(d), Value::Str(k)) => match dict_get(d, k) {
+            // declared to return a string: any other value is refused on the way out
+            Some(v @ Value::Str(_)) => Ok(v.clone()),
+            Some(v) => Err(PErr::Kind(
+                "PluginTypeException",
+                format!(
+                    "Return value {} of plugin std::dict_get has incompatible type. Expected type: string",
+                    ev.repr(v)
+                ),
+            )),
+            None => Err(ext(format!("KeyError: {k}"))),
+        },
+        (Value::Dict(_), other) => Err(arg_type(ev, other, "key", "std::dict_get", "string")),
+        (other, _) => Err(arg_type(ev, other, "dct", "std::dict_get", "dict")),
     });
-    p.add("std::contains", &[("dct", None), ("key", None)], |_, c| match (&c.args[0], &c.args[1]) {
+    p.add("std::contains", &[("dct", None), ("key", None)], |ev, c| match (&c.args[0], &c.args[1]) {
         (Value::Dict(d), Value::Str(k)) => Ok(Value::Bool(dict_get(d, k).is_some())),
-        (Value::List(l), v) => Ok(Value::Bool(l.contains(v))),
-        _ => Ok(Value::Bool(false)),
+        (Value::Dict(_), other) => Err(arg_type(ev, other, "key", "std::contains", "string")),
+        (other, _) => Err(arg_type(ev, other, "dct", "std::contains", "dict[string, any]")),
     });
     p.add("std::equals", &[("arg1", None), ("arg2", None), ("desc", n())], |_, c| {
         if c.args[0] == c.args[1] {
@@ -669,11 +735,10 @@ pub(crate) fn register(p: &mut Plugins) {
         Value::Instance(i) => Ok(s(&format!("{i:#x}"))),
         _ => Ok(s("")),
     });
-    p.add("std::type", &[("obj", None)], |ev, c| {
-        Ok(s(&match &c.args[0] {
-            Value::Instance(i) => ev.entity_of(*i).name.clone(),
-            other => other.type_name().to_string(),
-        }))
+    // std 8.7.5's `type` reads `obj.value`, which no value handed to a plugin has in Inmanta
+    // 20.1: every call fails there, so it fails here too rather than compile what Inmanta refuses.
+    p.add("std::type", &[("obj", None)], |_, _| {
+        Err(ext("std::type is broken in Inmanta 20.1 (std 8.7.5): every call fails".into()))
     });
     p.add("std::inlineif", &[("conditional", None), ("a", None), ("b", None)], |_, c| {
         Ok(if c.args[0].truthy() { c.args[1].clone() } else { c.args[2].clone() })
@@ -681,27 +746,33 @@ pub(crate) fn register(p: &mut Plugins) {
     p.add("std::is_instance", &[("obj", None), ("cls", None)], |ev, c| {
         let cls = text(&c.args[1], "cls")?;
         let Value::Instance(i) = &c.args[0] else { return Ok(Value::Bool(false)) };
-        let ent = ev.instances[*i as usize].entity;
-        let Some(&target) = ev.types.entity_by_name.get(&*cls) else {
+        let ent = ev.m.instances[*i as usize].entity;
+        let Some(&target) = ev.m.types.entity_by_name.get(&*cls) else {
             return Err(PErr::Kind("TypeNotFoundException", format!("could not find type {cls}")));
         };
-        Ok(Value::Bool(ev.types.is_subtype(ent, target)))
+        Ok(Value::Bool(ev.m.types.is_subtype(ent, target)))
     });
+    // As std 8.7.5 walks the family chain: the member's own name, then the name of each
+    // ancestor that itself has a family (so the root of the chain is never matched).
     p.add("std::familyof", &[("member", None), ("family", None)], |ev, c| {
         let fam = text(&c.args[1], "family")?;
+        let is_fam = |v: &Value| matches!(v, Value::Str(n) if **n == *fam);
         let mut cur = c.args[0].clone();
+        if is_fam(&ev.read_attr_span(&cur, "name", c.span)?) {
+            return Ok(Value::Bool(true));
+        }
         for _ in 0..32 {
-            let name = ev.read_attr_span(&cur, "name", c.span)?;
-            if matches!(&name, Value::Str(n) if **n == *fam) {
+            let Value::Instance(i) = cur else { break };
+            let ent = ev.m.instances[i as usize].entity;
+            let Some((ai, _)) = ev.m.types.entities[ent].attr("family") else { break };
+            let parent = match &ev.m.instances[i as usize].slots[ai] {
+                crate::eval::Slot::Rel(r) if !r.items.is_empty() => Value::Instance(r.items[0]),
+                _ => break,
+            };
+            if is_fam(&ev.read_attr_span(&cur, "name", c.span)?) {
                 return Ok(Value::Bool(true));
             }
-            let Value::Instance(i) = cur else { break };
-            let ent = ev.instances[i as usize].entity;
-            let Some((ai, _)) = ev.types.entities[ent].attr("family") else { break };
-            match &ev.instances[i as usize].slots[ai] {
-                crate::eval::Slot::Rel(r) if !r.items.is_empty() => cur = Value::Instance(r.items[0]),
-                _ => break,
-            }
+            cur = parent;
         }
         Ok(Value::Bool(false))
     });
@@ -714,7 +785,16 @@ pub(crate) fn register(p: &mut Plugins) {
     .side_effect = true;
     p.add("std::password", &[("pw_id", None)], |ev, c| {
         let id = text(&c.args[0], "pw_id")?;
-        Ok(unknown(ev, &id, "password", ""))
+        if id.contains('=') {
+            return Err(ext("The password id cannot contain =".into()));
+        }
+        let file = ev.project.project_dir.join("data/passwordfile.txt");
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let found = text.lines().filter_map(|l| l.trim().split_once('=')).find(|(k, _)| k.trim() == &*id);
+        match found {
+            Some((_, v)) => Ok(s(v.trim())),
+            None => Err(ext(format!("Password {id} does not exist in file {}", file.display()))),
+        }
     });
     p.add("std::generate_password", &[("pw_id", None), ("length", Some(Value::Int(20)))], |ev, c| {
         let id = text(&c.args[0], "pw_id")?;
@@ -726,9 +806,11 @@ pub(crate) fn register(p: &mut Plugins) {
         |_, c| {
             let (pre, seed, suf) =
                 (text(&c.args[0], "prefix")?, text(&c.args[1], "seed")?, text(&c.args[2], "suffix")?);
-            let n = int(&c.args[3], "length")?.clamp(0, 40) as usize;
-            let h = sha1_smol::Sha1::from(seed.as_bytes()).hexdigest();
-            Ok(s(&format!("{pre}{}{suf}", &h[..n.min(h.len())])))
+            // std 8.7.5 ignores `length`: always the whole md5 of the seed
+            int(&c.args[3], "length")?;
+            use md5::Digest;
+            let h: String = md5::Md5::digest(seed.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+            Ok(s(&format!("{pre}{h}{suf}")))
         },
     );
     p.add("std::select", &[("objects", None), ("attr", None)], |ev, c| {

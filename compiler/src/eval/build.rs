@@ -52,6 +52,9 @@ impl<'s, 'a> Builder<'s, 'a> {
         for item in &file.items {
             if let Top::Import { path, alias, span } = item {
                 let key = alias.as_ref().map(|a| a.name.clone()).unwrap_or_else(|| path.name.clone());
+                if seen_alias.contains_key(&key) && alias.is_none() {
+                    self.err("DuplicateException", "Two import statements have the same name", *span);
+                }
                 if let Some(prev) = seen_alias.get(&key)
                     && alias.is_some()
                 {
@@ -93,7 +96,6 @@ impl<'s, 'a> Builder<'s, 'a> {
             "bool" => Type::Bool,
             "dict" => Type::Dict,
             "list" => Type::List,
-            "any" => Type::Any,
             "number" => {
                 self.warnings.push(Diagnostic::warning(
                     "TypeDeprecationWarning",
@@ -259,14 +261,15 @@ impl<'s, 'a> Builder<'s, 'a> {
             let def = self.types.entities[id].def.expect("entity def");
             let mut own: Vec<Attribute> = Vec::new();
             for a in &def.attrs {
-                if own.iter().any(|o| o.name == a.name.name) {
+                if let Some(first) = own.iter().find(|o| o.name == a.name.name) {
+                    // Inmanta places it at the first definition
                     self.err(
                         "DuplicateException",
                         format!(
                             "Attribute {} is defined twice in entity {}",
                             a.name.name, self.types.entities[id].name
                         ),
-                        a.name.span,
+                        first.span,
                     );
                     continue;
                 }
@@ -300,6 +303,16 @@ impl<'s, 'a> Builder<'s, 'a> {
             for item in &file.items {
                 let Top::Relation { left, right, annotations, span } = item else { continue };
                 for a in annotations {
+                    // an annotation is a value of the namespace: a plain name must be assigned there
+                    if let ExprKind::Var(name) = &a.kind
+                        && !name.contains("::")
+                        && !file.items.iter().any(|t| {
+                            matches!(t, Top::Stmt(ast::Stmt::Assign { target, add: false, .. })
+                                if matches!(&target.kind, ExprKind::Var(n) if n == name))
+                        })
+                    {
+                        self.err("NotFoundException", format!("variable {name} not found"), a.span);
+                    }
                     if let ExprKind::Var(name) = &a.kind
                         && name.contains("::")
                         && let Err(Some(full)) = self.types.qualify(ns, name)
@@ -317,16 +330,18 @@ impl<'s, 'a> Builder<'s, 'a> {
                 };
                 let lattr = left.attr.as_ref().expect("left side of a relation has a name");
                 let rname = right.attr.as_ref().map(|a| a.name.clone());
+                // Inmanta accepts `[3:1]` (no instance can then be complete) but not `[0]`
                 for (m, ms) in [(left.multi, left.multi_span), (right.multi, right.multi_span)] {
-                    if let (lo, Some(hi)) = m
-                        && (hi < lo || hi == 0)
-                    {
-                        self.err("ParserException", format!("Invalid multiplicity [{lo}:{hi}]"), ms);
+                    if let (lo, Some(0)) = m {
+                        self.err("ParserException", format!("Invalid multiplicity [{lo}:0]"), ms);
                     }
                 }
                 // attribute on the left entity, pointing at the right
                 self.add_rel(l, lattr, r, left.multi, rname.clone(), *span);
-                if let Some(ra) = &right.attr {
+                if let Some(ra) = &right.attr
+                    // a self relation with one name on both ends (`Node.peer -- Node.peer`) is one attribute
+                    && !(l == r && ra.name == lattr.name)
+                {
                     self.add_rel(r, ra, l, right.multi, Some(lattr.name.clone()), *span);
                 }
             }
@@ -362,6 +377,23 @@ impl<'s, 'a> Builder<'s, 'a> {
                             self.err(
                                 "DuplicateException",
                                 format!("Attribute {} of {en} is already defined in a parent entity", a.name),
+                                a.span,
+                            );
+                            continue;
+                        }
+                        // a plain attribute may restate a parent's one (e.g. a new default) but not
+                        // change its type or nullability
+                        if let (AttrKind::Prim { ty: new, .. }, AttrKind::Prim { ty: old, .. }) =
+                            (&a.kind, &attrs[i].kind)
+                            && new != old
+                        {
+                            let en = self.types.entities[id].name.clone();
+                            self.err(
+                                "DuplicateException",
+                                format!(
+                                    "Incompatible attributes: {en}.{} redefines the attribute of a parent entity with another type",
+                                    a.name
+                                ),
                                 a.span,
                             );
                             continue;
@@ -466,7 +498,10 @@ impl<'s, 'a> Builder<'s, 'a> {
                                 );
                                 continue;
                             }
-                            ids.push(id);
+                            // an implementation listed twice runs once
+                            if !ids.contains(&id) {
+                                ids.push(id);
+                            }
                         }
                         Err((kind, msg)) => self.err(kind, msg, i.span),
                     }
@@ -498,6 +533,15 @@ impl<'s, 'a> Builder<'s, 'a> {
         for id in self.types.entities[dc].descendants.clone() {
             let e = &self.types.entities[id];
             let (name, span) = (e.name.clone(), e.span);
+            if self.types.namespaces[e.ns].name == "__config__" {
+                // Inmanta looks for the Python class of a dataclass in the module's plugins; the
+                // main file has none
+                self.errors.push(Diagnostic::plain(
+                    "ModuleNotFoundError",
+                    format!("No module named 'inmanta_plugins.__config__' (the dataclass {name} needs a Python class)"),
+                ));
+                continue;
+            }
             let mut problems = Vec::new();
             for a in &e.attrs {
                 if a.is_relation() && a.name != "requires" && a.name != "provides" {
@@ -532,9 +576,11 @@ impl<'s, 'a> Builder<'s, 'a> {
         reverse: Option<String>,
         span: Span,
     ) {
-        if self.types.entities[on].own.iter().any(|a| a.name == attr.name) {
+        if let Some(first) = self.types.entities[on].own.iter().find(|a| a.name == attr.name) {
             let en = self.types.entities[on].name.clone();
-            self.err("DuplicateException", format!("Attribute {} of {en} is already defined", attr.name), attr.span);
+            // Inmanta places it at the attribute that was there first
+            let at = first.span;
+            self.err("DuplicateException", format!("Attribute {} of {en} is already defined", attr.name), at);
             return;
         }
         let _ = span;
@@ -560,6 +606,13 @@ impl<'s, 'a> Builder<'s, 'a> {
         }
         state[id] = 1;
         for p in self.types.entities[id].parents.clone() {
+            if state[p] == 1 && !cyclic[p] {
+                // Inmanta places the cycle at the entity whose parent closes it
+                cyclic[p] = true;
+                let (name, span) = (self.types.entities[p].name.clone(), self.types.entities[id].span);
+                self.err("CycleException", format!("Entity {name} is its own ancestor (inheritance cycle)"), span);
+                continue;
+            }
             self.visit(p, state, order, cyclic, depth + 1);
         }
         state[id] = 2;

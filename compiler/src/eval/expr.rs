@@ -56,7 +56,7 @@ impl<'a> Evaluator<'a> {
         cx.depth += 1;
         if cx.depth > 1500 {
             cx.depth -= 1;
-            return Err(error("RuntimeException", "Expression nested too deeply", e.span, self.sources));
+            return Err(error("RuntimeException", "Expression nested too deeply", e.span, self.m.sources));
         }
         let r = self.eval_inner(e, cx);
         cx.depth -= 1;
@@ -71,7 +71,7 @@ impl<'a> Evaluator<'a> {
             ExprKind::Float(f) => Ok(Value::Float(*f)),
             ExprKind::Str(s) => Ok(Value::str(s)),
             ExprKind::Regex(_) => {
-                Err(error("TypingException", "A regex can only be used in a typedef", e.span, self.sources))
+                Err(error("TypingException", "A regex can only be used in a typedef", e.span, self.m.sources))
             }
             ExprKind::Interp(parts) => {
                 let mut out = String::new();
@@ -83,6 +83,7 @@ impl<'a> Evaluator<'a> {
                             if v.is_unknown() {
                                 return Ok(v);
                             }
+                            crate::references::refuse_in_format(self, &v, path, *span)?;
                             out.push_str(&interp_str(&v, &|i| self.inst_name(i)));
                         }
                     }
@@ -99,6 +100,20 @@ impl<'a> Evaluator<'a> {
             ExprKind::Var(name) => self.eval_var(name, e.span, cx),
             ExprKind::Attr(obj, attr) => {
                 let o = self.eval(obj, cx)?;
+                if o.is_unknown() {
+                    // Inmanta refuses an attribute reference on an unknown (only `is defined`
+                    // and plugins that accept unknowns see through them)
+                    return Err(error(
+                        "RuntimeException",
+                        format!(
+                            "can not get attribute {}, {} is not an entity but an unknown value",
+                            attr.name,
+                            describe_expr(obj)
+                        ),
+                        attr.span,
+                        self.m.sources,
+                    ));
+                }
                 self.read_attr(&o, &attr.name, attr.span, obj)
             }
             ExprKind::List(items) => {
@@ -127,11 +142,11 @@ impl<'a> Evaluator<'a> {
             ExprKind::Call { name, args } => self.call(name, args, e.span, cx),
             ExprKind::IndexLookup { class, args } => {
                 let ent = self.resolve_class(cx.ns, class, cx.infer)?;
-                let mut vals: Vec<(&str, Value, Span)> = Vec::new();
-                for KwArg { name, value } in args {
-                    let v = self.eval(value, cx)?;
-                    vals.push((name.name.as_str(), v, name.span));
-                }
+                let owned = match self.lookup_args(args, cx)? {
+                    Ok(owned) => owned,
+                    Err(unknown) => return Ok(unknown),
+                };
+                let vals = owned.iter().map(|(k, v, s)| (&**k, v.clone(), *s)).collect();
                 self.index_lookup(ent, vals, e.span)
             }
             ExprKind::SelectorLookup { base, attr, args } => {
@@ -153,7 +168,7 @@ impl<'a> Evaluator<'a> {
                         "NotFoundException",
                         format!("Entity {} has no attribute {}", ent.name, attr.name),
                         attr.span,
-                        self.sources,
+                        self.m.sources,
                     ));
                 };
                 let AttrKind::Rel { target, reverse: Some(rev), .. } = &a.kind else {
@@ -167,11 +182,12 @@ impl<'a> Evaluator<'a> {
                     ));
                 };
                 let (target, rev) = (*target, rev.clone());
+                let owned = match self.lookup_args(args, cx)? {
+                    Ok(owned) => owned,
+                    Err(unknown) => return Ok(unknown),
+                };
                 let mut vals: Vec<(&str, Value, Span)> = vec![(rev.as_str(), Value::Instance(inst), attr.span)];
-                for KwArg { name, value } in args {
-                    let v = self.eval(value, cx)?;
-                    vals.push((name.name.as_str(), v, name.span));
-                }
+                vals.extend(owned.iter().map(|(k, v, s)| (&**k, v.clone(), *s)));
                 let vals: Vec<(&str, Value, Span)> = vals.into_iter().collect();
                 // rev borrows a local; copy into owned names
                 let owned: Vec<(String, Value, Span)> =
@@ -195,7 +211,7 @@ impl<'a> Evaluator<'a> {
                                 m.iter().map(|(k, _)| k.to_string()).collect::<Vec<_>>()
                             ),
                             k.span,
-                            self.sources,
+                            self.m.sources,
                         )),
                     },
                     (Value::Dict(_), other) => {
@@ -222,7 +238,7 @@ impl<'a> Evaluator<'a> {
                         "RuntimeException",
                         format!("Invalid value {}: `not` expects a bool", self.repr(&other)),
                         e.span,
-                        self.sources,
+                        self.m.sources,
                     )),
                 }
             }
@@ -237,7 +253,7 @@ impl<'a> Evaluator<'a> {
                         "RuntimeException",
                         format!("The condition of a conditional expression must be a bool, got {}", self.repr(&other)),
                         c.span,
-                        self.sources,
+                        self.m.sources,
                     )),
                 }
             }
@@ -247,6 +263,28 @@ impl<'a> Evaluator<'a> {
                 Ok(Value::list(out))
             }
         }
+    }
+
+    /// The keyword arguments of an index or selector lookup, `**dict` spread; `Err` holds an
+    /// unknown spread dict (the lookup is then unknown).
+    #[allow(clippy::type_complexity)]
+    fn lookup_args(&mut self, args: &'a [KwArg], cx: &mut Cx) -> EResult<Result<Vec<(Rc<str>, Value, Span)>, Value>> {
+        let mut out = Vec::new();
+        for KwArg { name, value } in args {
+            let v = self.eval(value, cx)?;
+            if name.name != "**" {
+                out.push((Rc::from(name.name.as_str()), v, name.span));
+                continue;
+            }
+            match v {
+                Value::Dict(d) => out.extend(d.iter().map(|(k, x)| (k.clone(), x.clone(), value.span))),
+                Value::Unknown(_) => return Ok(Err(v)),
+                other => {
+                    return Err(typing(format!("Can not spread {} in a lookup", self.repr(&other)), value.span, self));
+                }
+            }
+        }
+        Ok(Ok(out))
     }
 
     fn comprehension(
@@ -273,12 +311,16 @@ impl<'a> Evaluator<'a> {
                             "RuntimeException",
                             format!("The condition of a list comprehension must be a bool, got {}", self.repr(&other)),
                             g.span,
-                            self.sources,
+                            self.m.sources,
                         ));
                     }
                 }
             }
-            out.push(self.eval(value, cx)?);
+            // as Inmanta: a list result is spliced into the outer list
+            match self.eval(value, cx)? {
+                Value::List(l) => out.extend(l.iter().cloned()),
+                v => out.push(v),
+            }
             return Ok(());
         }
         let (var, iter) = &fors[level];
@@ -317,6 +359,10 @@ impl<'a> Evaluator<'a> {
             match p {
                 FPart::Lit(s) => out.push_str(s),
                 FPart::Field { path, conversion, spec, span: fspan } => {
+                    if path.is_empty() {
+                        let msg = "f-strings do not support positional substitutions via '{}', use variable or attribute keys instead";
+                        return Err(error("RuntimeException", msg, span, self.m.sources));
+                    }
                     let v = match self.read_path(path, *fspan, cx)? {
                         Value::Unknown(u) => return Ok(Some(Value::Unknown(u))),
                         // Inmanta hands an integral float to the formatter as an int
@@ -339,7 +385,7 @@ impl<'a> Evaluator<'a> {
                                 "RuntimeException",
                                 format!("Invalid f-string format: {m}"),
                                 span,
-                                self.sources,
+                                self.m.sources,
                             ));
                         }
                     }
@@ -379,40 +425,40 @@ impl<'a> Evaluator<'a> {
     fn eval_var(&mut self, name: &str, span: Span, cx: &mut Cx) -> EResult<Value> {
         if let Some(p) = name.rfind("::") {
             let (prefix, short) = (&name[..p], &name[p + 2..]);
-            let target = match self.types.namespaces[cx.ns].imports.get(prefix) {
+            let target = match self.m.types.namespaces[cx.ns].imports.get(prefix) {
                 Some(t) => t.clone(),
                 None => {
-                    if self.types.ns_by_name.contains_key(prefix) {
+                    if self.m.types.ns_by_name.contains_key(prefix) {
                         return Err(error(
                             "MissingImportException",
                             format!("Variable {name} is used but namespace {prefix} is not imported"),
                             span,
-                            self.sources,
+                            self.m.sources,
                         ));
                     }
                     return Err(error(
                         "NotFoundException",
                         format!("variable {name} not found: namespace {prefix} is not imported"),
                         span,
-                        self.sources,
+                        self.m.sources,
                     ));
                 }
             };
-            let Some(&ns) = self.types.ns_by_name.get(&target) else {
+            let Some(&ns) = self.m.types.ns_by_name.get(&target) else {
                 return Err(error(
                     "NotFoundException",
                     format!("variable {name} not found: namespace {target} is not loaded"),
                     span,
-                    self.sources,
+                    self.m.sources,
                 ));
             };
             let sc = self.ns_scope(ns);
-            if !self.scopes[sc as usize].vars.contains_key(short) {
+            if !self.m.scopes[sc as usize].vars.contains_key(short) {
                 return Err(error(
                     "NotFoundException",
                     format!("variable {short} not found in namespace {target}"),
                     span,
-                    self.sources,
+                    self.m.sources,
                 ));
             }
             return self.read_var(sc, short, span);
@@ -427,7 +473,7 @@ impl<'a> Evaluator<'a> {
                 "RuntimeException",
                 format!("Can not get attribute {name} of null ({} is not set)", describe_expr(obj)),
                 span,
-                self.sources,
+                self.m.sources,
             )),
             Value::List(_) => Err(error(
                 "RuntimeException",
@@ -436,13 +482,13 @@ impl<'a> Evaluator<'a> {
                     describe_expr(obj)
                 ),
                 span,
-                self.sources,
+                self.m.sources,
             )),
             other => Err(error(
                 "RuntimeException",
                 format!("Can not get attribute {name} of {} {}", other.type_name(), short_repr(other)),
                 span,
-                self.sources,
+                self.m.sources,
             )),
         }
     }
@@ -457,7 +503,7 @@ impl<'a> Evaluator<'a> {
                     "OptionalValueException",
                     format!("Can not get attribute {name} of null"),
                     span,
-                    self.sources,
+                    self.m.sources,
                 ));
             }
             other => {
@@ -474,14 +520,14 @@ impl<'a> Evaluator<'a> {
                 "NotFoundException",
                 format!("Entity {} has no attribute {name} (instance {})", ent.name, self.inst_name(inst)),
                 span,
-                self.sources,
+                self.m.sources,
             ));
         };
         let hi = match &a.kind {
             AttrKind::Rel { hi, lo, .. } => Some((*hi, *lo)),
             _ => None,
         };
-        match (&self.instances[inst as usize].slots[ai], hi) {
+        match (&self.m.instances[inst as usize].slots[ai], hi) {
             (Slot::Prim { value: Some((v, _)), .. }, _) => Ok(v.clone()),
             (Slot::Prim { .. }, _) => Err(Flow::Wait(Wait::Prim(inst, ai as u32))),
             (Slot::Rel(r), Some((Some(1), lo))) => {
@@ -498,14 +544,14 @@ impl<'a> Evaluator<'a> {
                                 self.inst_name(inst)
                             ),
                             span,
-                            self.sources,
+                            self.m.sources,
                         ))
                     } else {
                         Err(error(
                             "UnsetException",
                             format!("attribute {name} of {} is not set", self.inst_name(inst)),
                             span,
-                            self.sources,
+                            self.m.sources,
                         ))
                     }
                 } else {
@@ -565,10 +611,10 @@ impl<'a> Evaluator<'a> {
                 "NotFoundException",
                 format!("Entity {} has no attribute {name}", ent.name),
                 span,
-                self.sources,
+                self.m.sources,
             ));
         };
-        match &self.instances[inst as usize].slots[ai] {
+        match &self.m.instances[inst as usize].slots[ai] {
             Slot::Rel(r) => {
                 if !r.items.is_empty() {
                     Ok(Value::Bool(true))
@@ -586,23 +632,25 @@ impl<'a> Evaluator<'a> {
     }
 
     pub(crate) fn resolve_class(&mut self, ns: NsId, class: &Ident, infer: Option<EntId>) -> EResult<EntId> {
-        let scoped = super::build::lookup_entity(&self.types, ns, &class.name);
+        let scoped = super::build::lookup_entity(&self.m.types, ns, &class.name);
         if let Some(t) = infer
             && !class.name.contains("::")
         {
             // inside a constructor argument that assigns a relation: resolve against its target type
             let mut cands: Vec<EntId> = std::iter::once(t)
-                .chain(self.types.entities[t].descendants.iter().copied())
-                .filter(|e| self.types.entities[*e].name.rsplit("::").next() == Some(class.name.as_str()))
+                .chain(self.m.types.entities[t].descendants.iter().copied())
+                .filter(|e| self.m.types.entities[*e].name.rsplit("::").next() == Some(class.name.as_str()))
                 .collect();
             cands.sort_unstable();
             cands.dedup();
             match (cands.len(), &scoped) {
+                // a name the namespace knows is that entity, as in Inmanta (a wrong one is then a
+                // type error of the relation)
+                (_, Ok(e)) => return Ok(*e),
                 (1, _) => return Ok(cands[0]),
                 (0, _) => {}
-                (_, Ok(e)) if cands.contains(e) => return Ok(*e),
                 _ => {
-                    let names: Vec<String> = cands.iter().map(|c| self.types.entities[*c].name.clone()).collect();
+                    let names: Vec<String> = cands.iter().map(|c| self.m.types.entities[*c].name.clone()).collect();
                     return Err(error(
                         "AmbiguousTypeException",
                         format!(
@@ -611,22 +659,22 @@ impl<'a> Evaluator<'a> {
                             names.join(", ")
                         ),
                         class.span,
-                        self.sources,
+                        self.m.sources,
                     ));
                 }
             }
         }
-        scoped.map_err(|(kind, msg)| error(kind, msg, class.span, self.sources))
+        scoped.map_err(|(kind, msg)| error(kind, msg, class.span, self.m.sources))
     }
 
     fn index_lookup(&mut self, ent: EntId, vals: Vec<(&str, Value, Span)>, span: Span) -> EResult<Value> {
         for (n, v, s) in &vals {
-            if self.types.entities[ent].attr(n).is_none() {
+            if self.m.types.entities[ent].attr(n).is_none() {
                 return Err(error(
                     "NotFoundException",
-                    format!("Entity {} has no attribute {n}", self.types.entities[ent].name),
+                    format!("Entity {} has no attribute {n}", self.m.types.entities[ent].name),
                     *s,
-                    self.sources,
+                    self.m.sources,
                 ));
             }
             if v.is_unknown() {
@@ -634,8 +682,8 @@ impl<'a> Evaluator<'a> {
             }
         }
         let names: Vec<&str> = vals.iter().map(|(n, _, _)| *n).collect();
-        let idx = self.types.entities[ent].indexes.iter().copied().find(|i| {
-            let f = &self.types.indexes[*i].fields;
+        let idx = self.m.types.entities[ent].indexes.iter().copied().find(|i| {
+            let f = &self.m.types.indexes[*i].fields;
             f.len() == names.len() && f.iter().all(|x| names.contains(&x.as_str()))
         });
         let Some(idx) = idx else {
@@ -643,17 +691,17 @@ impl<'a> Evaluator<'a> {
                 "NotFoundException",
                 format!(
                     "No index defined on {} for this lookup: ({})",
-                    self.types.entities[ent].name,
+                    self.m.types.entities[ent].name,
                     names.join(", ")
                 ),
                 span,
-                self.sources,
+                self.m.sources,
             ));
         };
         let map: HashMap<&str, Value> = vals.iter().map(|(n, v, _)| (*n, v.clone())).collect();
         let key = self.key_from(idx, &map).expect("all fields present");
         match self.index_get(idx, &key) {
-            Some(i) if self.types.is_subtype(self.instances[i as usize].entity, ent) => Ok(Value::Instance(i)),
+            Some(i) if self.m.types.is_subtype(self.m.instances[i as usize].entity, ent) => Ok(Value::Instance(i)),
             Some(_) => Err(Flow::Wait(Wait::Index(idx, key, span))),
             None => Err(Flow::Wait(Wait::Index(idx, key, span))),
         }
@@ -663,7 +711,7 @@ impl<'a> Evaluator<'a> {
         let ent = self.resolve_class(cx.ns, class, cx.infer)?;
         let mut kw: Vec<(Rc<str>, Value, Span)> = Vec::with_capacity(args.keyword.len());
         for KwArg { name, value } in &args.keyword {
-            let target = match self.types.entities[ent].attr(&name.name) {
+            let target = match self.m.types.entities[ent].attr(&name.name) {
                 Some((_, a)) => match &a.kind {
                     AttrKind::Rel { target, .. } => Some(*target),
                     _ => None,
@@ -673,10 +721,10 @@ impl<'a> Evaluator<'a> {
                         "TypingException",
                         format!(
                             "Entity {} has no attribute {} (in constructor)",
-                            self.types.entities[ent].name, name.name
+                            self.m.types.entities[ent].name, name.name
                         ),
                         name.span,
-                        self.sources,
+                        self.m.sources,
                     ));
                 }
             };
@@ -685,7 +733,7 @@ impl<'a> Evaluator<'a> {
                     "RuntimeException",
                     format!("The attribute {} is set twice in the constructor", name.name),
                     name.span,
-                    self.sources,
+                    self.m.sources,
                 ));
             }
             let prev = std::mem::replace(&mut cx.infer, target);
@@ -697,12 +745,12 @@ impl<'a> Evaluator<'a> {
             match self.eval(sp, cx)? {
                 Value::Dict(d) => {
                     for (k, v) in d.iter() {
-                        if self.types.entities[ent].attr(k).is_none() {
+                        if self.m.types.entities[ent].attr(k).is_none() {
                             return Err(error(
                                 "NotFoundException",
-                                format!("Entity {} has no attribute {k} (in **dict)", self.types.entities[ent].name),
+                                format!("Entity {} has no attribute {k} (in **dict)", self.m.types.entities[ent].name),
                                 sp.span,
-                                self.sources,
+                                self.m.sources,
                             ));
                         }
                         if kw.iter().any(|(n, _, _)| n == k) {
@@ -710,7 +758,7 @@ impl<'a> Evaluator<'a> {
                                 "RuntimeException",
                                 format!("The attribute {k} is set twice in the constructor"),
                                 sp.span,
-                                self.sources,
+                                self.m.sources,
                             ));
                         }
                         kw.push((k.clone(), v.clone(), sp.span));
@@ -733,15 +781,34 @@ impl<'a> Evaluator<'a> {
         }
         // existing instance through an index?
         let mut vals: HashMap<&str, Value> = kw.iter().map(|(n, v, _)| (&**n, v.clone())).collect();
-        for a in &self.types.entities[ent].attrs {
+        for a in &self.m.types.entities[ent].attrs {
             if let AttrKind::Prim { default: Some(d), .. } = &a.kind
                 && !vals.contains_key(a.name.as_str())
             {
                 vals.insert(a.name.as_str(), d.clone());
             }
         }
+        // an index attribute must be given (or defaulted) in the constructor itself
+        for &idx in &self.m.types.entities[ent].indexes {
+            for f in &self.m.types.indexes[idx].fields {
+                if !vals.contains_key(f.as_str())
+                    && let Some((_, a)) = self.m.types.entities[ent].attr(f)
+                    && matches!(a.kind, AttrKind::Prim { .. })
+                {
+                    let owner = &self.m.types.entities[self.m.types.indexes[idx].entity].name;
+                    return Err(error(
+                        "IndexAttributeMissingInConstructorException",
+                        format!(
+                            "Invalid Constructor call: missing attribute '{f}'. The attribute {owner}.{f} is part of an index."
+                        ),
+                        span,
+                        self.m.sources,
+                    ));
+                }
+            }
+        }
         let mut found: Option<(InstId, usize)> = None;
-        for &idx in &self.types.entities[ent].indexes {
+        for &idx in &self.m.types.entities[ent].indexes {
             if let Some(key) = self.key_from(idx, &vals)
                 && let Some(other) = self.index_get(idx, &key)
             {
@@ -758,7 +825,7 @@ impl<'a> Evaluator<'a> {
                             self.index_desc(idx)
                         ),
                         span,
-                        self.sources,
+                        self.m.sources,
                     ));
                 }
                 found = Some((other, idx));
@@ -766,33 +833,52 @@ impl<'a> Evaluator<'a> {
         }
         drop(vals);
         let inst = if let Some((other, idx)) = found {
-            let oe = self.instances[other as usize].entity;
+            let oe = self.m.instances[other as usize].entity;
             if oe != ent {
                 return Err(error(
                     "DuplicateException",
                     format!(
                         "Type {} and {} share the key of index {}: {} already exists",
-                        self.types.entities[ent].name,
-                        self.types.entities[oe].name,
+                        self.m.types.entities[ent].name,
+                        self.m.types.entities[oe].name,
                         self.index_desc(idx),
                         self.inst_name(other)
                     ),
                     span,
-                    self.sources,
+                    self.m.sources,
                 ));
             }
             for (n, v, s) in kw {
-                let (ai, _) = self.types.entities[ent].attr(&n).expect("checked");
+                let (ai, _) = self.m.types.entities[ent].attr(&n).expect("checked");
                 self.assign_attr(other, ai as u32, v, false, s)?;
             }
             other
         } else {
+            // the memory bound of a model that recurses without end: instances made by
+            // implementations of instances made by implementations of ... (each level is small,
+            // the chain is what grows)
+            let depth = self.depth_in(cx.scope);
+            if depth as u64 > self.max_depth {
+                return Err(error(
+                    "RuntimeException",
+                    format!(
+                        "{} is made {depth} implementations deep (each level made by an implementation of the one \
+                         before): the model recurses without end, e.g. an implementation that constructs its own \
+                         entity. A model this deep can raise the limit of {} with `[compiler] max-depth` or \
+                         INMANTA_COMPILER_MAX_DEPTH",
+                        self.m.types.entities[ent].name, self.max_depth
+                    ),
+                    span,
+                    self.m.sources,
+                ));
+            }
             let inst = self.new_instance(ent, span);
+            self.m.instances[inst as usize].depth = depth;
             for (n, v, s) in kw.iter() {
-                let (ai, _) = self.types.entities[ent].attr(n).expect("checked");
+                let (ai, _) = self.m.types.entities[ent].attr(n).expect("checked");
                 self.assign_attr(inst, ai as u32, v.clone(), false, *s)?;
             }
-            let defaults: Vec<(usize, Value, Span)> = self.types.entities[ent]
+            let defaults: Vec<(usize, Value, Span)> = self.m.types.entities[ent]
                 .attrs
                 .iter()
                 .enumerate()
@@ -843,9 +929,11 @@ impl<'a> Evaluator<'a> {
             {
                 return Ok(Value::Unknown(unknown_of(u, u)));
             }
+            crate::references::check_python_args(self, &full, &pos, &kw, span)?;
             return self.call_python(&full, pos, kw, span);
         }
-        let call = plugin.bind(&full, pos, kw).map_err(|m| error("RuntimeException", m, span, self.sources))?;
+        let call = plugin.bind(&full, pos, kw).map_err(|m| error("RuntimeException", m, span, self.m.sources))?;
+        crate::references::check_plugin_args(self, &full, &plugin, &call, span)?;
         if !plugin.accepts_unknown
             && let Some(u) = call
                 .args
@@ -877,7 +965,7 @@ impl<'a> Evaluator<'a> {
             }
             Err(PErr::Wait(w)) => Err(Flow::Wait(w)),
             Err(PErr::Flow(f)) => Err(f),
-            Err(PErr::Kind(kind, m)) => Err(error(kind, m, span, self.sources)),
+            Err(PErr::Kind(kind, m)) => Err(error(kind, m, span, self.m.sources)),
         }
     }
 
@@ -888,7 +976,7 @@ impl<'a> Evaluator<'a> {
                 if self.plugins.get(n).is_some() {
                     return Ok(n.clone());
                 }
-                let module = self.types.namespaces[ns].name.split("::").next().unwrap_or("").to_string();
+                let module = self.m.types.namespaces[ns].name.split("::").next().unwrap_or("").to_string();
                 let full = format!("{module}::{n}");
                 if self.plugins.get(&full).is_some() {
                     return Ok(full);
@@ -897,12 +985,12 @@ impl<'a> Evaluator<'a> {
                     "TypeNotFoundException",
                     format!("Plugin or function {n} not found; plugins are called as module::name(...)"),
                     name.span,
-                    self.sources,
+                    self.m.sources,
                 ))
             }
             Some(p) => {
                 let (prefix, short) = (&n[..p], &n[p + 2..]);
-                let target = self.types.namespaces[ns].imports.get(prefix).cloned();
+                let target = self.m.types.namespaces[ns].imports.get(prefix).cloned();
                 match target {
                     Some(t) => {
                         let full = format!("{t}::{short}");
@@ -915,7 +1003,7 @@ impl<'a> Evaluator<'a> {
                                     "Plugin {short} not found in module {t} (neither built in nor defined by the module's Python code)"
                                 ),
                                 name.span,
-                                self.sources,
+                                self.m.sources,
                             ))
                         }
                     }
@@ -923,7 +1011,7 @@ impl<'a> Evaluator<'a> {
                         "MissingImportException",
                         format!("Plugin {n} is used but module {prefix} is not imported (import {prefix})"),
                         name.span,
-                        self.sources,
+                        self.m.sources,
                     )),
                 }
             }
@@ -941,7 +1029,7 @@ impl<'a> Evaluator<'a> {
                         "RuntimeException",
                         format!("Invalid operand for {}: expected a bool, got {}", op.symbol(), self.repr(other)),
                         l.span,
-                        self.sources,
+                        self.m.sources,
                     ));
                 }
             };
@@ -958,7 +1046,7 @@ impl<'a> Evaluator<'a> {
                     "RuntimeException",
                     format!("Invalid operand for {}: expected a bool, got {}", op.symbol(), self.repr(&other)),
                     r.span,
-                    self.sources,
+                    self.m.sources,
                 )),
             };
         }
@@ -967,7 +1055,7 @@ impl<'a> Evaluator<'a> {
         if lv.is_unknown() || rv.is_unknown() {
             return Ok(Value::Unknown(unknown_of(&lv, &rv)));
         }
-        binop_values(op, &lv, &rv).map_err(|(kind, m)| error(kind, m, span, self.sources))
+        binop_values(op, &lv, &rv).map_err(|(kind, m)| error(kind, m, span, self.m.sources))
     }
 }
 

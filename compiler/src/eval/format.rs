@@ -51,6 +51,7 @@ fn repr_in(v: &Value, names: &dyn Fn(u32) -> String, null: &str) -> String {
         ),
         Value::Instance(i) => names(*i),
         Value::Unknown(_) => "Unknown".into(),
+        Value::Reference(r) => format!("<inmanta_plugins.std.{} object>", r.class),
     }
 }
 

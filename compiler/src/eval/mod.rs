@@ -10,7 +10,12 @@
 pub(crate) mod build;
 pub(crate) mod expr;
 pub(crate) mod format;
+mod report;
+pub(crate) mod state;
 pub(crate) mod value;
+
+use state::{Conflict, NO_SPAN, VarSlot, Waiters};
+pub(crate) use state::{Instance, Model, RelSlot, Scope, Slot, VAR_PROBES, Vars};
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
@@ -43,129 +48,6 @@ pub(crate) enum Flow {
 }
 
 pub(crate) type EResult<T> = Result<T, Flow>;
-
-/// Tasks parked on a slot or variable. Most never have one, so the list is boxed: an empty
-/// one costs 8 bytes instead of 24 in each of the millions of slots of a large model.
-#[derive(Default)]
-#[allow(clippy::box_collection)]
-pub(crate) struct Waiters(Option<Box<Vec<TaskId>>>);
-
-impl Waiters {
-    fn push(&mut self, t: TaskId) {
-        self.0.get_or_insert_with(Default::default).push(t);
-    }
-
-    fn is_empty(&self) -> bool {
-        self.0.as_ref().is_none_or(|w| w.is_empty())
-    }
-
-    fn len(&self) -> usize {
-        self.0.as_ref().map_or(0, |w| w.len())
-    }
-}
-
-impl IntoIterator for Waiters {
-    type Item = TaskId;
-    type IntoIter = std::vec::IntoIter<TaskId>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.map(|w| *w).unwrap_or_default().into_iter()
-    }
-}
-
-/// `RelSlot::first` when nothing was assigned yet (an `Option<Span>` would make every slot of
-/// every instance 8 bytes larger).
-const NO_SPAN: Span = Span { file: u32::MAX, start: 0, end: 0 };
-
-pub(crate) struct RelSlot {
-    pub items: Vec<InstId>,
-    /// Built once the relation is large; boxed to keep the slot of every relation small.
-    #[allow(clippy::box_collection)]
-    set: Option<Box<HashSet<InstId>>>,
-    pub frozen: bool,
-    waiters: Waiters,
-    candidate: bool,
-    /// Location of the first assignment (for error messages), `NO_SPAN` before it.
-    first: Span,
-    /// Set when an unknown value was assigned: reads give an unknown instead of waiting or failing.
-    pub unknown: Option<Rc<UnknownSource>>,
-}
-
-impl RelSlot {
-    fn contains(&self, i: InstId) -> bool {
-        match &self.set {
-            Some(s) => s.contains(&i),
-            None => self.items.contains(&i),
-        }
-    }
-
-    fn push(&mut self, i: InstId) {
-        self.items.push(i);
-        if let Some(s) = &mut self.set {
-            s.insert(i);
-        } else if self.items.len() > 16 {
-            self.set = Some(Box::new(self.items.iter().copied().collect()));
-        }
-    }
-
-    /// Location of the first assignment.
-    pub(crate) fn first(&self) -> Option<Span> {
-        (self.first != NO_SPAN).then_some(self.first)
-    }
-}
-
-pub(crate) enum Slot {
-    Prim { value: Option<(Value, Span)>, waiters: Waiters },
-    Rel(RelSlot),
-}
-
-pub(crate) struct Instance {
-    pub entity: EntId,
-    pub slots: Vec<Slot>,
-    pub span: Span,
-    selected: u32,
-    pending_impl: u32,
-    unknown_when: bool,
-}
-
-struct VarSlot {
-    value: Option<(Value, Span)>,
-    waiters: Waiters,
-}
-
-/// The variables declared in one scope; scopes hold few names, so a vector beats a map.
-pub(crate) struct Vars<'a>(Vec<(&'a str, VarSlot)>);
-
-impl<'a> Vars<'a> {
-    fn get_mut(&mut self, name: &str) -> Option<&mut VarSlot> {
-        self.0.iter_mut().find(|(k, _)| *k == name).map(|(_, v)| v)
-    }
-
-    fn get(&self, name: &str) -> Option<&VarSlot> {
-        self.0.iter().find(|(k, _)| *k == name).map(|(_, v)| v)
-    }
-
-    pub(crate) fn contains_key(&self, name: &str) -> bool {
-        self.0.iter().any(|(k, _)| *k == name)
-    }
-}
-
-pub(crate) struct Scope<'a> {
-    parent: Option<ScopeId>,
-    pub ns: NsId,
-    pub vars: Vars<'a>,
-}
-
-impl Scope<'_> {
-    /// Assigned variables of this scope.
-    pub(crate) fn vars_iter(&self) -> impl Iterator<Item = (Rc<str>, Value)> + '_ {
-        self.vars.0.iter().filter_map(|(k, v)| v.value.as_ref().map(|(x, _)| (Rc::from(*k), x.clone())))
-    }
-
-    pub(crate) fn parent_id(&self) -> Option<ScopeId> {
-        self.parent
-    }
-}
 
 enum TaskKind<'a> {
     Stmt(&'a Stmt, ScopeId),
@@ -205,26 +87,25 @@ pub(crate) struct ProjectCtx {
     pub environment_name: String,
     pub server_host: String,
     pub server_port: i64,
+    /// The project's directory (`data/passwordfile.txt` for `std::password`).
+    pub project_dir: PathBuf,
     /// Resource mappings declared by the loaded modules (module.yml `resources`).
     pub resource_mappings: Vec<crate::export::Mapping>,
 }
 
+/// The scheduler: runs statements as tasks, parks those that wait, wakes them when what they
+/// wait for is written, freezes relations when nothing can run. It owns the [`Model`] (`m`);
+/// reads go through `Deref`, writes through `m` here.
 pub(crate) struct Evaluator<'a> {
-    pub types: Types<'a>,
-    pub sources: &'a SourceMap,
-    pub instances: Vec<Instance>,
-    pub by_entity: Vec<Vec<InstId>>,
-    pub scopes: Vec<Scope<'a>>,
+    pub m: Model<'a>,
     tasks: Vec<Task<'a>>,
     ready: VecDeque<TaskId>,
     live_tasks: usize,
-    index_tables: Vec<FastMap<String, InstId>>,
     index_waiters: HashMap<(usize, String), Vec<TaskId>>,
     freeze_candidates: Vec<(InstId, u32)>,
     potential_writes: FastMap<Rc<str>, u32>,
     write_cache: FastMap<usize, Rc<[Rc<str>]>>,
     impl_writes: Vec<Option<Rc<[Rc<str>]>>>,
-    ns_scopes: Vec<ScopeId>,
     /// waits of parked tasks, for the end-of-compile report
     parked: FastMap<TaskId, Wait>,
     pub errors: Vec<Diagnostic>,
@@ -236,6 +117,7 @@ pub(crate) struct Evaluator<'a> {
     pub plugins: Rc<crate::builtins::Plugins>,
     pub max_steps: u64,
     pub max_instances: u64,
+    pub max_depth: u64,
     pub steps: u64,
     listeners: FastMap<(InstId, u32), Vec<Listener<'a>>>,
     /// (relation, listener index, new element) to process
@@ -274,27 +156,27 @@ fn declared(block: &[Stmt]) -> Vec<&str> {
     out
 }
 
+impl<'a> std::ops::Deref for Evaluator<'a> {
+    type Target = Model<'a>;
+
+    fn deref(&self) -> &Model<'a> {
+        &self.m
+    }
+}
+
 impl<'a> Evaluator<'a> {
     pub(crate) fn new(types: Types<'a>, sources: &'a SourceMap, project: ProjectCtx) -> Self {
-        let n = types.entities.len();
-        let ni = types.indexes.len();
         let nimpl = types.implementations.len();
         Evaluator {
-            types,
-            sources,
-            instances: Vec::new(),
-            by_entity: vec![Vec::new(); n],
-            scopes: Vec::new(),
+            m: Model::new(types, sources),
             tasks: Vec::new(),
             ready: VecDeque::new(),
             live_tasks: 0,
-            index_tables: vec![FastMap::default(); ni],
             index_waiters: HashMap::new(),
             freeze_candidates: Vec::new(),
             potential_writes: FastMap::default(),
             write_cache: FastMap::default(),
             impl_writes: vec![None; nimpl],
-            ns_scopes: Vec::new(),
             parked: FastMap::default(),
             errors: Vec::new(),
             warnings: Vec::new(),
@@ -305,6 +187,7 @@ impl<'a> Evaluator<'a> {
             plugins: Rc::new(crate::builtins::Plugins::new()),
             max_steps: 5_000_000,
             max_instances: u64::MAX,
+            max_depth: u64::MAX,
             steps: 0,
             precedence: Vec::new(),
             listeners: FastMap::default(),
@@ -314,37 +197,10 @@ impl<'a> Evaluator<'a> {
         }
     }
 
-    /// Variables of the root namespace (`main.cf`) as JSON.
-    pub(crate) fn root_variables(&self) -> std::collections::BTreeMap<String, serde_json::Value> {
-        let mut out = std::collections::BTreeMap::new();
-        let Some(&ns) = self.types.ns_by_name.get("__config__") else { return out };
-        for (k, v) in self.scopes[self.ns_scopes[ns] as usize].vars_iter() {
-            out.insert(k.to_string(), self.value_json(&v, 0));
-        }
-        out
-    }
-
-    fn value_json(&self, v: &Value, depth: usize) -> serde_json::Value {
-        match v {
-            Value::Instance(i) => serde_json::Value::String(format!("<{} instance>", self.entity_of(*i).name)),
-            Value::List(l) if depth < 32 => {
-                serde_json::Value::Array(l.iter().map(|x| self.value_json(x, depth + 1)).collect())
-            }
-            Value::Dict(d) if depth < 32 => serde_json::Value::Object(
-                d.iter().map(|(k, x)| (k.to_string(), self.value_json(x, depth + 1))).collect(),
-            ),
-            other => other.to_json_lossy(),
-        }
-    }
-
     pub(crate) fn warn(&mut self, kind: &str, msg: String, span: Span) {
         if self.warned.insert((msg.clone(), span)) {
-            self.warnings.push(Diagnostic::warning(kind, msg, Some(span), self.sources));
+            self.warnings.push(Diagnostic::warning(kind, msg, Some(span), self.m.sources));
         }
-    }
-
-    pub(crate) fn ns_scope(&self, ns: NsId) -> ScopeId {
-        self.ns_scopes[ns]
     }
 
     fn new_scope(&mut self, parent: Option<ScopeId>, ns: NsId, names: &[&'a str], span: Span) -> ScopeId {
@@ -362,50 +218,41 @@ impl<'a> Evaluator<'a> {
             }
             vars.push((*n, VarSlot { value: None, waiters: Waiters::default() }));
         }
-        self.scopes.push(Scope { parent, ns, vars: Vars(vars) });
-        (self.scopes.len() - 1) as ScopeId
-    }
-
-    fn lookup_decl(&self, mut scope: ScopeId, name: &str) -> Option<ScopeId> {
-        loop {
-            let s = &self.scopes[scope as usize];
-            if s.vars.contains_key(name) {
-                return Some(scope);
-            }
-            scope = s.parent?;
-        }
+        self.m.scopes.push(Scope { parent, ns, vars: Vars::new(vars) });
+        (self.m.scopes.len() - 1) as ScopeId
     }
 
     /// Runs the whole model. `root_order` lists the namespaces whose statements are scheduled.
     pub(crate) fn run(&mut self) {
         // namespace scopes
-        for ns in 0..self.types.namespaces.len() {
-            let file = self.types.namespaces[ns].file;
+        for ns in 0..self.m.types.namespaces.len() {
+            let file = self.m.types.namespaces[ns].file;
             let stmts: Vec<&'a Stmt> = file
                 .map(|f| {
                     f.items.iter().filter_map(|t| if let ast::Top::Stmt(s) = t { Some(s) } else { None }).collect()
                 })
                 .unwrap_or_default();
             let mut names: Vec<&'a str> = Vec::new();
+            let mut seen: HashSet<&'a str> = HashSet::new();
             for s in &stmts {
                 if let Stmt::Assign { target, add: false, .. } = s
                     && let ExprKind::Var(n) = &target.kind
                     && !n.contains("::")
-                    && !names.contains(&n.as_str())
+                    && seen.insert(n.as_str())
                 {
                     names.push(n.as_str());
                 }
             }
             let sc = self.new_scope(None, ns, &names, Span::default());
-            self.ns_scopes.push(sc);
+            self.m.ns_scopes.push(sc);
         }
         if let Err(e) = self.check_defaults() {
             self.errors.extend(e);
             return;
         }
-        for ns in 0..self.types.namespaces.len() {
-            let sc = self.ns_scopes[ns];
-            if let Some(f) = self.types.namespaces[ns].file {
+        for ns in 0..self.m.types.namespaces.len() {
+            let sc = self.m.ns_scopes[ns];
+            if let Some(f) = self.m.types.namespaces[ns].file {
                 for t in &f.items {
                     if let ast::Top::Stmt(s) = t {
                         self.spawn(TaskKind::Stmt(s, sc));
@@ -427,20 +274,21 @@ impl<'a> Evaluator<'a> {
                     self.errors.push(Diagnostic::plain(
                         "RuntimeException",
                         format!(
-                            "Compilation did not finish within {} steps: the model may loop without end \
-                             (a model this large can raise the limit with INMANTA_COMPILER_MAX_STEPS)",
+                            "Compilation did not finish within {} steps (statement runs): the model may loop without \
+                             end (a model this large can raise the limit with `[compiler] max-steps` or \
+                             INMANTA_COMPILER_MAX_STEPS)",
                             self.max_steps
                         ),
                     ));
                     return;
                 }
-                if self.instances.len() as u64 > self.max_instances {
+                if self.m.instances.len() as u64 > self.max_instances {
                     self.errors.push(Diagnostic::plain(
                         "RuntimeException",
                         format!(
                             "the model made more than {} instances: it may create instances without end, e.g. an \
                              implementation that constructs its own entity (a model this large can raise the \
-                             limit with INMANTA_COMPILER_MAX_INSTANCES)",
+                             limit with `[compiler] max-instances` or INMANTA_COMPILER_MAX_INSTANCES)",
                             self.max_instances
                         ),
                     ));
@@ -459,7 +307,7 @@ impl<'a> Evaluator<'a> {
         let writes = match &kind {
             TaskKind::Stmt(s, _) => self.stmt_writes(s),
             TaskKind::Implement { ent, idx, .. } => {
-                let impls = self.types.entities[*ent].implements[*idx].impls.clone();
+                let impls = self.m.types.entities[*ent].implements[*idx].impls.clone();
                 let mut all: Vec<Rc<str>> = Vec::new();
                 for i in impls {
                     all.extend(self.impl_writes(i).iter().cloned());
@@ -481,7 +329,7 @@ impl<'a> Evaluator<'a> {
         }
         // provisional empty entry breaks recursion
         self.impl_writes[i] = Some(Rc::from(Vec::new()));
-        let body = self.types.implementations[i].body;
+        let body = self.m.types.implementations[i].body;
         let mut all = Vec::new();
         for s in body {
             all.extend(self.stmt_writes(s).iter().cloned());
@@ -539,7 +387,7 @@ impl<'a> Evaluator<'a> {
 
     fn add_name_and_reverse(&self, name: &str, out: &mut Vec<Rc<str>>) {
         out.push(Rc::from(name));
-        for e in &self.types.entities {
+        for e in &self.m.types.entities {
             for a in &e.own {
                 if a.name == name
                     && let AttrKind::Rel { reverse: Some(r), .. } = &a.kind
@@ -570,7 +418,7 @@ impl<'a> Evaluator<'a> {
                 if depth < 4 {
                     for en in ents {
                         let impls: Vec<usize> =
-                            self.types.entities[en].implements.iter().flat_map(|i| i.impls.clone()).collect();
+                            self.m.types.entities[en].implements.iter().flat_map(|i| i.impls.clone()).collect();
                         for i in impls {
                             out.extend(self.impl_writes(i).iter().cloned());
                         }
@@ -607,11 +455,11 @@ impl<'a> Evaluator<'a> {
         let mut cache = std::mem::take(&mut self.tasks[t as usize].cache);
         let result = match self.tasks[t as usize].kind {
             TaskKind::Stmt(s, scope) => {
-                let mut cx = expr::Cx::new(scope, self.scopes[scope as usize].ns, &mut cache);
+                let mut cx = expr::Cx::new(scope, self.m.scopes[scope as usize].ns, &mut cache);
                 self.exec_stmt(s, &mut cx)
             }
             TaskKind::Implement { inst, ent, idx, scope } => {
-                let ns = self.types.entities[ent].implements[idx].ns;
+                let ns = self.m.types.entities[ent].implements[idx].ns;
                 let mut cx = expr::Cx::new(scope, ns, &mut cache);
                 cx.locals.push((Rc::from("self"), Value::Instance(inst)));
                 self.exec_implement(inst, ent, idx, &mut cx)
@@ -634,7 +482,7 @@ impl<'a> Evaluator<'a> {
             Listener::For { body, scope, var, span, .. } => {
                 let (body, scope, var, span) = (*body, *scope, *var, *span);
                 let sc = self.exec_block(body, scope, &[var.name.as_str()], span);
-                let slot = self.scopes[sc as usize].vars.get_mut(var.name.as_str()).expect("loop variable");
+                let slot = self.m.scopes[sc as usize].vars.get_mut(var.name.as_str()).expect("loop variable");
                 slot.value = Some((Value::Instance(elem), var.span));
             }
             Listener::AddTo { inst, attr, span, .. } => {
@@ -656,7 +504,7 @@ impl<'a> Evaluator<'a> {
         let found = match self.eval(obj, cx)? {
             Value::Instance(i) => match self.entity_of(i).attr(&name.name) {
                 Some((ai, a)) if matches!(a.kind, AttrKind::Rel { hi, .. } if hi != Some(1)) => {
-                    match &self.instances[i as usize].slots[ai] {
+                    match &self.m.instances[i as usize].slots[ai] {
                         Slot::Rel(r) if !r.frozen => Some((i, ai as u32)),
                         _ => None,
                     }
@@ -678,7 +526,7 @@ impl<'a> Evaluator<'a> {
         let ls = self.listeners.entry(src).or_default();
         ls.push(l);
         let idx = ls.len() - 1;
-        let Slot::Rel(r) = &mut self.instances[src.0 as usize].slots[src.1 as usize] else { return };
+        let Slot::Rel(r) = &mut self.m.instances[src.0 as usize].slots[src.1 as usize] else { return };
         for &elem in &r.items {
             self.deferred.push_back((src.0, src.1, idx, elem));
         }
@@ -692,17 +540,17 @@ impl<'a> Evaluator<'a> {
     fn park(&mut self, t: TaskId, w: Wait) {
         match &w {
             Wait::Var(s, n) => {
-                if let Some(v) = self.scopes[*s as usize].vars.get_mut(n) {
+                if let Some(v) = self.m.scopes[*s as usize].vars.get_mut(n) {
                     v.waiters.push(t);
                 }
             }
             Wait::Prim(i, a) => {
-                if let Slot::Prim { waiters, .. } = &mut self.instances[*i as usize].slots[*a as usize] {
+                if let Slot::Prim { waiters, .. } = &mut self.m.instances[*i as usize].slots[*a as usize] {
                     waiters.push(t);
                 }
             }
             Wait::Rel(i, a) => {
-                if let Slot::Rel(r) = &mut self.instances[*i as usize].slots[*a as usize] {
+                if let Slot::Rel(r) = &mut self.m.instances[*i as usize].slots[*a as usize] {
                     r.waiters.push(t);
                     if !r.candidate {
                         r.candidate = true;
@@ -726,7 +574,7 @@ impl<'a> Evaluator<'a> {
                 names.push(n);
             }
         }
-        let ns = self.scopes[parent as usize].ns;
+        let ns = self.m.scopes[parent as usize].ns;
         let sc = self.new_scope(Some(parent), ns, &names, span);
         for s in block {
             self.spawn(TaskKind::Stmt(s, sc));
@@ -743,12 +591,20 @@ impl<'a> Evaluator<'a> {
             Stmt::Assign { target, value, add, span } => match &target.kind {
                 ExprKind::Var(name) => {
                     let v = self.eval(value, cx)?;
+                    let self_instance = self
+                        .lookup_decl(cx.scope, "self")
+                        .and_then(|sc| self.m.scopes[sc as usize].vars.get("self"))
+                        .is_some_and(|slot| matches!(slot.value, Some((Value::Instance(_), _))));
+                    if &**name == "self" && !*add && self_instance {
+                        // Inmanta lets an implementation assign `self` without effect on the instance
+                        return Ok(());
+                    }
                     if *add {
                         return Err(error(
                             "TypingException",
                             format!("Can not use += on variable {name}; += only adds to relations"),
                             *span,
-                            self.sources,
+                            self.m.sources,
                         ));
                     }
                     if name.contains("::") {
@@ -756,7 +612,7 @@ impl<'a> Evaluator<'a> {
                             "NotFoundException",
                             format!("Can not assign to variable {name} of another namespace"),
                             *span,
-                            self.sources,
+                            self.m.sources,
                         ));
                     }
                     self.set_var(cx.scope, name, v, *span)
@@ -775,7 +631,7 @@ impl<'a> Evaluator<'a> {
                                     expr::describe_expr(obj)
                                 ),
                                 obj.span,
-                                self.sources,
+                                self.m.sources,
                             ));
                         }
                         other => {
@@ -788,17 +644,17 @@ impl<'a> Evaluator<'a> {
                                     self.repr(&other)
                                 ),
                                 obj.span,
-                                self.sources,
+                                self.m.sources,
                             ));
                         }
                     };
-                    let ent = self.instances[inst as usize].entity;
-                    let Some((ai, a)) = self.types.entities[ent].attr(&attr.name) else {
+                    let ent = self.m.instances[inst as usize].entity;
+                    let Some((ai, a)) = self.m.types.entities[ent].attr(&attr.name) else {
                         return Err(error(
                             "NotFoundException",
-                            format!("Entity {} has no attribute {}", self.types.entities[ent].name, attr.name),
+                            format!("Entity {} has no attribute {}", self.m.types.entities[ent].name, attr.name),
                             attr.span,
-                            self.sources,
+                            self.m.sources,
                         ));
                     };
                     let target_ent = match &a.kind {
@@ -828,7 +684,7 @@ impl<'a> Evaluator<'a> {
                         r => r,
                     }
                 }
-                _ => Err(error("ParserException", "invalid assignment target", *span, self.sources)),
+                _ => Err(error("ParserException", "invalid assignment target", *span, self.m.sources)),
             },
             Stmt::For { var, iter, body, span } => {
                 if let Some(src) = self.gradual_source(iter, cx)? {
@@ -853,7 +709,7 @@ impl<'a> Evaluator<'a> {
                                 self.repr(&other)
                             ),
                             iter.span,
-                            self.sources,
+                            self.m.sources,
                         ));
                     }
                 };
@@ -862,7 +718,7 @@ impl<'a> Evaluator<'a> {
                         continue;
                     }
                     let sc = self.exec_block(body, cx.scope, &[var.name.as_str()], *span);
-                    let slot = self.scopes[sc as usize].vars.get_mut(var.name.as_str()).expect("loop variable");
+                    let slot = self.m.scopes[sc as usize].vars.get_mut(var.name.as_str()).expect("loop variable");
                     slot.value = Some((item, var.span));
                 }
                 Ok(())
@@ -885,7 +741,7 @@ impl<'a> Evaluator<'a> {
                                     expr::short_repr_with(&other, self)
                                 ),
                                 cond.span,
-                                self.sources,
+                                self.m.sources,
                             ));
                         }
                     }
@@ -897,14 +753,14 @@ impl<'a> Evaluator<'a> {
     }
 
     fn exec_implement(&mut self, inst: InstId, ent: EntId, idx: usize, cx: &mut expr::Cx) -> EResult<()> {
-        let stmt = &self.types.entities[ent].implements[idx];
+        let stmt = &self.m.types.entities[ent].implements[idx];
         let when = stmt.when;
         let impls = stmt.impls.clone();
         let selected = match when {
             None => true,
             Some(w) => match self.eval(w, cx)? {
                 Value::Unknown(_) => {
-                    self.instances[inst as usize].unknown_when = true;
+                    self.m.instances[inst as usize].unknown_when = true;
                     false
                 }
                 Value::Bool(b) => b,
@@ -917,20 +773,20 @@ impl<'a> Evaluator<'a> {
                             self.repr(&other)
                         ),
                         w.span,
-                        self.sources,
+                        self.m.sources,
                     ));
                 }
             },
         };
-        self.instances[inst as usize].pending_impl -= 1;
+        self.m.instances[inst as usize].pending_impl -= 1;
         if selected {
-            self.instances[inst as usize].selected += 1;
+            self.m.instances[inst as usize].selected += 1;
             for i in impls {
-                let im = &self.types.implementations[i];
+                let im = &self.m.types.implementations[i];
                 let (body, ns, span) = (im.body, im.ns, im.span);
-                let parent = self.ns_scopes[ns];
+                let parent = self.m.ns_scopes[ns];
                 let sc = self.exec_block(body, parent, &["self"], span);
-                let slot = self.scopes[sc as usize].vars.get_mut("self").expect("self");
+                let slot = self.m.scopes[sc as usize].vars.get_mut("self").expect("self");
                 slot.value = Some((Value::Instance(inst), span));
             }
         }
@@ -938,74 +794,37 @@ impl<'a> Evaluator<'a> {
     }
 
     pub(crate) fn set_var(&mut self, scope: ScopeId, name: &str, v: Value, span: Span) -> EResult<()> {
-        let sources = self.sources;
-        let slot = self.scopes[scope as usize].vars.get_mut(name).expect("declared variable");
-        if let Some((old, old_span)) = &slot.value {
-            if *old == v && !v.is_unknown() {
-                return Ok(());
+        let sources = self.m.sources;
+        match self.m.store_var(scope, name, v, span) {
+            Ok(woken) => {
+                self.wake(woken);
+                Ok(())
             }
-            let msg = format!(
-                "value set twice: old value: {} (set at {}), new value: {} (set at {})",
-                expr::short_repr(old),
-                loc_str(sources, *old_span),
-                expr::short_repr(&v),
-                loc_str(sources, span)
-            );
-            return Err(Flow::Err(Box::new(
-                Diagnostic::error("DoubleSetException", format!("Variable {name}: {msg}"), Some(span), sources)
-                    .with_note(format!("first set at {}", loc_str(sources, *old_span))),
-            )));
+            Err(Conflict { old, old_span, new }) => {
+                let msg = format!(
+                    "value set twice: old value: {} (set at {}), new value: {} (set at {})",
+                    expr::short_repr(&old),
+                    loc_str(sources, old_span),
+                    expr::short_repr(&new),
+                    loc_str(sources, span)
+                );
+                Err(Flow::Err(Box::new(
+                    Diagnostic::error("DoubleSetException", format!("Variable {name}: {msg}"), Some(span), sources)
+                        .with_note(format!("first set at {}", loc_str(sources, old_span))),
+                )))
+            }
         }
-        slot.value = Some((v, span));
-        let w = std::mem::take(&mut slot.waiters);
-        self.wake(w);
-        Ok(())
     }
 
     /// Reads a variable through the scope chain.
     pub(crate) fn read_var(&mut self, scope: ScopeId, name: &str, span: Span) -> EResult<Value> {
         let Some(sc) = self.lookup_decl(scope, name) else {
-            return Err(error("NotFoundException", format!("variable {name} not found"), span, self.sources));
+            return Err(error("NotFoundException", format!("variable {name} not found"), span, self.m.sources));
         };
-        match &self.scopes[sc as usize].vars.get(name).expect("declared").value {
+        match &self.m.scopes[sc as usize].vars.get(name).expect("declared").value {
             Some((v, _)) => Ok(v.clone()),
             None => Err(Flow::Wait(Wait::Var(sc, Rc::from(name)))),
         }
-    }
-
-    /// An attribute of `self` visible as a plain name inside an implementation body: the instance
-    /// sits between the body's scopes and the namespace.
-    pub(crate) fn self_attr_in_scope(&self, scope: ScopeId, name: &str) -> Option<InstId> {
-        let mut sc = scope;
-        loop {
-            let s = &self.scopes[sc as usize];
-            if s.vars.contains_key(name) {
-                return None;
-            }
-            if let Some(VarSlot { value: Some((Value::Instance(i), _)), .. }) = s.vars.get("self")
-                && self.entity_of(*i).attr(name).is_some()
-            {
-                return Some(*i);
-            }
-            sc = s.parent?;
-        }
-    }
-
-    pub(crate) fn is_var_declared(&self, scope: ScopeId, name: &str) -> bool {
-        self.lookup_decl(scope, name).is_some()
-    }
-
-    pub(crate) fn entity_of(&self, i: InstId) -> &Entity<'a> {
-        &self.types.entities[self.instances[i as usize].entity]
-    }
-
-    pub(crate) fn inst_name(&self, i: InstId) -> String {
-        let inst = &self.instances[i as usize];
-        format!("{} (instantiated at {})", self.types.entities[inst.entity].name, loc_str(self.sources, inst.span))
-    }
-
-    pub(crate) fn repr(&self, v: &Value) -> String {
-        format::py_repr(v, &|i| self.inst_name(i))
     }
 
     fn attr_error(&self, inst: InstId, attr: &str, cause: &str, msg: String, span: Span) -> Flow {
@@ -1013,13 +832,13 @@ impl<'a> Evaluator<'a> {
             "AttributeException",
             format!("Could not set attribute `{attr}` on instance `{}`: {cause}: {msg}", self.inst_name(inst)),
             Some(span),
-            self.sources,
+            self.m.sources,
         )))
     }
 
     /// Creates an instance with empty slots.
     pub(crate) fn new_instance(&mut self, ent: EntId, span: Span) -> InstId {
-        let slots = self.types.entities[ent]
+        let slots = self.m.types.entities[ent]
             .attrs
             .iter()
             .map(|a| match a.kind {
@@ -1035,34 +854,35 @@ impl<'a> Evaluator<'a> {
                 }),
             })
             .collect();
-        let id = self.instances.len() as InstId;
-        let n_impl = self.types.entities[ent].implements.len() as u32;
-        self.instances.push(Instance {
+        let id = self.m.instances.len() as InstId;
+        let n_impl = self.m.types.entities[ent].implements.len() as u32;
+        self.m.instances.push(Instance {
             entity: ent,
             slots,
             span,
             selected: 0,
             pending_impl: n_impl,
             unknown_when: false,
+            depth: 0,
         });
-        self.by_entity[ent].push(id);
+        self.m.by_entity[ent].push(id);
         id
     }
 
     /// Schedules the implement statements of a new instance.
     pub(crate) fn select_implementations(&mut self, inst: InstId) {
-        let ent = self.instances[inst as usize].entity;
-        for idx in 0..self.types.entities[ent].implements.len() {
-            let ns = self.types.entities[ent].implements[idx].ns;
-            let parent = self.ns_scopes[ns];
+        let ent = self.m.instances[inst as usize].entity;
+        for idx in 0..self.m.types.entities[ent].implements.len() {
+            let ns = self.m.types.entities[ent].implements[idx].ns;
+            let parent = self.m.ns_scopes[ns];
             self.spawn(TaskKind::Implement { inst, ent, idx, scope: parent });
         }
     }
 
     /// Assigns (or adds, for relations) a value to an attribute of an instance.
     pub(crate) fn assign_attr(&mut self, inst: InstId, ai: u32, v: Value, add: bool, span: Span) -> EResult<()> {
-        let ent = self.instances[inst as usize].entity;
-        let attr = self.types.entities[ent].attrs[ai as usize].clone();
+        let ent = self.m.instances[inst as usize].entity;
+        let attr = self.m.types.entities[ent].attrs[ai as usize].clone();
         match &attr.kind {
             AttrKind::Prim { ty, .. } => {
                 if add {
@@ -1070,8 +890,11 @@ impl<'a> Evaluator<'a> {
                         "TypingException",
                         format!("Can not use += on attribute {}: += can only be used on relations", attr.name),
                         span,
-                        self.sources,
+                        self.m.sources,
                     ));
+                }
+                if let Value::Reference(r) = &v {
+                    crate::references::check_not_indexed(self, ent, &attr.name, r, span)?;
                 }
                 let v = match self.check_type(&v, ty, span) {
                     Ok(v) => v,
@@ -1090,16 +913,16 @@ impl<'a> Evaluator<'a> {
                         "TypingException",
                         format!(
                             "Can not use += on relation {}.{} because it holds at most one value; use =",
-                            self.types.entities[ent].name, attr.name
+                            self.m.types.entities[ent].name, attr.name
                         ),
                         span,
-                        self.sources,
+                        self.m.sources,
                     ));
                 }
                 let items: Vec<Value> = match v {
                     Value::List(l) => l.iter().cloned().collect(),
                     Value::Null => {
-                        let Slot::Rel(r) = &mut self.instances[inst as usize].slots[ai as usize] else {
+                        let Slot::Rel(r) = &mut self.m.instances[inst as usize].slots[ai as usize] else {
                             unreachable!()
                         };
                         if !r.items.is_empty() {
@@ -1129,7 +952,7 @@ impl<'a> Evaluator<'a> {
                     let other = match item {
                         Value::Instance(o) => o,
                         Value::Unknown(u) => {
-                            if let Slot::Rel(r) = &mut self.instances[inst as usize].slots[ai as usize] {
+                            if let Slot::Rel(r) = &mut self.m.instances[inst as usize].slots[ai as usize] {
                                 r.unknown.get_or_insert(u);
                             }
                             if hi == Some(1) {
@@ -1143,32 +966,37 @@ impl<'a> Evaluator<'a> {
                                 "Can not assign {} {} to relation {}.{}: expected an instance of {}",
                                 other.type_name(),
                                 self.repr(&other),
-                                self.types.entities[ent].name,
+                                self.m.types.entities[ent].name,
                                 attr.name,
-                                self.types.entities[target].name
+                                self.m.types.entities[target].name
                             );
                             return Err(self.attr_error(inst, &attr.name, "TypingException", msg, span));
                         }
                     };
-                    let oe = self.instances[other as usize].entity;
-                    if !self.types.is_subtype(oe, target) {
+                    let oe = self.m.instances[other as usize].entity;
+                    if !self.m.types.is_subtype(oe, target) {
                         return Err(error(
                             "TypingException",
                             format!(
                                 "{WRONG_ENTITY} {}.{}: expected {}, got {}",
-                                self.types.entities[ent].name,
+                                self.m.types.entities[ent].name,
                                 attr.name,
-                                self.types.entities[target].name,
+                                self.m.types.entities[target].name,
                                 self.inst_name(other)
                             ),
                             span,
-                            self.sources,
+                            self.m.sources,
                         ));
                     }
                     self.add_rel(inst, ai, other, span)?;
                     if let Some(rev) = reverse {
                         let (rai, _) = self.entity_of(other).attr(rev).expect("reverse relation exists");
-                        self.add_rel(other, rai as u32, inst, span)?;
+                        // a write through the reverse end: Inmanta places its error at the
+                        // instance whose attribute it could not set
+                        if let Err(Flow::Err(mut d)) = self.add_rel(other, rai as u32, inst, span) {
+                            d.location = self.m.sources.location(self.m.instances[other as usize].span);
+                            return Err(Flow::Err(d));
+                        }
                     }
                 }
                 Ok(())
@@ -1177,38 +1005,35 @@ impl<'a> Evaluator<'a> {
     }
 
     fn set_prim(&mut self, inst: InstId, ai: u32, name: &str, v: Value, span: Span) -> EResult<()> {
-        let sources = self.sources;
-        let slot = &mut self.instances[inst as usize].slots[ai as usize];
-        let Slot::Prim { value, waiters } = slot else { unreachable!() };
-        if let Some((old, old_span)) = value {
-            if *old == v && !v.is_unknown() {
-                return Ok(());
+        let sources = self.m.sources;
+        match self.m.store_prim(inst, ai, v, span) {
+            Ok(None) => Ok(()),
+            Ok(Some(woken)) => {
+                self.wake(woken);
+                self.check_index_completion(inst, ai);
+                Ok(())
             }
-            let (old, old_span) = (old.clone(), *old_span);
-            let msg = format!(
-                "value set twice: old value: {} (set at {}), new value: {} (set at {})",
-                expr::short_repr(&old),
-                loc_str(sources, old_span),
-                expr::short_repr(&v),
-                loc_str(sources, span)
-            );
-            let Flow::Err(d) = self.attr_error(inst, name, "DoubleSetException", msg, span) else { unreachable!() };
-            return Err(Flow::Err(Box::new(d.with_note(format!("first set at {}", loc_str(sources, old_span))))));
+            Err(Conflict { old, old_span, new }) => {
+                let msg = format!(
+                    "value set twice: old value: {} (set at {}), new value: {} (set at {})",
+                    expr::short_repr(&old),
+                    loc_str(sources, old_span),
+                    expr::short_repr(&new),
+                    loc_str(sources, span)
+                );
+                let Flow::Err(d) = self.attr_error(inst, name, "DoubleSetException", msg, span) else { unreachable!() };
+                Err(Flow::Err(Box::new(d.with_note(format!("first set at {}", loc_str(sources, old_span))))))
+            }
         }
-        *value = Some((v, span));
-        let w = std::mem::take(waiters);
-        self.wake(w);
-        self.check_index_completion(inst, ai);
-        Ok(())
     }
 
     fn add_rel(&mut self, inst: InstId, ai: u32, other: InstId, span: Span) -> EResult<()> {
-        let ent = self.instances[inst as usize].entity;
-        let (hi, name) = match &self.types.entities[ent].attrs[ai as usize] {
+        let ent = self.m.instances[inst as usize].entity;
+        let (hi, name) = match &self.m.types.entities[ent].attrs[ai as usize] {
             Attribute { kind: AttrKind::Rel { hi, .. }, name, .. } => (*hi, name.clone()),
             _ => unreachable!(),
         };
-        let Slot::Rel(r) = &mut self.instances[inst as usize].slots[ai as usize] else { unreachable!() };
+        let Slot::Rel(r) = &mut self.m.instances[inst as usize].slots[ai as usize] else { unreachable!() };
         if r.contains(other) {
             return Ok(());
         }
@@ -1219,9 +1044,9 @@ impl<'a> Evaluator<'a> {
                 let msg = format!(
                     "value set twice: old value: {} (set at {}), new value: {} (set at {})",
                     self.inst_name(old),
-                    first.map(|s| loc_str(self.sources, s)).unwrap_or_default(),
+                    first.map(|s| loc_str(self.m.sources, s)).unwrap_or_default(),
                     self.inst_name(other),
-                    loc_str(self.sources, span)
+                    loc_str(self.m.sources, span)
                 );
                 return Err(self.attr_error(inst, &name, "DoubleSetException", msg, span));
             }
@@ -1266,13 +1091,8 @@ impl<'a> Evaluator<'a> {
     }
 
     pub(crate) fn freeze(&mut self, inst: InstId, ai: u32) {
-        let Slot::Rel(r) = &mut self.instances[inst as usize].slots[ai as usize] else { return };
-        if r.frozen {
-            return;
-        }
-        r.frozen = true;
-        let w = std::mem::take(&mut r.waiters);
-        self.wake(w);
+        let Some(woken) = self.m.freeze_slot(inst, ai) else { return };
+        self.wake(woken);
         if let Some(ls) = self.listeners.get(&(inst, ai)) {
             for l in ls {
                 for name in l.writes().iter() {
@@ -1290,12 +1110,12 @@ impl<'a> Evaluator<'a> {
         let mut safe = Vec::new();
         let mut risky = Vec::new();
         for (i, a) in cands {
-            let inst = &self.instances[i as usize];
+            let inst = &self.m.instances[i as usize];
             let Slot::Rel(r) = &inst.slots[a as usize] else { continue };
             if r.frozen || (r.waiters.is_empty() && !self.listeners.contains_key(&(i, a))) {
                 continue;
             }
-            let attr = &self.types.entities[inst.entity].attrs[a as usize];
+            let attr = &self.m.types.entities[inst.entity].attrs[a as usize];
             let AttrKind::Rel { lo, hi, reverse, .. } = &attr.kind else { continue };
             // a required single relation that is still empty can only be completed by an assignment
             if *hi == Some(1) && *lo == 1 {
@@ -1344,7 +1164,7 @@ impl<'a> Evaluator<'a> {
                 self.freeze(i, a);
             }
             for (i, a, _) in risky {
-                if let Slot::Rel(r) = &mut self.instances[i as usize].slots[a as usize] {
+                if let Slot::Rel(r) = &mut self.m.instances[i as usize].slots[a as usize] {
                     r.candidate = true;
                 }
                 self.freeze_candidates.push((i, a));
@@ -1361,7 +1181,7 @@ impl<'a> Evaluator<'a> {
             .enumerate()
             .filter(|(n, (_, _, req))| !req && (!upstream_exists || !downstream_of_other[*n]))
             .max_by_key(|(n, (i, a, _))| {
-                let Slot::Rel(r) = &self.instances[*i as usize].slots[*a as usize] else { return (0, 0) };
+                let Slot::Rel(r) = &self.m.instances[*i as usize].slots[*a as usize] else { return (0, 0) };
                 (r.waiters.len(), usize::MAX - n)
             })
             .map(|(n, _)| n);
@@ -1386,7 +1206,7 @@ impl<'a> Evaluator<'a> {
     /// waiting statements would write, on the other candidate). Those are frozen last.
     fn downstream_of_other(&self, candidates: &[(InstId, u32, bool)]) -> Vec<bool> {
         let name_of = |i: InstId, a: u32| -> &str {
-            self.types.entities[self.instances[i as usize].entity].attrs[a as usize].name.as_str()
+            self.m.types.entities[self.m.instances[i as usize].entity].attrs[a as usize].name.as_str()
         };
         let mut waiting_on: HashMap<&str, Vec<TaskId>> = HashMap::new();
         let mut waiting_exact: HashMap<(InstId, u32), Vec<TaskId>> = HashMap::new();
@@ -1430,15 +1250,15 @@ impl<'a> Evaluator<'a> {
     }
 
     fn rel_matches(&self, (i, a): (InstId, u32), ent: EntId, name: &str) -> bool {
-        let inst = &self.instances[i as usize];
-        self.types.is_subtype(inst.entity, ent) && self.types.entities[inst.entity].attrs[a as usize].name == name
+        let inst = &self.m.instances[i as usize];
+        self.m.types.is_subtype(inst.entity, ent) && self.m.types.entities[inst.entity].attrs[a as usize].name == name
     }
 
     /// Reads `relation_precedence_policy` rules (`A.x before B.y`) and checks them for cycles.
     pub(crate) fn set_precedence(&mut self, rules: &[String]) -> Result<(), Vec<Diagnostic>> {
         let mut errors = Vec::new();
         let re = regex::Regex::new(r"^\s*([\w:]+)\.(\w+)\s+before\s+([\w:]+)\.(\w+)\s*$").expect("valid regex");
-        let config = self.types.ns_by_name.get("__config__").copied().unwrap_or(0);
+        let config = self.m.types.ns_by_name.get("__config__").copied().unwrap_or(0);
         for rule in rules {
             let Some(c) = re.captures(rule) else {
                 errors.push(Diagnostic::plain(
@@ -1448,8 +1268,8 @@ impl<'a> Evaluator<'a> {
                 continue;
             };
             let side = |e: &str, n: &str| -> Option<EntId> {
-                let id = build::lookup_entity(&self.types, config, e).ok()?;
-                match self.types.entities[id].attr(n) {
+                let id = build::lookup_entity(&self.m.types, config, e).ok()?;
+                match self.m.types.entities[id].attr(n) {
                     Some((_, a)) if a.is_relation() => Some(id),
                     _ => None,
                 }
@@ -1505,7 +1325,7 @@ impl<'a> Evaluator<'a> {
     /// Inmanta does when it defines the entity: a wrong one is a `RuntimeException` at the attribute.
     fn check_defaults(&mut self) -> Result<(), Vec<Diagnostic>> {
         let mut defaults = Vec::new();
-        for ent in &self.types.entities {
+        for ent in &self.m.types.entities {
             for a in &ent.own {
                 if let AttrKind::Prim { ty, default: Some(d), .. } = &a.kind {
                     defaults.push((ty.clone(), d.clone(), a.span));
@@ -1537,6 +1357,9 @@ impl<'a> Evaluator<'a> {
                 s.sources,
             )
         };
+        if let Value::Reference(r) = v {
+            return if crate::references::fits(self, r, ty) { Ok(v.clone()) } else { Err(bad(self, v)) };
+        }
         match ty {
             Type::Any => Ok(v.clone()),
             Type::Nullable(inner) => {
@@ -1550,11 +1373,11 @@ impl<'a> Evaluator<'a> {
                 "TypingException",
                 format!(
                     "Invalid value null: expected {} (the type is not nullable; use {}?)",
-                    self.types.type_name(ty),
-                    self.types.type_name(ty)
+                    self.m.types.type_name(ty),
+                    self.m.types.type_name(ty)
                 ),
                 span,
-                self.sources,
+                self.m.sources,
             )),
             Type::String => {
                 if matches!(v, Value::Str(_)) {
@@ -1610,9 +1433,9 @@ impl<'a> Evaluator<'a> {
                 _ => Err(bad(self, v)),
             },
             Type::Typedef(t) => {
-                let base = self.types.typedefs[*t].base.clone();
+                let base = self.m.types.typedefs[*t].base.clone();
                 let v = self.check_type(v, &base, span)?;
-                if let Some(re) = &self.types.typedefs[*t].regex {
+                if let Some(re) = &self.m.types.typedefs[*t].regex {
                     let Value::Str(s) = &v else { return Err(bad(self, &v)) };
                     if !re.is_match(s) {
                         return Err(error(
@@ -1621,18 +1444,18 @@ impl<'a> Evaluator<'a> {
                                 "Invalid value {}, does not match constraint `{}` of type {}",
                                 expr::short_repr(&v),
                                 re.as_str().trim_start_matches("^(?:").trim_end_matches(')'),
-                                self.types.typedefs[*t].name
+                                self.m.types.typedefs[*t].name
                             ),
                             span,
-                            self.sources,
+                            self.m.sources,
                         ));
                     }
                     return Ok(v);
                 }
-                if let Some(c) = self.types.typedef_constraints[*t] {
-                    let ns = self.types.typedefs[*t].ns;
+                if let Some(c) = self.m.types.typedef_constraints[*t] {
+                    let ns = self.m.types.typedefs[*t].ns;
                     let mut cache = Vec::new();
-                    let mut cx = expr::Cx::new(self.ns_scopes[ns], ns, &mut cache);
+                    let mut cx = expr::Cx::new(self.m.ns_scopes[ns], ns, &mut cache);
                     cx.locals.push((Rc::from("self"), v.clone()));
                     let r = match self.eval(c, &mut cx) {
                         Ok(r) => r,
@@ -1641,10 +1464,10 @@ impl<'a> Evaluator<'a> {
                                 "DirectExecuteException",
                                 format!(
                                     "The constraint of type {} can not be evaluated directly",
-                                    self.types.typedefs[*t].name
+                                    self.m.types.typedefs[*t].name
                                 ),
                                 span,
-                                self.sources,
+                                self.m.sources,
                             ));
                         }
                         Err(e) => return Err(e),
@@ -1655,10 +1478,10 @@ impl<'a> Evaluator<'a> {
                             format!(
                                 "Invalid value {}, does not match constraint of type {}",
                                 expr::short_repr(&v),
-                                self.types.typedefs[*t].name
+                                self.m.types.typedefs[*t].name
                             ),
                             span,
-                            self.sources,
+                            self.m.sources,
                         ));
                     }
                 }
@@ -1667,37 +1490,18 @@ impl<'a> Evaluator<'a> {
         }
     }
 
-    /// Index key of an instance for an index, when every field is set.
-    fn index_key(&self, inst: InstId, idx: usize) -> Option<String> {
-        let ent = self.instances[inst as usize].entity;
-        let mut key = String::new();
-        for f in &self.types.indexes[idx].fields {
-            let (ai, _) = self.types.entities[ent].attr(f)?;
-            let part = match &self.instances[inst as usize].slots[ai] {
-                Slot::Prim { value: Some((v, _)), .. } if !v.is_unknown() => v.key(),
-                Slot::Rel(r) if r.items.len() == 1 => format!("i:{}", r.items[0]),
-                _ => return None,
-            };
-            key.push_str(f);
-            key.push('=');
-            key.push_str(&part);
-            key.push('\u{1}');
-        }
-        Some(key)
-    }
-
     fn check_index_completion(&mut self, inst: InstId, ai: u32) {
-        let ent = self.instances[inst as usize].entity;
-        let name = &self.types.entities[ent].attrs[ai as usize].name;
-        let idxs: Vec<usize> = self.types.entities[ent]
+        let ent = self.m.instances[inst as usize].entity;
+        let name = &self.m.types.entities[ent].attrs[ai as usize].name;
+        let idxs: Vec<usize> = self.m.types.entities[ent]
             .indexes
             .iter()
             .copied()
-            .filter(|i| self.types.indexes[*i].fields.contains(name))
+            .filter(|i| self.m.types.indexes[*i].fields.contains(name))
             .collect();
         for idx in idxs {
             let Some(key) = self.index_key(inst, idx) else { continue };
-            match self.index_tables[idx].get(&key) {
+            match self.m.index_tables[idx].get(&key) {
                 Some(&other) if other != inst => {
                     let msg = format!(
                         "Duplicate instance for index {}: {} and {} have the same key",
@@ -1705,12 +1509,12 @@ impl<'a> Evaluator<'a> {
                         self.inst_name(other),
                         self.inst_name(inst)
                     );
-                    let span = self.instances[inst as usize].span;
-                    self.errors.push(Diagnostic::error("DuplicateException", msg, Some(span), self.sources));
+                    let span = self.m.instances[inst as usize].span;
+                    self.errors.push(Diagnostic::error("DuplicateException", msg, Some(span), self.m.sources));
                 }
                 Some(_) => {}
                 None => {
-                    self.index_tables[idx].insert(key.clone(), inst);
+                    self.m.index_tables[idx].insert(key.clone(), inst);
                     if let Some(w) = self.index_waiters.remove(&(idx, key)) {
                         self.wake(w);
                     }
@@ -1719,139 +1523,6 @@ impl<'a> Evaluator<'a> {
         }
     }
 
-    pub(crate) fn index_desc(&self, idx: usize) -> String {
-        let i = &self.types.indexes[idx];
-        format!("{}({})", self.types.entities[i.entity].name, i.fields.join(", "))
-    }
-
-    pub(crate) fn index_get(&self, idx: usize, key: &str) -> Option<InstId> {
-        self.index_tables[idx].get(key).copied()
-    }
-
-    /// Builds an index key from named values (in index field order).
-    pub(crate) fn key_from(&self, idx: usize, vals: &HashMap<&str, Value>) -> Option<String> {
-        let mut key = String::new();
-        for f in &self.types.indexes[idx].fields {
-            let v = vals.get(f.as_str())?;
-            if v.is_unknown() {
-                return None;
-            }
-            key.push_str(f);
-            key.push('=');
-            key.push_str(&v.key());
-            key.push('\u{1}');
-        }
-        Some(key)
-    }
-
-    /// End of evaluation: freeze everything, report what is stuck and what is incomplete.
-    fn finish(&mut self) {
-        for i in 0..self.instances.len() {
-            for a in 0..self.instances[i].slots.len() {
-                if let Slot::Rel(r) = &mut self.instances[i].slots[a] {
-                    r.frozen = true;
-                }
-            }
-        }
-        let had_errors = !self.errors.is_empty();
-        let mut parked: Vec<(TaskId, Wait)> = self.parked.drain().collect();
-        parked.sort_by_key(|(t, _)| *t);
-        let mut seen = HashSet::new();
-        for (_, w) in &parked {
-            if let Wait::Index(idx, key, span) = w
-                && seen.insert((*span, key.clone()))
-            {
-                let k = key.trim_end_matches('\u{1}').replace('\u{1}', ", ").replace("=s:", "=").replace("=v:", "=");
-                let msg = format!("No match in index on type {} with key {k}", self.index_desc(*idx));
-                self.errors.push(Diagnostic::error("NotFoundException", msg, Some(*span), self.sources));
-            }
-        }
-        if had_errors || !self.errors.is_empty() {
-            return;
-        }
-        let mut out = Vec::new();
-        for (i, inst) in self.instances.iter().enumerate() {
-            let ent = &self.types.entities[inst.entity];
-            if inst.selected == 0 && inst.pending_impl == 0 {
-                let why = if inst.unknown_when { " (the condition is unknown)" } else { "" };
-                out.push(Diagnostic::error(
-                    "RuntimeException",
-                    format!("Unable to select implementation for entity {}{why}", ent.name),
-                    Some(inst.span),
-                    self.sources,
-                ));
-            }
-            for (ai, a) in ent.attrs.iter().enumerate() {
-                match (&a.kind, &inst.slots[ai]) {
-                    (AttrKind::Prim { .. }, Slot::Prim { value: None, .. }) => {
-                        out.push(Diagnostic::error(
-                            "UnsetException",
-                            format!(
-                                "The object {} is not complete: attribute {} ({}) is not set",
-                                self.inst_name(i as InstId),
-                                a.name,
-                                loc_str(self.sources, a.span)
-                            ),
-                            Some(inst.span),
-                            self.sources,
-                        ));
-                    }
-                    (AttrKind::Rel { lo, .. }, Slot::Rel(r)) if (r.items.len() as u32) < *lo && r.unknown.is_none() => {
-                        let msg = if r.items.is_empty() && *lo == 1 {
-                            format!(
-                                "The object {} is not complete: attribute {} ({}) is not set",
-                                self.inst_name(i as InstId),
-                                a.name,
-                                loc_str(self.sources, a.span)
-                            )
-                        } else {
-                            format!(
-                                "The object {} is not complete: attribute {} ({}) requires {lo} values but only {} are set",
-                                self.inst_name(i as InstId),
-                                a.name,
-                                loc_str(self.sources, a.span),
-                                r.items.len()
-                            )
-                        };
-                        out.push(Diagnostic::error("UnsetException", msg, Some(inst.span), self.sources));
-                    }
-                    _ => {}
-                }
-            }
-        }
-        self.errors.extend(out);
-        if self.errors.is_empty() && self.live_tasks > 0 {
-            for (t, w) in parked {
-                let span = match &self.tasks[t as usize].kind {
-                    TaskKind::Stmt(s, _) => s.span(),
-                    TaskKind::Implement { inst, .. } => self.instances[*inst as usize].span,
-                };
-                let what = match &w {
-                    Wait::Var(_, n) => format!("variable {n} is never assigned (circular dependency?)"),
-                    Wait::Prim(i, a) => format!(
-                        "attribute {} of {} is never set",
-                        self.entity_of(*i).attrs[*a as usize].name,
-                        self.inst_name(*i)
-                    ),
-                    Wait::Rel(i, a) => format!(
-                        "relation {} of {} is never complete",
-                        self.entity_of(*i).attrs[*a as usize].name,
-                        self.inst_name(*i)
-                    ),
-                    Wait::Index(..) => continue,
-                };
-                self.errors.push(Diagnostic::error(
-                    "NotFoundException",
-                    format!("Statement could not be executed: {what}"),
-                    Some(span),
-                    self.sources,
-                ));
-            }
-        }
-    }
-}
-
-impl Evaluator<'_> {
     /// Frees what only the evaluation needed: the tasks and their caches, the scopes of blocks
     /// and implementation bodies, listeners and index waiters (the waiters of slots are empty
     /// once every task ran), and the namespace scopes too unless `keep_root_variables` (they
@@ -1870,12 +1541,12 @@ impl Evaluator<'_> {
         self.write_cache = FastMap::default();
         // namespace scopes are made first (`run`), so they are a prefix of `scopes`
         let keep = if keep_root_variables {
-            self.ns_scopes.iter().map(|s| *s as usize + 1).max().unwrap_or(0)
+            self.m.ns_scopes.iter().map(|s| *s as usize + 1).max().unwrap_or(0)
         } else {
-            self.ns_scopes.clear();
+            self.m.ns_scopes.clear();
             0
         };
-        self.scopes.truncate(keep);
-        self.scopes.shrink_to_fit();
+        self.m.scopes.truncate(keep);
+        self.m.scopes.shrink_to_fit();
     }
 }

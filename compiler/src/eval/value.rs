@@ -24,6 +24,8 @@ pub(crate) enum Value {
     Dict(Rc<Vec<(Rc<str>, Value)>>),
     Instance(InstId),
     Unknown(Rc<UnknownSource>),
+    /// A value the agent resolves at deploy time (`std::create_*_reference`, [`crate::references`]).
+    Reference(Rc<crate::references::Reference>),
 }
 
 impl PartialEq for Value {
@@ -39,6 +41,7 @@ impl PartialEq for Value {
             (List(a), List(b)) => a == b,
             (Dict(a), Dict(b)) => a.len() == b.len() && a.iter().all(|(k, v)| dict_get(b, k) == Some(v)),
             (Instance(a), Instance(b)) => a == b,
+            (Reference(a), Reference(b)) => a.id == b.id,
             _ => false,
         }
     }
@@ -82,6 +85,7 @@ impl Value {
             Value::Dict(_) => "dict",
             Value::Instance(_) => "entity instance",
             Value::Unknown(_) => "unknown",
+            Value::Reference(_) => "reference",
         }
     }
 
@@ -95,7 +99,7 @@ impl Value {
             Value::Str(s) => !s.is_empty(),
             Value::List(l) => !l.is_empty(),
             Value::Dict(d) => !d.is_empty(),
-            Value::Instance(_) => true,
+            Value::Instance(_) | Value::Reference(_) => true,
             Value::Unknown(_) => false,
         }
     }
@@ -105,6 +109,8 @@ impl Value {
         match self {
             Value::Str(s) => format!("s:{s}"),
             Value::Instance(i) => format!("i:{i}"),
+            // Python's equality: an integral float is the same key as the int
+            Value::Float(f) if f.fract() == 0.0 && f.abs() < 9e15 => format!("v:{}", *f as i64),
             other => format!("v:{}", other.to_json_lossy()),
         }
     }
@@ -123,6 +129,7 @@ impl Value {
             }
             Value::Instance(i) => serde_json::Value::String(format!("<instance {i}>")),
             Value::Unknown(_) => serde_json::Value::String("<<undefined>>".into()),
+            Value::Reference(r) => serde_json::Value::String(format!("<reference {}>", r.id)),
         }
     }
 

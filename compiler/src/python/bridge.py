@@ -14,6 +14,8 @@
 
 import hashlib
 import importlib
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import inspect
 import json
@@ -44,6 +46,81 @@ def receive():
 def ask(msg):
     send(msg)
     return receive()
+
+
+# Starting fast. `import inmanta.plugins` (which every module's Python code does) runs the
+# `__init__` of inmanta.protocol, and handler code pulls in inmanta.agent and inmanta.data too:
+# the REST API definitions, the database layer and SQLAlchemy, about a second of CPU a compile
+# never needs. These packages are deferred: importing one, or a submodule of it, does not run
+# its `__init__`; the first read of a name the `__init__` defines does (a name it re-exports
+# from a submodule imports just that submodule). A plugin that really uses them gets them whole.
+_DEFERRED_PACKAGES = ("inmanta.protocol", "inmanta.agent", "inmanta.data", "inmanta.server")
+
+
+class _DeferredPackage(types.ModuleType):
+    def __getattr__(self, name):
+        state = self.__dict__
+        loader = state.get("_bridge_loader")
+        # dunder probes (`__wrapped__`, ...) must not load the package; `from p import *` must
+        if loader is None or (name.startswith("__") and name != "__all__"):
+            raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
+        base = state["__path__"][0]
+        if os.path.exists(os.path.join(base, name + ".py")) or os.path.exists(os.path.join(base, name, "__init__.py")):
+            return importlib.import_module(f"{self.__name__}.{name}")
+        source = _reexports(state).get(name)
+        if source is not None:
+            return getattr(importlib.import_module(source), name)
+        del state["_bridge_loader"]
+        loader.exec_module(self)
+        return getattr(self, name)
+
+
+def _reexports(state):
+    """`from <package>.<sub> import a, b` lines of a deferred package's `__init__`: name -> sub."""
+    found = state.get("_bridge_reexports")
+    if found is None:
+        import re
+
+        found = {}
+        package = state["__name__"]
+        try:
+            with open(state["__file__"], encoding="utf-8") as f:
+                text = f.read()
+        except OSError:
+            text = ""
+        for m in re.finditer(r"^from (" + re.escape(package) + r"\.[\w.]+) import ([\w, ]+)$", text, re.M):
+            for name in m.group(2).split(","):
+                name = name.strip().split(" as ")[0].strip()
+                if name:
+                    found[name] = m.group(1)
+        state["_bridge_reexports"] = found
+    return found
+
+
+class _DeferringLoader(importlib.abc.Loader):
+    def __init__(self, real):
+        self.real = real
+
+    def create_module(self, spec):
+        return _DeferredPackage(spec.name)
+
+    def exec_module(self, module):
+        module.__dict__["_bridge_loader"] = self.real
+
+
+class _DeferringFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name not in _DEFERRED_PACKAGES:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None or spec.submodule_search_locations is None:
+            return None
+        spec.loader = _DeferringLoader(spec.loader)
+        return spec
+
+
+if os.environ.get("INMANTA_BRIDGE_EAGER") != "1":
+    sys.meta_path.insert(0, _DeferringFinder())
 
 
 try:
@@ -406,6 +483,20 @@ def conforms(value, annotation):
     return True
 
 
+def checker(annotation):
+    """`conforms` for one annotation, with the common plain types answered without the walk."""
+    import typing
+
+    Unknown = inm_util.Unknown
+    if annotation in (int, "int"):
+        return lambda v: (type(v) is int) or isinstance(v, Unknown) or conforms(v, annotation)
+    if annotation in (str, "string"):
+        return lambda v: (type(v) is str) or isinstance(v, Unknown) or conforms(v, annotation)
+    if annotation is typing.Any or annotation is object or annotation in ("any", "expression"):
+        return lambda v: True
+    return lambda v: conforms(v, annotation)
+
+
 def type_text(annotation):
     import typing
 
@@ -425,7 +516,7 @@ class PluginTypeError(Exception):
 
 
 class Plugin:
-    __slots__ = ("name", "function", "context_at", "allow_unknown", "ns", "annotations", "params")
+    __slots__ = ("name", "function", "context_at", "allow_unknown", "ns", "annotations", "params", "checks")
 
     def __init__(self, cls):
         self.name = cls.__fq_plugin_name__
@@ -438,20 +529,25 @@ class Plugin:
             if spec.annotations.get(arg) is inmanta.plugins.Context:
                 self.context_at = position
         self.annotations = spec.annotations
+        # one checker per annotation, made once: a call then costs a function call per argument
+        self.checks = {name: checker(annotation) for name, annotation in spec.annotations.items()}
         self.params = [a for i, a in enumerate(spec.args) if i != self.context_at]
 
     def check_args(self, args, kwargs):
         """Inmanta's check of the arguments against the annotations (what it understands of them)."""
-        named = list(zip(self.params, args)) + list(kwargs.items())
+        checks = self.checks
+        named = list(zip(self.params, args)) + list(kwargs.items()) if kwargs else zip(self.params, args)
         for name, value in named:
-            if name in self.annotations and not conforms(value, self.annotations[name]):
+            check = checks.get(name)
+            if check is not None and not check(value):
                 raise PluginTypeError(
                     f"Value {value!r} for argument {name} of plugin {self.name} has incompatible type."
                     f" Expected type: {type_text(self.annotations[name])}"
                 )
 
     def check_result(self, value):
-        if "return" in self.annotations and not conforms(value, self.annotations["return"]):
+        check = self.checks.get("return")
+        if check is not None and not check(value):
             raise PluginTypeError(
                 f"Return value {value} of plugin {self.name} has incompatible type."
                 f" Expected type: {type_text(self.annotations['return'])}"
@@ -488,17 +584,52 @@ class ProjectStandIn:
 
 
 def install_project_stand_in(config):
-    import inmanta.module
+    """Makes `Project.get()` answer; inmanta.module imports most of inmanta-core (its package
+    manager and server parts), so the stand-in is put in place when a plugin first imports it."""
 
-    modules = {}
-    for name, path in config.get("module_paths", {}).items():
-        if not path:  # a module built into the compiler: its installed package, if any
-            spec = importlib.util.find_spec(f"inmanta_plugins.{name}")
-            if spec is None or not spec.submodule_search_locations:
-                continue
-            path = list(spec.submodule_search_locations)[0]
-        modules[name] = ModuleStandIn(name, path)
-    inmanta.module.Project._project = ProjectStandIn(config.get("project_dir", "."), modules)
+    def install(module):
+        modules = {}
+        for name, path in config.get("module_paths", {}).items():
+            if not path:  # a module built into the compiler: its installed package, if any
+                spec = importlib.util.find_spec(f"inmanta_plugins.{name}")
+                if spec is None or not spec.submodule_search_locations:
+                    continue
+                path = list(spec.submodule_search_locations)[0]
+            modules[name] = ModuleStandIn(name, path)
+        module.Project._project = ProjectStandIn(config.get("project_dir", "."), modules)
+
+    if "inmanta.module" in sys.modules:
+        install(sys.modules["inmanta.module"])
+    else:
+        sys.meta_path.insert(0, _AfterImport("inmanta.module", install))
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Runs a function on a module right after it is first imported."""
+
+    def __init__(self, name, then):
+        self.name = name
+        self.then = then
+
+    def find_spec(self, name, path, target=None):
+        if name != self.name:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        real, then = spec.loader, self.then
+
+        class Loader(importlib.abc.Loader):
+            def create_module(self, spec):
+                return real.create_module(spec)
+
+            def exec_module(self, module):
+                real.exec_module(module)
+                then(module)
+
+        spec.loader = Loader()
+        return spec
 
 
 class Bridge:
@@ -506,6 +637,8 @@ class Bridge:
         self.plugins = {}
         self.config = {}
         self.modules = []
+        # resource id (no version) -> the Resource object its export made, for dependency managers
+        self.exported = {}
 
     def load(self, request):
         if _IMPORT_ERROR:
@@ -582,7 +715,7 @@ class Bridge:
 
     @staticmethod
     def to_plugin(value, plugin):
-        if isinstance(value, inm_util.Unknown):
+        if type(value) in _PLAIN or isinstance(value, inm_util.Unknown):
             return value
         return proxy.DynamicProxy.return_value(value)
 
@@ -603,7 +736,59 @@ class Bridge:
             attributes["mutators"] = encode(getattr(resource, "mutators", []) or [], "mutators")
         except Exception as e:
             return error_answer(e)
+        self.exported[resource.id.resource_str()] = resource
         return {"ok": {"id": resource.id.resource_str(), "attributes": attributes}}
+
+    def dependencies(self, request):
+        """Runs the modules' `@dependency_manager`s over the resources their `@resource` classes
+        exported, as Inmanta's exporter does after the export, with the requires the compiler
+        computed; answers the requires of every resource whose requires they changed."""
+        export_module = sys.modules.get("inmanta.export")  # imported by every module that has one
+        managers = list(getattr(getattr(export_module, "Exporter", None), "_Exporter__dep_manager", None) or [])
+        if not managers or not self.exported:
+            return {"ok": {}}
+        Id = inmanta.resources.Id
+        given = request.get("requires", {})
+        resources = {}
+        for rid, resource in self.exported.items():
+            resource.requires = {Id.parse_id(r) for r in given.get(rid, [])}
+            resources[resource.id] = resource
+        for manager in managers:
+            try:
+                manager({}, resources)
+            except inmanta.ast.UnknownException:
+                pass  # as Inmanta: a manager that meets an unknown adds nothing
+            except Exception as e:
+                answer = error_answer(e)
+                answer["error"]["message"] = (
+                    f"dependency manager {manager.__module__}.{manager.__name__}: {answer['error']['message']}"
+                )
+                return answer
+        changed = {}
+        for rid, resource in self.exported.items():
+            try:
+                now = sorted({_requirement(r) for r in resource.requires})
+            except TypeError as e:
+                return {"error": {"type": "CompilerException", "message": str(e), "frame": ""}}
+            if now != sorted(given.get(rid, [])):
+                changed[rid] = now
+        return {"ok": changed}
+
+
+def _requirement(r):
+    """A requirement a dependency manager added (a string, a Resource or an Id, as Inmanta takes
+    them), as a resource id without version."""
+    if isinstance(r, str):
+        return inmanta.resources.Id.parse_id(r).resource_str()
+    if isinstance(r, inmanta.resources.Resource):
+        return r.id.resource_str()
+    if isinstance(r, inmanta.resources.Id):
+        return r.resource_str()
+    raise TypeError(f"a dependency manager put {r!r} ({type(r).__name__}) into a requires set; only strings, resources and ids can be there")
+
+
+# values a plugin receives as they are (DynamicProxy.return_value passes them through too)
+_PLAIN = frozenset((str, int, float, bool))
 
 
 class Exporter:
@@ -633,6 +818,8 @@ def main():
                 answer = bridge.call(request)
             elif op == "export":
                 answer = bridge.export(request)
+            elif op == "dependencies":
+                answer = bridge.dependencies(request)
             elif op == "exit":
                 return
             else:

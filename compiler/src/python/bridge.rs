@@ -1,10 +1,18 @@
 //! The long-lived Python process of one compile (`bridge.py`), and its line-framed JSON
 //! protocol. The compiler sends a request; Python may ask questions back (attribute reads,
 //! entity type parents, files to upload) before it gives the final answer.
+//!
+//! Each turn of Python (from our line to its next one) has a time limit: a watchdog thread kills
+//! the process when it runs past it, so a plugin that never returns fails the compile with a
+//! message instead of holding it.
 
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value as Json, json};
 
@@ -21,6 +29,83 @@ pub(crate) trait Questions {
     fn file(&mut self, hash: String, content: Vec<u8>);
 }
 
+/// The least time Python gets to start and import the modules' code.
+const START_LIMIT: Duration = Duration::from_secs(300);
+
+/// Why a request got no answer.
+#[derive(Debug)]
+pub(crate) enum BridgeError {
+    /// Python did not answer within the time limit; the process was killed.
+    TimedOut(Duration),
+    /// The process stopped, or wrote something that is not the protocol.
+    Failed(String),
+}
+
+impl std::fmt::Display for BridgeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BridgeError::TimedOut(limit) => write!(
+                f,
+                "Python did not answer within {} s, so its process was stopped (the limit is \
+                 INMANTA_COMPILER_PLUGIN_TIMEOUT, in seconds)",
+                limit.as_secs()
+            ),
+            BridgeError::Failed(m) => f.write_str(m),
+        }
+    }
+}
+
+impl From<String> for BridgeError {
+    fn from(m: String) -> Self {
+        BridgeError::Failed(m)
+    }
+}
+
+/// Kills the process when a turn of Python runs past its deadline. The deadline is an atomic the
+/// compile thread sets before each read (no lock, no wake-up: the watchdog looks a few times per
+/// limit), so a fast call costs two atomic stores.
+struct Watchdog {
+    epoch: Instant,
+    /// Milliseconds since `epoch` by which Python must answer; 0 while it is not its turn.
+    deadline: AtomicU64,
+    fired: AtomicBool,
+    stop: AtomicBool,
+}
+
+impl Watchdog {
+    fn start(pid: u32, limit: Duration) -> Arc<Watchdog> {
+        let dog = Arc::new(Watchdog {
+            epoch: Instant::now(),
+            deadline: AtomicU64::new(0),
+            fired: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+        });
+        let watch = dog.clone();
+        let tick = (limit / 8).clamp(Duration::from_millis(10), Duration::from_secs(1));
+        let spawned = std::thread::Builder::new().name("python-watchdog".into()).spawn(move || {
+            while !watch.stop.load(Ordering::Relaxed) {
+                std::thread::sleep(tick);
+                let deadline = watch.deadline.load(Ordering::Relaxed);
+                if deadline != 0 && watch.now_ms() > deadline {
+                    watch.fired.store(true, Ordering::Relaxed);
+                    // the whole process group: what the plugin started goes too
+                    let _ = Command::new("kill").args(["-KILL", "--", &format!("-{pid}")]).status();
+                    return;
+                }
+            }
+        });
+        if spawned.is_err() {
+            // without a watchdog the compile still works, only without the limit
+            dog.stop.store(true, Ordering::Relaxed);
+        }
+        dog
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64 + 1
+    }
+}
+
 pub(crate) struct Bridge {
     child: Child,
     input: ChildStdin,
@@ -28,11 +113,16 @@ pub(crate) struct Bridge {
     /// The interpreter's version, from its first line.
     pub version: String,
     line: String,
+    limit: Duration,
+    watchdog: Arc<Watchdog>,
 }
 
 impl Bridge {
-    /// Starts `python` on the bridge script in `cwd` and waits for it to be ready.
-    pub(crate) fn start(python: &Path, cwd: &Path) -> Result<Bridge, String> {
+    /// Starts `python` on the bridge script in `cwd` and waits for it to be ready. Until
+    /// [`Bridge::set_limit`], a turn may take `limit` or [`START_LIMIT`], whichever is longer
+    /// (importing the modules' code is slow on a busy machine, and is no plugin call).
+    pub(crate) fn start(python: &Path, cwd: &Path, limit: Duration) -> Result<Bridge, BridgeError> {
+        let limit = limit.max(START_LIMIT);
         let mut child = Command::new(python)
             .arg("-c")
             .arg(SCRIPT)
@@ -41,17 +131,32 @@ impl Bridge {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
+            // its own process group, so that the watchdog stops what a plugin started too
+            .process_group(0)
             .spawn()
             .map_err(|e| format!("can not start {}: {e}", python.display()))?;
         let (Some(input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
             let _ = child.kill();
-            return Err("the Python process has no pipes".into());
+            return Err(BridgeError::Failed("the Python process has no pipes".into()));
         };
-        let mut bridge =
-            Bridge { child, input, output: BufReader::new(output), version: String::new(), line: String::new() };
+        let watchdog = Watchdog::start(child.id(), limit);
+        let mut bridge = Bridge {
+            child,
+            input,
+            output: BufReader::new(output),
+            version: String::new(),
+            line: String::new(),
+            limit,
+            watchdog,
+        };
         let ready = bridge.read()?;
         bridge.version = ready["ready"].as_str().unwrap_or("").to_string();
         Ok(bridge)
+    }
+
+    /// The time limit of every later turn of Python.
+    pub(crate) fn set_limit(&mut self, limit: Duration) {
+        self.limit = limit;
     }
 
     fn write(&mut self, msg: &Json) -> Result<(), String> {
@@ -63,9 +168,15 @@ impl Bridge {
             .map_err(|e| format!("the Python process stopped ({e})"))
     }
 
-    fn read(&mut self) -> Result<Json, String> {
+    fn read(&mut self) -> Result<Json, BridgeError> {
         self.line.clear();
-        match self.output.read_line(&mut self.line) {
+        self.watchdog.deadline.store(self.watchdog.now_ms() + self.limit.as_millis() as u64, Ordering::Relaxed);
+        let read = self.output.read_line(&mut self.line);
+        self.watchdog.deadline.store(0, Ordering::Relaxed);
+        if self.watchdog.fired.load(Ordering::Relaxed) {
+            return Err(BridgeError::TimedOut(self.limit));
+        }
+        Ok(match read {
             Ok(0) => {
                 let status = self.child.wait().map(|s| s.to_string()).unwrap_or_default();
                 Err(format!("the Python process exited ({status}); its error output is above"))
@@ -74,15 +185,17 @@ impl Bridge {
                 format!("the Python process wrote something that is not JSON ({e}): {}", self.line.trim())
             }),
             Err(e) => Err(format!("can not read from the Python process: {e}")),
-        }
+        }?)
     }
 
     /// Sends a request and answers Python's questions until its final answer.
-    pub(crate) fn request(&mut self, msg: &Json, questions: &mut dyn Questions) -> Result<Json, String> {
+    pub(crate) fn request(&mut self, msg: &Json, questions: &mut dyn Questions) -> Result<Json, BridgeError> {
         self.write(msg)?;
         loop {
             let answer = self.read()?;
-            let Some(obj) = answer.as_object() else { return Err(format!("unexpected answer {answer}")) };
+            let Some(obj) = answer.as_object() else {
+                return Err(BridgeError::Failed(format!("unexpected answer {answer}")));
+            };
             if let Some(get) = obj.get("get") {
                 let inst = get[0].as_u64().unwrap_or(u64::MAX) as u32;
                 let attr = get[1].as_str().unwrap_or("");
@@ -105,6 +218,7 @@ impl Bridge {
 impl Drop for Bridge {
     fn drop(&mut self) {
         // nothing to flush on the Python side: stopping it is immediate
+        self.watchdog.stop.store(true, Ordering::Relaxed);
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

@@ -20,7 +20,7 @@ use crate::diagnostics::Diagnostic;
 use crate::eval::value::{InstId, UnknownSource, Value};
 use crate::eval::{Evaluator, Flow, Slot, Wait, error};
 use crate::syntax::Span;
-use bridge::{Bridge, Questions};
+use bridge::{Bridge, BridgeError, Questions};
 
 /// A loaded module with Python code.
 #[derive(Debug, Clone)]
@@ -79,9 +79,11 @@ pub(crate) fn start(
     modules: &[PythonModule],
     module_dirs: &HashMap<String, PathBuf>,
     environment: &str,
+    limit: std::time::Duration,
 ) -> Result<PythonSide, Box<Diagnostic>> {
     let fail = |m: String| Box::new(Diagnostic::plain("ModuleLoadingException", m));
-    let mut bridge = Bridge::start(python, cwd).map_err(|e| fail(format!("Python for the modules' plugins: {e}")))?;
+    let mut bridge =
+        Bridge::start(python, cwd, limit).map_err(|e| fail(format!("Python for the modules' plugins: {e}")))?;
     let request = json!({
         "op": "load",
         "modules": modules.iter().map(|m| json!({"name": m.name, "path": m.dir, "v1": m.v1})).collect::<Vec<_>>(),
@@ -92,11 +94,14 @@ pub(crate) fn start(
             "module_paths": module_paths(module_dirs),
         },
     });
-    let answer = bridge.request(&request, &mut NoQuestions).map_err(fail)?;
+    let answer = bridge
+        .request(&request, &mut NoQuestions)
+        .map_err(|e| fail(format!("importing the Python code of the modules: {e}")))?;
     if let Some(e) = answer.get("error") {
         let frame = e["frame"].as_str().filter(|f| !f.is_empty()).map(|f| format!(" ({f})")).unwrap_or_default();
         return Err(fail(format!("{}{frame}", e["message"].as_str().unwrap_or("the modules' Python code failed"))));
     }
+    bridge.set_limit(limit);
     let ok = &answer["ok"];
     let plugins = ok["plugins"]
         .as_array()
@@ -158,11 +163,14 @@ struct Asker<'e, 'a> {
 
 impl Questions for Asker<'_, '_> {
     fn get(&mut self, instance: u32, attribute: &str) -> Json {
-        if instance as usize >= self.ev.instances.len() {
+        if instance as usize >= self.ev.m.instances.len() {
             return json!({"notfound": format!("no instance {instance}")});
         }
         match self.ev.read_attr_span(&Value::Instance(instance), attribute, self.span) {
             Ok(Value::Unknown(_)) => json!({"unknown": true}),
+            Ok(Value::Reference(_)) => {
+                json!({"error": format!("{attribute} holds a reference, which the modules' Python code can not read yet")})
+            }
             Ok(v) => json!({"v": encode(self.ev, &v)}),
             Err(Flow::Wait(w)) => {
                 self.wait.get_or_insert(w);
@@ -177,7 +185,7 @@ impl Questions for Asker<'_, '_> {
     }
 
     fn entity_type(&mut self, entity: &str) -> Json {
-        let types = &self.ev.types;
+        let types = &self.ev.m.types;
         let Some(&e) = types.entity_by_name.get(entity) else { return json!({}) };
         let ent = &types.entities[e];
         let parents: Vec<&str> = ent.ancestors.iter().map(|a| types.entities[*a].name.as_str()).collect();
@@ -215,7 +223,7 @@ fn encode_at(ev: &Evaluator<'_>, v: &Value, with_attributes: bool) -> Json {
                 return json!({"$i": i, "$t": ent.name});
             }
             let mut known = serde_json::Map::new();
-            for (a, slot) in ent.attrs.iter().zip(&ev.instances[*i as usize].slots) {
+            for (a, slot) in ent.attrs.iter().zip(&ev.m.instances[*i as usize].slots) {
                 if let (false, Slot::Prim { value: Some((value, _)), .. }) = (a.is_relation(), slot)
                     && !value.contains_unknown()
                 {
@@ -225,6 +233,8 @@ fn encode_at(ev: &Evaluator<'_>, v: &Value, with_attributes: bool) -> Json {
             json!({"$i": i, "$t": ent.name, "$a": known})
         }
         Value::Unknown(_) => json!({"$u": 1}),
+        // refused before a call (`references::check_python_args`) and on attribute reads
+        Value::Reference(_) => Json::Null,
     }
 }
 
@@ -240,7 +250,7 @@ pub(crate) fn decode(ev: &Evaluator<'_>, j: &Json) -> Result<Value, String> {
                 }
                 Value::Dict(Rc::new(items))
             } else if let Some(i) = o.get("$i").and_then(Json::as_u64) {
-                if i as usize >= ev.instances.len() {
+                if i as usize >= ev.m.instances.len() {
                     return Err(format!("instance {i} does not exist"));
                 }
                 Value::Instance(i as InstId)
@@ -280,13 +290,12 @@ impl<'a> Evaluator<'a> {
             "args": pos.iter().map(|v| encode(self, v)).collect::<Vec<_>>(),
             "kwargs": kw.iter().map(|(k, v)| (k.clone(), encode(self, v))).collect::<serde_json::Map<_, _>>(),
         });
-        let answer = self.ask_python(&request, span)?;
-        let (answer, wait) = answer;
+        let (answer, wait) = self.ask_python(&request, &format!("plugin {name}"), span)?;
         if answer.get("unset").is_some() {
             return Err(match wait {
                 Some(w) => Flow::Wait(w),
                 None => {
-                    error("UnsetException", format!("plugin {name} read a value that is not set"), span, self.sources)
+                    error("UnsetException", format!("plugin {name} read a value that is not set"), span, self.m.sources)
                 }
             });
         }
@@ -298,18 +307,18 @@ impl<'a> Evaluator<'a> {
                 "PluginTypeException",
                 format!("The return value of plugin {name} can not be used: {m}"),
                 span,
-                self.sources,
+                self.m.sources,
             )
         })
     }
 
     /// Exports one instance of a Python `@resource` entity.
     pub(crate) fn export_python(&mut self, inst: InstId, entity: &str) -> Result<PyExport, Box<Diagnostic>> {
-        let span = self.instances[inst as usize].span;
+        let span = self.m.instances[inst as usize].span;
         let request = json!({"op": "export", "entity": entity, "instance": inst, "type": self.entity_of(inst).name});
-        let (answer, _) = self.ask_python(&request, span).map_err(|f| match f {
+        let (answer, _) = self.ask_python(&request, &format!("the export of {entity}"), span).map_err(|f| match f {
             Flow::Err(d) => d,
-            Flow::Wait(_) => Box::new(Diagnostic::error("UnsetException", "export waited", Some(span), self.sources)),
+            Flow::Wait(_) => Box::new(Diagnostic::error("UnsetException", "export waited", Some(span), self.m.sources)),
         })?;
         if let Some(e) = answer.get("error") {
             let Flow::Err(d) = plugin_error(self, &format!("@resource {entity}"), e, span) else { unreachable!() };
@@ -320,7 +329,7 @@ impl<'a> Evaluator<'a> {
                 "UnsetException",
                 format!("the export of {} read an attribute that is not set", self.inst_name(inst)),
                 Some(span),
-                self.sources,
+                self.m.sources,
             )));
         }
         let ok = &answer["ok"];
@@ -336,9 +345,10 @@ impl<'a> Evaluator<'a> {
         })
     }
 
-    fn ask_python(&mut self, request: &Json, span: Span) -> Result<(Json, Option<Wait>), Flow> {
+    /// Sends a request and answers Python's questions; `what` names the request in errors.
+    fn ask_python(&mut self, request: &Json, what: &str, span: Span) -> Result<(Json, Option<Wait>), Flow> {
         let Some(mut bridge) = self.python.take() else {
-            return Err(error("CompilerException", "the Python process is not running", span, self.sources));
+            return Err(error("CompilerException", "the Python process is not running", span, self.m.sources));
         };
         let mut asker = Asker { ev: self, span, wait: None, files: Vec::new() };
         let result = bridge.request(request, &mut asker);
@@ -347,11 +357,77 @@ impl<'a> Evaluator<'a> {
         self.python_files.extend(files);
         match result {
             Ok(answer) => Ok((answer, wait)),
-            Err(m) => {
-                Err(error("CompilerException", format!("Python for the modules' plugins: {m}"), span, self.sources))
+            Err(e @ BridgeError::TimedOut(_)) => {
+                Err(error("PluginTimeoutException", format!("{what} did not return: {e}"), span, self.m.sources))
             }
+            Err(e) => Err(error(
+                "CompilerException",
+                format!("Python for the modules' plugins ({what}): {e}"),
+                span,
+                self.m.sources,
+            )),
         }
     }
+}
+
+/// Runs the modules' `@dependency_manager`s (in Python, over the resources their `@resource`
+/// classes exported) and applies the requires they changed to the exported resources.
+pub(crate) fn run_dependency_managers(
+    ev: &mut Evaluator<'_>,
+    exports: &HashMap<InstId, PyExport>,
+    resources: &mut [Json],
+) -> Result<(), Box<Diagnostic>> {
+    if ev.python.is_none() {
+        return Ok(());
+    }
+    let python_ids: std::collections::HashSet<&str> = exports
+        .values()
+        .filter_map(|x| match x {
+            PyExport::Resource { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+        .collect();
+    if python_ids.is_empty() {
+        return Ok(());
+    }
+    let rid = |r: &Json| r["id"].as_str().map(|id| id.rsplit_once(",v=").map_or(id, |(rid, _)| rid).to_string());
+    let mut requires = serde_json::Map::new();
+    for r in resources.iter() {
+        if let Some(id) = rid(r)
+            && python_ids.contains(id.as_str())
+        {
+            requires.insert(id, r["requires"].clone());
+        }
+    }
+    let request = json!({"op": "dependencies", "requires": requires});
+    let fail = |m: String| Box::new(Diagnostic::plain("ExternalException", m));
+    let answer = match ev.python.as_mut() {
+        Some(bridge) => {
+            bridge.request(&request, &mut NoQuestions).map_err(|e| fail(format!("dependency managers: {e}")))?
+        }
+        None => return Ok(()),
+    };
+    if let Some(e) = answer.get("error") {
+        let frame =
+            e["frame"].as_str().filter(|f| !f.is_empty()).map(|f| format!(" (raised at {f})")).unwrap_or_default();
+        return Err(fail(format!("{}{frame}", e["message"].as_str().unwrap_or("a dependency manager failed"))));
+    }
+    let Some(changed) = answer["ok"].as_object().filter(|c| !c.is_empty()) else { return Ok(()) };
+    let known: std::collections::HashSet<String> = resources.iter().filter_map(rid).collect();
+    for r in resources.iter_mut() {
+        let Some(id) = rid(r) else { continue };
+        let Some(now) = changed.get(&id).and_then(Json::as_array) else { continue };
+        let mut now: Vec<String> = now.iter().filter_map(|x| x.as_str().map(str::to_string)).collect();
+        if let Some(missing) = now.iter().find(|x| !known.contains(*x)) {
+            return Err(fail(format!(
+                "a dependency manager made {id} require {missing}, which is not a resource of this model"
+            )));
+        }
+        now.sort();
+        now.dedup();
+        r["requires"] = json!(now);
+    }
+    Ok(())
 }
 
 /// A Python exception as a compile error at the call.
@@ -367,5 +443,5 @@ fn plugin_error(ev: &Evaluator<'_>, what: &str, e: &Json, span: Span) -> Flow {
         }
         _ => ("ExternalException", format!("Exception in plugin {what}: {kind}: {message}{frame}")),
     };
-    error(our_kind, text, span, ev.sources)
+    error(our_kind, text, span, ev.m.sources)
 }

@@ -148,7 +148,14 @@ impl Lexer<'_> {
             let c = self.bytes[self.pos];
             if (c == b'r' || c == b'f') && (self.peek(1) == b'"' || self.peek(1) == b'\'') {
                 self.pos += 1;
-                let (text, multiline) = self.string_body(start)?;
+                let q = self.bytes[self.pos];
+                // Inmanta's prefixed strings are one-line: `f"""a"""` is `f""`, then `"a"`, then `""`
+                let (text, multiline) = if self.peek(1) == q && self.peek(2) == q {
+                    self.pos += 2;
+                    (String::new(), false)
+                } else {
+                    self.string_body(start)?
+                };
                 if c == b'r' {
                     self.push(Tok::Str { value: text, raw: true, multiline }, start);
                 } else {

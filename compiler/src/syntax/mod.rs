@@ -81,6 +81,13 @@ impl SourceMap {
 
     pub(crate) fn location(&self, span: Span) -> Option<Location> {
         let file = self.files.get(span.file as usize)?;
+        if span.start as usize >= file.text.len() && !file.text.is_empty() {
+            // a syntax error at the end of the file: Inmanta's parser places it on the line after
+            // the last one, column 2 (its lexer has counted one more line by then)
+            let line = file.line_starts.len() + 1;
+            let path = file.path.display().to_string();
+            return Some(Location { file: path, line, col: 2, end_line: line, end_col: 2, source_line: String::new() });
+        }
         let (line, col) = self.line_col(file, span.start as usize);
         let (end_line, end_col) = self.line_col(file, span.end as usize);
         let ls = file.line_starts[line - 1];

@@ -47,6 +47,16 @@ fn is_class_name(s: &str) -> bool {
     s.rsplit("::").next().and_then(|l| l.chars().next()).is_some_and(|c| c.is_ascii_uppercase())
 }
 
+/// Inmanta's parser error for a capitalised name where a lower-case one belongs: it names the
+/// keyword before it.
+fn reserved_keyword(kw: &str, span: Span) -> ParseError {
+    ParseError {
+        kind: "ParserException",
+        message: format!("Syntax error: invalid identifier, {kw} is a reserved keyword"),
+        span,
+    }
+}
+
 fn describe(t: &Tok) -> String {
     match t {
         Tok::Id(s) => format!("'{s}'"),
@@ -127,7 +137,9 @@ impl Parser<'_> {
         if matches!(cur.tok, Tok::Kw(_)) {
             return cur.span;
         }
-        if self.pos > 0 && matches!(self.toks[self.pos - 1].tok, Tok::Kw(_)) {
+        // (`true`, `false` and `null` are values in Inmanta's grammar, not keywords)
+        if self.pos > 0 && matches!(self.toks[self.pos - 1].tok, Tok::Kw(k) if !matches!(k, "true" | "false" | "null"))
+        {
             return self.toks[self.pos - 1].span;
         }
         Span { start: cur.span.end, ..cur.span }
@@ -242,12 +254,28 @@ impl Parser<'_> {
             Tok::Kw("import") => {
                 self.bump();
                 let path = self.ns_ref("a module name")?;
-                let alias = if self.eat_kw("as") { Some(self.decl_id("an alias")?) } else { None };
+                // module names and aliases are lower-case identifiers in Inmanta's grammar; its
+                // parser reports the keyword before a capitalised one
+                if path.name.split("::").any(is_class_name) {
+                    return Err(reserved_keyword("import", start));
+                }
+                let alias = if self.is_kw("as") {
+                    let as_span = self.bump().span;
+                    if matches!(self.peek(), Tok::Id(n) if is_class_name(n)) {
+                        return Err(reserved_keyword("as", as_span));
+                    }
+                    Some(self.decl_id("an alias")?)
+                } else {
+                    None
+                };
                 Ok(Top::Import { path, alias, span: start.to(self.prev_span()) })
             }
             Tok::Kw("entity") => self.entity(),
             Tok::Kw("implementation") => {
                 self.bump();
+                if matches!(self.peek(), Tok::Id(n) if is_class_name(n)) {
+                    return Err(reserved_keyword("implementation", start));
+                }
                 let name = self.decl_id("an implementation name")?;
                 self.expect_kw("for")?;
                 let entity = self.class_ref()?;
@@ -287,8 +315,13 @@ impl Parser<'_> {
                         kind: "ParserException",
                         message: "The use of default constructors (typedef ... as Entity(...)) is no longer supported"
                             .into(),
-                        span: start.to(self.span()),
+                        span: name.span,
                     });
+                }
+                // a capitalised typedef name is the old default-constructor form in Inmanta's
+                // grammar, which has no `matching`
+                if is_class_name(&name.name) && self.is_kw("matching") {
+                    return Err(reserved_keyword("matching", self.span()));
                 }
                 self.expect_kw("matching")?;
                 let constraint = if let Tok::Regex(r) = self.peek().clone() {
@@ -344,11 +377,12 @@ impl Parser<'_> {
         let start = self.expect_p("[")?;
         let int = |p: &mut Self| -> PResult<u32> {
             match p.peek().clone() {
-                Tok::Int(i) if i >= 0 => {
+                // Inmanta takes a negative bound as given; as a lower bound it is no bound
+                Tok::Int(i) => {
                     p.bump();
-                    Ok(i as u32)
+                    Ok(i.clamp(0, u32::MAX as i64) as u32)
                 }
-                _ => p.unexpected("a non-negative integer"),
+                _ => p.unexpected("an integer"),
             }
         };
         let m = if self.eat_p(":") {
@@ -410,6 +444,10 @@ impl Parser<'_> {
     fn entity(&mut self) -> PResult<Top> {
         let start = self.expect_kw("entity")?;
         let name = self.id("an entity name")?;
+        if !is_class_name(&name.name) && matches!(self.peek(), Tok::Eof) {
+            // Inmanta's parser only notices the missing rest of the entity
+            return self.unexpected("':'");
+        }
         if !is_class_name(&name.name) {
             return Err(ParseError {
                 kind: "ParserException",
@@ -533,7 +571,8 @@ impl Parser<'_> {
         let start = self.span();
         if self.eat_kw("for") {
             self.enter()?;
-            let var = self.decl_id("a loop variable")?;
+            // Inmanta does not check a loop variable for hyphens
+            let var = self.id("a loop variable")?;
             self.expect_kw("in")?;
             let iter = self.expr()?;
             self.expect_p(":")?;
@@ -589,6 +628,16 @@ impl Parser<'_> {
             self.bump();
             match &e.kind {
                 ExprKind::Var(n) if !n.contains("::") => {
+                    if is_class_name(n) {
+                        // a capitalised name is a class name in Inmanta's grammar, never a target
+                        self.pos -= 1;
+                        let span = self.error_span();
+                        return Err(ParseError {
+                            kind: "ParserException",
+                            message: "Syntax error at token =".into(),
+                            span,
+                        });
+                    }
                     if add {
                         return Err(ParseError {
                             kind: "ParserException",
@@ -715,6 +764,16 @@ impl Parser<'_> {
     fn kwargs_in_brackets(&mut self) -> PResult<Vec<KwArg>> {
         let mut args = Vec::new();
         loop {
+            if self.is_p("**") {
+                // `**dict` spreads a dict's keys and values (an argument named `**`)
+                let span = self.bump().span;
+                let value = self.expr()?;
+                args.push(KwArg { name: Ident { name: "**".into(), span }, value });
+                if !self.eat_p(",") || self.is_p("]") {
+                    break;
+                }
+                continue;
+            }
             let name = self.id("an attribute name")?;
             self.expect_p("=")?;
             let value = self.expr()?;
@@ -942,6 +1001,15 @@ impl Parser<'_> {
                     }
                 }
                 self.expect_p("}")?;
+                if let Some(k) =
+                    pairs.iter().enumerate().find_map(|(i, (k, _))| pairs[..i].iter().any(|(p, _)| p == k).then_some(k))
+                {
+                    self.errors.push(ParseError {
+                        kind: "DuplicateException",
+                        message: format!("duplicate key in dict {k}"),
+                        span: start.to(self.prev_span()),
+                    });
+                }
                 // a model's data is often thousands of small dict literals: no spare capacity
                 pairs.shrink_to_fit();
                 Ok(self.mk(ExprKind::Dict(pairs), start.to(self.prev_span())))
@@ -959,7 +1027,8 @@ impl Parser<'_> {
                             return Err(ParseError {
                                 kind: "ParserException",
                                 message: format!("Syntax error: constructor {} only takes keyword arguments", r.name),
-                                span: args.positional[0].span,
+                                // where Inmanta's lexer stands: just past the argument
+                                span: Span { start: args.positional[0].span.end, ..args.positional[0].span },
                             });
                         }
                         return Ok(self.mk(ExprKind::Constructor { class: r, args: Box::new(args) }, span));
@@ -973,6 +1042,11 @@ impl Parser<'_> {
                     self.depth -= 1;
                     let span = start.to(self.prev_span());
                     return Ok(self.mk(ExprKind::IndexLookup { class: r, args }, span));
+                }
+                if is_class_name(&r.name) && !self.is_p(".") {
+                    // a class name alone is no expression in Inmanta's grammar: it needs a
+                    // constructor's `(` or an index lookup's `[`
+                    return self.unexpected("'(' or '[' after a class name");
                 }
                 Ok(self.mk(ExprKind::Var(r.name), r.span))
             }
@@ -1078,18 +1152,20 @@ fn parse_fstring(text: &str, span: Span, depth: usize) -> Result<Vec<FPart>, Str
                 None => (head, None),
             };
             let name = name.trim();
-            if name.ends_with('=') {
-                return Err("the '=' specifier is not supported".into());
-            }
-            if name.is_empty()
-                || !name.split('.').all(|s| {
-                    !s.is_empty()
-                        && s.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                })
-            {
-                return Err(format!("invalid replacement field '{{{inner}}}'"));
-            }
+            let dotted = name.split('.').all(|s| {
+                !s.is_empty()
+                    && s.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                    && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            });
+            // Inmanta looks any other field up as a variable of that name when the string runs
+            // (a `NotFoundException` then); an empty path stands for `{}`, refused at run time too
+            let path: Vec<String> = if name.is_empty() {
+                Vec::new()
+            } else if dotted {
+                name.split('.').map(str::to_string).collect()
+            } else {
+                vec![name.to_string()]
+            };
             if !lit.is_empty() {
                 parts.push(FPart::Lit(std::mem::take(&mut lit)));
             }
@@ -1097,7 +1173,7 @@ fn parse_fstring(text: &str, span: Span, depth: usize) -> Result<Vec<FPart>, Str
                 Some(s) => parse_fstring(s, span, depth + 1)?,
                 None => vec![],
             };
-            parts.push(FPart::Field { path: name.split('.').map(str::to_string).collect(), conversion, spec, span });
+            parts.push(FPart::Field { path, conversion, spec, span });
             i = j;
             continue;
         }
@@ -1178,7 +1254,9 @@ mod tests {
         let parts = parse_fstring("{a.b:>{w}} {{x}}", Span::default(), 0).expect("valid");
         assert!(matches!(&parts[0], FPart::Field { path, spec, .. } if path == &["a", "b"] && spec.len() == 2));
         assert!(matches!(&parts[1], FPart::Lit(l) if l == " {x}"));
-        assert!(parse_fstring("{a=}", Span::default(), 0).is_err());
+        // not a dotted name: looked up whole when the string runs, as Inmanta does
+        let parts = parse_fstring("{a=}", Span::default(), 0).expect("valid");
+        assert!(matches!(&parts[0], FPart::Field { path, .. } if path == &["a="]));
         assert!(parse_fstring("{", Span::default(), 0).is_err());
     }
 }

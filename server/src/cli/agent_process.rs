@@ -81,7 +81,20 @@ pub async fn run(
             "give the agent names this process serves with --name (repeat for several)".into(),
         ));
     }
-    let client = Client::new(base.clone()).with_token(token.clone());
+    // HTTPS like Inmanta's agents: `[agent_rest_transport] ssl` and `ssl_ca_cert_file` (else those
+    // of `[cmdline_rest_transport]`, else the system's CA bundle).
+    let agent_ssl = options.get("agent_rest_transport", "ssl").is_some_and(super::is_true);
+    let base = if agent_ssl { base.replacen("http://", "https://", 1) } else { base };
+    let ca_file = options
+        .get("agent_rest_transport", "ssl-ca-cert-file")
+        .or_else(|| options.get("cmdline_rest_transport", "ssl-ca-cert-file"))
+        .map(PathBuf::from);
+    let usage = |e: String| CliError::Usage(format!("[agent_rest_transport] {e}"));
+    let client = Client::new(base.clone())
+        .with_token(token.clone())
+        .with_ca_file(ca_file.as_deref())
+        .map_err(|e| usage(e.to_string()))?;
+    let tls = if base.starts_with("https://") { Some(tls_connector(ca_file.as_deref()).map_err(usage)?) } else { None };
     let files = ServerFiles { client, runtime: tokio::runtime::Handle::current() };
     let handler_dir = std::path::absolute(args.handler_dir(options))?;
     let python = crate::config::python_settings(options, handler_dir.join("python"))
@@ -98,8 +111,8 @@ pub async fn run(
         {
             request.headers_mut().insert("Authorization", value);
         }
-        match tokio_tungstenite::connect_async(request).await {
-            Ok((stream, _)) => {
+        match connect(request, tls.as_ref()).await {
+            Ok(stream) => {
                 eprintln!("connected to {base} for agents {}", args.names.join(", "));
                 backoff = Duration::from_millis(500);
                 serve(stream, executor.clone()).await;
@@ -120,6 +133,55 @@ pub async fn run(
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(Duration::from_secs(30));
     }
+}
+
+/// What the WebSocket runs over: TCP, or TLS over TCP for `wss://`.
+trait Transport: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Transport for T {}
+
+/// Opens the agent session: TCP to the server, TLS when `tls` is given, then the WebSocket
+/// handshake.
+async fn connect(
+    request: tokio_tungstenite::tungstenite::handshake::client::Request,
+    tls: Option<&tokio_rustls::TlsConnector>,
+) -> Result<tokio_tungstenite::WebSocketStream<Box<dyn Transport>>, tokio_tungstenite::tungstenite::Error> {
+    let uri = request.uri();
+    let host = uri.host().unwrap_or("127.0.0.1").trim_start_matches('[').trim_end_matches(']').to_string();
+    let port = uri.port_u16().unwrap_or(if tls.is_some() { 443 } else { 80 });
+    let tcp = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
+    let _ = tcp.set_nodelay(true);
+    let stream: Box<dyn Transport> = match tls {
+        Some(tls) => {
+            let name = rustls::pki_types::ServerName::try_from(host.clone()).map_err(|e| {
+                std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("server name {host}: {e}"))
+            })?;
+            Box::new(tls.connect(name, tcp).await?)
+        }
+        None => Box::new(tcp),
+    };
+    Ok(tokio_tungstenite::client_async(request, stream).await?.0)
+}
+
+/// TLS for `wss://`: the server's certificate is checked against `ca_file`, else the system's
+/// CA bundle.
+fn tls_connector(ca_file: Option<&std::path::Path>) -> Result<tokio_rustls::TlsConnector, String> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let pem = api::client::ca_bundle(ca_file)?;
+    let mut roots = rustls::RootCertStore::empty();
+    let (added, _) = roots.add_parsable_certificates(CertificateDer::pem_slice_iter(&pem).filter_map(Result::ok));
+    if added == 0 {
+        return Err(format!(
+            "{} holds no usable CA certificate",
+            ca_file.map_or_else(|| "the system CA bundle".to_string(), |f| f.display().to_string())
+        ));
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS protocol versions: {e}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
 }
 
 fn failure(message: String) -> WireOutcome {
@@ -171,6 +233,16 @@ where
                 };
                 let code =
                     VersionCode { environment: task.environment.to_string(), shipped_handler: task.handler, python };
+                if task.facts {
+                    let facts = executor.facts_with(&request, &code)?;
+                    return Ok(agent::Outcome {
+                        status: agent::HandlerStatus::Deployed,
+                        change: agent::Change::NoChange,
+                        changes: Default::default(),
+                        logs: vec![],
+                        facts,
+                    });
+                }
                 Ok::<_, String>(executor.execute_code(&request, &code, mode, &events))
             })
             .await;

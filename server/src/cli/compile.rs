@@ -37,6 +37,20 @@ pub struct CompileArgs {
     /// INMANTA_COMPILER_PYTHON); default: the project's .env.
     #[arg(skip)]
     pub(super) python: Option<PathBuf>,
+    /// The compiler's limits from `[compiler] max-steps`, `max-instances`, `max-depth`.
+    #[arg(skip)]
+    pub(super) limits: Vec<(String, String)>,
+}
+
+impl CompileArgs {
+    /// Takes the `[compiler]` settings of the configuration: the Python interpreter and the limits.
+    pub(super) fn configure(&mut self, options: &Options) {
+        self.python = options.get("compiler", "python").map(PathBuf::from);
+        self.limits = ["max-steps", "max-instances", "max-depth"]
+            .into_iter()
+            .filter_map(|k| options.get("compiler", k).map(|v| (k.to_string(), v.to_string())))
+            .collect();
+    }
 }
 
 #[derive(Args, Clone)]
@@ -77,17 +91,24 @@ pub struct ExportArgs {
     /// Message recorded with the version.
     #[arg(short = 'm', long)]
     message: Option<String>,
+    /// The server-side compile this export serves (the server passes it), recorded with the
+    /// version so that a compile whose server died after the export is not run twice.
+    #[arg(long = "compile-id", hide = true)]
+    compile_id: Option<Uuid>,
 }
 
 /// Runs the compiler on a thread of its own (it is synchronous and CPU-bound).
 pub(super) async fn compile(args: &CompileArgs) -> Result<CompileOutput, CliError> {
     let project = args.project.clone();
-    let options = CompileOptions {
+    let mut options = CompileOptions {
         main_file: Some(args.main.clone()),
         python: args.python.clone(),
         root_variables: false,
         ..Default::default()
     };
+    options
+        .apply_limits(|k| args.limits.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
+        .map_err(CliError::Usage)?;
     let started = Instant::now();
     tracing::info!(project = %project.display(), main = %args.main.display(), "compiling");
     let result = tokio::task::spawn_blocking(move || compiler::compile_project_with(&project, &options))
@@ -133,7 +154,7 @@ pub async fn run_compile(args: CompileArgs) -> Result<(), CliError> {
 }
 
 pub async fn run_export(mut args: ExportArgs, options: &Options) -> Result<(), CliError> {
-    args.compile.python = options.get("compiler", "python").map(PathBuf::from);
+    args.compile.configure(options);
     if !args.delete_resource_set.is_empty() && !args.partial {
         return Err(CliError::Usage("--delete-resource-set only works with --partial".into()));
     }
@@ -161,6 +182,7 @@ pub async fn run_export(mut args: ExportArgs, options: &Options) -> Result<(), C
         allow_handler_code_update: args.allow_handler_code_update,
         release: args.deploy,
         message: args.message.clone().unwrap_or_else(|| "Manual compile on the CLI".into()),
+        compile_id: args.compile_id,
     };
     let version = push_export(Destination::Api(&target.client), env, output, &push).await?;
     println!("{version}");
@@ -190,7 +212,8 @@ impl Target {
         })?;
         let host = args.server_address.clone().or_else(|| setting("compiler_rest_transport", "host"));
         let port = args.server_port.map(|p| p.to_string()).or_else(|| setting("compiler_rest_transport", "port"));
-        let ssl = args.ssl || setting("compiler_rest_transport", "ssl").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        let ssl = args.ssl || setting("compiler_rest_transport", "ssl").is_some_and(|v| super::is_true(&v));
+        let ca_file = setting("compiler_rest_transport", "ssl-ca-cert-file").map(PathBuf::from);
         let token = args.token.clone().or_else(|| setting("compiler_rest_transport", "token"));
         let scheme = if ssl { "https" } else { "http" };
         let base = format!(
@@ -198,7 +221,11 @@ impl Target {
             host.unwrap_or_else(|| "127.0.0.1".into()),
             port.unwrap_or_else(|| "8888".into())
         );
-        Ok(Target { client: Client::new(base).with_token(token), environment })
+        let client = Client::new(base)
+            .with_token(token)
+            .with_ca_file(ca_file.as_deref())
+            .map_err(|e| CliError::Usage(format!("[compiler_rest_transport] {e}")))?;
+        Ok(Target { client, environment })
     }
 }
 

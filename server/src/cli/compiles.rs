@@ -67,7 +67,7 @@ pub struct RequestArgs {
 pub async fn run(command: CompileCommand, options: &Options) -> Result<(), CliError> {
     let Some(command) = command.command else {
         let mut local = command.local;
-        local.python = options.get("compiler", "python").map(std::path::PathBuf::from);
+        local.configure(options);
         return super::compile::run_compile(local).await;
     };
     match command {

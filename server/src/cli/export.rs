@@ -26,6 +26,8 @@ pub struct Push {
     pub allow_handler_code_update: bool,
     pub release: bool,
     pub message: String,
+    /// The server-side compile this export serves: `export_metadata["inmanta:compile:id"]`.
+    pub compile_id: Option<Uuid>,
 }
 
 /// Where an export goes.
@@ -66,9 +68,12 @@ pub async fn push_export(
     upload_missing_files(to, &output.files).await?;
     let resource_sets: BTreeMap<String, Option<String>> =
         output.resource_sets.iter().map(|(rid, set)| (rid.clone(), Some(set.clone()))).collect();
-    let version_info = json!({"export_metadata": {
+    let mut version_info = json!({"export_metadata": {
         "message": push.message, "type": "api", "inmanta:compile:state": "success",
     }});
+    if let Some(id) = push.compile_id {
+        version_info["export_metadata"]["inmanta:compile:id"] = json!(id.to_string());
+    }
     let version = if push.partial {
         output.set_version(0);
         let mut body = json!({

@@ -161,10 +161,14 @@ pub async fn run(command: ClientCommand, options: &Options, verbose: u8) -> Exit
         ClientCommand::Project { command: project::ProjectCommand::Install { project_dir }, .. } => {
             project::install(project_dir, options.get("compiler", "python").map(std::path::PathBuf::from)).await
         }
-        ClientCommand::Project { connection, command } => project::run(command, &context(&connection, options)).await,
-        ClientCommand::Environment { connection, command } => {
-            environment::run(command, &context(&connection, options)).await
-        }
+        ClientCommand::Project { connection, command } => match context(&connection, options) {
+            Ok(ctx) => project::run(command, &ctx).await,
+            Err(e) => Err(e),
+        },
+        ClientCommand::Environment { connection, command } => match context(&connection, options) {
+            Ok(ctx) => environment::run(command, &ctx).await,
+            Err(e) => Err(e),
+        },
         ClientCommand::Compile(args) => compiles::run(args, options).await,
         ClientCommand::Export(args) => compile::run_export(args, options).await,
         ClientCommand::Deploy(args) => deploy::run(args, verbose > 0).await,
@@ -195,7 +199,10 @@ pub async fn run(command: ClientCommand, options: &Options, verbose: u8) -> Exit
             Ok((ctx, env)) => dryrun::run(command, &ctx, env).await,
             Err(e) => Err(e),
         },
-        ClientCommand::User { connection, args } => user::run(args, &context(&connection, options), options).await,
+        ClientCommand::User { connection, args } => match context(&connection, options) {
+            Ok(ctx) => user::run(args, &ctx, options).await,
+            Err(e) => Err(e),
+        },
         ClientCommand::Param { scope, command } => match scoped(&scope, options).await {
             Ok((ctx, env)) => param::run(command, &ctx, env).await,
             Err(e) => Err(e),
@@ -220,7 +227,7 @@ pub async fn run(command: ClientCommand, options: &Options, verbose: u8) -> Exit
 
 /// The context and environment id of an environment-scoped command.
 async fn scoped(scope: &Scope, options: &Options) -> Result<(Context, uuid::Uuid), CliError> {
-    let ctx = context(&scope.connection, options);
+    let ctx = context(&scope.connection, options)?;
     let key = scope
         .environment
         .clone()
@@ -239,7 +246,7 @@ async fn scoped(scope: &Scope, options: &Options) -> Result<(Context, uuid::Uuid
 /// Percent-encodes one URL path segment or query value (resource ids hold `/`, `[`, `,`, `=`).
 pub use api::url::encode as encode_segment;
 
-fn context(connection: &Connection, options: &Options) -> Context {
+fn context(connection: &Connection, options: &Options) -> Result<Context, CliError> {
     let dotfile = dot_inmanta();
     let setting = |key: &str| {
         options
@@ -250,7 +257,18 @@ fn context(connection: &Connection, options: &Options) -> Context {
     let host = connection.host.clone().or_else(|| setting("host")).unwrap_or_else(|| "127.0.0.1".into());
     let port = connection.port.map(|p| p.to_string()).or_else(|| setting("port")).unwrap_or_else(|| "8888".into());
     let token = connection.token.clone().or_else(|| setting("token"));
-    Context { client: Client::new(format!("http://{host}:{port}")).with_token(token), json: connection.json }
+    let scheme = if setting("ssl").is_some_and(|v| is_true(&v)) { "https" } else { "http" };
+    let ca_file = setting("ssl-ca-cert-file").map(std::path::PathBuf::from);
+    let client = Client::new(format!("{scheme}://{host}:{port}"))
+        .with_token(token)
+        .with_ca_file(ca_file.as_deref())
+        .map_err(|e| CliError::Usage(format!("[cmdline_rest_transport] {e}")))?;
+    Ok(Context { client, json: connection.json })
+}
+
+/// A boolean option's value as Inmanta's configuration reads it.
+pub fn is_true(value: &str) -> bool {
+    matches!(value.to_ascii_lowercase().as_str(), "true" | "yes" | "on" | "1")
 }
 
 /// The project's `.inmanta` file in the current directory, if there is one.

@@ -1,22 +1,32 @@
 //! The API's own description, generated from the route table the router is built from (so it
 //! cannot miss a route): `GET /api/v2/docs?format=openapi` answers an OpenAPI 3 document,
-//! `GET /api/v2/docs` a page listing every route with who may call it.
+//! `GET /api/v2/docs` Swagger UI on it. Each operation's query parameters and body come from
+//! its handler's extractor types ([`super::describe`]). Swagger UI's files (npm
+//! `swagger-ui-dist`) are vendored in `server/assets/swagger-ui` and embedded in the binary, so
+//! the page needs nothing from the internet.
+//!
+//! Both are public: the document is the same for every installation (it is built from the
+//! binary's route table) and holds no data, and a browser opening the page has no bearer token
+//! to fetch it with. Every call the page makes is authorized as usual (its Authorize button
+//! takes a token).
 
 use std::sync::Arc;
 
 use axum::Extension;
-use axum::http::{Method, header};
+use axum::extract::Path;
+use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use orchestrator::auth::Access;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::error::ApiError;
 use super::extract::Query;
 use super::limits::{BodyLimit, Limits};
-use super::{RouteRule, Routes, global};
+use super::{RouteRule, Routes, public};
 
 pub fn router() -> Routes {
-    Routes::new().get("/api/v2/docs", global("docs.read"), docs)
+    Routes::new().get("/api/v2/docs", public(), docs).get("/api/v2/docs/{asset}", public(), asset)
 }
 
 /// The generated document, built once when the router is.
@@ -28,12 +38,53 @@ struct DocsQuery {
     format: Option<String>,
 }
 
+/// Where the page finds the document.
+const DOCUMENT: &str = "/api/v2/docs?format=openapi";
+
+/// Scripts and styles only from this server; Swagger UI sets some inline styles and shows
+/// images from data URLs.
+const PAGE_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
+                           img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'";
+
 async fn docs(Extension(ApiDocs(doc)): Extension<ApiDocs>, Query(q): Query<DocsQuery>) -> Response {
     match q.format.as_deref() {
         Some("openapi") => axum::Json((*doc).clone()).into_response(),
-        _ => ([(header::CONTENT_SECURITY_POLICY, "default-src 'none'; style-src 'unsafe-inline'")], Html(page(&doc)))
-            .into_response(),
+        None => ([(header::CONTENT_SECURITY_POLICY, PAGE_POLICY)], Html(page())).into_response(),
+        Some(other) => ApiError::bad_request(format!(
+            "Invalid request: format={other:?} is not known; use format=openapi for the OpenAPI document, or no \
+             format for the Swagger UI page"
+        ))
+        .into_response(),
     }
+}
+
+/// Swagger UI's page; `initializer.js` reads the document's address from `data-url`.
+fn page() -> String {
+    format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Inmanta API</title>\
+         <link rel=\"stylesheet\" href=\"/api/v2/docs/swagger-ui.css\"></head><body>\
+         <div id=\"swagger-ui\" data-url=\"{DOCUMENT}\"></div>\
+         <noscript>Swagger UI needs JavaScript; the OpenAPI document is at <a href=\"{DOCUMENT}\">{DOCUMENT}</a>.</noscript>\
+         <script src=\"/api/v2/docs/swagger-ui-bundle.js\"></script>\
+         <script src=\"/api/v2/docs/initializer.js\"></script></body></html>"
+    )
+}
+
+/// Swagger UI's files, embedded at build time.
+async fn asset(Path(name): Path<String>) -> Response {
+    let (content_type, body): (&str, &'static [u8]) = match name.as_str() {
+        "swagger-ui-bundle.js" => {
+            ("text/javascript", include_bytes!("../../assets/swagger-ui/swagger-ui-bundle.js").as_slice())
+        }
+        "swagger-ui.css" => ("text/css", include_bytes!("../../assets/swagger-ui/swagger-ui.css").as_slice()),
+        "initializer.js" => ("text/javascript", include_bytes!("../../assets/swagger-ui/initializer.js").as_slice()),
+        _ => {
+            return ApiError::new(StatusCode::NOT_FOUND, format!("no such file of the API page: {name}"))
+                .into_response();
+        }
+    };
+    // The files change only with the binary.
+    ([(header::CONTENT_TYPE, content_type), (header::CACHE_CONTROL, "public, max-age=3600")], body).into_response()
 }
 
 /// The OpenAPI 3.0 document of `table`.
@@ -79,6 +130,9 @@ fn operation(route: &RouteRule, limits: &Limits) -> Value {
             "schema": {"type": "string", "format": "uuid"}, "description": "the environment id",
         }));
     }
+    for (name, schema, required) in &route.takes.query {
+        parameters.push(json!({"name": name, "in": "query", "required": required, "schema": schema}));
+    }
     let error = |what: &str| json!({"description": what, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}});
     let mut responses = json!({
         "200": {"description": "done", "content": {"application/json": {"schema": {}}}},
@@ -98,12 +152,15 @@ fn operation(route: &RouteRule, limits: &Limits) -> Value {
     if route.rule.access != Access::Public {
         op["security"] = json!([{"bearer": []}]);
     }
-    if matches!(route.method, Method::POST | Method::PUT | Method::PATCH) {
+    // The body the handler reads, if any; an empty body counts as `{}` (Inmanta's clients send
+    // none when every argument is optional).
+    if let Some(schema) = route.takes.body.clone() {
         let bytes = limits.bytes(route.body);
+        let required = schema["required"].as_array().is_some_and(|r| !r.is_empty());
         op["requestBody"] = json!({
-            "required": false,
-            "description": format!("a JSON object of at most {bytes} bytes"),
-            "content": {"application/json": {"schema": {"type": "object"}}},
+            "required": required,
+            "description": format!("JSON of at most {bytes} bytes"),
+            "content": {"application/json": {"schema": schema}},
         });
         op["responses"]["413"] = error("the body is larger than this call takes");
     }
@@ -132,37 +189,6 @@ fn path_parameters(path: &str) -> Vec<String> {
         .collect()
 }
 
-/// A plain page of every route, for people.
-fn page(doc: &Value) -> String {
-    let mut rows = String::new();
-    if let Some(paths) = doc["paths"].as_object() {
-        for (path, methods) in paths {
-            for (method, op) in methods.as_object().into_iter().flatten() {
-                let summary = op["summary"].as_str().unwrap_or_default();
-                let who = summary.split_once(" (").map(|(_, w)| w.trim_end_matches(')')).unwrap_or_default();
-                rows.push_str(&format!(
-                    "<tr><td>{}</td><td><code>{}</code></td><td>{}</td></tr>\n",
-                    method.to_ascii_uppercase(),
-                    escape(path),
-                    escape(who)
-                ));
-            }
-        }
-    }
-    format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Inmanta API</title>\
-         <style>body{{font-family:sans-serif;margin:2em}}td{{padding:2px 12px}}tr:nth-child(even){{background:#f3f3f3}}</style>\
-         </head><body><h1>Inmanta orchestrator API</h1><p>The OpenAPI 3 document: \
-         <a href=\"?format=openapi\">/api/v2/docs?format=openapi</a>. Environment-scoped calls take the environment \
-         id in the <code>X-Inmanta-tid</code> header.</p><table><tr><th>method</th><th>path</th><th>who may call it</th></tr>\n\
-         {rows}</table></body></html>"
-    )
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,5 +208,20 @@ mod tests {
         let version = &doc["paths"]["/api/v1/version/{id}"]["get"];
         assert_eq!(version["parameters"][0]["name"], "id");
         assert_eq!(version["parameters"][1]["name"], api::TID_HEADER);
+        assert_eq!(version["parameters"][2]["name"], "include_logs", "the handler's query parameters");
+        // Bodies are described from the handlers' types: fields, their kinds, required ones.
+        let put = &doc["paths"]["/api/v1/version"]["put"]["requestBody"];
+        let schema = &put["content"]["application/json"]["schema"];
+        assert_eq!(schema["properties"]["version"]["type"], "integer", "{schema}");
+        assert_eq!(schema["properties"]["resources"]["type"], "array", "{schema}");
+        assert!(schema["required"].as_array().unwrap().contains(&json!("version")), "{schema}");
+        assert_eq!(put["required"], true);
+        // A call whose handler reads no body has none in the document.
+        assert!(doc["paths"]["/api/v2/reserve_version"]["post"].get("requestBody").is_none());
+        let login = &doc["paths"]["/api/v2/login"]["post"]["requestBody"]["content"]["application/json"]["schema"];
+        assert_eq!(login["required"], json!(["username", "password"]));
+        if std::env::var_os("PRINT_OPENAPI").is_some() {
+            println!("{}", serde_json::to_string_pretty(&doc).unwrap());
+        }
     }
 }

@@ -61,16 +61,12 @@ async fn report(
 
 /// The v1 form of a report: resources keyed by resource version id.
 async fn v1_form(o: &Orchestrator, env: Uuid, id: Uuid) -> ApiResult<Value> {
-    let report = o.dryrun_report(env, id).await?;
-    let version = report.summary.model;
+    let (summary, reported) = o.dryrun_changes(env, id).await?;
+    let version = summary.model;
     let mut resources = serde_json::Map::new();
-    for diff in &report.diff {
+    for diff in reported {
         let Ok(rid) = ResourceId::parse(&diff.resource_id) else { continue };
-        let changes: serde_json::Map<String, Value> = diff
-            .attributes
-            .iter()
-            .map(|(name, d)| (name.clone(), json!({"current": d.from_value, "desired": d.to_value})))
-            .collect();
+        let changes = diff.changes;
         let rvid = rid.versioned(version as u64);
         // Inmanta's v1 shape: what an agent reported has the id fields with the version and no
         // diff status; what the server decided alone (agent down, undefined) has the status.
@@ -87,7 +83,7 @@ async fn v1_form(o: &Orchestrator, env: Uuid, id: Uuid) -> ApiResult<Value> {
         entry["id_fields"] = id_fields;
         resources.insert(rvid, entry);
     }
-    let mut dryrun = serde_json::to_value(&report.summary).unwrap_or_default();
+    let mut dryrun = serde_json::to_value(&summary).unwrap_or_default();
     dryrun["resources"] = Value::Object(resources);
     Ok(dryrun)
 }

@@ -11,6 +11,7 @@ mod agents;
 mod auth;
 mod compiles;
 mod deploy;
+mod describe;
 mod docs;
 mod dryrun;
 mod environments;
@@ -105,6 +106,8 @@ pub struct RouteRule {
     pub rule: Rule,
     /// Public routes take [`BodyLimit::Small`] bodies whatever this says.
     pub body: BodyLimit,
+    /// The query parameters and body its handler reads, for the OpenAPI document.
+    pub takes: describe::Takes,
 }
 
 /// A router that records the rule of every route it gets.
@@ -121,12 +124,12 @@ impl Routes {
     pub fn route<H, T>(mut self, method: Method, path: &'static str, rule: Rule, handler: H) -> Routes
     where
         H: Handler<T, AppState>,
-        T: 'static,
+        T: describe::DescribeArgs + 'static,
     {
         let filter = MethodFilter::try_from(method.clone()).expect("a standard HTTP method");
         self.router = self.router.route(path, axum::routing::on(filter, handler));
         let body = if rule.access == Access::Public { BodyLimit::Small } else { BodyLimit::default() };
-        self.table.push(RouteRule { method, path, rule, body });
+        self.table.push(RouteRule { method, path, rule, body, takes: T::takes() });
         self
     }
 
@@ -141,27 +144,57 @@ impl Routes {
         self
     }
 
-    pub fn get<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, rule: Rule, handler: H) -> Routes {
+    pub fn get<H: Handler<T, AppState>, T: describe::DescribeArgs + 'static>(
+        self,
+        path: &'static str,
+        rule: Rule,
+        handler: H,
+    ) -> Routes {
         self.route(Method::GET, path, rule, handler)
     }
 
-    pub fn post<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, rule: Rule, handler: H) -> Routes {
+    pub fn post<H: Handler<T, AppState>, T: describe::DescribeArgs + 'static>(
+        self,
+        path: &'static str,
+        rule: Rule,
+        handler: H,
+    ) -> Routes {
         self.route(Method::POST, path, rule, handler)
     }
 
-    pub fn put<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, rule: Rule, handler: H) -> Routes {
+    pub fn put<H: Handler<T, AppState>, T: describe::DescribeArgs + 'static>(
+        self,
+        path: &'static str,
+        rule: Rule,
+        handler: H,
+    ) -> Routes {
         self.route(Method::PUT, path, rule, handler)
     }
 
-    pub fn patch<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, rule: Rule, handler: H) -> Routes {
+    pub fn patch<H: Handler<T, AppState>, T: describe::DescribeArgs + 'static>(
+        self,
+        path: &'static str,
+        rule: Rule,
+        handler: H,
+    ) -> Routes {
         self.route(Method::PATCH, path, rule, handler)
     }
 
-    pub fn delete<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, rule: Rule, handler: H) -> Routes {
+    pub fn delete<H: Handler<T, AppState>, T: describe::DescribeArgs + 'static>(
+        self,
+        path: &'static str,
+        rule: Rule,
+        handler: H,
+    ) -> Routes {
         self.route(Method::DELETE, path, rule, handler)
     }
 
-    pub fn head<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, rule: Rule, handler: H) -> Routes {
+    pub fn head<H: Handler<T, AppState>, T: describe::DescribeArgs + 'static>(
+        self,
+        path: &'static str,
+        rule: Rule,
+        handler: H,
+    ) -> Routes {
         self.route(Method::HEAD, path, rule, handler)
     }
 

@@ -5,9 +5,12 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use std::sync::Arc;
+
 use orchestrator::Orchestrator;
 use orchestrator::paging::PageRequest;
 use orchestrator::parameters::{NewParameter, ParamLookup};
+use orchestrator::scheduler::Schedulers;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -40,14 +43,19 @@ struct ResourceParam {
 
 async fn v1_get(
     State(o): State<Orchestrator>,
+    State(schedulers): State<Arc<Schedulers>>,
     Tid(env): Tid,
     Path(name): Path<String>,
     Query(q): Query<ResourceParam>,
 ) -> ApiResult<Response> {
     match o.get_param(env, &name, q.resource_id.as_deref()).await? {
         ParamLookup::Found(parameter) => Ok(Json(json!({"parameter": parameter})).into_response()),
-        // Inmanta's answer: the caller retries once the agents reported the fact.
+        // Inmanta's answer: the agent is asked for the resource's facts, and the caller retries
+        // once it reported them.
         ParamLookup::AskAgents => {
+            if let Some(rid) = q.resource_id.as_deref().and_then(|r| api::ResourceId::parse_versioned(r).ok()) {
+                schedulers.request_facts(env, &rid.0).await?;
+            }
             Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "Agents queried for resource parameter."))
         }
     }

@@ -110,7 +110,39 @@ async fn actions(State(o): State<Orchestrator>, Tid(env): Tid, Query(pairs): Que
             other => return Err(ApiError::bad_request(format!("unknown parameter {other:?} for resource_actions"))),
         }
     }
-    Ok(data(o.resource_actions(env, &query).await?).into_response())
+    let actions = o.resource_actions(env, &query).await?;
+    let links = action_page_links(&query, &actions);
+    let mut body = json!({ "data": actions });
+    if let Some(links) = links {
+        body["links"] = links;
+    }
+    Ok(Json(body).into_response())
+}
+
+/// Inmanta's links of a limited page of actions: `next` pages to older actions (before the
+/// last one's start), `prev` to newer ones (after the first one's start), with the same filters.
+fn action_page_links(query: &ActionQuery, actions: &[api::resource::ResourceAction]) -> Option<serde_json::Value> {
+    let limit = query.limit.filter(|l| *l > 0)?;
+    let (first, last) = (actions.first()?, actions.last()?);
+    let mut common: Vec<(&str, String)> = [
+        ("resource_type", &query.resource_type),
+        ("agent", &query.agent),
+        ("attribute", &query.attribute),
+        ("attribute_value", &query.attribute_value),
+        ("log_severity", &query.log_severity),
+    ]
+    .into_iter()
+    .filter_map(|(key, value)| value.clone().map(|v| (key, v)))
+    .collect();
+    common.push(("limit", limit.to_string()));
+    let link = |bound: &str, action: &api::resource::ResourceAction| {
+        let mut params = common.clone();
+        params.push((bound, action.started.clone()));
+        params.push(("action_id", action.action_id.to_string()));
+        let query: Vec<String> = params.iter().map(|(k, v)| format!("{k}={}", api::url::encode(v))).collect();
+        format!("/api/v2/resource_actions?{}", query.join("&"))
+    };
+    Some(json!({ "next": link("last_timestamp", last), "prev": link("first_timestamp", first) }))
 }
 
 #[derive(Deserialize)]
@@ -132,16 +164,34 @@ async fn v1_resource(
     if version == 0 {
         return Err(ApiError::bad_request(format!("{rvid} is not a resource version id: add ,v=<version>")));
     }
-    let resource = o.versioned_resource(env, version as i64, &id.to_string()).await?;
+    let resource = o.v1_versioned_resource(env, version as i64, &id).await?;
     let logs = if p.logs.unwrap_or(false) {
-        let query = ActionQuery { resource_id: Some(id.to_string()), limit: p.log_limit, ..Default::default() };
+        // The actions of this resource in this version, as Inmanta answers.
+        let rvid = id.versioned(version);
+        let query = ActionQuery { resource_id: Some(id.to_string()), ..Default::default() };
         let mut actions = o.resource_actions(env, &query).await?;
-        if let Some(kind) = &p.log_action {
-            actions.retain(|a| &a.action == kind);
+        actions.retain(|a| {
+            a.resource_version_ids.contains(&rvid) && p.log_action.as_ref().is_none_or(|kind| &a.action == kind)
+        });
+        if let Some(limit) = p.log_limit.filter(|l| *l > 0) {
+            actions.truncate(limit as usize);
         }
         actions
     } else {
         vec![]
     };
-    Ok(Json(json!({"resource": resource, "logs": logs})).into_response())
+    Ok(Json(json!({"resource": resource, "logs": v1_actions(logs.iter())})).into_response())
+}
+
+/// Resource actions in the v1 form, which has no `send_event` (the v2 form answers it null).
+pub(super) fn v1_actions<'a>(actions: impl Iterator<Item = &'a api::resource::ResourceAction>) -> serde_json::Value {
+    actions
+        .map(|action| {
+            let mut value = json!(action);
+            if let Some(fields) = value.as_object_mut() {
+                fields.remove("send_event");
+            }
+            value
+        })
+        .collect()
 }

@@ -1,5 +1,6 @@
 //! Versions of the desired state (reference/api.md §5.8).
 
+use api::ResourceId;
 use api::version::{PutPartial, PutVersion};
 use axum::Json;
 use axum::extract::State;
@@ -154,17 +155,16 @@ async fn v1_get(
         )));
     }
     let mut actions = o.resource_actions(env, &ActionQuery::default()).await?;
-    actions.retain(|a| {
-        q.log_filter.as_ref().is_none_or(|kind| &a.action == kind)
-            && a.resource_version_ids.iter().any(|id| id.ends_with(&format!(",v={version}")))
-    });
+    actions.retain(|a| q.log_filter.as_ref().is_none_or(|kind| &a.action == kind) && a.version == version);
     if let Some(limit) = q.limit.filter(|l| *l > 0) {
         actions.truncate(limit as usize);
     }
     for resource in &mut resources {
-        let rvid = resource["resource_version_id"].as_str().unwrap_or_default().to_string();
-        let mine: Vec<_> = actions.iter().filter(|a| a.resource_version_ids.contains(&rvid)).collect();
-        resource["actions"] = json!(mine);
+        let rvid = ResourceId::parse(resource["resource_id"].as_str().unwrap_or_default())
+            .map(|id| id.versioned(version as u64))
+            .unwrap_or_default();
+        resource["actions"] =
+            super::resources::v1_actions(actions.iter().filter(|a| a.resource_version_ids.contains(&rvid)));
     }
     Ok(Json(json!({"model": model, "resources": resources, "unknowns": []})).into_response())
 }

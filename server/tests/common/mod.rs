@@ -16,11 +16,22 @@ pub const ADMIN_PASSWORD: &str = "Test-admin-password-1";
 
 /// An HTTP client that sends a bearer token with every request.
 pub fn client_with(token: Option<&str>) -> reqwest::Client {
+    client_trusting(token, None)
+}
+
+/// An HTTP client that sends a bearer token with every request and trusts the certificate of
+/// this PEM file for HTTPS (a server with `[server] ssl-cert-file`).
+pub fn client_trusting(token: Option<&str>, ca_file: Option<&str>) -> reqwest::Client {
     let mut headers = reqwest::header::HeaderMap::new();
     if let Some(token) = token {
         headers.insert(reqwest::header::AUTHORIZATION, format!("Bearer {token}").parse().expect("header"));
     }
-    reqwest::Client::builder().default_headers(headers).build().expect("http client")
+    let mut builder = reqwest::Client::builder().default_headers(headers);
+    if let Some(file) = ca_file {
+        let pem = std::fs::read(file).expect("read the CA file");
+        builder = builder.add_root_certificate(reqwest::Certificate::from_pem(&pem).expect("a PEM certificate"));
+    }
+    builder.build().expect("http client")
 }
 
 pub struct TestServer {
@@ -109,9 +120,14 @@ impl TestServer {
         server
     }
 
+    /// The certificate a server with TLS serves, which its clients trust.
+    fn ca_file(&self) -> Option<&str> {
+        self.extra_env.iter().find(|(k, _)| k == "INMANTA_SERVER_SSL_CERT_FILE").map(|(_, v)| v.as_str())
+    }
+
     /// Logs the test admin in and sends its token from now on.
     async fn login(&mut self) {
-        let response = reqwest::Client::new()
+        let response = client_trusting(None, self.ca_file())
             .post(format!("{}/api/v2/login", self.url))
             .json(&serde_json::json!({"username": ADMIN, "password": ADMIN_PASSWORD}))
             .send()
@@ -120,7 +136,7 @@ impl TestServer {
         assert!(response.status().is_success(), "test admin login: {}", response.status());
         let body: Value = response.json().await.expect("login answer");
         let token = body["data"]["token"].as_str().expect("a token").to_string();
-        self.http = client_with(Some(&token));
+        self.http = client_trusting(Some(&token), self.ca_file());
         self.token = Some(token);
     }
 

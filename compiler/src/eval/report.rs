@@ -1,0 +1,147 @@
+//! The end of a compile: freeze what is left, then report what is stuck (statements that never
+//! ran, lookups that found nothing) and what is incomplete (unset attributes, relations below
+//! their lower bound, instances without an implementation); and main.cf's variables as JSON.
+
+use std::collections::HashSet;
+
+use super::state::{Model, Slot};
+use super::value::{InstId, Value};
+use super::{Evaluator, TaskId, TaskKind, Wait, loc_str};
+use crate::diagnostics::Diagnostic;
+use crate::model::*;
+
+impl Evaluator<'_> {
+    /// End of evaluation: freeze everything, report what is stuck and what is incomplete.
+    pub(super) fn finish(&mut self) {
+        for i in 0..self.m.instances.len() {
+            for a in 0..self.m.instances[i].slots.len() {
+                if let Slot::Rel(r) = &mut self.m.instances[i].slots[a] {
+                    r.frozen = true;
+                }
+            }
+        }
+        let had_errors = !self.errors.is_empty();
+        let mut parked: Vec<(TaskId, Wait)> = self.parked.drain().collect();
+        parked.sort_by_key(|(t, _)| *t);
+        let mut seen = HashSet::new();
+        for (_, w) in &parked {
+            if let Wait::Index(idx, key, span) = w
+                && seen.insert((*span, key.clone()))
+            {
+                let k = key.trim_end_matches('\u{1}').replace('\u{1}', ", ").replace("=s:", "=").replace("=v:", "=");
+                let msg = format!("No match in index on type {} with key {k}", self.index_desc(*idx));
+                self.errors.push(Diagnostic::error("NotFoundException", msg, Some(*span), self.m.sources));
+            }
+        }
+        if had_errors || !self.errors.is_empty() {
+            return;
+        }
+        let mut out = Vec::new();
+        for (i, inst) in self.m.instances.iter().enumerate() {
+            let ent = &self.m.types.entities[inst.entity];
+            if inst.selected == 0 && inst.pending_impl == 0 {
+                let why = if inst.unknown_when { " (the condition is unknown)" } else { "" };
+                out.push(Diagnostic::error(
+                    "RuntimeException",
+                    format!("Unable to select implementation for entity {}{why}", ent.name),
+                    Some(inst.span),
+                    self.m.sources,
+                ));
+            }
+            for (ai, a) in ent.attrs.iter().enumerate() {
+                match (&a.kind, &inst.slots[ai]) {
+                    (AttrKind::Prim { .. }, Slot::Prim { value: None, .. }) => {
+                        out.push(Diagnostic::error(
+                            "UnsetException",
+                            format!(
+                                "The object {} is not complete: attribute {} ({}) is not set",
+                                self.inst_name(i as InstId),
+                                a.name,
+                                loc_str(self.m.sources, a.span)
+                            ),
+                            Some(inst.span),
+                            self.m.sources,
+                        ));
+                    }
+                    (AttrKind::Rel { lo, .. }, Slot::Rel(r)) if (r.items.len() as u32) < *lo && r.unknown.is_none() => {
+                        let msg = if r.items.is_empty() && *lo == 1 {
+                            format!(
+                                "The object {} is not complete: attribute {} ({}) is not set",
+                                self.inst_name(i as InstId),
+                                a.name,
+                                loc_str(self.m.sources, a.span)
+                            )
+                        } else {
+                            format!(
+                                "The object {} is not complete: attribute {} ({}) requires {lo} values but only {} are set",
+                                self.inst_name(i as InstId),
+                                a.name,
+                                loc_str(self.m.sources, a.span),
+                                r.items.len()
+                            )
+                        };
+                        out.push(Diagnostic::error("UnsetException", msg, Some(inst.span), self.m.sources));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        self.errors.extend(out);
+        if self.errors.is_empty() && self.live_tasks > 0 {
+            // as Inmanta: one error naming what the statements still wait for, at the first one
+            let mut span = None;
+            let mut waits: Vec<String> = Vec::new();
+            for (t, w) in parked {
+                let what = match &w {
+                    Wait::Var(_, n) => n.to_string(),
+                    Wait::Prim(i, a) | Wait::Rel(i, a) => {
+                        format!("{}.{}", self.inst_name(*i), self.entity_of(*i).attrs[*a as usize].name)
+                    }
+                    Wait::Index(..) => continue,
+                };
+                span.get_or_insert(match &self.tasks[t as usize].kind {
+                    TaskKind::Stmt(s, _) => s.span(),
+                    TaskKind::Implement { inst, .. } => self.m.instances[*inst as usize].span,
+                });
+                if !waits.contains(&what) {
+                    waits.push(what);
+                }
+            }
+            if let Some(span) = span {
+                self.errors.push(Diagnostic::error(
+                    "RuntimeException",
+                    format!(
+                        "not all statements executed: they wait for [{}], which are never assigned (circular dependency?)",
+                        waits.join(", ")
+                    ),
+                    Some(span),
+                    self.m.sources,
+                ));
+            }
+        }
+    }
+}
+
+impl Model<'_> {
+    /// Variables of the root namespace (`main.cf`) as JSON.
+    pub(crate) fn root_variables(&self) -> std::collections::BTreeMap<String, serde_json::Value> {
+        let mut out = std::collections::BTreeMap::new();
+        let Some(&ns) = self.types.ns_by_name.get("__config__") else { return out };
+        for (k, v) in self.scopes[self.ns_scopes[ns] as usize].vars_iter() {
+            out.insert(k.to_string(), self.value_json(&v, 0));
+        }
+        out
+    }
+    pub(crate) fn value_json(&self, v: &Value, depth: usize) -> serde_json::Value {
+        match v {
+            Value::Instance(i) => serde_json::Value::String(format!("<{} instance>", self.entity_of(*i).name)),
+            Value::List(l) if depth < 32 => {
+                serde_json::Value::Array(l.iter().map(|x| self.value_json(x, depth + 1)).collect())
+            }
+            Value::Dict(d) if depth < 32 => serde_json::Value::Object(
+                d.iter().map(|(k, x)| (k.to_string(), self.value_json(x, depth + 1))).collect(),
+            ),
+            other => other.to_json_lossy(),
+        }
+    }
+}

@@ -1,0 +1,412 @@
+//! References: values the agent resolves when it deploys (`std::create_environment_reference`,
+//! `create_int_reference`, `create_fact_reference`), never the compiler. A reference can be held
+//! by a variable or an attribute of a matching type; an index, a string format or a plugin that
+//! does not accept references refuses it. A resource attribute that holds one is exported as
+//! Inmanta does: the attribute is `null`, the reference (and the references it takes as
+//! arguments) is listed in the resource's `references`, and a `core::Replace` mutator says where
+//! its value goes.
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::rc::Rc;
+
+use serde_json::{Value as Json, json};
+
+use crate::builtins::{PErr, Plugin, PluginCall, Plugins};
+use crate::eval::value::Value;
+use crate::eval::{EResult, Evaluator, error};
+use crate::model::Type;
+use crate::syntax::Span;
+
+/// The plugins that take references as arguments (Inmanta: `| Reference[...]` annotations).
+const TAKE_REFERENCES: &[&str] = &["std::create_environment_reference", "std::create_int_reference"];
+
+/// Registers std's `create_*_reference` plugins.
+pub(crate) fn register(p: &mut Plugins) {
+    p.add("std::create_environment_reference", &[("name", None)], |_, c| {
+        let name = match &c.args[0] {
+            Value::Str(s) => RefArg::Literal(json!(s.as_ref())),
+            Value::Reference(r) if r.resolves == Resolves::Str => RefArg::Reference(r.clone()),
+            other => {
+                return Err(bad_argument("std::create_environment_reference", "name", "str | Reference[str]", other));
+            }
+        };
+        Ok(Value::Reference(Rc::new(Reference::new(
+            "std::Environment",
+            "EnvironmentReference",
+            Resolves::Str,
+            vec![("name", name)],
+        ))))
+    });
+    p.add("std::create_int_reference", &[("value", None)], |_, c| {
+        let value = match &c.args[0] {
+            Value::Reference(r) => RefArg::Reference(r.clone()),
+            Value::Instance(_) => {
+                return Err(PErr::Kind(
+                    "PluginTypeException",
+                    "std::create_int_reference: an entity can not be the argument of a reference".into(),
+                ));
+            }
+            Value::List(_) | Value::Dict(_) => RefArg::Json(c.args[0].to_json_lossy()),
+            other => RefArg::Literal(other.to_json_lossy()),
+        };
+        Ok(Value::Reference(Rc::new(Reference::new(
+            "std::IntReference",
+            "IntReference",
+            Resolves::Int,
+            vec![("value", value)],
+        ))))
+    });
+    p.add("std::create_fact_reference", &[("resource", None), ("fact_name", None)], |ev, c| {
+        let Value::Instance(i) = &c.args[0] else {
+            return Err(bad_argument("std::create_fact_reference", "resource", "std::Resource", &c.args[0]));
+        };
+        let Some(rid) = crate::export::resource_id_of(&crate::export::View::of(ev), *i) else {
+            return Err(PErr::Kind("ExternalException", "Facts can only be retreived from resources.".into()));
+        };
+        let fact = match &c.args[1] {
+            Value::Str(s) => s.to_string(),
+            other => return Err(bad_argument("std::create_fact_reference", "fact_name", "str", other)),
+        };
+        Ok(Value::Reference(Rc::new(Reference::new(
+            "std::FactReference",
+            "FactReference",
+            Resolves::Str,
+            vec![
+                ("environment", RefArg::Literal(json!(ev.project.environment))),
+                ("resource_id", RefArg::Literal(json!(rid))),
+                ("fact_name", RefArg::Literal(json!(fact))),
+                ("mocked_facts", RefArg::Literal(Json::Null)),
+            ],
+        ))))
+    });
+}
+
+fn bad_argument(plugin: &str, arg: &str, expected: &str, v: &Value) -> PErr {
+    PErr::Kind(
+        "PluginTypeException",
+        format!(
+            "Value {} for argument {arg} of plugin {plugin} has incompatible type. Expected type: {expected}",
+            crate::eval::format::py_repr(v, &|i| format!("<instance {i}>"))
+        ),
+    )
+}
+
+/// Fills `references` and `mutators` of an exported resource: an attribute that holds a reference
+/// is `null`, and a `core::Replace` mutator puts the reference's value there at deploy time.
+pub(crate) fn export_resource(
+    read: &dyn Fn(&str) -> Option<Value>,
+    fields: &[String],
+    rid: &str,
+    obj: &mut serde_json::Map<String, Json>,
+) {
+    let mut references = Vec::new();
+    let mut mutators = Vec::new();
+    let mut seen = HashSet::new();
+    for f in fields {
+        if let Some(Value::Reference(r)) = read(f) {
+            r.collect(&mut references, &mut seen);
+            mutators.push(r.replace_mutator(rid, f));
+            obj.insert(f.clone(), Json::Null);
+        }
+    }
+    // Inmanta lists them by id
+    references.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
+    obj.insert("references".into(), Json::Array(references));
+    obj.insert("mutators".into(), Json::Array(mutators));
+}
+
+/// Whether a reference can be the value of an attribute of type `ty`.
+pub(crate) fn fits(ev: &Evaluator<'_>, r: &Reference, ty: &Type) -> bool {
+    match ty {
+        Type::Any => true,
+        Type::Nullable(inner) => fits(ev, r, inner),
+        Type::String => r.resolves == Resolves::Str,
+        Type::Int | Type::Number => r.resolves == Resolves::Int,
+        Type::Typedef(t) => fits(ev, r, &ev.types.typedefs[*t].base),
+        _ => false,
+    }
+}
+
+/// Inmanta refuses references in the attributes of an index (an index compares values the
+/// compiler does not know).
+pub(crate) fn check_not_indexed(
+    ev: &Evaluator<'_>,
+    entity: usize,
+    attribute: &str,
+    r: &Reference,
+    span: Span,
+) -> EResult<()> {
+    let indexed =
+        ev.types.entities[entity].indexes.iter().any(|i| ev.types.indexes[*i].fields.iter().any(|f| f == attribute));
+    if !indexed {
+        return Ok(());
+    }
+    Err(error(
+        "TypingException",
+        format!(
+            "Invalid value `<inmanta_plugins.std.{} object>` in index for attribute {attribute}: references can not be used in indexes.",
+            r.class
+        ),
+        span,
+        ev.sources,
+    ))
+}
+
+/// `{{x}}` where x holds a reference: its value is not known until the agent resolves it.
+pub(crate) fn refuse_in_format(ev: &Evaluator<'_>, v: &Value, path: &[String], span: Span) -> EResult<()> {
+    if !matches!(v, Value::Reference(_)) {
+        return Ok(());
+    }
+    Err(error(
+        "UnexpectedReference",
+        format!(
+            "Encountered reference in string format for variable `{{{{{}}}}}`. This is not supported.",
+            path.join(".")
+        ),
+        span,
+        ev.sources,
+    ))
+}
+
+/// A plugin that does not take references refuses them, naming the argument (Inmanta's check).
+pub(crate) fn check_plugin_args(
+    ev: &Evaluator<'_>,
+    name: &str,
+    plugin: &Plugin,
+    call: &PluginCall,
+    span: Span,
+) -> EResult<()> {
+    if TAKE_REFERENCES.contains(&name) {
+        return Ok(());
+    }
+    let named = call
+        .args
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (plugin.params.get(i).map_or("*args", |p| p.0).to_string(), v))
+        .chain(call.varargs.iter().map(|v| ("*args".to_string(), v)))
+        .chain(call.kwargs.iter().map(|(k, v)| (k.clone(), v)));
+    for (arg, v) in named {
+        if let Value::Reference(r) = v {
+            return Err(refused(ev, name, &arg, r, span));
+        }
+    }
+    Ok(())
+}
+
+/// The same check for a Python plugin, whose parameters Python binds.
+pub(crate) fn check_python_args(
+    ev: &Evaluator<'_>,
+    name: &str,
+    pos: &[Value],
+    kw: &[(String, Value)],
+    span: Span,
+) -> EResult<()> {
+    let named =
+        pos.iter().enumerate().map(|(i, v)| (format!("{}", i + 1), v)).chain(kw.iter().map(|(k, v)| (k.clone(), v)));
+    for (arg, v) in named {
+        if let Value::Reference(r) = v {
+            return Err(refused(ev, name, &arg, r, span));
+        }
+    }
+    Ok(())
+}
+
+fn refused(ev: &Evaluator<'_>, plugin: &str, arg: &str, r: &Reference, span: Span) -> crate::eval::Flow {
+    error(
+        "PluginTypeException",
+        format!(
+            "Value <inmanta_plugins.std.{} object> for argument {arg} of plugin {plugin} is a reference. \
+             To allow references, use `| Reference[...]` in your type annotation.",
+            r.class
+        ),
+        span,
+        ev.sources,
+    )
+}
+
+/// What a reference resolves to, for the type checks of attributes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Resolves {
+    Str,
+    Int,
+}
+
+/// One argument of a reference's constructor.
+#[derive(Debug, Clone)]
+pub(crate) enum RefArg {
+    Literal(Json),
+    /// A list or a dict (without references in it).
+    Json(Json),
+    Reference(Rc<Reference>),
+}
+
+#[derive(Debug)]
+pub(crate) struct Reference {
+    /// The registered type (`std::Environment`).
+    pub kind: &'static str,
+    /// The Python class (`EnvironmentReference`), as the reference's variables print.
+    pub class: &'static str,
+    pub resolves: Resolves,
+    pub args: Vec<(&'static str, RefArg)>,
+    /// Inmanta's id: a uuid3 over the type and the arguments (`compute_reference_or_mutator_id`).
+    pub id: String,
+}
+
+impl Reference {
+    pub(crate) fn new(
+        kind: &'static str,
+        class: &'static str,
+        resolves: Resolves,
+        args: Vec<(&'static str, RefArg)>,
+    ) -> Reference {
+        let serialized = serialize_args(&args);
+        let id = reference_id(kind, &serialized);
+        Reference { kind, class, resolves, args, id }
+    }
+
+    /// The reference as a resource lists it.
+    pub(crate) fn model(&self) -> Json {
+        json!({"args": serialize_args(&self.args), "id": self.id, "type": self.kind})
+    }
+
+    /// This reference and every reference it takes, each once.
+    pub(crate) fn collect(&self, out: &mut Vec<Json>, seen: &mut HashSet<String>) {
+        if !seen.insert(self.id.clone()) {
+            return;
+        }
+        out.push(self.model());
+        for (_, arg) in &self.args {
+            if let RefArg::Reference(r) = arg {
+                r.collect(out, seen);
+            }
+        }
+    }
+
+    /// The `core::Replace` mutator that puts this reference's value into `attribute` of `resource`.
+    pub(crate) fn replace_mutator(&self, resource: &str, attribute: &str) -> Json {
+        json!({
+            "args": [
+                {"id": resource, "name": "resource", "type": "resource"},
+                {"id": self.id, "name": "value", "type": "reference"},
+                {"name": "destination", "type": "literal", "value": attribute},
+            ],
+            "type": "core::Replace",
+        })
+    }
+}
+
+fn serialize_args(args: &[(&'static str, RefArg)]) -> Vec<Json> {
+    args.iter()
+        .map(|(name, arg)| match arg {
+            RefArg::Literal(v) => json!({"name": name, "type": "literal", "value": v}),
+            RefArg::Json(v) => json!({"name": name, "type": "json", "value": v}),
+            RefArg::Reference(r) => json!({"id": r.id, "name": name, "type": "reference"}),
+        })
+        .collect()
+}
+
+/// uuid3(NAMESPACE_OID, md5(json.dumps({"type", "args"}, sort_keys=True))), as inmanta-core's
+/// `compute_reference_or_mutator_id`: the same reference gets the same id everywhere.
+fn reference_id(kind: &str, args: &[Json]) -> String {
+    let mut text = String::new();
+    python_json(&json!({"args": args, "type": kind}), &mut text);
+    use md5::Digest as _;
+    let digest = md5::Md5::digest(text.as_bytes());
+    uuid::Uuid::new_v3(&uuid::Uuid::NAMESPACE_OID, digest.as_slice()).to_string()
+}
+
+/// Python's `json.dumps(value, sort_keys=True)`: `", "` and `": "` separators, non-ASCII escaped.
+fn python_json(v: &Json, out: &mut String) {
+    match v {
+        Json::Null => out.push_str("null"),
+        Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Json::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => write!(out, "{i}").unwrap_or(()),
+            (_, Some(u), _) => write!(out, "{u}").unwrap_or(()),
+            (_, _, Some(f)) => out.push_str(&crate::eval::value::py_float(f)),
+            _ => out.push_str("null"),
+        },
+        Json::String(s) => {
+            out.push('"');
+            for c in s.chars() {
+                match c {
+                    '"' => out.push_str("\\\""),
+                    '\\' => out.push_str("\\\\"),
+                    '\n' => out.push_str("\\n"),
+                    '\r' => out.push_str("\\r"),
+                    '\t' => out.push_str("\\t"),
+                    '\u{8}' => out.push_str("\\b"),
+                    '\u{c}' => out.push_str("\\f"),
+                    c if (c as u32) < 0x20 || (c as u32) > 0x7f => {
+                        let mut units = [0u16; 2];
+                        for u in c.encode_utf16(&mut units) {
+                            write!(out, "\\u{u:04x}").unwrap_or(());
+                        }
+                    }
+                    c => out.push(c),
+                }
+            }
+            out.push('"');
+        }
+        Json::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                python_json(x, out);
+            }
+            out.push(']');
+        }
+        Json::Object(o) => {
+            let mut keys: Vec<&String> = o.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                python_json(&Json::String(k.clone()), out);
+                out.push_str(": ");
+                python_json(&o[k], out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(name: &str) -> Reference {
+        Reference::new(
+            "std::Environment",
+            "EnvironmentReference",
+            Resolves::Str,
+            vec![("name", RefArg::Literal(json!(name)))],
+        )
+    }
+
+    #[test]
+    fn ids_are_inmantas() {
+        // ids from the reference install (compiler/tests/python/references/main.inmanta.json)
+        assert_eq!(env("HOME").id, "1db97cff-304a-3f5c-990a-f38282edb126");
+        let int = Reference::new(
+            "std::IntReference",
+            "IntReference",
+            Resolves::Int,
+            vec![("value", RefArg::Reference(Rc::new(env("NUM"))))],
+        );
+        assert_eq!(int.id, "83e6fdd6-a273-35bd-bdef-1f457ee4b0d0");
+    }
+
+    #[test]
+    fn python_json_escapes_as_python() {
+        let mut out = String::new();
+        python_json(&json!({"z": "\u{e9}\"", "a": [1.5, null, true]}), &mut out);
+        assert_eq!(out, r#"{"a": [1.5, null, true], "z": "\u00e9\""}"#);
+    }
+}

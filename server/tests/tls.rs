@@ -1,0 +1,183 @@
+//! A server that speaks only HTTPS (`[server] ssl-cert-file` / `ssl-key-file`) with its own
+//! clients: the server-side compile's `inmanta export` pushes to it over HTTPS, checking its
+//! certificate against the CA file the server hands it, and a remote `inmanta agent` connects
+//! with `[agent_rest_transport] ssl` and `ssl_ca_cert_file` (Inmanta's option names) and deploys.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{BIN, TestServer};
+use serde_json::json;
+
+fn git(dir: &Path, args: &[&str]) {
+    let output = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run git");
+    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+}
+
+/// A self-signed server certificate for 127.0.0.1 and localhost; returns (cert, key) paths.
+fn certificate(dir: &Path) -> (String, String) {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let made = Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1"])
+        .args(["-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        // A server certificate, not a CA: rustls refuses a CA certificate as a server's own.
+        .args(["-addext", "basicConstraints=critical,CA:FALSE", "-addext", "extendedKeyUsage=serverAuth", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl");
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    (cert.display().to_string(), key.display().to_string())
+}
+
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn compiles_and_remote_agents_work_over_https() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = certificate(dir.path());
+    let s = TestServer::start_with(&[
+        ("INMANTA_SERVER_SSL_CERT_FILE", cert.as_str()),
+        ("INMANTA_SERVER_SSL_KEY_FILE", key.as_str()),
+    ])
+    .await;
+    assert!(s.url.starts_with("https://"), "{}", s.url);
+
+    // The model: one file on host `remote1`, whose agent is the remote agent below.
+    let bare = dir.path().join("project.git");
+    std::fs::create_dir_all(&bare).unwrap();
+    git(&bare, &["init", "--bare", "--quiet"]);
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    git(&work, &["init", "--quiet"]);
+    git(&work, &["checkout", "--quiet", "-B", "main"]);
+    let target = dir.path().join("motd");
+    std::fs::write(work.join("project.yml"), "name: tls\nmodulepath: libs\ndownloadpath: libs\n").unwrap();
+    std::fs::write(
+        work.join("main.cf"),
+        format!(
+            "import fs\nimport mitogen\n\nhost = std::Host(name=\"remote1\", os=std::linux, via=mitogen::Local())\n\
+             fs::File(host=host, path=\"{}\", content=\"over https\", mode=644)\n",
+            target.display()
+        ),
+    )
+    .unwrap();
+    git(&work, &["add", "--all"]);
+    git(&work, &["commit", "--quiet", "-m", "model"]);
+    git(&work, &["push", "--quiet", &format!("file://{}", bare.display()), "main"]);
+
+    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
+    let repo = format!("file://{}", bare.display());
+    let (status, e) = s
+        .call(
+            "PUT",
+            "/api/v2/environment",
+            None,
+            Some(json!({"project_id": p["data"]["id"], "name": "tls", "repository": repo, "branch": "main"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{e}");
+    let env = e["data"]["id"].as_str().unwrap().to_string();
+
+    // The remote agent, over wss:// and https:// with the certificate as its CA file.
+    let port = s.url.rsplit(':').next().unwrap().to_string();
+    let token = s.environment_token(&env, &["agent"]).await;
+    let agent_log = dir.path().join("agent.log");
+    let _agent = Killed(
+        Command::new(BIN)
+            .args(["agent", "--name", "remote1", "-e", &env, "--port", &port, "--token", &token, "--cache-dir"])
+            .arg(dir.path().join("cache"))
+            .env("INMANTA_AGENT_REST_TRANSPORT_SSL", "true")
+            .env("INMANTA_AGENT_REST_TRANSPORT_SSL_CA_CERT_FILE", &cert)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&agent_log).unwrap())
+            .spawn()
+            .expect("start inmanta agent"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, agents) = s.call("GET", "/api/v2/agents?filter.name=remote1", Some(&env), None).await;
+        if agents["data"][0]["status"] == "up" {
+            break;
+        }
+        let log = std::fs::read_to_string(&agent_log).unwrap_or_default();
+        assert!(Instant::now() < deadline, "the agent did not connect over HTTPS: {log}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // A server-side compile: its export pushes to this HTTPS server.
+    let (status, body) = s.call("POST", &format!("/api/v1/notify/{env}"), None, Some(json!({"update": true}))).await;
+    assert_eq!(status, 200, "{body}");
+    let id = body["compile_id"].as_str().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let report = loop {
+        let (status, body) = s.call("GET", &format!("/api/v2/compilereport/{id}"), Some(&env), None).await;
+        assert_eq!(status, 200, "{body}");
+        if !body["data"]["completed"].is_null() {
+            break body["data"].clone();
+        }
+        assert!(Instant::now() < deadline, "the compile did not finish: {body:#}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(report["success"], true, "the export over HTTPS failed: {report:#}");
+    let command = report["reports"].as_array().unwrap().iter().map(|r| r["command"].to_string()).collect::<String>();
+    assert!(command.contains("--ssl"), "the export was told to use HTTPS: {command}");
+
+    // The remote agent deploys the compiled version.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::fs::read_to_string(&target).ok().as_deref() != Some("over https") {
+        let log = std::fs::read_to_string(&agent_log).unwrap_or_default();
+        assert!(Instant::now() < deadline, "the remote agent did not deploy over HTTPS; its log: {log}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (_, agents) = s.call("GET", "/api/v2/agents?filter.name=remote1", Some(&env), None).await;
+    assert_eq!(agents["data"][0]["status"], "up", "{agents}");
+}
+
+#[tokio::test]
+async fn a_client_without_the_ca_refuses_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = certificate(dir.path());
+    let s = TestServer::start_with(&[
+        ("INMANTA_SERVER_SSL_CERT_FILE", cert.as_str()),
+        ("INMANTA_SERVER_SSL_KEY_FILE", key.as_str()),
+    ])
+    .await;
+    let port = s.url.rsplit(':').next().unwrap().to_string();
+    // The CLI over HTTPS: with the CA file it lists projects; without, the unknown issuer is named.
+    let cli = |ca: Option<&str>| {
+        let mut command = Command::new(BIN);
+        command
+            .args(["project", "list", "--host", "127.0.0.1", "--port", &port])
+            .env("INMANTA_CMDLINE_REST_TRANSPORT_SSL", "true")
+            .env("INMANTA_CMDLINE_REST_TRANSPORT_TOKEN", s.token.clone().unwrap())
+            .env("SSL_CERT_FILE", dir.path().join("no-such-bundle"));
+        if let Some(ca) = ca {
+            command.env("INMANTA_CMDLINE_REST_TRANSPORT_SSL_CA_CERT_FILE", ca);
+        }
+        command.output().expect("run inmanta")
+    };
+    let trusted = cli(Some(&cert));
+    assert!(trusted.status.success(), "{}", String::from_utf8_lossy(&trusted.stderr));
+    let untrusted = cli(None);
+    assert!(!untrusted.status.success());
+    let missing = cli(Some(&dir.path().join("missing.pem").display().to_string()));
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(!missing.status.success() && stderr.contains("ssl_ca_cert_file"), "{stderr}");
+}
