@@ -86,7 +86,8 @@ test("at 390 px every page fits the screen and the menu opens the navigation", a
   await phone.locator("#sidebar a", { hasText: "Resources" }).click();
   await phone.waitForURL((u) => u.pathname === "/console/resources");
   assert.equal(await phone.locator("#sidebar").isVisible(), false, "the menu closes after choosing a page");
-  // The table scrolls inside its own area, the page does not.
+  // The table scrolls inside its own area, the page does not (once the page's data arrived).
+  await phone.locator("#resources").waitFor();
   const table = await phone.evaluate(() => {
     const t = document.querySelector("#resources");
     return { scroll: t.scrollWidth, client: t.clientWidth, page: document.documentElement.scrollWidth };
