@@ -180,6 +180,33 @@ pub struct ActionQuery {
     pub exclude_changes: Vec<String>,
 }
 
+/// An action the server records itself (`store`, `getfact`): started and finished at `at`, with
+/// no status, change or changes.
+pub(crate) async fn insert_bare_action(
+    tx: &mut Transaction,
+    env: Uuid,
+    action_id: &str,
+    version: i64,
+    action: &str,
+    at: &str,
+    rvids: &[String],
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO resource_action (environment, action_id, version, action, started, finished, \
+         resource_version_ids, status, changes, change, send_event) \
+         VALUES ($1, $2, $3, $4, $5, $5, $6, NULL, NULL, NULL, NULL)",
+    )
+    .bind(env.to_string())
+    .bind(action_id.to_string())
+    .bind(version)
+    .bind(action.to_string())
+    .bind(at.to_string())
+    .bind(serde_json::json!(rvids).to_string())
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
 /// Release writes the intent of every resource of `version` and marks the others orphans;
 /// returns how many state rows it wrote.
 pub(crate) async fn record_release(tx: &mut Transaction, env: Uuid, version: i64) -> Result<u64> {
@@ -1119,18 +1146,7 @@ impl Orchestrator {
         let action_id = Uuid::new_v4().to_string();
         let at = now();
         let mut tx = self.store.begin_write().await?;
-        sqlx::query(
-            "INSERT INTO resource_action (environment, action_id, version, action, started, finished, \
-             resource_version_ids, status, changes, change, send_event) \
-             VALUES ($1, $2, $3, 'getfact', $4, $4, $5, NULL, NULL, NULL, NULL)",
-        )
-        .bind(env.to_string())
-        .bind(action_id.clone())
-        .bind(version)
-        .bind(at)
-        .bind(serde_json::json!([rid.versioned(version as u64)]).to_string())
-        .execute(&mut *tx)
-        .await?;
+        insert_bare_action(&mut tx, env, &action_id, version, "getfact", &at, &[rid.versioned(version as u64)]).await?;
         sqlx::query("INSERT INTO resource_action_resource (environment, action_id, resource_id) VALUES ($1, $2, $3)")
             .bind(env.to_string())
             .bind(action_id)

@@ -664,18 +664,7 @@ async fn record_store_action(
     let action_id = Uuid::new_v4().to_string();
     let stored = now();
     let rvids: Vec<String> = resources.iter().map(|r| r.id.versioned(version as u64)).collect();
-    sqlx::query(
-        "INSERT INTO resource_action (environment, action_id, version, action, started, finished, \
-         resource_version_ids, status, changes, change, send_event) \
-         VALUES ($1, $2, $3, 'store', $4, $4, $5, NULL, NULL, NULL, NULL)",
-    )
-    .bind(env.to_string())
-    .bind(action_id.clone())
-    .bind(version)
-    .bind(stored.clone())
-    .bind(serde_json::json!(rvids).to_string())
-    .execute(&mut **tx)
-    .await?;
+    crate::resources::insert_bare_action(tx, env, &action_id, version, "store", &stored, &rvids).await?;
     sqlx::query(
         "INSERT INTO resource_action_resource (environment, action_id, resource_id) \
          SELECT environment, $2, resource_id FROM resource WHERE environment = $1 AND version = $3",
