@@ -144,6 +144,41 @@ impl Cluster {
         assert_eq!(status, 200, "{body}");
     }
 
+    /// An `inmanta agent` process serving every chain's agent name, connected to `server`; its
+    /// stderr goes to `agent.log` in the work directory.
+    fn start_agent(&self, server: &str) -> std::process::Child {
+        let mut args: Vec<String> =
+            vec!["agent".into(), "-e".into(), self.env.clone(), "--server".into(), server.into()];
+        for chain in 0..CHAINS {
+            args.extend(["--name".to_string(), format!("agent-{chain}")]);
+        }
+        std::process::Command::new(common::BIN)
+            .args(&args)
+            .arg("--cache-dir")
+            .arg(self.work.path().join("agent-cache"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(self.work.path().join("agent.log")).expect("agent log"))
+            .spawn()
+            .expect("start inmanta agent")
+    }
+
+    /// Waits until every chain's agent name is served by a remote agent process.
+    async fn wait_remote_agents(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let remote: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM agent WHERE environment = $1 AND remote = 1")
+                .bind(&self.env)
+                .fetch_one(self.db.store().pool())
+                .await
+                .expect("count agents");
+            if remote == CHAINS as i64 {
+                return;
+            }
+            assert!(Instant::now() < deadline, "the remote agent did not connect");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     fn alive(&self) -> &TestServer {
         self.servers.iter().find(|s| s.pid().is_some()).expect("a live server")
     }
@@ -311,33 +346,9 @@ async fn a_remote_agent_connected_to_another_server_gets_the_owners_tasks() {
     // Any environment's owner is decided by the leases; the agent connects to another server.
     let (owner, _) = c.owner().await;
     let other = (owner + 1) % 3;
-    let port = c.servers[other].url.rsplit(':').next().expect("port").to_string();
-    let mut args: Vec<String> = vec!["agent".into(), "-e".into(), c.env.clone(), "--port".into(), port];
-    for chain in 0..CHAINS {
-        args.extend(["--name".to_string(), format!("agent-{chain}")]);
-    }
-    let mut agent = std::process::Command::new(common::BIN)
-        .args(&args)
-        .arg("--cache-dir")
-        .arg(c.work.path().join("agent-cache"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start inmanta agent");
+    let mut agent = c.start_agent(&c.servers[other].url.clone());
     // The agent names are remote before the version arrives, so nothing runs in-process.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let remote: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM agent WHERE environment = $1 AND remote = 1")
-            .bind(&c.env)
-            .fetch_one(c.db.store().pool())
-            .await
-            .expect("count agents");
-        if remote == CHAINS as i64 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the remote agent did not connect");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    c.wait_remote_agents().await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     c.export().await;
     c.wait_deployed_at_least(total, Duration::from_secs(120)).await;
@@ -345,6 +356,70 @@ async fn a_remote_agent_connected_to_another_server_gets_the_owners_tasks() {
     let _ = agent.wait();
     assert_eq!(c.conflicts(), "", "resources ran twice at the same time");
     assert!(c.runs().iter().all(|n| *n == 1), "every resource ran once: {:?}", c.runs());
+    let (owner_now, _) = c.owner().await;
+    assert_eq!(owner_now, owner, "the scheduler stayed where it was");
+}
+
+/// A TCP load balancer as an operator puts in front of the servers (HAProxy, say): each new
+/// connection goes to the first backend, from `preferred` on, that accepts it; a backend that
+/// died refuses and the next one is tried. Returns the address agents are given.
+async fn balancer(backends: Vec<String>, preferred: usize) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind the balancer");
+    let address = listener.local_addr().expect("balancer address");
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            let backends = backends.clone();
+            tokio::spawn(async move {
+                for k in 0..backends.len() {
+                    let backend = &backends[(preferred + k) % backends.len()];
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(backend).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    address.to_string()
+}
+
+#[tokio::test]
+async fn the_server_holding_a_remote_agents_session_killed_the_agent_reconnects_elsewhere() {
+    if !postgres() {
+        eprintln!("several servers need PostgreSQL: set INMANTA_TEST_POSTGRES");
+        return;
+    }
+    let mut c = Cluster::start().await;
+    let total = CHAINS * PER_CHAIN;
+    // The agent's session lands on a server that does not run the scheduler.
+    let (owner, _) = c.owner().await;
+    let holder = (owner + 1) % 3;
+    let backends = c.servers.iter().map(|s| s.url.trim_start_matches("http://").to_string()).collect();
+    let address = balancer(backends, holder).await;
+    let mut agent = c.start_agent(&format!("http://{address}"));
+    c.wait_remote_agents().await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    c.export().await;
+    c.wait_deployed_at_least(total / 4, Duration::from_secs(60)).await;
+    let killed = Instant::now();
+    c.servers[holder].signal("KILL");
+    let before = c.deployed().await;
+    c.wait_deployed_at_least(before + 1, Duration::from_secs(60)).await;
+    eprintln!("the agent's session server SIGKILLed: deploying again after {:?}", killed.elapsed());
+    c.wait_deployed_at_least(total, Duration::from_secs(120)).await;
+    let _ = agent.kill();
+    let _ = agent.wait();
+    let log = std::fs::read_to_string(c.work.path().join("agent.log")).unwrap_or_default();
+    assert!(log.matches("connected to").count() >= 2, "the agent reconnected through the balancer:\n{log}");
+    assert_eq!(c.conflicts(), "", "resources ran twice at the same time");
+    assert!(c.runs().iter().all(|n| *n >= 1), "every resource ran: {:?}", c.runs());
+    // Only the agent process ran them: the in-process agents of the servers never took its names.
+    let local: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM agent WHERE environment = $1 AND remote = 0")
+        .bind(&c.env)
+        .fetch_one(c.db.store().pool())
+        .await
+        .expect("count agents");
+    assert_eq!(local, 0, "the agent names stayed remote");
     let (owner_now, _) = c.owner().await;
     assert_eq!(owner_now, owner, "the scheduler stayed where it was");
 }
