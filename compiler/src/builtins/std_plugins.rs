@@ -2,6 +2,8 @@
 
 use std::rc::Rc;
 
+use num_traits::ToPrimitive;
+
 use super::{PErr, PResult, PluginCall, Plugins, net, s};
 use crate::eval::Evaluator;
 use crate::eval::format::{py_repr, py_str, python_str};
@@ -25,7 +27,8 @@ pub(crate) fn text(v: &Value, what: &str) -> Result<Rc<str>, PErr> {
 fn int(v: &Value, what: &str) -> Result<i64, PErr> {
     match v {
         Value::Int(i) => Ok(*i),
-        Value::Float(f) if f.fract() == 0.0 => Ok(*f as i64),
+        Value::Float(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => Ok(*f as i64),
+        Value::BigInt(i) => Err(PErr::Kind("OverflowError", format!("{what}: {i} is too large"))),
         other => Err(PErr::Kind(
             "PluginTypeException",
             format!(
@@ -151,10 +154,12 @@ fn validate(kind: &str, v: &Value, params: &Value) -> bool {
     let st = match v {
         Value::Str(s) => s.to_string(),
         Value::Int(i) => i.to_string(),
+        Value::BigInt(i) => i.to_string(),
         _ => String::new(),
     };
     let num = match v {
         Value::Int(i) => Some(*i as f64),
+        Value::BigInt(i) => i.to_f64(),
         Value::Float(f) => Some(*f),
         _ => None,
     };
@@ -258,6 +263,7 @@ fn is_base64(s: &str) -> bool {
 fn sort_key(v: &Value) -> (u8, f64, String) {
     match v {
         Value::Int(i) => (0, *i as f64, String::new()),
+        Value::BigInt(i) => (0, i.to_f64().unwrap_or(f64::NAN), String::new()),
         Value::Float(f) => (0, *f, String::new()),
         Value::Str(s) => (1, 0.0, s.to_string()),
         Value::Bool(b) => (0, *b as u8 as f64, String::new()),
@@ -342,13 +348,17 @@ fn render_template(ev: &mut Evaluator<'_>, call: &mut PluginCall) -> PResult {
 }
 
 /// Python's `int()` / `float()` of a string: surrounding whitespace and `_` between digits allowed.
-fn parse_py_int(x: &str) -> Option<i64> {
+fn parse_py_int(x: &str) -> Option<Value> {
     let t = x.trim();
     let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
     if digits.is_empty() || digits.starts_with('_') || digits.ends_with('_') || digits.contains("__") {
         return None;
     }
-    t.replace('_', "").parse().ok()
+    let t = t.replace('_', "");
+    match t.parse::<i64>() {
+        Ok(i) => Some(Value::Int(i)),
+        Err(_) => t.parse::<num_bigint::BigInt>().ok().map(Value::int),
+    }
 }
 
 fn parse_py_float(x: &str) -> Option<f64> {
@@ -365,11 +375,17 @@ fn cast(ev: &Evaluator<'_>, v: &Value, to: &str) -> PResult {
     let r = match (to, v) {
         ("number", Value::Int(i)) => Some(Value::Int(*i)),
         ("number", Value::Bool(b)) => Some(Value::Int(*b as i64)),
+        ("number" | "int", Value::BigInt(_)) => Some(v.clone()),
         ("int", Value::Int(i)) => Some(Value::Int(*i)),
         ("int", Value::Bool(b)) => Some(Value::Int(*b as i64)),
-        ("int", Value::Float(f)) if f.is_finite() => Some(Value::Int(f.trunc() as i64)),
-        ("int", Value::Str(x)) => parse_py_int(x).map(Value::Int),
+        ("int", Value::Float(f)) if f.is_finite() => Some(crate::eval::value::int_of_integral_float(f.trunc())),
+        ("int", Value::Str(x)) => parse_py_int(x),
         (_, Value::Int(i)) => Some(Value::Float(*i as f64)),
+        (_, Value::BigInt(i)) => match crate::eval::value::big_to_f64(i) {
+            Some(f) => Some(Value::Float(f)),
+            // Python's float() raises past the float range, and Inmanta lets it through
+            None => return Err(PErr::Kind("OverflowError", "int too large to convert to float".into())),
+        },
         (_, Value::Bool(b)) => Some(Value::Float(*b as u8 as f64)),
         (_, Value::Float(f)) => Some(Value::Float(*f)),
         (_, Value::Str(x)) => parse_py_float(x).map(Value::Float),
@@ -838,6 +854,8 @@ fn json_dumps(ev: &mut Evaluator<'_>, v: &Value, depth: usize) -> Result<String,
             let parts = l.iter().map(|x| json_dumps(ev, x, depth + 1)).collect::<Result<Vec<_>, _>>()?;
             format!("[{}]", parts.join(", "))
         }
+        // exact, as Python's json writes an int (serde_json holds none past u64)
+        Value::BigInt(i) => i.to_string(),
         other => python_json(&to_json(ev, other, depth)?),
     })
 }

@@ -1,6 +1,10 @@
 //! Runtime values of the language.
 
+use std::cmp::Ordering;
 use std::rc::Rc;
+
+use num_bigint::BigInt;
+use num_traits::{FromPrimitive, ToPrimitive};
 
 /// An instance of an entity, by index in the evaluator's instance table.
 pub(crate) type InstId = u32;
@@ -18,6 +22,10 @@ pub(crate) enum Value {
     Null,
     Bool(bool),
     Int(i64),
+    /// An int outside `i64` (Inmanta's ints are Python's, unbounded). Never holds a value that
+    /// fits `i64`: build it with [`Value::int`], so each int has one form and `Int` stays the
+    /// fast path.
+    BigInt(Rc<BigInt>),
     Float(f64),
     Str(Rc<str>),
     List(Rc<Vec<Value>>),
@@ -36,7 +44,9 @@ impl PartialEq for Value {
             (Bool(a), Bool(b)) => a == b,
             (Int(a), Int(b)) => a == b,
             (Float(a), Float(b)) => a == b,
-            (Int(a), Float(b)) | (Float(b), Int(a)) => (*a as f64) == *b,
+            (Int(a), Float(b)) | (Float(b), Int(a)) => int_cmp_float(*a, *b) == Some(Ordering::Equal),
+            (BigInt(a), BigInt(b)) => a == b,
+            (BigInt(a), Float(b)) | (Float(b), BigInt(a)) => big_cmp_float(a, *b) == Some(Ordering::Equal),
             (Str(a), Str(b)) => a == b,
             (List(a), List(b)) => a == b,
             (Dict(a), Dict(b)) => a.len() == b.len() && a.iter().all(|(k, v)| dict_get(b, k) == Some(v)),
@@ -47,6 +57,44 @@ impl PartialEq for Value {
     }
 }
 
+/// Python's exact comparison of an int with a float (`2**53 + 1 > 2.0**53`); `None` for NaN.
+pub(crate) fn int_cmp_float(i: i64, f: f64) -> Option<Ordering> {
+    if f.is_nan() {
+        return None;
+    }
+    // every float of magnitude below 2**100 has an integral floor that i128 holds exactly
+    if f.abs() < 1e30 {
+        let fl = f.floor();
+        let ord = (i as i128).cmp(&(fl as i128));
+        return Some(if ord == Ordering::Equal && f > fl { Ordering::Less } else { ord });
+    }
+    Some(if f > 0.0 { Ordering::Less } else { Ordering::Greater })
+}
+
+/// [`int_cmp_float`] for a big int.
+pub(crate) fn big_cmp_float(i: &BigInt, f: f64) -> Option<Ordering> {
+    if f.is_nan() {
+        return None;
+    }
+    if f.is_infinite() {
+        return Some(if f > 0.0 { Ordering::Less } else { Ordering::Greater });
+    }
+    let fl = f.floor();
+    let ord = i.cmp(&BigInt::from_f64(fl)?);
+    Some(if ord == Ordering::Equal && f > fl { Ordering::Less } else { ord })
+}
+
+/// The float nearest to a big int, as Python's `float()` rounds it; `None` past the float range
+/// (Python's OverflowError).
+pub(crate) fn big_to_f64(i: &BigInt) -> Option<f64> {
+    i.to_f64().filter(|f| f.is_finite())
+}
+
+/// The int of an integral, finite float (Python's `int(f)` of an integral float).
+pub(crate) fn int_of_integral_float(f: f64) -> Value {
+    if f.abs() < 9.2e18 { Value::Int(f as i64) } else { BigInt::from_f64(f).map(Value::int).unwrap_or(Value::Null) }
+}
+
 pub(crate) fn dict_get<'a>(d: &'a [(Rc<str>, Value)], key: &str) -> Option<&'a Value> {
     d.iter().find(|(k, _)| &**k == key).map(|(_, v)| v)
 }
@@ -54,6 +102,14 @@ pub(crate) fn dict_get<'a>(d: &'a [(Rc<str>, Value)], key: &str) -> Option<&'a V
 impl Value {
     pub(crate) fn str(s: &str) -> Value {
         Value::Str(Rc::from(s))
+    }
+
+    /// An int: `Int` when it fits `i64`, else `BigInt`.
+    pub(crate) fn int(i: BigInt) -> Value {
+        match i64::try_from(&i) {
+            Ok(small) => Value::Int(small),
+            Err(_) => Value::BigInt(Rc::new(i)),
+        }
     }
 
     pub(crate) fn list(v: Vec<Value>) -> Value {
@@ -78,7 +134,7 @@ impl Value {
         match self {
             Value::Null => "null",
             Value::Bool(_) => "bool",
-            Value::Int(_) => "int",
+            Value::Int(_) | Value::BigInt(_) => "int",
             Value::Float(_) => "float",
             Value::Str(_) => "string",
             Value::List(_) => "list",
@@ -95,6 +151,7 @@ impl Value {
             Value::Null => false,
             Value::Bool(b) => *b,
             Value::Int(i) => *i != 0,
+            Value::BigInt(_) => true,
             Value::Float(f) => *f != 0.0,
             Value::Str(s) => !s.is_empty(),
             Value::List(l) => !l.is_empty(),
@@ -111,16 +168,27 @@ impl Value {
             Value::Instance(i) => format!("i:{i}"),
             // Python's equality: an integral float is the same key as the int
             Value::Float(f) if f.fract() == 0.0 && f.abs() < 9e15 => format!("v:{}", *f as i64),
+            // Inmanta does not find a big int under the integral float it equals
+            // (a_bigint_index_float_key)
+            Value::BigInt(i) => format!("v:{i}"),
             other => format!("v:{}", other.to_json_lossy()),
         }
     }
 
-    /// JSON form (instances become their id number; unknowns a placeholder).
+    /// JSON form (instances become their id number; unknowns a placeholder). serde_json holds
+    /// integers within `i64` and `u64` exactly; a bigger int becomes the nearest float (the
+    /// workspace cannot turn on serde_json's `arbitrary_precision`, see compiler/README.md).
     pub(crate) fn to_json_lossy(&self) -> serde_json::Value {
         match self {
             Value::Null => serde_json::Value::Null,
             Value::Bool(b) => (*b).into(),
             Value::Int(i) => (*i).into(),
+            Value::BigInt(i) => match u64::try_from(&**i) {
+                Ok(u) => u.into(),
+                Err(_) => serde_json::Number::from_f64(i.to_f64().unwrap_or(f64::NAN))
+                    .map(serde_json::Value::Number)
+                    .unwrap_or_default(),
+            },
             Value::Float(f) => serde_json::Number::from_f64(*f).map(serde_json::Value::Number).unwrap_or_default(),
             Value::Str(s) => serde_json::Value::String(s.to_string()),
             Value::List(l) => serde_json::Value::Array(l.iter().map(Value::to_json_lossy).collect()),
@@ -140,6 +208,8 @@ impl Value {
             serde_json::Value::Number(n) => {
                 if let Some(i) = n.as_i64() {
                     Value::Int(i)
+                } else if let Some(u) = n.as_u64() {
+                    Value::int(BigInt::from(u))
                 } else {
                     Value::Float(n.as_f64().unwrap_or(0.0))
                 }
@@ -161,8 +231,16 @@ pub(crate) fn py_float(f: f64) -> String {
     if f.is_infinite() {
         return if f > 0.0 { "inf".into() } else { "-inf".into() };
     }
+    // Python writes the shortest round-trip digits, in exponent form when the decimal exponent
+    // is below -4 or from 16 on (`1e+16`, `1.5e-05`); Rust's `{}` never uses the exponent form
+    let sci = format!("{f:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if !(-4..16).contains(&exp) {
+        return format!("{mantissa}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
+    }
     let s = format!("{f}");
-    if s.contains('.') || s.contains('e') { s } else { format!("{s}.0") }
+    if s.contains('.') { s } else { format!("{s}.0") }
 }
 
 /// Python `repr` of a string.
