@@ -184,45 +184,7 @@ fn read_truth(case: &Path) -> Result<Value, String> {
 /// nearest float, and two different ints could then compare equal. Our `variables` write such an
 /// int the same way ([`crate::CompileOutput::variables`]), so they compare digit for digit.
 pub fn tag_big_ints(text: &str) -> String {
-    let b = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let (mut i, mut last) = (0, 0);
-    let mut in_string = false;
-    while i < b.len() {
-        let c = b[i];
-        if in_string {
-            match c {
-                b'\\' => i += 1,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            i += 1;
-            continue;
-        }
-        if c == b'"' {
-            in_string = true;
-            i += 1;
-            continue;
-        }
-        if c == b'-' || c.is_ascii_digit() {
-            let start = i;
-            i += 1;
-            while i < b.len() && matches!(b[i], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') {
-                i += 1;
-            }
-            let num = &text[start..i];
-            let integral = num.trim_start_matches('-').bytes().all(|d| d.is_ascii_digit());
-            if integral && num.parse::<i64>().is_err() && num.parse::<u64>().is_err() {
-                out.push_str(&text[last..start]);
-                out.push_str(&format!("{{\"$int\": \"{num}\"}}"));
-                last = i;
-            }
-            continue;
-        }
-        i += 1;
-    }
-    out.push_str(&text[last..]);
-    out
+    crate::eval::value::tag_big_ints(text, "$int")
 }
 
 /// Our answer against Inmanta's.

@@ -24,11 +24,21 @@ pub(crate) fn text(v: &Value, what: &str) -> Result<Rc<str>, PErr> {
     }
 }
 
+/// An int argument of any size.
+fn big_int(v: &Value, what: &str) -> Result<num_bigint::BigInt, PErr> {
+    match v {
+        Value::BigInt(i) => Ok((**i).clone()),
+        other => int(other, what).map(num_bigint::BigInt::from),
+    }
+}
+
 fn int(v: &Value, what: &str) -> Result<i64, PErr> {
     match v {
         Value::Int(i) => Ok(*i),
         Value::Float(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => Ok(*f as i64),
-        Value::BigInt(i) => Err(PErr::Kind("OverflowError", format!("{what}: {i} is too large"))),
+        // Python's own error differs by plugin (IndexError, ValueError...); Inmanta wraps each in
+        // an ExternalException, which is what is compared
+        Value::BigInt(i) => Err(ext(format!("{what}: {i} does not fit a 64-bit integer"))),
         other => Err(PErr::Kind(
             "PluginTypeException",
             format!(
@@ -491,11 +501,18 @@ pub(crate) fn register(p: &mut Plugins) {
         Err(ext("std::item: Inmanta 20.1 can not return the selected items (use a list comprehension)".into()))
     });
     p.add("std::sequence", &[("i", None), ("start", Some(Value::Int(0))), ("offset", Some(Value::Int(0)))], |_, c| {
-        let (n, st) = (int(&c.args[0], "i")?, int(&c.args[1], "start")?.saturating_add(int(&c.args[2], "offset")?));
-        if !(0..=1_000_000).contains(&n) || st.checked_add(n).is_none() {
+        let n = int(&c.args[0], "i")?;
+        if !(0..=1_000_000).contains(&n) {
             return Err(ext(format!("sequence length {n} out of range")));
         }
-        Ok(Value::list((st..st + n).map(Value::Int).collect()))
+        if let (Value::Int(a), Value::Int(b)) = (&c.args[1], &c.args[2])
+            && let Some(st) = a.checked_add(*b).filter(|st| st.checked_add(n).is_some())
+        {
+            return Ok(Value::list((st..st + n).map(Value::Int).collect()));
+        }
+        // past 64 bits, as Python's range()
+        let st = big_int(&c.args[1], "start")? + big_int(&c.args[2], "offset")?;
+        Ok(Value::list((0..n).map(|k| Value::int(&st + k)).collect()))
     });
     p.add("std::key_sort", &[("items", None), ("key", None)], |ev, c| {
         let l = list(&c.args[0], "items")?;
@@ -634,8 +651,7 @@ pub(crate) fn register(p: &mut Plugins) {
     });
     p.add("std::json_loads", &[("s", None)], |_, c| {
         let t = text(&c.args[0], "s")?;
-        let j: serde_json::Value = serde_json::from_str(&t).map_err(|e| ext(format!("Invalid JSON: {e}")))?;
-        Ok(Value::from_json(&j))
+        Value::from_json_text(&t).map_err(|e| ext(format!("Invalid JSON: {e}")))
     });
     {
         let f = p.add("std::format", &[("__string", None)], |ev, c| {
@@ -657,7 +673,12 @@ pub(crate) fn register(p: &mut Plugins) {
     });
     p.add("std::limit", &[("string", None), ("length", None)], |_, c| {
         let t = text(&c.args[0], "string")?;
-        let n = int(&c.args[1], "length")?.max(0) as usize;
+        let n = match &c.args[1] {
+            // Python slices past the end: the whole string (a negative length gives none here)
+            Value::BigInt(i) if i.sign() == num_bigint::Sign::Plus => usize::MAX,
+            Value::BigInt(_) => 0,
+            other => int(other, "length")?.max(0) as usize,
+        };
         Ok(s(&t.chars().take(n).collect::<String>()))
     });
     p.add("std::unique", &[("item_list", None)], |_, c| {

@@ -201,6 +201,12 @@ impl Value {
         }
     }
 
+    /// Parses JSON text as Python's `json.loads` does: an int of any size stays exact.
+    pub(crate) fn from_json_text(text: &str) -> Result<Value, serde_json::Error> {
+        let tagged = tag_big_ints(text, BIG_INT_TAG);
+        serde_json::from_str(&tagged).map(|j| Value::from_json(&j))
+    }
+
     pub(crate) fn from_json(j: &serde_json::Value) -> Value {
         match j {
             serde_json::Value::Null => Value::Null,
@@ -216,12 +222,66 @@ impl Value {
             }
             serde_json::Value::String(s) => Value::str(s),
             serde_json::Value::Array(a) => Value::list(a.iter().map(Value::from_json).collect()),
+            serde_json::Value::Object(o)
+                if o.len() == 1
+                    && let Some(serde_json::Value::String(digits)) = o.get("\u{0}int")
+                    && let Ok(i) = digits.parse::<BigInt>() =>
+            {
+                Value::int(i)
+            }
             serde_json::Value::Object(o) => {
                 Value::Dict(Rc::new(o.iter().map(|(k, v)| (Rc::from(k.as_str()), Value::from_json(v))).collect()))
             }
         }
     }
 }
+
+/// The JSON text with every integer past `i64` and `u64` written `{"KEY": "digits"}`, for
+/// serde_json, which would read it as the nearest float.
+pub(crate) fn tag_big_ints(text: &str, key: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let (mut i, mut last) = (0, 0);
+    let mut in_string = false;
+    while i < b.len() {
+        let c = b[i];
+        if in_string {
+            match c {
+                b'\\' => i += 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        if c == b'"' {
+            in_string = true;
+            i += 1;
+            continue;
+        }
+        if c == b'-' || c.is_ascii_digit() {
+            let start = i;
+            i += 1;
+            while i < b.len() && matches!(b[i], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') {
+                i += 1;
+            }
+            let num = &text[start..i];
+            let integral = num.trim_start_matches('-').bytes().all(|d| d.is_ascii_digit());
+            if integral && num.parse::<i64>().is_err() && num.parse::<u64>().is_err() {
+                out.push_str(&text[last..start]);
+                out.push_str(&format!("{{\"{key}\": \"{num}\"}}"));
+                last = i;
+            }
+            continue;
+        }
+        i += 1;
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
+/// The key [`Value::from_json_text`] tags a big int with: a NUL no JSON object of a model has.
+const BIG_INT_TAG: &str = "\\u0000int";
 
 /// Python `repr` of a float.
 pub(crate) fn py_float(f: f64) -> String {
