@@ -324,3 +324,51 @@ pub(crate) fn py_repr_str(s: &str) -> String {
     out.push(q);
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_only_ints_past_64_bits_outside_strings() {
+        let text = r#"{"a": [1, -9223372036854775808, 18446744073709551615, 18446744073709551616, -9223372036854775809, 1.5e300], "b": "99999999999999999999999 \" 99999999999999999999999"}"#;
+        let tagged = tag_big_ints(text, "$int");
+        assert_eq!(
+            tagged,
+            r#"{"a": [1, -9223372036854775808, 18446744073709551615, {"$int": "18446744073709551616"}, {"$int": "-9223372036854775809"}, 1.5e300], "b": "99999999999999999999999 \" 99999999999999999999999"}"#
+        );
+    }
+
+    #[test]
+    fn json_text_keeps_big_ints_exact() {
+        let v = Value::from_json_text("[99999999999999999999999, 5, {\"k\": -99999999999999999999999}]").expect("json");
+        let Value::List(l) = v else { panic!("a list") };
+        assert!(matches!(&l[0], Value::BigInt(i) if i.to_string() == "99999999999999999999999"));
+        assert_eq!(l[1], Value::Int(5));
+        let Value::Dict(d) = &l[2] else { panic!("a dict") };
+        assert!(matches!(dict_get(d, "k"), Some(Value::BigInt(i)) if i.to_string() == "-99999999999999999999999"));
+    }
+
+    #[test]
+    fn ints_normalise_and_compare_exactly_with_floats() {
+        assert_eq!(Value::int(BigInt::from(i64::MAX)), Value::Int(i64::MAX));
+        assert!(matches!(Value::int(BigInt::from(i64::MAX) + 1), Value::BigInt(_)));
+        assert_eq!(int_cmp_float(9007199254740993, 9007199254740992.0), Some(Ordering::Greater));
+        assert_eq!(int_cmp_float(3, 3.5), Some(Ordering::Less));
+        assert_eq!(int_cmp_float(-3, -3.5), Some(Ordering::Greater));
+        assert_eq!(int_cmp_float(1, f64::NAN), None);
+        assert_eq!(big_cmp_float(&(BigInt::from(1) << 70u32), 2f64.powi(70)), Some(Ordering::Equal));
+        assert_eq!(big_cmp_float(&(BigInt::from(1) << 2000u32), f64::INFINITY), Some(Ordering::Less));
+    }
+
+    #[test]
+    fn floats_print_as_python_repr() {
+        assert_eq!(py_float(1e20), "1e+20");
+        assert_eq!(py_float(1e16), "1e+16");
+        assert_eq!(py_float(9999999999999998.0), "9999999999999998.0");
+        assert_eq!(py_float(1e-5), "1e-05");
+        assert_eq!(py_float(0.0001), "0.0001");
+        assert_eq!(py_float(1.2676506002282294e30), "1.2676506002282294e+30");
+        assert_eq!(py_float(-2.5), "-2.5");
+    }
+}
