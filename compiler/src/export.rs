@@ -448,23 +448,6 @@ pub(crate) fn export(
             // a module's field is exported as the attribute of that name.
             let key = if m.builtin || f == "via" { f.as_str() } else { "" };
             let v: Json = match key {
-                "" => match slot_value(ev, i, f) {
-                    Some(v) => {
-                        if let Some(n) = wide_int(&v) {
-                            out.warnings.push(Diagnostic::warning(
-                                "CompilerRuntimeWarning",
-                                format!(
-                                    "attribute {f} of {rid}: the int {n} is past the 64-bit integers of our JSON \
-                                     and is exported as the nearest float"
-                                ),
-                                Some(ev.m.instances[i as usize].span),
-                                ev.m.sources,
-                            ));
-                        }
-                        to_json(ev, &v, &mut undefined)
-                    }
-                    None => Json::Null,
-                },
                 "permissions" => {
                     slot_value(ev, i, "mode").map(|v| to_json(ev, &v, &mut undefined)).unwrap_or(Json::Null)
                 }
@@ -529,7 +512,24 @@ pub(crate) fn export(
                     }
                     v
                 }
-                other => slot_value(ev, i, other).map(|v| to_json(ev, &v, &mut undefined)).unwrap_or(Json::Null),
+                // a module's field, or a built-in type's field without a convention ("" or `f`)
+                _ => match slot_value(ev, i, f) {
+                    Some(v) => {
+                        if let Some(n) = wide_int(&v) {
+                            out.warnings.push(Diagnostic::warning(
+                                "CompilerRuntimeWarning",
+                                format!(
+                                    "attribute {f} of {rid}: the int {n} is past the 64-bit integers of our JSON \
+                                     and is exported as the nearest float"
+                                ),
+                                Some(ev.m.instances[i as usize].span),
+                                ev.m.sources,
+                            ));
+                        }
+                        to_json(ev, &v, &mut undefined)
+                    }
+                    None => Json::Null,
+                },
             };
             obj.insert(f.clone(), v);
         }
