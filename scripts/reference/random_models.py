@@ -6,7 +6,7 @@
 writes DIR/rand_<seed>.cf for seeds S .. S+N-1. The same seed always gives the same model, so a
 disagreement found at seed 1234 is reproduced with `--seed 1234 --count 1`.
 
-Each model mixes, at random: variables of every primitive type built from literals, arithmetic,
+Each model mixes, at random: variables of every primitive type (ints past 64 bits too) built from literals, arithmetic,
 comparisons, boolean operators, conditional expressions, casts, `in`, `is defined`, dict
 lookups, list comprehensions, string interpolation, f-strings with format specs and `std`
 plugins; entities with attributes of every primitive type (defaults, nullable, typed lists,
