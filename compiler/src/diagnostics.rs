@@ -116,7 +116,9 @@ pub fn inmanta_type(kind: &str) -> &str {
         | "ValueError"
         | "RecursionError"
         | "RuntimeError"
+        | "OverflowError"
         | "ModuleNotFoundError" => match kind {
+            "OverflowError" => "builtins.OverflowError",
             "RuntimeError" => "builtins.RuntimeError",
             "ModuleNotFoundError" => "builtins.ModuleNotFoundError",
             "ZeroDivisionError" => "builtins.ZeroDivisionError",

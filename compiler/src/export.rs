@@ -183,6 +183,17 @@ pub(crate) fn resource_id_of(ev: &View<'_, '_>, inst: InstId) -> Option<String> 
     Some(format!("{}[{},{}={}]", m.entity, id_string(&agent), m.id_attr, id_string(&idv)))
 }
 
+/// An int in the value that serde_json cannot hold exactly (past `u64`, below `i64`): Inmanta
+/// exports it exactly, we as the nearest float (compiler/README.md, "Where we knowingly differ").
+fn wide_int(v: &Value) -> Option<String> {
+    match v {
+        Value::BigInt(i) if u64::try_from(&**i).is_err() => Some(i.to_string()),
+        Value::List(l) => l.iter().find_map(wide_int),
+        Value::Dict(d) => d.iter().find_map(|(_, x)| wide_int(x)),
+        _ => None,
+    }
+}
+
 fn to_json(ev: &View<'_, '_>, v: &Value, undefined: &mut bool) -> Json {
     match v {
         Value::Unknown(_) => {
@@ -437,7 +448,6 @@ pub(crate) fn export(
             // a module's field is exported as the attribute of that name.
             let key = if m.builtin || f == "via" { f.as_str() } else { "" };
             let v: Json = match key {
-                "" => slot_value(ev, i, f).map(|v| to_json(ev, &v, &mut undefined)).unwrap_or(Json::Null),
                 "permissions" => {
                     slot_value(ev, i, "mode").map(|v| to_json(ev, &v, &mut undefined)).unwrap_or(Json::Null)
                 }
@@ -502,7 +512,24 @@ pub(crate) fn export(
                     }
                     v
                 }
-                other => slot_value(ev, i, other).map(|v| to_json(ev, &v, &mut undefined)).unwrap_or(Json::Null),
+                // a module's field, or a built-in type's field without a convention ("" or `f`)
+                _ => match slot_value(ev, i, f) {
+                    Some(v) => {
+                        if let Some(n) = wide_int(&v) {
+                            out.warnings.push(Diagnostic::warning(
+                                "CompilerRuntimeWarning",
+                                format!(
+                                    "attribute {f} of {rid}: the int {n} is past the 64-bit integers of our JSON \
+                                     and is exported as the nearest float"
+                                ),
+                                Some(ev.m.instances[i as usize].span),
+                                ev.m.sources,
+                            ));
+                        }
+                        to_json(ev, &v, &mut undefined)
+                    }
+                    None => Json::Null,
+                },
             };
             obj.insert(f.clone(), v);
         }

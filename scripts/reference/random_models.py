@@ -6,7 +6,7 @@
 writes DIR/rand_<seed>.cf for seeds S .. S+N-1. The same seed always gives the same model, so a
 disagreement found at seed 1234 is reproduced with `--seed 1234 --count 1`.
 
-Each model mixes, at random: variables of every primitive type built from literals, arithmetic,
+Each model mixes, at random: variables of every primitive type (ints past 64 bits too) built from literals, arithmetic,
 comparisons, boolean operators, conditional expressions, casts, `in`, `is defined`, dict
 lookups, list comprehensions, string interpolation, f-strings with format specs and `std`
 plugins; entities with attributes of every primitive type (defaults, nullable, typed lists,
@@ -55,6 +55,10 @@ class Ctx:
         return f"{prefix}{self.counter}"
 
 
+BIG_INTS = [9223372036854775807, 9223372036854775808, 18446744073709551615, 18446744073709551616,
+            99999999999999999999999, -9223372036854775808, -9223372036854775809, 2**100]
+
+
 def small_int(rnd):
     return rnd.choice([0, 1, 2, 3, 5, 7, 10, 42, -1, -3, 100, 1000])
 
@@ -79,10 +83,23 @@ class Expr:
         if depth <= 0:
             n = small_int(r)
             return (str(n), n)
-        choice = r.randrange(12)
+        choice = r.randrange(15)
         if choice == 0:
             a, b = self.gen_int(ctx, depth - 1), self.gen_int(ctx, depth - 1)
             return (f"({a[0]} + {b[0]})", a[1] + b[1])
+        # ints past 64 bits (Inmanta's ints are Python's): literals, products and powers
+        if choice == 12:
+            n = r.choice(BIG_INTS)
+            return (str(n), n)
+        if choice == 13:
+            a = self.gen_int(ctx, depth - 1)
+            f = r.choice([2**40, 10**12, 3**30, 9223372036854775807])
+            if abs(a[1] * f) < 10**60:
+                return (f"({a[0]} * {f})", a[1] * f)
+            return a
+        if choice == 14:
+            b, e = r.choice([2, 3, 10, -7]), r.randrange(20, 90)
+            return (f"({b} ** {e})", b**e)
         if choice == 1:
             a, b = self.gen_int(ctx, depth - 1), self.gen_int(ctx, depth - 1)
             return (f"({a[0]} - {b[0]})", a[1] - b[1])
@@ -390,7 +407,12 @@ class Model:
         if t == "string":
             return e.gen_string(self.ctx, depth)
         if t == "int":
-            return e.gen_int(self.ctx, depth)
+            code, val = e.gen_int(self.ctx, depth)
+            # resources export their int attributes: keep those within what serde_json holds
+            # exactly (past it ours is the nearest float, a known limit: compiler/README.md)
+            if not -(2**63) <= val < 2**64:
+                return ("7", 7)
+            return (code, val)
         if t == "pct":
             n = r.randrange(0, 101)
             return (str(n), n)

@@ -2,6 +2,8 @@
 
 use std::rc::Rc;
 
+use num_traits::ToPrimitive;
+
 use super::{PErr, PResult, PluginCall, Plugins, net, s};
 use crate::eval::Evaluator;
 use crate::eval::format::{py_repr, py_str, python_str};
@@ -22,10 +24,21 @@ pub(crate) fn text(v: &Value, what: &str) -> Result<Rc<str>, PErr> {
     }
 }
 
+/// An int argument of any size.
+fn big_int(v: &Value, what: &str) -> Result<num_bigint::BigInt, PErr> {
+    match v {
+        Value::BigInt(i) => Ok((**i).clone()),
+        other => int(other, what).map(num_bigint::BigInt::from),
+    }
+}
+
 fn int(v: &Value, what: &str) -> Result<i64, PErr> {
     match v {
         Value::Int(i) => Ok(*i),
-        Value::Float(f) if f.fract() == 0.0 => Ok(*f as i64),
+        Value::Float(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => Ok(*f as i64),
+        // Python's own error differs by plugin (IndexError, ValueError...); Inmanta wraps each in
+        // an ExternalException, which is what is compared
+        Value::BigInt(i) => Err(ext(format!("{what}: {i} does not fit a 64-bit integer"))),
         other => Err(PErr::Kind(
             "PluginTypeException",
             format!(
@@ -151,10 +164,12 @@ fn validate(kind: &str, v: &Value, params: &Value) -> bool {
     let st = match v {
         Value::Str(s) => s.to_string(),
         Value::Int(i) => i.to_string(),
+        Value::BigInt(i) => i.to_string(),
         _ => String::new(),
     };
     let num = match v {
         Value::Int(i) => Some(*i as f64),
+        Value::BigInt(i) => i.to_f64(),
         Value::Float(f) => Some(*f),
         _ => None,
     };
@@ -258,6 +273,7 @@ fn is_base64(s: &str) -> bool {
 fn sort_key(v: &Value) -> (u8, f64, String) {
     match v {
         Value::Int(i) => (0, *i as f64, String::new()),
+        Value::BigInt(i) => (0, i.to_f64().unwrap_or(f64::NAN), String::new()),
         Value::Float(f) => (0, *f, String::new()),
         Value::Str(s) => (1, 0.0, s.to_string()),
         Value::Bool(b) => (0, *b as u8 as f64, String::new()),
@@ -342,13 +358,17 @@ fn render_template(ev: &mut Evaluator<'_>, call: &mut PluginCall) -> PResult {
 }
 
 /// Python's `int()` / `float()` of a string: surrounding whitespace and `_` between digits allowed.
-fn parse_py_int(x: &str) -> Option<i64> {
+fn parse_py_int(x: &str) -> Option<Value> {
     let t = x.trim();
     let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
     if digits.is_empty() || digits.starts_with('_') || digits.ends_with('_') || digits.contains("__") {
         return None;
     }
-    t.replace('_', "").parse().ok()
+    let t = t.replace('_', "");
+    match t.parse::<i64>() {
+        Ok(i) => Some(Value::Int(i)),
+        Err(_) => t.parse::<num_bigint::BigInt>().ok().map(Value::int),
+    }
 }
 
 fn parse_py_float(x: &str) -> Option<f64> {
@@ -365,11 +385,17 @@ fn cast(ev: &Evaluator<'_>, v: &Value, to: &str) -> PResult {
     let r = match (to, v) {
         ("number", Value::Int(i)) => Some(Value::Int(*i)),
         ("number", Value::Bool(b)) => Some(Value::Int(*b as i64)),
+        ("number" | "int", Value::BigInt(_)) => Some(v.clone()),
         ("int", Value::Int(i)) => Some(Value::Int(*i)),
         ("int", Value::Bool(b)) => Some(Value::Int(*b as i64)),
-        ("int", Value::Float(f)) if f.is_finite() => Some(Value::Int(f.trunc() as i64)),
-        ("int", Value::Str(x)) => parse_py_int(x).map(Value::Int),
+        ("int", Value::Float(f)) if f.is_finite() => Some(crate::eval::value::int_of_integral_float(f.trunc())),
+        ("int", Value::Str(x)) => parse_py_int(x),
         (_, Value::Int(i)) => Some(Value::Float(*i as f64)),
+        (_, Value::BigInt(i)) => match crate::eval::value::big_to_f64(i) {
+            Some(f) => Some(Value::Float(f)),
+            // Python's float() raises past the float range, and Inmanta lets it through
+            None => return Err(PErr::Kind("OverflowError", "int too large to convert to float".into())),
+        },
         (_, Value::Bool(b)) => Some(Value::Float(*b as u8 as f64)),
         (_, Value::Float(f)) => Some(Value::Float(*f)),
         (_, Value::Str(x)) => parse_py_float(x).map(Value::Float),
@@ -475,11 +501,18 @@ pub(crate) fn register(p: &mut Plugins) {
         Err(ext("std::item: Inmanta 20.1 can not return the selected items (use a list comprehension)".into()))
     });
     p.add("std::sequence", &[("i", None), ("start", Some(Value::Int(0))), ("offset", Some(Value::Int(0)))], |_, c| {
-        let (n, st) = (int(&c.args[0], "i")?, int(&c.args[1], "start")?.saturating_add(int(&c.args[2], "offset")?));
-        if !(0..=1_000_000).contains(&n) || st.checked_add(n).is_none() {
+        let n = int(&c.args[0], "i")?;
+        if !(0..=1_000_000).contains(&n) {
             return Err(ext(format!("sequence length {n} out of range")));
         }
-        Ok(Value::list((st..st + n).map(Value::Int).collect()))
+        if let (Value::Int(a), Value::Int(b)) = (&c.args[1], &c.args[2])
+            && let Some(st) = a.checked_add(*b).filter(|st| st.checked_add(n).is_some())
+        {
+            return Ok(Value::list((st..st + n).map(Value::Int).collect()));
+        }
+        // past 64 bits, as Python's range()
+        let st = big_int(&c.args[1], "start")? + big_int(&c.args[2], "offset")?;
+        Ok(Value::list((0..n).map(|k| Value::int(&st + k)).collect()))
     });
     p.add("std::key_sort", &[("items", None), ("key", None)], |ev, c| {
         let l = list(&c.args[0], "items")?;
@@ -618,8 +651,7 @@ pub(crate) fn register(p: &mut Plugins) {
     });
     p.add("std::json_loads", &[("s", None)], |_, c| {
         let t = text(&c.args[0], "s")?;
-        let j: serde_json::Value = serde_json::from_str(&t).map_err(|e| ext(format!("Invalid JSON: {e}")))?;
-        Ok(Value::from_json(&j))
+        Value::from_json_text(&t).map_err(|e| ext(format!("Invalid JSON: {e}")))
     });
     {
         let f = p.add("std::format", &[("__string", None)], |ev, c| {
@@ -641,7 +673,12 @@ pub(crate) fn register(p: &mut Plugins) {
     });
     p.add("std::limit", &[("string", None), ("length", None)], |_, c| {
         let t = text(&c.args[0], "string")?;
-        let n = int(&c.args[1], "length")?.max(0) as usize;
+        let n = match &c.args[1] {
+            // Python slices past the end: the whole string (a negative length gives none here)
+            Value::BigInt(i) if i.sign() == num_bigint::Sign::Plus => usize::MAX,
+            Value::BigInt(_) => 0,
+            other => int(other, "length")?.max(0) as usize,
+        };
         Ok(s(&t.chars().take(n).collect::<String>()))
     });
     p.add("std::unique", &[("item_list", None)], |_, c| {
@@ -838,6 +875,8 @@ fn json_dumps(ev: &mut Evaluator<'_>, v: &Value, depth: usize) -> Result<String,
             let parts = l.iter().map(|x| json_dumps(ev, x, depth + 1)).collect::<Result<Vec<_>, _>>()?;
             format!("[{}]", parts.join(", "))
         }
+        // exact, as Python's json writes an int (serde_json holds none past u64)
+        Value::BigInt(i) => i.to_string(),
         other => python_json(&to_json(ev, other, depth)?),
     })
 }

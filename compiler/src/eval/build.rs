@@ -22,6 +22,7 @@ pub(crate) fn const_eval(e: &ast::Expr) -> Option<Value> {
         ExprKind::Null => Value::Null,
         ExprKind::Bool(b) => Value::Bool(*b),
         ExprKind::Int(i) => Value::Int(*i),
+        ExprKind::BigInt(i) => Value::BigInt(i.clone()),
         ExprKind::Float(f) => Value::Float(*f),
         ExprKind::Str(s) => Value::str(s),
         ExprKind::List(items) => Value::list(items.iter().map(const_eval).collect::<Option<Vec<_>>>()?),

@@ -23,7 +23,7 @@ fn str_in(v: &Value, names: &dyn Fn(u32) -> String, null: &str) -> String {
 /// `{{ }}` interpolation: like `str()` but an integral float prints without `.0` and null as `null`.
 pub(crate) fn interp_str(v: &Value, names: &dyn Fn(u32) -> String) -> String {
     match v {
-        Value::Float(f) if f.fract() == 0.0 && f.abs() < 1e16 => format!("{}", *f as i64),
+        Value::Float(f) if f.fract() == 0.0 => py_str(&super::value::int_of_integral_float(*f), names),
         other => py_str(other, names),
     }
 }
@@ -39,6 +39,7 @@ fn repr_in(v: &Value, names: &dyn Fn(u32) -> String, null: &str) -> String {
         Value::Bool(true) => "True".into(),
         Value::Bool(false) => "False".into(),
         Value::Int(i) => i.to_string(),
+        Value::BigInt(i) => i.to_string(),
         Value::Float(f) => py_float(*f),
         Value::Str(s) => py_repr_str(s),
         Value::List(l) => format!("[{}]", l.iter().map(|x| repr_in(x, names, null)).collect::<Vec<_>>().join(", ")),
@@ -53,6 +54,14 @@ fn repr_in(v: &Value, names: &dyn Fn(u32) -> String, null: &str) -> String {
         Value::Unknown(_) => "Unknown".into(),
         Value::Reference(r) => format!("<inmanta_plugins.std.{} object>", r.class),
     }
+}
+
+/// The error of a float format of an int past the float range: Python's `OverflowError`, which
+/// Inmanta lets through (the f-string's caller checks for this message).
+pub(crate) const INT_TOO_LARGE: &str = "int too large to convert to float";
+
+fn is_neg(n: &num_bigint::BigInt) -> bool {
+    n.sign() == num_bigint::Sign::Minus
 }
 
 /// Applies a Python format spec (`[[fill]align][sign][#][0][width][,][.precision][type]`).
@@ -126,6 +135,15 @@ pub(crate) fn apply_spec(v: &Value, spec: &str, names: &dyn Fn(u32) -> String) -
         (Value::Int(n), Some('b')) => (format!("{:b}", n.unsigned_abs()), true, *n < 0),
         (Value::Int(n), Some('f' | 'F' | 'e' | '%' | 'g')) => {
             return apply_spec(&Value::Float(*n as f64), spec, names);
+        }
+        (Value::BigInt(n), None | Some('d')) => (n.magnitude().to_string(), true, is_neg(n)),
+        (Value::BigInt(n), Some('x')) => (format!("{:x}", n.magnitude()), true, is_neg(n)),
+        (Value::BigInt(n), Some('X')) => (format!("{:X}", n.magnitude()), true, is_neg(n)),
+        (Value::BigInt(n), Some('o')) => (format!("{:o}", n.magnitude()), true, is_neg(n)),
+        (Value::BigInt(n), Some('b')) => (format!("{:b}", n.magnitude()), true, is_neg(n)),
+        (Value::BigInt(n), Some('f' | 'F' | 'e' | '%' | 'g')) => {
+            let f = super::value::big_to_f64(n).ok_or(INT_TOO_LARGE)?;
+            return apply_spec(&Value::Float(f), spec, names);
         }
         (Value::Float(f), Some('f' | 'F')) => (format!("{:.*}", precision.unwrap_or(6), f.abs()), true, *f < 0.0),
         (Value::Float(f), Some('%')) => (format!("{:.*}%", precision.unwrap_or(6), f.abs() * 100.0), true, *f < 0.0),

@@ -1387,7 +1387,7 @@ impl<'a> Evaluator<'a> {
                 }
             }
             Type::Int => {
-                if matches!(v, Value::Int(_)) {
+                if matches!(v, Value::Int(_) | Value::BigInt(_)) {
                     Ok(v.clone())
                 } else {
                     Err(bad(self, v))
@@ -1398,7 +1398,7 @@ impl<'a> Evaluator<'a> {
                 _ => Err(bad(self, v)),
             },
             Type::Number => {
-                if matches!(v, Value::Int(_) | Value::Float(_)) {
+                if matches!(v, Value::Int(_) | Value::BigInt(_) | Value::Float(_)) {
                     Ok(v.clone())
                 } else {
                     Err(bad(self, v))

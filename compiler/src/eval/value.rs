@@ -1,6 +1,10 @@
 //! Runtime values of the language.
 
+use std::cmp::Ordering;
 use std::rc::Rc;
+
+use num_bigint::BigInt;
+use num_traits::{FromPrimitive, ToPrimitive};
 
 /// An instance of an entity, by index in the evaluator's instance table.
 pub(crate) type InstId = u32;
@@ -18,6 +22,10 @@ pub(crate) enum Value {
     Null,
     Bool(bool),
     Int(i64),
+    /// An int outside `i64` (Inmanta's ints are Python's, unbounded). Never holds a value that
+    /// fits `i64`: build it with [`Value::int`], so each int has one form and `Int` stays the
+    /// fast path.
+    BigInt(Rc<BigInt>),
     Float(f64),
     Str(Rc<str>),
     List(Rc<Vec<Value>>),
@@ -36,7 +44,9 @@ impl PartialEq for Value {
             (Bool(a), Bool(b)) => a == b,
             (Int(a), Int(b)) => a == b,
             (Float(a), Float(b)) => a == b,
-            (Int(a), Float(b)) | (Float(b), Int(a)) => (*a as f64) == *b,
+            (Int(a), Float(b)) | (Float(b), Int(a)) => int_cmp_float(*a, *b) == Some(Ordering::Equal),
+            (BigInt(a), BigInt(b)) => a == b,
+            (BigInt(a), Float(b)) | (Float(b), BigInt(a)) => big_cmp_float(a, *b) == Some(Ordering::Equal),
             (Str(a), Str(b)) => a == b,
             (List(a), List(b)) => a == b,
             (Dict(a), Dict(b)) => a.len() == b.len() && a.iter().all(|(k, v)| dict_get(b, k) == Some(v)),
@@ -47,6 +57,44 @@ impl PartialEq for Value {
     }
 }
 
+/// Python's exact comparison of an int with a float (`2**53 + 1 > 2.0**53`); `None` for NaN.
+pub(crate) fn int_cmp_float(i: i64, f: f64) -> Option<Ordering> {
+    if f.is_nan() {
+        return None;
+    }
+    // every float of magnitude below 2**100 has an integral floor that i128 holds exactly
+    if f.abs() < 1e30 {
+        let fl = f.floor();
+        let ord = (i as i128).cmp(&(fl as i128));
+        return Some(if ord == Ordering::Equal && f > fl { Ordering::Less } else { ord });
+    }
+    Some(if f > 0.0 { Ordering::Less } else { Ordering::Greater })
+}
+
+/// [`int_cmp_float`] for a big int.
+pub(crate) fn big_cmp_float(i: &BigInt, f: f64) -> Option<Ordering> {
+    if f.is_nan() {
+        return None;
+    }
+    if f.is_infinite() {
+        return Some(if f > 0.0 { Ordering::Less } else { Ordering::Greater });
+    }
+    let fl = f.floor();
+    let ord = i.cmp(&BigInt::from_f64(fl)?);
+    Some(if ord == Ordering::Equal && f > fl { Ordering::Less } else { ord })
+}
+
+/// The float nearest to a big int, as Python's `float()` rounds it; `None` past the float range
+/// (Python's OverflowError).
+pub(crate) fn big_to_f64(i: &BigInt) -> Option<f64> {
+    i.to_f64().filter(|f| f.is_finite())
+}
+
+/// The int of an integral, finite float (Python's `int(f)` of an integral float).
+pub(crate) fn int_of_integral_float(f: f64) -> Value {
+    if f.abs() < 9.2e18 { Value::Int(f as i64) } else { BigInt::from_f64(f).map(Value::int).unwrap_or(Value::Null) }
+}
+
 pub(crate) fn dict_get<'a>(d: &'a [(Rc<str>, Value)], key: &str) -> Option<&'a Value> {
     d.iter().find(|(k, _)| &**k == key).map(|(_, v)| v)
 }
@@ -54,6 +102,14 @@ pub(crate) fn dict_get<'a>(d: &'a [(Rc<str>, Value)], key: &str) -> Option<&'a V
 impl Value {
     pub(crate) fn str(s: &str) -> Value {
         Value::Str(Rc::from(s))
+    }
+
+    /// An int: `Int` when it fits `i64`, else `BigInt`.
+    pub(crate) fn int(i: BigInt) -> Value {
+        match i64::try_from(&i) {
+            Ok(small) => Value::Int(small),
+            Err(_) => Value::BigInt(Rc::new(i)),
+        }
     }
 
     pub(crate) fn list(v: Vec<Value>) -> Value {
@@ -78,7 +134,7 @@ impl Value {
         match self {
             Value::Null => "null",
             Value::Bool(_) => "bool",
-            Value::Int(_) => "int",
+            Value::Int(_) | Value::BigInt(_) => "int",
             Value::Float(_) => "float",
             Value::Str(_) => "string",
             Value::List(_) => "list",
@@ -95,6 +151,7 @@ impl Value {
             Value::Null => false,
             Value::Bool(b) => *b,
             Value::Int(i) => *i != 0,
+            Value::BigInt(_) => true,
             Value::Float(f) => *f != 0.0,
             Value::Str(s) => !s.is_empty(),
             Value::List(l) => !l.is_empty(),
@@ -111,16 +168,27 @@ impl Value {
             Value::Instance(i) => format!("i:{i}"),
             // Python's equality: an integral float is the same key as the int
             Value::Float(f) if f.fract() == 0.0 && f.abs() < 9e15 => format!("v:{}", *f as i64),
+            // Inmanta does not find a big int under the integral float it equals
+            // (a_bigint_index_float_key)
+            Value::BigInt(i) => format!("v:{i}"),
             other => format!("v:{}", other.to_json_lossy()),
         }
     }
 
-    /// JSON form (instances become their id number; unknowns a placeholder).
+    /// JSON form (instances become their id number; unknowns a placeholder). serde_json holds
+    /// integers within `i64` and `u64` exactly; a bigger int becomes the nearest float (the
+    /// workspace cannot turn on serde_json's `arbitrary_precision`, see compiler/README.md).
     pub(crate) fn to_json_lossy(&self) -> serde_json::Value {
         match self {
             Value::Null => serde_json::Value::Null,
             Value::Bool(b) => (*b).into(),
             Value::Int(i) => (*i).into(),
+            Value::BigInt(i) => match u64::try_from(&**i) {
+                Ok(u) => u.into(),
+                Err(_) => serde_json::Number::from_f64(i.to_f64().unwrap_or(f64::NAN))
+                    .map(serde_json::Value::Number)
+                    .unwrap_or_default(),
+            },
             Value::Float(f) => serde_json::Number::from_f64(*f).map(serde_json::Value::Number).unwrap_or_default(),
             Value::Str(s) => serde_json::Value::String(s.to_string()),
             Value::List(l) => serde_json::Value::Array(l.iter().map(Value::to_json_lossy).collect()),
@@ -133,6 +201,12 @@ impl Value {
         }
     }
 
+    /// Parses JSON text as Python's `json.loads` does: an int of any size stays exact.
+    pub(crate) fn from_json_text(text: &str) -> Result<Value, serde_json::Error> {
+        let tagged = tag_big_ints(text, BIG_INT_TAG);
+        serde_json::from_str(&tagged).map(|j| Value::from_json(&j))
+    }
+
     pub(crate) fn from_json(j: &serde_json::Value) -> Value {
         match j {
             serde_json::Value::Null => Value::Null,
@@ -140,18 +214,74 @@ impl Value {
             serde_json::Value::Number(n) => {
                 if let Some(i) = n.as_i64() {
                     Value::Int(i)
+                } else if let Some(u) = n.as_u64() {
+                    Value::int(BigInt::from(u))
                 } else {
                     Value::Float(n.as_f64().unwrap_or(0.0))
                 }
             }
             serde_json::Value::String(s) => Value::str(s),
             serde_json::Value::Array(a) => Value::list(a.iter().map(Value::from_json).collect()),
+            serde_json::Value::Object(o)
+                if o.len() == 1
+                    && let Some(serde_json::Value::String(digits)) = o.get("\u{0}int")
+                    && let Ok(i) = digits.parse::<BigInt>() =>
+            {
+                Value::int(i)
+            }
             serde_json::Value::Object(o) => {
                 Value::Dict(Rc::new(o.iter().map(|(k, v)| (Rc::from(k.as_str()), Value::from_json(v))).collect()))
             }
         }
     }
 }
+
+/// The JSON text with every integer past `i64` and `u64` written `{"KEY": "digits"}`, for
+/// serde_json, which would read it as the nearest float.
+pub(crate) fn tag_big_ints(text: &str, key: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let (mut i, mut last) = (0, 0);
+    let mut in_string = false;
+    while i < b.len() {
+        let c = b[i];
+        if in_string {
+            match c {
+                b'\\' => i += 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        if c == b'"' {
+            in_string = true;
+            i += 1;
+            continue;
+        }
+        if c == b'-' || c.is_ascii_digit() {
+            let start = i;
+            i += 1;
+            while i < b.len() && matches!(b[i], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') {
+                i += 1;
+            }
+            let num = &text[start..i];
+            let integral = num.trim_start_matches('-').bytes().all(|d| d.is_ascii_digit());
+            if integral && num.parse::<i64>().is_err() && num.parse::<u64>().is_err() {
+                out.push_str(&text[last..start]);
+                out.push_str(&format!("{{\"{key}\": \"{num}\"}}"));
+                last = i;
+            }
+            continue;
+        }
+        i += 1;
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
+/// The key [`Value::from_json_text`] tags a big int with: a NUL no JSON object of a model has.
+const BIG_INT_TAG: &str = "\\u0000int";
 
 /// Python `repr` of a float.
 pub(crate) fn py_float(f: f64) -> String {
@@ -161,8 +291,16 @@ pub(crate) fn py_float(f: f64) -> String {
     if f.is_infinite() {
         return if f > 0.0 { "inf".into() } else { "-inf".into() };
     }
+    // Python writes the shortest round-trip digits, in exponent form when the decimal exponent
+    // is below -4 or from 16 on (`1e+16`, `1.5e-05`); Rust's `{}` never uses the exponent form
+    let sci = format!("{f:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if !(-4..16).contains(&exp) {
+        return format!("{mantissa}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
+    }
     let s = format!("{f}");
-    if s.contains('.') || s.contains('e') { s } else { format!("{s}.0") }
+    if s.contains('.') { s } else { format!("{s}.0") }
 }
 
 /// Python `repr` of a string.
@@ -185,4 +323,52 @@ pub(crate) fn py_repr_str(s: &str) -> String {
     }
     out.push(q);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_only_ints_past_64_bits_outside_strings() {
+        let text = r#"{"a": [1, -9223372036854775808, 18446744073709551615, 18446744073709551616, -9223372036854775809, 1.5e300], "b": "99999999999999999999999 \" 99999999999999999999999"}"#;
+        let tagged = tag_big_ints(text, "$int");
+        assert_eq!(
+            tagged,
+            r#"{"a": [1, -9223372036854775808, 18446744073709551615, {"$int": "18446744073709551616"}, {"$int": "-9223372036854775809"}, 1.5e300], "b": "99999999999999999999999 \" 99999999999999999999999"}"#
+        );
+    }
+
+    #[test]
+    fn json_text_keeps_big_ints_exact() {
+        let v = Value::from_json_text("[99999999999999999999999, 5, {\"k\": -99999999999999999999999}]").expect("json");
+        let Value::List(l) = v else { panic!("a list") };
+        assert!(matches!(&l[0], Value::BigInt(i) if i.to_string() == "99999999999999999999999"));
+        assert_eq!(l[1], Value::Int(5));
+        let Value::Dict(d) = &l[2] else { panic!("a dict") };
+        assert!(matches!(dict_get(d, "k"), Some(Value::BigInt(i)) if i.to_string() == "-99999999999999999999999"));
+    }
+
+    #[test]
+    fn ints_normalise_and_compare_exactly_with_floats() {
+        assert_eq!(Value::int(BigInt::from(i64::MAX)), Value::Int(i64::MAX));
+        assert!(matches!(Value::int(BigInt::from(i64::MAX) + 1), Value::BigInt(_)));
+        assert_eq!(int_cmp_float(9007199254740993, 9007199254740992.0), Some(Ordering::Greater));
+        assert_eq!(int_cmp_float(3, 3.5), Some(Ordering::Less));
+        assert_eq!(int_cmp_float(-3, -3.5), Some(Ordering::Greater));
+        assert_eq!(int_cmp_float(1, f64::NAN), None);
+        assert_eq!(big_cmp_float(&(BigInt::from(1) << 70u32), 2f64.powi(70)), Some(Ordering::Equal));
+        assert_eq!(big_cmp_float(&(BigInt::from(1) << 2000u32), f64::INFINITY), Some(Ordering::Less));
+    }
+
+    #[test]
+    fn floats_print_as_python_repr() {
+        assert_eq!(py_float(1e20), "1e+20");
+        assert_eq!(py_float(1e16), "1e+16");
+        assert_eq!(py_float(9999999999999998.0), "9999999999999998.0");
+        assert_eq!(py_float(1e-5), "1e-05");
+        assert_eq!(py_float(0.0001), "0.0001");
+        assert_eq!(py_float(1.2676506002282294e30), "1.2676506002282294e+30");
+        assert_eq!(py_float(-2.5), "-2.5");
+    }
 }

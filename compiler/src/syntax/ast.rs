@@ -91,6 +91,8 @@ pub(crate) enum ExprKind {
     Null,
     Bool(bool),
     Int(i64),
+    /// An integer literal past `i64`.
+    BigInt(std::rc::Rc<num_bigint::BigInt>),
     Float(f64),
     Str(String),
     Interp(Vec<StrPart>),

@@ -7,6 +7,8 @@ pub(crate) enum Tok {
     /// Identifier; class names are identifiers whose first character is upper-case.
     Id(String),
     Int(i64),
+    /// An integer literal past `i64` (Inmanta's ints are unbounded).
+    BigInt(std::rc::Rc<num_bigint::BigInt>),
     Float(f64),
     /// A normal or multi-line string after escape processing; `raw` marks `r"..."`.
     Str {
@@ -118,7 +120,7 @@ impl Lexer<'_> {
 
     fn prev_is_value(&self) -> bool {
         match self.out.last().map(|t| &t.tok) {
-            Some(Tok::Id(_) | Tok::Int(_) | Tok::Float(_) | Tok::Str { .. } | Tok::FStr(_)) => true,
+            Some(Tok::Id(_) | Tok::Int(_) | Tok::BigInt(_) | Tok::Float(_) | Tok::Str { .. } | Tok::FStr(_)) => true,
             Some(Tok::Punct(p)) => matches!(*p, ")" | "]" | "}"),
             Some(Tok::Kw(k)) => matches!(*k, "true" | "false" | "null"),
             _ => false,
@@ -225,10 +227,14 @@ impl Lexer<'_> {
                 text.parse().map_err(|_| LexError { message: "invalid float".into(), span: self.span(start) })?;
             self.push(Tok::Float(v), start);
         } else {
-            match text.parse::<i64>() {
-                Ok(v) => self.push(Tok::Int(v), start),
-                Err(_) => return self.err(start, format!("integer literal {text} is too large")),
-            }
+            let tok = match text.parse::<i64>() {
+                Ok(v) => Tok::Int(v),
+                Err(_) => match text.parse::<num_bigint::BigInt>() {
+                    Ok(v) => Tok::BigInt(std::rc::Rc::new(v)),
+                    Err(_) => return self.err(start, format!("invalid integer literal {text}")),
+                },
+            };
+            self.push(tok, start);
         }
         Ok(())
     }

@@ -61,6 +61,7 @@ fn describe(t: &Tok) -> String {
     match t {
         Tok::Id(s) => format!("'{s}'"),
         Tok::Int(i) => format!("'{i}'"),
+        Tok::BigInt(i) => format!("'{i}'"),
         Tok::Float(f) => format!("'{f}'"),
         Tok::Str { value, .. } => format!("string '{value}'"),
         Tok::FStr(s) => format!("f-string '{s}'"),
@@ -382,6 +383,10 @@ impl Parser<'_> {
                     p.bump();
                     Ok(i.clamp(0, u32::MAX as i64) as u32)
                 }
+                Tok::BigInt(i) => {
+                    p.bump();
+                    Ok(if i.sign() == num_bigint::Sign::Minus { 0 } else { u32::MAX })
+                }
                 _ => p.unexpected("an integer"),
             }
         };
@@ -541,10 +546,12 @@ impl Parser<'_> {
     /// (what follows the literal is then a syntax error of its own).
     fn constant(&mut self) -> PResult<Expr> {
         match self.peek() {
-            Tok::Int(_) | Tok::Float(_) | Tok::Str { .. } | Tok::FStr(_) | Tok::Regex(_) => self.primary(),
+            Tok::Int(_) | Tok::BigInt(_) | Tok::Float(_) | Tok::Str { .. } | Tok::FStr(_) | Tok::Regex(_) => {
+                self.primary()
+            }
             Tok::Kw("null" | "true" | "false") => self.primary(),
             Tok::Punct("[" | "{") => self.primary(),
-            Tok::Punct("-") if matches!(self.peek_at(1), Tok::Int(_) | Tok::Float(_)) => self.unary(),
+            Tok::Punct("-") if matches!(self.peek_at(1), Tok::Int(_) | Tok::BigInt(_) | Tok::Float(_)) => self.unary(),
             _ => Err(ParseError {
                 kind: "ParserException",
                 message: format!("Syntax error at {}: a default value must be a constant", describe(self.peek())),
@@ -706,6 +713,7 @@ impl Parser<'_> {
             Tok::Kw("not") if matches!(self.peek_at(1), Tok::Kw("in")) => (BinOp::NotIn, 8, 2),
             // A negative literal directly after a value: `a -1` means `a - 1`.
             Tok::Int(i) if *i < 0 => (BinOp::Sub, 4, 0),
+            Tok::BigInt(i) if i.sign() == num_bigint::Sign::Minus => (BinOp::Sub, 4, 0),
             Tok::Float(f) if *f < 0.0 => (BinOp::Sub, 4, 0),
             _ => return None,
         })
@@ -730,7 +738,17 @@ impl Parser<'_> {
                 // split a negative literal into '-' and its magnitude
                 let t = &mut self.toks[self.pos];
                 t.tok = match t.tok {
-                    Tok::Int(i) => Tok::Int(i.saturating_neg()),
+                    Tok::Int(i) => match i.checked_neg() {
+                        Some(n) => Tok::Int(n),
+                        None => Tok::BigInt(std::rc::Rc::new(-num_bigint::BigInt::from(i))),
+                    },
+                    Tok::BigInt(ref i) => {
+                        let n = -(**i).clone();
+                        match i64::try_from(&n) {
+                            Ok(n) => Tok::Int(n),
+                            Err(_) => Tok::BigInt(std::rc::Rc::new(n)),
+                        }
+                    }
                     Tok::Float(f) => Tok::Float(-f),
                     ref other => other.clone(),
                 };
@@ -899,6 +917,10 @@ impl Parser<'_> {
             Tok::Int(i) => {
                 self.bump();
                 Ok(self.mk(ExprKind::Int(i), start))
+            }
+            Tok::BigInt(i) => {
+                self.bump();
+                Ok(self.mk(ExprKind::BigInt(i), start))
             }
             Tok::Float(f) => {
                 self.bump();
