@@ -143,6 +143,11 @@ impl PythonExecutors {
         }
     }
 
+    /// Whether a spare process is kept (started or starting).
+    pub fn has_spare(&self) -> bool {
+        self.spare.lock().map(|s| s.is_some()).unwrap_or(false)
+    }
+
     /// The spare, once it is ready (waiting for it is never longer than starting a new one).
     fn take_spare(&self) -> Option<(PythonProcess, Ready)> {
         let handle = self.spare.lock().unwrap_or_else(|p| p.into_inner()).take()?;
