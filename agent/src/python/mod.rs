@@ -4,7 +4,8 @@
 //!
 //! - `code`: the modules a version ships ([`PythonCode`]) and their files on disk, checked by sha1;
 //! - `process`: one executor process, spoken to in JSON lines, killed on a time-out;
-//! - here: the pool of processes ([`PythonExecutors`]) and the [`Handler`] that calls into it.
+//! - here: the pool of processes ([`PythonExecutors`], with a warm spare that has inmanta-core
+//!   imported before any code needs it) and the [`Handler`] that calls into it.
 //!
 //! A handler that raises fails its resource with the Python error; one that hangs past
 //! [`PythonSettings::handler_timeout`] or kills its process fails its resource too, and the next
