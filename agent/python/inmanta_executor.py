@@ -10,10 +10,21 @@ The handler machinery is inmanta-core's own (`Resource.deserialize`, `Commander.
 `HandlerContext`, `AgentCache`, the handlers' `execute` and `check_facts`); this file only
 translates between our JSON and those objects.
 
+The process starts in two steps, so that the agent can keep one started ahead of need (a warm
+spare: importing inmanta-core is most of the start): it imports inmanta-core and says so, then
+waits for the one request that names its code and environment, and imports the modules.
+
+First line written: {"ready": true, "python": "3.13.0", "inmanta_core": "20.1.0"}
+Then:      {"id": n, "action": "load", "code": [dir, ...], "load": [module, ...], "environment": uuid}
+Answer:    {"id": n, "loaded": true, "errors": {module: traceback}}
 Requests:  {"id": n, "action": "deploy" | "dry_run" | "facts", "resource": {...},
             "dependency_changed": bool}
-Replies:   {"id": n, "status": ..., "change": ..., "changes": {...}, "logs": [...], "facts": {...}}
-First line written: {"ready": true, "python": "3.13.0", "inmanta_core": "20.1.0", "errors": {...}}
+Replies:   {"id": n, "status": ..., "change": ..., "changes": {...}, "logs": [...], "facts": {...},
+            "discovered": [{"discovered_resource_id", "values", "discovery_resource_id"}, ...]}
+
+Handlers reach the server through `self.get_client()`; here that is `_ServerCalls`: what a
+`DiscoveryHandler` reports (`discovered_resource_create_batch`) comes back in the reply and the
+agent stores it on the server; `resource_did_dependency_change` is answered from the request.
 """
 
 import asyncio
@@ -37,27 +48,6 @@ def _send(message):
     _PROTOCOL.flush()
 
 
-def _args():
-    """--code DIR (repeatable), --load MODULE (repeatable), --environment UUID, --agent NAME."""
-    code, load, environment = [], [], None
-    argv = sys.argv[1:]
-    i = 0
-    while i < len(argv):
-        flag, value = argv[i], argv[i + 1] if i + 1 < len(argv) else None
-        if flag == "--code":
-            code.append(value)
-        elif flag == "--load":
-            load.append(value)
-        elif flag == "--environment":
-            environment = value
-        i += 2
-    return code, load, environment
-
-
-CODE_DIRS, LOAD, ENVIRONMENT = _args()
-for directory in reversed(CODE_DIRS):
-    sys.path.insert(0, directory)
-
 try:
     import inmanta
     import inmanta.agent.cache
@@ -65,6 +55,7 @@ try:
     import inmanta.const as const
     import inmanta.resources
     from inmanta.agent import handler
+    from inmanta.protocol.common import Result
 except Exception:
     _send(
         {
@@ -94,15 +85,74 @@ class _Agent(inmanta.agent.executor.AgentInstance):
         return False
 
 
-def _load_modules():
+def _load_modules(code_dirs, modules):
+    for directory in reversed(code_dirs):
+        sys.path.insert(0, directory)
+    importlib.invalidate_caches()
     errors = {}
-    for module in LOAD:
+    for module in modules:
         name = module if module.startswith("inmanta_plugins.") else "inmanta_plugins." + module
         try:
             importlib.import_module(name)
         except Exception:
             errors[module] = traceback.format_exc()
     return errors
+
+
+def _answer(code, result):
+    """An awaitable `Result`, what inmanta-core's client methods return (for `run_sync`)."""
+
+    async def answer():
+        return Result(code=code, result=result)
+
+    return answer()
+
+
+class _ServerCalls:
+    """What a handler gets from `self.get_client()` in this executor (see the module docstring)."""
+
+    def __init__(self, dependency_changed):
+        self.dependency_changed = dependency_changed
+        self.discovered = []
+
+    def discovered_resource_create_batch(self, tid, discovered_resources):
+        for item in discovered_resources:
+            if hasattr(item, "model_dump"):
+                item = item.model_dump(mode="json")
+            self.discovered.append(
+                {
+                    "discovered_resource_id": str(item["discovered_resource_id"]),
+                    "values": _plain(item.get("values") or {}),
+                    "discovery_resource_id": str(item["discovery_resource_id"]),
+                }
+            )
+        return _answer(200, {"data": None})
+
+    def discovered_resource_create(self, tid, discovered_resource_id, discovery_resource_id, values=None, **kwargs):
+        item = {
+            "discovered_resource_id": discovered_resource_id,
+            "discovery_resource_id": discovery_resource_id,
+            "values": values if values is not None else kwargs.get("values", {}),
+        }
+        return self.discovered_resource_create_batch(tid, [item])
+
+    def resource_did_dependency_change(self, tid, rvid):
+        return _answer(200, {"data": bool(self.dependency_changed)})
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+
+        def refused(*args, **kwargs):
+            return _answer(
+                501,
+                {
+                    "message": f"{name}: handlers in this agent's Python executor do not call the server's API "
+                    "themselves (only discovered resources are reported); see docs/modules.md"
+                },
+            )
+
+        return refused
 
 
 def _timestamp(value):
@@ -167,8 +217,8 @@ def _status(ctx, dry_run):
 
 
 class Executor:
-    def __init__(self):
-        self.agent = _Agent(ENVIRONMENT)
+    def __init__(self, environment):
+        self.agent = _Agent(environment)
         self.cache = inmanta.agent.cache.AgentCache(self.agent)
 
     def _failure(self, request_id, status, message):
@@ -205,6 +255,8 @@ class Executor:
         try:
             provider = handler.Commander.get_provider(self.agent, resource)
             provider.set_cache(self.cache)
+            calls = _ServerCalls(request.get("dependency_changed"))
+            provider._client = calls
         except Exception as e:
             return self._failure(request_id, "unavailable", f"Unable to find a handler for {rvid}: {e}")
         returned = None
@@ -245,11 +297,22 @@ class Executor:
             "changes": _changes(ctx),
             "facts": _facts(ctx, returned),
             "logs": _logs(ctx),
+            "discovered": calls.discovered,
         }
 
 
+def _requests():
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            yield json.loads(line)
+        except ValueError as e:
+            _send({"id": None, "error": f"the request is not JSON: {e}"})
+
+
 def main():
-    errors = _load_modules()
     version = getattr(inmanta, "__version__", None)
     if version is None:
         try:
@@ -258,18 +321,18 @@ def main():
             version = dist_version("inmanta-core")
         except Exception:
             version = "unknown"
-    _send({"ready": True, "python": sys.version.split()[0], "inmanta_core": version, "errors": errors})
-    executor = Executor()
-    for line in sys.stdin:
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            request = json.loads(line)
-        except ValueError as e:
-            _send({"id": None, "error": f"the request is not JSON: {e}"})
-            continue
-        _send(executor.handle(request))
+    _send({"ready": True, "python": sys.version.split()[0], "inmanta_core": version})
+    requests = _requests()
+    executor = None
+    for request in requests:
+        if request.get("action") == "load":
+            errors = _load_modules(request.get("code") or [], request.get("load") or [])
+            executor = Executor(request.get("environment"))
+            _send({"id": request.get("id"), "loaded": True, "errors": errors})
+        elif executor is None:
+            _send({"id": request.get("id"), "error": "the executor has no code loaded yet"})
+        else:
+            _send(executor.handle(request))
 
 
 if __name__ == "__main__":

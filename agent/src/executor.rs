@@ -15,7 +15,7 @@ use crate::host::{Host, LocalHost, SshHost, SshOptions, SudoHost};
 use crate::python::{PythonCode, PythonExecutors, PythonHandler, PythonSettings};
 use crate::resource::{FileSource, ResourceRequest};
 use crate::shipped::ShippedHandlers;
-use api::resource::LogLine;
+use api::resource::{DiscoveredResourceInput, LogLine};
 
 /// Deploy for real, or only compute what would change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +40,8 @@ pub struct Outcome {
     pub logs: Vec<LogLine>,
     /// Facts the handler reported while it ran (`ctx.set_fact` in a Python handler).
     pub facts: Map<String, Value>,
+    /// Resources a discovery handler found (deploys only); the agent reports them to the server.
+    pub discovered: Vec<DiscoveredResourceInput>,
 }
 
 /// The handler code a resource's version ships, as the server tells the agent with each task:
@@ -145,6 +147,7 @@ impl Executor {
             changes: BTreeMap::new(),
             logs: vec![LogLine { level: "ERROR".into(), msg, args: Vec::new(), kwargs: Map::new(), timestamp: now() }],
             facts: Map::new(),
+            discovered: Vec::new(),
         };
         let (handler, host) = match self.handler_and_host(req, code) {
             Ok(found) => found,
@@ -173,7 +176,14 @@ impl Executor {
                 None => HandlerStatus::Deployed,
             },
         };
-        Outcome { status, change: ctx.change, changes: ctx.changes, logs: ctx.logs, facts: ctx.facts }
+        Outcome {
+            status,
+            change: ctx.change,
+            changes: ctx.changes,
+            logs: ctx.logs,
+            facts: ctx.facts,
+            discovered: ctx.discovered,
+        }
     }
 
     /// The facts a handler reports about a resource (`getfact`).

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use crate::executor::{Events, Mode};
 use crate::host::Host;
 use crate::resource::{FileSource, ResourceRequest};
-use api::resource::LogLine;
+use api::resource::{DiscoveredResourceInput, LogLine};
 
 /// The final state of one handler run, as deploy.md §3.5 names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -123,6 +123,8 @@ pub struct HandlerContext<'a> {
     pub(crate) facts: Map<String, Value>,
     /// Set by a handler that decides the outcome itself (report-only checks, external handlers).
     pub(crate) status: Option<HandlerStatus>,
+    /// Resources a discovery handler found, for the server (`/api/v2/discovered`).
+    pub(crate) discovered: Vec<DiscoveredResourceInput>,
 }
 
 impl<'a> HandlerContext<'a> {
@@ -142,6 +144,7 @@ impl<'a> HandlerContext<'a> {
             changes: BTreeMap::new(),
             facts: Map::new(),
             status: None,
+            discovered: Vec::new(),
         }
     }
 
@@ -167,6 +170,12 @@ impl<'a> HandlerContext<'a> {
         let msg = msg.into();
         tracing::debug!(level, %msg, "handler log");
         self.logs.push(LogLine { level: level.to_string(), msg, args: Vec::new(), kwargs, timestamp: now() });
+    }
+
+    /// Reports a resource a discovery handler found; the agent sends it to the server with the
+    /// outcome.
+    pub fn report_discovered(&mut self, resource: DiscoveredResourceInput) {
+        self.discovered.push(resource);
     }
 
     pub fn debug(&mut self, msg: impl Into<String>) {

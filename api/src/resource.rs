@@ -241,3 +241,30 @@ pub const LOG_LEVELS: &[(&str, i64)] =
 pub fn log_level_number(name: &str) -> Option<i64> {
     LOG_LEVELS.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| *v)
 }
+
+/// A resource a discovery handler found (`DiscoveredResourceOutput` on the wire).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiscoveredResource {
+    pub discovered_resource_id: String,
+    pub values: serde_json::Map<String, serde_json::Value>,
+    /// `/api/v2/resource/<id>` when the orchestrator manages a resource with this id.
+    pub managed_resource_uri: Option<String>,
+    /// The discovery resource whose handler reported it.
+    pub discovery_resource_id: String,
+    pub resource_type: String,
+    pub agent: String,
+    pub resource_id_value: String,
+    /// `/api/v2/resource/<discovery_resource_id>`.
+    pub discovery_resource_uri: Option<String>,
+}
+
+/// A discovered resource as an agent reports it (`DiscoveredResourceInput` on the wire). The
+/// output-only keys (`managed_resource_uri`, `discovery_resource_uri`) may come along; they are
+/// ignored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiscoveredResourceInput {
+    pub discovered_resource_id: String,
+    /// A JSON object (checked by the server, which names the resource when it is not).
+    pub values: serde_json::Value,
+    pub discovery_resource_id: String,
+}

@@ -16,6 +16,7 @@ use crate::{Error, Orchestrator, Result};
 pub(crate) const ENVIRONMENT_DATA_TABLES: &[&str] = &[
     "compile_report",
     "compile",
+    "discovered_resource",
     "dryrun_resource",
     "dryrun",
     "resource_log",

@@ -9,6 +9,7 @@ pub mod auth;
 pub mod cluster;
 pub mod compiles;
 mod desired_state;
+pub mod discovered;
 pub mod dryrun;
 mod environments;
 mod error;

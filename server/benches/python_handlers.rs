@@ -2,7 +2,8 @@
 //! run by inmanta-core in the agents' Python executors) deployed by a real server, from
 //! `put_version` to all deployed. Twice: a first version (the executors start, importing
 //! inmanta-core and the module, and every line is created) and a second version with every value
-//! changed (warm executors, every line updated).
+//! changed (warm executors, every line updated); then a third with new module code (new executors,
+//! started from the warm spare unless INMANTA_AGENT_PYTHON_WARM_SPARE=false).
 //!
 //! `cargo bench -p server --bench python_handlers` (`LINES=1000`, `AGENTS=1`); the Python is the
 //! cached test venv of scripts/python-test-venv.sh.
@@ -17,10 +18,15 @@ use base64::Engine;
 use common::Server;
 use serde_json::{Value, json};
 
-async fn ship_kvfile(server: &Server) -> Value {
+/// Uploads the example module's code; `edition` > 0 appends a comment, which makes it another code
+/// version (another executor).
+async fn ship_kvfile(server: &Server, edition: usize) -> Value {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/python-handler-module");
     let path = "inmanta_plugins/kvfile/__init__.py";
-    let content = std::fs::read(dir.join(path)).expect("the example module");
+    let mut content = std::fs::read(dir.join(path)).expect("the example module");
+    if edition > 0 {
+        content.extend_from_slice(format!("\n# edition {edition}\n").as_bytes());
+    }
     let hash = sha1_smol::Sha1::from(&content).digest().to_string();
     let body = json!({"content": base64::engine::general_purpose::STANDARD.encode(&content)});
     server.call(reqwest::Method::PUT, &format!("/api/v1/file/{hash}"), None, Some(body)).await;
@@ -49,7 +55,11 @@ async fn deploy(server: &Server, env: &str, modules: &Value, lines: usize, agent
     let done = wait_round(server, env, lines as u64, dir, round).await;
     println!(
         "{lines} kvfile::Line over {agents} agent(s), {}: put_version to all deployed {:.2} s",
-        if round == 0 { "first version (executors start, lines created)" } else { "next version (lines updated)" },
+        match round {
+            0 => "first version (executors start, lines created)",
+            1 => "next version (lines updated)",
+            _ => "version with new module code (new executors, lines updated)",
+        },
         (done - started).as_secs_f64(),
     );
 }
@@ -102,13 +112,16 @@ fn main() {
         let dir = tempfile::tempdir().expect("temp dir");
         let server = Server::start(&dir.path().join("state"), None).await;
         let env = server.environment("python").await;
-        let modules = ship_kvfile(&server).await;
+        let modules = ship_kvfile(&server, 0).await;
         let managed = dir.path().join("managed");
         std::fs::create_dir_all(&managed).expect("dir");
         for round in 0..2 {
             deploy(&server, &env, &modules, lines, agents, &managed, round).await;
         }
+        // New module code: new executors, which find the warm spare (`[agent] python-warm-spare`).
+        let modules = ship_kvfile(&server, 1).await;
+        deploy(&server, &env, &modules, lines, agents, &managed, 2).await;
         let sample = std::fs::read_to_string(managed.join("agent0-0.conf")).unwrap_or_default();
-        assert!(sample.lines().all(|l| l.ends_with("=v1")), "every line updated: {sample}");
+        assert!(sample.lines().all(|l| l.ends_with("=v2")), "every line updated: {sample}");
     });
 }

@@ -103,6 +103,14 @@ impl InProcessAgents {
         }
     }
 
+    /// Keeps a Python executor started ahead of need (`[agent] python-warm-spare`), so the first
+    /// Python handler of a version does not wait for inmanta-core's import.
+    pub fn prestart_python(&self) {
+        if let Some(python) = self.executor.python() {
+            python.prestart();
+        }
+    }
+
     /// Repairs every drifted resource through its environment's scheduler. Call once.
     pub fn repair_drift(&self, schedulers: Arc<Schedulers>) {
         let Some(mut drift) = self.drift.lock().ok().and_then(|mut d| d.take()) else { return };
@@ -184,6 +192,12 @@ impl Dispatch for InProcessAgents {
             match tokio::task::spawn_blocking(run).await {
                 Ok(mut outcome) => {
                     store_facts(&orchestrator, env, &rid, std::mem::take(&mut outcome.facts)).await;
+                    if !outcome.discovered.is_empty() {
+                        let reported = orchestrator.create_discovered_resources(env, &outcome.discovered).await;
+                        if let Err(e) = reported {
+                            report_failed(&mut outcome, e.to_string());
+                        }
+                    }
                     TaskOutcome {
                         status: outcome.status.as_str().to_string(),
                         change: outcome.change.as_str().to_string(),
@@ -199,6 +213,19 @@ impl Dispatch for InProcessAgents {
             }
         })
     }
+}
+
+/// A discovery handler's findings did not reach the server: the run failed, as Inmanta's
+/// `DiscoveryHandler` fails it.
+pub(crate) fn report_failed(outcome: &mut agent::Outcome, why: String) {
+    outcome.status = HandlerStatus::Failed;
+    outcome.logs.push(api::resource::LogLine {
+        level: "ERROR".into(),
+        msg: format!("Failed to report discovered resources to the server: {why}"),
+        args: vec![],
+        kwargs: Default::default(),
+        timestamp: orchestrator::store::now(),
+    });
 }
 
 /// Stores the facts a handler reported during a run as facts of its resource.

@@ -111,6 +111,7 @@ pub const KNOWN: &[(&str, &str)] = &[
     ("server", "agent-timeout"),
     ("agent", "python"),
     ("agent", "handler-timeout"),
+    ("agent", "python-warm-spare"),
     ("server", "scheduler-lease"),
     ("server", "compile-claim"),
     ("config", "state-dir"),
@@ -339,6 +340,7 @@ pub fn python_settings(options: &Options, cache_dir: PathBuf) -> anyhow::Result<
     if settings.handler_timeout.is_zero() {
         bail!("[agent] handler-timeout must be more than 0 seconds");
     }
+    settings.warm_spare = options.get_bool("agent", "python-warm-spare", true)?;
     Ok(settings)
 }
 

@@ -54,6 +54,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         handler_dir,
         config.python.clone(),
     ));
+    agents.prestart_python();
     let sessions = crate::remote::Sessions::new(orchestrator.clone(), config.agent_timeout).await?;
     let dispatch = crate::remote::RoutingDispatch { local: agents.clone(), sessions: sessions.clone() };
     let schedulers = orchestrator::scheduler::Schedulers::start(orchestrator.clone(), std::sync::Arc::new(dispatch))

@@ -330,3 +330,93 @@ async fn an_export_ships_the_module_code_that_the_agents_run() {
     let (status, _) = s.call("GET", &format!("/api/v1/file/{hash}"), None, None).await;
     assert_eq!(status, 200, "the module's code is in the file store");
 }
+
+fn discovery(agent: &str, version: i64, directory: &Path) -> Value {
+    let directory = directory.display().to_string();
+    resource(
+        format!("kvfile::Discovery[{agent},directory={directory}],v={version}"),
+        json!({"directory": directory}),
+        vec![],
+    )
+}
+
+async fn discovered(s: &TestServer, env: &str, query: &str) -> Vec<Value> {
+    let (status, body) = s.call("GET", &format!("/api/v2/discovered{query}"), Some(env), None).await;
+    assert_eq!(status, 200, "{body}");
+    body["data"].as_array().unwrap().clone()
+}
+
+/// A module's `DiscoveryHandler` (examples/python-handler-module: `kvfile::Discovery` reports the
+/// key=value lines of a directory's `*.conf` files) deployed by the server's agents and by a
+/// remote agent: what it finds is stored and listed, `managed` where the model has the same line.
+#[tokio::test]
+async fn discovery_handlers_report_what_they_find_to_the_server() {
+    let s = start_server().await;
+    let env = new_environment(&s).await;
+    let dir = tempfile::tempdir().unwrap();
+    let scan = dir.path().join("scan");
+    std::fs::create_dir_all(&scan).unwrap();
+    std::fs::write(scan.join("app.conf"), "port=8080\nname=web\n# comment\n").unwrap();
+    std::fs::write(scan.join("notes.txt"), "ignored=1\n").unwrap();
+    let modules = modules(&s, false).await;
+
+    // The server's agent: a line the model manages next to the discovery of its directory.
+    put_version(&s, &env, &modules, |v| {
+        vec![line("internal", v, &scan.join("app.conf"), "port", "8080", false), discovery("internal", v, &scan)]
+    })
+    .await;
+    let scanner = format!("kvfile::Discovery[internal,directory={}]", scan.display());
+    wait_for("the discovery deployed", async || status_of(&s, &env, &scanner).await == "deployed").await;
+    wait_for("the line deployed", async || status_of(&s, &env, "kvfile::Line[internal,key=port]").await == "deployed")
+        .await;
+    let found = discovered(&s, &env, "").await;
+    let ids: Vec<&str> = found.iter().map(|d| d["discovered_resource_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["kvfile::Line[internal,key=name]", "kvfile::Line[internal,key=port]"]);
+    let conf = scan.join("app.conf").display().to_string();
+    assert_eq!(found[0]["values"], json!({"path": conf, "key": "name", "value": "web"}));
+    assert_eq!(found[0]["discovery_resource_id"], scanner);
+    assert_eq!(found[0]["managed_resource_uri"], Value::Null);
+    let port_uri = format!("/api/v2/resource/{}", api::url::encode("kvfile::Line[internal,key=port]"));
+    assert_eq!(found[1]["managed_resource_uri"], port_uri);
+    let unmanaged = discovered(&s, &env, "?filter.managed=false").await;
+    assert_eq!(unmanaged.len(), 1);
+    assert_eq!(unmanaged[0]["resource_id_value"], "name");
+    let logs = log_messages(&s, &env, &scanner).await;
+    assert!(logs.iter().any(|m| m.contains("found 2 lines in")), "the handler's own log line: {logs:?}");
+
+    // The operator adopts nothing and forgets them.
+    let all: Vec<&str> = found.iter().map(|d| d["discovered_resource_id"].as_str().unwrap()).collect();
+    let (status, body) =
+        s.call("DELETE", "/api/v2/discovered", Some(&env), Some(json!({"discovered_resource_ids": all}))).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(discovered(&s, &env, "").await.is_empty());
+
+    // A remote agent reports through the API with its agent token.
+    let port: u16 = s.url.rsplit(':').next().unwrap().parse().unwrap();
+    let token = s.environment_token(&env, &["agent"]).await;
+    let _agent = Killed(
+        Command::new(BIN)
+            .args(["agent", "--name", "remote1", "-e", &env, "--port", &port.to_string(), "--token", &token])
+            .arg("--cache-dir")
+            .arg(dir.path().join("cache"))
+            .env("INMANTA_AGENT_PYTHON", python())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start inmanta agent"),
+    );
+    wait_for("the agent to connect", async || {
+        let (_, agents) = s.call("GET", "/api/v2/agents?filter.name=remote1", Some(&env), None).await;
+        agents["data"][0]["status"] == "up"
+    })
+    .await;
+    std::fs::write(scan.join("more.conf"), "mode=fast\n").unwrap();
+    put_version(&s, &env, &modules, |v| vec![discovery("remote1", v, &scan)]).await;
+    let remote_scanner = format!("kvfile::Discovery[remote1,directory={}]", scan.display());
+    wait_for("the remote discovery", async || status_of(&s, &env, &remote_scanner).await == "deployed").await;
+    let found = discovered(&s, &env, "?filter.agent=remote1&sort=resource_id_value.asc").await;
+    let values: Vec<&str> = found.iter().map(|d| d["resource_id_value"].as_str().unwrap()).collect();
+    assert_eq!(values, ["mode", "name", "port"]);
+    assert!(found.iter().all(|d| d["discovery_resource_id"] == remote_scanner), "{found:?}");
+    assert_eq!(found[0]["values"]["path"], scan.join("more.conf").display().to_string());
+}

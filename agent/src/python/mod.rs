@@ -4,7 +4,8 @@
 //!
 //! - `code`: the modules a version ships ([`PythonCode`]) and their files on disk, checked by sha1;
 //! - `process`: one executor process, spoken to in JSON lines, killed on a time-out;
-//! - here: the pool of processes ([`PythonExecutors`]) and the [`Handler`] that calls into it.
+//! - here: the pool of processes ([`PythonExecutors`], with a warm spare that has inmanta-core
+//!   imported before any code needs it) and the [`Handler`] that calls into it.
 //!
 //! A handler that raises fails its resource with the Python error; one that hangs past
 //! [`PythonSettings::handler_timeout`] or kills its process fails its resource too, and the next
@@ -22,7 +23,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 pub use code::{ModuleFile, PythonCode, PythonModule};
-use process::{CallError, Launch, PythonProcess, Ready};
+use process::{CallError, Launch, Load, PythonProcess, Ready};
 
 use crate::handler::{Change, Handler, HandlerContext, HandlerError, HandlerStatus};
 use crate::resource::{FileSource, ResourceRequest};
@@ -44,10 +45,13 @@ pub struct PythonSettings {
     pub start_timeout: Duration,
     /// Executor processes kept at most; the least recently used idle one is stopped beyond it.
     pub max_processes: usize,
+    /// Keep one process started ahead of need (inmanta-core imported, no code yet), so that a new
+    /// executor only imports its modules: see [`PythonExecutors::prestart`].
+    pub warm_spare: bool,
 }
 
 impl PythonSettings {
-    /// Defaults: 300 s per handler call, 120 s to start, 16 processes.
+    /// Defaults: 300 s per handler call, 120 s to start, 16 processes, a warm spare.
     pub fn new(python: PathBuf, cache_dir: PathBuf) -> PythonSettings {
         PythonSettings {
             python,
@@ -55,6 +59,7 @@ impl PythonSettings {
             handler_timeout: Duration::from_secs(300),
             start_timeout: Duration::from_secs(120),
             max_processes: 16,
+            warm_spare: true,
         }
     }
 }
@@ -73,12 +78,20 @@ struct Slot {
     last_used: AtomicU64,
 }
 
-/// Executor processes per environment, agent and code version; started on first use.
+/// A process being started ahead of need, with inmanta-core imported and no code yet.
+type Spare = std::thread::JoinHandle<Result<(PythonProcess, Ready), String>>;
+
+/// Executor processes per environment, agent and code version; started on first use, from the
+/// warm spare when there is one.
 pub struct PythonExecutors {
     settings: PythonSettings,
     slots: Mutex<HashMap<Key, Arc<Slot>>>,
     shim: OnceLock<Result<PathBuf, String>>,
     clock: AtomicU64,
+    spare: Mutex<Option<Spare>>,
+    /// Set by [`PythonExecutors::prestart`]; cleared when a spare fails to start (no
+    /// inmanta-core in that Python: nothing to keep warm).
+    keep_spare: std::sync::atomic::AtomicBool,
 }
 
 /// A reply from the executor, or why there is none.
@@ -86,7 +99,68 @@ type Reply = Result<(Value, Vec<(String, String)>), String>;
 
 impl PythonExecutors {
     pub fn new(settings: PythonSettings) -> PythonExecutors {
-        PythonExecutors { settings, slots: Mutex::default(), shim: OnceLock::new(), clock: AtomicU64::new(0) }
+        PythonExecutors {
+            settings,
+            slots: Mutex::default(),
+            shim: OnceLock::new(),
+            clock: AtomicU64::new(0),
+            spare: Mutex::default(),
+            keep_spare: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Starts a spare executor process in the background and keeps one ready from then on:
+    /// importing inmanta-core is most of an executor's start (about a second), so the first
+    /// resource of a new environment, agent or code version then waits only for its modules'
+    /// import. Does nothing when `warm_spare` is off; stops keeping one when a spare fails (for
+    /// example when the interpreter has no inmanta-core: nobody runs Python handlers here).
+    pub fn prestart(&self) {
+        if !self.settings.warm_spare {
+            return;
+        }
+        self.keep_spare.store(true, Ordering::Relaxed);
+        self.start_spare();
+    }
+
+    fn start_spare(&self) {
+        let mut spare = self.spare.lock().unwrap_or_else(|p| p.into_inner());
+        if spare.is_some() || !self.keep_spare.load(Ordering::Relaxed) {
+            return;
+        }
+        let shim = match self.shim() {
+            Ok(shim) => shim,
+            Err(e) => {
+                tracing::warn!(error = %e, "no spare Python executor");
+                return;
+            }
+        };
+        let (python, start_timeout) = (self.settings.python.clone(), self.settings.start_timeout);
+        let started = std::thread::Builder::new()
+            .name("python-executor-spare".into())
+            .spawn(move || PythonProcess::start(&Launch { python: &python, shim: &shim, start_timeout }));
+        match started {
+            Ok(handle) => *spare = Some(handle),
+            Err(e) => tracing::warn!(error = %e, "cannot start a thread for the spare Python executor"),
+        }
+    }
+
+    /// Whether a spare process is kept (started or starting).
+    pub fn has_spare(&self) -> bool {
+        self.spare.lock().map(|s| s.is_some()).unwrap_or(false)
+    }
+
+    /// The spare, once it is ready (waiting for it is never longer than starting a new one).
+    fn take_spare(&self) -> Option<(PythonProcess, Ready)> {
+        let handle = self.spare.lock().unwrap_or_else(|p| p.into_inner()).take()?;
+        match handle.join() {
+            Ok(Ok((mut process, ready))) => process.alive().then_some((process, ready)),
+            Ok(Err(e)) => {
+                tracing::info!(error = %e, "the spare Python executor did not start; no spare is kept");
+                self.keep_spare.store(false, Ordering::Relaxed);
+                None
+            }
+            Err(_) => None,
+        }
     }
 
     pub fn settings(&self) -> &PythonSettings {
@@ -102,8 +176,10 @@ impl PythonExecutors {
             .count()
     }
 
-    /// Stops every executor process (they start again on the next call).
+    /// Stops every executor process, the spare too (they start again on the next call).
     pub fn stop_all(&self) {
+        self.keep_spare.store(false, Ordering::Relaxed);
+        drop(self.take_spare());
         let slots: Vec<Arc<Slot>> =
             self.slots.lock().map(|mut s| s.drain().map(|(_, v)| v).collect()).unwrap_or_default();
         for slot in slots {
@@ -165,15 +241,19 @@ impl PythonExecutors {
             } else {
                 Vec::new()
             };
-            let launch = Launch {
-                python: &self.settings.python,
-                shim: &shim,
-                code_dirs,
-                modules: code.modules().iter().map(|m| m.name.clone()).collect(),
-                environment,
-                start_timeout: self.settings.start_timeout,
+            let (mut process, mut ready) = match self.take_spare() {
+                Some(spare) => spare,
+                None => PythonProcess::start(&Launch {
+                    python: &self.settings.python,
+                    shim: &shim,
+                    start_timeout: self.settings.start_timeout,
+                })?,
             };
-            let (process, ready) = PythonProcess::start(&launch)?;
+            // The next new executor finds a spare again.
+            self.start_spare();
+            let load =
+                Load { code_dirs, modules: code.modules().iter().map(|m| m.name.clone()).collect(), environment };
+            ready.import_errors = process.load(&load, self.settings.start_timeout)?;
             tracing::info!(
                 environment, agent, code = code.id(), pid = process.pid(), python = %ready.python,
                 inmanta_core = %ready.inmanta_core, "Python executor started"
@@ -257,6 +337,16 @@ impl Handler for PythonHandler {
                 let current = change.get("current").cloned().unwrap_or(Value::Null);
                 let desired = change.get("desired").cloned().unwrap_or(Value::Null);
                 ctx.add_change(name, current, desired);
+            }
+        }
+        for found in reply.get("discovered").and_then(Value::as_array).into_iter().flatten() {
+            match serde_json::from_value(found.clone()) {
+                Ok(found) => ctx.report_discovered(found),
+                Err(e) => {
+                    return Err(HandlerError::failed(format!(
+                        "the executor reported a discovered resource wrongly: {e}"
+                    )));
+                }
             }
         }
         if let Some(change) = reply.get("change").and_then(Value::as_str).and_then(Change::parse)

@@ -26,16 +26,21 @@ pub enum CallError {
     Died(String),
 }
 
-/// What to start.
+/// What to start: the interpreter and the shim. A process starts without code (it imports
+/// inmanta-core and waits); [`PythonProcess::load`] then gives it its code and environment.
 pub struct Launch<'a> {
     pub python: &'a Path,
     pub shim: &'a Path,
+    pub start_timeout: Duration,
+}
+
+/// What a started process is given to run: one environment's version of the module code.
+pub struct Load<'a> {
     /// Directories put first on `sys.path` (the version's shipped module code).
     pub code_dirs: Vec<PathBuf>,
-    /// Modules whose `inmanta_plugins.<name>` package is imported at start.
+    /// Modules whose `inmanta_plugins.<name>` package is imported.
     pub modules: Vec<String>,
     pub environment: &'a str,
-    pub start_timeout: Duration,
 }
 
 /// What the process said when it was ready.
@@ -43,7 +48,7 @@ pub struct Launch<'a> {
 pub struct Ready {
     pub python: String,
     pub inmanta_core: String,
-    /// Module name -> Python traceback of its failed import.
+    /// Module name -> Python traceback of its failed import (filled by [`PythonProcess::load`]).
     pub import_errors: Vec<(String, String)>,
 }
 
@@ -58,15 +63,9 @@ pub struct PythonProcess {
 impl PythonProcess {
     pub fn start(launch: &Launch<'_>) -> Result<(PythonProcess, Ready), String> {
         let mut command = Command::new(launch.python);
-        command.arg("-u").arg(launch.shim);
-        for dir in &launch.code_dirs {
-            command.arg("--code").arg(dir);
-        }
-        for module in &launch.modules {
-            command.arg("--load").arg(module);
-        }
         command
-            .args(["--environment", launch.environment])
+            .arg("-u")
+            .arg(launch.shim)
             .env("PYTHONDONTWRITEBYTECODE", "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -123,13 +122,32 @@ impl PythonProcess {
             return Err(why);
         }
         let text = |key: &str| hello.get(key).and_then(Value::as_str).unwrap_or("unknown").to_string();
-        let import_errors = hello
+        let ready = Ready { python: text("python"), inmanta_core: text("inmanta_core"), import_errors: Vec::new() };
+        Ok((process, ready))
+    }
+
+    /// Gives a started process its code: it imports the modules and reports those that failed.
+    pub fn load(&mut self, load: &Load<'_>, timeout: Duration) -> Result<Vec<(String, String)>, String> {
+        let request = json!({
+            "action": "load",
+            "code": load.code_dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>(),
+            "load": load.modules,
+            "environment": load.environment,
+        });
+        let reply = self.call(request, timeout).map_err(|e| match e {
+            CallError::TimedOut(t) => format!("the Python executor did not import its modules within {t:?}"),
+            CallError::Died(why) => format!("the Python executor died while importing its modules ({why})"),
+        })?;
+        if reply.get("loaded").and_then(Value::as_bool) != Some(true) {
+            let why = reply.get("error").and_then(Value::as_str).unwrap_or("no reason given");
+            self.kill();
+            return Err(format!("the Python executor did not load its modules: {why}"));
+        }
+        Ok(reply
             .get("errors")
             .and_then(Value::as_object)
             .map(|e| e.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
-            .unwrap_or_default();
-        let ready = Ready { python: text("python"), inmanta_core: text("inmanta_core"), import_errors };
-        Ok((process, ready))
+            .unwrap_or_default())
     }
 
     /// Sends one request and waits for its reply; on a time-out the process is killed and must

@@ -307,3 +307,76 @@ fn apt_package_dry_runs_over_ssh_through_mitogen() {
     assert!(out.changes.is_empty(), "bash is installed on the other side too: {:?}", out.changes);
     assert!(logs(&out).contains("in context loopback"), "over ssh: {}", logs(&out));
 }
+
+/// A `DiscoveryHandler` (examples/python-handler-module: `kvfile::Discovery`) reports what it
+/// finds with the outcome of a deploy, through inmanta-core's own `DiscoveryHandler.execute`; a
+/// dry run discovers nothing. The executor comes from the warm spare, and a new spare replaces it.
+#[test]
+fn discovery_handlers_report_with_the_outcome_and_spares_are_kept_warm() {
+    let s = setup(&["kvfile"], &[], Duration::from_secs(120));
+    let python = s.executor.python().unwrap();
+    python.prestart();
+    assert!(python.has_spare());
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.conf"), "port=8080\n# no\nname=web\n").unwrap();
+    std::fs::write(dir.path().join("b.txt"), "other=1\n").unwrap();
+    let directory = dir.path().to_str().unwrap();
+    let scan =
+        resource(&format!("kvfile::Discovery[host1,directory={directory}],v=1"), json!({"directory": directory}));
+
+    let out = run(&s, &scan, Mode::Deploy);
+    assert_eq!(out.status, HandlerStatus::Deployed, "{}", logs(&out));
+    let found: Vec<(&str, &Value)> =
+        out.discovered.iter().map(|d| (d.discovered_resource_id.as_str(), &d.values)).collect();
+    let conf = dir.path().join("a.conf").display().to_string();
+    assert_eq!(
+        found,
+        [
+            ("kvfile::Line[host1,key=port]", &json!({"path": conf, "key": "port", "value": "8080"})),
+            ("kvfile::Line[host1,key=name]", &json!({"path": conf, "key": "name", "value": "web"})),
+        ]
+    );
+    let scanner = format!("kvfile::Discovery[host1,directory={directory}]");
+    assert!(out.discovered.iter().all(|d| d.discovery_resource_id == scanner));
+    assert_eq!(python.running(), 1);
+    assert!(python.has_spare(), "a new spare starts behind the one taken");
+
+    let out = run(&s, &scan, Mode::DryRun);
+    assert!(out.discovered.is_empty(), "a dry run discovers nothing");
+}
+
+/// An interpreter without inmanta-core: the resource fails with what to install, and no spare
+/// is kept after that.
+#[test]
+fn no_spare_is_kept_for_a_python_without_inmanta_core() {
+    let bare = std::process::Command::new("python3")
+        .args(["-c", "import inmanta"])
+        .stderr(std::process::Stdio::null())
+        .status();
+    if !bare.is_ok_and(|s| !s.success()) {
+        eprintln!("NOTICE: python3 has inmanta-core (or is missing); nothing to check");
+        return;
+    }
+    let files = Arc::new(MemFiles::default());
+    let mut info = Map::new();
+    ship_module(&files, &mut info, "kvfile");
+    let cache = tempfile::tempdir().unwrap();
+    let executor = Executor::new(files).with_python(PythonSettings::new("python3".into(), cache.path().into()));
+    let python = executor.python().unwrap();
+    python.prestart();
+    let code = VersionCode {
+        environment: "6a1f3e5c-0000-4000-8000-000000000001".into(),
+        shipped_handler: None,
+        python: Some(Arc::new(PythonCode::from_module_version_info(&Value::Object(info)).unwrap())),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = executor.execute_code(
+        &line(&dir.path().join("a.conf"), "k", "v", false),
+        &code,
+        Mode::Deploy,
+        &Events::default(),
+    );
+    assert_eq!(out.status, HandlerStatus::Failed, "{}", logs(&out));
+    assert!(logs(&out).contains("inmanta-core cannot be imported"), "{}", logs(&out));
+    assert!(!python.has_spare());
+}

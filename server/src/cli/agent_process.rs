@@ -95,11 +95,14 @@ pub async fn run(
         .with_ca_file(ca_file.as_deref())
         .map_err(|e| usage(e.to_string()))?;
     let tls = if base.starts_with("https://") { Some(tls_connector(ca_file.as_deref()).map_err(usage)?) } else { None };
-    let files = ServerFiles { client, runtime: tokio::runtime::Handle::current() };
+    let files = ServerFiles { client: client.clone(), runtime: tokio::runtime::Handle::current() };
     let handler_dir = std::path::absolute(args.handler_dir(options))?;
     let python = crate::config::python_settings(options, handler_dir.join("python"))
         .map_err(|e| CliError::Usage(e.to_string()))?;
     let executor = Arc::new(Executor::new(Arc::new(files)).with_shipped_handlers(handler_dir).with_python(python));
+    if let Some(python) = executor.python() {
+        python.prestart();
+    }
     let names: Vec<String> = args.names.iter().map(|n| format!("name={}", super::encode_segment(n))).collect();
     let ws_base = base.replacen("https://", "wss://", 1).replacen("http://", "ws://", 1);
     let url = format!("{ws_base}/api/v2/agent/session?environment={env}&{}", names.join("&"));
@@ -115,7 +118,7 @@ pub async fn run(
             Ok(stream) => {
                 eprintln!("connected to {base} for agents {}", args.names.join(", "));
                 backoff = Duration::from_millis(500);
-                serve(stream, executor.clone()).await;
+                serve(stream, executor.clone(), client.clone()).await;
                 eprintln!("connection to {base} lost; reconnecting");
             }
             // Wrong credentials do not fix themselves: stop and say so.
@@ -184,6 +187,18 @@ fn tls_connector(ca_file: Option<&std::path::Path>) -> Result<tokio_rustls::TlsC
     Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
 }
 
+/// Sends what a discovery handler found to the server (`POST /api/v2/discovered`, as Inmanta's
+/// executors do); when that fails, so does the run.
+async fn report_discovered(client: &Client, env: Uuid, outcome: &mut agent::Outcome) {
+    if outcome.discovered.is_empty() {
+        return;
+    }
+    let body = serde_json::json!({"discovered_resources": std::mem::take(&mut outcome.discovered)});
+    if let Err(e) = client.call(Method::POST, "/api/v2/discovered", Some(env), Some(&body)).await {
+        crate::agents::report_failed(outcome, e.to_string());
+    }
+}
+
 fn failure(message: String) -> WireOutcome {
     WireOutcome {
         status: "unavailable".into(),
@@ -200,7 +215,7 @@ fn failure(message: String) -> WireOutcome {
     }
 }
 
-async fn serve<S>(stream: tokio_tungstenite::WebSocketStream<S>, executor: Arc<Executor>)
+async fn serve<S>(stream: tokio_tungstenite::WebSocketStream<S>, executor: Arc<Executor>, client: Client)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -221,6 +236,8 @@ where
         };
         let executor = executor.clone();
         let results = results.clone();
+        let client = client.clone();
+        let env = task.environment;
         tokio::spawn(async move {
             let outcome = tokio::task::spawn_blocking(move || {
                 let id = api::ResourceId::parse(&task.resource_id).map_err(|e| e.to_string())?;
@@ -241,23 +258,27 @@ where
                         changes: Default::default(),
                         logs: vec![],
                         facts,
+                        discovered: vec![],
                     });
                 }
                 Ok::<_, String>(executor.execute_code(&request, &code, mode, &events))
             })
             .await;
             let outcome = match outcome {
-                Ok(Ok(o)) => WireOutcome {
-                    status: o.status.as_str().into(),
-                    change: o.change.as_str().into(),
-                    changes: o
-                        .changes
-                        .into_iter()
-                        .map(|(k, c)| (k, serde_json::json!({"current": c.current, "desired": c.desired})))
-                        .collect(),
-                    logs: o.logs,
-                    facts: o.facts,
-                },
+                Ok(Ok(mut o)) => {
+                    report_discovered(&client, env, &mut o).await;
+                    WireOutcome {
+                        status: o.status.as_str().into(),
+                        change: o.change.as_str().into(),
+                        changes: o
+                            .changes
+                            .into_iter()
+                            .map(|(k, c)| (k, serde_json::json!({"current": c.current, "desired": c.desired})))
+                            .collect(),
+                        logs: o.logs,
+                        facts: o.facts,
+                    }
+                }
                 Ok(Err(message)) => failure(message),
                 Err(e) => failure(e.to_string()),
             };

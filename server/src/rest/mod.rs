@@ -12,6 +12,7 @@ mod auth;
 mod compiles;
 mod deploy;
 mod describe;
+mod discovered;
 mod docs;
 mod dryrun;
 mod environments;
@@ -221,6 +222,7 @@ fn all_routes() -> Routes {
         .merge(compiles::router())
         .merge(deploy::router())
         .merge(dryrun::router())
+        .merge(discovered::router())
         .merge(docs::router())
 }
 

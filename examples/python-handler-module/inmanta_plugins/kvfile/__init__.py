@@ -3,14 +3,19 @@ key=value lines in a file: an @resource and a CRUDHandler, written against inman
 
 The handler reads the file, reports the line's current value (or that it is missing), and creates,
 updates or removes only its own line, so several resources can share one file.
+
+`kvfile::Discovery` is a discovery resource: its DiscoveryHandler reports every key=value line of
+the `*.conf` files of a directory as a discovered `kvfile::Line`, for the operator to adopt.
 """
 
 import os
 import tempfile
 
+import pydantic
+
 import inmanta.agent.handler
 import inmanta.resources
-from inmanta.agent.handler import CRUDHandler, HandlerContext, ResourcePurged, provider
+from inmanta.agent.handler import CRUDHandler, DiscoveryHandler, HandlerContext, ResourcePurged, provider
 
 
 @inmanta.resources.resource("kvfile::Line", agent="host.name", id_attribute="key")
@@ -84,3 +89,38 @@ class LineHandler(CRUDHandler[Line]):
     def facts(self, ctx: HandlerContext, resource: Line) -> dict[str, str]:
         keys = [pair[0] for pair in map(_split, _read_lines(resource.path)) if pair is not None]
         return {"keys_in_file": str(len(keys))}
+
+
+@inmanta.resources.resource("kvfile::Discovery", agent="host.name", id_attribute="directory")
+class Discovery(inmanta.resources.DiscoveryResource):
+    """Discovers the key=value lines of the `*.conf` files in `directory`."""
+
+    fields = ("directory",)
+
+    directory: str
+
+
+class DiscoveredLine(pydantic.BaseModel):
+    """What is known of a discovered line: enough to write it as a `kvfile::Line`."""
+
+    path: str
+    key: str
+    value: str
+
+
+@provider("kvfile::Discovery", name="kvfile-discovery")
+class LineDiscovery(DiscoveryHandler[Discovery, DiscoveredLine]):
+    def discover_resources(self, ctx: HandlerContext, discovery_resource: Discovery) -> dict[str, DiscoveredLine]:
+        found: dict[str, DiscoveredLine] = {}
+        directory = discovery_resource.directory
+        for name in sorted(os.listdir(directory)):
+            path = os.path.join(directory, name)
+            if not name.endswith(".conf") or not os.path.isfile(path):
+                continue
+            for pair in map(_split, _read_lines(path)):
+                if pair is None:
+                    continue
+                rid = inmanta.resources.Id("kvfile::Line", discovery_resource.id.agent_name, "key", pair[0])
+                found[rid.resource_str()] = DiscoveredLine(path=path, key=pair[0], value=pair[1])
+        ctx.info("found %(count)s lines in %(directory)s", count=len(found), directory=directory)
+        return found
