@@ -49,6 +49,12 @@ psql "$POSTGRES_ADMIN_URL" -qc "DROP DATABASE $fuzz_db WITH (FORCE)" >/dev/null 
 log "Inmanta's clients against our server"
 scripts/inmanta-clients/run.sh
 
+# The release binary exactly as scripts/start.sh builds it (release console embedded); the binary
+# browser test copies it alone into an empty directory.
+log "building the release binary"
+scripts/build-console.sh --release --site "$CARGO_TARGET_DIR/site-release"
+INMANTA_CONSOLE_SITE="$CARGO_TARGET_DIR/site-release" cargo build --release -p server --bin inmanta
+
 log "browser tests"
 ensure_chromium
 state=$(mktemp -d)
@@ -66,7 +72,7 @@ for _ in $(seq 1 100); do
   sleep 0.2
 done
 [ -n "${url:-}" ] || { cat "$state/stderr" >&2; echo "server did not start" >&2; exit 1; }
-# The binary test copies this freshly built binary (with the console embedded) alone elsewhere.
-INMANTA_BINARY="$CARGO_TARGET_DIR/debug/inmanta" INMANTA_URL="$url" end2end/run.sh
+# The binary test copies the release binary (with the release console embedded) alone elsewhere.
+INMANTA_BINARY="$CARGO_TARGET_DIR/release/inmanta" INMANTA_URL="$url" end2end/run.sh
 
 log "all tests passed in $(( $(date +%s) - started )) s"
