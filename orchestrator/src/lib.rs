@@ -22,6 +22,7 @@ pub mod parameters;
 mod projects;
 pub mod resources;
 pub mod scheduler;
+mod scheduler_writes;
 mod settings;
 mod statistics;
 pub mod status;

@@ -116,13 +116,18 @@ impl Orchestrator {
         let known = |text: &str| crate::store::parse_uuid(text).ok().filter(|id| counts.environments.contains_key(id));
         let rows = sqlx::query(&format!(
             "SELECT s.environment AS environment, {STATUS_SQL} AS status, COUNT(*) AS n \
-             FROM resource_persistent_state s WHERE s.is_orphan = 0 GROUP BY 1, 2"
+             FROM resource_persistent_state s GROUP BY 1, 2"
         ))
         .fetch_all(pool)
         .await?;
         let mut resources = Vec::new();
         for row in rows {
             let Some(env) = known(&row.try_get::<String, _>("environment")?) else { continue };
+            // `orphaned` is exactly is_orphan = 1 (not a released resource): skipped here so the
+            // count reads the status index alone.
+            if row.try_get::<String, _>("status")? == "orphaned" {
+                continue;
+            }
             resources.push(((env, row.try_get::<String, _>("status")?), row.try_get::<i64, _>("n")? as u64));
         }
         counts.resources.extend(resources);

@@ -24,15 +24,10 @@ use crate::paging::{Column, ColumnKind, Filter, FilterKind, Order, Page, PageReq
 use crate::store::{Transaction, now};
 use crate::{Error, Orchestrator, Result};
 
-/// The single status of reference/deploy.md §2.3, first match wins.
-pub const STATUS_SQL: &str = "(CASE \
-    WHEN s.is_orphan = 1 THEN 'orphaned' \
-    WHEN s.is_deploying = 1 THEN 'deploying' \
-    WHEN s.is_undefined = 1 THEN 'undefined' \
-    WHEN s.blocked = 'blocked' THEN 'skipped_for_undefined' \
-    WHEN s.last_non_deploying_status IS NULL OR s.last_deployed_attribute_hash IS NULL \
-      OR s.last_deployed_attribute_hash <> s.current_intent_attribute_hash THEN 'available' \
-    ELSE s.last_non_deploying_status END)";
+/// The single status of reference/deploy.md §2.3: the generated column `status` of
+/// `resource_persistent_state` (migration 0041 has its CASE, first match wins), indexed, so that
+/// lists filter, sort and count on it without evaluating it per resource.
+pub const STATUS_SQL: &str = "s.status";
 
 /// What [`STATUS_SQL`] can say: every resource state and `orphaned`.
 pub const RESOURCE_STATUSES: &[&str] = &[
@@ -61,8 +56,8 @@ pub const RESOURCE_VIEW: View = View {
     ],
     default_sort: ("resource_type", Order::Desc),
     filters: &[
-        Filter { name: "resource_type", sql: "s.resource_type", kind: FilterKind::Partial },
-        Filter { name: "agent", sql: "s.agent", kind: FilterKind::Partial },
+        Filter { name: "resource_type", sql: "s.resource_type", kind: FilterKind::PartialOfFew },
+        Filter { name: "agent", sql: "s.agent", kind: FilterKind::PartialOfFew },
         Filter { name: "resource_id_value", sql: "s.id_value", kind: FilterKind::Partial },
         Filter {
             name: "status",
@@ -299,7 +294,7 @@ impl Orchestrator {
     pub async fn deploy_summary(&self, env: Uuid) -> Result<ResourceDeploySummary> {
         let rows = sqlx::query(&format!(
             "SELECT {STATUS_SQL} AS status, COUNT(*) AS n FROM resource_persistent_state s \
-             WHERE s.environment = $1 AND s.is_orphan = 0 GROUP BY 1"
+             WHERE s.environment = $1 GROUP BY 1"
         ))
         .bind(env.to_string())
         .fetch_all(self.store.pool())
@@ -308,9 +303,15 @@ impl Orchestrator {
             RESOURCE_STATES.iter().filter(|s| **s != "dry").map(|s| (s.to_string(), 0)).collect();
         let mut total = 0;
         for row in rows {
+            // Orphans (status `orphaned`, exactly the rows with is_orphan = 1) are not released
+            // resources; leaving them out here keeps the count on the index alone.
+            let status: String = row.try_get("status")?;
+            if status == "orphaned" {
+                continue;
+            }
             let n = row.try_get::<i64, _>("n")? as u64;
             total += n;
-            *by_state.entry(row.try_get("status")?).or_default() += n;
+            *by_state.entry(status).or_default() += n;
         }
         Ok(ResourceDeploySummary { total, by_state })
     }
@@ -537,31 +538,15 @@ impl Orchestrator {
         if actions.is_empty() {
             return Ok(());
         }
-        let epoch = fence.map(|f| f.epoch);
         let mut tx = self.store.begin_write().await?;
-        if actions.iter().any(|a| a.action != "deploy") {
-            for done in actions {
-                insert_action(
-                    &mut tx,
-                    env,
-                    done.action_id,
-                    done.version,
-                    &done.action,
-                    &done.started,
-                    &done.resource_ids,
-                )
-                .await?;
-                finish_action(&mut tx, env, done.action_id, &done.outcome).await?;
-            }
-            if let Some(epoch) = epoch {
-                set_epoch(&mut tx, self.store.kind(), env, actions, epoch).await?;
-            }
-        } else {
-            for chunk in actions.chunks(2000) {
-                record_deploys(&mut tx, self.store.kind(), env, chunk, epoch).await?;
-            }
-        }
+        record_actions_in(&mut tx, self.store.kind(), env, actions, fence.map(|f| f.epoch)).await?;
         self.store.commit_fenced(tx, fence).await?;
+        self.actions_recorded(env, actions);
+        Ok(())
+    }
+
+    /// What follows a commit of finished actions: statistics and the change event.
+    fn actions_recorded(&self, env: Uuid, actions: &[FinishedAction]) {
         // These tables grow by a batch at a time; their foreign-key checks need statistics.
         let links: usize = actions.iter().map(|a| a.resource_ids.len()).sum();
         let lines: usize = actions.iter().map(|a| a.outcome.messages.len()).sum();
@@ -569,6 +554,34 @@ impl Orchestrator {
         self.store.wrote_rows("resource_action_resource", links as u64);
         self.store.wrote_rows("resource_log", lines as u64);
         self.publish(crate::Event::ResourcesChanged { env });
+    }
+
+    /// One batch of a scheduler's writes in one transaction, committed only while `fence`
+    /// holds: resources that started deploying, finished actions (with the fence's epoch) and
+    /// changes of the temporary block. One commit (one fsync on SQLite, one fence check) per
+    /// batch instead of one per kind of write.
+    pub async fn record_scheduler_batch(
+        &self,
+        env: Uuid,
+        started: &[String],
+        finished: &[FinishedAction],
+        blocked: &[(String, &'static str)],
+        fence: Option<&Fence>,
+    ) -> Result<()> {
+        if started.is_empty() && finished.is_empty() && blocked.is_empty() {
+            return Ok(());
+        }
+        let kind = self.store.kind();
+        let mut tx = self.store.begin_write().await?;
+        mark_deploying_in(&mut tx, kind, env, started, true).await?;
+        record_actions_in(&mut tx, kind, env, finished, fence.map(|f| f.epoch)).await?;
+        set_blocked_in(&mut tx, kind, env, blocked).await?;
+        self.store.commit_fenced(tx, fence).await?;
+        if !finished.is_empty() {
+            self.actions_recorded(env, finished);
+        } else {
+            self.publish(crate::Event::ResourcesChanged { env });
+        }
         Ok(())
     }
 
@@ -589,18 +602,7 @@ impl Orchestrator {
             return Ok(());
         }
         let mut tx = self.store.begin_write().await?;
-        for chunk in resource_ids.chunks(500) {
-            let marks: Vec<String> = (0..chunk.len()).map(|i| format!("${}", i + 3)).collect();
-            let sql = format!(
-                "UPDATE resource_persistent_state SET is_deploying = $1 WHERE environment = $2 AND resource_id IN ({})",
-                marks.join(", ")
-            );
-            let mut query = sqlx::query(&sql).bind(i64::from(deploying)).bind(env.to_string());
-            for rid in chunk {
-                query = query.bind(rid.clone());
-            }
-            query.execute(&mut *tx).await?;
-        }
+        mark_deploying_in(&mut tx, self.store.kind(), env, resource_ids, deploying).await?;
         self.store.commit_fenced(tx, fence).await?;
         self.publish(crate::Event::ResourcesChanged { env });
         Ok(())
@@ -618,15 +620,19 @@ impl Orchestrator {
         self.store.commit_fenced(tx, fence).await
     }
 
-    /// Sets the `blocked` dimension of resources (the scheduler's temporary blocks).
-    pub async fn set_blocked(&self, env: Uuid, resource_id: &str, blocked: &str, fence: Option<&Fence>) -> Result<()> {
+    /// Sets the `blocked` dimension of resources (the scheduler's temporary blocks), in one
+    /// transaction committed only while `fence` holds; a resource named twice gets the last one.
+    pub async fn set_blocked_many(
+        &self,
+        env: Uuid,
+        changes: &[(String, &'static str)],
+        fence: Option<&Fence>,
+    ) -> Result<()> {
+        if changes.is_empty() {
+            return Ok(());
+        }
         let mut tx = self.store.begin_write().await?;
-        sqlx::query("UPDATE resource_persistent_state SET blocked = $1 WHERE environment = $2 AND resource_id = $3")
-            .bind(blocked.to_string())
-            .bind(env.to_string())
-            .bind(resource_id.to_string())
-            .execute(&mut *tx)
-            .await?;
+        set_blocked_in(&mut tx, self.store.kind(), env, changes).await?;
         self.store.commit_fenced(tx, fence).await
     }
 
@@ -780,6 +786,90 @@ fn deploy_columns(outcome: &str) -> Result<(&'static str, &'static str)> {
         "skipped" | "skipped_for_dependency" => ("skipped", "skipped"),
         other => return Err(Error::BadRequest(format!("{other:?} is not an outcome of a deploy"))),
     })
+}
+
+/// Stores finished actions in `tx`; deploys go in bulk, other actions one by one.
+async fn record_actions_in(
+    tx: &mut Transaction,
+    kind: crate::DbKind,
+    env: Uuid,
+    actions: &[FinishedAction],
+    epoch: Option<i64>,
+) -> Result<()> {
+    if actions.is_empty() {
+        return Ok(());
+    }
+    if actions.iter().any(|a| a.action != "deploy") {
+        for done in actions {
+            insert_action(tx, env, done.action_id, done.version, &done.action, &done.started, &done.resource_ids)
+                .await?;
+            finish_action(tx, env, done.action_id, &done.outcome).await?;
+        }
+        if let Some(epoch) = epoch {
+            set_epoch(tx, kind, env, actions, epoch).await?;
+        }
+    } else {
+        for chunk in actions.chunks(2000) {
+            record_deploys(tx, kind, env, chunk, epoch).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Sets or clears `deploying` for resources; the ids travel as one JSON parameter (binding them
+/// one by one costs tens of µs each).
+async fn mark_deploying_in(
+    tx: &mut Transaction,
+    kind: crate::DbKind,
+    env: Uuid,
+    resource_ids: &[String],
+    deploying: bool,
+) -> Result<()> {
+    if resource_ids.is_empty() {
+        return Ok(());
+    }
+    let sql = format!(
+        "UPDATE resource_persistent_state SET is_deploying = $1 WHERE environment = $2 AND resource_id IN {}",
+        crate::store::json_list(kind, 3)
+    );
+    sqlx::query(&sql)
+        .bind(i64::from(deploying))
+        .bind(env.to_string())
+        .bind(serde_json::json!(resource_ids).to_string())
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// Sets the `blocked` dimension of resources, one statement per value; the last change of a
+/// resource wins.
+async fn set_blocked_in(
+    tx: &mut Transaction,
+    kind: crate::DbKind,
+    env: Uuid,
+    changes: &[(String, &'static str)],
+) -> Result<()> {
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let last: std::collections::HashMap<&str, &str> = changes.iter().map(|(r, b)| (r.as_str(), *b)).collect();
+    let mut groups: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (rid, blocked) in last {
+        groups.entry(blocked).or_default().push(rid);
+    }
+    let sql = format!(
+        "UPDATE resource_persistent_state SET blocked = $1 WHERE environment = $2 AND resource_id IN {}",
+        crate::store::json_list(kind, 3)
+    );
+    for (blocked, rids) in groups {
+        sqlx::query(&sql)
+            .bind(blocked.to_string())
+            .bind(env.to_string())
+            .bind(serde_json::json!(rids).to_string())
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(())
 }
 
 /// Notifies resources that start failing (those whose last run did not fail already).

@@ -23,6 +23,7 @@ use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
 use crate::resources::{ActionOutcome, FinishedAction, ResourceIntent};
+use crate::scheduler_writes::{Batch, Writer};
 use crate::store::now;
 use crate::{Error, Event, Orchestrator, Result};
 
@@ -657,8 +658,9 @@ struct EnvScheduler {
     lease: Option<Arc<Lease>>,
     /// Set by [`Command::Drain`]: dispatch nothing, answer once nothing runs.
     draining: Option<oneshot::Sender<()>>,
-    /// A write was refused because the lease is gone: this scheduler ends.
-    lost: bool,
+    /// Commits the writes beside the loop (`scheduler_writes`); a write refused because the
+    /// lease is gone ends this scheduler.
+    writer: Writer,
     done_tx: mpsc::UnboundedSender<(String, String, TaskOutcome)>,
     done_rx: Option<mpsc::UnboundedReceiver<(String, String, TaskOutcome)>>,
 }
@@ -671,6 +673,7 @@ impl EnvScheduler {
         lease: Option<Arc<Lease>>,
     ) -> EnvScheduler {
         let (done_tx, done_rx) = mpsc::unbounded_channel();
+        let writer = Writer::start(orchestrator.clone(), env, lease.as_ref().map(|l| l.fence.clone()));
         EnvScheduler {
             env,
             orchestrator,
@@ -695,7 +698,7 @@ impl EnvScheduler {
             idle_waiters: vec![],
             lease,
             draining: None,
-            lost: false,
+            writer,
             done_tx,
             done_rx: Some(done_rx),
         }
@@ -717,10 +720,10 @@ impl EnvScheduler {
                     Some(command) => self.command(command).await,
                 },
                 Some((rid, started, outcome)) = done_rx.recv() => self.finish(&rid, started, outcome),
-                _ = flush.tick() => self.flush().await,
+                _ = flush.tick() => self.flush_in_background(),
                 _ = timers.tick() => self.timers(),
             }
-            if self.lost {
+            if self.writer.lost() {
                 tracing::warn!(%env, "the scheduler lease was lost: another server runs this environment now");
                 return;
             }
@@ -1323,34 +1326,30 @@ impl EnvScheduler {
         self.lease.as_ref().map(|l| &l.fence)
     }
 
+    /// What was written down since the last batch.
+    fn take_batch(&mut self) -> Batch {
+        Batch {
+            started: std::mem::take(&mut self.started),
+            finished: std::mem::take(&mut self.finished),
+            blocked: std::mem::take(&mut self.blocked_changes).into_iter().map(|(r, b)| (r, b.as_str())).collect(),
+        }
+    }
+
+    /// Hands the writes collected so far to the writer unless it is still storing the previous
+    /// batch (then they wait for the next tick and go out together): the loop goes on
+    /// dispatching while the database commits.
+    fn flush_in_background(&mut self) {
+        if self.writer.idle() {
+            let batch = self.take_batch();
+            self.writer.hand_over(batch);
+        }
+    }
+
+    /// Stores every write collected so far and waits until it is stored: before the scheduler
+    /// reads the database, hands over or stops, and before it answers that it is idle.
     async fn flush(&mut self) {
-        let env = self.env;
-        if self.lost {
-            return;
-        }
-        let started = std::mem::take(&mut self.started);
-        let fence = self.lease.as_ref().map(|l| l.fence.clone());
-        let fence = fence.as_ref();
-        let mut lost = false;
-        let mut check = |result: Result<()>, what: &str, count: usize| match result {
-            Ok(()) => {}
-            Err(Error::LeaseLost(_)) => lost = true,
-            Err(e) => tracing::error!(%env, error = %e, count, "could not store {what}"),
-        };
-        check(
-            self.orchestrator.mark_deploying_fenced(env, &started, true, fence).await,
-            "deploying resources",
-            started.len(),
-        );
-        let finished = std::mem::take(&mut self.finished);
-        check(self.orchestrator.record_actions_fenced(env, &finished, fence).await, "deploy results", finished.len());
-        for (rid, blocked) in std::mem::take(&mut self.blocked_changes) {
-            check(self.orchestrator.set_blocked(env, &rid, blocked.as_str(), fence).await, "blocked state", 1);
-        }
-        if lost {
-            // Nothing of this epoch may land any more; the new owner redeploys what is unknown.
-            self.lost = true;
-        }
+        let batch = self.take_batch();
+        self.writer.write_and_wait(batch).await;
     }
 }
 

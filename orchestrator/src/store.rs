@@ -30,6 +30,8 @@ pub struct Store {
     pool: AnyPool,
     writer: AnyPool,
     probe: AnyPool,
+    /// Bounds the list queries that run at once (see [`Store::list_permit`]).
+    lists: std::sync::Arc<tokio::sync::Semaphore>,
     kind: DbKind,
     url: String,
 }
@@ -80,6 +82,7 @@ impl Store {
             pool: open_pool(kind, &url, readers).await?,
             writer,
             probe: open_pool(kind, &url, 1).await?,
+            lists: std::sync::Arc::new(tokio::sync::Semaphore::new(concurrent_lists())),
             kind,
             url: url.clone(),
         };
@@ -194,6 +197,15 @@ impl Store {
         Ok(())
     }
 
+    /// A turn to run a list query (a page and its counts). At most one list per core runs at
+    /// once; the others wait here, in arrival order, without holding a connection: 50 clients
+    /// listing at once then neither take every reader connection (details, writes and health
+    /// keep theirs) nor put 8 database threads on 2 cores in front of everything else, and
+    /// the latency they see is the queue's, evenly shared, instead of a long tail.
+    pub async fn list_permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit> {
+        self.lists.clone().acquire_owned().await.map_err(|_| Error::Corrupt("the list queue was closed".into()))
+    }
+
     /// The server version of the database, for the status page.
     pub async fn server_version(&self) -> Result<String> {
         let sql = match self.kind {
@@ -215,6 +227,11 @@ impl Store {
         self.writer.close().await;
         self.probe.close().await;
     }
+}
+
+/// List queries that may run at once: one per core, at least two.
+fn concurrent_lists() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).max(2)
 }
 
 async fn open_pool(kind: DbKind, url: &str, connections: u32) -> Result<AnyPool> {

@@ -441,3 +441,49 @@ async fn many_small_result_batches_refresh_postgres_statistics() {
     }
     assert!(analyzed, "resource_action was not analyzed after 1 100 results in batches of 100");
 }
+
+/// `filter.agent` and `filter.resource_type` contain the text case-insensitively, as Inmanta's
+/// partial filters do, although they are now answered from the index (the matching agents and
+/// types first, then `IN`): several matches, none, several texts, and `%`/`_` taken literally,
+/// with the right totals.
+#[tokio::test]
+async fn agent_and_type_filters_match_parts_of_names_with_totals() {
+    let (o, env, _dir) = setup().await;
+    let resource = |ty: &str, agent: &str, name: &str| {
+        json!({"id": format!("{ty}[{agent},name={name}],v=0"), "name": name, "agentname": agent,
+               "purged": false, "send_event": false, "requires": []})
+        .as_object()
+        .cloned()
+        .unwrap()
+    };
+    let mut resources = vec![];
+    for (agent, n) in [("Web1", 3), ("web2", 2), ("db", 4), ("a_b", 1), ("axb", 1)] {
+        for i in 0..n {
+            resources.push(resource("std::testing::NullResource", agent, &format!("{agent}-{i}")));
+        }
+    }
+    resources.push(resource("exp::Test", "db", "t"));
+    put(&o, env, resources, &[]).await;
+    let count = |filters: &'static [(&'static str, &'static str)]| {
+        let o = o.clone();
+        async move {
+            let mut pairs = vec![("limit", "2")];
+            pairs.extend_from_slice(filters);
+            let (list, _) = o.released_resources(env, &page(&pairs), false).await.unwrap();
+            let total = list.metadata.total;
+            // The first page holds at most 2; every row it holds matches.
+            (total, list.items.len() as u64, list.items.into_iter().map(|r| r.id_details.agent).collect::<Vec<_>>())
+        }
+    };
+    let (total, shown, agents) = count(&[("filter.agent", "WEB")]).await;
+    assert_eq!((total, shown), (5, 2), "Web1 and web2 both contain web, whatever the case");
+    assert!(agents.iter().all(|a| a.to_lowercase().contains("web")), "{agents:?}");
+    assert_eq!(count(&[("filter.agent", "nothing")]).await.0, 0);
+    assert_eq!(count(&[("filter.agent", "web2"), ("filter.agent", "db")]).await.0, 7, "texts are ORed");
+    assert_eq!(count(&[("filter.agent", "a_b")]).await.0, 1, "_ is itself, not any character");
+    assert_eq!(count(&[("filter.agent", "%")]).await.0, 0, "% is itself, not a wildcard");
+    assert_eq!(count(&[("filter.resource_type", "exp::")]).await.0, 1);
+    assert_eq!(count(&[("filter.resource_type", "nullres"), ("filter.agent", "db")]).await.0, 4, "filters are ANDed");
+    let (total, _, _) = count(&[("filter.agent", "db"), ("filter.status", "available")]).await;
+    assert_eq!(total, 5, "with the status filter (every resource is available before a deploy)");
+}
