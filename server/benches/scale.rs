@@ -136,7 +136,7 @@ async fn wait_deployed(server: &Server, env: &str, n: u64, every: Duration) -> I
             return Instant::now();
         }
         polls += 1;
-        if polls % 25 == 0 {
+        if polls.is_multiple_of(25) {
             assert_eq!(count_status(server, env, "failed").await, 0, "resources failed");
         }
         assert!(Instant::now() < deadline, "not deployed in time");
