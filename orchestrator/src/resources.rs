@@ -816,8 +816,7 @@ async fn record_actions_in(
     Ok(())
 }
 
-/// Sets or clears `deploying` for resources; the ids travel as one JSON parameter (binding them
-/// one by one costs tens of µs each).
+/// Sets or clears `deploying` for resources.
 async fn mark_deploying_in(
     tx: &mut Transaction,
     kind: crate::DbKind,
@@ -828,14 +827,39 @@ async fn mark_deploying_in(
     if resource_ids.is_empty() {
         return Ok(());
     }
-    let sql = format!(
-        "UPDATE resource_persistent_state SET is_deploying = $1 WHERE environment = $2 AND resource_id IN {}",
-        crate::store::json_list(kind, 3)
-    );
+    set_where_listed(
+        tx,
+        kind,
+        env,
+        "resource_persistent_state SET is_deploying",
+        "resource_id",
+        i64::from(deploying),
+        resource_ids,
+    )
+    .await
+}
+
+/// `UPDATE {table_set} = value WHERE environment = env AND {key} IN (ids)`, the ids travelling as
+/// one JSON parameter (binding them one by one costs tens of µs each).
+async fn set_where_listed<V, I>(
+    tx: &mut Transaction,
+    kind: crate::DbKind,
+    env: Uuid,
+    table_set: &str,
+    key: &str,
+    value: V,
+    ids: &[I],
+) -> Result<()>
+where
+    V: for<'q> sqlx::Encode<'q, sqlx::Any> + sqlx::Type<sqlx::Any> + Send + 'static,
+    I: serde::Serialize,
+{
+    let sql =
+        format!("UPDATE {table_set} = $1 WHERE environment = $2 AND {key} IN {}", crate::store::json_list(kind, 3));
     sqlx::query(&sql)
-        .bind(i64::from(deploying))
+        .bind(value)
         .bind(env.to_string())
-        .bind(serde_json::json!(resource_ids).to_string())
+        .bind(serde_json::json!(ids).to_string())
         .execute(&mut **tx)
         .await?;
     Ok(())
@@ -857,17 +881,17 @@ async fn set_blocked_in(
     for (rid, blocked) in last {
         groups.entry(blocked).or_default().push(rid);
     }
-    let sql = format!(
-        "UPDATE resource_persistent_state SET blocked = $1 WHERE environment = $2 AND resource_id IN {}",
-        crate::store::json_list(kind, 3)
-    );
     for (blocked, rids) in groups {
-        sqlx::query(&sql)
-            .bind(blocked.to_string())
-            .bind(env.to_string())
-            .bind(serde_json::json!(rids).to_string())
-            .execute(&mut **tx)
-            .await?;
+        set_where_listed(
+            tx,
+            kind,
+            env,
+            "resource_persistent_state SET blocked",
+            "resource_id",
+            blocked.to_string(),
+            &rids,
+        )
+        .await?;
     }
     Ok(())
 }
@@ -907,16 +931,7 @@ async fn set_epoch(
     epoch: i64,
 ) -> Result<()> {
     let ids: Vec<String> = actions.iter().map(|a| a.action_id.to_string()).collect();
-    sqlx::query(&format!(
-        "UPDATE resource_action SET epoch = $1 WHERE environment = $2 AND action_id IN {}",
-        crate::store::json_list(kind, 3)
-    ))
-    .bind(epoch)
-    .bind(env.to_string())
-    .bind(serde_json::json!(ids).to_string())
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
+    set_where_listed(tx, kind, env, "resource_action SET epoch", "action_id", epoch, &ids).await
 }
 
 /// Writes finished deploys in a few statements: actions (with the scheduler `epoch` they were
