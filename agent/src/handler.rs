@@ -299,12 +299,10 @@ pub fn diff_attributes(
     out
 }
 
-/// JSON equality that treats 644 and 644.0 as equal (numbers may come back as floats).
+/// JSON equality that treats 644 and 644.0 as equal (numbers may come back as floats), and
+/// numbers however written (`1e2`, `100.0`) by value.
 fn json_eq(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
-        _ => a == b,
-    }
+    api::json::same_json(a, b)
 }
 
 /// Runs a [`CrudHandler`] as a [`Handler`].

@@ -82,3 +82,28 @@ impl Default for NotifyChange {
         NotifyChange { update: true, metadata: None, reinstall: false, env: None, mergeable_env: None }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flattened_details_keep_numbers() {
+        // the flattened report goes through serde's buffer, where serde_json's
+        // arbitrary_precision hands a float over as a map: the JSON values must still read it
+        let text = r#"{"id": "00000000-0000-0000-0000-000000000001",
+            "environment": "00000000-0000-0000-0000-000000000002", "requested": null, "started": null,
+            "completed": null, "success": true, "version": 3, "do_export": true, "force_update": false,
+            "metadata": {"ratio": 1.5, "big": 1267650600228229401496703205376, "n": 1e2},
+            "environment_variables": {}, "requested_environment_variables": {},
+            "mergeable_environment_variables": {}, "partial": false, "removed_resource_sets": [],
+            "exporter_plugin": null, "notify_failed_compile": null, "failed_compile_message": null, "links": {},
+            "compile_data": {"errors": [], "x": 0.25}, "reports": null}"#;
+        let details: CompileDetails = serde_json::from_str(text).unwrap();
+        assert_eq!(details.report.version, Some(3));
+        assert_eq!(details.report.metadata["ratio"].as_f64(), Some(1.5));
+        assert_eq!(details.report.metadata["n"].as_f64(), Some(100.0));
+        assert_eq!(details.report.metadata["big"].to_string(), "1267650600228229401496703205376");
+        assert_eq!(details.compile_data.unwrap()["x"].as_f64(), Some(0.25));
+    }
+}

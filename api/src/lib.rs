@@ -7,6 +7,7 @@
 pub mod auth;
 pub mod compile;
 pub mod environment;
+pub mod json;
 pub mod operations;
 pub mod paging;
 pub mod resource;

@@ -6,7 +6,11 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// A setting value as it travels on the wire: JSON bool, number, string or object.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Deserialised by hand through `serde_json::Value`: with serde_json's `arbitrary_precision`
+/// (on for exact big ints in resources) an untagged enum sees a float as a map and would read
+/// `1.5` as a `Dict`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum SettingValue {
     Bool(bool),
@@ -14,6 +18,27 @@ pub enum SettingValue {
     Float(f64),
     Str(String),
     Dict(serde_json::Map<String, serde_json::Value>),
+}
+
+impl<'de> Deserialize<'de> for SettingValue {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        match serde_json::Value::deserialize(deserializer)? {
+            serde_json::Value::Bool(b) => Ok(SettingValue::Bool(b)),
+            serde_json::Value::Number(n) => {
+                if let Some(i) = n.as_i64() {
+                    Ok(SettingValue::Int(i))
+                } else if let Some(x) = n.as_f64().filter(|x| x.is_finite()) {
+                    Ok(SettingValue::Float(x))
+                } else {
+                    Err(D::Error::custom(format!("setting value {n} is out of range")))
+                }
+            }
+            serde_json::Value::String(s) => Ok(SettingValue::Str(s)),
+            serde_json::Value::Object(d) => Ok(SettingValue::Dict(d)),
+            other => Err(D::Error::custom(format!("a setting value is a bool, number, string or object, not {other}"))),
+        }
+    }
 }
 
 impl SettingValue {
@@ -341,6 +366,22 @@ mod tests {
 
     fn find(name: &str) -> SettingDefinition {
         definitions().into_iter().find(|d| d.name == name).unwrap()
+    }
+
+    #[test]
+    fn values_deserialise_by_their_json_kind() {
+        // by hand: with serde_json's arbitrary_precision an untagged enum would read 1.5 as a map
+        let parse = |text: &str| serde_json::from_str::<SettingValue>(text).unwrap();
+        assert_eq!(parse("1.5"), SettingValue::Float(1.5));
+        assert_eq!(parse("1e2"), SettingValue::Float(100.0));
+        assert_eq!(parse("-3"), SettingValue::Int(-3));
+        assert_eq!(parse("true"), SettingValue::Bool(true));
+        assert_eq!(parse(r#""x""#), SettingValue::Str("x".into()));
+        assert_eq!(parse(r#"{"a": 0.5}"#), SettingValue::Dict(json!({"a": 0.5}).as_object().cloned().unwrap()));
+        let def: SettingDefinition =
+            serde_json::from_value(serde_json::to_value(find(names::RECOMPILE_BACKOFF)).unwrap()).unwrap();
+        assert_eq!(def.default, SettingValue::Float(0.1));
+        assert!(serde_json::from_str::<SettingValue>("[1]").is_err());
     }
 
     #[test]

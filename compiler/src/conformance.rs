@@ -168,8 +168,7 @@ pub fn check_case(case: &Path) -> Vec<Disagreement> {
 fn read_truth(case: &Path) -> Result<Value, String> {
     let path = truth_path(case);
     let text = std::fs::read_to_string(&path).map_err(|e| format!("no truth {}: {e}", path.display()))?;
-    let truth: Value =
-        serde_json::from_str(&tag_big_ints(&text)).map_err(|e| format!("bad truth {}: {e}", path.display()))?;
+    let truth: Value = serde_json::from_str(&text).map_err(|e| format!("bad truth {}: {e}", path.display()))?;
     if !case.is_dir() {
         let source = std::fs::read(case).map_err(|e| e.to_string())?;
         if truth["source_sha1"].as_str() != Some(&sha1_smol::Sha1::from(&source).hexdigest()) {
@@ -177,14 +176,6 @@ fn read_truth(case: &Path) -> Result<Value, String> {
         }
     }
     Ok(truth)
-}
-
-/// The JSON text with every integer past `i64` and `u64` written `{"$int": "digits"}`: serde_json
-/// (without `arbitrary_precision`, which the workspace cannot turn on) would read it as the
-/// nearest float, and two different ints could then compare equal. Our `variables` write such an
-/// int the same way ([`crate::CompileOutput::variables`]), so they compare digit for digit.
-pub fn tag_big_ints(text: &str) -> String {
-    crate::eval::value::tag_big_ints(text, "$int")
 }
 
 /// Our answer against Inmanta's.
@@ -374,21 +365,21 @@ fn compare_resource(id: &str, theirs: &Value, mine: &Value, say: &mut impl FnMut
 }
 
 /// Recorded values we can compare: plain JSON, not `{"$instance": ..}`, `{"$unknown": ..}` etc.
-/// (`{"$int": ..}` is an int past 64 bits, see [`tag_big_ints`]).
 fn comparable(v: &Value) -> bool {
     match v {
-        Value::Object(o) if o.len() == 1 && o.contains_key("$int") => true,
         Value::Object(o) => o.keys().all(|k| !k.starts_with('$')) && o.values().all(comparable),
         Value::Array(a) => a.iter().all(comparable),
         _ => true,
     }
 }
 
-/// JSON equality where an integer-valued float equals the same float (Python's 2.0 vs 2.0).
+/// JSON equality where a float equals the same float however written (Python's `1e+16` and our
+/// `1e16`); ints compare by their digits, exact at any size (`arbitrary_precision`), and an int
+/// never equals a float.
 fn same_value(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => {
-            x == y || (x.is_f64() == y.is_f64() && x.as_f64().is_some() && x.as_f64() == y.as_f64())
+            x == y || (x.is_f64() && y.is_f64() && x.as_f64().is_some() && x.as_f64() == y.as_f64())
         }
         (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same_value(a, b)),
         (Value::Object(x), Value::Object(y)) => {

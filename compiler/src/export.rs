@@ -183,17 +183,6 @@ pub(crate) fn resource_id_of(ev: &View<'_, '_>, inst: InstId) -> Option<String> 
     Some(format!("{}[{},{}={}]", m.entity, id_string(&agent), m.id_attr, id_string(&idv)))
 }
 
-/// An int in the value that serde_json cannot hold exactly (past `u64`, below `i64`): Inmanta
-/// exports it exactly, we as the nearest float (compiler/README.md, "Where we knowingly differ").
-fn wide_int(v: &Value) -> Option<String> {
-    match v {
-        Value::BigInt(i) if u64::try_from(&**i).is_err() => Some(i.to_string()),
-        Value::List(l) => l.iter().find_map(wide_int),
-        Value::Dict(d) => d.iter().find_map(|(_, x)| wide_int(x)),
-        _ => None,
-    }
-}
-
 fn to_json(ev: &View<'_, '_>, v: &Value, undefined: &mut bool) -> Json {
     match v {
         Value::Unknown(_) => {
@@ -203,7 +192,7 @@ fn to_json(ev: &View<'_, '_>, v: &Value, undefined: &mut bool) -> Json {
         Value::List(l) => Json::Array(l.iter().map(|x| to_json(ev, x, undefined)).collect()),
         Value::Dict(d) => Json::Object(d.iter().map(|(k, x)| (k.to_string(), to_json(ev, x, undefined))).collect()),
         Value::Instance(i) => Json::String(ev.m.inst_name(*i)),
-        other => other.to_json_lossy(),
+        other => other.to_json(),
     }
 }
 
@@ -514,20 +503,7 @@ pub(crate) fn export(
                 }
                 // a module's field, or a built-in type's field without a convention ("" or `f`)
                 _ => match slot_value(ev, i, f) {
-                    Some(v) => {
-                        if let Some(n) = wide_int(&v) {
-                            out.warnings.push(Diagnostic::warning(
-                                "CompilerRuntimeWarning",
-                                format!(
-                                    "attribute {f} of {rid}: the int {n} is past the 64-bit integers of our JSON \
-                                     and is exported as the nearest float"
-                                ),
-                                Some(ev.m.instances[i as usize].span),
-                                ev.m.sources,
-                            ));
-                        }
-                        to_json(ev, &v, &mut undefined)
-                    }
+                    Some(v) => to_json(ev, &v, &mut undefined),
                     None => Json::Null,
                 },
             };

@@ -157,8 +157,8 @@ pub struct CompileOutput {
     pub warnings: Vec<Diagnostic>,
     /// Lines printed by `std::print`.
     pub printed: Vec<String>,
-    /// Variables of `main.cf` (instances as `"<Entity instance>"`, an int past `u64` as
-    /// `{"$int": "digits"}` since serde_json holds none exactly), for tests and tooling; empty
+    /// Variables of `main.cf` (instances as `"<Entity instance>"`, ints exact at any size), for
+    /// tests and tooling; empty
     /// unless [`CompileOptions::root_variables`].
     pub variables: BTreeMap<String, serde_json::Value>,
     pub metadata: ProjectMetadata,

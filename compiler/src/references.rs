@@ -47,8 +47,8 @@ pub(crate) fn register(p: &mut Plugins) {
                     "std::create_int_reference: an entity can not be the argument of a reference".into(),
                 ));
             }
-            Value::List(_) | Value::Dict(_) => RefArg::Json(c.args[0].to_json_lossy()),
-            other => RefArg::Literal(other.to_json_lossy()),
+            Value::List(_) | Value::Dict(_) => RefArg::Json(c.args[0].to_json()),
+            other => RefArg::Literal(other.to_json()),
         };
         Ok(Value::Reference(Rc::new(Reference::new(
             "std::IntReference",
@@ -325,6 +325,8 @@ fn python_json(v: &Json, out: &mut String) {
         Json::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
             (Some(i), _, _) => write!(out, "{i}").unwrap_or(()),
             (_, Some(u), _) => write!(out, "{u}").unwrap_or(()),
+            // an int past 64 bits: its exact digits, as Python writes it
+            _ if !n.is_f64() => out.push_str(&n.to_string()),
             (_, _, Some(f)) => out.push_str(&crate::eval::value::py_float(f)),
             _ => out.push_str("null"),
         },

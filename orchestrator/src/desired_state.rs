@@ -208,7 +208,11 @@ fn attribute_diffs(from: Option<&Attributes>, to: Option<&Attributes>) -> BTreeM
     names.dedup();
     names
         .into_iter()
-        .filter(|name| from.get(*name) != to.get(*name))
+        // by value: the same number written differently is no change (api::json::same_json)
+        .filter(|name| match (from.get(*name), to.get(*name)) {
+            (Some(a), Some(b)) => !api::json::same_json(a, b),
+            (a, b) => a != b,
+        })
         .map(|name| (name.clone(), attribute_diff(from.get(name), to.get(name))))
         .collect()
 }

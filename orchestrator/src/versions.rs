@@ -918,7 +918,10 @@ fn validate_resources(req: &PutVersion) -> Result<Vec<StoredResource>> {
         let mut attributes = resource.clone();
         attributes.remove("id");
         attributes.remove("requires");
-        let attributes = serde_json::Value::Object(attributes).to_string();
+        let mut attributes = serde_json::Value::Object(attributes);
+        // floats in one spelling, ints exact (serde_json's `arbitrary_precision` keeps the text)
+        api::json::canonical_numbers(&mut attributes);
+        let attributes = attributes.to_string();
         let attribute_hash = sha1_hex(format!("{attributes}{}", serde_json::json!(requires)).as_bytes());
         let resource_set = req.resource_sets.get(&key).cloned().flatten();
         let state = states.remove(&key).unwrap_or("available");

@@ -156,7 +156,7 @@ fn to_json(ev: &mut Evaluator<'_>, v: &Value, depth: usize) -> Result<serde_json
         Value::Dict(d) => serde_json::Value::Object(
             d.iter().map(|(k, x)| Ok((k.to_string(), to_json(ev, x, depth)?))).collect::<Result<_, PErr>>()?,
         ),
-        other => other.to_json_lossy(),
+        other => other.to_json(),
     })
 }
 
@@ -277,7 +277,7 @@ fn sort_key(v: &Value) -> (u8, f64, String) {
         Value::Float(f) => (0, *f, String::new()),
         Value::Str(s) => (1, 0.0, s.to_string()),
         Value::Bool(b) => (0, *b as u8 as f64, String::new()),
-        other => (2, 0.0, other.to_json_lossy().to_string()),
+        other => (2, 0.0, other.to_json().to_string()),
     }
 }
 
@@ -351,9 +351,34 @@ fn render_template(ev: &mut Evaluator<'_>, call: &mut PluginCall) -> PResult {
             }
         }
     }
-    match template.render(serde_json::Value::Object(ctx)) {
+    match template.render(jinja_value(&serde_json::Value::Object(ctx))) {
         Ok(out) => Ok(s(&out)),
         Err(e) => Err(failed(e)),
+    }
+}
+
+/// A template's context value. Not through serde: with serde_json's `arbitrary_precision` (on in
+/// the workspace) a number serialises to any other format as a map holding its digits.
+fn jinja_value(v: &serde_json::Value) -> minijinja::Value {
+    use minijinja::Value as J;
+    match v {
+        serde_json::Value::Null => J::from(()),
+        serde_json::Value::Bool(b) => J::from(*b),
+        serde_json::Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                J::from(i)
+            } else if let Some(u) = n.as_u64() {
+                J::from(u)
+            } else if let Some(i) = n.as_i128().filter(|_| !n.is_f64()) {
+                J::from(i)
+            } else {
+                // a float, or an int past 128 bits: minijinja's ints stop there
+                J::from(n.as_f64().unwrap_or(f64::NAN))
+            }
+        }
+        serde_json::Value::String(s) => J::from(s.as_str()),
+        serde_json::Value::Array(items) => J::from(items.iter().map(jinja_value).collect::<Vec<_>>()),
+        serde_json::Value::Object(map) => J::from_iter(map.iter().map(|(k, x)| (k.as_str(), jinja_value(x)))),
     }
 }
 
@@ -729,7 +754,7 @@ pub(crate) fn register(p: &mut Plugins) {
         if c.args[0] == c.args[1] {
             Ok(Value::Null)
         } else {
-            Err(ext(format!("{:?} != {:?}", c.args[0].to_json_lossy(), c.args[1].to_json_lossy())))
+            Err(ext(format!("{:?} != {:?}", c.args[0].to_json(), c.args[1].to_json())))
         }
     });
     p.add("std::filter", &[("values", None), ("not_item", None)], |_, c| {

@@ -141,10 +141,7 @@ impl Model<'_> {
             Value::Dict(d) if depth < 32 => serde_json::Value::Object(
                 d.iter().map(|(k, x)| (k.to_string(), self.value_json(x, depth + 1))).collect(),
             ),
-            // serde_json holds no int past u64 exactly: written as the conformance truth is read
-            // (`conformance::tag_big_ints`)
-            Value::BigInt(i) if u64::try_from(&**i).is_err() => serde_json::json!({"$int": i.to_string()}),
-            other => other.to_json_lossy(),
+            other => other.to_json(),
         }
     }
 }

@@ -171,30 +171,23 @@ impl Value {
             // Inmanta does not find a big int under the integral float it equals
             // (a_bigint_index_float_key)
             Value::BigInt(i) => format!("v:{i}"),
-            other => format!("v:{}", other.to_json_lossy()),
+            other => format!("v:{}", other.to_json()),
         }
     }
 
-    /// JSON form (instances become their id number; unknowns a placeholder). serde_json holds
-    /// integers within `i64` and `u64` exactly; a bigger int becomes the nearest float (the
-    /// workspace cannot turn on serde_json's `arbitrary_precision`, see compiler/README.md).
-    pub(crate) fn to_json_lossy(&self) -> serde_json::Value {
+    /// JSON form (instances become their id number; unknowns a placeholder). Ints of any size are
+    /// exact: the workspace's serde_json has `arbitrary_precision`.
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         match self {
             Value::Null => serde_json::Value::Null,
             Value::Bool(b) => (*b).into(),
             Value::Int(i) => (*i).into(),
-            Value::BigInt(i) => match u64::try_from(&**i) {
-                Ok(u) => u.into(),
-                Err(_) => serde_json::Number::from_f64(i.to_f64().unwrap_or(f64::NAN))
-                    .map(serde_json::Value::Number)
-                    .unwrap_or_default(),
-            },
+            // exact: the workspace's serde_json has `arbitrary_precision`, a number is its digits
+            Value::BigInt(i) => i.to_string().parse().map(serde_json::Value::Number).unwrap_or_default(),
             Value::Float(f) => serde_json::Number::from_f64(*f).map(serde_json::Value::Number).unwrap_or_default(),
             Value::Str(s) => serde_json::Value::String(s.to_string()),
-            Value::List(l) => serde_json::Value::Array(l.iter().map(Value::to_json_lossy).collect()),
-            Value::Dict(d) => {
-                serde_json::Value::Object(d.iter().map(|(k, v)| (k.to_string(), v.to_json_lossy())).collect())
-            }
+            Value::List(l) => serde_json::Value::Array(l.iter().map(Value::to_json).collect()),
+            Value::Dict(d) => serde_json::Value::Object(d.iter().map(|(k, v)| (k.to_string(), v.to_json())).collect()),
             Value::Instance(i) => serde_json::Value::String(format!("<instance {i}>")),
             Value::Unknown(_) => serde_json::Value::String("<<undefined>>".into()),
             Value::Reference(r) => serde_json::Value::String(format!("<reference {}>", r.id)),
@@ -203,8 +196,7 @@ impl Value {
 
     /// Parses JSON text as Python's `json.loads` does: an int of any size stays exact.
     pub(crate) fn from_json_text(text: &str) -> Result<Value, serde_json::Error> {
-        let tagged = tag_big_ints(text, BIG_INT_TAG);
-        serde_json::from_str(&tagged).map(|j| Value::from_json(&j))
+        serde_json::from_str(text).map(|j| Value::from_json(&j))
     }
 
     pub(crate) fn from_json(j: &serde_json::Value) -> Value {
@@ -216,72 +208,23 @@ impl Value {
                     Value::Int(i)
                 } else if let Some(u) = n.as_u64() {
                     Value::int(BigInt::from(u))
+                } else if !n.is_f64()
+                    && let Ok(i) = n.to_string().parse::<BigInt>()
+                {
+                    // an int past 64 bits, exact (`arbitrary_precision` keeps the digits)
+                    Value::int(i)
                 } else {
                     Value::Float(n.as_f64().unwrap_or(0.0))
                 }
             }
             serde_json::Value::String(s) => Value::str(s),
             serde_json::Value::Array(a) => Value::list(a.iter().map(Value::from_json).collect()),
-            serde_json::Value::Object(o)
-                if o.len() == 1
-                    && let Some(serde_json::Value::String(digits)) = o.get("\u{0}int")
-                    && let Ok(i) = digits.parse::<BigInt>() =>
-            {
-                Value::int(i)
-            }
             serde_json::Value::Object(o) => {
                 Value::Dict(Rc::new(o.iter().map(|(k, v)| (Rc::from(k.as_str()), Value::from_json(v))).collect()))
             }
         }
     }
 }
-
-/// The JSON text with every integer past `i64` and `u64` written `{"KEY": "digits"}`, for
-/// serde_json, which would read it as the nearest float.
-pub(crate) fn tag_big_ints(text: &str, key: &str) -> String {
-    let b = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let (mut i, mut last) = (0, 0);
-    let mut in_string = false;
-    while i < b.len() {
-        let c = b[i];
-        if in_string {
-            match c {
-                b'\\' => i += 1,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            i += 1;
-            continue;
-        }
-        if c == b'"' {
-            in_string = true;
-            i += 1;
-            continue;
-        }
-        if c == b'-' || c.is_ascii_digit() {
-            let start = i;
-            i += 1;
-            while i < b.len() && matches!(b[i], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') {
-                i += 1;
-            }
-            let num = &text[start..i];
-            let integral = num.trim_start_matches('-').bytes().all(|d| d.is_ascii_digit());
-            if integral && num.parse::<i64>().is_err() && num.parse::<u64>().is_err() {
-                out.push_str(&text[last..start]);
-                out.push_str(&format!("{{\"{key}\": \"{num}\"}}"));
-                last = i;
-            }
-            continue;
-        }
-        i += 1;
-    }
-    out.push_str(&text[last..]);
-    out
-}
-
-/// The key [`Value::from_json_text`] tags a big int with: a NUL no JSON object of a model has.
-const BIG_INT_TAG: &str = "\\u0000int";
 
 /// Python `repr` of a float.
 pub(crate) fn py_float(f: f64) -> String {
@@ -328,16 +271,6 @@ pub(crate) fn py_repr_str(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tags_only_ints_past_64_bits_outside_strings() {
-        let text = r#"{"a": [1, -9223372036854775808, 18446744073709551615, 18446744073709551616, -9223372036854775809, 1.5e300], "b": "99999999999999999999999 \" 99999999999999999999999"}"#;
-        let tagged = tag_big_ints(text, "$int");
-        assert_eq!(
-            tagged,
-            r#"{"a": [1, -9223372036854775808, 18446744073709551615, {"$int": "18446744073709551616"}, {"$int": "-9223372036854775809"}, 1.5e300], "b": "99999999999999999999999 \" 99999999999999999999999"}"#
-        );
-    }
 
     #[test]
     fn json_text_keeps_big_ints_exact() {

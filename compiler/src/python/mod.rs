@@ -210,8 +210,8 @@ fn encode_at(ev: &Evaluator<'_>, v: &Value, with_attributes: bool) -> Json {
         Value::Null => Json::Null,
         Value::Bool(b) => Json::Bool(*b),
         Value::Int(i) => json!(i),
-        // serde_json holds u64 past i64, a float past that (see Value::to_json_lossy)
-        Value::BigInt(_) => v.to_json_lossy(),
+        // exact at any size (see Value::to_json)
+        Value::BigInt(_) => v.to_json(),
         Value::Float(f) => json!(f),
         Value::Str(s) => Json::String(s.to_string()),
         Value::List(l) => Json::Array(l.iter().map(|x| encode_at(ev, x, with_attributes)).collect()),

@@ -79,6 +79,13 @@ impl Lenient<'_> {
         {
             return visitor.visit_f64(f);
         }
+        // a number by value: with `arbitrary_precision` a float written otherwise than serde_json
+        // writes it (`1e2`, `1.50`) would reach the visitor as a map
+        if let Value::Number(n) = &self.0
+            && let Some(f) = n.as_f64()
+        {
+            return visitor.visit_f64(f);
+        }
         self.any(visitor)
     }
 
@@ -288,7 +295,10 @@ mod tests {
             assert_eq!(call.push, Some(want), "{text}");
         }
         let call: Call = from_value(json!({"id": 1, "push": 1})).unwrap();
-        assert_eq!(call.push, Some(true));
+        assert_eq!(call.push, Some(true)); // a float however written (serde_json's `arbitrary_precision` keeps the text)
+        let body = serde_json::from_str(r#"{"id": 1, "ratio": 1e-1, "nested": [{"limit": 3.00}]}"#).unwrap();
+        let call: Call = from_value(body).unwrap();
+        assert_eq!((call.ratio, call.nested), (Some(0.1), vec![Inner { limit: 3 }]));
     }
 
     #[test]
