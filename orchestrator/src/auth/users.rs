@@ -202,6 +202,7 @@ impl Orchestrator {
 
     /// Deletes a user; the last admin stays, so the server cannot be locked.
     pub async fn delete_user(&self, username: &str) -> Result<()> {
+        crate::validate::name("a user name", username)?;
         let mut tx = self.store.begin_write().await?;
         let is_admin: Option<i64> = sqlx::query_scalar("SELECT is_admin FROM auth_user WHERE username = $1")
             .bind(username)
@@ -225,6 +226,7 @@ impl Orchestrator {
 
     /// Sets a password. When users change their own, `current` must be the present one.
     pub async fn set_password(&self, username: &str, password: &str, current: Option<&str>) -> Result<()> {
+        crate::validate::name("a user name", username)?;
         password::check_policy(password)?;
         if let Some(current) = current
             && self.verify_login(username, current).await?.is_none()
@@ -246,6 +248,7 @@ impl Orchestrator {
     }
 
     pub async fn set_is_admin(&self, username: &str, is_admin: bool) -> Result<()> {
+        crate::validate::name("a user name", username)?;
         let mut tx = self.store.begin_write().await?;
         if !is_admin {
             let others: i64 =

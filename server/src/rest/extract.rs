@@ -38,6 +38,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
             }
         })?;
         let bytes = if bytes.iter().all(u8::is_ascii_whitespace) { &b"{}"[..] } else { &bytes[..] };
+        refuse_nul(bytes)?;
         serde_json::from_slice(bytes).map(Json).or_else(|strict| {
             serde_json::from_slice::<serde_json::Value>(bytes)
                 .ok()
@@ -47,6 +48,31 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
                     ApiError::bad_request(format!("Invalid request: the body is not valid for this call: {strict}"))
                 })
         })
+    }
+}
+
+/// No string of a body, key or value, holds a NUL (`\u0000`): PostgreSQL refuses them in text
+/// and JSON, SQLite keeps them, so they are refused here for every call and both give one answer.
+/// The byte scan is cheap; only a body that shows the escape is parsed again to look closer,
+/// because `\\u0000` (an escaped backslash) is not a NUL.
+fn refuse_nul(bytes: &[u8]) -> Result<(), ApiError> {
+    const ESCAPE: &[u8] = b"\\u0000";
+    if !bytes.windows(ESCAPE.len()).any(|w| w == ESCAPE) {
+        return Ok(());
+    }
+    fn holds_nul(value: &serde_json::Value) -> bool {
+        match value {
+            serde_json::Value::String(s) => s.contains('\0'),
+            serde_json::Value::Array(items) => items.iter().any(holds_nul),
+            serde_json::Value::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || holds_nul(v)),
+            _ => false,
+        }
+    }
+    match serde_json::from_slice::<serde_json::Value>(bytes) {
+        Ok(value) if holds_nul(&value) => {
+            Err(ApiError::bad_request("Invalid request: the body may not contain NUL characters (\\u0000)"))
+        }
+        _ => Ok(()),
     }
 }
 
