@@ -6,7 +6,10 @@
 //!
 //! - first start: a model with one Python plugin call, minus the same model without Python;
 //! - 10 000 calls of a Python plugin taking a value, and 10 000 taking an entity (one attribute
-//!   read back each), against the same model calling a native plugin.
+//!   read back each), against the same model calling a native plugin;
+//! - the projects of `tests/python/` that use modules of the package index (apt and yum, podman):
+//!   their Python imports inmanta-core's handler and export machinery. Only with the tests'
+//!   environment, which has those wheels installed.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -114,6 +117,12 @@ fn main() {
     let t_native = time(&native, &python, 3);
     let t_values = time(&values, &python, 3);
     let t_entities = time(&entities, &python, 3);
+    let packaged: Vec<(&str, (Duration, Duration))> = ["apt-yum", "podman"]
+        .into_iter()
+        .map(|name| (name, Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python").join(name)))
+        .filter(|(_, dir)| std::env::var_os("INMANTA_COMPILER_PYTHON").is_none() && dir.exists())
+        .map(|(name, dir)| (name, time(&dir, &python, 3)))
+        .collect();
     println!("python: {}", python.display());
     println!("(best wall time of the runs; CPU time of that run, the compiler and its Python process)");
     let row = |what: &str, (wall, cpu): (Duration, Duration), base: Option<(Duration, Duration)>| {
@@ -134,5 +143,8 @@ fn main() {
     row(&format!("{n} native plugin calls:"), t_native, None);
     row(&format!("{n} Python plugin calls (values):"), t_values, Some(t_native));
     row(&format!("{n} Python plugin calls (entity, 1 read):"), t_entities, Some(t_native));
+    for (name, t) in packaged {
+        row(&format!("first start, project tests/python/{name}:"), t, None);
+    }
     std::fs::remove_dir_all(&root).ok();
 }

@@ -188,6 +188,53 @@ fn a_plugin_that_never_returns_fails_the_compile_at_its_call() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// The bridge keeps `inmanta.server.bootloader` and `inmanta.protocol.endpoints` as stand-ins
+/// until a name read from them is used, and compiles `inmanta.agent.handler` with string
+/// annotations: a plugin that subclasses, calls, checks with `isinstance` and reads type hints
+/// gets the real things.
+#[test]
+fn a_plugin_using_the_modules_the_bridge_imports_late_gets_the_real_ones() {
+    let Some(python) = test_python() else { return };
+    let dir = std::env::temp_dir().join(format!("python-plugin-late-{}", std::process::id()));
+    copy_dir(&root().join("../examples/python-module"), &dir);
+    let init = dir.join("libs/kvconf/plugins/__init__.py");
+    let mut code = std::fs::read_to_string(&init).unwrap();
+    code.push_str(
+        r#"
+
+import typing as _typing
+from inmanta.protocol.endpoints import Client as _Client
+from inmanta.server.bootloader import InmantaBootloader as _Bootloader
+import inmanta.agent.handler as _handler
+
+
+class _MyClient(_Client):
+    pass
+
+
+@plugin
+def late() -> list[str]:
+    client = _MyClient("compiler")
+    hints = _typing.get_type_hints(_handler.HandlerContext.logs.fget)
+    return [
+        _MyClient.__mro__[1].__module__ + "." + _MyClient.__mro__[1].__name__,
+        str(isinstance(client, _Client)),
+        ",".join(sorted(_Bootloader.get_available_extensions())),
+        repr(hints["return"]),
+    ]
+"#,
+    );
+    std::fs::write(&init, code).unwrap();
+    std::fs::write(dir.join("main.cf"), "import kvconf\n\nx = kvconf::late()\n").unwrap();
+    let out = compile_project_with(&dir, &options(&dir, python)).expect("compiles");
+    let x = &out.variables["x"];
+    assert_eq!(x[0], "inmanta.protocol.endpoints.Client", "{x}");
+    assert_eq!(x[1], "True", "{x}");
+    assert!(x[2].as_str().unwrap().contains("core"), "{x}");
+    assert_eq!(x[3], "list[inmanta.data.LogLine]", "{x}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn a_module_with_python_code_and_no_python_says_what_is_missing() {
     let dir = std::env::temp_dir().join(format!("python-missing-{}", std::process::id()));
