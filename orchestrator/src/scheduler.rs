@@ -96,6 +96,9 @@ pub struct SchedulerStatus {
     pub scheduled: usize,
     pub running: usize,
     pub dirty: usize,
+    /// Results of handler runs not yet stored in the database (our extension: the scheduler is
+    /// done with what it ran once this and `running` are 0).
+    pub unsaved: usize,
     /// resource id -> status as the scheduler sees it.
     pub resource_states: HashMap<String, String>,
 }
@@ -713,6 +716,7 @@ impl EnvScheduler {
         let mut done_rx = self.done_rx.take().expect("receiver set in new");
         let mut flush = tokio::time::interval(Duration::from_millis(100));
         let mut timers = tokio::time::interval(Duration::from_secs(1));
+        let stored = self.writer.stored_signal();
         loop {
             tokio::select! {
                 command = commands.recv() => match command {
@@ -721,6 +725,10 @@ impl EnvScheduler {
                 },
                 Some((rid, started, outcome)) = done_rx.recv() => self.finish(&rid, started, outcome),
                 _ = flush.tick() => self.flush_in_background(),
+                // Held back by unsaved results: hand the next batch over as soon as one is stored.
+                _ = stored.notified(), if self.unsaved() >= crate::scheduler_writes::MAX_UNSAVED => {
+                    self.flush_in_background()
+                }
                 _ = timers.tick() => self.timers(),
             }
             if self.writer.lost() {
@@ -887,6 +895,7 @@ impl EnvScheduler {
                     scheduled: self.tasks.len(),
                     running: self.running.len(),
                     dirty: self.resources.values().filter(|r| r.dirty).count(),
+                    unsaved: self.unsaved(),
                     resource_states,
                 });
             }
@@ -1017,7 +1026,7 @@ impl EnvScheduler {
         // have ended (its results, and which tasks it had started, are not all stored): no
         // handler runs here before that.
         let waiting = |l: &Arc<Lease>| !l.valid() || l.hold_until > Instant::now();
-        if self.halted || self.draining.is_some() || self.lease.as_ref().is_some_and(waiting) {
+        if self.halted || self.draining.is_some() || self.lease.as_ref().is_some_and(waiting) || self.held_back() {
             return;
         }
         let free: Vec<String> = self
@@ -1034,7 +1043,7 @@ impl EnvScheduler {
                 }
                 self.start_task(&agent, &rid);
                 // A task skipped for its dependencies finishes at once: the agent is free again.
-                if self.agents.get(&agent).is_some_and(|q| q.busy) {
+                if self.agents.get(&agent).is_some_and(|q| q.busy) || self.held_back() {
                     break;
                 }
             }
@@ -1324,6 +1333,17 @@ impl EnvScheduler {
 
     fn fence(&self) -> Option<&crate::cluster::Fence> {
         self.lease.as_ref().map(|l| &l.fence)
+    }
+
+    /// Results of handler runs not yet stored: handed to the writer or collected for it.
+    fn unsaved(&self) -> usize {
+        self.finished.len() + self.writer.unsaved()
+    }
+
+    /// Too many results wait to be stored: no new handler run starts until the writer catches
+    /// up (scheduler_writes.rs).
+    fn held_back(&self) -> bool {
+        self.unsaved() >= crate::scheduler_writes::MAX_UNSAVED
     }
 
     /// What was written down since the last batch.

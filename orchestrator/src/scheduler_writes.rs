@@ -9,15 +9,23 @@
 //! at a time, while the loop keeps dispatching; a batch is handed over only when the writer is
 //! idle, so the writes that pile up meanwhile go out as one bigger batch.
 //!
+//! Two bounds keep this from turning into a backlog. A batch is stored in transactions of at
+//! most [`ROWS_PER_TRANSACTION`] results, so another writer (a parameter, a new version) waits for
+//! one such commit and not for a whole backlog: on SQLite there is one write connection. And the
+//! scheduler starts no new handler run while its results not yet stored (handed over, see
+//! [`Writer::unsaved`], or collected for the next batch) number [`MAX_UNSAVED`]: results never pile up
+//! in memory faster than the database stores them, and what the status says is done is stored
+//! soon after. Without them, a repair of 100 000 resources left tens of thousands of results in
+//! memory and one transaction of them holding SQLite's write lock for many seconds.
+//!
 //! Fencing is unchanged (docs/ha.md): every transaction still checks the lease's epoch before it
-//! commits (`Store::commit_fenced`), and a batch is one transaction, so it lands whole or not at
-//! all. When a commit is refused, the writer drops every later batch
-//! and [`Writer::lost`] tells the scheduler, which ends.
+//! commits (`Store::commit_fenced`). When a commit is refused, the writer drops the rest of the
+//! batch and every later batch, and [`Writer::lost`] tells the scheduler, which ends.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 use uuid::Uuid;
 
 use crate::cluster::Fence;
@@ -34,9 +42,36 @@ pub(crate) struct Batch {
     pub blocked: Vec<(String, &'static str)>,
 }
 
+/// Results stored in one transaction at most.
+pub(crate) const ROWS_PER_TRANSACTION: usize = 1_000;
+
+/// Results the scheduler may hold unsaved before it stops starting handler runs.
+pub(crate) const MAX_UNSAVED: usize = 4 * ROWS_PER_TRANSACTION;
+
 impl Batch {
     fn is_empty(&self) -> bool {
         self.started.is_empty() && self.finished.is_empty() && self.blocked.is_empty()
+    }
+
+    /// Splits the batch into transactions of at most [`ROWS_PER_TRANSACTION`] results, in
+    /// order: the deploying marks go with the first, the block changes with the last.
+    fn into_transactions(self) -> Vec<Batch> {
+        let Batch { started, mut finished, blocked } = self;
+        let mut parts = vec![];
+        let mut started = Some(started);
+        loop {
+            let rest = finished.split_off(finished.len().min(ROWS_PER_TRANSACTION));
+            let last = rest.is_empty();
+            parts.push(Batch {
+                started: started.take().unwrap_or_default(),
+                finished,
+                blocked: if last { blocked.clone() } else { vec![] },
+            });
+            if last {
+                return parts;
+            }
+            finished = rest;
+        }
     }
 }
 
@@ -47,6 +82,10 @@ pub(crate) struct Writer {
     jobs: mpsc::UnboundedSender<Job>,
     /// Batches handed over and not yet committed (or dropped).
     pending: Arc<AtomicUsize>,
+    /// Results handed over and not yet committed (or dropped).
+    unsaved: Arc<AtomicUsize>,
+    /// Signalled each time a transaction of results is stored, and when a batch is done.
+    stored: Arc<Notify>,
     lost: Arc<AtomicBool>,
 }
 
@@ -55,25 +94,45 @@ impl Writer {
     pub(crate) fn start(orchestrator: Orchestrator, env: Uuid, fence: Option<Fence>) -> Writer {
         let (jobs, mut queue) = mpsc::unbounded_channel::<Job>();
         let pending = Arc::new(AtomicUsize::new(0));
+        let unsaved = Arc::new(AtomicUsize::new(0));
+        let stored = Arc::new(Notify::new());
         let lost = Arc::new(AtomicBool::new(false));
-        let (task_pending, task_lost) = (pending.clone(), lost.clone());
+        let (task_pending, task_unsaved, task_stored, task_lost) =
+            (pending.clone(), unsaved.clone(), stored.clone(), lost.clone());
         tokio::spawn(async move {
             while let Some((batch, done)) = queue.recv().await {
-                if !task_lost.load(Ordering::SeqCst) && !batch.is_empty() {
-                    let lease_lost = write(&orchestrator, env, batch, fence.as_ref()).await;
-                    if lease_lost {
-                        // Nothing of this epoch may land any more; the new owner redeploys what
-                        // is unknown.
-                        task_lost.store(true, Ordering::SeqCst);
+                for part in batch.into_transactions() {
+                    let results = part.finished.len();
+                    if !task_lost.load(Ordering::SeqCst) && !part.is_empty() {
+                        let lease_lost = write(&orchestrator, env, part, fence.as_ref()).await;
+                        if lease_lost {
+                            // Nothing of this epoch may land any more; the new owner redeploys
+                            // what is unknown.
+                            task_lost.store(true, Ordering::SeqCst);
+                        }
                     }
+                    task_unsaved.fetch_sub(results, Ordering::SeqCst);
+                    task_stored.notify_one();
                 }
                 task_pending.fetch_sub(1, Ordering::SeqCst);
+                task_stored.notify_one();
                 if let Some(done) = done {
                     let _ = done.send(());
                 }
             }
         });
-        Writer { jobs, pending, lost }
+        Writer { jobs, pending, unsaved, stored, lost }
+    }
+
+    /// Results handed over and not yet stored.
+    pub(crate) fn unsaved(&self) -> usize {
+        self.unsaved.load(Ordering::SeqCst)
+    }
+
+    /// Signalled each time a transaction of results is stored and when a batch is done (a
+    /// permit waits when nobody is waiting).
+    pub(crate) fn stored_signal(&self) -> Arc<Notify> {
+        self.stored.clone()
     }
 
     /// No batch is waiting to be stored: the next one can be handed over. While one is being
@@ -105,10 +164,13 @@ impl Writer {
     }
 
     fn send(&self, batch: Batch, done: Option<oneshot::Sender<()>>) {
+        let results = batch.finished.len();
         self.pending.fetch_add(1, Ordering::SeqCst);
+        self.unsaved.fetch_add(results, Ordering::SeqCst);
         if self.jobs.send((batch, done)).is_err() {
             // The writer task is gone (the runtime is shutting down): nothing is pending.
             self.pending.fetch_sub(1, Ordering::SeqCst);
+            self.unsaved.fetch_sub(results, Ordering::SeqCst);
         }
     }
 }
@@ -126,5 +188,56 @@ async fn write(orchestrator: &Orchestrator, env: Uuid, batch: Batch, fence: Opti
             );
             false
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::ActionOutcome;
+
+    fn finished(n: usize) -> Vec<FinishedAction> {
+        (0..n)
+            .map(|i| FinishedAction {
+                action_id: Uuid::new_v4(),
+                version: i as i64,
+                action: "deploy".into(),
+                started: String::new(),
+                resource_ids: vec![],
+                outcome: ActionOutcome {
+                    status: "deployed".into(),
+                    messages: vec![],
+                    changes: None,
+                    change: None,
+                    send_event: None,
+                },
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_batch_is_stored_in_transactions_of_bounded_size_in_order() {
+        let batch = Batch {
+            started: vec!["a".into(), "b".into()],
+            finished: finished(2 * ROWS_PER_TRANSACTION + 500),
+            blocked: vec![("c".into(), "temporary")],
+        };
+        let parts = batch.into_transactions();
+        let sizes: Vec<usize> = parts.iter().map(|p| p.finished.len()).collect();
+        assert_eq!(sizes, [ROWS_PER_TRANSACTION, ROWS_PER_TRANSACTION, 500]);
+        let versions: Vec<i64> = parts.iter().flat_map(|p| p.finished.iter().map(|f| f.version)).collect();
+        assert_eq!(versions, (0..(2 * ROWS_PER_TRANSACTION + 500) as i64).collect::<Vec<_>>());
+        assert_eq!(parts[0].started, ["a", "b"]);
+        assert!(parts[1..].iter().all(|p| p.started.is_empty()));
+        assert!(parts[..2].iter().all(|p| p.blocked.is_empty()));
+        assert_eq!(parts[2].blocked, [("c".to_string(), "temporary")]);
+    }
+
+    #[test]
+    fn a_batch_without_results_is_one_transaction() {
+        let batch = Batch { started: vec!["a".into()], finished: vec![], blocked: vec![("b".into(), "no")] };
+        let parts = batch.into_transactions();
+        assert_eq!(parts.len(), 1);
+        assert_eq!((parts[0].started.len(), parts[0].blocked.len()), (1, 1));
     }
 }

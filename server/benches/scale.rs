@@ -11,7 +11,7 @@
 //! URL such as `postgres://postgres@127.0.0.1:5432/postgres`; each run gets a fresh database);
 //! `LOAD_SECONDS` the length of the load test (default 10); `BIG=200000` adds a put_version of
 //! that many resources while writes and health are timed beside it, then its whole version and
-//! diff.
+//! diff. `BENCH_SERVER_LOG=FILE` keeps the server's log (its stderr; `RUST_LOG` applies).
 
 mod common;
 
@@ -149,7 +149,9 @@ async fn wait_deployed(server: &Server, env: &str, n: u64, every: Duration) -> I
 async fn wait_scheduler_idle(server: &Server, env: &str, every: Duration) -> Instant {
     loop {
         let status = server.call(Method::GET, "/api/v2/scheduler_status", Some(env), None).await;
-        let busy = status["data"]["scheduled"].as_u64().unwrap_or(0) + status["data"]["running"].as_u64().unwrap_or(0);
+        // Done means stored: the results the scheduler still holds unsaved count too.
+        let busy =
+            ["scheduled", "running", "unsaved"].iter().map(|k| status["data"][k].as_u64().unwrap_or(0)).sum::<u64>();
         if busy == 0 {
             return Instant::now();
         }

@@ -38,7 +38,14 @@ impl Server {
         let mut server = Command::new(BIN);
         server.args(["server", "--bind-port", "0", "--state-dir"]).arg(state);
         with_database(&mut server);
-        let mut child = server.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("start inmanta server");
+        // The server's log is thrown away unless BENCH_SERVER_LOG names a file to append it to.
+        let log = match std::env::var_os("BENCH_SERVER_LOG") {
+            Some(path) => {
+                Stdio::from(std::fs::OpenOptions::new().create(true).append(true).open(path).expect("BENCH_SERVER_LOG"))
+            }
+            None => Stdio::null(),
+        };
+        let mut child = server.stdout(Stdio::piped()).stderr(log).spawn().expect("start inmanta server");
         let stdout = child.stdout.take().expect("stdout");
         let mut line = String::new();
         BufReader::new(stdout).read_line(&mut line).expect("server output");
