@@ -1,5 +1,11 @@
 //! The `inmanta` binary: server, and the client commands that drive it over the REST API.
 
+// mimalloc instead of glibc's malloc: `perf` on the server under the scale bench put 17 % (first
+// deploy) to 28 % (50 clients listing) of its samples in glibc's allocator (`_int_malloc`,
+// `malloc_consolidate`, `unlink_chunk`, `free`) across the runtime's threads.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod agents;
 mod cli;
 mod compile_runner;
