@@ -149,7 +149,9 @@ async fn every_resource_deploys_after_crashes_during_export_and_deploy() {
                 *value += 1;
             }
         }
-        export(&s, &env, resources(&requires, &values, &[])).await.unwrap_or_else(|e| panic!("{e}"));
+        export(&s, &env, resources(&requires, &values, &[]))
+            .await
+            .unwrap_or_else(|e| panic!("{e}\nserver log:\n{}", s.log()));
         match wait_all_deployed(&s, &env).await {
             Ok(took) => eprintln!(
                 "iteration {iteration}: killed after {kill_after:?} ({}), all deployed {took:?} after the restart",
