@@ -726,7 +726,7 @@ impl EnvScheduler {
                 Some((rid, started, outcome)) = done_rx.recv() => self.finish(&rid, started, outcome),
                 _ = flush.tick() => self.flush_in_background(),
                 // Held back by unsaved results: hand the next batch over as soon as one is stored.
-                _ = stored.notified(), if self.unsaved() >= crate::scheduler_writes::MAX_UNSAVED => {
+                _ = stored.notified(), if self.held_back() => {
                     self.flush_in_background()
                 }
                 _ = timers.tick() => self.timers(),
