@@ -24,3 +24,50 @@ pub enum Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// The database failed in a way that a later attempt of the same transaction can get past:
+    /// the connection was lost or the server ended it (a failover, an administrator, a restart),
+    /// the pool had no connection in time, or the database gave up on a transaction because of
+    /// a concurrent one (a deadlock, a serialization failure, SQLite's busy or locked). Nothing
+    /// of the failed transaction was applied, unless the connection was lost during its commit.
+    pub fn is_transient(&self) -> bool {
+        let Error::Database(e) = self else { return false };
+        match e {
+            sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::Protocol(_) => true,
+            sqlx::Error::Database(db) => db.code().is_some_and(|code| transient_code(&code)),
+            _ => false,
+        }
+    }
+
+    /// A row with the same key exists already.
+    pub fn is_unique_violation(&self) -> bool {
+        matches!(self, Error::Database(sqlx::Error::Database(db)) if db.is_unique_violation())
+    }
+}
+
+/// PostgreSQL's SQLSTATE classes 08 (connection exception) and 57P (operator intervention:
+/// admin shutdown, crash shutdown, cannot connect now), 40001 (serialization failure) and 40P01
+/// (deadlock); SQLite's SQLITE_BUSY (5) and SQLITE_LOCKED (6) with their extended codes.
+/// PostgreSQL's codes have five characters, SQLite's (extended) codes are numbers below 10 000.
+fn transient_code(code: &str) -> bool {
+    if code.len() == 5 {
+        return code.starts_with("08") || code.starts_with("57P") || code == "40001" || code == "40P01";
+    }
+    code.parse::<i64>().is_ok_and(|n| matches!(n & 0xff, 5 | 6))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::transient_code;
+
+    #[test]
+    fn connection_loss_deadlocks_and_busy_are_transient_constraint_errors_are_not() {
+        for code in ["08006", "08003", "57P01", "57P03", "40001", "40P01", "5", "6", "517", "262"] {
+            assert!(transient_code(code), "{code}");
+        }
+        for code in ["23505", "23503", "42P01", "22P02", "00005", "19", "2067", "1"] {
+            assert!(!transient_code(code), "{code}");
+        }
+    }
+}

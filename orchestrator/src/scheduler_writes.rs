@@ -20,12 +20,15 @@
 //!
 //! Fencing is unchanged (docs/ha.md): every transaction still checks the lease's epoch before it
 //! commits (`Store::commit_fenced`). When a commit is refused, the writer drops the rest of the
-//! batch and every later batch, and [`Writer::lost`] tells the scheduler, which ends.
+//! batch and every later batch, and [`Writer::lost`] tells the scheduler, which ends. A commit
+//! that fails for a reason that passes (a cut connection, a deadlock) is tried again.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
 
 use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::time::Instant;
 use uuid::Uuid;
 
 use crate::cluster::Fence;
@@ -175,19 +178,44 @@ impl Writer {
     }
 }
 
+/// How long a batch is retried while the database fails in a way that passes (see
+/// [`Error::is_transient`]): longer than a database failover takes, shorter than an operator
+/// waits for a stopping server.
+const RETRY_FOR: Duration = Duration::from_secs(120);
+
 /// Stores one batch in one fenced transaction; true when the lease was lost.
+///
+/// A transient failure (the connection cut, a deadlock) is retried: the scheduler already
+/// counts these results as done and would not run the resources again, so a batch dropped
+/// here left them unknown to the database until the next repair. When the connection was lost
+/// during the commit, the commit may have landed: the retry then finds its actions stored
+/// (a unique violation on their ids) and stops there.
 async fn write(orchestrator: &Orchestrator, env: Uuid, batch: Batch, fence: Option<&Fence>) -> bool {
     let Batch { started, finished, blocked } = batch;
-    match orchestrator.record_scheduler_batch(env, &started, &finished, &blocked, fence).await {
-        Ok(()) => false,
-        Err(Error::LeaseLost(_)) => true,
-        Err(e) => {
+    let deadline = Instant::now() + RETRY_FOR;
+    let mut pause = Duration::from_millis(50);
+    let mut retried = false;
+    loop {
+        let error = match orchestrator.record_scheduler_batch(env, &started, &finished, &blocked, fence).await {
+            Ok(()) => return false,
+            Err(Error::LeaseLost(_)) => return true,
+            Err(e) if retried && e.is_unique_violation() => {
+                tracing::info!(%env, "the scheduler's writes were stored by an attempt whose connection was lost");
+                return false;
+            }
+            Err(e) => e,
+        };
+        if !error.is_transient() || Instant::now() + pause > deadline {
             tracing::error!(
-                %env, error = %e, started = started.len(), finished = finished.len(), blocked = blocked.len(),
+                %env, error = %error, started = started.len(), finished = finished.len(), blocked = blocked.len(),
                 "could not store the scheduler's writes"
             );
-            false
+            return false;
         }
+        tracing::warn!(%env, error = %error, retry_in = ?pause, "storing the scheduler's writes failed; retrying");
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(2));
+        retried = true;
     }
 }
 
@@ -231,6 +259,86 @@ mod tests {
         assert!(parts[1..].iter().all(|p| p.started.is_empty()));
         assert!(parts[..2].iter().all(|p| p.blocked.is_empty()));
         assert_eq!(parts[2].blocked, [("c".to_string(), "temporary")]);
+    }
+
+    /// The connection of a scheduler's write is cut in the middle of its transaction (what a
+    /// database failover or `pg_terminate_backend` does): the batch is stored anyway.
+    #[tokio::test]
+    async fn a_batch_whose_connection_is_cut_is_stored_by_a_retry() {
+        use sqlx::Connection;
+        if std::env::var("INMANTA_TEST_POSTGRES").unwrap_or_default().is_empty() {
+            eprintln!("cutting one connection needs PostgreSQL: set INMANTA_TEST_POSTGRES");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let url = crate::testing::fresh_database_url(dir.path()).await.unwrap();
+        let o = Orchestrator::open(&url).await.unwrap();
+        let project = o.create_project("p", None).await.unwrap().id;
+        let env = o
+            .create_environment(api::environment::EnvironmentCreate {
+                project_id: project,
+                name: "e".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .id;
+        let rid = "std::testing::NullResource[a,name=x]";
+        let resource = serde_json::json!({"id": format!("{rid},v=0"), "name": "x", "agentname": "a", "send_event": false, "purged": false, "requires": []});
+        let version = o.reserve_version(env).await.unwrap();
+        o.put_version(
+            env,
+            api::version::PutVersion {
+                version,
+                resources: vec![resource.as_object().unwrap().clone()],
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+        // auto_deploy is on by default: the version is released.
+
+        // Another session holds the table, so the write waits inside its transaction...
+        let mut locker = sqlx::AnyConnection::connect(&url).await.unwrap();
+        sqlx::query("BEGIN").execute(&mut locker).await.unwrap();
+        sqlx::query("LOCK TABLE resource_persistent_state IN ACCESS EXCLUSIVE MODE")
+            .execute(&mut locker)
+            .await
+            .unwrap();
+        let batch = Batch { started: vec![rid.to_string()], finished: vec![], blocked: vec![] };
+        let writing = tokio::spawn({
+            let o = o.clone();
+            async move { write(&o, env, batch, None).await }
+        });
+        // ...where its connection is cut.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let cut: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()) t",
+            )
+            .fetch_one(&mut locker)
+            .await
+            .unwrap();
+            if cut > 0 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the write never waited for the lock");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        sqlx::query("COMMIT").execute(&mut locker).await.unwrap();
+
+        let lease_lost = tokio::time::timeout(Duration::from_secs(30), writing).await.unwrap().unwrap();
+        assert!(!lease_lost);
+        let deploying: i64 = sqlx::query_scalar(
+            "SELECT is_deploying FROM resource_persistent_state WHERE environment = $1 AND resource_id = $2",
+        )
+        .bind(env.to_string())
+        .bind(rid)
+        .fetch_one(o.store().pool())
+        .await
+        .unwrap();
+        assert_eq!(deploying, 1, "the write lost with its connection was not made again");
     }
 
     #[test]

@@ -161,6 +161,30 @@ impl Orchestrator {
         .await
         .map_err(|e| Error::Corrupt(format!("validating the version failed: {e}")))?;
         let prepared = prepared?;
+        // A deadlock with the scheduler's writes or a connection cut by a failover is no
+        // reason to refuse a compile's export: the transaction is tried again, a few times.
+        let mut pause = std::time::Duration::from_millis(50);
+        for attempt in 1.. {
+            match self.store_new_version(env, &req, &prepared).await {
+                Err(e) if e.is_transient() && attempt < 4 => {
+                    tracing::warn!(%env, version, error = %e, "storing the version failed; retrying");
+                    tokio::time::sleep(pause).await;
+                    pause *= 4;
+                }
+                stored => {
+                    stored?;
+                    break;
+                }
+            }
+        }
+        self.store.wrote_rows("resource", prepared.resources.len() as u64);
+        self.after_store(env, version).await
+    }
+
+    /// The transaction of [`Orchestrator::put_version`]: checks the version was reserved and is
+    /// new, then stores it.
+    async fn store_new_version(&self, env: Uuid, req: &PutVersion, prepared: &PreparedVersion) -> Result<()> {
+        let version = req.version;
         let mut tx = self.store.begin_write().await?;
         let last: Option<i64> = sqlx::query_scalar("SELECT last_version FROM environment WHERE id = $1")
             .bind(env.to_string())
@@ -181,10 +205,9 @@ impl Orchestrator {
         if exists.is_some() {
             return Err(Error::Conflict(format!("version {version} already exists in this environment")));
         }
-        store_version(&mut tx, self.store.kind(), env, &req, &prepared, None).await?;
+        store_version(&mut tx, self.store.kind(), env, req, prepared, None).await?;
         tx.commit().await?;
-        self.store.wrote_rows("resource", prepared.resources.len() as u64);
-        self.after_store(env, version).await
+        Ok(())
     }
 
     /// `PUT /api/v2/version/partial`: a new version made of the latest one with the resource
