@@ -11,74 +11,8 @@ use crate::host::Host;
 use crate::resource::{FileSource, ResourceRequest};
 use api::resource::{DiscoveredResourceInput, LogLine};
 
-/// The final state of one handler run, as deploy.md §3.5 names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum HandlerStatus {
-    Deployed,
-    Failed,
-    Skipped,
-    Unavailable,
-    NonCompliant,
-    Dry,
-}
-
-impl HandlerStatus {
-    /// The wire name (`deployed`, `failed`, `skipped`, `unavailable`, `non_compliant`, `dry`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HandlerStatus::Deployed => "deployed",
-            HandlerStatus::Failed => "failed",
-            HandlerStatus::Skipped => "skipped",
-            HandlerStatus::Unavailable => "unavailable",
-            HandlerStatus::NonCompliant => "non_compliant",
-            HandlerStatus::Dry => "dry",
-        }
-    }
-
-    pub(crate) fn parse(s: &str) -> Option<HandlerStatus> {
-        Some(match s {
-            "deployed" => HandlerStatus::Deployed,
-            "failed" => HandlerStatus::Failed,
-            "skipped" => HandlerStatus::Skipped,
-            "unavailable" => HandlerStatus::Unavailable,
-            "non_compliant" => HandlerStatus::NonCompliant,
-            "dry" => HandlerStatus::Dry,
-            _ => return None,
-        })
-    }
-}
-
-/// The kind of change a run made; one per run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Change {
-    #[default]
-    NoChange,
-    Created,
-    Purged,
-    Updated,
-}
-
-impl Change {
-    /// The wire name (`nochange`, `created`, `purged`, `updated`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Change::NoChange => "nochange",
-            Change::Created => "created",
-            Change::Purged => "purged",
-            Change::Updated => "updated",
-        }
-    }
-
-    pub(crate) fn parse(s: &str) -> Option<Change> {
-        Some(match s {
-            "nochange" => Change::NoChange,
-            "created" => Change::Created,
-            "purged" => Change::Purged,
-            "updated" => Change::Updated,
-            _ => return None,
-        })
-    }
-}
+/// How a run ended and the kind of change it made are the API's vocabulary.
+pub use api::state::{Change, HandlerStatus};
 
 /// One changed attribute: what the world has and what the model wants.
 #[derive(Debug, Clone, PartialEq)]
@@ -373,15 +307,5 @@ mod tests {
         let d = diff_attributes(cur.as_object().unwrap(), want.as_object().unwrap());
         assert_eq!(d.keys().collect::<Vec<_>>(), vec!["a"]);
         assert_eq!(d["a"], AttributeChange { current: json!(1), desired: json!(2) });
-    }
-
-    #[test]
-    fn wire_names() {
-        for s in ["deployed", "failed", "skipped", "unavailable", "non_compliant", "dry"] {
-            assert_eq!(HandlerStatus::parse(s).unwrap().as_str(), s);
-        }
-        for s in ["nochange", "created", "purged", "updated"] {
-            assert_eq!(Change::parse(s).unwrap().as_str(), s);
-        }
     }
 }

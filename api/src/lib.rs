@@ -12,6 +12,7 @@ pub mod operations;
 pub mod paging;
 pub mod resource;
 pub mod settings;
+pub mod state;
 pub mod status;
 pub mod url;
 pub mod version;
@@ -22,6 +23,10 @@ pub mod client;
 pub use environment::{Environment, EnvironmentV1, Project, ProjectV1};
 pub use resource::ResourceId;
 pub use settings::{SettingDefinition, SettingType, SettingValue};
+pub use state::{
+    ActionKind, AgentStatus, Blocked, Change, CompileStatus, HandlerStatus, ResourceDiffStatus, ResourceState,
+    StateVector,
+};
 
 use serde::{Deserialize, Serialize};
 

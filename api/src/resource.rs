@@ -5,6 +5,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::state::{ActionKind, Change, HandlerStatus, ResourceState};
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ResourceId {
     pub entity_type: String,
@@ -136,8 +138,8 @@ pub struct LatestReleasedResource {
     pub resource_version_id: String,
     pub id_details: ResourceIdDetails,
     pub requires: Vec<String>,
-    /// A ReleasedResourceState: a resource state or `orphaned`.
-    pub status: String,
+    /// A resource state or `orphaned`.
+    pub status: ResourceState,
 }
 
 /// `GET /api/v2/resource/<rid>`.
@@ -151,8 +153,8 @@ pub struct ReleasedResourceDetails {
     pub attributes: serde_json::Map<String, serde_json::Value>,
     pub last_deploy: Option<String>,
     pub first_generated_time: String,
-    pub status: String,
-    pub requires_status: std::collections::BTreeMap<String, String>,
+    pub status: ResourceState,
+    pub requires_status: std::collections::BTreeMap<String, ResourceState>,
 }
 
 /// One distinct desired state a resource has had.
@@ -198,13 +200,13 @@ pub struct ResourceAction {
     pub version: i64,
     pub resource_version_ids: Vec<String>,
     pub action_id: uuid::Uuid,
-    pub action: String,
+    pub action: ActionKind,
     pub started: String,
     pub finished: Option<String>,
     pub messages: Option<Vec<LogLine>>,
-    pub status: Option<String>,
+    pub status: Option<HandlerStatus>,
     pub changes: Option<serde_json::Value>,
-    pub change: Option<String>,
+    pub change: Option<Change>,
     pub send_event: Option<bool>,
 }
 
@@ -212,26 +214,8 @@ pub struct ResourceAction {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ResourceDeploySummary {
     pub total: u64,
-    pub by_state: std::collections::BTreeMap<String, u64>,
+    pub by_state: std::collections::BTreeMap<ResourceState, u64>,
 }
-
-/// Every resource state (reference/api.md §3), in wire form.
-pub const RESOURCE_STATES: &[&str] = &[
-    "unavailable",
-    "skipped",
-    "dry",
-    "deployed",
-    "failed",
-    "deploying",
-    "available",
-    "cancelled",
-    "undefined",
-    "skipped_for_undefined",
-    "non_compliant",
-];
-
-/// Resource action kinds (the `action` of a resource action).
-pub const RESOURCE_ACTIONS: &[&str] = &["store", "push", "pull", "deploy", "dryrun", "getfact", "other"];
 
 /// Log levels from least to most severe, with the numbers used to compare them.
 pub const LOG_LEVELS: &[(&str, i64)] =

@@ -134,22 +134,7 @@ pub struct VersionedResourceDetails {
     pub version: i64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ResourceDiffStatus {
-    Added,
-    Modified,
-    Deleted,
-    Unmodified,
-    AgentDown,
-    Undefined,
-    SkippedForUndefined,
-    /// This project's addition (reference/deploy.md §7): a requirement is not deployed, so the
-    /// handler could not tell what would change.
-    SkippedForDependency,
-    /// This project's addition: the handler failed to read the current state.
-    Failed,
-}
+pub use crate::state::ResourceDiffStatus;
 
 /// A dry run of a version (reference/api.md §4.4).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -115,11 +115,14 @@ mod backend {
     pub fn summary(s: &api::resource::ResourceDeploySummary) -> Vec<(String, u64)> {
         let mut out: Vec<(String, u64)> = crate::model::RESOURCE_STATES
             .iter()
-            .filter_map(|state| s.by_state.get(*state).map(|n| (state.to_string(), *n)))
+            .filter_map(|state| {
+                let n = s.by_state.get(&api::ResourceState::parse(state)?)?;
+                Some((state.to_string(), *n))
+            })
             .collect();
         for (state, n) in &s.by_state {
-            if !out.iter().any(|(s, _)| s == state) {
-                out.push((state.clone(), *n));
+            if !out.iter().any(|(s, _)| s == state.as_str()) {
+                out.push((state.to_string(), *n));
             }
         }
         out
@@ -568,13 +571,13 @@ pub async fn resources(query: TableQuery) -> Result<ResourcesView, ServerFnError
     let mut rows = Vec::with_capacity(page.items.len());
     for r in page.items {
         // Only the rows of this page, and only those that are not deployed, cost a query.
-        let problem = resource_problem(&s.orchestrator, env_id(&query.env)?, &r.resource_id, &r.status).await?;
+        let problem = resource_problem(&s.orchestrator, env_id(&query.env)?, &r.resource_id, r.status.as_str()).await?;
         rows.push(ResourceRow {
             id: r.resource_id,
             resource_type: r.id_details.resource_type,
             agent: r.id_details.agent,
             value: r.id_details.resource_id_value,
-            status: r.status,
+            status: r.status.to_string(),
             requires: r.requires.len(),
             problem,
         });
@@ -603,7 +606,8 @@ async fn resource_problem(
         }
         "available" | "skipped" | "skipped_for_undefined" => {
             let details = o.released_resource(env, rid).await.map_err(fail)?;
-            let requires: Vec<(String, String)> = details.requires_status.into_iter().collect();
+            let requires: Vec<(String, String)> =
+                details.requires_status.into_iter().map(|(r, s)| (r, s.to_string())).collect();
             Ok(Problem::blocked_by(&requires))
         }
         _ => Ok(None),
@@ -625,18 +629,18 @@ pub async fn deploy(env: String, repair: bool, agent: Option<String>) -> Result<
 pub async fn load_resource_details(env: String, rid: String) -> Result<ResourceDetails, ServerFnError> {
     let s = services_for("resource.read", &env)?;
     let r = s.orchestrator.released_resource(env_id(&env)?, &rid).await.map_err(fail)?;
-    let problem = resource_problem(&s.orchestrator, env_id(&env)?, &rid, &r.status).await?;
+    let problem = resource_problem(&s.orchestrator, env_id(&env)?, &rid, r.status.as_str()).await?;
     Ok(ResourceDetails {
         problem,
         id: r.resource_id,
         resource_type: r.resource_type,
         agent: r.agent,
         value: r.id_attribute_value,
-        status: r.status,
+        status: r.status.to_string(),
         last_deploy: r.last_deploy,
         first_generated: r.first_generated_time,
         attributes: attributes(&r.attributes),
-        requires: r.requires_status.into_iter().collect(),
+        requires: r.requires_status.into_iter().map(|(r, s)| (r, s.to_string())).collect(),
     })
 }
 
@@ -956,7 +960,7 @@ pub async fn resource_graph(env: String, focus: GraphFocus) -> Result<Graph, Ser
         .map(|((r, (column, row)), label)| GraphNode {
             id: r.resource_id.clone(),
             label,
-            status: r.status.clone(),
+            status: r.status.to_string(),
             x: 20.0 + (column % per_band) as f64 * GRAPH_COLUMN,
             y: 20.0 + (column / per_band) as f64 * band_height + *row as f64 * GRAPH_ROW,
         })

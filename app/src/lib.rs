@@ -647,8 +647,12 @@ mod tests {
             "content": {"current": "line 1\nold line\n", "desired": "line 1\nnew line\n"},
         });
         let rid = |i: usize| format!("std::testing::NullResource[agent1,name=n{i}],v=2");
-        o.dryrun_update(env, run.id, &rid(0), "modified", changes.as_object().unwrap()).await.unwrap();
-        o.dryrun_update(env, run.id, &rid(1), "unmodified", &serde_json::Map::new()).await.unwrap();
+        o.dryrun_update(env, run.id, &rid(0), api::ResourceDiffStatus::Modified, changes.as_object().unwrap())
+            .await
+            .unwrap();
+        o.dryrun_update(env, run.id, &rid(1), api::ResourceDiffStatus::Unmodified, &serde_json::Map::new())
+            .await
+            .unwrap();
 
         let (_, html) = get(router.clone(), &format!("/console/desiredstate/2/compliancecheck?env={env}")).await;
         for needle in [

@@ -20,8 +20,8 @@ impl Dispatch for Instant0 {
     fn execute(&self, _agent: &str, _task: Task) -> Pin<Box<dyn Future<Output = TaskOutcome> + Send>> {
         Box::pin(async {
             TaskOutcome {
-                status: "deployed".into(),
-                change: "nochange".into(),
+                status: api::HandlerStatus::Deployed,
+                change: api::Change::NoChange,
                 changes: Default::default(),
                 logs: vec![],
             }
@@ -54,7 +54,7 @@ async fn run(label: &str, url: &str, n: usize) {
     loop {
         schedulers.wait_idle(env).await.expect("idle");
         let summary = o.deploy_summary(env).await.expect("summary");
-        if summary.by_state.get("deployed").copied() == Some(n as u64) {
+        if summary.by_state.get(&api::ResourceState::Deployed).copied() == Some(n as u64) {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;

@@ -25,7 +25,7 @@ pub const AGENT_VIEW: View = View {
         Filter {
             name: "status",
             sql: STATUS_SQL,
-            kind: FilterKind::Choice { negatable: false, values: &["paused", "up", "down"] },
+            kind: FilterKind::Choice { negatable: false, values: api::AgentStatus::NAMES },
         },
     ],
     id_sql: "a.name",

@@ -158,7 +158,7 @@ impl Orchestrator {
         let mut diffs = Vec::with_capacity(changed.len() + deleted.len());
         for row in changed {
             let after = with_requires(&row.attributes, &row.requires)?;
-            let undefined = row.state == "undefined";
+            let undefined = row.state == api::ResourceState::Undefined.as_str();
             let (status, attributes) = match (&row.old_attributes, &row.old_requires) {
                 (Some(a), Some(r)) => {
                     let changed = attribute_diffs(Some(&with_requires(a, r)?), Some(&after));

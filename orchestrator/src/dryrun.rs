@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use api::ResourceId;
+use api::state::{HandlerStatus, ResourceState};
 use api::version::{DryRun, DryRunReport, ResourceDiff, ResourceDiffStatus};
 use sqlx::Row;
 use uuid::Uuid;
@@ -18,7 +19,7 @@ use crate::{Error, Orchestrator, Result};
 #[derive(Debug, Clone)]
 pub struct DryRunResult {
     pub resource_id: ResourceId,
-    pub status: String,
+    pub status: ResourceDiffStatus,
     pub changes: serde_json::Map<String, serde_json::Value>,
 }
 
@@ -31,8 +32,7 @@ pub struct DryRunTarget {
 }
 
 fn diff_status(text: &str) -> Result<ResourceDiffStatus> {
-    serde_json::from_value(serde_json::Value::String(text.to_string()))
-        .map_err(|_| Error::Corrupt(format!("bad dry-run status {text:?}")))
+    ResourceDiffStatus::parse(text).ok_or_else(|| Error::Corrupt(format!("bad dry-run status {text:?}")))
 }
 
 impl Orchestrator {
@@ -55,15 +55,15 @@ impl Orchestrator {
         .await?;
         let id = Uuid::new_v4();
         let mut targets = Vec::new();
-        let mut prefilled: Vec<(String, Option<&'static str>)> = Vec::with_capacity(rows.len());
+        let mut prefilled: Vec<(String, Option<ResourceDiffStatus>)> = Vec::with_capacity(rows.len());
         for row in &rows {
             let rid: String = row.try_get("resource_id")?;
             let state: String = row.try_get("state")?;
             let agent: String = row.try_get("agent")?;
-            let status = match state.as_str() {
-                "undefined" => Some("undefined"),
-                "skipped_for_undefined" => Some("skipped_for_undefined"),
-                _ if paused.contains(&agent) => Some("agent_down"),
+            let status = match ResourceState::parse(&state) {
+                Some(ResourceState::Undefined) => Some(ResourceDiffStatus::Undefined),
+                Some(ResourceState::SkippedForUndefined) => Some(ResourceDiffStatus::SkippedForUndefined),
+                _ if paused.contains(&agent) => Some(ResourceDiffStatus::AgentDown),
                 _ => None,
             };
             if status.is_none() {
@@ -117,17 +117,16 @@ impl Orchestrator {
         env: Uuid,
         id: Uuid,
         rid: &str,
-        status: &str,
+        status: ResourceDiffStatus,
         changes: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<()> {
         let (rid, _) = ResourceId::parse_versioned(rid).map_err(|e| Error::BadRequest(e.to_string()))?;
-        diff_status(status).map_err(|_| Error::BadRequest(format!("{status:?} is not a dry-run status")))?;
         let mut tx = self.store.begin_write().await?;
         let done = sqlx::query(
             "UPDATE dryrun_resource SET diff_status = $1, changes = $2 \
              WHERE environment = $3 AND dryrun = $4 AND resource_id = $5",
         )
-        .bind(status.to_string())
+        .bind(status.as_str())
         .bind(serde_json::Value::Object(changes.clone()).to_string())
         .bind(env.to_string())
         .bind(id.to_string())
@@ -152,11 +151,9 @@ impl Orchestrator {
         // One statement per distinct (status, changes), on the ids as a JSON list: most results
         // of a big dry run are alike (unmodified, no changes), and one statement per resource
         // cost a round trip each on PostgreSQL.
-        let mut groups: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+        let mut groups: BTreeMap<(ResourceDiffStatus, String), Vec<String>> = BTreeMap::new();
         for result in results {
-            diff_status(&result.status)
-                .map_err(|_| Error::BadRequest(format!("{:?} is not a dry-run status", result.status)))?;
-            let key = (result.status.clone(), serde_json::Value::Object(result.changes.clone()).to_string());
+            let key = (result.status, serde_json::Value::Object(result.changes.clone()).to_string());
             groups.entry(key).or_default().push(result.resource_id.to_string());
         }
         let sql = format!(
@@ -169,7 +166,7 @@ impl Orchestrator {
         for ((status, changes), rids) in groups {
             for chunk in rids.chunks(5000) {
                 let done = sqlx::query(&sql)
-                    .bind(status.clone())
+                    .bind(status.as_str())
                     .bind(changes.clone())
                     .bind(env.to_string())
                     .bind(id.to_string())
@@ -284,16 +281,19 @@ fn dryrun_attributes(
 }
 
 /// The report status of what a handler said in dry-run mode.
-pub fn status_of_outcome(outcome_status: &str, changes: &serde_json::Map<String, serde_json::Value>) -> &'static str {
+pub fn status_of_outcome(
+    outcome_status: HandlerStatus,
+    changes: &serde_json::Map<String, serde_json::Value>,
+) -> ResourceDiffStatus {
     let purged = changes.get("purged");
     let flag = |key: &str| purged.and_then(|p| p.get(key)).and_then(|v| v.as_bool());
     match outcome_status {
-        "failed" | "unavailable" => "failed",
-        "skipped_for_dependency" => "skipped_for_dependency",
-        _ if flag("current") == Some(true) && flag("desired") == Some(false) => "added",
-        _ if flag("current") == Some(false) && flag("desired") == Some(true) => "deleted",
-        _ if changes.is_empty() => "unmodified",
-        _ => "modified",
+        HandlerStatus::Failed | HandlerStatus::Unavailable => ResourceDiffStatus::Failed,
+        HandlerStatus::SkippedForDependency => ResourceDiffStatus::SkippedForDependency,
+        _ if flag("current") == Some(true) && flag("desired") == Some(false) => ResourceDiffStatus::Added,
+        _ if flag("current") == Some(false) && flag("desired") == Some(true) => ResourceDiffStatus::Deleted,
+        _ if changes.is_empty() => ResourceDiffStatus::Unmodified,
+        _ => ResourceDiffStatus::Modified,
     }
 }
 

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use api::state::{AgentStatus, ResourceState};
 use sqlx::Row;
 use uuid::Uuid;
 
@@ -60,9 +61,9 @@ pub const ALL: &[&str] = &[
 ];
 
 /// A resource deploy finished with this state after `took`.
-pub fn resource_deployed(environment: Uuid, state: &str, took: Duration) {
+pub fn resource_deployed(environment: Uuid, state: ResourceState, took: Duration) {
     let env = environment.to_string();
-    metrics::counter!(RESOURCE_DEPLOYS, "environment" => env.clone(), "result" => state.to_string()).increment(1);
+    metrics::counter!(RESOURCE_DEPLOYS, "environment" => env.clone(), "result" => state.as_str()).increment(1);
     metrics::histogram!(RESOURCE_DEPLOY_SECONDS, "environment" => env).record(took);
 }
 
@@ -106,10 +107,10 @@ impl Orchestrator {
         for env in self.list_environments().await? {
             counts.environments.insert(env.id, (env.name.clone(), env.project_id));
             counts.compile_queue.insert(env.id, 0);
-            for state in api::resource::RESOURCE_STATES.iter().filter(|s| **s != "dry") {
+            for state in ResourceState::RESOURCE_STATES.iter().filter(|s| **s != ResourceState::Dry) {
                 counts.resources.insert((env.id, state.to_string()), 0);
             }
-            for state in ["up", "down", "paused"] {
+            for state in AgentStatus::NAMES {
                 counts.agents.insert((env.id, state), 0);
             }
         }
@@ -125,7 +126,7 @@ impl Orchestrator {
             let Some(env) = known(&row.try_get::<String, _>("environment")?) else { continue };
             // `orphaned` is exactly is_orphan = 1 (not a released resource): skipped here so the
             // count reads the status index alone.
-            if row.try_get::<String, _>("status")? == "orphaned" {
+            if row.try_get::<String, _>("status")? == ResourceState::Orphaned.as_str() {
                 continue;
             }
             resources.push(((env, row.try_get::<String, _>("status")?), row.try_get::<i64, _>("n")? as u64));
@@ -140,11 +141,7 @@ impl Orchestrator {
         let mut agents = Vec::new();
         for row in rows {
             let Some(env) = known(&row.try_get::<String, _>("environment")?) else { continue };
-            let state = match row.try_get::<String, _>("state")?.as_str() {
-                "paused" => "paused",
-                "up" => "up",
-                _ => "down",
-            };
+            let state = AgentStatus::parse(&row.try_get::<String, _>("state")?).unwrap_or(AgentStatus::Down).as_str();
             agents.push(((env, state), row.try_get::<i64, _>("n")? as u64));
         }
         counts.agents.extend(agents);

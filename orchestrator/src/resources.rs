@@ -7,14 +7,15 @@
 //! through [`Orchestrator::begin_resource_action`] and [`Orchestrator::finish_resource_action`].
 //! The single API status is derived in SQL ([`STATUS_SQL`]) so that lists filter and sort on it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use api::ResourceId;
 use api::operations::NotificationSeverity;
 use api::resource::{
-    LatestReleasedResource, LogLine, RESOURCE_STATES, ReleasedResourceDetails, ResourceAction, ResourceDeploySummary,
-    ResourceHistory, ResourceIdDetails, ResourceLog,
+    LatestReleasedResource, LogLine, ReleasedResourceDetails, ResourceAction, ResourceDeploySummary, ResourceHistory,
+    ResourceIdDetails, ResourceLog,
 };
+use api::state::{ActionKind, Blocked, Change, HandlerStatus, ResourceState};
 use sqlx::Row;
 use uuid::Uuid;
 
@@ -30,20 +31,7 @@ use crate::{Error, Orchestrator, Result};
 pub const STATUS_SQL: &str = "s.status";
 
 /// What [`STATUS_SQL`] can say: every resource state and `orphaned`.
-pub const RESOURCE_STATUSES: &[&str] = &[
-    "unavailable",
-    "skipped",
-    "dry",
-    "deployed",
-    "failed",
-    "deploying",
-    "available",
-    "cancelled",
-    "undefined",
-    "skipped_for_undefined",
-    "non_compliant",
-    "orphaned",
-];
+pub const RESOURCE_STATUSES: &[&str] = ResourceState::NAMES;
 
 /// `GET /api/v2/resource` (reference/api.md §2.4).
 pub const RESOURCE_VIEW: View = View {
@@ -89,7 +77,7 @@ pub const LOG_VIEW: View = View {
         Filter {
             name: "action",
             sql: "a.action",
-            kind: FilterKind::Choice { negatable: false, values: api::resource::RESOURCE_ACTIONS },
+            kind: FilterKind::Choice { negatable: false, values: ActionKind::NAMES },
         },
     ],
     id_sql: "(l.action_id || ':' || CAST(l.seq AS TEXT))",
@@ -138,12 +126,10 @@ fn resource_not_found(rid: &ResourceId) -> Error {
 /// What a handler run ended in, as the scheduler reports it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ActionOutcome {
-    /// A HandlerResourceState: deployed, failed, skipped, skipped_for_dependency, unavailable,
-    /// non_compliant, dry.
-    pub status: String,
+    pub status: HandlerStatus,
     pub messages: Vec<LogLine>,
     pub changes: Option<serde_json::Value>,
-    pub change: Option<String>,
+    pub change: Option<Change>,
     pub send_event: Option<bool>,
 }
 
@@ -152,7 +138,7 @@ pub struct ActionOutcome {
 pub struct FinishedAction {
     pub action_id: Uuid,
     pub version: i64,
-    pub action: String,
+    pub action: ActionKind,
     pub started: String,
     pub resource_ids: Vec<ResourceId>,
     pub outcome: ActionOutcome,
@@ -282,7 +268,7 @@ impl Orchestrator {
                     id_details: ResourceIdDetails::from(&id),
                     requires: requires.iter().map(|r| format!("{r},v={version}")).collect(),
                     resource_id: row.resource_id.clone(),
-                    status: row.status.clone(),
+                    status: parse_stored(&row.status)?,
                 })
             })
             .collect::<Result<_>>()?;
@@ -299,14 +285,14 @@ impl Orchestrator {
         .bind(env.to_string())
         .fetch_all(self.store.pool())
         .await?;
-        let mut by_state: BTreeMap<String, u64> =
-            RESOURCE_STATES.iter().filter(|s| **s != "dry").map(|s| (s.to_string(), 0)).collect();
+        let mut by_state: BTreeMap<ResourceState, u64> =
+            ResourceState::RESOURCE_STATES.iter().filter(|s| **s != ResourceState::Dry).map(|s| (*s, 0)).collect();
         let mut total = 0;
         for row in rows {
             // Orphans (status `orphaned`, exactly the rows with is_orphan = 1) are not released
             // resources; leaving them out here keeps the count on the index alone.
-            let status: String = row.try_get("status")?;
-            if status == "orphaned" {
+            let status: ResourceState = stored_name(&row, "status")?;
+            if status == ResourceState::Orphaned {
                 continue;
             }
             let n = row.try_get::<i64, _>("n")? as u64;
@@ -352,7 +338,7 @@ impl Orchestrator {
                 query = query.bind(rid.clone());
             }
             for dep in query.fetch_all(self.store.pool()).await? {
-                requires_status.insert(dep.try_get("resource_id")?, dep.try_get("status")?);
+                requires_status.insert(dep.try_get("resource_id")?, stored_name(&dep, "status")?);
             }
         }
         let mut attributes = attributes;
@@ -366,7 +352,7 @@ impl Orchestrator {
             attributes,
             last_deploy: row.try_get("last_deploy")?,
             first_generated_time: row.try_get("first_generated_time")?,
-            status: row.try_get("status")?,
+            status: stored_name(&row, "status")?,
             requires_status,
         })
     }
@@ -479,46 +465,6 @@ impl Orchestrator {
         Ok(())
     }
 
-    /// Starts an action on resources of `version` (the scheduler calls this when a handler run
-    /// starts); a `deploy` marks the resources as deploying.
-    pub async fn begin_resource_action(
-        &self,
-        env: Uuid,
-        version: i64,
-        action: &str,
-        resource_ids: &[ResourceId],
-        messages: &[LogLine],
-    ) -> Result<Uuid> {
-        let action_id = Uuid::new_v4();
-        let mut tx = self.store.begin_write().await?;
-        insert_action(&mut tx, env, action_id, version, action, &now(), resource_ids).await?;
-        if action == "deploy" {
-            for id in resource_ids {
-                sqlx::query(
-                    "UPDATE resource_persistent_state SET is_deploying = 1 WHERE environment = $1 AND resource_id = $2",
-                )
-                .bind(env.to_string())
-                .bind(id.to_string())
-                .execute(&mut *tx)
-                .await?;
-            }
-        }
-        insert_logs(&mut tx, env, action_id, 0, messages).await?;
-        tx.commit().await?;
-        self.publish(crate::Event::ResourcesChanged { env });
-        Ok(action_id)
-    }
-
-    /// Finishes an action: stores its outcome and, for a deploy, the handler-run columns of the
-    /// state vector (reference/deploy.md §2.2).
-    pub async fn finish_resource_action(&self, env: Uuid, action_id: Uuid, outcome: ActionOutcome) -> Result<()> {
-        let mut tx = self.store.begin_write().await?;
-        finish_action(&mut tx, env, action_id, &outcome).await?;
-        tx.commit().await?;
-        self.publish(crate::Event::ResourcesChanged { env });
-        Ok(())
-    }
-
     /// Stores many finished deploys in one transaction: what the scheduler does with the results
     /// that came in since its last write. Rows travel as JSON and are unpacked by the database
     /// (a handful of statements per batch instead of several per action), which is what lets
@@ -565,7 +511,7 @@ impl Orchestrator {
         env: Uuid,
         started: &[String],
         finished: &[FinishedAction],
-        blocked: &[(String, &'static str)],
+        blocked: &[(String, Blocked)],
         fence: Option<&Fence>,
     ) -> Result<()> {
         if started.is_empty() && finished.is_empty() && blocked.is_empty() {
@@ -625,7 +571,7 @@ impl Orchestrator {
     pub async fn set_blocked_many(
         &self,
         env: Uuid,
-        changes: &[(String, &'static str)],
+        changes: &[(String, Blocked)],
         fence: Option<&Fence>,
     ) -> Result<()> {
         if changes.is_empty() {
@@ -704,27 +650,29 @@ impl Orchestrator {
             query = query.bind(b.clone());
         }
         let rows = query.fetch_all(self.store.pool()).await?;
+        let ids = rows.iter().map(|row| row.try_get::<String, _>("action_id")).collect::<Result<Vec<_>, _>>()?;
+        let mut messages = self.action_messages(env, &ids).await?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
             let action_id: String = row.try_get("action_id")?;
-            let messages = self.action_messages(env, &action_id).await?;
+            let messages = messages.remove(&action_id).unwrap_or_default();
             out.push(ResourceAction {
                 environment: env,
                 version: row.try_get("version")?,
                 resource_version_ids: serde_json::from_str(&row.try_get::<String, _>("resource_version_ids")?)
                     .map_err(corrupt("resource_version_ids"))?,
                 action_id: crate::store::parse_uuid(&action_id)?,
-                action: row.try_get("action")?,
+                action: stored_name(&row, "action")?,
                 started: row.try_get("started")?,
                 finished: row.try_get("finished")?,
                 messages: Some(messages),
-                status: row.try_get("status")?,
+                status: row.try_get::<Option<String>, _>("status")?.as_deref().map(parse_stored).transpose()?,
                 changes: row
                     .try_get::<Option<String>, _>("changes")?
                     .map(|c| serde_json::from_str(&c))
                     .transpose()
                     .map_err(corrupt("changes"))?,
-                change: row.try_get("change")?,
+                change: row.try_get::<Option<String>, _>("change")?.as_deref().map(parse_stored).transpose()?,
                 // Stored for our own event logic; Inmanta 20.1 answers null here for every action.
                 send_event: None,
             });
@@ -753,42 +701,46 @@ impl Orchestrator {
         Ok(changes)
     }
 
-    async fn action_messages(&self, env: Uuid, action_id: &str) -> Result<Vec<LogLine>> {
-        let rows: Vec<LogRow> = sqlx::query_as(
+    /// The log lines of the actions `action_ids`, in one query.
+    async fn action_messages(&self, env: Uuid, action_ids: &[String]) -> Result<HashMap<String, Vec<LogLine>>> {
+        let mut lines: HashMap<String, Vec<LogLine>> = HashMap::new();
+        if action_ids.is_empty() {
+            return Ok(lines);
+        }
+        let rows: Vec<LogRow> = sqlx::query_as(&format!(
             "SELECT l.level, l.msg, l.args, l.kwargs, l.timestamp, l.action_id, '' AS action FROM resource_log l \
-             WHERE l.environment = $1 AND l.action_id = $2 ORDER BY l.seq",
-        )
+             WHERE l.environment = $1 AND l.action_id IN {} ORDER BY l.action_id, l.seq",
+            crate::store::json_list(self.store.kind(), 2)
+        ))
         .bind(env.to_string())
-        .bind(action_id.to_string())
+        .bind(serde_json::json!(action_ids).to_string())
         .fetch_all(self.store.pool())
         .await?;
-        rows.into_iter()
-            .map(|row| {
-                Ok(LogLine {
-                    level: row.level,
-                    msg: row.msg,
-                    args: serde_json::from_str(&row.args).map_err(corrupt("log args"))?,
-                    kwargs: serde_json::from_str(&row.kwargs).map_err(corrupt("log kwargs"))?,
-                    timestamp: row.timestamp,
-                })
-            })
-            .collect()
+        for row in rows {
+            let line = LogLine {
+                level: row.level,
+                msg: row.msg,
+                args: serde_json::from_str(&row.args).map_err(corrupt("log args"))?,
+                kwargs: serde_json::from_str(&row.kwargs).map_err(corrupt("log kwargs"))?,
+                timestamp: row.timestamp,
+            };
+            lines.entry(row.action_id).or_default().push(line);
+        }
+        Ok(lines)
     }
 }
 
 /// The handler-run columns a deploy outcome sets: (last_handler_run, last status).
-fn deploy_columns(outcome: &str) -> Result<(&'static str, &'static str)> {
+fn deploy_columns(outcome: HandlerStatus) -> Result<(&'static str, ResourceState)> {
     Ok(match outcome {
-        "deployed" => ("successful", "deployed"),
-        "non_compliant" => ("successful", "non_compliant"),
-        "failed" => ("failed", "failed"),
-        "unavailable" => ("failed", "unavailable"),
-        "skipped" | "skipped_for_dependency" => ("skipped", "skipped"),
-        other => return Err(Error::BadRequest(format!("{other:?} is not an outcome of a deploy"))),
+        HandlerStatus::Deployed | HandlerStatus::NonCompliant => ("successful", outcome.into()),
+        HandlerStatus::Failed | HandlerStatus::Unavailable => ("failed", outcome.into()),
+        HandlerStatus::Skipped | HandlerStatus::SkippedForDependency => ("skipped", outcome.into()),
+        HandlerStatus::Dry => return Err(Error::BadRequest("dry is not an outcome of a deploy".into())),
     })
 }
 
-/// Stores finished actions in `tx`; deploys go in bulk, other actions one by one.
+/// Stores finished actions in `tx`, a few statements per 2 000 of them.
 async fn record_actions_in(
     tx: &mut Transaction,
     kind: crate::DbKind,
@@ -796,22 +748,8 @@ async fn record_actions_in(
     actions: &[FinishedAction],
     epoch: Option<i64>,
 ) -> Result<()> {
-    if actions.is_empty() {
-        return Ok(());
-    }
-    if actions.iter().any(|a| a.action != "deploy") {
-        for done in actions {
-            insert_action(tx, env, done.action_id, done.version, &done.action, &done.started, &done.resource_ids)
-                .await?;
-            finish_action(tx, env, done.action_id, &done.outcome).await?;
-        }
-        if let Some(epoch) = epoch {
-            set_epoch(tx, kind, env, actions, epoch).await?;
-        }
-    } else {
-        for chunk in actions.chunks(2000) {
-            record_deploys(tx, kind, env, chunk, epoch).await?;
-        }
+    for chunk in actions.chunks(2000) {
+        record_actions_chunk(tx, kind, env, chunk, epoch).await?;
     }
     Ok(())
 }
@@ -871,13 +809,13 @@ async fn set_blocked_in(
     tx: &mut Transaction,
     kind: crate::DbKind,
     env: Uuid,
-    changes: &[(String, &'static str)],
+    changes: &[(String, Blocked)],
 ) -> Result<()> {
     if changes.is_empty() {
         return Ok(());
     }
-    let last: std::collections::HashMap<&str, &str> = changes.iter().map(|(r, b)| (r.as_str(), *b)).collect();
-    let mut groups: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let last: std::collections::HashMap<&str, Blocked> = changes.iter().map(|(r, b)| (r.as_str(), *b)).collect();
+    let mut groups: BTreeMap<Blocked, Vec<&str>> = BTreeMap::new();
     for (rid, blocked) in last {
         groups.entry(blocked).or_default().push(rid);
     }
@@ -888,7 +826,7 @@ async fn set_blocked_in(
             env,
             "resource_persistent_state SET blocked",
             "resource_id",
-            blocked.to_string(),
+            blocked.as_str().to_string(),
             &rids,
         )
         .await?;
@@ -922,24 +860,12 @@ async fn notify_new_failures(tx: &mut Transaction, env: Uuid, failed: &[(String,
     Ok(())
 }
 
-/// Marks actions inserted one by one with the scheduler epoch they were written under.
-async fn set_epoch(
-    tx: &mut Transaction,
-    kind: crate::DbKind,
-    env: Uuid,
-    actions: &[FinishedAction],
-    epoch: i64,
-) -> Result<()> {
-    let ids: Vec<String> = actions.iter().map(|a| a.action_id.to_string()).collect();
-    set_where_listed(tx, kind, env, "resource_action SET epoch", "action_id", epoch, &ids).await
-}
-
-/// Writes finished deploys in a few statements: actions (with the scheduler `epoch` they were
-/// written under), their resources, their log lines and the state vector, each as one JSON
-/// parameter. The epoch goes in with the rows: a separate UPDATE by action id was planned on
+/// Writes finished actions in a few statements: actions (with the scheduler `epoch` they were
+/// written under), their resources, their log lines and, for deploys, the state vector
+/// ([`record_deploy_results`]), each as one JSON parameter. The epoch goes in with the rows: a separate UPDATE by action id was planned on
 /// PostgreSQL, while the table's statistics still said it was empty, as a scan of every action
 /// of the environment per batch, which made a first deploy quadratic.
-async fn record_deploys(
+async fn record_actions_chunk(
     tx: &mut Transaction,
     kind: crate::DbKind,
     env: Uuid,
@@ -952,30 +878,28 @@ async fn record_deploys(
     let mut action_rows = Vec::with_capacity(actions.len());
     let mut link_rows = Vec::with_capacity(actions.len());
     let mut log_rows = Vec::new();
-    let mut state_rows = Vec::with_capacity(actions.len());
-    let mut failed = Vec::new();
+    let mut results = Vec::with_capacity(actions.len());
     for done in actions {
         let outcome = &done.outcome;
-        let (handler_run, status) = deploy_columns(&outcome.status)?;
         let rvids: Vec<String> = done.resource_ids.iter().map(|id| id.versioned(done.version as u64)).collect();
         action_rows.push(serde_json::json!({
-            "action_id": done.action_id.to_string(), "version": done.version.to_string(), "started": done.started,
-            "resource_version_ids": serde_json::json!(rvids).to_string(), "status": outcome.status,
-            "changes": outcome.changes.as_ref().map(|c| c.to_string()), "change": outcome.change,
-            "send_event": outcome.send_event.map(flag),
+            "action_id": done.action_id.to_string(), "action": done.action, "version": done.version.to_string(),
+            "started": done.started, "resource_version_ids": serde_json::json!(rvids).to_string(),
+            "status": outcome.status, "changes": outcome.changes.as_ref().map(|c| c.to_string()),
+            "change": outcome.change, "send_event": outcome.send_event.map(flag),
         }));
         let reason = outcome.messages.iter().rev().find(|m| m.level == "ERROR").map(|m| m.msg.as_str());
         for id in &done.resource_ids {
-            let rid = id.to_string();
-            link_rows.push(serde_json::json!({"action_id": done.action_id.to_string(), "resource_id": rid}));
-            if status == "failed" {
-                failed.push((rid.clone(), reason));
+            link_rows.push(serde_json::json!({"action_id": done.action_id.to_string(), "resource_id": id.to_string()}));
+            if done.action == ActionKind::Deploy {
+                results.push(DeployResult {
+                    resource_id: id.to_string(),
+                    version: done.version,
+                    outcome: outcome.status,
+                    events: outcome.change.is_some_and(|c| c != Change::NoChange),
+                    reason,
+                });
             }
-            state_rows.push(serde_json::json!({
-                "resource_id": rid, "handler_run": handler_run, "status": status, "version": done.version.to_string(),
-                "success": flag(status == "deployed"),
-                "events": flag(outcome.change.as_deref().is_some_and(|c| c != "nochange")),
-            }));
         }
         for (seq, line) in outcome.messages.iter().enumerate() {
             let level_no = api::resource::log_level_number(&line.level)
@@ -991,16 +915,25 @@ async fn record_deploys(
             }));
         }
     }
-    notify_new_failures(tx, env, &failed).await?;
     let rows = json_rows(
         kind,
         3,
-        &["action_id", "version", "started", "resource_version_ids", "status", "changes", "change", "send_event"],
+        &[
+            "action_id",
+            "action",
+            "version",
+            "started",
+            "resource_version_ids",
+            "status",
+            "changes",
+            "change",
+            "send_event",
+        ],
     );
     sqlx::query(&format!(
         "INSERT INTO resource_action (environment, action_id, version, action, started, finished, \
          resource_version_ids, status, changes, change, send_event, epoch) SELECT $1, x.action_id, \
-         CAST(x.version AS BIGINT), 'deploy', x.started, $2, x.resource_version_ids, x.status, x.changes, x.change, \
+         CAST(x.version AS BIGINT), x.action, x.started, $2, x.resource_version_ids, x.status, x.changes, x.change, \
          CAST(x.send_event AS BIGINT), CAST($4 AS BIGINT) FROM {rows}"
     ))
     .bind(env.to_string())
@@ -1030,188 +963,67 @@ async fn record_deploys(
         .execute(&mut **tx)
         .await?;
     }
+    record_deploy_results(tx, kind, env, &finished, &results).await
+}
+
+/// One resource's result of a finished deploy.
+struct DeployResult<'a> {
+    resource_id: String,
+    /// The version the deploy ran for: its hash is the one deployed.
+    version: i64,
+    outcome: HandlerStatus,
+    /// The run changed something (its change is not `nochange`).
+    events: bool,
+    /// The last error the run logged, for the notification of a new failure.
+    reason: Option<&'a str>,
+}
+
+/// Records deploy results in the state vector of their resources (reference/deploy.md §2.2):
+/// the one place a deploy's outcome reaches `resource_persistent_state`.
+async fn record_deploy_results(
+    tx: &mut Transaction,
+    kind: crate::DbKind,
+    env: Uuid,
+    finished: &str,
+    results: &[DeployResult<'_>],
+) -> Result<()> {
+    let failed: Vec<(String, Option<&str>)> = results
+        .iter()
+        .filter(|r| ResourceState::from(r.outcome) == ResourceState::Failed)
+        .map(|r| (r.resource_id.clone(), r.reason))
+        .collect();
+    notify_new_failures(tx, env, &failed).await?;
     // One UPDATE per kind of outcome (usually one or two per batch), on the ids as an IN list:
     // an UPDATE joined with the unpacked rows would scan the whole table for each of them.
-    let mut groups: std::collections::BTreeMap<(String, String, String, String, String), Vec<String>> =
-        Default::default();
-    for row in state_rows {
-        let text = |k: &str| row[k].as_str().unwrap_or_default().to_string();
-        let key = (text("handler_run"), text("status"), text("version"), text("success"), text("events"));
-        groups.entry(key).or_default().push(text("resource_id"));
+    let mut groups: BTreeMap<(&str, ResourceState, i64, bool), Vec<&str>> = BTreeMap::new();
+    for result in results {
+        let (handler_run, status) = deploy_columns(result.outcome)?;
+        groups.entry((handler_run, status, result.version, result.events)).or_default().push(&result.resource_id);
     }
     let ids = crate::store::json_list(kind, 8);
     // The hash deployed is the one of the version the action ran for.
     let sql = format!(
         "UPDATE resource_persistent_state SET is_deploying = 0, last_handler_run = $2, \
          last_handler_run_at = $3, last_deploy = $3, last_non_deploying_status = $4, \
-         last_deployed_version = CAST($5 AS BIGINT), last_deployed_attribute_hash = (SELECT r.attribute_hash \
-         FROM resource r WHERE r.environment = $1 AND r.version = CAST($5 AS BIGINT) \
+         last_deployed_version = $5, last_deployed_attribute_hash = (SELECT r.attribute_hash \
+         FROM resource r WHERE r.environment = $1 AND r.version = $5 \
          AND r.resource_id = resource_persistent_state.resource_id), \
-         last_success = CASE WHEN $6 = '1' THEN $3 ELSE last_success END, \
-         last_produced_events = CASE WHEN $7 = '1' THEN $3 ELSE last_produced_events END \
+         last_success = CASE WHEN $6 = 1 THEN $3 ELSE last_success END, \
+         last_produced_events = CASE WHEN $7 = 1 THEN $3 ELSE last_produced_events END \
          WHERE environment = $1 AND resource_id IN {ids}"
     );
-    for ((handler_run, status, version, success, events), rids) in groups {
+    for ((handler_run, status, version, events), rids) in groups {
         sqlx::query(&sql)
             .bind(env.to_string())
             .bind(handler_run)
-            .bind(finished.clone())
-            .bind(status)
+            .bind(finished.to_string())
+            .bind(status.as_str())
             .bind(version)
-            .bind(success)
-            .bind(events)
+            .bind(i64::from(status == ResourceState::Deployed))
+            .bind(i64::from(events))
             .bind(serde_json::json!(rids).to_string())
             .execute(&mut **tx)
             .await?;
-    }
-    Ok(())
-}
-
-/// Completes an action row and, for a deploy, the handler-run columns of the state vector.
-async fn finish_action(tx: &mut Transaction, env: Uuid, action_id: Uuid, outcome: &ActionOutcome) -> Result<()> {
-    let row =
-        sqlx::query("SELECT action, version, finished FROM resource_action WHERE environment = $1 AND action_id = $2")
-            .bind(env.to_string())
-            .bind(action_id.to_string())
-            .fetch_optional(&mut **tx)
-            .await?
-            .ok_or_else(|| Error::NotFound(format!("resource action {action_id} does not exist")))?;
-    if row.try_get::<Option<String>, _>("finished")?.is_some() {
-        return Err(Error::Conflict(format!("resource action {action_id} is already finished")));
-    }
-    let action: String = row.try_get("action")?;
-    let version: i64 = row.try_get("version")?;
-    let finished = now();
-    sqlx::query(
-        "UPDATE resource_action SET finished = $1, status = $2, changes = $3, change = $4, send_event = $5 \
-         WHERE environment = $6 AND action_id = $7",
-    )
-    .bind(finished.clone())
-    .bind(outcome.status.clone())
-    .bind(outcome.changes.as_ref().map(|c| c.to_string()))
-    .bind(outcome.change.clone())
-    .bind(outcome.send_event.map(i64::from))
-    .bind(env.to_string())
-    .bind(action_id.to_string())
-    .execute(&mut **tx)
-    .await?;
-    let seq: i64 = sqlx::query_scalar(
-        "SELECT COALESCE(MAX(seq) + 1, 0) FROM resource_log WHERE environment = $1 AND action_id = $2",
-    )
-    .bind(env.to_string())
-    .bind(action_id.to_string())
-    .fetch_one(&mut **tx)
-    .await?;
-    insert_logs(tx, env, action_id, seq, &outcome.messages).await?;
-    if action == "deploy" {
-        let (handler_run, status) = deploy_columns(&outcome.status)?;
-        let success = status == "deployed";
-        if status == "failed" {
-            let reason = outcome.messages.iter().rev().find(|m| m.level == "ERROR").map(|m| m.msg.as_str());
-            let rids: Vec<String> = sqlx::query_scalar(
-                "SELECT resource_id FROM resource_action_resource WHERE environment = $1 AND action_id = $2",
-            )
-            .bind(env.to_string())
-            .bind(action_id.to_string())
-            .fetch_all(&mut **tx)
-            .await?;
-            let failed: Vec<(String, Option<&str>)> = rids.into_iter().map(|r| (r, reason)).collect();
-            notify_new_failures(tx, env, &failed).await?;
-        }
-        // The hash deployed is the one of the version the action ran for.
-        sqlx::query(
-            "UPDATE resource_persistent_state SET is_deploying = 0, last_handler_run = $1, \
-             last_handler_run_at = $2, last_deploy = $2, last_non_deploying_status = $3, \
-             last_deployed_version = $4, last_deployed_attribute_hash = (SELECT r.attribute_hash FROM resource r \
-             WHERE r.environment = resource_persistent_state.environment AND r.version = $4 \
-             AND r.resource_id = resource_persistent_state.resource_id), \
-             last_success = CASE WHEN $5 = 1 THEN $2 ELSE last_success END, \
-             last_produced_events = CASE WHEN $6 = 1 THEN $2 ELSE last_produced_events END \
-             WHERE environment = $7 AND resource_id IN \
-             (SELECT resource_id FROM resource_action_resource WHERE environment = $7 AND action_id = $8)",
-        )
-        .bind(handler_run)
-        .bind(finished)
-        .bind(status)
-        .bind(version)
-        .bind(i64::from(success))
-        .bind(i64::from(outcome.change.as_deref().is_some_and(|c| c != "nochange")))
-        .bind(env.to_string())
-        .bind(action_id.to_string())
-        .execute(&mut **tx)
-        .await?;
-    }
-    Ok(())
-}
-
-/// Inserts an action row and its links to the resources it is about.
-async fn insert_action(
-    tx: &mut Transaction,
-    env: Uuid,
-    action_id: Uuid,
-    version: i64,
-    action: &str,
-    started: &str,
-    resource_ids: &[ResourceId],
-) -> Result<()> {
-    if !api::resource::RESOURCE_ACTIONS.contains(&action) {
-        return Err(Error::BadRequest(format!(
-            "unknown resource action {action:?}; expected one of {}",
-            api::resource::RESOURCE_ACTIONS.join(", ")
-        )));
-    }
-    let rvids: Vec<String> = resource_ids.iter().map(|id| id.versioned(version as u64)).collect();
-    sqlx::query(
-        "INSERT INTO resource_action (environment, action_id, version, action, started, resource_version_ids) \
-         VALUES ($1, $2, $3, $4, $5, $6)",
-    )
-    .bind(env.to_string())
-    .bind(action_id.to_string())
-    .bind(version)
-    .bind(action.to_string())
-    .bind(started.to_string())
-    .bind(serde_json::json!(rvids).to_string())
-    .execute(&mut **tx)
-    .await?;
-    for id in resource_ids {
-        sqlx::query("INSERT INTO resource_action_resource (environment, action_id, resource_id) VALUES ($1, $2, $3)")
-            .bind(env.to_string())
-            .bind(action_id.to_string())
-            .bind(id.to_string())
-            .execute(&mut **tx)
-            .await?;
-    }
-    Ok(())
-}
-
-async fn insert_logs(
-    tx: &mut Transaction,
-    env: Uuid,
-    action_id: Uuid,
-    first_seq: i64,
-    lines: &[LogLine],
-) -> Result<()> {
-    for (offset, line) in lines.iter().enumerate() {
-        let level_no = api::resource::log_level_number(&line.level)
-            .ok_or_else(|| Error::BadRequest(format!("log level {:?} is not a log level", line.level)))?;
-        let timestamp = crate::paging::parse_date(&line.timestamp).ok_or_else(|| {
-            Error::BadRequest(format!("log timestamp {:?} is not an ISO-8601 timestamp", line.timestamp))
-        })?;
-        sqlx::query(
-            "INSERT INTO resource_log (environment, action_id, seq, level_no, level, msg, args, kwargs, timestamp) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-        )
-        .bind(env.to_string())
-        .bind(action_id.to_string())
-        .bind(first_seq + offset as i64)
-        .bind(level_no)
-        .bind(line.level.to_ascii_uppercase())
-        .bind(line.msg.clone())
-        .bind(serde_json::json!(line.args).to_string())
-        .bind(serde_json::Value::Object(line.kwargs.clone()).to_string())
-        .bind(timestamp)
-        .execute(&mut **tx)
-        .await?;
     }
     Ok(())
 }
@@ -1226,11 +1038,10 @@ pub struct ResourceIntent {
     pub requires: Vec<String>,
     pub attribute_hash: String,
     pub undefined: bool,
-    /// not_blocked, blocked or temporarily_blocked.
-    pub blocked: String,
+    pub blocked: Blocked,
     pub last_deployed_attribute_hash: Option<String>,
-    /// The status of the last finished handler run (deployed, failed, skipped, ...).
-    pub last_status: Option<String>,
+    /// The status of the last finished handler run.
+    pub last_status: Option<ResourceState>,
     pub last_deploy: Option<String>,
 }
 
@@ -1251,7 +1062,16 @@ impl Orchestrator {
         let action_id = Uuid::new_v4().to_string();
         let at = now();
         let mut tx = self.store.begin_write().await?;
-        insert_bare_action(&mut tx, env, &action_id, version, "getfact", &at, &[rid.versioned(version as u64)]).await?;
+        insert_bare_action(
+            &mut tx,
+            env,
+            &action_id,
+            version,
+            ActionKind::Getfact.as_str(),
+            &at,
+            &[rid.versioned(version as u64)],
+        )
+        .await?;
         sqlx::query("INSERT INTO resource_action_resource (environment, action_id, resource_id) VALUES ($1, $2, $3)")
             .bind(env.to_string())
             .bind(action_id)
@@ -1316,9 +1136,45 @@ fn intent_of_row(row: &sqlx::any::AnyRow) -> Result<ResourceIntent> {
             .map_err(corrupt("resource requires"))?,
         attribute_hash: row.try_get("current_intent_attribute_hash")?,
         undefined: row.try_get::<i64, _>("is_undefined")? != 0,
-        blocked: row.try_get("blocked")?,
+        blocked: stored_name(row, "blocked")?,
         last_deployed_attribute_hash: row.try_get("last_deployed_attribute_hash")?,
-        last_status: row.try_get("last_non_deploying_status")?,
+        last_status: row
+            .try_get::<Option<String>, _>("last_non_deploying_status")?
+            .as_deref()
+            .map(parse_stored)
+            .transpose()?,
         last_deploy: row.try_get("last_deploy")?,
     })
+}
+
+/// A column that stores one of an API enum's wire names.
+fn stored_name<T: std::str::FromStr<Err = api::state::UnknownName>>(
+    row: &sqlx::any::AnyRow,
+    column: &str,
+) -> Result<T> {
+    parse_stored(&row.try_get::<String, _>(column)?)
+}
+
+/// An API enum's wire name as stored.
+fn parse_stored<T: std::str::FromStr<Err = api::state::UnknownName>>(text: &str) -> Result<T> {
+    text.parse().map_err(|e: api::state::UnknownName| Error::Corrupt(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    /// The generated `status` column evaluates the rule of `api::state` (one definition): the
+    /// migrations that create it hold exactly [`api::state::status_sql`].
+    #[test]
+    fn the_status_column_of_both_databases_is_the_apis_rule() {
+        let words = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let rule = words(&api::state::status_sql());
+        for database in ["sqlite", "postgres"] {
+            let path =
+                format!("{}/../migrations/{database}/0041_resource_status_column.sql", env!("CARGO_MANIFEST_DIR"));
+            let migration = std::fs::read_to_string(&path).unwrap();
+            let sql: String =
+                migration.lines().filter(|l| !l.trim_start().starts_with("--")).collect::<Vec<_>>().join(" ");
+            assert!(words(&sql).contains(&format!("AS ({rule})")), "{path} does not hold the rule:\n{rule}");
+        }
+    }
 }

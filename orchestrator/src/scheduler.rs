@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use api::ResourceId;
 use api::resource::LogLine;
+use api::state::{ActionKind, Blocked, Change, HandlerStatus, ResourceDiffStatus, ResourceState, StateVector};
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
@@ -57,11 +58,8 @@ pub enum TaskKind {
 /// What the handler reported.
 #[derive(Debug, Clone)]
 pub struct TaskOutcome {
-    /// A handler outcome: deployed, failed, skipped, skipped_for_dependency, unavailable,
-    /// non_compliant or dry.
-    pub status: String,
-    /// nochange, created, updated or purged.
-    pub change: String,
+    pub status: HandlerStatus,
+    pub change: Change,
     /// `{attribute: {current, desired}}`.
     pub changes: serde_json::Map<String, serde_json::Value>,
     pub logs: Vec<LogLine>,
@@ -100,7 +98,7 @@ pub struct SchedulerStatus {
     /// done with what it ran once this and `running` are 0).
     pub unsaved: usize,
     /// resource id -> status as the scheduler sees it.
-    pub resource_states: HashMap<String, String>,
+    pub resource_states: HashMap<String, ResourceState>,
 }
 
 pub(crate) enum Command {
@@ -349,13 +347,13 @@ impl Schedulers {
                         epoch: 0,
                     };
                     let outcome = dispatch.execute(&agent, task).await;
-                    let status = crate::dryrun::status_of_outcome(&outcome.status, &outcome.changes);
+                    let status = crate::dryrun::status_of_outcome(outcome.status, &outcome.changes);
                     let mut changes = outcome.changes;
-                    if status == "failed" {
+                    if status == ResourceDiffStatus::Failed {
                         let error = outcome.logs.iter().rev().find(|l| l.level == "ERROR").map(|l| l.msg.clone());
                         changes.insert("handler_error".into(), serde_json::json!({"current": error, "desired": null}));
                     }
-                    batch.push(crate::dryrun::DryRunResult { resource_id, status: status.to_string(), changes });
+                    batch.push(crate::dryrun::DryRunResult { resource_id, status, changes });
                     if done + 1 == total || flushed.elapsed() >= std::time::Duration::from_millis(100) {
                         if let Err(e) = orchestrator.dryrun_update_many(env, id, &batch).await {
                             tracing::error!(%env, dryrun = %id, error = %e, "could not store dry-run results");
@@ -391,7 +389,7 @@ impl Schedulers {
         };
         tokio::spawn(async move {
             let outcome = dispatch.execute(&agent, task).await;
-            if outcome.status != "deployed" {
+            if outcome.status != HandlerStatus::Deployed {
                 let error = outcome.logs.iter().rev().find(|l| l.level == "ERROR").map(|l| l.msg.clone());
                 tracing::warn!(%env, resource = %agent, error = ?error, "fact gathering failed");
             }
@@ -416,7 +414,7 @@ fn choose<'a>(resources: impl Iterator<Item = (&'a String, &'a Resource)>, repai
         .filter(|(rid, r)| {
             wanted.as_ref().is_none_or(|w| w.contains(rid))
                 && agents.as_ref().is_none_or(|a| a.contains(&r.id.agent))
-                && r.blocked != Blocked::Yes
+                && r.blocked != Blocked::Blocked
                 && (repair || r.dirty)
         })
         .map(|(rid, _)| rid.clone())
@@ -489,33 +487,6 @@ fn not_here(env: Uuid) -> Error {
     ))
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Blocked {
-    No,
-    /// Undefined or depending on an undefined resource: fixed for the version.
-    Yes,
-    /// Skipped because a requirement is not deployed; lifted by a recovery event.
-    Temporarily,
-}
-
-impl Blocked {
-    fn parse(text: &str) -> Blocked {
-        match text {
-            "blocked" => Blocked::Yes,
-            "temporarily_blocked" => Blocked::Temporarily,
-            _ => Blocked::No,
-        }
-    }
-
-    fn as_str(self) -> &'static str {
-        match self {
-            Blocked::No => "not_blocked",
-            Blocked::Yes => "blocked",
-            Blocked::Temporarily => "temporarily_blocked",
-        }
-    }
-}
-
 struct Resource {
     id: ResourceId,
     version: i64,
@@ -525,7 +496,7 @@ struct Resource {
     undefined: bool,
     blocked: Blocked,
     last_deployed_hash: Option<String>,
-    last_status: Option<String>,
+    last_status: Option<ResourceState>,
     /// Needs a deploy: intent changed or the last run did not end compliant.
     dirty: bool,
     /// When the last handler run ended, for the interval timers.
@@ -534,13 +505,13 @@ struct Resource {
 
 impl Resource {
     fn from_intent(intent: ResourceIntent) -> Resource {
-        let blocked = Blocked::parse(&intent.blocked);
+        let blocked = intent.blocked;
         let compliant = intent.last_deployed_attribute_hash.as_deref() == Some(intent.attribute_hash.as_str())
-            && matches!(intent.last_status.as_deref(), Some("deployed"));
+            && intent.last_status == Some(ResourceState::Deployed);
         Resource {
             id: intent.id,
             version: intent.version,
-            dirty: !compliant && blocked == Blocked::No,
+            dirty: !compliant && blocked == Blocked::NotBlocked,
             attributes: intent.attributes,
             requires: intent.requires,
             hash: intent.attribute_hash,
@@ -845,7 +816,7 @@ impl EnvScheduler {
         let dirty: Vec<String> = self
             .resources
             .iter()
-            .filter(|(_, r)| r.dirty && r.blocked == Blocked::No)
+            .filter(|(_, r)| r.dirty && r.blocked == Blocked::NotBlocked)
             // A deploy already running for this very intent is not repeated.
             .filter(|(rid, r)| self.running.get(*rid).is_none_or(|run| run.hash != r.hash))
             // As in Inmanta, a new version deploys what it changed; a resource that failed with
@@ -923,23 +894,25 @@ impl EnvScheduler {
         let mut candidates: Vec<String> = self
             .resources
             .iter()
-            .filter(|(_, r)| r.blocked == Blocked::Temporarily)
+            .filter(|(_, r)| r.blocked == Blocked::TemporarilyBlocked)
             .map(|(rid, _)| rid.clone())
             .collect();
         while let Some(rid) = candidates.pop() {
             let Some(resource) = self.resources.get(&rid) else { continue };
-            if resource.blocked != Blocked::Temporarily {
+            if resource.blocked != Blocked::TemporarilyBlocked {
                 continue;
             }
             let clear = resource.requires.iter().all(|req| {
-                self.tasks.contains_key(req) || self.running.contains_key(req) || self.status_of(req) == "deployed"
+                self.tasks.contains_key(req)
+                    || self.running.contains_key(req)
+                    || self.status_of(req) == ResourceState::Deployed
             });
             if !clear {
                 continue;
             }
             self.unblock(&rid, prio);
             for dependent in self.dependents.get(&rid).cloned().unwrap_or_default() {
-                if self.resources.get(&dependent).is_some_and(|d| d.blocked == Blocked::Temporarily) {
+                if self.resources.get(&dependent).is_some_and(|d| d.blocked == Blocked::TemporarilyBlocked) {
                     candidates.push(dependent);
                 }
             }
@@ -949,9 +922,9 @@ impl EnvScheduler {
     /// Ends a temporary block: the resource is dirty again and scheduled.
     fn unblock(&mut self, rid: &str, prio: u8) {
         let Some(resource) = self.resources.get_mut(rid) else { return };
-        resource.blocked = Blocked::No;
+        resource.blocked = Blocked::NotBlocked;
         resource.dirty = true;
-        self.blocked_changes.push((rid.to_string(), Blocked::No));
+        self.blocked_changes.push((rid.to_string(), Blocked::NotBlocked));
         self.schedule(rid, prio, false);
     }
 
@@ -975,7 +948,7 @@ impl EnvScheduler {
     /// one that is running runs once more afterwards.
     fn schedule(&mut self, rid: &str, prio: u8, dependency_changed: bool) {
         let Some(resource) = self.resources.get(rid) else { return };
-        if resource.blocked == Blocked::Yes || resource.undefined {
+        if resource.blocked == Blocked::Blocked || resource.undefined {
             return;
         }
         if let Some(run) = self.running.get_mut(rid) {
@@ -1005,19 +978,17 @@ impl EnvScheduler {
     }
 
     /// The single status of a resource as the scheduler knows it (reference/deploy.md §2.3).
-    fn status_of(&self, rid: &str) -> String {
-        let Some(r) = self.resources.get(rid) else { return "orphaned".into() };
-        if self.running.contains_key(rid) {
-            "deploying".into()
-        } else if r.undefined {
-            "undefined".into()
-        } else if r.blocked == Blocked::Yes {
-            "skipped_for_undefined".into()
-        } else if r.last_deployed_hash.as_deref() != Some(r.hash.as_str()) || r.last_status.is_none() {
-            "available".into()
-        } else {
-            r.last_status.clone().unwrap_or_default()
+    fn status_of(&self, rid: &str) -> ResourceState {
+        let Some(r) = self.resources.get(rid) else { return ResourceState::Orphaned };
+        StateVector {
+            orphan: false,
+            deploying: self.running.contains_key(rid),
+            undefined: r.undefined,
+            blocked: r.blocked,
+            last_status: r.last_status,
+            deployed_current_intent: r.last_deployed_hash.as_deref() == Some(r.hash.as_str()),
         }
+        .status()
     }
 
     /// Starts the best ready task of every free agent.
@@ -1063,12 +1034,12 @@ impl EnvScheduler {
         } else {
             resource.requires.iter().find_map(|req| {
                 let status = self.status_of(req);
-                match status.as_str() {
-                    "deployed" => None,
-                    "dry" | "undefined" | "skipped_for_undefined" => {
+                match status {
+                    ResourceState::Deployed => None,
+                    ResourceState::Dry | ResourceState::Undefined | ResourceState::SkippedForUndefined => {
                         Some(format!("requirement {req} is {status}: this resource cannot be deployed"))
                     }
-                    "available" | "deploying" => {
+                    ResourceState::Available | ResourceState::Deploying => {
                         Some(format!("requirement {req} is not deployed yet ({status}); retry when it is"))
                     }
                     _ => Some(format!("skipped because requirement {req} is {status}")),
@@ -1077,8 +1048,8 @@ impl EnvScheduler {
         };
         if let Some(reason) = blocking {
             let outcome = TaskOutcome {
-                status: "skipped_for_dependency".into(),
-                change: "nochange".into(),
+                status: HandlerStatus::SkippedForDependency,
+                change: Change::NoChange,
                 changes: Default::default(),
                 logs: vec![LogLine {
                     level: "INFO".into(),
@@ -1130,32 +1101,32 @@ impl EnvScheduler {
         }
         let Some(resource) = self.resources.get_mut(rid) else { return };
         let stale = run.hash != resource.hash;
-        let status = outcome.status.as_str();
-        let db_status = if status == "skipped_for_dependency" { "skipped" } else { status };
+        let status = outcome.status;
+        let db_status = ResourceState::from(status);
         crate::metrics::resource_deployed(self.env, db_status, since(&started));
         resource.last_end = Some(Instant::now());
         resource.last_deployed_hash = Some(run.hash.clone());
-        resource.last_status = Some(db_status.to_string());
+        resource.last_status = Some(db_status);
         let mut recovered = false;
         let mut send_events = false;
         if !stale {
             match status {
-                "deployed" | "non_compliant" => {
+                HandlerStatus::Deployed | HandlerStatus::NonCompliant => {
                     resource.dirty = false;
-                    if resource.blocked == Blocked::Temporarily {
-                        resource.blocked = Blocked::No;
-                        self.blocked_changes.push((rid.to_string(), Blocked::No));
+                    if resource.blocked == Blocked::TemporarilyBlocked {
+                        resource.blocked = Blocked::NotBlocked;
+                        self.blocked_changes.push((rid.to_string(), Blocked::NotBlocked));
                     }
                     // Every deploy wakes the dependents it blocked, whatever the state before:
                     // a dependent may have been skipped while this resource was deployed for an
                     // older intent, or its earlier wake-up lost in a crash.
-                    recovered = status == "deployed";
-                    send_events = outcome.change != "nochange" && resource.flag("send_event", true);
+                    recovered = status == HandlerStatus::Deployed;
+                    send_events = outcome.change != Change::NoChange && resource.flag("send_event", true);
                 }
-                "skipped_for_dependency" => {
+                HandlerStatus::SkippedForDependency => {
                     resource.dirty = false;
-                    resource.blocked = Blocked::Temporarily;
-                    self.blocked_changes.push((rid.to_string(), Blocked::Temporarily));
+                    resource.blocked = Blocked::TemporarilyBlocked;
+                    self.blocked_changes.push((rid.to_string(), Blocked::TemporarilyBlocked));
                 }
                 _ => resource.dirty = true,
             }
@@ -1170,21 +1141,21 @@ impl EnvScheduler {
         self.finished.push(FinishedAction {
             action_id: Uuid::new_v4(),
             version,
-            action: "deploy".into(),
+            action: ActionKind::Deploy,
             started,
             resource_ids: vec![id],
             outcome: ActionOutcome {
-                status: outcome.status.clone(),
+                status: outcome.status,
                 messages,
                 changes: (!changes.is_empty()).then_some(serde_json::Value::Object(changes)),
-                change: Some(outcome.change.clone()),
+                change: Some(outcome.change),
                 send_event: Some(send_events),
             },
         });
         let dependents = self.dependents.get(rid).cloned().unwrap_or_default();
         if recovered {
             for dependent in &dependents {
-                if self.resources.get(dependent).is_some_and(|d| d.blocked == Blocked::Temporarily) {
+                if self.resources.get(dependent).is_some_and(|d| d.blocked == Blocked::TemporarilyBlocked) {
                     self.unblock(dependent, run.priority);
                 }
             }
@@ -1194,7 +1165,7 @@ impl EnvScheduler {
                 let receives = self
                     .resources
                     .get(dependent)
-                    .is_some_and(|d| d.blocked == Blocked::No && d.flag("receive_events", true));
+                    .is_some_and(|d| d.blocked == Blocked::NotBlocked && d.flag("receive_events", true));
                 if receives {
                     self.schedule(dependent, run.priority, true);
                 }
@@ -1297,21 +1268,21 @@ impl EnvScheduler {
         let global_repair = fires(&mut self.next_repair_run, &self.repair_timer.clone());
         let mut due: Vec<(String, u8)> = vec![];
         for (rid, r) in &self.resources {
-            if r.blocked == Blocked::Yes || self.tasks.contains_key(rid) || self.running.contains_key(rid) {
+            if r.blocked == Blocked::Blocked || self.tasks.contains_key(rid) || self.running.contains_key(rid) {
                 continue;
             }
             if global_repair {
                 due.push((rid.clone(), priority::INTERVAL_REPAIR));
                 continue;
             }
-            if global_deploy && r.dirty && r.blocked == Blocked::No {
+            if global_deploy && r.dirty && r.blocked == Blocked::NotBlocked {
                 due.push((rid.clone(), priority::INTERVAL_DEPLOY));
                 continue;
             }
             let Some(end) = r.last_end else { continue };
             let elapsed = now.saturating_duration_since(end);
             if r.dirty
-                && r.blocked == Blocked::No
+                && r.blocked == Blocked::NotBlocked
                 && let Some(every) = deploy_every
                 && elapsed >= every
             {
@@ -1351,7 +1322,7 @@ impl EnvScheduler {
         Batch {
             started: std::mem::take(&mut self.started),
             finished: std::mem::take(&mut self.finished),
-            blocked: std::mem::take(&mut self.blocked_changes).into_iter().map(|(r, b)| (r, b.as_str())).collect(),
+            blocked: std::mem::take(&mut self.blocked_changes).into_iter().collect(),
         }
     }
 

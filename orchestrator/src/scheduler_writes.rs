@@ -31,6 +31,8 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::Instant;
 use uuid::Uuid;
 
+use api::state::Blocked;
+
 use crate::cluster::Fence;
 use crate::resources::FinishedAction;
 use crate::{Error, Orchestrator};
@@ -41,8 +43,7 @@ use crate::{Error, Orchestrator};
 pub(crate) struct Batch {
     pub started: Vec<String>,
     pub finished: Vec<FinishedAction>,
-    /// (resource id, blocked state as stored).
-    pub blocked: Vec<(String, &'static str)>,
+    pub blocked: Vec<(String, Blocked)>,
 }
 
 /// Results stored in one transaction at most.
@@ -229,11 +230,11 @@ mod tests {
             .map(|i| FinishedAction {
                 action_id: Uuid::new_v4(),
                 version: i as i64,
-                action: "deploy".into(),
+                action: api::ActionKind::Deploy,
                 started: String::new(),
                 resource_ids: vec![],
                 outcome: ActionOutcome {
-                    status: "deployed".into(),
+                    status: api::HandlerStatus::Deployed,
                     messages: vec![],
                     changes: None,
                     change: None,
@@ -248,7 +249,7 @@ mod tests {
         let batch = Batch {
             started: vec!["a".into(), "b".into()],
             finished: finished(2 * ROWS_PER_TRANSACTION + 500),
-            blocked: vec![("c".into(), "temporary")],
+            blocked: vec![("c".into(), Blocked::TemporarilyBlocked)],
         };
         let parts = batch.into_transactions();
         let sizes: Vec<usize> = parts.iter().map(|p| p.finished.len()).collect();
@@ -258,7 +259,7 @@ mod tests {
         assert_eq!(parts[0].started, ["a", "b"]);
         assert!(parts[1..].iter().all(|p| p.started.is_empty()));
         assert!(parts[..2].iter().all(|p| p.blocked.is_empty()));
-        assert_eq!(parts[2].blocked, [("c".to_string(), "temporary")]);
+        assert_eq!(parts[2].blocked, [("c".to_string(), Blocked::TemporarilyBlocked)]);
     }
 
     /// The connection of a scheduler's write is cut in the middle of its transaction (what a
@@ -343,7 +344,8 @@ mod tests {
 
     #[test]
     fn a_batch_without_results_is_one_transaction() {
-        let batch = Batch { started: vec!["a".into()], finished: vec![], blocked: vec![("b".into(), "no")] };
+        let batch =
+            Batch { started: vec!["a".into()], finished: vec![], blocked: vec![("b".into(), Blocked::NotBlocked)] };
         let parts = batch.into_transactions();
         assert_eq!(parts.len(), 1);
         assert_eq!((parts[0].started.len(), parts[0].blocked.len()), (1, 1));

@@ -2,9 +2,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use api::ResourceId;
 use api::operations::NotificationSeverity;
 use api::version::{ConfigurationModel, DesiredStateVersion, Label, PutPartial, PutVersion, VersionStatus};
+use api::{ResourceId, ResourceState};
 use sqlx::Row;
 use uuid::Uuid;
 
@@ -120,7 +120,8 @@ struct StoredResource {
     attribute_hash: String,
     requires: Vec<String>,
     resource_set: Option<String>,
-    state: &'static str,
+    /// available, undefined or skipped_for_undefined.
+    state: ResourceState,
 }
 
 /// What `put_version` did.
@@ -332,8 +333,8 @@ impl Orchestrator {
             }
             resource.insert("id".into(), format!("{rid},v=0").into());
             resource.insert("requires".into(), serde_json::json!(requires));
-            if state == "undefined" && !merged.resource_state.contains_key(&rid) {
-                merged.resource_state.insert(rid.clone(), "undefined".into());
+            if state == ResourceState::Undefined.as_str() && !merged.resource_state.contains_key(&rid) {
+                merged.resource_state.insert(rid.clone(), ResourceState::Undefined.to_string());
             }
             merged.resource_sets.insert(rid, set);
             merged.resources.push(resource);
@@ -621,10 +622,10 @@ struct PreparedVersion {
 fn prepare_version(req: &PutVersion) -> Result<PreparedVersion> {
     let mut resources = validate_resources(req)?;
     let undefined: BTreeSet<String> =
-        resources.iter().filter(|r| r.state == "undefined").map(|r| r.id.to_string()).collect();
+        resources.iter().filter(|r| r.state == ResourceState::Undefined).map(|r| r.id.to_string()).collect();
     let skipped = dependents_of(&resources, &undefined);
     for r in resources.iter_mut().filter(|r| skipped.contains(&r.id.to_string())) {
-        r.state = "skipped_for_undefined";
+        r.state = ResourceState::SkippedForUndefined;
     }
     let payloads = resource_payloads(&resources);
     Ok(PreparedVersion { resources, undefined, skipped, payloads })
@@ -739,7 +740,7 @@ fn v1_resource(env: Uuid, row: &sqlx::any::AnyRow) -> Result<serde_json::Value> 
         "agent": row.try_get::<String, _>("agent")?,
         "attributes": attributes,
         "attribute_hash": row.try_get::<String, _>("attribute_hash")?,
-        "is_undefined": row.try_get::<String, _>("state")? == "undefined",
+        "is_undefined": row.try_get::<String, _>("state")? == ResourceState::Undefined.as_str(),
         "resource_set": set_id,
     }))
 }
@@ -892,14 +893,15 @@ fn validate_resources(req: &PutVersion) -> Result<Vec<StoredResource>> {
     let version = req.version;
     let mut by_id: BTreeMap<String, usize> = BTreeMap::new();
     let mut resources = Vec::with_capacity(req.resources.len());
-    let mut states: HashMap<String, &str> = HashMap::new();
+    let mut states: HashMap<String, ResourceState> = HashMap::new();
     for (rid, state) in &req.resource_state {
         crate::validate::id("a resource id", rid)?;
         let id = ResourceId::parse(rid).map_err(|e| Error::BadRequest(format!("resource_state: {e}")))?;
-        let state = match state.as_str() {
-            "available" | "deployed" => "available",
-            "undefined" => "undefined",
-            other => {
+        let state = match ResourceState::parse(state) {
+            Some(ResourceState::Available | ResourceState::Deployed) => ResourceState::Available,
+            Some(ResourceState::Undefined) => ResourceState::Undefined,
+            _ => {
+                let other = state;
                 return Err(Error::BadRequest(format!(
                     "resource_state of {rid}: {other:?} is not a state an export can set (available or undefined)"
                 )));
@@ -947,7 +949,7 @@ fn validate_resources(req: &PutVersion) -> Result<Vec<StoredResource>> {
         let attributes = attributes.to_string();
         let attribute_hash = sha1_hex(format!("{attributes}{}", serde_json::json!(requires)).as_bytes());
         let resource_set = req.resource_sets.get(&key).cloned().flatten();
-        let state = states.remove(&key).unwrap_or("available");
+        let state = states.remove(&key).unwrap_or(ResourceState::Available);
         resources.push(StoredResource { id, attributes, attribute_hash, requires, resource_set, state });
     }
     if let Some(stray) = states.keys().next() {

@@ -5,6 +5,7 @@ use api::ResourceId;
 use api::environment::EnvironmentCreate;
 use api::operations::NotificationUpdate;
 use api::resource::LogLine;
+use api::state::{ActionKind, Change, HandlerStatus, ResourceState};
 use api::version::PutVersion;
 use orchestrator::paging::PageRequest;
 use orchestrator::parameters::{NewParameter, ParamLookup};
@@ -80,7 +81,7 @@ async fn release_tracks_status_orphans_and_summary() {
     .await;
     let (list, summary) = o.released_resources(env, &page(&[("sort", "resource_id.asc")]), true).await.unwrap();
     let statuses: Vec<(String, String)> =
-        list.items.iter().map(|r| (r.resource_id.clone(), r.status.clone())).collect();
+        list.items.iter().map(|r| (r.resource_id.clone(), r.status.to_string())).collect();
     assert_eq!(
         statuses,
         vec![
@@ -93,55 +94,44 @@ async fn release_tracks_status_orphans_and_summary() {
     assert_eq!(list.items[1].requires, vec![format!("{a},v={v1}")]);
     let summary = summary.unwrap();
     assert_eq!(summary.total, 4);
-    assert_eq!(summary.by_state["available"], 2);
-    assert_eq!(summary.by_state["deployed"], 0);
-    assert!(!summary.by_state.contains_key("dry"));
+    assert_eq!(summary.by_state[&ResourceState::Available], 2);
+    assert_eq!(summary.by_state[&ResourceState::Deployed], 0);
+    assert!(!summary.by_state.contains_key(&ResourceState::Dry));
 
     // A deploy of /a succeeds, /b fails: states, notification, logs.
     let id_a = ResourceId::parse(&a).unwrap();
-    let action = o
-        .begin_resource_action(env, v1, "deploy", std::slice::from_ref(&id_a), &[line("INFO", "start")])
-        .await
-        .unwrap();
+    let start = line("INFO", "start");
+    o.record_scheduler_batch(env, std::slice::from_ref(&a), &[], &[], None).await.unwrap();
     let deploying = o.released_resource(env, &a).await.unwrap();
     assert_eq!(deploying.status, "deploying");
-    o.finish_resource_action(
-        env,
-        action,
-        ActionOutcome {
-            status: "deployed".into(),
-            messages: vec![line("DEBUG", "content written")],
-            changes: Some(json!({ format!("{a},v={v1}"): {"hash": {"current": null, "desired": "1"}} })),
-            change: Some("created".into()),
-            send_event: Some(true),
-        },
-    )
-    .await
-    .unwrap();
     let id_b = ResourceId::parse(&rid("/b")).unwrap();
-    let failing = o.begin_resource_action(env, v1, "deploy", &[id_b], &[]).await.unwrap();
-    o.finish_resource_action(
-        env,
-        failing,
-        ActionOutcome {
-            status: "failed".into(),
-            messages: vec![line("ERROR", "permission denied")],
-            changes: None,
-            change: Some("nochange".into()),
-            send_event: None,
-        },
-    )
-    .await
-    .unwrap();
-    assert!(matches!(
-        o.finish_resource_action(
-            env,
-            failing,
-            ActionOutcome { status: "failed".into(), messages: vec![], changes: None, change: None, send_event: None }
-        )
-        .await,
-        Err(Error::Conflict(_))
-    ));
+    let finished = [
+        finished_action(
+            v1,
+            id_a,
+            ActionOutcome {
+                status: HandlerStatus::Deployed,
+                messages: vec![start, line("DEBUG", "content written")],
+                changes: Some(json!({ format!("{a},v={v1}"): {"hash": {"current": null, "desired": "1"}} })),
+                change: Some(Change::Created),
+                send_event: Some(true),
+            },
+        ),
+        finished_action(
+            v1,
+            id_b,
+            ActionOutcome {
+                status: HandlerStatus::Failed,
+                messages: vec![line("ERROR", "permission denied")],
+                changes: None,
+                change: Some(Change::NoChange),
+                send_event: None,
+            },
+        ),
+    ];
+    o.record_scheduler_batch(env, &[], &finished, &[], None).await.unwrap();
+    // The same batch again (a retry after a commit whose answer was lost) stores nothing twice.
+    assert!(o.record_scheduler_batch(env, &[], &finished, &[], None).await.unwrap_err().is_unique_violation());
 
     let details = o.released_resource(env, &rid("/b")).await.unwrap();
     assert_eq!(details.status, "failed");
@@ -181,13 +171,13 @@ async fn release_tracks_status_orphans_and_summary() {
     let errors = ActionQuery { log_severity: Some("ERROR".into()), ..Default::default() };
     let actions = o.resource_actions(env, &errors).await.unwrap();
     assert_eq!(actions.len(), 1);
-    assert_eq!(actions[0].status.as_deref(), Some("failed"));
+    assert_eq!(actions[0].status, Some(HandlerStatus::Failed));
     let created = o
         .resource_actions(env, &ActionQuery { exclude_changes: vec!["nochange".into()], ..Default::default() })
         .await
         .unwrap();
     assert_eq!(created.len(), 1);
-    assert_eq!(created[0].change.as_deref(), Some("created"));
+    assert_eq!(created[0].change, Some(Change::Created));
 
     // A new version without /a makes it an orphan; /b changes, so it is available again.
     let v2 = put(&o, env, vec![file("/b", "2", &[])], &[]).await;
@@ -317,7 +307,7 @@ async fn compiles_and_dry_runs_publish_events() {
     let (run, targets) = o.create_dryrun(env, version).await.unwrap();
     assert_eq!(events.try_recv().unwrap(), Event::DryRunChanged { env });
     let rid = targets[0].id.versioned(version as u64);
-    o.dryrun_update(env, run.id, &rid, "unmodified", &serde_json::Map::new()).await.unwrap();
+    o.dryrun_update(env, run.id, &rid, api::ResourceDiffStatus::Unmodified, &serde_json::Map::new()).await.unwrap();
     assert_eq!(events.try_recv().unwrap(), Event::DryRunChanged { env });
 
     // The server status counts the compile queue (nothing waits now) and says no scheduler runs.
@@ -331,30 +321,35 @@ async fn compiles_and_dry_runs_publish_events() {
     assert_eq!(status.slices.iter().find(|s| s.name == "core.compiler").unwrap().status["queued"], 1);
 }
 
-fn deployed(version: i64, path: &str, change: &str) -> orchestrator::resources::FinishedAction {
+fn finished_action(version: i64, id: ResourceId, outcome: ActionOutcome) -> orchestrator::resources::FinishedAction {
     orchestrator::resources::FinishedAction {
         action_id: Uuid::new_v4(),
         version,
-        action: "deploy".into(),
+        action: ActionKind::Deploy,
         started: chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
-        resource_ids: vec![ResourceId::parse(&rid(path)).unwrap()],
-        outcome: ActionOutcome {
-            status: "deployed".into(),
-            messages: vec![],
-            changes: None,
-            change: Some(change.into()),
-            send_event: Some(false),
-        },
+        resource_ids: vec![id],
+        outcome,
     }
+}
+
+fn deployed(version: i64, path: &str, change: Change) -> orchestrator::resources::FinishedAction {
+    let outcome = ActionOutcome {
+        status: HandlerStatus::Deployed,
+        messages: vec![],
+        changes: None,
+        change: Some(change),
+        send_event: Some(false),
+    };
+    finished_action(version, ResourceId::parse(&rid(path)).unwrap(), outcome)
 }
 
 #[tokio::test]
 async fn deploy_changes_are_those_of_one_version() {
     let (o, env, _dir) = setup().await;
     let v1 = put(&o, env, vec![file("/a", "1", &[]), file("/b", "1", &[])], &[]).await;
-    o.record_actions(env, &[deployed(v1, "/a", "created"), deployed(v1, "/b", "created")]).await.unwrap();
+    o.record_actions(env, &[deployed(v1, "/a", Change::Created), deployed(v1, "/b", Change::Created)]).await.unwrap();
     let v2 = put(&o, env, vec![file("/a", "2", &[]), file("/b", "1", &[])], &[]).await;
-    o.record_actions(env, &[deployed(v2, "/a", "updated"), deployed(v2, "/b", "nochange")]).await.unwrap();
+    o.record_actions(env, &[deployed(v2, "/a", Change::Updated), deployed(v2, "/b", Change::NoChange)]).await.unwrap();
 
     let first = o.deploy_changes(env, v1).await.unwrap();
     assert_eq!(first.len(), 2, "{first:?}");
@@ -362,7 +357,7 @@ async fn deploy_changes_are_those_of_one_version() {
     let second = o.deploy_changes(env, v2).await.unwrap();
     assert_eq!(second.into_iter().collect::<Vec<_>>(), vec![(rid("/a"), "updated".to_string())]);
     // A repair of the same version: the latest deploy's change is the one reported.
-    o.record_actions(env, &[deployed(v2, "/b", "updated")]).await.unwrap();
+    o.record_actions(env, &[deployed(v2, "/b", Change::Updated)]).await.unwrap();
     assert_eq!(o.deploy_changes(env, v2).await.unwrap().len(), 2);
 }
 
@@ -422,7 +417,7 @@ async fn many_small_result_batches_refresh_postgres_statistics() {
     }
     let v = put(&o, env, vec![file("/a", "1", &[])], &[]).await;
     for _ in 0..11 {
-        let batch: Vec<_> = (0..100).map(|_| deployed(v, "/a", "nochange")).collect();
+        let batch: Vec<_> = (0..100).map(|_| deployed(v, "/a", Change::NoChange)).collect();
         o.record_actions(env, &batch).await.unwrap();
     }
     let mut analyzed = false;

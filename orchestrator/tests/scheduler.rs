@@ -36,8 +36,8 @@ impl Dispatch for NullDispatch {
             let fail = recorder.failing.lock().unwrap().contains(&rid);
             let first = recorder.seen.lock().unwrap().insert(format!("{rid}{:?}", task.attributes.get("value")));
             TaskOutcome {
-                status: if fail { "failed" } else { "deployed" }.into(),
-                change: if fail || !first { "nochange" } else { "created" }.into(),
+                status: if fail { api::HandlerStatus::Failed } else { api::HandlerStatus::Deployed },
+                change: if fail || !first { api::Change::NoChange } else { api::Change::Created },
                 changes: Default::default(),
                 logs: vec![],
             }
@@ -109,7 +109,7 @@ impl Setup {
     }
 
     async fn status(&self, name: &str) -> String {
-        self.o.released_resource(self.env, &rid(agent_of(name), name)).await.unwrap().status
+        self.o.released_resource(self.env, &rid(agent_of(name), name)).await.unwrap().status.to_string()
     }
 }
 
@@ -348,14 +348,14 @@ async fn a_wake_up_lost_in_a_crash_is_recovered_at_restart() {
         &[orchestrator::resources::FinishedAction {
             action_id: Uuid::new_v4(),
             version,
-            action: "deploy".into(),
+            action: api::ActionKind::Deploy,
             started: "2026-01-01T00:00:00.000000".into(),
             resource_ids: vec![a],
             outcome: orchestrator::ActionOutcome {
-                status: "deployed".into(),
+                status: api::HandlerStatus::Deployed,
                 messages: vec![],
                 changes: None,
-                change: Some("nochange".into()),
+                change: Some(api::Change::NoChange),
                 send_event: Some(false),
             },
         }],

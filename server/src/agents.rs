@@ -199,8 +199,8 @@ impl Dispatch for InProcessAgents {
                         }
                     }
                     TaskOutcome {
-                        status: outcome.status.as_str().to_string(),
-                        change: outcome.change.as_str().to_string(),
+                        status: outcome.status,
+                        change: outcome.change,
                         changes: outcome
                             .changes
                             .into_iter()
@@ -282,13 +282,18 @@ async fn python_code(
 /// The outcome of a task whose handler could not run.
 /// The outcome of a fact gathering that went well (the facts themselves are stored apart).
 pub(crate) fn facts_gathered() -> TaskOutcome {
-    TaskOutcome { status: "deployed".into(), change: "nochange".into(), changes: Default::default(), logs: vec![] }
+    TaskOutcome {
+        status: HandlerStatus::Deployed,
+        change: agent::Change::NoChange,
+        changes: Default::default(),
+        logs: vec![],
+    }
 }
 
 pub(crate) fn unavailable(message: String) -> TaskOutcome {
     TaskOutcome {
-        status: "unavailable".into(),
-        change: "nochange".into(),
+        status: HandlerStatus::Unavailable,
+        change: agent::Change::NoChange,
         changes: Default::default(),
         logs: vec![api::resource::LogLine {
             level: "ERROR".into(),

@@ -56,8 +56,8 @@ pub struct WireTask {
 /// A handler's outcome on the wire.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WireOutcome {
-    pub status: String,
-    pub change: String,
+    pub status: api::HandlerStatus,
+    pub change: api::Change,
     pub changes: serde_json::Map<String, serde_json::Value>,
     pub logs: Vec<api::resource::LogLine>,
     /// Facts the handler reported while it ran (stored as the resource's facts).

@@ -6,7 +6,9 @@ mod common;
 
 use api::ResourceId;
 use api::resource::LogLine;
+use api::state::{ActionKind, Change, HandlerStatus};
 use common::TestServer;
+use orchestrator::resources::FinishedAction;
 use orchestrator::{ActionOutcome, Orchestrator};
 use serde_json::{Value, json};
 
@@ -60,20 +62,28 @@ fn line(level: &str, msg: &str) -> LogLine {
     }
 }
 
-async fn deploy(o: &Orchestrator, env: &str, version: i64, path: &str, status: &str, msg: &str) {
+async fn deploy(o: &Orchestrator, env: &str, version: i64, path: &str, status: HandlerStatus, msg: &str) {
     let env = env.parse().unwrap();
     let id = ResourceId::parse(&rid(path)).unwrap();
-    let action =
-        o.begin_resource_action(env, version, "deploy", &[id], &[line("DEBUG", "deploy started")]).await.unwrap();
-    let level = if status == "failed" { "ERROR" } else { "INFO" };
+    let started = line("DEBUG", "deploy started");
+    o.record_scheduler_batch(env, &[id.to_string()], &[], &[], None).await.unwrap();
+    let level = if status == HandlerStatus::Failed { "ERROR" } else { "INFO" };
     let outcome = ActionOutcome {
-        status: status.into(),
-        messages: vec![line(level, msg)],
+        status,
+        messages: vec![started, line(level, msg)],
         changes: None,
-        change: Some(if status == "deployed" { "created" } else { "nochange" }.into()),
+        change: Some(if status == HandlerStatus::Deployed { Change::Created } else { Change::NoChange }),
         send_event: Some(true),
     };
-    o.finish_resource_action(env, action, outcome).await.unwrap();
+    let action = FinishedAction {
+        action_id: uuid::Uuid::new_v4(),
+        version,
+        action: ActionKind::Deploy,
+        started: orchestrator::store::now(),
+        resource_ids: vec![id],
+        outcome,
+    };
+    o.record_scheduler_batch(env, &[], &[action], &[], None).await.unwrap();
 }
 
 fn ids(body: &Value) -> Vec<String> {
@@ -112,8 +122,8 @@ async fn resource_list_details_history_logs_and_actions() {
     assert_eq!(s.call("GET", "/api/v2/resource", None, None).await.0, 400, "the environment header is required");
 
     let o = Orchestrator::open(&s.database_url).await.unwrap();
-    deploy(&o, &env, v1, "/a", "deployed", "file written").await;
-    deploy(&o, &env, v1, "/b", "failed", "disk full").await;
+    deploy(&o, &env, v1, "/a", HandlerStatus::Deployed, "file written").await;
+    deploy(&o, &env, v1, "/b", HandlerStatus::Failed, "disk full").await;
 
     let (_, failed) = s.call("GET", "/api/v2/resource?filter.status=failed", tid, None).await;
     assert_eq!(ids(&failed), vec![rid("/b")]);

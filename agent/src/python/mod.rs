@@ -315,7 +315,9 @@ impl PythonHandler {
                 ctx.set_fact(name, value.clone());
             }
         }
-        if reply.get("status").and_then(Value::as_str) == Some("unavailable") {
+        if reply.get("status").and_then(Value::as_str).and_then(HandlerStatus::parse)
+            == Some(HandlerStatus::Unavailable)
+        {
             let module = resource.id.entity_type.split("::").next().unwrap_or_default();
             for (failed, traceback) in import_errors.iter().filter(|(m, _)| m == module) {
                 let mut kwargs = Map::new();
@@ -354,18 +356,20 @@ impl Handler for PythonHandler {
         {
             ctx.set_change(change)?;
         }
-        let status = reply.get("status").and_then(Value::as_str).unwrap_or("failed");
-        let status = HandlerStatus::parse(status).ok_or_else(|| {
-            HandlerError::failed(format!("the Python executor answered an unknown status {status:?}"))
-        })?;
+        let status = match reply.get("status").and_then(Value::as_str) {
+            None => HandlerStatus::Failed,
+            Some(status) => HandlerStatus::parse(status).ok_or_else(|| {
+                HandlerError::failed(format!("the Python executor answered an unknown status {status:?}"))
+            })?,
+        };
         ctx.set_status(status);
         Ok(())
     }
 
     fn facts(&self, ctx: &mut HandlerContext<'_>, resource: &ResourceRequest) -> Result<(), HandlerError> {
         let reply = self.request(ctx, "facts", resource)?;
-        match reply.get("status").and_then(Value::as_str) {
-            Some("failed" | "unavailable") => {
+        match reply.get("status").and_then(Value::as_str).and_then(HandlerStatus::parse) {
+            Some(HandlerStatus::Failed | HandlerStatus::Unavailable) => {
                 Err(HandlerError::failed(format!("the handler of {} could not report facts", resource.id.entity_type)))
             }
             _ => Ok(()),

@@ -1,5 +1,6 @@
 //! `inmanta agent list|pause|unpause` and `inmanta monitor` (a live view of a deploy).
 
+use api::ResourceState;
 use std::time::Duration;
 
 use clap::Subcommand;
@@ -66,10 +67,12 @@ pub async fn monitor(ctx: &Context, env: Uuid, follow: bool) -> Result<(), CliEr
             .await?;
         let summary = &page["metadata"]["deploy_summary"];
         let total = summary["total"].as_u64().unwrap_or(0);
-        let count = |state: &str| summary["by_state"][state].as_u64().unwrap_or(0);
-        let (deployed, failed, pending) =
-            (count("deployed"), count("failed") + count("unavailable"), count("available") + count("deploying"));
-        let skipped = count("skipped") + count("skipped_for_undefined") + count("undefined");
+        let count = |state: ResourceState| summary["by_state"][state.as_str()].as_u64().unwrap_or(0);
+        let deployed = count(ResourceState::Deployed);
+        let failed = count(ResourceState::Failed) + count(ResourceState::Unavailable);
+        let pending = count(ResourceState::Available) + count(ResourceState::Deploying);
+        let skipped =
+            count(ResourceState::Skipped) + count(ResourceState::SkippedForUndefined) + count(ResourceState::Undefined);
         let line = format!("{deployed}/{total} deployed, {failed} failed, {skipped} skipped, {pending} in progress");
         let progress = bar.get_or_insert_with(|| output::progress(total, "done"));
         progress.set_length(total);

@@ -201,8 +201,8 @@ async fn report_discovered(client: &Client, env: Uuid, outcome: &mut agent::Outc
 
 fn failure(message: String) -> WireOutcome {
     WireOutcome {
-        status: "unavailable".into(),
-        change: "nochange".into(),
+        status: api::HandlerStatus::Unavailable,
+        change: api::Change::NoChange,
         changes: Default::default(),
         logs: vec![api::resource::LogLine {
             level: "ERROR".into(),
@@ -268,8 +268,8 @@ where
                 Ok(Ok(mut o)) => {
                     report_discovered(&client, env, &mut o).await;
                     WireOutcome {
-                        status: o.status.as_str().into(),
-                        change: o.change.as_str().into(),
+                        status: o.status,
+                        change: o.change,
                         changes: o
                             .changes
                             .into_iter()

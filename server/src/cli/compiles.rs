@@ -106,12 +106,7 @@ pub async fn run(command: CompileCommand, options: &Options) -> Result<(), CliEr
 }
 
 fn state(r: &CompileReport) -> &'static str {
-    match (r.started.is_some(), r.completed.is_some(), r.success) {
-        (_, true, Some(true)) => "success",
-        (_, true, _) => "failed",
-        (true, false, _) => "running",
-        (false, false, _) => "queued",
-    }
+    api::CompileStatus::of(r.started.is_some(), r.completed.is_some(), r.success).as_str()
 }
 
 /// Requests a compile and, with `--wait`, follows it to the end.

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use api::ResourceState;
 use api::environment::EnvironmentCreate;
 use clap::Args;
 use orchestrator::Orchestrator;
@@ -126,8 +127,8 @@ async fn wait_for_deploy(e: &Embedded, total: usize, timeout: Duration) -> Resul
     let deadline = Instant::now() + timeout;
     let bar = super::output::progress(total as u64, "resources");
     let pending_of = |summary: &api::resource::ResourceDeploySummary| {
-        summary.by_state.get("available").copied().unwrap_or(0)
-            + summary.by_state.get("deploying").copied().unwrap_or(0)
+        summary.by_state.get(&ResourceState::Available).copied().unwrap_or(0)
+            + summary.by_state.get(&ResourceState::Deploying).copied().unwrap_or(0)
     };
     // Woken by the scheduler's writes rather than a fixed sleep, so the command ends as soon as
     // the last result is stored.
@@ -136,7 +137,7 @@ async fn wait_for_deploy(e: &Embedded, total: usize, timeout: Duration) -> Resul
         let summary = e.orchestrator.deploy_summary(e.environment).await.map_err(server_error)?;
         let pending = pending_of(&summary);
         bar.set_position(summary.total.saturating_sub(pending));
-        let failed = summary.by_state.get("failed").copied().unwrap_or(0);
+        let failed = summary.by_state.get(&ResourceState::Failed).copied().unwrap_or(0);
         if failed > 0 {
             bar.set_message(format!("{failed} failed"));
         }
@@ -166,13 +167,13 @@ async fn summary(e: &Embedded, version: i64, started: Instant, verbose: bool, js
     let (resources, _) = e.orchestrator.released_resources(env, &page, false).await.map_err(server_error)?;
     // Only this version's deploys: the environment's whole history grows with every deploy.
     let changed = e.orchestrator.deploy_changes(env, version).await.map_err(server_error)?;
-    let current: Vec<_> = resources.items.iter().filter(|r| r.status != "orphaned").collect();
-    let mut by_state: BTreeMap<&str, usize> = BTreeMap::new();
+    let current: Vec<_> = resources.items.iter().filter(|r| r.status != ResourceState::Orphaned).collect();
+    let mut by_state: BTreeMap<ResourceState, usize> = BTreeMap::new();
     for r in &current {
-        *by_state.entry(r.status.as_str()).or_default() += 1;
+        *by_state.entry(r.status).or_default() += 1;
     }
     let total = current.len();
-    let failures = total - by_state.get("deployed").copied().unwrap_or(0);
+    let failures = total - by_state.get(&ResourceState::Deployed).copied().unwrap_or(0);
     if json {
         let resources: Vec<_> = current
             .iter()
@@ -189,15 +190,15 @@ async fn summary(e: &Embedded, version: i64, started: Instant, verbose: bool, js
     let rows: Vec<Vec<comfy_table::Cell>> = current
         .iter()
         .map(|r| (r, changed.get(&r.resource_id).cloned().unwrap_or_default()))
-        .filter(|(r, change)| verbose || r.status != "deployed" || !change.is_empty())
+        .filter(|(r, change)| verbose || r.status != ResourceState::Deployed || !change.is_empty())
         .map(|(r, change)| {
-            vec![comfy_table::Cell::new(&r.resource_id), super::output::state_cell(&r.status), change.into()]
+            vec![comfy_table::Cell::new(&r.resource_id), super::output::state_cell(r.status), change.into()]
         })
         .collect();
     if !rows.is_empty() && !json {
         super::output::styled_table(&["Resource", "Status", "Change"], rows);
     }
-    for r in current.iter().filter(|r| r.status == "failed") {
+    for r in current.iter().filter(|r| r.status == ResourceState::Failed) {
         let logs =
             e.orchestrator.resource_logs(env, &r.resource_id, &PageRequest::default()).await.map_err(server_error)?;
         if let Some(error) = logs.items.iter().find(|l| l.level == "ERROR") {
@@ -239,9 +240,9 @@ async fn dry_run(e: &Embedded, mut output: compiler::CompileOutput, json: bool) 
     for resource in &output.resources {
         let request = agent::ResourceRequest::from_json(resource).map_err(CliError::Usage)?;
         let rid = request.id.to_string();
-        let undefined = output.resource_state.get(&rid).is_some_and(|s| s == "undefined");
+        let undefined = output.resource_state.get(&rid).is_some_and(|s| s == ResourceState::Undefined.as_str());
         if undefined {
-            rows.push(vec![rid, "undefined".into(), String::new()]);
+            rows.push(vec![rid, ResourceState::Undefined.to_string(), String::new()]);
             continue;
         }
         let executor = executor.clone();
@@ -257,7 +258,7 @@ async fn dry_run(e: &Embedded, mut output: compiler::CompileOutput, json: bool) 
         .map_err(|e| CliError::Usage(format!("dry run failed: {e}")))?;
         let changes: Vec<String> =
             outcome.changes.iter().map(|(name, c)| format!("{name}: {} -> {}", c.current, c.desired)).collect();
-        let status = if outcome.status.as_str() == "failed" {
+        let status = if outcome.status == api::HandlerStatus::Failed {
             "failed"
         } else if changes.is_empty() {
             "unchanged"

@@ -2,6 +2,7 @@
 //! (`indicatif`, drawn only on a terminal), colours only on a terminal and never with `NO_COLOR`;
 //! `--json` prints the API's JSON instead.
 
+use api::ResourceState;
 use std::io::IsTerminal;
 use std::time::Duration;
 
@@ -38,15 +39,18 @@ pub fn styled_table(header: &[&str], rows: Vec<Vec<Cell>>) {
 }
 
 /// A resource state, red when it failed and green when deployed (on a colour terminal).
-pub fn state_cell(state: &str) -> Cell {
+pub fn state_cell(state: ResourceState) -> Cell {
     let cell = Cell::new(state);
     if !colors() {
         return cell;
     }
     match state {
-        "failed" | "unavailable" => cell.fg(Color::Red),
-        "deployed" => cell.fg(Color::Green),
-        "skipped" | "skipped_for_undefined" | "undefined" | "cancelled" => cell.fg(Color::Yellow),
+        ResourceState::Failed | ResourceState::Unavailable => cell.fg(Color::Red),
+        ResourceState::Deployed => cell.fg(Color::Green),
+        ResourceState::Skipped
+        | ResourceState::SkippedForUndefined
+        | ResourceState::Undefined
+        | ResourceState::Cancelled => cell.fg(Color::Yellow),
         _ => cell,
     }
 }

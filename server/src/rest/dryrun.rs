@@ -131,7 +131,7 @@ async fn v1_update(
     Path(id): Path<Uuid>,
     extract::Json(body): extract::Json<V1Update>,
 ) -> ApiResult<Response> {
-    let status = orchestrator::dryrun::status_of_outcome("dry", &body.changes);
+    let status = orchestrator::dryrun::status_of_outcome(api::HandlerStatus::Dry, &body.changes);
     o.dryrun_update(env, id, &body.resource, status, &body.changes).await?;
     Ok(empty())
 }

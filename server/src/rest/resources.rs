@@ -171,7 +171,7 @@ async fn v1_resource(
         let query = ActionQuery { resource_id: Some(id.to_string()), ..Default::default() };
         let mut actions = o.resource_actions(env, &query).await?;
         actions.retain(|a| {
-            a.resource_version_ids.contains(&rvid) && p.log_action.as_ref().is_none_or(|kind| &a.action == kind)
+            a.resource_version_ids.contains(&rvid) && p.log_action.as_ref().is_none_or(|kind| a.action.as_str() == kind)
         });
         if let Some(limit) = p.log_limit.filter(|l| *l > 0) {
             actions.truncate(limit as usize);

@@ -155,7 +155,7 @@ async fn v1_get(
         )));
     }
     let mut actions = o.resource_actions(env, &ActionQuery::default()).await?;
-    actions.retain(|a| q.log_filter.as_ref().is_none_or(|kind| &a.action == kind) && a.version == version);
+    actions.retain(|a| q.log_filter.as_ref().is_none_or(|kind| a.action.as_str() == kind) && a.version == version);
     if let Some(limit) = q.limit.filter(|l| *l > 0) {
         actions.truncate(limit as usize);
     }
