@@ -24,11 +24,28 @@ pub struct InvalidResourceId {
     pub reason: &'static str,
 }
 
+/// What separates a resource id from the version in a resource version id.
+const VERSION_SEPARATOR: &str = ",v=";
+
+/// `<resource id>,v=<version>`: the resource version id of a resource id that is already text
+/// (requires lists, rows), without parsing it again.
+pub fn versioned_id(plain: &str, version: u64) -> String {
+    format!("{plain}{VERSION_SEPARATOR}{version}")
+}
+
+/// The resource id of a resource version id (`...],v=<number>`); any other text as it is.
+pub fn unversioned(text: &str) -> &str {
+    match text.rsplit_once(VERSION_SEPARATOR) {
+        Some((head, v)) if head.ends_with(']') && !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => head,
+        _ => text,
+    }
+}
+
 impl ResourceId {
     /// Parses a resource id or resource version id; returns the id and the version (0 if absent).
     pub fn parse_versioned(text: &str) -> Result<(ResourceId, u64), InvalidResourceId> {
         let bad = |reason| InvalidResourceId { id: text.to_string(), reason };
-        let (id_part, version) = match text.rsplit_once(",v=") {
+        let (id_part, version) = match text.rsplit_once(VERSION_SEPARATOR) {
             Some((head, v)) if head.ends_with(']') => {
                 (head, v.parse::<u64>().map_err(|_| bad("the version after ,v= is not a number"))?)
             }
@@ -68,7 +85,7 @@ impl ResourceId {
 
     /// The id with `,v=<version>`.
     pub fn versioned(&self, version: u64) -> String {
-        format!("{self},v={version}")
+        versioned_id(&self.to_string(), version)
     }
 }
 

@@ -881,7 +881,7 @@ pub async fn resource_graph(env: String, focus: GraphFocus) -> Result<Graph, Ser
             _ => break total,
         }
     };
-    let plain = |rid: &str| rid.rsplit_once(",v=").map(|(id, _)| id.to_string()).unwrap_or_else(|| rid.to_string());
+    let plain = |rid: &str| api::resource::unversioned(rid).to_string();
     if !focus.is_all() {
         let index: HashMap<String, usize> = rows.iter().enumerate().map(|(i, r)| (r.resource_id.clone(), i)).collect();
         let requires: Vec<Vec<usize>> =

@@ -278,10 +278,7 @@ fn compare_errors(case: &Path, truth: &Value, ours: &Diagnostics, say: &mut impl
 const PARSER_EXCEPTION: &str = "inmanta.parser.ParserException";
 
 fn without_version(id: &str) -> String {
-    match id.rfind(",v=") {
-        Some(i) => id[..i].to_string(),
-        None => id.to_string(),
-    }
+    api::resource::unversioned(id).to_string()
 }
 
 fn compare_output(truth: &Value, ours: &CompileOutput, say: &mut impl FnMut(Kind, String)) {

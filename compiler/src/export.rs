@@ -545,7 +545,7 @@ pub(crate) fn export(
         }
         reqs.sort();
         obj.insert("requires".into(), Json::Array(reqs.into_iter().map(Json::String).collect()));
-        obj.insert("id".into(), Json::String(format!("{rid},v=0")));
+        obj.insert("id".into(), Json::String(api::resource::versioned_id(rid, 0)));
         if undefined {
             out.resource_state.insert(rid.clone(), "undefined".into());
         }
@@ -658,23 +658,14 @@ fn requires_of(ev: &View<'_, '_>, i: InstId) -> Vec<InstId> {
 
 /// Rewrites the version of a resource id (`...,v=N`), or appends one.
 pub(crate) fn with_version(id: &str, version: i64) -> String {
-    let base = match id.rfind(",v=") {
-        Some(p) if id[p + 3..].chars().all(|c| c.is_ascii_digit()) => &id[..p],
-        _ => id,
-    };
-    format!("{base},v={version}")
+    api::resource::versioned_id(api::resource::unversioned(id), version as u64)
 }
 
 /// Checks the requires graph for cycles; returns a cycle when there is one.
 /// The graph borrows the ids of `resources` (no copies: at 100 000 resources cloning them cost
 /// a tenth of the export).
 pub(crate) fn find_cycle(resources: &[Json]) -> Option<Vec<String>> {
-    fn strip(s: &str) -> &str {
-        match s.rfind(",v=") {
-            Some(p) => &s[..p],
-            None => s,
-        }
-    }
+    let strip = api::resource::unversioned;
     let mut graph: HashMap<&str, Vec<&str>> = HashMap::with_capacity(resources.len());
     for r in resources {
         let id = strip(r["id"].as_str().unwrap_or(""));

@@ -177,10 +177,7 @@ impl CompileOutput {
             if let Some(reqs) = r.get_mut("requires").and_then(|v| v.as_array_mut()) {
                 for q in reqs.iter_mut() {
                     if let Some(s) = q.as_str() {
-                        let base = match s.rfind(",v=") {
-                            Some(p) => &s[..p],
-                            None => s,
-                        };
+                        let base = api::resource::unversioned(s);
                         *q = serde_json::Value::String(if version == 0 {
                             base.to_string()
                         } else {

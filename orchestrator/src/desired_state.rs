@@ -81,7 +81,7 @@ impl Orchestrator {
                 Ok(VersionedResource {
                     resource_version_id: id.versioned(version as u64),
                     id_details: ResourceIdDetails::from(&id),
-                    requires: row.requires()?.iter().map(|r| format!("{r},v={version}")).collect(),
+                    requires: row.requires()?.iter().map(|r| api::resource::versioned_id(r, version as u64)).collect(),
                     resource_id: row.resource_id.clone(),
                 })
             })

@@ -266,7 +266,7 @@ impl Orchestrator {
                 Ok(LatestReleasedResource {
                     resource_version_id: id.versioned(version as u64),
                     id_details: ResourceIdDetails::from(&id),
-                    requires: requires.iter().map(|r| format!("{r},v={version}")).collect(),
+                    requires: requires.iter().map(|r| api::resource::versioned_id(r, version as u64)).collect(),
                     resource_id: row.resource_id.clone(),
                     status: parse_stored(&row.status)?,
                 })

@@ -285,7 +285,7 @@ mod tests {
             .unwrap()
             .id;
         let rid = "std::testing::NullResource[a,name=x]";
-        let resource = serde_json::json!({"id": format!("{rid},v=0"), "name": "x", "agentname": "a", "send_event": false, "purged": false, "requires": []});
+        let resource = serde_json::json!({"id": api::resource::versioned_id(rid, 0), "name": "x", "agentname": "a", "send_event": false, "purged": false, "requires": []});
         let version = o.reserve_version(env).await.unwrap();
         o.put_version(
             env,

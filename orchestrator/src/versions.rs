@@ -331,7 +331,7 @@ impl Orchestrator {
                     }
                 }
             }
-            resource.insert("id".into(), format!("{rid},v=0").into());
+            resource.insert("id".into(), api::resource::versioned_id(&rid, 0).into());
             resource.insert("requires".into(), serde_json::json!(requires));
             if state == ResourceState::Undefined.as_str() && !merged.resource_state.contains_key(&rid) {
                 merged.resource_state.insert(rid.clone(), ResourceState::Undefined.to_string());

@@ -392,7 +392,7 @@ pub(crate) fn run_dependency_managers(
     if python_ids.is_empty() {
         return Ok(());
     }
-    let rid = |r: &Json| r["id"].as_str().map(|id| id.rsplit_once(",v=").map_or(id, |(rid, _)| rid).to_string());
+    let rid = |r: &Json| r["id"].as_str().map(|id| api::resource::unversioned(id).to_string());
     let mut requires = serde_json::Map::new();
     for r in resources.iter() {
         if let Some(id) = rid(r)

@@ -76,32 +76,34 @@ pub async fn push_export(
     }
     let version = if push.partial {
         output.set_version(0);
-        let mut body = json!({
-            "resources": output.resources, "resource_state": output.resource_state, "unknowns": output.unknowns,
-            "resource_sets": resource_sets, "removed_resource_sets": push.removed_resource_sets,
-            "version_info": version_info, "allow_handler_code_update": push.allow_handler_code_update,
-        });
-        // Sent only when there are some, so servers without the extension still take the export.
-        if !handlers.is_empty() {
-            body["handlers"] = json!(handlers);
-        }
-        if let Some(info) = &module_version_info {
-            body["module_version_info"] = info.clone();
-        }
+        let body = PutPartial {
+            resources: resource_objects(output.resources),
+            resource_state: output.resource_state.into_iter().collect(),
+            unknowns: output.unknowns,
+            version_info: Some(version_info),
+            resource_sets,
+            removed_resource_sets: push.removed_resource_sets.clone(),
+            module_version_info,
+            allow_handler_code_update: push.allow_handler_code_update,
+            // Sent only when there are some, so servers without the extension still take the export.
+            handlers,
+            ..Default::default()
+        };
         to.put_partial(env, body).await?
     } else {
         let version = to.reserve_version(env).await?;
         output.set_version(version);
-        let mut body = json!({
-            "version": version, "resources": output.resources, "resource_state": output.resource_state,
-            "unknowns": output.unknowns, "resource_sets": resource_sets, "version_info": version_info,
-        });
-        if !handlers.is_empty() {
-            body["handlers"] = json!(handlers);
-        }
-        if let Some(info) = module_version_info {
-            body["module_version_info"] = info;
-        }
+        let body = PutVersion {
+            version,
+            resources: resource_objects(output.resources),
+            resource_state: output.resource_state.into_iter().collect(),
+            unknowns: output.unknowns,
+            version_info: Some(version_info),
+            resource_sets,
+            module_version_info,
+            handlers,
+            ..Default::default()
+        };
         to.put_version(env, body).await?;
         version
     };
@@ -110,6 +112,17 @@ pub async fn push_export(
         to.release(env, version).await?;
     }
     Ok(version)
+}
+
+/// The exported resources as the JSON objects a version holds.
+fn resource_objects(resources: Vec<serde_json::Value>) -> Vec<serde_json::Map<String, serde_json::Value>> {
+    resources
+        .into_iter()
+        .filter_map(|r| match r {
+            serde_json::Value::Object(object) => Some(object),
+            _ => None,
+        })
+        .collect()
 }
 
 /// One batched stat, then the missing files in batches of at most [`BATCH_BYTES`].
@@ -177,33 +190,24 @@ impl Destination<'_> {
         }
     }
 
-    async fn put_version(self, env: Uuid, body: serde_json::Value) -> Result<(), CliError> {
+    async fn put_version(self, env: Uuid, body: PutVersion) -> Result<(), CliError> {
         match self {
             Destination::Api(client) => {
                 client.call(Method::PUT, "/api/v1/version", Some(env), Some(&body)).await?;
             }
             Destination::InProcess(o) => {
-                let req: PutVersion = serde_json::from_value(body)
-                    .map_err(|e| CliError::Usage(format!("the export is not a valid version: {e}")))?;
-                o.put_version(env, req).await.map_err(embedded)?;
+                o.put_version(env, body).await.map_err(embedded)?;
             }
         }
         Ok(())
     }
 
-    async fn put_partial(self, env: Uuid, body: serde_json::Value) -> Result<i64, CliError> {
+    async fn put_partial(self, env: Uuid, body: PutPartial) -> Result<i64, CliError> {
         match self {
             Destination::Api(client) => {
-                let answer = client.call(Method::PUT, "/api/v2/version/partial", Some(env), Some(&body)).await?;
-                answer["data"]
-                    .as_i64()
-                    .ok_or_else(|| CliError::Usage(format!("the server answered {answer} to put_partial")))
+                Ok(client.data(Method::PUT, "/api/v2/version/partial", Some(env), Some(&body)).await?)
             }
-            Destination::InProcess(o) => {
-                let req: PutPartial = serde_json::from_value(body)
-                    .map_err(|e| CliError::Usage(format!("the export is not a valid partial version: {e}")))?;
-                Ok(o.put_partial(env, req).await.map_err(embedded)?.version)
-            }
+            Destination::InProcess(o) => Ok(o.put_partial(env, body).await.map_err(embedded)?.version),
         }
     }
 
