@@ -13,6 +13,7 @@ ensure_sshd
 
 log "format and lints"
 cargo fmt --all --check
+scripts/check-vocabulary.sh
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy -p app --features ssr --all-targets -- -D warnings
 ensure_wasm_target

@@ -24,8 +24,8 @@ pub use environment::{Environment, EnvironmentV1, Project, ProjectV1};
 pub use resource::ResourceId;
 pub use settings::{SettingDefinition, SettingType, SettingValue};
 pub use state::{
-    ActionKind, AgentStatus, Blocked, Change, CompileStatus, HandlerStatus, ResourceDiffStatus, ResourceState,
-    StateVector,
+    ActionKind, AgentStatus, Blocked, Change, CompileStatus, HandlerRun, HandlerStatus, ResourceDiffStatus,
+    ResourceState, StateVector,
 };
 
 use serde::{Deserialize, Serialize};

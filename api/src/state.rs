@@ -154,6 +154,27 @@ impl From<HandlerStatus> for ResourceState {
 }
 
 wire_enum! {
+    /// How the last handler run of a resource went, as its state vector stores it (Inmanta's
+    /// `HandlerResult`).
+    HandlerRun ("handler run result") {
+        New = "new",
+        Successful = "successful",
+        Failed = "failed",
+        Skipped = "skipped",
+    }
+}
+
+impl From<HandlerStatus> for HandlerRun {
+    fn from(status: HandlerStatus) -> HandlerRun {
+        match status {
+            HandlerStatus::Deployed | HandlerStatus::NonCompliant => HandlerRun::Successful,
+            HandlerStatus::Failed | HandlerStatus::Unavailable => HandlerRun::Failed,
+            HandlerStatus::Skipped | HandlerStatus::SkippedForDependency | HandlerStatus::Dry => HandlerRun::Skipped,
+        }
+    }
+}
+
+wire_enum! {
     /// The kind of change a handler run made; one per run.
     #[derive(Default)]
     Change ("change") {

@@ -302,7 +302,11 @@ fn compare_output(truth: &Value, ours: &CompileOutput, say: &mut impl FnMut(Kind
         compare_resource(id, t, m, say);
     }
     let undefined = |state: BTreeMap<String, String>| -> BTreeSet<String> {
-        state.into_iter().filter(|(_, s)| s == "undefined").map(|(id, _)| without_version(&id)).collect()
+        state
+            .into_iter()
+            .filter(|(_, s)| s == api::ResourceState::Undefined.as_str())
+            .map(|(id, _)| without_version(&id))
+            .collect()
     };
     let t_state: BTreeMap<String, String> = truth["resource_state"]
         .as_object()

@@ -547,7 +547,7 @@ pub(crate) fn export(
         obj.insert("requires".into(), Json::Array(reqs.into_iter().map(Json::String).collect()));
         obj.insert("id".into(), Json::String(api::resource::versioned_id(rid, 0)));
         if undefined {
-            out.resource_state.insert(rid.clone(), "undefined".into());
+            out.resource_state.insert(rid.clone(), api::ResourceState::Undefined.to_string());
         }
         out.resources.push(Json::Object(obj));
     }

@@ -15,7 +15,7 @@ use api::resource::{
     LatestReleasedResource, LogLine, ReleasedResourceDetails, ResourceAction, ResourceDeploySummary, ResourceHistory,
     ResourceIdDetails, ResourceLog,
 };
-use api::state::{ActionKind, Blocked, Change, HandlerStatus, ResourceState};
+use api::state::{ActionKind, Blocked, Change, HandlerRun, HandlerStatus, ResourceState};
 use sqlx::Row;
 use uuid::Uuid;
 
@@ -731,13 +731,11 @@ impl Orchestrator {
 }
 
 /// The handler-run columns a deploy outcome sets: (last_handler_run, last status).
-fn deploy_columns(outcome: HandlerStatus) -> Result<(&'static str, ResourceState)> {
-    Ok(match outcome {
-        HandlerStatus::Deployed | HandlerStatus::NonCompliant => ("successful", outcome.into()),
-        HandlerStatus::Failed | HandlerStatus::Unavailable => ("failed", outcome.into()),
-        HandlerStatus::Skipped | HandlerStatus::SkippedForDependency => ("skipped", outcome.into()),
-        HandlerStatus::Dry => return Err(Error::BadRequest("dry is not an outcome of a deploy".into())),
-    })
+fn deploy_columns(outcome: HandlerStatus) -> Result<(HandlerRun, ResourceState)> {
+    if outcome == HandlerStatus::Dry {
+        return Err(Error::BadRequest("dry is not an outcome of a deploy".into()));
+    }
+    Ok((outcome.into(), outcome.into()))
 }
 
 /// Stores finished actions in `tx`, a few statements per 2 000 of them.
@@ -995,7 +993,7 @@ async fn record_deploy_results(
     notify_new_failures(tx, env, &failed).await?;
     // One UPDATE per kind of outcome (usually one or two per batch), on the ids as an IN list:
     // an UPDATE joined with the unpacked rows would scan the whole table for each of them.
-    let mut groups: BTreeMap<(&str, ResourceState, i64, bool), Vec<&str>> = BTreeMap::new();
+    let mut groups: BTreeMap<(HandlerRun, ResourceState, i64, bool), Vec<&str>> = BTreeMap::new();
     for result in results {
         let (handler_run, status) = deploy_columns(result.outcome)?;
         groups.entry((handler_run, status, result.version, result.events)).or_default().push(&result.resource_id);
@@ -1015,7 +1013,7 @@ async fn record_deploy_results(
     for ((handler_run, status, version, events), rids) in groups {
         sqlx::query(&sql)
             .bind(env.to_string())
-            .bind(handler_run)
+            .bind(handler_run.as_str())
             .bind(finished.to_string())
             .bind(status.as_str())
             .bind(version)

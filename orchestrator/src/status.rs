@@ -72,7 +72,10 @@ impl Orchestrator {
         slices.push(match self.compile_queue_counts().await {
             Ok((queued, running)) => Slice {
                 name: "core.compiler".into(),
-                status: json!({"queued": queued, "running": running}),
+                status: json!({
+                    api::CompileStatus::Queued.as_str(): queued,
+                    api::CompileStatus::Running.as_str(): running,
+                }),
                 reported_status: ReportedStatus::Ok,
                 message: None,
             },

@@ -876,7 +876,7 @@ fn merge_modules(base: Option<&str>, partial: Option<&serde_json::Value>) -> Opt
 /// The message of `version_info.export_metadata` when the export says its compile failed.
 fn failed_compile_message(version_info: Option<&serde_json::Value>) -> Option<String> {
     let export = version_info?.get("export_metadata")?;
-    (export.get("inmanta:compile:state")?.as_str()? == "failed")
+    (export.get("inmanta:compile:state")?.as_str()? == api::CompileStatus::Failed.as_str())
         .then(|| export.get("message").and_then(|m| m.as_str()).unwrap_or("no message").to_string())
 }
 

@@ -259,7 +259,7 @@ async fn dry_run(e: &Embedded, mut output: compiler::CompileOutput, json: bool) 
         let changes: Vec<String> =
             outcome.changes.iter().map(|(name, c)| format!("{name}: {} -> {}", c.current, c.desired)).collect();
         let status = if outcome.status == api::HandlerStatus::Failed {
-            "failed"
+            api::HandlerStatus::Failed.as_str()
         } else if changes.is_empty() {
             "unchanged"
         } else {

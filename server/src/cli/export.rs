@@ -69,7 +69,7 @@ pub async fn push_export(
     let resource_sets: BTreeMap<String, Option<String>> =
         output.resource_sets.iter().map(|(rid, set)| (rid.clone(), Some(set.clone()))).collect();
     let mut version_info = json!({"export_metadata": {
-        "message": push.message, "type": "api", "inmanta:compile:state": "success",
+        "message": push.message, "type": "api", "inmanta:compile:state": api::CompileStatus::Success,
     }});
     if let Some(id) = push.compile_id {
         version_info["export_metadata"]["inmanta:compile:id"] = json!(id.to_string());
