@@ -5,7 +5,9 @@ use leptos_meta::Title;
 use leptos_router::hooks::{use_navigate, use_query_map};
 
 use crate::components::*;
-use crate::fns;
+pub(crate) mod fns;
+#[cfg(all(test, feature = "ssr"))]
+mod tests;
 use crate::model::{CLIENT_TYPES, Dashboard, EnvironmentDetails, SettingRow, TokenRow};
 
 #[component]
@@ -248,7 +250,7 @@ pub fn short_date(date: &str) -> String {
 
 #[component]
 pub fn CreateEnvironmentPage() -> impl IntoView {
-    let projects = Resource::new(|| (), |_| fns::list_projects());
+    let projects = Resource::new(|| (), |_| crate::fns::list_projects());
     let project = RwSignal::new(String::new());
     let new_project = RwSignal::new(String::new());
     let name = RwSignal::new(String::new());
@@ -408,7 +410,7 @@ pub fn SettingsPage() -> impl IntoView {
 #[component]
 fn EnvironmentTab(env: Memo<String>) -> impl IntoView {
     let refresh = Refresh::get();
-    let details = Resource::new(move || (env.get(), refresh.tick()), |(env, _)| fns::environment(env));
+    let details = Resource::new(move || (env.get(), refresh.tick()), |(env, _)| crate::fns::environment(env));
     view! {
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {

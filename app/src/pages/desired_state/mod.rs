@@ -5,7 +5,9 @@ use leptos_meta::Title;
 use leptos_router::hooks::{use_navigate, use_params_map, use_query_map};
 
 use crate::components::*;
-use crate::fns;
+pub(crate) mod fns;
+#[cfg(all(test, feature = "ssr"))]
+mod tests;
 use crate::layout::resource_link;
 use crate::model::{ComplianceView, Paged, ResourceChange, VersionRow, VersionedResourceRow};
 use crate::pages::environment::short_date;
