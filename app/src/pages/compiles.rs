@@ -243,14 +243,12 @@ pub fn CompileDetailsPage() -> impl IntoView {
                 <h1>"Compile details"</h1>
             </div>
             <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
-                <Transition fallback=|| view! { <p class="muted">"Loading the compile…"</p> }>
-                    {move || Suspend::new(async move {
-                        match data.await {
-                            Ok(d) => view! { <CompileDetailsBody env=env.get_untracked() details=d/> }.into_any(),
-                            Err(e) => view! { <ErrorBox title="The compile could not be loaded" error=e.to_string()/> }.into_any(),
-                        }
-                    })}
-                </Transition>
+                <Loaded
+                    resource=data
+                    loading="Loading the compile…"
+                    error_title="The compile could not be loaded"
+                    view=move |d| view! { <CompileDetailsBody env=env.get_untracked() details=d/> }
+                />
             </Show>
         </section>
     }

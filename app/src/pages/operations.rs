@@ -32,14 +32,12 @@ pub fn AgentsPage() -> impl IntoView {
             </div>
             <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
                 <div class="toolbar" aria-label="Filter on status">{choice_filter(AGENTS, "status", &["", "up", "down", "paused"])}</div>
-                <Transition fallback=|| view! { <p class="muted">"Loading agents…"</p> }>
-                    {move || Suspend::new(async move {
-                        match data.await {
-                            Ok(page) => view! { <AgentsTable env=env.get_untracked() data=page/> }.into_any(),
-                            Err(e) => view! { <ErrorBox title="The agents could not be loaded" error=e.to_string()/> }.into_any(),
-                        }
-                    })}
-                </Transition>
+                <Loaded
+                    resource=data
+                    loading="Loading agents…"
+                    error_title="The agents could not be loaded"
+                    view=move |page| view! { <AgentsTable env=env.get_untracked() data=page/> }
+                />
             </Show>
         </section>
     }
@@ -177,14 +175,12 @@ fn ParameterList(facts: bool) -> impl IntoView {
             </div>
             <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
                 <FilterForm path fields=fields.clone() keep=vec!["env"]/>
-                <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                    {move || Suspend::new(async move {
-                        match data.await {
-                            Ok(page) => view! { <ParameterTable env=env.get_untracked() path facts data=page/> }.into_any(),
-                            Err(e) => view! { <ErrorBox title="The list could not be loaded" error=e.to_string()/> }.into_any(),
-                        }
-                    })}
-                </Transition>
+                <Loaded
+                    resource=data
+                    loading="Loading…"
+                    error_title="The list could not be loaded"
+                    view=move |page| view! { <ParameterTable env=env.get_untracked() path facts data=page/> }
+                />
             </Show>
         </section>
     }
@@ -296,14 +292,12 @@ pub fn NotificationsPage() -> impl IntoView {
                     <span class="muted">" Severity: "</span>
                     {choice_filter(NOTIFICATIONS, "severity", &["", "message", "info", "success", "warning", "error"])}
                 </div>
-                <Transition fallback=|| view! { <p class="muted">"Loading notifications…"</p> }>
-                    {move || Suspend::new(async move {
-                        match data.await {
-                            Ok(page) => view! { <NotificationList env=env.get_untracked() data=page error/> }.into_any(),
-                            Err(e) => view! { <ErrorBox title="The notifications could not be loaded" error=e.to_string()/> }.into_any(),
-                        }
-                    })}
-                </Transition>
+                <Loaded
+                    resource=data
+                    loading="Loading notifications…"
+                    error_title="The notifications could not be loaded"
+                    view=move |page| view! { <NotificationList env=env.get_untracked() data=page error/> }
+                />
             </Show>
         </section>
     }

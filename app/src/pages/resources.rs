@@ -66,14 +66,12 @@ pub fn ResourcesPage() -> impl IntoView {
                     fields=vec![("resource_type", "Type"), ("agent", "Agent"), ("resource_id_value", "Value")]
                     keep=vec!["env", "filter.status"]
                 />
-                <Transition fallback=|| view! { <p class="muted">"Loading resources…"</p> }>
-                    {move || Suspend::new(async move {
-                        match data.await {
-                            Ok(view) => view! { <ResourcesBody env=env.get_untracked() data=view/> }.into_any(),
-                            Err(e) => view! { <ErrorBox title="The resources could not be loaded" error=e.to_string()/> }.into_any(),
-                        }
-                    })}
-                </Transition>
+                <Loaded
+                    resource=data
+                    loading="Loading resources…"
+                    error_title="The resources could not be loaded"
+                    view=move |view| view! { <ResourcesBody env=env.get_untracked() data=view/> }
+                />
             </Show>
         </section>
     }
@@ -212,14 +210,12 @@ pub fn ResourceDetailsPage() -> impl IntoView {
                 " › "
                 <span>{move || rid.get()}</span>
             </nav>
-            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match details.await {
-                        Ok(d) => view! { <ResourceHeader details=d/> }.into_any(),
-                        Err(e) => view! { <ErrorBox title="The resource could not be loaded" error=e.to_string()/> }.into_any(),
-                    }
-                })}
-            </Transition>
+            <Loaded
+                resource=details
+                loading="Loading…"
+                error_title="The resource could not be loaded"
+                view=move |d| view! { <ResourceHeader details=d/> }
+            />
             <div class="tabs" role="tablist">{tab_links}</div>
             <div class="tab-panel" role="tabpanel">
                 {move || match tab.get().as_str() {

@@ -24,14 +24,12 @@ pub fn StatusPage() -> impl IntoView {
                     "Refresh"
                 </button>
             </div>
-            <Transition fallback=|| view! { <p class="muted">"Loading the server status…"</p> }>
-                {move || Suspend::new(async move {
-                    match data.await {
-                        Ok(status) => view! { <StatusBody status/> }.into_any(),
-                        Err(e) => view! { <ErrorBox title="The server status could not be loaded" error=e.to_string()/> }.into_any(),
-                    }
-                })}
-            </Transition>
+            <Loaded
+                resource=data
+                loading="Loading the server status…"
+                error_title="The server status could not be loaded"
+                view=|status| view! { <StatusBody status/> }
+            />
         </section>
     }
 }

@@ -22,14 +22,12 @@ pub fn DashboardPage() -> impl IntoView {
                 <h1>"Dashboard"</h1>
             </div>
             <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
-                <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                    {move || Suspend::new(async move {
-                        match data.await {
-                            Ok(d) => view! { <DashboardBody env=env.get_untracked() data=d/> }.into_any(),
-                            Err(e) => view! { <ErrorBox title="The dashboard could not be loaded" error=e.to_string()/> }.into_any(),
-                        }
-                    })}
-                </Transition>
+                <Loaded
+                    resource=data
+                    loading="Loading…"
+                    error_title="The dashboard could not be loaded"
+                    view=move |d| view! { <DashboardBody env=env.get_untracked() data=d/> }
+                />
             </Show>
         </section>
     }
@@ -412,14 +410,12 @@ fn EnvironmentTab(env: Memo<String>) -> impl IntoView {
     let refresh = Refresh::get();
     let details = Resource::new(move || (env.get(), refresh.tick()), |(env, _)| crate::fns::environment(env));
     view! {
-        <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match details.await {
-                    Ok(d) => view! { <EnvironmentForm details=d/> }.into_any(),
-                    Err(e) => view! { <ErrorBox title="The environment could not be loaded" error=e.to_string()/> }.into_any(),
-                }
-            })}
-        </Transition>
+        <Loaded
+            resource=details
+            loading="Loading…"
+            error_title="The environment could not be loaded"
+            view=move |d| view! { <EnvironmentForm details=d/> }
+        />
     }
 }
 
@@ -430,14 +426,12 @@ fn ConfigurationTab(env: Memo<String>) -> impl IntoView {
     view! {
         <div class="card">
             <h2>"Configuration"</h2>
-            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match settings.await {
-                        Ok(rows) => view! { <SettingsTable env=env.get_untracked() rows/> }.into_any(),
-                        Err(e) => view! { <ErrorBox title="The settings could not be loaded" error=e.to_string()/> }.into_any(),
-                    }
-                })}
-            </Transition>
+            <Loaded
+                resource=settings
+                loading="Loading…"
+                error_title="The settings could not be loaded"
+                view=move |rows| view! { <SettingsTable env=env.get_untracked() rows/> }
+            />
         </div>
     }
 }
