@@ -257,6 +257,30 @@ where
     }
 }
 
+/// A label and the text input it names (`for` is the input's `id`), bound to `value`.
+#[component]
+pub fn TextField(
+    id: &'static str,
+    label: &'static str,
+    value: RwSignal<String>,
+    #[prop(default = "text")] input_type: &'static str,
+    #[prop(optional)] placeholder: Option<&'static str>,
+    #[prop(optional)] required: bool,
+) -> impl IntoView {
+    view! {
+        <label for=id>{label}</label>
+        <input
+            id=id
+            class="input"
+            type=input_type
+            placeholder=placeholder
+            required=required
+            prop:value=move || value.get()
+            on:input=move |ev| value.set(event_target_value(&ev))
+        />
+    }
+}
+
 #[component]
 pub fn Empty(title: &'static str, children: Children) -> impl IntoView {
     view! {

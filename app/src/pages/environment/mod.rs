@@ -306,49 +306,12 @@ pub fn CreateEnvironmentPage() -> impl IntoView {
                     }}
                 </Transition>
                 <Show when=move || project.get().is_empty()>
-                    <label for="new-project">"New project name"</label>
-                    <input
-                        id="new-project"
-                        class="input"
-                        type="text"
-                        prop:value=move || new_project.get()
-                        on:input=move |ev| new_project.set(event_target_value(&ev))
-                    />
+                    <TextField id="new-project" label="New project name" value=new_project/>
                 </Show>
-                <label for="env-name">"Name"</label>
-                <input
-                    id="env-name"
-                    class="input"
-                    type="text"
-                    required=true
-                    prop:value=move || name.get()
-                    on:input=move |ev| name.set(event_target_value(&ev))
-                />
-                <label for="env-description">"Description"</label>
-                <input
-                    id="env-description"
-                    class="input"
-                    type="text"
-                    prop:value=move || description.get()
-                    on:input=move |ev| description.set(event_target_value(&ev))
-                />
-                <label for="env-repo">"Repository URL"</label>
-                <input
-                    id="env-repo"
-                    class="input"
-                    type="url"
-                    placeholder="https://github.com/example/project.git"
-                    prop:value=move || repository.get()
-                    on:input=move |ev| repository.set(event_target_value(&ev))
-                />
-                <label for="env-branch">"Branch"</label>
-                <input
-                    id="env-branch"
-                    class="input"
-                    type="text"
-                    prop:value=move || branch.get()
-                    on:input=move |ev| branch.set(event_target_value(&ev))
-                />
+                <TextField id="env-name" label="Name" value=name required=true/>
+                <TextField id="env-description" label="Description" value=description/>
+                <TextField id="env-repo" label="Repository URL" value=repository input_type="url" placeholder="https://github.com/example/project.git"/>
+                <TextField id="env-branch" label="Branch" value=branch/>
                 <ActionMessage error/>
                 <div class="form-actions">
                     <button class="button" type="submit" disabled=move || busy.get()>"Create"</button>
@@ -715,20 +678,10 @@ fn EnvironmentForm(details: EnvironmentDetails) -> impl IntoView {
         <form class="card form" id="environment-form" on:submit=save>
             <h2>"Environment"</h2>
             <p class="muted">"Project " <strong>{details.project_name.clone()}</strong> " · id " <code>{env.clone()}</code></p>
-            <label for="set-name">"Name"</label>
-            <input id="set-name" class="input" type="text" prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev))/>
-            <label for="set-description">"Description"</label>
-            <input
-                id="set-description"
-                class="input"
-                type="text"
-                prop:value=move || description.get()
-                on:input=move |ev| description.set(event_target_value(&ev))
-            />
-            <label for="set-repo">"Repository URL"</label>
-            <input id="set-repo" class="input" type="text" prop:value=move || repository.get() on:input=move |ev| repository.set(event_target_value(&ev))/>
-            <label for="set-branch">"Branch"</label>
-            <input id="set-branch" class="input" type="text" prop:value=move || branch.get() on:input=move |ev| branch.set(event_target_value(&ev))/>
+            <TextField id="set-name" label="Name" value=name/>
+            <TextField id="set-description" label="Description" value=description/>
+            <TextField id="set-repo" label="Repository URL" value=repository/>
+            <TextField id="set-branch" label="Branch" value=branch/>
             <ActionMessage error/>
             <div class="form-actions">
                 <button class="button" type="submit">"Save"</button>
