@@ -35,17 +35,12 @@ pub fn CompileReportsPage() -> impl IntoView {
                 <div class="toolbar" aria-label="Filter on status">
                     {choice_filter(COMPILES, "status", &["", "queued", "running", "success", "failed"])}
                 </div>
-                <Transition fallback=|| view! { <p class="muted">"Loading compile reports…"</p> }>
-                    {move || Suspend::new(async move {
-                        match data.await {
-                            Ok(page) => view! { <CompileTable env=env.get_untracked() data=page/> }.into_any(),
-                            Err(e) => {
-                                view! { <ErrorBox title="The compile reports could not be loaded" error=e.to_string()/> }
-                                    .into_any()
-                            }
-                        }
-                    })}
-                </Transition>
+                <Loaded
+                    resource=data
+                    loading="Loading compile reports…"
+                    error_title="The compile reports could not be loaded"
+                    view=move |page| view! { <CompileTable env=env.get_untracked() data=page/> }
+                />
             </Show>
         </section>
     }

@@ -4,7 +4,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::BASE;
-use crate::components::{self, Empty, ErrorBox, Refresh};
+use crate::components::{self, Empty, Loaded, Refresh};
 use crate::fns::list_environments;
 use crate::model::EnvironmentSummary;
 
@@ -23,18 +23,18 @@ pub fn EnvironmentsPage() -> impl IntoView {
                     "Reload"
                 </button>
             </div>
-            <Transition fallback=|| view! { <p class="muted">"Loading environments…"</p> }>
-                {move || Suspend::new(async move {
-                    match environments.await {
-                        Ok(list) if list.is_empty() => EmptyEnvironments().into_any(),
-                        Ok(list) => view! { <EnvironmentTable environments=list/> }.into_any(),
-                        Err(error) => {
-                            view! { <ErrorBox title="The environments could not be loaded" error=error.to_string()/> }
-                                .into_any()
-                        }
+            <Loaded
+                resource=environments
+                loading="Loading environments…"
+                error_title="The environments could not be loaded"
+                view=|list| {
+                    if list.is_empty() {
+                        EmptyEnvironments().into_any()
+                    } else {
+                        view! { <EnvironmentTable environments=list/> }.into_any()
                     }
-                })}
-            </Transition>
+                }
+            />
         </section>
     }
 }
