@@ -227,6 +227,60 @@ pub fn ErrorBox(title: &'static str, error: String) -> impl IntoView {
     }
 }
 
+/// What a page shows for a server function's result: `loading` as a muted line until the first
+/// answer, then `view` of the value, or an [`ErrorBox`] titled `error_title` when it failed. A
+/// `Transition`, so a refetch keeps the current view until the new one is ready.
+#[component]
+pub fn Loaded<T, V, F>(
+    resource: Resource<Result<T, ServerFnError>>,
+    loading: &'static str,
+    error_title: &'static str,
+    view: F,
+) -> impl IntoView
+where
+    T: Clone + Send + Sync + 'static,
+    V: IntoView + 'static,
+    F: Fn(T) -> V + Clone + Send + Sync + 'static,
+{
+    view! {
+        <Transition fallback=move || view! { <p class="muted">{loading}</p> }>
+            {move || {
+                let view = view.clone();
+                Suspend::new(async move {
+                    match resource.await {
+                        Ok(value) => view(value).into_any(),
+                        Err(e) => view! { <ErrorBox title=error_title error=e.to_string()/> }.into_any(),
+                    }
+                })
+            }}
+        </Transition>
+    }
+}
+
+/// A label and the text input it names (`for` is the input's `id`), bound to `value`.
+#[component]
+pub fn TextField(
+    id: &'static str,
+    label: &'static str,
+    value: RwSignal<String>,
+    #[prop(default = "text")] input_type: &'static str,
+    #[prop(optional)] placeholder: Option<&'static str>,
+    #[prop(optional)] required: bool,
+) -> impl IntoView {
+    view! {
+        <label for=id>{label}</label>
+        <input
+            id=id
+            class="input"
+            type=input_type
+            placeholder=placeholder
+            required=required
+            prop:value=move || value.get()
+            on:input=move |ev| value.set(event_target_value(&ev))
+        />
+    }
+}
+
 #[component]
 pub fn Empty(title: &'static str, children: Children) -> impl IntoView {
     view! {

@@ -1,11 +1,15 @@
 //! The frame around every page: header (environment switcher, notifications, theme), sidebar
-//! (pages of the environment, halt and resume) and the halted banner.
+//! (pages of the environment, halt and resume) and the halted banner, with
+//! the server functions only the frame calls (`whoami`, `set_halted`).
 
 use leptos::prelude::*;
+use leptos::server_fn::codec::Json;
 use leptos_router::hooks::use_location;
 
 use crate::components::{ActionError, ActionMessage, EnvKnown, Refresh, act, encode, env, env_link, known_env, run};
 use crate::fns;
+#[cfg(feature = "ssr")]
+use crate::fns::{caller, env_id, fail, services_for};
 use crate::model::TableQuery;
 use crate::{BASE, live};
 
@@ -187,7 +191,7 @@ fn EnvironmentSwitcher() -> impl IntoView {
 /// Who is signed in, and a logout that is a plain form: it works before the wasm loads.
 #[component]
 fn UserMenu() -> impl IntoView {
-    let user = Resource::new(|| (), |_| fns::whoami());
+    let user = Resource::new(|| (), |_| whoami());
     view! {
         <Suspense fallback=|| ()>
             {move || {
@@ -392,7 +396,7 @@ pub fn Sidebar() -> impl IntoView {
                                                 };
                                                 let env = env.get_untracked();
                                                 error.ask(question, yes, move || {
-                                                    act(error, done.clone(), fns::set_halted(env.clone(), !halted))
+                                                    act(error, done.clone(), set_halted(env.clone(), !halted))
                                                 });
                                             }
                                         >
@@ -441,4 +445,17 @@ pub fn HaltedBanner() -> impl IntoView {
 /// Used by pages to build links to a resource.
 pub fn resource_link(env: &str, rid: &str) -> String {
     format!("{}&rid={}", env_link("resources/details", env), encode(rid))
+}
+
+/// The signed-in user's name for the header; `None` when the server runs without auth.
+#[server(prefix = "/console/fn", endpoint = "whoami")]
+pub async fn whoami() -> Result<Option<String>, ServerFnError> {
+    let caller = caller().ok_or_else(|| ServerFnError::new("not signed in: log in again"))?;
+    Ok(caller.name().map(str::to_string))
+}
+
+#[server(prefix = "/console/fn", endpoint = "set_halted", input = Json)]
+pub async fn set_halted(env: String, halted: bool) -> Result<(), ServerFnError> {
+    let s = services_for("environment.halt-resume", &env)?;
+    s.orchestrator.set_halted(env_id(&env)?, halted).await.map_err(fail)
 }

@@ -2,12 +2,16 @@
 //! Recompile menu, and one compile's details with its stages.
 
 use leptos::prelude::*;
+use leptos::server_fn::codec::Json;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::components::*;
-use crate::fns;
-use crate::model::{CompileDetailsView, CompileRow, CompileStageRow, Paged};
+#[cfg(feature = "ssr")]
+use crate::fns::{compile_row, env_id, fail, page_info, page_request, seconds, services_for};
+#[cfg(feature = "ssr")]
+use crate::model::CompileError;
+use crate::model::{CompileDetailsView, CompileRow, CompileStageRow, Paged, TableQuery};
 use crate::pages::environment::short_date;
 
 const COMPILES: &str = "/console/compilereports";
@@ -17,7 +21,7 @@ pub fn CompileReportsPage() -> impl IntoView {
     let env = env();
     let refresh = Refresh::get();
     let table = table_query();
-    let data = Resource::new(move || (table.get(), refresh.tick()), |(q, _)| fns::compile_reports(q));
+    let data = Resource::new(move || (table.get(), refresh.tick()), |(q, _)| compile_reports(q));
     view! {
         <Title text="Compile Reports"/>
         <section class="page">
@@ -31,17 +35,12 @@ pub fn CompileReportsPage() -> impl IntoView {
                 <div class="toolbar" aria-label="Filter on status">
                     {choice_filter(COMPILES, "status", &["", "queued", "running", "success", "failed"])}
                 </div>
-                <Transition fallback=|| view! { <p class="muted">"Loading compile reports…"</p> }>
-                    {move || Suspend::new(async move {
-                        match data.await {
-                            Ok(page) => view! { <CompileTable env=env.get_untracked() data=page/> }.into_any(),
-                            Err(e) => {
-                                view! { <ErrorBox title="The compile reports could not be loaded" error=e.to_string()/> }
-                                    .into_any()
-                            }
-                        }
-                    })}
-                </Transition>
+                <Loaded
+                    resource=data
+                    loading="Loading compile reports…"
+                    error_title="The compile reports could not be loaded"
+                    view=move |page| view! { <CompileTable env=env.get_untracked() data=page/> }
+                />
             </Show>
         </section>
     }
@@ -55,13 +54,13 @@ pub fn CompileReportsPage() -> impl IntoView {
 fn RecompileMenu() -> impl IntoView {
     let env = env();
     let refresh = Refresh::get();
-    let enabled = Resource::new(move || (env.get(), refresh.tick()), |(env, _)| fns::server_compile_enabled(env));
+    let enabled = Resource::new(move || (env.get(), refresh.tick()), |(env, _)| server_compile_enabled(env));
     let open = RwSignal::new(false);
     let notice = RwSignal::new(None::<String>);
     let error = ActionError::new();
     let start = move |update: bool| {
         open.set(false);
-        let call = fns::recompile(env.get_untracked(), update);
+        let call = recompile(env.get_untracked(), update);
         leptos::task::spawn_local(async move {
             match call.await {
                 Ok(message) => {
@@ -220,7 +219,7 @@ pub fn CompileDetailsPage() -> impl IntoView {
             (env.get(), id, tick)
         },
         move |(env, id, tick)| async move {
-            let details = fns::compile_details(env, id.clone()).await;
+            let details = compile_details(env, id.clone()).await;
             if details.as_ref().is_ok_and(|d| d.compile.completed.is_some()) {
                 finished.set(Some((id, tick)));
             }
@@ -239,14 +238,12 @@ pub fn CompileDetailsPage() -> impl IntoView {
                 <h1>"Compile details"</h1>
             </div>
             <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
-                <Transition fallback=|| view! { <p class="muted">"Loading the compile…"</p> }>
-                    {move || Suspend::new(async move {
-                        match data.await {
-                            Ok(d) => view! { <CompileDetailsBody env=env.get_untracked() details=d/> }.into_any(),
-                            Err(e) => view! { <ErrorBox title="The compile could not be loaded" error=e.to_string()/> }.into_any(),
-                        }
-                    })}
-                </Transition>
+                <Loaded
+                    resource=data
+                    loading="Loading the compile…"
+                    error_title="The compile could not be loaded"
+                    view=move |d| view! { <CompileDetailsBody env=env.get_untracked() details=d/> }
+                />
             </Show>
         </section>
     }
@@ -459,5 +456,216 @@ fn Stage(stage: CompileStageRow, open: bool) -> impl IntoView {
             {output("stderr", stage.stderr, "stderr")}
             {empty.then(|| view! { <p class="muted">"No output."</p> })}
         </details>
+    }
+}
+
+/// Compile reports, newest first. `filter.status` (queued, running, success, failed) becomes the
+/// API's `started` / `completed` / `success` filters.
+#[server(prefix = "/console/fn", endpoint = "compile_reports", input = Json)]
+pub async fn compile_reports(query: TableQuery) -> Result<Paged<CompileRow>, ServerFnError> {
+    let s = services_for("compile-report.read", &query.env)?;
+    let id = env_id(&query.env)?;
+    let mut query = query;
+    let status = query.filters.remove("status").unwrap_or_default();
+    let extra: &[(&str, &str)] = match status.as_str() {
+        "" => &[],
+        "queued" => &[("started", "false")],
+        "running" => &[("started", "true"), ("completed", "false")],
+        "success" => &[("success", "true")],
+        "failed" => &[("success", "false")],
+        other => {
+            return Err(ServerFnError::new(format!(
+                "{other:?} is not a compile status: use queued, running, success or failed"
+            )));
+        }
+    };
+    let mut req = page_request(&query);
+    req.filters.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let page = s.orchestrator.compile_reports(id, &req).await.map_err(fail)?;
+    Ok(Paged { page: page_info(&page), rows: page.items.iter().map(compile_row).collect() })
+}
+
+/// Whether the environment compiles on the server (`server_compile`): the Recompile menu is
+/// disabled otherwise.
+#[server(prefix = "/console/fn", endpoint = "server_compile_enabled", input = Json)]
+pub async fn server_compile_enabled(env: String) -> Result<bool, ServerFnError> {
+    let s = services_for("environment.setting.read", &env)?;
+    server_compile(&s.orchestrator, env_id(&env)?).await
+}
+
+/// Queues a compile of the environment (`update`: pull the repository and update modules first).
+/// Returns what the operator should read: the queued compile, or why nothing was queued.
+#[server(prefix = "/console/fn", endpoint = "recompile", input = Json)]
+pub async fn recompile(env: String, update: bool) -> Result<String, ServerFnError> {
+    let s = services_for(if update { "compiler.execute.update" } else { "compiler.execute" }, &env)?;
+    let id = env_id(&env)?;
+    if !server_compile(&s.orchestrator, id).await? {
+        return Err(ServerFnError::new(
+            "server compiles are off for this environment: turn on the server_compile setting first",
+        ));
+    }
+    let message =
+        if update { "Update project and recompile from the web console" } else { "Recompile from the web console" };
+    let requested = s
+        .orchestrator
+        .request_compile(
+            id,
+            orchestrator::compiles::CompileRequest {
+                force_update: update,
+                metadata: serde_json::json!({"type": "console", "message": message}),
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(fail)?;
+    match requested.id {
+        Some(_) if requested.merged => Ok("Joined a compile that was already waiting.".into()),
+        Some(_) => Ok("Compile queued.".into()),
+        None => Err(ServerFnError::new(requested.warnings.join("; "))),
+    }
+}
+
+/// One compile with its stages and errors.
+#[server(prefix = "/console/fn", endpoint = "compile_details", input = Json)]
+pub async fn compile_details(env: String, id: String) -> Result<CompileDetailsView, ServerFnError> {
+    let s = services_for("compile-report.read", &env)?;
+    let env = env_id(&env)?;
+    let id: uuid::Uuid = id.parse().map_err(|_| ServerFnError::new(format!("{id:?} is not a compile id")))?;
+    let d = s.orchestrator.compile_details(env, id).await.map_err(fail)?;
+    let errors = d
+        .compile_data
+        .as_ref()
+        .and_then(|data| data["errors"].as_array())
+        .map(|errors| {
+            errors
+                .iter()
+                .map(|e| {
+                    let location = &e["location"];
+                    CompileError {
+                        kind: e["type"].as_str().unwrap_or_default().to_string(),
+                        message: e["message"].as_str().unwrap_or_default().to_string(),
+                        file: location["uri"].as_str().or_else(|| location["file"].as_str()).map(str::to_string),
+                        line: location["range"]["start"]["line"]
+                            .as_i64()
+                            .or_else(|| location["lnr"].as_i64())
+                            .map(|l| l + 1),
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let stages = d
+        .reports
+        .unwrap_or_default()
+        .into_iter()
+        .map(|stage| CompileStageRow {
+            duration: seconds(&stage.started, stage.completed.as_deref()),
+            name: stage.name,
+            command: stage.command,
+            started: stage.started,
+            completed: stage.completed,
+            returncode: stage.returncode,
+            stdout: stage.outstream,
+            stderr: stage.errstream,
+        })
+        .collect();
+    Ok(CompileDetailsView {
+        compile: compile_row(&d.report),
+        trigger: d.report.metadata.get("type").and_then(|t| t.as_str()).unwrap_or_default().to_string(),
+        failed_message: d.report.failed_compile_message.clone().filter(|m| !m.is_empty()),
+        environment_variables: d.report.environment_variables.into_iter().collect(),
+        errors,
+        stages,
+    })
+}
+
+/// The `server_compile` setting of an environment (its default when unset).
+#[cfg(feature = "ssr")]
+async fn server_compile(o: &orchestrator::Orchestrator, env: uuid::Uuid) -> Result<bool, ServerFnError> {
+    let all = o.environment_settings(env).await.map_err(fail)?;
+    let name = api::settings::names::SERVER_COMPILE;
+    let value = all.settings.get(name).or_else(|| all.definition.get(name).map(|d| &d.default));
+    Ok(value.and_then(api::SettingValue::as_bool).unwrap_or(true))
+}
+
+#[cfg(all(test, feature = "ssr"))]
+mod tests {
+    use crate::test_support::*;
+    use axum::http::StatusCode;
+
+    #[tokio::test]
+    async fn compile_pages_show_reports_stages_and_errors() {
+        let (_dir, o) = orchestrator_with(&[]).await;
+        let env = environment_with_versions(&o, 2).await;
+        let (failed, queued) = compiles(&o, env).await;
+        let router = router(Some(o.clone()));
+
+        let (status, html) = get(router.clone(), &format!("/console/compilereports?env={env}")).await;
+        assert_eq!(status, StatusCode::OK);
+        for needle in [
+            "<title>Compile Reports · Inmanta</title>",
+            &format!(r#"data-id="{failed}" data-status="failed""#),
+            &format!(r#"data-id="{queued}" data-status="queued""#),
+            "first try",
+            "second try",
+            "Show details",
+            r#"id="recompile-menu""#,
+            &format!("/console/compilereports/{failed}?env={env}"),
+            "Compile Reports</a>",
+        ] {
+            assert!(html.contains(needle), "{needle} missing in {html}");
+        }
+        assert!(!html.contains("Server compiles are off"), "{html}");
+        // Newest first.
+        assert!(html.find(&queued.to_string()).unwrap() < html.find(&failed.to_string()).unwrap(), "{html}");
+
+        let (_, html) = get(router.clone(), &format!("/console/compilereports?env={env}&filter.status=failed")).await;
+        assert!(html.contains(&failed.to_string()) && !html.contains(&queued.to_string()), "{html}");
+        let (_, html) = get(router.clone(), &format!("/console/compilereports?env={env}&filter.status=success")).await;
+        assert!(html.contains("No compile reports match the filter") && html.contains("Clear the filter"), "{html}");
+
+        let (status, html) = get(router.clone(), &format!("/console/compilereports/{failed}?env={env}")).await;
+        assert_eq!(status, StatusCode::OK);
+        for needle in [
+            "Requested",
+            "Started",
+            "Completed",
+            r#"data-stage="Init""#,
+            "git clone /nowhere/repo project",
+            "fatal: repository",
+            "✕ 128",
+            "ParserError",
+            "unexpected token",
+            "main.cf:3",
+            "DEBUG",
+            "stage Cloning repository failed",
+            "none produced",
+        ] {
+            assert!(html.contains(needle), "{needle} missing in {html}");
+        }
+        // The failed stage is open, the one that passed is folded.
+        assert!(html.contains(r#"data-stage="Cloning repository" open"#), "{html}");
+        assert!(!html.contains(r#"data-stage="Init" open"#), "{html}");
+
+        let (_, html) = get(router.clone(), &format!("/console/compilereports/{queued}?env={env}")).await;
+        assert!(html.contains("waiting in the queue"), "{html}");
+        let (_, html) =
+            get(router.clone(), &format!("/console/compilereports/{}?env={env}", uuid::Uuid::new_v4())).await;
+        assert!(html.contains("The compile could not be loaded") && html.contains("does not exist"), "{html}");
+
+        let (_, html) = get(router.clone(), &format!("/console/dashboard?env={env}")).await;
+        assert!(html.contains("Latest compile reports") && html.contains("second try"), "{html}");
+        assert!(html.contains(r#"data-status="queued""#) && html.contains(r#"data-status="failed""#), "{html}");
+
+        // The failure's notification opens the details in this environment.
+        let (_, html) = get(router.clone(), &format!("/console/notificationcenter?env={env}")).await;
+        assert!(html.contains(&format!(r#"href="/console/compilereports/{failed}?env={env}""#)), "{html}");
+
+        o.set_environment_setting(env, "server_compile", &serde_json::json!(false)).await.unwrap();
+        let (_, html) = get(router.clone(), &format!("/console/compilereports?env={env}")).await;
+        assert!(
+            html.contains("Server compiles are off") && html.contains(r#"aria-describedby="recompile-hint""#),
+            "{html}"
+        );
     }
 }

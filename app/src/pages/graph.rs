@@ -5,12 +5,17 @@
 //! from the resource's details page). A search highlights the matching resources.
 
 use leptos::prelude::*;
+use leptos::server_fn::codec::Json;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::components::*;
-use crate::fns::{self, GRAPH_NODE_HEIGHT, GRAPH_NODE_WIDTH};
+
+#[cfg(feature = "ssr")]
+use crate::fns::{cursor, env_id, fail, services_for};
 use crate::layout::resource_link;
+#[cfg(feature = "ssr")]
+use crate::model::GraphNode;
 use crate::model::{Graph, GraphFocus};
 
 const GRAPH: &str = "/console/resources/graph";
@@ -30,10 +35,8 @@ pub fn GraphPage() -> impl IntoView {
         around: around.get(),
         hops: hops.get().parse().unwrap_or(2),
     });
-    let data = Resource::new(
-        move || (env.get(), focus.get(), refresh.tick()),
-        |(env, focus, _)| fns::resource_graph(env, focus),
-    );
+    let data =
+        Resource::new(move || (env.get(), focus.get(), refresh.tick()), |(env, focus, _)| resource_graph(env, focus));
     view! {
         <Title text="Dependency graph"/>
         <section class="page">
@@ -319,5 +322,210 @@ fn GraphView(env: String, graph: Graph) -> impl IntoView {
                 <g class="nodes">{nodes}</g>
             </svg>
         </div>
+    }
+}
+
+/// Node size and spacing of the dependency graph (SVG user units).
+pub const GRAPH_NODE_WIDTH: f64 = 180.0;
+
+pub const GRAPH_NODE_HEIGHT: f64 = 26.0;
+
+#[cfg(feature = "ssr")]
+const GRAPH_COLUMN: f64 = 240.0;
+
+#[cfg(feature = "ssr")]
+const GRAPH_ROW: f64 = 36.0;
+
+/// Width to height the wrapped picture aims at (about the graph frame's).
+#[cfg(feature = "ssr")]
+const GRAPH_ASPECT: f64 = 1.6;
+
+/// Pictures up to this many columns are never wrapped.
+#[cfg(feature = "ssr")]
+const GRAPH_WRAP_COLUMNS: usize = 12;
+
+/// Space between two bands of a wrapped picture.
+#[cfg(feature = "ssr")]
+const GRAPH_BAND_GAP: f64 = 60.0;
+
+/// Nodes per column before a depth level wraps into another column.
+#[cfg(feature = "ssr")]
+const GRAPH_COLUMN_ROWS: usize = 40;
+
+#[cfg(feature = "ssr")]
+const GRAPH_MAX_NODES: usize = 5000;
+
+/// Resources read to pick a focused view (failures, a neighbourhood) from.
+#[cfg(feature = "ssr")]
+const GRAPH_FOCUS_FETCH_MAX: usize = 100_000;
+
+/// The released resources of the environment with their requires, laid out for the graph page:
+/// all of them (up to the size limit), only the failures and what they block, or the
+/// neighbourhood of one resource (see [`GraphFocus`]).
+#[server(prefix = "/console/fn", endpoint = "resource_graph", input = Json)]
+pub async fn resource_graph(env: String, focus: GraphFocus) -> Result<Graph, ServerFnError> {
+    use std::collections::HashMap;
+    let s = services_for("resource.read", &env)?;
+    let id = env_id(&env)?;
+    // The whole graph is cut at GRAPH_MAX_NODES; a focused view picks from every resource first.
+    let fetch_max = if focus.is_all() { GRAPH_MAX_NODES } else { GRAPH_FOCUS_FETCH_MAX };
+    let mut rows = Vec::new();
+    let mut req = orchestrator::paging::PageRequest {
+        limit: Some(1000),
+        sort: Some("resource_id.asc".into()),
+        filters: vec![("status".into(), "!orphaned".into())],
+        ..Default::default()
+    };
+    let mut total = loop {
+        let (page, _) = s.orchestrator.released_resources(id, &req, false).await.map_err(fail)?;
+        let total = page.metadata.total;
+        let next = page.links.next.clone();
+        rows.extend(page.items);
+        match next {
+            Some(link) if rows.len() < fetch_max => {
+                let cursor = cursor(&link);
+                let get = |k: &str| cursor.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+                req.start = get("start");
+                req.end = get("end");
+                req.first_id = get("first_id");
+                req.last_id = get("last_id");
+            }
+            _ => break total,
+        }
+    };
+    let plain = |rid: &str| api::resource::unversioned(rid).to_string();
+    if !focus.is_all() {
+        let index: HashMap<String, usize> = rows.iter().enumerate().map(|(i, r)| (r.resource_id.clone(), i)).collect();
+        let requires: Vec<Vec<usize>> =
+            rows.iter().map(|r| r.requires.iter().filter_map(|q| index.get(&plain(q)).copied()).collect()).collect();
+        let statuses: Vec<&str> = rows.iter().map(|r| r.status.as_str()).collect();
+        let keep = crate::model::graph_focus(&focus, &requires, &statuses, |rid| index.get(rid).copied());
+        if !focus.around.is_empty() && !index.contains_key(&focus.around) {
+            return Err(ServerFnError::new(format!("{} is not a released resource of this environment", focus.around)));
+        }
+        let mut i = 0;
+        rows.retain(|_| {
+            i += 1;
+            keep[i - 1]
+        });
+        total = rows.len() as u64;
+    }
+    rows.truncate(GRAPH_MAX_NODES);
+    let index: HashMap<String, usize> = rows.iter().enumerate().map(|(i, r)| (r.resource_id.clone(), i)).collect();
+    let requires: Vec<Vec<usize>> =
+        rows.iter().map(|r| r.requires.iter().filter_map(|q| index.get(&plain(q)).copied()).collect()).collect();
+    let labels = crate::model::short_labels(
+        &rows
+            .iter()
+            .map(|r| (r.id_details.resource_type.as_str(), r.id_details.resource_id_value.as_str()))
+            .collect::<Vec<_>>(),
+    );
+    // Depth along requires (longest path from a resource that requires nothing), iteratively.
+    let mut depth = vec![0usize; rows.len()];
+    for _ in 0..rows.len().min(64) {
+        let mut changed = false;
+        for (i, reqs) in requires.iter().enumerate() {
+            let d = reqs.iter().map(|r| depth[*r] + 1).max().unwrap_or(0);
+            if d > depth[i] {
+                depth[i] = d;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let levels = depth.iter().max().map(|d| d + 1).unwrap_or(0);
+    let mut column_of_level = vec![0usize; levels + 1];
+    let mut counts = vec![0usize; levels];
+    for d in &depth {
+        counts[*d] += 1;
+    }
+    for level in 0..levels {
+        column_of_level[level + 1] = column_of_level[level] + counts[level].div_ceil(GRAPH_COLUMN_ROWS).max(1);
+    }
+    // Column and row of each node; long chains give many narrow columns.
+    let mut seen = vec![0usize; levels];
+    let mut places = Vec::with_capacity(rows.len());
+    let mut max_rows = 0;
+    for d in &depth {
+        let n = seen[*d];
+        seen[*d] += 1;
+        places.push((column_of_level[*d] + n / GRAPH_COLUMN_ROWS, n % GRAPH_COLUMN_ROWS));
+        max_rows = max_rows.max(n % GRAPH_COLUMN_ROWS + 1);
+    }
+    // A very wide picture is wrapped into bands of columns stacked downwards, so that it keeps
+    // roughly the frame's proportions and a thousand resources stay readable when fitted.
+    let columns = column_of_level[levels].max(1);
+    let band_height = max_rows as f64 * GRAPH_ROW + GRAPH_BAND_GAP;
+    let per_band = if columns <= GRAPH_WRAP_COLUMNS {
+        columns
+    } else {
+        ((GRAPH_ASPECT * columns as f64 * band_height / GRAPH_COLUMN).sqrt().ceil() as usize)
+            .clamp(GRAPH_WRAP_COLUMNS, columns)
+    };
+    let bands = columns.div_ceil(per_band);
+    let nodes = rows
+        .iter()
+        .zip(&places)
+        .zip(labels)
+        .map(|((r, (column, row)), label)| GraphNode {
+            id: r.resource_id.clone(),
+            label,
+            status: r.status.to_string(),
+            x: 20.0 + (column % per_band) as f64 * GRAPH_COLUMN,
+            y: 20.0 + (column / per_band) as f64 * band_height + *row as f64 * GRAPH_ROW,
+        })
+        .collect();
+    let edges = requires.iter().enumerate().flat_map(|(i, reqs)| reqs.iter().map(move |r| (*r, i))).collect();
+    Ok(Graph {
+        width: 40.0 + per_band.min(columns) as f64 * GRAPH_COLUMN,
+        height: 40.0 + bands as f64 * band_height - GRAPH_BAND_GAP,
+        nodes,
+        edges,
+        truncated: total.saturating_sub(rows.len() as u64),
+    })
+}
+
+#[cfg(all(test, feature = "ssr"))]
+mod tests {
+    use super::*;
+    use crate::test_support::*;
+
+    /// A thousand resources in long chains are laid out in bands that keep the frame's
+    /// proportions, every node in its own place inside the picture.
+    #[tokio::test]
+    async fn the_graph_of_a_thousand_resources_keeps_its_proportions() {
+        let _ = any_spawner::Executor::init_tokio();
+        let (_dir, o) = orchestrator_with(&[("infra", "big")]).await;
+        let env = o.list_environments().await.unwrap()[0].id;
+        let version = o.reserve_version(env).await.unwrap();
+        let id = |i: usize| format!("std::testing::NullResource[agent{},name=r{i}],v={version}", i / 100);
+        let resources = (0..1000)
+            .map(|i| {
+                serde_json::json!({"id": id(i), "name": format!("r{i}"), "agentname": format!("agent{}", i / 100),
+                    "fail": false, "value": "", "int_value": 0, "purged": false, "send_event": false,
+                    "receive_events": false, "requires": if i % 100 > 0 { vec![id(i - 1)] } else { vec![] }})
+                .as_object()
+                .unwrap()
+                .clone()
+            })
+            .collect();
+        // auto_deploy (the default) releases it.
+        o.put_version(env, api::version::PutVersion { version, resources, ..Default::default() }).await.unwrap();
+        let owner = Owner::new();
+        owner.set();
+        provide_context(o.clone());
+        provide_context(orchestrator::auth::Principal::Unrestricted);
+        let graph = resource_graph(env.to_string(), GraphFocus::default()).await.unwrap();
+        assert_eq!((graph.nodes.len(), graph.edges.len()), (1000, 990));
+        let ratio = graph.width / graph.height;
+        assert!((1.0..3.0).contains(&ratio), "{} x {}", graph.width, graph.height);
+        let mut places = std::collections::HashSet::new();
+        for node in &graph.nodes {
+            assert!(node.x >= 0.0 && node.x + GRAPH_NODE_WIDTH <= graph.width, "{node:?}");
+            assert!(node.y >= 0.0 && node.y + GRAPH_NODE_HEIGHT <= graph.height, "{node:?}");
+            assert!(places.insert((node.x as i64, node.y as i64)), "two nodes at {node:?}");
+        }
     }
 }

@@ -1,20 +1,25 @@
-//! The console's pages. Each reads its environment and table state from the URL and refetches
+//! The console's pages, each with the server functions only it calls (those several pages
+//! call are in [`crate::fns`]). Each page reads its environment and table state from the URL and refetches
 //! when [`Refresh`](crate::components::Refresh) ticks (live events and actions).
 
-mod compiles;
-mod desired_state;
-mod environment;
-mod graph;
-mod operations;
-mod projects;
-mod resources;
-mod status;
-mod users;
+pub(crate) mod compiles;
+pub(crate) mod desired_state;
+pub(crate) mod environment;
+pub(crate) mod environments;
+pub(crate) mod graph;
+pub(crate) mod not_found;
+pub(crate) mod operations;
+pub(crate) mod projects;
+pub(crate) mod resources;
+pub(crate) mod status;
+pub(crate) mod users;
 
 pub use compiles::{CompileDetailsPage, CompileReportsPage};
 pub use desired_state::{ComparePage, ComplianceCheckPage, DesiredStatePage, VersionPage, VersionResourcePage};
 pub use environment::{CreateEnvironmentPage, DashboardPage, SettingsPage};
+pub use environments::EnvironmentsPage;
 pub use graph::GraphPage;
+pub use not_found::{CheckEnvironment, KnownEnvironment, NotFound};
 pub use operations::{AgentsPage, FactsPage, NotificationsPage, ParametersPage};
 pub use projects::ProjectsPage;
 pub use resources::{ResourceDetailsPage, ResourcesPage};

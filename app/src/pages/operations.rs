@@ -1,12 +1,15 @@
 //! Agents, parameters, facts and the notification centre.
 
 use leptos::prelude::*;
+use leptos::server_fn::codec::Json;
 use leptos_meta::Title;
 
 use crate::components::*;
 use crate::fns;
+#[cfg(feature = "ssr")]
+use crate::fns::{env_id, fail, page_info, page_request, services_for};
 use crate::layout::resource_link;
-use crate::model::{AgentRow, NotificationRow, Paged, ParameterRow};
+use crate::model::{AgentRow, NotificationRow, Paged, ParameterRow, TableQuery};
 use crate::pages::desired_state::FilterForm;
 use crate::pages::environment::short_date;
 
@@ -20,7 +23,7 @@ pub fn AgentsPage() -> impl IntoView {
     let env = env();
     let refresh = Refresh::get();
     let table = table_query();
-    let data = Resource::new(move || (table.get(), refresh.tick()), |(q, _)| fns::agents(q));
+    let data = Resource::new(move || (table.get(), refresh.tick()), |(q, _)| agents(q));
     view! {
         <Title text="Agents"/>
         <section class="page">
@@ -29,14 +32,12 @@ pub fn AgentsPage() -> impl IntoView {
             </div>
             <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
                 <div class="toolbar" aria-label="Filter on status">{choice_filter(AGENTS, "status", &["", "up", "down", "paused"])}</div>
-                <Transition fallback=|| view! { <p class="muted">"Loading agents…"</p> }>
-                    {move || Suspend::new(async move {
-                        match data.await {
-                            Ok(page) => view! { <AgentsTable env=env.get_untracked() data=page/> }.into_any(),
-                            Err(e) => view! { <ErrorBox title="The agents could not be loaded" error=e.to_string()/> }.into_any(),
-                        }
-                    })}
-                </Transition>
+                <Loaded
+                    resource=data
+                    loading="Loading agents…"
+                    error_title="The agents could not be loaded"
+                    view=move |page| view! { <AgentsTable env=env.get_untracked() data=page/> }
+                />
             </Show>
         </section>
     }
@@ -73,7 +74,7 @@ fn AgentsTable(env: String, data: Paged<AgentRow>) -> impl IntoView {
                             type="button"
                             on:click=move |_| {
                                 let action = if paused { "unpause" } else { "pause" };
-                                act(error, format!("Agent {n1}: {action}d"), fns::agent_action(e1.clone(), n1.clone(), action.into()))
+                                act(error, format!("Agent {n1}: {action}d"), agent_action(e1.clone(), n1.clone(), action.into()))
                             }
                         >
                             {if paused { "Unpause" } else { "Pause" }}
@@ -112,7 +113,7 @@ fn AgentsTable(env: String, data: Paged<AgentRow>) -> impl IntoView {
                 on:click=move |_| {
                     let env = pause_env.clone();
                     error.ask("Pause every agent of this environment?", "Pause all", move || {
-                        act(error, "Every agent paused", fns::agent_action(env.clone(), String::new(), "pause".into()))
+                        act(error, "Every agent paused", agent_action(env.clone(), String::new(), "pause".into()))
                     })
                 }
             >
@@ -121,7 +122,7 @@ fn AgentsTable(env: String, data: Paged<AgentRow>) -> impl IntoView {
             <button
                 class="button button-secondary"
                 type="button"
-                on:click=move |_| act(error, "Every agent unpaused", fns::agent_action(unpause_env.clone(), String::new(), "unpause".into()))
+                on:click=move |_| act(error, "Every agent unpaused", agent_action(unpause_env.clone(), String::new(), "unpause".into()))
             >
                 "Unpause all"
             </button>
@@ -159,7 +160,7 @@ fn ParameterList(facts: bool) -> impl IntoView {
     let env = env();
     let refresh = Refresh::get();
     let table = table_query();
-    let data = Resource::new(move || (table.get(), refresh.tick()), move |(q, _)| fns::parameters(q, facts));
+    let data = Resource::new(move || (table.get(), refresh.tick()), move |(q, _)| parameters(q, facts));
     let (title, path) = if facts { ("Facts", FACTS) } else { ("Parameters", PARAMETERS) };
     let fields = if facts {
         vec![("name", "Name"), ("resource_id", "Resource")]
@@ -174,14 +175,12 @@ fn ParameterList(facts: bool) -> impl IntoView {
             </div>
             <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
                 <FilterForm path fields=fields.clone() keep=vec!["env"]/>
-                <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                    {move || Suspend::new(async move {
-                        match data.await {
-                            Ok(page) => view! { <ParameterTable env=env.get_untracked() path facts data=page/> }.into_any(),
-                            Err(e) => view! { <ErrorBox title="The list could not be loaded" error=e.to_string()/> }.into_any(),
-                        }
-                    })}
-                </Transition>
+                <Loaded
+                    resource=data
+                    loading="Loading…"
+                    error_title="The list could not be loaded"
+                    view=move |page| view! { <ParameterTable env=env.get_untracked() path facts data=page/> }
+                />
             </Show>
         </section>
     }
@@ -293,14 +292,12 @@ pub fn NotificationsPage() -> impl IntoView {
                     <span class="muted">" Severity: "</span>
                     {choice_filter(NOTIFICATIONS, "severity", &["", "message", "info", "success", "warning", "error"])}
                 </div>
-                <Transition fallback=|| view! { <p class="muted">"Loading notifications…"</p> }>
-                    {move || Suspend::new(async move {
-                        match data.await {
-                            Ok(page) => view! { <NotificationList env=env.get_untracked() data=page error/> }.into_any(),
-                            Err(e) => view! { <ErrorBox title="The notifications could not be loaded" error=e.to_string()/> }.into_any(),
-                        }
-                    })}
-                </Transition>
+                <Loaded
+                    resource=data
+                    loading="Loading notifications…"
+                    error_title="The notifications could not be loaded"
+                    view=move |page| view! { <NotificationList env=env.get_untracked() data=page error/> }
+                />
             </Show>
         </section>
     }
@@ -358,4 +355,67 @@ fn NotificationList(env: String, data: Paged<NotificationRow>, error: ActionErro
         <Pager path=NOTIFICATIONS page=data.page/>
     }
     .into_any()
+}
+
+#[server(prefix = "/console/fn", endpoint = "agents", input = Json)]
+pub async fn agents(query: TableQuery) -> Result<Paged<AgentRow>, ServerFnError> {
+    let s = services_for("agent.read", &query.env)?;
+    let page = s.orchestrator.agents(env_id(&query.env)?, &page_request(&query)).await.map_err(fail)?;
+    Ok(Paged {
+        page: page_info(&page),
+        rows: page
+            .items
+            .into_iter()
+            .map(|a| AgentRow {
+                name: a.name,
+                status: a.status,
+                paused: a.paused,
+                unpause_on_resume: a.unpause_on_resume,
+                last_seen: a.last_failover,
+            })
+            .collect(),
+    })
+}
+
+/// pause, unpause, keep_paused_on_resume or unpause_on_resume, for one agent or (empty name) all.
+#[server(prefix = "/console/fn", endpoint = "agent_action", input = Json)]
+pub async fn agent_action(env: String, agent: String, action: String) -> Result<(), ServerFnError> {
+    let s = services_for("agent.pause-resume", &env)?;
+    let action = orchestrator::agents::AgentAction::parse(&action).map_err(fail)?;
+    let agent = if agent.is_empty() { None } else { Some(agent.as_str()) };
+    s.orchestrator.agent_action(env_id(&env)?, agent, action).await.map_err(fail)
+}
+
+/// Parameters (`facts == false`) or facts, paged.
+#[server(prefix = "/console/fn", endpoint = "parameters", input = Json)]
+pub async fn parameters(query: TableQuery, facts: bool) -> Result<Paged<ParameterRow>, ServerFnError> {
+    let s = services_for(if facts { "fact.read" } else { "parameter.read" }, &query.env)?;
+    let id = env_id(&query.env)?;
+    let req = page_request(&query);
+    if facts {
+        let page = s.orchestrator.facts(id, &req).await.map_err(fail)?;
+        Ok(Paged {
+            page: page_info(&page),
+            rows: page
+                .items
+                .into_iter()
+                .map(|f| ParameterRow {
+                    resource_id: f.resource_id,
+                    ..parameter_row(f.name, f.value, f.source, f.updated)
+                })
+                .collect(),
+        })
+    } else {
+        let page = s.orchestrator.parameters(id, &req).await.map_err(fail)?;
+        Ok(Paged {
+            page: page_info(&page),
+            rows: page.items.into_iter().map(|p| parameter_row(p.name, p.value, p.source, p.updated)).collect(),
+        })
+    }
+}
+
+/// A parameter row (facts add their resource id).
+#[cfg(feature = "ssr")]
+fn parameter_row(name: String, value: String, source: String, updated: Option<String>) -> ParameterRow {
+    ParameterRow { name, value, source, updated, resource_id: String::new() }
 }

@@ -2,10 +2,13 @@
 //! deleted by admins (the server functions check it).
 
 use leptos::prelude::*;
+use leptos::server_fn::codec::Json;
 use leptos_meta::Title;
 
 use crate::components::{ActionError, ActionMessage, Empty, ErrorBox, Refresh, act, run};
 use crate::fns;
+#[cfg(feature = "ssr")]
+use crate::fns::{fail, services_global};
 use crate::model::ProjectSummary;
 
 #[component]
@@ -18,7 +21,7 @@ pub fn ProjectsPage() -> impl IntoView {
         ev.prevent_default();
         let new = name.get_untracked();
         name.set(String::new());
-        run(error, fns::create_project(new));
+        run(error, create_project(new));
     };
     view! {
         <Title text="Projects"/>
@@ -89,7 +92,7 @@ fn ProjectRow(project: ProjectSummary, error: ActionError) -> impl IntoView {
     let rename = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         editing.set(false);
-        run(error, fns::rename_project(id_rename.clone(), new_name.get_untracked()));
+        run(error, rename_project(id_rename.clone(), new_name.get_untracked()));
     };
     view! {
         <tr data-id=row_id data-name=row_name>
@@ -137,7 +140,7 @@ fn ProjectRow(project: ProjectSummary, error: ActionError) -> impl IntoView {
                     on:click=move |_| {
                         let (id, name) = (id_delete.clone(), project.name.clone());
                         error.ask(format!("Delete project {name}?"), "Delete", move || {
-                            act(error, format!("Project {name} deleted"), fns::delete_project(id.clone()))
+                            act(error, format!("Project {name} deleted"), delete_project(id.clone()))
                         })
                     }
                 >
@@ -145,5 +148,66 @@ fn ProjectRow(project: ProjectSummary, error: ActionError) -> impl IntoView {
                 </button>
             </td>
         </tr>
+    }
+}
+
+#[server(prefix = "/console/fn", endpoint = "create_project", input = Json)]
+pub async fn create_project(name: String) -> Result<(), ServerFnError> {
+    let s = services_global("project.create")?;
+    s.orchestrator.create_project(&name, None).await.map_err(fail)?;
+    Ok(())
+}
+
+#[server(prefix = "/console/fn", endpoint = "rename_project", input = Json)]
+pub async fn rename_project(id: String, name: String) -> Result<(), ServerFnError> {
+    let s = services_global("project.modify")?;
+    let id = id.parse().map_err(|_| ServerFnError::new(format!("{id:?} is not a project id")))?;
+    s.orchestrator.modify_project(id, &name).await.map_err(fail)?;
+    Ok(())
+}
+
+/// Deletes an empty project; one with environments is refused with their names.
+#[server(prefix = "/console/fn", endpoint = "delete_project", input = Json)]
+pub async fn delete_project(id: String) -> Result<(), ServerFnError> {
+    let s = services_global("project.delete")?;
+    let id = id.parse().map_err(|_| ServerFnError::new(format!("{id:?} is not a project id")))?;
+    s.orchestrator.delete_project(id).await.map_err(fail)
+}
+
+#[cfg(all(test, feature = "ssr"))]
+mod tests {
+    use super::*;
+    use crate::test_support::*;
+    use axum::http::StatusCode;
+
+    /// Projects are managed by admins: a read-only user may list them but not create one.
+    #[tokio::test]
+    async fn projects_are_listed_for_all_and_managed_by_admins() {
+        let _ = any_spawner::Executor::init_tokio();
+        let (_dir, o) = orchestrator_with(&[]).await;
+        let env = environment_with_versions(&o, 1).await;
+        let owner = Owner::new();
+        owner.set();
+        provide_context(o.clone());
+        o.create_user("rita", "Rita-password-123", false, false).await.unwrap();
+        o.assign_role("rita", env, "read-only").await.unwrap();
+        provide_context(o.user_record("rita").await.unwrap().unwrap().principal());
+        assert_eq!(crate::fns::list_projects().await.unwrap().len(), 1);
+        let error = create_project("extra".into()).await.unwrap_err();
+        assert!(error.to_string().contains("only an admin"), "{error}");
+
+        provide_context(orchestrator::auth::Principal::Unrestricted);
+        create_project("extra".into()).await.unwrap();
+        let extra = crate::fns::list_projects().await.unwrap().into_iter().find(|p| p.name == "extra").unwrap();
+        rename_project(extra.id.clone(), "renamed".into()).await.unwrap();
+        let busy = crate::fns::list_projects().await.unwrap().into_iter().find(|p| p.environments == 1).unwrap();
+        let error = delete_project(busy.id).await.unwrap_err();
+        assert!(error.to_string().contains("delete them first"), "{error}");
+        delete_project(extra.id).await.unwrap();
+        assert!(crate::fns::list_projects().await.unwrap().iter().all(|p| p.name != "renamed"));
+
+        let (status, html) = get(router(Some(o)), "/console/projects").await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(html.contains(r#"id="projects""#) && html.contains("Create project"), "{html}");
     }
 }

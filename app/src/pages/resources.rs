@@ -1,13 +1,18 @@
 //! Resources (the latest released state) and one resource's details.
 
 use leptos::prelude::*;
+use leptos::server_fn::codec::Json;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::components::*;
 use crate::fns;
+#[cfg(feature = "ssr")]
+use crate::fns::{attributes, env_id, fail, page_info, page_request, services_for, summary};
 use crate::layout::resource_link;
-use crate::model::{Problem, ResourceDetails, ResourcesView};
+#[cfg(feature = "ssr")]
+use crate::model::ResourceRow;
+use crate::model::{HistoryRow, LogRow, ParameterRow, Problem, ResourceDetails, ResourcesView, TableQuery};
 use crate::pages::desired_state::{AttributeTable, FilterForm};
 use crate::pages::environment::short_date;
 
@@ -19,7 +24,7 @@ pub fn ResourcesPage() -> impl IntoView {
     let env = env();
     let refresh = Refresh::get();
     let table = table_query();
-    let data = Resource::new(move || (table.get(), refresh.tick()), |(q, _)| fns::resources(q));
+    let data = Resource::new(move || (table.get(), refresh.tick()), |(q, _)| resources(q));
     let error = ActionError::new();
     let deploy = move |repair: bool| {
         let (question, yes, done) = if repair {
@@ -61,14 +66,12 @@ pub fn ResourcesPage() -> impl IntoView {
                     fields=vec![("resource_type", "Type"), ("agent", "Agent"), ("resource_id_value", "Value")]
                     keep=vec!["env", "filter.status"]
                 />
-                <Transition fallback=|| view! { <p class="muted">"Loading resources…"</p> }>
-                    {move || Suspend::new(async move {
-                        match data.await {
-                            Ok(view) => view! { <ResourcesBody env=env.get_untracked() data=view/> }.into_any(),
-                            Err(e) => view! { <ErrorBox title="The resources could not be loaded" error=e.to_string()/> }.into_any(),
-                        }
-                    })}
-                </Transition>
+                <Loaded
+                    resource=data
+                    loading="Loading resources…"
+                    error_title="The resources could not be loaded"
+                    view=move |view| view! { <ResourcesBody env=env.get_untracked() data=view/> }
+                />
             </Show>
         </section>
     }
@@ -172,7 +175,7 @@ pub fn ResourceDetailsPage() -> impl IntoView {
     let level = query("level");
     let refresh = Refresh::get();
     let details =
-        Resource::new(move || (env.get(), rid.get(), refresh.tick()), |(e, r, _)| fns::load_resource_details(e, r));
+        Resource::new(move || (env.get(), rid.get(), refresh.tick()), |(e, r, _)| load_resource_details(e, r));
     let q = use_query_map();
     let tabs = [
         ("attributes", "Desired state"),
@@ -207,14 +210,12 @@ pub fn ResourceDetailsPage() -> impl IntoView {
                 " › "
                 <span>{move || rid.get()}</span>
             </nav>
-            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match details.await {
-                        Ok(d) => view! { <ResourceHeader details=d/> }.into_any(),
-                        Err(e) => view! { <ErrorBox title="The resource could not be loaded" error=e.to_string()/> }.into_any(),
-                    }
-                })}
-            </Transition>
+            <Loaded
+                resource=details
+                loading="Loading…"
+                error_title="The resource could not be loaded"
+                view=move |d| view! { <ResourceHeader details=d/> }
+            />
             <div class="tabs" role="tablist">{tab_links}</div>
             <div class="tab-panel" role="tabpanel">
                 {move || match tab.get().as_str() {
@@ -335,7 +336,7 @@ fn RequiresTab(details: DetailsResource) -> impl IntoView {
 #[component]
 fn HistoryTab(env: Memo<String>, rid: Memo<String>) -> impl IntoView {
     let refresh = Refresh::get();
-    let data = Resource::new(move || (env.get(), rid.get(), refresh.tick()), |(e, r, _)| fns::resource_history(e, r));
+    let data = Resource::new(move || (env.get(), rid.get(), refresh.tick()), |(e, r, _)| resource_history(e, r));
     view! {
         <Transition fallback=|| view! { <p class="muted">"Loading history…"</p> }>
             {move || Suspend::new(async move {
@@ -368,7 +369,7 @@ fn LogsTab(env: Memo<String>, rid: Memo<String>, level: Memo<String>) -> impl In
     let refresh = Refresh::get();
     let data = Resource::new(
         move || (env.get(), rid.get(), level.get(), refresh.tick()),
-        |(e, r, l, _)| fns::resource_logs(e, r, l),
+        |(e, r, l, _)| resource_logs(e, r, l),
     );
     let q = use_query_map();
     let navigate = leptos_router::hooks::use_navigate();
@@ -436,7 +437,7 @@ fn LogsTab(env: Memo<String>, rid: Memo<String>, level: Memo<String>) -> impl In
 #[component]
 fn FactsTab(env: Memo<String>, rid: Memo<String>) -> impl IntoView {
     let refresh = Refresh::get();
-    let data = Resource::new(move || (env.get(), rid.get(), refresh.tick()), |(e, r, _)| fns::resource_facts(e, r));
+    let data = Resource::new(move || (env.get(), rid.get(), refresh.tick()), |(e, r, _)| resource_facts(e, r));
     view! {
         <Transition fallback=|| view! { <p class="muted">"Loading facts…"</p> }>
             {move || Suspend::new(async move {
@@ -473,4 +474,146 @@ fn FactsTab(env: Memo<String>, rid: Memo<String>) -> impl IntoView {
             })}
         </Transition>
     }
+}
+
+#[server(prefix = "/console/fn", endpoint = "resources", input = Json)]
+pub async fn resources(query: TableQuery) -> Result<ResourcesView, ServerFnError> {
+    let s = services_for("resource.read", &query.env)?;
+    let (page, deploy) =
+        s.orchestrator.released_resources(env_id(&query.env)?, &page_request(&query), true).await.map_err(fail)?;
+    let deploy = deploy.unwrap_or_default();
+    let info = page_info(&page);
+    let mut rows = Vec::with_capacity(page.items.len());
+    for r in page.items {
+        // Only the rows of this page, and only those that are not deployed, cost a query.
+        let problem = resource_problem(&s.orchestrator, env_id(&query.env)?, &r.resource_id, r.status.as_str()).await?;
+        rows.push(ResourceRow {
+            id: r.resource_id,
+            resource_type: r.id_details.resource_type,
+            agent: r.id_details.agent,
+            value: r.id_details.resource_id_value,
+            status: r.status.to_string(),
+            requires: r.requires.len(),
+            problem,
+        });
+    }
+    Ok(ResourcesView { page: info, summary: summary(&deploy), summary_total: deploy.total, rows })
+}
+
+/// Why a resource in `status` is not deployed: its last error when it failed, the dependency that
+/// blocks it when it waits or was skipped.
+#[cfg(feature = "ssr")]
+async fn resource_problem(
+    o: &orchestrator::Orchestrator,
+    env: uuid::Uuid,
+    rid: &str,
+    status: &str,
+) -> Result<Option<Problem>, ServerFnError> {
+    match status {
+        "failed" | "unavailable" => {
+            let req = orchestrator::paging::PageRequest {
+                limit: Some(1),
+                filters: vec![("minimal_log_level".into(), "ERROR".into())],
+                ..Default::default()
+            };
+            let logs = o.resource_logs(env, rid, &req).await.map_err(fail)?;
+            Ok(logs.items.into_iter().next().map(|l| Problem::Error(l.msg)))
+        }
+        "available" | "skipped" | "skipped_for_undefined" => {
+            let details = o.released_resource(env, rid).await.map_err(fail)?;
+            let requires: Vec<(String, String)> =
+                details.requires_status.into_iter().map(|(r, s)| (r, s.to_string())).collect();
+            Ok(Problem::blocked_by(&requires))
+        }
+        _ => Ok(None),
+    }
+}
+
+#[server(prefix = "/console/fn", endpoint = "resource_details", input = Json)]
+pub async fn load_resource_details(env: String, rid: String) -> Result<ResourceDetails, ServerFnError> {
+    let s = services_for("resource.read", &env)?;
+    let r = s.orchestrator.released_resource(env_id(&env)?, &rid).await.map_err(fail)?;
+    let problem = resource_problem(&s.orchestrator, env_id(&env)?, &rid, r.status.as_str()).await?;
+    Ok(ResourceDetails {
+        problem,
+        id: r.resource_id,
+        resource_type: r.resource_type,
+        agent: r.agent,
+        value: r.id_attribute_value,
+        status: r.status.to_string(),
+        last_deploy: r.last_deploy,
+        first_generated: r.first_generated_time,
+        attributes: attributes(&r.attributes),
+        requires: r.requires_status.into_iter().map(|(r, s)| (r, s.to_string())).collect(),
+    })
+}
+
+#[server(prefix = "/console/fn", endpoint = "resource_history", input = Json)]
+pub async fn resource_history(env: String, rid: String) -> Result<Vec<HistoryRow>, ServerFnError> {
+    let s = services_for("resource.read", &env)?;
+    let req = orchestrator::paging::PageRequest { limit: Some(50), ..Default::default() };
+    let page = s.orchestrator.resource_history(env_id(&env)?, &rid, &req).await.map_err(fail)?;
+    Ok(page
+        .items
+        .into_iter()
+        .map(|h| HistoryRow {
+            date: h.date,
+            attribute_hash: h.attribute_hash,
+            attributes: attributes(&h.attributes),
+            requires: h.requires,
+        })
+        .collect())
+}
+
+/// The latest 100 log lines of a resource, at `min_level` or more severe.
+#[server(prefix = "/console/fn", endpoint = "resource_logs", input = Json)]
+pub async fn resource_logs(env: String, rid: String, min_level: String) -> Result<Vec<LogRow>, ServerFnError> {
+    let s = services_for("resource.read", &env)?;
+    let mut req = orchestrator::paging::PageRequest { limit: Some(100), ..Default::default() };
+    if !min_level.is_empty() {
+        req.filters.push(("minimal_log_level".into(), min_level));
+    }
+    let id = env_id(&env)?;
+    let page = s.orchestrator.resource_logs(id, &rid, &req).await.map_err(fail)?;
+    // The version of each line's action: one query for the resource's latest actions.
+    let actions = orchestrator::resources::ActionQuery {
+        resource_id: Some(rid.clone()),
+        limit: Some(1000),
+        ..Default::default()
+    };
+    let versions: std::collections::HashMap<uuid::Uuid, i64> = s
+        .orchestrator
+        .resource_actions(id, &actions)
+        .await
+        .map_err(fail)?
+        .into_iter()
+        .map(|a| (a.action_id, a.version))
+        .collect();
+    Ok(page
+        .items
+        .into_iter()
+        .map(|l| LogRow {
+            version: versions.get(&l.action_id).copied(),
+            timestamp: l.timestamp,
+            action: l.action,
+            level: l.level,
+            message: l.msg,
+        })
+        .collect())
+}
+
+#[server(prefix = "/console/fn", endpoint = "resource_facts", input = Json)]
+pub async fn resource_facts(env: String, rid: String) -> Result<Vec<ParameterRow>, ServerFnError> {
+    let s = services_for("fact.read", &env)?;
+    let facts = s.orchestrator.resource_facts(env_id(&env)?, &rid).await.map_err(fail)?;
+    Ok(facts
+        .into_iter()
+        .map(|f| ParameterRow {
+            name: f.name,
+            value: f.value,
+            source: f.source,
+            updated: f.updated,
+            resource_id: f.resource_id,
+        })
+        .collect())
 }

@@ -1,16 +1,20 @@
 //! Server status: product, version, database, uptime and the server's components.
 
 use leptos::prelude::*;
+use leptos::server_fn::codec::Json;
 use leptos_meta::Title;
 
 use crate::components::*;
-use crate::fns;
+#[cfg(feature = "ssr")]
+use crate::fns::{services_global, status_text};
+#[cfg(feature = "ssr")]
+use crate::model::ComponentStatus;
 use crate::model::ServerStatus;
 
 #[component]
 pub fn StatusPage() -> impl IntoView {
     let refresh = Refresh::get();
-    let data = Resource::new(move || refresh.tick(), |_| fns::load_server_status());
+    let data = Resource::new(move || refresh.tick(), |_| load_server_status());
     view! {
         <Title text="Server Status"/>
         <section class="page">
@@ -20,14 +24,12 @@ pub fn StatusPage() -> impl IntoView {
                     "Refresh"
                 </button>
             </div>
-            <Transition fallback=|| view! { <p class="muted">"Loading the server status…"</p> }>
-                {move || Suspend::new(async move {
-                    match data.await {
-                        Ok(status) => view! { <StatusBody status/> }.into_any(),
-                        Err(e) => view! { <ErrorBox title="The server status could not be loaded" error=e.to_string()/> }.into_any(),
-                    }
-                })}
-            </Transition>
+            <Loaded
+                resource=data
+                loading="Loading the server status…"
+                error_title="The server status could not be loaded"
+                view=|status| view! { <StatusBody status/> }
+            />
         </section>
     }
 }
@@ -121,5 +123,75 @@ fn StatusBody(status: ServerStatus) -> impl IntoView {
                 <tbody>{components}</tbody>
             </table>
         </div>
+    }
+}
+
+/// The server's status, as `GET /api/v1/serverstatus` reports it.
+#[server(prefix = "/console/fn", endpoint = "server_status", input = Json)]
+pub async fn load_server_status() -> Result<ServerStatus, ServerFnError> {
+    let s = services_global("status.read")?;
+    let status = s.orchestrator.server_status(s.schedulers.as_deref()).await;
+    let text = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let database = status.slices.iter().find(|slice| slice.name == "core.database");
+    let uptime = status
+        .slices
+        .iter()
+        .find(|slice| slice.name == "core.server")
+        .and_then(|slice| slice.status["uptime"].as_u64())
+        .unwrap_or(0);
+    Ok(ServerStatus {
+        product: status.product.clone(),
+        edition: status.edition.clone(),
+        version: status.version.clone(),
+        status: status_text(&status.status),
+        database: database.and_then(|d| d.status["database"].as_str()).unwrap_or("unknown").to_string(),
+        database_status: database.map(|d| status_text(&d.reported_status)).unwrap_or_default(),
+        database_version: database.and_then(|d| d.status["version"].as_str()).map(str::to_string),
+        uptime,
+        components: status
+            .slices
+            .iter()
+            .map(|slice| ComponentStatus {
+                name: slice.name.clone(),
+                status: status_text(&slice.reported_status),
+                message: slice.message.clone(),
+                details: slice
+                    .status
+                    .as_object()
+                    .map(|m| m.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k.clone(), text(v))).collect())
+                    .unwrap_or_default(),
+            })
+            .collect(),
+    })
+}
+
+#[cfg(all(test, feature = "ssr"))]
+mod tests {
+    use crate::test_support::*;
+    use axum::http::StatusCode;
+
+    #[tokio::test]
+    async fn status_page_shows_the_server_and_its_components() {
+        let (_dir, o) = orchestrator_with(&[]).await;
+        let env = environment_with_versions(&o, 1).await;
+        compiles(&o, env).await;
+        let (status, html) = get(router(Some(o)), &format!("/console/status?env={env}")).await;
+        assert_eq!(status, StatusCode::OK);
+        for needle in [
+            "<title>Server Status · Inmanta</title>",
+            "Inmanta Service Orchestrator",
+            r#"id="status-database">sqlite<"#,
+            r#"data-component="core.server""#,
+            r#"data-component="core.database""#,
+            r#"data-component="core.scheduler""#,
+            r#"data-component="core.compiler""#,
+            "no scheduler runs in this process",
+            "Server Status</a>",
+        ] {
+            assert!(html.contains(needle), "{needle} missing in {html}");
+        }
     }
 }

@@ -3,10 +3,14 @@
 //! the write labels).
 
 use leptos::prelude::*;
+use leptos::server_fn::codec::Json;
 use leptos_meta::Title;
 
 use crate::components::*;
-use crate::fns;
+#[cfg(feature = "ssr")]
+use crate::fns::{env_id, fail, services_global};
+#[cfg(feature = "ssr")]
+use crate::model::RoleRow;
 use crate::model::{UserRow, UsersView};
 
 /// What the password policy asks, shown next to every password input.
@@ -16,7 +20,7 @@ pub const PASSWORD_HINT: &str =
 #[component]
 pub fn UsersPage() -> impl IntoView {
     let refresh = Refresh::get();
-    let data = Resource::new(move || refresh.tick(), |_| fns::users());
+    let data = Resource::new(move || refresh.tick(), |_| users());
     // Made here so a message stays when the table reloads after the action.
     let error = ActionError::new();
     view! {
@@ -139,7 +143,7 @@ fn UserLine(user: UserRow, me: Option<String>, error: ActionError) -> impl IntoV
                                             act(
                                                 error,
                                                 format!("Role {role} removed from {user}"),
-                                                fns::role_assignment(user.clone(), env.clone(), role.clone(), false),
+                                                role_assignment(user.clone(), env.clone(), role.clone(), false),
                                             )
                                         })
                                     }
@@ -186,7 +190,7 @@ fn UserLine(user: UserRow, me: Option<String>, error: ActionError) -> impl IntoV
                         };
                         let name = toggle_name.clone();
                         error.ask(question, toggle_label, move || {
-                            act(error, format!("{toggle_label}: {name} done"), fns::set_admin(name.clone(), !admin))
+                            act(error, format!("{toggle_label}: {name} done"), set_admin(name.clone(), !admin))
                         })
                     }
                 >
@@ -200,7 +204,7 @@ fn UserLine(user: UserRow, me: Option<String>, error: ActionError) -> impl IntoV
                     on:click=move |_| {
                         let name = delete_name.clone();
                         error.ask(format!("Delete user {name}? Their roles go with them."), "Delete", move || {
-                            act(error, format!("User {name} deleted"), fns::delete_user(name.clone(), name.clone()))
+                            act(error, format!("User {name} deleted"), delete_user(name.clone(), name.clone()))
                         })
                     }
                 >
@@ -255,7 +259,7 @@ fn AddUserForm() -> impl IntoView {
                 password.set(String::new());
                 admin.set(false);
             },
-            fns::add_user(name.clone(), password.get_untracked(), admin.get_untracked()),
+            add_user(name.clone(), password.get_untracked(), admin.get_untracked()),
         );
     };
     view! {
@@ -343,13 +347,7 @@ fn AssignRoleForm(data: UsersResource) -> impl IntoView {
         if r.is_empty() {
             r = loaded().and_then(|d| d.roles.first().cloned()).unwrap_or_default();
         }
-        submit(
-            error,
-            notice,
-            format!("{u} now has role {r}."),
-            || (),
-            fns::role_assignment(u.clone(), e, r.clone(), true),
-        );
+        submit(error, notice, format!("{u} now has role {r}."), || (), role_assignment(u.clone(), e, r.clone(), true));
     };
     let no_environments = move || loaded().is_some_and(|d| d.environments.is_empty());
     view! {
@@ -432,7 +430,7 @@ fn SetPasswordForm(data: UsersResource) -> impl IntoView {
             notice,
             format!("The password of {u} is set: their sessions and login tokens end."),
             move || password.set(String::new()),
-            fns::set_user_password(u.clone(), password.get_untracked()),
+            set_user_password(u.clone(), password.get_untracked()),
         );
     };
     view! {
@@ -457,5 +455,165 @@ fn SetPasswordForm(data: UsersResource) -> impl IntoView {
                 <button class="button" type="submit">"Set password"</button>
             </div>
         </form>
+    }
+}
+
+/// Every user with their roles, and what the page needs to assign roles. Only admins read users.
+#[server(prefix = "/console/fn", endpoint = "users", input = Json)]
+pub async fn users() -> Result<UsersView, ServerFnError> {
+    let s = services_global("user.read")?;
+    services_global("role-assignment.read")?;
+    let environments = crate::fns::list_environments().await?;
+    let name_of = |id: &str| {
+        environments
+            .iter()
+            .find(|e| e.id == id)
+            .map(|e| format!("{} / {}", e.project_name, e.name))
+            .unwrap_or_else(|| id.to_string())
+    };
+    let users = s
+        .orchestrator
+        .list_users()
+        .await
+        .map_err(fail)?
+        .into_iter()
+        .map(|u| {
+            let mut roles: Vec<RoleRow> = u
+                .roles
+                .iter()
+                .flat_map(|(env, roles)| {
+                    let env = env.to_string();
+                    roles.iter().map(move |role| (env.clone(), role.clone()))
+                })
+                .map(|(env, role)| RoleRow { env_name: name_of(&env), env, role })
+                .collect();
+            roles.sort_by(|a, b| (&a.env_name, &a.role).cmp(&(&b.env_name, &b.role)));
+            UserRow {
+                username: u.user.username,
+                is_admin: u.user.is_admin,
+                password_change_required: u.user.password_change_required,
+                roles,
+            }
+        })
+        .collect();
+    let roles = s.orchestrator.list_roles().await.map_err(fail)?;
+    Ok(UsersView { users, environments, roles, me: s.caller.name().map(str::to_string) })
+}
+
+/// Adds a user; the password must follow the policy (12 to 128 characters, three kinds).
+#[server(prefix = "/console/fn", endpoint = "add_user", input = Json)]
+pub async fn add_user(username: String, password: String, is_admin: bool) -> Result<(), ServerFnError> {
+    let s = services_global("user.write")?;
+    if is_admin {
+        services_global("role.is-admin")?;
+    }
+    s.orchestrator.create_user(&username, &password, is_admin, false).await.map_err(fail)?;
+    Ok(())
+}
+
+/// Deletes a user; `confirm` must be the user's name. The last admin cannot be deleted.
+#[server(prefix = "/console/fn", endpoint = "delete_user", input = Json)]
+pub async fn delete_user(username: String, confirm: String) -> Result<(), ServerFnError> {
+    let s = services_global("user.write")?;
+    if confirm != username {
+        return Err(ServerFnError::new(format!("confirm with the user's name ({username})")));
+    }
+    s.orchestrator.delete_user(&username).await.map_err(fail)
+}
+
+/// Makes a user admin or not; the last admin stays one.
+#[server(prefix = "/console/fn", endpoint = "set_admin", input = Json)]
+pub async fn set_admin(username: String, is_admin: bool) -> Result<(), ServerFnError> {
+    let s = services_global("role.is-admin")?;
+    s.orchestrator.set_is_admin(&username, is_admin).await.map_err(fail)
+}
+
+/// Sets another user's password (an admin's action: the current password is not asked).
+#[server(prefix = "/console/fn", endpoint = "set_user_password", input = Json)]
+pub async fn set_user_password(username: String, password: String) -> Result<(), ServerFnError> {
+    let s = services_global("user.write")?;
+    s.orchestrator.set_password(&username, &password, None).await.map_err(fail)
+}
+
+/// Gives (`assign`) or takes away a role of a user in an environment.
+#[server(prefix = "/console/fn", endpoint = "role_assignment", input = Json)]
+pub async fn role_assignment(username: String, env: String, role: String, assign: bool) -> Result<(), ServerFnError> {
+    let s = services_global("role-assignment.write")?;
+    if username.is_empty() {
+        return Err(ServerFnError::new("pick a user"));
+    }
+    if role.is_empty() {
+        return Err(ServerFnError::new("pick a role"));
+    }
+    let id = env_id(&env).map_err(|_| ServerFnError::new("pick an environment"))?;
+    if assign {
+        s.orchestrator.assign_role(&username, id, &role).await.map_err(fail)
+    } else {
+        s.orchestrator.unassign_role(&username, id, &role).await.map_err(fail)
+    }
+}
+
+#[cfg(all(test, feature = "ssr"))]
+mod tests {
+    use super::*;
+    use crate::test_support::*;
+
+    /// An admin manages users and roles through the server functions; the last admin stays;
+    /// a user who is not an admin is refused.
+    #[tokio::test]
+    async fn user_server_functions_are_for_admins() {
+        let _ = any_spawner::Executor::init_tokio();
+        let (_dir, o) = orchestrator_with(&[("infra", "production")]).await;
+        let env = o.list_environments().await.unwrap()[0].id;
+        let e = env.to_string();
+        o.create_user("admin", "Admin-password-123", true, false).await.unwrap();
+        let owner = Owner::new();
+        owner.set();
+        provide_context(o.clone());
+        provide_context(o.user_record("admin").await.unwrap().unwrap().principal());
+
+        let error = add_user("rita".into(), "short".into(), false).await.unwrap_err();
+        assert!(error.to_string().contains("12 to 128"), "{error}");
+        add_user("rita".into(), "Rita-password-123".into(), false).await.unwrap();
+        role_assignment("rita".into(), e.clone(), "noc".into(), true).await.unwrap();
+        let view = users().await.unwrap();
+        assert_eq!(view.me.as_deref(), Some("admin"));
+        assert!(view.roles.starts_with(&["read-only".to_string(), "noc".to_string()]), "{:?}", view.roles);
+        let rita = view.users.iter().find(|u| u.username == "rita").unwrap();
+        assert!(!rita.is_admin);
+        assert_eq!(rita.roles.len(), 1);
+        assert_eq!((rita.roles[0].env_name.as_str(), rita.roles[0].role.as_str()), ("infra / production", "noc"));
+        role_assignment("rita".into(), e.clone(), "noc".into(), false).await.unwrap();
+        role_assignment("rita".into(), e.clone(), "read-only".into(), true).await.unwrap();
+        set_user_password("rita".into(), "Other-password-456".into()).await.unwrap();
+        assert!(o.verify_login("rita", "Other-password-456").await.unwrap().is_some());
+
+        // The last admin stays one.
+        let error = set_admin("admin".into(), false).await.unwrap_err();
+        assert!(error.to_string().contains("last admin"), "{error}");
+        let error = delete_user("admin".into(), "admin".into()).await.unwrap_err();
+        assert!(error.to_string().contains("last admin"), "{error}");
+        let error = delete_user("rita".into(), "someone".into()).await.unwrap_err();
+        assert!(error.to_string().contains("rita"), "{error}");
+
+        // Rita is no admin: nothing of this is hers.
+        provide_context(o.user_record("rita").await.unwrap().unwrap().principal());
+        for error in [
+            users().await.unwrap_err(),
+            add_user("mallory".into(), "Mallory-password-1".into(), true).await.unwrap_err(),
+            set_admin("rita".into(), true).await.unwrap_err(),
+            role_assignment("rita".into(), e.clone(), "environment-admin".into(), true).await.unwrap_err(),
+            delete_user("admin".into(), "admin".into()).await.unwrap_err(),
+        ] {
+            assert!(error.to_string().contains("not allowed"), "{error}");
+        }
+        assert!(o.user_record("mallory").await.unwrap().is_none());
+
+        provide_context(o.user_record("admin").await.unwrap().unwrap().principal());
+        set_admin("rita".into(), true).await.unwrap();
+        set_admin("admin".into(), false).await.unwrap();
+        delete_user("admin".into(), "admin".into()).await.unwrap();
+        let names: Vec<String> = o.list_users().await.unwrap().into_iter().map(|u| u.user.username).collect();
+        assert_eq!(names, vec!["rita".to_string()]);
     }
 }

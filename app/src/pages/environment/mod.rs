@@ -5,7 +5,9 @@ use leptos_meta::Title;
 use leptos_router::hooks::{use_navigate, use_query_map};
 
 use crate::components::*;
-use crate::fns;
+pub(crate) mod fns;
+#[cfg(all(test, feature = "ssr"))]
+mod tests;
 use crate::model::{CLIENT_TYPES, Dashboard, EnvironmentDetails, SettingRow, TokenRow};
 
 #[component]
@@ -20,14 +22,12 @@ pub fn DashboardPage() -> impl IntoView {
                 <h1>"Dashboard"</h1>
             </div>
             <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
-                <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                    {move || Suspend::new(async move {
-                        match data.await {
-                            Ok(d) => view! { <DashboardBody env=env.get_untracked() data=d/> }.into_any(),
-                            Err(e) => view! { <ErrorBox title="The dashboard could not be loaded" error=e.to_string()/> }.into_any(),
-                        }
-                    })}
-                </Transition>
+                <Loaded
+                    resource=data
+                    loading="Loading…"
+                    error_title="The dashboard could not be loaded"
+                    view=move |d| view! { <DashboardBody env=env.get_untracked() data=d/> }
+                />
             </Show>
         </section>
     }
@@ -248,7 +248,7 @@ pub fn short_date(date: &str) -> String {
 
 #[component]
 pub fn CreateEnvironmentPage() -> impl IntoView {
-    let projects = Resource::new(|| (), |_| fns::list_projects());
+    let projects = Resource::new(|| (), |_| crate::fns::list_projects());
     let project = RwSignal::new(String::new());
     let new_project = RwSignal::new(String::new());
     let name = RwSignal::new(String::new());
@@ -306,49 +306,12 @@ pub fn CreateEnvironmentPage() -> impl IntoView {
                     }}
                 </Transition>
                 <Show when=move || project.get().is_empty()>
-                    <label for="new-project">"New project name"</label>
-                    <input
-                        id="new-project"
-                        class="input"
-                        type="text"
-                        prop:value=move || new_project.get()
-                        on:input=move |ev| new_project.set(event_target_value(&ev))
-                    />
+                    <TextField id="new-project" label="New project name" value=new_project/>
                 </Show>
-                <label for="env-name">"Name"</label>
-                <input
-                    id="env-name"
-                    class="input"
-                    type="text"
-                    required=true
-                    prop:value=move || name.get()
-                    on:input=move |ev| name.set(event_target_value(&ev))
-                />
-                <label for="env-description">"Description"</label>
-                <input
-                    id="env-description"
-                    class="input"
-                    type="text"
-                    prop:value=move || description.get()
-                    on:input=move |ev| description.set(event_target_value(&ev))
-                />
-                <label for="env-repo">"Repository URL"</label>
-                <input
-                    id="env-repo"
-                    class="input"
-                    type="url"
-                    placeholder="https://github.com/example/project.git"
-                    prop:value=move || repository.get()
-                    on:input=move |ev| repository.set(event_target_value(&ev))
-                />
-                <label for="env-branch">"Branch"</label>
-                <input
-                    id="env-branch"
-                    class="input"
-                    type="text"
-                    prop:value=move || branch.get()
-                    on:input=move |ev| branch.set(event_target_value(&ev))
-                />
+                <TextField id="env-name" label="Name" value=name required=true/>
+                <TextField id="env-description" label="Description" value=description/>
+                <TextField id="env-repo" label="Repository URL" value=repository input_type="url" placeholder="https://github.com/example/project.git"/>
+                <TextField id="env-branch" label="Branch" value=branch/>
                 <ActionMessage error/>
                 <div class="form-actions">
                     <button class="button" type="submit" disabled=move || busy.get()>"Create"</button>
@@ -408,16 +371,14 @@ pub fn SettingsPage() -> impl IntoView {
 #[component]
 fn EnvironmentTab(env: Memo<String>) -> impl IntoView {
     let refresh = Refresh::get();
-    let details = Resource::new(move || (env.get(), refresh.tick()), |(env, _)| fns::environment(env));
+    let details = Resource::new(move || (env.get(), refresh.tick()), |(env, _)| crate::fns::environment(env));
     view! {
-        <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match details.await {
-                    Ok(d) => view! { <EnvironmentForm details=d/> }.into_any(),
-                    Err(e) => view! { <ErrorBox title="The environment could not be loaded" error=e.to_string()/> }.into_any(),
-                }
-            })}
-        </Transition>
+        <Loaded
+            resource=details
+            loading="Loading…"
+            error_title="The environment could not be loaded"
+            view=move |d| view! { <EnvironmentForm details=d/> }
+        />
     }
 }
 
@@ -428,14 +389,12 @@ fn ConfigurationTab(env: Memo<String>) -> impl IntoView {
     view! {
         <div class="card">
             <h2>"Configuration"</h2>
-            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match settings.await {
-                        Ok(rows) => view! { <SettingsTable env=env.get_untracked() rows/> }.into_any(),
-                        Err(e) => view! { <ErrorBox title="The settings could not be loaded" error=e.to_string()/> }.into_any(),
-                    }
-                })}
-            </Transition>
+            <Loaded
+                resource=settings
+                loading="Loading…"
+                error_title="The settings could not be loaded"
+                view=move |rows| view! { <SettingsTable env=env.get_untracked() rows/> }
+            />
         </div>
     }
 }
@@ -719,20 +678,10 @@ fn EnvironmentForm(details: EnvironmentDetails) -> impl IntoView {
         <form class="card form" id="environment-form" on:submit=save>
             <h2>"Environment"</h2>
             <p class="muted">"Project " <strong>{details.project_name.clone()}</strong> " · id " <code>{env.clone()}</code></p>
-            <label for="set-name">"Name"</label>
-            <input id="set-name" class="input" type="text" prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev))/>
-            <label for="set-description">"Description"</label>
-            <input
-                id="set-description"
-                class="input"
-                type="text"
-                prop:value=move || description.get()
-                on:input=move |ev| description.set(event_target_value(&ev))
-            />
-            <label for="set-repo">"Repository URL"</label>
-            <input id="set-repo" class="input" type="text" prop:value=move || repository.get() on:input=move |ev| repository.set(event_target_value(&ev))/>
-            <label for="set-branch">"Branch"</label>
-            <input id="set-branch" class="input" type="text" prop:value=move || branch.get() on:input=move |ev| branch.set(event_target_value(&ev))/>
+            <TextField id="set-name" label="Name" value=name/>
+            <TextField id="set-description" label="Description" value=description/>
+            <TextField id="set-repo" label="Repository URL" value=repository/>
+            <TextField id="set-branch" label="Branch" value=branch/>
             <ActionMessage error/>
             <div class="form-actions">
                 <button class="button" type="submit">"Save"</button>

@@ -5,7 +5,9 @@ use leptos_meta::Title;
 use leptos_router::hooks::{use_navigate, use_params_map, use_query_map};
 
 use crate::components::*;
-use crate::fns;
+pub(crate) mod fns;
+#[cfg(all(test, feature = "ssr"))]
+mod tests;
 use crate::layout::resource_link;
 use crate::model::{ComplianceView, Paged, ResourceChange, VersionRow, VersionedResourceRow};
 use crate::pages::environment::short_date;
@@ -29,14 +31,12 @@ pub fn DesiredStatePage() -> impl IntoView {
                 <div class="toolbar" aria-label="Filter on status">
                     {choice_filter(VERSIONS, "status", &["", "active", "candidate", "retired", "skipped_candidate"])}
                 </div>
-                <Transition fallback=|| view! { <p class="muted">"Loading versions…"</p> }>
-                    {move || Suspend::new(async move {
-                        match data.await {
-                            Ok(page) => view! { <VersionsTable env=env.get_untracked() data=page/> }.into_any(),
-                            Err(e) => view! { <ErrorBox title="The versions could not be loaded" error=e.to_string()/> }.into_any(),
-                        }
-                    })}
-                </Transition>
+                <Loaded
+                    resource=data
+                    loading="Loading versions…"
+                    error_title="The versions could not be loaded"
+                    view=move |page| view! { <VersionsTable env=env.get_untracked() data=page/> }
+                />
             </Show>
         </section>
     }
@@ -365,14 +365,12 @@ pub fn VersionResourcePage() -> impl IntoView {
             <div class="page-header">
                 <h1 class="mono">{move || rid.get()}</h1>
             </div>
-            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match data.await {
-                        Ok(attrs) => view! { <AttributeTable attributes=attrs/> }.into_any(),
-                        Err(e) => view! { <ErrorBox title="The resource could not be loaded" error=e.to_string()/> }.into_any(),
-                    }
-                })}
-            </Transition>
+            <Loaded
+                resource=data
+                loading="Loading…"
+                error_title="The resource could not be loaded"
+                view=move |attrs| view! { <AttributeTable attributes=attrs/> }
+            />
         </section>
     }
 }
@@ -444,14 +442,12 @@ pub fn ComparePage() -> impl IntoView {
             <div class="page-header">
                 <h1>{move || format!("Version {} → {}", from.get(), to.get())}</h1>
             </div>
-            <Transition fallback=|| view! { <p class="muted">"Comparing…"</p> }>
-                {move || Suspend::new(async move {
-                    match data.await {
-                        Ok(changes) => view! { <Changes env=env.get_untracked() changes/> }.into_any(),
-                        Err(e) => view! { <ErrorBox title="The versions could not be compared" error=e.to_string()/> }.into_any(),
-                    }
-                })}
-            </Transition>
+            <Loaded
+                resource=data
+                loading="Comparing…"
+                error_title="The versions could not be compared"
+                view=move |changes| view! { <Changes env=env.get_untracked() changes/> }
+            />
         </section>
     }
 }

@@ -1,0 +1,234 @@
+//! The server functions of the dashboard, create-environment and settings pages (the settings
+//! page's configuration and tokens tabs included).
+
+use leptos::prelude::*;
+use leptos::server_fn::codec::Json;
+
+#[cfg(feature = "ssr")]
+use crate::fns::{compile_row, env_id, fail, services_for, services_global, status_text, summary, version_row};
+
+use crate::model::{Dashboard, SettingRow, TokenRow};
+
+/// Creates an environment in an existing project (`project_id`) or in a new one (`new_project`).
+#[server(prefix = "/console/fn", endpoint = "create_environment", input = Json)]
+pub async fn create_environment(
+    project_id: String,
+    new_project: String,
+    name: String,
+    repository: String,
+    branch: String,
+    description: String,
+) -> Result<String, ServerFnError> {
+    let s = services_global("environment.create")?;
+    let o = &s.orchestrator;
+    let project = if !new_project.trim().is_empty() {
+        o.create_project(new_project.trim(), None).await.map_err(fail)?.id
+    } else if !project_id.is_empty() {
+        project_id.parse().map_err(|_| ServerFnError::new("pick a project or type the name of a new one"))?
+    } else {
+        return Err(ServerFnError::new("pick a project or type the name of a new one"));
+    };
+    let non_empty = |s: String| if s.trim().is_empty() { None } else { Some(s.trim().to_string()) };
+    let repository = non_empty(repository);
+    // A branch only means something with a repository.
+    let branch = if repository.is_some() { non_empty(branch) } else { None };
+    let env = o
+        .create_environment(api::environment::EnvironmentCreate {
+            project_id: project,
+            name: name.trim().to_string(),
+            repository,
+            branch,
+            description: non_empty(description),
+            ..Default::default()
+        })
+        .await
+        .map_err(fail)?;
+    Ok(env.id.to_string())
+}
+
+#[server(prefix = "/console/fn", endpoint = "modify_environment", input = Json)]
+pub async fn modify_environment(
+    env: String,
+    name: String,
+    repository: String,
+    branch: String,
+    description: String,
+) -> Result<(), ServerFnError> {
+    let s = services_for("environment.modify", &env)?;
+    let (repository, branch) = (repository.trim().to_string(), branch.trim().to_string());
+    let branch = if repository.is_empty() { String::new() } else { branch };
+    s.orchestrator
+        .modify_environment(
+            env_id(&env)?,
+            api::environment::EnvironmentModify {
+                name: name.trim().to_string(),
+                repository: Some(repository),
+                branch: Some(branch),
+                description: Some(description),
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(fail)?;
+    Ok(())
+}
+
+/// Clears (`delete == false`) or deletes the environment; `confirm` must be its name.
+#[server(prefix = "/console/fn", endpoint = "remove_environment", input = Json)]
+pub async fn remove_environment(env: String, confirm: String, delete: bool) -> Result<(), ServerFnError> {
+    let s = services_for(if delete { "environment.delete" } else { "environment.clear" }, &env)?;
+    let id = env_id(&env)?;
+    let current = s.orchestrator.get_environment(id, Default::default()).await.map_err(fail)?;
+    if current.name != confirm {
+        return Err(ServerFnError::new(format!("type the environment's name ({}) to confirm", current.name)));
+    }
+    if delete {
+        s.orchestrator.delete_environment(id).await.map_err(fail)
+    } else {
+        s.orchestrator.clear_environment(id).await.map_err(fail)
+    }
+}
+
+#[server(prefix = "/console/fn", endpoint = "settings", input = Json)]
+pub async fn settings(env: String) -> Result<Vec<SettingRow>, ServerFnError> {
+    let s = services_for("environment.setting.read", &env)?;
+    let all = s.orchestrator.environment_settings(env_id(&env)?).await.map_err(fail)?;
+    let text = |v: &api::settings::SettingValue| match v {
+        api::settings::SettingValue::Dict(d) => {
+            serde_json::to_string_pretty(&serde_json::Value::Object(d.clone())).unwrap_or_default()
+        }
+        other => other.to_string(),
+    };
+    Ok(all
+        .definition
+        .iter()
+        .map(|(name, def)| {
+            let value = all.settings.get(name);
+            SettingRow {
+                name: name.clone(),
+                kind: status_text(&def.kind),
+                value: text(value.unwrap_or(&def.default)),
+                default: text(&def.default),
+                // The settings call fills in every default: a value equal to its default is not a change.
+                is_default: value.is_none_or(|v| *v == def.default),
+                doc: def.doc.clone(),
+                allowed_values: def.allowed_values.clone().unwrap_or_default(),
+                protected_by: if def.protected { Some(def.protected_by.clone().unwrap_or_default()) } else { None },
+            }
+        })
+        .collect())
+}
+
+/// Sets one setting from the text of its input (parsed by the setting's type); `reset` removes
+/// the value so the default applies again.
+#[server(prefix = "/console/fn", endpoint = "save_setting", input = Json)]
+pub async fn save_setting(env: String, name: String, value: String, reset: bool) -> Result<(), ServerFnError> {
+    let s = services_for("environment.setting.write", &env)?;
+    let id = env_id(&env)?;
+    if reset {
+        return s.orchestrator.delete_environment_setting(id, &name).await.map_err(fail);
+    }
+    let all = s.orchestrator.environment_settings(id).await.map_err(fail)?;
+    let def = all.definition.get(&name).ok_or_else(|| ServerFnError::new(format!("unknown setting {name}")))?;
+    let bad = |what: &str| ServerFnError::new(format!("{name} needs {what}, got {value:?}"));
+    let json = match status_text(&def.kind).as_str() {
+        "bool" => serde_json::Value::Bool(value.trim().parse().map_err(|_| bad("true or false"))?),
+        "int" => serde_json::Value::from(value.trim().parse::<i64>().map_err(|_| bad("a whole number"))?),
+        "positive_float" => serde_json::Value::from(value.trim().parse::<f64>().map_err(|_| bad("a positive number"))?),
+        "dict" => serde_json::from_str(&value).map_err(|e| bad(&format!("a JSON object ({e})")))?,
+        _ => serde_json::Value::String(value),
+    };
+    s.orchestrator.set_environment_setting(id, &name, &json).await.map_err(fail)
+}
+
+#[server(prefix = "/console/fn", endpoint = "dashboard", input = Json)]
+pub async fn load_dashboard(env: String) -> Result<Dashboard, ServerFnError> {
+    let s = services_for("environment.read", &env)?;
+    let id = env_id(&env)?;
+    let o = &s.orchestrator;
+    let deploy = o.deploy_summary(id).await.map_err(fail)?;
+    let agents = o
+        .agents(id, &orchestrator::paging::PageRequest { limit: Some(1000), ..Default::default() })
+        .await
+        .map_err(fail)?;
+    let count = |status: &str| agents.items.iter().filter(|a| a.status == status).count() as u64;
+    let versions = o
+        .desired_state_versions(id, &orchestrator::paging::PageRequest { limit: Some(5), ..Default::default() })
+        .await
+        .map_err(fail)?;
+    let compiles = o
+        .compile_reports(id, &orchestrator::paging::PageRequest { limit: Some(5), ..Default::default() })
+        .await
+        .map_err(fail)?;
+    Ok(Dashboard {
+        summary: summary(&deploy),
+        summary_total: deploy.total,
+        agents_up: count("up"),
+        agents_down: count("down"),
+        agents_paused: count("paused"),
+        versions: versions.items.into_iter().map(version_row).collect(),
+        compiles: compiles.items.iter().map(compile_row).collect(),
+    })
+}
+
+/// The environment's tokens, newest first (never the tokens themselves).
+#[server(prefix = "/console/fn", endpoint = "tokens", input = Json)]
+pub async fn tokens(env: String) -> Result<Vec<TokenRow>, ServerFnError> {
+    let s = services_for("token", &env)?;
+    let time = orchestrator::store::format_time;
+    Ok(s.orchestrator
+        .environment_tokens(env_id(&env)?)
+        .await
+        .map_err(fail)?
+        .into_iter()
+        .map(|t| TokenRow {
+            jti: t.jti,
+            client_types: t.client_types.iter().map(|c| c.as_str().to_string()).collect(),
+            created_by: t.created_by,
+            issued: time(t.issued_at),
+            expires: t.expires_at.map(time),
+            last_used: t.last_used.map(time),
+            revoked: t.revoked_at.map(time),
+        })
+        .collect())
+}
+
+/// Creates an environment token for `client_types` (api, agent, compiler) that expires after
+/// `expire_days` (never when `None`). The token is returned once and never shown again.
+#[server(prefix = "/console/fn", endpoint = "generate_token", input = Json)]
+pub async fn generate_token(
+    env: String,
+    client_types: Vec<String>,
+    expire_days: Option<u32>,
+) -> Result<String, ServerFnError> {
+    let s = services_for("token", &env)?;
+    let id = env_id(&env)?;
+    let authenticator = use_context::<orchestrator::auth::tokens::Authenticator>()
+        .ok_or_else(|| ServerFnError::new("this server cannot issue tokens (no authenticator)"))?;
+    let mut clients = Vec::new();
+    for name in &client_types {
+        clients.push(
+            api::auth::ClientType::parse(name).ok_or_else(|| {
+                ServerFnError::new(format!("unknown client type {name:?}: use api, agent or compiler"))
+            })?,
+        );
+    }
+    if clients.is_empty() {
+        return Err(ServerFnError::new("tick at least one client type: api, agent or compiler"));
+    }
+    if expire_days == Some(0) {
+        return Err(ServerFnError::new("a token must live at least one day (or never expire)"));
+    }
+    let expire = expire_days.map(|d| i64::from(d) * 86_400);
+    authenticator
+        .create_environment_token(&s.orchestrator, id, &clients, false, expire, s.caller.name())
+        .await
+        .map_err(fail)
+}
+
+/// Revokes a token: it is refused from then on.
+#[server(prefix = "/console/fn", endpoint = "revoke_token", input = Json)]
+pub async fn revoke_token(env: String, jti: String) -> Result<(), ServerFnError> {
+    let s = services_for("token", &env)?;
+    s.orchestrator.revoke_environment_token(env_id(&env)?, &jti).await.map_err(fail)
+}
