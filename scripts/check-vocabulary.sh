@@ -12,13 +12,14 @@ states='deployed|skipped|failed|deploying|available|cancelled|undefined|skipped_
 states+='|skipped_for_dependency|unavailable|orphaned|dry|non_compliant|nochange|not_blocked'
 states+='|temporarily_blocked|queued|agent_down|unmodified'
 
-# Rust sources outside `api`, without test, bench and example code: each file up to its first
-# `#[cfg(test)]`-style module (the project keeps unit tests at the bottom of a file).
+# Rust sources outside `api`, without test, bench and example code: files of tests
+# (`tests.rs`, `test_support.rs`) are left out, and each other file is read up to its inline
+# `mod tests {` (the project keeps unit tests at the bottom of a file).
 # Extra source folders to check may be given as arguments.
 dirs=(agent/src compiler/src orchestrator/src server/src "$@")
 code() {
-  find "${dirs[@]}" -name '*.rs' -print0 |
-    xargs -0 awk 'FNR == 1 { skipping = 0 } /^#\[cfg\((all\()?test/ { skipping = 1 } !skipping { print FILENAME ":" FNR ": " $0 }'
+  find "${dirs[@]}" -name '*.rs' ! -name tests.rs ! -name test_support.rs -print0 |
+    xargs -0 awk 'FNR == 1 { skipping = 0 } /^mod tests? \{/ { skipping = 1 } !skipping { print FILENAME ":" FNR ": " $0 }'
 }
 
 found=0
