@@ -125,10 +125,7 @@ mod backend {
     pub fn summary(s: &api::resource::ResourceDeploySummary) -> Vec<(String, u64)> {
         let mut out: Vec<(String, u64)> = crate::model::RESOURCE_STATES
             .iter()
-            .filter_map(|state| {
-                let n = s.by_state.get(&api::ResourceState::parse(state)?)?;
-                Some((state.to_string(), *n))
-            })
+            .filter_map(|state| Some((state.to_string(), *s.by_state.get(state)?)))
             .collect();
         for (state, n) in &s.by_state {
             if !out.iter().any(|(s, _)| s == state.as_str()) {
@@ -155,12 +152,7 @@ mod backend {
     /// A compile as the reports page and the dashboard list it.
     pub fn compile_row(c: &api::compile::CompileReport) -> crate::model::CompileRow {
         let requested = c.requested.clone().unwrap_or_default();
-        let status = match (&c.started, &c.completed, c.success) {
-            (_, Some(_), Some(true)) => "success",
-            (_, Some(_), _) => "failed",
-            (Some(_), None, _) => "running",
-            (None, None, _) => "queued",
-        };
+        let status = api::CompileStatus::of(c.started.is_some(), c.completed.is_some(), c.success).as_str();
         let wait = if requested.is_empty() { None } else { seconds(&requested, c.started.as_deref()) };
         crate::model::CompileRow {
             id: c.id.to_string(),

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+pub use api::ResourceState;
 use serde::{Deserialize, Serialize};
 
 /// One row of the environments page and of the environment switcher.
@@ -116,12 +117,23 @@ pub enum Problem {
 }
 
 /// States of a dependency that keep the resources requiring it from deploying.
-pub const BLOCKING_STATES: &[&str] = &["failed", "undefined", "skipped", "skipped_for_undefined", "unavailable"];
+pub const BLOCKING_STATES: &[ResourceState] = &[
+    ResourceState::Failed,
+    ResourceState::Undefined,
+    ResourceState::Skipped,
+    ResourceState::SkippedForUndefined,
+    ResourceState::Unavailable,
+];
+
+/// Whether `status` (a wire name) is one of `states`.
+pub fn is_one_of(status: &str, states: &[ResourceState]) -> bool {
+    ResourceState::parse(status).is_some_and(|s| states.contains(&s))
+}
 
 impl Problem {
     /// The blocking dependency among `requires` (resource id, status), if any.
     pub fn blocked_by(requires: &[(String, String)]) -> Option<Problem> {
-        let mut blocking = requires.iter().filter(|(_, status)| BLOCKING_STATES.contains(&status.as_str()));
+        let mut blocking = requires.iter().filter(|(_, status)| is_one_of(status, BLOCKING_STATES));
         let (resource, status) = blocking.next()?;
         Some(Problem::BlockedBy { resource: resource.clone(), status: status.clone(), count: 1 + blocking.count() })
     }
@@ -241,18 +253,18 @@ pub struct NotificationRow {
 }
 
 /// Every state a released resource can be in, in the order the summary bar shows them.
-pub const RESOURCE_STATES: &[&str] = &[
-    "deployed",
-    "deploying",
-    "available",
-    "failed",
-    "skipped",
-    "skipped_for_undefined",
-    "undefined",
-    "unavailable",
-    "non_compliant",
-    "cancelled",
-    "orphaned",
+pub const RESOURCE_STATES: &[ResourceState] = &[
+    ResourceState::Deployed,
+    ResourceState::Deploying,
+    ResourceState::Available,
+    ResourceState::Failed,
+    ResourceState::Skipped,
+    ResourceState::SkippedForUndefined,
+    ResourceState::Undefined,
+    ResourceState::Unavailable,
+    ResourceState::NonCompliant,
+    ResourceState::Cancelled,
+    ResourceState::Orphaned,
 ];
 
 /// The dependency graph of the released resources, laid out on the server: nodes in columns by
@@ -433,7 +445,8 @@ impl GraphFocus {
 }
 
 /// States that stop a resource and everything that requires it.
-pub const PROBLEM_STATES: &[&str] = &["failed", "undefined", "unavailable"];
+pub const PROBLEM_STATES: &[ResourceState] =
+    &[ResourceState::Failed, ResourceState::Undefined, ResourceState::Unavailable];
 
 /// The resources a focused graph keeps. `requires[i]` are the indices resource `i` requires;
 /// `find` maps a resource id to its index. Failures: every resource in a [`PROBLEM_STATES`]
@@ -454,7 +467,7 @@ pub fn graph_focus(
     }
     let mut keep = vec![focus.is_all(); n];
     if focus.failures {
-        let mut frontier: Vec<usize> = (0..n).filter(|i| PROBLEM_STATES.contains(&statuses[*i])).collect();
+        let mut frontier: Vec<usize> = (0..n).filter(|i| is_one_of(statuses[*i], PROBLEM_STATES)).collect();
         for i in &frontier {
             keep[*i] = true;
         }

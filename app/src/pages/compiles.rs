@@ -6,6 +6,8 @@ use leptos::server_fn::codec::Json;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
+use api::CompileStatus;
+
 use crate::components::*;
 #[cfg(feature = "ssr")]
 use crate::fns::{compile_row, env_id, fail, page_info, page_request, seconds, services_for};
@@ -13,6 +15,15 @@ use crate::fns::{compile_row, env_id, fail, page_info, page_request, seconds, se
 use crate::model::CompileError;
 use crate::model::{CompileDetailsView, CompileRow, CompileStageRow, Paged, TableQuery};
 use crate::pages::environment::short_date;
+
+/// The status filter of the compile reports: any, or one compile status.
+const COMPILE_STATUS_CHOICES: [&str; 5] = [
+    "",
+    CompileStatus::Queued.as_str(),
+    CompileStatus::Running.as_str(),
+    CompileStatus::Success.as_str(),
+    CompileStatus::Failed.as_str(),
+];
 
 const COMPILES: &str = "/console/compilereports";
 
@@ -33,7 +44,7 @@ pub fn CompileReportsPage() -> impl IntoView {
             </div>
             <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
                 <div class="toolbar" aria-label="Filter on status">
-                    {choice_filter(COMPILES, "status", &["", "queued", "running", "success", "failed"])}
+                    {choice_filter(COMPILES, "status", &COMPILE_STATUS_CHOICES)}
                 </div>
                 <Loaded
                     resource=data
@@ -274,7 +285,7 @@ fn CompileDetailsBody(env: String, details: CompileDetailsView) -> impl IntoView
                 </span>
                 {c.wait.map(|w| view! { <span class="muted">{format!("after {}", duration_text(w))}</span> })}
             </li>
-            <li class="timeline-step" class:done=c.completed.is_some() class:failed=c.status == "failed">
+            <li class="timeline-step" class:done=c.completed.is_some() class:failed=c.status == CompileStatus::Failed.as_str()>
                 <span class="timeline-label">"Completed"</span>
                 <span>
                     {match (&c.completed, &c.started) {
@@ -467,13 +478,14 @@ pub async fn compile_reports(query: TableQuery) -> Result<Paged<CompileRow>, Ser
     let id = env_id(&query.env)?;
     let mut query = query;
     let status = query.filters.remove("status").unwrap_or_default();
-    let extra: &[(&str, &str)] = match status.as_str() {
-        "" => &[],
-        "queued" => &[("started", "false")],
-        "running" => &[("started", "true"), ("completed", "false")],
-        "success" => &[("success", "true")],
-        "failed" => &[("success", "false")],
-        other => {
+    let extra: &[(&str, &str)] = match CompileStatus::parse(&status) {
+        _ if status.is_empty() => &[],
+        Some(CompileStatus::Queued) => &[("started", "false")],
+        Some(CompileStatus::Running) => &[("started", "true"), ("completed", "false")],
+        Some(CompileStatus::Success) => &[("success", "true")],
+        Some(CompileStatus::Failed) => &[("success", "false")],
+        None => {
+            let other = &status;
             return Err(ServerFnError::new(format!(
                 "{other:?} is not a compile status: use queued, running, success or failed"
             )));

@@ -135,7 +135,8 @@ fn Legend(graph: Graph) -> impl IntoView {
             None => counts.push((n.status.clone(), 1)),
         }
     }
-    counts.sort_by_key(|(s, _)| crate::model::RESOURCE_STATES.iter().position(|x| x == s).unwrap_or(usize::MAX));
+    counts
+        .sort_by_key(|(s, _)| crate::model::RESOURCE_STATES.iter().position(|x| x.as_str() == s).unwrap_or(usize::MAX));
     view! {
         <ul class="legend graph-legend" id="graph-legend" aria-label="Legend">
             {counts

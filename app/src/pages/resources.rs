@@ -12,7 +12,9 @@ use crate::fns::{attributes, env_id, fail, page_info, page_request, services_for
 use crate::layout::resource_link;
 #[cfg(feature = "ssr")]
 use crate::model::ResourceRow;
-use crate::model::{HistoryRow, LogRow, ParameterRow, Problem, ResourceDetails, ResourcesView, TableQuery};
+use crate::model::{
+    HistoryRow, LogRow, ParameterRow, Problem, ResourceDetails, ResourceState, ResourcesView, TableQuery,
+};
 use crate::pages::desired_state::{AttributeTable, FilterForm};
 use crate::pages::environment::short_date;
 
@@ -97,7 +99,8 @@ fn ResourcesBody(env: String, data: ResourcesView) -> impl IntoView {
             }
         })
         .collect_view();
-    let deploying = data.summary.iter().find(|(s, _)| s == "deploying").map(|(_, n)| *n).unwrap_or(0);
+    let deploying =
+        data.summary.iter().find(|(s, _)| s == ResourceState::Deploying.as_str()).map(|(_, n)| *n).unwrap_or(0);
     let header = format!("{deploying} deploying / {} resources", data.summary_total);
     let empty_env = env.clone();
     let body = if data.rows.is_empty() {
@@ -509,8 +512,8 @@ async fn resource_problem(
     rid: &str,
     status: &str,
 ) -> Result<Option<Problem>, ServerFnError> {
-    match status {
-        "failed" | "unavailable" => {
+    match ResourceState::parse(status) {
+        Some(ResourceState::Failed | ResourceState::Unavailable) => {
             let req = orchestrator::paging::PageRequest {
                 limit: Some(1),
                 filters: vec![("minimal_log_level".into(), "ERROR".into())],
@@ -519,7 +522,7 @@ async fn resource_problem(
             let logs = o.resource_logs(env, rid, &req).await.map_err(fail)?;
             Ok(logs.items.into_iter().next().map(|l| Problem::Error(l.msg)))
         }
-        "available" | "skipped" | "skipped_for_undefined" => {
+        Some(ResourceState::Available | ResourceState::Skipped | ResourceState::SkippedForUndefined) => {
             let details = o.released_resource(env, rid).await.map_err(fail)?;
             let requires: Vec<(String, String)> =
                 details.requires_status.into_iter().map(|(r, s)| (r, s.to_string())).collect();

@@ -835,8 +835,9 @@ fn ComplianceBody(env: String, version: String, view: ComplianceView) -> impl In
         }
     });
     let total = view.changes.len();
-    let unmodified = view.changes.iter().filter(|c| c.status == "unmodified").count();
-    let changed: Vec<ResourceChange> = view.changes.into_iter().filter(|c| c.status != "unmodified").collect();
+    let unmodified_status = api::ResourceDiffStatus::Unmodified.as_str();
+    let unmodified = view.changes.iter().filter(|c| c.status == unmodified_status).count();
+    let changed: Vec<ResourceChange> = view.changes.into_iter().filter(|c| c.status != unmodified_status).collect();
     let mut counts: Vec<(String, usize)> = Vec::new();
     for c in &changed {
         match counts.iter_mut().find(|(s, _)| *s == c.status) {

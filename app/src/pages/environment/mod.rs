@@ -8,7 +8,9 @@ use crate::components::*;
 pub(crate) mod fns;
 #[cfg(all(test, feature = "ssr"))]
 mod tests;
-use crate::model::{CLIENT_TYPES, Dashboard, EnvironmentDetails, SettingRow, TokenRow};
+use crate::model::{
+    CLIENT_TYPES, CompileRow, Dashboard, EnvironmentDetails, ResourceState, SettingRow, TokenRow, is_one_of,
+};
 
 #[component]
 pub fn DashboardPage() -> impl IntoView {
@@ -37,37 +39,41 @@ pub fn DashboardPage() -> impl IntoView {
 /// latest compile; each a link to the list that shows them.
 #[component]
 fn NeedsAttention(env: String, data: Dashboard) -> impl IntoView {
-    let count = |states: &[&str]| -> u64 {
-        data.summary.iter().filter(|(s, _)| states.contains(&s.as_str())).map(|(_, n)| *n).sum()
+    use api::{AgentStatus, CompileStatus};
+    let count = |states: &[ResourceState]| -> u64 {
+        data.summary.iter().filter(|(s, _)| is_one_of(s, states)).map(|(_, n)| *n).sum()
     };
-    let resources = |state: &str| format!("{}&filter.status={}", env_link("resources", &env), encode(state));
+    let resources =
+        |state: ResourceState| format!("{}&filter.status={}", env_link("resources", &env), encode(state.as_str()));
     let plural = |n: u64, one: &str, many: &str| if n == 1 { format!("1 {one}") } else { format!("{n} {many}") };
-    let mut items: Vec<(String, String, &'static str)> = Vec::new();
-    let failed = count(&["failed"]);
+    // (text, link, the state whose colour the swatch takes)
+    let mut items: Vec<(String, String, ResourceState)> = Vec::new();
+    let failed = count(&[ResourceState::Failed]);
     if failed > 0 {
-        items.push((plural(failed, "resource failed", "resources failed"), resources("failed"), "failed"));
+        let text = plural(failed, "resource failed", "resources failed");
+        items.push((text, resources(ResourceState::Failed), ResourceState::Failed));
     }
-    let blocked = count(&["skipped", "skipped_for_undefined"]);
+    let blocked = count(&[ResourceState::Skipped, ResourceState::SkippedForUndefined]);
     if blocked > 0 {
         let text = plural(blocked, "resource blocked by a dependency", "resources blocked by a dependency");
-        items.push((text, resources("skipped"), "skipped"));
+        items.push((text, resources(ResourceState::Skipped), ResourceState::Skipped));
     }
-    let undefined = count(&["undefined"]);
+    let undefined = count(&[ResourceState::Undefined]);
     if undefined > 0 {
-        items.push((
-            plural(undefined, "resource undefined", "resources undefined"),
-            resources("undefined"),
-            "undefined",
-        ));
+        let text = plural(undefined, "resource undefined", "resources undefined");
+        items.push((text, resources(ResourceState::Undefined), ResourceState::Undefined));
     }
     if data.agents_down > 0 {
         let text = plural(data.agents_down, "agent down", "agents down");
-        items.push((text, format!("{}&filter.status=down", env_link("agents", &env)), "failed"));
+        let link = format!("{}&filter.status={}", env_link("agents", &env), AgentStatus::Down);
+        items.push((text, link, ResourceState::Failed));
     }
-    if let Some(latest) = data.compiles.iter().find(|c| c.status == "success" || c.status == "failed")
-        && latest.status == "failed"
+    let ended =
+        |c: &&CompileRow| c.status == CompileStatus::Success.as_str() || c.status == CompileStatus::Failed.as_str();
+    if let Some(latest) = data.compiles.iter().find(ended)
+        && latest.status == CompileStatus::Failed.as_str()
     {
-        items.push(("The latest compile failed".into(), compile_link(&env, &latest.id), "failed"));
+        items.push(("The latest compile failed".into(), compile_link(&env, &latest.id), ResourceState::Failed));
     }
     let total = items.len();
     view! {
@@ -100,7 +106,8 @@ fn NeedsAttention(env: String, data: Dashboard) -> impl IntoView {
 
 #[component]
 fn DashboardBody(env: String, data: Dashboard) -> impl IntoView {
-    let deployed = data.summary.iter().find(|(s, _)| s == "deployed").map(|(_, n)| *n).unwrap_or(0);
+    let deployed =
+        data.summary.iter().find(|(s, _)| s == ResourceState::Deployed.as_str()).map(|(_, n)| *n).unwrap_or(0);
     let percent = (deployed * 100).checked_div(data.summary_total).unwrap_or(0);
     let legend = data
         .summary
