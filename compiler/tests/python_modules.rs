@@ -56,6 +56,11 @@ fn make_env() -> Option<PathBuf> {
     let dir = home.join(".cache/inmanta/compiler-test-venv").join(format!("py{}.{}", version.0, version.1));
     let stamp = dir.join(".installed");
     let python = dir.join("bin/python");
+    // Two test runs (two checkouts, a test and a bench) may start on a cold cache at once: the
+    // one that installs holds this lock, so the other never uses, or removes, a half-made venv.
+    std::fs::create_dir_all(dir.parent()?).ok()?;
+    let lock = std::fs::File::create(format!("{}.lock", dir.display())).expect("the venv's lock file");
+    lock.lock().expect("lock the test venv");
     if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.join("\n").as_str()) && python.exists() {
         return Some(python);
     }
