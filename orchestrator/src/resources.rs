@@ -133,6 +133,14 @@ pub struct ActionOutcome {
     pub send_event: Option<bool>,
 }
 
+/// A new action's id. Time-ordered (UUID v7, still a UUID to every client): the action, log and
+/// link tables are keyed on it, and ids that grow keep each batch's inserts at the end of those
+/// B-trees, where random (v4) ids dirtied a page of every index per action (at 100 000 deploys,
+/// most of what SQLite wrote).
+pub fn new_action_id() -> Uuid {
+    Uuid::now_v7()
+}
+
 /// An action that ran and finished, stored in one go by [`Orchestrator::record_actions`].
 #[derive(Debug, Clone)]
 pub struct FinishedAction {
@@ -1057,7 +1065,7 @@ impl Orchestrator {
     /// Records the `getfact` action Inmanta records when the server asks an agent for facts:
     /// no status, no change, no log lines.
     pub async fn record_getfact_action(&self, env: Uuid, rid: &ResourceId, version: i64) -> Result<()> {
-        let action_id = Uuid::new_v4().to_string();
+        let action_id = new_action_id().to_string();
         let at = now();
         let mut tx = self.store.begin_write().await?;
         insert_bare_action(

@@ -1139,7 +1139,7 @@ impl EnvScheduler {
         }
         let messages = self.framed_log(&id, version, run.priority, &started, outcome.logs);
         self.finished.push(FinishedAction {
-            action_id: Uuid::new_v4(),
+            action_id: crate::resources::new_action_id(),
             version,
             action: ActionKind::Deploy,
             started,

@@ -60,7 +60,15 @@ impl Batch {
     /// Splits the batch into transactions of at most [`ROWS_PER_TRANSACTION`] results, in
     /// order: the deploying marks go with the first, the block changes with the last.
     fn into_transactions(self) -> Vec<Batch> {
-        let Batch { started, mut finished, blocked } = self;
+        let Batch { mut started, mut finished, blocked } = self;
+        // A resource whose result is in this batch needs no deploying mark: the result clears
+        // it anyway. While the database is the bottleneck most of a batch's starts have
+        // finished by the time it is written, and marking them cost a third of the writes.
+        if !started.is_empty() && !finished.is_empty() {
+            let done: std::collections::HashSet<String> =
+                finished.iter().flat_map(|f| f.resource_ids.iter().map(|id| id.to_string())).collect();
+            started.retain(|rid| !done.contains(rid));
+        }
         let mut parts = vec![];
         let mut started = Some(started);
         loop {
@@ -260,6 +268,18 @@ mod tests {
         assert!(parts[1..].iter().all(|p| p.started.is_empty()));
         assert!(parts[..2].iter().all(|p| p.blocked.is_empty()));
         assert_eq!(parts[2].blocked, [("c".to_string(), Blocked::TemporarilyBlocked)]);
+    }
+
+    #[test]
+    fn a_resource_that_finished_in_the_same_batch_is_not_marked_deploying() {
+        let id = |name: &str| api::ResourceId::parse(&format!("std::testing::NullResource[a,name={name}]")).unwrap();
+        let mut done = finished(1);
+        done[0].resource_ids = vec![id("x")];
+        let batch = Batch { started: vec![id("x").to_string(), id("y").to_string()], finished: done, blocked: vec![] };
+        let parts = batch.into_transactions();
+        assert_eq!(parts.len(), 1);
+        assert_eq!(parts[0].started, [id("y").to_string()], "x's result clears the mark: only y is still deploying");
+        assert_eq!(parts[0].finished.len(), 1);
     }
 
     /// The connection of a scheduler's write is cut in the middle of its transaction (what a

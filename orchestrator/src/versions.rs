@@ -685,7 +685,7 @@ async fn record_store_action(
     version: i64,
     resources: &[StoredResource],
 ) -> Result<()> {
-    let action_id = Uuid::new_v4().to_string();
+    let action_id = crate::resources::new_action_id().to_string();
     let stored = now();
     let rvids: Vec<String> = resources.iter().map(|r| r.id.versioned(version as u64)).collect();
     crate::resources::insert_bare_action(tx, env, &action_id, version, "store", &stored, &rvids).await?;
