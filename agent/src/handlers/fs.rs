@@ -67,8 +67,22 @@ fn apply_meta(
     Ok(())
 }
 
-fn kind_error(path: &str, want: &str, st: &FileStat) -> HandlerError {
-    HandlerError::failed(format!("{path} exists but is not a {want} (it is a {:?})", st.kind).to_lowercase())
+/// What is at `path`, when it is a `kind`; an error naming `what` was expected when it is
+/// something else.
+fn existing(host: &dyn Host, path: &str, kind: FileKind, what: &str) -> Result<Option<FileStat>, HandlerError> {
+    match host.lstat(path)? {
+        Some(st) if st.kind != kind => Err(HandlerError::failed(
+            format!("{path} exists but is not a {what} (it is a {:?})", st.kind).to_lowercase(),
+        )),
+        st => Ok(st),
+    }
+}
+
+/// Removes `path` and logs it: "removed {label}{path}".
+fn remove(ctx: &mut HandlerContext<'_>, path: &str, label: &str) -> Result<(), HandlerError> {
+    ctx.host().remove(path)?;
+    ctx.info(format!("removed {label}{path}"));
+    Ok(())
 }
 
 /// `fs::File`: contents by sha1 `hash` from the file store, plus owner, group and permissions.
@@ -107,10 +121,7 @@ impl CrudHandler for FileHandler {
     ) -> Result<Option<Map<String, Value>>, HandlerError> {
         let path = desired.str("path")?;
         let host = ctx.host();
-        let Some(st) = host.lstat(path)? else { return Ok(None) };
-        if st.kind != FileKind::File {
-            return Err(kind_error(path, "regular file", &st));
-        }
+        let Some(st) = existing(host, path, FileKind::File, "regular file")? else { return Ok(None) };
         let mut cur = Map::new();
         cur.insert("hash".into(), Value::String(sha1_hex(&host.read(path)?)));
         read_meta(host, &st, desired, &mut cur)?;
@@ -196,10 +207,7 @@ impl CrudHandler for FileHandler {
     }
 
     fn delete(&self, ctx: &mut HandlerContext<'_>, desired: &ResourceRequest) -> Result<(), HandlerError> {
-        let path = desired.str("path")?;
-        ctx.host().remove(path)?;
-        ctx.info(format!("removed {path}"));
-        Ok(())
+        remove(ctx, desired.str("path")?, "")
     }
 }
 
@@ -213,10 +221,7 @@ impl CrudHandler for DirectoryHandler {
         desired: &ResourceRequest,
     ) -> Result<Option<Map<String, Value>>, HandlerError> {
         let path = desired.str("path")?;
-        let Some(st) = ctx.host().lstat(path)? else { return Ok(None) };
-        if st.kind != FileKind::Directory {
-            return Err(kind_error(path, "directory", &st));
-        }
+        let Some(st) = existing(ctx.host(), path, FileKind::Directory, "directory")? else { return Ok(None) };
         let mut cur = Map::new();
         read_meta(ctx.host(), &st, desired, &mut cur)?;
         Ok(Some(cur))
@@ -243,10 +248,7 @@ impl CrudHandler for DirectoryHandler {
     }
 
     fn delete(&self, ctx: &mut HandlerContext<'_>, desired: &ResourceRequest) -> Result<(), HandlerError> {
-        let path = desired.str("path")?;
-        ctx.host().remove(path)?;
-        ctx.info(format!("removed directory {path}"));
-        Ok(())
+        remove(ctx, desired.str("path")?, "directory ")
     }
 }
 
@@ -260,9 +262,8 @@ impl CrudHandler for SymlinkHandler {
         desired: &ResourceRequest,
     ) -> Result<Option<Map<String, Value>>, HandlerError> {
         let dst = desired.str("dst")?;
-        let Some(st) = ctx.host().lstat(dst)? else { return Ok(None) };
-        if st.kind != FileKind::Symlink {
-            return Err(kind_error(dst, "symlink", &st));
+        if existing(ctx.host(), dst, FileKind::Symlink, "symlink")?.is_none() {
+            return Ok(None);
         }
         let mut cur = Map::new();
         cur.insert("src".into(), Value::String(ctx.host().read_link(dst)?));
@@ -290,9 +291,6 @@ impl CrudHandler for SymlinkHandler {
     }
 
     fn delete(&self, ctx: &mut HandlerContext<'_>, desired: &ResourceRequest) -> Result<(), HandlerError> {
-        let dst = desired.str("dst")?;
-        ctx.host().remove(dst)?;
-        ctx.info(format!("removed symlink {dst}"));
-        Ok(())
+        remove(ctx, desired.str("dst")?, "symlink ")
     }
 }

@@ -229,6 +229,32 @@ macro_rules! asked {
     };
 }
 
+/// The methods `Asked` and `Probe` answer alike: with the shape of what was asked for.
+macro_rules! answered_by_shape {
+    () => {
+        fn deserialize_unit_struct<V: Visitor<'de>>(self, _: &'static str, _: V) -> Result<V::Value, Found> {
+            Err(Found::Shape(Shape::Null))
+        }
+
+        fn deserialize_tuple<V: Visitor<'de>>(self, _: usize, _: V) -> Result<V::Value, Found> {
+            Err(Found::Shape(Shape::Array))
+        }
+
+        fn deserialize_tuple_struct<V: Visitor<'de>>(self, _: &'static str, _: usize, _: V) -> Result<V::Value, Found> {
+            Err(Found::Shape(Shape::Array))
+        }
+
+        fn deserialize_enum<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            variants: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Found> {
+            Err(Found::Shape(Shape::Enum(variants)))
+        }
+    };
+}
+
 impl<'de> de::Deserializer<'de> for Asked {
     type Error = Found;
 
@@ -247,20 +273,8 @@ impl<'de> de::Deserializer<'de> for Asked {
         visitor.visit_some(self)
     }
 
-    fn deserialize_unit_struct<V: Visitor<'de>>(self, _: &'static str, _: V) -> Result<V::Value, Found> {
-        Err(Found::Shape(Shape::Null))
-    }
-
     fn deserialize_newtype_struct<V: Visitor<'de>>(self, _: &'static str, visitor: V) -> Result<V::Value, Found> {
         visitor.visit_newtype_struct(self)
-    }
-
-    fn deserialize_tuple<V: Visitor<'de>>(self, _: usize, _: V) -> Result<V::Value, Found> {
-        Err(Found::Shape(Shape::Array))
-    }
-
-    fn deserialize_tuple_struct<V: Visitor<'de>>(self, _: &'static str, _: usize, _: V) -> Result<V::Value, Found> {
-        Err(Found::Shape(Shape::Array))
     }
 
     fn deserialize_struct<V: Visitor<'de>>(
@@ -272,14 +286,7 @@ impl<'de> de::Deserializer<'de> for Asked {
         Err(Found::Shape(Shape::Struct(fields)))
     }
 
-    fn deserialize_enum<V: Visitor<'de>>(
-        self,
-        _: &'static str,
-        variants: &'static [&'static str],
-        _: V,
-    ) -> Result<V::Value, Found> {
-        Err(Found::Shape(Shape::Enum(variants)))
-    }
+    answered_by_shape!();
 }
 
 /// Anything but a struct: a probe only learns what the type asks for.
@@ -305,10 +312,6 @@ impl<'de> de::Deserializer<'de> for Probe {
         deserialize_ignored_any,
     }
 
-    fn deserialize_unit_struct<V: Visitor<'de>>(self, _: &'static str, _: V) -> Result<V::Value, Found> {
-        Err(Found::Shape(Shape::Null))
-    }
-
     fn deserialize_newtype_struct<V: Visitor<'de>>(self, name: &'static str, visitor: V) -> Result<V::Value, Found> {
         match self.0 {
             Feed::Top => Asked.deserialize_newtype_struct(name, visitor),
@@ -316,22 +319,7 @@ impl<'de> de::Deserializer<'de> for Probe {
         }
     }
 
-    fn deserialize_tuple<V: Visitor<'de>>(self, _: usize, _: V) -> Result<V::Value, Found> {
-        Err(Found::Shape(Shape::Array))
-    }
-
-    fn deserialize_tuple_struct<V: Visitor<'de>>(self, _: &'static str, _: usize, _: V) -> Result<V::Value, Found> {
-        Err(Found::Shape(Shape::Array))
-    }
-
-    fn deserialize_enum<V: Visitor<'de>>(
-        self,
-        _: &'static str,
-        variants: &'static [&'static str],
-        _: V,
-    ) -> Result<V::Value, Found> {
-        Err(Found::Shape(Shape::Enum(variants)))
-    }
+    answered_by_shape!();
 
     fn deserialize_struct<V: Visitor<'de>>(
         self,
