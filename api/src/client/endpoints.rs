@@ -40,8 +40,19 @@ impl Client {
 
     /// Every item of a v2 list, following `links.next` from `first`.
     pub async fn all_pages<T: DeserializeOwned>(&self, first: &str, environment: Option<Uuid>) -> Result<Vec<T>> {
-        let mut items = Vec::new();
-        let mut next = Some(first.to_string());
+        let page = self.page(first, environment).await?;
+        self.follow(page, environment).await
+    }
+
+    /// The items of `page` and of the pages after it (its `links.next`, and so on), e.g.
+    /// `client.follow(client.resources(env, &query).await?, Some(env))`.
+    pub async fn follow<T: DeserializeOwned>(
+        &self,
+        page: Envelope<Vec<T>>,
+        environment: Option<Uuid>,
+    ) -> Result<Vec<T>> {
+        let mut items = page.data;
+        let mut next = page.links.and_then(|l| l.next);
         while let Some(path) = next {
             let page: Envelope<Vec<T>> = self.page(&path, environment).await?;
             items.extend(page.data);
