@@ -4,13 +4,13 @@
 
 mod common;
 
-use api::client::{ActionQuery, ClientError, ListQuery};
+use api::client::{ActionQuery, ListQuery};
 use api::operations::SetParameter;
 use api::resource::{LatestReleasedResource, LogLine};
 use api::state::{ActionKind, Change, HandlerStatus};
 use api::version::PutVersion;
 use api::{Envelope, ResourceId, ResourceState};
-use common::TestServer;
+use common::{TestServer, refused};
 use orchestrator::resources::FinishedAction;
 use orchestrator::{ActionOutcome, Orchestrator};
 use serde_json::{Map, Value, json};
@@ -37,14 +37,6 @@ async fn release(s: &TestServer, env: Uuid, resources: Vec<Map<String, Value>>) 
     let version = client.reserve_version(env).await.unwrap();
     client.put_version(env, &PutVersion { version, resources, ..Default::default() }).await.unwrap();
     version
-}
-
-/// The HTTP status of a typed call the server refused.
-fn refused<T: std::fmt::Debug>(result: Result<T, ClientError>) -> u16 {
-    match result {
-        Err(ClientError::Api { status, .. }) => status.as_u16(),
-        other => panic!("expected an error status, got {other:?}"),
-    }
 }
 
 /// Percent-encodes a path segment (resource ids hold `/`, `[`, `,` and `=`).

@@ -22,7 +22,7 @@ use crate::status::StatusResponse;
 use crate::url::encode;
 use crate::version::{
     ConfigurationModel, DesiredStateVersion, DryRun, DryRunReport, PutPartial, PutVersion, ResourceDiff,
-    VersionWithResources,
+    VersionWithResources, VersionedResource, VersionedResourceDetails,
 };
 use crate::{Envelope, Environment, Project};
 
@@ -216,6 +216,27 @@ impl Client {
     /// `GET /api/v2/desiredstate`: one page of versions.
     pub async fn desired_state(&self, env: Uuid, query: &ListQuery) -> Result<Envelope<Vec<DesiredStateVersion>>> {
         self.page(&format!("/api/v2/desiredstate{}", query.to_query()), Some(env)).await
+    }
+
+    /// `GET /api/v2/desiredstate/<v>`: one page of the resources of a version.
+    pub async fn version_resources(
+        &self,
+        env: Uuid,
+        version: i64,
+        query: &ListQuery,
+    ) -> Result<Envelope<Vec<VersionedResource>>> {
+        self.page(&format!("/api/v2/desiredstate/{version}{}", query.to_query()), Some(env)).await
+    }
+
+    /// `GET /api/v2/desiredstate/<v>/resource/<rid>`: one resource of a version.
+    pub async fn version_resource(
+        &self,
+        env: Uuid,
+        version: i64,
+        resource_id: &str,
+    ) -> Result<VersionedResourceDetails> {
+        let path = format!("/api/v2/desiredstate/{version}/resource/{}", encode(resource_id));
+        self.data(Method::GET, &path, Some(env), NONE).await
     }
 
     /// What changes from version `from` to version `to`.

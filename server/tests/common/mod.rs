@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use api::auth::ClientType;
-use api::client::Client;
+use api::client::{Client, ClientError};
 use api::environment::EnvironmentCreate;
 use serde_json::Value;
 use uuid::Uuid;
@@ -36,6 +36,19 @@ pub fn client_trusting(token: Option<&str>, ca_file: Option<&str>) -> reqwest::C
         builder = builder.add_root_certificate(reqwest::Certificate::from_pem(&pem).expect("a PEM certificate"));
     }
     builder.build().expect("http client")
+}
+
+/// The HTTP status and message of a typed call the server refused; panics on success.
+pub fn refusal<T: std::fmt::Debug>(result: Result<T, ClientError>) -> (u16, String) {
+    match result {
+        Err(ClientError::Api { status, message }) => (status.as_u16(), message),
+        other => panic!("expected an error status, got {other:?}"),
+    }
+}
+
+/// The HTTP status of a typed call the server refused; panics on success.
+pub fn refused<T: std::fmt::Debug>(result: Result<T, ClientError>) -> u16 {
+    refusal(result).0
 }
 
 pub struct TestServer {
