@@ -84,10 +84,11 @@ impl Default for NotifyChange {
 }
 
 /// The answer of `POST /api/v1/notify/<env>` (and of its webhook form): the compile that
-/// will run the request, whether the request merged into one already queued, and warnings.
+/// will run the request (`None` when server compiles are off), whether the request merged into
+/// one already queued, and warnings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompileRequested {
-    pub compile_id: Uuid,
+    pub compile_id: Option<Uuid>,
     pub merged: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Warnings>,

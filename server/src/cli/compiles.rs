@@ -120,7 +120,9 @@ pub async fn request(ctx: &Context, env: Uuid, args: &RequestArgs) -> Result<(),
     for warning in answer.warnings() {
         eprintln!("warning: {warning}");
     }
-    let id = answer.compile_id;
+    let Some(id) = answer.compile_id else {
+        return Err(CliError::Usage("the server did not queue a compile".into()));
+    };
     if ctx.json && !args.wait {
         output::json(&answer);
     } else if !args.wait {
