@@ -14,8 +14,8 @@ use crate::compile::{CompileDetails, CompileReport, CompileRequested, NotifyChan
 use crate::environment::{EnvironmentCreate, EnvironmentModify, ProjectCreate, ProjectModify};
 use crate::operations::{Agent, Fact, Parameter, SetParameter};
 use crate::resource::{
-    LatestReleasedResource, ReleasedResourceDetails, ResourceAction, ResourceDeploySummary, ResourceHistory,
-    ResourceLog,
+    DiscoveredResource, DiscoveredResourceInput, LatestReleasedResource, ReleasedResourceDetails, ResourceAction,
+    ResourceDeploySummary, ResourceHistory, ResourceLog,
 };
 use crate::settings::{EnvironmentSettings, SettingSet, SettingValue};
 use crate::status::StatusResponse;
@@ -289,6 +289,36 @@ impl Client {
     /// `GET /api/v2/resource_actions`, newest first.
     pub async fn resource_actions(&self, env: Uuid, query: &ActionQuery) -> Result<Envelope<Vec<ResourceAction>>> {
         self.page(&format!("/api/v2/resource_actions{}", query.to_query()), Some(env)).await
+    }
+
+    // Discovered resources.
+
+    /// `POST /api/v2/discovered`: what a discovery handler found (an agent's call).
+    pub async fn report_discovered(&self, env: Uuid, found: &[DiscoveredResourceInput]) -> Result<()> {
+        let body = serde_json::json!({ "discovered_resources": found });
+        self.data(Method::POST, "/api/v2/discovered", Some(env), Some(&body)).await
+    }
+
+    pub async fn discovered_resources(
+        &self,
+        env: Uuid,
+        query: &ListQuery,
+    ) -> Result<Envelope<Vec<DiscoveredResource>>> {
+        self.page(&format!("/api/v2/discovered{}", query.to_query()), Some(env)).await
+    }
+
+    pub async fn discovered_resource(&self, env: Uuid, id: &str) -> Result<DiscoveredResource> {
+        self.data(Method::GET, &format!("/api/v2/discovered/{}", encode(id)), Some(env), NONE).await
+    }
+
+    pub async fn delete_discovered_resource(&self, env: Uuid, id: &str) -> Result<()> {
+        self.data(Method::DELETE, &format!("/api/v2/discovered/{}", encode(id)), Some(env), NONE).await
+    }
+
+    /// Deletes these discovered resources; unknown ids are ignored.
+    pub async fn delete_discovered_resources(&self, env: Uuid, ids: &[String]) -> Result<()> {
+        let body = serde_json::json!({ "discovered_resource_ids": ids });
+        self.data(Method::DELETE, "/api/v2/discovered", Some(env), Some(&body)).await
     }
 
     // Dry runs.
