@@ -109,10 +109,7 @@ async fn every_resource_deploys_after_crashes_during_export_and_deploy() {
     let mut rng = Rng(seed);
 
     let mut s = TestServer::start().await;
-    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
-    let (_, e) =
-        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
-    let env = e["data"]["id"].as_str().expect("environment id").to_string();
+    let env = s.new_environment("p", "e").await.to_string();
 
     let requires: Vec<Vec<usize>> = (0..RESOURCES)
         .map(|i| {

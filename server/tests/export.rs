@@ -42,18 +42,15 @@ std::testing::NullResource(name="n1", agentname="internal")
 "#;
 
 async fn environment(s: &TestServer) -> String {
-    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
-    let (_, e) =
-        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "prod"}))).await;
-    e["data"]["id"].as_str().unwrap().to_string()
+    s.new_environment("p", "prod").await.to_string()
 }
 
 #[tokio::test]
 async fn export_pushes_files_and_a_version_that_the_cli_reads_back() {
     let s = TestServer::start().await;
     let env = environment(&s).await;
-    let (status, _) = s.call("POST", "/api/v2/actions/environment/halt", Some(&env), None).await;
-    assert_eq!(status, 200, "halted: versions are stored and released, nothing deploys");
+    // Halted: versions are stored and released, nothing deploys.
+    s.client().halt_environment(env.parse().unwrap()).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     project(dir.path(), MODEL);
     let port = s.url.rsplit(':').next().unwrap().to_string();

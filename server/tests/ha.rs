@@ -68,11 +68,7 @@ impl Cluster {
         }
         let ids = servers.iter().map(server_id).collect();
         let s = &servers[0];
-        let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
-        let (status, e) =
-            s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
-        assert_eq!(status, 200, "{e}");
-        let env = e["data"]["id"].as_str().expect("environment id").to_string();
+        let env = s.new_environment("p", "e").await.to_string();
         Cluster { servers, ids, db, env, work }
     }
 
@@ -526,17 +522,16 @@ async fn a_compile_whose_server_dies_yields_exactly_one_version() {
     }
     let mut c = Cluster::start().await;
     let repo = project_repository(c.work.path(), 100_000);
-    let (_, p) = c.servers[0].call("PUT", "/api/v2/project", None, Some(json!({"name": "compiled"}))).await;
-    let (status, e) = c.servers[0]
-        .call(
-            "PUT",
-            "/api/v2/environment",
-            None,
-            Some(json!({"project_id": p["data"]["id"], "name": "compiled", "repository": repo, "branch": "main"})),
-        )
-        .await;
-    assert_eq!(status, 200, "{e}");
-    let env = e["data"]["id"].as_str().unwrap().to_string();
+    let client = c.servers[0].client();
+    let project = client.create_project("compiled").await.unwrap();
+    let body = api::environment::EnvironmentCreate {
+        project_id: project.id,
+        name: "compiled".into(),
+        repository: Some(repo.clone()),
+        branch: Some("main".into()),
+        ..Default::default()
+    };
+    let env = client.create_environment(&body).await.unwrap().id.to_string();
 
     // 1. The server running the compile dies while the compiler runs: another server runs it.
     let id = c.request_compile(&env).await;

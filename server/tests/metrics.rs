@@ -35,10 +35,7 @@ fn null_resource(name: &str, fail: bool) -> Value {
 #[tokio::test]
 async fn metrics_need_their_own_token_and_move_during_a_deploy() {
     let s = TestServer::start().await;
-    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
-    let (_, e) =
-        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
-    let env = e["data"]["id"].as_str().unwrap().to_string();
+    let env = s.new_environment("p", "e").await.to_string();
 
     // Its own access rule: nothing without a token, not with a user's or an agent's token.
     let (status, body) = scrape(&s, None).await;

@@ -36,10 +36,7 @@ async fn start_server() -> TestServer {
 }
 
 async fn new_environment(s: &TestServer) -> String {
-    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
-    let (_, e) =
-        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
-    e["data"]["id"].as_str().unwrap().to_string()
+    s.new_environment("p", "e").await.to_string()
 }
 
 /// Uploads every Python file of a module's `inmanta_plugins` package and returns its

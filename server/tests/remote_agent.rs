@@ -86,10 +86,7 @@ async fn a_remote_agent_deploys_waits_and_survives_a_restart() {
     let mut s =
         TestServer::start_with(&[("INMANTA_SERVER_BIND_PORT", &port_text), ("INMANTA_SERVER_AGENT_TIMEOUT", "1")])
             .await;
-    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
-    let (_, e) =
-        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
-    let env = e["data"]["id"].as_str().unwrap().to_string();
+    let env = s.new_environment("p", "e").await.to_string();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("remote.conf").display().to_string();
     let cache = dir.path().join("cache");
@@ -121,10 +118,7 @@ async fn a_remote_agent_deploys_waits_and_survives_a_restart() {
 }
 
 async fn new_environment(s: &TestServer) -> String {
-    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
-    let (_, e) =
-        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
-    e["data"]["id"].as_str().unwrap().to_string()
+    s.new_environment("p", "e").await.to_string()
 }
 
 /// `[server] agent-timeout`: a dropped connection is not reported at once; a reconnect within the

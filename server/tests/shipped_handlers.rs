@@ -109,10 +109,7 @@ const NAME: &str = "keyvalue::Line[internal,key=name]";
 #[tokio::test]
 async fn modules_ship_handlers_that_the_agents_run() {
     let s = TestServer::start().await;
-    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
-    let (_, e) =
-        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
-    let env = e["data"]["id"].as_str().unwrap().to_string();
+    let env = s.new_environment("p", "e").await.to_string();
     let managed = tempfile::tempdir().unwrap();
     let project = Project::new(managed.path());
 

@@ -82,18 +82,17 @@ async fn compiles_and_remote_agents_work_over_https() {
     git(&work, &["commit", "--quiet", "-m", "model"]);
     git(&work, &["push", "--quiet", &format!("file://{}", bare.display()), "main"]);
 
-    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
     let repo = format!("file://{}", bare.display());
-    let (status, e) = s
-        .call(
-            "PUT",
-            "/api/v2/environment",
-            None,
-            Some(json!({"project_id": p["data"]["id"], "name": "tls", "repository": repo, "branch": "main"})),
-        )
-        .await;
-    assert_eq!(status, 200, "{e}");
-    let env = e["data"]["id"].as_str().unwrap().to_string();
+    let client = s.client();
+    let project = client.create_project("p").await.unwrap();
+    let body = api::environment::EnvironmentCreate {
+        project_id: project.id,
+        name: "tls".into(),
+        repository: Some(repo),
+        branch: Some("main".into()),
+        ..Default::default()
+    };
+    let env = client.create_environment(&body).await.unwrap().id.to_string();
 
     // The remote agent, over wss:// and https:// with the certificate as its CA file.
     let port = s.url.rsplit(':').next().unwrap().to_string();
