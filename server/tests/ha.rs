@@ -12,6 +12,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use api::compile::NotifyChange;
+use api::version::PutVersion;
 use common::TestServer;
 use serde_json::{Value, json};
 
@@ -483,24 +485,23 @@ impl Cluster {
         (holder, completed.is_some(), versions)
     }
 
+    /// The id of the requested compile, as text for the database queries.
     async fn request_compile(&self, env: &str) -> String {
-        let (status, body) =
-            self.alive().call("POST", &format!("/api/v1/notify/{env}"), None, Some(json!({"update": false}))).await;
-        assert_eq!(status, 200, "{body}");
-        body["compile_id"].as_str().expect("a compile id").to_string()
+        let request = NotifyChange { update: false, ..Default::default() };
+        let answer = self.alive().client().notify(env.parse().unwrap(), &request).await.unwrap();
+        answer.compile_id.expect("a compile id").to_string()
     }
 
     /// Waits until the compile `id` finished; its success.
     async fn compile_finished(&self, env: &str, id: &str) -> bool {
         let deadline = Instant::now() + Duration::from_secs(180);
         loop {
-            let (status, body) =
-                self.alive().call("GET", &format!("/api/v2/compilereport/{id}"), Some(env), None).await;
-            assert_eq!(status, 200, "{body}");
-            if !body["data"]["completed"].is_null() {
-                return body["data"]["success"] == true;
+            let details =
+                self.alive().client().compile_report(env.parse().unwrap(), id.parse().unwrap()).await.unwrap();
+            if details.report.completed.is_some() {
+                return details.report.success == Some(true);
             }
-            assert!(Instant::now() < deadline, "compile {id} did not finish: {body:#}");
+            assert!(Instant::now() < deadline, "compile {id} did not finish: {details:#?}");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
@@ -692,8 +693,8 @@ async fn a_console_on_one_server_sees_the_deploys_another_runs() {
     });
     // The owner stores the version and deploys it.
     let s = &c.servers[owner];
-    let (_, body) = s.call("POST", "/api/v2/reserve_version", Some(&c.env), None).await;
-    let version = body["data"].as_i64().expect("version");
+    let (client, env) = (s.client(), c.env.parse().unwrap());
+    let version = client.reserve_version(env).await.unwrap();
     let resources: Vec<Value> = (0..total)
         .map(|i| {
             json!({
@@ -703,9 +704,8 @@ async fn a_console_on_one_server_sees_the_deploys_another_runs() {
             })
         })
         .collect();
-    let (status, body) =
-        s.call("PUT", "/api/v1/version", Some(&c.env), Some(json!({"version": version, "resources": resources}))).await;
-    assert_eq!(status, 200, "{body}");
+    let resources = resources.into_iter().map(|r| r.as_object().unwrap().clone()).collect();
+    client.put_version(env, &PutVersion { version, resources, ..Default::default() }).await.unwrap();
     let stored = Instant::now();
     // While the owner deploys, the watcher's stream reports resource changes; each is compared
     // with when the deploy count last grew (polled), for the figure.
