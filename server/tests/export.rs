@@ -6,6 +6,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
+use api::client::ListQuery;
 use common::{BIN, TestServer};
 use serde_json::{Value, json};
 
@@ -264,14 +265,15 @@ async fn concurrent_exports_and_releases_stay_consistent() {
         assert_eq!(model["total"], 200, "no half-stored version: {model}");
     }
     // Inmanta's v1 versions have no status; the v2 listing has.
-    let (_, listed) = s.call("GET", "/api/v2/desiredstate?filter.status=active", Some(&env), None).await;
-    let active: Vec<i64> = listed["data"].as_array().unwrap().iter().map(|m| m["version"].as_i64().unwrap()).collect();
+    let (client, env_id) = (s.client(), env.parse().unwrap());
+    let listed = client.desired_state(env_id, &ListQuery::new().filter("status", "active")).await.unwrap();
+    let active: Vec<i64> = listed.data.iter().map(|m| m.version).collect();
     assert_eq!(active, vec![*versions.last().unwrap()], "the newest version is the active one");
     // The resource view is the active version plus orphans of older ones, nothing in between.
-    let (_, view) = s.call("GET", "/api/v2/resource?limit=1000&deploy_summary=true", Some(&env), None).await;
-    assert_eq!(view["metadata"]["deploy_summary"]["total"], 200);
+    assert_eq!(client.deploy_summary(env_id).await.unwrap().total, 200);
+    let view = client.resources(env_id, &ListQuery::new().limit(1000)).await.unwrap();
     // Orphans are the resources of versions that were released once; a version that lost the
     // race to a newer one was never released and left nothing behind.
     let released = list["versions"].as_array().unwrap().iter().filter(|m| m["released"] == true).count();
-    assert_eq!(view["metadata"]["total"], 200 * released as u64);
+    assert_eq!(view.metadata.unwrap()["total"], 200 * released as u64);
 }
