@@ -5,7 +5,7 @@ mod common;
 
 use api::environment::{EnvironmentCreate, EnvironmentModify};
 use api::{SettingType, SettingValue};
-use common::{TestServer, refused};
+use common::{TestServer, refusal, refused};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -45,15 +45,15 @@ async fn health_and_server_status() {
 #[tokio::test]
 async fn projects_v2_lifecycle_and_errors() {
     let s = TestServer::start().await;
-    let (status, body) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "web"}))).await;
-    assert_eq!(status, 200);
-    assert_eq!(body["data"]["name"], "web");
-    assert_eq!(body["data"]["environments"], json!([]));
-    let id = body["data"]["id"].as_str().unwrap().to_string();
+    let client = s.client();
+    let web = client.create_project("web").await.unwrap();
+    assert_eq!(web.name, "web");
+    assert!(web.environments.is_empty());
+    let id = web.id.to_string();
 
-    let (status, body) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "web"}))).await;
-    assert_eq!(status, 409, "duplicate name: {body}");
-    assert!(message(&body).contains("already exists"));
+    let (status, why) = refusal(client.create_project("web").await);
+    assert_eq!(status, 409, "duplicate name: {why}");
+    assert!(why.contains("already exists"));
 
     let fixed = "8a0b2a8e-1f40-4a53-9d3a-2d7e0d1e6f00";
     let (status, body) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "db", "project_id": fixed}))).await;
@@ -76,7 +76,6 @@ async fn projects_v2_lifecycle_and_errors() {
     assert_eq!(raw.status(), 400);
     assert!(raw.json::<Value>().await.unwrap()["message"].is_string());
 
-    let client = s.client();
     let projects = client.projects().await.unwrap();
     let names: Vec<&str> = projects.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["db", "web"], "sorted by name");
@@ -85,27 +84,27 @@ async fn projects_v2_lifecycle_and_errors() {
     assert_eq!(refused(client.rename_project(uuid(&id), "db").await), 409, "rename onto another project's name");
 
     let unknown = uuid::Uuid::new_v4();
-    for method in ["GET", "DELETE"] {
-        let (status, body) = s.call(method, &format!("/api/v2/project/{unknown}"), None, None).await;
-        assert_eq!(status, 404, "{method}: {body}");
-        assert!(message(&body).contains(&unknown.to_string()));
+    for (what, answer) in
+        [("GET", refusal(client.project(unknown).await)), ("DELETE", refusal(client.delete_project(unknown).await))]
+    {
+        let (status, why) = answer;
+        assert_eq!(status, 404, "{what}: {why}");
+        assert!(why.contains(&unknown.to_string()));
     }
-    let (status, _) = s.call("POST", &format!("/api/v2/project/{unknown}"), None, Some(json!({"name": "z"}))).await;
-    assert_eq!(status, 404);
+    assert_eq!(refused(client.rename_project(unknown, "z").await), 404);
     let (status, body) = s.call("GET", "/api/v2/project/not-a-uuid", None, None).await;
     assert_eq!(status, 400, "{body}");
 
     environment(&s, &id, "prod").await;
-    let (status, body) = s.call("DELETE", &format!("/api/v2/project/{id}"), None, None).await;
-    assert_eq!(status, 409, "project with environments: {body}");
-    assert!(message(&body).contains("prod"));
+    let (status, why) = refusal(client.delete_project(uuid(&id)).await);
+    assert_eq!(status, 409, "project with environments: {why}");
+    assert!(why.contains("prod"));
     let project = client.project(uuid(&id)).await.unwrap();
     assert_eq!(project.environments[0].name, "prod", "{project:?}");
 
     let (status, body) = s.call("DELETE", &format!("/api/v2/project/{fixed}"), None, None).await;
     assert_eq!((status, body), (200, json!({"data": null})));
-    let (status, _) = s.call("GET", &format!("/api/v2/project/{fixed}"), None, None).await;
-    assert_eq!(status, 404);
+    assert_eq!(refused(client.project(uuid(fixed)).await), 404);
 }
 
 #[tokio::test]
