@@ -83,6 +83,31 @@ impl Default for NotifyChange {
     }
 }
 
+/// The answer of `POST /api/v1/notify/<env>` (and of its webhook form): the compile that
+/// will run the request (`None` when server compiles are off), whether the request merged into
+/// one already queued, and warnings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompileRequested {
+    pub compile_id: Option<Uuid>,
+    pub merged: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Warnings>,
+}
+
+impl CompileRequested {
+    /// The warnings of the request, if any.
+    pub fn warnings(&self) -> &[String] {
+        self.metadata.as_ref().map_or(&[], |m| m.warnings.as_slice())
+    }
+}
+
+/// `{"warnings": [...]}` in the `metadata` of an answer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Warnings {
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -93,3 +93,15 @@ pub struct NotificationUpdate {
     #[serde(default)]
     pub cleared: Option<bool>,
 }
+
+/// An agent of an environment (`GET /api/v2/agents`, reference/api.md §4.4).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Agent {
+    pub environment: Uuid,
+    pub name: String,
+    pub paused: bool,
+    pub process_id: Option<Uuid>,
+    pub process_name: Option<String>,
+    pub unpause_on_resume: Option<bool>,
+    pub status: crate::AgentStatus,
+}

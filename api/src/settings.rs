@@ -64,6 +64,42 @@ impl SettingValue {
     }
 }
 
+impl From<bool> for SettingValue {
+    fn from(value: bool) -> Self {
+        SettingValue::Bool(value)
+    }
+}
+
+impl From<i64> for SettingValue {
+    fn from(value: i64) -> Self {
+        SettingValue::Int(value)
+    }
+}
+
+impl From<f64> for SettingValue {
+    fn from(value: f64) -> Self {
+        SettingValue::Float(value)
+    }
+}
+
+impl From<&str> for SettingValue {
+    fn from(value: &str) -> Self {
+        SettingValue::Str(value.to_string())
+    }
+}
+
+impl From<String> for SettingValue {
+    fn from(value: String) -> Self {
+        SettingValue::Str(value)
+    }
+}
+
+impl From<serde_json::Map<String, serde_json::Value>> for SettingValue {
+    fn from(value: serde_json::Map<String, serde_json::Value>) -> Self {
+        SettingValue::Dict(value)
+    }
+}
+
 impl std::fmt::Display for SettingValue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

@@ -175,3 +175,13 @@ pub struct ResourceDiff {
     pub status: ResourceDiffStatus,
     pub attributes: BTreeMap<String, AttributeDiff>,
 }
+
+/// `GET /api/v1/version/<v>`: the model and its resources in Inmanta's v1 form (each resource a
+/// JSON object with its attributes and, with `include_logs`, its `actions`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VersionWithResources {
+    pub model: ConfigurationModel,
+    pub resources: Vec<serde_json::Map<String, serde_json::Value>>,
+    #[serde(default)]
+    pub unknowns: Vec<serde_json::Value>,
+}

@@ -3,20 +3,25 @@
 
 mod common;
 
-use common::TestServer;
+use api::environment::{EnvironmentCreate, EnvironmentModify};
+use api::{SettingType, SettingValue};
+use common::{TestServer, refusal, refused};
 use serde_json::{Value, json};
+use uuid::Uuid;
 
+/// A new project's id, as text for the raw calls.
 async fn project(s: &TestServer, name: &str) -> String {
-    let (status, body) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": name}))).await;
-    assert_eq!(status, 200, "{body}");
-    body["data"]["id"].as_str().unwrap().to_string()
+    s.client().create_project(name).await.unwrap().id.to_string()
 }
 
+/// A new environment's id, as text for the raw calls.
 async fn environment(s: &TestServer, project_id: &str, name: &str) -> String {
-    let (status, body) =
-        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": project_id, "name": name}))).await;
-    assert_eq!(status, 200, "{body}");
-    body["data"]["id"].as_str().unwrap().to_string()
+    let body = EnvironmentCreate { project_id: uuid(project_id), name: name.into(), ..Default::default() };
+    s.client().create_environment(&body).await.unwrap().id.to_string()
+}
+
+fn uuid(id: &str) -> Uuid {
+    id.parse().unwrap()
 }
 
 fn message(body: &Value) -> &str {
@@ -40,15 +45,15 @@ async fn health_and_server_status() {
 #[tokio::test]
 async fn projects_v2_lifecycle_and_errors() {
     let s = TestServer::start().await;
-    let (status, body) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "web"}))).await;
-    assert_eq!(status, 200);
-    assert_eq!(body["data"]["name"], "web");
-    assert_eq!(body["data"]["environments"], json!([]));
-    let id = body["data"]["id"].as_str().unwrap().to_string();
+    let client = s.client();
+    let web = client.create_project("web").await.unwrap();
+    assert_eq!(web.name, "web");
+    assert!(web.environments.is_empty());
+    let id = web.id.to_string();
 
-    let (status, body) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "web"}))).await;
-    assert_eq!(status, 409, "duplicate name: {body}");
-    assert!(message(&body).contains("already exists"));
+    let (status, why) = refusal(client.create_project("web").await);
+    assert_eq!(status, 409, "duplicate name: {why}");
+    assert!(why.contains("already exists"));
 
     let fixed = "8a0b2a8e-1f40-4a53-9d3a-2d7e0d1e6f00";
     let (status, body) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "db", "project_id": fixed}))).await;
@@ -71,38 +76,35 @@ async fn projects_v2_lifecycle_and_errors() {
     assert_eq!(raw.status(), 400);
     assert!(raw.json::<Value>().await.unwrap()["message"].is_string());
 
-    let (status, body) = s.call("GET", "/api/v2/project", None, None).await;
-    assert_eq!(status, 200);
-    let names: Vec<&str> = body["data"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    let projects = client.projects().await.unwrap();
+    let names: Vec<&str> = projects.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["db", "web"], "sorted by name");
 
-    let (status, body) = s.call("POST", &format!("/api/v2/project/{id}"), None, Some(json!({"name": "www"}))).await;
-    assert_eq!((status, body["data"]["name"].as_str()), (200, Some("www")));
-    let (status, _) = s.call("POST", &format!("/api/v2/project/{id}"), None, Some(json!({"name": "db"}))).await;
-    assert_eq!(status, 409, "rename onto another project's name");
+    assert_eq!(client.rename_project(uuid(&id), "www").await.unwrap().name, "www");
+    assert_eq!(refused(client.rename_project(uuid(&id), "db").await), 409, "rename onto another project's name");
 
     let unknown = uuid::Uuid::new_v4();
-    for method in ["GET", "DELETE"] {
-        let (status, body) = s.call(method, &format!("/api/v2/project/{unknown}"), None, None).await;
-        assert_eq!(status, 404, "{method}: {body}");
-        assert!(message(&body).contains(&unknown.to_string()));
+    for (what, answer) in
+        [("GET", refusal(client.project(unknown).await)), ("DELETE", refusal(client.delete_project(unknown).await))]
+    {
+        let (status, why) = answer;
+        assert_eq!(status, 404, "{what}: {why}");
+        assert!(why.contains(&unknown.to_string()));
     }
-    let (status, _) = s.call("POST", &format!("/api/v2/project/{unknown}"), None, Some(json!({"name": "z"}))).await;
-    assert_eq!(status, 404);
+    assert_eq!(refused(client.rename_project(unknown, "z").await), 404);
     let (status, body) = s.call("GET", "/api/v2/project/not-a-uuid", None, None).await;
     assert_eq!(status, 400, "{body}");
 
     environment(&s, &id, "prod").await;
-    let (status, body) = s.call("DELETE", &format!("/api/v2/project/{id}"), None, None).await;
-    assert_eq!(status, 409, "project with environments: {body}");
-    assert!(message(&body).contains("prod"));
-    let (status, body) = s.call("GET", &format!("/api/v2/project/{id}"), None, None).await;
-    assert_eq!(body["data"]["environments"][0]["name"], "prod", "{status} {body}");
+    let (status, why) = refusal(client.delete_project(uuid(&id)).await);
+    assert_eq!(status, 409, "project with environments: {why}");
+    assert!(why.contains("prod"));
+    let project = client.project(uuid(&id)).await.unwrap();
+    assert_eq!(project.environments[0].name, "prod", "{project:?}");
 
     let (status, body) = s.call("DELETE", &format!("/api/v2/project/{fixed}"), None, None).await;
     assert_eq!((status, body), (200, json!({"data": null})));
-    let (status, _) = s.call("GET", &format!("/api/v2/project/{fixed}"), None, None).await;
-    assert_eq!(status, 404);
+    assert_eq!(refused(client.project(uuid(fixed)).await), 404);
 }
 
 #[tokio::test]
@@ -130,25 +132,24 @@ async fn environments_v2_lifecycle_and_errors() {
     let s = TestServer::start().await;
     let p = project(&s, "infra").await;
     let other = project(&s, "apps").await;
-    let (status, body) = s
-        .call(
-            "PUT",
-            "/api/v2/environment",
-            None,
-            Some(json!({"project_id": p, "name": "prod", "repository": "https://git.example/infra.git",
-                        "branch": "main", "description": "production"})),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    let env = body["data"].clone();
-    let id = env["id"].as_str().unwrap().to_string();
-    assert_eq!(env["repo_url"], "https://git.example/infra.git");
-    assert_eq!(env["repo_branch"], "main");
-    assert_eq!(env["halted"], false);
-    assert_eq!(env["is_marked_for_deletion"], false);
-    assert_eq!(env["settings"]["auto_deploy"], true);
-    assert_eq!(env["settings"]["recompile_backoff"], 0.1);
-    assert_eq!(env["settings"].as_object().unwrap().len(), 15);
+    let client = s.client();
+    let body = EnvironmentCreate {
+        project_id: uuid(&p),
+        name: "prod".into(),
+        repository: Some("https://git.example/infra.git".into()),
+        branch: Some("main".into()),
+        description: Some("production".into()),
+        ..Default::default()
+    };
+    let env = client.create_environment(&body).await.unwrap();
+    let id = env.id.to_string();
+    assert_eq!(env.repo_url, "https://git.example/infra.git");
+    assert_eq!(env.repo_branch, "main");
+    assert!(!env.halted);
+    assert!(!env.is_marked_for_deletion);
+    assert_eq!(env.settings["auto_deploy"], SettingValue::Bool(true));
+    assert_eq!(env.settings["recompile_backoff"], SettingValue::Float(0.1));
+    assert_eq!(env.settings.len(), 15);
 
     let cases = [
         (json!({"project_id": p, "name": "prod"}), 400, "duplicate name in a project"),
@@ -172,61 +173,34 @@ async fn environments_v2_lifecycle_and_errors() {
     assert_eq!(body["data"]["description"], "", "no details unless asked (Inmanta answers empty strings): {body}");
     let (_, body) = s.call("GET", &format!("/api/v2/environment/{id}?details=true"), None, None).await;
     assert_eq!(body["data"]["description"], "production");
-    let (status, _) = s.call("GET", &format!("/api/v2/environment/{}", uuid::Uuid::new_v4()), None, None).await;
-    assert_eq!(status, 404);
+    assert_eq!(refused(client.environment(Uuid::new_v4()).await), 404);
 
-    let (_, body) = s.call("GET", "/api/v2/environment", None, None).await;
-    let order: Vec<(&str, &str)> = body["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| (e["project_id"].as_str().unwrap(), e["name"].as_str().unwrap()))
-        .collect();
-    assert_eq!(order, [(other.as_str(), "prod"), (p.as_str(), "prod")], "sorted by project name then name");
+    let envs = client.environments().await.unwrap();
+    let order: Vec<(String, &str)> = envs.iter().map(|e| (e.project_id.to_string(), e.name.as_str())).collect();
+    assert_eq!(order, [(other.clone(), "prod"), (p.clone(), "prod")], "sorted by project name then name");
 
     // Rename, move to the other project (clash there), change repository.
-    let (status, body) = s
-        .call(
-            "POST",
-            &format!("/api/v2/environment/{id}"),
-            None,
-            Some(json!({"name": "production", "branch": "v2", "repository": "r2"})),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!((body["data"]["name"].as_str(), body["data"]["repo_branch"].as_str()), (Some("production"), Some("v2")));
-    let (status, _) = s
-        .call(
-            "POST",
-            &format!("/api/v2/environment/{staging}"),
-            None,
-            Some(json!({"name": "production", "project_id": p})),
-        )
-        .await;
-    assert_eq!(status, 400, "moving onto a taken name");
-    let (status, body) = s
-        .call(
-            "POST",
-            &format!("/api/v2/environment/{staging}"),
-            None,
-            Some(json!({"name": "staging", "project_id": p})),
-        )
-        .await;
-    assert_eq!((status, body["data"]["project_id"].as_str()), (200, Some(p.as_str())));
+    let body = EnvironmentModify {
+        name: "production".into(),
+        branch: Some("v2".into()),
+        repository: Some("r2".into()),
+        ..Default::default()
+    };
+    let renamed = client.modify_environment(uuid(&id), &body).await.unwrap();
+    assert_eq!((renamed.name.as_str(), renamed.repo_branch.as_str()), ("production", "v2"));
+    let body = EnvironmentModify { name: "production".into(), project_id: Some(uuid(&p)), ..Default::default() };
+    assert_eq!(refused(client.modify_environment(uuid(&staging), &body).await), 400, "moving onto a taken name");
+    let body = EnvironmentModify { name: "staging".into(), project_id: Some(uuid(&p)), ..Default::default() };
+    assert_eq!(client.modify_environment(uuid(&staging), &body).await.unwrap().project_id, uuid(&p));
 
     let (status, body) = s.call("DELETE", &format!("/api/v2/decommission/{id}"), None, None).await;
     assert_eq!((status, body), (200, json!({"data": null})));
-    let (status, _) = s.call("GET", &format!("/api/v2/environment/{id}"), None, None).await;
-    assert_eq!(status, 200, "clear keeps the environment");
+    client.environment(uuid(&id)).await.expect("clear keeps the environment");
 
-    let (status, _) = s.call("DELETE", &format!("/api/v2/environment/{id}"), None, None).await;
-    assert_eq!(status, 200);
-    let (status, _) = s.call("GET", &format!("/api/v2/environment/{id}"), None, None).await;
-    assert_eq!(status, 404);
-    let (status, _) = s.call("DELETE", &format!("/api/v2/environment/{id}"), None, None).await;
-    assert_eq!(status, 404);
-    let (status, _) = s.call("DELETE", &format!("/api/v2/decommission/{id}"), None, None).await;
-    assert_eq!(status, 404);
+    client.delete_environment(uuid(&id)).await.unwrap();
+    assert_eq!(refused(client.environment(uuid(&id)).await), 404);
+    assert_eq!(refused(client.delete_environment(uuid(&id)).await), 404);
+    assert_eq!(refused(client.clear_environment(uuid(&id)).await), 404);
 }
 
 #[tokio::test]
@@ -264,10 +238,8 @@ async fn protected_environment_cannot_be_cleared_or_deleted() {
     let s = TestServer::start().await;
     let p = project(&s, "p").await;
     let id = environment(&s, &p, "prod").await;
-    let (status, _) = s
-        .call("POST", "/api/v2/environment_settings/protected_environment", Some(&id), Some(json!({"value": true})))
-        .await;
-    assert_eq!(status, 200);
+    let client = s.client();
+    client.set_environment_setting(uuid(&id), "protected_environment", true).await.unwrap();
     for path in [
         format!("/api/v2/environment/{id}"),
         format!("/api/v1/environment/{id}"),
@@ -278,11 +250,9 @@ async fn protected_environment_cannot_be_cleared_or_deleted() {
         assert_eq!(status, 403, "{path}: {body}");
         assert!(message(&body).contains("protected"));
     }
-    let (status, _) = s.call("GET", &format!("/api/v2/environment/{id}"), None, None).await;
-    assert_eq!(status, 200, "still there");
-    s.call("DELETE", "/api/v2/environment_settings/protected_environment", Some(&id), None).await;
-    let (status, _) = s.call("DELETE", &format!("/api/v2/environment/{id}"), None, None).await;
-    assert_eq!(status, 200, "deletable once unprotected");
+    client.environment(uuid(&id)).await.expect("still there");
+    client.delete_environment_setting(uuid(&id), "protected_environment").await.unwrap();
+    client.delete_environment(uuid(&id)).await.expect("deletable once unprotected");
 }
 
 #[tokio::test]
@@ -308,11 +278,10 @@ async fn halt_and_resume_take_the_environment_from_the_header() {
         .unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers().get("x-inmanta-tid").unwrap(), id.as_str(), "tid echoed");
-    let (_, body) = s.call("GET", &format!("/api/v2/environment/{id}"), None, None).await;
-    assert_eq!(body["data"]["halted"], true);
-    s.call("POST", "/api/v2/actions/environment/resume", Some(&id), None).await;
-    let (_, body) = s.call("GET", &format!("/api/v2/environment/{id}"), None, None).await;
-    assert_eq!(body["data"]["halted"], false);
+    let client = s.client();
+    assert!(client.environment(uuid(&id)).await.unwrap().halted);
+    client.resume_environment(uuid(&id)).await.unwrap();
+    assert!(!client.environment(uuid(&id)).await.unwrap().halted);
 }
 
 #[tokio::test]
@@ -321,16 +290,16 @@ async fn settings_v2_with_definitions_types_and_protection() {
     let p = project(&s, "p").await;
     let id = environment(&s, &p, "prod").await;
     let env = Some(id.as_str());
+    let client = s.client();
 
-    let (status, body) = s.call("GET", "/api/v2/environment_settings", env, None).await;
-    assert_eq!(status, 200);
-    let definition = body["data"]["definition"].as_object().unwrap();
+    let all = client.environment_settings(uuid(&id)).await.unwrap();
+    let definition = &all.definition;
     assert_eq!(definition.len(), 15);
-    assert_eq!(definition["auto_deploy"]["type"], "bool");
-    assert_eq!(definition["auto_deploy"]["default"], true);
-    assert_eq!(definition["recompile_backoff"]["type"], "positive_float");
-    assert_eq!(definition["reset_deploy_progress_on_start"]["agent_restart"], true);
-    assert_eq!(body["data"]["settings"]["available_versions_to_keep"], 100);
+    assert_eq!(definition["auto_deploy"].kind, SettingType::Bool);
+    assert_eq!(definition["auto_deploy"].default, SettingValue::Bool(true));
+    assert_eq!(definition["recompile_backoff"].kind, SettingType::PositiveFloat);
+    assert!(definition["reset_deploy_progress_on_start"].agent_restart);
+    assert_eq!(all.settings["available_versions_to_keep"], SettingValue::Int(100));
 
     let server = &s;
     let set = move |name: &str, value: Value| {
@@ -354,21 +323,18 @@ async fn settings_v2_with_definitions_types_and_protection() {
     let (status, _) = s.call("GET", "/api/v2/environment_settings", None, None).await;
     assert_eq!(status, 400, "no environment header");
 
-    let (status, body) = s.call("GET", "/api/v2/environment_settings/auto_deploy", env, None).await;
-    assert_eq!(status, 200);
-    assert_eq!(body["data"]["settings"], json!({"auto_deploy": false}));
+    let one = client.environment_setting(uuid(&id), "auto_deploy").await.unwrap();
+    assert_eq!(one.settings, [("auto_deploy".to_string(), SettingValue::Bool(false))].into());
     // As Inmanta: one value, every definition.
-    let definitions = body["data"]["definition"].as_object().unwrap();
-    assert_eq!(definitions.len(), api::settings::definitions().len());
-    assert_eq!(definitions["auto_deploy"]["protected_by"], json!(null));
-    let (_, body) = s.call("GET", "/api/v2/environment_settings/available_versions_to_keep", env, None).await;
-    assert_eq!(body["data"]["settings"]["available_versions_to_keep"], 5);
-    assert_eq!(s.call("GET", "/api/v2/environment_settings/bogus", env, None).await.0, 404);
+    assert_eq!(one.definition.len(), api::settings::definitions().len());
+    assert_eq!(one.definition["auto_deploy"].protected_by, None);
+    let one = client.environment_setting(uuid(&id), "available_versions_to_keep").await.unwrap();
+    assert_eq!(one.settings["available_versions_to_keep"], SettingValue::Int(5));
+    assert_eq!(refused(client.environment_setting(uuid(&id), "bogus").await), 404);
 
-    let (status, _) = s.call("DELETE", "/api/v2/environment_settings/auto_deploy", env, None).await;
-    assert_eq!(status, 200);
-    let (_, body) = s.call("GET", "/api/v2/environment_settings/auto_deploy", env, None).await;
-    assert_eq!(body["data"]["settings"]["auto_deploy"], true, "back to the default");
+    client.delete_environment_setting(uuid(&id), "auto_deploy").await.unwrap();
+    let one = client.environment_setting(uuid(&id), "auto_deploy").await.unwrap();
+    assert_eq!(one.settings["auto_deploy"], SettingValue::Bool(true), "back to the default");
 
     // project.yml protection: set by the compiler (its client type only).
     let protect_body =
@@ -389,11 +355,11 @@ async fn settings_v2_with_definitions_types_and_protection() {
     assert_eq!(status, 403, "{body}");
     assert!(message(&body).contains("project.yml"));
     assert_eq!(s.call("DELETE", "/api/v2/environment_settings/auto_deploy", env, None).await.0, 403);
-    let (_, body) = s.call("GET", "/api/v2/environment_settings", env, None).await;
-    assert_eq!(body["data"]["settings"]["server_compile"], false);
-    assert_eq!(body["data"]["definition"]["auto_deploy"]["protected"], true);
-    assert_eq!(body["data"]["definition"]["auto_deploy"]["protected_by"], "project.yml");
-    assert_eq!(body["data"]["definition"]["auto_full_compile"]["protected"], false);
+    let all = client.environment_settings(uuid(&id)).await.unwrap();
+    assert_eq!(all.settings["server_compile"], SettingValue::Bool(false));
+    assert!(all.definition["auto_deploy"].protected);
+    assert_eq!(all.definition["auto_deploy"].protected_by.as_deref(), Some("project.yml"));
+    assert!(!all.definition["auto_full_compile"].protected);
     // A later export that no longer sets server_compile releases it.
     let later = json!({"settings": {"auto_deploy": false}, "protected_by": "project.yml"});
     assert_eq!(protect(later).await.unwrap().status(), 200);
@@ -463,18 +429,14 @@ async fn sigkill_loses_nothing_acknowledged() {
     let mut s = TestServer::start().await;
     let p = project(&s, "durable").await;
     let id = environment(&s, &p, "prod").await;
-    let (status, _) =
-        s.call("POST", "/api/v2/environment_settings/auto_deploy", Some(&id), Some(json!({"value": false}))).await;
-    assert_eq!(status, 200);
-    s.call("POST", "/api/v2/actions/environment/halt", Some(&id), None).await;
+    s.client().set_environment_setting(uuid(&id), "auto_deploy", false).await.unwrap();
+    s.client().halt_environment(uuid(&id)).await.unwrap();
     s.kill_and_restart();
-    let (status, body) = s.call("GET", &format!("/api/v2/environment/{id}"), None, None).await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(body["data"]["name"], "prod");
-    assert_eq!(body["data"]["halted"], true);
-    assert_eq!(body["data"]["settings"]["auto_deploy"], false);
-    let (_, body) = s.call("GET", &format!("/api/v2/project/{p}"), None, None).await;
-    assert_eq!(body["data"]["name"], "durable");
+    let env = s.client().environment(uuid(&id)).await.unwrap();
+    assert_eq!(env.name, "prod");
+    assert!(env.halted);
+    assert_eq!(env.settings["auto_deploy"], SettingValue::Bool(false));
+    assert_eq!(s.client().project(uuid(&p)).await.unwrap().name, "durable");
 }
 
 #[tokio::test]

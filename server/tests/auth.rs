@@ -6,7 +6,9 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{BIN, TestServer, client_with};
+use api::client::Client;
+use api::environment::EnvironmentCreate;
+use common::{BIN, TestServer, client_with, refusal, refused};
 use serde_json::{Value, json};
 
 async fn login(s: &TestServer, username: &str, password: &str) -> (u16, Value) {
@@ -30,16 +32,20 @@ async fn get_as(s: &TestServer, token: Option<&str>, path: &str, tid: Option<&st
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
+/// A new environment in the first project (made when there is none); its id as text.
 async fn environment(s: &TestServer, name: &str) -> String {
-    let (_, projects) = s.call("GET", "/api/v2/project", None, None).await;
-    let project = match projects["data"].as_array().and_then(|p| p.first()) {
-        Some(p) => p["id"].clone(),
-        None => s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await.1["data"]["id"].clone(),
+    let client = s.client();
+    let project = match client.projects().await.unwrap().into_iter().next() {
+        Some(p) => p.id,
+        None => client.create_project("p").await.unwrap().id,
     };
-    let (status, e) =
-        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": project, "name": name}))).await;
-    assert_eq!(status, 200, "{e}");
-    e["data"]["id"].as_str().unwrap().to_string()
+    let body = EnvironmentCreate { project_id: project, name: name.into(), ..Default::default() };
+    client.create_environment(&body).await.unwrap().id.to_string()
+}
+
+/// A typed client of `s` that acts with `token`.
+fn client_as(s: &TestServer, token: &str) -> Client {
+    Client::new(s.url.clone()).with_token(Some(token.to_string()))
 }
 
 #[tokio::test]
@@ -71,20 +77,9 @@ async fn first_start_creates_an_admin_who_must_change_the_password() {
     assert_eq!(status, 403, "{body}");
     assert!(body["message"].as_str().unwrap().contains("change the generated password"), "{body}");
 
-    let change = client_with(Some(&token))
-        .patch(format!("{}/api/v2/user/admin/password", s.url))
-        .json(&json!({"password": "short", "current_password": password}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(change.status(), 400, "the policy applies");
-    let change = client_with(Some(&token))
-        .patch(format!("{}/api/v2/user/admin/password", s.url))
-        .json(&json!({"password": "My-own-password-42", "current_password": password}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(change.status(), 200);
+    let admin = client_as(&s, &token);
+    assert_eq!(refused(admin.set_password("admin", "short", Some(password)).await), 400, "the policy applies");
+    admin.set_password("admin", "My-own-password-42", Some(password)).await.unwrap();
     // The old token ended with the old password; the new password works.
     assert_eq!(get_as(&s, Some(&token), "/api/v2/project", None).await.0, 401);
     assert_eq!(login(&s, "admin", password).await.0, 401);
@@ -183,16 +178,14 @@ async fn roles_limit_users_to_their_environments() {
     let s = TestServer::start().await;
     let a = environment(&s, "a").await;
     let b = environment(&s, "b").await;
-    let (status, body) = s
-        .call("POST", "/api/v2/user", None, Some(json!({"username": "olivia", "password": "Olivia-password-1"})))
-        .await;
-    assert_eq!(status, 200, "{body}");
+    let client = s.client();
+    client.create_user("olivia", "Olivia-password-1").await.unwrap();
     let (status, _) = s
         .call("POST", "/api/v2/role_assignment/olivia", None, Some(json!({"environment": a, "role": "read-only"})))
         .await;
     assert_eq!(status, 200);
-    let (_, body) = login(&s, "olivia", "Olivia-password-1").await;
-    let token = body["data"]["token"].as_str().unwrap().to_string();
+    let token = client.login("olivia", "Olivia-password-1").await.unwrap().token;
+    let olivia = client_as(&s, &token);
 
     // She sees environment a only, reads it, changes nothing, and cannot manage users.
     let (_, list) = get_as(&s, Some(&token), "/api/v2/environment", None).await;
@@ -200,25 +193,14 @@ async fn roles_limit_users_to_their_environments() {
     assert_eq!(names, ["a"]);
     assert_eq!(get_as(&s, Some(&token), &format!("/api/v2/environment/{b}"), None).await.0, 403);
     assert_eq!(get_as(&s, Some(&token), "/api/v2/resource", Some(&a)).await.0, 200);
-    let halt = client_with(Some(&token))
-        .post(format!("{}/api/v2/actions/environment/halt", s.url))
-        .header("X-Inmanta-tid", &a)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(halt.status(), 403);
-    assert!(halt.text().await.unwrap().contains("read-only"));
+    let (status, message) = refusal(olivia.halt_environment(a.parse().unwrap()).await);
+    assert_eq!(status, 403);
+    assert!(message.contains("read-only"), "{message}");
     assert_eq!(get_as(&s, Some(&token), "/api/v2/user", None).await.0, 403);
 
     // Promoted to noc, she may halt; the change applies to the token she already has.
     s.call("POST", "/api/v2/role_assignment/olivia", None, Some(json!({"environment": a, "role": "noc"}))).await;
-    let halt = client_with(Some(&token))
-        .post(format!("{}/api/v2/actions/environment/halt", s.url))
-        .header("X-Inmanta-tid", &a)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(halt.status(), 200);
+    olivia.halt_environment(a.parse().unwrap()).await.unwrap();
     let (_, roles) = s.call("GET", "/api/v2/role_assignment/olivia", None, None).await;
     assert_eq!(roles["data"]["assignments"][&a], json!(["noc", "read-only"]));
 
@@ -226,9 +208,9 @@ async fn roles_limit_users_to_their_environments() {
     let (status, body) =
         s.call("POST", "/api/v2/role_assignment/olivia", None, Some(json!({"environment": a, "role": "wizard"}))).await;
     assert_eq!(status, 400, "{body}");
-    assert_eq!(s.call("DELETE", &format!("/api/v2/user/{}", common::ADMIN), None, None).await.0, 409);
+    assert_eq!(refused(client.delete_user(common::ADMIN).await), 409);
     // Deleting her ends her access.
-    assert_eq!(s.call("DELETE", "/api/v2/user/olivia", None, None).await.0, 200);
+    client.delete_user("olivia").await.unwrap();
     assert_eq!(get_as(&s, Some(&token), "/api/v2/resource", Some(&a)).await.0, 401);
 }
 

@@ -7,8 +7,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::TestServer;
-use serde_json::{Value, json};
+use api::client::ListQuery;
+use api::compile::{CompileDetails, NotifyChange};
+use api::environment::{EnvironmentCreate, EnvironmentModify};
+use common::{TestServer, refused};
+use serde_json::json;
+use uuid::Uuid;
 
 /// Runs git in `dir` with a fixed identity; panics when it fails.
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -81,42 +85,39 @@ fs::File(host=host, path="{}/motd", content="{content} {{{{ word }}}}", mode=644
     )
 }
 
-async fn environment(s: &TestServer, repo: &str, branch: &str) -> String {
-    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
-    let (status, e) = s
-        .call(
-            "PUT",
-            "/api/v2/environment",
-            None,
-            Some(json!({"project_id": p["data"]["id"], "name": "auto", "repository": repo, "branch": branch})),
-        )
-        .await;
-    assert_eq!(status, 200, "{e}");
-    e["data"]["id"].as_str().unwrap().to_string()
+async fn environment(s: &TestServer, repo: &str, branch: &str) -> Uuid {
+    let client = s.client();
+    let project = client.create_project("p").await.unwrap();
+    let body = EnvironmentCreate {
+        project_id: project.id,
+        name: "auto".into(),
+        repository: Some(repo.into()),
+        branch: Some(branch.into()),
+        ..Default::default()
+    };
+    client.create_environment(&body).await.unwrap().id
 }
 
 /// The compile's details once it finished.
-async fn finished(s: &TestServer, env: &str, id: &str, within: Duration) -> Value {
+async fn finished(s: &TestServer, env: Uuid, id: Uuid, within: Duration) -> CompileDetails {
     let deadline = Instant::now() + within;
     loop {
-        let (status, body) = s.call("GET", &format!("/api/v2/compilereport/{id}"), Some(env), None).await;
-        assert_eq!(status, 200, "{body}");
-        if !body["data"]["completed"].is_null() {
-            return body["data"].clone();
+        let details = s.client().compile_report(env, id).await.unwrap();
+        if details.report.completed.is_some() {
+            return details;
         }
-        assert!(Instant::now() < deadline, "compile {id} did not finish in time: {body:#}");
+        assert!(Instant::now() < deadline, "compile {id} did not finish in time: {details:#?}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 
-async fn request(s: &TestServer, env: &str) -> String {
-    let (status, body) = s.call("POST", &format!("/api/v1/notify/{env}"), None, Some(json!({"update": true}))).await;
-    assert_eq!(status, 200, "{body}");
-    body["compile_id"].as_str().unwrap().to_string()
+async fn request(s: &TestServer, env: Uuid) -> Uuid {
+    let answer = s.client().notify(env, &NotifyChange { update: true, ..Default::default() }).await.unwrap();
+    answer.compile_id.expect("a queued compile")
 }
 
-fn stage_names(details: &Value) -> Vec<String> {
-    details["reports"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap().to_string()).collect()
+fn stage_names(details: &CompileDetails) -> Vec<String> {
+    details.reports.as_ref().unwrap().iter().map(|r| r.name.clone()).collect()
 }
 
 /// Waits until `path` holds `content`.
@@ -136,9 +137,9 @@ async fn file_becomes(path: &Path, content: &str) {
     }
 }
 
-async fn active_version(s: &TestServer, env: &str) -> i64 {
-    let (_, body) = s.call("GET", "/api/v2/desiredstate?filter.status=active", Some(env), None).await;
-    body["data"][0]["version"].as_i64().unwrap_or(0)
+async fn active_version(s: &TestServer, env: Uuid) -> i64 {
+    let versions = s.client().desired_state(env, &ListQuery::new().filter("status", "active")).await.unwrap();
+    versions.data.first().map_or(0, |v| v.version)
 }
 
 /// A module repository `greeting` with tags 1.0.0, 1.2.0 and 2.0.0; `word` tells which.
@@ -167,27 +168,29 @@ async fn compiles_from_git_fail_recover_switch_branch_and_follow_a_force_push() 
     let yml = project_yml(&module_repo, &["greeting ~= 1.0"]);
     commit_and_push(&work, &[("project.yml", &yml), ("main.cf", &model(out.path(), "first"))], "first");
     let env = environment(&s, &url, "main").await;
+    let client = s.client();
 
     // The webhook form: GET with update=true.
     let (status, body) = s.call("GET", &format!("/api/v1/notify/{env}?update=true"), None, None).await;
     assert_eq!(status, 200, "{body}");
-    let id = body["compile_id"].as_str().unwrap().to_string();
-    let details = finished(&s, &env, &id, Duration::from_secs(120)).await;
-    assert_eq!(details["success"], true, "{details:#}");
-    assert_eq!(details["version"], 1);
+    let id: Uuid = body["compile_id"].as_str().unwrap().parse().unwrap();
+    let details = finished(&s, env, id, Duration::from_secs(120)).await;
+    assert_eq!(details.report.success, Some(true), "{details:#?}");
+    assert_eq!(details.report.version, Some(1));
     assert_eq!(
         stage_names(&details),
         ["Init", "Cloning repository", "Installing modules", "Recompiling configuration model"]
     );
-    let install = &details["reports"][2];
-    assert!(install["outstream"].as_str().unwrap().contains("module greeting at 1.2.0"), "{install:#}");
-    for stage in details["reports"].as_array().unwrap() {
-        assert_eq!(stage["returncode"], 0, "{stage:#}");
-        assert!(!stage["completed"].is_null());
+    let reports = details.reports.as_ref().unwrap();
+    let install = &reports[2];
+    assert!(install.outstream.contains("module greeting at 1.2.0"), "{install:#?}");
+    for stage in reports {
+        assert_eq!(stage.returncode, Some(0), "{stage:#?}");
+        assert!(stage.completed.is_some());
     }
     // auto_deploy released it and the agent wrote the file (module 1.2.0: newest that ~= 1.0 allows).
     file_becomes(&motd, "first 1.2.0").await;
-    assert_eq!(active_version(&s, &env).await, 1);
+    assert_eq!(active_version(&s, env).await, 1);
     let (status, _) = s.call("HEAD", &format!("/api/v1/notify/{env}"), None, None).await;
     assert_eq!(status, 204, "not compiling any more");
 
@@ -198,35 +201,39 @@ async fn compiles_from_git_fail_recover_switch_branch_and_follow_a_force_push() 
         &[("main.cf", "import fs\n\nx = fs::File(\n    nonsense=1\n)\ny = undefined_name\n")],
         "broken",
     );
-    let id = request(&s, &env).await;
-    let details = finished(&s, &env, &id, Duration::from_secs(60)).await;
-    assert_eq!(details["success"], false, "{details:#}");
-    assert!(details["version"].is_null());
-    let errors = details["compile_data"]["errors"].as_array().unwrap();
-    assert!(!errors.is_empty(), "{details:#}");
+    let id = request(&s, env).await;
+    let details = finished(&s, env, id, Duration::from_secs(60)).await;
+    assert_eq!(details.report.success, Some(false), "{details:#?}");
+    assert!(details.report.version.is_none());
+    let compile_data = details.compile_data.clone().unwrap_or_default();
+    let errors = compile_data["errors"].as_array().unwrap();
+    assert!(!errors.is_empty(), "{details:#?}");
     let location = &errors[0]["location"];
     assert!(location["uri"].as_str().unwrap().ends_with("main.cf"), "{errors:#?}");
     assert!(location["range"]["start"]["line"].as_i64().unwrap() >= 2, "{errors:#?}");
-    let last = details["reports"].as_array().unwrap().last().unwrap().clone();
-    assert_eq!(last["name"], "Recompiling configuration model");
-    assert_ne!(last["returncode"], 0);
-    assert!(!last["errstream"].as_str().unwrap().is_empty());
-    let (_, v2) = s.call("GET", &format!("/api/v2/compiledata/{id}"), Some(&env), None).await;
-    assert_eq!(v2["data"], details["compile_data"]);
-    let (_, notes) = s.call("GET", "/api/v2/notification", Some(&env), None).await;
-    let note = notes["data"].as_array().unwrap().iter().find(|n| n["compile_id"] == id.as_str()).expect("notification");
+    let last = details.reports.as_ref().unwrap().last().unwrap().clone();
+    assert_eq!(last.name, "Recompiling configuration model");
+    assert_ne!(last.returncode, Some(0));
+    assert!(!last.errstream.is_empty());
+    let env_id = env.to_string();
+    let (_, v2) = s.call("GET", &format!("/api/v2/compiledata/{id}"), Some(&env_id), None).await;
+    assert_eq!(v2["data"], compile_data);
+    let (_, notes) = s.call("GET", "/api/v2/notification", Some(&env_id), None).await;
+    let id_text = id.to_string();
+    let note =
+        notes["data"].as_array().unwrap().iter().find(|n| n["compile_id"] == id_text.as_str()).expect("notification");
     assert_eq!(note["title"], "Compilation failed");
     assert_eq!(note["severity"], "error");
     assert_eq!(note["uri"], format!("/console/compilereports/{id}"));
-    assert_eq!(active_version(&s, &env).await, 1, "the previous version keeps running");
+    assert_eq!(active_version(&s, env).await, 1, "the previous version keeps running");
     assert_eq!(std::fs::read_to_string(&motd).unwrap(), "first 1.2.0");
 
     // A fix: it recovers.
     commit_and_push(&work, &[("main.cf", &model(out.path(), "fixed"))], "fixed");
-    let id = request(&s, &env).await;
-    let details = finished(&s, &env, &id, Duration::from_secs(60)).await;
-    assert_eq!(details["success"], true, "{details:#}");
-    assert_eq!(details["version"], 2);
+    let id = request(&s, env).await;
+    let details = finished(&s, env, id, Duration::from_secs(60)).await;
+    assert_eq!(details.report.success, Some(true), "{details:#?}");
+    assert_eq!(details.report.version, Some(2));
     assert_eq!(
         stage_names(&details),
         ["Init", "Fetching changes", "Pulling updates", "Updating modules", "Recompiling configuration model"]
@@ -236,18 +243,16 @@ async fn compiles_from_git_fail_recover_switch_branch_and_follow_a_force_push() 
     // Switch the environment to another branch.
     git(&work, &["checkout", "--quiet", "-b", "other"]);
     commit_and_push(&work, &[("main.cf", &model(out.path(), "other"))], "other branch");
-    let (status, body) = s
-        .call(
-            "POST",
-            &format!("/api/v2/environment/{env}"),
-            None,
-            Some(json!({"name": "auto", "repository": url, "branch": "other"})),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    let id = request(&s, &env).await;
-    let details = finished(&s, &env, &id, Duration::from_secs(60)).await;
-    assert_eq!(details["success"], true, "{details:#}");
+    let body = EnvironmentModify {
+        name: "auto".into(),
+        repository: Some(url.clone()),
+        branch: Some("other".into()),
+        ..Default::default()
+    };
+    client.modify_environment(env, &body).await.unwrap();
+    let id = request(&s, env).await;
+    let details = finished(&s, env, id, Duration::from_secs(60)).await;
+    assert_eq!(details.report.success, Some(true), "{details:#?}");
     let names = stage_names(&details);
     assert!(names.contains(&"Switching branch from main to other".to_string()), "{names:?}");
     assert!(names.contains(&"Installing modules".to_string()), "{names:?}");
@@ -257,39 +262,38 @@ async fn compiles_from_git_fail_recover_switch_branch_and_follow_a_force_push() 
     std::fs::write(work.join("main.cf"), model(out.path(), "rewritten")).unwrap();
     git(&work, &["commit", "--quiet", "--all", "--amend", "-m", "rewritten"]);
     git(&work, &["push", "--quiet", "--force", "origin", "other"]);
-    let id = request(&s, &env).await;
-    let details = finished(&s, &env, &id, Duration::from_secs(60)).await;
-    assert_eq!(details["success"], true, "{details:#}");
-    let pull = details["reports"].as_array().unwrap().iter().find(|r| r["name"] == "Pulling updates").unwrap();
-    assert!(pull["outstream"].as_str().unwrap().contains("rewritten history"), "{pull:#}");
+    let id = request(&s, env).await;
+    let details = finished(&s, env, id, Duration::from_secs(60)).await;
+    assert_eq!(details.report.success, Some(true), "{details:#?}");
+    let pull = details.reports.as_ref().unwrap().iter().find(|r| r.name == "Pulling updates").unwrap();
+    assert!(pull.outstream.contains("rewritten history"), "{pull:#?}");
     file_becomes(&motd, "rewritten 1.2.0").await;
 
     // The reports: v2 paged with filters, v1, and the CLI.
-    let (_, all) = s.call("GET", "/api/v2/compilereport?limit=2", Some(&env), None).await;
-    assert_eq!(all["data"].as_array().unwrap().len(), 2);
-    assert_eq!(all["metadata"]["total"], 5);
-    assert!(all["links"]["next"].is_string());
-    let (_, failed) = s.call("GET", "/api/v2/compilereport?filter.success=false", Some(&env), None).await;
-    assert_eq!(failed["data"].as_array().unwrap().len(), 1);
-    let (_, done) =
-        s.call("GET", "/api/v2/compilereport?filter.completed=true&sort=requested.asc", Some(&env), None).await;
-    assert_eq!(done["data"][0]["version"], 1);
-    let (status, body) = s.call("GET", "/api/v2/compilereport?filter.bogus=1", Some(&env), None).await;
-    assert_eq!(status, 400, "{body}");
-    let (_, v1) = s.call("GET", "/api/v1/compilereport?limit=3", Some(&env), None).await;
+    let all = client.compile_reports(env, &ListQuery::new().limit(2)).await.unwrap();
+    assert_eq!(all.data.len(), 2);
+    assert_eq!(all.metadata.as_ref().unwrap()["total"], 5);
+    assert!(all.links.as_ref().unwrap().next.is_some());
+    let failed = client.compile_reports(env, &ListQuery::new().filter("success", "false")).await.unwrap();
+    assert_eq!(failed.data.len(), 1);
+    let query = ListQuery::new().filter("completed", "true").sort("requested.asc");
+    let done = client.compile_reports(env, &query).await.unwrap();
+    assert_eq!(done.data[0].version, Some(1));
+    assert_eq!(refused(client.compile_reports(env, &ListQuery::new().filter("bogus", "1")).await), 400);
+    let (_, v1) = s.call("GET", "/api/v1/compilereport?limit=3", Some(&env_id), None).await;
     assert_eq!(v1["reports"].as_array().unwrap().len(), 3);
-    let (_, one) = s.call("GET", &format!("/api/v1/compilereport/{id}"), Some(&env), None).await;
-    assert_eq!(one["report"]["id"], id.as_str());
-    let (_, queue) = s.call("GET", "/api/v1/compilequeue", Some(&env), None).await;
+    let (_, one) = s.call("GET", &format!("/api/v1/compilereport/{id}"), Some(&env_id), None).await;
+    assert_eq!(one["report"]["id"], id.to_string());
+    let (_, queue) = s.call("GET", "/api/v1/compilequeue", Some(&env_id), None).await;
     assert_eq!(queue["queue"], json!([]));
 
-    let (code, out, err) = s.cli(&["compile", "list", "-e", &env]);
+    let (code, out, err) = s.cli(&["compile", "list", "-e", &env_id]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("failed") && out.contains("success"), "{out}");
-    let (code, out, err) = s.cli(&["compile", "show", "-e", &env, &id]);
+    let (code, out, err) = s.cli(&["compile", "show", "-e", &env_id, &id.to_string()]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("== Pulling updates"), "{out}");
-    let (code, out, err) = s.cli(&["compile", "request", "-e", &env, "-m", "from the cli", "--wait"]);
+    let (code, out, err) = s.cli(&["compile", "request", "-e", &env_id, "-m", "from the cli", "--wait"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("from the cli") && out.contains("success"), "{out}");
     let (code, out, err) = s.cli(&["environment", "recompile", "auto", "--no-update", "--wait"]);
@@ -300,94 +304,73 @@ async fn compiles_from_git_fail_recover_switch_branch_and_follow_a_force_push() 
 #[tokio::test]
 async fn compile_endpoints_reject_bad_requests() {
     let s = TestServer::start().await;
+    let client = s.client();
     let unknown = uuid_v4();
-    let (status, body) = s.call("POST", &format!("/api/v1/notify/{unknown}"), None, Some(json!({}))).await;
-    assert_eq!(status, 404, "{body}");
+    let (status, message) = common::refusal(client.notify(unknown.parse().unwrap(), &NotifyChange::default()).await);
+    assert_eq!(status, 404, "{message}");
     let (status, body) = s.call("POST", "/api/v1/notify/not-a-uuid", None, Some(json!({}))).await;
     assert_eq!(status, 400, "{body}");
     let (status, body) = s.call("GET", "/api/v1/compilequeue", None, None).await;
     assert_eq!(status, 400, "{body}");
-    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
-    let (_, e) =
-        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
-    let env = e["data"]["id"].as_str().unwrap().to_string();
+    let env = s.new_environment("p", "e").await;
+    let env_id = env.to_string();
     let (status, body) = s.call("POST", &format!("/api/v1/notify/{env}"), None, Some(json!({"bogus": 1}))).await;
     assert_eq!(status, 400, "{body}");
-    let (status, body) = s.call("GET", &format!("/api/v2/compilereport/{unknown}"), Some(&env), None).await;
+    assert_eq!(refused(client.compile_report(env, unknown.parse().unwrap()).await), 404);
+    let (status, body) = s.call("GET", &format!("/api/v2/compiledata/{unknown}"), Some(&env_id), None).await;
     assert_eq!(status, 404, "{body}");
-    let (status, body) = s.call("GET", &format!("/api/v2/compiledata/{unknown}"), Some(&env), None).await;
-    assert_eq!(status, 404, "{body}");
-    let (status, body) = s.call("GET", "/api/v2/compilereport?limit=5000", Some(&env), None).await;
-    assert_eq!(status, 400, "{body}");
+    assert_eq!(refused(client.compile_reports(env, &ListQuery::new().limit(5000)).await), 400);
 
     // Without a repository the compile fails in Init and says why.
-    let (_, body) = s.call("POST", &format!("/api/v1/notify/{env}"), None, Some(json!({}))).await;
-    let id = body["compile_id"].as_str().unwrap().to_string();
-    let details = finished(&s, &env, &id, Duration::from_secs(30)).await;
-    assert_eq!(details["success"], false);
-    assert!(details["reports"][0]["errstream"].as_str().unwrap().contains("no repository"), "{details:#}");
+    let answer = client.notify(env, &NotifyChange::default()).await.unwrap();
+    let id = answer.compile_id.unwrap();
+    let details = finished(&s, env, id, Duration::from_secs(30)).await;
+    assert_eq!(details.report.success, Some(false));
+    assert!(details.reports.as_ref().unwrap()[0].errstream.contains("no repository"), "{details:#?}");
 
     // A halted environment keeps its requests queued; they run after resume.
-    let (status, _) = s.call("POST", "/api/v2/actions/environment/halt", Some(&env), None).await;
-    assert_eq!(status, 200);
-    let (_, body) = s.call("POST", &format!("/api/v1/notify/{env}"), None, Some(json!({}))).await;
-    let id = body["compile_id"].as_str().unwrap().to_string();
+    client.halt_environment(env).await.unwrap();
+    let id = client.notify(env, &NotifyChange::default()).await.unwrap().compile_id.unwrap();
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let (_, queue) = s.call("GET", "/api/v1/compilequeue", Some(&env), None).await;
+    let (_, queue) = s.call("GET", "/api/v1/compilequeue", Some(&env_id), None).await;
     assert_eq!(queue["queue"].as_array().unwrap().len(), 1, "{queue:#}");
-    assert_eq!(queue["queue"][0]["id"], id.as_str());
+    assert_eq!(queue["queue"][0]["id"], id.to_string());
     assert!(queue["queue"][0]["started"].is_null(), "{queue:#}");
-    let (status, _) = s.call("POST", "/api/v2/actions/environment/resume", Some(&env), None).await;
-    assert_eq!(status, 200);
-    finished(&s, &env, &id, Duration::from_secs(30)).await;
+    client.resume_environment(env).await.unwrap();
+    finished(&s, env, id, Duration::from_secs(30)).await;
 
     // auto_full_compile: a cron expression (here with seconds: every second) queues compiles.
-    let (status, body) = s
-        .call(
-            "POST",
-            "/api/v2/environment_settings/auto_full_compile",
-            Some(&env),
-            Some(json!({"value": "* * * * * * *"})),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
+    client.set_environment_setting(env, "auto_full_compile", "* * * * * * *").await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let (_, all) = s.call("GET", "/api/v2/compilereport", Some(&env), None).await;
-        if all["data"].as_array().unwrap().iter().any(|c| c["metadata"]["type"] == "schedule") {
+        let all = client.compile_reports(env, &ListQuery::new()).await.unwrap().data;
+        if all.iter().any(|c| c.metadata["type"] == "schedule") {
             break;
         }
-        assert!(Instant::now() < deadline, "auto_full_compile never requested a compile: {all:#}");
+        assert!(Instant::now() < deadline, "auto_full_compile never requested a compile: {all:#?}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let (status, _) = s.call("DELETE", "/api/v2/environment_settings/auto_full_compile", Some(&env), None).await;
-    assert_eq!(status, 200);
+    client.delete_environment_setting(env, "auto_full_compile").await.unwrap();
 
     // server_compile off: nothing is queued, the answer warns.
-    let (status, _) =
-        s.call("POST", "/api/v2/environment_settings/server_compile", Some(&env), Some(json!({"value": false}))).await;
-    assert_eq!(status, 200);
-    let (status, body) = s.call("POST", &format!("/api/v1/notify/{env}"), None, Some(json!({}))).await;
-    assert_eq!(status, 200);
-    assert!(body["compile_id"].is_null(), "{body}");
-    assert!(body["metadata"]["warnings"][0].as_str().unwrap().contains("server compile is disabled"), "{body}");
+    client.set_environment_setting(env, "server_compile", false).await.unwrap();
+    let answer = client.notify(env, &NotifyChange::default()).await.unwrap();
+    assert!(answer.compile_id.is_none(), "{answer:?}");
+    assert!(answer.warnings()[0].contains("server compile is disabled"), "{answer:?}");
 
     // Clearing the environment removes its compiles and their stages.
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let (_, queue) = s.call("GET", "/api/v1/compilequeue", Some(&env), None).await;
+        let (_, queue) = s.call("GET", "/api/v1/compilequeue", Some(&env_id), None).await;
         if queue["queue"] == json!([]) {
             break;
         }
         assert!(Instant::now() < deadline, "the queue never emptied: {queue:#}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let (_, all) = s.call("GET", "/api/v2/compilereport", Some(&env), None).await;
-    assert!(!all["data"].as_array().unwrap().is_empty());
-    let (status, body) = s.call("DELETE", &format!("/api/v2/decommission/{env}"), None, None).await;
-    assert_eq!(status, 200, "{body}");
-    let (_, all) = s.call("GET", "/api/v2/compilereport", Some(&env), None).await;
-    assert_eq!(all["data"], json!([]));
+    assert!(!client.compile_reports(env, &ListQuery::new()).await.unwrap().data.is_empty());
+    client.clear_environment(env).await.unwrap();
+    assert_eq!(client.compile_reports(env, &ListQuery::new()).await.unwrap().data, []);
 }
 
 fn uuid_v4() -> String {
@@ -422,45 +405,44 @@ async fn a_burst_of_requests_runs_few_compiles_one_at_a_time_and_survives_a_kill
 
     let mut ids = std::collections::BTreeSet::new();
     for _ in 0..10 {
-        ids.insert(request(&s, &env).await);
+        ids.insert(request(&s, env).await);
     }
     assert!(ids.len() <= 2, "ten requests in a burst merge into at most two compiles: {ids:?}");
     for id in &ids {
-        let details = finished(&s, &env, id, Duration::from_secs(120)).await;
-        assert_eq!(details["success"], true, "{details:#}");
+        let details = finished(&s, env, *id, Duration::from_secs(120)).await;
+        assert_eq!(details.report.success, Some(true), "{details:#?}");
     }
-    let (_, all) = s.call("GET", "/api/v2/compilereport?sort=requested.asc", Some(&env), None).await;
-    let compiles = all["data"].as_array().unwrap();
+    let compiles = s.client().compile_reports(env, &ListQuery::new().sort("requested.asc")).await.unwrap().data;
     assert_eq!(compiles.len(), ids.len());
     for pair in compiles.windows(2) {
         assert!(
-            pair[1]["started"].as_str().unwrap() >= pair[0]["completed"].as_str().unwrap(),
+            pair[1].started.as_deref().unwrap() >= pair[0].completed.as_deref().unwrap(),
             "two compiles overlapped: {pair:#?}"
         );
     }
 
     // Kill the server while it compiles: after the restart the queue finishes.
     commit_and_push(&work, &[("main.cf", &slow_model(400_000))], "slower");
-    let id = request(&s, &env).await;
+    let id = request(&s, env).await;
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let (_, body) = s.call("GET", &format!("/api/v2/compilereport/{id}"), Some(&env), None).await;
-        if stage_names(&body["data"]).contains(&"Recompiling configuration model".to_string()) {
-            assert!(body["data"]["completed"].is_null(), "the compile was too fast to interrupt: {body:#}");
+        let details = s.client().compile_report(env, id).await.unwrap();
+        if stage_names(&details).contains(&"Recompiling configuration model".to_string()) {
+            assert!(details.report.completed.is_none(), "the compile was too fast to interrupt: {details:#?}");
             break;
         }
         assert!(Instant::now() < deadline, "the compile never reached the compiler");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let (status, _) = s.call("HEAD", &format!("/api/v1/notify/{env}"), None, None).await;
-    let (_, body) = s.call("GET", &format!("/api/v2/compilereport/{id}"), Some(&env), None).await;
-    assert_eq!(status, 200, "compiling: {body:#}");
+    let details = s.client().compile_report(env, id).await.unwrap();
+    assert_eq!(status, 200, "compiling: {details:#?}");
     s.kill_and_restart();
-    let details = finished(&s, &env, &id, Duration::from_secs(120)).await;
-    assert_eq!(details["success"], true, "{details:#}");
-    assert_eq!(stage_names(&details).iter().filter(|n| *n == "Init").count(), 1, "stages start over: {details:#}");
-    let version = details["version"].as_i64().unwrap();
-    assert!(version >= 2, "{details:#}");
+    let details = finished(&s, env, id, Duration::from_secs(120)).await;
+    assert_eq!(details.report.success, Some(true), "{details:#?}");
+    assert_eq!(stage_names(&details).iter().filter(|n| *n == "Init").count(), 1, "stages start over: {details:#?}");
+    let version = details.report.version.unwrap();
+    assert!(version >= 2, "{details:#?}");
 }
 
 #[tokio::test]
@@ -470,23 +452,25 @@ async fn a_compile_over_its_time_limit_or_crashing_fails_with_its_output() {
     let (url, work) = repository(repos.path(), "slow");
     commit_and_push(&work, &[("project.yml", &project_yml("", &[])), ("main.cf", &slow_model(1_000_000))], "slow");
     let env = environment(&s, &url, "main").await;
-    let id = request(&s, &env).await;
-    let details = finished(&s, &env, &id, Duration::from_secs(60)).await;
-    assert_eq!(details["success"], false, "{details:#}");
-    let last = details["reports"].as_array().unwrap().last().unwrap().clone();
-    assert_eq!(last["name"], "Recompiling configuration model");
-    assert!(last["returncode"].is_null(), "{last:#}");
-    assert!(last["errstream"].as_str().unwrap().contains("time limit"), "{last:#}");
-    let (_, notes) = s.call("GET", "/api/v2/notification", Some(&env), None).await;
-    assert!(notes["data"].as_array().unwrap().iter().any(|n| n["compile_id"] == id.as_str()), "{notes:#}");
+    let env_id = env.to_string();
+    let id = request(&s, env).await;
+    let details = finished(&s, env, id, Duration::from_secs(60)).await;
+    assert_eq!(details.report.success, Some(false), "{details:#?}");
+    let last = details.reports.as_ref().unwrap().last().unwrap().clone();
+    assert_eq!(last.name, "Recompiling configuration model");
+    assert!(last.returncode.is_none(), "{last:#?}");
+    assert!(last.errstream.contains("time limit"), "{last:#?}");
+    let (_, notes) = s.call("GET", "/api/v2/notification", Some(&env_id), None).await;
+    let id_text = id.to_string();
+    assert!(notes["data"].as_array().unwrap().iter().any(|n| n["compile_id"] == id_text.as_str()), "{notes:#}");
 
     // The server is still there, and a compile whose process dies is reported failed too.
     commit_and_push(&work, &[("main.cf", &slow_model(900_000))], "still slow");
-    let id = request(&s, &env).await;
+    let id = request(&s, env).await;
     let deadline = Instant::now() + Duration::from_secs(30);
     let child = loop {
-        let (_, body) = s.call("GET", &format!("/api/v2/compilereport/{id}"), Some(&env), None).await;
-        if stage_names(&body["data"]).contains(&"Recompiling configuration model".to_string())
+        let details = s.client().compile_report(env, id).await.unwrap();
+        if stage_names(&details).contains(&"Recompiling configuration model".to_string())
             && let Some(pid) = s.pid().and_then(children).and_then(|c| c.into_iter().next())
         {
             break pid;
@@ -495,12 +479,11 @@ async fn a_compile_over_its_time_limit_or_crashing_fails_with_its_output() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     Command::new("kill").args(["-KILL", &child.to_string()]).status().unwrap();
-    let details = finished(&s, &env, &id, Duration::from_secs(30)).await;
-    assert_eq!(details["success"], false, "{details:#}");
-    let last = details["reports"].as_array().unwrap().last().unwrap().clone();
-    assert!(last["errstream"].as_str().unwrap().contains("killed by a signal"), "{last:#}");
-    let (status, _) = s.call("GET", "/api/v1/serverstatus", None, None).await;
-    assert_eq!(status, 200, "the server is still up");
+    let details = finished(&s, env, id, Duration::from_secs(30)).await;
+    assert_eq!(details.report.success, Some(false), "{details:#?}");
+    let last = details.reports.as_ref().unwrap().last().unwrap().clone();
+    assert!(last.errstream.contains("killed by a signal"), "{last:#?}");
+    s.client().server_status().await.expect("the server is still up");
 }
 
 /// The child processes of `pid` (Linux).

@@ -11,6 +11,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use api::client::ListQuery;
 use common::TestServer;
 use serde_json::{Value, json};
 
@@ -75,20 +76,11 @@ async fn export(s: &TestServer, env: &str, resources: Vec<Value>) -> Result<(), 
 async fn wait_all_deployed(s: &TestServer, env: &str) -> Result<Duration, Vec<(String, String)>> {
     let start = Instant::now();
     loop {
-        let (_, list) = s.call("GET", "/api/v2/resource?limit=1000&filter.status=!orphaned", Some(env), None).await;
-        let items: Vec<(String, String)> = list["data"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .map(|r| {
-                        (
-                            r["resource_id"].as_str().unwrap_or_default().to_string(),
-                            r["status"].as_str().unwrap_or_default().to_string(),
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let query = ListQuery::new().limit(1000).filter("status", "!orphaned");
+        // An error answer (the server is still starting) counts as nothing deployed yet.
+        let list = s.client().resources(env.parse().unwrap(), &query).await.map(|page| page.data).unwrap_or_default();
+        let items: Vec<(String, String)> =
+            list.iter().map(|r| (r.resource_id.clone(), r.status.as_str().to_string())).collect();
         if items.len() == RESOURCES && items.iter().all(|(_, st)| st == "deployed") {
             return Ok(start.elapsed());
         }
@@ -109,10 +101,7 @@ async fn every_resource_deploys_after_crashes_during_export_and_deploy() {
     let mut rng = Rng(seed);
 
     let mut s = TestServer::start().await;
-    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
-    let (_, e) =
-        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
-    let env = e["data"]["id"].as_str().expect("environment id").to_string();
+    let env = s.new_environment("p", "e").await.to_string();
 
     let requires: Vec<Vec<usize>> = (0..RESOURCES)
         .map(|i| {

@@ -7,8 +7,12 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{BIN, TestServer};
+use api::AgentStatus;
+use api::client::{ActionQuery, ListQuery};
+use api::state::ActionKind;
+use common::{BIN, TestServer, refused};
 use serde_json::{Value, json};
+use uuid::Uuid;
 
 fn write_project(dir: &Path, main: &str) {
     std::fs::write(dir.join("project.yml"), "name: deploydemo\nmodulepath: libs\ndownloadpath: libs\n").unwrap();
@@ -46,11 +50,13 @@ fn point_at(project: &Path, s: &TestServer, env: &str) -> String {
     port
 }
 
+/// A new environment's id, as text for `.inmanta` and the CLI.
 async fn environment(s: &TestServer) -> String {
-    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
-    let (_, e) =
-        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
-    e["data"]["id"].as_str().unwrap().to_string()
+    s.new_environment("p", "e").await.to_string()
+}
+
+fn id(env: &str) -> Uuid {
+    env.parse().unwrap()
 }
 
 /// Statuses of every resource once nothing is deploying or waiting any more.
@@ -58,19 +64,10 @@ async fn settle(s: &TestServer, env: &str, expect_total: usize) -> Vec<(String, 
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let (_, status) = s.call("GET", "/api/v2/scheduler_status", Some(env), None).await;
-        let (_, list) =
-            s.call("GET", "/api/v2/resource?sort=resource_id.asc&filter.status=!orphaned", Some(env), None).await;
-        let items: Vec<(String, String)> = list["data"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| {
-                (
-                    r["id_details"]["resource_id_value"].as_str().unwrap().to_string(),
-                    r["status"].as_str().unwrap().to_string(),
-                )
-            })
-            .collect();
+        let query = ListQuery::new().sort("resource_id.asc").filter("status", "!orphaned");
+        let list = s.client().resources(id(env), &query).await.unwrap().data;
+        let items: Vec<(String, String)> =
+            list.iter().map(|r| (r.id_details.resource_id_value.clone(), r.status.as_str().to_string())).collect();
         let busy = status["data"]["scheduled"].as_u64() != Some(0) || status["data"]["running"].as_u64() != Some(0);
         let moving = items.iter().any(|(_, st)| st == "deploying" || st == "available");
         if items.len() == expect_total && !busy && !moving {
@@ -90,13 +87,8 @@ fn status_of<'a>(items: &'a [(String, String)], suffix: &str) -> &'a str {
 }
 
 async fn deploy_count(s: &TestServer, env: &str, path_suffix: &str) -> usize {
-    let (_, actions) = s.call("GET", "/api/v2/resource_actions", Some(env), None).await;
-    actions["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|a| a["action"] == "deploy" && a["resource_version_ids"][0].as_str().unwrap().contains(path_suffix))
-        .count()
+    let actions = s.client().resource_actions(id(env), &ActionQuery::default()).await.unwrap().data;
+    actions.iter().filter(|a| a.action == ActionKind::Deploy && a.resource_version_ids[0].contains(path_suffix)).count()
 }
 
 #[tokio::test]
@@ -147,9 +139,8 @@ async fn exported_files_are_deployed_failures_skip_and_recover() {
     }
 
     // A repair on request also puts back what was changed (here with realtime repair off).
-    let (status, _) =
-        s.call("POST", "/api/v2/environment_settings/realtime_repair", Some(&env), Some(json!({"value": false}))).await;
-    assert_eq!(status, 200);
+    let client = s.client();
+    client.set_environment_setting(id(&env), "realtime_repair", false).await.unwrap();
     let (status, _) = s.call("POST", "/api/v1/deploy", Some(&env), Some(json!({"agents": ["localhost"]}))).await;
     assert_eq!(status, 200);
     settle(&s, &env, 5).await;
@@ -164,15 +155,15 @@ async fn exported_files_are_deployed_failures_skip_and_recover() {
     assert_eq!(std::fs::read_to_string(etc.join("issue")).unwrap(), "issue");
 
     // Agents: listed up; a paused agent is listed paused.
-    let (_, agents) = s.call("GET", "/api/v2/agents", Some(&env), None).await;
-    assert_eq!(agents["data"][0]["name"], "localhost");
-    assert_eq!(agents["data"][0]["status"], "up");
-    assert_eq!(s.call("POST", "/api/v2/agent/localhost/pause", Some(&env), None).await.0, 200);
-    let (_, agents) = s.call("GET", "/api/v2/agents?filter.status=paused", Some(&env), None).await;
-    assert_eq!(agents["data"].as_array().unwrap().len(), 1);
+    let agents = client.agents(id(&env), &ListQuery::new()).await.unwrap().data;
+    assert_eq!(agents[0].name, "localhost");
+    assert_eq!(agents[0].status, AgentStatus::Up);
+    client.pause_agent(id(&env), Some("localhost")).await.unwrap();
+    let agents = client.agents(id(&env), &ListQuery::new().filter("status", "paused")).await.unwrap().data;
+    assert_eq!(agents.len(), 1);
     assert_eq!(s.call("POST", "/api/v2/agent/localhost/fly", Some(&env), None).await.0, 400);
-    assert_eq!(s.call("POST", "/api/v2/agent/ghost/pause", Some(&env), None).await.0, 404);
-    assert_eq!(s.call("POST", "/api/v2/agents/unpause", Some(&env), None).await.0, 200);
+    assert_eq!(refused(client.pause_agent(id(&env), Some("ghost")).await), 404);
+    client.unpause_agent(id(&env), None).await.unwrap();
 
     // deploy_filtered schedules the matching resources only.
     let filter = json!({"filter": {"resourceType": {"eq": "fs::File"}, "resourceIdValue": {"contains": "motd"}}});
@@ -192,7 +183,7 @@ async fn deploy_needs_a_released_version_and_a_running_environment() {
     let s = TestServer::start().await;
     let env = environment(&s).await;
     assert_eq!(s.call("POST", "/api/v1/deploy", Some(&env), None).await.0, 404);
-    assert_eq!(s.call("POST", "/api/v2/actions/environment/halt", Some(&env), None).await.0, 200);
+    s.client().halt_environment(id(&env)).await.unwrap();
     let (status, body) = s.call("GET", "/api/v2/scheduler_status", Some(&env), None).await;
     assert_eq!(status, 404, "{body}");
     let _: Value = body;
@@ -253,22 +244,20 @@ async fn dry_runs_report_what_would_change_without_changing_it() {
     let s = TestServer::start().await;
     let env = environment(&s).await;
     let tid = Some(env.as_str());
+    let client = s.client();
+    let env_id = id(&env);
     let project = tempfile::tempdir().unwrap();
     let root = tempfile::tempdir().unwrap();
     let port = point_at(project.path(), &s, &env);
-    for (name, value) in [("realtime_repair", json!(false)), ("auto_deploy", json!(true))] {
-        let (status, _) =
-            s.call("POST", &format!("/api/v2/environment_settings/{name}"), tid, Some(json!({"value": value}))).await;
-        assert_eq!(status, 200);
+    for (name, value) in [("realtime_repair", false), ("auto_deploy", true)] {
+        client.set_environment_setting(env_id, name, value).await.unwrap();
     }
     write_project(project.path(), &model(root.path(), "hello", "/bin/true"));
     export(project.path());
     settle(&s, &env, 5).await;
 
     // The next version is stored but not released; one file is edited by hand meanwhile.
-    let (status, _) =
-        s.call("POST", "/api/v2/environment_settings/auto_deploy", tid, Some(json!({"value": false}))).await;
-    assert_eq!(status, 200);
+    client.set_environment_setting(env_id, "auto_deploy", false).await.unwrap();
     let mut main = model(root.path(), "hello", "/bin/true");
     main.push_str(&format!(
         "fs::File(host=host, path=\"{}/etc/new\", content=\"new\", requires=[dir])\n",
@@ -278,45 +267,29 @@ async fn dry_runs_report_what_would_change_without_changing_it() {
     export(project.path());
     std::fs::write(root.path().join("etc/issue"), "edited by hand").unwrap();
 
-    let (status, body) = s.call("POST", "/api/v2/dryrun/2", tid, None).await;
-    assert_eq!(status, 200, "{body}");
-    let id = body["data"].as_str().unwrap().to_string();
+    let id = client.dry_run(env_id, 2).await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     let report = loop {
-        let (_, report) = s.call("GET", &format!("/api/v2/dryrun/2/{id}"), tid, None).await;
-        if report["data"]["summary"]["todo"] == 0 {
-            break report["data"].clone();
+        let report = client.dry_run_report(env_id, 2, id).await.unwrap();
+        if report.summary.todo == 0 {
+            break report;
         }
-        assert!(Instant::now() < deadline, "dry run did not finish: {report}");
+        assert!(Instant::now() < deadline, "dry run did not finish: {report:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    let status_of = |suffix: &str| {
-        report["diff"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|d| d["resource_id"].as_str().unwrap().ends_with(suffix))
-            .unwrap()["status"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    };
-    assert_eq!(report["summary"]["total"], 6);
-    assert_eq!(status_of("/etc/new]"), "added", "{report}");
-    assert_eq!(status_of("/etc/issue]"), "modified", "{report}");
-    assert_eq!(status_of("/etc/motd]"), "unmodified", "{report}");
-    let issue = report["diff"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["resource_id"].as_str().unwrap().ends_with("/etc/issue]"))
-        .unwrap();
-    assert!(issue["attributes"]["hash"]["from_value"].is_string(), "{issue}");
+    let diff_of = |suffix: &str| report.diff.iter().find(|d| d.resource_id.ends_with(suffix)).unwrap();
+    let status_of = |suffix: &str| diff_of(suffix).status.as_str();
+    assert_eq!(report.summary.total, 6);
+    assert_eq!(status_of("/etc/new]"), "added", "{report:?}");
+    assert_eq!(status_of("/etc/issue]"), "modified", "{report:?}");
+    assert_eq!(status_of("/etc/motd]"), "unmodified", "{report:?}");
+    let issue = diff_of("/etc/issue]");
+    assert!(issue.attributes["hash"].from_value.as_ref().is_some_and(Value::is_string), "{issue:?}");
     // File contents are in the report, so the change reads as a unified diff.
-    assert_eq!(issue["attributes"]["content"]["from_value_compare"], "edited by hand", "{issue}");
-    assert_eq!(issue["attributes"]["content"]["to_value_compare"], "issue", "{issue}");
+    assert_eq!(issue.attributes["content"].from_value_compare, "edited by hand", "{issue:?}");
+    assert_eq!(issue.attributes["content"].to_value_compare, "issue", "{issue:?}");
     let out = Command::new(BIN)
-        .args(["dryrun", "show", "2", &id, "--port", &port])
+        .args(["dryrun", "show", "2", &id.to_string(), "--port", &port])
         .current_dir(project.path())
         .output()
         .unwrap();
@@ -325,15 +298,15 @@ async fn dry_runs_report_what_would_change_without_changing_it() {
     assert!(!root.path().join("etc/new").exists(), "a dry run changes nothing");
     assert_eq!(std::fs::read_to_string(root.path().join("etc/issue")).unwrap(), "edited by hand");
 
-    let (_, list) = s.call("GET", "/api/v2/dryrun/2", tid, None).await;
-    assert_eq!(list["data"][0]["id"], id.as_str());
+    let list = client.dry_runs(env_id, 2).await.unwrap();
+    assert_eq!(list[0].id, id);
     let (_, v1) = s.call("GET", &format!("/api/v1/dryrun/{id}"), tid, None).await;
     assert_eq!(v1["dryrun"]["resources"].as_object().unwrap().len(), 6);
-    assert_eq!(s.call("POST", "/api/v2/dryrun/99", tid, None).await.0, 404);
-    assert_eq!(s.call("GET", &format!("/api/v2/dryrun/2/{}", uuid::Uuid::new_v4()), tid, None).await.0, 404);
+    assert_eq!(refused(client.dry_run(env_id, 99).await), 404);
+    assert_eq!(refused(client.dry_run_report(env_id, 2, Uuid::new_v4()).await), 404);
 
     // A paused agent's resources are reported as agent_down; the CLI waits and prints.
-    assert_eq!(s.call("POST", "/api/v2/agent/localhost/pause", tid, None).await.0, 200);
+    client.pause_agent(env_id, Some("localhost")).await.unwrap();
     let out = Command::new(BIN)
         .args(["dryrun", "create", "2", "--port", &port])
         .current_dir(project.path())
@@ -343,8 +316,8 @@ async fn dry_runs_report_what_would_change_without_changing_it() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(text.matches("agent_down").count(), 6, "{text}");
 
-    assert_eq!(s.call("POST", "/api/v2/actions/environment/halt", tid, None).await.0, 200);
-    assert_eq!(s.call("POST", "/api/v2/dryrun/2", tid, None).await.0, 409);
+    client.halt_environment(env_id).await.unwrap();
+    assert_eq!(refused(client.dry_run(env_id, 2).await), 409);
 }
 
 #[tokio::test]

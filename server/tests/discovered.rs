@@ -5,14 +5,17 @@
 
 mod common;
 
-use common::{TestServer, client_with};
+use api::Envelope;
+use api::client::{Client, ListQuery};
+use api::resource::{DiscoveredResource, DiscoveredResourceInput};
+use api::version::PutVersion;
+use common::{TestServer, client_with, refusal, refused};
 use serde_json::{Value, json};
+use uuid::Uuid;
 
+/// A new environment's id, as text for the raw calls.
 async fn new_environment(s: &TestServer) -> String {
-    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
-    let (_, e) =
-        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
-    e["data"]["id"].as_str().unwrap().to_string()
+    s.new_environment("p", "e").await.to_string()
 }
 
 /// Calls the API with an agent token of `env`.
@@ -39,8 +42,8 @@ fn found(id: &str, discovery: &str, values: Value) -> Value {
     json!({"discovered_resource_id": id, "discovery_resource_id": discovery, "values": values})
 }
 
-fn ids(list: &Value) -> Vec<String> {
-    list["data"].as_array().unwrap().iter().map(|d| d["discovered_resource_id"].as_str().unwrap().to_string()).collect()
+fn listed(page: &Envelope<Vec<DiscoveredResource>>) -> Vec<String> {
+    page.data.iter().map(|d| d.discovered_resource_id.clone()).collect()
 }
 
 const SCAN: &str = "kvfile::Discovery[host1,directory=/etc/app]";
@@ -72,10 +75,11 @@ async fn agents_report_and_operators_list_read_and_delete() {
     assert_eq!(status, 200, "{body}");
 
     // The whole list, sorted by id by default.
-    let (status, list) = s.call("GET", "/api/v2/discovered", Some(&env), None).await;
-    assert_eq!(status, 200, "{list}");
+    let client = s.client();
+    let env_id: Uuid = env.parse().unwrap();
+    let list = client.discovered_resources(env_id, &ListQuery::new()).await.unwrap();
     assert_eq!(
-        ids(&list),
+        listed(&list),
         [
             "kvfile::Line[host1,key=name]",
             "kvfile::Line[host1,key=port]",
@@ -83,86 +87,89 @@ async fn agents_report_and_operators_list_read_and_delete() {
             "std::testing::NullResource[host2,name=x]"
         ]
     );
-    assert_eq!(list["metadata"]["total"], 4);
-    let port = &list["data"][1];
-    assert_eq!(port["resource_type"], "kvfile::Line");
-    assert_eq!(port["agent"], "host1");
-    assert_eq!(port["resource_id_value"], "port");
-    assert_eq!(port["values"], json!({"path": "/etc/app/a.conf", "key": "port", "value": "80"}));
-    assert_eq!(port["discovery_resource_id"], SCAN);
-    assert_eq!(port["discovery_resource_uri"], format!("/api/v2/resource/{}", api::url::encode(SCAN)));
-    assert_eq!(port["managed_resource_uri"], Value::Null, "nothing manages it yet");
+    assert_eq!(list.metadata.as_ref().unwrap()["total"], 4);
+    let port = &list.data[1];
+    assert_eq!(port.resource_type, "kvfile::Line");
+    assert_eq!(port.agent, "host1");
+    assert_eq!(port.resource_id_value, "port");
+    assert_eq!(Value::Object(port.values.clone()), json!({"path": "/etc/app/a.conf", "key": "port", "value": "80"}));
+    assert_eq!(port.discovery_resource_id, SCAN);
+    assert_eq!(port.discovery_resource_uri, Some(format!("/api/v2/resource/{}", api::url::encode(SCAN))));
+    assert_eq!(port.managed_resource_uri, None, "nothing manages it yet");
 
     // A released version that manages one of them.
     let managed = "std::testing::NullResource[host2,name=x]";
-    let (_, v) = s.call("POST", "/api/v2/reserve_version", Some(&env), None).await;
-    let version = v["data"].as_i64().unwrap();
+    let version = client.reserve_version(env_id).await.unwrap();
     let resource = json!({"id": format!("{managed},v={version}"), "name": "x", "agentname": "host2", "fail": false,
         "purged": false, "send_event": false, "requires": []});
-    let (status, body) =
-        s.call("PUT", "/api/v1/version", Some(&env), Some(json!({"version": version, "resources": [resource]}))).await;
-    assert_eq!(status, 200, "{body}");
+    let body = PutVersion { version, resources: vec![resource.as_object().unwrap().clone()], ..Default::default() };
+    client.put_version(env_id, &body).await.unwrap();
     // Released by auto_deploy, or here (a second release is refused, and changes nothing).
-    s.call("POST", &format!("/api/v1/version/{version}"), Some(&env), Some(json!({"push": false}))).await;
-    let mut list = Value::Null;
+    let _ = client.release_version(env_id, version, false).await;
+    let managed_query = ListQuery::new().filter("managed", "true");
+    let mut list = client.discovered_resources(env_id, &managed_query).await.unwrap();
     for _ in 0..100 {
-        list = s.call("GET", "/api/v2/discovered?filter.managed=true", Some(&env), None).await.1;
-        if !ids(&list).is_empty() {
+        if !list.data.is_empty() {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        list = client.discovered_resources(env_id, &managed_query).await.unwrap();
     }
-    assert_eq!(ids(&list), [managed]);
-    assert_eq!(list["data"][0]["managed_resource_uri"], format!("/api/v2/resource/{}", api::url::encode(managed)));
-    let (_, list) = s.call("GET", "/api/v2/discovered?filter.managed=false", Some(&env), None).await;
-    assert_eq!(ids(&list).len(), 3);
-    let (_, single) =
-        s.call("GET", &format!("/api/v2/discovered/{}", api::url::encode(managed)), Some(&env), None).await;
-    assert_eq!(single["data"]["managed_resource_uri"], list_uri(managed), "{single}");
+    assert_eq!(listed(&list), [managed]);
+    assert_eq!(list.data[0].managed_resource_uri, Some(format!("/api/v2/resource/{}", api::url::encode(managed))));
+    let list = client.discovered_resources(env_id, &ListQuery::new().filter("managed", "false")).await.unwrap();
+    assert_eq!(listed(&list).len(), 3);
+    let single = client.discovered_resource(env_id, managed).await.unwrap();
+    assert_eq!(single.managed_resource_uri, Some(list_uri(managed)), "{single:?}");
 
     // Filters (partial, case-insensitive), sort and paging.
-    let (_, list) = s.call("GET", "/api/v2/discovered?filter.agent=HOST2", Some(&env), None).await;
-    assert_eq!(ids(&list), ["kvfile::Line[host2,key=mode]", managed]);
-    let (_, list) = s
-        .call("GET", "/api/v2/discovered?filter.resource_type=line&filter.resource_id_value=o", Some(&env), None)
-        .await;
-    assert_eq!(ids(&list), ["kvfile::Line[host1,key=port]", "kvfile::Line[host2,key=mode]"]);
-    let (_, list) = s.call("GET", "/api/v2/discovered?sort=resource_id_value.desc", Some(&env), None).await;
-    assert_eq!(ids(&list)[0], managed, "x sorts last ascending");
-    let (_, page) = s.call("GET", "/api/v2/discovered?limit=3", Some(&env), None).await;
-    assert_eq!(ids(&page).len(), 3);
-    assert_eq!(page["metadata"]["after"], 1);
-    let next = page["links"]["next"].as_str().expect("a next link");
-    let (_, rest) = s.call("GET", next, Some(&env), None).await;
-    assert_eq!(ids(&rest), [managed], "{next}");
+    let list = client.discovered_resources(env_id, &ListQuery::new().filter("agent", "HOST2")).await.unwrap();
+    assert_eq!(listed(&list), ["kvfile::Line[host2,key=mode]", managed]);
+    let query = ListQuery::new().filter("resource_type", "line").filter("resource_id_value", "o");
+    let list = client.discovered_resources(env_id, &query).await.unwrap();
+    assert_eq!(listed(&list), ["kvfile::Line[host1,key=port]", "kvfile::Line[host2,key=mode]"]);
+    let list = client.discovered_resources(env_id, &ListQuery::new().sort("resource_id_value.desc")).await.unwrap();
+    assert_eq!(listed(&list)[0], managed, "x sorts last ascending");
+    let page = client.discovered_resources(env_id, &ListQuery::new().limit(3)).await.unwrap();
+    assert_eq!(listed(&page).len(), 3);
+    assert_eq!(page.metadata.as_ref().unwrap()["after"], 1);
+    let next = page.links.and_then(|l| l.next).expect("a next link");
+    let rest = client.page::<DiscoveredResource>(&next, Some(env_id)).await.unwrap();
+    assert_eq!(listed(&rest), [managed], "{next}");
 
-    // A new report of a known id replaces it.
-    let again =
-        json!({"discovered_resources": [found("kvfile::Line[host1,key=port]", SCAN, json!({"value": "8080"}))]});
-    assert_eq!(as_agent(&s, &agent, "POST", "/api/v2/discovered", &env, Some(again)).await.0, 200);
-    let port_path = format!("/api/v2/discovered/{}", api::url::encode("kvfile::Line[host1,key=port]"));
-    let (_, single) = s.call("GET", &port_path, Some(&env), None).await;
-    assert_eq!(single["data"]["values"], json!({"value": "8080"}));
+    // A new report of a known id replaces it (through the typed client with the agent's token).
+    let again = DiscoveredResourceInput {
+        discovered_resource_id: "kvfile::Line[host1,key=port]".into(),
+        values: json!({"value": "8080"}),
+        discovery_resource_id: SCAN.into(),
+    };
+    let as_agent_client = Client::new(s.url.clone()).with_token(Some(agent.clone()));
+    as_agent_client.report_discovered(env_id, &[again]).await.unwrap();
+    let port_id = "kvfile::Line[host1,key=port]";
+    let single = client.discovered_resource(env_id, port_id).await.unwrap();
+    assert_eq!(Value::Object(single.values), json!({"value": "8080"}));
 
     // Deleted one by one (an unknown id is 404), and in a batch (unknown ids are ignored).
+    let port_path = format!("/api/v2/discovered/{}", api::url::encode(port_id));
     let (status, body) = s.call("DELETE", &port_path, Some(&env), None).await;
     assert_eq!((status, &body), (200, &json!({"data": null})));
-    let (status, body) = s.call("DELETE", &port_path, Some(&env), None).await;
-    assert_eq!(status, 404, "{body}");
-    assert!(body["message"].as_str().unwrap().contains("kvfile::Line[host1,key=port]"), "{body}");
-    let (status, _) = s.call("GET", &port_path, Some(&env), None).await;
-    assert_eq!(status, 404);
+    let (status, message) = refusal(client.delete_discovered_resource(env_id, port_id).await);
+    assert_eq!(status, 404, "{message}");
+    assert!(message.contains("kvfile::Line[host1,key=port]"), "{message}");
+    assert_eq!(refused(client.discovered_resource(env_id, port_id).await), 404);
+    // Inmanta's client sends the batch to `/discovered/`.
     let ids_body = json!({"discovered_resource_ids": ["kvfile::Line[host1,key=name]", "kvfile::Line[nowhere,key=x]"]});
     let (status, body) = s.call("DELETE", "/api/v2/discovered/", Some(&env), Some(ids_body)).await;
     assert_eq!(status, 200, "{body}");
-    let (_, list) = s.call("GET", "/api/v2/discovered", Some(&env), None).await;
-    assert_eq!(ids(&list), ["kvfile::Line[host2,key=mode]", managed]);
+    let list = client.discovered_resources(env_id, &ListQuery::new()).await.unwrap();
+    assert_eq!(listed(&list), ["kvfile::Line[host2,key=mode]", managed]);
+    client.delete_discovered_resources(env_id, &["kvfile::Line[nowhere,key=y]".to_string()]).await.unwrap();
 
     // Clearing the environment forgets them.
     let (status, body) = s.call("DELETE", &format!("/api/v1/decommission/{env}"), None, None).await;
     assert_eq!(status, 200, "{body}");
-    let (_, list) = s.call("GET", "/api/v2/discovered", Some(&env), None).await;
-    assert_eq!(ids(&list), Vec::<String>::new());
+    let list = client.discovered_resources(env_id, &ListQuery::new()).await.unwrap();
+    assert_eq!(listed(&list), Vec::<String>::new());
 }
 
 fn list_uri(rid: &str) -> String {
@@ -200,8 +207,8 @@ async fn wrong_requests_get_a_json_4xx_that_says_what_to_fix() {
     // One bad entry refuses the whole batch.
     let mixed = json!({"discovered_resources": [found("kvfile::Line[a,key=b]", SCAN, json!({})), found("bad", SCAN, json!({}))]});
     assert_eq!(post(mixed).await.0, 400);
-    let (_, list) = s.call("GET", "/api/v2/discovered", Some(&env), None).await;
-    assert_eq!(list["metadata"]["total"], 0, "{list}");
+    let list = s.client().discovered_resources(env.parse().unwrap(), &ListQuery::new()).await.unwrap();
+    assert_eq!(list.metadata.as_ref().unwrap()["total"], 0, "{list:?}");
 
     for (query, names) in [
         ("filter.colour=red", "colour"),
@@ -229,12 +236,7 @@ async fn wrong_requests_get_a_json_4xx_that_says_what_to_fix() {
     let (status, answer) = s.call("GET", "/api/v2/discovered", Some(&unknown), None).await;
     assert_eq!(status, 404, "{answer}");
     // An agent token of another environment cannot report into this one.
-    let other = {
-        let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "q"}))).await;
-        let (_, e) =
-            s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "f"}))).await;
-        e["data"]["id"].as_str().unwrap().to_string()
-    };
+    let other = s.new_environment("q", "f").await.to_string();
     let (status, answer) = as_agent(&s, &agent, "POST", "/api/v2/discovered", &other, Some(body)).await;
     assert_eq!(status, 403, "{answer}");
 }

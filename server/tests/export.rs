@@ -6,6 +6,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
+use api::client::ListQuery;
 use common::{BIN, TestServer};
 use serde_json::{Value, json};
 
@@ -42,18 +43,15 @@ std::testing::NullResource(name="n1", agentname="internal")
 "#;
 
 async fn environment(s: &TestServer) -> String {
-    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
-    let (_, e) =
-        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "prod"}))).await;
-    e["data"]["id"].as_str().unwrap().to_string()
+    s.new_environment("p", "prod").await.to_string()
 }
 
 #[tokio::test]
 async fn export_pushes_files_and_a_version_that_the_cli_reads_back() {
     let s = TestServer::start().await;
     let env = environment(&s).await;
-    let (status, _) = s.call("POST", "/api/v2/actions/environment/halt", Some(&env), None).await;
-    assert_eq!(status, 200, "halted: versions are stored and released, nothing deploys");
+    // Halted: versions are stored and released, nothing deploys.
+    s.client().halt_environment(env.parse().unwrap()).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     project(dir.path(), MODEL);
     let port = s.url.rsplit(':').next().unwrap().to_string();
@@ -267,14 +265,15 @@ async fn concurrent_exports_and_releases_stay_consistent() {
         assert_eq!(model["total"], 200, "no half-stored version: {model}");
     }
     // Inmanta's v1 versions have no status; the v2 listing has.
-    let (_, listed) = s.call("GET", "/api/v2/desiredstate?filter.status=active", Some(&env), None).await;
-    let active: Vec<i64> = listed["data"].as_array().unwrap().iter().map(|m| m["version"].as_i64().unwrap()).collect();
+    let (client, env_id) = (s.client(), env.parse().unwrap());
+    let listed = client.desired_state(env_id, &ListQuery::new().filter("status", "active")).await.unwrap();
+    let active: Vec<i64> = listed.data.iter().map(|m| m.version).collect();
     assert_eq!(active, vec![*versions.last().unwrap()], "the newest version is the active one");
     // The resource view is the active version plus orphans of older ones, nothing in between.
-    let (_, view) = s.call("GET", "/api/v2/resource?limit=1000&deploy_summary=true", Some(&env), None).await;
-    assert_eq!(view["metadata"]["deploy_summary"]["total"], 200);
+    assert_eq!(client.deploy_summary(env_id).await.unwrap().total, 200);
+    let view = client.resources(env_id, &ListQuery::new().limit(1000)).await.unwrap();
     // Orphans are the resources of versions that were released once; a version that lost the
     // race to a newer one was never released and left nothing behind.
     let released = list["versions"].as_array().unwrap().iter().filter(|m| m["released"] == true).count();
-    assert_eq!(view["metadata"]["total"], 200 * released as u64);
+    assert_eq!(view.metadata.unwrap()["total"], 200 * released as u64);
 }

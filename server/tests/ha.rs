@@ -12,6 +12,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use api::compile::NotifyChange;
+use api::version::PutVersion;
 use common::TestServer;
 use serde_json::{Value, json};
 
@@ -68,11 +70,7 @@ impl Cluster {
         }
         let ids = servers.iter().map(server_id).collect();
         let s = &servers[0];
-        let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
-        let (status, e) =
-            s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
-        assert_eq!(status, 200, "{e}");
-        let env = e["data"]["id"].as_str().expect("environment id").to_string();
+        let env = s.new_environment("p", "e").await.to_string();
         Cluster { servers, ids, db, env, work }
     }
 
@@ -487,24 +485,23 @@ impl Cluster {
         (holder, completed.is_some(), versions)
     }
 
+    /// The id of the requested compile, as text for the database queries.
     async fn request_compile(&self, env: &str) -> String {
-        let (status, body) =
-            self.alive().call("POST", &format!("/api/v1/notify/{env}"), None, Some(json!({"update": false}))).await;
-        assert_eq!(status, 200, "{body}");
-        body["compile_id"].as_str().expect("a compile id").to_string()
+        let request = NotifyChange { update: false, ..Default::default() };
+        let answer = self.alive().client().notify(env.parse().unwrap(), &request).await.unwrap();
+        answer.compile_id.expect("a compile id").to_string()
     }
 
     /// Waits until the compile `id` finished; its success.
     async fn compile_finished(&self, env: &str, id: &str) -> bool {
         let deadline = Instant::now() + Duration::from_secs(180);
         loop {
-            let (status, body) =
-                self.alive().call("GET", &format!("/api/v2/compilereport/{id}"), Some(env), None).await;
-            assert_eq!(status, 200, "{body}");
-            if !body["data"]["completed"].is_null() {
-                return body["data"]["success"] == true;
+            let details =
+                self.alive().client().compile_report(env.parse().unwrap(), id.parse().unwrap()).await.unwrap();
+            if details.report.completed.is_some() {
+                return details.report.success == Some(true);
             }
-            assert!(Instant::now() < deadline, "compile {id} did not finish: {body:#}");
+            assert!(Instant::now() < deadline, "compile {id} did not finish: {details:#?}");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
@@ -526,17 +523,16 @@ async fn a_compile_whose_server_dies_yields_exactly_one_version() {
     }
     let mut c = Cluster::start().await;
     let repo = project_repository(c.work.path(), 100_000);
-    let (_, p) = c.servers[0].call("PUT", "/api/v2/project", None, Some(json!({"name": "compiled"}))).await;
-    let (status, e) = c.servers[0]
-        .call(
-            "PUT",
-            "/api/v2/environment",
-            None,
-            Some(json!({"project_id": p["data"]["id"], "name": "compiled", "repository": repo, "branch": "main"})),
-        )
-        .await;
-    assert_eq!(status, 200, "{e}");
-    let env = e["data"]["id"].as_str().unwrap().to_string();
+    let client = c.servers[0].client();
+    let project = client.create_project("compiled").await.unwrap();
+    let body = api::environment::EnvironmentCreate {
+        project_id: project.id,
+        name: "compiled".into(),
+        repository: Some(repo.clone()),
+        branch: Some("main".into()),
+        ..Default::default()
+    };
+    let env = client.create_environment(&body).await.unwrap().id.to_string();
 
     // 1. The server running the compile dies while the compiler runs: another server runs it.
     let id = c.request_compile(&env).await;
@@ -697,8 +693,8 @@ async fn a_console_on_one_server_sees_the_deploys_another_runs() {
     });
     // The owner stores the version and deploys it.
     let s = &c.servers[owner];
-    let (_, body) = s.call("POST", "/api/v2/reserve_version", Some(&c.env), None).await;
-    let version = body["data"].as_i64().expect("version");
+    let (client, env) = (s.client(), c.env.parse().unwrap());
+    let version = client.reserve_version(env).await.unwrap();
     let resources: Vec<Value> = (0..total)
         .map(|i| {
             json!({
@@ -708,9 +704,8 @@ async fn a_console_on_one_server_sees_the_deploys_another_runs() {
             })
         })
         .collect();
-    let (status, body) =
-        s.call("PUT", "/api/v1/version", Some(&c.env), Some(json!({"version": version, "resources": resources}))).await;
-    assert_eq!(status, 200, "{body}");
+    let resources = resources.into_iter().map(|r| r.as_object().unwrap().clone()).collect();
+    client.put_version(env, &PutVersion { version, resources, ..Default::default() }).await.unwrap();
     let stored = Instant::now();
     // While the owner deploys, the watcher's stream reports resource changes; each is compared
     // with when the deploy count last grew (polled), for the figure.

@@ -6,9 +6,24 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::TestServer;
-use serde_json::{Value, json};
+use api::client::ListQuery;
+use api::version::PutVersion;
+use common::{TestServer, refusal, refused};
+use serde_json::{Map, Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use uuid::Uuid;
+
+/// A halted environment (the server's agents stay out) and the number of a reserved version.
+async fn halted_environment(s: &TestServer) -> (Uuid, i64) {
+    let env = s.new_environment("p", "e").await;
+    let client = s.client();
+    client.halt_environment(env).await.unwrap();
+    (env, client.reserve_version(env).await.unwrap())
+}
+
+fn objects(values: Vec<Value>) -> Vec<Map<String, Value>> {
+    values.into_iter().map(|v| v.as_object().unwrap().clone()).collect()
+}
 
 /// `VmRSS` and `VmHWM` (peak) of a process, in KiB.
 fn memory_kib(pid: u32) -> (u64, u64) {
@@ -111,38 +126,29 @@ async fn oversized_login_bodies_are_refused_and_memory_returns() {
 #[tokio::test]
 async fn each_route_takes_the_bodies_it_needs() {
     let s = TestServer::start().await;
-    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
     // An ordinary call refuses a 2 MB body...
     let (status, body) = s.call("POST", "/api/v2/project/x", None, Some(json!({"name": "n".repeat(1_200_000)}))).await;
     assert_eq!(status, 413, "{body}");
     assert!(body["message"].as_str().unwrap().contains("at most 1048576 bytes"), "{body}");
     // ...while a version upload of 5 MB is fine.
-    let (_, e) =
-        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
-    let env = e["data"]["id"].as_str().unwrap().to_string();
-    s.call("POST", "/api/v2/actions/environment/halt", Some(&env), None).await;
-    let (_, v) = s.call("POST", "/api/v2/reserve_version", Some(&env), None).await;
+    let (env, version) = halted_environment(&s).await;
     let resources: Vec<Value> = (0..2000)
         .map(|i| {
             json!({"id": format!("std::testing::NullResource[a,name=r{i}],v=0"), "name": format!("r{i}"),
                    "agentname": "a", "padding": "p".repeat(2500), "requires": [], "purged": false, "send_event": false})
         })
         .collect();
-    let (status, body) =
-        s.call("PUT", "/api/v1/version", Some(&env), Some(json!({"version": v["data"], "resources": resources}))).await;
-    assert_eq!(status, 200, "{body}");
+    let body = PutVersion { version, resources: objects(resources), ..Default::default() };
+    s.client().put_version(env, &body).await.unwrap();
 }
 
 #[tokio::test]
 async fn nul_bytes_and_huge_names_get_a_400_never_the_database_text() {
     let s = TestServer::start().await;
-    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
-    let (_, e) =
-        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
-    let env = e["data"]["id"].as_str().unwrap().to_string();
-    s.call("POST", "/api/v2/actions/environment/halt", Some(&env), None).await;
-    let project_id = p["data"]["id"].clone();
-    let (_, v) = s.call("POST", "/api/v2/reserve_version", Some(&env), None).await;
+    let (env_id, version) = halted_environment(&s).await;
+    let env = env_id.to_string();
+    let project_id = s.client().environment(env_id).await.unwrap().project_id;
+    let v = json!({"data": version});
     let huge = "x".repeat(50 * 1024);
     let cases: Vec<(&str, String, Option<&str>, Option<Value>)> = vec![
         ("POST", "/api/v2/login".into(), None, Some(json!({"username": "ad\u{0}min", "password": "x"}))),
@@ -197,8 +203,8 @@ async fn nul_bytes_and_huge_names_get_a_400_never_the_database_text() {
         }
     }
     // Nothing of it was stored.
-    let (_, projects) = s.call("GET", "/api/v2/project", None, None).await;
-    assert_eq!(projects["data"].as_array().unwrap().len(), 1, "{projects}");
+    let projects = s.client().projects().await.unwrap();
+    assert_eq!(projects.len(), 1, "{projects:?}");
 }
 
 #[tokio::test]
@@ -274,14 +280,8 @@ async fn a_generated_password_must_change_before_anything_else() {
 #[tokio::test]
 async fn only_exporters_write_the_file_store_and_within_its_quota() {
     let s = TestServer::start_with(&[("INMANTA_SERVER_FILE_STORE_QUOTA", "1000")]).await;
-    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
-    let (_, e) =
-        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
-    let env = e["data"]["id"].as_str().unwrap().to_string();
-    let (status, body) = s
-        .call("POST", "/api/v2/user", None, Some(json!({"username": "reader", "password": "Reader-password-1"})))
-        .await;
-    assert_eq!(status, 200, "{body}");
+    let env = s.new_environment("p", "e").await.to_string();
+    s.client().create_user("reader", "Reader-password-1").await.unwrap();
     let (status, body) = s
         .call("POST", "/api/v2/role_assignment/reader", None, Some(json!({"environment": env, "role": "read-only"})))
         .await;
@@ -309,12 +309,8 @@ async fn only_exporters_write_the_file_store_and_within_its_quota() {
 #[tokio::test]
 async fn partial_filters_match_percent_and_underscore_literally_and_statuses_are_checked() {
     let s = TestServer::start().await;
-    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
-    let (_, e) =
-        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
-    let env = e["data"]["id"].as_str().unwrap().to_string();
-    s.call("POST", "/api/v2/actions/environment/halt", Some(&env), None).await;
-    let (_, v) = s.call("POST", "/api/v2/reserve_version", Some(&env), None).await;
+    let client = s.client();
+    let (env, version) = halted_environment(&s).await;
     let resources: Vec<Value> = ["100%", "a_b", "axb", "plain"]
         .iter()
         .map(|name| {
@@ -322,29 +318,25 @@ async fn partial_filters_match_percent_and_underscore_literally_and_statuses_are
                    "requires": [], "purged": false, "send_event": false})
         })
         .collect();
-    let (status, body) =
-        s.call("PUT", "/api/v1/version", Some(&env), Some(json!({"version": v["data"], "resources": resources}))).await;
-    assert_eq!(status, 200, "{body}");
-    let names = |body: &Value| -> Vec<String> {
-        let mut names: Vec<String> = body["data"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["id_details"]["resource_id_value"].as_str().unwrap().to_string())
-            .collect();
+    client
+        .put_version(env, &PutVersion { version, resources: objects(resources), ..Default::default() })
+        .await
+        .unwrap();
+    let names = async |value: &str| -> Vec<String> {
+        let query = ListQuery::new().filter("resource_id_value", value);
+        let page = client.resources(env, &query).await.unwrap();
+        let mut names: Vec<String> = page.data.iter().map(|r| r.id_details.resource_id_value.clone()).collect();
         names.sort();
         names
     };
-    let (_, body) = s.call("GET", "/api/v2/resource?filter.resource_id_value=%25", Some(&env), None).await;
-    assert_eq!(names(&body), ["100%"], "% is a percent sign, not a wildcard");
-    let (_, body) = s.call("GET", "/api/v2/resource?filter.resource_id_value=a_b", Some(&env), None).await;
-    assert_eq!(names(&body), ["a_b"], "_ is an underscore, not any character");
+    assert_eq!(names("%").await, ["100%"], "% is a percent sign, not a wildcard");
+    assert_eq!(names("a_b").await, ["a_b"], "_ is an underscore, not any character");
 
-    let (status, body) = s.call("GET", "/api/v2/resource?filter.status=deployedd", Some(&env), None).await;
-    assert_eq!(status, 400, "{body}");
-    assert!(body["message"].as_str().unwrap().contains("filter.status must be one of"), "{body}");
-    assert_eq!(s.call("GET", "/api/v2/resource?filter.status=!orphaned", Some(&env), None).await.0, 200);
-    assert_eq!(s.call("GET", "/api/v2/agents?filter.status=sleepy", Some(&env), None).await.0, 400);
+    let (status, message) = refusal(client.resources(env, &ListQuery::new().filter("status", "deployedd")).await);
+    assert_eq!(status, 400, "{message}");
+    assert!(message.contains("filter.status must be one of"), "{message}");
+    client.resources(env, &ListQuery::new().filter("status", "!orphaned")).await.unwrap();
+    assert_eq!(refused(client.agents(env, &ListQuery::new().filter("status", "sleepy")).await), 400);
 }
 
 #[tokio::test]

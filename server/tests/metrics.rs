@@ -7,6 +7,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use api::version::PutVersion;
 use common::{TestServer, client_with};
 use serde_json::{Value, json};
 
@@ -35,10 +36,7 @@ fn null_resource(name: &str, fail: bool) -> Value {
 #[tokio::test]
 async fn metrics_need_their_own_token_and_move_during_a_deploy() {
     let s = TestServer::start().await;
-    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
-    let (_, e) =
-        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
-    let env = e["data"]["id"].as_str().unwrap().to_string();
+    let env = s.new_environment("p", "e").await.to_string();
 
     // Its own access rule: nothing without a token, not with a user's or an agent's token.
     let (status, body) = scrape(&s, None).await;
@@ -68,11 +66,10 @@ async fn metrics_need_their_own_token_and_move_during_a_deploy() {
     let total = 300;
     let mut resources: Vec<Value> = (0..total - 1).map(|n| null_resource(&format!("r{n}"), false)).collect();
     resources.push(null_resource("broken", true));
-    let (_, body) = s.call("POST", "/api/v2/reserve_version", Some(&env), None).await;
-    let version = body["data"].as_i64().unwrap();
-    let (status, body) =
-        s.call("PUT", "/api/v1/version", Some(&env), Some(json!({"version": version, "resources": resources}))).await;
-    assert_eq!(status, 200, "{body}");
+    let (client, env_id) = (s.client(), env.parse().unwrap());
+    let version = client.reserve_version(env_id).await.unwrap();
+    let resources = resources.into_iter().map(|r| r.as_object().unwrap().clone()).collect();
+    client.put_version(env_id, &PutVersion { version, resources, ..Default::default() }).await.unwrap();
     // auto_deploy (the default) releases it at once.
 
     // Scrape while it deploys, until every resource has a final state.

@@ -14,9 +14,14 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use api::AgentStatus;
+use api::client::ListQuery;
+use api::resource::DiscoveredResource;
+use api::version::PutVersion;
 use base64::Engine;
 use common::{BIN, TestServer};
 use serde_json::{Map, Value, json};
+use uuid::Uuid;
 
 fn python() -> PathBuf {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
@@ -36,10 +41,7 @@ async fn start_server() -> TestServer {
 }
 
 async fn new_environment(s: &TestServer) -> String {
-    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
-    let (_, e) =
-        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
-    e["data"]["id"].as_str().unwrap().to_string()
+    s.new_environment("p", "e").await.to_string()
 }
 
 /// Uploads every Python file of a module's `inmanta_plugins` package and returns its
@@ -94,12 +96,22 @@ fn line(agent: &str, version: i64, conf: &Path, key: &str, value: &str, purged: 
 
 /// Stores a version with `resources(version)` and the modules; auto_deploy releases it.
 async fn put_version(s: &TestServer, env: &str, modules: &Value, resources: impl Fn(i64) -> Vec<Value>) -> i64 {
-    let (_, v) = s.call("POST", "/api/v2/reserve_version", Some(env), None).await;
-    let version = v["data"].as_i64().unwrap();
-    let body = json!({"version": version, "resources": resources(version), "module_version_info": modules});
-    let (status, body) = s.call("PUT", "/api/v1/version", Some(env), Some(body)).await;
-    assert_eq!(status, 200, "{body}");
+    let (client, env) = (s.client(), uuid(env));
+    let version = client.reserve_version(env).await.unwrap();
+    let resources = resources(version).into_iter().map(|r| r.as_object().unwrap().clone()).collect();
+    let body = PutVersion { version, resources, module_version_info: Some(modules.clone()), ..Default::default() };
+    client.put_version(env, &body).await.unwrap();
     version
+}
+
+fn uuid(env: &str) -> Uuid {
+    env.parse().unwrap()
+}
+
+/// Whether the agent is connected (an error answer counts as not yet).
+async fn agent_up(s: &TestServer, env: &str, name: &str) -> bool {
+    let agents = s.client().agents(uuid(env), &ListQuery::new().filter("name", name)).await;
+    agents.is_ok_and(|page| page.data.first().is_some_and(|a| a.status == AgentStatus::Up))
 }
 
 async fn wait_for(what: &str, mut check: impl AsyncFnMut() -> bool) {
@@ -110,16 +122,15 @@ async fn wait_for(what: &str, mut check: impl AsyncFnMut() -> bool) {
     }
 }
 
+/// The resource's status; empty while the server does not know it (yet).
 async fn status_of(s: &TestServer, env: &str, rid: &str) -> String {
-    let path = format!("/api/v2/resource/{}", api::url::encode(rid));
-    let (_, body) = s.call("GET", &path, Some(env), None).await;
-    body["data"]["status"].as_str().unwrap_or_default().to_string()
+    let details = s.client().resource(uuid(env), rid).await;
+    details.map(|d| d.status.as_str().to_string()).unwrap_or_default()
 }
 
 async fn log_messages(s: &TestServer, env: &str, rid: &str) -> Vec<String> {
-    let path = format!("/api/v2/resource/{}/logs", api::url::encode(rid));
-    let (_, logs) = s.call("GET", &path, Some(env), None).await;
-    logs["data"].as_array().unwrap().iter().filter_map(|l| l["msg"].as_str().map(str::to_string)).collect()
+    let logs = s.client().resource_logs(uuid(env), rid, &ListQuery::new()).await.unwrap();
+    logs.data.into_iter().map(|l| l.msg).collect()
 }
 
 fn read(conf: &Path) -> String {
@@ -174,32 +185,29 @@ async fn the_servers_agents_run_a_modules_crud_handler() {
     wait_for("the repair", async || read(&conf).contains("port=8080")).await;
 
     // A candidate version with a new value: the dry run reports it and changes nothing.
-    let (status, _) =
-        s.call("POST", "/api/v2/environment_settings/auto_deploy", Some(&env), Some(json!({"value": false}))).await;
-    assert_eq!(status, 200);
+    let client = s.client();
+    client.set_environment_setting(uuid(&env), "auto_deploy", false).await.unwrap();
     let version = put_version(&s, &env, &modules, |v| {
         vec![line("internal", v, &conf, "port", "9090", false), line("internal", v, &conf, "name", "web", false)]
     })
     .await;
-    let (status, body) = s.call("POST", &format!("/api/v2/dryrun/{version}"), Some(&env), None).await;
-    assert_eq!(status, 200, "{body}");
-    let dry_run = body["data"].as_str().map(str::to_string).unwrap_or_else(|| body["data"]["id"].to_string());
-    let mut report = Value::Null;
+    let dry_run = client.dry_run(uuid(&env), version).await.unwrap();
+    let mut report = None;
     wait_for("the dry run report", async || {
-        report = s.call("GET", &format!("/api/v2/dryrun/{version}/{dry_run}"), Some(&env), None).await.1;
-        report["data"]["summary"]["todo"] == json!(0)
+        let current = client.dry_run_report(uuid(&env), version, dry_run).await.unwrap();
+        let done = current.summary.todo == 0;
+        report = Some(current);
+        done
     })
     .await;
-    let diff = report["data"]["diff"].as_array().unwrap();
-    let port_diff = diff.iter().find(|d| d["resource_id"] == port).unwrap_or_else(|| panic!("{report}"));
-    assert_eq!(port_diff["attributes"]["value"]["from_value"], "8080", "{report}");
-    assert_eq!(port_diff["attributes"]["value"]["to_value"], "9090", "{report}");
+    let report = report.unwrap();
+    let port_diff = report.diff.iter().find(|d| d.resource_id == port).unwrap_or_else(|| panic!("{report:?}"));
+    assert_eq!(port_diff.attributes["value"].from_value, Some(json!("8080")), "{report:?}");
+    assert_eq!(port_diff.attributes["value"].to_value, Some(json!("9090")), "{report:?}");
     assert!(read(&conf).contains("port=8080"), "a dry run changes nothing");
 
     // Purged: the line goes, the other stays.
-    let (status, _) =
-        s.call("POST", "/api/v2/environment_settings/auto_deploy", Some(&env), Some(json!({"value": true}))).await;
-    assert_eq!(status, 200);
+    client.set_environment_setting(uuid(&env), "auto_deploy", true).await.unwrap();
     put_version(&s, &env, &modules, |v| {
         vec![line("internal", v, &conf, "port", "8080", true), line("internal", v, &conf, "name", "web", false)]
     })
@@ -239,11 +247,7 @@ async fn a_remote_agent_fetches_the_module_code_and_runs_its_handler() {
             .spawn()
             .expect("start inmanta agent"),
     );
-    wait_for("the agent to connect", async || {
-        let (_, agents) = s.call("GET", "/api/v2/agents?filter.name=remote1", Some(&env), None).await;
-        agents["data"][0]["status"] == "up"
-    })
-    .await;
+    wait_for("the agent to connect", async || agent_up(&s, &env, "remote1").await).await;
     let modules = modules(&s, false).await;
     put_version(&s, &env, &modules, |v| vec![line("remote1", v, &conf, "port", "8080", false)]).await;
     wait_for("the remote agent to deploy", async || read(&conf) == "port=8080\n").await;
@@ -340,10 +344,8 @@ fn discovery(agent: &str, version: i64, directory: &Path) -> Value {
     )
 }
 
-async fn discovered(s: &TestServer, env: &str, query: &str) -> Vec<Value> {
-    let (status, body) = s.call("GET", &format!("/api/v2/discovered{query}"), Some(env), None).await;
-    assert_eq!(status, 200, "{body}");
-    body["data"].as_array().unwrap().clone()
+async fn discovered(s: &TestServer, env: &str, query: ListQuery) -> Vec<DiscoveredResource> {
+    s.client().discovered_resources(uuid(env), &query).await.unwrap().data
 }
 
 /// A module's `DiscoveryHandler` (examples/python-handler-module: `kvfile::Discovery` reports the
@@ -369,27 +371,25 @@ async fn discovery_handlers_report_what_they_find_to_the_server() {
     wait_for("the discovery deployed", async || status_of(&s, &env, &scanner).await == "deployed").await;
     wait_for("the line deployed", async || status_of(&s, &env, "kvfile::Line[internal,key=port]").await == "deployed")
         .await;
-    let found = discovered(&s, &env, "").await;
-    let ids: Vec<&str> = found.iter().map(|d| d["discovered_resource_id"].as_str().unwrap()).collect();
+    let found = discovered(&s, &env, ListQuery::new()).await;
+    let ids: Vec<&str> = found.iter().map(|d| d.discovered_resource_id.as_str()).collect();
     assert_eq!(ids, ["kvfile::Line[internal,key=name]", "kvfile::Line[internal,key=port]"]);
     let conf = scan.join("app.conf").display().to_string();
-    assert_eq!(found[0]["values"], json!({"path": conf, "key": "name", "value": "web"}));
-    assert_eq!(found[0]["discovery_resource_id"], scanner);
-    assert_eq!(found[0]["managed_resource_uri"], Value::Null);
+    assert_eq!(Value::Object(found[0].values.clone()), json!({"path": conf, "key": "name", "value": "web"}));
+    assert_eq!(found[0].discovery_resource_id, scanner);
+    assert_eq!(found[0].managed_resource_uri, None);
     let port_uri = format!("/api/v2/resource/{}", api::url::encode("kvfile::Line[internal,key=port]"));
-    assert_eq!(found[1]["managed_resource_uri"], port_uri);
-    let unmanaged = discovered(&s, &env, "?filter.managed=false").await;
+    assert_eq!(found[1].managed_resource_uri, Some(port_uri));
+    let unmanaged = discovered(&s, &env, ListQuery::new().filter("managed", "false")).await;
     assert_eq!(unmanaged.len(), 1);
-    assert_eq!(unmanaged[0]["resource_id_value"], "name");
+    assert_eq!(unmanaged[0].resource_id_value, "name");
     let logs = log_messages(&s, &env, &scanner).await;
     assert!(logs.iter().any(|m| m.contains("found 2 lines in")), "the handler's own log line: {logs:?}");
 
     // The operator adopts nothing and forgets them.
-    let all: Vec<&str> = found.iter().map(|d| d["discovered_resource_id"].as_str().unwrap()).collect();
-    let (status, body) =
-        s.call("DELETE", "/api/v2/discovered", Some(&env), Some(json!({"discovered_resource_ids": all}))).await;
-    assert_eq!(status, 200, "{body}");
-    assert!(discovered(&s, &env, "").await.is_empty());
+    let all: Vec<String> = found.iter().map(|d| d.discovered_resource_id.clone()).collect();
+    s.client().delete_discovered_resources(uuid(&env), &all).await.unwrap();
+    assert!(discovered(&s, &env, ListQuery::new()).await.is_empty());
 
     // A remote agent reports through the API with its agent token.
     let port: u16 = s.url.rsplit(':').next().unwrap().parse().unwrap();
@@ -405,18 +405,14 @@ async fn discovery_handlers_report_what_they_find_to_the_server() {
             .spawn()
             .expect("start inmanta agent"),
     );
-    wait_for("the agent to connect", async || {
-        let (_, agents) = s.call("GET", "/api/v2/agents?filter.name=remote1", Some(&env), None).await;
-        agents["data"][0]["status"] == "up"
-    })
-    .await;
+    wait_for("the agent to connect", async || agent_up(&s, &env, "remote1").await).await;
     std::fs::write(scan.join("more.conf"), "mode=fast\n").unwrap();
     put_version(&s, &env, &modules, |v| vec![discovery("remote1", v, &scan)]).await;
     let remote_scanner = format!("kvfile::Discovery[remote1,directory={}]", scan.display());
     wait_for("the remote discovery", async || status_of(&s, &env, &remote_scanner).await == "deployed").await;
-    let found = discovered(&s, &env, "?filter.agent=remote1&sort=resource_id_value.asc").await;
-    let values: Vec<&str> = found.iter().map(|d| d["resource_id_value"].as_str().unwrap()).collect();
+    let found = discovered(&s, &env, ListQuery::new().filter("agent", "remote1").sort("resource_id_value.asc")).await;
+    let values: Vec<&str> = found.iter().map(|d| d.resource_id_value.as_str()).collect();
     assert_eq!(values, ["mode", "name", "port"]);
-    assert!(found.iter().all(|d| d["discovery_resource_id"] == remote_scanner), "{found:?}");
-    assert_eq!(found[0]["values"]["path"], scan.join("more.conf").display().to_string());
+    assert!(found.iter().all(|d| d.discovery_resource_id == remote_scanner), "{found:?}");
+    assert_eq!(found[0].values["path"], scan.join("more.conf").display().to_string());
 }

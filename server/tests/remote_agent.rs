@@ -8,8 +8,12 @@ mod common;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{BIN, TestServer};
-use serde_json::{Value, json};
+use api::ResourceState;
+use api::client::ListQuery;
+use api::version::PutVersion;
+use common::{BIN, TestServer, refusal};
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
@@ -34,9 +38,18 @@ impl Drop for Killed {
     }
 }
 
+fn uuid(env: &str) -> Uuid {
+    env.parse().unwrap()
+}
+
+fn objects(value: Value) -> Vec<Map<String, Value>> {
+    value.as_array().unwrap().iter().map(|r| r.as_object().unwrap().clone()).collect()
+}
+
+/// The status of agent remote1 (an error answer counts as unknown).
 async fn agent_status(s: &TestServer, env: &str) -> Option<String> {
-    let (_, agents) = s.call("GET", "/api/v2/agents?filter.name=remote1", Some(env), None).await;
-    agents["data"][0]["status"].as_str().map(str::to_string)
+    let agents = s.client().agents(uuid(env), &ListQuery::new().filter("name", "remote1")).await.ok()?;
+    agents.data.first().map(|a| a.status.as_str().to_string())
 }
 
 async fn wait_for(what: &str, mut check: impl AsyncFnMut() -> bool) {
@@ -53,8 +66,8 @@ async fn put_version(s: &TestServer, env: &str, path: &str, content: &str) {
     let body = json!({"content": base64::engine::general_purpose::STANDARD.encode(content)});
     let (status, _) = s.call("PUT", &format!("/api/v1/file/{hash}"), None, Some(body)).await;
     assert_eq!(status, 200);
-    let (_, v) = s.call("POST", "/api/v2/reserve_version", Some(env), None).await;
-    let version = v["data"].as_i64().unwrap();
+    let client = s.client();
+    let version = client.reserve_version(uuid(env)).await.unwrap();
     let resources = json!([
         {"id": format!("fs::File[remote1,path={path}],v={version}"), "path": path, "hash": hash, "permissions": 644,
          "owner": null, "group": null, "purged": false, "send_event": true, "receive_events": true, "requires": []},
@@ -62,9 +75,8 @@ async fn put_version(s: &TestServer, env: &str, path: &str, content: &str) {
          "fail": false, "value": content, "int_value": 0, "purged": false, "send_event": true, "receive_events": true,
          "requires": []},
     ]);
-    let (status, body) =
-        s.call("PUT", "/api/v1/version", Some(env), Some(json!({"version": version, "resources": resources}))).await;
-    assert_eq!(status, 200, "{body}");
+    let body = PutVersion { version, resources: objects(resources), ..Default::default() };
+    client.put_version(uuid(env), &body).await.unwrap();
 }
 
 fn sha1_hex(data: &[u8]) -> String {
@@ -74,9 +86,9 @@ fn sha1_hex(data: &[u8]) -> String {
 }
 
 async fn all_deployed(s: &TestServer, env: &str) -> bool {
-    let (_, list) = s.call("GET", "/api/v2/resource?limit=1&deploy_summary=true", Some(env), None).await;
-    let summary: &Value = &list["metadata"]["deploy_summary"];
-    summary["total"].as_u64() == Some(2) && summary["by_state"]["deployed"].as_u64() == Some(2)
+    // An error answer counts as not yet.
+    let Ok(summary) = s.client().deploy_summary(uuid(env)).await else { return false };
+    summary.total == 2 && summary.by_state.get(&ResourceState::Deployed) == Some(&2)
 }
 
 #[tokio::test]
@@ -86,10 +98,7 @@ async fn a_remote_agent_deploys_waits_and_survives_a_restart() {
     let mut s =
         TestServer::start_with(&[("INMANTA_SERVER_BIND_PORT", &port_text), ("INMANTA_SERVER_AGENT_TIMEOUT", "1")])
             .await;
-    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
-    let (_, e) =
-        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
-    let env = e["data"]["id"].as_str().unwrap().to_string();
+    let env = s.new_environment("p", "e").await.to_string();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("remote.conf").display().to_string();
     let cache = dir.path().join("cache");
@@ -121,10 +130,7 @@ async fn a_remote_agent_deploys_waits_and_survives_a_restart() {
 }
 
 async fn new_environment(s: &TestServer) -> String {
-    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
-    let (_, e) =
-        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
-    e["data"]["id"].as_str().unwrap().to_string()
+    s.new_environment("p", "e").await.to_string()
 }
 
 /// `[server] agent-timeout`: a dropped connection is not reported at once; a reconnect within the
@@ -182,13 +188,13 @@ async fn a_remote_agent_runs_shipped_handlers() {
     let hash = sha1_hex(&content);
     let body = json!({"content": base64::engine::general_purpose::STANDARD.encode(&content)});
     assert_eq!(s.call("PUT", &format!("/api/v1/file/{hash}"), None, Some(body)).await.0, 200);
-    let (_, v) = s.call("POST", "/api/v2/reserve_version", Some(&env), None).await;
-    let version = v["data"].as_i64().unwrap();
+    let client = s.client();
+    let version = client.reserve_version(uuid(&env)).await.unwrap();
     let resources = json!([{"id": format!("keyvalue::Line[remote1,key=port],v={version}"), "path": conf, "key": "port",
         "value": "8080", "purged": false, "send_event": true, "requires": []}]);
-    let put = json!({"version": version, "resources": resources, "handlers": {"keyvalue::Line": hash}});
-    let (status, body) = s.call("PUT", "/api/v1/version", Some(&env), Some(put)).await;
-    assert_eq!(status, 200, "{body}");
+    let handlers = [("keyvalue::Line".to_string(), hash.clone())].into();
+    let put = PutVersion { version, resources: objects(resources), handlers, ..Default::default() };
+    client.put_version(uuid(&env), &put).await.unwrap();
     wait_for("the shipped handler to deploy the line", async || {
         std::fs::read_to_string(&conf).is_ok_and(|t| t == "port=8080\n")
     })
@@ -196,11 +202,11 @@ async fn a_remote_agent_runs_shipped_handlers() {
     assert_eq!(std::fs::read(cache.join(&hash)).unwrap(), content, "kept in the agent's cache directory");
 
     // The file store must hold the handler before a version may name it.
-    let (_, v) = s.call("POST", "/api/v2/reserve_version", Some(&env), None).await;
-    let version = v["data"].as_i64().unwrap();
+    let version = client.reserve_version(uuid(&env)).await.unwrap();
     let missing = "0123456789abcdef0123456789abcdef01234567";
-    let put = json!({"version": version, "resources": [], "handlers": {"keyvalue::Line": missing}});
-    let (status, body) = s.call("PUT", "/api/v1/version", Some(&env), Some(put)).await;
-    assert_eq!(status, 400, "{body}");
-    assert!(body["message"].as_str().unwrap_or_default().contains("not in the file store"), "{body}");
+    let handlers = [("keyvalue::Line".to_string(), missing.to_string())].into();
+    let put = PutVersion { version, handlers, ..Default::default() };
+    let (status, message) = refusal(client.put_version(uuid(&env), &put).await);
+    assert_eq!(status, 400, "{message}");
+    assert!(message.contains("not in the file store"), "{message}");
 }

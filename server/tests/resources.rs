@@ -4,38 +4,38 @@
 
 mod common;
 
-use api::ResourceId;
-use api::resource::LogLine;
+use api::client::{ActionQuery, ListQuery};
+use api::operations::SetParameter;
+use api::resource::{LatestReleasedResource, LogLine};
 use api::state::{ActionKind, Change, HandlerStatus};
-use common::TestServer;
+use api::version::PutVersion;
+use api::{Envelope, ResourceId, ResourceState};
+use common::{TestServer, refused};
 use orchestrator::resources::FinishedAction;
 use orchestrator::{ActionOutcome, Orchestrator};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
 
-async fn environment(s: &TestServer) -> String {
-    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
-    let (_, e) =
-        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
-    e["data"]["id"].as_str().unwrap().to_string()
+async fn environment(s: &TestServer) -> Uuid {
+    s.new_environment("p", "e").await
 }
 
 fn rid(path: &str) -> String {
     format!("fs::File[agent-1,path={path}]")
 }
 
-fn file(path: &str, hash: &str, requires: &[&str]) -> Value {
-    json!({
+fn file(path: &str, hash: &str, requires: &[&str]) -> Map<String, Value> {
+    let resource = json!({
         "id": format!("{},v=0", rid(path)), "path": path, "hash": hash, "permissions": 644, "purged": false,
         "send_event": true, "requires": requires.iter().map(|p| rid(p)).collect::<Vec<_>>(),
-    })
+    });
+    resource.as_object().unwrap().clone()
 }
 
-async fn release(s: &TestServer, env: &str, resources: Vec<Value>) -> i64 {
-    let (_, body) = s.call("POST", "/api/v2/reserve_version", Some(env), None).await;
-    let version = body["data"].as_i64().unwrap();
-    let (status, body) =
-        s.call("PUT", "/api/v1/version", Some(env), Some(json!({"version": version, "resources": resources}))).await;
-    assert_eq!(status, 200, "{body}");
+async fn release(s: &TestServer, env: Uuid, resources: Vec<Map<String, Value>>) -> i64 {
+    let client = s.client();
+    let version = client.reserve_version(env).await.unwrap();
+    client.put_version(env, &PutVersion { version, resources, ..Default::default() }).await.unwrap();
     version
 }
 
@@ -62,8 +62,7 @@ fn line(level: &str, msg: &str) -> LogLine {
     }
 }
 
-async fn deploy(o: &Orchestrator, env: &str, version: i64, path: &str, status: HandlerStatus, msg: &str) {
-    let env = env.parse().unwrap();
+async fn deploy(o: &Orchestrator, env: Uuid, version: i64, path: &str, status: HandlerStatus, msg: &str) {
     let id = ResourceId::parse(&rid(path)).unwrap();
     let started = line("DEBUG", "deploy started");
     o.record_scheduler_batch(env, &[id.to_string()], &[], &[], None).await.unwrap();
@@ -90,14 +89,20 @@ fn ids(body: &Value) -> Vec<String> {
     body["data"].as_array().unwrap().iter().map(|r| r["resource_id"].as_str().unwrap().to_string()).collect()
 }
 
+fn resource_ids(page: &Envelope<Vec<LatestReleasedResource>>) -> Vec<String> {
+    page.data.iter().map(|r| r.resource_id.clone()).collect()
+}
+
 #[tokio::test]
 async fn resource_list_details_history_logs_and_actions() {
     let s = TestServer::start().await;
     let env = environment(&s).await;
-    let tid = Some(env.as_str());
+    let env_id = env.to_string();
+    let tid = Some(env_id.as_str());
+    let client = s.client();
     // Halted: the server's own agents stay out; this test writes deploy results itself.
-    assert_eq!(s.call("POST", "/api/v2/actions/environment/halt", tid, None).await.0, 200);
-    let v1 = release(&s, &env, vec![file("/a", "1", &[]), file("/b", "1", &["/a"]), file("/c", "1", &[])]).await;
+    client.halt_environment(env).await.unwrap();
+    let v1 = release(&s, env, vec![file("/a", "1", &[]), file("/b", "1", &["/a"]), file("/c", "1", &[])]).await;
 
     let (status, body) = s.call("GET", "/api/v2/resource?deploy_summary=true&sort=resource_id.asc", tid, None).await;
     assert_eq!(status, 200, "{body}");
@@ -108,11 +113,11 @@ async fn resource_list_details_history_logs_and_actions() {
     assert_eq!(body["metadata"]["deploy_summary"]["by_state"]["available"], 3);
     assert_eq!(body["metadata"]["total"], 3);
 
-    let (_, page) = s.call("GET", "/api/v2/resource?limit=2&sort=resource_id.asc", tid, None).await;
-    assert_eq!(ids(&page).len(), 2);
-    let next = page["links"]["next"].as_str().expect("a next link").to_string();
-    let (_, rest) = s.call("GET", &next, tid, None).await;
-    assert_eq!(ids(&rest), vec![rid("/c")]);
+    let page = client.resources(env, &ListQuery::new().limit(2).sort("resource_id.asc")).await.unwrap();
+    assert_eq!(resource_ids(&page).len(), 2);
+    let next = page.links.and_then(|l| l.next).expect("a next link");
+    let rest = client.page(&next, Some(env)).await.unwrap();
+    assert_eq!(resource_ids(&rest), vec![rid("/c")]);
 
     for bad in ["sort=color.asc", "filter.colour=red", "limit=5000", "deploy_summary=maybe"] {
         let (status, body) = s.call("GET", &format!("/api/v2/resource?{bad}"), tid, None).await;
@@ -122,44 +127,43 @@ async fn resource_list_details_history_logs_and_actions() {
     assert_eq!(s.call("GET", "/api/v2/resource", None, None).await.0, 400, "the environment header is required");
 
     let o = Orchestrator::open(&s.database_url).await.unwrap();
-    deploy(&o, &env, v1, "/a", HandlerStatus::Deployed, "file written").await;
-    deploy(&o, &env, v1, "/b", HandlerStatus::Failed, "disk full").await;
+    deploy(&o, env, v1, "/a", HandlerStatus::Deployed, "file written").await;
+    deploy(&o, env, v1, "/b", HandlerStatus::Failed, "disk full").await;
 
-    let (_, failed) = s.call("GET", "/api/v2/resource?filter.status=failed", tid, None).await;
-    assert_eq!(ids(&failed), vec![rid("/b")]);
-    let (_, others) =
-        s.call("GET", "/api/v2/resource?filter.status=!failed&filter.resource_id_value=/a", tid, None).await;
-    assert_eq!(ids(&others), vec![rid("/a")]);
+    let failed = client.resources(env, &ListQuery::new().filter("status", "failed")).await.unwrap();
+    assert_eq!(resource_ids(&failed), vec![rid("/b")]);
+    let query = ListQuery::new().filter("status", "!failed").filter("resource_id_value", "/a");
+    let others = client.resources(env, &query).await.unwrap();
+    assert_eq!(resource_ids(&others), vec![rid("/a")]);
 
-    let (status, details) = s.call("GET", &format!("/api/v2/resource/{}", enc(&rid("/b"))), tid, None).await;
-    assert_eq!(status, 200, "{details}");
-    assert_eq!(details["data"]["status"], "failed");
-    assert_eq!(details["data"]["requires_status"][rid("/a")], "deployed");
-    assert_eq!(details["data"]["attributes"]["hash"], "1");
-    assert_eq!(s.call("GET", &format!("/api/v2/resource/{}", enc(&rid("/zz"))), tid, None).await.0, 404);
-    assert_eq!(s.call("GET", "/api/v2/resource/not-an-id", tid, None).await.0, 400);
+    let details = client.resource(env, &rid("/b")).await.unwrap();
+    assert_eq!(details.status, ResourceState::Failed);
+    assert_eq!(details.requires_status[&rid("/a")], ResourceState::Deployed);
+    assert_eq!(details.attributes["hash"], "1");
+    assert_eq!(refused(client.resource(env, &rid("/zz")).await), 404);
+    assert_eq!(refused(client.resource(env, "not-an-id").await), 400);
 
-    let (status, logs) = s.call("GET", &format!("/api/v2/resource/{}/logs", enc(&rid("/b"))), tid, None).await;
-    assert_eq!(status, 200, "{logs}");
+    let logs = client.resource_logs(env, &rid("/b"), &ListQuery::new()).await.unwrap();
     // The deploy's two lines and the line of the `store` action of the version that brought it.
-    let messages: Vec<&str> = logs["data"].as_array().unwrap().iter().map(|l| l["msg"].as_str().unwrap()).collect();
+    let messages: Vec<&str> = logs.data.iter().map(|l| l.msg.as_str()).collect();
     assert_eq!(messages.len(), 3, "{messages:?}");
     assert_eq!(messages.iter().filter(|m| m.starts_with("Successfully stored version")).count(), 1, "{messages:?}");
-    let (_, errors) = s
-        .call("GET", &format!("/api/v2/resource/{}/logs?filter.minimal_log_level=ERROR", enc(&rid("/b"))), tid, None)
-        .await;
-    assert_eq!(errors["data"][0]["msg"], "disk full");
-    assert_eq!(errors["data"][0]["action"], "deploy");
-    let (_, found) =
-        s.call("GET", &format!("/api/v2/resource/{}/logs?filter.message=DISK", enc(&rid("/b"))), tid, None).await;
-    assert_eq!(found["data"].as_array().unwrap().len(), 1, "message filter is case-insensitive");
+    let errors =
+        client.resource_logs(env, &rid("/b"), &ListQuery::new().filter("minimal_log_level", "ERROR")).await.unwrap();
+    assert_eq!(errors.data[0].msg, "disk full");
+    assert_eq!(errors.data[0].action, "deploy");
+    let found = client.resource_logs(env, &rid("/b"), &ListQuery::new().filter("message", "DISK")).await.unwrap();
+    assert_eq!(found.data.len(), 1, "message filter is case-insensitive");
 
-    let (_, actions) = s.call("GET", "/api/v2/resource_actions?log_severity=ERROR", tid, None).await;
-    assert_eq!(actions["data"].as_array().unwrap().len(), 1, "{actions}");
-    assert_eq!(actions["data"][0]["status"], "failed");
-    let (_, created) = s.call("GET", "/api/v2/resource_actions?exclude_changes=nochange", tid, None).await;
-    assert_eq!(created["data"][0]["resource_version_ids"], json!([format!("{},v={v1}", rid("/a"))]));
-    assert_eq!(s.call("GET", "/api/v2/resource_actions?attribute=path", tid, None).await.0, 400);
+    let query = ActionQuery { log_severity: Some("ERROR".into()), ..Default::default() };
+    let actions = client.resource_actions(env, &query).await.unwrap().data;
+    assert_eq!(actions.len(), 1, "{actions:?}");
+    assert_eq!(actions[0].status, Some(HandlerStatus::Failed));
+    let query = ActionQuery { exclude_changes: vec!["nochange".into()], ..Default::default() };
+    let created = client.resource_actions(env, &query).await.unwrap().data;
+    assert_eq!(created[0].resource_version_ids, vec![format!("{},v={v1}", rid("/a"))]);
+    let query = ActionQuery { attribute: Some("path".into()), ..Default::default() };
+    assert_eq!(refused(client.resource_actions(env, &query).await), 400);
 
     let rvid = format!("{},v={v1}", rid("/a"));
     let (status, v1_resource) = s.call("GET", &format!("/api/v1/resource/{}?logs=true", enc(&rvid)), tid, None).await;
@@ -172,14 +176,14 @@ async fn resource_list_details_history_logs_and_actions() {
     assert_eq!(s.call("GET", &format!("/api/v1/resource/{}", enc(&rid("/a"))), tid, None).await.0, 400);
 
     // /a changes, /c goes away: history gets a second entry, /c becomes an orphan.
-    release(&s, &env, vec![file("/a", "2", &[]), file("/b", "1", &["/a"])]).await;
-    let (_, history) = s.call("GET", &format!("/api/v2/resource/{}/history", enc(&rid("/a"))), tid, None).await;
-    let hashes: Vec<&Value> = history["data"].as_array().unwrap().iter().map(|h| &h["attributes"]["hash"]).collect();
+    release(&s, env, vec![file("/a", "2", &[]), file("/b", "1", &["/a"])]).await;
+    let history = client.resource_history(env, &rid("/a"), &ListQuery::new()).await.unwrap().data;
+    let hashes: Vec<&Value> = history.iter().map(|h| &h.attributes["hash"]).collect();
     assert_eq!(hashes, vec![&json!("2"), &json!("1")]);
-    let (_, list) = s.call("GET", "/api/v2/resource?filter.status=orphaned", tid, None).await;
-    assert_eq!(ids(&list), vec![rid("/c")]);
-    let (_, a) = s.call("GET", &format!("/api/v2/resource/{}", enc(&rid("/a"))), tid, None).await;
-    assert_eq!(a["data"]["status"], "available", "a changed intent is to be deployed again");
+    let list = client.resources(env, &ListQuery::new().filter("status", "orphaned")).await.unwrap();
+    assert_eq!(resource_ids(&list), vec![rid("/c")]);
+    let a = client.resource(env, &rid("/a")).await.unwrap();
+    assert_eq!(a.status, ResourceState::Available, "a changed intent is to be deployed again");
 
     // The failed deploy raised a notification.
     let (_, notes) = s.call("GET", "/api/v2/notification", tid, None).await;
@@ -206,12 +210,13 @@ async fn resource_list_details_history_logs_and_actions() {
 async fn facts_and_parameters_v1_and_v2() {
     let s = TestServer::start().await;
     let env = environment(&s).await;
-    let tid = Some(env.as_str());
+    let env_id = env.to_string();
+    let tid = Some(env_id.as_str());
+    let client = s.client();
 
-    let (status, body) =
-        s.call("PUT", "/api/v2/parameters/db_host", tid, Some(json!({"source": "user", "value": "10.0.0.1"}))).await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(body["data"]["value"], "10.0.0.1");
+    let body = SetParameter { source: "user".into(), value: json!("10.0.0.1"), ..Default::default() };
+    let parameter = client.set_parameter(env, "db_host", &body).await.unwrap();
+    assert_eq!(parameter.value, "10.0.0.1");
     let (_, v1) = s.call("GET", "/api/v1/parameter/db_host", tid, None).await;
     assert_eq!(v1["parameter"]["value"], "10.0.0.1");
     assert_eq!(s.call("GET", "/api/v1/parameter/nope", tid, None).await.0, 404);
@@ -225,24 +230,23 @@ async fn facts_and_parameters_v1_and_v2() {
     let (status, body) = s.call("GET", &format!("/api/v1/parameter/size?resource_id={}", enc(&r)), tid, None).await;
     assert_eq!(status, 503, "{body}");
     assert_eq!(body["message"], "Agents queried for resource parameter.");
-    let (status, fact) = s
-        .call("PUT", "/api/v2/facts/size", tid, Some(json!({"source": "fact", "value": "42", "resource_id": r})))
-        .await;
-    assert_eq!(status, 200, "{fact}");
-    assert_eq!(fact["data"]["expires"], true);
-    assert_eq!(s.call("PUT", "/api/v2/facts/size", tid, Some(json!({"source": "fact", "value": "1"}))).await.0, 400);
-    let (status, _) = s.call("GET", &format!("/api/v1/parameter/size?resource_id={}", enc(&r)), tid, None).await;
-    assert_eq!(status, 200);
+    let body =
+        SetParameter { source: "fact".into(), value: json!("42"), resource_id: Some(r.clone()), ..Default::default() };
+    let fact = client.set_fact(env, "size", &body).await.unwrap();
+    assert!(fact.expires);
+    let body = SetParameter { source: "fact".into(), value: json!("1"), ..Default::default() };
+    assert_eq!(refused(client.set_fact(env, "size", &body).await), 400);
+    client.parameter(env, "size", Some(&r)).await.unwrap();
 
     let (_, facts) = s.call("GET", &format!("/api/v2/resource/{}/facts", enc(&r)), tid, None).await;
     assert_eq!(facts["data"].as_array().unwrap().len(), 1);
     let fact_id = facts["data"][0]["id"].as_str().unwrap();
     let (status, _) = s.call("GET", &format!("/api/v2/resource/{}/facts/{fact_id}", enc(&r)), tid, None).await;
     assert_eq!(status, 200);
-    let (_, all) = s.call("GET", "/api/v2/facts?filter.name=siz", tid, None).await;
-    assert_eq!(all["data"].as_array().unwrap().len(), 1);
-    let (_, params) = s.call("GET", "/api/v2/parameters?sort=name.asc", tid, None).await;
-    assert_eq!(params["data"].as_array().unwrap().len(), 1, "facts are not parameters: {params}");
+    let all = client.facts(env, &ListQuery::new().filter("name", "siz")).await.unwrap();
+    assert_eq!(all.data.len(), 1);
+    let params = client.parameters(env, &ListQuery::new().sort("name.asc")).await.unwrap();
+    assert_eq!(params.data.len(), 1, "facts are not parameters: {params:?}");
 
     let batch = json!({"parameters": [
         {"id": "region", "source": "report", "value": "eu", "metadata": {"team": "ops"}},
@@ -263,31 +267,25 @@ async fn facts_and_parameters_v1_and_v2() {
 async fn setting_an_awaited_parameter_or_recompile_true_queues_a_compile() {
     let s = TestServer::start().await;
     let env = environment(&s).await;
-    let tid = Some(env.as_str());
-    let queued = async || {
-        let (_, reports) = s.call("GET", "/api/v2/compilereport", tid, None).await;
-        reports["data"].as_array().unwrap().len()
-    };
+    let env_id = env.to_string();
+    let tid = Some(env_id.as_str());
+    let client = s.client();
+    let queued = async || client.compile_reports(env, &ListQuery::new()).await.unwrap().data.len();
     // A plain parameter: nothing to compile.
-    let (status, _) =
-        s.call("PUT", "/api/v2/parameters/plain", tid, Some(json!({"source": "user", "value": "1"}))).await;
-    assert_eq!(status, 200);
+    let body = SetParameter { source: "user".into(), value: json!("1"), ..Default::default() };
+    client.set_parameter(env, "plain", &body).await.unwrap();
     assert_eq!(queued().await, 0);
     // recompile=true asks for one.
-    let body = json!({"source": "user", "value": "2", "recompile": true});
-    assert_eq!(s.call("PUT", "/api/v2/parameters/plain", tid, Some(body)).await.0, 200);
+    let body = SetParameter { source: "user".into(), value: json!("2"), recompile: true, ..Default::default() };
+    client.set_parameter(env, "plain", &body).await.unwrap();
     assert_eq!(queued().await, 1);
-    let (_, reports) = s.call("GET", "/api/v2/compilereport", tid, None).await;
-    assert!(reports["data"][0]["metadata"]["message"].as_str().unwrap().contains("plain"), "{reports}");
+    let reports = client.compile_reports(env, &ListQuery::new()).await.unwrap().data;
+    assert!(reports[0].metadata["message"].as_str().unwrap().contains("plain"), "{reports:?}");
 
     // A value the last compile waited on (an unknown of the latest version) asks for one too.
-    let (_, v) = s.call("POST", "/api/v2/reserve_version", tid, None).await;
-    let version = v["data"].as_i64().unwrap();
-    let unknowns = json!([{"parameter": "db_host", "source": "fact", "resource": "", "metadata": {}}]);
-    let (status, body) = s
-        .call("PUT", "/api/v1/version", tid, Some(json!({"version": version, "resources": [], "unknowns": unknowns})))
-        .await;
-    assert_eq!(status, 200, "{body}");
+    let version = client.reserve_version(env).await.unwrap();
+    let unknowns = vec![json!({"parameter": "db_host", "source": "fact", "resource": "", "metadata": {}})];
+    client.put_version(env, &PutVersion { version, unknowns, ..Default::default() }).await.unwrap();
     let before = queued().await;
     let (status, _) =
         s.call("PUT", "/api/v1/parameter/db_host", tid, Some(json!({"source": "user", "value": "10.0.0.9"}))).await;
@@ -301,8 +299,9 @@ async fn setting_an_awaited_parameter_or_recompile_true_queues_a_compile() {
 async fn asking_for_an_unknown_fact_asks_the_agent_and_records_a_getfact_action() {
     let s = TestServer::start().await;
     let env = environment(&s).await;
-    let tid = Some(env.as_str());
-    let version = release(&s, &env, vec![file("/nonexistent-dir-of-the-getfact-test/a", "0", &[])]).await;
+    let env_id = env.to_string();
+    let tid = Some(env_id.as_str());
+    let version = release(&s, env, vec![file("/nonexistent-dir-of-the-getfact-test/a", "0", &[])]).await;
     let r = rid("/nonexistent-dir-of-the-getfact-test/a");
     let (status, body) = s.call("GET", &format!("/api/v1/parameter/size?resource_id={}", enc(&r)), tid, None).await;
     assert_eq!(status, 503, "{body}");

@@ -12,8 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use api::client::ListQuery;
+use api::state::ResourceDiffStatus;
 use common::{BIN, TestServer};
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// A project whose `libs/` holds a copy of examples/handlers/keyvalue.
 struct Project {
@@ -90,10 +92,10 @@ async fn wait_for(what: &str, mut check: impl AsyncFnMut() -> bool) {
     }
 }
 
+/// The resource's status; empty while the server does not know it (yet).
 async fn status_of(s: &TestServer, env: &str, rid: &str) -> String {
-    let path = format!("/api/v2/resource/{}", api::url::encode(rid));
-    let (_, body) = s.call("GET", &path, Some(env), None).await;
-    body["data"]["status"].as_str().unwrap_or_default().to_string()
+    let details = s.client().resource(env.parse().unwrap(), rid).await;
+    details.map(|d| d.status.as_str().to_string()).unwrap_or_default()
 }
 
 fn lines(conf: &Path) -> Vec<String> {
@@ -109,10 +111,9 @@ const NAME: &str = "keyvalue::Line[internal,key=name]";
 #[tokio::test]
 async fn modules_ship_handlers_that_the_agents_run() {
     let s = TestServer::start().await;
-    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
-    let (_, e) =
-        s.call("PUT", "/api/v2/environment", None, Some(json!({"project_id": p["data"]["id"], "name": "e"}))).await;
-    let env = e["data"]["id"].as_str().unwrap().to_string();
+    let env_id = s.new_environment("p", "e").await;
+    let env = env_id.to_string();
+    let client = s.client();
     let managed = tempfile::tempdir().unwrap();
     let project = Project::new(managed.path());
 
@@ -131,32 +132,27 @@ async fn modules_ship_handlers_that_the_agents_run() {
     assert_eq!(std::fs::metadata(&cached).unwrap().permissions().mode() & 0o777, 0o755);
 
     // A candidate version with a new value: its dry run goes through the shipped handler too.
-    let (status, _) =
-        s.call("POST", "/api/v2/environment_settings/auto_deploy", Some(&env), Some(json!({"value": false}))).await;
-    assert_eq!(status, 200);
+    client.set_environment_setting(env_id, "auto_deploy", false).await.unwrap();
     project.model("9090");
     let version = project.export(&s, &env, false);
-    let (status, body) = s.call("POST", &format!("/api/v2/dryrun/{version}"), Some(&env), None).await;
-    assert_eq!(status, 200, "{body}");
-    let dry_run = body["data"].as_str().map(str::to_string).unwrap_or_else(|| body["data"]["id"].to_string());
-    let mut report = Value::Null;
+    let dry_run = client.dry_run(env_id, version).await.unwrap();
+    let mut report = None;
     wait_for("the dry run report", async || {
-        let path = format!("/api/v2/dryrun/{version}/{dry_run}");
-        report = s.call("GET", &path, Some(&env), None).await.1;
-        report["data"]["summary"]["todo"] == json!(0)
+        let current = client.dry_run_report(env_id, version, dry_run).await.unwrap();
+        let done = current.summary.todo == 0;
+        report = Some(current);
+        done
     })
     .await;
-    let diff = report["data"]["diff"].as_array().unwrap();
-    let port_diff = diff.iter().find(|d| d["resource_id"] == PORT).unwrap_or_else(|| panic!("{report}"));
-    assert_eq!(port_diff["status"], "modified", "{report}");
-    assert_eq!(port_diff["attributes"]["value"]["from_value"], "8080", "{report}");
-    assert_eq!(port_diff["attributes"]["value"]["to_value"], "9090", "{report}");
+    let report = report.unwrap();
+    let port_diff = report.diff.iter().find(|d| d.resource_id == PORT).unwrap_or_else(|| panic!("{report:?}"));
+    assert_eq!(port_diff.status, ResourceDiffStatus::Modified, "{report:?}");
+    assert_eq!(port_diff.attributes["value"].from_value, Some(json!("8080")), "{report:?}");
+    assert_eq!(port_diff.attributes["value"].to_value, Some(json!("9090")), "{report:?}");
     assert_eq!(lines(&project.conf), ["name=web", "port=8080"], "a dry run changes nothing");
 
     // Released: the update reaches the file.
-    let (status, body) =
-        s.call("POST", &format!("/api/v1/version/{version}"), Some(&env), Some(json!({"push": true}))).await;
-    assert_eq!(status, 200, "{body}");
+    client.release_version(env_id, version, true).await.unwrap();
     wait_for("the new value", async || lines(&project.conf) == ["name=web", "port=9090"]).await;
     wait_for("the update deployed", async || status_of(&s, &env, PORT).await == "deployed").await;
 
@@ -165,9 +161,8 @@ async fn modules_ship_handlers_that_the_agents_run() {
     project.model("7070");
     project.export(&s, &env, true);
     wait_for("the line without a handler", async || status_of(&s, &env, PORT).await == "unavailable").await;
-    let path = format!("/api/v2/resource/{}/logs", api::url::encode(PORT));
-    let (_, logs) = s.call("GET", &path, Some(&env), None).await;
-    let messages: Vec<&str> = logs["data"].as_array().unwrap().iter().filter_map(|l| l["msg"].as_str()).collect();
+    let logs = client.resource_logs(env_id, PORT, &ListQuery::new()).await.unwrap().data;
+    let messages: Vec<&str> = logs.iter().map(|l| l.msg.as_str()).collect();
     assert!(
         messages.iter().any(|m| m.contains("keyvalue::Line") && m.contains("handlers/keyvalue__Line")),
         "{messages:?}"

@@ -9,8 +9,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use api::AgentStatus;
+use api::client::ListQuery;
+use api::compile::NotifyChange;
 use common::{BIN, TestServer};
-use serde_json::json;
 
 fn git(dir: &Path, args: &[&str]) {
     let output = Command::new("git")
@@ -82,18 +84,17 @@ async fn compiles_and_remote_agents_work_over_https() {
     git(&work, &["commit", "--quiet", "-m", "model"]);
     git(&work, &["push", "--quiet", &format!("file://{}", bare.display()), "main"]);
 
-    let (_, p) = s.call("PUT", "/api/v2/project", None, Some(json!({"name": "p"}))).await;
     let repo = format!("file://{}", bare.display());
-    let (status, e) = s
-        .call(
-            "PUT",
-            "/api/v2/environment",
-            None,
-            Some(json!({"project_id": p["data"]["id"], "name": "tls", "repository": repo, "branch": "main"})),
-        )
-        .await;
-    assert_eq!(status, 200, "{e}");
-    let env = e["data"]["id"].as_str().unwrap().to_string();
+    let client = s.client();
+    let project = client.create_project("p").await.unwrap();
+    let body = api::environment::EnvironmentCreate {
+        project_id: project.id,
+        name: "tls".into(),
+        repository: Some(repo),
+        branch: Some("main".into()),
+        ..Default::default()
+    };
+    let env = client.create_environment(&body).await.unwrap().id.to_string();
 
     // The remote agent, over wss:// and https:// with the certificate as its CA file.
     let port = s.url.rsplit(':').next().unwrap().to_string();
@@ -110,10 +111,12 @@ async fn compiles_and_remote_agents_work_over_https() {
             .spawn()
             .expect("start inmanta agent"),
     );
+    let env_id = env.parse().unwrap();
+    let remote1 = ListQuery::new().filter("name", "remote1");
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let (_, agents) = s.call("GET", "/api/v2/agents?filter.name=remote1", Some(&env), None).await;
-        if agents["data"][0]["status"] == "up" {
+        let agents = client.agents(env_id, &remote1).await.unwrap();
+        if agents.data.first().is_some_and(|a| a.status == AgentStatus::Up) {
             break;
         }
         let log = std::fs::read_to_string(&agent_log).unwrap_or_default();
@@ -122,21 +125,19 @@ async fn compiles_and_remote_agents_work_over_https() {
     }
 
     // A server-side compile: its export pushes to this HTTPS server.
-    let (status, body) = s.call("POST", &format!("/api/v1/notify/{env}"), None, Some(json!({"update": true}))).await;
-    assert_eq!(status, 200, "{body}");
-    let id = body["compile_id"].as_str().unwrap().to_string();
+    let answer = client.notify(env_id, &NotifyChange { update: true, ..Default::default() }).await.unwrap();
+    let id = answer.compile_id.expect("a queued compile");
     let deadline = Instant::now() + Duration::from_secs(120);
     let report = loop {
-        let (status, body) = s.call("GET", &format!("/api/v2/compilereport/{id}"), Some(&env), None).await;
-        assert_eq!(status, 200, "{body}");
-        if !body["data"]["completed"].is_null() {
-            break body["data"].clone();
+        let details = client.compile_report(env_id, id).await.unwrap();
+        if details.report.completed.is_some() {
+            break details;
         }
-        assert!(Instant::now() < deadline, "the compile did not finish: {body:#}");
+        assert!(Instant::now() < deadline, "the compile did not finish: {details:#?}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
-    assert_eq!(report["success"], true, "the export over HTTPS failed: {report:#}");
-    let command = report["reports"].as_array().unwrap().iter().map(|r| r["command"].to_string()).collect::<String>();
+    assert_eq!(report.report.success, Some(true), "the export over HTTPS failed: {report:#?}");
+    let command = report.reports.as_ref().unwrap().iter().map(|r| r.command.clone()).collect::<String>();
     assert!(command.contains("--ssl"), "the export was told to use HTTPS: {command}");
 
     // The remote agent deploys the compiled version.
@@ -146,8 +147,8 @@ async fn compiles_and_remote_agents_work_over_https() {
         assert!(Instant::now() < deadline, "the remote agent did not deploy over HTTPS; its log: {log}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let (_, agents) = s.call("GET", "/api/v2/agents?filter.name=remote1", Some(&env), None).await;
-    assert_eq!(agents["data"][0]["status"], "up", "{agents}");
+    let agents = client.agents(env_id, &remote1).await.unwrap();
+    assert_eq!(agents.data[0].status, AgentStatus::Up, "{agents:?}");
 }
 
 #[tokio::test]

@@ -3,12 +3,10 @@
 use api::ResourceState;
 use std::time::Duration;
 
+use api::client::ListQuery;
 use clap::Subcommand;
-use reqwest::Method;
-use serde_json::Value;
 use uuid::Uuid;
 
-use super::version::text;
 use super::{CliError, Context, output};
 
 #[derive(Subcommand)]
@@ -34,24 +32,27 @@ pub enum AgentCommand {
 pub async fn run(command: AgentCommand, ctx: &Context, env: Uuid) -> Result<(), CliError> {
     let (action, agent, all) = match command {
         AgentCommand::List => {
-            let agents: Vec<Value> = super::version::all_pages(ctx, env, "/api/v2/agents").await?;
+            let agents = ctx.client.follow(ctx.client.agents(env, &ListQuery::new()).await?, Some(env)).await?;
             if ctx.json {
                 output::json(&agents);
                 return Ok(());
             }
-            let rows: Vec<Vec<String>> =
-                agents.iter().map(|a| vec![text(&a["name"]), text(&a["status"]), text(&a["paused"])]).collect();
+            let rows: Vec<Vec<String>> = agents
+                .iter()
+                .map(|a| vec![a.name.clone(), a.status.as_str().to_string(), a.paused.to_string()])
+                .collect();
             output::table(&["Agent", "Status", "Paused"], &rows);
             return Ok(());
         }
         AgentCommand::Pause { agent, all } => ("pause", agent, all),
         AgentCommand::Unpause { agent, all } => ("unpause", agent, all),
     };
-    let path = match (agent, all) {
-        (Some(name), false) => format!("/api/v2/agent/{}/{action}", super::encode_segment(&name)),
-        _ => format!("/api/v2/agents/{action}"),
-    };
-    ctx.client.call(Method::POST, &path, Some(env), None::<&()>).await?;
+    let agent = agent.as_deref().filter(|_| !all);
+    if action == "pause" {
+        ctx.client.pause_agent(env, agent).await?;
+    } else {
+        ctx.client.unpause_agent(env, agent).await?;
+    }
     println!("{action}d");
     Ok(())
 }
@@ -61,13 +62,9 @@ pub async fn run(command: AgentCommand, ctx: &Context, env: Uuid) -> Result<(), 
 pub async fn monitor(ctx: &Context, env: Uuid, follow: bool) -> Result<(), CliError> {
     let mut bar: Option<indicatif::ProgressBar> = None;
     loop {
-        let page = ctx
-            .client
-            .call(Method::GET, "/api/v2/resource?limit=1&deploy_summary=true", Some(env), None::<&()>)
-            .await?;
-        let summary = &page["metadata"]["deploy_summary"];
-        let total = summary["total"].as_u64().unwrap_or(0);
-        let count = |state: ResourceState| summary["by_state"][state.as_str()].as_u64().unwrap_or(0);
+        let summary = ctx.client.deploy_summary(env).await?;
+        let total = summary.total;
+        let count = |state: ResourceState| summary.by_state.get(&state).copied().unwrap_or(0);
         let deployed = count(ResourceState::Deployed);
         let failed = count(ResourceState::Failed) + count(ResourceState::Unavailable);
         let pending = count(ResourceState::Available) + count(ResourceState::Deploying);
@@ -81,7 +78,7 @@ pub async fn monitor(ctx: &Context, env: Uuid, follow: bool) -> Result<(), CliEr
         if pending == 0 && !follow {
             progress.finish_and_clear();
             if ctx.json {
-                output::json(summary);
+                output::json(&summary);
             } else {
                 println!("{line}");
             }

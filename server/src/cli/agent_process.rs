@@ -193,8 +193,8 @@ async fn report_discovered(client: &Client, env: Uuid, outcome: &mut agent::Outc
     if outcome.discovered.is_empty() {
         return;
     }
-    let body = serde_json::json!({"discovered_resources": std::mem::take(&mut outcome.discovered)});
-    if let Err(e) = client.call(Method::POST, "/api/v2/discovered", Some(env), Some(&body)).await {
+    let found = std::mem::take(&mut outcome.discovered);
+    if let Err(e) = client.report_discovered(env, &found).await {
         crate::agents::report_failed(outcome, e.to_string());
     }
 }

@@ -3,9 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use api::compile::{CompileDetails, CompileReport};
+use api::client::ListQuery;
+use api::compile::{CompileDetails, CompileReport, NotifyChange};
 use clap::{Args, Subcommand};
-use reqwest::Method;
 use serde_json::json;
 use uuid::Uuid;
 
@@ -77,8 +77,8 @@ pub async fn run(command: CompileCommand, options: &Options) -> Result<(), CliEr
         }
         ServerCompileCommand::List { scope, limit } => {
             let (ctx, env) = super::scoped(&scope, options).await?;
-            let path = format!("/api/v2/compilereport?limit={limit}&sort=requested.desc");
-            let reports: Vec<CompileReport> = ctx.client.data(Method::GET, &path, Some(env), None::<&()>).await?;
+            let query = ListQuery::new().limit(limit.into()).sort("requested.desc");
+            let reports = ctx.client.compile_reports(env, &query).await?.data;
             if ctx.json {
                 output::json(&reports);
             } else {
@@ -111,15 +111,16 @@ fn state(r: &CompileReport) -> &'static str {
 
 /// Requests a compile and, with `--wait`, follows it to the end.
 pub async fn request(ctx: &Context, env: Uuid, args: &RequestArgs) -> Result<(), CliError> {
-    let mut body = json!({"update": !args.no_update});
-    if let Some(message) = &args.message {
-        body["metadata"] = json!({"type": "cli", "message": message});
+    let body = NotifyChange {
+        update: !args.no_update,
+        metadata: args.message.as_ref().map(|message| json!({"type": "cli", "message": message})),
+        ..Default::default()
+    };
+    let answer = ctx.client.notify(env, &body).await?;
+    for warning in answer.warnings() {
+        eprintln!("warning: {warning}");
     }
-    let answer = ctx.client.call(Method::POST, &format!("/api/v1/notify/{env}"), None, Some(&body)).await?;
-    for warning in answer["metadata"]["warnings"].as_array().into_iter().flatten() {
-        eprintln!("warning: {}", warning.as_str().unwrap_or_default());
-    }
-    let Some(id) = answer["compile_id"].as_str().and_then(|s| Uuid::parse_str(s).ok()) else {
+    let Some(id) = answer.compile_id else {
         return Err(CliError::Usage("the server did not queue a compile".into()));
     };
     if ctx.json && !args.wait {
@@ -132,8 +133,7 @@ pub async fn request(ctx: &Context, env: Uuid, args: &RequestArgs) -> Result<(),
     }
     let deadline = Instant::now() + Duration::from_secs(args.timeout);
     loop {
-        let details: CompileDetails =
-            ctx.client.data(Method::GET, &format!("/api/v2/compilereport/{id}"), Some(env), None::<&()>).await?;
+        let details = ctx.client.compile_report(env, id).await?;
         if details.report.completed.is_some() {
             let success = details.report.success == Some(true);
             print_details(ctx, &details);
@@ -147,8 +147,7 @@ pub async fn request(ctx: &Context, env: Uuid, args: &RequestArgs) -> Result<(),
 }
 
 async fn show(ctx: &Context, env: Uuid, id: Uuid) -> Result<CompileDetails, CliError> {
-    let details: CompileDetails =
-        ctx.client.data(Method::GET, &format!("/api/v2/compilereport/{id}"), Some(env), None::<&()>).await?;
+    let details = ctx.client.compile_report(env, id).await?;
     print_details(ctx, &details);
     Ok(details)
 }

@@ -1,10 +1,8 @@
 //! `inmanta environment create|list|show|modify|delete|save|setting ...`.
 
 use api::Environment;
-use api::settings::EnvironmentSettings;
+use api::environment::{EnvironmentCreate, EnvironmentModify};
 use clap::Subcommand;
-use reqwest::Method;
-use serde_json::json;
 
 use super::{CliError, Context, output, project};
 
@@ -95,15 +93,16 @@ pub async fn run(command: EnvironmentCommand, ctx: &Context) -> Result<(), CliEr
     match command {
         EnvironmentCommand::Create { name, project, repo_url, branch, save: write } => {
             let project = project::find(ctx, &project).await?;
-            let body = json!({"project_id": project.id, "name": name, "repository": repo_url, "branch": branch});
-            let env: Environment = c.data(Method::PUT, "/api/v2/environment", None, Some(&body)).await?;
+            let body =
+                EnvironmentCreate { project_id: project.id, name, repository: repo_url, branch, ..Default::default() };
+            let env = c.create_environment(&body).await?;
             show(ctx, &env, &project.name);
             if write {
                 save(&env)?;
             }
         }
         EnvironmentCommand::List => {
-            let envs: Vec<Environment> = c.data(Method::GET, "/api/v2/environment", None, None::<&()>).await?;
+            let envs = c.environments().await?;
             if ctx.json {
                 output::json(&envs);
             } else {
@@ -133,15 +132,14 @@ pub async fn run(command: EnvironmentCommand, ctx: &Context) -> Result<(), CliEr
         }
         EnvironmentCommand::Modify { name, repo_url, branch, environment } => {
             let env = find(ctx, &environment).await?;
-            let body = json!({"name": name, "repository": repo_url, "branch": branch});
-            let env: Environment =
-                c.data(Method::POST, &format!("/api/v2/environment/{}", env.id), None, Some(&body)).await?;
+            let body = EnvironmentModify { name, repository: repo_url, branch, ..Default::default() };
+            let env = c.modify_environment(env.id, &body).await?;
             let projects = project_names(ctx).await?;
             show(ctx, &env, projects.get(&env.project_id).map(String::as_str).unwrap_or(""));
         }
         EnvironmentCommand::Delete { environment } => {
             let env = find(ctx, &environment).await?;
-            c.call(Method::DELETE, &format!("/api/v2/environment/{}", env.id), None, None::<&()>).await?;
+            c.delete_environment(env.id).await?;
             if !ctx.json {
                 println!("Environment {} ({}) deleted", env.name, env.id);
             }
@@ -157,8 +155,7 @@ async fn setting(command: SettingCommand, ctx: &Context) -> Result<(), CliError>
     match command {
         SettingCommand::List { environment } => {
             let env = find(ctx, &environment).await?;
-            let all: EnvironmentSettings =
-                c.data(Method::GET, "/api/v2/environment_settings", Some(env.id), None::<&()>).await?;
+            let all = c.environment_settings(env.id).await?;
             if ctx.json {
                 output::json(&all);
             } else {
@@ -177,8 +174,7 @@ async fn setting(command: SettingCommand, ctx: &Context) -> Result<(), CliError>
         }
         SettingCommand::Get { environment, key } => {
             let env = find(ctx, &environment).await?;
-            let one: EnvironmentSettings =
-                c.data(Method::GET, &format!("/api/v2/environment_settings/{key}"), Some(env.id), None::<&()>).await?;
+            let one = c.environment_setting(env.id, &key).await?;
             match one.settings.get(&key) {
                 Some(v) if ctx.json => output::json(v),
                 Some(v) => println!("{v}"),
@@ -187,20 +183,14 @@ async fn setting(command: SettingCommand, ctx: &Context) -> Result<(), CliError>
         }
         SettingCommand::Set { environment, key, value } => {
             let env = find(ctx, &environment).await?;
-            c.call(
-                Method::POST,
-                &format!("/api/v2/environment_settings/{key}"),
-                Some(env.id),
-                Some(&json!({"value": value})),
-            )
-            .await?;
+            c.set_environment_setting(env.id, &key, value.as_str()).await?;
             if !ctx.json {
                 println!("{key} set to {value} in {}", env.name);
             }
         }
         SettingCommand::Delete { environment, key } => {
             let env = find(ctx, &environment).await?;
-            c.call(Method::DELETE, &format!("/api/v2/environment_settings/{key}"), Some(env.id), None::<&()>).await?;
+            c.delete_environment_setting(env.id, &key).await?;
             if !ctx.json {
                 println!("{key} reset to its default in {}", env.name);
             }
@@ -225,13 +215,13 @@ fn show(ctx: &Context, env: &Environment, project: &str) {
 }
 
 async fn project_names(ctx: &Context) -> Result<std::collections::HashMap<uuid::Uuid, String>, CliError> {
-    let projects: Vec<api::Project> = ctx.client.data(Method::GET, "/api/v2/project", None, None::<&()>).await?;
+    let projects = ctx.client.projects().await?;
     Ok(projects.into_iter().map(|p| (p.id, p.name)).collect())
 }
 
 /// An environment by id, by name, or by `project/name` when a name is used in several projects.
 pub async fn find(ctx: &Context, key: &str) -> Result<Environment, CliError> {
-    let envs: Vec<Environment> = ctx.client.data(Method::GET, "/api/v2/environment", None, None::<&()>).await?;
+    let envs = ctx.client.environments().await?;
     if let Some(env) = envs.iter().find(|e| e.id.to_string() == key) {
         return Ok(env.clone());
     }

@@ -1,11 +1,11 @@
 //! `inmanta param list|get|set`: parameters of an environment.
 
+use api::client::ListQuery;
+use api::operations::SetParameter;
 use clap::Subcommand;
-use reqwest::Method;
-use serde_json::{Value, json};
+use serde_json::json;
 use uuid::Uuid;
 
-use super::version::{all_pages, text};
 use super::{CliError, Context, output};
 
 #[derive(Subcommand)]
@@ -37,42 +37,45 @@ pub enum ParamCommand {
 pub async fn run(command: ParamCommand, ctx: &Context, env: Uuid) -> Result<(), CliError> {
     match command {
         ParamCommand::List => {
-            let params = all_pages(ctx, env, "/api/v2/parameters").await?;
+            let params = ctx.client.follow(ctx.client.parameters(env, &ListQuery::new()).await?, Some(env)).await?;
             if ctx.json {
                 output::json(&params);
                 return Ok(());
             }
             let rows: Vec<Vec<String>> = params
                 .iter()
-                .map(|p| vec![text(&p["name"]), text(&p["value"]), text(&p["source"]), text(&p["updated"])])
+                .map(|p| vec![p.name.clone(), p.value.clone(), p.source.clone(), p.updated.clone().unwrap_or_default()])
                 .collect();
             output::table(&["Name", "Value", "Source", "Updated"], &rows);
         }
         ParamCommand::Get { name, resource_id } => {
-            let mut path = format!("/api/v1/parameter/{name}");
-            if let Some(rid) = &resource_id {
-                path.push_str(&format!("?resource_id={}", super::encode_segment(rid)));
-            }
-            let answer: Value = ctx.client.call(Method::GET, &path, Some(env), None::<&()>).await?;
+            let parameter = ctx.client.parameter(env, &name, resource_id.as_deref()).await?;
             if ctx.json {
-                output::json(&answer);
+                // The API's v1 answer.
+                output::json(&json!({ "parameter": parameter }));
                 return Ok(());
             }
-            println!("{}", text(&answer["parameter"]["value"]));
+            println!("{}", parameter.value);
         }
         ParamCommand::Set { name, value, source, resource_id } => {
-            let (path, body) = match resource_id {
-                Some(rid) => {
-                    (format!("/api/v2/facts/{name}"), json!({"source": source, "value": value, "resource_id": rid}))
+            let is_fact = resource_id.is_some();
+            let body = SetParameter { source, value: json!(value), resource_id, ..Default::default() };
+            let value = if is_fact {
+                let fact = ctx.client.set_fact(env, &name, &body).await?;
+                if ctx.json {
+                    output::json(&fact);
+                    return Ok(());
                 }
-                None => (format!("/api/v2/parameters/{name}"), json!({"source": source, "value": value})),
+                fact.value
+            } else {
+                let parameter = ctx.client.set_parameter(env, &name, &body).await?;
+                if ctx.json {
+                    output::json(&parameter);
+                    return Ok(());
+                }
+                parameter.value
             };
-            let answer: Value = ctx.client.data(Method::PUT, &path, Some(env), Some(&body)).await?;
-            if ctx.json {
-                output::json(&answer);
-                return Ok(());
-            }
-            println!("{name} = {}", text(&answer["value"]));
+            println!("{name} = {value}");
         }
     }
     Ok(())

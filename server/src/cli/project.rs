@@ -2,7 +2,6 @@
 
 use api::Project;
 use clap::Subcommand;
-use reqwest::Method;
 
 use super::{CliError, Context, output};
 
@@ -51,7 +50,7 @@ pub async fn run(command: ProjectCommand, ctx: &Context) -> Result<(), CliError>
     match command {
         ProjectCommand::Install { .. } => unreachable!("handled without a server by cli::run"),
         ProjectCommand::List => {
-            let projects: Vec<Project> = c.data(Method::GET, "/api/v2/project", None, None::<&()>).await?;
+            let projects = c.projects().await?;
             if ctx.json {
                 output::json(&projects);
             } else {
@@ -70,20 +69,17 @@ pub async fn run(command: ProjectCommand, ctx: &Context) -> Result<(), CliError>
             show(ctx, &project);
         }
         ProjectCommand::Create { name } => {
-            let project: Project =
-                c.data(Method::PUT, "/api/v2/project", None, Some(&serde_json::json!({"name": name}))).await?;
+            let project = c.create_project(&name).await?;
             show(ctx, &project);
         }
         ProjectCommand::Modify { name, project } => {
             let id = find(ctx, &project).await?.id;
-            let project: Project = c
-                .data(Method::POST, &format!("/api/v2/project/{id}"), None, Some(&serde_json::json!({"name": name})))
-                .await?;
+            let project = c.rename_project(id, &name).await?;
             show(ctx, &project);
         }
         ProjectCommand::Delete { project } => {
             let project = find(ctx, &project).await?;
-            c.call(Method::DELETE, &format!("/api/v2/project/{}", project.id), None, None::<&()>).await?;
+            c.delete_project(project.id).await?;
             if !ctx.json {
                 println!("Project {} ({}) deleted", project.name, project.id);
             }
@@ -107,7 +103,7 @@ fn show(ctx: &Context, project: &Project) {
 
 /// A project by id or by name.
 pub async fn find(ctx: &Context, key: &str) -> Result<Project, CliError> {
-    let projects: Vec<Project> = ctx.client.data(Method::GET, "/api/v2/project", None, None::<&()>).await?;
+    let projects = ctx.client.projects().await?;
     projects.into_iter().find(|p| p.id.to_string() == key || p.name == key).ok_or_else(|| {
         CliError::Usage(format!("no project with name or id {key:?}: `inmanta project list` shows them"))
     })

@@ -1,12 +1,10 @@
 //! `inmanta resource list|show|history|logs`: resources of the latest released version.
 
+use api::client::ListQuery;
 use clap::Subcommand;
-use reqwest::Method;
-use serde_json::Value;
 use uuid::Uuid;
 
-use super::version::{all_pages, text};
-use super::{CliError, Context, encode_segment as encode, output};
+use super::{CliError, Context, output};
 
 #[derive(Subcommand)]
 pub enum ResourceCommand {
@@ -38,70 +36,66 @@ pub enum ResourceCommand {
 pub async fn run(command: ResourceCommand, ctx: &Context, env: Uuid) -> Result<(), CliError> {
     match command {
         ResourceCommand::List { status, agent, resource_type } => {
-            let mut query = vec!["sort=resource_id.asc".to_string()];
+            let mut query = ListQuery::new().sort("resource_id.asc");
             for (key, value) in [("status", status), ("agent", agent), ("resource_type", resource_type)] {
                 if let Some(value) = value {
-                    query.push(format!("filter.{key}={}", encode(&value)));
+                    query = query.filter(key, value);
                 }
             }
-            let resources = all_pages(ctx, env, &format!("/api/v2/resource?{}", query.join("&"))).await?;
+            let resources = ctx.client.follow(ctx.client.resources(env, &query).await?, Some(env)).await?;
             if ctx.json {
                 output::json(&resources);
                 return Ok(());
             }
             let rows: Vec<Vec<String>> =
-                resources.iter().map(|r| vec![text(&r["resource_id"]), text(&r["status"])]).collect();
+                resources.iter().map(|r| vec![r.resource_id.clone(), r.status.as_str().to_string()]).collect();
             output::table(&["Resource", "Status"], &rows);
         }
         ResourceCommand::Show { resource_id } => {
-            let path = format!("/api/v2/resource/{}", encode(&resource_id));
-            let details: Value = ctx.client.data(Method::GET, &path, Some(env), None::<&()>).await?;
+            let details = ctx.client.resource(env, &resource_id).await?;
             if ctx.json {
                 output::json(&details);
                 return Ok(());
             }
             output::fields(&[
-                ("resource", text(&details["resource_id"])),
-                ("status", text(&details["status"])),
-                ("last deploy", text(&details["last_deploy"])),
-                ("first generated", text(&details["first_generated_time"])),
+                ("resource", details.resource_id.clone()),
+                ("status", details.status.as_str().to_string()),
+                ("last deploy", details.last_deploy.clone().unwrap_or_default()),
+                ("first generated", details.first_generated_time.clone()),
             ]);
             println!("\nattributes:");
-            if let Some(attributes) = details["attributes"].as_object() {
-                for (name, value) in attributes {
-                    println!("  {name} = {value}");
-                }
+            for (name, value) in &details.attributes {
+                println!("  {name} = {value}");
             }
-            if let Some(requires) = details["requires_status"].as_object().filter(|r| !r.is_empty()) {
+            if !details.requires_status.is_empty() {
                 println!("\nrequires:");
-                for (rid, status) in requires {
-                    println!("  {rid}: {}", text(status));
+                for (rid, status) in &details.requires_status {
+                    println!("  {rid}: {}", status.as_str());
                 }
             }
         }
         ResourceCommand::History { resource_id } => {
-            let history = all_pages(ctx, env, &format!("/api/v2/resource/{}/history", encode(&resource_id))).await?;
+            let page = ctx.client.resource_history(env, &resource_id, &ListQuery::new()).await?;
+            let history = ctx.client.follow(page, Some(env)).await?;
             if ctx.json {
                 output::json(&history);
                 return Ok(());
             }
             let rows: Vec<Vec<String>> =
-                history.iter().map(|h| vec![text(&h["date"]), text(&h["attribute_hash"])]).collect();
+                history.iter().map(|h| vec![h.date.clone(), h.attribute_hash.clone()]).collect();
             output::table(&["Date", "Attribute hash"], &rows);
         }
         ResourceCommand::Logs { resource_id, level } => {
-            let mut path = format!("/api/v2/resource/{}/logs", encode(&resource_id));
-            if let Some(level) = level {
-                path.push_str(&format!("?filter.minimal_log_level={}", encode(&level)));
-            }
-            let logs = all_pages(ctx, env, &path).await?;
+            let query = level.map_or_else(ListQuery::new, |level| ListQuery::new().filter("minimal_log_level", level));
+            let page = ctx.client.resource_logs(env, &resource_id, &query).await?;
+            let logs = ctx.client.follow(page, Some(env)).await?;
             if ctx.json {
                 output::json(&logs);
                 return Ok(());
             }
             let rows: Vec<Vec<String>> = logs
                 .iter()
-                .map(|l| vec![text(&l["timestamp"]), text(&l["action"]), text(&l["level"]), text(&l["msg"])])
+                .map(|l| vec![l.timestamp.clone(), l.action.clone(), l.level.clone(), l.msg.clone()])
                 .collect();
             output::table(&["Time", "Action", "Level", "Message"], &rows);
         }

@@ -4,10 +4,8 @@
 
 use std::io::IsTerminal;
 
-use api::auth::{LoginReturn, User, UserWithRoles};
+use api::auth::UserWithRoles;
 use clap::{Args, Subcommand};
-use reqwest::Method;
-use serde_json::json;
 
 use super::{CliError, Context, output};
 use crate::config::{Options, ServerConfig};
@@ -123,32 +121,26 @@ pub async fn run(args: UserArgs, ctx: &Context, options: &Options) -> Result<(),
     let c = &ctx.client;
     match args.command {
         UserCommand::List => {
-            let users: Vec<UserWithRoles> = c.data(Method::GET, "/api/v2/user", None, None::<&()>).await?;
+            let users = c.users().await?;
             print_users(ctx, &users);
         }
         UserCommand::Create { username, password, admin } => {
-            let body = json!({"username": username, "password": password.read(&username, Asking::New)?});
-            let user: User = c.data(Method::POST, "/api/v2/user", None, Some(&body)).await?;
+            let user = c.create_user(&username, &password.read(&username, Asking::New)?).await?;
             if admin {
-                let body = json!({"username": username, "is_admin": true});
-                c.call(Method::PATCH, "/api/v2/is_admin", None, Some(&body)).await?;
+                c.set_is_admin(&username, true).await?;
             }
             println!("User {} created{}", user.username, if admin { " (admin)" } else { "" });
         }
         UserCommand::Delete { username } => {
-            let path = format!("/api/v2/user/{}", super::encode_segment(&username));
-            c.call(Method::DELETE, &path, None, None::<&()>).await?;
+            c.delete_user(&username).await?;
             println!("User {username} deleted");
         }
         UserCommand::Password { username, password, current } => {
-            let body = json!({"password": password.read(&username, Asking::New)?, "current_password": current});
-            let path = format!("/api/v2/user/{}/password", super::encode_segment(&username));
-            c.call(Method::PATCH, &path, None, Some(&body)).await?;
+            c.set_password(&username, &password.read(&username, Asking::New)?, current.as_deref()).await?;
             println!("Password of {username} changed");
         }
         UserCommand::Login { username, password } => {
-            let body = json!({"username": username, "password": password.read(&username, Asking::Existing)?});
-            let login: LoginReturn = c.data(Method::POST, "/api/v2/login", None, Some(&body)).await?;
+            let login = c.login(&username, &password.read(&username, Asking::Existing)?).await?;
             if ctx.json {
                 output::json(&login);
             } else {

@@ -1,11 +1,9 @@
 //! `inmanta version list|show|release|report|diff`: the desired-state versions of an environment.
 
+use api::client::ListQuery;
 use clap::Subcommand;
-use reqwest::Method;
 use serde_json::{Value, json};
 use uuid::Uuid;
-
-use api::version::DesiredStateVersion;
 
 use super::{CliError, Context, output};
 
@@ -35,7 +33,7 @@ pub async fn run(command: VersionCommand, ctx: &Context, env: Uuid) -> Result<()
     let client = &ctx.client;
     match command {
         VersionCommand::List => {
-            let versions: Vec<Value> = all_pages(ctx, env, "/api/v2/desiredstate").await?;
+            let versions = client.follow(client.desired_state(env, &ListQuery::new()).await?, Some(env)).await?;
             if ctx.json {
                 output::json(&versions);
                 return Ok(());
@@ -43,15 +41,12 @@ pub async fn run(command: VersionCommand, ctx: &Context, env: Uuid) -> Result<()
             let rows = versions
                 .iter()
                 .map(|v| {
-                    let labels: Vec<String> = v["labels"]
-                        .as_array()
-                        .map(|l| l.iter().map(|l| text(&l["message"])).collect())
-                        .unwrap_or_default();
+                    let labels: Vec<String> = v.labels.iter().map(|l| l.message.clone()).collect();
                     vec![
-                        text(&v["version"]),
-                        text(&v["status"]),
-                        text(&v["date"]),
-                        text(&v["total"]),
+                        v.version.to_string(),
+                        text(&json!(v.status)),
+                        v.date.clone(),
+                        v.total.to_string(),
                         labels.join("; "),
                     ]
                 })
@@ -59,57 +54,48 @@ pub async fn run(command: VersionCommand, ctx: &Context, env: Uuid) -> Result<()
             output::table(&["Version", "Status", "Date", "Resources", "Message"], &rows);
         }
         VersionCommand::Show { version } => {
-            let answer =
-                client.call(Method::GET, &format!("/api/v1/version/{version}"), Some(env), None::<&()>).await?;
+            let answer = client.version(env, version).await?;
             if ctx.json {
                 output::json(&answer);
                 return Ok(());
             }
-            let model = &answer["model"];
+            let model = &answer.model;
             // Inmanta's v1 model has no status; the v2 listing of this one version has.
-            let listed: Vec<DesiredStateVersion> = client
-                .data(
-                    Method::GET,
-                    &format!("/api/v2/desiredstate?filter.version=ge:{version}&filter.version=le:{version}"),
-                    Some(env),
-                    None::<&()>,
-                )
-                .await?;
+            let query =
+                ListQuery::new().filter("version", format!("ge:{version}")).filter("version", format!("le:{version}"));
+            let listed = client.desired_state(env, &query).await?.data;
             let status = listed.first().map(|v| text(&json!(v.status))).unwrap_or_default();
             output::fields(&[
-                ("version", text(&model["version"])),
+                ("version", model.version.to_string()),
                 ("status", status),
-                ("date", text(&model["date"])),
-                ("released", text(&model["released"])),
-                ("resources", text(&model["total"])),
-                ("undeployable", text(&model["undeployable"])),
+                ("date", model.date.clone()),
+                ("released", model.released.to_string()),
+                ("resources", model.total.to_string()),
+                ("undeployable", json!(model.undeployable).to_string()),
             ]);
         }
         VersionCommand::Release { version, push } => {
-            let path = format!("/api/v1/version/{version}");
-            let answer = client.call(Method::POST, &path, Some(env), Some(&json!({"push": push}))).await?;
+            let model = client.release_version(env, version, push).await?;
             if ctx.json {
-                output::json(&answer);
+                // The API's v1 answer.
+                output::json(&json!({ "model": model }));
                 return Ok(());
             }
             println!("Version {version} released");
         }
         VersionCommand::Report { version } => {
-            let answer =
-                client.call(Method::GET, &format!("/api/v1/version/{version}"), Some(env), None::<&()>).await?;
+            let answer = client.version(env, version).await?;
             if ctx.json {
                 output::json(&answer);
                 return Ok(());
             }
-            let rows: Vec<Vec<String>> = answer["resources"]
-                .as_array()
-                .map(|rs| rs.iter().map(|r| vec![text(&r["resource_id"]), text(&r["status"])]).collect())
-                .unwrap_or_default();
+            let field = |r: &serde_json::Map<String, Value>, key: &str| r.get(key).map(text).unwrap_or_default();
+            let rows: Vec<Vec<String>> =
+                answer.resources.iter().map(|r| vec![field(r, "resource_id"), field(r, "status")]).collect();
             output::table(&["Resource", "Status"], &rows);
         }
         VersionCommand::Diff { from, to } => {
-            let path = format!("/api/v2/desiredstate/diff/{from}/{to}");
-            let diffs: Vec<Value> = client.data(Method::GET, &path, Some(env), None::<&()>).await?;
+            let diffs = client.version_diff(env, from, to).await?;
             if ctx.json {
                 output::json(&diffs);
                 return Ok(());
@@ -118,28 +104,16 @@ pub async fn run(command: VersionCommand, ctx: &Context, env: Uuid) -> Result<()
                 println!("Versions {from} and {to} want the same");
             }
             for diff in diffs {
-                println!("{} {}", text(&diff["status"]), text(&diff["resource_id"]));
-                if let Some(attributes) = diff["attributes"].as_object() {
-                    for (name, change) in attributes {
-                        println!("    {name}: {} -> {}", change["from_value"], change["to_value"]);
-                    }
+                println!("{} {}", diff.status.as_str(), diff.resource_id);
+                for (name, change) in &diff.attributes {
+                    let from = change.from_value.clone().unwrap_or_default();
+                    let to = change.to_value.clone().unwrap_or_default();
+                    println!("    {name}: {from} -> {to}");
                 }
             }
         }
     }
     Ok(())
-}
-
-/// Follows `links.next` until the last page.
-pub async fn all_pages(ctx: &Context, env: Uuid, first: &str) -> Result<Vec<Value>, CliError> {
-    let mut items = Vec::new();
-    let mut next = Some(first.to_string());
-    while let Some(path) = next {
-        let page = ctx.client.call(Method::GET, &path, Some(env), None::<&()>).await?;
-        items.extend(page["data"].as_array().cloned().unwrap_or_default());
-        next = page["links"]["next"].as_str().map(str::to_string);
-    }
-    Ok(items)
 }
 
 /// A JSON value as table text: strings without quotes, null as empty.

@@ -8,7 +8,11 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use api::auth::ClientType;
+use api::client::{Client, ClientError};
+use api::environment::EnvironmentCreate;
 use serde_json::Value;
+use uuid::Uuid;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_inmanta");
 pub const ADMIN: &str = "tester";
@@ -32,6 +36,19 @@ pub fn client_trusting(token: Option<&str>, ca_file: Option<&str>) -> reqwest::C
         builder = builder.add_root_certificate(reqwest::Certificate::from_pem(&pem).expect("a PEM certificate"));
     }
     builder.build().expect("http client")
+}
+
+/// The HTTP status and message of a typed call the server refused; panics on success.
+pub fn refusal<T: std::fmt::Debug>(result: Result<T, ClientError>) -> (u16, String) {
+    match result {
+        Err(ClientError::Api { status, message }) => (status.as_u16(), message),
+        other => panic!("expected an error status, got {other:?}"),
+    }
+}
+
+/// The HTTP status of a typed call the server refused; panics on success.
+pub fn refused<T: std::fmt::Debug>(result: Result<T, ClientError>) -> u16 {
+    refusal(result).0
 }
 
 pub struct TestServer {
@@ -142,16 +159,28 @@ impl TestServer {
 
     /// An environment token (e.g. `["agent"]` for an agent process).
     pub async fn environment_token(&self, env: &str, client_types: &[&str]) -> String {
-        let (status, body) = self
-            .call(
-                "POST",
-                "/api/v2/environment_auth",
-                Some(env),
-                Some(serde_json::json!({"client_types": client_types})),
-            )
-            .await;
-        assert_eq!(status, 200, "{body}");
-        body["data"].as_str().expect("token").to_string()
+        let env = env.parse().expect("an environment id");
+        let types: Vec<ClientType> =
+            client_types.iter().map(|t| ClientType::parse(t).expect("a client type")).collect();
+        self.client().environment_token(env, &types).await.expect("an environment token")
+    }
+
+    /// The typed API client for this server, acting as the test admin (its token, and for a
+    /// server with TLS its certificate).
+    pub fn client(&self) -> Client {
+        let ca_file = self.ca_file().map(std::path::PathBuf::from);
+        Client::new(self.url.clone())
+            .with_token(self.token.clone())
+            .with_ca_file(ca_file.as_deref())
+            .expect("a client for the test server")
+    }
+
+    /// A new project and an environment in it, through the typed client; the environment's id.
+    pub async fn new_environment(&self, project: &str, name: &str) -> Uuid {
+        let client = self.client();
+        let project = client.create_project(project).await.expect("create a project");
+        let body = EnvironmentCreate { project_id: project.id, name: name.to_string(), ..Default::default() };
+        client.create_environment(&body).await.expect("create an environment").id
     }
 
     /// A project's `.inmanta` that points `inmanta export` and the other commands at this server

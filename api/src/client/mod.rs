@@ -1,4 +1,5 @@
-//! Typed HTTP client of the REST API, for the CLI and for tests.
+//! Typed HTTP client of the REST API, for the CLI and for tests: the typed endpoint methods are
+//! in [`endpoints`], the query strings of list endpoints in [`query`].
 
 use std::path::Path;
 
@@ -6,6 +7,11 @@ use reqwest::{Method, StatusCode};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
+
+mod endpoints;
+pub mod query;
+
+pub use query::{ActionQuery, ListQuery};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
