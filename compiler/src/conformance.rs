@@ -289,8 +289,9 @@ fn compare_output(truth: &Value, ours: &CompileOutput, say: &mut impl FnMut(Kind
         .iter()
         .map(|r| (without_version(r["id"].as_str().unwrap_or("")), r))
         .collect();
+    let ours_wire: Vec<Value> = ours.resources.iter().map(|r| Value::Object(r.to_wire(0))).collect();
     let mine: BTreeMap<String, &Value> =
-        ours.resources.iter().map(|r| (without_version(r["id"].as_str().unwrap_or("")), r)).collect();
+        ours.resources.iter().zip(&ours_wire).map(|(r, wire)| (r.id.to_string(), wire)).collect();
     let (t_ids, m_ids): (BTreeSet<&String>, BTreeSet<&String>) = (theirs.keys().collect(), mine.keys().collect());
     if t_ids != m_ids {
         let only_t: Vec<_> = t_ids.difference(&m_ids).collect();

@@ -102,8 +102,42 @@ const BUILTIN_MAPPINGS: &[StaticMapping] = &[
     },
 ];
 
+/// One exported resource: its id, the resources it requires and its attributes (every key of
+/// Inmanta's resource dict but `id` and `requires`). It holds no version: the version is attached
+/// once, when the wire form is made ([`ExportedResource::into_wire`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExportedResource {
+    pub id: api::ResourceId,
+    /// Sorted by their text, without duplicates.
+    pub requires: Vec<api::ResourceId>,
+    pub attributes: serde_json::Map<String, Json>,
+}
+
+impl ExportedResource {
+    /// The resource dict of version `version` in Inmanta's export shape: the attributes, `id` as
+    /// the resource version id and `requires` as resource version ids of the same version. With
+    /// version 0 (no version yet: a partial export, whose version the server picks, and the `-j`
+    /// file) the requires are plain resource ids, as Inmanta's exporter writes them.
+    pub fn into_wire(self, version: u64) -> serde_json::Map<String, Json> {
+        let mut dict = self.attributes;
+        let requires = self
+            .requires
+            .iter()
+            .map(|r| Json::String(if version == 0 { r.to_string() } else { r.versioned(version) }))
+            .collect();
+        dict.insert("requires".into(), Json::Array(requires));
+        dict.insert("id".into(), Json::String(self.id.versioned(version)));
+        dict
+    }
+
+    /// [`ExportedResource::into_wire`] of a copy.
+    pub fn to_wire(&self, version: u64) -> serde_json::Map<String, Json> {
+        self.clone().into_wire(version)
+    }
+}
+
 pub(crate) struct Exported {
-    pub resources: Vec<Json>,
+    pub resources: Vec<ExportedResource>,
     pub files: BTreeMap<String, Vec<u8>>,
     pub resource_state: BTreeMap<String, String>,
     pub unknowns: Vec<Json>,
@@ -171,8 +205,8 @@ fn uri_of(ev: &View<'_, '_>, inst: InstId) -> Option<Value> {
     }
 }
 
-/// The unversioned resource id of an instance, when it is a resource and its id is known.
-pub(crate) fn resource_id_of(ev: &View<'_, '_>, inst: InstId) -> Option<String> {
+/// The resource id of an instance, when it is a resource and its id is known.
+pub(crate) fn resource_id_of(ev: &View<'_, '_>, inst: InstId) -> Option<api::ResourceId> {
     let ent = ev.m.instances[inst as usize].entity;
     let (m, _) = mapping_for(ev, ent)?;
     let agent = path_value(ev, inst, &m.agent)?;
@@ -180,7 +214,12 @@ pub(crate) fn resource_id_of(ev: &View<'_, '_>, inst: InstId) -> Option<String> 
     if agent.is_unknown() || idv.is_unknown() {
         return None;
     }
-    Some(format!("{}[{},{}={}]", m.entity, id_string(&agent), m.id_attr, id_string(&idv)))
+    Some(api::ResourceId {
+        entity_type: m.entity.clone(),
+        agent: id_string(&agent),
+        attribute: m.id_attr.clone(),
+        value: id_string(&idv),
+    })
 }
 
 fn to_json(ev: &View<'_, '_>, v: &Value, undefined: &mut bool) -> Json {
@@ -368,8 +407,8 @@ pub(crate) fn export(
         warnings: Vec::new(),
         errors: Vec::new(),
     };
-    // 1. ids of every resource instance; each id is held once (in `order`)
-    let mut order: Vec<(InstId, &Mapping, String)> = Vec::new();
+    // 1. ids of every resource instance, built once (in `order`), with their text
+    let mut order: Vec<Named<'_>> = Vec::new();
     let mapped: Vec<Option<&Mapping>> =
         (0..ev.m.types.entities.len()).map(|e| mapping_for(ev, e).map(|(m, _)| m)).collect();
     for (i, inst) in ev.m.instances.iter().enumerate() {
@@ -387,7 +426,7 @@ pub(crate) fn export(
         } else {
             resource_id_of(ev, i)
         };
-        let Some(rid) = rid else {
+        let Some(id) = rid else {
             out.warnings.push(Diagnostic::warning(
                 "CompilerRuntimeWarning",
                 format!("{} is not exported: its id contains an unknown value", ev.m.inst_name(i)),
@@ -396,34 +435,37 @@ pub(crate) fn export(
             ));
             continue;
         };
-        order.push((i, m, rid));
+        order.push(Named { inst: i, mapping: m, text: id.to_string(), id });
     }
     // a stable sort keeps instances with the same id in creation order: the first one stays
-    order.sort_by(|a, b| a.2.cmp(&b.2));
+    // (by the text: the order of the export, of its requires and of the cycle search)
+    order.sort_by(|a, b| a.text.cmp(&b.text));
     order.dedup_by(|later, first| {
-        if later.2 != first.2 {
+        if later.text != first.text {
             return false;
         }
         out.errors.push(Diagnostic::error(
             "DuplicateResourceException",
             format!(
                 "Resource {} exists more than once: {} and {}",
-                later.2,
-                ev.m.inst_name(first.0),
-                ev.m.inst_name(later.0)
+                later.text,
+                ev.m.inst_name(first.inst),
+                ev.m.inst_name(later.inst)
             ),
-            Some(ev.m.instances[later.0 as usize].span),
+            Some(ev.m.instances[later.inst as usize].span),
             ev.m.sources,
         ));
         true
     });
-    let rid_of: FastMap<InstId, usize> = order.iter().enumerate().map(|(n, (i, _, _))| (*i, n)).collect();
+    let rid_of: FastMap<InstId, usize> = order.iter().enumerate().map(|(n, r)| (r.inst, n)).collect();
     // directories per agent, for the implicit fs requires
     let fs_reqs = fs_requires(ev, &order, &mut out.errors);
     let mut dropped_warned: HashSet<InstId> = HashSet::new();
     let mut via_error: Option<(crate::model::EntId, Diagnostic)> = None;
-    for (i, m, rid) in &order {
-        let i = *i;
+    // attributes and requires of each resource of `order`
+    let mut bodies: Vec<(serde_json::Map<String, Json>, Vec<api::ResourceId>)> = Vec::with_capacity(order.len());
+    for Named { inst: i, mapping: m, text: rid, .. } in &order {
+        let (i, m) = (*i, *m);
         let mut undefined = false;
         let mut obj = serde_json::Map::new();
         let own_fields: &[String] = if m.python { &[] } else { &m.fields };
@@ -520,13 +562,11 @@ pub(crate) fn export(
         crate::references::export_resource(&|f| slot_value(ev, i, f), own_fields, rid, &mut obj);
         // requires: only resources count; Inmanta's export drops a requirement on any other
         // entity (and does not follow that entity's own requires). A resource that requires
-        // itself stays, and is reported as a cycle.
-        let mut reqs: Vec<String> = Vec::new();
+        // itself stays, and is reported as a cycle. Positions in `order`, which is sorted by text.
+        let mut reqs: Vec<usize> = Vec::new();
         for r in requires_of(ev, i) {
-            if let Some(id) = rid_of.get(&r).map(|&n| &order[n].2) {
-                if !reqs.contains(id) {
-                    reqs.push(id.clone());
-                }
+            if let Some(&n) = rid_of.get(&r) {
+                reqs.push(n);
             } else if mapped[ev.m.instances[r as usize].entity].is_none() && dropped_warned.insert(r) {
                 out.warnings.push(Diagnostic::warning(
                     "CompilerRuntimeWarning",
@@ -537,19 +577,17 @@ pub(crate) fn export(
             }
         }
         if let Some(extra) = fs_reqs.get(&i) {
-            for d in extra {
-                if !reqs.contains(d) {
-                    reqs.push(d.clone());
-                }
-            }
+            reqs.extend(extra);
         }
-        reqs.sort();
-        obj.insert("requires".into(), Json::Array(reqs.into_iter().map(Json::String).collect()));
-        obj.insert("id".into(), Json::String(api::resource::versioned_id(rid, 0)));
+        reqs.sort_unstable();
+        reqs.dedup();
+        // the export's own keys, whatever a field or Python called so
+        obj.remove("id");
+        obj.remove("requires");
         if undefined {
             out.resource_state.insert(rid.clone(), api::ResourceState::Undefined.to_string());
         }
-        out.resources.push(Json::Object(obj));
+        bodies.push((obj, reqs.into_iter().map(|n| order[n].id.clone()).collect()));
     }
     // resource sets
     if let Some(&rs) = ev.m.types.entity_by_name.get("std::ResourceSet") {
@@ -562,7 +600,7 @@ pub(crate) fn export(
             if let Some(Value::List(l)) = slot_value(ev, s, "resources") {
                 for r in l.iter() {
                     if let Value::Instance(ri) = r
-                        && let Some(id) = rid_of.get(ri).map(|&n| &order[n].2)
+                        && let Some(id) = rid_of.get(ri).map(|&n| &order[n].text)
                     {
                         if let Some(prev) = out.resource_sets.get(id)
                             && **prev != *name
@@ -580,6 +618,12 @@ pub(crate) fn export(
             }
         }
     }
+    // the ids move into their resources
+    out.resources = order
+        .into_iter()
+        .zip(bodies)
+        .map(|(named, (attributes, requires))| ExportedResource { id: named.id, requires, attributes })
+        .collect();
     if let Some((_, d)) = via_error {
         out.errors.push(d);
     }
@@ -595,16 +639,13 @@ pub(crate) fn export(
 
 /// The requires the fs module's dependency handler adds: a file, JSON file, directory or symlink
 /// (both its ends) requires every managed directory above it on the same agent (never `/`). A
-/// purged directory may only hold purged resources, and then it requires them instead.
-fn fs_requires(
-    ev: &View<'_, '_>,
-    order: &[(InstId, &Mapping, String)],
-    errors: &mut Vec<Diagnostic>,
-) -> FastMap<InstId, Vec<String>> {
+/// purged directory may only hold purged resources, and then it requires them instead. The
+/// requires are positions in `order`.
+fn fs_requires(ev: &View<'_, '_>, order: &[Named<'_>], errors: &mut Vec<Diagnostic>) -> FastMap<InstId, Vec<usize>> {
     let purged = |i: InstId| matches!(slot_value(ev, i, "purged"), Some(Value::Bool(true)));
-    let mut dirs: HashMap<(String, String), (InstId, &str)> = HashMap::new();
-    let mut paths: Vec<(InstId, &str, String, String)> = Vec::new();
-    for (i, m, rid) in order {
+    let mut dirs: HashMap<(String, String), (InstId, usize)> = HashMap::new();
+    let mut paths: Vec<(InstId, usize, String, String)> = Vec::new();
+    for (n, Named { inst: i, mapping: m, .. }) in order.iter().enumerate() {
         let fields: &[&str] = match m.entity.as_str() {
             "fs::File" | "fs::Directory" | "fs::JsonFile" => &["path"],
             "fs::Symlink" => &["src", "dst"],
@@ -615,13 +656,13 @@ fn fs_requires(
             if let Some(Value::Str(p)) = path_value(ev, *i, f) {
                 let p = p.trim_end_matches('/').to_string();
                 if m.entity == "fs::Directory" {
-                    dirs.insert((agent.clone(), p.clone()), (*i, rid.as_str()));
+                    dirs.insert((agent.clone(), p.clone()), (*i, n));
                 }
-                paths.push((*i, rid.as_str(), agent.clone(), p));
+                paths.push((*i, n, agent.clone(), p));
             }
         }
     }
-    let mut out: FastMap<InstId, Vec<String>> = FastMap::default();
+    let mut out: FastMap<InstId, Vec<usize>> = FastMap::default();
     for (i, rid, agent, path) in paths {
         let mut p = path.as_str();
         while let Some(pos) = p.rfind('/') {
@@ -631,13 +672,16 @@ fn fs_requires(
             }
             let Some(&(d, did)) = dirs.get(&(agent.clone(), p.to_string())) else { continue };
             if !purged(d) {
-                out.entry(i).or_default().push(did.to_string());
+                out.entry(i).or_default().push(did);
             } else if purged(i) {
-                out.entry(d).or_default().push(rid.to_string());
+                out.entry(d).or_default().push(rid);
             } else {
                 errors.push(Diagnostic::error(
                     "RuntimeError",
-                    format!("Directory {did} is purged but a resource is trying to deploy something in it: {rid}"),
+                    format!(
+                        "Directory {} is purged but a resource is trying to deploy something in it: {}",
+                        order[did].text, order[rid].text
+                    ),
                     Some(ev.m.instances[i as usize].span),
                     ev.m.sources,
                 ));
@@ -656,61 +700,52 @@ fn requires_of(ev: &View<'_, '_>, i: InstId) -> Vec<InstId> {
     }
 }
 
-/// Rewrites the version of a resource id (`...,v=N`), or appends one.
-pub(crate) fn with_version(id: &str, version: i64) -> String {
-    api::resource::versioned_id(api::resource::unversioned(id), version as u64)
-}
-
-/// Checks the requires graph for cycles; returns a cycle when there is one.
-/// The graph borrows the ids of `resources` (no copies: at 100 000 resources cloning them cost
-/// a tenth of the export).
-pub(crate) fn find_cycle(resources: &[Json]) -> Option<Vec<String>> {
-    let strip = api::resource::unversioned;
-    let mut graph: HashMap<&str, Vec<&str>> = HashMap::with_capacity(resources.len());
-    for r in resources {
-        let id = strip(r["id"].as_str().unwrap_or(""));
-        let reqs = r["requires"]
-            .as_array()
-            .map(|a| a.iter().filter_map(|x| x.as_str()).map(strip).collect())
-            .unwrap_or_default();
-        graph.insert(id, reqs);
-    }
-    let mut state: HashMap<&str, u8> = HashMap::with_capacity(graph.len());
-    let mut keys: Vec<&str> = graph.keys().copied().collect();
-    keys.sort_unstable();
-    for start in keys {
-        if state.get(start).copied().unwrap_or(0) != 0 {
+/// Checks the requires graph for cycles; returns a cycle when there is one. The search starts
+/// from the resources in the order of `resources`, which the export sorts by id text.
+pub(crate) fn find_cycle(resources: &[ExportedResource]) -> Option<Vec<String>> {
+    let index: HashMap<&api::ResourceId, usize> = resources.iter().enumerate().map(|(n, r)| (&r.id, n)).collect();
+    // requires of a resource that is not exported (none, after the export's checks) are left out
+    let graph: Vec<Vec<usize>> =
+        resources.iter().map(|r| r.requires.iter().filter_map(|q| index.get(q).copied()).collect()).collect();
+    // 0: not seen, 1: on the stack, 2: done
+    let mut state: Vec<u8> = vec![0; graph.len()];
+    for start in 0..graph.len() {
+        if state[start] != 0 {
             continue;
         }
         // iterative DFS
-        let mut stack: Vec<(&str, usize)> = vec![(start, 0)];
-        state.insert(start, 1);
+        let mut stack: Vec<(usize, usize)> = vec![(start, 0)];
+        state[start] = 1;
         while let Some((node, idx)) = stack.pop() {
-            let next = graph.get(node).and_then(|v| v.get(idx)).copied();
-            match next {
+            match graph[node].get(idx).copied() {
                 Some(n) => {
                     stack.push((node, idx + 1));
-                    match state.get(n).copied().unwrap_or(0) {
+                    match state[n] {
                         1 => {
-                            let mut cyc: Vec<String> = stack.iter().map(|(x, _)| x.to_string()).collect();
-                            if let Some(p) = cyc.iter().position(|x| x == n) {
-                                cyc.drain(..p);
-                            }
-                            cyc.push(n.to_string());
-                            return Some(cyc);
+                            let from = stack.iter().position(|(x, _)| *x == n).unwrap_or(0);
+                            let mut cycle: Vec<String> =
+                                stack[from..].iter().map(|(x, _)| resources[*x].id.to_string()).collect();
+                            cycle.push(resources[n].id.to_string());
+                            return Some(cycle);
                         }
-                        0 if graph.contains_key(n) => {
-                            state.insert(n, 1);
+                        0 => {
+                            state[n] = 1;
                             stack.push((n, 0));
                         }
                         _ => {}
                     }
                 }
-                None => {
-                    state.insert(node, 2);
-                }
+                None => state[node] = 2,
             }
         }
     }
     None
+}
+
+/// A resource instance with its id, as text and as parts.
+struct Named<'m> {
+    inst: InstId,
+    mapping: &'m Mapping,
+    text: String,
+    id: api::ResourceId,
 }

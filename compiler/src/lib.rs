@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 pub use diagnostics::{Diagnostic, Diagnostics, Severity, inmanta_type};
+pub use export::ExportedResource;
 pub use handlers::ShippedHandler;
 pub use project::ProjectMetadata;
 pub use python_code::{ShippedPythonFile, ShippedPythonModule, module_version_info};
@@ -138,8 +139,9 @@ pub struct CompileStats {
 /// The result of a successful compile and export.
 #[derive(Debug, Clone, Default)]
 pub struct CompileOutput {
-    /// Resources in Inmanta's export shape; ids end in `,v=0` until [`CompileOutput::set_version`].
-    pub resources: Vec<serde_json::Value>,
+    /// The resources, sorted by id text; [`ExportedResource::into_wire`] gives Inmanta's export
+    /// shape of a version.
+    pub resources: Vec<ExportedResource>,
     /// File contents by sha1 hex digest, for upload.
     pub files: BTreeMap<String, Vec<u8>>,
     /// Unversioned resource id -> `"undefined"` for resources with unknown values.
@@ -163,35 +165,14 @@ pub struct CompileOutput {
     pub variables: BTreeMap<String, serde_json::Value>,
     pub metadata: ProjectMetadata,
     pub stats: CompileStats,
-    pub version: i64,
 }
 
 impl CompileOutput {
-    /// Rewrites every id and require to `,v=N`. With version 0, requires are plain resource ids.
-    pub fn set_version(&mut self, version: i64) {
-        self.version = version;
-        for r in &mut self.resources {
-            if let Some(id) = r.get("id").and_then(|v| v.as_str()).map(|s| export::with_version(s, version)) {
-                r["id"] = serde_json::Value::String(id);
-            }
-            if let Some(reqs) = r.get_mut("requires").and_then(|v| v.as_array_mut()) {
-                for q in reqs.iter_mut() {
-                    if let Some(s) = q.as_str() {
-                        let base = api::resource::unversioned(s);
-                        *q = serde_json::Value::String(if version == 0 {
-                            base.to_string()
-                        } else {
-                            export::with_version(base, version)
-                        });
-                    }
-                }
-            }
-        }
-    }
-
-    /// The JSON that `inmanta export -j FILE` writes: the list of resources.
+    /// The JSON that `inmanta export -j FILE` writes: the list of resources, of no version yet
+    /// (version 0 of [`ExportedResource::into_wire`]).
     pub fn export_json(&self) -> String {
-        serde_json::to_string_pretty(&self.resources).unwrap_or_else(|_| "[]".into())
+        let resources: Vec<_> = self.resources.iter().map(|r| r.to_wire(0)).collect();
+        serde_json::to_string_pretty(&resources).unwrap_or_else(|_| "[]".into())
     }
 
     /// Writes the `-j` file.
@@ -436,7 +417,6 @@ fn compile_inner(
         variables,
         metadata: meta,
         stats,
-        version: 0,
     })
 }
 

@@ -74,7 +74,7 @@ pub(crate) fn register(p: &mut Plugins) {
             Resolves::Str,
             vec![
                 ("environment", RefArg::Literal(json!(ev.project.environment))),
-                ("resource_id", RefArg::Literal(json!(rid))),
+                ("resource_id", RefArg::Literal(json!(rid.to_string()))),
                 ("fact_name", RefArg::Literal(json!(fact))),
                 ("mocked_facts", RefArg::Literal(Json::Null)),
             ],

@@ -10,24 +10,33 @@ fn compile(name: &str) -> CompileOutput {
     compile_project_with(&dir, &options).unwrap_or_else(|e| panic!("{name} does not compile:\n{e}"))
 }
 
-fn resource<'a>(out: &'a CompileOutput, rid: &str) -> &'a serde_json::Value {
+/// The resource `rid` as the `-j` file holds it.
+fn resource(out: &CompileOutput, rid: &str) -> serde_json::Value {
     out.resources
         .iter()
-        .find(|r| r["id"].as_str() == Some(&format!("{rid},v=0")))
+        .find(|r| r.id.to_string() == rid)
+        .map(|r| serde_json::Value::Object(r.to_wire(0)))
         .unwrap_or_else(|| panic!("no resource {rid}"))
 }
 
+/// Whether `rid` is exported.
+fn exported(out: &CompileOutput, rid: &str) -> bool {
+    let rid = api::ResourceId::parse(rid).expect("a resource id");
+    out.resources.iter().any(|r| r.id == rid)
+}
+
 fn content<'a>(out: &'a CompileOutput, rid: &str) -> &'a str {
-    let hash = resource(out, rid)["hash"].as_str().expect("hash");
+    let resource = resource(out, rid);
+    let hash = resource["hash"].as_str().expect("hash");
     std::str::from_utf8(&out.files[hash]).expect("utf-8")
 }
 
 #[test]
 fn webfleet() {
-    let mut out = compile("webfleet");
+    let out = compile("webfleet");
     // 5 servers: 3 directories, nginx.conf and a reload each; ams servers serve shop (tls dir),
     // blog runs on 3 servers; each app deployment adds a site file, a directory and a symlink.
-    let count = |t: &str| out.resources.iter().filter(|r| r["id"].as_str().unwrap_or("").starts_with(t)).count();
+    let count = |t: &str| out.resources.iter().filter(|r| r.id.to_string().starts_with(t)).count();
     assert_eq!(count("fs::File"), 5 + 3 + 3);
     assert_eq!(count("exec::Run"), 5);
     assert_eq!(count("fs::Symlink"), 6);
@@ -42,8 +51,8 @@ fn webfleet() {
     let nginx = content(&out, "fs::File[web-fra-1,path=/etc/nginx/nginx.conf]");
     assert_eq!(nginx, "# cluster fra, managed by inmanta\nworker_processes 4;\ninclude /etc/nginx/sites-enabled/*;\n");
     // tls directory only where a tls app runs
-    assert!(out.resources.iter().any(|r| r["id"] == "fs::Directory[web-ams-3,path=/etc/nginx/tls],v=0"));
-    assert!(!out.resources.iter().any(|r| r["id"] == "fs::Directory[web-fra-1,path=/etc/nginx/tls],v=0"));
+    assert!(exported(&out, "fs::Directory[web-ams-3,path=/etc/nginx/tls]"));
+    assert!(!exported(&out, "fs::Directory[web-fra-1,path=/etc/nginx/tls]"));
     // a file requires every managed directory above it (as Inmanta's fs module adds them)
     let site_file = resource(&out, "fs::File[web-fra-2,path=/etc/nginx/sites-enabled/blog.conf]");
     assert_eq!(
@@ -54,8 +63,13 @@ fn webfleet() {
         ])
     );
     assert!(out.resource_state.is_empty());
-    out.set_version(7);
-    assert!(out.resources.iter().all(|r| r["id"].as_str().unwrap_or("").ends_with(",v=7")));
+    // version 7: every id and require carries it
+    for r in &out.resources {
+        let wire = r.to_wire(7);
+        assert_eq!(wire["id"], r.id.versioned(7));
+        let requires: Vec<String> = r.requires.iter().map(|q| q.versioned(7)).collect();
+        assert_eq!(wire["requires"], serde_json::json!(requires));
+    }
     let json: serde_json::Value = serde_json::from_str(&out.export_json()).expect("export json");
     assert_eq!(json.as_array().map(Vec::len), Some(out.resources.len()));
 }
@@ -63,7 +77,7 @@ fn webfleet() {
 #[test]
 fn modules_and_templates() {
     let out = compile("modules-templates");
-    assert_eq!(out.resources.len(), 5, "{:#?}", out.resources.iter().map(|r| &r["id"]).collect::<Vec<_>>());
+    assert_eq!(out.resources.len(), 5, "{:#?}", out.resources.iter().map(|r| r.id.to_string()).collect::<Vec<_>>());
     let ini = content(&out, "fs::File[app-1,path=/opt/inventory/app.ini]");
     // as Jinja2 renders it for Inmanta: the template's last newline is dropped
     assert_eq!(ini, "[app]\nname = inventory\nport = 9000\nadmins = ann, bob\nhost = app-1");
@@ -90,9 +104,9 @@ fn unknowns() {
     assert!(!out.resource_state.contains_key("fs::File[db-1,path=/etc/app/static.conf]"));
     assert_eq!(resource(&out, "fs::File[db-1,path=/etc/app/db.conf]")["hash"], "<<undefined>>");
     // the unknown port is skipped by the for loop; the others are exported
-    assert!(out.resources.iter().any(|r| r["id"] == "std::testing::NullResource[lb,name=port-80],v=0"));
-    assert!(out.resources.iter().any(|r| r["id"] == "std::testing::NullResource[lb,name=port-443],v=0"));
-    assert!(!out.resources.iter().any(|r| r["id"] == "std::testing::NullResource[lb,name=never],v=0"));
+    assert!(exported(&out, "std::testing::NullResource[lb,name=port-80]"));
+    assert!(exported(&out, "std::testing::NullResource[lb,name=port-443]"));
+    assert!(!exported(&out, "std::testing::NullResource[lb,name=never]"));
     let sources: Vec<&str> = out.unknowns.iter().filter_map(|u| u["source"].as_str()).collect();
     assert!(sources.contains(&"fact"), "{:?}", out.unknowns);
     let fact = out.unknowns.iter().find(|u| u["source"] == "fact").expect("fact unknown");

@@ -108,19 +108,19 @@ fn main_file_option() {
 }
 
 #[test]
-fn set_version_rewrites_ids_and_requires() {
+fn the_wire_form_carries_the_version() {
     let p = TempProject::new("version", "name: v\n", NULL_MODEL);
-    let mut out = compile_project(p.path()).expect("compiles");
-    let b = out.resources.iter().find(|r| r["name"] == "b").expect("b").clone();
-    assert_eq!(b["id"], "std::testing::NullResource[internal,name=b],v=0");
-    assert_eq!(b["requires"], serde_json::json!(["std::testing::NullResource[internal,name=a]"]));
-    out.set_version(12);
-    let b = out.resources.iter().find(|r| r["name"] == "b").expect("b");
-    assert_eq!(b["id"], "std::testing::NullResource[internal,name=b],v=12");
-    assert_eq!(b["requires"], serde_json::json!(["std::testing::NullResource[internal,name=a],v=12"]));
-    out.set_version(0);
-    let b = out.resources.iter().find(|r| r["name"] == "b").expect("b");
-    assert_eq!(b["requires"], serde_json::json!(["std::testing::NullResource[internal,name=a]"]));
+    let out = compile_project(p.path()).expect("compiles");
+    let b = out.resources.iter().find(|r| r.attributes["name"] == "b").expect("b");
+    assert_eq!(b.id, api::ResourceId::parse("std::testing::NullResource[internal,name=b]").unwrap());
+    let wire = b.to_wire(0);
+    assert_eq!(wire["id"], "std::testing::NullResource[internal,name=b],v=0");
+    assert_eq!(wire["requires"], serde_json::json!(["std::testing::NullResource[internal,name=a]"]));
+    let wire = b.to_wire(12);
+    assert_eq!(wire["id"], "std::testing::NullResource[internal,name=b],v=12");
+    assert_eq!(wire["requires"], serde_json::json!(["std::testing::NullResource[internal,name=a],v=12"]));
+    assert_eq!(wire["name"], "b");
+    assert!(!b.attributes.contains_key("id") && !b.attributes.contains_key("requires"));
     let file = p.path().join("export.json");
     out.write_export_json(&file).expect("write");
     let list: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).expect("read")).expect("json");
@@ -280,7 +280,7 @@ fn modules_ship_their_handler_executables() {
     let out = compile_project(p.path()).unwrap_or_else(|e| panic!("{e}"));
     // module.yml maps the entity to a resource; its fields are plain attributes (a module's
     // `mode` is not the built-in fs `permissions` convention).
-    let line = &out.resources[0];
+    let line = &serde_json::Value::Object(out.resources[0].to_wire(0));
     assert_eq!(line["id"], "kv::Line[h,key=a],v=0");
     assert_eq!(line["mode"], "plain");
     assert_eq!(line["purged"], false);

@@ -38,7 +38,12 @@ fn a_fact_reference_names_the_environment_the_resource_and_the_fact() {
     options.environment = "6a1f3e5c-0000-4000-8000-00000000000f".into();
     let out = compiler::compile_source(source, &options).expect("compiles");
     std::fs::remove_file(&case).ok();
-    let b = out.resources.iter().find(|r| r["name"] == "b").expect("resource b");
+    let b = out
+        .resources
+        .iter()
+        .map(|r| serde_json::Value::Object(r.to_wire(0)))
+        .find(|r| r["name"] == "b")
+        .expect("resource b");
     // The shape Inmanta 20.1 exports (tests/references: the same model recorded, with no
     // environment set, where Inmanta writes "None" for it).
     assert_eq!(b["value"], serde_json::Value::Null);

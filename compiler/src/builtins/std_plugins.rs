@@ -565,7 +565,9 @@ pub(crate) fn register(p: &mut Plugins) {
         let name = text(&c.args[1], "fact_name")?.to_string();
         no_environment(ev, "getfact")?;
         let rid = match &c.args[0] {
-            Value::Instance(i) => crate::export::resource_id_of(&crate::export::View::of(ev), *i).unwrap_or_default(),
+            Value::Instance(i) => crate::export::resource_id_of(&crate::export::View::of(ev), *i)
+                .map(|id| id.to_string())
+                .unwrap_or_default(),
             _ => String::new(),
         };
         if let Some(v) = ev.project.facts.get(&rid).and_then(|f| f.get(&name)) {

@@ -844,8 +844,11 @@ class Bridge:
             attributes["mutators"] = encode(getattr(resource, "mutators", []) or [], "mutators")
         except Exception as e:
             return error_answer(e)
-        self.exported[resource.id.resource_str()] = resource
-        return {"ok": {"id": resource.id.resource_str(), "attributes": attributes}}
+        rid = resource.id
+        self.exported[rid.resource_str()] = resource
+        # the parts of resource_str(), which the compiler puts together again
+        parts = [rid.get_entity_type(), rid.get_agent_name(), rid.get_attribute(), rid.get_attribute_value()]
+        return {"ok": {"id": [str(p) for p in parts], "attributes": attributes}}
 
     def dependencies(self, request):
         """Runs the modules' `@dependency_manager`s over the resources their `@resource` classes

@@ -19,6 +19,7 @@ use serde_json::{Value as Json, json};
 use crate::diagnostics::Diagnostic;
 use crate::eval::value::{InstId, UnknownSource, Value};
 use crate::eval::{Evaluator, Flow, Slot, Wait, error};
+use crate::export::ExportedResource;
 use crate::syntax::Span;
 use bridge::{Bridge, BridgeError, Questions};
 
@@ -272,7 +273,7 @@ pub(crate) fn decode(ev: &Evaluator<'_>, j: &Json) -> Result<Value, String> {
 
 /// What one export of a Python resource gave.
 pub(crate) enum PyExport {
-    Resource { id: String, attributes: serde_json::Map<String, Json> },
+    Resource { id: api::ResourceId, attributes: serde_json::Map<String, Json> },
     Ignored,
     Unknown,
 }
@@ -341,10 +342,10 @@ impl<'a> Evaluator<'a> {
         if ok.get("ignored").is_some() {
             return Ok(PyExport::Ignored);
         }
-        Ok(PyExport::Resource {
-            id: ok["id"].as_str().unwrap_or("").to_string(),
-            attributes: ok["attributes"].as_object().cloned().unwrap_or_default(),
-        })
+        // the parts of Inmanta's resource id, as its `resource_str()` joins them
+        let part = |n: usize| ok["id"][n].as_str().unwrap_or_default().to_string();
+        let id = api::ResourceId { entity_type: part(0), agent: part(1), attribute: part(2), value: part(3) };
+        Ok(PyExport::Resource { id, attributes: ok["attributes"].as_object().cloned().unwrap_or_default() })
     }
 
     /// Sends a request and answers Python's questions; `what` names the request in errors.
@@ -377,29 +378,24 @@ impl<'a> Evaluator<'a> {
 pub(crate) fn run_dependency_managers(
     ev: &mut Evaluator<'_>,
     exports: &HashMap<InstId, PyExport>,
-    resources: &mut [Json],
+    resources: &mut [ExportedResource],
 ) -> Result<(), Box<Diagnostic>> {
     if ev.python.is_none() {
         return Ok(());
     }
-    let python_ids: std::collections::HashSet<&str> = exports
+    let python_ids: std::collections::HashSet<&api::ResourceId> = exports
         .values()
         .filter_map(|x| match x {
-            PyExport::Resource { id, .. } => Some(id.as_str()),
+            PyExport::Resource { id, .. } => Some(id),
             _ => None,
         })
         .collect();
     if python_ids.is_empty() {
         return Ok(());
     }
-    let rid = |r: &Json| r["id"].as_str().map(|id| api::resource::unversioned(id).to_string());
     let mut requires = serde_json::Map::new();
-    for r in resources.iter() {
-        if let Some(id) = rid(r)
-            && python_ids.contains(id.as_str())
-        {
-            requires.insert(id, r["requires"].clone());
-        }
+    for r in resources.iter().filter(|r| python_ids.contains(&r.id)) {
+        requires.insert(r.id.to_string(), r.requires.iter().map(|q| Json::String(q.to_string())).collect());
     }
     let request = json!({"op": "dependencies", "requires": requires});
     let fail = |m: String| Box::new(Diagnostic::plain("ExternalException", m));
@@ -415,19 +411,19 @@ pub(crate) fn run_dependency_managers(
         return Err(fail(format!("{}{frame}", e["message"].as_str().unwrap_or("a dependency manager failed"))));
     }
     let Some(changed) = answer["ok"].as_object().filter(|c| !c.is_empty()) else { return Ok(()) };
-    let known: std::collections::HashSet<String> = resources.iter().filter_map(rid).collect();
+    let known: HashMap<String, api::ResourceId> = resources.iter().map(|r| (r.id.to_string(), r.id.clone())).collect();
     for r in resources.iter_mut() {
-        let Some(id) = rid(r) else { continue };
+        let id = r.id.to_string();
         let Some(now) = changed.get(&id).and_then(Json::as_array) else { continue };
-        let mut now: Vec<String> = now.iter().filter_map(|x| x.as_str().map(str::to_string)).collect();
-        if let Some(missing) = now.iter().find(|x| !known.contains(*x)) {
+        let mut now: Vec<&str> = now.iter().filter_map(Json::as_str).collect();
+        if let Some(missing) = now.iter().find(|q| !known.contains_key(**q)) {
             return Err(fail(format!(
                 "a dependency manager made {id} require {missing}, which is not a resource of this model"
             )));
         }
-        now.sort();
+        now.sort_unstable();
         now.dedup();
-        r["requires"] = json!(now);
+        r.requires = now.into_iter().filter_map(|q| known.get(q).cloned()).collect();
     }
     Ok(())
 }

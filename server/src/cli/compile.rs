@@ -161,9 +161,8 @@ pub async fn run_export(mut args: ExportArgs, options: &Options) -> Result<(), C
     if args.allow_handler_code_update && !args.partial {
         return Err(CliError::Usage("--allow-handler-code-update only works with --partial".into()));
     }
-    let mut output = compile(&args.compile).await?;
+    let output = compile(&args.compile).await?;
     if let Some(path) = &args.json {
-        output.set_version(0);
         output.write_export_json(path).map_err(|e| CliError::Usage(format!("cannot write {}: {e}", path.display())))?;
         eprintln!("Wrote {} resources to {}", output.resources.len(), path.display());
         return Ok(());

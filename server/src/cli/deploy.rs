@@ -231,14 +231,15 @@ async fn dry_run(e: &Embedded, mut output: compiler::CompileOutput, json: bool) 
         .chain(output.python_modules.values().flat_map(|m| m.files.iter()).map(|f| (f.hash.clone(), f.content.clone())))
         .collect();
     e.orchestrator.upload_files(&files).await.map_err(server_error)?;
-    output.set_version(0);
     let files = Arc::new(crate::agents::StoreFiles::new(e.orchestrator.clone()));
     let executor = Arc::new(
         agent::Executor::new(files).with_shipped_handlers(e.handler_dir.clone()).with_python(e.python.clone()),
     );
     let mut rows = Vec::new();
     for resource in &output.resources {
-        let request = agent::ResourceRequest::from_json(resource).map_err(CliError::Usage)?;
+        // the resource dict an agent gets, of no version yet
+        let resource = serde_json::Value::Object(resource.to_wire(0));
+        let request = agent::ResourceRequest::from_json(&resource).map_err(CliError::Usage)?;
         let rid = request.id.to_string();
         let undefined = output.resource_state.get(&rid).is_some_and(|s| s == ResourceState::Undefined.as_str());
         if undefined {

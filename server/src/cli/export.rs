@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use api::client::{Client, ClientError};
 use api::version::{PutPartial, PutVersion};
 use base64::Engine;
-use compiler::CompileOutput;
+use compiler::{CompileOutput, ExportedResource};
 use orchestrator::Orchestrator;
 use reqwest::{Method, StatusCode};
 use serde_json::json;
@@ -75,9 +75,9 @@ pub async fn push_export(
         version_info["export_metadata"]["inmanta:compile:id"] = json!(id.to_string());
     }
     let version = if push.partial {
-        output.set_version(0);
+        // the server picks the version: ids of version 0, plain requires
         let body = PutPartial {
-            resources: resource_objects(output.resources),
+            resources: wire(output.resources, 0),
             resource_state: output.resource_state.into_iter().collect(),
             unknowns: output.unknowns,
             version_info: Some(version_info),
@@ -92,10 +92,9 @@ pub async fn push_export(
         to.put_partial(env, body).await?
     } else {
         let version = to.reserve_version(env).await?;
-        output.set_version(version);
         let body = PutVersion {
             version,
-            resources: resource_objects(output.resources),
+            resources: wire(output.resources, version as u64),
             resource_state: output.resource_state.into_iter().collect(),
             unknowns: output.unknowns,
             version_info: Some(version_info),
@@ -114,15 +113,9 @@ pub async fn push_export(
     Ok(version)
 }
 
-/// The exported resources as the JSON objects a version holds.
-fn resource_objects(resources: Vec<serde_json::Value>) -> Vec<serde_json::Map<String, serde_json::Value>> {
-    resources
-        .into_iter()
-        .filter_map(|r| match r {
-            serde_json::Value::Object(object) => Some(object),
-            _ => None,
-        })
-        .collect()
+/// The exported resources as the JSON objects version `version` holds.
+fn wire(resources: Vec<ExportedResource>, version: u64) -> Vec<serde_json::Map<String, serde_json::Value>> {
+    resources.into_iter().map(|r| r.into_wire(version)).collect()
 }
 
 /// One batched stat, then the missing files in batches of at most [`BATCH_BYTES`].
