@@ -74,6 +74,18 @@ pub enum VersionStatus {
     SkippedCandidate,
 }
 
+impl VersionStatus {
+    /// The wire name (its serde name).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            VersionStatus::Active => "active",
+            VersionStatus::Candidate => "candidate",
+            VersionStatus::Retired => "retired",
+            VersionStatus::SkippedCandidate => "skipped_candidate",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Label {
     pub name: String,
@@ -184,4 +196,18 @@ pub struct VersionWithResources {
     pub resources: Vec<serde_json::Map<String, serde_json::Value>>,
     #[serde(default)]
     pub unknowns: Vec<serde_json::Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_status_names_are_their_serde_names() {
+        for status in
+            [VersionStatus::Active, VersionStatus::Candidate, VersionStatus::Retired, VersionStatus::SkippedCandidate]
+        {
+            assert_eq!(serde_json::to_value(status).unwrap(), status.as_str());
+        }
+    }
 }

@@ -207,10 +207,33 @@ pub fn SortHeader(path: &'static str, column: &'static str, label: &'static str)
     }
 }
 
+/// The wire name of a status a badge shows: a state of `api::state` or a version's status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StatusName(pub &'static str);
+
+macro_rules! status_names {
+    ($($status:ty),+) => {
+        $(impl From<$status> for StatusName {
+            fn from(status: $status) -> StatusName {
+                StatusName(status.as_str())
+            }
+        })+
+    };
+}
+
+status_names!(
+    api::ResourceState,
+    api::CompileStatus,
+    api::AgentStatus,
+    api::ResourceDiffStatus,
+    api::version::VersionStatus
+);
+
 #[component]
-pub fn StatusBadge(status: String) -> impl IntoView {
+pub fn StatusBadge(#[prop(into)] status: StatusName) -> impl IntoView {
+    let status = status.0;
     let class = format!("badge state-{status}");
-    view! { <span class=class data-status=status.clone()>{status.replace('_', " ")}</span> }
+    view! { <span class=class data-status=status>{status.replace('_', " ")}</span> }
 }
 
 #[component]
@@ -514,13 +537,14 @@ pub fn ActionMessage(error: ActionError) -> impl IntoView {
 
 /// A horizontal bar with one segment per state, each a link that filters the resources page.
 #[component]
-pub fn DeployBar(env: String, summary: Vec<(String, u64)>, total: u64) -> impl IntoView {
+pub fn DeployBar(env: String, summary: Vec<(api::ResourceState, u64)>, total: u64) -> impl IntoView {
     let segments = summary
         .into_iter()
         .filter(|(_, n)| *n > 0)
         .map(|(state, n)| {
             let width = if total == 0 { 0.0 } else { n as f64 * 100.0 / total as f64 };
-            let href = format!("{}&filter.status={}", env_link("resources", &env), encode(&state));
+            let state = state.as_str();
+            let href = format!("{}&filter.status={}", env_link("resources", &env), encode(state));
             let label = format!("{}: {n}", state.replace('_', " "));
             view! {
                 <a

@@ -122,14 +122,12 @@ mod backend {
         map.iter().map(|(k, v)| (k.clone(), json_text(v))).collect()
     }
 
-    pub fn summary(s: &api::resource::ResourceDeploySummary) -> Vec<(String, u64)> {
-        let mut out: Vec<(String, u64)> = crate::model::RESOURCE_STATES
-            .iter()
-            .filter_map(|state| Some((state.to_string(), *s.by_state.get(state)?)))
-            .collect();
+    pub fn summary(s: &api::resource::ResourceDeploySummary) -> Vec<(api::ResourceState, u64)> {
+        let mut out: Vec<(api::ResourceState, u64)> =
+            crate::model::RESOURCE_STATES.iter().filter_map(|state| Some((*state, *s.by_state.get(state)?))).collect();
         for (state, n) in &s.by_state {
-            if !out.iter().any(|(s, _)| s == state.as_str()) {
-                out.push((state.to_string(), *n));
+            if !out.iter().any(|(s, _)| s == state) {
+                out.push((*state, *n));
             }
         }
         out
@@ -152,11 +150,11 @@ mod backend {
     /// A compile as the reports page and the dashboard list it.
     pub fn compile_row(c: &api::compile::CompileReport) -> crate::model::CompileRow {
         let requested = c.requested.clone().unwrap_or_default();
-        let status = api::CompileStatus::of(c.started.is_some(), c.completed.is_some(), c.success).as_str();
+        let status = api::CompileStatus::of(c.started.is_some(), c.completed.is_some(), c.success);
         let wait = if requested.is_empty() { None } else { seconds(&requested, c.started.as_deref()) };
         crate::model::CompileRow {
             id: c.id.to_string(),
-            status: status.to_string(),
+            status,
             message: c.metadata.get("message").and_then(|m| m.as_str()).unwrap_or_default().to_string(),
             wait,
             duration: c.started.as_deref().and_then(|s| seconds(s, c.completed.as_deref())),
@@ -174,7 +172,7 @@ mod backend {
         VersionRow {
             version: v.version,
             date: v.date,
-            status: status_text(&v.status),
+            status: v.status,
             total: v.total,
             released: v.released,
             message: v

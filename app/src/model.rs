@@ -1,9 +1,11 @@
 //! What the server functions send to the pages: plain serialisable rows, the same on both sides
-//! (the wasm build does not link the orchestrator or the `api` crate).
+//! (the wasm build does not link the orchestrator; states are the enums of `api::state`, which
+//! travel as their wire names).
 
 use std::collections::BTreeMap;
 
-pub use api::ResourceState;
+pub use api::version::VersionStatus;
+pub use api::{AgentStatus, CompileStatus, ResourceDiffStatus, ResourceState};
 use serde::{Deserialize, Serialize};
 
 /// One row of the environments page and of the environment switcher.
@@ -87,7 +89,7 @@ pub struct Paged<T> {
 pub struct VersionRow {
     pub version: i64,
     pub date: String,
-    pub status: String,
+    pub status: VersionStatus,
     pub total: i64,
     pub released: bool,
     /// The export's message (`version_info.export_metadata.message`), e.g. the compile's trigger.
@@ -100,7 +102,7 @@ pub struct ResourceRow {
     pub resource_type: String,
     pub agent: String,
     pub value: String,
-    pub status: String,
+    pub status: ResourceState,
     pub requires: usize,
     /// Why it is not deployed: the last error of a failed resource, or what blocks it.
     pub problem: Option<Problem>,
@@ -113,7 +115,7 @@ pub enum Problem {
     Error(String),
     /// It waits on a dependency that failed, is undefined or is itself blocked: the first such
     /// dependency and how many there are.
-    BlockedBy { resource: String, status: String, count: usize },
+    BlockedBy { resource: String, status: ResourceState, count: usize },
 }
 
 /// States of a dependency that keep the resources requiring it from deploying.
@@ -125,17 +127,12 @@ pub const BLOCKING_STATES: &[ResourceState] = &[
     ResourceState::Unavailable,
 ];
 
-/// Whether `status` (a wire name) is one of `states`.
-pub fn is_one_of(status: &str, states: &[ResourceState]) -> bool {
-    ResourceState::parse(status).is_some_and(|s| states.contains(&s))
-}
-
 impl Problem {
     /// The blocking dependency among `requires` (resource id, status), if any.
-    pub fn blocked_by(requires: &[(String, String)]) -> Option<Problem> {
-        let mut blocking = requires.iter().filter(|(_, status)| is_one_of(status, BLOCKING_STATES));
+    pub fn blocked_by(requires: &[(String, ResourceState)]) -> Option<Problem> {
+        let mut blocking = requires.iter().filter(|(_, status)| BLOCKING_STATES.contains(status));
         let (resource, status) = blocking.next()?;
-        Some(Problem::BlockedBy { resource: resource.clone(), status: status.clone(), count: 1 + blocking.count() })
+        Some(Problem::BlockedBy { resource: resource.clone(), status: *status, count: 1 + blocking.count() })
     }
 }
 
@@ -144,13 +141,13 @@ impl Problem {
 pub struct ResourcesView {
     pub rows: Vec<ResourceRow>,
     pub page: PageInfo,
-    pub summary: Vec<(String, u64)>,
+    pub summary: Vec<(ResourceState, u64)>,
     pub summary_total: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Dashboard {
-    pub summary: Vec<(String, u64)>,
+    pub summary: Vec<(ResourceState, u64)>,
     pub summary_total: u64,
     pub agents_up: u64,
     pub agents_down: u64,
@@ -169,12 +166,12 @@ pub struct ResourceDetails {
     pub resource_type: String,
     pub agent: String,
     pub value: String,
-    pub status: String,
+    pub status: ResourceState,
     pub last_deploy: Option<String>,
     pub first_generated: String,
     pub attributes: Vec<Attribute>,
     /// Required resource id and its status.
-    pub requires: Vec<(String, String)>,
+    pub requires: Vec<(String, ResourceState)>,
     /// Why it is not deployed (last error, or the dependency that blocks it).
     pub problem: Option<Problem>,
 }
@@ -218,14 +215,14 @@ pub struct AttributeChange {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ResourceChange {
     pub id: String,
-    pub status: String,
+    pub status: ResourceDiffStatus,
     pub attributes: Vec<AttributeChange>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AgentRow {
     pub name: String,
-    pub status: String,
+    pub status: AgentStatus,
     pub paused: bool,
     pub unpause_on_resume: Option<bool>,
     pub last_seen: Option<String>,
@@ -284,20 +281,19 @@ pub struct Graph {
 pub struct GraphNode {
     pub id: String,
     pub label: String,
-    pub status: String,
+    pub status: ResourceState,
     pub x: f64,
     pub y: f64,
 }
 
 /// One compile as the compile reports page and the dashboard list it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CompileRow {
     pub id: String,
     pub requested: String,
     pub started: Option<String>,
     pub completed: Option<String>,
-    /// queued, running, success or failed.
-    pub status: String,
+    pub status: CompileStatus,
     /// The trigger's message (metadata), e.g. "Recompile trigger through API call".
     pub message: String,
     /// Seconds between the request and the start (so far, while queued).
@@ -455,7 +451,7 @@ pub const PROBLEM_STATES: &[ResourceState] =
 pub fn graph_focus(
     focus: &GraphFocus,
     requires: &[Vec<usize>],
-    statuses: &[&str],
+    statuses: &[ResourceState],
     find: impl Fn(&str) -> Option<usize>,
 ) -> Vec<bool> {
     let n = requires.len();
@@ -467,7 +463,7 @@ pub fn graph_focus(
     }
     let mut keep = vec![focus.is_all(); n];
     if focus.failures {
-        let mut frontier: Vec<usize> = (0..n).filter(|i| is_one_of(statuses[*i], PROBLEM_STATES)).collect();
+        let mut frontier: Vec<usize> = (0..n).filter(|i| PROBLEM_STATES.contains(&statuses[*i])).collect();
         for i in &frontier {
             keep[*i] = true;
         }
@@ -567,7 +563,13 @@ mod tests {
     fn failures_keep_what_they_block_and_neighbourhoods_their_hops() {
         // 0 <- 1 <- 2 <- 3, and 4 alone; 1 failed.
         let requires = vec![vec![], vec![0], vec![1], vec![2], vec![]];
-        let statuses = ["deployed", "failed", "skipped", "skipped", "deployed"];
+        let statuses = [
+            ResourceState::Deployed,
+            ResourceState::Failed,
+            ResourceState::Skipped,
+            ResourceState::Skipped,
+            ResourceState::Deployed,
+        ];
         let find = |rid: &str| rid.parse::<usize>().ok();
         let failures = GraphFocus { failures: true, ..Default::default() };
         assert_eq!(graph_focus(&failures, &requires, &statuses, find), [false, true, true, true, false]);

@@ -188,9 +188,9 @@ fn CompileTable(env: String, data: Paged<CompileRow>) -> impl IntoView {
                         let href = compile_link(&env, &c.id);
                         let label = format!("Show details of the compile requested at {}", short_date(&c.requested));
                         view! {
-                            <tr data-id=c.id.clone() data-status=c.status.clone()>
+                            <tr data-id=c.id.clone() data-status=c.status.as_str()>
                                 <td class="nowrap">{short_date(&c.requested)}</td>
-                                <td><StatusBadge status=c.status.clone()/></td>
+                                <td><StatusBadge status=c.status/></td>
                                 <td>{c.message.clone()}</td>
                                 <td class="nowrap">{c.wait.map(duration_text).unwrap_or_default()}</td>
                                 <td class="nowrap">{c.duration.map(duration_text).unwrap_or_default()}</td>
@@ -285,7 +285,7 @@ fn CompileDetailsBody(env: String, details: CompileDetailsView) -> impl IntoView
                 </span>
                 {c.wait.map(|w| view! { <span class="muted">{format!("after {}", duration_text(w))}</span> })}
             </li>
-            <li class="timeline-step" class:done=c.completed.is_some() class:failed=c.status == CompileStatus::Failed.as_str()>
+            <li class="timeline-step" class:done=c.completed.is_some() class:failed=c.status == CompileStatus::Failed>
                 <span class="timeline-label">"Completed"</span>
                 <span>
                     {match (&c.completed, &c.started) {
@@ -384,7 +384,7 @@ fn CompileDetailsBody(env: String, details: CompileDetailsView) -> impl IntoView
     };
     view! {
         <div class="compile-summary">
-            <StatusBadge status=c.status.clone()/>
+            <StatusBadge status=c.status/>
             <span class="mono muted">{c.id.clone()}</span>
         </div>
         {timeline}

@@ -16,7 +16,7 @@ use crate::fns::{cursor, env_id, fail, services_for};
 use crate::layout::resource_link;
 #[cfg(feature = "ssr")]
 use crate::model::GraphNode;
-use crate::model::{Graph, GraphFocus};
+use crate::model::{Graph, GraphFocus, ResourceState};
 
 const GRAPH: &str = "/console/resources/graph";
 
@@ -128,22 +128,22 @@ fn FocusBar(focus: Memo<GraphFocus>) -> impl IntoView {
 /// The colour of each state drawn, with how many resources are in it.
 #[component]
 fn Legend(graph: Graph) -> impl IntoView {
-    let mut counts: Vec<(String, usize)> = Vec::new();
+    let mut counts: Vec<(ResourceState, usize)> = Vec::new();
     for n in &graph.nodes {
         match counts.iter_mut().find(|(s, _)| *s == n.status) {
             Some((_, c)) => *c += 1,
-            None => counts.push((n.status.clone(), 1)),
+            None => counts.push((n.status, 1)),
         }
     }
-    counts
-        .sort_by_key(|(s, _)| crate::model::RESOURCE_STATES.iter().position(|x| x.as_str() == s).unwrap_or(usize::MAX));
+    counts.sort_by_key(|(s, _)| crate::model::RESOURCE_STATES.iter().position(|x| x == s).unwrap_or(usize::MAX));
     view! {
         <ul class="legend graph-legend" id="graph-legend" aria-label="Legend">
             {counts
                 .into_iter()
                 .map(|(state, n)| {
+                    let state = state.as_str();
                     view! {
-                        <li class="legend-item" data-state=state.clone()>
+                        <li class="legend-item" data-state=state>
                             <span class=format!("legend-swatch state-bg-{state}") aria-hidden="true"></span>
                             {format!("{} ({n})", state.replace('_', " "))}
                         </li>
@@ -224,7 +224,7 @@ fn GraphView(env: String, graph: Graph) -> impl IntoView {
             // browser (client-side navigation) would otherwise get HTML ones, which SVG hides.
             view! {
                 <g>
-                <a href=href class="node" data-id=n.id.clone() data-status=n.status.clone()>
+                <a href=href class="node" data-id=n.id.clone() data-status=n.status.as_str()>
                     <title>{format!("{} ({})", n.id, n.status)}</title>
                     <rect
                         x=n.x
@@ -399,7 +399,7 @@ pub async fn resource_graph(env: String, focus: GraphFocus) -> Result<Graph, Ser
         let index: HashMap<String, usize> = rows.iter().enumerate().map(|(i, r)| (r.resource_id.clone(), i)).collect();
         let requires: Vec<Vec<usize>> =
             rows.iter().map(|r| r.requires.iter().filter_map(|q| index.get(&plain(q)).copied()).collect()).collect();
-        let statuses: Vec<&str> = rows.iter().map(|r| r.status.as_str()).collect();
+        let statuses: Vec<ResourceState> = rows.iter().map(|r| r.status).collect();
         let keep = crate::model::graph_focus(&focus, &requires, &statuses, |rid| index.get(rid).copied());
         if !focus.around.is_empty() && !index.contains_key(&focus.around) {
             return Err(ServerFnError::new(format!("{} is not a released resource of this environment", focus.around)));
@@ -473,7 +473,7 @@ pub async fn resource_graph(env: String, focus: GraphFocus) -> Result<Graph, Ser
         .map(|((r, (column, row)), label)| GraphNode {
             id: r.resource_id.clone(),
             label,
-            status: r.status.to_string(),
+            status: r.status,
             x: 20.0 + (column % per_band) as f64 * GRAPH_COLUMN,
             y: 20.0 + (column / per_band) as f64 * band_height + *row as f64 * GRAPH_ROW,
         })

@@ -63,9 +63,9 @@ fn AgentsTable(env: String, data: Paged<AgentRow>) -> impl IntoView {
             let (n1, n2, n3) = (name.clone(), name.clone(), name.clone());
             let paused = a.paused;
             view! {
-                <tr data-agent=a.name.clone() data-status=a.status.clone()>
+                <tr data-agent=a.name.clone() data-status=a.status.as_str()>
                     <td class="mono">{a.name.clone()}</td>
-                    <td><StatusBadge status=a.status.clone()/></td>
+                    <td><StatusBadge status=a.status/></td>
                     <td>{a.last_seen.as_deref().map(short_date).unwrap_or_default()}</td>
                     <td>{a.unpause_on_resume.map(|u| if u { "unpause" } else { "keep paused" }).unwrap_or("")}</td>
                     <td class="row-actions">
@@ -361,20 +361,21 @@ fn NotificationList(env: String, data: Paged<NotificationRow>, error: ActionErro
 pub async fn agents(query: TableQuery) -> Result<Paged<AgentRow>, ServerFnError> {
     let s = services_for("agent.read", &query.env)?;
     let page = s.orchestrator.agents(env_id(&query.env)?, &page_request(&query)).await.map_err(fail)?;
-    Ok(Paged {
-        page: page_info(&page),
-        rows: page
-            .items
-            .into_iter()
-            .map(|a| AgentRow {
+    let info = page_info(&page);
+    let rows = page
+        .items
+        .into_iter()
+        .map(|a| {
+            Ok(AgentRow {
+                status: a.status.parse().map_err(fail)?,
                 name: a.name,
-                status: a.status,
                 paused: a.paused,
                 unpause_on_resume: a.unpause_on_resume,
                 last_seen: a.last_failover,
             })
-            .collect(),
-    })
+        })
+        .collect::<Result<_, ServerFnError>>()?;
+    Ok(Paged { page: info, rows })
 }
 
 /// pause, unpause, keep_paused_on_resume or unpause_on_resume, for one agent or (empty name) all.

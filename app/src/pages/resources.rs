@@ -89,18 +89,18 @@ fn ResourcesBody(env: String, data: ResourcesView) -> impl IntoView {
         .iter()
         .filter(|(_, n)| *n > 0)
         .map(|(state, n)| {
-            let active = status == *state;
-            let href = link(RESOURCES, &current, &[("filter.status", (!active).then(|| state.clone()))]);
+            let state = state.as_str();
+            let active = status == state;
+            let href = link(RESOURCES, &current, &[("filter.status", (!active).then(|| state.to_string()))]);
             view! {
-                <a class="chip" class:active=active href=href data-state=state.clone()>
+                <a class="chip" class:active=active href=href data-state=state>
                     <span class=format!("legend-swatch state-bg-{state}")></span>
                     {format!("{} {n}", state.replace('_', " "))}
                 </a>
             }
         })
         .collect_view();
-    let deploying =
-        data.summary.iter().find(|(s, _)| s == ResourceState::Deploying.as_str()).map(|(_, n)| *n).unwrap_or(0);
+    let deploying = data.summary.iter().find(|(s, _)| *s == ResourceState::Deploying).map(|(_, n)| *n).unwrap_or(0);
     let header = format!("{deploying} deploying / {} resources", data.summary_total);
     let empty_env = env.clone();
     let body = if data.rows.is_empty() {
@@ -141,7 +141,7 @@ fn ResourcesBody(env: String, data: ResourcesView) -> impl IntoView {
                         .into_iter()
                         .map(|r| {
                             let href = resource_link(&env, &r.id);
-                            let (rid, status) = (r.id.clone(), r.status.clone());
+                            let (rid, status) = (r.id.clone(), r.status.as_str());
                             view! {
                                 <tr data-id=rid data-status=status>
                                     <td>{r.resource_type}</td>
@@ -246,7 +246,7 @@ pub fn ProblemText(env: String, problem: Problem) -> impl IntoView {
             view! {
                 <span class="blocked-by">
                     "blocked by " <a href=resource_link(&env, &resource) class="mono">{resource.clone()}</a>
-                    {format!(" ({})", status.replace('_', " "))}
+                    {format!(" ({})", status.as_str().replace('_', " "))}
                     {more}
                 </span>
             }
@@ -264,7 +264,7 @@ fn ResourceHeader(details: ResourceDetails) -> impl IntoView {
     view! {
         <div class="page-header">
             <h1 class="mono" id="resource-id">{details.id.clone()}</h1>
-            <StatusBadge status=details.status.clone()/>
+            <StatusBadge status=details.status/>
             <a class="button button-secondary button-small" id="graph-around-link" href=crate::pages::graph::around_link(&env, &details.id)>
                 "Show in the graph"
             </a>
@@ -489,13 +489,13 @@ pub async fn resources(query: TableQuery) -> Result<ResourcesView, ServerFnError
     let mut rows = Vec::with_capacity(page.items.len());
     for r in page.items {
         // Only the rows of this page, and only those that are not deployed, cost a query.
-        let problem = resource_problem(&s.orchestrator, env_id(&query.env)?, &r.resource_id, r.status.as_str()).await?;
+        let problem = resource_problem(&s.orchestrator, env_id(&query.env)?, &r.resource_id, r.status).await?;
         rows.push(ResourceRow {
             id: r.resource_id,
             resource_type: r.id_details.resource_type,
             agent: r.id_details.agent,
             value: r.id_details.resource_id_value,
-            status: r.status.to_string(),
+            status: r.status,
             requires: r.requires.len(),
             problem,
         });
@@ -510,10 +510,10 @@ async fn resource_problem(
     o: &orchestrator::Orchestrator,
     env: uuid::Uuid,
     rid: &str,
-    status: &str,
+    status: ResourceState,
 ) -> Result<Option<Problem>, ServerFnError> {
-    match ResourceState::parse(status) {
-        Some(ResourceState::Failed | ResourceState::Unavailable) => {
+    match status {
+        ResourceState::Failed | ResourceState::Unavailable => {
             let req = orchestrator::paging::PageRequest {
                 limit: Some(1),
                 filters: vec![("minimal_log_level".into(), "ERROR".into())],
@@ -522,10 +522,9 @@ async fn resource_problem(
             let logs = o.resource_logs(env, rid, &req).await.map_err(fail)?;
             Ok(logs.items.into_iter().next().map(|l| Problem::Error(l.msg)))
         }
-        Some(ResourceState::Available | ResourceState::Skipped | ResourceState::SkippedForUndefined) => {
+        ResourceState::Available | ResourceState::Skipped | ResourceState::SkippedForUndefined => {
             let details = o.released_resource(env, rid).await.map_err(fail)?;
-            let requires: Vec<(String, String)> =
-                details.requires_status.into_iter().map(|(r, s)| (r, s.to_string())).collect();
+            let requires: Vec<(String, ResourceState)> = details.requires_status.into_iter().collect();
             Ok(Problem::blocked_by(&requires))
         }
         _ => Ok(None),
@@ -536,18 +535,18 @@ async fn resource_problem(
 pub async fn load_resource_details(env: String, rid: String) -> Result<ResourceDetails, ServerFnError> {
     let s = services_for("resource.read", &env)?;
     let r = s.orchestrator.released_resource(env_id(&env)?, &rid).await.map_err(fail)?;
-    let problem = resource_problem(&s.orchestrator, env_id(&env)?, &rid, r.status.as_str()).await?;
+    let problem = resource_problem(&s.orchestrator, env_id(&env)?, &rid, r.status).await?;
     Ok(ResourceDetails {
         problem,
         id: r.resource_id,
         resource_type: r.resource_type,
         agent: r.agent,
         value: r.id_attribute_value,
-        status: r.status.to_string(),
+        status: r.status,
         last_deploy: r.last_deploy,
         first_generated: r.first_generated_time,
         attributes: attributes(&r.attributes),
-        requires: r.requires_status.into_iter().map(|(r, s)| (r, s.to_string())).collect(),
+        requires: r.requires_status.into_iter().collect(),
     })
 }
 

@@ -5,9 +5,7 @@ use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 
 #[cfg(feature = "ssr")]
-use crate::fns::{
-    attributes, env_id, fail, json_text, page_info, page_request, services_for, status_text, version_row,
-};
+use crate::fns::{attributes, env_id, fail, json_text, page_info, page_request, services_for, version_row};
 use crate::model::{Attribute, ComplianceView, Paged, ResourceChange, TableQuery, VersionRow, VersionedResourceRow};
 #[cfg(feature = "ssr")]
 use crate::model::{AttributeChange, DryRunRow};
@@ -47,7 +45,7 @@ pub async fn version_summary(env: String, version: i64) -> Result<VersionRow, Se
     Ok(VersionRow {
         version: m.version,
         date: m.date,
-        status: m.status.as_ref().map(status_text).unwrap_or_default(),
+        status: m.status.ok_or_else(|| fail(format!("version {version} has no status")))?,
         total: m.total,
         released: m.released,
         message,
@@ -104,7 +102,7 @@ pub async fn compare_versions(env: String, from: i64, to: i64) -> Result<Vec<Res
                 file_diff,
             });
         }
-        out.push(ResourceChange { id: r.resource_id, status: status_text(&r.status), attributes: changes });
+        out.push(ResourceChange { id: r.resource_id, status: r.status, attributes: changes });
     }
     Ok(out)
 }
@@ -151,7 +149,7 @@ pub async fn compliance(env: String, version: i64, report: String) -> Result<Com
                     }
                 })
                 .collect();
-            changes.push(ResourceChange { id: r.resource_id, status: status_text(&r.status), attributes });
+            changes.push(ResourceChange { id: r.resource_id, status: r.status, attributes });
         }
     }
     Ok(ComplianceView { selected: selected.map(row), reports, changes, halted: environment.halted })

@@ -9,7 +9,9 @@ pub(crate) mod fns;
 #[cfg(all(test, feature = "ssr"))]
 mod tests;
 use crate::layout::resource_link;
-use crate::model::{ComplianceView, Paged, ResourceChange, VersionRow, VersionedResourceRow};
+use crate::model::{
+    ComplianceView, Paged, ResourceChange, ResourceDiffStatus, VersionRow, VersionStatus, VersionedResourceRow,
+};
 use crate::pages::environment::short_date;
 
 const VERSIONS: &str = "/console/desiredstate";
@@ -70,8 +72,8 @@ fn VersionsTable(env: String, data: Paged<VersionRow>) -> impl IntoView {
             let version = v.version;
             let href = format!("{}&v={version}", env_link("desiredstate/version", &env));
             let (env_p, env_d) = (env.clone(), env.clone());
-            let candidate = v.status == "candidate" || v.status == "skipped_candidate";
-            let active = v.status == "active";
+            let candidate = matches!(v.status, VersionStatus::Candidate | VersionStatus::SkippedCandidate);
+            let active = v.status == VersionStatus::Active;
             view! {
                 <tr data-version=version>
                     <td>
@@ -96,7 +98,7 @@ fn VersionsTable(env: String, data: Paged<VersionRow>) -> impl IntoView {
                     </td>
                     <td><a href=href>{version}</a></td>
                     <td>{short_date(&v.date)}</td>
-                    <td><StatusBadge status=v.status.clone()/></td>
+                    <td><StatusBadge status=v.status/></td>
                     <td>{v.total}</td>
                     <td class="version-message">{v.message.clone()}</td>
                     <td class="row-actions">
@@ -244,15 +246,15 @@ fn VersionHeader(env: Memo<String>, version: Memo<String>) -> impl IntoView {
                     Err(e) => return view! { <ErrorBox title="The version could not be loaded" error=e.to_string()/> }.into_any(),
                 };
                 let version = v.version;
-                let candidate = v.status == "candidate" || v.status == "skipped_candidate";
+                let candidate = matches!(v.status, VersionStatus::Candidate | VersionStatus::SkippedCandidate);
                 let env = env.get_untracked();
                 let dry_run = compliance_link(&env, version);
                 let message = if v.message.is_empty() { "No message".to_string() } else { v.message.clone() };
                 view! {
-                    <div class="version-header" id="version-header" data-status=v.status.clone()>
+                    <div class="version-header" id="version-header" data-status=v.status.as_str()>
                         <dl class="facts-list">
                             <dt>"Status"</dt>
-                            <dd><StatusBadge status=v.status.clone()/></dd>
+                            <dd><StatusBadge status=v.status/></dd>
                             <dt>"Exported"</dt>
                             <dd>{short_date(&v.date)}</dd>
                             <dt>"Resources"</dt>
@@ -471,15 +473,20 @@ fn Changes(
         }
         .into_any();
     }
-    let count = |s: &str| changes.iter().filter(|c| c.status == s).count();
+    let count = |s: ResourceDiffStatus| changes.iter().filter(|c| c.status == s).count();
     let totals = summary.unwrap_or_else(|| {
-        format!("{} added, {} modified, {} deleted", count("added"), count("modified"), count("deleted"))
+        format!(
+            "{} added, {} modified, {} deleted",
+            count(ResourceDiffStatus::Added),
+            count(ResourceDiffStatus::Modified),
+            count(ResourceDiffStatus::Deleted)
+        )
     });
-    let mut kinds: Vec<(String, usize)> = Vec::new();
+    let mut kinds: Vec<(ResourceDiffStatus, usize)> = Vec::new();
     for c in &changes {
         match kinds.iter_mut().find(|(k, _)| *k == c.status) {
             Some((_, n)) => *n += 1,
-            None => kinds.push((c.status.clone(), 1)),
+            None => kinds.push((c.status, 1)),
         }
     }
     let all = changes.len();
@@ -502,12 +509,12 @@ fn Changes(
         }
     };
     let chips = std::iter::once(chip(String::new(), format!("all ({all})")))
-        .chain(kinds.into_iter().map(|(k, n)| chip(k.clone(), format!("{} ({n})", k.replace('_', " ")))))
+        .chain(kinds.into_iter().map(|(k, n)| chip(k.to_string(), format!("{} ({n})", k.as_str().replace('_', " ")))))
         .collect_view();
-    let ids: Vec<(String, String)> = changes.iter().map(|c| (c.status.clone(), c.id.to_lowercase())).collect();
+    let ids: Vec<(&str, String)> = changes.iter().map(|c| (c.status.as_str(), c.id.to_lowercase())).collect();
     let shown = Memo::new(move |_| {
         let (k, needle) = (kind.get(), search.get().trim().to_lowercase());
-        ids.iter().filter(|(s, id)| (k.is_empty() || *s == k) && id.contains(&needle)).count()
+        ids.iter().filter(|(s, id)| (k.is_empty() || k == *s) && id.contains(&needle)).count()
     });
     view! {
         <p class="muted" id="compare-summary">{totals}</p>
@@ -533,7 +540,7 @@ fn Changes(
                 .map(|c| {
                     let href = resource_link(&env, &c.id);
                     let (class, rid) = (format!("diff diff-{}", c.status), c.id.clone());
-                    let (status, id) = (c.status.clone(), c.id.to_lowercase());
+                    let (status, id) = (c.status.as_str(), c.id.to_lowercase());
                     let hidden = move || {
                         let k = kind.get();
                         !((k.is_empty() || k == status) && id.contains(&search.get().trim().to_lowercase()))
@@ -542,7 +549,7 @@ fn Changes(
                     view! {
                         <details class=class data-id=rid prop:open=move || expanded.get() hidden=hidden>
                             <summary>
-                                <StatusBadge status=c.status.clone()/>
+                                <StatusBadge status=c.status/>
                                 " "
                                 <span class="mono">{c.id.clone()}</span>
                                 <span class="muted">{format!(" · {count} attribute{}", if count == 1 { "" } else { "s" })}</span>
@@ -835,18 +842,18 @@ fn ComplianceBody(env: String, version: String, view: ComplianceView) -> impl In
         }
     });
     let total = view.changes.len();
-    let unmodified_status = api::ResourceDiffStatus::Unmodified.as_str();
-    let unmodified = view.changes.iter().filter(|c| c.status == unmodified_status).count();
-    let changed: Vec<ResourceChange> = view.changes.into_iter().filter(|c| c.status != unmodified_status).collect();
-    let mut counts: Vec<(String, usize)> = Vec::new();
+    let unmodified = view.changes.iter().filter(|c| c.status == ResourceDiffStatus::Unmodified).count();
+    let changed: Vec<ResourceChange> =
+        view.changes.into_iter().filter(|c| c.status != ResourceDiffStatus::Unmodified).collect();
+    let mut counts: Vec<(ResourceDiffStatus, usize)> = Vec::new();
     for c in &changed {
         match counts.iter_mut().find(|(s, _)| *s == c.status) {
             Some((_, n)) => *n += 1,
-            None => counts.push((c.status.clone(), 1)),
+            None => counts.push((c.status, 1)),
         }
     }
     let summary = std::iter::once(format!("{total} resources reported: {unmodified} unmodified"))
-        .chain(counts.iter().map(|(s, n)| format!("{n} {}", s.replace('_', " "))))
+        .chain(counts.iter().map(|(s, n)| format!("{n} {}", s.as_str().replace('_', " "))))
         .collect::<Vec<_>>()
         .join(", ");
     let empty = if selected.todo > 0 {

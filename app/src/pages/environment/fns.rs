@@ -151,7 +151,7 @@ pub async fn load_dashboard(env: String) -> Result<Dashboard, ServerFnError> {
         .agents(id, &orchestrator::paging::PageRequest { limit: Some(1000), ..Default::default() })
         .await
         .map_err(fail)?;
-    let count = |status: &str| agents.items.iter().filter(|a| a.status == status).count() as u64;
+    let count = |status: api::AgentStatus| agents.items.iter().filter(|a| a.status == status.as_str()).count() as u64;
     let versions = o
         .desired_state_versions(id, &orchestrator::paging::PageRequest { limit: Some(5), ..Default::default() })
         .await
@@ -163,9 +163,9 @@ pub async fn load_dashboard(env: String) -> Result<Dashboard, ServerFnError> {
     Ok(Dashboard {
         summary: summary(&deploy),
         summary_total: deploy.total,
-        agents_up: count("up"),
-        agents_down: count("down"),
-        agents_paused: count("paused"),
+        agents_up: count(api::AgentStatus::Up),
+        agents_down: count(api::AgentStatus::Down),
+        agents_paused: count(api::AgentStatus::Paused),
         versions: versions.items.into_iter().map(version_row).collect(),
         compiles: compiles.items.iter().map(compile_row).collect(),
     })

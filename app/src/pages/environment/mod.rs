@@ -8,9 +8,7 @@ use crate::components::*;
 pub(crate) mod fns;
 #[cfg(all(test, feature = "ssr"))]
 mod tests;
-use crate::model::{
-    CLIENT_TYPES, CompileRow, Dashboard, EnvironmentDetails, ResourceState, SettingRow, TokenRow, is_one_of,
-};
+use crate::model::{CLIENT_TYPES, CompileRow, Dashboard, EnvironmentDetails, ResourceState, SettingRow, TokenRow};
 
 #[component]
 pub fn DashboardPage() -> impl IntoView {
@@ -41,7 +39,7 @@ pub fn DashboardPage() -> impl IntoView {
 fn NeedsAttention(env: String, data: Dashboard) -> impl IntoView {
     use api::{AgentStatus, CompileStatus};
     let count = |states: &[ResourceState]| -> u64 {
-        data.summary.iter().filter(|(s, _)| is_one_of(s, states)).map(|(_, n)| *n).sum()
+        data.summary.iter().filter(|(s, _)| states.contains(s)).map(|(_, n)| *n).sum()
     };
     let resources =
         |state: ResourceState| format!("{}&filter.status={}", env_link("resources", &env), encode(state.as_str()));
@@ -68,10 +66,9 @@ fn NeedsAttention(env: String, data: Dashboard) -> impl IntoView {
         let link = format!("{}&filter.status={}", env_link("agents", &env), AgentStatus::Down);
         items.push((text, link, ResourceState::Failed));
     }
-    let ended =
-        |c: &&CompileRow| c.status == CompileStatus::Success.as_str() || c.status == CompileStatus::Failed.as_str();
+    let ended = |c: &&CompileRow| matches!(c.status, CompileStatus::Success | CompileStatus::Failed);
     if let Some(latest) = data.compiles.iter().find(ended)
-        && latest.status == CompileStatus::Failed.as_str()
+        && latest.status == CompileStatus::Failed
     {
         items.push(("The latest compile failed".into(), compile_link(&env, &latest.id), ResourceState::Failed));
     }
@@ -106,14 +103,14 @@ fn NeedsAttention(env: String, data: Dashboard) -> impl IntoView {
 
 #[component]
 fn DashboardBody(env: String, data: Dashboard) -> impl IntoView {
-    let deployed =
-        data.summary.iter().find(|(s, _)| s == ResourceState::Deployed.as_str()).map(|(_, n)| *n).unwrap_or(0);
+    let deployed = data.summary.iter().find(|(s, _)| *s == ResourceState::Deployed).map(|(_, n)| *n).unwrap_or(0);
     let percent = (deployed * 100).checked_div(data.summary_total).unwrap_or(0);
     let legend = data
         .summary
         .iter()
         .filter(|(_, n)| *n > 0)
         .map(|(state, n)| {
+            let state = state.as_str();
             let href = format!("{}&filter.status={}", env_link("resources", &env), encode(state));
             view! {
                 <a class="legend-item" href=href>
@@ -154,9 +151,9 @@ fn DashboardBody(env: String, data: Dashboard) -> impl IntoView {
                                 .map(|c| {
                                     let href = compile_link(&env, &c.id);
                                     view! {
-                                        <tr data-id=c.id.clone() data-status=c.status.clone()>
+                                        <tr data-id=c.id.clone() data-status=c.status.as_str()>
                                             <td class="nowrap"><a href=href>{short_date(&c.requested)}</a></td>
-                                            <td><StatusBadge status=c.status.clone()/></td>
+                                            <td><StatusBadge status=c.status/></td>
                                             <td>{c.message}</td>
                                             <td class="nowrap">{c.duration.map(duration_text).unwrap_or_default()}</td>
                                         </tr>
