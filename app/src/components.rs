@@ -314,6 +314,33 @@ pub fn Empty(title: &'static str, children: Children) -> impl IntoView {
     }
 }
 
+/// The frame of a page about the chosen environment: `title` as the document title and the
+/// heading, `actions` beside the heading (once an environment is chosen), `notice` under it,
+/// then `children`; without `?env=`, how to choose an environment instead.
+#[component]
+pub fn EnvironmentPage(
+    title: &'static str,
+    env: Memo<String>,
+    #[prop(optional, into)] actions: Option<ViewFn>,
+    #[prop(optional, into)] notice: Option<ViewFn>,
+    children: ChildrenFn,
+) -> impl IntoView {
+    let chosen = move || !env.get().is_empty();
+    view! {
+        <leptos_meta::Title text=title/>
+        <section class="page">
+            <div class="page-header">
+                <h1>{title}</h1>
+                {actions.map(|actions| view! { <Show when=chosen>{actions.run()}</Show> })}
+            </div>
+            {notice.map(|notice| notice.run())}
+            <Show when=chosen fallback=NoEnvironment>
+                {children()}
+            </Show>
+        </section>
+    }
+}
+
 /// Shown on environment pages opened without `?env=`.
 #[component]
 pub fn NoEnvironment() -> impl IntoView {

@@ -34,26 +34,23 @@ pub fn CompileReportsPage() -> impl IntoView {
     let table = table_query();
     let data = Resource::new(move || (table.get(), refresh.tick()), |(q, _)| compile_reports(q));
     view! {
-        <Title text="Compile Reports"/>
-        <section class="page">
-            <div class="page-header">
-                <h1>"Compile Reports"</h1>
-                <Show when=move || !env.get().is_empty()>
-                    <RecompileMenu/>
-                </Show>
+        <EnvironmentPage
+            title="Compile Reports"
+            env
+            actions=move || view! {
+                <RecompileMenu/>
+            }
+        >
+            <div class="toolbar" aria-label="Filter on status">
+                {choice_filter(COMPILES, "status", &COMPILE_STATUS_CHOICES)}
             </div>
-            <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
-                <div class="toolbar" aria-label="Filter on status">
-                    {choice_filter(COMPILES, "status", &COMPILE_STATUS_CHOICES)}
-                </div>
-                <Loaded
-                    resource=data
-                    loading="Loading compile reports…"
-                    error_title="The compile reports could not be loaded"
-                    view=move |page| view! { <CompileTable env=env.get_untracked() data=page/> }
-                />
-            </Show>
-        </section>
+            <Loaded
+                resource=data
+                loading="Loading compile reports…"
+                error_title="The compile reports could not be loaded"
+                view=move |page| view! { <CompileTable env=env.get_untracked() data=page/> }
+            />
+        </EnvironmentPage>
     }
     .into_any()
 }

@@ -2,7 +2,6 @@
 
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
-use leptos_meta::Title;
 
 use crate::components::*;
 use crate::fns;
@@ -25,21 +24,15 @@ pub fn AgentsPage() -> impl IntoView {
     let table = table_query();
     let data = Resource::new(move || (table.get(), refresh.tick()), |(q, _)| agents(q));
     view! {
-        <Title text="Agents"/>
-        <section class="page">
-            <div class="page-header">
-                <h1>"Agents"</h1>
-            </div>
-            <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
-                <div class="toolbar" aria-label="Filter on status">{choice_filter(AGENTS, "status", &["", "up", "down", "paused"])}</div>
-                <Loaded
-                    resource=data
-                    loading="Loading agents…"
-                    error_title="The agents could not be loaded"
-                    view=move |page| view! { <AgentsTable env=env.get_untracked() data=page/> }
-                />
-            </Show>
-        </section>
+        <EnvironmentPage title="Agents" env>
+            <div class="toolbar" aria-label="Filter on status">{choice_filter(AGENTS, "status", &["", "up", "down", "paused"])}</div>
+            <Loaded
+                resource=data
+                loading="Loading agents…"
+                error_title="The agents could not be loaded"
+                view=move |page| view! { <AgentsTable env=env.get_untracked() data=page/> }
+            />
+        </EnvironmentPage>
     }
 }
 
@@ -168,21 +161,15 @@ fn ParameterList(facts: bool) -> impl IntoView {
         vec![("name", "Name"), ("source", "Source")]
     };
     view! {
-        <Title text=title/>
-        <section class="page">
-            <div class="page-header">
-                <h1>{title}</h1>
-            </div>
-            <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
-                <FilterForm path fields=fields.clone() keep=vec!["env"]/>
-                <Loaded
-                    resource=data
-                    loading="Loading…"
-                    error_title="The list could not be loaded"
-                    view=move |page| view! { <ParameterTable env=env.get_untracked() path facts data=page/> }
-                />
-            </Show>
-        </section>
+        <EnvironmentPage title=title env>
+            <FilterForm path fields=fields.clone() keep=vec!["env"]/>
+            <Loaded
+                resource=data
+                loading="Loading…"
+                error_title="The list could not be loaded"
+                view=move |page| view! { <ParameterTable env=env.get_untracked() path facts data=page/> }
+            />
+        </EnvironmentPage>
     }
 }
 
@@ -269,37 +256,34 @@ pub fn NotificationsPage() -> impl IntoView {
     let data = Resource::new(move || (table.get(), refresh.tick()), |(q, _)| fns::notifications(q));
     let error = ActionError::new();
     view! {
-        <Title text="Notifications"/>
-        <section class="page">
-            <div class="page-header">
-                <h1>"Notifications"</h1>
-                <Show when=move || !env.get().is_empty()>
-                    <button
-                        class="button button-secondary"
-                        id="mark-all-read"
-                        type="button"
-                        on:click=move |_| run(error, fns::update_notification(env.get_untracked(), String::new(), Some(true), None))
-                    >
-                        "Mark all read"
-                    </button>
-                </Show>
+        <EnvironmentPage
+            title="Notifications"
+            env
+            actions=move || view! {
+                <button
+                    class="button button-secondary"
+                    id="mark-all-read"
+                    type="button"
+                    on:click=move |_| run(error, fns::update_notification(env.get_untracked(), String::new(), Some(true), None))
+                >
+                    "Mark all read"
+                </button>
+            }
+            notice=move || view! { <ActionMessage error/> }
+        >
+            <div class="toolbar">
+                <span class="muted">"Read: "</span>
+                {choice_filter(NOTIFICATIONS, "read", &["", "false", "true"])}
+                <span class="muted">" Severity: "</span>
+                {choice_filter(NOTIFICATIONS, "severity", &["", "message", "info", "success", "warning", "error"])}
             </div>
-            <ActionMessage error/>
-            <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
-                <div class="toolbar">
-                    <span class="muted">"Read: "</span>
-                    {choice_filter(NOTIFICATIONS, "read", &["", "false", "true"])}
-                    <span class="muted">" Severity: "</span>
-                    {choice_filter(NOTIFICATIONS, "severity", &["", "message", "info", "success", "warning", "error"])}
-                </div>
-                <Loaded
-                    resource=data
-                    loading="Loading notifications…"
-                    error_title="The notifications could not be loaded"
-                    view=move |page| view! { <NotificationList env=env.get_untracked() data=page error/> }
-                />
-            </Show>
-        </section>
+            <Loaded
+                resource=data
+                loading="Loading notifications…"
+                error_title="The notifications could not be loaded"
+                view=move |page| view! { <NotificationList env=env.get_untracked() data=page error/> }
+            />
+        </EnvironmentPage>
     }
 }
 

@@ -45,37 +45,34 @@ pub fn ResourcesPage() -> impl IntoView {
         });
     };
     view! {
-        <Title text="Resources"/>
-        <section class="page">
-            <div class="page-header">
-                <h1>"Resources"</h1>
-                <Show when=move || !env.get().is_empty()>
-                    <div class="page-actions">
-                        <a class="button button-secondary" id="graph-link" href=move || env_link("resources/graph", &env.get())>
-                            "Dependency graph"
-                        </a>
-                        <button class="button" id="deploy" type="button" on:click=move |_| deploy(false)>"Deploy"</button>
-                        <button class="button button-secondary" id="repair" type="button" on:click=move |_| deploy(true)>
-                            "Repair"
-                        </button>
-                    </div>
-                </Show>
-            </div>
-            <ActionMessage error/>
-            <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
-                <FilterForm
-                    path=RESOURCES
-                    fields=vec![("resource_type", "Type"), ("agent", "Agent"), ("resource_id_value", "Value")]
-                    keep=vec!["env", "filter.status"]
-                />
-                <Loaded
-                    resource=data
-                    loading="Loading resources…"
-                    error_title="The resources could not be loaded"
-                    view=move |view| view! { <ResourcesBody env=env.get_untracked() data=view/> }
-                />
-            </Show>
-        </section>
+        <EnvironmentPage
+            title="Resources"
+            env
+            actions=move || view! {
+                <div class="page-actions">
+                    <a class="button button-secondary" id="graph-link" href=move || env_link("resources/graph", &env.get())>
+                        "Dependency graph"
+                    </a>
+                    <button class="button" id="deploy" type="button" on:click=move |_| deploy(false)>"Deploy"</button>
+                    <button class="button button-secondary" id="repair" type="button" on:click=move |_| deploy(true)>
+                        "Repair"
+                    </button>
+                </div>
+            }
+            notice=move || view! { <ActionMessage error/> }
+        >
+            <FilterForm
+                path=RESOURCES
+                fields=vec![("resource_type", "Type"), ("agent", "Agent"), ("resource_id_value", "Value")]
+                keep=vec!["env", "filter.status"]
+            />
+            <Loaded
+                resource=data
+                loading="Loading resources…"
+                error_title="The resources could not be loaded"
+                view=move |view| view! { <ResourcesBody env=env.get_untracked() data=view/> }
+            />
+        </EnvironmentPage>
     }
 }
 

@@ -24,23 +24,17 @@ pub fn DesiredStatePage() -> impl IntoView {
     let table = table_query();
     let data = Resource::new(move || (table.get(), refresh.tick()), |(q, _)| fns::versions(q));
     view! {
-        <Title text="Desired State"/>
-        <section class="page">
-            <div class="page-header">
-                <h1>"Desired State"</h1>
+        <EnvironmentPage title="Desired State" env>
+            <div class="toolbar" aria-label="Filter on status">
+                {choice_filter(VERSIONS, "status", &["", "active", "candidate", "retired", "skipped_candidate"])}
             </div>
-            <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
-                <div class="toolbar" aria-label="Filter on status">
-                    {choice_filter(VERSIONS, "status", &["", "active", "candidate", "retired", "skipped_candidate"])}
-                </div>
-                <Loaded
-                    resource=data
-                    loading="Loading versions…"
-                    error_title="The versions could not be loaded"
-                    view=move |page| view! { <VersionsTable env=env.get_untracked() data=page/> }
-                />
-            </Show>
-        </section>
+            <Loaded
+                resource=data
+                loading="Loading versions…"
+                error_title="The versions could not be loaded"
+                view=move |page| view! { <VersionsTable env=env.get_untracked() data=page/> }
+            />
+        </EnvironmentPage>
     }
 }
 

@@ -16,20 +16,14 @@ pub fn DashboardPage() -> impl IntoView {
     let refresh = Refresh::get();
     let data = Resource::new(move || (env.get(), refresh.tick()), |(env, _)| fns::load_dashboard(env));
     view! {
-        <Title text="Dashboard"/>
-        <section class="page">
-            <div class="page-header">
-                <h1>"Dashboard"</h1>
-            </div>
-            <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
-                <Loaded
-                    resource=data
-                    loading="Loading…"
-                    error_title="The dashboard could not be loaded"
-                    view=move |d| view! { <DashboardBody env=env.get_untracked() data=d/> }
-                />
-            </Show>
-        </section>
+        <EnvironmentPage title="Dashboard" env>
+            <Loaded
+                resource=data
+                loading="Loading…"
+                error_title="The dashboard could not be loaded"
+                view=move |d| view! { <DashboardBody env=env.get_untracked() data=d/> }
+            />
+        </EnvironmentPage>
     }
 }
 
@@ -353,22 +347,16 @@ pub fn SettingsPage() -> impl IntoView {
             .collect_view()
     };
     view! {
-        <Title text="Settings"/>
-        <section class="page">
-            <div class="page-header">
-                <h1>"Settings"</h1>
+        <EnvironmentPage title="Settings" env>
+            <div class="tabs" role="tablist" aria-label="Settings">{tab_links}</div>
+            <div class="tab-panel settings-panel" role="tabpanel">
+                {move || match tab.get().as_str() {
+                    "configuration" => view! { <ConfigurationTab env/> }.into_any(),
+                    "tokens" => view! { <TokensTab env/> }.into_any(),
+                    _ => view! { <EnvironmentTab env/> }.into_any(),
+                }}
             </div>
-            <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
-                <div class="tabs" role="tablist" aria-label="Settings">{tab_links}</div>
-                <div class="tab-panel settings-panel" role="tabpanel">
-                    {move || match tab.get().as_str() {
-                        "configuration" => view! { <ConfigurationTab env/> }.into_any(),
-                        "tokens" => view! { <TokensTab env/> }.into_any(),
-                        _ => view! { <EnvironmentTab env/> }.into_any(),
-                    }}
-                </div>
-            </Show>
-        </section>
+        </EnvironmentPage>
     }
 }
 
