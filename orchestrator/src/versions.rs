@@ -131,21 +131,27 @@ pub struct StoredVersion {
     pub released: bool,
 }
 
+/// Takes the environment's next version number inside `tx` (which locks the environment's row
+/// until `tx` ends).
+async fn next_version(tx: &mut Transaction, env: Uuid) -> Result<i64> {
+    let done = sqlx::query("UPDATE environment SET last_version = last_version + 1 WHERE id = $1")
+        .bind(env.to_string())
+        .execute(&mut **tx)
+        .await?;
+    if done.rows_affected() == 0 {
+        return Err(environment_not_found(env));
+    }
+    Ok(sqlx::query_scalar("SELECT last_version FROM environment WHERE id = $1")
+        .bind(env.to_string())
+        .fetch_one(&mut **tx)
+        .await?)
+}
+
 impl Orchestrator {
     /// Hands out the next version number of the environment.
     pub async fn reserve_version(&self, env: Uuid) -> Result<i64> {
         let mut tx = self.store.begin_write().await?;
-        let done = sqlx::query("UPDATE environment SET last_version = last_version + 1 WHERE id = $1")
-            .bind(env.to_string())
-            .execute(&mut *tx)
-            .await?;
-        if done.rows_affected() == 0 {
-            return Err(environment_not_found(env));
-        }
-        let version: i64 = sqlx::query_scalar("SELECT last_version FROM environment WHERE id = $1")
-            .bind(env.to_string())
-            .fetch_one(&mut *tx)
-            .await?;
+        let version = next_version(&mut tx, env).await?;
         tx.commit().await?;
         Ok(version)
     }
@@ -231,17 +237,7 @@ impl Orchestrator {
         // Taking the next version number first locks the environment row, so partial exports
         // of one environment are applied one after the other.
         let mut tx = self.store.begin_write().await?;
-        let done = sqlx::query("UPDATE environment SET last_version = last_version + 1 WHERE id = $1")
-            .bind(env.to_string())
-            .execute(&mut *tx)
-            .await?;
-        if done.rows_affected() == 0 {
-            return Err(environment_not_found(env));
-        }
-        let version: i64 = sqlx::query_scalar("SELECT last_version FROM environment WHERE id = $1")
-            .bind(env.to_string())
-            .fetch_one(&mut *tx)
-            .await?;
+        let version = next_version(&mut tx, env).await?;
         let base: Option<(i64, Option<String>)> = sqlx::query_as(
             "SELECT version, module_version_info FROM version WHERE environment = $1 ORDER BY version DESC LIMIT 1",
         )
