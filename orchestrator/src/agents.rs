@@ -42,19 +42,12 @@ pub struct AgentRow {
     pub last_seen: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Agent {
-    pub environment: Uuid,
-    pub name: String,
-    pub paused: bool,
-    pub process_id: Option<Uuid>,
-    pub process_name: Option<String>,
-    pub unpause_on_resume: Option<bool>,
-    pub status: String,
-    /// When the agent was last seen; for the console, not on the wire (Inmanta 20.1's agent has
-    /// no such field).
-    #[serde(skip)]
-    pub last_failover: Option<String>,
+/// An agent as listed: the wire form and when the server last saw it (for the console; Inmanta
+/// 20.1's agent has no such field).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentListing {
+    pub agent: api::operations::Agent,
+    pub last_seen: Option<String>,
 }
 
 /// `POST /api/v2/agent/<name>/<action>` and `/api/v2/agents/<action>`.
@@ -96,7 +89,7 @@ pub(crate) async fn register_agents(tx: &mut Transaction, env: Uuid, version: i6
 }
 
 impl Orchestrator {
-    pub async fn agents(&self, env: Uuid, req: &PageRequest) -> Result<Page<Agent>> {
+    pub async fn agents(&self, env: Uuid, req: &PageRequest) -> Result<Page<AgentListing>> {
         self.ensure_environment(env).await?;
         let binds = [env.to_string()];
         let select = format!("a.name, a.paused, a.unpause_on_resume, {STATUS_SQL} AS status, a.last_seen");
@@ -117,18 +110,22 @@ impl Orchestrator {
         let items = page
             .items
             .into_iter()
-            .map(|a| Agent {
-                environment: env,
-                // Inmanta 20.1 names no process: its agents run inside the scheduler, as ours do.
-                process_name: None,
-                name: a.name,
-                paused: a.paused != 0,
-                process_id: None,
-                unpause_on_resume: a.unpause_on_resume.map(|v| v != 0),
-                status: a.status,
-                last_failover: a.last_seen,
+            .map(|a| {
+                Ok(AgentListing {
+                    agent: api::operations::Agent {
+                        environment: env,
+                        // Inmanta 20.1 names no process: its agents run inside the scheduler, as ours do.
+                        process_name: None,
+                        name: a.name,
+                        paused: a.paused != 0,
+                        process_id: None,
+                        unpause_on_resume: a.unpause_on_resume.map(|v| v != 0),
+                        status: a.status.parse().map_err(|e| Error::Corrupt(format!("agent status: {e}")))?,
+                    },
+                    last_seen: a.last_seen,
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         Ok(Page { items, links: page.links, metadata: page.metadata })
     }
 

@@ -217,11 +217,11 @@ async fn paused_agents_wait_and_halted_environments_refuse() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(s.calls().is_empty(), "a paused agent takes no work");
     let agents = s.o.agents(s.env, &PageRequest::default()).await.unwrap();
-    assert_eq!(agents.items[0].status, "paused");
+    assert_eq!(agents.items[0].agent.status, api::AgentStatus::Paused);
     s.o.agent_action(s.env, Some("agent-a"), AgentAction::Unpause).await.unwrap();
     s.idle().await;
     assert_eq!(s.calls(), vec![rid("agent-a", "a")]);
-    assert_eq!(s.o.agents(s.env, &PageRequest::default()).await.unwrap().items[0].status, "up");
+    assert_eq!(s.o.agents(s.env, &PageRequest::default()).await.unwrap().items[0].agent.status, api::AgentStatus::Up);
 
     s.o.set_halted(s.env, true).await.unwrap();
     assert!(matches!(s.schedulers.deploy(s.env, true, Scope::default()).await, Err(orchestrator::Error::Conflict(_))));
@@ -230,7 +230,11 @@ async fn paused_agents_wait_and_halted_environments_refuse() {
         Err(orchestrator::Error::Forbidden(_))
     ));
     s.o.set_halted(s.env, false).await.unwrap();
-    assert_eq!(s.o.agents(s.env, &PageRequest::default()).await.unwrap().items[0].status, "up", "resume unpauses");
+    assert_eq!(
+        s.o.agents(s.env, &PageRequest::default()).await.unwrap().items[0].agent.status,
+        api::AgentStatus::Up,
+        "resume unpauses"
+    );
 }
 
 #[tokio::test]

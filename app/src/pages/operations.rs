@@ -349,16 +349,14 @@ pub async fn agents(query: TableQuery) -> Result<Paged<AgentRow>, ServerFnError>
     let rows = page
         .items
         .into_iter()
-        .map(|a| {
-            Ok(AgentRow {
-                status: a.status.parse().map_err(fail)?,
-                name: a.name,
-                paused: a.paused,
-                unpause_on_resume: a.unpause_on_resume,
-                last_seen: a.last_failover,
-            })
+        .map(|listed| AgentRow {
+            status: listed.agent.status,
+            name: listed.agent.name,
+            paused: listed.agent.paused,
+            unpause_on_resume: listed.agent.unpause_on_resume,
+            last_seen: listed.last_seen,
         })
-        .collect::<Result<_, ServerFnError>>()?;
+        .collect();
     Ok(Paged { page: info, rows })
 }
 

@@ -5,7 +5,7 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use orchestrator::Orchestrator;
 use orchestrator::agents::AgentAction;
-use orchestrator::paging::PageRequest;
+use orchestrator::paging::{Page, PageRequest};
 use serde_json::json;
 
 use super::error::ApiResult;
@@ -25,7 +25,9 @@ async fn list(
     Tid(env): Tid,
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> ApiResult<Response> {
-    Ok(paged(o.agents(env, &PageRequest::from_query(&pairs)?).await?).into_response())
+    let page = o.agents(env, &PageRequest::from_query(&pairs)?).await?;
+    let agents: Vec<api::operations::Agent> = page.items.into_iter().map(|listed| listed.agent).collect();
+    Ok(paged(Page { items: agents, links: page.links, metadata: page.metadata }).into_response())
 }
 
 async fn one(
@@ -53,8 +55,8 @@ async fn v1_list(State(o): State<Orchestrator>, Tid(env): Tid) -> ApiResult<Resp
     let agents: Vec<serde_json::Value> = page
         .items
         .into_iter()
-        .map(|agent| {
-            let mut value = json!(agent);
+        .map(|listed| {
+            let mut value = json!(listed.agent);
             value["state"] = value["status"].clone();
             value
         })

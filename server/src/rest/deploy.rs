@@ -48,7 +48,8 @@ async fn deploy(
     extract::Json(body): extract::Json<DeployBody>,
 ) -> ApiResult<Response> {
     let repair = is_repair(body.agent_trigger_method.as_deref())?;
-    let known: Vec<String> = o.agents(env, &Default::default()).await?.items.into_iter().map(|a| a.name).collect();
+    let known: Vec<String> =
+        o.agents(env, &Default::default()).await?.items.into_iter().map(|a| a.agent.name).collect();
     if known.is_empty() {
         return Err(ApiError::new(
             axum::http::StatusCode::NOT_FOUND,

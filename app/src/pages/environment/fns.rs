@@ -151,7 +151,7 @@ pub async fn load_dashboard(env: String) -> Result<Dashboard, ServerFnError> {
         .agents(id, &orchestrator::paging::PageRequest { limit: Some(1000), ..Default::default() })
         .await
         .map_err(fail)?;
-    let count = |status: api::AgentStatus| agents.items.iter().filter(|a| a.status == status.as_str()).count() as u64;
+    let count = |status: api::AgentStatus| agents.items.iter().filter(|a| a.agent.status == status).count() as u64;
     let versions = o
         .desired_state_versions(id, &orchestrator::paging::PageRequest { limit: Some(5), ..Default::default() })
         .await
