@@ -138,6 +138,9 @@ async fn server_functions_act_on_the_orchestrator() {
         .find(|r| r.name == "autostart_agent_deploy_interval");
     assert_eq!(row.map(|r| (r.value, r.is_default)), Some(("120".into(), false)));
     assert!(environment::fns::save_setting(e.clone(), "auto_deploy".into(), "maybe".into(), false).await.is_err());
+    // The text of the input is parsed by the setting's type in the orchestrator.
+    environment::fns::save_setting(e.clone(), "auto_deploy".into(), "false".into(), false).await.unwrap();
+    assert_eq!(o.environment_settings(env).await.unwrap().settings["auto_deploy"], api::SettingValue::Bool(false));
     operations::agent_action(e.clone(), "agent1".into(), "pause".into()).await.unwrap();
     let agents = operations::agents(model::TableQuery { env: e.clone(), ..Default::default() }).await.unwrap();
     assert_eq!(agents.rows[0].status, "paused");

@@ -74,7 +74,7 @@ impl Store {
         };
         let (readers, writers) = match kind {
             DbKind::Sqlite => (8, 1),
-            DbKind::Postgres => (16, 4),
+            DbKind::Postgres => (16, WRITE_CONNECTIONS),
         };
         // The writer pool connects first: on a new SQLite file it is the one that creates it.
         let writer = open_pool(kind, &url, writers).await?;
@@ -124,11 +124,28 @@ impl Store {
 
     /// A transaction that will write. On SQLite it takes the write lock up front: a deferred
     /// transaction that reads first cannot upgrade once another connection committed.
+    ///
+    /// When SQLite ends a transaction itself (a full disk, an I/O error), sqlx's rollback of it
+    /// fails and the connection stays marked as inside a transaction: every later write on it
+    /// would fail with "non-zero transaction depth", long after the disk has room again. Such a
+    /// connection is closed here and a new one opened.
     pub async fn begin_write(&self) -> Result<Transaction> {
         let waiting = std::time::Instant::now();
-        let tx = match self.kind {
-            DbKind::Sqlite => self.writer.begin_with("BEGIN IMMEDIATE").await?,
-            DbKind::Postgres => self.writer.begin().await?,
+        let mut replaced = 0;
+        let tx = loop {
+            let begun = match self.kind {
+                DbKind::Sqlite => self.writer.begin_with("BEGIN IMMEDIATE").await,
+                DbKind::Postgres => self.writer.begin().await,
+            };
+            match begun {
+                Err(sqlx::Error::InvalidSavePointStatement) if replaced < WRITE_CONNECTIONS => {
+                    tracing::warn!("a write connection was left inside an ended transaction; opening a new one");
+                    let stuck = self.writer.acquire().await?;
+                    let _ = stuck.close().await;
+                    replaced += 1;
+                }
+                begun => break begun?,
+            }
         };
         crate::metrics::database_wait(waiting.elapsed());
         Ok(tx)
@@ -229,6 +246,9 @@ impl Store {
     }
 }
 
+/// Write connections on PostgreSQL (SQLite has one writer anyway).
+const WRITE_CONNECTIONS: u32 = 4;
+
 /// List queries that may run at once: one per core, at least two.
 fn concurrent_lists() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).max(2)
@@ -320,5 +340,35 @@ pub fn json_list(kind: DbKind, param: usize) -> String {
     match kind {
         DbKind::Sqlite => format!("(SELECT value FROM json_each(${param}))"),
         DbKind::Postgres => format!("(SELECT json_array_elements_text(CAST(${param} AS json)))"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A write that fails because the database is full leaves the store able to write again
+    /// once there is room (SQLite may end such a transaction itself; see `begin_write`).
+    #[tokio::test]
+    async fn a_full_database_does_not_leave_the_writer_stuck() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("full.db").display());
+        let o = crate::Orchestrator::open(&url).await.unwrap();
+        let store = &o.store;
+        let pages: i64 = sqlx::query_scalar("PRAGMA page_count").fetch_one(&store.writer).await.unwrap();
+        sqlx::query(&format!("PRAGMA max_page_count = {}", pages + 2)).execute(&store.writer).await.unwrap();
+        let full = async {
+            let mut tx = store.begin_write().await?;
+            sqlx::query("CREATE TABLE filler (v TEXT)").execute(&mut *tx).await?;
+            for _ in 0..64 {
+                sqlx::query("INSERT INTO filler VALUES ($1)").bind("x".repeat(64 * 1024)).execute(&mut *tx).await?;
+            }
+            tx.commit().await?;
+            Ok::<_, crate::Error>(())
+        }
+        .await;
+        assert!(full.is_err(), "a database capped at {} pages took 4 MB", pages + 2);
+        sqlx::query("PRAGMA max_page_count = 1073741823").execute(&store.writer).await.unwrap();
+        let mut tx = store.begin_write().await.expect("a write once the database has room again");
+        sqlx::query("CREATE TABLE after_full (v TEXT)").execute(&mut *tx).await.unwrap();
+        tx.commit().await.unwrap();
     }
 }

@@ -119,8 +119,9 @@ pub async fn settings(env: String) -> Result<Vec<SettingRow>, ServerFnError> {
         .collect())
 }
 
-/// Sets one setting from the text of its input (parsed by the setting's type); `reset` removes
-/// the value so the default applies again.
+/// Sets one setting from the text of its input; the orchestrator parses and checks it by the
+/// setting's type (as for `inmanta environment setting set`). `reset` removes the value so the
+/// default applies again.
 #[server(prefix = "/console/fn", endpoint = "save_setting", input = Json)]
 pub async fn save_setting(env: String, name: String, value: String, reset: bool) -> Result<(), ServerFnError> {
     let s = services_for("environment.setting.write", &env)?;
@@ -128,17 +129,7 @@ pub async fn save_setting(env: String, name: String, value: String, reset: bool)
     if reset {
         return s.orchestrator.delete_environment_setting(id, &name).await.map_err(fail);
     }
-    let all = s.orchestrator.environment_settings(id).await.map_err(fail)?;
-    let def = all.definition.get(&name).ok_or_else(|| ServerFnError::new(format!("unknown setting {name}")))?;
-    let bad = |what: &str| ServerFnError::new(format!("{name} needs {what}, got {value:?}"));
-    let json = match status_text(&def.kind).as_str() {
-        "bool" => serde_json::Value::Bool(value.trim().parse().map_err(|_| bad("true or false"))?),
-        "int" => serde_json::Value::from(value.trim().parse::<i64>().map_err(|_| bad("a whole number"))?),
-        "positive_float" => serde_json::Value::from(value.trim().parse::<f64>().map_err(|_| bad("a positive number"))?),
-        "dict" => serde_json::from_str(&value).map_err(|e| bad(&format!("a JSON object ({e})")))?,
-        _ => serde_json::Value::String(value),
-    };
-    s.orchestrator.set_environment_setting(id, &name, &json).await.map_err(fail)
+    s.orchestrator.set_environment_setting(id, &name, &serde_json::Value::String(value)).await.map_err(fail)
 }
 
 #[server(prefix = "/console/fn", endpoint = "dashboard", input = Json)]
