@@ -20,6 +20,7 @@ mod ownership;
 pub mod paging;
 pub mod parameters;
 mod projects;
+mod reasons;
 pub mod resources;
 pub mod scheduler;
 mod scheduler_writes;

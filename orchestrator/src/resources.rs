@@ -333,22 +333,9 @@ impl Orchestrator {
             Some(text) => serde_json::from_str(&text).map_err(corrupt("resource requires"))?,
             None => vec![],
         };
-        let mut requires_status = BTreeMap::new();
-        for chunk in requires.chunks(500) {
-            let marks: Vec<String> = (0..chunk.len()).map(|i| format!("${}", i + 2)).collect();
-            let sql = format!(
-                "SELECT s.resource_id, {STATUS_SQL} AS status FROM resource_persistent_state s \
-                 WHERE s.environment = $1 AND s.resource_id IN ({})",
-                marks.join(", ")
-            );
-            let mut query = sqlx::query(&sql).bind(env.to_string());
-            for rid in chunk {
-                query = query.bind(rid.clone());
-            }
-            for dep in query.fetch_all(self.store.pool()).await? {
-                requires_status.insert(dep.try_get("resource_id")?, stored_name(&dep, "status")?);
-            }
-        }
+        let wanted: Vec<&str> = requires.iter().map(String::as_str).collect();
+        let requires_status: BTreeMap<String, ResourceState> =
+            self.states_of(env, &wanted).await?.into_iter().collect();
         let mut attributes = attributes;
         attributes.insert("requires".into(), serde_json::json!(requires));
         Ok(ReleasedResourceDetails {
@@ -1154,7 +1141,7 @@ fn intent_of_row(row: &sqlx::any::AnyRow) -> Result<ResourceIntent> {
 }
 
 /// A column that stores one of an API enum's wire names.
-fn stored_name<T: std::str::FromStr<Err = api::state::UnknownName>>(
+pub(crate) fn stored_name<T: std::str::FromStr<Err = api::state::UnknownName>>(
     row: &sqlx::any::AnyRow,
     column: &str,
 ) -> Result<T> {

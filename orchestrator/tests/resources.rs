@@ -482,3 +482,68 @@ async fn agent_and_type_filters_match_parts_of_names_with_totals() {
     let (total, _, _) = count(&[("filter.agent", "db"), ("filter.status", "available")]).await;
     assert_eq!(total, 5, "with the status filter (every resource is available before a deploy)");
 }
+
+/// The reasons of a page of resources, asked for all at once, are those of each one alone: the
+/// states of what it requires (as its details list them) and its newest error line (as its log
+/// page, filtered on errors, starts).
+#[tokio::test]
+async fn the_reasons_of_many_resources_are_those_of_each_alone() {
+    let (o, env, _dir) = setup().await;
+    let (a, b, c, d) = (rid("/a"), rid("/b"), rid("/c"), rid("/d"));
+    let v = put(
+        &o,
+        env,
+        vec![file("/a", "1", &[]), file("/b", "1", &[&a]), file("/c", "1", &[&a, &b]), file("/d", "1", &[])],
+        &[],
+    )
+    .await;
+    let failed = |messages: Vec<LogLine>| ActionOutcome {
+        status: HandlerStatus::Failed,
+        messages,
+        changes: None,
+        change: None,
+        send_event: Some(false),
+    };
+    let id = |r: &str| ResourceId::parse(r).unwrap();
+    o.record_actions(
+        env,
+        &[finished_action(v, id(&a), failed(vec![line("error", "first"), line("info", "later info")]))],
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    o.record_actions(
+        env,
+        &[
+            finished_action(v, id(&a), failed(vec![line("error", "older"), line("critical", "newest")])),
+            deployed(v, "/d", Change::NoChange),
+        ],
+    )
+    .await
+    .unwrap();
+
+    let all = [a.as_str(), b.as_str(), c.as_str(), d.as_str()];
+    let errors = o.last_errors(env, &all).await.unwrap();
+    for r in all {
+        let alone = PageRequest {
+            limit: Some(1),
+            filters: vec![("minimal_log_level".into(), "ERROR".into())],
+            ..Default::default()
+        };
+        let newest = o.resource_logs(env, r, &alone).await.unwrap().items.into_iter().next().map(|l| l.msg);
+        assert_eq!(errors.get(r), newest.as_ref(), "{r}");
+    }
+    assert_eq!(errors.get(&a).map(String::as_str), Some("newest"));
+
+    let requires = o.requires_states(env, &all).await.unwrap();
+    for r in all {
+        let details = o.released_resource(env, r).await.unwrap();
+        assert_eq!(requires.get(r), Some(&details.requires_status), "{r}");
+    }
+    assert_eq!(
+        requires[&c].iter().map(|(r, s)| (r.as_str(), *s)).collect::<Vec<_>>(),
+        [(a.as_str(), ResourceState::Failed), (b.as_str(), ResourceState::Available)]
+    );
+    assert!(o.requires_states(env, &[]).await.unwrap().is_empty());
+    assert!(o.last_errors(env, &["fs::File[host1,path=/unknown]"]).await.unwrap().is_empty());
+}

@@ -479,60 +479,63 @@ fn FactsTab(env: Memo<String>, rid: Memo<String>) -> impl IntoView {
 #[server(prefix = "/console/fn", endpoint = "resources", input = Json)]
 pub async fn resources(query: TableQuery) -> Result<ResourcesView, ServerFnError> {
     let s = services_for("resource.read", &query.env)?;
-    let (page, deploy) =
-        s.orchestrator.released_resources(env_id(&query.env)?, &page_request(&query), true).await.map_err(fail)?;
+    let env = env_id(&query.env)?;
+    let (page, deploy) = s.orchestrator.released_resources(env, &page_request(&query), true).await.map_err(fail)?;
     let deploy = deploy.unwrap_or_default();
     let info = page_info(&page);
-    let mut rows = Vec::with_capacity(page.items.len());
-    for r in page.items {
-        // Only the rows of this page, and only those that are not deployed, cost a query.
-        let problem = resource_problem(&s.orchestrator, env_id(&query.env)?, &r.resource_id, r.status).await?;
-        rows.push(ResourceRow {
+    let shown: Vec<(&str, ResourceState)> = page.items.iter().map(|r| (r.resource_id.as_str(), r.status)).collect();
+    let mut problems = problems(&s.orchestrator, env, &shown).await?;
+    let rows = page
+        .items
+        .into_iter()
+        .map(|r| ResourceRow {
+            problem: problems.remove(&r.resource_id),
             id: r.resource_id,
             resource_type: r.id_details.resource_type,
             agent: r.id_details.agent,
             value: r.id_details.resource_id_value,
             status: r.status,
             requires: r.requires.len(),
-            problem,
-        });
-    }
+        })
+        .collect();
     Ok(ResourcesView { page: info, summary: summary(&deploy), summary_total: deploy.total, rows })
 }
 
-/// Why a resource in `status` is not deployed: its last error when it failed, the dependency that
-/// blocks it when it waits or was skipped.
+/// Why each of `resources` (id, status) is not deployed, where it says so: its last error when
+/// it failed, the dependency that blocks it when it waits or was skipped. A page of rows costs
+/// a few queries whatever its size; deployed rows none.
 #[cfg(feature = "ssr")]
-async fn resource_problem(
+async fn problems(
     o: &orchestrator::Orchestrator,
     env: uuid::Uuid,
-    rid: &str,
-    status: ResourceState,
-) -> Result<Option<Problem>, ServerFnError> {
-    match status {
-        ResourceState::Failed | ResourceState::Unavailable => {
-            let req = orchestrator::paging::PageRequest {
-                limit: Some(1),
-                filters: vec![("minimal_log_level".into(), "ERROR".into())],
-                ..Default::default()
-            };
-            let logs = o.resource_logs(env, rid, &req).await.map_err(fail)?;
-            Ok(logs.items.into_iter().next().map(|l| Problem::Error(l.msg)))
+    resources: &[(&str, ResourceState)],
+) -> Result<std::collections::HashMap<String, Problem>, ServerFnError> {
+    let with = |states: &[ResourceState]| -> Vec<&str> {
+        resources.iter().filter(|(_, status)| states.contains(status)).map(|(rid, _)| *rid).collect()
+    };
+    let failed = with(&[ResourceState::Failed, ResourceState::Unavailable]);
+    let waiting = with(&[ResourceState::Available, ResourceState::Skipped, ResourceState::SkippedForUndefined]);
+    let mut problems: std::collections::HashMap<String, Problem> = o
+        .last_errors(env, &failed)
+        .await
+        .map_err(fail)?
+        .into_iter()
+        .map(|(rid, msg)| (rid, Problem::Error(msg)))
+        .collect();
+    for (rid, requires) in o.requires_states(env, &waiting).await.map_err(fail)? {
+        let requires: Vec<(String, ResourceState)> = requires.into_iter().collect();
+        if let Some(problem) = Problem::blocked_by(&requires) {
+            problems.insert(rid, problem);
         }
-        ResourceState::Available | ResourceState::Skipped | ResourceState::SkippedForUndefined => {
-            let details = o.released_resource(env, rid).await.map_err(fail)?;
-            let requires: Vec<(String, ResourceState)> = details.requires_status.into_iter().collect();
-            Ok(Problem::blocked_by(&requires))
-        }
-        _ => Ok(None),
     }
+    Ok(problems)
 }
 
 #[server(prefix = "/console/fn", endpoint = "resource_details", input = Json)]
 pub async fn load_resource_details(env: String, rid: String) -> Result<ResourceDetails, ServerFnError> {
     let s = services_for("resource.read", &env)?;
     let r = s.orchestrator.released_resource(env_id(&env)?, &rid).await.map_err(fail)?;
-    let problem = resource_problem(&s.orchestrator, env_id(&env)?, &rid, r.status).await?;
+    let problem = problems(&s.orchestrator, env_id(&env)?, &[(rid.as_str(), r.status)]).await?.remove(&rid);
     Ok(ResourceDetails {
         problem,
         id: r.resource_id,
