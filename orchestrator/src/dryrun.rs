@@ -12,6 +12,7 @@ use sqlx::Row;
 use uuid::Uuid;
 
 use crate::desired_state::attribute_diff;
+use crate::statistics::Written;
 use crate::store::{now, parse_uuid};
 use crate::{Error, Orchestrator, Result};
 
@@ -106,7 +107,7 @@ impl Orchestrator {
                 .await?;
         }
         tx.commit().await?;
-        self.store.wrote_rows("dryrun_resource", prefilled.len() as u64);
+        self.store.wrote_rows("dryrun_resource", prefilled.len() as u64, Written::Bulk);
         self.publish(crate::Event::DryRunChanged { env });
         Ok((self.dryrun(env, id).await?, targets))
     }

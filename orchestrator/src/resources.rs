@@ -22,6 +22,7 @@ use uuid::Uuid;
 use crate::cluster::Fence;
 use crate::notifications::{NewNotification, insert_notification};
 use crate::paging::{Column, ColumnKind, Filter, FilterKind, Order, Page, PageRequest, Source, View, fetch_page};
+use crate::statistics::Written;
 use crate::store::{Transaction, now};
 use crate::{Error, Orchestrator, Result};
 
@@ -491,9 +492,9 @@ impl Orchestrator {
         // These tables grow by a batch at a time; their foreign-key checks need statistics.
         let links: usize = actions.iter().map(|a| a.resource_ids.len()).sum();
         let lines: usize = actions.iter().map(|a| a.outcome.messages.len()).sum();
-        self.store.wrote_rows("resource_action", actions.len() as u64);
-        self.store.wrote_rows("resource_action_resource", links as u64);
-        self.store.wrote_rows("resource_log", lines as u64);
+        self.store.wrote_rows("resource_action", actions.len() as u64, Written::Appended);
+        self.store.wrote_rows("resource_action_resource", links as u64, Written::Appended);
+        self.store.wrote_rows("resource_log", lines as u64, Written::Appended);
         self.publish(crate::Event::ResourcesChanged { env });
     }
 

@@ -12,6 +12,7 @@ use crate::environments::environment_not_found;
 use crate::files::sha1_hex;
 use crate::notifications::{NewNotification, insert_notification};
 use crate::paging::{Column, ColumnKind, Filter, FilterKind, Order, Page, PageRequest, Source, View, fetch_page};
+use crate::statistics::Written;
 use crate::store::{Transaction, json_list, json_rows, now};
 use crate::{DbKind, Error, Orchestrator, Result};
 
@@ -184,7 +185,7 @@ impl Orchestrator {
                 }
             }
         }
-        self.store.wrote_rows("resource", prepared.resources.len() as u64);
+        self.store.wrote_rows("resource", prepared.resources.len() as u64, Written::Bulk);
         self.after_store(env, version).await
     }
 
@@ -342,7 +343,7 @@ impl Orchestrator {
         let prepared = prepare_version(&merged)?;
         store_version(&mut tx, self.store.kind(), env, &merged, &prepared, Some(base)).await?;
         tx.commit().await?;
-        self.store.wrote_rows("resource", prepared.resources.len() as u64);
+        self.store.wrote_rows("resource", prepared.resources.len() as u64, Written::Bulk);
         tracing::info!(%env, version, base, sets = ?partial_sets, removed = ?req.removed_resource_sets, "partial version stored");
         self.after_store(env, version).await
     }
@@ -438,7 +439,7 @@ impl Orchestrator {
         let intents = crate::resources::record_release(&mut tx, env, version).await?;
         crate::agents::register_agents(&mut tx, env, version).await?;
         tx.commit().await?;
-        self.store.wrote_rows("resource_persistent_state", intents);
+        self.store.wrote_rows("resource_persistent_state", intents, Written::Bulk);
         self.publish(crate::Event::VersionReleased { env, version });
         self.get_version_model(env, version).await
     }

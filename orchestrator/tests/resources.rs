@@ -437,6 +437,43 @@ async fn many_small_result_batches_refresh_postgres_statistics() {
     assert!(analyzed, "resource_action was not analyzed after 1 100 results in batches of 100");
 }
 
+/// Deploy results are appended a batch of at most 1 000 at a time: the action tables are
+/// analyzed when their sums pass 1 000, 10 000, ... and not after every full batch (which had
+/// them analyzed a hundred times each during a first deploy of 100 000 resources).
+#[tokio::test]
+async fn full_result_batches_are_analyzed_by_their_sum_only() {
+    let (o, env, _dir) = setup().await;
+    if o.store().kind() != orchestrator::DbKind::Postgres {
+        return;
+    }
+    let analyzed = |table: &'static str| {
+        let o = o.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>("SELECT analyze_count FROM pg_stat_user_tables WHERE relname = $1")
+                .bind(table)
+                .fetch_one(o.store().pool())
+                .await
+                .unwrap()
+        }
+    };
+    let v = put(&o, env, vec![file("/a", "1", &[])], &[]).await;
+    for _ in 0..5 {
+        let batch: Vec<_> = (0..1000).map(|_| deployed(v, "/a", Change::NoChange)).collect();
+        o.record_actions(env, &batch).await.unwrap();
+        // Let an ANALYZE that a batch asked for run before the next batch.
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+    for _ in 0..100 {
+        if analyzed("resource_action").await > 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(analyzed("resource_action").await, 1, "5 000 results in 5 batches: analyzed once, at 1 000");
+    assert_eq!(analyzed("resource_action_resource").await, 1);
+}
+
 /// `filter.agent` and `filter.resource_type` contain the text case-insensitively, as Inmanta's
 /// partial filters do, although they are now answered from the index (the matching agents and
 /// types first, then `IN`): several matches, none, several texts, and `%`/`_` taken literally,
