@@ -123,6 +123,20 @@ pub struct Page<T> {
     pub metadata: PageMetadata,
 }
 
+impl<T> Page<T> {
+    /// The same page with each row turned into `U`.
+    pub fn map<U>(self, convert: impl FnMut(T) -> U) -> Page<U> {
+        Page { items: self.items.into_iter().map(convert).collect(), links: self.links, metadata: self.metadata }
+    }
+
+    /// The same page with each row turned into `U` (a stored row into its API form); the first
+    /// row that does not convert fails the page.
+    pub fn try_map<U>(self, convert: impl FnMut(T) -> Result<U>) -> Result<Page<U>> {
+        let items = self.items.into_iter().map(convert).collect::<Result<_>>()?;
+        Ok(Page { items, links: self.links, metadata: self.metadata })
+    }
+}
+
 #[derive(Debug, Clone)]
 enum Bind {
     Text(String),
@@ -385,8 +399,6 @@ pub struct Source<'a> {
     pub scope: &'a str,
     pub scope_binds: &'a [String],
     pub base_path: &'a str,
-    /// What to count over when `from` joins tables that only add columns (empty: `from`).
-    pub count_from: &'a str,
 }
 
 /// Runs one page of `source` as `req` asks, within what `view` allows.
@@ -394,7 +406,7 @@ pub async fn fetch_page<T>(store: &Store, view: &View, req: &PageRequest, source
 where
     T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
 {
-    let Source { select, from, scope, scope_binds, base_path, .. } = source;
+    let Source { select, from, scope, scope_binds, base_path } = source;
     // `limit=0` is what `inmanta-cli monitor` sends for the deploy summary; Inmanta then puts no
     // bound on the page (every row, `page_size` 0), and so do we.
     let limit = req.limit.unwrap_or(MAX_LIMIT);
@@ -461,8 +473,7 @@ where
         }
         _ => None,
     };
-    let count_from = if source.count_from.is_empty() { from } else { source.count_from };
-    let (total, after) = count_rows(store, count_from, scope, &scope_binds, &filters, after_side.as_ref()).await?;
+    let (total, after) = count_rows(store, from, scope, &scope_binds, &filters, after_side.as_ref()).await?;
     let page_len = keyed.len() as u64;
     let (before, after) = match (after_side, keyed.is_empty()) {
         // Another transaction may have written between the two statements: never below zero.

@@ -66,7 +66,6 @@ async fn page(o: &Orchestrator, project: uuid::Uuid, req: &PageRequest) -> orche
         scope: "e.project_id = $1",
         scope_binds: &scope_binds,
         base_path: "/api/v2/test",
-        count_from: "",
     };
     fetch_page(o.store(), &VIEW, req, source).await.unwrap()
 }
@@ -177,14 +176,7 @@ async fn filters_combine_and_bad_requests_say_what_is_valid() {
                 o.store(),
                 &VIEW,
                 &req,
-                Source {
-                    select: "e.name",
-                    from: "environment e",
-                    scope: "1 = 1",
-                    scope_binds: &[],
-                    base_path: "/x",
-                    count_from: "",
-                },
+                Source { select: "e.name", from: "environment e", scope: "1 = 1", scope_binds: &[], base_path: "/x" },
             )
             .await
             {
