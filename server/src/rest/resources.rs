@@ -12,7 +12,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{Path, Query, Tid};
+use super::extract::{Paging, Path, Query, Tid};
 use super::{Routes, data, env, paged};
 use orchestrator::auth::Clients;
 
@@ -54,9 +54,8 @@ async fn history(
     State(o): State<Orchestrator>,
     Tid(env): Tid,
     Path(rid): Path<String>,
-    Query(pairs): Query<Pairs>,
+    Paging(req): Paging,
 ) -> ApiResult<Response> {
-    let req = PageRequest::from_query(&pairs)?;
     Ok(paged(o.resource_history(env, &rid, &req).await?).into_response())
 }
 
@@ -64,9 +63,8 @@ async fn logs(
     State(o): State<Orchestrator>,
     Tid(env): Tid,
     Path(rid): Path<String>,
-    Query(pairs): Query<Pairs>,
+    Paging(req): Paging,
 ) -> ApiResult<Response> {
-    let req = PageRequest::from_query(&pairs)?;
     Ok(paged(o.resource_logs(env, &rid, &req).await?).into_response())
 }
 
