@@ -5,7 +5,7 @@
 //! keyset query (`start`/`end` with `first_id`/`last_id`), so pages stay stable while rows are
 //! added, and returns the rows with `links` and `metadata`.
 
-use api::paging::{Links, MAX_LIMIT, PageMetadata};
+use api::paging::{Links, ListQuery, MAX_LIMIT, PageMetadata};
 use sqlx::any::AnyRow;
 use sqlx::{FromRow, Row};
 
@@ -74,45 +74,18 @@ pub struct View {
     pub id_kind: ColumnKind,
 }
 
-/// The paging part of a request, as the client sent it.
-#[derive(Debug, Clone, Default)]
-pub struct PageRequest {
-    pub limit: Option<u64>,
-    pub sort: Option<String>,
-    pub start: Option<String>,
-    pub end: Option<String>,
-    pub first_id: Option<String>,
-    pub last_id: Option<String>,
-    pub filters: Vec<(String, String)>,
-}
+/// The paging part of a request, as the client sent it: the same type the API client builds.
+pub type PageRequest = ListQuery;
 
-impl PageRequest {
-    /// Takes the paging parameters out of query pairs; other parameters are left to the caller.
-    pub fn from_query(pairs: &[(String, String)]) -> Result<PageRequest> {
-        let mut req = PageRequest::default();
-        for (key, value) in pairs {
-            crate::validate::id(&format!("the value of {key}"), value)?;
-            match key.as_str() {
-                "limit" => {
-                    req.limit =
-                        Some(value.parse().map_err(|_| {
-                            Error::BadRequest(format!("limit must be a positive number, got {value:?}"))
-                        })?)
-                }
-                "sort" => req.sort = Some(value.clone()),
-                "start" => req.start = Some(value.clone()),
-                "end" => req.end = Some(value.clone()),
-                "first_id" => req.first_id = Some(value.clone()),
-                "last_id" => req.last_id = Some(value.clone()),
-                _ => {
-                    if let Some(name) = key.strip_prefix("filter.") {
-                        req.filters.push((name.to_string(), value.clone()));
-                    }
-                }
-            }
-        }
-        Ok(req)
+/// Takes the paging parameters out of query pairs; other parameters are left to the caller,
+/// but every value is checked.
+pub fn page_request(pairs: &[(String, String)]) -> Result<PageRequest> {
+    let mut req = PageRequest::default();
+    for (key, value) in pairs {
+        crate::validate::id(&format!("the value of {key}"), value)?;
+        req.take_pair(key, value).map_err(Error::BadRequest)?;
     }
+    Ok(req)
 }
 
 /// One page of rows with its links and metadata.

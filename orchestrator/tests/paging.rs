@@ -3,7 +3,9 @@
 
 use api::environment::EnvironmentCreate;
 use orchestrator::Orchestrator;
-use orchestrator::paging::{Column, ColumnKind, Filter, FilterKind, Order, PageRequest, Source, View, fetch_page};
+use orchestrator::paging::{
+    Column, ColumnKind, Filter, FilterKind, Order, PageRequest, Source, View, fetch_page, page_request,
+};
 
 const VIEW: View = View {
     sort_columns: &[
@@ -55,7 +57,7 @@ fn query(link: &str) -> PageRequest {
             (k.to_string(), v.replace("%3A", ":").replace("%2B", "+"))
         })
         .collect();
-    PageRequest::from_query(&pairs).unwrap()
+    page_request(&pairs).unwrap()
 }
 
 async fn page(o: &Orchestrator, project: uuid::Uuid, req: &PageRequest) -> orchestrator::paging::Page<Row> {

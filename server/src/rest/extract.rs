@@ -7,7 +7,7 @@ use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
-use orchestrator::paging::PageRequest;
+use orchestrator::paging::{PageRequest, page_request};
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
@@ -150,7 +150,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Paging {
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let Query(pairs) = Query::<Vec<(String, String)>>::from_request_parts(parts, state).await?;
-        Ok(Paging(PageRequest::from_query(&pairs)?))
+        Ok(Paging(page_request(&pairs)?))
     }
 }
 

@@ -5,7 +5,7 @@ use api::ResourceId;
 use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use orchestrator::paging::PageRequest;
+use orchestrator::paging::page_request;
 use orchestrator::{ActionQuery, Orchestrator};
 use serde::Deserialize;
 use serde_json::json;
@@ -32,7 +32,7 @@ pub fn router() -> Routes {
 type Pairs = Vec<(String, String)>;
 
 async fn list(State(o): State<Orchestrator>, Tid(env): Tid, Query(pairs): Query<Pairs>) -> ApiResult<Response> {
-    let req = PageRequest::from_query(&pairs)?;
+    let req = page_request(&pairs)?;
     let summary = match pairs.iter().rev().find(|(k, _)| k == "deploy_summary").map(|(_, v)| v.as_str()) {
         None => false,
         Some(text) => super::lenient::parse_bool(text)
