@@ -7,6 +7,22 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 log() { printf '\n==> %s\n' "$*" >&2; }
 
+# Prints the URL of a server started in the background with `--bind-port 0` (process PID, its
+# stdout and stderr in STATE/stdout and STATE/stderr) once it says it listens. Fails with the
+# server's stderr when it has exited or has not said so within SECONDS.
+wait_for_server_url() {
+  local state=$1 pid=$2 seconds=$3 url=""
+  for _ in $(seq 1 $((seconds * 5))); do
+    url=$(sed -n 's/^Inmanta server listening on \(http[^ ]*\).*/\1/p' "$state/stdout")
+    [ -n "$url" ] && { echo "$url"; return 0; }
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.2
+  done
+  cat "$state/stderr" >&2
+  echo "the server did not start" >&2
+  return 1
+}
+
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
     echo "need root to run: $*" >&2; return 1; fi

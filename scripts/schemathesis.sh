@@ -24,12 +24,7 @@ database=(); [ -n "${1:-}" ] && database=(--database-url "$1")
 "$bin" server --no-auth --bind-port 0 --state-dir "$state" "${database[@]}" >"$state/stdout" 2>"$state/stderr" &
 server_pid=$!
 trap 'kill $server_pid 2>/dev/null || true; rm -rf "$state"' EXIT
-for _ in $(seq 1 150); do
-  url=$(sed -n 's/^Inmanta server listening on \(http[^ ]*\).*/\1/p' "$state/stdout")
-  [ -n "$url" ] && break
-  sleep 0.2
-done
-[ -n "${url:-}" ] || { cat "$state/stderr" >&2; echo "server did not start" >&2; exit 1; }
+url=$(wait_for_server_url "$state" $server_pid 30)
 
 # An environment for the environment-scoped calls (the fuzzer's own X-Inmanta-tid values are
 # random ids: 404 is a right answer, but it would test little else).

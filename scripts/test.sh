@@ -67,12 +67,7 @@ INMANTA_CONFIG_STATE_DIR="$state" INMANTA_PASSWORD="$E2E_PASSWORD" \
   --console-path "$CARGO_TARGET_DIR/site" >"$state/stdout" 2>"$state/stderr" &
 server_pid=$!
 trap 'kill $server_pid 2>/dev/null || true; stop_postgres' EXIT
-for _ in $(seq 1 100); do
-  url=$(sed -n 's/^Inmanta server listening on \(http[^ ]*\).*/\1/p' "$state/stdout")
-  [ -n "$url" ] && break
-  sleep 0.2
-done
-[ -n "${url:-}" ] || { cat "$state/stderr" >&2; echo "server did not start" >&2; exit 1; }
+url=$(wait_for_server_url "$state" $server_pid 20)
 # The binary test copies the release binary (with the release console embedded) alone elsewhere.
 INMANTA_BINARY="$CARGO_TARGET_DIR/release/inmanta" INMANTA_URL="$url" end2end/run.sh
 

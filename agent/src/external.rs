@@ -70,19 +70,7 @@ impl ExternalHandler {
         let Value::Object(reply) = reply else {
             return Err(HandlerError::failed(format!("handler {prog} answered {action} with a non-object")));
         };
-        if let Some(Value::Array(logs)) = reply.get("logs") {
-            for line in logs {
-                let level = line.get("level").and_then(Value::as_str).unwrap_or("INFO").to_uppercase();
-                let msg = line.get("msg").and_then(Value::as_str).unwrap_or_default().to_string();
-                let kwargs = line.get("kwargs").and_then(Value::as_object).cloned().unwrap_or_default();
-                ctx.log(&level, msg, kwargs);
-            }
-        }
-        if let Some(facts) = reply.get("facts").and_then(Value::as_object) {
-            for (k, v) in facts {
-                ctx.set_fact(k, v.clone());
-            }
-        }
+        ctx.record_reply_logs_and_facts(&reply);
         if let Some(e) = reply.get("error").and_then(Value::as_str) {
             return Err(HandlerError::failed(e));
         }

@@ -152,6 +152,24 @@ impl<'a> HandlerContext<'a> {
         self.facts.insert(name.to_string(), value);
     }
 
+    /// Takes the `logs` and `facts` of a reply from a handler that runs in another process (an
+    /// external program or the Python executor): both speak the same JSON for them.
+    pub(crate) fn record_reply_logs_and_facts(&mut self, reply: &Map<String, Value>) {
+        if let Some(Value::Array(logs)) = reply.get("logs") {
+            for line in logs {
+                let level = line.get("level").and_then(Value::as_str).unwrap_or("INFO").to_uppercase();
+                let msg = line.get("msg").and_then(Value::as_str).unwrap_or_default().to_string();
+                let kwargs = line.get("kwargs").and_then(Value::as_object).cloned().unwrap_or_default();
+                self.log(&level, msg, kwargs);
+            }
+        }
+        if let Some(facts) = reply.get("facts").and_then(Value::as_object) {
+            for (name, value) in facts {
+                self.set_fact(name, value.clone());
+            }
+        }
+    }
+
     /// Decides the outcome explicitly (otherwise `deployed`, or `dry` in a dry run).
     pub fn set_status(&mut self, status: HandlerStatus) {
         self.status = Some(status);

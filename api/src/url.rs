@@ -19,6 +19,15 @@ pub fn decode(text: &str) -> String {
     percent_decode_str(&spaced).decode_utf8_lossy().into_owned()
 }
 
+/// `?k=v&...` with keys and values percent-encoded, or the empty string without pairs.
+pub fn query_string(pairs: &[(String, String)]) -> String {
+    if pairs.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = pairs.iter().map(|(k, v)| format!("{}={}", encode(k), encode(v))).collect();
+    format!("?{}", parts.join("&"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

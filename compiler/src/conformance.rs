@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::{CompileOptions, CompileOutput, Diagnostics, compile_project_with, compile_source};
+use crate::{CompileOptions, CompileOutput, Diagnostics, PluginInputs, compile_project_with, compile_source};
 
 /// What a disagreement is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -97,10 +97,9 @@ pub fn case_options(case: &Path) -> CompileOptions {
     CompileOptions {
         main_file: (!case.is_dir()).then(|| case.to_path_buf()),
         module_path: if case.is_dir() { Vec::new() } else { vec![test_modules()] },
-        env: Some(env),
         stack_size: 8 << 20,
         // the recorder runs Inmanta without a server or environment
-        environment: String::new(),
+        plugin_inputs: PluginInputs { env: Some(env), environment: String::new(), ..PluginInputs::default() },
         ..CompileOptions::default()
     }
 }

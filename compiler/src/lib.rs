@@ -35,16 +35,8 @@ pub struct CompileOptions {
     pub main_file: Option<PathBuf>,
     /// Extra directories searched for modules (before the project's `modulepath` and `libs/`).
     pub module_path: Vec<PathBuf>,
-    /// Environment variables seen by `std::get_env`; `None` reads the process environment.
-    pub env: Option<HashMap<String, String>>,
-    /// Known facts: unversioned resource id -> fact name -> value (for `std::getfact`).
-    pub facts: HashMap<String, HashMap<String, serde_json::Value>>,
-    /// Id and name of the target environment (`std::environment()`, `std::environment_name()`).
-    pub environment: String,
-    pub environment_name: String,
-    /// Server address seen by `std::environment_server()` / `std::server_port()`.
-    pub server_host: String,
-    pub server_port: i64,
+    /// What the `std` plugins see of the world outside the model.
+    pub plugin_inputs: PluginInputs,
     /// Safety net on the number of statement runs (Inmanta's `INMANTA_MAX_ITERATIONS`);
     /// default 20 000 000, or `INMANTA_COMPILER_MAX_STEPS`.
     pub max_steps: u64,
@@ -75,12 +67,7 @@ impl Default for CompileOptions {
         CompileOptions {
             main_file: None,
             module_path: Vec::new(),
-            env: None,
-            facts: HashMap::new(),
-            environment: "00000000-0000-0000-0000-000000000000".into(),
-            environment_name: "dev".into(),
-            server_host: "localhost".into(),
-            server_port: 8888,
+            plugin_inputs: PluginInputs::default(),
             max_steps: limit_from_env("INMANTA_COMPILER_MAX_STEPS", 20_000_000),
             max_instances: limit_from_env("INMANTA_COMPILER_MAX_INSTANCES", 2_000_000),
             max_depth: limit_from_env("INMANTA_COMPILER_MAX_DEPTH", 10_000),
@@ -88,6 +75,45 @@ impl Default for CompileOptions {
             python: None,
             plugin_timeout: std::time::Duration::from_secs(limit_from_env("INMANTA_COMPILER_PLUGIN_TIMEOUT", 300)),
             root_variables: true,
+        }
+    }
+}
+
+/// What the `std` plugins of a compile see of the world outside the model: the process
+/// environment, the known facts, and the environment and server the compile is for.
+#[derive(Debug, Clone)]
+pub struct PluginInputs {
+    /// Environment variables seen by `std::get_env`; `None` reads the process environment.
+    pub env: Option<HashMap<String, String>>,
+    /// Known facts: unversioned resource id -> fact name -> value (for `std::getfact`).
+    pub facts: HashMap<String, HashMap<String, serde_json::Value>>,
+    /// Id and name of the target environment (`std::environment()`, `std::environment_name()`).
+    pub environment: String,
+    pub environment_name: String,
+    /// Server address seen by `std::environment_server()` / `std::server_port()`.
+    pub server_host: String,
+    pub server_port: i64,
+}
+
+impl Default for PluginInputs {
+    fn default() -> Self {
+        PluginInputs {
+            env: None,
+            facts: HashMap::new(),
+            environment: "00000000-0000-0000-0000-000000000000".into(),
+            environment_name: "dev".into(),
+            server_host: "localhost".into(),
+            server_port: 8888,
+        }
+    }
+}
+
+impl PluginInputs {
+    /// The environment variable `name` as `std::get_env` sees it.
+    pub(crate) fn env_var(&self, name: &str) -> Option<String> {
+        match &self.env {
+            Some(vars) => vars.get(name).cloned(),
+            None => std::env::var(name).ok(),
         }
     }
 }
@@ -336,12 +362,7 @@ fn compile_inner(
     let ctx = eval::ProjectCtx {
         resource_mappings,
         module_dirs: loader.module_dirs.clone(),
-        env: options.env.clone(),
-        facts: options.facts.clone(),
-        environment: options.environment.clone(),
-        environment_name: options.environment_name.clone(),
-        server_host: options.server_host.clone(),
-        server_port: options.server_port,
+        plugin_inputs: options.plugin_inputs.clone(),
         project_dir: project_dir.to_path_buf(),
     };
     let mut ev = eval::Evaluator::new(builder.types, &sources, ctx);
@@ -439,9 +460,16 @@ fn start_python(
             format!("module {} has Python code, but {missing}", names.join(", ")),
         )]));
     };
-    python::start(&env.python, project_dir, &modules, module_dirs, &options.environment, options.plugin_timeout)
-        .map(Some)
-        .map_err(|d| Diagnostics(vec![*d]))
+    python::start(
+        &env.python,
+        project_dir,
+        &modules,
+        module_dirs,
+        &options.plugin_inputs.environment,
+        options.plugin_timeout,
+    )
+    .map(Some)
+    .map_err(|d| Diagnostics(vec![*d]))
 }
 
 fn dedup(errors: Vec<Diagnostic>) -> Vec<Diagnostic> {

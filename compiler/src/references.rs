@@ -73,7 +73,7 @@ pub(crate) fn register(p: &mut Plugins) {
             "FactReference",
             Resolves::Str,
             vec![
-                ("environment", RefArg::Literal(json!(ev.project.environment))),
+                ("environment", RefArg::Literal(json!(ev.project.plugin_inputs.environment))),
                 ("resource_id", RefArg::Literal(json!(rid.to_string()))),
                 ("fact_name", RefArg::Literal(json!(fact))),
                 ("mocked_facts", RefArg::Literal(Json::Null)),

@@ -2,11 +2,12 @@
 
 use std::path::PathBuf;
 
-use compiler::{CompileOptions, CompileOutput, compile_project_with};
+use compiler::{CompileOptions, CompileOutput, PluginInputs, compile_project_with};
 
 fn compile(name: &str) -> CompileOutput {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples").join(name);
-    let options = CompileOptions { env: Some(Default::default()), ..CompileOptions::default() };
+    let plugin_inputs = PluginInputs { env: Some(Default::default()), ..PluginInputs::default() };
+    let options = CompileOptions { plugin_inputs, ..CompileOptions::default() };
     compile_project_with(&dir, &options).unwrap_or_else(|e| panic!("{name} does not compile:\n{e}"))
 }
 
@@ -128,7 +129,8 @@ fn unknowns_become_known() {
         "std::testing::NullResource[lb,name=loadbalancer]".to_string(),
         [("public_ip".to_string(), serde_json::json!("192.0.2.10"))].into_iter().collect(),
     );
-    let options = CompileOptions { env: Some(env), facts, ..CompileOptions::default() };
+    let plugin_inputs = PluginInputs { env: Some(env), facts, ..PluginInputs::default() };
+    let options = CompileOptions { plugin_inputs, ..CompileOptions::default() };
     let out = compile_project_with(&dir, &options).unwrap_or_else(|e| panic!("{e}"));
     assert!(out.resource_state.is_empty(), "{:?}", out.resource_state);
     assert!(out.unknowns.is_empty());

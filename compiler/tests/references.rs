@@ -35,7 +35,7 @@ fn a_fact_reference_names_the_environment_the_resource_and_the_fact() {
     let case = std::env::temp_dir().join(format!("fact-reference-{}.cf", std::process::id()));
     std::fs::write(&case, source).unwrap();
     let mut options = compiler::conformance::case_options(&case);
-    options.environment = "6a1f3e5c-0000-4000-8000-00000000000f".into();
+    options.plugin_inputs.environment = "6a1f3e5c-0000-4000-8000-00000000000f".into();
     let out = compiler::compile_source(source, &options).expect("compiles");
     std::fs::remove_file(&case).ok();
     let b = out

@@ -5,14 +5,15 @@
 
 use std::path::PathBuf;
 
-use compiler::{CompileOptions, compile_source};
+use compiler::{CompileOptions, PluginInputs, compile_source};
 use proptest::prelude::*;
 
 /// The compile always runs on its own thread (`CompileOptions::stack_size`), so the caller's stack
 /// (e.g. a 2 MiB tokio blocking thread) does not matter; the depth limits of the parser and the
 /// evaluator keep every input well inside that thread's stack, also in debug builds.
 fn small_stack() -> CompileOptions {
-    CompileOptions { max_steps: STEP_LIMIT, env: Some(Default::default()), ..CompileOptions::default() }
+    let plugin_inputs = PluginInputs { env: Some(Default::default()), ..PluginInputs::default() };
+    CompileOptions { max_steps: STEP_LIMIT, plugin_inputs, ..CompileOptions::default() }
 }
 
 #[test]
@@ -188,8 +189,14 @@ fn compile_work_is_linear_in_the_number_of_statements() {
         src
     };
     let probes = |n: usize| {
-        let out = compile_source(&model(n), &CompileOptions { env: Some(Default::default()), ..Default::default() })
-            .expect("compiles");
+        let out = compile_source(
+            &model(n),
+            &CompileOptions {
+                plugin_inputs: PluginInputs { env: Some(Default::default()), ..Default::default() },
+                ..Default::default()
+            },
+        )
+        .expect("compiles");
         (out.stats.variable_probes, out.stats.statements_run)
     };
     let (small, small_runs) = probes(5_000);

@@ -55,7 +55,7 @@ async fn run(label: &str, url: &str, n: usize) {
     .iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
-    let page = orchestrator::paging::PageRequest::from_query(&pairs).expect("page request");
+    let page = orchestrator::paging::page_request(&pairs).expect("page request");
     let mut list = Vec::new();
     for _ in 0..21 {
         let started = Instant::now();

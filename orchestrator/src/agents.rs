@@ -103,30 +103,24 @@ impl Orchestrator {
                 scope: "a.environment = $1",
                 scope_binds: &binds,
                 base_path: "/api/v2/agents",
-                count_from: "",
             },
         )
         .await?;
-        let items = page
-            .items
-            .into_iter()
-            .map(|a| {
-                Ok(AgentListing {
-                    agent: api::operations::Agent {
-                        environment: env,
-                        // Inmanta 20.1 names no process: its agents run inside the scheduler, as ours do.
-                        process_name: None,
-                        name: a.name,
-                        paused: a.paused != 0,
-                        process_id: None,
-                        unpause_on_resume: a.unpause_on_resume.map(|v| v != 0),
-                        status: a.status.parse().map_err(|e| Error::Corrupt(format!("agent status: {e}")))?,
-                    },
-                    last_seen: a.last_seen,
-                })
+        page.try_map(|a| {
+            Ok(AgentListing {
+                agent: api::operations::Agent {
+                    environment: env,
+                    // Inmanta 20.1 names no process: its agents run inside the scheduler, as ours do.
+                    process_name: None,
+                    name: a.name,
+                    paused: a.paused != 0,
+                    process_id: None,
+                    unpause_on_resume: a.unpause_on_resume.map(|v| v != 0),
+                    status: a.status.parse().map_err(|e| Error::Corrupt(format!("agent status: {e}")))?,
+                },
+                last_seen: a.last_seen,
             })
-            .collect::<Result<_>>()?;
-        Ok(Page { items, links: page.links, metadata: page.metadata })
+        })
     }
 
     /// Names of the paused agents of an environment.

@@ -372,12 +372,10 @@ impl Orchestrator {
                 scope: "c.environment = $1",
                 scope_binds: &binds,
                 base_path: "/api/v2/compilereport",
-                count_from: "",
             },
         )
         .await?;
-        let items = page.items.into_iter().map(CompileRow::into_api).collect::<Result<_>>()?;
-        Ok(Page { items, links: page.links, metadata: page.metadata })
+        page.try_map(CompileRow::into_api)
     }
 
     /// One compile with its stages and structured errors.

@@ -69,24 +69,18 @@ impl Orchestrator {
                 scope: "r.environment = $1 AND r.version = CAST($2 AS BIGINT)",
                 scope_binds: &binds,
                 base_path: &base_path,
-                count_from: "",
             },
         )
         .await?;
-        let items = page
-            .items
-            .iter()
-            .map(|row| {
-                let id = row.id()?;
-                Ok(VersionedResource {
-                    resource_version_id: id.versioned(version as u64),
-                    id_details: ResourceIdDetails::from(&id),
-                    requires: row.requires()?.iter().map(|r| api::resource::versioned_id(r, version as u64)).collect(),
-                    resource_id: row.resource_id.clone(),
-                })
+        page.try_map(|row| {
+            let id = row.id()?;
+            Ok(VersionedResource {
+                resource_version_id: id.versioned(version as u64),
+                id_details: ResourceIdDetails::from(&id),
+                requires: row.requires()?.iter().map(|r| api::resource::versioned_id(r, version as u64)).collect(),
+                resource_id: row.resource_id.clone(),
             })
-            .collect::<Result<_>>()?;
-        Ok(Page { items, links: page.links, metadata: page.metadata })
+        })
     }
 
     pub async fn versioned_resource(&self, env: Uuid, version: i64, rid: &str) -> Result<VersionedResourceDetails> {

@@ -176,12 +176,10 @@ impl Orchestrator {
                 scope: "d.environment = $1",
                 scope_binds: &binds,
                 base_path: "/api/v2/discovered",
-                count_from: "",
             },
         )
         .await?;
-        let items = page.items.into_iter().map(DiscoveredRow::into_api).collect::<Result<_>>()?;
-        Ok(Page { items, links: page.links, metadata: page.metadata })
+        page.try_map(DiscoveredRow::into_api)
     }
 
     /// Forgets one discovered resource; an unknown id is 404.

@@ -112,12 +112,10 @@ impl Orchestrator {
                 scope: "n.environment = $1",
                 scope_binds: &binds,
                 base_path: "/api/v2/notification",
-                count_from: "",
             },
         )
         .await?;
-        let items = page.items.into_iter().map(|n| n.into_api(env)).collect::<Result<_>>()?;
-        Ok(Page { items, links: page.links, metadata: page.metadata })
+        page.try_map(|n| n.into_api(env))
     }
 
     pub async fn notification(&self, env: Uuid, id: Uuid) -> Result<Notification> {

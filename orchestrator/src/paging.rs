@@ -5,7 +5,7 @@
 //! keyset query (`start`/`end` with `first_id`/`last_id`), so pages stay stable while rows are
 //! added, and returns the rows with `links` and `metadata`.
 
-use api::paging::{Links, MAX_LIMIT, PageMetadata};
+use api::paging::{Links, ListQuery, MAX_LIMIT, PageMetadata};
 use sqlx::any::AnyRow;
 use sqlx::{FromRow, Row};
 
@@ -74,45 +74,18 @@ pub struct View {
     pub id_kind: ColumnKind,
 }
 
-/// The paging part of a request, as the client sent it.
-#[derive(Debug, Clone, Default)]
-pub struct PageRequest {
-    pub limit: Option<u64>,
-    pub sort: Option<String>,
-    pub start: Option<String>,
-    pub end: Option<String>,
-    pub first_id: Option<String>,
-    pub last_id: Option<String>,
-    pub filters: Vec<(String, String)>,
-}
+/// The paging part of a request, as the client sent it: the same type the API client builds.
+pub type PageRequest = ListQuery;
 
-impl PageRequest {
-    /// Takes the paging parameters out of query pairs; other parameters are left to the caller.
-    pub fn from_query(pairs: &[(String, String)]) -> Result<PageRequest> {
-        let mut req = PageRequest::default();
-        for (key, value) in pairs {
-            crate::validate::id(&format!("the value of {key}"), value)?;
-            match key.as_str() {
-                "limit" => {
-                    req.limit =
-                        Some(value.parse().map_err(|_| {
-                            Error::BadRequest(format!("limit must be a positive number, got {value:?}"))
-                        })?)
-                }
-                "sort" => req.sort = Some(value.clone()),
-                "start" => req.start = Some(value.clone()),
-                "end" => req.end = Some(value.clone()),
-                "first_id" => req.first_id = Some(value.clone()),
-                "last_id" => req.last_id = Some(value.clone()),
-                _ => {
-                    if let Some(name) = key.strip_prefix("filter.") {
-                        req.filters.push((name.to_string(), value.clone()));
-                    }
-                }
-            }
-        }
-        Ok(req)
+/// Takes the paging parameters out of query pairs; other parameters are left to the caller,
+/// but every value is checked.
+pub fn page_request(pairs: &[(String, String)]) -> Result<PageRequest> {
+    let mut req = PageRequest::default();
+    for (key, value) in pairs {
+        crate::validate::id(&format!("the value of {key}"), value)?;
+        req.take_pair(key, value).map_err(Error::BadRequest)?;
     }
+    Ok(req)
 }
 
 /// One page of rows with its links and metadata.
@@ -121,6 +94,20 @@ pub struct Page<T> {
     pub items: Vec<T>,
     pub links: Links,
     pub metadata: PageMetadata,
+}
+
+impl<T> Page<T> {
+    /// The same page with each row turned into `U`.
+    pub fn map<U>(self, convert: impl FnMut(T) -> U) -> Page<U> {
+        Page { items: self.items.into_iter().map(convert).collect(), links: self.links, metadata: self.metadata }
+    }
+
+    /// The same page with each row turned into `U` (a stored row into its API form); the first
+    /// row that does not convert fails the page.
+    pub fn try_map<U>(self, convert: impl FnMut(T) -> Result<U>) -> Result<Page<U>> {
+        let items = self.items.into_iter().map(convert).collect::<Result<_>>()?;
+        Ok(Page { items, links: self.links, metadata: self.metadata })
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -385,8 +372,6 @@ pub struct Source<'a> {
     pub scope: &'a str,
     pub scope_binds: &'a [String],
     pub base_path: &'a str,
-    /// What to count over when `from` joins tables that only add columns (empty: `from`).
-    pub count_from: &'a str,
 }
 
 /// Runs one page of `source` as `req` asks, within what `view` allows.
@@ -394,7 +379,7 @@ pub async fn fetch_page<T>(store: &Store, view: &View, req: &PageRequest, source
 where
     T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
 {
-    let Source { select, from, scope, scope_binds, base_path, .. } = source;
+    let Source { select, from, scope, scope_binds, base_path } = source;
     // `limit=0` is what `inmanta-cli monitor` sends for the deploy summary; Inmanta then puts no
     // bound on the page (every row, `page_size` 0), and so do we.
     let limit = req.limit.unwrap_or(MAX_LIMIT);
@@ -461,8 +446,7 @@ where
         }
         _ => None,
     };
-    let count_from = if source.count_from.is_empty() { from } else { source.count_from };
-    let (total, after) = count_rows(store, count_from, scope, &scope_binds, &filters, after_side.as_ref()).await?;
+    let (total, after) = count_rows(store, from, scope, &scope_binds, &filters, after_side.as_ref()).await?;
     let page_len = keyed.len() as u64;
     let (before, after) = match (after_side, keyed.is_empty()) {
         // Another transaction may have written between the two statements: never below zero.

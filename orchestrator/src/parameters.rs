@@ -344,12 +344,10 @@ impl Orchestrator {
                 scope: "p.environment = $1 AND p.resource_id = ''",
                 scope_binds: &binds,
                 base_path: "/api/v2/parameters",
-                count_from: "",
             },
         )
         .await?;
-        let items = page.items.into_iter().map(|r| r.parameter(env)).collect::<Result<_>>()?;
-        Ok(Page { items, links: page.links, metadata: page.metadata })
+        page.try_map(|r| r.parameter(env))
     }
 
     /// `GET /api/v2/facts`: every fact, paged.
@@ -366,12 +364,10 @@ impl Orchestrator {
                 scope: "p.environment = $1 AND p.resource_id <> ''",
                 scope_binds: &binds,
                 base_path: "/api/v2/facts",
-                count_from: "",
             },
         )
         .await?;
-        let items = page.items.into_iter().map(|r| r.fact(env)).collect::<Result<_>>()?;
-        Ok(Page { items, links: page.links, metadata: page.metadata })
+        page.try_map(|r| r.fact(env))
     }
 
     /// The facts of one resource, sorted by name.

@@ -260,29 +260,23 @@ impl Orchestrator {
                 scope: "s.environment = $1",
                 scope_binds: &binds,
                 base_path: "/api/v2/resource",
-                count_from: "",
             },
         )
         .await?;
-        let items = page
-            .items
-            .iter()
-            .map(|row| {
-                let id = ResourceId::parse(&row.resource_id).map_err(|e| Error::Corrupt(e.to_string()))?;
-                let version = row.current_intent_version;
-                let requires: Vec<String> =
-                    serde_json::from_str(&row.requires).map_err(corrupt("resource requires"))?;
-                Ok(LatestReleasedResource {
-                    resource_version_id: id.versioned(version as u64),
-                    id_details: ResourceIdDetails::from(&id),
-                    requires: requires.iter().map(|r| api::resource::versioned_id(r, version as u64)).collect(),
-                    resource_id: row.resource_id.clone(),
-                    status: parse_stored(&row.status)?,
-                })
+        let page = page.try_map(|row| {
+            let id = ResourceId::parse(&row.resource_id).map_err(|e| Error::Corrupt(e.to_string()))?;
+            let version = row.current_intent_version;
+            let requires: Vec<String> = serde_json::from_str(&row.requires).map_err(corrupt("resource requires"))?;
+            Ok(LatestReleasedResource {
+                resource_version_id: id.versioned(version as u64),
+                id_details: ResourceIdDetails::from(&id),
+                requires: requires.iter().map(|r| api::resource::versioned_id(r, version as u64)).collect(),
+                resource_id: row.resource_id.clone(),
+                status: parse_stored(&row.status)?,
             })
-            .collect::<Result<_>>()?;
+        })?;
         let summary = if deploy_summary { Some(self.deploy_summary(env).await?) } else { None };
-        Ok((Page { items, links: page.links, metadata: page.metadata }, summary))
+        Ok((page, summary))
     }
 
     /// Counts of released (non-orphan) resources per status; every state except `dry` appears.
@@ -374,30 +368,23 @@ impl Orchestrator {
                 scope: "1 = 1",
                 scope_binds: &binds,
                 base_path: &base_path,
-                count_from: "",
             },
         )
         .await?;
-        let items = page
-            .items
-            .into_iter()
-            .map(|row| {
-                let requires: Vec<String> =
-                    serde_json::from_str(&row.requires).map_err(corrupt("resource requires"))?;
-                let mut attributes: serde_json::Map<String, serde_json::Value> =
-                    serde_json::from_str(&row.attributes).map_err(corrupt("resource attributes"))?;
-                // As Inmanta answers: the attributes as exported, requires included.
-                attributes.insert("requires".into(), requires.clone().into());
-                Ok(ResourceHistory {
-                    resource_id: id.to_string(),
-                    date: row.date,
-                    attributes,
-                    attribute_hash: row.attribute_hash,
-                    requires,
-                })
+        page.try_map(|row| {
+            let requires: Vec<String> = serde_json::from_str(&row.requires).map_err(corrupt("resource requires"))?;
+            let mut attributes: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(&row.attributes).map_err(corrupt("resource attributes"))?;
+            // As Inmanta answers: the attributes as exported, requires included.
+            attributes.insert("requires".into(), requires.clone().into());
+            Ok(ResourceHistory {
+                resource_id: id.to_string(),
+                date: row.date,
+                attributes,
+                attribute_hash: row.attribute_hash,
+                requires,
             })
-            .collect::<Result<_>>()?;
-        Ok(Page { items, links: page.links, metadata: page.metadata })
+        })
     }
 
     /// The log lines of every action on the resource, across versions.
@@ -418,26 +405,20 @@ impl Orchestrator {
                 scope: "l.environment = $1 AND ar.resource_id = $2",
                 scope_binds: &binds,
                 base_path: &base_path,
-                count_from: "",
             },
         )
         .await?;
-        let items = page
-            .items
-            .into_iter()
-            .map(|row| {
-                Ok(ResourceLog {
-                    level: row.level,
-                    msg: row.msg,
-                    args: serde_json::from_str(&row.args).map_err(corrupt("log args"))?,
-                    kwargs: serde_json::from_str(&row.kwargs).map_err(corrupt("log kwargs"))?,
-                    timestamp: row.timestamp,
-                    action_id: crate::store::parse_uuid(&row.action_id)?,
-                    action: row.action,
-                })
+        page.try_map(|row| {
+            Ok(ResourceLog {
+                level: row.level,
+                msg: row.msg,
+                args: serde_json::from_str(&row.args).map_err(corrupt("log args"))?,
+                kwargs: serde_json::from_str(&row.kwargs).map_err(corrupt("log kwargs"))?,
+                timestamp: row.timestamp,
+                action_id: crate::store::parse_uuid(&row.action_id)?,
+                action: row.action,
             })
-            .collect::<Result<_>>()?;
-        Ok(Page { items, links: page.links, metadata: page.metadata })
+        })
     }
 
     async fn ensure_resource_known(&self, env: Uuid, id: &ResourceId) -> Result<()> {

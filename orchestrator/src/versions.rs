@@ -488,15 +488,10 @@ impl Orchestrator {
                 scope: "v.environment = $1",
                 scope_binds: &binds,
                 base_path: "/api/v2/desiredstate",
-                count_from: "",
             },
         )
         .await?;
-        Ok(Page {
-            items: page.items.into_iter().map(VersionRow::into_desired_state).collect::<Result<_>>()?,
-            links: page.links,
-            metadata: page.metadata,
-        })
+        page.try_map(VersionRow::into_desired_state)
     }
 
     /// The resources of a version in Inmanta's v1 resource-dict shape, sorted by id, `limit` at a

@@ -3,7 +3,9 @@
 
 use api::environment::EnvironmentCreate;
 use orchestrator::Orchestrator;
-use orchestrator::paging::{Column, ColumnKind, Filter, FilterKind, Order, PageRequest, Source, View, fetch_page};
+use orchestrator::paging::{
+    Column, ColumnKind, Filter, FilterKind, Order, PageRequest, Source, View, fetch_page, page_request,
+};
 
 const VIEW: View = View {
     sort_columns: &[
@@ -55,7 +57,7 @@ fn query(link: &str) -> PageRequest {
             (k.to_string(), v.replace("%3A", ":").replace("%2B", "+"))
         })
         .collect();
-    PageRequest::from_query(&pairs).unwrap()
+    page_request(&pairs).unwrap()
 }
 
 async fn page(o: &Orchestrator, project: uuid::Uuid, req: &PageRequest) -> orchestrator::paging::Page<Row> {
@@ -66,7 +68,6 @@ async fn page(o: &Orchestrator, project: uuid::Uuid, req: &PageRequest) -> orche
         scope: "e.project_id = $1",
         scope_binds: &scope_binds,
         base_path: "/api/v2/test",
-        count_from: "",
     };
     fetch_page(o.store(), &VIEW, req, source).await.unwrap()
 }
@@ -177,14 +178,7 @@ async fn filters_combine_and_bad_requests_say_what_is_valid() {
                 o.store(),
                 &VIEW,
                 &req,
-                Source {
-                    select: "e.name",
-                    from: "environment e",
-                    scope: "1 = 1",
-                    scope_binds: &[],
-                    base_path: "/x",
-                    count_from: "",
-                },
+                Source { select: "e.name", from: "environment e", scope: "1 = 1", scope_binds: &[], base_path: "/x" },
             )
             .await
             {

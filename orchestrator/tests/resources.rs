@@ -7,7 +7,7 @@ use api::operations::NotificationUpdate;
 use api::resource::LogLine;
 use api::state::{ActionKind, Change, HandlerStatus, ResourceState};
 use api::version::PutVersion;
-use orchestrator::paging::PageRequest;
+use orchestrator::paging::{PageRequest, page_request};
 use orchestrator::parameters::{NewParameter, ParamLookup};
 use orchestrator::{ActionOutcome, ActionQuery, Error, Orchestrator};
 use serde_json::json;
@@ -51,7 +51,7 @@ async fn put(
 
 fn page(pairs: &[(&str, &str)]) -> PageRequest {
     let pairs: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    PageRequest::from_query(&pairs).unwrap()
+    page_request(&pairs).unwrap()
 }
 
 fn rid(path: &str) -> String {

@@ -24,14 +24,9 @@ INMANTA_SERVER_AUTH=false INMANTA_WEB_CONSOLE_ENABLED=false \
   "$binary" server --bind-port 0 --state-dir "$state" >"$state/stdout" 2>"$state/stderr" &
 server_pid=$!
 trap 'kill $server_pid 2>/dev/null || true; wait $server_pid 2>/dev/null || true; rm -rf "$state"' EXIT
-port=""
-for _ in $(seq 1 150); do
-  port=$(sed -n 's/^Inmanta server listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$state/stdout")
-  [ -n "$port" ] && break
-  kill -0 $server_pid 2>/dev/null || break
-  sleep 0.2
-done
-[ -n "$port" ] || { cat "$state/stderr" >&2; echo "our server did not start" >&2; exit 1; }
+url=$(wait_for_server_url "$state" $server_pid 30)
+port=${url##*:}
+port=${port%%/*}
 
 log "Inmanta's clients against our server (port $port)"
 started=$(date +%s)

@@ -710,10 +710,7 @@ struct Project {
 }
 
 fn read_project(dir: &Path) -> Result<Project, String> {
-    let path = dir.join("project.yml");
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let raw: serde_json::Value =
-        serde_norway::from_str(&text).map_err(|e| format!("invalid project metadata in {}: {e}", path.display()))?;
+    let raw = crate::python_install::read_project_yml(dir)?;
     let strings = |v: &serde_json::Value| -> Vec<String> {
         match v {
             serde_json::Value::String(s) => vec![s.clone()],

@@ -34,12 +34,16 @@ pub struct InstallPlan {
     pub notes: Vec<String>,
 }
 
-/// Reads project.yml and requirements.txt of `dir`.
-pub fn plan(dir: &Path) -> Result<InstallPlan, String> {
+/// The project.yml of the project in `dir`, as JSON.
+pub(crate) fn read_project_yml(dir: &Path) -> Result<serde_json::Value, String> {
     let path = dir.join("project.yml");
     let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let raw: serde_json::Value =
-        serde_norway::from_str(&text).map_err(|e| format!("invalid project metadata in {}: {e}", path.display()))?;
+    serde_norway::from_str(&text).map_err(|e| format!("invalid project metadata in {}: {e}", path.display()))
+}
+
+/// Reads project.yml and requirements.txt of `dir`.
+pub fn plan(dir: &Path) -> Result<InstallPlan, String> {
+    let raw = read_project_yml(dir)?;
     let strings = |v: &serde_json::Value| -> Vec<String> {
         match v {
             serde_json::Value::String(s) => vec![s.clone()],

@@ -78,6 +78,21 @@ fn existing(host: &dyn Host, path: &str, kind: FileKind, what: &str) -> Result<O
     }
 }
 
+/// Applies the changed `permissions`, `owner` and `group` of `path` and logs it:
+/// "updated {label}{path}: {changed attributes}".
+fn update_meta(
+    ctx: &mut HandlerContext<'_>,
+    path: &str,
+    label: &str,
+    desired: &ResourceRequest,
+    changes: &BTreeMap<String, AttributeChange>,
+) -> Result<(), HandlerError> {
+    apply_meta(ctx.host(), path, desired, Some(changes))?;
+    let changed = changes.keys().cloned().collect::<Vec<_>>().join(", ");
+    ctx.info(format!("updated {label}{path}: {changed}"));
+    Ok(())
+}
+
 /// Removes `path` and logs it: "removed {label}{path}".
 fn remove(ctx: &mut HandlerContext<'_>, path: &str, label: &str) -> Result<(), HandlerError> {
     ctx.host().remove(path)?;
@@ -201,9 +216,7 @@ impl CrudHandler for FileHandler {
             let data = FileHandler::desired_content(ctx, desired)?;
             ctx.host().write(path, &data)?;
         }
-        apply_meta(ctx.host(), path, desired, Some(changes))?;
-        ctx.info(format!("updated {path}: {}", changes.keys().cloned().collect::<Vec<_>>().join(", ")));
-        Ok(())
+        update_meta(ctx, path, "", desired, changes)
     }
 
     fn delete(&self, ctx: &mut HandlerContext<'_>, desired: &ResourceRequest) -> Result<(), HandlerError> {
@@ -241,10 +254,7 @@ impl CrudHandler for DirectoryHandler {
         changes: &BTreeMap<String, AttributeChange>,
         desired: &ResourceRequest,
     ) -> Result<(), HandlerError> {
-        let path = desired.str("path")?;
-        apply_meta(ctx.host(), path, desired, Some(changes))?;
-        ctx.info(format!("updated directory {path}: {}", changes.keys().cloned().collect::<Vec<_>>().join(", ")));
-        Ok(())
+        update_meta(ctx, desired.str("path")?, "directory ", desired, changes)
     }
 
     fn delete(&self, ctx: &mut HandlerContext<'_>, desired: &ResourceRequest) -> Result<(), HandlerError> {

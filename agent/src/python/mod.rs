@@ -302,18 +302,8 @@ impl PythonHandler {
             .executors
             .call(&self.environment, &resource.id.agent, &self.code, &*self.files, request)
             .map_err(HandlerError::Failed)?;
-        if let Some(Value::Array(logs)) = reply.get("logs") {
-            for line in logs {
-                let level = line.get("level").and_then(Value::as_str).unwrap_or("INFO").to_uppercase();
-                let msg = line.get("msg").and_then(Value::as_str).unwrap_or_default().to_string();
-                let kwargs = line.get("kwargs").and_then(Value::as_object).cloned().unwrap_or_default();
-                ctx.log(&level, msg, kwargs);
-            }
-        }
-        if let Some(facts) = reply.get("facts").and_then(Value::as_object) {
-            for (name, value) in facts {
-                ctx.set_fact(name, value.clone());
-            }
+        if let Some(fields) = reply.as_object() {
+            ctx.record_reply_logs_and_facts(fields);
         }
         if reply.get("status").and_then(Value::as_str).and_then(HandlerStatus::parse)
             == Some(HandlerStatus::Unavailable)

@@ -79,7 +79,7 @@ fn arg_type(ev: &Evaluator<'_>, v: &Value, arg: &str, plugin: &str, ty: &str) ->
 
 /// Plugins that ask the server fail, as std's do, when the compile has no environment.
 fn no_environment(ev: &Evaluator<'_>, plugin: &str) -> Result<(), PErr> {
-    if ev.project.environment.is_empty() {
+    if ev.project.plugin_inputs.environment.is_empty() {
         return Err(ext(format!(
             "std::{plugin}: the environment of this model is not configured (the compile has no environment id)"
         )));
@@ -570,7 +570,7 @@ pub(crate) fn register(p: &mut Plugins) {
                 .unwrap_or_default(),
             _ => String::new(),
         };
-        if let Some(v) = ev.project.facts.get(&rid).and_then(|f| f.get(&name)) {
+        if let Some(v) = ev.project.plugin_inputs.facts.get(&rid).and_then(|f| f.get(&name)) {
             return Ok(Value::from_json(v));
         }
         if !matches!(c.args[2], Value::Null) {
@@ -581,11 +581,7 @@ pub(crate) fn register(p: &mut Plugins) {
     .accepts_unknown = true;
     p.add("std::get_env", &[("name", None), ("default_value", n())], |ev, c| {
         let name = text(&c.args[0], "name")?.to_string();
-        let val = match &ev.project.env {
-            Some(m) => m.get(&name).cloned(),
-            None => std::env::var(&name).ok(),
-        };
-        match val {
+        match ev.project.plugin_inputs.env_var(&name) {
             Some(v) => Ok(s(&v)),
             None if !matches!(c.args[1], Value::Null) => Ok(c.args[1].clone()),
             None => {
@@ -600,11 +596,7 @@ pub(crate) fn register(p: &mut Plugins) {
     });
     p.add("std::get_env_int", &[("name", None), ("default_value", n())], |ev, c| {
         let name = text(&c.args[0], "name")?.to_string();
-        let val = match &ev.project.env {
-            Some(m) => m.get(&name).cloned(),
-            None => std::env::var(&name).ok(),
-        };
-        match val {
+        match ev.project.plugin_inputs.env_var(&name) {
             Some(v) => v.trim().parse::<i64>().map(Value::Int).map_err(|_| ext(format!("{name} is not an int"))),
             None if !matches!(c.args[1], Value::Null) => Ok(c.args[1].clone()),
             None => Ok(unknown(ev, &name, "plugin", "")),
@@ -612,14 +604,14 @@ pub(crate) fn register(p: &mut Plugins) {
     });
     p.add("std::environment", &[], |ev, _| {
         no_environment(ev, "environment")?;
-        Ok(s(&ev.project.environment))
+        Ok(s(&ev.project.plugin_inputs.environment))
     });
     p.add("std::environment_name", &[], |ev, _| {
         no_environment(ev, "environment_name")?;
-        Ok(s(&ev.project.environment_name))
+        Ok(s(&ev.project.plugin_inputs.environment_name))
     });
-    p.add("std::environment_server", &[], |ev, _| Ok(s(&ev.project.server_host)));
-    p.add("std::server_port", &[], |ev, _| Ok(Value::Int(ev.project.server_port)));
+    p.add("std::environment_server", &[], |ev, _| Ok(s(&ev.project.plugin_inputs.server_host)));
+    p.add("std::server_port", &[], |ev, _| Ok(Value::Int(ev.project.plugin_inputs.server_port)));
     p.add("std::server_ssl", &[], |_, _| Ok(Value::Bool(false)));
     p.add("std::server_ca", &[], |_, _| Ok(s("")));
     p.add("std::server_token", &[("client_types", Some(Value::list(vec![s("agent")])))], |ev, _| {

@@ -76,17 +76,29 @@ impl Listener<'_> {
     }
 }
 
+/// Inmanta's text for a second, different value written where one was already set.
+fn value_set_twice(old: &str, old_at: &str, new: &str, new_at: &str) -> String {
+    format!("value set twice: old value: {old} (set at {old_at}), new value: {new} (set at {new_at})")
+}
+
+impl Conflict {
+    /// The error text for this conflict, the new value written at `span`.
+    fn message(&self, sources: &SourceMap, span: Span) -> String {
+        value_set_twice(
+            &expr::short_repr(&self.old),
+            &loc_str(sources, self.old_span),
+            &expr::short_repr(&self.new),
+            &loc_str(sources, span),
+        )
+    }
+}
+
 /// Context of the project, for plugins that read files.
 #[derive(Default, Clone)]
 pub(crate) struct ProjectCtx {
     /// module name -> module directory (for files/ and templates/)
     pub module_dirs: HashMap<String, PathBuf>,
-    pub env: Option<HashMap<String, String>>,
-    pub facts: HashMap<String, HashMap<String, serde_json::Value>>,
-    pub environment: String,
-    pub environment_name: String,
-    pub server_host: String,
-    pub server_port: i64,
+    pub plugin_inputs: crate::PluginInputs,
     /// The project's directory (`data/passwordfile.txt` for `std::password`).
     pub project_dir: PathBuf,
     /// Resource mappings declared by the loaded modules (module.yml `resources`).
@@ -800,17 +812,11 @@ impl<'a> Evaluator<'a> {
                 self.wake(woken);
                 Ok(())
             }
-            Err(Conflict { old, old_span, new }) => {
-                let msg = format!(
-                    "value set twice: old value: {} (set at {}), new value: {} (set at {})",
-                    expr::short_repr(&old),
-                    loc_str(sources, old_span),
-                    expr::short_repr(&new),
-                    loc_str(sources, span)
-                );
+            Err(conflict) => {
+                let msg = conflict.message(sources, span);
                 Err(Flow::Err(Box::new(
                     Diagnostic::error("DoubleSetException", format!("Variable {name}: {msg}"), Some(span), sources)
-                        .with_note(format!("first set at {}", loc_str(sources, old_span))),
+                        .with_note(format!("first set at {}", loc_str(sources, conflict.old_span))),
                 )))
             }
         }
@@ -1013,16 +1019,10 @@ impl<'a> Evaluator<'a> {
                 self.check_index_completion(inst, ai);
                 Ok(())
             }
-            Err(Conflict { old, old_span, new }) => {
-                let msg = format!(
-                    "value set twice: old value: {} (set at {}), new value: {} (set at {})",
-                    expr::short_repr(&old),
-                    loc_str(sources, old_span),
-                    expr::short_repr(&new),
-                    loc_str(sources, span)
-                );
+            Err(conflict) => {
+                let msg = conflict.message(sources, span);
                 let Flow::Err(d) = self.attr_error(inst, name, "DoubleSetException", msg, span) else { unreachable!() };
-                Err(Flow::Err(Box::new(d.with_note(format!("first set at {}", loc_str(sources, old_span))))))
+                Err(Flow::Err(Box::new(d.with_note(format!("first set at {}", loc_str(sources, conflict.old_span))))))
             }
         }
     }
@@ -1041,12 +1041,11 @@ impl<'a> Evaluator<'a> {
             if hi == Some(1) && !r.items.is_empty() {
                 let old = r.items[0];
                 let first = r.first();
-                let msg = format!(
-                    "value set twice: old value: {} (set at {}), new value: {} (set at {})",
-                    self.inst_name(old),
-                    first.map(|s| loc_str(self.m.sources, s)).unwrap_or_default(),
-                    self.inst_name(other),
-                    loc_str(self.m.sources, span)
+                let msg = value_set_twice(
+                    &self.inst_name(old),
+                    &first.map(|s| loc_str(self.m.sources, s)).unwrap_or_default(),
+                    &self.inst_name(other),
+                    &loc_str(self.m.sources, span),
                 );
                 return Err(self.attr_error(inst, &name, "DoubleSetException", msg, span));
             }

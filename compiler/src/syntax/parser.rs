@@ -906,6 +906,10 @@ impl Parser<'_> {
     fn primary(&mut self) -> PResult<Expr> {
         let start = self.span();
         let tok = self.peek().clone();
+        if let Some(kind) = literal(&tok) {
+            self.bump();
+            return Ok(self.mk(kind, start));
+        }
         match tok {
             Tok::Punct("(") => {
                 self.bump();
@@ -913,30 +917,6 @@ impl Parser<'_> {
                 let end = self.expect_p(")")?;
                 e.span = start.to(end);
                 Ok(e)
-            }
-            Tok::Int(i) => {
-                self.bump();
-                Ok(self.mk(ExprKind::Int(i), start))
-            }
-            Tok::BigInt(i) => {
-                self.bump();
-                Ok(self.mk(ExprKind::BigInt(i), start))
-            }
-            Tok::Float(f) => {
-                self.bump();
-                Ok(self.mk(ExprKind::Float(f), start))
-            }
-            Tok::Kw("true") => {
-                self.bump();
-                Ok(self.mk(ExprKind::Bool(true), start))
-            }
-            Tok::Kw("false") => {
-                self.bump();
-                Ok(self.mk(ExprKind::Bool(false), start))
-            }
-            Tok::Kw("null") => {
-                self.bump();
-                Ok(self.mk(ExprKind::Null, start))
             }
             Tok::Str { value, raw, .. } => {
                 self.bump();
@@ -958,10 +938,6 @@ impl Parser<'_> {
                     span: start,
                 })?;
                 Ok(self.mk(ExprKind::FStr(parts), start))
-            }
-            Tok::Regex(r) => {
-                self.bump();
-                Ok(self.mk(ExprKind::Regex(r), start))
             }
             Tok::Punct("[") => {
                 self.bump();
@@ -1119,6 +1095,21 @@ pub(crate) fn interpolation_parts(s: &str, span: Span) -> Vec<StrPart> {
 }
 
 /// Parses the body of an f-string (escapes are interpreted like normal strings).
+/// The expression of a token that is a whole literal on its own (strings are not: they may
+/// interpolate).
+fn literal(tok: &Tok) -> Option<ExprKind> {
+    Some(match tok {
+        Tok::Int(i) => ExprKind::Int(*i),
+        Tok::BigInt(i) => ExprKind::BigInt(i.clone()),
+        Tok::Float(f) => ExprKind::Float(*f),
+        Tok::Kw("true") => ExprKind::Bool(true),
+        Tok::Kw("false") => ExprKind::Bool(false),
+        Tok::Kw("null") => ExprKind::Null,
+        Tok::Regex(r) => ExprKind::Regex(r.clone()),
+        _ => return None,
+    })
+}
+
 fn parse_fstring(text: &str, span: Span, depth: usize) -> Result<Vec<FPart>, String> {
     if depth > 2 {
         return Err("format spec nested too deeply".into());

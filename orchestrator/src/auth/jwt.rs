@@ -42,6 +42,13 @@ pub struct Claims {
     pub password_version: Option<String>,
 }
 
+impl Claims {
+    /// The claims every token this server mints carries: its issuer and audience.
+    pub fn issued_here() -> Claims {
+        Claims { iss: ISSUER.into(), aud: vec![AUDIENCE.into()], ..Claims::default() }
+    }
+}
+
 /// The signing key and the rules a token must pass; `Debug` never shows the key.
 #[derive(Clone)]
 pub struct Key {
@@ -111,7 +118,7 @@ mod tests {
     }
 
     fn claims(exp: Option<i64>) -> Claims {
-        Claims { iss: ISSUER.into(), aud: vec![AUDIENCE.into()], exp, sub: Some("alice".into()), ..Claims::default() }
+        Claims { exp, sub: Some("alice".into()), ..Claims::issued_here() }
     }
 
     /// The token with its payload replaced by another one, the signature left as it was.

@@ -335,6 +335,20 @@ fn names(types: Vec<ClientType>) -> String {
     types.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ")
 }
 
+/// Commits a write that must change one row or more. When it changed none (what it names does
+/// not exist), the transaction is dropped, which rolls it back, and the error is `missing`.
+async fn commit_if_changed(
+    tx: crate::store::Transaction,
+    done: sqlx::any::AnyQueryResult,
+    missing: impl FnOnce() -> crate::Error,
+) -> crate::Result<()> {
+    if done.rows_affected() == 0 {
+        return Err(missing());
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

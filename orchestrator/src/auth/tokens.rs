@@ -9,10 +9,10 @@ use chrono::Utc;
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::jwt::{self, AUDIENCE, Claims, ISSUER, Key, TokenError};
+use super::jwt::{self, Claims, Key, TokenError};
 use super::password::random_bytes;
 use super::users::UserRecord;
-use super::{Clients, Principal};
+use super::{Clients, Principal, commit_if_changed};
 use crate::store::{format_time, now, parse_time, parse_uuid};
 use crate::{Error, Orchestrator, Result};
 
@@ -78,19 +78,14 @@ impl Authenticator {
 
     /// A token for a user who just logged in.
     pub fn login_token(&self, user: &UserRecord) -> String {
-        let now = Utc::now().timestamp();
-        jwt::encode(
-            &self.key,
-            &Claims {
-                iss: ISSUER.into(),
-                aud: vec![AUDIENCE.into()],
-                iat: Some(now),
-                exp: Some(now + self.login_expire),
+        self.sign_expiring(
+            self.login_expire,
+            Claims {
                 sub: Some(user.username.clone()),
                 client_types: Some(ClientType::Api.as_str().into()),
                 is_admin: Some(user.is_admin),
                 password_version: Some(user.password_version.clone()),
-                ..Claims::default()
+                ..Claims::issued_here()
             },
         )
     }
@@ -98,20 +93,21 @@ impl Authenticator {
     /// A short-lived, unregistered token the server gives its own children (the compiler
     /// process it starts), bound to one environment.
     pub fn internal_token(&self, environment: Uuid, clients: &[ClientType], lifetime_seconds: i64) -> String {
-        let now = Utc::now().timestamp();
-        jwt::encode(
-            &self.key,
-            &Claims {
-                iss: ISSUER.into(),
-                aud: vec![AUDIENCE.into()],
-                iat: Some(now),
-                exp: Some(now + lifetime_seconds),
+        self.sign_expiring(
+            lifetime_seconds,
+            Claims {
                 client_types: Some(join(clients)),
                 environment: Some(environment.to_string()),
                 created_by: Some("server".into()),
-                ..Claims::default()
+                ..Claims::issued_here()
             },
         )
+    }
+
+    /// Signs `claims` as a token issued now that expires `lifetime_seconds` from now.
+    fn sign_expiring(&self, lifetime_seconds: i64, claims: Claims) -> String {
+        let now = Utc::now().timestamp();
+        jwt::encode(&self.key, &Claims { iat: Some(now), exp: Some(now + lifetime_seconds), ..claims })
     }
 
     /// Creates and registers an environment token. Idempotent tokens carry no time claims, so
@@ -152,15 +148,13 @@ impl Authenticator {
         let token = jwt::encode(
             &self.key,
             &Claims {
-                iss: ISSUER.into(),
-                aud: vec![AUDIENCE.into()],
                 iat,
                 exp,
                 jti: Some(jti.clone()),
                 client_types: Some(join(&clients)),
                 environment: Some(environment.to_string()),
                 created_by: created_by.map(str::to_string),
-                ..Claims::default()
+                ..Claims::issued_here()
             },
         );
         let mut tx = orchestrator.store().begin_write().await?;
@@ -285,10 +279,7 @@ impl Orchestrator {
         .bind(environment.to_string())
         .execute(&mut *tx)
         .await?;
-        if done.rows_affected() == 0 {
-            return Err(Error::NotFound(format!("environment {environment} has no active token {jti}")));
-        }
-        tx.commit().await?;
-        Ok(())
+        commit_if_changed(tx, done, || Error::NotFound(format!("environment {environment} has no active token {jti}")))
+            .await
     }
 }

@@ -7,7 +7,7 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use super::password;
-use super::{Principal, ROLES};
+use super::{Principal, ROLES, commit_if_changed};
 use crate::environments::environment_not_found;
 use crate::store::{now, parse_uuid};
 use crate::{Error, Orchestrator, Result};
@@ -240,11 +240,7 @@ impl Orchestrator {
             .bind(username)
             .execute(&mut *tx)
             .await?;
-        if done.rows_affected() == 0 {
-            return Err(user_not_found(username));
-        }
-        tx.commit().await?;
-        Ok(())
+        commit_if_changed(tx, done, || user_not_found(username)).await
     }
 
     pub async fn set_is_admin(&self, username: &str, is_admin: bool) -> Result<()> {
@@ -265,11 +261,7 @@ impl Orchestrator {
             .bind(username)
             .execute(&mut *tx)
             .await?;
-        if done.rows_affected() == 0 {
-            return Err(user_not_found(username));
-        }
-        tx.commit().await?;
-        Ok(())
+        commit_if_changed(tx, done, || user_not_found(username)).await
     }
 
     pub async fn list_roles(&self) -> Result<Vec<String>> {
@@ -311,11 +303,7 @@ impl Orchestrator {
             )));
         }
         let done = sqlx::query("DELETE FROM auth_role WHERE name = $1").bind(name).execute(&mut *tx).await?;
-        if done.rows_affected() == 0 {
-            return Err(Error::NotFound(format!("no role named {name:?}")));
-        }
-        tx.commit().await?;
-        Ok(())
+        commit_if_changed(tx, done, || Error::NotFound(format!("no role named {name:?}"))).await
     }
 
     pub async fn role_assignments(&self, username: &str) -> Result<RoleAssignmentsPerEnvironment> {
@@ -386,11 +374,10 @@ impl Orchestrator {
                 .bind(role)
                 .execute(&mut *tx)
                 .await?;
-        if done.rows_affected() == 0 {
-            return Err(Error::NotFound(format!("{username} does not have role {role} in environment {environment}")));
-        }
-        tx.commit().await?;
-        Ok(())
+        commit_if_changed(tx, done, || {
+            Error::NotFound(format!("{username} does not have role {role} in environment {environment}"))
+        })
+        .await
     }
 }
 

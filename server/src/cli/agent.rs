@@ -33,15 +33,9 @@ pub async fn run(command: AgentCommand, ctx: &Context, env: Uuid) -> Result<(), 
     let (action, agent, all) = match command {
         AgentCommand::List => {
             let agents = ctx.client.follow(ctx.client.agents(env, &ListQuery::new()).await?, Some(env)).await?;
-            if ctx.json {
-                output::json(&agents);
-                return Ok(());
-            }
-            let rows: Vec<Vec<String>> = agents
-                .iter()
-                .map(|a| vec![a.name.clone(), a.status.as_str().to_string(), a.paused.to_string()])
-                .collect();
-            output::table(&["Agent", "Status", "Paused"], &rows);
+            output::list(ctx.json, &agents, &["Agent", "Status", "Paused"], |a| {
+                vec![a.name.clone(), a.status.as_str().to_string(), a.paused.to_string()]
+            });
             return Ok(());
         }
         AgentCommand::Pause { agent, all } => ("pause", agent, all),

@@ -79,23 +79,15 @@ pub async fn run(command: CompileCommand, options: &Options) -> Result<(), CliEr
             let (ctx, env) = super::scoped(&scope, options).await?;
             let query = ListQuery::new().limit(limit.into()).sort("requested.desc");
             let reports = ctx.client.compile_reports(env, &query).await?.data;
-            if ctx.json {
-                output::json(&reports);
-            } else {
-                let rows: Vec<Vec<String>> = reports
-                    .iter()
-                    .map(|r| {
-                        vec![
-                            r.id.to_string(),
-                            r.requested.clone().unwrap_or_default(),
-                            state(r).into(),
-                            r.version.map(|v| v.to_string()).unwrap_or_default(),
-                            r.metadata["message"].as_str().unwrap_or_default().to_string(),
-                        ]
-                    })
-                    .collect();
-                output::table(&["ID", "REQUESTED", "STATE", "VERSION", "MESSAGE"], &rows);
-            }
+            output::list(ctx.json, &reports, &["ID", "REQUESTED", "STATE", "VERSION", "MESSAGE"], |r| {
+                vec![
+                    r.id.to_string(),
+                    r.requested.clone().unwrap_or_default(),
+                    state(r).into(),
+                    r.version.map(|v| v.to_string()).unwrap_or_default(),
+                    r.metadata["message"].as_str().unwrap_or_default().to_string(),
+                ]
+            });
             Ok(())
         }
         ServerCompileCommand::Show { scope, id } => {

@@ -41,17 +41,9 @@ pub async fn run(command: DryrunCommand, ctx: &Context, env: Uuid) -> Result<(),
         }
         DryrunCommand::List { version } => {
             let runs = ctx.client.dry_runs(env, version).await?;
-            if ctx.json {
-                output::json(&runs);
-                return Ok(());
-            }
-            let rows: Vec<Vec<String>> = runs
-                .iter()
-                .map(|r| {
-                    vec![r.id.to_string(), r.date.clone().unwrap_or_default(), r.total.to_string(), r.todo.to_string()]
-                })
-                .collect();
-            output::table(&["Id", "Date", "Resources", "Todo"], &rows);
+            output::list(ctx.json, &runs, &["Id", "Date", "Resources", "Todo"], |r| {
+                vec![r.id.to_string(), r.date.clone().unwrap_or_default(), r.total.to_string(), r.todo.to_string()]
+            });
         }
         DryrunCommand::Show { version, id } => {
             let report = ctx.client.dry_run_report(env, version, id).await?;

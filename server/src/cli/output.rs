@@ -63,6 +63,17 @@ pub fn fields(pairs: &[(&str, String)]) {
     }
 }
 
+/// A list as the CLI prints it: the items as JSON with `--json`, otherwise a table under
+/// `header` with one row per item.
+pub fn list<T: serde::Serialize>(as_json: bool, items: &[T], header: &[&str], row: impl Fn(&T) -> Vec<String>) {
+    if as_json {
+        json(&items);
+        return;
+    }
+    let rows: Vec<Vec<String>> = items.iter().map(row).collect();
+    table(header, &rows);
+}
+
 pub fn json(value: &impl serde::Serialize) {
     match serde_json::to_string_pretty(value) {
         Ok(text) => println!("{text}"),

@@ -38,15 +38,9 @@ pub async fn run(command: ParamCommand, ctx: &Context, env: Uuid) -> Result<(), 
     match command {
         ParamCommand::List => {
             let params = ctx.client.follow(ctx.client.parameters(env, &ListQuery::new()).await?, Some(env)).await?;
-            if ctx.json {
-                output::json(&params);
-                return Ok(());
-            }
-            let rows: Vec<Vec<String>> = params
-                .iter()
-                .map(|p| vec![p.name.clone(), p.value.clone(), p.source.clone(), p.updated.clone().unwrap_or_default()])
-                .collect();
-            output::table(&["Name", "Value", "Source", "Updated"], &rows);
+            output::list(ctx.json, &params, &["Name", "Value", "Source", "Updated"], |p| {
+                vec![p.name.clone(), p.value.clone(), p.source.clone(), p.updated.clone().unwrap_or_default()]
+            });
         }
         ParamCommand::Get { name, resource_id } => {
             let parameter = ctx.client.parameter(env, &name, resource_id.as_deref()).await?;

@@ -51,18 +51,10 @@ pub async fn run(command: ProjectCommand, ctx: &Context) -> Result<(), CliError>
         ProjectCommand::Install { .. } => unreachable!("handled without a server by cli::run"),
         ProjectCommand::List => {
             let projects = c.projects().await?;
-            if ctx.json {
-                output::json(&projects);
-            } else {
-                let rows = projects
-                    .iter()
-                    .map(|p| {
-                        let envs: Vec<&str> = p.environments.iter().map(|e| e.name.as_str()).collect();
-                        vec![p.id.to_string(), p.name.clone(), envs.join(", ")]
-                    })
-                    .collect::<Vec<_>>();
-                output::table(&["ID", "NAME", "ENVIRONMENTS"], &rows);
-            }
+            output::list(ctx.json, &projects, &["ID", "NAME", "ENVIRONMENTS"], |p| {
+                let envs: Vec<&str> = p.environments.iter().map(|e| e.name.as_str()).collect();
+                vec![p.id.to_string(), p.name.clone(), envs.join(", ")]
+            });
         }
         ProjectCommand::Show { project } => {
             let project = find(ctx, &project).await?;

@@ -43,13 +43,9 @@ pub async fn run(command: ResourceCommand, ctx: &Context, env: Uuid) -> Result<(
                 }
             }
             let resources = ctx.client.follow(ctx.client.resources(env, &query).await?, Some(env)).await?;
-            if ctx.json {
-                output::json(&resources);
-                return Ok(());
-            }
-            let rows: Vec<Vec<String>> =
-                resources.iter().map(|r| vec![r.resource_id.clone(), r.status.as_str().to_string()]).collect();
-            output::table(&["Resource", "Status"], &rows);
+            output::list(ctx.json, &resources, &["Resource", "Status"], |r| {
+                vec![r.resource_id.clone(), r.status.as_str().to_string()]
+            });
         }
         ResourceCommand::Show { resource_id } => {
             let details = ctx.client.resource(env, &resource_id).await?;
@@ -77,13 +73,9 @@ pub async fn run(command: ResourceCommand, ctx: &Context, env: Uuid) -> Result<(
         ResourceCommand::History { resource_id } => {
             let page = ctx.client.resource_history(env, &resource_id, &ListQuery::new()).await?;
             let history = ctx.client.follow(page, Some(env)).await?;
-            if ctx.json {
-                output::json(&history);
-                return Ok(());
-            }
-            let rows: Vec<Vec<String>> =
-                history.iter().map(|h| vec![h.date.clone(), h.attribute_hash.clone()]).collect();
-            output::table(&["Date", "Attribute hash"], &rows);
+            output::list(ctx.json, &history, &["Date", "Attribute hash"], |h| {
+                vec![h.date.clone(), h.attribute_hash.clone()]
+            });
         }
         ResourceCommand::Logs { resource_id, level } => {
             let query = level.map_or_else(ListQuery::new, |level| ListQuery::new().filter("minimal_log_level", level));

@@ -5,11 +5,11 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use orchestrator::Orchestrator;
 use orchestrator::agents::AgentAction;
-use orchestrator::paging::{Page, PageRequest};
+use orchestrator::paging::PageRequest;
 use serde_json::json;
 
 use super::error::ApiResult;
-use super::extract::{Path, Query, Tid};
+use super::extract::{Paging, Path, Tid};
 use super::{Routes, done, env, paged};
 
 pub fn router() -> Routes {
@@ -20,14 +20,8 @@ pub fn router() -> Routes {
         .get("/api/v1/agent", env("agent.read"), v1_list)
 }
 
-async fn list(
-    State(o): State<Orchestrator>,
-    Tid(env): Tid,
-    Query(pairs): Query<Vec<(String, String)>>,
-) -> ApiResult<Response> {
-    let page = o.agents(env, &PageRequest::from_query(&pairs)?).await?;
-    let agents: Vec<api::operations::Agent> = page.items.into_iter().map(|listed| listed.agent).collect();
-    Ok(paged(Page { items: agents, links: page.links, metadata: page.metadata }).into_response())
+async fn list(State(o): State<Orchestrator>, Tid(env): Tid, Paging(req): Paging) -> ApiResult<Response> {
+    Ok(paged(o.agents(env, &req).await?.map(|listed| listed.agent)).into_response())
 }
 
 async fn one(

@@ -6,13 +6,12 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use orchestrator::Orchestrator;
 use orchestrator::compiles::CompileRequest;
-use orchestrator::paging::PageRequest;
 use serde::Deserialize;
 use serde_json::json;
 use uuid::Uuid;
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{self, Path, Query, Tid};
+use super::extract::{self, Paging, Path, Query, Tid};
 use super::{Caller, Routes, data, env, paged};
 use orchestrator::auth::{Access, Clients, Principal};
 
@@ -133,12 +132,8 @@ async fn report_v1(State(o): State<Orchestrator>, Tid(env): Tid, Path(id): Path<
     Ok(axum::Json(json!({"report": o.compile_details(env, id).await?})).into_response())
 }
 
-async fn reports(
-    State(o): State<Orchestrator>,
-    Tid(env): Tid,
-    Query(pairs): Query<Vec<(String, String)>>,
-) -> ApiResult<Response> {
-    Ok(paged(o.compile_reports(env, &PageRequest::from_query(&pairs)?).await?).into_response())
+async fn reports(State(o): State<Orchestrator>, Tid(env): Tid, Paging(req): Paging) -> ApiResult<Response> {
+    Ok(paged(o.compile_reports(env, &req).await?).into_response())
 }
 
 async fn details(State(o): State<Orchestrator>, Tid(env): Tid, Path(id): Path<Uuid>) -> ApiResult<Response> {

@@ -91,6 +91,11 @@ impl<T: DeserializeOwned> Describe for super::extract::Query<T> {
     }
 }
 
+impl Describe for super::extract::Paging {
+    fn describe(takes: &mut Takes) {
+        super::extract::Query::<Vec<(String, String)>>::describe(takes)
+    }
+}
 impl<T> Describe for super::extract::Path<T> {}
 impl<T> Describe for axum::extract::Path<T> {}
 impl<T> Describe for axum::extract::State<T> {}

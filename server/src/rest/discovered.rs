@@ -8,11 +8,10 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use orchestrator::Orchestrator;
 use orchestrator::auth::Clients;
-use orchestrator::paging::PageRequest;
 use serde::Deserialize;
 
 use super::error::ApiResult;
-use super::extract::{self, Path, Query, Tid};
+use super::extract::{self, Paging, Path, Tid};
 use super::limits::BodyLimit;
 use super::{Routes, data, done, env, paged};
 
@@ -78,12 +77,8 @@ async fn get_one(
     Ok(data(o.discovered_resource(env, &discovered_resource_id).await?).into_response())
 }
 
-async fn list(
-    State(o): State<Orchestrator>,
-    Tid(env): Tid,
-    Query(pairs): Query<Vec<(String, String)>>,
-) -> ApiResult<Response> {
-    Ok(paged(o.discovered_resources(env, &PageRequest::from_query(&pairs)?).await?).into_response())
+async fn list(State(o): State<Orchestrator>, Tid(env): Tid, Paging(req): Paging) -> ApiResult<Response> {
+    Ok(paged(o.discovered_resources(env, &req).await?).into_response())
 }
 
 async fn delete_one(

@@ -7,6 +7,7 @@ use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
+use orchestrator::paging::{PageRequest, page_request};
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
@@ -137,6 +138,19 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
                 ApiError::bad_request(format!("Invalid request: {}", strict.body_text()))
             }),
         }
+    }
+}
+
+/// The paging, sorting and filtering of a v2 list (`limit`, `sort`, `start`/`end`,
+/// `first_id`/`last_id`, `filter.<name>`), read from the query string and checked.
+pub struct Paging(pub PageRequest);
+
+impl<S: Send + Sync> FromRequestParts<S> for Paging {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let Query(pairs) = Query::<Vec<(String, String)>>::from_request_parts(parts, state).await?;
+        Ok(Paging(page_request(&pairs)?))
     }
 }
 

@@ -4,11 +4,10 @@ use api::operations::NotificationUpdate;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use orchestrator::Orchestrator;
-use orchestrator::paging::PageRequest;
 use uuid::Uuid;
 
 use super::error::ApiResult;
-use super::extract::{self, Path, Query, Tid};
+use super::extract::{self, Paging, Path, Tid};
 use super::{Routes, data, env, paged};
 
 pub fn router() -> Routes {
@@ -18,12 +17,8 @@ pub fn router() -> Routes {
         .patch("/api/v2/notification/{id}", env("notification.write"), update)
 }
 
-async fn list(
-    State(o): State<Orchestrator>,
-    Tid(env): Tid,
-    Query(pairs): Query<Vec<(String, String)>>,
-) -> ApiResult<Response> {
-    Ok(paged(o.notifications(env, &PageRequest::from_query(&pairs)?).await?).into_response())
+async fn list(State(o): State<Orchestrator>, Tid(env): Tid, Paging(req): Paging) -> ApiResult<Response> {
+    Ok(paged(o.notifications(env, &req).await?).into_response())
 }
 
 async fn one(State(o): State<Orchestrator>, Tid(env): Tid, Path(id): Path<Uuid>) -> ApiResult<Response> {

@@ -8,14 +8,13 @@ use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 
 use orchestrator::Orchestrator;
-use orchestrator::paging::PageRequest;
 use orchestrator::parameters::{NewParameter, ParamLookup};
 use orchestrator::scheduler::Schedulers;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{self, Path, Query, Tid};
+use super::extract::{self, Paging, Path, Query, Tid};
 use super::limits::BodyLimit;
 use super::{Routes, data, empty, env, paged};
 use orchestrator::auth::Clients;
@@ -169,20 +168,12 @@ async fn v1_set_many(
     Ok(empty())
 }
 
-async fn v2_parameters(
-    State(o): State<Orchestrator>,
-    Tid(env): Tid,
-    Query(pairs): Query<Vec<(String, String)>>,
-) -> ApiResult<Response> {
-    Ok(paged(o.parameters(env, &PageRequest::from_query(&pairs)?).await?).into_response())
+async fn v2_parameters(State(o): State<Orchestrator>, Tid(env): Tid, Paging(req): Paging) -> ApiResult<Response> {
+    Ok(paged(o.parameters(env, &req).await?).into_response())
 }
 
-async fn v2_facts(
-    State(o): State<Orchestrator>,
-    Tid(env): Tid,
-    Query(pairs): Query<Vec<(String, String)>>,
-) -> ApiResult<Response> {
-    Ok(paged(o.facts(env, &PageRequest::from_query(&pairs)?).await?).into_response())
+async fn v2_facts(State(o): State<Orchestrator>, Tid(env): Tid, Paging(req): Paging) -> ApiResult<Response> {
+    Ok(paged(o.facts(env, &req).await?).into_response())
 }
 
 async fn v2_set_parameter(

@@ -5,14 +5,14 @@ use api::ResourceId;
 use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use orchestrator::paging::PageRequest;
+use orchestrator::paging::page_request;
 use orchestrator::{ActionQuery, Orchestrator};
 use serde::Deserialize;
 use serde_json::json;
 use uuid::Uuid;
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{Path, Query, Tid};
+use super::extract::{Paging, Path, Query, Tid};
 use super::{Routes, data, env, paged};
 use orchestrator::auth::Clients;
 
@@ -32,7 +32,7 @@ pub fn router() -> Routes {
 type Pairs = Vec<(String, String)>;
 
 async fn list(State(o): State<Orchestrator>, Tid(env): Tid, Query(pairs): Query<Pairs>) -> ApiResult<Response> {
-    let req = PageRequest::from_query(&pairs)?;
+    let req = page_request(&pairs)?;
     let summary = match pairs.iter().rev().find(|(k, _)| k == "deploy_summary").map(|(_, v)| v.as_str()) {
         None => false,
         Some(text) => super::lenient::parse_bool(text)
@@ -54,9 +54,8 @@ async fn history(
     State(o): State<Orchestrator>,
     Tid(env): Tid,
     Path(rid): Path<String>,
-    Query(pairs): Query<Pairs>,
+    Paging(req): Paging,
 ) -> ApiResult<Response> {
-    let req = PageRequest::from_query(&pairs)?;
     Ok(paged(o.resource_history(env, &rid, &req).await?).into_response())
 }
 
@@ -64,9 +63,8 @@ async fn logs(
     State(o): State<Orchestrator>,
     Tid(env): Tid,
     Path(rid): Path<String>,
-    Query(pairs): Query<Pairs>,
+    Paging(req): Paging,
 ) -> ApiResult<Response> {
-    let req = PageRequest::from_query(&pairs)?;
     Ok(paged(o.resource_logs(env, &rid, &req).await?).into_response())
 }
 

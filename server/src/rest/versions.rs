@@ -6,13 +6,12 @@ use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
-use orchestrator::paging::PageRequest;
 use orchestrator::{ActionQuery, Orchestrator};
 use serde::Deserialize;
 use serde_json::json;
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{self, Path, Query, Tid};
+use super::extract::{self, Paging, Path, Query, Tid};
 use super::limits::BodyLimit;
 use super::{Routes, data, done, empty, env, paged};
 use orchestrator::auth::Clients;
@@ -222,12 +221,7 @@ async fn v1_delete(State(o): State<Orchestrator>, Tid(env): Tid, Path(version): 
     Ok(empty())
 }
 
-async fn v2_list(
-    State(o): State<Orchestrator>,
-    Tid(env): Tid,
-    Query(pairs): Query<Vec<(String, String)>>,
-) -> ApiResult<Response> {
-    let req = PageRequest::from_query(&pairs)?;
+async fn v2_list(State(o): State<Orchestrator>, Tid(env): Tid, Paging(req): Paging) -> ApiResult<Response> {
     Ok(paged(o.desired_state_versions(env, &req).await?).into_response())
 }
 
@@ -235,9 +229,8 @@ async fn version_resources(
     State(o): State<Orchestrator>,
     Tid(env): Tid,
     Path(version): Path<i64>,
-    Query(pairs): Query<Vec<(String, String)>>,
+    Paging(req): Paging,
 ) -> ApiResult<Response> {
-    let req = PageRequest::from_query(&pairs)?;
     Ok(paged(o.versioned_resources(env, version, &req).await?).into_response())
 }
 
