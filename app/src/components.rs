@@ -253,12 +253,15 @@ pub fn ErrorBox(title: &'static str, error: String) -> impl IntoView {
 /// What a page shows for a server function's result: `loading` as a muted line until the first
 /// answer, then `view` of the value, or an [`ErrorBox`] titled `error_title` when it failed. A
 /// `Transition`, so a refetch keeps the current view until the new one is ready.
+/// `not_allowed`, when given, replaces the error box when the caller lacks the permission: a
+/// page that only some roles may use explains that instead of showing a failure.
 #[component]
 pub fn Loaded<T, V, F>(
     resource: Resource<Result<T, ServerFnError>>,
     loading: &'static str,
     error_title: &'static str,
     view: F,
+    #[prop(optional, into)] not_allowed: Option<ViewFn>,
 ) -> impl IntoView
 where
     T: Clone + Send + Sync + 'static,
@@ -268,11 +271,14 @@ where
     view! {
         <Transition fallback=move || view! { <p class="muted">{loading}</p> }>
             {move || {
-                let view = view.clone();
+                let (view, not_allowed) = (view.clone(), not_allowed.clone());
                 Suspend::new(async move {
-                    match resource.await {
-                        Ok(value) => view(value).into_any(),
-                        Err(e) => view! { <ErrorBox title=error_title error=e.to_string()/> }.into_any(),
+                    match (resource.await, not_allowed) {
+                        (Ok(value), _) => view(value).into_any(),
+                        (Err(e), Some(not_allowed)) if error_text(&e).starts_with("not allowed") => {
+                            not_allowed.run().into_any()
+                        }
+                        (Err(e), _) => view! { <ErrorBox title=error_title error=e.to_string()/> }.into_any(),
                     }
                 })
             }}

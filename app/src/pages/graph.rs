@@ -51,26 +51,30 @@ pub fn GraphPage() -> impl IntoView {
             </div>
             <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
                 <FocusBar focus/>
-                <Transition fallback=|| view! { <p class="muted">"Loading the graph…"</p> }>
-                    {move || Suspend::new(async move {
-                        match data.await {
-                            Ok(g) if g.nodes.is_empty() && focus.get_untracked().failures => view! {
+                <Loaded
+                    resource=data
+                    loading="Loading the graph…"
+                    error_title="The graph could not be loaded"
+                    view=move |g| {
+                        if !g.nodes.is_empty() {
+                            view! { <GraphView env=env.get_untracked() graph=g/> }.into_any()
+                        } else if focus.get_untracked().failures {
+                            view! {
                                 <Empty title="No failures">
                                     <p>"No resource is failed, undefined or unavailable, so nothing is blocked."</p>
                                 </Empty>
                             }
-                                .into_any(),
-                            Ok(g) if g.nodes.is_empty() => view! {
+                                .into_any()
+                        } else {
+                            view! {
                                 <Empty title="No resources yet">
                                     <p>"Release a version to see how its resources depend on each other."</p>
                                 </Empty>
                             }
-                                .into_any(),
-                            Ok(g) => view! { <GraphView env=env.get_untracked() graph=g/> }.into_any(),
-                            Err(e) => view! { <ErrorBox title="The graph could not be loaded" error=e.to_string()/> }.into_any(),
+                                .into_any()
                         }
-                    })}
-                </Transition>
+                    }
+                />
             </Show>
         </section>
     }

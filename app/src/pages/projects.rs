@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 use leptos_meta::Title;
 
-use crate::components::{ActionError, ActionMessage, Empty, ErrorBox, Refresh, act, run};
+use crate::components::{ActionError, ActionMessage, Empty, Loaded, Refresh, act, run};
 use crate::fns;
 #[cfg(feature = "ssr")]
 use crate::fns::{fail, services_global};
@@ -43,21 +43,23 @@ pub fn ProjectsPage() -> impl IntoView {
                 <button class="button button-primary" type="submit">"Create project"</button>
             </form>
             <ActionMessage error=error/>
-            <Transition fallback=|| view! { <p class="muted">"Loading projects…"</p> }>
-                {move || Suspend::new(async move {
-                    match projects.await {
-                        Ok(list) if list.is_empty() => view! {
+            <Loaded
+                resource=projects
+                loading="Loading projects…"
+                error_title="The projects could not be loaded"
+                view=move |list| {
+                    if list.is_empty() {
+                        view! {
                             <Empty title="No projects yet">
                                 <p>"Create one above; environments are created inside a project."</p>
                             </Empty>
                         }
-                        .into_any(),
-                        Ok(list) => view! { <ProjectTable projects=list error=error/> }.into_any(),
-                        Err(e) => view! { <ErrorBox title="The projects could not be loaded" error=e.to_string()/> }
-                            .into_any(),
+                        .into_any()
+                    } else {
+                        view! { <ProjectTable projects=list error=error/> }.into_any()
                     }
-                })}
-            </Transition>
+                }
+            />
         </section>
     }
 }

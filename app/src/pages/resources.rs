@@ -338,29 +338,30 @@ fn HistoryTab(env: Memo<String>, rid: Memo<String>) -> impl IntoView {
     let refresh = Refresh::get();
     let data = Resource::new(move || (env.get(), rid.get(), refresh.tick()), |(e, r, _)| resource_history(e, r));
     view! {
-        <Transition fallback=|| view! { <p class="muted">"Loading history…"</p> }>
-            {move || Suspend::new(async move {
-                match data.await {
-                    Ok(rows) if rows.is_empty() => view! { <p class="muted">"No history yet."</p> }.into_any(),
-                    Ok(rows) => rows
-                        .into_iter()
-                        .map(|h| {
-                            view! {
-                                <details class="history-item">
-                                    <summary>
-                                        {short_date(&h.date)} " " <span class="muted mono">{h.attribute_hash.clone()}</span>
-                                        {format!(" · {} requires", h.requires.len())}
-                                    </summary>
-                                    <AttributeTable attributes=h.attributes/>
-                                </details>
-                            }
-                        })
-                        .collect_view()
-                        .into_any(),
-                    Err(e) => view! { <ErrorBox title="The history could not be loaded" error=e.to_string()/> }.into_any(),
+        <Loaded
+            resource=data
+            loading="Loading history…"
+            error_title="The history could not be loaded"
+            view=|rows| {
+                if rows.is_empty() {
+                    return view! { <p class="muted">"No history yet."</p> }.into_any();
                 }
-            })}
-        </Transition>
+                rows.into_iter()
+                    .map(|h| {
+                        view! {
+                            <details class="history-item">
+                                <summary>
+                                    {short_date(&h.date)} " " <span class="muted mono">{h.attribute_hash.clone()}</span>
+                                    {format!(" · {} requires", h.requires.len())}
+                                </summary>
+                                <AttributeTable attributes=h.attributes/>
+                            </details>
+                        }
+                    })
+                    .collect_view()
+                    .into_any()
+            }
+        />
     }
 }
 
@@ -393,44 +394,46 @@ fn LogsTab(env: Memo<String>, rid: Memo<String>, level: Memo<String>) -> impl In
                     .collect_view()}
             </select>
         </div>
-        <Transition fallback=|| view! { <p class="muted">"Loading logs…"</p> }>
-            {move || Suspend::new(async move {
-                match data.await {
-                    Ok(rows) if rows.is_empty() => view! { <p class="muted">"No log lines at this level."</p> }.into_any(),
-                    Ok(rows) => view! {
-                        <table class="table logs" id="logs">
-                            <thead>
-                                <tr>
-                                    <th scope="col">"Time"</th>
-                                    <th scope="col">"Version"</th>
-                                    <th scope="col">"Action"</th>
-                                    <th scope="col">"Level"</th>
-                                    <th scope="col">"Message"</th>
-                                </tr>
-                            </thead>
-                            <tbody>
-                                {rows
-                                    .into_iter()
-                                    .map(|l| {
-                                        view! {
-                                            <tr data-level=l.level.clone() data-version=l.version.map(|v| v.to_string())>
-                                                <td class="nowrap">{short_date(&l.timestamp)}</td>
-                                                <td class="log-version">{l.version}</td>
-                                                <td>{l.action}</td>
-                                                <td><span class=format!("level level-{}", l.level.to_lowercase())>{l.level.clone()}</span></td>
-                                                <td><pre class="log-message">{l.message}</pre></td>
-                                            </tr>
-                                        }
-                                    })
-                                    .collect_view()}
-                            </tbody>
-                        </table>
-                    }
-                        .into_any(),
-                    Err(e) => view! { <ErrorBox title="The logs could not be loaded" error=e.to_string()/> }.into_any(),
+        <Loaded
+            resource=data
+            loading="Loading logs…"
+            error_title="The logs could not be loaded"
+            view=|rows| {
+                if rows.is_empty() {
+                    return view! { <p class="muted">"No log lines at this level."</p> }.into_any();
                 }
-            })}
-        </Transition>
+                view! {
+                    <table class="table logs" id="logs">
+                        <thead>
+                            <tr>
+                                <th scope="col">"Time"</th>
+                                <th scope="col">"Version"</th>
+                                <th scope="col">"Action"</th>
+                                <th scope="col">"Level"</th>
+                                <th scope="col">"Message"</th>
+                            </tr>
+                        </thead>
+                        <tbody>
+                            {rows
+                                .into_iter()
+                                .map(|l| {
+                                    view! {
+                                        <tr data-level=l.level.clone() data-version=l.version.map(|v| v.to_string())>
+                                            <td class="nowrap">{short_date(&l.timestamp)}</td>
+                                            <td class="log-version">{l.version}</td>
+                                            <td>{l.action}</td>
+                                            <td><span class=format!("level level-{}", l.level.to_lowercase())>{l.level.clone()}</span></td>
+                                            <td><pre class="log-message">{l.message}</pre></td>
+                                        </tr>
+                                    }
+                                })
+                                .collect_view()}
+                        </tbody>
+                    </table>
+                }
+                    .into_any()
+            }
+        />
     }
 }
 
@@ -439,40 +442,40 @@ fn FactsTab(env: Memo<String>, rid: Memo<String>) -> impl IntoView {
     let refresh = Refresh::get();
     let data = Resource::new(move || (env.get(), rid.get(), refresh.tick()), |(e, r, _)| resource_facts(e, r));
     view! {
-        <Transition fallback=|| view! { <p class="muted">"Loading facts…"</p> }>
-            {move || Suspend::new(async move {
-                match data.await {
-                    Ok(rows) if rows.is_empty() => {
-                        view! { <p class="muted">"No facts: the handler of this resource reported none."</p> }.into_any()
-                    }
-                    Ok(rows) => view! {
-                        <table class="table">
-                            <thead>
-                                <tr>
-                                    <th scope="col">"Name"</th>
-                                    <th scope="col">"Value"</th>
-                                    <th scope="col">"Updated"</th>
-                                </tr>
-                            </thead>
-                            <tbody>
-                                {rows
-                                    .into_iter()
-                                    .map(|f| view! {
-                                        <tr>
-                                            <td>{f.name}</td>
-                                            <td><code class="value">{f.value}</code></td>
-                                            <td>{f.updated.as_deref().map(short_date)}</td>
-                                        </tr>
-                                    })
-                                    .collect_view()}
-                            </tbody>
-                        </table>
-                    }
-                        .into_any(),
-                    Err(e) => view! { <ErrorBox title="The facts could not be loaded" error=e.to_string()/> }.into_any(),
+        <Loaded
+            resource=data
+            loading="Loading facts…"
+            error_title="The facts could not be loaded"
+            view=|rows| {
+                if rows.is_empty() {
+                    return view! { <p class="muted">"No facts: the handler of this resource reported none."</p> }.into_any();
                 }
-            })}
-        </Transition>
+                view! {
+                    <table class="table">
+                        <thead>
+                            <tr>
+                                <th scope="col">"Name"</th>
+                                <th scope="col">"Value"</th>
+                                <th scope="col">"Updated"</th>
+                            </tr>
+                        </thead>
+                        <tbody>
+                            {rows
+                                .into_iter()
+                                .map(|f| view! {
+                                    <tr>
+                                        <td>{f.name}</td>
+                                        <td><code class="value">{f.value}</code></td>
+                                        <td>{f.updated.as_deref().map(short_date)}</td>
+                                    </tr>
+                                })
+                                .collect_view()}
+                        </tbody>
+                    </table>
+                }
+                    .into_any()
+            }
+        />
     }
 }
 

@@ -29,25 +29,22 @@ pub fn UsersPage() -> impl IntoView {
             <div class="page-header">
                 <h1>"Users"</h1>
             </div>
-            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match data.await {
-                        Ok(view) => view! { <UsersTable data=view error/> }.into_any(),
-                        Err(e) if error_text(&e).starts_with("not allowed") => view! {
-                            <div id="users-not-allowed">
-                                <Empty title="Only admins manage users">
-                                    <p>
-                                        "You are signed in without admin rights. Ask an admin to add users, "
-                                        "set passwords or give roles in an environment."
-                                    </p>
-                                </Empty>
-                            </div>
-                        }
-                            .into_any(),
-                        Err(e) => view! { <ErrorBox title="The users could not be loaded" error=e.to_string()/> }.into_any(),
-                    }
-                })}
-            </Transition>
+            <Loaded
+                resource=data
+                loading="Loading…"
+                error_title="The users could not be loaded"
+                view=move |view| view! { <UsersTable data=view error/> }
+                not_allowed=|| view! {
+                    <div id="users-not-allowed">
+                        <Empty title="Only admins manage users">
+                            <p>
+                                "You are signed in without admin rights. Ask an admin to add users, "
+                                "set passwords or give roles in an environment."
+                            </p>
+                        </Empty>
+                    </div>
+                }
+            />
             <Transition fallback=|| ()>
                 <UserForms data/>
             </Transition>

@@ -204,16 +204,12 @@ pub fn VersionPage() -> impl IntoView {
                     fields=vec![("resource_type", "Type"), ("agent", "Agent"), ("resource_id_value", "Value")]
                     keep=vec!["env", "v"]
                 />
-                <Transition fallback=|| view! { <p class="muted">"Loading resources…"</p> }>
-                    {move || Suspend::new(async move {
-                        match data.await {
-                            Ok(page) => {
-                                view! { <VersionResources env=env.get_untracked() version=version.get_untracked() data=page/> }.into_any()
-                            }
-                            Err(e) => view! { <ErrorBox title="The version could not be loaded" error=e.to_string()/> }.into_any(),
-                        }
-                    })}
-                </Transition>
+                <Loaded
+                    resource=data
+                    loading="Loading resources…"
+                    error_title="The version could not be loaded"
+                    view=move |page| view! { <VersionResources env=env.get_untracked() version=version.get_untracked() data=page/> }
+                />
             </Show>
         </section>
     }
@@ -774,17 +770,12 @@ pub fn ComplianceCheckPage() -> impl IntoView {
             </p>
             <ActionMessage error/>
             <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
-                <Transition fallback=|| view! { <p class="muted">"Loading dry runs…"</p> }>
-                    {move || Suspend::new(async move {
-                        match data.await {
-                            Ok(view) => {
-                                view! { <ComplianceBody env=env.get_untracked() version=version.get_untracked() view/> }
-                                    .into_any()
-                            }
-                            Err(e) => view! { <ErrorBox title="The dry runs could not be loaded" error=e.to_string()/> }.into_any(),
-                        }
-                    })}
-                </Transition>
+                <Loaded
+                    resource=data
+                    loading="Loading dry runs…"
+                    error_title="The dry runs could not be loaded"
+                    view=move |view| view! { <ComplianceBody env=env.get_untracked() version=version.get_untracked() view/> }
+                />
             </Show>
         </section>
     }

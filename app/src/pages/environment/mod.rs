@@ -415,28 +415,30 @@ fn TokensTab(env: Memo<String>) -> impl IntoView {
                 <code>"Authorization: Bearer <token>"</code> "). Only their details are kept: a lost token cannot be shown again, generate a new one."
             </p>
             <ActionMessage error/>
-            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match tokens.await {
-                        Ok(rows) if rows.is_empty() => view! {
+            <Loaded
+                resource=tokens
+                loading="Loading…"
+                error_title="The tokens could not be loaded"
+                view=move |rows| {
+                    if rows.is_empty() {
+                        view! {
                             <div id="no-tokens">
                                 <Empty title="No tokens yet">
                                     <p>"Generate one above for an agent, the compiler or a script."</p>
                                 </Empty>
                             </div>
                         }
-                            .into_any(),
-                        Ok(rows) => view! { <TokenTable env=env.get_untracked() rows error/> }.into_any(),
-                        Err(e) if error_text(&e).starts_with("not allowed") => view! {
-                            <Empty title="Tokens are for environment expert admins">
-                                <p>"Issuing and revoking tokens needs the environment-expert-admin role in this environment, or an admin."</p>
-                            </Empty>
-                        }
-                            .into_any(),
-                        Err(e) => view! { <ErrorBox title="The tokens could not be loaded" error=e.to_string()/> }.into_any(),
+                            .into_any()
+                    } else {
+                        view! { <TokenTable env=env.get_untracked() rows error/> }.into_any()
                     }
-                })}
-            </Transition>
+                }
+                not_allowed=|| view! {
+                    <Empty title="Tokens are for environment expert admins">
+                        <p>"Issuing and revoking tokens needs the environment-expert-admin role in this environment, or an admin."</p>
+                    </Empty>
+                }
+            />
         </div>
     }
 }
