@@ -129,6 +129,20 @@ pub fn table_query() -> Memo<TableQuery> {
     })
 }
 
+/// The rows of a table page: `fetch` of the table state of the URL ([`table_query`]), fetched
+/// again when that state changes and on every [`Refresh`].
+pub fn table_resource<T, Fut>(
+    fetch: impl Fn(TableQuery) -> Fut + Send + Sync + 'static,
+) -> Resource<Result<T, ServerFnError>>
+where
+    T: serde::Serialize + serde::de::DeserializeOwned + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<T, ServerFnError>> + Send + 'static,
+{
+    let refresh = Refresh::get();
+    let table = table_query();
+    Resource::new(move || (table.get(), refresh.tick()), move |(q, _)| fetch(q))
+}
+
 /// "x–y of total", previous/next page and page sizes, all as links that keep the other state.
 #[component]
 pub fn Pager(path: &'static str, page: PageInfo) -> impl IntoView {
@@ -618,6 +632,12 @@ pub fn choice_filter(path: &'static str, name: &'static str, values: &'static [&
             })
             .collect_view()
     }
+}
+
+/// The toolbar of a table page that filters on `filter.status`: one link per value of `values`.
+#[component]
+pub fn StatusFilter(path: &'static str, values: &'static [&'static str]) -> impl IntoView {
+    view! { <div class="toolbar" aria-label="Filter on status">{choice_filter(path, "status", values)}</div> }
 }
 
 /// A duration for people: `0.4 s`, `12 s`, `3 min 4 s`, `2 h 5 min`.

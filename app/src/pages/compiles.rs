@@ -30,9 +30,7 @@ const COMPILES: &str = "/console/compilereports";
 #[component]
 pub fn CompileReportsPage() -> impl IntoView {
     let env = env();
-    let refresh = Refresh::get();
-    let table = table_query();
-    let data = Resource::new(move || (table.get(), refresh.tick()), |(q, _)| compile_reports(q));
+    let data = table_resource(compile_reports);
     view! {
         <EnvironmentPage
             title="Compile Reports"
@@ -41,9 +39,7 @@ pub fn CompileReportsPage() -> impl IntoView {
                 <RecompileMenu/>
             }
         >
-            <div class="toolbar" aria-label="Filter on status">
-                {choice_filter(COMPILES, "status", &COMPILE_STATUS_CHOICES)}
-            </div>
+            <StatusFilter path=COMPILES values=&COMPILE_STATUS_CHOICES/>
             <Loaded
                 resource=data
                 loading="Loading compile reports…"

@@ -20,12 +20,10 @@ const NOTIFICATIONS: &str = "/console/notificationcenter";
 #[component]
 pub fn AgentsPage() -> impl IntoView {
     let env = env();
-    let refresh = Refresh::get();
-    let table = table_query();
-    let data = Resource::new(move || (table.get(), refresh.tick()), |(q, _)| agents(q));
+    let data = table_resource(agents);
     view! {
         <EnvironmentPage title="Agents" env>
-            <div class="toolbar" aria-label="Filter on status">{choice_filter(AGENTS, "status", &["", "up", "down", "paused"])}</div>
+            <StatusFilter path=AGENTS values=&["", "up", "down", "paused"]/>
             <Loaded
                 resource=data
                 loading="Loading agents…"
@@ -151,9 +149,7 @@ pub fn FactsPage() -> impl IntoView {
 #[component]
 fn ParameterList(facts: bool) -> impl IntoView {
     let env = env();
-    let refresh = Refresh::get();
-    let table = table_query();
-    let data = Resource::new(move || (table.get(), refresh.tick()), move |(q, _)| parameters(q, facts));
+    let data = table_resource(move |q| parameters(q, facts));
     let (title, path) = if facts { ("Facts", FACTS) } else { ("Parameters", PARAMETERS) };
     let fields = if facts {
         vec![("name", "Name"), ("resource_id", "Resource")]
@@ -251,9 +247,7 @@ fn ParameterTable(env: String, path: &'static str, facts: bool, data: Paged<Para
 #[component]
 pub fn NotificationsPage() -> impl IntoView {
     let env = env();
-    let refresh = Refresh::get();
-    let table = table_query();
-    let data = Resource::new(move || (table.get(), refresh.tick()), |(q, _)| fns::notifications(q));
+    let data = table_resource(fns::notifications);
     let error = ActionError::new();
     view! {
         <EnvironmentPage

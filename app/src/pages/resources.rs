@@ -24,9 +24,7 @@ const DETAILS: &str = "/console/resources/details";
 #[component]
 pub fn ResourcesPage() -> impl IntoView {
     let env = env();
-    let refresh = Refresh::get();
-    let table = table_query();
-    let data = Resource::new(move || (table.get(), refresh.tick()), |(q, _)| resources(q));
+    let data = table_resource(resources);
     let error = ActionError::new();
     let deploy = move |repair: bool| {
         let (question, yes, done) = if repair {

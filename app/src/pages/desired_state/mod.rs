@@ -20,14 +20,10 @@ const VERSION: &str = "/console/desiredstate/version";
 #[component]
 pub fn DesiredStatePage() -> impl IntoView {
     let env = env();
-    let refresh = Refresh::get();
-    let table = table_query();
-    let data = Resource::new(move || (table.get(), refresh.tick()), |(q, _)| fns::versions(q));
+    let data = table_resource(fns::versions);
     view! {
         <EnvironmentPage title="Desired State" env>
-            <div class="toolbar" aria-label="Filter on status">
-                {choice_filter(VERSIONS, "status", &["", "active", "candidate", "retired", "skipped_candidate"])}
-            </div>
+            <StatusFilter path=VERSIONS values=&["", "active", "candidate", "retired", "skipped_candidate"]/>
             <Loaded
                 resource=data
                 loading="Loading versions…"
