@@ -10,7 +10,7 @@ use api::CompileStatus;
 
 use crate::components::*;
 #[cfg(feature = "ssr")]
-use crate::fns::{compile_row, env_id, fail, page_info, page_request, seconds, services_for};
+use crate::fns::{compile_row, env_id, fail, page_request, paged, seconds, services_for};
 #[cfg(feature = "ssr")]
 use crate::model::CompileError;
 use crate::model::{CompileDetailsView, CompileRow, CompileStageRow, Paged, TableQuery};
@@ -487,7 +487,7 @@ pub async fn compile_reports(query: TableQuery) -> Result<Paged<CompileRow>, Ser
     let mut req = page_request(&query);
     req.filters.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     let page = s.orchestrator.compile_reports(id, &req).await.map_err(fail)?;
-    Ok(Paged { page: page_info(&page), rows: page.items.iter().map(compile_row).collect() })
+    Ok(paged(page, |c| compile_row(&c)))
 }
 
 /// Whether the environment compiles on the server (`server_compile`): the Recompile menu is

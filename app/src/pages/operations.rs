@@ -6,7 +6,7 @@ use leptos::server_fn::codec::Json;
 use crate::components::*;
 use crate::fns;
 #[cfg(feature = "ssr")]
-use crate::fns::{env_id, fail, page_info, page_request, services_for};
+use crate::fns::{env_id, fail, page_request, paged, services_for};
 use crate::layout::resource_link;
 use crate::model::{AgentRow, NotificationRow, Paged, ParameterRow, TableQuery};
 use crate::pages::desired_state::FilterForm;
@@ -339,19 +339,13 @@ fn NotificationList(env: String, data: Paged<NotificationRow>, error: ActionErro
 pub async fn agents(query: TableQuery) -> Result<Paged<AgentRow>, ServerFnError> {
     let s = services_for("agent.read", &query.env)?;
     let page = s.orchestrator.agents(env_id(&query.env)?, &page_request(&query)).await.map_err(fail)?;
-    let info = page_info(&page);
-    let rows = page
-        .items
-        .into_iter()
-        .map(|listed| AgentRow {
-            status: listed.agent.status,
-            name: listed.agent.name,
-            paused: listed.agent.paused,
-            unpause_on_resume: listed.agent.unpause_on_resume,
-            last_seen: listed.last_seen,
-        })
-        .collect();
-    Ok(Paged { page: info, rows })
+    Ok(paged(page, |listed| AgentRow {
+        status: listed.agent.status,
+        name: listed.agent.name,
+        paused: listed.agent.paused,
+        unpause_on_resume: listed.agent.unpause_on_resume,
+        last_seen: listed.last_seen,
+    }))
 }
 
 /// pause, unpause, keep_paused_on_resume or unpause_on_resume, for one agent or (empty name) all.
@@ -371,23 +365,13 @@ pub async fn parameters(query: TableQuery, facts: bool) -> Result<Paged<Paramete
     let req = page_request(&query);
     if facts {
         let page = s.orchestrator.facts(id, &req).await.map_err(fail)?;
-        Ok(Paged {
-            page: page_info(&page),
-            rows: page
-                .items
-                .into_iter()
-                .map(|f| ParameterRow {
-                    resource_id: f.resource_id,
-                    ..parameter_row(f.name, f.value, f.source, f.updated)
-                })
-                .collect(),
-        })
+        Ok(paged(page, |f| ParameterRow {
+            resource_id: f.resource_id,
+            ..parameter_row(f.name, f.value, f.source, f.updated)
+        }))
     } else {
         let page = s.orchestrator.parameters(id, &req).await.map_err(fail)?;
-        Ok(Paged {
-            page: page_info(&page),
-            rows: page.items.into_iter().map(|p| parameter_row(p.name, p.value, p.source, p.updated)).collect(),
-        })
+        Ok(paged(page, |p| parameter_row(p.name, p.value, p.source, p.updated)))
     }
 }
 
