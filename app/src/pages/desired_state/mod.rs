@@ -103,14 +103,7 @@ fn VersionsTable(env: String, data: Paged<VersionRow>) -> impl IntoView {
                             <button
                                 class="button button-small promote"
                                 type="button"
-                                on:click=move |_| {
-                                    let env = env_p.clone();
-                                    error.ask(
-                                        format!("Promote version {version}? It becomes the desired state and deploys."),
-                                        "Promote",
-                                        move || act(error, format!("Version {version} promoted"), fns::version_action(env.clone(), version, false)),
-                                    )
-                                }
+                                on:click=move |_| ask_version_action(error, env_p.clone(), version, false)
                             >
                                 "Promote"
                             </button>
@@ -119,14 +112,7 @@ fn VersionsTable(env: String, data: Paged<VersionRow>) -> impl IntoView {
                             <button
                                 class="button button-small button-secondary delete"
                                 type="button"
-                                on:click=move |_| {
-                                    let env = env_d.clone();
-                                    error.ask(
-                                        format!("Delete version {version}?"),
-                                        "Delete",
-                                        move || act(error, format!("Version {version} deleted"), fns::version_action(env.clone(), version, true)),
-                                    )
-                                }
+                                on:click=move |_| ask_version_action(error, env_d.clone(), version, true)
                             >
                                 "Delete"
                             </button>
@@ -167,6 +153,21 @@ fn VersionsTable(env: String, data: Paged<VersionRow>) -> impl IntoView {
         <Pager path=VERSIONS page=data.page/>
     }
     .into_any()
+}
+
+/// Asks before promoting `version` (or, with `delete`, deleting it), then does it: the versions
+/// table and a version's page ask the same question.
+fn ask_version_action(error: ActionError, env: String, version: i64, delete: bool) {
+    let (question, yes, done) = if delete {
+        (format!("Delete version {version}?"), "Delete", format!("Version {version} deleted"))
+    } else {
+        (
+            format!("Promote version {version}? It becomes the desired state and deploys."),
+            "Promote",
+            format!("Version {version} promoted"),
+        )
+    };
+    error.ask(question, yes, move || act(error, done.clone(), fns::version_action(env.clone(), version, delete)));
 }
 
 #[component]
@@ -254,14 +255,7 @@ fn VersionHeader(env: Memo<String>, version: Memo<String>) -> impl IntoView {
                                     class="button button-primary"
                                     id="version-promote"
                                     type="button"
-                                    on:click=move |_| {
-                                        let env = env.clone();
-                                        error.ask(
-                                            format!("Promote version {version}? It becomes the desired state and deploys."),
-                                            "Promote",
-                                            move || act(error, format!("Version {version} promoted"), fns::version_action(env.clone(), version, false)),
-                                        )
-                                    }
+                                    on:click=move |_| ask_version_action(error, env.clone(), version, false)
                                 >
                                     "Promote"
                                 </button>
