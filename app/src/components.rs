@@ -300,7 +300,8 @@ where
     }
 }
 
-/// A label and the text input it names (`for` is the input's `id`), bound to `value`.
+/// A label and the text input it names (`for` is the input's `id`), bound to `value`; `hint`, a
+/// line under the input that describes it (`id` + `-hint`).
 #[component]
 pub fn TextField(
     id: &'static str,
@@ -309,7 +310,10 @@ pub fn TextField(
     #[prop(default = "text")] input_type: &'static str,
     #[prop(optional)] placeholder: Option<&'static str>,
     #[prop(optional)] required: bool,
+    #[prop(optional)] autocomplete: Option<&'static str>,
+    #[prop(optional)] hint: Option<&'static str>,
 ) -> impl IntoView {
+    let hint_id = format!("{id}-hint");
     view! {
         <label for=id>{label}</label>
         <input
@@ -317,10 +321,13 @@ pub fn TextField(
             class="input"
             type=input_type
             placeholder=placeholder
+            autocomplete=autocomplete
             required=required
+            aria-describedby=hint.is_some().then(|| hint_id.clone())
             prop:value=move || value.get()
             on:input=move |ev| value.set(event_target_value(&ev))
         />
+        {hint.map(|hint| view! { <p class="muted field-hint" id=hint_id>{hint}</p> })}
     }
 }
 

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 use leptos_meta::Title;
 
-use crate::components::{ActionError, ActionMessage, Empty, Loaded, Refresh, act, run};
+use crate::components::{ActionError, ActionMessage, Empty, Loaded, Refresh, TextField, act, run};
 use crate::fns;
 #[cfg(feature = "ssr")]
 use crate::fns::{fail, services_global};
@@ -30,16 +30,7 @@ pub fn ProjectsPage() -> impl IntoView {
                 <h1>"Projects"</h1>
             </div>
             <form class="inline-form card" id="create-project" on:submit=create>
-                <label for="project-name">"New project"</label>
-                <input
-                    id="project-name"
-                    class="input"
-                    type="text"
-                    required
-                    placeholder="name"
-                    prop:value=move || name.get()
-                    on:input=move |ev| name.set(event_target_value(&ev))
-                />
+                <TextField id="project-name" label="New project" value=name required=true placeholder="name"/>
                 <button class="button button-primary" type="submit">"Create project"</button>
             </form>
             <ActionMessage error=error/>

@@ -262,28 +262,16 @@ fn AddUserForm() -> impl IntoView {
     view! {
         <form class="card form" id="add-user" on:submit=add>
             <h2>"Add user"</h2>
-            <label for="new-username">"Username"</label>
-            <input
-                id="new-username"
-                class="input"
-                type="text"
-                autocomplete="off"
-                required=true
-                prop:value=move || username.get()
-                on:input=move |ev| username.set(event_target_value(&ev))
-            />
-            <label for="new-password">"Password"</label>
-            <input
+            <TextField id="new-username" label="Username" value=username autocomplete="off" required=true/>
+            <TextField
                 id="new-password"
-                class="input"
-                type="password"
+                label="Password"
+                value=password
+                input_type="password"
                 autocomplete="new-password"
                 required=true
-                aria-describedby="new-password-hint"
-                prop:value=move || password.get()
-                on:input=move |ev| password.set(event_target_value(&ev))
+                hint=PASSWORD_HINT
             />
-            <p class="muted field-hint" id="new-password-hint">{PASSWORD_HINT}</p>
             <label class="checkbox">
                 <input
                     id="new-admin"
@@ -434,18 +422,15 @@ fn SetPasswordForm(data: UsersResource) -> impl IntoView {
         <form class="card form" id="set-password" on:submit=save>
             <h2>"Set a password"</h2>
             <UserSelect id="password-user" data=data user=user/>
-            <label for="password-new">"New password"</label>
-            <input
+            <TextField
                 id="password-new"
-                class="input"
-                type="password"
+                label="New password"
+                value=password
+                input_type="password"
                 autocomplete="new-password"
                 required=true
-                aria-describedby="password-new-hint"
-                prop:value=move || password.get()
-                on:input=move |ev| password.set(event_target_value(&ev))
+                hint=PASSWORD_HINT
             />
-            <p class="muted field-hint" id="password-new-hint">{PASSWORD_HINT}</p>
             <ActionMessage error/>
             <Notice notice/>
             <div class="form-actions">
