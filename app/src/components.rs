@@ -368,6 +368,22 @@ pub fn EnvironmentPage(
     }
 }
 
+/// The frame of a page below another one (a compile, a version, a resource...): `title` as the
+/// document title, the breadcrumbs (`trail`: links to the pages above, then where the reader is),
+/// then `children`.
+#[component]
+pub fn SubPage(#[prop(into)] title: TextProp, #[prop(into)] trail: ViewFn, children: Children) -> impl IntoView {
+    view! {
+        <leptos_meta::Title text=title/>
+        <section class="page">
+            <nav class="breadcrumbs" aria-label="Breadcrumbs">
+                {trail.run()}
+            </nav>
+            {children()}
+        </section>
+    }
+}
+
 /// Shown on environment pages opened without `?env=`.
 #[component]
 pub fn NoEnvironment() -> impl IntoView {

@@ -3,7 +3,6 @@
 
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
-use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use api::CompileStatus;
@@ -14,6 +13,7 @@ use crate::fns::{compile_row, env_id, fail, page_request, paged, seconds, servic
 #[cfg(feature = "ssr")]
 use crate::model::CompileError;
 use crate::model::{CompileDetailsView, CompileRow, CompileStageRow, Paged, TableQuery};
+use crate::pages::desired_state::version_link;
 use crate::pages::environment::short_date;
 
 /// The status filter of the compile reports: any, or one compile status.
@@ -231,13 +231,14 @@ pub fn CompileDetailsPage() -> impl IntoView {
         },
     );
     view! {
-        <Title text="Compile details"/>
-        <section class="page">
-            <nav class="breadcrumbs" aria-label="Breadcrumbs">
+        <SubPage
+            title="Compile details"
+            trail=move || view! {
                 <a href=move || env_link("compilereports", &env.get())>"Compile Reports"</a>
                 " › "
                 <span class="mono">{move || id.get()}</span>
-            </nav>
+            }
+        >
             <div class="page-header">
                 <h1>"Compile details"</h1>
             </div>
@@ -249,7 +250,7 @@ pub fn CompileDetailsPage() -> impl IntoView {
                     view=move |d| view! { <CompileDetailsBody env=env.get_untracked() details=d/> }
                 />
             </Show>
-        </section>
+        </SubPage>
     }
     .into_any()
 }
@@ -259,7 +260,7 @@ fn CompileDetailsBody(env: String, details: CompileDetailsView) -> impl IntoView
     let c = details.compile;
     let yes_no = |b: bool| if b { "yes" } else { "no" };
     let version = c.version.map(|v| {
-        let href = format!("{}&v={v}", env_link("desiredstate/version", &env));
+        let href = version_link(&env, v);
         view! { <a href=href id="compile-version">{format!("Version {v}")}</a> }
     });
     let timeline = view! {

@@ -6,7 +6,6 @@
 
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
-use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::components::*;
@@ -38,13 +37,14 @@ pub fn GraphPage() -> impl IntoView {
     let data =
         Resource::new(move || (env.get(), focus.get(), refresh.tick()), |(env, focus, _)| resource_graph(env, focus));
     view! {
-        <Title text="Dependency graph"/>
-        <section class="page">
-            <nav class="breadcrumbs" aria-label="Breadcrumbs">
+        <SubPage
+            title="Dependency graph"
+            trail=move || view! {
                 <a href=move || env_link("resources", &env.get())>"Resources"</a>
                 " › "
                 <span>"Dependency graph"</span>
-            </nav>
+            }
+        >
             <div class="page-header">
                 <h1>"Dependency graph"</h1>
                 <span class="muted">"Scroll to zoom, drag to pan, click a resource to open it."</span>
@@ -76,7 +76,7 @@ pub fn GraphPage() -> impl IntoView {
                     }
                 />
             </Show>
-        </section>
+        </SubPage>
     }
 }
 

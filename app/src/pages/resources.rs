@@ -2,7 +2,6 @@
 
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
-use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::components::*;
@@ -201,13 +200,14 @@ pub fn ResourceDetailsPage() -> impl IntoView {
             .collect_view()
     };
     view! {
-        <Title text=move || rid.get()/>
-        <section class="page">
-            <nav class="breadcrumbs" aria-label="Breadcrumbs">
+        <SubPage
+            title=move || rid.get()
+            trail=move || view! {
                 <a href=move || env_link("resources", &env.get())>"Resources"</a>
                 " › "
                 <span>{move || rid.get()}</span>
-            </nav>
+            }
+        >
             <Loaded
                 resource=details
                 loading="Loading…"
@@ -224,7 +224,7 @@ pub fn ResourceDetailsPage() -> impl IntoView {
                     _ => view! { <AttributesTab details/> }.into_any(),
                 }}
             </div>
-        </section>
+        </SubPage>
     }
 }
 

@@ -1,7 +1,6 @@
 //! Desired state: versions, the resources of a version, one versioned resource, compare.
 
 use leptos::prelude::*;
-use leptos_meta::Title;
 use leptos_router::hooks::{use_navigate, use_params_map, use_query_map};
 
 use crate::components::*;
@@ -60,7 +59,7 @@ fn VersionsTable(env: String, data: Paged<VersionRow>) -> impl IntoView {
         .into_iter()
         .map(|v| {
             let version = v.version;
-            let href = format!("{}&v={version}", env_link("desiredstate/version", &env));
+            let href = version_link(&env, version);
             let (env_p, env_d) = (env.clone(), env.clone());
             let candidate = matches!(v.status, VersionStatus::Candidate | VersionStatus::SkippedCandidate);
             let active = v.status == VersionStatus::Active;
@@ -179,18 +178,19 @@ pub fn VersionPage() -> impl IntoView {
     let data = Resource::new(
         move || (table.get(), version.get(), refresh.tick()),
         |(q, v, _)| async move {
-            let v: i64 = v.parse().map_err(|_| ServerFnError::new("no version given (?v=)"))?;
+            let v = version_number(&v)?;
             fns::version_resources(q, v).await
         },
     );
     view! {
-        <Title text=move || format!("Version {}", version.get())/>
-        <section class="page">
-            <nav class="breadcrumbs" aria-label="Breadcrumbs">
+        <SubPage
+            title=move || format!("Version {}", version.get())
+            trail=move || view! {
                 <a href=move || env_link("desiredstate", &env.get())>"Desired State"</a>
                 " › "
                 <span>{move || format!("Version {}", version.get())}</span>
-            </nav>
+            }
+        >
             <div class="page-header">
                 <h1>{move || format!("Version {}", version.get())}</h1>
             </div>
@@ -208,7 +208,7 @@ pub fn VersionPage() -> impl IntoView {
                     view=move |page| view! { <VersionResources env=env.get_untracked() version=version.get_untracked() data=page/> }
                 />
             </Show>
-        </section>
+        </SubPage>
     }
 }
 
@@ -220,7 +220,7 @@ fn VersionHeader(env: Memo<String>, version: Memo<String>) -> impl IntoView {
     let summary = Resource::new(
         move || (env.get(), version.get(), refresh.tick()),
         |(env, v, _)| async move {
-            let v: i64 = v.parse().map_err(|_| ServerFnError::new("no version given (?v=)"))?;
+            let v = version_number(&v)?;
             fns::version_summary(env, v).await
         },
     );
@@ -328,22 +328,21 @@ pub fn VersionResourcePage() -> impl IntoView {
     let data = Resource::new(
         move || (env.get(), version.get(), rid.get()),
         |(env, v, rid)| async move {
-            let v: i64 = v.parse().map_err(|_| ServerFnError::new("no version given (?v=)"))?;
+            let v = version_number(&v)?;
             fns::version_resource(env, v, rid).await
         },
     );
     view! {
-        <Title text=move || rid.get()/>
-        <section class="page">
-            <nav class="breadcrumbs" aria-label="Breadcrumbs">
+        <SubPage
+            title=move || rid.get()
+            trail=move || view! {
                 <a href=move || env_link("desiredstate", &env.get())>"Desired State"</a>
                 " › "
-                <a href=move || format!("{}&v={}", env_link("desiredstate/version", &env.get()), version.get())>
-                    {move || format!("Version {}", version.get())}
-                </a>
+                <a href=move || version_link(&env.get(), version.get())>{move || format!("Version {}", version.get())}</a>
                 " › "
                 <span>{move || rid.get()}</span>
-            </nav>
+            }
+        >
             <div class="page-header">
                 <h1 class="mono">{move || rid.get()}</h1>
             </div>
@@ -353,7 +352,7 @@ pub fn VersionResourcePage() -> impl IntoView {
                 error_title="The resource could not be loaded"
                 view=move |attrs| view! { <AttributeTable attributes=attrs/> }
             />
-        </section>
+        </SubPage>
     }
 }
 
@@ -414,13 +413,14 @@ pub fn ComparePage() -> impl IntoView {
         },
     );
     view! {
-        <Title text=move || format!("Compare {} and {}", from.get(), to.get())/>
-        <section class="page">
-            <nav class="breadcrumbs" aria-label="Breadcrumbs">
+        <SubPage
+            title=move || format!("Compare {} and {}", from.get(), to.get())
+            trail=move || view! {
                 <a href=move || env_link("desiredstate", &env.get())>"Desired State"</a>
                 " › "
                 <span>"Compare"</span>
-            </nav>
+            }
+        >
             <div class="page-header">
                 <h1>{move || format!("Version {} → {}", from.get(), to.get())}</h1>
             </div>
@@ -430,7 +430,7 @@ pub fn ComparePage() -> impl IntoView {
                 error_title="The versions could not be compared"
                 view=move |changes| view! { <Changes env=env.get_untracked() changes/> }
             />
-        </section>
+        </SubPage>
     }
 }
 
@@ -672,6 +672,16 @@ pub fn FilterForm(
     }
 }
 
+/// A version's page.
+pub fn version_link(env: &str, version: impl std::fmt::Display) -> String {
+    format!("{}&v={version}", env_link("desiredstate/version", env))
+}
+
+/// The version `?v=` names, or the error the page shows when it names none.
+fn version_number(v: &str) -> Result<i64, ServerFnError> {
+    v.parse().map_err(|_| ServerFnError::new("no version given (?v=)"))
+}
+
 /// The compliance check page of a version.
 pub fn compliance_link(env: &str, version: i64) -> String {
     format!("{}/desiredstate/{version}/compliancecheck?env={}", crate::BASE, encode(env))
@@ -732,17 +742,16 @@ pub fn ComplianceCheckPage() -> impl IntoView {
         });
     };
     view! {
-        <Title text=move || format!("Compliance check of version {}", version.get())/>
-        <section class="page">
-            <nav class="breadcrumbs" aria-label="Breadcrumbs">
+        <SubPage
+            title=move || format!("Compliance check of version {}", version.get())
+            trail=move || view! {
                 <a href=move || env_link("desiredstate", &env.get())>"Desired State"</a>
                 " › "
-                <a href=move || format!("{}&v={}", env_link("desiredstate/version", &env.get()), version.get())>
-                    {move || format!("Version {}", version.get())}
-                </a>
+                <a href=move || version_link(&env.get(), version.get())>{move || format!("Version {}", version.get())}</a>
                 " › "
                 <span>"Compliance check"</span>
-            </nav>
+            }
+        >
             <div class="page-header">
                 <h1>{move || format!("Compliance check of version {}", version.get())}</h1>
                 <button
@@ -767,7 +776,7 @@ pub fn ComplianceCheckPage() -> impl IntoView {
                     view=move |view| view! { <ComplianceBody env=env.get_untracked() version=version.get_untracked() view/> }
                 />
             </Show>
-        </section>
+        </SubPage>
     }
     .into_any()
 }

@@ -9,6 +9,7 @@ pub(crate) mod fns;
 #[cfg(all(test, feature = "ssr"))]
 mod tests;
 use crate::model::{CLIENT_TYPES, CompileRow, Dashboard, EnvironmentDetails, ResourceState, SettingRow, TokenRow};
+use crate::pages::desired_state::version_link;
 
 #[component]
 pub fn DashboardPage() -> impl IntoView {
@@ -218,7 +219,7 @@ fn DashboardBody(env: String, data: Dashboard) -> impl IntoView {
                             {versions
                                 .into_iter()
                                 .map(|v| {
-                                    let href = format!("{}&v={}", env_link("desiredstate/version", &env), v.version);
+                                    let href = version_link(&env, v.version);
                                     view! {
                                         <tr>
                                             <td><a href=href>{v.version}</a></td>
