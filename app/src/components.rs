@@ -129,8 +129,22 @@ pub fn table_query() -> Memo<TableQuery> {
     })
 }
 
-/// The rows of a table page: `fetch` of the table state of the URL ([`table_query`]), fetched
-/// again when that state changes and on every [`Refresh`].
+/// A server function's result that follows what the console knows: `fetch` of `source`, fetched
+/// again when `source` changes and on every [`Refresh`] (live events, actions in this tab).
+pub fn live_resource<S, T, Fut>(
+    source: impl Fn() -> S + Send + Sync + 'static,
+    fetch: impl Fn(S) -> Fut + Send + Sync + 'static,
+) -> Resource<Result<T, ServerFnError>>
+where
+    S: PartialEq + Clone + Send + Sync + 'static,
+    T: serde::Serialize + serde::de::DeserializeOwned + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<T, ServerFnError>> + Send + 'static,
+{
+    let refresh = Refresh::get();
+    Resource::new(move || (source(), refresh.tick()), move |(s, _)| fetch(s))
+}
+
+/// The rows of a table page: `fetch` of the table state of the URL ([`table_query`]), live.
 pub fn table_resource<T, Fut>(
     fetch: impl Fn(TableQuery) -> Fut + Send + Sync + 'static,
 ) -> Resource<Result<T, ServerFnError>>
@@ -138,9 +152,8 @@ where
     T: serde::Serialize + serde::de::DeserializeOwned + Send + Sync + 'static,
     Fut: std::future::Future<Output = Result<T, ServerFnError>> + Send + 'static,
 {
-    let refresh = Refresh::get();
     let table = table_query();
-    Resource::new(move || (table.get(), refresh.tick()), move |(q, _)| fetch(q))
+    live_resource(move || table.get(), fetch)
 }
 
 /// "x–y of total", previous/next page and page sizes, all as links that keep the other state.

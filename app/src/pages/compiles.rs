@@ -57,8 +57,7 @@ pub fn CompileReportsPage() -> impl IntoView {
 #[component]
 fn RecompileMenu() -> impl IntoView {
     let env = env();
-    let refresh = Refresh::get();
-    let enabled = Resource::new(move || (env.get(), refresh.tick()), |(env, _)| server_compile_enabled(env));
+    let enabled = live_resource(move || env.get(), server_compile_enabled);
     let open = RwSignal::new(false);
     let notice = RwSignal::new(None::<String>);
     let error = ActionError::new();

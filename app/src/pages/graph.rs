@@ -27,15 +27,13 @@ pub fn around_link(env: &str, rid: &str) -> String {
 #[component]
 pub fn GraphPage() -> impl IntoView {
     let env = env();
-    let refresh = Refresh::get();
     let (view_q, around, hops) = (query("view"), query("around"), query("hops"));
     let focus = Memo::new(move |_| GraphFocus {
         failures: view_q.get() == "failures",
         around: around.get(),
         hops: hops.get().parse().unwrap_or(2),
     });
-    let data =
-        Resource::new(move || (env.get(), focus.get(), refresh.tick()), |(env, focus, _)| resource_graph(env, focus));
+    let data = live_resource(move || (env.get(), focus.get()), |(env, focus)| resource_graph(env, focus));
     view! {
         <SubPage
             title="Dependency graph"

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 use leptos_meta::Title;
 
-use crate::components::{ActionError, ActionMessage, Empty, Loaded, Refresh, TextField, act, run};
+use crate::components::{ActionError, ActionMessage, Empty, Loaded, TextField, act, live_resource, run};
 use crate::fns;
 #[cfg(feature = "ssr")]
 use crate::fns::{fail, services_global};
@@ -13,8 +13,7 @@ use crate::model::ProjectSummary;
 
 #[component]
 pub fn ProjectsPage() -> impl IntoView {
-    let refresh = Refresh::get();
-    let projects = Resource::new(move || refresh.tick(), |_| fns::list_projects());
+    let projects = live_resource(|| (), |()| fns::list_projects());
     let error = ActionError::new();
     let name = RwSignal::new(String::new());
     let create = move |ev: leptos::ev::SubmitEvent| {

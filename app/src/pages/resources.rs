@@ -170,9 +170,7 @@ pub fn ResourceDetailsPage() -> impl IntoView {
     let rid = query("rid");
     let tab = query("tab");
     let level = query("level");
-    let refresh = Refresh::get();
-    let details =
-        Resource::new(move || (env.get(), rid.get(), refresh.tick()), |(e, r, _)| load_resource_details(e, r));
+    let details = live_resource(move || (env.get(), rid.get()), |(e, r)| load_resource_details(e, r));
     let q = use_query_map();
     let tabs = [
         ("attributes", "Desired state"),
@@ -333,8 +331,7 @@ fn RequiresTab(details: DetailsResource) -> impl IntoView {
 
 #[component]
 fn HistoryTab(env: Memo<String>, rid: Memo<String>) -> impl IntoView {
-    let refresh = Refresh::get();
-    let data = Resource::new(move || (env.get(), rid.get(), refresh.tick()), |(e, r, _)| resource_history(e, r));
+    let data = live_resource(move || (env.get(), rid.get()), |(e, r)| resource_history(e, r));
     view! {
         <Loaded
             resource=data
@@ -365,11 +362,7 @@ fn HistoryTab(env: Memo<String>, rid: Memo<String>) -> impl IntoView {
 
 #[component]
 fn LogsTab(env: Memo<String>, rid: Memo<String>, level: Memo<String>) -> impl IntoView {
-    let refresh = Refresh::get();
-    let data = Resource::new(
-        move || (env.get(), rid.get(), level.get(), refresh.tick()),
-        |(e, r, l, _)| resource_logs(e, r, l),
-    );
+    let data = live_resource(move || (env.get(), rid.get(), level.get()), |(e, r, l)| resource_logs(e, r, l));
     let q = use_query_map();
     let navigate = leptos_router::hooks::use_navigate();
     let on_level = move |ev: leptos::ev::Event| {
@@ -437,8 +430,7 @@ fn LogsTab(env: Memo<String>, rid: Memo<String>, level: Memo<String>) -> impl In
 
 #[component]
 fn FactsTab(env: Memo<String>, rid: Memo<String>) -> impl IntoView {
-    let refresh = Refresh::get();
-    let data = Resource::new(move || (env.get(), rid.get(), refresh.tick()), |(e, r, _)| resource_facts(e, r));
+    let data = live_resource(move || (env.get(), rid.get()), |(e, r)| resource_facts(e, r));
     view! {
         <Loaded
             resource=data

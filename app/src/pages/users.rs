@@ -19,8 +19,7 @@ pub const PASSWORD_HINT: &str =
 
 #[component]
 pub fn UsersPage() -> impl IntoView {
-    let refresh = Refresh::get();
-    let data = Resource::new(move || refresh.tick(), |_| users());
+    let data = live_resource(|| (), |()| users());
     // Made here so a message stays when the table reloads after the action.
     let error = ActionError::new();
     view! {

@@ -173,11 +173,10 @@ fn ask_version_action(error: ActionError, env: String, version: i64, delete: boo
 pub fn VersionPage() -> impl IntoView {
     let env = env();
     let version = query("v");
-    let refresh = Refresh::get();
     let table = table_query();
-    let data = Resource::new(
-        move || (table.get(), version.get(), refresh.tick()),
-        |(q, v, _)| async move {
+    let data = live_resource(
+        move || (table.get(), version.get()),
+        |(q, v)| async move {
             let v = version_number(&v)?;
             fns::version_resources(q, v).await
         },
@@ -216,10 +215,9 @@ pub fn VersionPage() -> impl IntoView {
 /// candidate, dry run it against the current state.
 #[component]
 fn VersionHeader(env: Memo<String>, version: Memo<String>) -> impl IntoView {
-    let refresh = Refresh::get();
-    let summary = Resource::new(
-        move || (env.get(), version.get(), refresh.tick()),
-        |(env, v, _)| async move {
+    let summary = live_resource(
+        move || (env.get(), version.get()),
+        |(env, v)| async move {
             let v = version_number(&v)?;
             fns::version_summary(env, v).await
         },

@@ -14,8 +14,7 @@ use crate::pages::desired_state::version_link;
 #[component]
 pub fn DashboardPage() -> impl IntoView {
     let env = env();
-    let refresh = Refresh::get();
-    let data = Resource::new(move || (env.get(), refresh.tick()), |(env, _)| fns::load_dashboard(env));
+    let data = live_resource(move || env.get(), fns::load_dashboard);
     view! {
         <EnvironmentPage title="Dashboard" env>
             <Loaded
@@ -363,8 +362,7 @@ pub fn SettingsPage() -> impl IntoView {
 
 #[component]
 fn EnvironmentTab(env: Memo<String>) -> impl IntoView {
-    let refresh = Refresh::get();
-    let details = Resource::new(move || (env.get(), refresh.tick()), |(env, _)| crate::fns::environment(env));
+    let details = live_resource(move || env.get(), crate::fns::environment);
     view! {
         <Loaded
             resource=details
@@ -377,8 +375,7 @@ fn EnvironmentTab(env: Memo<String>) -> impl IntoView {
 
 #[component]
 fn ConfigurationTab(env: Memo<String>) -> impl IntoView {
-    let refresh = Refresh::get();
-    let settings = Resource::new(move || (env.get(), refresh.tick()), |(env, _)| fns::settings(env));
+    let settings = live_resource(move || env.get(), fns::settings);
     view! {
         <div class="card">
             <h2>"Configuration"</h2>
@@ -404,8 +401,7 @@ const EXPIRY: &[(&str, Option<u32>)] = &[
 
 #[component]
 fn TokensTab(env: Memo<String>) -> impl IntoView {
-    let refresh = Refresh::get();
-    let tokens = Resource::new(move || (env.get(), refresh.tick()), |(env, _)| fns::tokens(env));
+    let tokens = live_resource(move || env.get(), fns::tokens);
     let error = ActionError::new();
     view! {
         <GenerateToken env/>
