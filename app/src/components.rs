@@ -344,6 +344,64 @@ pub fn TextField(
     }
 }
 
+/// A label and the choice it names (`for` is the select's `id`), bound to `value`: `prompt` as an
+/// empty first option, then `options()` as (value, text) pairs, which follow the data they are
+/// read from.
+#[component]
+pub fn SelectField<O>(
+    id: &'static str,
+    label: &'static str,
+    value: RwSignal<String>,
+    options: O,
+    #[prop(optional)] prompt: Option<&'static str>,
+    #[prop(optional)] required: bool,
+) -> impl IntoView
+where
+    O: Fn() -> Vec<(String, String)> + Send + Sync + 'static,
+{
+    view! {
+        <label for=id>{label}</label>
+        <select
+            id=id
+            class="input"
+            required=required
+            prop:value=move || value.get()
+            on:change=move |ev| value.set(event_target_value(&ev))
+        >
+            {prompt.map(|prompt| view! { <option value="">{prompt}</option> })}
+            {move || {
+                options()
+                    .into_iter()
+                    .map(|(option, text)| {
+                        let selected = option == value.get_untracked();
+                        view! { <option value=option selected=selected>{text}</option> }
+                    })
+                    .collect_view()
+            }}
+        </select>
+    }
+    // Erased: a form holds several, and their nested view types otherwise overflow the stack of a
+    // debug build's test thread while the page renders.
+    .into_any()
+}
+
+/// A box that searches resources as the user types, bound to `search`; its `label` is for
+/// screen readers only (the placeholder says it to the eye).
+#[component]
+pub fn ResourceSearch(id: &'static str, label: &'static str, search: RwSignal<String>) -> impl IntoView {
+    view! {
+        <label class="sr-only" for=id>{label}</label>
+        <input
+            class="input"
+            type="search"
+            id=id
+            placeholder="Search resources…"
+            prop:value=move || search.get()
+            on:input=move |ev| search.set(event_target_value(&ev))
+        />
+    }
+}
+
 #[component]
 pub fn Empty(title: &'static str, children: Children) -> impl IntoView {
     view! {

@@ -284,15 +284,7 @@ fn GraphView(env: String, graph: Graph) -> impl IntoView {
                 "Fit"
             </button>
             <form class="graph-search" role="search" on:submit=find>
-                <label class="sr-only" for="graph-search">"Search resources"</label>
-                <input
-                    class="input"
-                    type="search"
-                    id="graph-search"
-                    placeholder="Search resources…"
-                    prop:value=move || search.get()
-                    on:input=move |ev| search.set(event_target_value(&ev))
-                />
+                <ResourceSearch id="graph-search" label="Search resources" search/>
                 <button class="button button-secondary" type="submit">"Show"</button>
             </form>
             <span class="muted" id="graph-matches" role="status">

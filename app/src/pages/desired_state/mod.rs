@@ -498,15 +498,7 @@ fn Changes(
         <p class="muted" id="compare-summary">{totals}</p>
         <div class="toolbar compare-tools" role="group" aria-label="Filter the changes">
             {chips}
-            <label class="sr-only" for="compare-search">"Search the changed resources"</label>
-            <input
-                class="input"
-                type="search"
-                id="compare-search"
-                placeholder="Search resources…"
-                prop:value=move || search.get()
-                on:input=move |ev| search.set(event_target_value(&ev))
-            />
+            <ResourceSearch id="compare-search" label="Search the changed resources" search/>
             <button class="button button-secondary button-small" type="button" id="compare-expand" on:click=move |_| expanded.update(|e| *e = !*e)>
                 {move || if expanded.get() { "Collapse all" } else { "Expand all" }}
             </button>
