@@ -73,20 +73,14 @@ fn AgentsTable(env: String, data: Paged<AgentRow>) -> impl IntoView {
                         <button
                             class="button button-small button-secondary"
                             type="button"
-                            on:click=move |_| act(error, format!("Deploy of agent {n2} started"), {
-                                let call = fns::deploy(e2.clone(), false, Some(n2.clone()));
-                                async move { call.await.map(|_| ()) }
-                            })
+                            on:click=move |_| deploy_agent(error, e2.clone(), n2.clone(), false)
                         >
                             "Deploy"
                         </button>
                         <button
                             class="button button-small button-secondary"
                             type="button"
-                            on:click=move |_| act(error, format!("Repair of agent {n3} started"), {
-                                let call = fns::deploy(e3.clone(), true, Some(n3.clone()));
-                                async move { call.await.map(|_| ()) }
-                            })
+                            on:click=move |_| deploy_agent(error, e3.clone(), n3.clone(), true)
                         >
                             "Repair"
                         </button>
@@ -134,6 +128,13 @@ fn AgentsTable(env: String, data: Paged<AgentRow>) -> impl IntoView {
         <Pager path=AGENTS page=data.page/>
     }
     .into_any()
+}
+
+/// Deploys (or, with `repair`, repairs) the resources of one agent, saying so in a toast.
+fn deploy_agent(error: ActionError, env: String, agent: String, repair: bool) {
+    let what = if repair { "Repair" } else { "Deploy" };
+    let call = fns::deploy(env, repair, Some(agent.clone()));
+    act(error, format!("{what} of agent {agent} started"), async move { call.await.map(|_| ()) })
 }
 
 #[component]
