@@ -129,6 +129,33 @@ pub fn table_query() -> Memo<TableQuery> {
     })
 }
 
+/// A server function's result that follows what the console knows: `fetch` of `source`, fetched
+/// again when `source` changes and on every [`Refresh`] (live events, actions in this tab).
+pub fn live_resource<S, T, Fut>(
+    source: impl Fn() -> S + Send + Sync + 'static,
+    fetch: impl Fn(S) -> Fut + Send + Sync + 'static,
+) -> Resource<Result<T, ServerFnError>>
+where
+    S: PartialEq + Clone + Send + Sync + 'static,
+    T: serde::Serialize + serde::de::DeserializeOwned + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<T, ServerFnError>> + Send + 'static,
+{
+    let refresh = Refresh::get();
+    Resource::new(move || (source(), refresh.tick()), move |(s, _)| fetch(s))
+}
+
+/// The rows of a table page: `fetch` of the table state of the URL ([`table_query`]), live.
+pub fn table_resource<T, Fut>(
+    fetch: impl Fn(TableQuery) -> Fut + Send + Sync + 'static,
+) -> Resource<Result<T, ServerFnError>>
+where
+    T: serde::Serialize + serde::de::DeserializeOwned + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<T, ServerFnError>> + Send + 'static,
+{
+    let table = table_query();
+    live_resource(move || table.get(), fetch)
+}
+
 /// "x–y of total", previous/next page and page sizes, all as links that keep the other state.
 #[component]
 pub fn Pager(path: &'static str, page: PageInfo) -> impl IntoView {
@@ -253,12 +280,15 @@ pub fn ErrorBox(title: &'static str, error: String) -> impl IntoView {
 /// What a page shows for a server function's result: `loading` as a muted line until the first
 /// answer, then `view` of the value, or an [`ErrorBox`] titled `error_title` when it failed. A
 /// `Transition`, so a refetch keeps the current view until the new one is ready.
+/// `not_allowed`, when given, replaces the error box when the caller lacks the permission: a
+/// page that only some roles may use explains that instead of showing a failure.
 #[component]
 pub fn Loaded<T, V, F>(
     resource: Resource<Result<T, ServerFnError>>,
     loading: &'static str,
     error_title: &'static str,
     view: F,
+    #[prop(optional, into)] not_allowed: Option<ViewFn>,
 ) -> impl IntoView
 where
     T: Clone + Send + Sync + 'static,
@@ -268,11 +298,14 @@ where
     view! {
         <Transition fallback=move || view! { <p class="muted">{loading}</p> }>
             {move || {
-                let view = view.clone();
+                let (view, not_allowed) = (view.clone(), not_allowed.clone());
                 Suspend::new(async move {
-                    match resource.await {
-                        Ok(value) => view(value).into_any(),
-                        Err(e) => view! { <ErrorBox title=error_title error=e.to_string()/> }.into_any(),
+                    match (resource.await, not_allowed) {
+                        (Ok(value), _) => view(value).into_any(),
+                        (Err(e), Some(not_allowed)) if error_text(&e).starts_with("not allowed") => {
+                            not_allowed.run().into_any()
+                        }
+                        (Err(e), _) => view! { <ErrorBox title=error_title error=e.to_string()/> }.into_any(),
                     }
                 })
             }}
@@ -280,7 +313,8 @@ where
     }
 }
 
-/// A label and the text input it names (`for` is the input's `id`), bound to `value`.
+/// A label and the text input it names (`for` is the input's `id`), bound to `value`; `hint`, a
+/// line under the input that describes it (`id` + `-hint`).
 #[component]
 pub fn TextField(
     id: &'static str,
@@ -289,7 +323,10 @@ pub fn TextField(
     #[prop(default = "text")] input_type: &'static str,
     #[prop(optional)] placeholder: Option<&'static str>,
     #[prop(optional)] required: bool,
+    #[prop(optional)] autocomplete: Option<&'static str>,
+    #[prop(optional)] hint: Option<&'static str>,
 ) -> impl IntoView {
+    let hint_id = format!("{id}-hint");
     view! {
         <label for=id>{label}</label>
         <input
@@ -297,9 +334,70 @@ pub fn TextField(
             class="input"
             type=input_type
             placeholder=placeholder
+            autocomplete=autocomplete
             required=required
+            aria-describedby=hint.is_some().then(|| hint_id.clone())
             prop:value=move || value.get()
             on:input=move |ev| value.set(event_target_value(&ev))
+        />
+        {hint.map(|hint| view! { <p class="muted field-hint" id=hint_id>{hint}</p> })}
+    }
+}
+
+/// A label and the choice it names (`for` is the select's `id`), bound to `value`: `prompt` as an
+/// empty first option, then `options()` as (value, text) pairs, which follow the data they are
+/// read from.
+#[component]
+pub fn SelectField<O>(
+    id: &'static str,
+    label: &'static str,
+    value: RwSignal<String>,
+    options: O,
+    #[prop(optional)] prompt: Option<&'static str>,
+    #[prop(optional)] required: bool,
+) -> impl IntoView
+where
+    O: Fn() -> Vec<(String, String)> + Send + Sync + 'static,
+{
+    view! {
+        <label for=id>{label}</label>
+        <select
+            id=id
+            class="input"
+            required=required
+            prop:value=move || value.get()
+            on:change=move |ev| value.set(event_target_value(&ev))
+        >
+            {prompt.map(|prompt| view! { <option value="">{prompt}</option> })}
+            {move || {
+                options()
+                    .into_iter()
+                    .map(|(option, text)| {
+                        let selected = option == value.get_untracked();
+                        view! { <option value=option selected=selected>{text}</option> }
+                    })
+                    .collect_view()
+            }}
+        </select>
+    }
+    // Erased: a form holds several, and their nested view types otherwise overflow the stack of a
+    // debug build's test thread while the page renders.
+    .into_any()
+}
+
+/// A box that searches resources as the user types, bound to `search`; its `label` is for
+/// screen readers only (the placeholder says it to the eye).
+#[component]
+pub fn ResourceSearch(id: &'static str, label: &'static str, search: RwSignal<String>) -> impl IntoView {
+    view! {
+        <label class="sr-only" for=id>{label}</label>
+        <input
+            class="input"
+            type="search"
+            id=id
+            placeholder="Search resources…"
+            prop:value=move || search.get()
+            on:input=move |ev| search.set(event_target_value(&ev))
         />
     }
 }
@@ -337,6 +435,22 @@ pub fn EnvironmentPage(
             <Show when=chosen fallback=NoEnvironment>
                 {children()}
             </Show>
+        </section>
+    }
+}
+
+/// The frame of a page below another one (a compile, a version, a resource...): `title` as the
+/// document title, the breadcrumbs (`trail`: links to the pages above, then where the reader is),
+/// then `children`.
+#[component]
+pub fn SubPage(#[prop(into)] title: TextProp, #[prop(into)] trail: ViewFn, children: Children) -> impl IntoView {
+    view! {
+        <leptos_meta::Title text=title/>
+        <section class="page">
+            <nav class="breadcrumbs" aria-label="Breadcrumbs">
+                {trail.run()}
+            </nav>
+            {children()}
         </section>
     }
 }
@@ -612,6 +726,12 @@ pub fn choice_filter(path: &'static str, name: &'static str, values: &'static [&
             })
             .collect_view()
     }
+}
+
+/// The toolbar of a table page that filters on `filter.status`: one link per value of `values`.
+#[component]
+pub fn StatusFilter(path: &'static str, values: &'static [&'static str]) -> impl IntoView {
+    view! { <div class="toolbar" aria-label="Filter on status">{choice_filter(path, "status", values)}</div> }
 }
 
 /// A duration for people: `0.4 s`, `12 s`, `3 min 4 s`, `2 h 5 min`.

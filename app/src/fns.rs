@@ -29,7 +29,7 @@ mod backend {
     use orchestrator::auth::{Access, Clients, Principal};
     use orchestrator::paging::PageRequest;
 
-    use crate::model::{PageInfo, TableQuery, VersionRow};
+    use crate::model::{PageInfo, Paged, TableQuery, VersionRow};
 
     /// What a server function works with.
     pub struct Services {
@@ -98,6 +98,11 @@ mod backend {
             next: page.links.next.as_deref().map(cursor),
             prev: page.links.prev.as_deref().map(cursor),
         }
+    }
+
+    /// One page of an API list as a table's rows: its paging facts, and `row` of each item.
+    pub fn paged<T, R>(page: orchestrator::paging::Page<T>, row: impl FnMut(T) -> R) -> Paged<R> {
+        Paged { page: page_info(&page), rows: page.items.into_iter().map(row).collect() }
     }
 
     /// The cursor pairs of an API paging link.
@@ -246,22 +251,15 @@ pub async fn notifications(query: TableQuery) -> Result<Paged<NotificationRow>, 
     let mut query = query;
     query.filters.entry("cleared".into()).or_insert_with(|| "false".into());
     let page = s.orchestrator.notifications(env_id(&query.env)?, &page_request(&query)).await.map_err(fail)?;
-    Ok(Paged {
-        page: page_info(&page),
-        rows: page
-            .items
-            .into_iter()
-            .map(|n| NotificationRow {
-                id: n.id.to_string(),
-                created: n.created,
-                title: n.title,
-                message: n.message,
-                severity: n.severity.as_str().to_string(),
-                uri: n.uri,
-                read: n.read,
-            })
-            .collect(),
-    })
+    Ok(paged(page, |n| NotificationRow {
+        id: n.id.to_string(),
+        created: n.created,
+        title: n.title,
+        message: n.message,
+        severity: n.severity.as_str().to_string(),
+        uri: n.uri,
+        read: n.read,
+    }))
 }
 
 /// Marks one notification (or, with an empty id, every unread one) read/unread or clears it.

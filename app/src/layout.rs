@@ -6,11 +6,13 @@ use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 use leptos_router::hooks::use_location;
 
-use crate::components::{ActionError, ActionMessage, EnvKnown, Refresh, act, encode, env, env_link, known_env, run};
+use crate::components::{
+    ActionError, ActionMessage, EnvKnown, Refresh, act, encode, env, env_link, known_env, live_resource, run,
+};
 use crate::fns;
 #[cfg(feature = "ssr")]
 use crate::fns::{caller, env_id, fail, services_for};
-use crate::model::TableQuery;
+use crate::model::{EnvironmentDetails, TableQuery};
 use crate::{BASE, live};
 
 /// Pages that exist for every environment: switching environment keeps them, other pages (about
@@ -104,10 +106,9 @@ pub fn Header() -> impl IntoView {
 #[component]
 fn EnvironmentSwitcher() -> impl IntoView {
     let env = env();
-    let refresh = Refresh::get();
     let location = use_location();
     // Refetched on a switch too: the target may be an environment created since the page loaded.
-    let environments = Resource::new(move || (env.get(), refresh.tick()), |_| fns::list_environments());
+    let environments = live_resource(move || env.get(), |_| fns::list_environments());
     let search = RwSignal::new(String::new());
     let open = RwSignal::new(false);
     let current = move || {
@@ -218,13 +219,12 @@ fn UserMenu() -> impl IntoView {
 #[component]
 fn NotificationBell() -> impl IntoView {
     let env = env();
-    let refresh = Refresh::get();
     let open = RwSignal::new(false);
     let error = ActionError::new();
     let known = EnvKnown::get();
-    let unread = Resource::new(
-        move || (env.get(), refresh.tick()),
-        move |(env, _)| async move {
+    let unread = live_resource(
+        move || env.get(),
+        move |env| async move {
             let env = known_env(known, env).await;
             if env.is_empty() {
                 return Ok(None);
@@ -331,19 +331,26 @@ const SIDEBAR_ITEMS: &[(&str, &str)] = &[
     ("users", "Users"),
 ];
 
+/// The details of the page's environment, live; `None` without `?env=` or for an environment the
+/// caller may not read (the frame asks nothing about those). The sidebar and the halted banner
+/// show them.
+fn current_environment() -> Resource<Result<Option<EnvironmentDetails>, ServerFnError>> {
+    let env = env();
+    let known = EnvKnown::get();
+    live_resource(
+        move || env.get(),
+        move |env| async move {
+            let env = known_env(known, env).await;
+            if env.is_empty() { Ok(None) } else { fns::environment(env).await.map(Some) }
+        },
+    )
+}
+
 #[component]
 pub fn Sidebar() -> impl IntoView {
     let env = env();
     let location = use_location();
-    let refresh = Refresh::get();
-    let known = EnvKnown::get();
-    let details = Resource::new(
-        move || (env.get(), refresh.tick()),
-        move |(env, _)| async move {
-            let env = known_env(known, env).await;
-            if env.is_empty() { Ok(None) } else { fns::environment(env).await.map(Some) }
-        },
-    );
+    let details = current_environment();
     let error = ActionError::new();
     let open = use_context::<NavOpen>().map(|n| n.0).unwrap_or_else(|| RwSignal::new(false));
     let nav = move || {
@@ -416,16 +423,7 @@ pub fn Sidebar() -> impl IntoView {
 /// Banner on every page of a halted environment.
 #[component]
 pub fn HaltedBanner() -> impl IntoView {
-    let env = env();
-    let refresh = Refresh::get();
-    let known = EnvKnown::get();
-    let details = Resource::new(
-        move || (env.get(), refresh.tick()),
-        move |(env, _)| async move {
-            let env = known_env(known, env).await;
-            if env.is_empty() { Ok(None) } else { fns::environment(env).await.map(Some) }
-        },
-    );
+    let details = current_environment();
     view! {
         <Transition fallback=|| ()>
             {move || {

@@ -3,17 +3,17 @@
 
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
-use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use api::CompileStatus;
 
 use crate::components::*;
 #[cfg(feature = "ssr")]
-use crate::fns::{compile_row, env_id, fail, page_info, page_request, seconds, services_for};
+use crate::fns::{compile_row, env_id, fail, page_request, paged, seconds, services_for};
 #[cfg(feature = "ssr")]
 use crate::model::CompileError;
 use crate::model::{CompileDetailsView, CompileRow, CompileStageRow, Paged, TableQuery};
+use crate::pages::desired_state::version_link;
 use crate::pages::environment::short_date;
 
 /// The status filter of the compile reports: any, or one compile status.
@@ -30,9 +30,7 @@ const COMPILES: &str = "/console/compilereports";
 #[component]
 pub fn CompileReportsPage() -> impl IntoView {
     let env = env();
-    let refresh = Refresh::get();
-    let table = table_query();
-    let data = Resource::new(move || (table.get(), refresh.tick()), |(q, _)| compile_reports(q));
+    let data = table_resource(compile_reports);
     view! {
         <EnvironmentPage
             title="Compile Reports"
@@ -41,9 +39,7 @@ pub fn CompileReportsPage() -> impl IntoView {
                 <RecompileMenu/>
             }
         >
-            <div class="toolbar" aria-label="Filter on status">
-                {choice_filter(COMPILES, "status", &COMPILE_STATUS_CHOICES)}
-            </div>
+            <StatusFilter path=COMPILES values=&COMPILE_STATUS_CHOICES/>
             <Loaded
                 resource=data
                 loading="Loading compile reports…"
@@ -61,8 +57,7 @@ pub fn CompileReportsPage() -> impl IntoView {
 #[component]
 fn RecompileMenu() -> impl IntoView {
     let env = env();
-    let refresh = Refresh::get();
-    let enabled = Resource::new(move || (env.get(), refresh.tick()), |(env, _)| server_compile_enabled(env));
+    let enabled = live_resource(move || env.get(), server_compile_enabled);
     let open = RwSignal::new(false);
     let notice = RwSignal::new(None::<String>);
     let error = ActionError::new();
@@ -235,13 +230,14 @@ pub fn CompileDetailsPage() -> impl IntoView {
         },
     );
     view! {
-        <Title text="Compile details"/>
-        <section class="page">
-            <nav class="breadcrumbs" aria-label="Breadcrumbs">
+        <SubPage
+            title="Compile details"
+            trail=move || view! {
                 <a href=move || env_link("compilereports", &env.get())>"Compile Reports"</a>
                 " › "
                 <span class="mono">{move || id.get()}</span>
-            </nav>
+            }
+        >
             <div class="page-header">
                 <h1>"Compile details"</h1>
             </div>
@@ -253,7 +249,7 @@ pub fn CompileDetailsPage() -> impl IntoView {
                     view=move |d| view! { <CompileDetailsBody env=env.get_untracked() details=d/> }
                 />
             </Show>
-        </section>
+        </SubPage>
     }
     .into_any()
 }
@@ -263,7 +259,7 @@ fn CompileDetailsBody(env: String, details: CompileDetailsView) -> impl IntoView
     let c = details.compile;
     let yes_no = |b: bool| if b { "yes" } else { "no" };
     let version = c.version.map(|v| {
-        let href = format!("{}&v={v}", env_link("desiredstate/version", &env));
+        let href = version_link(&env, v);
         view! { <a href=href id="compile-version">{format!("Version {v}")}</a> }
     });
     let timeline = view! {
@@ -491,7 +487,7 @@ pub async fn compile_reports(query: TableQuery) -> Result<Paged<CompileRow>, Ser
     let mut req = page_request(&query);
     req.filters.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     let page = s.orchestrator.compile_reports(id, &req).await.map_err(fail)?;
-    Ok(Paged { page: page_info(&page), rows: page.items.iter().map(compile_row).collect() })
+    Ok(paged(page, |c| compile_row(&c)))
 }
 
 /// Whether the environment compiles on the server (`server_compile`): the Recompile menu is

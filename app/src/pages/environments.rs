@@ -4,15 +4,14 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::BASE;
-use crate::components::{self, Empty, Loaded, Refresh};
+use crate::components::{self, Empty, Loaded, live_resource};
 use crate::fns::list_environments;
 use crate::model::EnvironmentSummary;
 
 /// Lists every environment with its project.
 #[component]
 pub fn EnvironmentsPage() -> impl IntoView {
-    let refresh = Refresh::get();
-    let environments = Resource::new(move || refresh.tick(), |_| list_environments());
+    let environments = live_resource(|| (), |()| list_environments());
     view! {
         <Title text="Environments"/>
         <section class="page">

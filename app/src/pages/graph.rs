@@ -6,7 +6,6 @@
 
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
-use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::components::*;
@@ -28,51 +27,54 @@ pub fn around_link(env: &str, rid: &str) -> String {
 #[component]
 pub fn GraphPage() -> impl IntoView {
     let env = env();
-    let refresh = Refresh::get();
     let (view_q, around, hops) = (query("view"), query("around"), query("hops"));
     let focus = Memo::new(move |_| GraphFocus {
         failures: view_q.get() == "failures",
         around: around.get(),
         hops: hops.get().parse().unwrap_or(2),
     });
-    let data =
-        Resource::new(move || (env.get(), focus.get(), refresh.tick()), |(env, focus, _)| resource_graph(env, focus));
+    let data = live_resource(move || (env.get(), focus.get()), |(env, focus)| resource_graph(env, focus));
     view! {
-        <Title text="Dependency graph"/>
-        <section class="page">
-            <nav class="breadcrumbs" aria-label="Breadcrumbs">
+        <SubPage
+            title="Dependency graph"
+            trail=move || view! {
                 <a href=move || env_link("resources", &env.get())>"Resources"</a>
                 " › "
                 <span>"Dependency graph"</span>
-            </nav>
+            }
+        >
             <div class="page-header">
                 <h1>"Dependency graph"</h1>
                 <span class="muted">"Scroll to zoom, drag to pan, click a resource to open it."</span>
             </div>
             <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
                 <FocusBar focus/>
-                <Transition fallback=|| view! { <p class="muted">"Loading the graph…"</p> }>
-                    {move || Suspend::new(async move {
-                        match data.await {
-                            Ok(g) if g.nodes.is_empty() && focus.get_untracked().failures => view! {
+                <Loaded
+                    resource=data
+                    loading="Loading the graph…"
+                    error_title="The graph could not be loaded"
+                    view=move |g| {
+                        if !g.nodes.is_empty() {
+                            view! { <GraphView env=env.get_untracked() graph=g/> }.into_any()
+                        } else if focus.get_untracked().failures {
+                            view! {
                                 <Empty title="No failures">
                                     <p>"No resource is failed, undefined or unavailable, so nothing is blocked."</p>
                                 </Empty>
                             }
-                                .into_any(),
-                            Ok(g) if g.nodes.is_empty() => view! {
+                                .into_any()
+                        } else {
+                            view! {
                                 <Empty title="No resources yet">
                                     <p>"Release a version to see how its resources depend on each other."</p>
                                 </Empty>
                             }
-                                .into_any(),
-                            Ok(g) => view! { <GraphView env=env.get_untracked() graph=g/> }.into_any(),
-                            Err(e) => view! { <ErrorBox title="The graph could not be loaded" error=e.to_string()/> }.into_any(),
+                                .into_any()
                         }
-                    })}
-                </Transition>
+                    }
+                />
             </Show>
-        </section>
+        </SubPage>
     }
 }
 
@@ -282,15 +284,7 @@ fn GraphView(env: String, graph: Graph) -> impl IntoView {
                 "Fit"
             </button>
             <form class="graph-search" role="search" on:submit=find>
-                <label class="sr-only" for="graph-search">"Search resources"</label>
-                <input
-                    class="input"
-                    type="search"
-                    id="graph-search"
-                    placeholder="Search resources…"
-                    prop:value=move || search.get()
-                    on:input=move |ev| search.set(event_target_value(&ev))
-                />
+                <ResourceSearch id="graph-search" label="Search resources" search/>
                 <button class="button button-secondary" type="submit">"Show"</button>
             </form>
             <span class="muted" id="graph-matches" role="status">

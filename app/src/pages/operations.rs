@@ -6,7 +6,7 @@ use leptos::server_fn::codec::Json;
 use crate::components::*;
 use crate::fns;
 #[cfg(feature = "ssr")]
-use crate::fns::{env_id, fail, page_info, page_request, services_for};
+use crate::fns::{env_id, fail, page_request, paged, services_for};
 use crate::layout::resource_link;
 use crate::model::{AgentRow, NotificationRow, Paged, ParameterRow, TableQuery};
 use crate::pages::desired_state::FilterForm;
@@ -20,12 +20,10 @@ const NOTIFICATIONS: &str = "/console/notificationcenter";
 #[component]
 pub fn AgentsPage() -> impl IntoView {
     let env = env();
-    let refresh = Refresh::get();
-    let table = table_query();
-    let data = Resource::new(move || (table.get(), refresh.tick()), |(q, _)| agents(q));
+    let data = table_resource(agents);
     view! {
         <EnvironmentPage title="Agents" env>
-            <div class="toolbar" aria-label="Filter on status">{choice_filter(AGENTS, "status", &["", "up", "down", "paused"])}</div>
+            <StatusFilter path=AGENTS values=&["", "up", "down", "paused"]/>
             <Loaded
                 resource=data
                 loading="Loading agents…"
@@ -75,20 +73,14 @@ fn AgentsTable(env: String, data: Paged<AgentRow>) -> impl IntoView {
                         <button
                             class="button button-small button-secondary"
                             type="button"
-                            on:click=move |_| act(error, format!("Deploy of agent {n2} started"), {
-                                let call = fns::deploy(e2.clone(), false, Some(n2.clone()));
-                                async move { call.await.map(|_| ()) }
-                            })
+                            on:click=move |_| deploy_agent(error, e2.clone(), n2.clone(), false)
                         >
                             "Deploy"
                         </button>
                         <button
                             class="button button-small button-secondary"
                             type="button"
-                            on:click=move |_| act(error, format!("Repair of agent {n3} started"), {
-                                let call = fns::deploy(e3.clone(), true, Some(n3.clone()));
-                                async move { call.await.map(|_| ()) }
-                            })
+                            on:click=move |_| deploy_agent(error, e3.clone(), n3.clone(), true)
                         >
                             "Repair"
                         </button>
@@ -138,6 +130,13 @@ fn AgentsTable(env: String, data: Paged<AgentRow>) -> impl IntoView {
     .into_any()
 }
 
+/// Deploys (or, with `repair`, repairs) the resources of one agent, saying so in a toast.
+fn deploy_agent(error: ActionError, env: String, agent: String, repair: bool) {
+    let what = if repair { "Repair" } else { "Deploy" };
+    let call = fns::deploy(env, repair, Some(agent.clone()));
+    act(error, format!("{what} of agent {agent} started"), async move { call.await.map(|_| ()) })
+}
+
 #[component]
 pub fn ParametersPage() -> impl IntoView {
     view! { <ParameterList facts=false/> }
@@ -151,9 +150,7 @@ pub fn FactsPage() -> impl IntoView {
 #[component]
 fn ParameterList(facts: bool) -> impl IntoView {
     let env = env();
-    let refresh = Refresh::get();
-    let table = table_query();
-    let data = Resource::new(move || (table.get(), refresh.tick()), move |(q, _)| parameters(q, facts));
+    let data = table_resource(move |q| parameters(q, facts));
     let (title, path) = if facts { ("Facts", FACTS) } else { ("Parameters", PARAMETERS) };
     let fields = if facts {
         vec![("name", "Name"), ("resource_id", "Resource")]
@@ -251,9 +248,7 @@ fn ParameterTable(env: String, path: &'static str, facts: bool, data: Paged<Para
 #[component]
 pub fn NotificationsPage() -> impl IntoView {
     let env = env();
-    let refresh = Refresh::get();
-    let table = table_query();
-    let data = Resource::new(move || (table.get(), refresh.tick()), |(q, _)| fns::notifications(q));
+    let data = table_resource(fns::notifications);
     let error = ActionError::new();
     view! {
         <EnvironmentPage
@@ -345,19 +340,13 @@ fn NotificationList(env: String, data: Paged<NotificationRow>, error: ActionErro
 pub async fn agents(query: TableQuery) -> Result<Paged<AgentRow>, ServerFnError> {
     let s = services_for("agent.read", &query.env)?;
     let page = s.orchestrator.agents(env_id(&query.env)?, &page_request(&query)).await.map_err(fail)?;
-    let info = page_info(&page);
-    let rows = page
-        .items
-        .into_iter()
-        .map(|listed| AgentRow {
-            status: listed.agent.status,
-            name: listed.agent.name,
-            paused: listed.agent.paused,
-            unpause_on_resume: listed.agent.unpause_on_resume,
-            last_seen: listed.last_seen,
-        })
-        .collect();
-    Ok(Paged { page: info, rows })
+    Ok(paged(page, |listed| AgentRow {
+        status: listed.agent.status,
+        name: listed.agent.name,
+        paused: listed.agent.paused,
+        unpause_on_resume: listed.agent.unpause_on_resume,
+        last_seen: listed.last_seen,
+    }))
 }
 
 /// pause, unpause, keep_paused_on_resume or unpause_on_resume, for one agent or (empty name) all.
@@ -377,23 +366,13 @@ pub async fn parameters(query: TableQuery, facts: bool) -> Result<Paged<Paramete
     let req = page_request(&query);
     if facts {
         let page = s.orchestrator.facts(id, &req).await.map_err(fail)?;
-        Ok(Paged {
-            page: page_info(&page),
-            rows: page
-                .items
-                .into_iter()
-                .map(|f| ParameterRow {
-                    resource_id: f.resource_id,
-                    ..parameter_row(f.name, f.value, f.source, f.updated)
-                })
-                .collect(),
-        })
+        Ok(paged(page, |f| ParameterRow {
+            resource_id: f.resource_id,
+            ..parameter_row(f.name, f.value, f.source, f.updated)
+        }))
     } else {
         let page = s.orchestrator.parameters(id, &req).await.map_err(fail)?;
-        Ok(Paged {
-            page: page_info(&page),
-            rows: page.items.into_iter().map(|p| parameter_row(p.name, p.value, p.source, p.updated)).collect(),
-        })
+        Ok(paged(page, |p| parameter_row(p.name, p.value, p.source, p.updated)))
     }
 }
 

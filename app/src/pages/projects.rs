@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 use leptos_meta::Title;
 
-use crate::components::{ActionError, ActionMessage, Empty, ErrorBox, Refresh, act, run};
+use crate::components::{ActionError, ActionMessage, Empty, Loaded, TextField, act, live_resource, run};
 use crate::fns;
 #[cfg(feature = "ssr")]
 use crate::fns::{fail, services_global};
@@ -13,8 +13,7 @@ use crate::model::ProjectSummary;
 
 #[component]
 pub fn ProjectsPage() -> impl IntoView {
-    let refresh = Refresh::get();
-    let projects = Resource::new(move || refresh.tick(), |_| fns::list_projects());
+    let projects = live_resource(|| (), |()| fns::list_projects());
     let error = ActionError::new();
     let name = RwSignal::new(String::new());
     let create = move |ev: leptos::ev::SubmitEvent| {
@@ -30,34 +29,27 @@ pub fn ProjectsPage() -> impl IntoView {
                 <h1>"Projects"</h1>
             </div>
             <form class="inline-form card" id="create-project" on:submit=create>
-                <label for="project-name">"New project"</label>
-                <input
-                    id="project-name"
-                    class="input"
-                    type="text"
-                    required
-                    placeholder="name"
-                    prop:value=move || name.get()
-                    on:input=move |ev| name.set(event_target_value(&ev))
-                />
+                <TextField id="project-name" label="New project" value=name required=true placeholder="name"/>
                 <button class="button button-primary" type="submit">"Create project"</button>
             </form>
             <ActionMessage error=error/>
-            <Transition fallback=|| view! { <p class="muted">"Loading projects…"</p> }>
-                {move || Suspend::new(async move {
-                    match projects.await {
-                        Ok(list) if list.is_empty() => view! {
+            <Loaded
+                resource=projects
+                loading="Loading projects…"
+                error_title="The projects could not be loaded"
+                view=move |list| {
+                    if list.is_empty() {
+                        view! {
                             <Empty title="No projects yet">
                                 <p>"Create one above; environments are created inside a project."</p>
                             </Empty>
                         }
-                        .into_any(),
-                        Ok(list) => view! { <ProjectTable projects=list error=error/> }.into_any(),
-                        Err(e) => view! { <ErrorBox title="The projects could not be loaded" error=e.to_string()/> }
-                            .into_any(),
+                        .into_any()
+                    } else {
+                        view! { <ProjectTable projects=list error=error/> }.into_any()
                     }
-                })}
-            </Transition>
+                }
+            />
         </section>
     }
 }

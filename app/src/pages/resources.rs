@@ -2,7 +2,6 @@
 
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
-use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::components::*;
@@ -24,9 +23,7 @@ const DETAILS: &str = "/console/resources/details";
 #[component]
 pub fn ResourcesPage() -> impl IntoView {
     let env = env();
-    let refresh = Refresh::get();
-    let table = table_query();
-    let data = Resource::new(move || (table.get(), refresh.tick()), |(q, _)| resources(q));
+    let data = table_resource(resources);
     let error = ActionError::new();
     let deploy = move |repair: bool| {
         let (question, yes, done) = if repair {
@@ -173,9 +170,7 @@ pub fn ResourceDetailsPage() -> impl IntoView {
     let rid = query("rid");
     let tab = query("tab");
     let level = query("level");
-    let refresh = Refresh::get();
-    let details =
-        Resource::new(move || (env.get(), rid.get(), refresh.tick()), |(e, r, _)| load_resource_details(e, r));
+    let details = live_resource(move || (env.get(), rid.get()), |(e, r)| load_resource_details(e, r));
     let q = use_query_map();
     let tabs = [
         ("attributes", "Desired state"),
@@ -203,13 +198,14 @@ pub fn ResourceDetailsPage() -> impl IntoView {
             .collect_view()
     };
     view! {
-        <Title text=move || rid.get()/>
-        <section class="page">
-            <nav class="breadcrumbs" aria-label="Breadcrumbs">
+        <SubPage
+            title=move || rid.get()
+            trail=move || view! {
                 <a href=move || env_link("resources", &env.get())>"Resources"</a>
                 " › "
                 <span>{move || rid.get()}</span>
-            </nav>
+            }
+        >
             <Loaded
                 resource=details
                 loading="Loading…"
@@ -226,7 +222,7 @@ pub fn ResourceDetailsPage() -> impl IntoView {
                     _ => view! { <AttributesTab details/> }.into_any(),
                 }}
             </div>
-        </section>
+        </SubPage>
     }
 }
 
@@ -335,42 +331,38 @@ fn RequiresTab(details: DetailsResource) -> impl IntoView {
 
 #[component]
 fn HistoryTab(env: Memo<String>, rid: Memo<String>) -> impl IntoView {
-    let refresh = Refresh::get();
-    let data = Resource::new(move || (env.get(), rid.get(), refresh.tick()), |(e, r, _)| resource_history(e, r));
+    let data = live_resource(move || (env.get(), rid.get()), |(e, r)| resource_history(e, r));
     view! {
-        <Transition fallback=|| view! { <p class="muted">"Loading history…"</p> }>
-            {move || Suspend::new(async move {
-                match data.await {
-                    Ok(rows) if rows.is_empty() => view! { <p class="muted">"No history yet."</p> }.into_any(),
-                    Ok(rows) => rows
-                        .into_iter()
-                        .map(|h| {
-                            view! {
-                                <details class="history-item">
-                                    <summary>
-                                        {short_date(&h.date)} " " <span class="muted mono">{h.attribute_hash.clone()}</span>
-                                        {format!(" · {} requires", h.requires.len())}
-                                    </summary>
-                                    <AttributeTable attributes=h.attributes/>
-                                </details>
-                            }
-                        })
-                        .collect_view()
-                        .into_any(),
-                    Err(e) => view! { <ErrorBox title="The history could not be loaded" error=e.to_string()/> }.into_any(),
+        <Loaded
+            resource=data
+            loading="Loading history…"
+            error_title="The history could not be loaded"
+            view=|rows| {
+                if rows.is_empty() {
+                    return view! { <p class="muted">"No history yet."</p> }.into_any();
                 }
-            })}
-        </Transition>
+                rows.into_iter()
+                    .map(|h| {
+                        view! {
+                            <details class="history-item">
+                                <summary>
+                                    {short_date(&h.date)} " " <span class="muted mono">{h.attribute_hash.clone()}</span>
+                                    {format!(" · {} requires", h.requires.len())}
+                                </summary>
+                                <AttributeTable attributes=h.attributes/>
+                            </details>
+                        }
+                    })
+                    .collect_view()
+                    .into_any()
+            }
+        />
     }
 }
 
 #[component]
 fn LogsTab(env: Memo<String>, rid: Memo<String>, level: Memo<String>) -> impl IntoView {
-    let refresh = Refresh::get();
-    let data = Resource::new(
-        move || (env.get(), rid.get(), level.get(), refresh.tick()),
-        |(e, r, l, _)| resource_logs(e, r, l),
-    );
+    let data = live_resource(move || (env.get(), rid.get(), level.get()), |(e, r, l)| resource_logs(e, r, l));
     let q = use_query_map();
     let navigate = leptos_router::hooks::use_navigate();
     let on_level = move |ev: leptos::ev::Event| {
@@ -393,86 +385,87 @@ fn LogsTab(env: Memo<String>, rid: Memo<String>, level: Memo<String>) -> impl In
                     .collect_view()}
             </select>
         </div>
-        <Transition fallback=|| view! { <p class="muted">"Loading logs…"</p> }>
-            {move || Suspend::new(async move {
-                match data.await {
-                    Ok(rows) if rows.is_empty() => view! { <p class="muted">"No log lines at this level."</p> }.into_any(),
-                    Ok(rows) => view! {
-                        <table class="table logs" id="logs">
-                            <thead>
-                                <tr>
-                                    <th scope="col">"Time"</th>
-                                    <th scope="col">"Version"</th>
-                                    <th scope="col">"Action"</th>
-                                    <th scope="col">"Level"</th>
-                                    <th scope="col">"Message"</th>
-                                </tr>
-                            </thead>
-                            <tbody>
-                                {rows
-                                    .into_iter()
-                                    .map(|l| {
-                                        view! {
-                                            <tr data-level=l.level.clone() data-version=l.version.map(|v| v.to_string())>
-                                                <td class="nowrap">{short_date(&l.timestamp)}</td>
-                                                <td class="log-version">{l.version}</td>
-                                                <td>{l.action}</td>
-                                                <td><span class=format!("level level-{}", l.level.to_lowercase())>{l.level.clone()}</span></td>
-                                                <td><pre class="log-message">{l.message}</pre></td>
-                                            </tr>
-                                        }
-                                    })
-                                    .collect_view()}
-                            </tbody>
-                        </table>
-                    }
-                        .into_any(),
-                    Err(e) => view! { <ErrorBox title="The logs could not be loaded" error=e.to_string()/> }.into_any(),
+        <Loaded
+            resource=data
+            loading="Loading logs…"
+            error_title="The logs could not be loaded"
+            view=|rows| {
+                if rows.is_empty() {
+                    return view! { <p class="muted">"No log lines at this level."</p> }.into_any();
                 }
-            })}
-        </Transition>
+                view! {
+                    <table class="table logs" id="logs">
+                        <thead>
+                            <tr>
+                                <th scope="col">"Time"</th>
+                                <th scope="col">"Version"</th>
+                                <th scope="col">"Action"</th>
+                                <th scope="col">"Level"</th>
+                                <th scope="col">"Message"</th>
+                            </tr>
+                        </thead>
+                        <tbody>
+                            {rows
+                                .into_iter()
+                                .map(|l| {
+                                    view! {
+                                        <tr data-level=l.level.clone() data-version=l.version.map(|v| v.to_string())>
+                                            <td class="nowrap">{short_date(&l.timestamp)}</td>
+                                            <td class="log-version">{l.version}</td>
+                                            <td>{l.action}</td>
+                                            <td><span class=format!("level level-{}", l.level.to_lowercase())>{l.level.clone()}</span></td>
+                                            <td><pre class="log-message">{l.message}</pre></td>
+                                        </tr>
+                                    }
+                                })
+                                .collect_view()}
+                        </tbody>
+                    </table>
+                }
+                    .into_any()
+            }
+        />
     }
 }
 
 #[component]
 fn FactsTab(env: Memo<String>, rid: Memo<String>) -> impl IntoView {
-    let refresh = Refresh::get();
-    let data = Resource::new(move || (env.get(), rid.get(), refresh.tick()), |(e, r, _)| resource_facts(e, r));
+    let data = live_resource(move || (env.get(), rid.get()), |(e, r)| resource_facts(e, r));
     view! {
-        <Transition fallback=|| view! { <p class="muted">"Loading facts…"</p> }>
-            {move || Suspend::new(async move {
-                match data.await {
-                    Ok(rows) if rows.is_empty() => {
-                        view! { <p class="muted">"No facts: the handler of this resource reported none."</p> }.into_any()
-                    }
-                    Ok(rows) => view! {
-                        <table class="table">
-                            <thead>
-                                <tr>
-                                    <th scope="col">"Name"</th>
-                                    <th scope="col">"Value"</th>
-                                    <th scope="col">"Updated"</th>
-                                </tr>
-                            </thead>
-                            <tbody>
-                                {rows
-                                    .into_iter()
-                                    .map(|f| view! {
-                                        <tr>
-                                            <td>{f.name}</td>
-                                            <td><code class="value">{f.value}</code></td>
-                                            <td>{f.updated.as_deref().map(short_date)}</td>
-                                        </tr>
-                                    })
-                                    .collect_view()}
-                            </tbody>
-                        </table>
-                    }
-                        .into_any(),
-                    Err(e) => view! { <ErrorBox title="The facts could not be loaded" error=e.to_string()/> }.into_any(),
+        <Loaded
+            resource=data
+            loading="Loading facts…"
+            error_title="The facts could not be loaded"
+            view=|rows| {
+                if rows.is_empty() {
+                    return view! { <p class="muted">"No facts: the handler of this resource reported none."</p> }.into_any();
                 }
-            })}
-        </Transition>
+                view! {
+                    <table class="table">
+                        <thead>
+                            <tr>
+                                <th scope="col">"Name"</th>
+                                <th scope="col">"Value"</th>
+                                <th scope="col">"Updated"</th>
+                            </tr>
+                        </thead>
+                        <tbody>
+                            {rows
+                                .into_iter()
+                                .map(|f| view! {
+                                    <tr>
+                                        <td>{f.name}</td>
+                                        <td><code class="value">{f.value}</code></td>
+                                        <td>{f.updated.as_deref().map(short_date)}</td>
+                                    </tr>
+                                })
+                                .collect_view()}
+                        </tbody>
+                    </table>
+                }
+                    .into_any()
+            }
+        />
     }
 }
 

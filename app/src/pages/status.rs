@@ -14,7 +14,7 @@ use crate::model::ServerStatus;
 #[component]
 pub fn StatusPage() -> impl IntoView {
     let refresh = Refresh::get();
-    let data = Resource::new(move || refresh.tick(), |_| load_server_status());
+    let data = live_resource(|| (), |()| load_server_status());
     view! {
         <Title text="Server Status"/>
         <section class="page">

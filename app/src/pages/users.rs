@@ -19,8 +19,7 @@ pub const PASSWORD_HINT: &str =
 
 #[component]
 pub fn UsersPage() -> impl IntoView {
-    let refresh = Refresh::get();
-    let data = Resource::new(move || refresh.tick(), |_| users());
+    let data = live_resource(|| (), |()| users());
     // Made here so a message stays when the table reloads after the action.
     let error = ActionError::new();
     view! {
@@ -29,25 +28,22 @@ pub fn UsersPage() -> impl IntoView {
             <div class="page-header">
                 <h1>"Users"</h1>
             </div>
-            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match data.await {
-                        Ok(view) => view! { <UsersTable data=view error/> }.into_any(),
-                        Err(e) if error_text(&e).starts_with("not allowed") => view! {
-                            <div id="users-not-allowed">
-                                <Empty title="Only admins manage users">
-                                    <p>
-                                        "You are signed in without admin rights. Ask an admin to add users, "
-                                        "set passwords or give roles in an environment."
-                                    </p>
-                                </Empty>
-                            </div>
-                        }
-                            .into_any(),
-                        Err(e) => view! { <ErrorBox title="The users could not be loaded" error=e.to_string()/> }.into_any(),
-                    }
-                })}
-            </Transition>
+            <Loaded
+                resource=data
+                loading="Loading…"
+                error_title="The users could not be loaded"
+                view=move |view| view! { <UsersTable data=view error/> }
+                not_allowed=|| view! {
+                    <div id="users-not-allowed">
+                        <Empty title="Only admins manage users">
+                            <p>
+                                "You are signed in without admin rights. Ask an admin to add users, "
+                                "set passwords or give roles in an environment."
+                            </p>
+                        </Empty>
+                    </div>
+                }
+            />
             <Transition fallback=|| ()>
                 <UserForms data/>
             </Transition>
@@ -265,28 +261,16 @@ fn AddUserForm() -> impl IntoView {
     view! {
         <form class="card form" id="add-user" on:submit=add>
             <h2>"Add user"</h2>
-            <label for="new-username">"Username"</label>
-            <input
-                id="new-username"
-                class="input"
-                type="text"
-                autocomplete="off"
-                required=true
-                prop:value=move || username.get()
-                on:input=move |ev| username.set(event_target_value(&ev))
-            />
-            <label for="new-password">"Password"</label>
-            <input
+            <TextField id="new-username" label="Username" value=username autocomplete="off" required=true/>
+            <TextField
                 id="new-password"
-                class="input"
-                type="password"
+                label="Password"
+                value=password
+                input_type="password"
                 autocomplete="new-password"
                 required=true
-                aria-describedby="new-password-hint"
-                prop:value=move || password.get()
-                on:input=move |ev| password.set(event_target_value(&ev))
+                hint=PASSWORD_HINT
             />
-            <p class="muted field-hint" id="new-password-hint">{PASSWORD_HINT}</p>
             <label class="checkbox">
                 <input
                     id="new-admin"
@@ -308,28 +292,11 @@ fn AddUserForm() -> impl IntoView {
 /// A labelled choice of one of the users, for the forms that act on a user.
 #[component]
 fn UserSelect(id: &'static str, data: UsersResource, user: RwSignal<String>) -> impl IntoView {
-    let users = move || data.get().and_then(|r| r.ok()).map(|d| d.users).unwrap_or_default();
-    view! {
-        <label for=id>"User"</label>
-        <select
-            id=id
-            class="input"
-            required=true
-            prop:value=move || user.get()
-            on:change=move |ev| user.set(event_target_value(&ev))
-        >
-            <option value="">"— pick a user —"</option>
-            {move || {
-                users()
-                    .into_iter()
-                    .map(|u| {
-                        let selected = u.username == user.get_untracked();
-                        view! { <option value=u.username.clone() selected=selected>{u.username.clone()}</option> }
-                    })
-                    .collect_view()
-            }}
-        </select>
-    }
+    let users = move || {
+        let users = data.get().and_then(|r| r.ok()).map(|d| d.users).unwrap_or_default();
+        users.into_iter().map(|u| (u.username.clone(), u.username)).collect()
+    };
+    view! { <SelectField id label="User" value=user options=users prompt="— pick a user —" required=true/> }
 }
 
 #[component]
@@ -350,55 +317,25 @@ fn AssignRoleForm(data: UsersResource) -> impl IntoView {
         submit(error, notice, format!("{u} now has role {r}."), || (), role_assignment(u.clone(), e, r.clone(), true));
     };
     let no_environments = move || loaded().is_some_and(|d| d.environments.is_empty());
+    let environments = move || {
+        let environments = loaded().map(|d| d.environments).unwrap_or_default();
+        environments.into_iter().map(|e| (e.id, format!("{} / {}", e.project_name, e.name))).collect()
+    };
+    let roles = move || loaded().map(|d| d.roles).unwrap_or_default().into_iter().map(|r| (r.clone(), r)).collect();
     view! {
         <form class="card form" id="assign-role" on:submit=assign>
             <h2>"Assign a role"</h2>
             <UserSelect id="assign-user" data=data user=user/>
-            <label for="assign-env">"Environment"</label>
-            <select
+            <SelectField
                 id="assign-env"
-                class="input"
+                label="Environment"
+                value=env
+                options=environments
+                prompt="— pick an environment —"
                 required=true
-                prop:value=move || env.get()
-                on:change=move |ev| env.set(event_target_value(&ev))
-            >
-                <option value="">"— pick an environment —"</option>
-                {move || {
-                    loaded()
-                        .map(|d| d.environments)
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(|e| {
-                            let selected = e.id == env.get_untracked();
-                            view! {
-                                <option value=e.id.clone() selected=selected>
-                                    {format!("{} / {}", e.project_name, e.name)}
-                                </option>
-                            }
-                        })
-                        .collect_view()
-                }}
-            </select>
+            />
             {move || no_environments().then(|| view! { <p class="muted">"There are no environments yet: create one first."</p> })}
-            <label for="assign-role-name">"Role"</label>
-            <select
-                id="assign-role-name"
-                class="input"
-                prop:value=move || role.get()
-                on:change=move |ev| role.set(event_target_value(&ev))
-            >
-                {move || {
-                    loaded()
-                        .map(|d| d.roles)
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(|r| {
-                            let selected = r == role.get_untracked();
-                            view! { <option value=r.clone() selected=selected>{r.clone()}</option> }
-                        })
-                        .collect_view()
-                }}
-            </select>
+            <SelectField id="assign-role-name" label="Role" value=role options=roles/>
             <p class="muted field-hint">
                 "read-only reads; noc also deploys, pauses agents and halts; environment-admin also changes the "
                 "desired state and settings; environment-expert-admin also clears, deletes and issues tokens."
@@ -437,18 +374,15 @@ fn SetPasswordForm(data: UsersResource) -> impl IntoView {
         <form class="card form" id="set-password" on:submit=save>
             <h2>"Set a password"</h2>
             <UserSelect id="password-user" data=data user=user/>
-            <label for="password-new">"New password"</label>
-            <input
+            <TextField
                 id="password-new"
-                class="input"
-                type="password"
+                label="New password"
+                value=password
+                input_type="password"
                 autocomplete="new-password"
                 required=true
-                aria-describedby="password-new-hint"
-                prop:value=move || password.get()
-                on:input=move |ev| password.set(event_target_value(&ev))
+                hint=PASSWORD_HINT
             />
-            <p class="muted field-hint" id="password-new-hint">{PASSWORD_HINT}</p>
             <ActionMessage error/>
             <Notice notice/>
             <div class="form-actions">

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 
 #[cfg(feature = "ssr")]
-use crate::fns::{attributes, env_id, fail, json_text, page_info, page_request, services_for, version_row};
+use crate::fns::{attributes, env_id, fail, json_text, page_request, paged, services_for, version_row};
 use crate::model::{Attribute, ComplianceView, Paged, ResourceChange, TableQuery, VersionRow, VersionedResourceRow};
 #[cfg(feature = "ssr")]
 use crate::model::{AttributeChange, DryRunRow};
@@ -14,7 +14,7 @@ use crate::model::{AttributeChange, DryRunRow};
 pub async fn versions(query: TableQuery) -> Result<Paged<VersionRow>, ServerFnError> {
     let s = services_for("desired-state.read", &query.env)?;
     let page = s.orchestrator.desired_state_versions(env_id(&query.env)?, &page_request(&query)).await.map_err(fail)?;
-    Ok(Paged { page: page_info(&page), rows: page.items.into_iter().map(version_row).collect() })
+    Ok(paged(page, version_row))
 }
 
 /// Promotes (`delete == false`) or deletes a version.
@@ -57,20 +57,13 @@ pub async fn version_resources(query: TableQuery, version: i64) -> Result<Paged<
     let s = services_for("desired-state.read", &query.env)?;
     let page =
         s.orchestrator.versioned_resources(env_id(&query.env)?, version, &page_request(&query)).await.map_err(fail)?;
-    Ok(Paged {
-        page: page_info(&page),
-        rows: page
-            .items
-            .into_iter()
-            .map(|r| VersionedResourceRow {
-                id: r.resource_id,
-                resource_type: r.id_details.resource_type,
-                agent: r.id_details.agent,
-                value: r.id_details.resource_id_value,
-                requires: r.requires.len(),
-            })
-            .collect(),
-    })
+    Ok(paged(page, |r| VersionedResourceRow {
+        id: r.resource_id,
+        resource_type: r.id_details.resource_type,
+        agent: r.id_details.agent,
+        value: r.id_details.resource_id_value,
+        requires: r.requires.len(),
+    }))
 }
 
 #[server(prefix = "/console/fn", endpoint = "version_resource", input = Json)]

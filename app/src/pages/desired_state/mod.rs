@@ -1,7 +1,6 @@
 //! Desired state: versions, the resources of a version, one versioned resource, compare.
 
 use leptos::prelude::*;
-use leptos_meta::Title;
 use leptos_router::hooks::{use_navigate, use_params_map, use_query_map};
 
 use crate::components::*;
@@ -20,14 +19,10 @@ const VERSION: &str = "/console/desiredstate/version";
 #[component]
 pub fn DesiredStatePage() -> impl IntoView {
     let env = env();
-    let refresh = Refresh::get();
-    let table = table_query();
-    let data = Resource::new(move || (table.get(), refresh.tick()), |(q, _)| fns::versions(q));
+    let data = table_resource(fns::versions);
     view! {
         <EnvironmentPage title="Desired State" env>
-            <div class="toolbar" aria-label="Filter on status">
-                {choice_filter(VERSIONS, "status", &["", "active", "candidate", "retired", "skipped_candidate"])}
-            </div>
+            <StatusFilter path=VERSIONS values=&["", "active", "candidate", "retired", "skipped_candidate"]/>
             <Loaded
                 resource=data
                 loading="Loading versions…"
@@ -64,7 +59,7 @@ fn VersionsTable(env: String, data: Paged<VersionRow>) -> impl IntoView {
         .into_iter()
         .map(|v| {
             let version = v.version;
-            let href = format!("{}&v={version}", env_link("desiredstate/version", &env));
+            let href = version_link(&env, version);
             let (env_p, env_d) = (env.clone(), env.clone());
             let candidate = matches!(v.status, VersionStatus::Candidate | VersionStatus::SkippedCandidate);
             let active = v.status == VersionStatus::Active;
@@ -107,14 +102,7 @@ fn VersionsTable(env: String, data: Paged<VersionRow>) -> impl IntoView {
                             <button
                                 class="button button-small promote"
                                 type="button"
-                                on:click=move |_| {
-                                    let env = env_p.clone();
-                                    error.ask(
-                                        format!("Promote version {version}? It becomes the desired state and deploys."),
-                                        "Promote",
-                                        move || act(error, format!("Version {version} promoted"), fns::version_action(env.clone(), version, false)),
-                                    )
-                                }
+                                on:click=move |_| ask_version_action(error, env_p.clone(), version, false)
                             >
                                 "Promote"
                             </button>
@@ -123,14 +111,7 @@ fn VersionsTable(env: String, data: Paged<VersionRow>) -> impl IntoView {
                             <button
                                 class="button button-small button-secondary delete"
                                 type="button"
-                                on:click=move |_| {
-                                    let env = env_d.clone();
-                                    error.ask(
-                                        format!("Delete version {version}?"),
-                                        "Delete",
-                                        move || act(error, format!("Version {version} deleted"), fns::version_action(env.clone(), version, true)),
-                                    )
-                                }
+                                on:click=move |_| ask_version_action(error, env_d.clone(), version, true)
                             >
                                 "Delete"
                             </button>
@@ -173,27 +154,42 @@ fn VersionsTable(env: String, data: Paged<VersionRow>) -> impl IntoView {
     .into_any()
 }
 
+/// Asks before promoting `version` (or, with `delete`, deleting it), then does it: the versions
+/// table and a version's page ask the same question.
+fn ask_version_action(error: ActionError, env: String, version: i64, delete: bool) {
+    let (question, yes, done) = if delete {
+        (format!("Delete version {version}?"), "Delete", format!("Version {version} deleted"))
+    } else {
+        (
+            format!("Promote version {version}? It becomes the desired state and deploys."),
+            "Promote",
+            format!("Version {version} promoted"),
+        )
+    };
+    error.ask(question, yes, move || act(error, done.clone(), fns::version_action(env.clone(), version, delete)));
+}
+
 #[component]
 pub fn VersionPage() -> impl IntoView {
     let env = env();
     let version = query("v");
-    let refresh = Refresh::get();
     let table = table_query();
-    let data = Resource::new(
-        move || (table.get(), version.get(), refresh.tick()),
-        |(q, v, _)| async move {
-            let v: i64 = v.parse().map_err(|_| ServerFnError::new("no version given (?v=)"))?;
+    let data = live_resource(
+        move || (table.get(), version.get()),
+        |(q, v)| async move {
+            let v = version_number(&v)?;
             fns::version_resources(q, v).await
         },
     );
     view! {
-        <Title text=move || format!("Version {}", version.get())/>
-        <section class="page">
-            <nav class="breadcrumbs" aria-label="Breadcrumbs">
+        <SubPage
+            title=move || format!("Version {}", version.get())
+            trail=move || view! {
                 <a href=move || env_link("desiredstate", &env.get())>"Desired State"</a>
                 " › "
                 <span>{move || format!("Version {}", version.get())}</span>
-            </nav>
+            }
+        >
             <div class="page-header">
                 <h1>{move || format!("Version {}", version.get())}</h1>
             </div>
@@ -204,18 +200,14 @@ pub fn VersionPage() -> impl IntoView {
                     fields=vec![("resource_type", "Type"), ("agent", "Agent"), ("resource_id_value", "Value")]
                     keep=vec!["env", "v"]
                 />
-                <Transition fallback=|| view! { <p class="muted">"Loading resources…"</p> }>
-                    {move || Suspend::new(async move {
-                        match data.await {
-                            Ok(page) => {
-                                view! { <VersionResources env=env.get_untracked() version=version.get_untracked() data=page/> }.into_any()
-                            }
-                            Err(e) => view! { <ErrorBox title="The version could not be loaded" error=e.to_string()/> }.into_any(),
-                        }
-                    })}
-                </Transition>
+                <Loaded
+                    resource=data
+                    loading="Loading resources…"
+                    error_title="The version could not be loaded"
+                    view=move |page| view! { <VersionResources env=env.get_untracked() version=version.get_untracked() data=page/> }
+                />
             </Show>
-        </section>
+        </SubPage>
     }
 }
 
@@ -223,11 +215,10 @@ pub fn VersionPage() -> impl IntoView {
 /// candidate, dry run it against the current state.
 #[component]
 fn VersionHeader(env: Memo<String>, version: Memo<String>) -> impl IntoView {
-    let refresh = Refresh::get();
-    let summary = Resource::new(
-        move || (env.get(), version.get(), refresh.tick()),
-        |(env, v, _)| async move {
-            let v: i64 = v.parse().map_err(|_| ServerFnError::new("no version given (?v=)"))?;
+    let summary = live_resource(
+        move || (env.get(), version.get()),
+        |(env, v)| async move {
+            let v = version_number(&v)?;
             fns::version_summary(env, v).await
         },
     );
@@ -262,14 +253,7 @@ fn VersionHeader(env: Memo<String>, version: Memo<String>) -> impl IntoView {
                                     class="button button-primary"
                                     id="version-promote"
                                     type="button"
-                                    on:click=move |_| {
-                                        let env = env.clone();
-                                        error.ask(
-                                            format!("Promote version {version}? It becomes the desired state and deploys."),
-                                            "Promote",
-                                            move || act(error, format!("Version {version} promoted"), fns::version_action(env.clone(), version, false)),
-                                        )
-                                    }
+                                    on:click=move |_| ask_version_action(error, env.clone(), version, false)
                                 >
                                     "Promote"
                                 </button>
@@ -342,22 +326,21 @@ pub fn VersionResourcePage() -> impl IntoView {
     let data = Resource::new(
         move || (env.get(), version.get(), rid.get()),
         |(env, v, rid)| async move {
-            let v: i64 = v.parse().map_err(|_| ServerFnError::new("no version given (?v=)"))?;
+            let v = version_number(&v)?;
             fns::version_resource(env, v, rid).await
         },
     );
     view! {
-        <Title text=move || rid.get()/>
-        <section class="page">
-            <nav class="breadcrumbs" aria-label="Breadcrumbs">
+        <SubPage
+            title=move || rid.get()
+            trail=move || view! {
                 <a href=move || env_link("desiredstate", &env.get())>"Desired State"</a>
                 " › "
-                <a href=move || format!("{}&v={}", env_link("desiredstate/version", &env.get()), version.get())>
-                    {move || format!("Version {}", version.get())}
-                </a>
+                <a href=move || version_link(&env.get(), version.get())>{move || format!("Version {}", version.get())}</a>
                 " › "
                 <span>{move || rid.get()}</span>
-            </nav>
+            }
+        >
             <div class="page-header">
                 <h1 class="mono">{move || rid.get()}</h1>
             </div>
@@ -367,7 +350,7 @@ pub fn VersionResourcePage() -> impl IntoView {
                 error_title="The resource could not be loaded"
                 view=move |attrs| view! { <AttributeTable attributes=attrs/> }
             />
-        </section>
+        </SubPage>
     }
 }
 
@@ -428,13 +411,14 @@ pub fn ComparePage() -> impl IntoView {
         },
     );
     view! {
-        <Title text=move || format!("Compare {} and {}", from.get(), to.get())/>
-        <section class="page">
-            <nav class="breadcrumbs" aria-label="Breadcrumbs">
+        <SubPage
+            title=move || format!("Compare {} and {}", from.get(), to.get())
+            trail=move || view! {
                 <a href=move || env_link("desiredstate", &env.get())>"Desired State"</a>
                 " › "
                 <span>"Compare"</span>
-            </nav>
+            }
+        >
             <div class="page-header">
                 <h1>{move || format!("Version {} → {}", from.get(), to.get())}</h1>
             </div>
@@ -444,7 +428,7 @@ pub fn ComparePage() -> impl IntoView {
                 error_title="The versions could not be compared"
                 view=move |changes| view! { <Changes env=env.get_untracked() changes/> }
             />
-        </section>
+        </SubPage>
     }
 }
 
@@ -514,15 +498,7 @@ fn Changes(
         <p class="muted" id="compare-summary">{totals}</p>
         <div class="toolbar compare-tools" role="group" aria-label="Filter the changes">
             {chips}
-            <label class="sr-only" for="compare-search">"Search the changed resources"</label>
-            <input
-                class="input"
-                type="search"
-                id="compare-search"
-                placeholder="Search resources…"
-                prop:value=move || search.get()
-                on:input=move |ev| search.set(event_target_value(&ev))
-            />
+            <ResourceSearch id="compare-search" label="Search the changed resources" search/>
             <button class="button button-secondary button-small" type="button" id="compare-expand" on:click=move |_| expanded.update(|e| *e = !*e)>
                 {move || if expanded.get() { "Collapse all" } else { "Expand all" }}
             </button>
@@ -686,6 +662,16 @@ pub fn FilterForm(
     }
 }
 
+/// A version's page.
+pub fn version_link(env: &str, version: impl std::fmt::Display) -> String {
+    format!("{}&v={version}", env_link("desiredstate/version", env))
+}
+
+/// The version `?v=` names, or the error the page shows when it names none.
+fn version_number(v: &str) -> Result<i64, ServerFnError> {
+    v.parse().map_err(|_| ServerFnError::new("no version given (?v=)"))
+}
+
 /// The compliance check page of a version.
 pub fn compliance_link(env: &str, version: i64) -> String {
     format!("{}/desiredstate/{version}/compliancecheck?env={}", crate::BASE, encode(env))
@@ -746,17 +732,16 @@ pub fn ComplianceCheckPage() -> impl IntoView {
         });
     };
     view! {
-        <Title text=move || format!("Compliance check of version {}", version.get())/>
-        <section class="page">
-            <nav class="breadcrumbs" aria-label="Breadcrumbs">
+        <SubPage
+            title=move || format!("Compliance check of version {}", version.get())
+            trail=move || view! {
                 <a href=move || env_link("desiredstate", &env.get())>"Desired State"</a>
                 " › "
-                <a href=move || format!("{}&v={}", env_link("desiredstate/version", &env.get()), version.get())>
-                    {move || format!("Version {}", version.get())}
-                </a>
+                <a href=move || version_link(&env.get(), version.get())>{move || format!("Version {}", version.get())}</a>
                 " › "
                 <span>"Compliance check"</span>
-            </nav>
+            }
+        >
             <div class="page-header">
                 <h1>{move || format!("Compliance check of version {}", version.get())}</h1>
                 <button
@@ -774,19 +759,14 @@ pub fn ComplianceCheckPage() -> impl IntoView {
             </p>
             <ActionMessage error/>
             <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
-                <Transition fallback=|| view! { <p class="muted">"Loading dry runs…"</p> }>
-                    {move || Suspend::new(async move {
-                        match data.await {
-                            Ok(view) => {
-                                view! { <ComplianceBody env=env.get_untracked() version=version.get_untracked() view/> }
-                                    .into_any()
-                            }
-                            Err(e) => view! { <ErrorBox title="The dry runs could not be loaded" error=e.to_string()/> }.into_any(),
-                        }
-                    })}
-                </Transition>
+                <Loaded
+                    resource=data
+                    loading="Loading dry runs…"
+                    error_title="The dry runs could not be loaded"
+                    view=move |view| view! { <ComplianceBody env=env.get_untracked() version=version.get_untracked() view/> }
+                />
             </Show>
-        </section>
+        </SubPage>
     }
     .into_any()
 }

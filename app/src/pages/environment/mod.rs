@@ -9,12 +9,12 @@ pub(crate) mod fns;
 #[cfg(all(test, feature = "ssr"))]
 mod tests;
 use crate::model::{CLIENT_TYPES, CompileRow, Dashboard, EnvironmentDetails, ResourceState, SettingRow, TokenRow};
+use crate::pages::desired_state::version_link;
 
 #[component]
 pub fn DashboardPage() -> impl IntoView {
     let env = env();
-    let refresh = Refresh::get();
-    let data = Resource::new(move || (env.get(), refresh.tick()), |(env, _)| fns::load_dashboard(env));
+    let data = live_resource(move || env.get(), fns::load_dashboard);
     view! {
         <EnvironmentPage title="Dashboard" env>
             <Loaded
@@ -218,7 +218,7 @@ fn DashboardBody(env: String, data: Dashboard) -> impl IntoView {
                             {versions
                                 .into_iter()
                                 .map(|v| {
-                                    let href = format!("{}&v={}", env_link("desiredstate/version", &env), v.version);
+                                    let href = version_link(&env, v.version);
                                     view! {
                                         <tr>
                                             <td><a href=href>{v.version}</a></td>
@@ -362,8 +362,7 @@ pub fn SettingsPage() -> impl IntoView {
 
 #[component]
 fn EnvironmentTab(env: Memo<String>) -> impl IntoView {
-    let refresh = Refresh::get();
-    let details = Resource::new(move || (env.get(), refresh.tick()), |(env, _)| crate::fns::environment(env));
+    let details = live_resource(move || env.get(), crate::fns::environment);
     view! {
         <Loaded
             resource=details
@@ -376,8 +375,7 @@ fn EnvironmentTab(env: Memo<String>) -> impl IntoView {
 
 #[component]
 fn ConfigurationTab(env: Memo<String>) -> impl IntoView {
-    let refresh = Refresh::get();
-    let settings = Resource::new(move || (env.get(), refresh.tick()), |(env, _)| fns::settings(env));
+    let settings = live_resource(move || env.get(), fns::settings);
     view! {
         <div class="card">
             <h2>"Configuration"</h2>
@@ -403,8 +401,7 @@ const EXPIRY: &[(&str, Option<u32>)] = &[
 
 #[component]
 fn TokensTab(env: Memo<String>) -> impl IntoView {
-    let refresh = Refresh::get();
-    let tokens = Resource::new(move || (env.get(), refresh.tick()), |(env, _)| fns::tokens(env));
+    let tokens = live_resource(move || env.get(), fns::tokens);
     let error = ActionError::new();
     view! {
         <GenerateToken env/>
@@ -415,28 +412,30 @@ fn TokensTab(env: Memo<String>) -> impl IntoView {
                 <code>"Authorization: Bearer <token>"</code> "). Only their details are kept: a lost token cannot be shown again, generate a new one."
             </p>
             <ActionMessage error/>
-            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match tokens.await {
-                        Ok(rows) if rows.is_empty() => view! {
+            <Loaded
+                resource=tokens
+                loading="Loading…"
+                error_title="The tokens could not be loaded"
+                view=move |rows| {
+                    if rows.is_empty() {
+                        view! {
                             <div id="no-tokens">
                                 <Empty title="No tokens yet">
                                     <p>"Generate one above for an agent, the compiler or a script."</p>
                                 </Empty>
                             </div>
                         }
-                            .into_any(),
-                        Ok(rows) => view! { <TokenTable env=env.get_untracked() rows error/> }.into_any(),
-                        Err(e) if error_text(&e).starts_with("not allowed") => view! {
-                            <Empty title="Tokens are for environment expert admins">
-                                <p>"Issuing and revoking tokens needs the environment-expert-admin role in this environment, or an admin."</p>
-                            </Empty>
-                        }
-                            .into_any(),
-                        Err(e) => view! { <ErrorBox title="The tokens could not be loaded" error=e.to_string()/> }.into_any(),
+                            .into_any()
+                    } else {
+                        view! { <TokenTable env=env.get_untracked() rows error/> }.into_any()
                     }
-                })}
-            </Transition>
+                }
+                not_allowed=|| view! {
+                    <Empty title="Tokens are for environment expert admins">
+                        <p>"Issuing and revoking tokens needs the environment-expert-admin role in this environment, or an admin."</p>
+                    </Empty>
+                }
+            />
         </div>
     }
 }
