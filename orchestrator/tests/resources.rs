@@ -361,6 +361,25 @@ async fn deploy_changes_are_those_of_one_version() {
     assert_eq!(o.deploy_changes(env, v2).await.unwrap().len(), 2);
 }
 
+/// A result records the attribute hash of the version it ran for: a late result of an older
+/// version leaves a resource whose intent changed since `available`, one whose intent is the same
+/// `deployed`; a result of the current version takes the current hash.
+#[tokio::test]
+async fn a_result_records_the_hash_of_the_version_it_ran_for() {
+    let (o, env, _dir) = setup().await;
+    let v1 = put(&o, env, vec![file("/a", "1", &[]), file("/b", "1", &[])], &[]).await;
+    let v2 = put(&o, env, vec![file("/a", "2", &[]), file("/b", "1", &[])], &[]).await;
+    o.record_actions(env, &[deployed(v1, "/a", Change::Created), deployed(v1, "/b", Change::Created)]).await.unwrap();
+    let status = |path: &'static str| {
+        let o = o.clone();
+        async move { o.released_resource(env, &rid(path)).await.unwrap().status }
+    };
+    assert_eq!(status("/a").await, ResourceState::Available, "v1's /a is not v2's");
+    assert_eq!(status("/b").await, ResourceState::Deployed, "v1's /b is v2's");
+    o.record_actions(env, &[deployed(v2, "/a", Change::Updated)]).await.unwrap();
+    assert_eq!(status("/a").await, ResourceState::Deployed);
+}
+
 /// On PostgreSQL, a bulk write refreshes the planner's statistics at once (the diff of two fresh
 /// versions was planned as a nested loop over every row without them); SQLite has nothing to do.
 #[tokio::test]
