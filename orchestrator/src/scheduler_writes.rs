@@ -18,6 +18,14 @@
 //! soon after. Without them, a repair of 100 000 resources left tens of thousands of results in
 //! memory and one transaction of them holding SQLite's write lock for many seconds.
 //!
+//! On PostgreSQL a batch is written in [`lanes`] transactions at once, each on its own connection:
+//! a transaction of results spends most of its time inside PostgreSQL (index maintenance of the
+//! state rows, the inserts of actions and log lines), on one of the database's cores, while the
+//! others idle. Every write of one resource goes to the same lane, in order (a resource's
+//! deploying mark before its result, an older result before a newer one), and a batch's lanes
+//! are all stored before the next batch starts, so what a resource's row says last is what
+//! happened to it last. SQLite has one write connection: one lane.
+//!
 //! Fencing is unchanged (docs/ha.md): every transaction still checks the lease's epoch before it
 //! commits (`Store::commit_fenced`). When a commit is refused, the writer drops the rest of the
 //! batch and every later batch, and [`Writer::lost`] tells the scheduler, which ends. A commit
@@ -52,9 +60,50 @@ pub(crate) const ROWS_PER_TRANSACTION: usize = 1_000;
 /// Results the scheduler may hold unsaved before it stops starting handler runs.
 pub(crate) const MAX_UNSAVED: usize = 4 * ROWS_PER_TRANSACTION;
 
+/// Transactions a writer has running at once on PostgreSQL. Two: on a two-core machine a third
+/// adds nothing, and the other write connections (crate::store's pool of four) stay free for
+/// parameters, versions and the lease.
+const POSTGRES_LANES: usize = 2;
+
+/// How many transactions of one batch are written at once on a database of this kind.
+fn lanes(kind: crate::DbKind) -> usize {
+    match kind {
+        crate::DbKind::Postgres => POSTGRES_LANES,
+        crate::DbKind::Sqlite => 1,
+    }
+}
+
 impl Batch {
     fn is_empty(&self) -> bool {
         self.started.is_empty() && self.finished.is_empty() && self.blocked.is_empty()
+    }
+
+    /// Splits the batch into `lanes` batches by resource: every write of a resource lands in the
+    /// same lane, in the order it had here. An action is routed by its first resource (a deploy
+    /// has exactly one).
+    fn into_lanes(self, lanes: usize) -> Vec<Batch> {
+        if lanes <= 1 {
+            return vec![self];
+        }
+        let lane_of = |rid: &str| {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            rid.hash(&mut hasher);
+            (hasher.finish() % lanes as u64) as usize
+        };
+        let mut out: Vec<Batch> = (0..lanes).map(|_| Batch::default()).collect();
+        for rid in self.started {
+            out[lane_of(&rid)].started.push(rid);
+        }
+        for done in self.finished {
+            let lane = done.resource_ids.first().map(|id| lane_of(&id.to_string())).unwrap_or(0);
+            out[lane].finished.push(done);
+        }
+        for (rid, blocked) in self.blocked {
+            out[lane_of(&rid)].blocked.push((rid, blocked));
+        }
+        out.retain(|lane| !lane.is_empty());
+        out
     }
 
     /// Splits the batch into transactions of at most [`ROWS_PER_TRANSACTION`] results, in
@@ -111,21 +160,32 @@ impl Writer {
         let lost = Arc::new(AtomicBool::new(false));
         let (task_pending, task_unsaved, task_stored, task_lost) =
             (pending.clone(), unsaved.clone(), stored.clone(), lost.clone());
+        let lanes = lanes(orchestrator.store().kind());
         tokio::spawn(async move {
             while let Some((batch, done)) = queue.recv().await {
-                for part in batch.into_transactions() {
-                    let results = part.finished.len();
-                    if !task_lost.load(Ordering::SeqCst) && !part.is_empty() {
-                        let lease_lost = write(&orchestrator, env, part, fence.as_ref()).await;
-                        if lease_lost {
-                            // Nothing of this epoch may land any more; the new owner redeploys
-                            // what is unknown.
-                            task_lost.store(true, Ordering::SeqCst);
+                // The lanes of a batch run side by side, the transactions of a lane one after
+                // the other; the next batch waits for all of them.
+                let mut lane_writes = tokio::task::JoinSet::new();
+                for lane in batch.into_lanes(lanes) {
+                    let (orchestrator, fence) = (orchestrator.clone(), fence.clone());
+                    let (unsaved, stored, lost) = (task_unsaved.clone(), task_stored.clone(), task_lost.clone());
+                    lane_writes.spawn(async move {
+                        for part in lane.into_transactions() {
+                            let results = part.finished.len();
+                            if !lost.load(Ordering::SeqCst) && !part.is_empty() {
+                                let lease_lost = write(&orchestrator, env, part, fence.as_ref()).await;
+                                if lease_lost {
+                                    // Nothing of this epoch may land any more; the new owner
+                                    // redeploys what is unknown.
+                                    lost.store(true, Ordering::SeqCst);
+                                }
+                            }
+                            unsaved.fetch_sub(results, Ordering::SeqCst);
+                            stored.notify_one();
                         }
-                    }
-                    task_unsaved.fetch_sub(results, Ordering::SeqCst);
-                    task_stored.notify_one();
+                    });
                 }
+                while lane_writes.join_next().await.is_some() {}
                 task_pending.fetch_sub(1, Ordering::SeqCst);
                 task_stored.notify_one();
                 if let Some(done) = done {
@@ -280,6 +340,50 @@ mod tests {
         assert_eq!(parts.len(), 1);
         assert_eq!(parts[0].started, [id("y").to_string()], "x's result clears the mark: only y is still deploying");
         assert_eq!(parts[0].finished.len(), 1);
+    }
+
+    /// Lanes split a batch by resource: nothing is lost, each resource's writes stay in one lane
+    /// in their order, and the resources spread over the lanes.
+    #[test]
+    fn a_resource_keeps_its_writes_in_one_lane_in_order() {
+        let id = |i: usize| api::ResourceId::parse(&format!("std::testing::NullResource[a,name=n{i}]")).unwrap();
+        let mut done = finished(400);
+        for (i, action) in done.iter_mut().enumerate() {
+            // Each resource finishes twice: an older result (version < 200), then a newer one.
+            action.resource_ids = vec![id(i % 200)];
+        }
+        let batch = Batch {
+            started: (0..200).map(|i| id(i).to_string()).collect(),
+            finished: done,
+            blocked: (0..200).map(|i| (id(i).to_string(), Blocked::TemporarilyBlocked)).collect(),
+        };
+        let lanes = batch.into_lanes(2);
+        assert_eq!(lanes.len(), 2, "200 resources over two lanes leave neither empty");
+        let total: usize = lanes.iter().map(|l| l.finished.len()).sum();
+        assert_eq!(total, 400);
+        assert_eq!(lanes.iter().map(|l| l.started.len() + l.blocked.len()).sum::<usize>(), 400);
+        for (n, lane) in lanes.iter().enumerate() {
+            let other = &lanes[1 - n];
+            for action in &lane.finished {
+                let rid = action.resource_ids[0].to_string();
+                assert!(other.finished.iter().all(|a| a.resource_ids[0].to_string() != rid), "{rid} in both lanes");
+                assert!(lane.started.contains(&rid) && !other.started.contains(&rid));
+                assert!(lane.blocked.iter().any(|(r, _)| *r == rid));
+            }
+            let mut seen: std::collections::HashMap<String, i64> = Default::default();
+            for action in &lane.finished {
+                let previous = seen.insert(action.resource_ids[0].to_string(), action.version);
+                assert!(previous.is_none_or(|v| v < action.version), "a resource's results out of order");
+            }
+        }
+    }
+
+    #[test]
+    fn one_lane_is_the_batch_itself() {
+        let batch = Batch { started: vec!["a".into()], finished: finished(3), blocked: vec![] };
+        let lanes = batch.into_lanes(1);
+        assert_eq!(lanes.len(), 1);
+        assert_eq!(lanes[0].finished.iter().map(|f| f.version).collect::<Vec<_>>(), [0, 1, 2]);
     }
 
     /// The connection of a scheduler's write is cut in the middle of its transaction (what a
