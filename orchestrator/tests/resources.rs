@@ -361,6 +361,52 @@ async fn deploy_changes_are_those_of_one_version() {
     assert_eq!(o.deploy_changes(env, v2).await.unwrap().len(), 2);
 }
 
+/// Clearing or deleting an environment removes its actions' log lines and resource links and
+/// nothing of another environment's. On PostgreSQL these tables have no foreign key to
+/// `resource_action` (migration 0045): their rows go because they are deleted by name, not by a
+/// cascade.
+#[tokio::test]
+async fn clearing_an_environment_leaves_no_log_lines_or_links() {
+    let (o, env, _dir) = setup().await;
+    let project = o.list_projects().await.unwrap()[0].id;
+    let other = o
+        .create_environment(EnvironmentCreate { project_id: project, name: "other".into(), ..Default::default() })
+        .await
+        .unwrap()
+        .id;
+    let logged = |version: i64| {
+        let mut action = deployed(version, "/a", Change::Created);
+        action.outcome.messages = vec![line("INFO", "created"), line("DEBUG", "done")];
+        action
+    };
+    for e in [env, other] {
+        let v = put(&o, e, vec![file("/a", "1", &[])], &[]).await;
+        o.record_actions(e, &[logged(v)]).await.unwrap();
+    }
+    let rows = |table: &'static str, e: Uuid| {
+        let o = o.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(&format!("SELECT COUNT(*) FROM {table} WHERE environment = $1"))
+                .bind(e.to_string())
+                .fetch_one(o.store().pool())
+                .await
+                .unwrap()
+        }
+    };
+    let before = (rows("resource_log", other).await, rows("resource_action_resource", other).await);
+    assert!(rows("resource_log", env).await >= 2 && rows("resource_action_resource", env).await >= 1);
+    assert!(before.0 >= 2 && before.1 >= 1);
+
+    o.clear_environment(env).await.unwrap();
+    assert_eq!(rows("resource_log", env).await, 0, "log lines of a cleared environment");
+    assert_eq!(rows("resource_action_resource", env).await, 0, "links of a cleared environment");
+    assert_eq!((rows("resource_log", other).await, rows("resource_action_resource", other).await), before);
+
+    o.delete_environment(other).await.unwrap();
+    assert_eq!(rows("resource_log", other).await, 0, "log lines of a deleted environment");
+    assert_eq!(rows("resource_action_resource", other).await, 0, "links of a deleted environment");
+}
+
 /// A result records the attribute hash of the version it ran for: a late result of an older
 /// version leaves a resource whose intent changed since `available`, one whose intent is the same
 /// `deployed`; a result of the current version takes the current hash.
