@@ -134,6 +134,58 @@ impl ExportedResource {
     pub fn to_wire(&self, version: u64) -> serde_json::Map<String, Json> {
         self.clone().into_wire(version)
     }
+
+    /// What [`ExportedResource::into_wire`] makes, serialized from the resource itself: the
+    /// same JSON without a copy of the attributes (the `-j` file of 100 000 resources held a
+    /// second copy of each while it was written, about 300 MB).
+    pub fn wire(&self, version: u64) -> Wire<'_> {
+        Wire { resource: self, version }
+    }
+}
+
+/// A resource serialized in its wire form; see [`ExportedResource::wire`].
+pub struct Wire<'a> {
+    resource: &'a ExportedResource,
+    version: u64,
+}
+
+impl serde::Serialize for Wire<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let resource = self.resource;
+        let id = resource.id.versioned(self.version);
+        let requires: Vec<String> = resource
+            .requires
+            .iter()
+            .map(|r| if self.version == 0 { r.to_string() } else { r.versioned(self.version) })
+            .collect();
+        // In the order of into_wire's map, whose keys are sorted: `id` and `requires` take their
+        // places among the attributes and replace attributes of those names.
+        let shadowed = |key: &str| key == "id" || key == "requires";
+        let len = resource.attributes.keys().filter(|k| !shadowed(k)).count() + 2;
+        let mut map = serializer.serialize_map(Some(len))?;
+        let (mut id_written, mut requires_written) = (false, false);
+        for (key, value) in &resource.attributes {
+            if !id_written && "id" <= key.as_str() {
+                map.serialize_entry("id", &id)?;
+                id_written = true;
+            }
+            if !requires_written && "requires" <= key.as_str() {
+                map.serialize_entry("requires", &requires)?;
+                requires_written = true;
+            }
+            if !shadowed(key) {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        if !id_written {
+            map.serialize_entry("id", &id)?;
+        }
+        if !requires_written {
+            map.serialize_entry("requires", &requires)?;
+        }
+        map.end()
+    }
 }
 
 pub(crate) struct Exported {

@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 pub use diagnostics::{Diagnostic, Diagnostics, Severity, inmanta_type};
-pub use export::ExportedResource;
+pub use export::{ExportedResource, Wire};
 pub use handlers::ShippedHandler;
 pub use project::ProjectMetadata;
 pub use python_code::{ShippedPythonFile, ShippedPythonModule, module_version_info};
@@ -197,7 +197,7 @@ impl CompileOutput {
     /// The JSON that `inmanta export -j FILE` writes: the list of resources, of no version yet
     /// (version 0 of [`ExportedResource::into_wire`]).
     pub fn export_json(&self) -> String {
-        let resources: Vec<_> = self.resources.iter().map(|r| r.to_wire(0)).collect();
+        let resources: Vec<_> = self.resources.iter().map(|r| r.wire(0)).collect();
         serde_json::to_string_pretty(&resources).unwrap_or_else(|_| "[]".into())
     }
 

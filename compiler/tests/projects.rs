@@ -107,6 +107,29 @@ fn main_file_option() {
     assert_eq!(compile_project_with(p.path(), &options).expect("compiles").variables["x"], 2);
 }
 
+/// The wire form serialized from a resource is the JSON text of the map `to_wire` builds, key
+/// for key and in the same order, with `id` and `requires` among the attributes where they sort,
+/// and with attributes of those names replaced.
+#[test]
+fn the_serialized_wire_form_is_the_wire_map() {
+    let p = TempProject::new("wire", "name: w\n", NULL_MODEL);
+    let out = compile_project(p.path()).expect("compiles");
+    let mut resources = out.resources.clone();
+    // Attributes before, between and after `id` and `requires`, and two that are shadowed.
+    let mut extra = resources[0].clone();
+    for key in ["aaa", "ident", "j", "zzz", "id", "requires"] {
+        extra.attributes.insert(key.into(), serde_json::json!(key));
+    }
+    resources.push(extra);
+    for resource in &resources {
+        for version in [0, 7] {
+            let from_map = serde_json::to_string_pretty(&resource.to_wire(version)).unwrap();
+            let direct = serde_json::to_string_pretty(&resource.wire(version)).unwrap();
+            assert_eq!(direct, from_map);
+        }
+    }
+}
+
 #[test]
 fn the_wire_form_carries_the_version() {
     let p = TempProject::new("version", "name: v\n", NULL_MODEL);
