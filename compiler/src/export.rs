@@ -110,7 +110,7 @@ pub struct ExportedResource {
     pub id: api::ResourceId,
     /// Sorted by their text, without duplicates.
     pub requires: Vec<api::ResourceId>,
-    pub attributes: serde_json::Map<String, Json>,
+    pub attributes: crate::Attributes,
 }
 
 impl ExportedResource {
@@ -119,7 +119,7 @@ impl ExportedResource {
     /// version 0 (no version yet: a partial export, whose version the server picks, and the `-j`
     /// file) the requires are plain resource ids, as Inmanta's exporter writes them.
     pub fn into_wire(self, version: u64) -> serde_json::Map<String, Json> {
-        let mut dict = self.attributes;
+        let mut dict: serde_json::Map<String, Json> = self.attributes.into();
         let requires = self
             .requires
             .iter()
@@ -515,7 +515,7 @@ pub(crate) fn export(
     let mut dropped_warned: HashSet<InstId> = HashSet::new();
     let mut via_error: Option<(crate::model::EntId, Diagnostic)> = None;
     // attributes and requires of each resource of `order`
-    let mut bodies: Vec<(serde_json::Map<String, Json>, Vec<api::ResourceId>)> = Vec::with_capacity(order.len());
+    let mut bodies: Vec<(crate::Attributes, Vec<api::ResourceId>)> = Vec::with_capacity(order.len());
     for Named { inst: i, mapping: m, text: rid, .. } in &order {
         let (i, m) = (*i, *m);
         let mut undefined = false;
@@ -639,7 +639,8 @@ pub(crate) fn export(
         if undefined {
             out.resource_state.insert(rid.clone(), api::ResourceState::Undefined.to_string());
         }
-        bodies.push((obj, reqs.into_iter().map(|n| order[n].id.clone()).collect()));
+        // Compacted now: the maps of all resources alive at once were the export's largest part.
+        bodies.push((obj.into(), reqs.into_iter().map(|n| order[n].id.clone()).collect()));
     }
     // resource sets
     if let Some(&rs) = ev.m.types.entity_by_name.get("std::ResourceSet") {

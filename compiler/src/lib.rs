@@ -5,6 +5,7 @@
 //! This crate does no network and no database work: it reads project files and returns a
 //! [`CompileOutput`] or [`Diagnostics`].
 
+mod attributes;
 mod builtins;
 pub mod conformance;
 mod diagnostics;
@@ -21,6 +22,7 @@ pub mod syntax;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+pub use attributes::Attributes;
 pub use diagnostics::{Diagnostic, Diagnostics, Severity, inmanta_type};
 pub use export::{ExportedResource, Wire};
 pub use handlers::ShippedHandler;
