@@ -48,7 +48,7 @@ impl Attributes {
 
     /// The entries in name order.
     pub fn iter(&self) -> impl Iterator<Item = (&String, &Json)> {
-        self.0.iter().map(|(name, value)| (name, value))
+        self.into_iter()
     }
 
     pub fn keys(&self) -> impl Iterator<Item = &String> {
