@@ -98,6 +98,7 @@ pub const KNOWN: &[(&str, &str)] = &[
     ("server", "login-session-expire"),
     ("server", "login-max-failures"),
     ("server", "trusted-proxies"),
+    ("server", "allowed-origins"),
     ("server", "token-leeway"),
     ("server", "metrics-bind-address"),
     ("server", "metrics-bind-port"),
@@ -155,6 +156,9 @@ pub struct ServerConfig {
     pub login_max_failures: usize,
     /// Proxies whose `X-Forwarded-For` header names the client (for the login throttle).
     pub trusted_proxies: Vec<std::net::IpAddr>,
+    /// Origins besides the server's own whose browsers may send state-changing requests
+    /// (`[server] allowed-origins`, normalised; see csrf.rs).
+    pub allowed_origins: Vec<String>,
     /// Seconds of clock skew tolerated on a token's expiry.
     pub token_leeway: u64,
     /// Where `/metrics` is also served without credentials (`[server] metrics-bind-address`
@@ -201,6 +205,9 @@ impl ServerConfig {
             login_session_expire: options.get_parsed("server", "login-session-expire", 3600)?,
             login_max_failures: options.get_parsed("server", "login-max-failures", 5)?,
             trusted_proxies: trusted_proxies(options)?,
+            allowed_origins: crate::csrf::SameOrigin::parse_allowed(
+                options.get("server", "allowed-origins").unwrap_or_default(),
+            )?,
             token_leeway: options.get_parsed("server", "token-leeway", 0)?,
             metrics_bind: match options.get("server", "metrics-bind-port").filter(|p| !p.trim().is_empty()) {
                 None => None,

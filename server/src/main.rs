@@ -13,6 +13,7 @@ mod config;
 mod console;
 mod console_assets;
 mod console_auth;
+mod csrf;
 mod metrics;
 mod python_install;
 mod remote;

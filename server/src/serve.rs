@@ -81,9 +81,15 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
             config.console_path.clone(),
         ));
     }
+    let same_origin = Arc::new(crate::csrf::SameOrigin {
+        tls: tls.is_some(),
+        trusted_proxies: config.trusted_proxies.clone(),
+        allowed: config.allowed_origins.clone(),
+    });
     let app = app
         .merge(crate::metrics::router(orchestrator.clone(), security.clone()))
         .fallback(rest::not_found)
+        .layer(axum::middleware::from_fn_with_state(same_origin, crate::csrf::refuse_cross_site))
         .layer(axum::middleware::from_fn(crate::metrics::track))
         .layer(TraceLayer::new_for_http());
     if let Some(address) = &config.metrics_bind {
