@@ -10,6 +10,7 @@ mod agents;
 mod cli;
 mod compile_runner;
 mod config;
+mod connections;
 mod console;
 mod console_assets;
 mod console_auth;

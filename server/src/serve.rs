@@ -13,6 +13,7 @@ use crate::security::Security;
 use std::sync::Arc;
 
 pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
+    crate::connections::raise_open_file_limit();
     std::fs::create_dir_all(&config.state_dir)
         .with_context(|| format!("cannot create the state directory {}", config.state_dir.display()))?;
     tracing::info!(database = %config.database_display(), "opening the database");
@@ -122,13 +123,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         println!("Log in at {scheme}://{local}/console as `admin`; the generated password is in {file}");
     }
 
-    match tls {
-        Some(acceptor) => crate::tls::serve(listener, acceptor, app, shutdown_signal()).await?,
-        None => {
-            let app = app.into_make_service_with_connect_info::<SocketAddr>();
-            axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await.context("server failed")?;
-        }
-    }
+    crate::connections::serve(listener, tls, app, config.connection_limits(), shutdown_signal()).await?;
     tracing::info!("shutting down: closing the database");
     orchestrator.store().close().await;
     Ok(())
