@@ -94,7 +94,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         .layer(axum::middleware::from_fn(crate::metrics::track))
         .layer(TraceLayer::new_for_http());
     if let Some(address) = &config.metrics_bind {
-        serve_open_metrics(address, orchestrator.clone()).await?;
+        serve_open_metrics(address, orchestrator.clone(), config.connection_limits()).await?;
     }
 
     let address = format!("{}:{}", config.bind_address, config.bind_port);
@@ -152,14 +152,22 @@ async fn shutdown_signal() {
 }
 
 /// Serves `/metrics` without credentials on `[server] metrics-bind-address:metrics-bind-port`.
-async fn serve_open_metrics(address: &str, orchestrator: orchestrator::Orchestrator) -> anyhow::Result<()> {
+/// Its connections have the same limits as the main port's.
+async fn serve_open_metrics(
+    address: &str,
+    orchestrator: orchestrator::Orchestrator,
+    limits: crate::connections::ConnectionLimits,
+) -> anyhow::Result<()> {
     let listener =
         TcpListener::bind(address).await.with_context(|| format!("cannot listen on {address} for metrics"))?;
     let local = listener.local_addr()?;
     tracing::info!(%local, "metrics listening (no credentials asked)");
     println!("Inmanta metrics listening on http://{local}/metrics");
     tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, crate::metrics::open_router(orchestrator)).await {
+        let router = crate::metrics::open_router(orchestrator);
+        // Served until the process ends.
+        let forever = std::future::pending::<()>();
+        if let Err(e) = crate::connections::serve(listener, None, router, limits, forever).await {
             tracing::error!(error = %e, "the metrics listener stopped");
         }
     });

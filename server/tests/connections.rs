@@ -196,3 +196,56 @@ async fn errors_of_the_http_layer_are_json() {
     // The server is unharmed.
     assert_eq!(s.call("GET", "/api/v2/health", None, None).await.0, 200);
 }
+
+#[tokio::test]
+async fn over_tls_the_same_timeouts_and_json_errors_hold() {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, ServerName};
+
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    let made = std::process::Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1"])
+        .args(["-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        // A server certificate, not a CA: rustls refuses a CA certificate as a server's own.
+        .args(["-addext", "basicConstraints=critical,CA:FALSE", "-addext", "extendedKeyUsage=serverAuth", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl");
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let (cert_s, key_s) = (cert.display().to_string(), key.display().to_string());
+    let s = TestServer::start_with(&[
+        ("INMANTA_SERVER_SSL_CERT_FILE", cert_s.as_str()),
+        ("INMANTA_SERVER_SSL_KEY_FILE", key_s.as_str()),
+        ("INMANTA_SERVER_HEADER_TIMEOUT", "1"),
+    ])
+    .await;
+    let mut roots = rustls::RootCertStore::empty();
+    for der in CertificateDer::pem_file_iter(&cert).unwrap() {
+        roots.add(der.unwrap()).unwrap();
+    }
+    let config =
+        rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
+    let target: SocketAddr = s.url.trim_start_matches("https://").parse().unwrap();
+    let send = async |request: &[u8]| -> String {
+        let tcp = TcpStream::connect(target).await.unwrap();
+        let mut tls = connector.connect(ServerName::try_from("localhost").unwrap(), tcp).await.expect("handshake");
+        tls.write_all(request).await.unwrap();
+        let mut bytes = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(10), tls.read_to_end(&mut bytes)).await;
+        assert!(read.is_ok(), "the server did not close the connection");
+        String::from_utf8_lossy(&bytes).to_string()
+    };
+    let nul = send(b"GET /api/v2/health HTTP/1.1\r\nHost: x\r\nX-Evil: a\0b\r\n\r\n").await;
+    assert!(nul.starts_with("HTTP/1.1 400") && nul.contains("application/json"), "{nul}");
+    assert!(nul.contains("malformed request"), "{nul}");
+    let partial = send(b"GET /api/v2/health HTTP/1.1\r\nHost: x\r\n").await;
+    assert!(partial.starts_with("HTTP/1.1 408") && partial.contains("header-timeout"), "{partial}");
+}
