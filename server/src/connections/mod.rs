@@ -157,6 +157,9 @@ pub async fn serve(
             },
             _ = &mut shutdown => break,
         };
+        // Small answers and event-stream messages leave at once rather than after the peer's
+        // delayed acknowledgement.
+        let _ = tcp.set_nodelay(true);
         let capped = !limits.trusted_proxies.contains(&peer.ip());
         let max = if capped { limits.max_per_client } else { 0 };
         let Some(slot) = clients.take(peer.ip(), max) else {
