@@ -6,6 +6,7 @@
 
 pub mod auth;
 pub mod compile;
+pub mod cron;
 pub mod environment;
 pub mod json;
 pub mod operations;

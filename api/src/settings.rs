@@ -333,11 +333,74 @@ pub fn definitions() -> Vec<SettingDefinition> {
 #[error("{0}")]
 pub struct InvalidSetting(pub String);
 
+/// The longest interval a timer setting takes, in seconds (10 years): longer ones are off in all
+/// but name, and much longer ones overflow the timers' clocks; 0 turns a timer off.
+pub const MAX_INTERVAL_SECONDS: i64 = 10 * 365 * 86_400;
+/// The longest retention in days (100 years).
+pub const MAX_RETENTION_DAYS: i64 = 36_500;
+/// The longest `recompile_backoff`, in seconds (a day).
+pub const MAX_RECOMPILE_BACKOFF: f64 = 86_400.0;
+
+/// What a setting's value means beyond its JSON type, and so which values make sense. Inmanta
+/// checks only the type (and that a cron expression parses), which lets `-1` turn a timer off
+/// without a word; these rules refuse such values instead (docs/configuration.md).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Meaning {
+    /// Every value of the type.
+    Any,
+    /// A whole number of seconds from 0 (off) to [`MAX_INTERVAL_SECONDS`], or a cron expression
+    /// that names a time to come.
+    IntervalOrCron,
+    /// Empty (off) or a cron expression that names a time to come.
+    CronOrEmpty,
+    /// A whole number from `min` to `max`, counted in `unit`.
+    Range { min: i64, max: i64, unit: &'static str },
+    /// A number of seconds from 0 to `max`.
+    Seconds { max: f64 },
+}
+
+impl Meaning {
+    /// The rule of the setting `name`.
+    pub fn of(name: &str) -> Meaning {
+        use names::*;
+        // Inmanta keeps integer settings in a PostgreSQL `integer`.
+        const MAX_INT: i64 = i32::MAX as i64;
+        match name {
+            DEPLOY_INTERVAL | REPAIR_INTERVAL => Meaning::IntervalOrCron,
+            AUTO_FULL_COMPILE => Meaning::CronOrEmpty,
+            RESOURCE_ACTION_LOGS_RETENTION | NOTIFICATION_RETENTION => {
+                Meaning::Range { min: 1, max: MAX_RETENTION_DAYS, unit: "days" }
+            }
+            // 0 would delete a version as soon as it is stored, unless it is released at once.
+            AVAILABLE_VERSIONS_TO_KEEP => Meaning::Range { min: 1, max: MAX_INT, unit: "versions" },
+            ENVIRONMENT_METRICS_RETENTION => Meaning::Range { min: 0, max: MAX_RETENTION_DAYS * 24, unit: "hours" },
+            RECOMPILE_BACKOFF => Meaning::Seconds { max: MAX_RECOMPILE_BACKOFF },
+            _ => Meaning::Any,
+        }
+    }
+
+    /// What a value of this meaning is, for messages.
+    fn expected(self) -> String {
+        const CRON: &str = "a cron expression ([sec] min hour dom month dow [year], UTC) that names a time to come";
+        match self {
+            Meaning::Any => "a value of the setting's type".to_string(),
+            Meaning::IntervalOrCron => {
+                format!("a whole number of seconds from 0 (off) to {MAX_INTERVAL_SECONDS}, or {CRON}")
+            }
+            Meaning::CronOrEmpty => format!("an empty string (off) or {CRON}"),
+            Meaning::Range { min, max, unit } => format!("a whole number of {unit} from {min} to {max}"),
+            Meaning::Seconds { max } => format!("a number of seconds from 0 to {max}"),
+        }
+    }
+}
+
 impl SettingDefinition {
-    /// Check `value` against this setting's type and constraints and return it in canonical form.
-    /// Strings that spell a value of the setting's type are accepted, as the CLI sends strings.
+    /// Check `value` against this setting's type and meaning ([`Meaning`]) and return it in
+    /// canonical form. Strings that spell a value of the setting's type are accepted, as the CLI
+    /// sends strings.
     pub fn validate(&self, value: &serde_json::Value) -> Result<SettingValue, InvalidSetting> {
         use serde_json::Value;
+        let meaning = Meaning::of(&self.name);
         let wrong =
             |what: &str| InvalidSetting(format!("invalid value {value} for setting {}: expected {what}", self.name));
         let parsed = match (self.kind, value) {
@@ -371,10 +434,15 @@ impl SettingDefinition {
             (SettingType::Dict, _) => return Err(wrong("a JSON object")),
         };
         match (&parsed, self.kind) {
-            (SettingValue::Float(x), SettingType::PositiveFloat) if !(*x >= 0.0 && x.is_finite()) => {
+            // Settings with a range of their own say it below.
+            (SettingValue::Float(x), SettingType::PositiveFloat)
+                if meaning == Meaning::Any && !(*x >= 0.0 && x.is_finite()) =>
+            {
                 return Err(wrong("a positive number"));
             }
-            (SettingValue::Int(i), SettingType::Int) if *i < 0 => return Err(wrong("a non-negative integer")),
+            (SettingValue::Int(i), SettingType::Int) if meaning == Meaning::Any && *i < 0 => {
+                return Err(wrong("a non-negative integer"));
+            }
             (SettingValue::Str(s), SettingType::Enum) => {
                 if let Some(allowed) = &self.allowed_values
                     && !allowed.contains(s)
@@ -384,6 +452,14 @@ impl SettingDefinition {
             }
             _ => {}
         }
+        let parsed = check_meaning(parsed, meaning).map_err(|why| {
+            let why = why.map(|w| format!("{w}; ")).unwrap_or_default();
+            InvalidSetting(format!(
+                "invalid value {value} for setting {}: {why}expected {}",
+                self.name,
+                meaning.expected()
+            ))
+        })?;
         // A whole number is answered as an integer, as Inmanta does (`2` stays `2`, not `2.0`).
         if let SettingValue::Float(x) = parsed
             && x.fract() == 0.0
@@ -392,6 +468,50 @@ impl SettingDefinition {
             return Ok(SettingValue::Int(x as i64));
         }
         Ok(parsed)
+    }
+}
+
+/// `value` (already of the setting's type) checked against `meaning`, canonical: an interval
+/// given as a number is stored as its decimal string, as Inmanta does. The error is `Some`
+/// reason when there is more to say than what is expected.
+fn check_meaning(value: SettingValue, meaning: Meaning) -> Result<SettingValue, Option<String>> {
+    let cron = |expr: &str| match crate::cron::parse(expr) {
+        Err(e) => Err(Some(format!("not a cron expression: {e}"))),
+        Ok(schedule) if schedule.upcoming(chrono::Utc).next().is_none() => {
+            Err(Some("the cron expression names no time to come".to_string()))
+        }
+        Ok(_) => Ok(()),
+    };
+    match (meaning, &value) {
+        (Meaning::Any, _) => Ok(value),
+        (Meaning::IntervalOrCron, SettingValue::Str(text)) => {
+            let text = text.trim();
+            let looks_numeric = text.starts_with(['-', '+']) || text.bytes().next().is_some_and(|b| b.is_ascii_digit());
+            if looks_numeric && text.split_whitespace().count() == 1 {
+                // A whole number, possibly written as one (`30.0`, as JSON numbers may come).
+                let seconds = text.parse::<f64>().ok().filter(|x| x.fract() == 0.0).ok_or(None)?;
+                if !(0.0..=MAX_INTERVAL_SECONDS as f64).contains(&seconds) {
+                    return Err(None);
+                }
+                return Ok(SettingValue::Str((seconds as i64).to_string()));
+            }
+            if text.is_empty() {
+                return Err(Some("empty".to_string()));
+            }
+            cron(text)?;
+            Ok(SettingValue::Str(text.to_string()))
+        }
+        (Meaning::CronOrEmpty, SettingValue::Str(text)) => {
+            let text = text.trim();
+            if !text.is_empty() {
+                cron(text)?;
+            }
+            Ok(SettingValue::Str(text.to_string()))
+        }
+        (Meaning::Range { min, max, .. }, SettingValue::Int(i)) if (min..=max).contains(i) => Ok(value),
+        (Meaning::Seconds { max }, SettingValue::Float(x)) if (0.0..=max).contains(x) => Ok(value),
+        (Meaning::Seconds { max }, SettingValue::Int(i)) if (0..=max as i64).contains(i) => Ok(value),
+        _ => Err(None),
     }
 }
 
@@ -447,6 +567,58 @@ mod tests {
         assert!(backoff.validate(&json!(-0.5)).is_err());
         let interval = find(names::DEPLOY_INTERVAL);
         assert_eq!(interval.validate(&json!(30)), Ok(SettingValue::Str("30".into())));
+    }
+
+    #[test]
+    fn values_are_checked_by_their_meaning() {
+        use names::*;
+        let refused = [
+            (DEPLOY_INTERVAL, json!(-1)),
+            (DEPLOY_INTERVAL, json!("-1")),
+            (DEPLOY_INTERVAL, json!(1.5)),
+            (DEPLOY_INTERVAL, json!("")),
+            (DEPLOY_INTERVAL, json!("every hour")),
+            (DEPLOY_INTERVAL, json!("99999999999999999999")),
+            (DEPLOY_INTERVAL, json!(MAX_INTERVAL_SECONDS + 1)),
+            (REPAIR_INTERVAL, json!(-600)),
+            (REPAIR_INTERVAL, json!("* * *")),
+            (REPAIR_INTERVAL, json!("61 * * * *")),
+            (REPAIR_INTERVAL, json!("0 0 30 2 *")),
+            (AUTO_FULL_COMPILE, json!("nonsense")),
+            (AUTO_FULL_COMPILE, json!("0 0 1 1 * 2020")),
+            (AVAILABLE_VERSIONS_TO_KEEP, json!(0)),
+            (AVAILABLE_VERSIONS_TO_KEEP, json!(3_000_000_000i64)),
+            (RESOURCE_ACTION_LOGS_RETENTION, json!(0)),
+            (RESOURCE_ACTION_LOGS_RETENTION, json!(-7)),
+            (NOTIFICATION_RETENTION, json!(0)),
+            (NOTIFICATION_RETENTION, json!(1_000_000_000)),
+            (ENVIRONMENT_METRICS_RETENTION, json!(1_000_000_000_000i64)),
+            (RECOMPILE_BACKOFF, json!(1e300)),
+            (RECOMPILE_BACKOFF, json!("-1")),
+        ];
+        for (name, value) in refused {
+            let message = find(name).validate(&value).expect_err(&format!("{name} = {value}")).0;
+            assert!(message.contains(name) && message.contains("expected"), "{message}");
+        }
+        let accepted = [
+            (DEPLOY_INTERVAL, json!(0), SettingValue::from("0")),
+            (DEPLOY_INTERVAL, json!(30.0), SettingValue::from("30")),
+            (DEPLOY_INTERVAL, json!(" 030 "), SettingValue::from("30")),
+            (DEPLOY_INTERVAL, json!("*/5 * * * *"), SettingValue::from("*/5 * * * *")),
+            (REPAIR_INTERVAL, json!("0 12 * * * *"), SettingValue::from("0 12 * * * *")),
+            (AUTO_FULL_COMPILE, json!(""), SettingValue::from("")),
+            (AUTO_FULL_COMPILE, json!("* * * * * * *"), SettingValue::from("* * * * * * *")),
+            (AVAILABLE_VERSIONS_TO_KEEP, json!(1), SettingValue::Int(1)),
+            (NOTIFICATION_RETENTION, json!(MAX_RETENTION_DAYS), SettingValue::Int(MAX_RETENTION_DAYS)),
+            (ENVIRONMENT_METRICS_RETENTION, json!(0), SettingValue::Int(0)),
+            (RECOMPILE_BACKOFF, json!(0), SettingValue::Int(0)),
+            (RECOMPILE_BACKOFF, json!(86400), SettingValue::Int(86400)),
+        ];
+        for (name, value, expected) in accepted {
+            assert_eq!(find(name).validate(&value), Ok(expected), "{name} = {value}");
+        }
+        let message = find(REPAIR_INTERVAL).validate(&json!("61 * * * *")).unwrap_err().0;
+        assert!(message.contains("not a cron expression"), "{message}");
     }
 
     #[test]

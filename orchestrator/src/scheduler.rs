@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use api::ResourceId;
+use api::cron::next_fire;
 use api::resource::LogLine;
 use api::state::{ActionKind, Blocked, Change, HandlerStatus, ResourceDiffStatus, ResourceState, StateVector};
 use tokio::sync::{mpsc, oneshot};
@@ -587,18 +588,6 @@ fn timer(value: Option<&api::SettingValue>, default: u64) -> Timer {
             Timer::Off
         }
     }
-}
-
-/// The first time after `now` that a cron expression names (UTC). Five fields are
-/// `min hour dom month dow`, six `min hour dom month dow year`, seven start with seconds.
-pub fn next_fire(expr: &str, now: chrono::DateTime<chrono::Utc>) -> Option<chrono::DateTime<chrono::Utc>> {
-    use std::str::FromStr;
-    let full = match expr.split_whitespace().count() {
-        5 | 6 => format!("0 {expr}"),
-        7 => expr.to_string(),
-        _ => return None,
-    };
-    cron::Schedule::from_str(&full).ok()?.after(&now).next()
 }
 
 struct EnvScheduler {

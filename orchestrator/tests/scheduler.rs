@@ -324,8 +324,8 @@ async fn a_cron_repair_runs_every_resource_at_its_times() {
         assert!(std::time::Instant::now() < deadline, "the cron repair did not run");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(orchestrator::scheduler::next_fire("*/5 * * * *", chrono::Utc::now()).is_some());
-    assert!(orchestrator::scheduler::next_fire("every tuesday", chrono::Utc::now()).is_none());
+    assert!(api::cron::next_fire("*/5 * * * *", chrono::Utc::now()).is_some());
+    assert!(api::cron::next_fire("every tuesday", chrono::Utc::now()).is_none());
 }
 
 #[tokio::test]

@@ -12,9 +12,9 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use api::cron::next_fire;
 use orchestrator::Orchestrator;
 use orchestrator::compiles::{CompileOutcome, QueuedCompile, StageResult};
-use orchestrator::scheduler::next_fire;
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 use uuid::Uuid;
@@ -802,19 +802,6 @@ fn compare(a: &[u64], b: &[u64]) -> std::cmp::Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cron_expressions_with_five_six_or_seven_fields() {
-        use chrono::TimeZone;
-        let now = chrono::Utc.with_ymd_and_hms(2030, 1, 1, 10, 0, 30).unwrap();
-        assert_eq!(next_fire("*/5 * * * *", now), Some(chrono::Utc.with_ymd_and_hms(2030, 1, 1, 10, 5, 0).unwrap()));
-        assert_eq!(next_fire("0 12 * * * *", now), Some(chrono::Utc.with_ymd_and_hms(2030, 1, 1, 12, 0, 0).unwrap()));
-        assert_eq!(
-            next_fire("45 * * * * * *", now),
-            Some(chrono::Utc.with_ymd_and_hms(2030, 1, 1, 10, 0, 45).unwrap())
-        );
-        assert_eq!(next_fire("nonsense", now), None);
-    }
 
     #[test]
     fn requirements_pick_the_allowed_tags() {

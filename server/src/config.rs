@@ -98,11 +98,15 @@ pub const KNOWN: &[(&str, &str)] = &[
     ("server", "login-session-expire"),
     ("server", "login-max-failures"),
     ("server", "trusted-proxies"),
+    ("server", "allowed-origins"),
     ("server", "token-leeway"),
     ("server", "metrics-bind-address"),
     ("server", "metrics-bind-port"),
     ("server", "max-request-body-size"),
     ("server", "request-timeout"),
+    ("server", "header-timeout"),
+    ("server", "body-timeout"),
+    ("server", "max-connections-per-client"),
     ("server", "file-store-quota"),
     ("server", "ssl-cert-file"),
     ("server", "ssl-key-file"),
@@ -155,6 +159,9 @@ pub struct ServerConfig {
     pub login_max_failures: usize,
     /// Proxies whose `X-Forwarded-For` header names the client (for the login throttle).
     pub trusted_proxies: Vec<std::net::IpAddr>,
+    /// Origins besides the server's own whose browsers may send state-changing requests
+    /// (`[server] allowed-origins`, normalised; see csrf.rs).
+    pub allowed_origins: Vec<String>,
     /// Seconds of clock skew tolerated on a token's expiry.
     pub token_leeway: u64,
     /// Where `/metrics` is also served without credentials (`[server] metrics-bind-address`
@@ -163,6 +170,12 @@ pub struct ServerConfig {
     pub max_request_body_size: usize,
     /// The longest one REST call may take, its body upload included.
     pub request_timeout: std::time::Duration,
+    /// The longest a request head may take to arrive (`[server] header-timeout`).
+    pub header_timeout: std::time::Duration,
+    /// The longest a request body may pause (`[server] body-timeout`).
+    pub body_timeout: std::time::Duration,
+    /// Connections one client address may hold at once; 0 for no cap.
+    pub max_connections_per_client: usize,
     /// Bytes the file store may hold in all.
     pub file_store_quota: u64,
     /// TLS: the certificate chain and private key (PEM); HTTPS only when both are set.
@@ -201,6 +214,9 @@ impl ServerConfig {
             login_session_expire: options.get_parsed("server", "login-session-expire", 3600)?,
             login_max_failures: options.get_parsed("server", "login-max-failures", 5)?,
             trusted_proxies: trusted_proxies(options)?,
+            allowed_origins: crate::csrf::SameOrigin::parse_allowed(
+                options.get("server", "allowed-origins").unwrap_or_default(),
+            )?,
             token_leeway: options.get_parsed("server", "token-leeway", 0)?,
             metrics_bind: match options.get("server", "metrics-bind-port").filter(|p| !p.trim().is_empty()) {
                 None => None,
@@ -218,6 +234,33 @@ impl ServerConfig {
                     crate::rest::limits::DEFAULT_REQUEST_TIMEOUT.as_secs_f64(),
                 )?,
                 "[server] request-timeout",
+            )?,
+            header_timeout: positive(
+                seconds(
+                    options.get_parsed(
+                        "server",
+                        "header-timeout",
+                        crate::connections::DEFAULT_HEADER_TIMEOUT.as_secs_f64(),
+                    )?,
+                    "[server] header-timeout",
+                )?,
+                "[server] header-timeout",
+            )?,
+            body_timeout: positive(
+                seconds(
+                    options.get_parsed(
+                        "server",
+                        "body-timeout",
+                        crate::connections::DEFAULT_BODY_TIMEOUT.as_secs_f64(),
+                    )?,
+                    "[server] body-timeout",
+                )?,
+                "[server] body-timeout",
+            )?,
+            max_connections_per_client: options.get_parsed(
+                "server",
+                "max-connections-per-client",
+                crate::connections::DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
             )?,
             tls: tls_files(options)?,
             file_store_quota: options.get_parsed(
@@ -244,6 +287,16 @@ impl ServerConfig {
             )?,
             compiler_host: options.get("compiler_rest_transport", "host").filter(|h| !h.is_empty()).map(str::to_string),
         })
+    }
+
+    /// What a client may hold open, and for how long (connections.rs).
+    pub fn connection_limits(&self) -> crate::connections::ConnectionLimits {
+        crate::connections::ConnectionLimits {
+            header_timeout: self.header_timeout,
+            body_timeout: self.body_timeout,
+            max_per_client: self.max_connections_per_client,
+            trusted_proxies: self.trusted_proxies.clone(),
+        }
     }
 
     /// The database URL without its password, for logs.
@@ -288,7 +341,14 @@ fn tls_files(options: &Options) -> anyhow::Result<Option<TlsFiles>> {
     }
 }
 
-/// `[server] trusted-proxies`: IP addresses, comma separated.
+/// Timeouts of 0 would refuse every request.
+fn positive(d: std::time::Duration, name: &str) -> anyhow::Result<std::time::Duration> {
+    if d.is_zero() {
+        bail!("{name} must be more than 0 seconds");
+    }
+    Ok(d)
+}
+
 /// Leases and claims shorter than a second would expire between two renewals.
 fn at_least_a_second(d: std::time::Duration, name: &str) -> anyhow::Result<std::time::Duration> {
     if d < std::time::Duration::from_secs(1) {
@@ -297,6 +357,7 @@ fn at_least_a_second(d: std::time::Duration, name: &str) -> anyhow::Result<std::
     Ok(d)
 }
 
+/// `[server] trusted-proxies`: IP addresses, comma separated.
 fn trusted_proxies(options: &Options) -> anyhow::Result<Vec<std::net::IpAddr>> {
     let text = options.get("server", "trusted-proxies").unwrap_or_default();
     let parse =
@@ -402,6 +463,23 @@ mod tests {
         options.set("server", "agent-timeout", "-1");
         let err = ServerConfig::from_options(&options).unwrap_err().to_string();
         assert!(err.contains("[server] agent-timeout"), "{err}");
+    }
+
+    #[test]
+    fn connection_limits_default_and_refuse_zero_timeouts() {
+        let mut options = Options::default();
+        let limits = ServerConfig::from_options(&options).unwrap().connection_limits();
+        assert_eq!(limits.header_timeout, std::time::Duration::from_secs(10));
+        assert_eq!(limits.body_timeout, std::time::Duration::from_secs(30));
+        assert_eq!(limits.max_per_client, 256);
+        options.set("server", "header-timeout", "0");
+        let err = ServerConfig::from_options(&options).unwrap_err().to_string();
+        assert!(err.contains("[server] header-timeout"), "{err}");
+        options.set("server", "header-timeout", "2.5");
+        options.set("server", "max-connections-per-client", "0");
+        let limits = ServerConfig::from_options(&options).unwrap().connection_limits();
+        assert_eq!(limits.header_timeout, std::time::Duration::from_millis(2500));
+        assert_eq!(limits.max_per_client, 0);
     }
 
     #[test]

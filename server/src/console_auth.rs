@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use axum::Form;
 use axum::extract::{Query, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
@@ -14,6 +13,7 @@ use orchestrator::auth::Principal;
 use serde::Deserialize;
 use tower_sessions::Session;
 
+use crate::rest::error::ApiError;
 use crate::rest::extract::PeerAddress;
 use crate::security::{LoginRefused, Security};
 
@@ -49,6 +49,21 @@ pub async fn guard(State(auth): State<ConsoleAuth>, session: Session, mut reques
         Some(principal) => {
             request.extensions_mut().insert(principal);
             next.run(request).await
+        }
+    }
+}
+
+/// A sign-in form (`application/x-www-form-urlencoded`); what is no such form gets a JSON
+/// error like the rest of the server (axum's own is plain text).
+pub struct Form<T>(pub T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<S> for Form<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::Form::<T>::from_request(request, state).await {
+            Ok(axum::Form(form)) => Ok(Form(form)),
+            Err(e) => Err(ApiError::new(e.status(), format!("not a sign-in form: {}", e.body_text()))),
         }
     }
 }

@@ -13,6 +13,7 @@ use crate::security::Security;
 use std::sync::Arc;
 
 pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
+    crate::connections::raise_open_file_limit();
     std::fs::create_dir_all(&config.state_dir)
         .with_context(|| format!("cannot create the state directory {}", config.state_dir.display()))?;
     tracing::info!(database = %config.database_display(), "opening the database");
@@ -81,13 +82,19 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
             config.console_path.clone(),
         ));
     }
+    let same_origin = Arc::new(crate::csrf::SameOrigin {
+        tls: tls.is_some(),
+        trusted_proxies: config.trusted_proxies.clone(),
+        allowed: config.allowed_origins.clone(),
+    });
     let app = app
         .merge(crate::metrics::router(orchestrator.clone(), security.clone()))
         .fallback(rest::not_found)
+        .layer(axum::middleware::from_fn_with_state(same_origin, crate::csrf::refuse_cross_site))
         .layer(axum::middleware::from_fn(crate::metrics::track))
         .layer(TraceLayer::new_for_http());
     if let Some(address) = &config.metrics_bind {
-        serve_open_metrics(address, orchestrator.clone()).await?;
+        serve_open_metrics(address, orchestrator.clone(), config.connection_limits()).await?;
     }
 
     let address = format!("{}:{}", config.bind_address, config.bind_port);
@@ -116,13 +123,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         println!("Log in at {scheme}://{local}/console as `admin`; the generated password is in {file}");
     }
 
-    match tls {
-        Some(acceptor) => crate::tls::serve(listener, acceptor, app, shutdown_signal()).await?,
-        None => {
-            let app = app.into_make_service_with_connect_info::<SocketAddr>();
-            axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await.context("server failed")?;
-        }
-    }
+    crate::connections::serve(listener, tls, app, config.connection_limits(), shutdown_signal()).await?;
     tracing::info!("shutting down: closing the database");
     orchestrator.store().close().await;
     Ok(())
@@ -151,14 +152,22 @@ async fn shutdown_signal() {
 }
 
 /// Serves `/metrics` without credentials on `[server] metrics-bind-address:metrics-bind-port`.
-async fn serve_open_metrics(address: &str, orchestrator: orchestrator::Orchestrator) -> anyhow::Result<()> {
+/// Its connections have the same limits as the main port's.
+async fn serve_open_metrics(
+    address: &str,
+    orchestrator: orchestrator::Orchestrator,
+    limits: crate::connections::ConnectionLimits,
+) -> anyhow::Result<()> {
     let listener =
         TcpListener::bind(address).await.with_context(|| format!("cannot listen on {address} for metrics"))?;
     let local = listener.local_addr()?;
     tracing::info!(%local, "metrics listening (no credentials asked)");
     println!("Inmanta metrics listening on http://{local}/metrics");
     tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, crate::metrics::open_router(orchestrator)).await {
+        let router = crate::metrics::open_router(orchestrator);
+        // Served until the process ends.
+        let forever = std::future::pending::<()>();
+        if let Err(e) = crate::connections::serve(listener, None, router, limits, forever).await {
             tracing::error!(error = %e, "the metrics listener stopped");
         }
     });

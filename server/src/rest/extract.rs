@@ -26,7 +26,9 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
         let path_arguments = path_arguments(&mut req).await;
         let bytes = axum::body::Bytes::from_request(req, state).await.map_err(|e| {
             let status = e.status();
-            if status == StatusCode::PAYLOAD_TOO_LARGE {
+            if let Some(stalled) = crate::connections::body_timed_out(&e) {
+                ApiError::new(StatusCode::REQUEST_TIMEOUT, format!("{stalled}; send the body without pauses"))
+            } else if status == StatusCode::PAYLOAD_TOO_LARGE {
                 match cap {
                     Some(cap) => super::limits::too_large(cap.bytes, cap.limit),
                     None => ApiError::new(
