@@ -320,6 +320,10 @@ impl PythonHandler {
 }
 
 impl Handler for PythonHandler {
+    fn resolves_references(&self) -> bool {
+        true
+    }
+
     fn run(&self, ctx: &mut HandlerContext<'_>, resource: &ResourceRequest) -> Result<(), HandlerError> {
         // A report-only resource is checked by the handler itself, also in a deploy (Inmanta's own rule).
         let action = if ctx.is_dry_run() && !resource.bool("report_only") { "dry_run" } else { "deploy" };

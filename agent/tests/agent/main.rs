@@ -7,4 +7,5 @@ mod exec;
 mod external;
 mod files;
 mod python;
+mod references;
 mod ssh;
