@@ -256,6 +256,7 @@ impl Executor {
                 code: python.clone(),
                 environment: code.environment.clone(),
                 files: self.files.clone(),
+                facts: self.facts.clone(),
             };
             return Ok((Arc::new(handler), Arc::new(LocalHost)));
         }

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::executor::{Events, Mode};
 use crate::host::Host;
-use crate::references::{REDACTED_VALUE, Secrets};
+use crate::references::{REDACTED_CURRENT, REDACTED_DESIRED, Secrets};
 use crate::resource::{FileSource, ResourceRequest};
 use api::resource::{DiscoveredResourceInput, LogLine};
 
@@ -99,6 +99,21 @@ impl<'a> HandlerContext<'a> {
         self.secrets.is_secret_attribute(attribute)
     }
 
+    /// Adds values resolved elsewhere (in a Python executor) and the attributes they fill to what
+    /// is redacted from this run's reports.
+    pub(crate) fn add_secrets<'v>(
+        &mut self,
+        values: impl IntoIterator<Item = &'v Value>,
+        attributes: impl IntoIterator<Item = &'v str>,
+    ) {
+        for value in values {
+            self.secrets.add_value(value);
+        }
+        for attribute in attributes {
+            self.secrets.mark_attribute(attribute);
+        }
+    }
+
     /// Marks an attribute whose value derives from a secret (a file's hash from its content), so
     /// that its changes are reported without values.
     pub fn mark_secret(&mut self, attribute: &str) {
@@ -176,7 +191,7 @@ impl<'a> HandlerContext<'a> {
     /// either value.
     pub fn add_change(&mut self, name: &str, current: Value, desired: Value) {
         let change = if self.secrets.is_secret_attribute(name) {
-            AttributeChange { current: REDACTED_VALUE.into(), desired: REDACTED_VALUE.into() }
+            AttributeChange { current: REDACTED_CURRENT.into(), desired: REDACTED_DESIRED.into() }
         } else {
             AttributeChange { current: self.secrets.redact_json(current), desired: self.secrets.redact_json(desired) }
         };

@@ -248,15 +248,17 @@ pub struct Secrets {
 const MIN_REDACTED_LEN: usize = 4;
 /// What a redacted text becomes.
 pub const REDACTED: &str = "***";
-/// What a changed attribute that holds a resolved value reports on both sides.
-pub const REDACTED_VALUE: &str = "<value from a reference, not shown>";
+/// What a changed attribute that holds a resolved value reports as its current value, and as
+/// its desired value: two texts, so a report still reads as a change, without either value.
+pub const REDACTED_CURRENT: &str = "<current value, from a reference: not shown>";
+pub const REDACTED_DESIRED: &str = "<desired value, from a reference: not shown>";
 
 impl Secrets {
     pub fn is_empty(&self) -> bool {
         self.texts.is_empty() && self.attributes.is_empty()
     }
 
-    fn add_value(&mut self, value: &Value) {
+    pub(crate) fn add_value(&mut self, value: &Value) {
         let text = match value {
             Value::String(s) => s.clone(),
             Value::Null => return,

@@ -56,8 +56,8 @@ fn file_content_from_an_environment_reference() {
     // A dry run says the content changes, without either value.
     let o = dry(&ex, &r);
     assert_eq!(o.status, HandlerStatus::Dry, "{}", logs(&o));
-    assert_eq!(o.changes["hash"].desired, json!(agent::REDACTED_VALUE), "{:?}", o.changes);
-    assert_eq!(o.changes["hash"].current, json!(agent::REDACTED_VALUE));
+    assert_eq!(o.changes["hash"].desired, json!(agent::REDACTED_DESIRED), "{:?}", o.changes);
+    assert_eq!(o.changes["hash"].current, json!(agent::REDACTED_CURRENT));
     assert!(!o.changes.contains_key("content"), "no unified diff of a secret: {:?}", o.changes);
     assert_no_secret(&o);
 
