@@ -144,6 +144,8 @@ async fn a_server_deploys_references_and_shows_no_value() {
     let s = TestServer::start_with(&[(SECRET_VAR, &secret), (TIMEOUT_VAR, "20"), ("RUST_LOG", "debug")]).await;
     let env = s.new_environment("p", "refs").await;
     let client = s.client();
+    // The hand edit below must wait for the dry run, not be repaired at once.
+    client.set_environment_setting(env, "realtime_repair", false).await.unwrap();
     let project = tempfile::tempdir().unwrap();
     let root = tempfile::tempdir().unwrap();
     std::fs::write(project.path().join(".inmanta"), s.dot_inmanta(&env.to_string())).unwrap();
@@ -240,5 +242,66 @@ async fn a_server_deploys_references_and_shows_no_value() {
     assert_absent(answers.as_bytes(), &secret, "the API's answers");
     assert!(s.log().contains("DEBUG") || s.log().contains("debug"), "the server logged at debug level");
     assert_absent(s.log().as_bytes(), &secret, "the server's log");
+    assert_absent(&database_bytes(&s.database_url), &secret, "the server's database");
+}
+
+/// A remote `inmanta agent` resolves references with its own process environment (the server
+/// has no such variable) and reads facts through the server's API with its agent token.
+#[tokio::test]
+async fn a_remote_agent_resolves_with_its_own_environment_and_the_servers_facts() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let s = TestServer::start_with(&[("INMANTA_SERVER_BIND_PORT", &port)]).await;
+    let env = s.new_environment("p", "remote").await;
+    let client = s.client();
+    let fact = api::operations::SetParameter {
+        source: "fact".into(),
+        value: "198.51.100.7".into(),
+        resource_id: Some("std::testing::NullResource[remote1,name=source]".into()),
+        metadata: None,
+        recompile: false,
+        expires: Some(false),
+    };
+    client.set_fact(env, "address", &fact).await.unwrap();
+
+    let secret = secret();
+    let dir = tempfile::tempdir().unwrap();
+    let token = s.environment_token(&env.to_string(), &["agent"]).await;
+    let mut agent = Command::new(BIN)
+        .args(["agent", "--name", "remote1", "-e", &env.to_string(), "--port", &port, "--token", &token, "--cache-dir"])
+        .arg(dir.path().join("cache"))
+        .env(SECRET_VAR, &secret)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start inmanta agent");
+
+    let project = tempfile::tempdir().unwrap();
+    let root = dir.path().display();
+    std::fs::write(project.path().join(".inmanta"), s.dot_inmanta(&env.to_string())).unwrap();
+    write_project(
+        project.path(),
+        &format!(
+            r#"
+import fs
+import mitogen
+import std::testing
+
+host = std::Host(name="remote1", os=std::linux, via=mitogen::Local())
+source = std::testing::NullResource(name="source", agentname="remote1")
+fs::File(host=host, path="{root}/secret", content=std::create_environment_reference("{SECRET_VAR}"))
+fs::File(host=host, path="{root}/address", content=std::create_fact_reference(source, "address"))
+"#
+        ),
+    );
+    let export = Command::new(BIN).arg("export").current_dir(project.path()).envs(s.token_env()).output().unwrap();
+    assert!(export.status.success(), "{}", String::from_utf8_lossy(&export.stderr));
+    let items = settle(&s, env, 3).await;
+    let _ = agent.kill();
+    let _ = agent.wait();
+    assert!(items.iter().all(|(_, st)| st == "deployed"), "{items:?}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("secret")).unwrap(), secret);
+    assert_eq!(std::fs::read_to_string(dir.path().join("address")).unwrap(), "198.51.100.7");
+    let actions = serde_json::to_string(&client.resource_actions(env, &ActionQuery::default()).await.unwrap()).unwrap();
+    assert_absent(actions.as_bytes(), &secret, "the actions the remote agent reported");
     assert_absent(&database_bytes(&s.database_url), &secret, "the server's database");
 }
