@@ -534,16 +534,7 @@ pub(crate) fn export(
                 "permissions" => match slot_value(ev, i, "mode") {
                     // fs' mapper converts the mode with int(), which a reference refuses
                     Some(Value::Reference(r)) => {
-                        out.errors.push(
-                            Diagnostic::plain(
-                                "ExternalException",
-                                format!("Failed to get attribute 'permissions' for export on '{}'", m.entity),
-                            )
-                            .with_note(format!(
-                                "caused by: TypeError: int() argument must be a string, a bytes-like object or a real number, not '{}'",
-                                r.class
-                            )),
-                        );
+                        out.errors.push(crate::references::refused_by_int(&m.entity, "permissions", &r));
                         Json::Null
                     }
                     Some(v) => to_json(ev, &v, &mut undefined),
