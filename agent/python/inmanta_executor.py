@@ -25,6 +25,16 @@ Replies:   {"id": n, "status": ..., "change": ..., "changes": {...}, "logs": [..
 Handlers reach the server through `self.get_client()`; here that is `_ServerCalls`: what a
 `DiscoveryHandler` reports (`discovered_resource_create_batch`) comes back in the reply and the
 agent stores it on the server; `resource_did_dependency_change` is answered from the request.
+`get_file` and `get_facts` (a handler's `self.get_file`, std's fact reference, which makes its
+own `SyncClient`) are asked of the agent while the request runs:
+  written:   {"server_call": {"method": "get_file", "hash": h} | {"method": "get_facts", "tid", "rid"}}
+  read back: {"server_answer": {"code": 200, "result": {...}}}   (the next line of stdin)
+
+References are resolved here, by inmanta-core (`resolve_all_references`) with the reference
+classes of the modules (std's, or a module's own), before the handler runs. The reply then
+carries `"resolved": {"values": [...], "attributes": [...]}`: the values they resolved to and
+the attributes the mutators filled, so that the agent redacts them from the logs, changes and
+facts before anything leaves it.
 """
 
 import asyncio
@@ -99,6 +109,16 @@ def _load_modules(code_dirs, modules):
     return errors
 
 
+def _server_call(method, **args):
+    """Asks the agent for something of the server (see the module docstring); (code, result)."""
+    _send({"server_call": dict(args, method=method)})
+    line = sys.stdin.readline()
+    if not line:
+        raise ConnectionError("the agent closed the executor's input")
+    answer = json.loads(line).get("server_answer") or {}
+    return answer.get("code", 500), answer.get("result")
+
+
 def _answer(code, result):
     """An awaitable `Result`, what inmanta-core's client methods return (for `run_sync`)."""
 
@@ -139,6 +159,12 @@ class _ServerCalls:
     def resource_did_dependency_change(self, tid, rvid):
         return _answer(200, {"data": bool(self.dependency_changed)})
 
+    def get_file(self, id):
+        return _answer(*_server_call("get_file", hash=str(id)))
+
+    def get_facts(self, tid, rid):
+        return _answer(*_server_call("get_facts", tid=str(tid), rid=str(rid)))
+
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
@@ -153,6 +179,55 @@ class _ServerCalls:
             )
 
         return refused
+
+
+class _SyncClient:
+    """Stands in for `inmanta.protocol.endpoints.SyncClient`, which reference classes create to
+    reach the server themselves (std's `FactReference`): the agent answers instead."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def get_facts(self, tid, rid):
+        return Result(*_server_call("get_facts", tid=str(tid), rid=str(rid)))
+
+    def get_file(self, id):
+        return Result(*_server_call("get_file", hash=str(id)))
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+
+        def refused(*args, **kwargs):
+            return Result(
+                code=501, result={"message": f"{name}: only get_facts and get_file reach the server from here"}
+            )
+
+        return refused
+
+
+try:
+    import inmanta.protocol.endpoints
+
+    inmanta.protocol.endpoints.SyncClient = _SyncClient
+except Exception:
+    pass
+
+
+def _resolved(resource):
+    """The values the resource's references resolved to (so far) and the attributes mutators
+    fill, for the agent to redact (see the module docstring)."""
+    values = []
+    for ref in (getattr(resource, "_references", None) or {}).values():
+        if getattr(ref, "_reference_value_cached", False):
+            value = ref._reference_value
+            values.append(value if isinstance(value, str) else json.dumps(_plain(value)))
+    attributes = []
+    for mutator in getattr(resource, "mutators", None) or []:
+        for arg in mutator.get("args") or []:
+            if arg.get("name") == "destination" and isinstance(arg.get("value"), str):
+                attributes.append(arg["value"].removeprefix("$.").split(".")[0].split("[")[0])
+    return {"values": values, "attributes": attributes}
 
 
 def _timestamp(value):
@@ -292,6 +367,7 @@ class Executor:
                 pass
         return {
             "id": request_id,
+            "resolved": _resolved(resource),
             "status": "deployed" if action == "facts" and ctx.resource_state is None else _status(ctx, dry_run),
             "change": getattr(ctx.change, "value", str(ctx.change)),
             "changes": _changes(ctx),

@@ -13,6 +13,7 @@ use crate::handler::{AttributeChange, Change, Crud, Handler, HandlerContext, Han
 use crate::handlers::{exec::RunHandler, fs, null::NullHandler};
 use crate::host::{Host, LocalHost, SshHost, SshOptions, SudoHost};
 use crate::python::{PythonCode, PythonExecutors, PythonHandler, PythonSettings};
+use crate::references::{FactSource, NoFacts, Resolved, resolve};
 use crate::resource::{FileSource, ResourceRequest};
 use crate::shipped::ShippedHandlers;
 use api::resource::{DiscoveredResourceInput, LogLine};
@@ -63,6 +64,8 @@ type HandlerAndHost = (Arc<dyn Handler>, Arc<dyn Host>);
 /// versions ship.
 pub struct Executor {
     files: Arc<dyn FileSource>,
+    /// The server's facts, for std's fact references.
+    facts: Arc<dyn FactSource>,
     handlers: HashMap<String, Arc<dyn Handler>>,
     /// Where shipped handler executables are kept; `None` refuses to run them.
     shipped: Option<ShippedHandlers>,
@@ -81,7 +84,29 @@ impl Executor {
         handlers.insert("fs::Symlink".into(), Arc::new(Crud(fs::SymlinkHandler)));
         handlers.insert("exec::Run".into(), Arc::new(RunHandler));
         handlers.insert("std::testing::NullResource".into(), Arc::new(Crud(NullHandler)));
-        Executor { files, handlers, shipped: None, python: None, hosts: Mutex::new(HashMap::new()) }
+        Executor {
+            files,
+            facts: Arc::new(NoFacts),
+            handlers,
+            shipped: None,
+            python: None,
+            hosts: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Reads the facts that std's fact references name from `facts` (the server's fact store).
+    pub fn with_facts(mut self, facts: Arc<dyn FactSource>) -> Executor {
+        self.facts = facts;
+        self
+    }
+
+    /// The resource as its handler gets it: references resolved and mutators applied, unless the
+    /// handler resolves them itself.
+    fn resolved<'r>(&self, req: &'r ResourceRequest, handler: &dyn Handler) -> Result<Resolved<'r>, String> {
+        if handler.resolves_references() {
+            return Ok(Resolved { request: std::borrow::Cow::Borrowed(req), secrets: Default::default() });
+        }
+        resolve(req, &*self.facts).map_err(|e| e.to_string())
     }
 
     /// Runs the `@provider` handlers of the Python modules a version names (docs/modules.md).
@@ -153,9 +178,17 @@ impl Executor {
             Ok(found) => found,
             Err(message) => return early(HandlerStatus::Unavailable, message),
         };
+        // A reference that does not resolve fails the resource; the message names the reference
+        // and the reason, never a value.
+        let Resolved { request: req, secrets } = match self.resolved(req, &*handler) {
+            Ok(resolved) => resolved,
+            Err(message) => return early(HandlerStatus::Failed, message),
+        };
+        let req = &*req;
         let report_only = req.bool("report_only");
         let apply = mode == Mode::Deploy && !report_only;
-        let mut ctx = HandlerContext::new(if apply { Mode::Deploy } else { Mode::DryRun }, events, host, &*self.files);
+        let mut ctx = HandlerContext::new(if apply { Mode::Deploy } else { Mode::DryRun }, events, host, &*self.files)
+            .with_secrets(secrets);
         let result = catch_unwind(AssertUnwindSafe(|| handler.run(&mut ctx, req)))
             .unwrap_or_else(|p| Err(HandlerError::Failed(format!("the handler panicked: {}", panic_message(&*p)))));
         let status = match result {
@@ -194,8 +227,10 @@ impl Executor {
     /// The facts a handler of a version's code reports about a resource.
     pub fn facts_with(&self, req: &ResourceRequest, code: &VersionCode) -> Result<Map<String, Value>, String> {
         let (handler, host) = self.handler_and_host(req, code)?;
+        let Resolved { request: req, secrets } = self.resolved(req, &*handler)?;
+        let req = &*req;
         let events = Events::default();
-        let mut ctx = HandlerContext::new(Mode::DryRun, &events, host, &*self.files);
+        let mut ctx = HandlerContext::new(Mode::DryRun, &events, host, &*self.files).with_secrets(secrets);
         catch_unwind(AssertUnwindSafe(|| handler.facts(&mut ctx, req)))
             .unwrap_or_else(|p| Err(HandlerError::Failed(format!("the handler panicked: {}", panic_message(&*p)))))
             .map_err(|e| e.to_string())?;
@@ -221,6 +256,7 @@ impl Executor {
                 code: python.clone(),
                 environment: code.environment.clone(),
                 files: self.files.clone(),
+                facts: self.facts.clone(),
             };
             return Ok((Arc::new(handler), Arc::new(LocalHost)));
         }

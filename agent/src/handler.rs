@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::executor::{Events, Mode};
 use crate::host::Host;
+use crate::references::{REDACTED_CURRENT, REDACTED_DESIRED, Secrets};
 use crate::resource::{FileSource, ResourceRequest};
 use api::resource::{DiscoveredResourceInput, LogLine};
 
@@ -59,6 +60,9 @@ pub struct HandlerContext<'a> {
     pub(crate) status: Option<HandlerStatus>,
     /// Resources a discovery handler found, for the server (`/api/v2/discovered`).
     pub(crate) discovered: Vec<DiscoveredResourceInput>,
+    /// The values the resource's references resolved to: every log line, change and fact is
+    /// redacted as it is recorded, so none of them leaves the executor.
+    secrets: Secrets,
 }
 
 impl<'a> HandlerContext<'a> {
@@ -79,7 +83,41 @@ impl<'a> HandlerContext<'a> {
             facts: Map::new(),
             status: None,
             discovered: Vec::new(),
+            secrets: Secrets::default(),
         }
+    }
+
+    /// Redacts `secrets` from everything this run reports.
+    pub(crate) fn with_secrets(mut self, secrets: Secrets) -> HandlerContext<'a> {
+        self.secrets = secrets;
+        self
+    }
+
+    /// Whether an attribute holds a value resolved from a reference (a secret): a handler does not
+    /// show it, not even as a diff.
+    pub fn is_secret(&self, attribute: &str) -> bool {
+        self.secrets.is_secret_attribute(attribute)
+    }
+
+    /// Adds values resolved elsewhere (in a Python executor) and the attributes they fill to what
+    /// is redacted from this run's reports.
+    pub(crate) fn add_secrets<'v>(
+        &mut self,
+        values: impl IntoIterator<Item = &'v Value>,
+        attributes: impl IntoIterator<Item = &'v str>,
+    ) {
+        for value in values {
+            self.secrets.add_value(value);
+        }
+        for attribute in attributes {
+            self.secrets.mark_attribute(attribute);
+        }
+    }
+
+    /// Marks an attribute whose value derives from a secret (a file's hash from its content), so
+    /// that its changes are reported without values.
+    pub fn mark_secret(&mut self, attribute: &str) {
+        self.secrets.mark_attribute(attribute);
     }
 
     pub fn is_dry_run(&self) -> bool {
@@ -101,14 +139,19 @@ impl<'a> HandlerContext<'a> {
     }
 
     pub fn log(&mut self, level: &str, msg: impl Into<String>, kwargs: Map<String, Value>) {
-        let msg = msg.into();
+        let msg = self.secrets.redact_str(&msg.into()).into_owned();
+        let kwargs = match self.secrets.redact_json(Value::Object(kwargs)) {
+            Value::Object(kwargs) => kwargs,
+            _ => Map::new(),
+        };
         tracing::debug!(level, %msg, "handler log");
         self.logs.push(LogLine { level: level.to_string(), msg, args: Vec::new(), kwargs, timestamp: now() });
     }
 
     /// Reports a resource a discovery handler found; the agent sends it to the server with the
     /// outcome.
-    pub fn report_discovered(&mut self, resource: DiscoveredResourceInput) {
+    pub fn report_discovered(&mut self, mut resource: DiscoveredResourceInput) {
+        resource.values = self.secrets.redact_json(resource.values);
         self.discovered.push(resource);
     }
 
@@ -144,11 +187,19 @@ impl<'a> HandlerContext<'a> {
         }
     }
 
+    /// Records a changed attribute. One that holds a secret reports that it changed, without
+    /// either value.
     pub fn add_change(&mut self, name: &str, current: Value, desired: Value) {
-        self.changes.insert(name.to_string(), AttributeChange { current, desired });
+        let change = if self.secrets.is_secret_attribute(name) {
+            AttributeChange { current: REDACTED_CURRENT.into(), desired: REDACTED_DESIRED.into() }
+        } else {
+            AttributeChange { current: self.secrets.redact_json(current), desired: self.secrets.redact_json(desired) }
+        };
+        self.changes.insert(name.to_string(), change);
     }
 
     pub fn set_fact(&mut self, name: &str, value: Value) {
+        let value = self.secrets.redact_json(value);
         self.facts.insert(name.to_string(), value);
     }
 
@@ -189,6 +240,13 @@ pub trait Handler: Send + Sync {
     /// Facts about the resource (deploy.md §3.4); none by default.
     fn facts(&self, _ctx: &mut HandlerContext<'_>, _resource: &ResourceRequest) -> Result<(), HandlerError> {
         Ok(())
+    }
+
+    /// Whether the handler gets the resource with its references unresolved and resolves them
+    /// itself (Python handlers, where module-defined reference types live); otherwise the
+    /// executor resolves them before calling it.
+    fn resolves_references(&self) -> bool {
+        false
     }
 }
 

@@ -17,6 +17,8 @@
 //! - `external`: resource types handled by an executable speaking JSON (docs/handlers.md);
 //! - `shipped`: the on-disk cache of the handler executables that versions ship;
 //! - `python`: `@provider` handlers of Inmanta modules, run in Python executor processes;
+//! - `references`: resolving a resource's references and applying its mutators before its handler
+//!   runs, and the [`Secrets`] that redact the resolved values from everything a run reports;
 //! - `drift`: the inotify-based [`DriftWatcher`].
 //!
 //! ```
@@ -40,6 +42,7 @@ mod handler;
 mod handlers;
 mod host;
 mod python;
+mod references;
 mod resource;
 mod shipped;
 
@@ -53,5 +56,6 @@ pub use host::{
     CommandOutput, CommandSpec, FileKind, FileStat, Host, HostKeyCheck, LocalHost, SshHost, SshOptions, SudoHost,
 };
 pub use python::{ModuleFile, PythonCode, PythonExecutors, PythonModule, PythonSettings};
+pub use references::{FactSource, NoFacts, REDACTED, REDACTED_CURRENT, REDACTED_DESIRED, ReferenceError, Secrets};
 pub use resource::{FileSource, NoFiles, ResourceRequest};
 pub use shipped::ShippedHandlers;

@@ -531,10 +531,19 @@ pub(crate) fn export(
             // a module's field is exported as the attribute of that name.
             let key = if m.builtin || f == "via" { f.as_str() } else { "" };
             let v: Json = match key {
-                "permissions" => {
-                    slot_value(ev, i, "mode").map(|v| to_json(ev, &v, &mut undefined)).unwrap_or(Json::Null)
-                }
+                "permissions" => match slot_value(ev, i, "mode") {
+                    // fs' mapper converts the mode with int(), which a reference refuses
+                    Some(Value::Reference(r)) => {
+                        out.errors.push(crate::references::refused_by_int(&m.entity, "permissions", &r));
+                        Json::Null
+                    }
+                    Some(v) => to_json(ev, &v, &mut undefined),
+                    None => Json::Null,
+                },
                 "hash" => match file_content(ev, i) {
+                    // a content reference is resolved by the agent: no file to upload, the
+                    // `content` mutator puts the value in place (fs' `get_hash`)
+                    Some(Value::Reference(_)) => Json::Null,
                     Some(Value::Str(s)) => {
                         let h = sha1_smol::Sha1::from(s.as_bytes()).hexdigest();
                         out.files.insert(h.clone(), s.as_bytes().to_vec());

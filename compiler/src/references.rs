@@ -116,6 +116,16 @@ pub(crate) fn export_resource(
     obj.insert("mutators".into(), Json::Array(mutators));
 }
 
+/// A mapper that converts an attribute with `int()` (fs' `permissions`, from `mode`) fails on a
+/// reference at export, as Inmanta's does.
+pub(crate) fn refused_by_int(entity: &str, field: &str, r: &Reference) -> crate::Diagnostic {
+    crate::Diagnostic::plain("ExternalException", format!("Failed to get attribute '{field}' for export on '{entity}'"))
+        .with_note(format!(
+            "caused by: TypeError: int() argument must be a string, a bytes-like object or a real number, not '{}'",
+            r.class
+        ))
+}
+
 /// Whether a reference can be the value of an attribute of type `ty`.
 pub(crate) fn fits(ev: &Evaluator<'_>, r: &Reference, ty: &Type) -> bool {
     match ty {

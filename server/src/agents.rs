@@ -12,11 +12,12 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use agent::{
-    DriftWatcher, Events, Executor, FileSource, HandlerStatus, Mode, PythonCode, PythonSettings, ResourceRequest,
-    VersionCode,
+    DriftWatcher, Events, Executor, FactSource, FileSource, HandlerStatus, Mode, PythonCode, PythonSettings,
+    ResourceRequest, VersionCode,
 };
 use orchestrator::Orchestrator;
 use orchestrator::scheduler::{Dispatch, Schedulers, Scope, Task, TaskKind, TaskOutcome};
+use serde_json::{Map, Value};
 use uuid::Uuid;
 
 /// File contents by hash from the database, for handlers running on blocking threads.
@@ -36,6 +37,38 @@ impl FileSource for StoreFiles {
     fn get(&self, hash: &str) -> Result<Vec<u8>, String> {
         self.runtime.block_on(self.orchestrator.get_file(hash)).map_err(|e| format!("file {hash}: {e}"))
     }
+}
+
+/// Facts of resources from the database, for std's fact references (handlers run on blocking
+/// threads).
+pub struct StoreFacts {
+    orchestrator: Orchestrator,
+    runtime: tokio::runtime::Handle,
+}
+
+impl StoreFacts {
+    /// Must be called on the runtime that serves the reads.
+    pub fn new(orchestrator: Orchestrator) -> StoreFacts {
+        StoreFacts { orchestrator, runtime: tokio::runtime::Handle::current() }
+    }
+}
+
+impl FactSource for StoreFacts {
+    fn facts(&self, environment: &str, resource_id: &str) -> Result<Map<String, Value>, String> {
+        let env = Uuid::parse_str(environment).map_err(|_| format!("{environment:?} is not an environment id"))?;
+        let facts =
+            self.runtime.block_on(self.orchestrator.resource_facts(env, resource_id)).map_err(|e| e.to_string())?;
+        Ok(facts.into_iter().map(|f| (f.name, Value::String(f.value))).collect())
+    }
+}
+
+/// The executor of in-process agents (and of `inmanta deploy --dry-run`): files and facts from
+/// the server's own store. Must be called on the runtime that serves those reads.
+pub fn in_process_executor(orchestrator: &Orchestrator, handler_dir: PathBuf, python: PythonSettings) -> Executor {
+    Executor::new(Arc::new(StoreFiles::new(orchestrator.clone())))
+        .with_facts(Arc::new(StoreFacts::new(orchestrator.clone())))
+        .with_shipped_handlers(handler_dir)
+        .with_python(python)
 }
 
 /// Which environments a watched resource id is deployed in.
@@ -61,8 +94,7 @@ impl InProcessAgents {
     /// Must be called on the runtime the handlers' file reads use. Shipped handler executables
     /// are kept in `handler_dir`; Python handlers run as `python` says.
     pub fn new(orchestrator: Orchestrator, handler_dir: PathBuf, python: PythonSettings) -> InProcessAgents {
-        let files = Arc::new(StoreFiles::new(orchestrator.clone()));
-        let executor = Arc::new(Executor::new(files).with_shipped_handlers(handler_dir).with_python(python));
+        let executor = Arc::new(in_process_executor(&orchestrator, handler_dir, python));
         let (watcher, drift) = match DriftWatcher::new() {
             Ok((watcher, drift)) => (Some(Arc::new(watcher)), Some(drift)),
             Err(e) => {

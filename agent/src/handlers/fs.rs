@@ -135,6 +135,10 @@ impl CrudHandler for FileHandler {
         desired: &ResourceRequest,
     ) -> Result<Option<Map<String, Value>>, HandlerError> {
         let path = desired.str("path")?;
+        // The file's hash is the sha1 of its content: a secret content makes it secret too.
+        if ctx.is_secret("content") {
+            ctx.mark_secret("hash");
+        }
         let host = ctx.host();
         let Some(st) = existing(host, path, FileKind::File, "regular file")? else { return Ok(None) };
         let mut cur = Map::new();
@@ -162,6 +166,10 @@ impl CrudHandler for FileHandler {
             return;
         }
         let Ok(path) = desired.str("path") else { return };
+        if ctx.is_secret("content") {
+            ctx.info(format!("content of {path} differs (it comes from a reference: not shown)"));
+            return;
+        }
         let old = match current.is_empty() {
             true => Vec::new(),
             false => ctx.host().read(path).unwrap_or_default(),

@@ -26,7 +26,10 @@ pub use code::{ModuleFile, PythonCode, PythonModule};
 use process::{CallError, Launch, Load, PythonProcess, Ready};
 
 use crate::handler::{Change, Handler, HandlerContext, HandlerError, HandlerStatus};
+use crate::references::FactSource;
 use crate::resource::{FileSource, ResourceRequest};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
 
 /// The executor shim, written next to the code it runs.
 const SHIM: &str = include_str!("../../python/inmanta_executor.py");
@@ -229,7 +232,15 @@ impl PythonExecutors {
 
     /// Runs one request in the executor of `(environment, agent, code)`, starting it if needed.
     /// Returns the reply and the import errors the executor reported at start.
-    fn call(&self, environment: &str, agent: &str, code: &PythonCode, files: &dyn FileSource, request: Value) -> Reply {
+    fn call(
+        &self,
+        environment: &str,
+        agent: &str,
+        code: &PythonCode,
+        files: &dyn FileSource,
+        request: Value,
+        serve: &mut dyn FnMut(&Value) -> Value,
+    ) -> Reply {
         let key = Key { environment: environment.into(), agent: agent.into(), code: code.id().into() };
         let slot = self.slot(key);
         let mut guard = slot.process.lock().unwrap_or_else(|p| p.into_inner());
@@ -262,7 +273,7 @@ impl PythonExecutors {
         }
         let Some((process, ready)) = guard.as_mut() else { return Err("the Python executor is not running".into()) };
         let import_errors = ready.import_errors.clone();
-        match process.call(request, self.settings.handler_timeout) {
+        match process.call_serving(request, self.settings.handler_timeout, serve) {
             Ok(reply) => Ok((reply, import_errors)),
             Err(e) => {
                 *guard = None;
@@ -284,6 +295,13 @@ pub(crate) struct PythonHandler {
     pub(crate) code: Arc<PythonCode>,
     pub(crate) environment: String,
     pub(crate) files: Arc<dyn FileSource>,
+    /// For std's fact references, which inmanta-core resolves in the executor.
+    pub(crate) facts: Arc<dyn FactSource>,
+}
+
+/// `{"code": ..., "result": ...}`, what inmanta-core's client calls return.
+fn answer(code: u16, result: Value) -> Value {
+    json!({"code": code, "result": result})
 }
 
 impl PythonHandler {
@@ -298,10 +316,16 @@ impl PythonHandler {
             "resource": resource.to_json(),
             "dependency_changed": ctx.events().dependency_changed,
         });
+        let mut serve = |call: &Value| self.serve(call);
         let (reply, import_errors) = self
             .executors
-            .call(&self.environment, &resource.id.agent, &self.code, &*self.files, request)
+            .call(&self.environment, &resource.id.agent, &self.code, &*self.files, request, &mut serve)
             .map_err(HandlerError::Failed)?;
+        if let Some(resolved) = reply.get("resolved") {
+            let texts = resolved.get("values").and_then(Value::as_array).into_iter().flatten();
+            let attributes = resolved.get("attributes").and_then(Value::as_array).into_iter().flatten();
+            ctx.add_secrets(texts, attributes.filter_map(Value::as_str));
+        }
         if let Some(fields) = reply.as_object() {
             ctx.record_reply_logs_and_facts(fields);
         }
@@ -319,7 +343,36 @@ impl PythonHandler {
     }
 }
 
+impl PythonHandler {
+    /// Answers a server call of the handler or of a reference it resolves (`get_file`,
+    /// `get_facts`) as the server would.
+    fn serve(&self, call: &Value) -> Value {
+        let text = |key: &str| call.get(key).and_then(Value::as_str).unwrap_or_default();
+        match text("method") {
+            "get_file" => match self.files.get(text("hash")) {
+                Ok(content) => answer(200, json!({"content": BASE64.encode(content)})),
+                Err(e) => answer(404, json!({"message": e})),
+            },
+            "get_facts" => match self.facts.facts(text("tid"), text("rid")) {
+                Ok(facts) => {
+                    let data: Vec<Value> = facts
+                        .into_iter()
+                        .map(|(name, value)| json!({"name": name, "value": value, "resource_id": text("rid")}))
+                        .collect();
+                    answer(200, json!({"data": data}))
+                }
+                Err(e) => answer(500, json!({"message": e})),
+            },
+            other => answer(501, json!({"message": format!("{other}: not answered by this agent")})),
+        }
+    }
+}
+
 impl Handler for PythonHandler {
+    fn resolves_references(&self) -> bool {
+        true
+    }
+
     fn run(&self, ctx: &mut HandlerContext<'_>, resource: &ResourceRequest) -> Result<(), HandlerError> {
         // A report-only resource is checked by the handler itself, also in a deploy (Inmanta's own rule).
         let action = if ctx.is_dry_run() && !resource.bool("report_only") { "dry_run" } else { "deploy" };

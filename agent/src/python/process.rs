@@ -152,23 +152,46 @@ impl PythonProcess {
 
     /// Sends one request and waits for its reply; on a time-out the process is killed and must
     /// not be used again.
-    pub fn call(&mut self, mut request: Value, timeout: Duration) -> Result<Value, CallError> {
+    pub fn call(&mut self, request: Value, timeout: Duration) -> Result<Value, CallError> {
+        self.call_serving(request, timeout, &mut |_| json!({"code": 501, "result": {"message": "no server here"}}))
+    }
+
+    /// [`PythonProcess::call`], answering the server calls the handler makes meanwhile (a file
+    /// or the facts a reference needs): the process writes `{"server_call": {...}}` and reads the
+    /// next line of its stdin, `{"server_answer": {"code": ..., "result": ...}}`, which `serve`
+    /// gives.
+    pub fn call_serving(
+        &mut self,
+        mut request: Value,
+        timeout: Duration,
+        serve: &mut dyn FnMut(&Value) -> Value,
+    ) -> Result<Value, CallError> {
         self.next_id += 1;
         let id = self.next_id;
         request["id"] = json!(id);
-        let mut line = request.to_string();
-        line.push('\n');
-        if let Err(e) = self.stdin.write_all(line.as_bytes()).and_then(|()| self.stdin.flush()) {
-            return Err(CallError::Died(format!("{e}; {}", self.exit_and_tail())));
-        }
+        self.send(&request)?;
         loop {
             let reply = self.receive(timeout)?;
+            if let Some(server_call) = reply.get("server_call") {
+                let answer = serve(server_call);
+                self.send(&json!({"server_answer": answer}))?;
+                continue;
+            }
             // A reply to an earlier request that timed out cannot arrive (that process is killed),
             // but a line without our id is skipped rather than misread.
             if reply.get("id").and_then(Value::as_u64) == Some(id) {
                 return Ok(reply);
             }
         }
+    }
+
+    fn send(&mut self, message: &Value) -> Result<(), CallError> {
+        let mut line = message.to_string();
+        line.push('\n');
+        if let Err(e) = self.stdin.write_all(line.as_bytes()).and_then(|()| self.stdin.flush()) {
+            return Err(CallError::Died(format!("{e}; {}", self.exit_and_tail())));
+        }
+        Ok(())
     }
 
     fn receive(&mut self, timeout: Duration) -> Result<Value, CallError> {

@@ -7,4 +7,6 @@ mod exec;
 mod external;
 mod files;
 mod python;
+mod python_references;
+mod references;
 mod ssh;

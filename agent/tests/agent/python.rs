@@ -53,13 +53,13 @@ pub fn ship_module(files: &MemFiles, info: &mut Map<String, Value>, name: &str) 
     info.insert(name.into(), json!({"name": name, "version": "1.0.0", "files_in_module": shipped, "requirements": []}));
 }
 
-struct Setup {
-    executor: Executor,
-    code: VersionCode,
+pub struct Setup {
+    pub executor: Executor,
+    pub code: VersionCode,
     _cache: tempfile::TempDir,
 }
 
-fn setup(modules: &[&str], packages: &[&str], timeout: Duration) -> Setup {
+pub fn setup(modules: &[&str], packages: &[&str], timeout: Duration) -> Setup {
     let files = Arc::new(MemFiles::default());
     let mut info = Map::new();
     for m in modules {
@@ -80,7 +80,7 @@ fn setup(modules: &[&str], packages: &[&str], timeout: Duration) -> Setup {
     Setup { executor, code, _cache: cache }
 }
 
-fn resource(id: &str, fields: Value) -> agent::ResourceRequest {
+pub fn resource(id: &str, fields: Value) -> agent::ResourceRequest {
     let mut r = json!({
         "id": id, "purged": false, "purge_on_delete": false, "send_event": false, "receive_events": false,
         "report_only": false, "references": [], "mutators": [], "requires": [],
@@ -96,7 +96,7 @@ fn line(path: &Path, key: &str, value: &str, purged: bool) -> agent::ResourceReq
     )
 }
 
-fn run(s: &Setup, r: &agent::ResourceRequest, mode: Mode) -> Outcome {
+pub fn run(s: &Setup, r: &agent::ResourceRequest, mode: Mode) -> Outcome {
     s.executor.execute_code(r, &s.code, mode, &Events::default())
 }
 

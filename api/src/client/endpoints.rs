@@ -381,6 +381,12 @@ impl Client {
         self.page(&format!("/api/v2/facts{}", query.to_query()), Some(env)).await
     }
 
+    /// The facts of one resource (`GET /api/v2/resource/<rid>/facts`), as agents read them.
+    pub async fn resource_facts(&self, env: Uuid, resource_id: &str) -> Result<Vec<Fact>> {
+        let path = format!("/api/v2/resource/{}/facts", encode(resource_id));
+        self.data(Method::GET, &path, Some(env), NONE).await
+    }
+
     // Agents.
 
     pub async fn agents(&self, env: Uuid, query: &ListQuery) -> Result<Envelope<Vec<Agent>>> {

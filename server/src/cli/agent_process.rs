@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent::{Events, Executor, FileSource, Mode, PythonCode, ResourceRequest, VersionCode};
+use agent::{Events, Executor, FactSource, FileSource, Mode, PythonCode, ResourceRequest, VersionCode};
 use api::client::Client;
 use base64::Engine;
 use clap::Args;
@@ -69,6 +69,24 @@ impl FileSource for ServerFiles {
     }
 }
 
+/// Facts of resources from the server's API, for std's fact references.
+struct ServerFacts {
+    client: Client,
+    runtime: tokio::runtime::Handle,
+}
+
+impl FactSource for ServerFacts {
+    fn facts(
+        &self,
+        environment: &str,
+        resource_id: &str,
+    ) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+        let env = Uuid::parse_str(environment).map_err(|_| format!("{environment:?} is not an environment id"))?;
+        let facts = self.runtime.block_on(self.client.resource_facts(env, resource_id)).map_err(|e| e.to_string())?;
+        Ok(facts.into_iter().map(|f| (f.name, serde_json::Value::String(f.value))).collect())
+    }
+}
+
 pub async fn run(
     base: String,
     env: Uuid,
@@ -99,7 +117,13 @@ pub async fn run(
     let handler_dir = std::path::absolute(args.handler_dir(options))?;
     let python = crate::config::python_settings(options, handler_dir.join("python"))
         .map_err(|e| CliError::Usage(e.to_string()))?;
-    let executor = Arc::new(Executor::new(Arc::new(files)).with_shipped_handlers(handler_dir).with_python(python));
+    let facts = ServerFacts { client: client.clone(), runtime: tokio::runtime::Handle::current() };
+    let executor = Arc::new(
+        Executor::new(Arc::new(files))
+            .with_facts(Arc::new(facts))
+            .with_shipped_handlers(handler_dir)
+            .with_python(python),
+    );
     if let Some(python) = executor.python() {
         python.prestart();
     }

@@ -40,6 +40,10 @@ pub struct CompileArgs {
     /// The compiler's limits from `[compiler] max-steps`, `max-instances`, `max-depth`.
     #[arg(skip)]
     pub(super) limits: Vec<(String, String)>,
+    /// The environment the compile is for, when it is known before compiling (an export to a
+    /// server): what `std::environment()` returns and fact references record.
+    #[arg(skip)]
+    pub(super) environment: Option<Uuid>,
 }
 
 impl CompileArgs {
@@ -109,6 +113,9 @@ pub(super) async fn compile(args: &CompileArgs) -> Result<CompileOutput, CliErro
     options
         .apply_limits(|k| args.limits.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
         .map_err(CliError::Usage)?;
+    if let Some(env) = args.environment {
+        options.plugin_inputs.environment = env.to_string();
+    }
     let started = Instant::now();
     tracing::info!(project = %project.display(), main = %args.main.display(), "compiling");
     let result = tokio::task::spawn_blocking(move || compiler::compile_project_with(&project, &options))
@@ -161,12 +168,14 @@ pub async fn run_export(mut args: ExportArgs, options: &Options) -> Result<(), C
     if args.allow_handler_code_update && !args.partial {
         return Err(CliError::Usage("--allow-handler-code-update only works with --partial".into()));
     }
-    let output = compile(&args.compile).await?;
     if let Some(path) = &args.json {
+        let output = compile(&args.compile).await?;
         output.write_export_json(path).map_err(|e| CliError::Usage(format!("cannot write {}: {e}", path.display())))?;
         eprintln!("Wrote {} resources to {}", output.resources.len(), path.display());
         return Ok(());
     }
+    // The environment is known before compiling: the model sees it (`std::environment()`, the
+    // environment a fact reference reads its fact in), as in Inmanta.
     let target = Target::resolve(&args, options)?;
     let env = match Uuid::parse_str(&target.environment) {
         Ok(id) => id,
@@ -175,6 +184,8 @@ pub async fn run_export(mut args: ExportArgs, options: &Options) -> Result<(), C
             super::environment::find(&ctx, &target.environment).await?.id
         }
     };
+    args.compile.environment = Some(env);
+    let output = compile(&args.compile).await?;
     let push = Push {
         partial: args.partial,
         removed_resource_sets: args.delete_resource_set.clone(),

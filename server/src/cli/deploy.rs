@@ -231,10 +231,8 @@ async fn dry_run(e: &Embedded, mut output: compiler::CompileOutput, json: bool) 
         .chain(output.python_modules.values().flat_map(|m| m.files.iter()).map(|f| (f.hash.clone(), f.content.clone())))
         .collect();
     e.orchestrator.upload_files(&files).await.map_err(server_error)?;
-    let files = Arc::new(crate::agents::StoreFiles::new(e.orchestrator.clone()));
-    let executor = Arc::new(
-        agent::Executor::new(files).with_shipped_handlers(e.handler_dir.clone()).with_python(e.python.clone()),
-    );
+    let executor =
+        Arc::new(crate::agents::in_process_executor(&e.orchestrator, e.handler_dir.clone(), e.python.clone()));
     let mut rows = Vec::new();
     for resource in &output.resources {
         // the resource dict an agent gets, of no version yet

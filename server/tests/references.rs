@@ -1,0 +1,307 @@
+//! References resolved at deploy (DESIGN.md §7): a model keeps a secret as
+//! `std::create_environment_reference`, the agent resolves it from its own process environment
+//! just before the handler runs, and the value appears in no answer of the API, no log of the
+//! server and no byte of its database. Run with `inmanta deploy` (all-in-one) and with a server
+//! whose agents run in-process; a fact reference reads the server's fact store.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use api::client::{ActionQuery, ListQuery};
+use common::{BIN, TestServer};
+use uuid::Uuid;
+
+const SECRET_VAR: &str = "H31_TEST_SECRET";
+const TIMEOUT_VAR: &str = "H31_TEST_TIMEOUT";
+const UNSET_VAR: &str = "H31_TEST_SURELY_UNSET";
+
+/// A value no test writes anywhere itself, so finding it means it leaked.
+fn secret() -> String {
+    format!("h31-secret-{}", Uuid::new_v4().simple())
+}
+
+fn write_project(dir: &Path, main: &str) {
+    std::fs::write(dir.join("project.yml"), "name: refs\nmodulepath: libs\ndownloadpath: libs\n").unwrap();
+    std::fs::write(dir.join("main.cf"), main).unwrap();
+}
+
+/// A file from an environment reference, a command whose time-out is an int reference of an
+/// environment reference, a file from a variable that is not set and a file that requires it.
+fn model(root: &Path, extra: &str) -> String {
+    let root = root.display();
+    format!(
+        r#"
+import fs
+import exec
+import mitogen
+import std::testing
+
+host = std::Host(name="localhost", os=std::linux, via=mitogen::Local())
+dir = fs::Directory(host=host, path="{root}/etc", mode=755)
+fs::File(host=host, path="{root}/etc/secret", content=std::create_environment_reference("{SECRET_VAR}"), mode=600, requires=[dir])
+exec::Run(host=host, command="touch {root}/etc/ran", creates="{root}/etc/ran", requires=[dir],
+          timeout=std::create_int_reference(std::create_environment_reference("{TIMEOUT_VAR}")))
+unset = fs::File(host=host, path="{root}/etc/unset", content=std::create_environment_reference("{UNSET_VAR}"), requires=[dir])
+fs::File(host=host, path="{root}/etc/after-unset", content="after", requires=[unset])
+{extra}
+"#
+    )
+}
+
+/// The files of a SQLite database (with its write-ahead log), or a dump of a PostgreSQL one.
+fn database_bytes(url: &str) -> Vec<u8> {
+    if let Some(path) = url.strip_prefix("sqlite://") {
+        let mut bytes = Vec::new();
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            bytes.extend(std::fs::read(format!("{path}{suffix}")).unwrap_or_default());
+        }
+        assert!(!bytes.is_empty(), "no database at {path}");
+        return bytes;
+    }
+    let dump = Command::new("pg_dump").arg(url).output().expect("pg_dump");
+    assert!(dump.status.success(), "{}", String::from_utf8_lossy(&dump.stderr));
+    dump.stdout
+}
+
+fn assert_absent(haystack: &[u8], secret: &str, where_: &str) {
+    let found = haystack.windows(secret.len()).any(|w| w == secret.as_bytes());
+    assert!(!found, "the secret value is in {where_}");
+}
+
+#[test]
+fn inmanta_deploy_resolves_references_and_keeps_the_values_out() {
+    let project = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let secret = secret();
+    write_project(project.path(), &model(root.path(), ""));
+    let deploy = |args: &[&str]| {
+        let output = Command::new(BIN)
+            .args(args)
+            .current_dir(project.path())
+            .env(SECRET_VAR, &secret)
+            .env(TIMEOUT_VAR, "20")
+            .env_remove(UNSET_VAR)
+            .env("RUST_LOG", "debug")
+            .output()
+            .expect("run inmanta");
+        (output.status.code().unwrap_or(-1), output.stdout, output.stderr)
+    };
+
+    let (code, out, err) = deploy(&["deploy", "--verbose"]);
+    let text = format!("{}{}", String::from_utf8_lossy(&out), String::from_utf8_lossy(&err));
+    assert_eq!(code, 1, "one resource fails: {text}");
+    let etc = root.path().join("etc");
+    assert_eq!(std::fs::read_to_string(etc.join("secret")).unwrap(), secret);
+    assert!(etc.join("ran").exists(), "the command ran with its int-reference time-out: {text}");
+    assert!(!etc.join("unset").exists() && !etc.join("after-unset").exists());
+    assert!(text.contains(&format!("Environment variable {UNSET_VAR} is not set")), "{text}");
+    let after = text.lines().find(|l| l.contains("/etc/after-unset")).unwrap_or_default();
+    assert!(after.contains("skipped"), "the dependent of the failed resource is skipped: {text}");
+    assert_absent(&out, &secret, "the output of inmanta deploy");
+    assert_absent(&err, &secret, "the log of inmanta deploy");
+
+    // A dry run after a hand edit: the content changes, and the report does not say what to.
+    std::fs::write(etc.join("secret"), "edited by hand").unwrap();
+    let (_, out, err) = deploy(&["deploy", "--dry-run", "--json"]);
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains(agent::REDACTED_DESIRED), "the changed secret is shown redacted: {text}");
+    assert!(!text.contains("edited by hand"), "not even the current content of a secret file: {text}");
+    assert_absent(&out, &secret, "the dry run's output");
+    assert_absent(&err, &secret, "the dry run's log");
+
+    let db = project.path().join("data/deploy/inmanta.db");
+    assert_absent(&database_bytes(&format!("sqlite://{}", db.display())), &secret, "the deploy's database");
+}
+
+/// Waits until nothing is deploying or waiting; returns each resource's id and status.
+async fn settle(s: &TestServer, env: Uuid, total: usize) -> Vec<(String, String)> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, status) = s.call("GET", "/api/v2/scheduler_status", Some(&env.to_string()), None).await;
+        let list = s.client().resources(env, &ListQuery::new().filter("status", "!orphaned")).await.unwrap().data;
+        let items: Vec<(String, String)> =
+            list.iter().map(|r| (r.resource_id.clone(), r.status.as_str().to_string())).collect();
+        let busy = status["data"]["scheduled"].as_u64() != Some(0) || status["data"]["running"].as_u64() != Some(0);
+        let moving = items.iter().any(|(_, st)| st == "deploying" || st == "available");
+        if items.len() == total && !busy && !moving {
+            return items;
+        }
+        assert!(Instant::now() < deadline, "deploy did not settle: {status} {items:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn status_of<'a>(items: &'a [(String, String)], suffix: &str) -> &'a str {
+    items.iter().find(|(id, _)| id.ends_with(suffix)).map(|(_, st)| st.as_str()).unwrap_or("missing")
+}
+
+#[tokio::test]
+async fn a_server_deploys_references_and_shows_no_value() {
+    let secret = secret();
+    let s = TestServer::start_with(&[(SECRET_VAR, &secret), (TIMEOUT_VAR, "20"), ("RUST_LOG", "debug")]).await;
+    let env = s.new_environment("p", "refs").await;
+    let client = s.client();
+    // The hand edit below must wait for the dry run, not be repaired at once.
+    client.set_environment_setting(env, "realtime_repair", false).await.unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join(".inmanta"), s.dot_inmanta(&env.to_string())).unwrap();
+
+    // A fact of another resource, read by a fact reference at deploy time.
+    let source = "std::testing::NullResource[localhost,name=source]";
+    let fact = api::operations::SetParameter {
+        source: "fact".into(),
+        value: "192.0.2.44".into(),
+        resource_id: Some(source.into()),
+        metadata: None,
+        recompile: false,
+        expires: Some(false),
+    };
+    client.set_fact(env, "address", &fact).await.unwrap();
+    let root_text = root.path().display().to_string();
+    let extra = format!(
+        "source = std::testing::NullResource(name=\"source\", agentname=\"localhost\")\n\
+         fs::File(host=host, path=\"{root_text}/etc/address\", content=std::create_fact_reference(source, \"address\"), requires=[dir])\n\
+         fs::File(host=host, path=\"{root_text}/etc/missing-fact\", content=std::create_fact_reference(source, \"nope\"), requires=[dir])\n"
+    );
+    write_project(project.path(), &model(root.path(), &extra));
+    let export = Command::new(BIN).arg("export").current_dir(project.path()).envs(s.token_env()).output().unwrap();
+    assert!(export.status.success(), "{}", String::from_utf8_lossy(&export.stderr));
+
+    let items = settle(&s, env, 8).await;
+    let etc = root.path().join("etc");
+    assert_eq!(status_of(&items, "/etc/secret]"), "deployed", "{items:?}\n{}", s.log());
+    assert_eq!(std::fs::read_to_string(etc.join("secret")).unwrap(), secret);
+    assert!(etc.join("ran").exists(), "{items:?}");
+    assert_eq!(status_of(&items, "/etc/unset]"), "failed", "{items:?}");
+    assert_eq!(status_of(&items, "/etc/after-unset]"), "skipped", "{items:?}");
+    let address_logs = serde_json::to_string(
+        &client
+            .resource_logs(env, &format!("fs::File[localhost,path={root_text}/etc/address]"), &ListQuery::new())
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(status_of(&items, "/etc/address]"), "deployed", "{address_logs}");
+    assert_eq!(std::fs::read_to_string(etc.join("address")).unwrap(), "192.0.2.44");
+    assert_eq!(status_of(&items, "/etc/missing-fact]"), "failed", "{items:?}");
+
+    let rid = |suffix: &str| format!("fs::File[localhost,path={root_text}/etc/{suffix}]");
+    let logs_of = |suffix: &str| {
+        let (client, rid) = (s.client(), rid(suffix));
+        async move { serde_json::to_string(&client.resource_logs(env, &rid, &ListQuery::new()).await.unwrap()).unwrap() }
+    };
+    let unset_logs = logs_of("unset").await;
+    assert!(unset_logs.contains(&format!("Environment variable {UNSET_VAR} is not set")), "{unset_logs}");
+    let missing = logs_of("missing-fact").await;
+    assert!(
+        missing.contains("Didn't find fact `nope` for resource `std::testing::NullResource[localhost,name=source]`"),
+        "{missing}"
+    );
+
+    // A dry run of the same version after a hand edit says the secret file changes, not to what.
+    std::fs::write(etc.join("secret"), "edited by hand").unwrap();
+    let versions = client.desired_state(env, &ListQuery::new()).await.unwrap().data;
+    let latest = versions.iter().map(|v| v.version).max().unwrap();
+    let id = client.dry_run(env, latest).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let report = loop {
+        let report = client.dry_run_report(env, latest, id).await.unwrap();
+        if report.summary.todo == 0 {
+            break report;
+        }
+        assert!(Instant::now() < deadline, "dry run did not finish");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let diff = report.diff.iter().find(|d| d.resource_id.ends_with("/etc/secret]")).unwrap();
+    assert_eq!(diff.status.as_str(), "modified", "{diff:?}");
+    let hash = &diff.attributes["hash"];
+    assert_eq!(
+        (hash.from_value_compare.as_str(), hash.to_value_compare.as_str()),
+        (agent::REDACTED_CURRENT, agent::REDACTED_DESIRED)
+    );
+
+    // Every answer about these resources, the server's log and its database: no secret.
+    let mut answers = serde_json::to_string(&report).unwrap();
+    answers += &serde_json::to_string(&client.resources(env, &ListQuery::new()).await.unwrap()).unwrap();
+    answers += &serde_json::to_string(&client.resource_actions(env, &ActionQuery::default()).await.unwrap()).unwrap();
+    answers += &serde_json::to_string(&client.version(env, latest).await.unwrap()).unwrap();
+    for suffix in ["secret", "unset", "address", "missing-fact"] {
+        answers += &serde_json::to_string(&client.resource(env, &rid(suffix)).await.unwrap()).unwrap();
+        answers += &logs_of(suffix).await;
+        answers +=
+            &serde_json::to_string(&client.resource_history(env, &rid(suffix), &ListQuery::new()).await.unwrap())
+                .unwrap();
+    }
+    let (_, notifications) = s.call("GET", "/api/v2/notification", Some(&env.to_string()), None).await;
+    answers += &notifications.to_string();
+    assert!(answers.contains(&rid("secret")), "the answers are about the resources");
+    assert_absent(answers.as_bytes(), &secret, "the API's answers");
+    assert!(s.log().contains("DEBUG") || s.log().contains("debug"), "the server logged at debug level");
+    assert_absent(s.log().as_bytes(), &secret, "the server's log");
+    assert_absent(&database_bytes(&s.database_url), &secret, "the server's database");
+}
+
+/// A remote `inmanta agent` resolves references with its own process environment (the server
+/// has no such variable) and reads facts through the server's API with its agent token.
+#[tokio::test]
+async fn a_remote_agent_resolves_with_its_own_environment_and_the_servers_facts() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let s = TestServer::start_with(&[("INMANTA_SERVER_BIND_PORT", &port)]).await;
+    let env = s.new_environment("p", "remote").await;
+    let client = s.client();
+    let fact = api::operations::SetParameter {
+        source: "fact".into(),
+        value: "198.51.100.7".into(),
+        resource_id: Some("std::testing::NullResource[remote1,name=source]".into()),
+        metadata: None,
+        recompile: false,
+        expires: Some(false),
+    };
+    client.set_fact(env, "address", &fact).await.unwrap();
+
+    let secret = secret();
+    let dir = tempfile::tempdir().unwrap();
+    let token = s.environment_token(&env.to_string(), &["agent"]).await;
+    let mut agent = Command::new(BIN)
+        .args(["agent", "--name", "remote1", "-e", &env.to_string(), "--port", &port, "--token", &token, "--cache-dir"])
+        .arg(dir.path().join("cache"))
+        .env(SECRET_VAR, &secret)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start inmanta agent");
+
+    let project = tempfile::tempdir().unwrap();
+    let root = dir.path().display();
+    std::fs::write(project.path().join(".inmanta"), s.dot_inmanta(&env.to_string())).unwrap();
+    write_project(
+        project.path(),
+        &format!(
+            r#"
+import fs
+import mitogen
+import std::testing
+
+host = std::Host(name="remote1", os=std::linux, via=mitogen::Local())
+source = std::testing::NullResource(name="source", agentname="remote1")
+fs::File(host=host, path="{root}/secret", content=std::create_environment_reference("{SECRET_VAR}"))
+fs::File(host=host, path="{root}/address", content=std::create_fact_reference(source, "address"))
+"#
+        ),
+    );
+    let export = Command::new(BIN).arg("export").current_dir(project.path()).envs(s.token_env()).output().unwrap();
+    assert!(export.status.success(), "{}", String::from_utf8_lossy(&export.stderr));
+    let items = settle(&s, env, 3).await;
+    let _ = agent.kill();
+    let _ = agent.wait();
+    assert!(items.iter().all(|(_, st)| st == "deployed"), "{items:?}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("secret")).unwrap(), secret);
+    assert_eq!(std::fs::read_to_string(dir.path().join("address")).unwrap(), "198.51.100.7");
+    let actions = serde_json::to_string(&client.resource_actions(env, &ActionQuery::default()).await.unwrap()).unwrap();
+    assert_absent(actions.as_bytes(), &secret, "the actions the remote agent reported");
+    assert_absent(&database_bytes(&s.database_url), &secret, "the server's database");
+}
