@@ -417,8 +417,9 @@ fn python_json(v: &Json, undefined: &mut bool) -> Json {
     match v {
         Json::Array(a) => Json::Array(a.iter().map(|x| python_json(x, undefined)).collect()),
         Json::Object(o) => {
-            if let Some(d) = o.get("$d").and_then(Json::as_object) {
-                Json::Object(d.iter().map(|(k, x)| (k.clone(), python_json(x, undefined))).collect())
+            if let Some(pairs) = o.get("$d").and_then(Json::as_array) {
+                let item = |pair: &Json| Some((pair.get(0)?.as_str()?.to_string(), python_json(pair.get(1)?, undefined)));
+                Json::Object(pairs.iter().filter_map(item).collect())
             } else if o.contains_key("$u") {
                 *undefined = true;
                 Json::String("<<undefined>>".into())

@@ -266,6 +266,9 @@ where
 }
 
 fn compile_project_inner(dir: &Path, options: &CompileOptions) -> Result<CompileOutput, Diagnostics> {
+    // The Python process runs in the project directory: a relative one would be joined twice.
+    let absolute = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let dir = absolute.as_path();
     let mut warnings = Vec::new();
     let meta = if options.main_file.is_some() && !dir.join("project.yml").exists() {
         ProjectMetadata::default()

@@ -122,6 +122,13 @@ fn dependency_managers_add_requires_as_in_inmanta() {
     );
 }
 
+/// A dict keeps its insertion order in Inmanta, also into a plugin and back out of one.
+#[test]
+fn dicts_keep_their_order_across_the_plugin_boundary() {
+    let Some(out) = check_against_inmanta(&root().join("tests/python/dict-order")) else { return };
+    assert_eq!(out.variables["given_keys"], serde_json::json!("zulu,alpha,mike"));
+}
+
 #[test]
 fn user_compiles() {
     check_against_inmanta(&root().join("tests/python/user"));

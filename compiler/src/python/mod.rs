@@ -216,9 +216,10 @@ fn encode_at(ev: &Evaluator<'_>, v: &Value, with_attributes: bool) -> Json {
         Value::Float(f) => json!(f),
         Value::Str(s) => Json::String(s.to_string()),
         Value::List(l) => Json::Array(l.iter().map(|x| encode_at(ev, x, with_attributes)).collect()),
+        // pairs, not an object: serde_json's map would sort the keys, and a dict keeps its
+        // insertion order in Inmanta (a plugin that writes a dict as text shows it)
         Value::Dict(d) => {
-            let items = d.iter().map(|(k, x)| (k.to_string(), encode_at(ev, x, with_attributes)));
-            json!({"$d": items.collect::<serde_json::Map<_, _>>()})
+            json!({"$d": d.iter().map(|(k, x)| json!([k.as_ref(), encode_at(ev, x, with_attributes)])).collect::<Vec<_>>()})
         }
         Value::Instance(i) => {
             let ent = ev.entity_of(*i);
@@ -246,10 +247,13 @@ pub(crate) fn decode(ev: &Evaluator<'_>, j: &Json) -> Result<Value, String> {
     Ok(match j {
         Json::Array(a) => Value::list(a.iter().map(|x| decode(ev, x)).collect::<Result<_, _>>()?),
         Json::Object(o) => {
-            if let Some(d) = o.get("$d").and_then(Json::as_object) {
-                let mut items = Vec::with_capacity(d.len());
-                for (k, x) in d {
-                    items.push((Rc::from(k.as_str()), decode(ev, x)?));
+            if let Some(pairs) = o.get("$d").and_then(Json::as_array) {
+                let mut items = Vec::with_capacity(pairs.len());
+                for pair in pairs {
+                    let (Some(k), Some(x)) = (pair.get(0).and_then(Json::as_str), pair.get(1)) else {
+                        return Err(format!("a dict item is not a [key, value] pair: {pair}"));
+                    };
+                    items.push((Rc::from(k), decode(ev, x)?));
                 }
                 Value::Dict(Rc::new(items))
             } else if let Some(i) = o.get("$i").and_then(Json::as_u64) {
