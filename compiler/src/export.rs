@@ -236,8 +236,13 @@ fn id_string(v: &Value) -> String {
     }
 }
 
+/// A Python `@resource` of an installed module comes first (the installed module is the truth;
+/// the compile keeps one for a built-in type only when the installed version is not the one the
+/// built-in mapping reproduces), then the built-in mappings, then `module.yml` ones.
 fn mapping_for<'e>(ev: &View<'e, '_>, ent: EntId) -> Option<(&'e Mapping, EntId)> {
-    BUILTIN.iter().chain(ev.mappings).find_map(|m| {
+    let python = ev.mappings.iter().filter(|m| m.python);
+    let declared = ev.mappings.iter().filter(|m| !m.python);
+    python.chain(BUILTIN.iter()).chain(declared).find_map(|m| {
         let me = *ev.m.types.entity_by_name.get(m.entity.as_str())?;
         ev.m.types.is_subtype(ent, me).then_some((m, me))
     })
@@ -418,7 +423,8 @@ fn python_json(v: &Json, undefined: &mut bool) -> Json {
         Json::Array(a) => Json::Array(a.iter().map(|x| python_json(x, undefined)).collect()),
         Json::Object(o) => {
             if let Some(pairs) = o.get("$d").and_then(Json::as_array) {
-                let item = |pair: &Json| Some((pair.get(0)?.as_str()?.to_string(), python_json(pair.get(1)?, undefined)));
+                let item =
+                    |pair: &Json| Some((pair.get(0)?.as_str()?.to_string(), python_json(pair.get(1)?, undefined)));
                 Json::Object(pairs.iter().filter_map(item).collect())
             } else if o.contains_key("$u") {
                 *undefined = true;

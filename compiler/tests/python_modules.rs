@@ -13,10 +13,11 @@ use std::sync::OnceLock;
 use compiler::conformance::{case_options, compare, truth_path};
 use compiler::{CompileOptions, compile_project_with};
 
-/// The module wheels of the test environment, pinned (the recorded answers are those of these
-/// versions): one list for these tests and the real-module corpus, read from its file.
-fn packages() -> Vec<String> {
-    let path = root().join("tests/real-modules/requirements.txt");
+/// The module wheels of a test environment, pinned in a requirements file (the recorded answers
+/// are those of these versions): `tests/real-modules/requirements.txt` for these tests and the
+/// real-module corpus, `tests/older-modules/requirements.txt` for older std, fs and exec.
+fn packages(file: &str) -> Vec<String> {
+    let path = root().join(file);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(String::from).collect()
 }
@@ -29,10 +30,16 @@ fn root() -> PathBuf {
 /// has no Python >= 3.12.
 fn test_python() -> Option<&'static Path> {
     static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
-    PYTHON.get_or_init(make_env).as_deref()
+    PYTHON.get_or_init(|| make_env(packages("tests/real-modules/requirements.txt"))).as_deref()
 }
 
-fn make_env() -> Option<PathBuf> {
+/// The interpreter of an environment holding older versions of the built-in modules.
+fn older_modules_python() -> Option<&'static Path> {
+    static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
+    PYTHON.get_or_init(|| make_env(packages("tests/older-modules/requirements.txt"))).as_deref()
+}
+
+fn make_env(mut wanted: Vec<String>) -> Option<PathBuf> {
     let base = match compiler::python::env::find_base_interpreter(None) {
         Ok(p) => p,
         Err(e) => {
@@ -43,13 +50,15 @@ fn make_env() -> Option<PathBuf> {
         }
     };
     let version = compiler::python::env::version_of(&base)?;
-    let mut wanted = packages();
     // inmanta-core 20.1 (the reference) needs 3.13; on 3.12 pip picks the newest that runs
     if version >= (3, 13) {
         wanted.push("inmanta-core==20.1.0".into());
     }
+    // one environment per set of wheels, so that checkouts with other pins never reinstall it
+    let key = sha1_smol::Sha1::from(wanted.join("\n")).hexdigest();
     let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
-    let dir = home.join(".cache/inmanta/compiler-test-venv").join(format!("py{}.{}", version.0, version.1));
+    let dir =
+        home.join(".cache/inmanta/compiler-test-venv").join(format!("py{}.{}-{}", version.0, version.1, &key[..12]));
     let stamp = dir.join(".installed");
     let python = dir.join("bin/python");
     // Two test runs (two checkouts, a test and a bench) may start on a cold cache at once: the
@@ -263,6 +272,42 @@ fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(entry.path(), target).unwrap();
         }
     }
+}
+
+/// A project whose environment holds older std (8.6.5), fs (1.1.2) and exec (2.0.0) than the
+/// built-in copies compiles with those versions' model files, plugins and `@resource` classes:
+/// exec 2.0.0's `number` timeout, no `report_only` in std 8.6.5, no `std::dict_keys` plugin.
+#[test]
+fn installed_older_built_in_modules_are_used_instead_of_the_built_in_copies() {
+    let Some(python) = older_modules_python() else { return };
+    for case in ["pinned-older", "missing-plugin"] {
+        let project = root().join("tests/older-modules").join(case);
+        let disagreements = compiler::conformance::check_case_with(&project, Some(python));
+        assert!(
+            disagreements.is_empty(),
+            "{case} differs from Inmanta:\n{}",
+            disagreements.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+        );
+    }
+    let project = root().join("tests/older-modules/pinned-older");
+    let out = compile_project_with(&project, &options(&project, python)).expect("compiles");
+    let exec = out.modules.iter().find(|m| m.name == "exec").expect("exec is loaded");
+    assert_eq!(exec.version, "2.0.0");
+    assert!(matches!(exec.origin, compiler::ModuleOrigin::Installed(_)), "{exec}");
+}
+
+/// Without an installed copy the built-in one serves, and says which version it is.
+#[test]
+fn without_an_installed_copy_the_built_in_module_is_used_and_named() {
+    let dir = std::env::temp_dir().join(format!("builtin-modules-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("project.yml"), "name: builtin\n").unwrap();
+    std::fs::write(dir.join("main.cf"), "import exec\n").unwrap();
+    let out = compile_project_with(&dir, &CompileOptions::default()).expect("compiles");
+    let exec = out.modules.iter().find(|m| m.name == "exec").expect("exec is loaded");
+    assert_eq!((exec.version.as_str(), &exec.origin), ("2.1.1", &compiler::ModuleOrigin::BuiltIn));
+    assert_eq!(exec.to_string(), "exec 2.1.1 (built in)");
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// Real-module project -> why it still disagrees (`tests/real-modules-pending.txt`).
