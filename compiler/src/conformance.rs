@@ -244,6 +244,10 @@ fn normal_file(case: &Path, file: &str) -> String {
     if let Some(rest) = file.strip_prefix("<builtin>/") {
         return format!("inmanta_plugins/{rest}");
     }
+    // a module installed in the Python environment, as the recorder names it
+    if let Some((_, rest)) = file.split_once("/site-packages/inmanta_plugins/") {
+        return format!("inmanta_plugins/{rest}");
+    }
     file.to_string()
 }
 

@@ -503,17 +503,21 @@ pub(crate) fn export(
         if later.text != first.text {
             return false;
         }
-        out.errors.push(Diagnostic::error(
-            "DuplicateResourceException",
-            format!(
-                "Resource {} exists more than once: {} and {}",
-                later.text,
+        // Inmanta's exporter raises a plain CompilerException with this message; the instances
+        // that collide are ours to add
+        out.errors.push(
+            Diagnostic::error(
+                "CompilerException",
+                format!("Resource {} exists more than once in the configuration model", later.text),
+                Some(ev.m.instances[later.inst as usize].span),
+                ev.m.sources,
+            )
+            .with_note(format!(
+                "{} and {} have this id",
                 ev.m.inst_name(first.inst),
                 ev.m.inst_name(later.inst)
-            ),
-            Some(ev.m.instances[later.inst as usize].span),
-            ev.m.sources,
-        ));
+            )),
+        );
         true
     });
     let rid_of: FastMap<InstId, usize> = order.iter().enumerate().map(|(n, r)| (r.inst, n)).collect();

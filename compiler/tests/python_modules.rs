@@ -138,6 +138,14 @@ fn dicts_keep_their_order_across_the_plugin_boundary() {
     assert_eq!(out.variables["given_keys"], serde_json::json!("zulu,alpha,mike"));
 }
 
+/// A plugin annotation naming a typedef of the model is checked against the typedef (base type
+/// and constraint), not taken for an entity (ip's "ip::ip", config's "config::path").
+#[test]
+fn plugin_annotations_naming_typedefs_are_checked_as_typedefs() {
+    let Some(out) = check_against_inmanta(&root().join("tests/python/typedef-annotations")) else { return };
+    assert_eq!(out.variables["next"], serde_json::json!(8081));
+}
+
 #[test]
 fn user_compiles() {
     check_against_inmanta(&root().join("tests/python/user"));

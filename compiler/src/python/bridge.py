@@ -532,6 +532,24 @@ _DSL_TYPES = {
 }
 
 
+_typedefs = {}  # model type name -> whether it is a typedef (else an entity), as asked once
+
+
+def _conforms_to_model_type(value, name):
+    """A "ns::name" annotation names an entity or a typedef of the model; the compiler checks a
+    typedef (its base type and constraint), as Inmanta resolves the name in the model."""
+    if _typedefs.get(name) is not False and not isinstance(value, RemoteInstance):
+        try:
+            encoded = encode(value)
+        except NotTransferable:
+            return False
+        answer = ask({"conforms": [name, encoded]})["ok"]
+        _typedefs[name] = answer is not None
+        if answer is not None:
+            return answer
+    return _is_entity(value, name)
+
+
 def _is_entity(value, name):
     if not isinstance(value, RemoteInstance):
         return False
@@ -566,7 +584,7 @@ def conforms(value, annotation):
                 return False
             return isinstance(value, _DSL_TYPES[text])
         if "::" in text:
-            return _is_entity(value, text)
+            return _conforms_to_model_type(value, text)
         return True
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)

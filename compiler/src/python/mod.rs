@@ -151,6 +151,9 @@ impl Questions for NoQuestions {
         json!({})
     }
     fn file(&mut self, _: String, _: Vec<u8>) {}
+    fn conforms(&mut self, _: &str, _: &Json) -> Json {
+        json!({"ok": null})
+    }
 }
 
 /// Answers Python's questions from the evaluator.
@@ -197,6 +200,13 @@ impl Questions for Asker<'_, '_> {
 
     fn file(&mut self, hash: String, content: Vec<u8>) {
         self.files.push((hash, content));
+    }
+
+    fn conforms(&mut self, typedef: &str, value: &Json) -> Json {
+        let Some(&id) = self.ev.m.types.typedef_by_name.get(typedef) else { return json!({"ok": null}) };
+        let Ok(value) = decode(self.ev, value) else { return json!({"ok": false}) };
+        let fits = self.ev.check_type(&value, &crate::model::Type::Typedef(id), self.span).is_ok();
+        json!({"ok": fits})
     }
 }
 
