@@ -106,7 +106,13 @@ pub fn case_options(case: &Path) -> CompileOptions {
 
 /// Compiles a case with our compiler as the conformance suite does.
 pub fn compile_case(case: &Path) -> Result<Result<CompileOutput, Diagnostics>, String> {
-    let options = case_options(case);
+    compile_case_with(case, None)
+}
+
+/// Compiles a case with the modules installed for `python` (a virtual environment's
+/// interpreter), as the real-module corpus does; `None` is the plain conformance run.
+pub fn compile_case_with(case: &Path, python: Option<&Path>) -> Result<Result<CompileOutput, Diagnostics>, String> {
+    let options = CompileOptions { python: python.map(Path::to_path_buf), ..case_options(case) };
     if case.is_dir() {
         Ok(compile_project_with(case, &options))
     } else {
@@ -154,11 +160,16 @@ const ALL_KINDS: &[Kind] = &[
 
 /// Compiles a case and lists every disagreement with its recorded truth.
 pub fn check_case(case: &Path) -> Vec<Disagreement> {
+    check_case_with(case, None)
+}
+
+/// [`check_case`] with the modules installed for `python` (see [`compile_case_with`]).
+pub fn check_case_with(case: &Path, python: Option<&Path>) -> Vec<Disagreement> {
     let truth = match read_truth(case) {
         Ok(t) => t,
         Err(e) => return vec![Disagreement { kind: Kind::Unrecorded, detail: e }],
     };
-    match compile_case(case) {
+    match compile_case_with(case, python) {
         Ok(ours) => compare(case, &truth, &ours),
         Err(e) => vec![Disagreement { kind: Kind::Unrecorded, detail: e }],
     }
@@ -231,6 +242,10 @@ fn normal_file(case: &Path, file: &str) -> String {
         return rel.display().to_string();
     }
     if let Some(rest) = file.strip_prefix("<builtin>/") {
+        return format!("inmanta_plugins/{rest}");
+    }
+    // a module installed in the Python environment, as the recorder names it
+    if let Some((_, rest)) = file.split_once("/site-packages/inmanta_plugins/") {
         return format!("inmanta_plugins/{rest}");
     }
     file.to_string()

@@ -39,6 +39,10 @@ impl Diagnostic {
         Diagnostic { severity: Severity::Warning, ..Diagnostic::error(kind, message, span, sources) }
     }
 
+    pub(crate) fn plain_warning(kind: &str, message: impl Into<String>) -> Self {
+        Diagnostic { severity: Severity::Warning, ..Diagnostic::plain(kind, message) }
+    }
+
     pub(crate) fn plain(kind: &str, message: impl Into<String>) -> Self {
         Diagnostic {
             severity: Severity::Error,

@@ -236,8 +236,13 @@ fn id_string(v: &Value) -> String {
     }
 }
 
+/// A Python `@resource` of an installed module comes first (the installed module is the truth;
+/// the compile keeps one for a built-in type only when the installed version is not the one the
+/// built-in mapping reproduces), then the built-in mappings, then `module.yml` ones.
 fn mapping_for<'e>(ev: &View<'e, '_>, ent: EntId) -> Option<(&'e Mapping, EntId)> {
-    BUILTIN.iter().chain(ev.mappings).find_map(|m| {
+    let python = ev.mappings.iter().filter(|m| m.python);
+    let declared = ev.mappings.iter().filter(|m| !m.python);
+    python.chain(BUILTIN.iter()).chain(declared).find_map(|m| {
         let me = *ev.m.types.entity_by_name.get(m.entity.as_str())?;
         ev.m.types.is_subtype(ent, me).then_some((m, me))
     })
@@ -417,8 +422,10 @@ fn python_json(v: &Json, undefined: &mut bool) -> Json {
     match v {
         Json::Array(a) => Json::Array(a.iter().map(|x| python_json(x, undefined)).collect()),
         Json::Object(o) => {
-            if let Some(d) = o.get("$d").and_then(Json::as_object) {
-                Json::Object(d.iter().map(|(k, x)| (k.clone(), python_json(x, undefined))).collect())
+            if let Some(pairs) = o.get("$d").and_then(Json::as_array) {
+                let item =
+                    |pair: &Json| Some((pair.get(0)?.as_str()?.to_string(), python_json(pair.get(1)?, undefined)));
+                Json::Object(pairs.iter().filter_map(item).collect())
             } else if o.contains_key("$u") {
                 *undefined = true;
                 Json::String("<<undefined>>".into())
@@ -496,17 +503,21 @@ pub(crate) fn export(
         if later.text != first.text {
             return false;
         }
-        out.errors.push(Diagnostic::error(
-            "DuplicateResourceException",
-            format!(
-                "Resource {} exists more than once: {} and {}",
-                later.text,
+        // Inmanta's exporter raises a plain CompilerException with this message; the instances
+        // that collide are ours to add
+        out.errors.push(
+            Diagnostic::error(
+                "CompilerException",
+                format!("Resource {} exists more than once in the configuration model", later.text),
+                Some(ev.m.instances[later.inst as usize].span),
+                ev.m.sources,
+            )
+            .with_note(format!(
+                "{} and {} have this id",
                 ev.m.inst_name(first.inst),
                 ev.m.inst_name(later.inst)
-            ),
-            Some(ev.m.instances[later.inst as usize].span),
-            ev.m.sources,
-        ));
+            )),
+        );
         true
     });
     let rid_of: FastMap<InstId, usize> = order.iter().enumerate().map(|(n, r)| (r.inst, n)).collect();

@@ -19,7 +19,7 @@ mod python_code;
 mod references;
 pub mod syntax;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 pub use attributes::Attributes;
@@ -192,7 +192,36 @@ pub struct CompileOutput {
     /// unless [`CompileOptions::root_variables`].
     pub variables: BTreeMap<String, serde_json::Value>,
     pub metadata: ProjectMetadata,
+    /// Every loaded module: its version and whether the installed copy or the built-in one
+    /// was used (`inmanta compile -v` lists them).
+    pub modules: Vec<ModuleUsed>,
     pub stats: CompileStats,
+}
+
+/// A module a compile loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleUsed {
+    pub name: String,
+    pub version: String,
+    pub origin: ModuleOrigin,
+}
+
+/// Where a loaded module's model came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModuleOrigin {
+    /// The copy built into the compiler (std, fs, exec and mitogen, where none is installed).
+    BuiltIn,
+    /// The module's directory on the module path or in the Python environment.
+    Installed(PathBuf),
+}
+
+impl std::fmt::Display for ModuleUsed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.origin {
+            ModuleOrigin::BuiltIn => write!(f, "{} {} (built in)", self.name, self.version),
+            ModuleOrigin::Installed(dir) => write!(f, "{} {} ({})", self.name, self.version, dir.display()),
+        }
+    }
 }
 
 impl CompileOutput {
@@ -266,6 +295,9 @@ where
 }
 
 fn compile_project_inner(dir: &Path, options: &CompileOptions) -> Result<CompileOutput, Diagnostics> {
+    // The Python process runs in the project directory: a relative one would be joined twice.
+    let absolute = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let dir = absolute.as_path();
     let mut warnings = Vec::new();
     let meta = if options.main_file.is_some() && !dir.join("project.yml").exists() {
         ProjectMetadata::default()
@@ -344,11 +376,19 @@ fn compile_inner(
     let mut resource_mappings =
         project::module_resource_mappings(&loader.module_dirs).map_err(|d| Diagnostics(vec![d]))?;
     let python_side = start_python(&loader.module_dirs, python_env.as_ref(), project_dir, options)?;
+    let modules = modules_used(&namespaces, &loader.module_dirs);
     if let Some(side) = &python_side {
-        // a module's Python `@resource` wins over a module.yml `resources:` entry
+        // a module's Python `@resource` wins over a module.yml `resources:` entry, and over the
+        // built-in mapping unless the installed module is the version that one reproduces
+        let reproduced = |entity: &str| {
+            let module = entity.split("::").next().unwrap_or(entity);
+            let installed = modules.iter().find(|m| m.name == module).map(|m| m.version.as_str());
+            installed.is_some() && builtins::builtin_version(module) == installed
+        };
         let mut mappings: Vec<export::Mapping> = side
             .resources
             .iter()
+            .filter(|r| !reproduced(&r.entity))
             .map(|r| export::Mapping {
                 entity: r.entity.clone(),
                 agent: r.agent.clone(),
@@ -370,9 +410,7 @@ fn compile_inner(
     let mut ev = eval::Evaluator::new(builder.types, &sources, ctx);
     if let Some(side) = python_side {
         if let Some(plugins) = std::rc::Rc::get_mut(&mut ev.plugins) {
-            for p in &side.plugins {
-                plugins.add_python(&p.name, p.allow_unknown);
-            }
+            register_python_plugins(plugins, &side.plugins, &modules, &mut warnings);
         }
         ev.python = Some(side.bridge);
     }
@@ -439,8 +477,83 @@ fn compile_inner(
         printed: std::mem::take(&mut ev.printed),
         variables,
         metadata: meta,
+        modules,
         stats,
     })
+}
+
+/// Every loaded module, with the version used and where it came from.
+fn modules_used(namespaces: &[project::LoadedNs], module_dirs: &HashMap<String, PathBuf>) -> Vec<ModuleUsed> {
+    let mut names: Vec<&str> = namespaces
+        .iter()
+        .map(|ns| ns.name.split("::").next().unwrap_or(&ns.name))
+        .filter(|n| *n != "__config__")
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+        .into_iter()
+        .map(|name| match module_dirs.get(name) {
+            Some(dir) => ModuleUsed {
+                name: name.to_string(),
+                version: python_code::module_version(dir),
+                origin: ModuleOrigin::Installed(dir.clone()),
+            },
+            None => ModuleUsed {
+                name: name.to_string(),
+                version: builtins::builtin_version(name).unwrap_or("0.0.0").to_string(),
+                origin: ModuleOrigin::BuiltIn,
+            },
+        })
+        .collect()
+}
+
+/// Registers the plugins that the modules' Python code defines. Where a native implementation of
+/// a built-in module's plugin exists, it stands in only for the version it reproduces
+/// ([`builtins::plugin_runner`]); a native one kept for another version is a warning.
+fn register_python_plugins(
+    plugins: &mut builtins::Plugins,
+    python: &[python::PySignature],
+    modules: &[ModuleUsed],
+    warnings: &mut Vec<Diagnostic>,
+) {
+    // An installed built-in module defines its plugins itself: a native one it lacks is gone.
+    for module in modules.iter().filter(|m| m.origin != ModuleOrigin::BuiltIn) {
+        if builtins::builtin_version(&module.name).is_some() {
+            let prefix = format!("{}::", module.name);
+            let defined: HashSet<&str> =
+                python.iter().map(|p| p.name.as_str()).filter(|n| n.starts_with(&prefix)).collect();
+            plugins.drop_natives_of(&module.name, |name| defined.contains(name));
+        }
+    }
+    let mut kept_for_other_version = Vec::new();
+    for p in python {
+        let native = plugins.get(&p.name).is_some_and(|existing| !existing.python);
+        if native {
+            let module = p.name.split("::").next().unwrap_or(&p.name);
+            let installed = modules.iter().find(|m| m.name == module).map(|m| m.version.as_str()).unwrap_or("");
+            match builtins::plugin_runner(&p.name, installed) {
+                builtins::PluginRunner::Native => continue,
+                builtins::PluginRunner::NativeOfOtherVersion => {
+                    kept_for_other_version.push(format!("{} ({module} {installed})", p.name));
+                    continue;
+                }
+                builtins::PluginRunner::Python => {}
+            }
+        }
+        plugins.add_python(&p.name, p.allow_unknown);
+    }
+    if !kept_for_other_version.is_empty() {
+        warnings.push(Diagnostic::plain_warning(
+            "CompilerWarning",
+            format!(
+                "these plugins run as in the built-in module version (std {}), not from the installed module's Python, \
+                 which the compiler can not run yet: {}",
+                builtins::builtin_version("std").unwrap_or_default(),
+                kept_for_other_version.join(", ")
+            ),
+        ));
+    }
 }
 
 /// Starts Python when a loaded module has Python code.

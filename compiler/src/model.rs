@@ -207,6 +207,18 @@ impl Types<'_> {
         out
     }
 
+    /// The namespace a qualified name's `prefix` stands for in `ns`, as Inmanta sees it: an
+    /// import (or its alias), the namespace itself by its full name (a module's own files may
+    /// name their types, plugins and variables `module::x` without importing it), or `std`.
+    /// An enclosing namespace is not visible without an import.
+    pub(crate) fn visible_namespace(&self, ns: NsId, prefix: &str) -> Option<String> {
+        let space = &self.namespaces[ns];
+        if let Some(target) = space.imports.get(prefix) {
+            return Some(target.clone());
+        }
+        (prefix == space.name || prefix == "std").then(|| prefix.to_string())
+    }
+
     /// Resolves a possibly-qualified name to a fully qualified one using the imports of `ns`.
     /// Returns Err(Some(full)) when the namespace exists but is not imported.
     pub(crate) fn qualify(&self, ns: NsId, name: &str) -> Result<Vec<String>, Option<String>> {
@@ -214,16 +226,10 @@ impl Types<'_> {
             None => Ok(self.short_candidates(ns, name)),
             Some(p) => {
                 let (prefix, short) = (&name[..p], &name[p + 2..]);
-                let space = &self.namespaces[ns];
-                if let Some(target) = space.imports.get(prefix) {
-                    return Ok(vec![format!("{target}::{short}")]);
+                match self.visible_namespace(ns, prefix) {
+                    Some(target) => Ok(vec![format!("{target}::{short}")]),
+                    None => Err(Some(format!("{prefix}::{short}"))),
                 }
-                let parent =
-                    space.name.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with("::"));
-                if parent || prefix == "std" {
-                    return Ok(vec![format!("{prefix}::{short}")]);
-                }
-                Err(Some(format!("{prefix}::{short}")))
             }
         }
     }

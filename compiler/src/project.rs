@@ -3,7 +3,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 
-use crate::builtins::{BUILTIN_MODULES, builtin_source};
+use crate::builtins::{BUILTIN_MODULES, STD_CORE, builtin_source};
 use crate::diagnostics::Diagnostic;
 use crate::syntax::ast::{File, Top};
 use crate::syntax::parser::parse;
@@ -187,9 +187,16 @@ impl Loader {
         if self.errors.is_empty() { Ok(()) } else { Err(()) }
     }
 
+    /// Whether a copy of module `top` is on the module path (the project's `libs/` and
+    /// `modulepath`, or the Python environment's `inmanta_plugins`).
+    fn is_installed(&self, top: &str) -> bool {
+        self.search.iter().any(|dir| dir.join(top).join("model").join("_init.cf").is_file())
+    }
+
     fn load_ns(&mut self, ns: &str, span: Option<Span>) {
         let top = ns.split("::").next().unwrap_or(ns);
-        if BUILTIN_MODULES.contains(&top) {
+        // The installed module is the truth: a built-in copy serves only where none is installed.
+        if BUILTIN_MODULES.contains(&top) && !self.is_installed(top) {
             match builtin_source(ns) {
                 Some(src) => {
                     let rel = ns.replace("::", "/");
@@ -223,6 +230,9 @@ impl Loader {
                 continue;
             }
             self.module_dirs.insert(top.to_string(), mdir.clone());
+            if ns == "std" {
+                self.parse_into(ns, PathBuf::from("<builtin>/std_core.cf"), STD_CORE.to_string(), true);
+            }
             let rest: Vec<&str> = ns.split("::").skip(1).collect();
             let candidates = if rest.is_empty() {
                 vec![model.join("_init.cf")]

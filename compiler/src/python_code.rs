@@ -87,7 +87,7 @@ fn walk(dir: &Path, prefix: &str, out: &mut Vec<ShippedPythonFile>) -> Result<()
 }
 
 /// The version in `setup.cfg` (`[metadata] version`) or `module.yml` (`version:`), else 0.0.0.
-fn module_version(dir: &Path) -> String {
+pub(crate) fn module_version(dir: &Path) -> String {
     let from = |file: &str, separator: char| {
         std::fs::read_to_string(dir.join(file)).ok().and_then(|text| {
             text.lines().find_map(|line| {

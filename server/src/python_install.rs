@@ -18,7 +18,8 @@ use std::process::Command;
 
 use compiler::python::env;
 
-/// Modules the compiler has built in: their model and plugins are native.
+/// Modules the compiler has built in: their model and plugins are native unless a version of
+/// them is installed.
 const NATIVE_MODULES: &[&str] = &["std", "fs", "exec", "mitogen"];
 
 /// What an install does, decided before anything runs.
@@ -30,7 +31,7 @@ pub struct InstallPlan {
     pub pip_args: Vec<String>,
     /// Keep pip's own configuration (`pip: use_system_config: true`).
     pub use_system_config: bool,
-    /// Required modules that the compiler has built in, with why the native one is used.
+    /// Required modules that are not installed from the package index, and why.
     pub notes: Vec<String>,
 }
 
@@ -63,10 +64,13 @@ pub fn plan(dir: &Path) -> Result<InstallPlan, String> {
         if name.is_empty() {
             continue;
         }
-        if NATIVE_MODULES.contains(&name.as_str()) {
+        let constraint: String = entry[end..].chars().filter(|c| !c.is_whitespace()).collect();
+        // A built-in module without a version constraint needs no install; one pinned to a
+        // version is installed, and the installed copy is then what the compiler uses.
+        if NATIVE_MODULES.contains(&name.as_str()) && constraint.is_empty() {
             notes.push(format!(
-                "module {name}: the compiler's built-in {name} is used (native, no Python needed); its Python \
-                 package is installed only when another module's Python code imports it"
+                "module {name}: the compiler's built-in {name} is used (no version asked; native, no Python \
+                 needed); name a version (`{name} ~= x.y`) to install and use that one instead"
             ));
             continue;
         }
@@ -74,7 +78,6 @@ pub fn plan(dir: &Path) -> Result<InstallPlan, String> {
             notes.push(format!("module {name}: a v1 module on the module path, not installed from the package index"));
             continue;
         }
-        let constraint: String = entry[end..].chars().filter(|c| !c.is_whitespace()).collect();
         requirements.push(format!("inmanta-module-{}{constraint}", name.replace('_', "-")));
     }
     if let Ok(text) = std::fs::read_to_string(dir.join("requirements.txt")) {
@@ -172,14 +175,19 @@ mod tests {
         std::fs::write(dir.join("libs/local/module.yml"), "name: local\n").unwrap();
         std::fs::write(
             dir.join("project.yml"),
-            "name: p\nrequires:\n  - apt ~= 1.1\n  - std\n  - local\n  - inmanta-module-yum>=2\npip:\n  index_url: https://pypi.example/simple\n  pre: true\n",
+            "name: p\nrequires:\n  - apt ~= 1.1\n  - std\n  - exec == 2.0.0\n  - local\n  - inmanta-module-yum>=2\npip:\n  index_url: https://pypi.example/simple\n  pre: true\n",
         )
         .unwrap();
         std::fs::write(dir.join("requirements.txt"), "# extra\ninmanta-module-podman==1.13.4\n").unwrap();
         let p = plan(&dir).unwrap();
         assert_eq!(
             p.requirements,
-            ["inmanta-module-apt~=1.1", "inmanta-module-yum>=2", "inmanta-module-podman==1.13.4"]
+            [
+                "inmanta-module-apt~=1.1",
+                "inmanta-module-exec==2.0.0",
+                "inmanta-module-yum>=2",
+                "inmanta-module-podman==1.13.4"
+            ]
         );
         assert_eq!(p.pip_args, ["--index-url", "https://pypi.example/simple", "--pre"]);
         assert!(!p.use_system_config);

@@ -1,21 +1,32 @@
 //! Prints every disagreement between our compiler and the real Inmanta's recorded answers.
 //!
-//!   cargo run -q -p compiler --bin conformance -- [--quiet] [CASE_OR_DIR...]
+//!   cargo run -q -p compiler --bin conformance -- [--quiet] [--python PY] [CASE_OR_DIR...]
 //!
-//! Without paths: `compiler/tests/cases` and the example projects. Exits 1 on any disagreement.
+//! Without paths: `compiler/tests/cases` and the example projects. `--python` names the
+//! interpreter of a virtual environment whose modules the cases use (the real-module corpus,
+//! `compiler/tests/real-modules`). Exits 1 on any disagreement.
 //! See docs/compiler-conformance.md.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use compiler::conformance::{Kind, check_case, deliberate, expand_cases};
+use compiler::conformance::{Kind, check_case_with, deliberate, expand_cases};
 
 fn main() {
     let mut quiet = false;
+    let mut python = None;
     let mut paths = Vec::new();
-    for arg in std::env::args().skip(1) {
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
         match arg.as_str() {
             "--quiet" | "-q" => quiet = true,
+            "--python" => match args.next() {
+                Some(p) => python = Some(PathBuf::from(p)),
+                None => {
+                    eprintln!("--python needs the path of a Python interpreter");
+                    std::process::exit(2);
+                }
+            },
             _ => paths.push(PathBuf::from(arg)),
         }
     }
@@ -31,7 +42,7 @@ fn main() {
     let mut disagreeing = 0;
     let mut not_copied = 0;
     for case in &cases {
-        let found = check_case(case);
+        let found = check_case_with(case, python.as_deref());
         if found.is_empty() {
             continue;
         }

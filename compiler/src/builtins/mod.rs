@@ -26,6 +26,66 @@ pub(crate) fn builtin_source(ns: &str) -> Option<&'static str> {
 
 pub(crate) const BUILTIN_MODULES: &[&str] = &["std", "fs", "exec", "mitogen"];
 
+/// The built-in modules' versions that the built-in copies and the native plugins reproduce: the
+/// conformance corpus is recorded with exactly these (`scripts/inmanta-reference.sh` pins them).
+pub(crate) const BUILTIN_VERSIONS: &[(&str, &str)] =
+    &[("std", "8.7.5"), ("fs", "1.2.0"), ("exec", "2.1.1"), ("mitogen", "0.2.5")];
+
+/// The version of built-in module `module` that the built-in copy is.
+pub(crate) fn builtin_version(module: &str) -> Option<&'static str> {
+    BUILTIN_VERSIONS.iter().find(|(m, _)| *m == module).map(|(_, v)| *v)
+}
+
+/// Plugins whose Python needs what the Python bridge does not serve yet (the caller's scope for
+/// Jinja, the module's files, the server, references as values): their native implementation
+/// runs whatever version of the module is installed (`inmanta compile` warns when it differs).
+const CONTEXT_PLUGINS: &[&str] = &[
+    "std::template",
+    "std::source",
+    "std::file",
+    "std::list_files",
+    "std::password",
+    "std::environment",
+    "std::environment_name",
+    "std::environment_server",
+    "std::server_token",
+    "std::server_ssl",
+    "std::server_ca",
+    "std::server_port",
+    "std::getfact",
+    "std::is_instance",
+    "std::create_environment_reference",
+    "std::create_int_reference",
+    "std::create_fact_reference",
+];
+
+/// Who runs plugin `name` of an installed built-in module at `installed` version, when the
+/// module's Python defines it and a native implementation exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PluginRunner {
+    /// The native implementation, verified against this very version of the module's Python.
+    Native,
+    /// The native implementation of another version, because the bridge cannot run this one.
+    NativeOfOtherVersion,
+    /// The module's own Python.
+    Python,
+}
+
+pub(crate) fn plugin_runner(name: &str, installed: &str) -> PluginRunner {
+    let module = name.split("::").next().unwrap_or(name);
+    if builtin_version(module) == Some(installed) {
+        PluginRunner::Native
+    } else if CONTEXT_PLUGINS.contains(&name) {
+        PluginRunner::NativeOfOtherVersion
+    } else {
+        PluginRunner::Python
+    }
+}
+
+/// What Inmanta's compiler itself defines in `std` (`std::Entity` and its `requires` /
+/// `provides`): loaded before an installed std's model, whose files do not define them.
+pub(crate) const STD_CORE: &str = include_str!("cf/std_core.cf");
+
 /// A plugin failure.
 pub(crate) enum PErr {
     Wait(Wait),
@@ -143,6 +203,13 @@ impl Plugins {
 }
 
 impl Plugins {
+    /// Drops the native plugins of `module` that `keep` refuses (those an installed version of a
+    /// built-in module does not define).
+    pub(crate) fn drop_natives_of(&mut self, module: &str, keep: impl Fn(&str) -> bool) {
+        let prefix = format!("{module}::");
+        self.map.retain(|name, plugin| plugin.python || !name.starts_with(&prefix) || keep(name));
+    }
+
     /// Registers a plugin of a module's Python code.
     pub(crate) fn add_python(&mut self, name: &str, allow_unknown: bool) {
         let p = self.add(name, &[], python_plugin);

@@ -431,8 +431,8 @@ impl<'a> Evaluator<'a> {
     fn eval_var(&mut self, name: &str, span: Span, cx: &mut Cx) -> EResult<Value> {
         if let Some(p) = name.rfind("::") {
             let (prefix, short) = (&name[..p], &name[p + 2..]);
-            let target = match self.m.types.namespaces[cx.ns].imports.get(prefix) {
-                Some(t) => t.clone(),
+            let target = match self.m.types.visible_namespace(cx.ns, prefix) {
+                Some(t) => t,
                 None => {
                     if self.m.types.ns_by_name.contains_key(prefix) {
                         return Err(error(
@@ -982,9 +982,10 @@ impl<'a> Evaluator<'a> {
                 if self.plugins.get(n).is_some() {
                     return Ok(n.clone());
                 }
-                let module = self.m.types.namespaces[ns].name.split("::").next().unwrap_or("").to_string();
-                let full = format!("{module}::{n}");
-                if self.plugins.get(&full).is_some() {
+                // Inmanta looks an unqualified name up in the namespace, then in each enclosing one.
+                if let Some(full) =
+                    self.m.types.short_candidates(ns, n).into_iter().find(|full| self.plugins.get(full).is_some())
+                {
                     return Ok(full);
                 }
                 Err(error(
@@ -996,7 +997,7 @@ impl<'a> Evaluator<'a> {
             }
             Some(p) => {
                 let (prefix, short) = (&n[..p], &n[p + 2..]);
-                let target = self.m.types.namespaces[ns].imports.get(prefix).cloned();
+                let target = self.m.types.visible_namespace(ns, prefix);
                 match target {
                     Some(t) => {
                         let full = format!("{t}::{short}");

@@ -9,7 +9,8 @@
 # Protocol: one JSON document per line on stdin/stdout. The compiler sends a request; this side
 # answers with zero or more questions ({"get": ...}, {"type": ...}), each answered by the compiler,
 # and then exactly one final answer ({"ok": ...} or {"error": ...} or {"unset": ...}).
-# Values: JSON scalars and arrays; dicts as {"$d": {...}}; instances as {"$i": id, "$t": type};
+# Values: JSON scalars and arrays; dicts as {"$d": [[key, value], ...]} (a JSON object would lose
+# the insertion order a dict keeps in Inmanta); instances as {"$i": id, "$t": type};
 # unknowns as {"$u": 1}.
 
 import hashlib
@@ -370,7 +371,7 @@ def decode(v):
         return [decode(x) for x in v]
     if isinstance(v, dict):
         if "$d" in v:
-            return {k: decode(x) for k, x in v["$d"].items()}
+            return {k: decode(x) for k, x in v["$d"]}
         if "$i" in v:
             i = instance(v["$i"], v.get("$t", ""))
             for name, value in v.get("$a", {}).items():
@@ -400,16 +401,16 @@ def encode(v, path="value"):
         if isinstance(inner, RemoteInstance):
             return {"$i": inner.id}
         if isinstance(v, proxy.DictProxy):
-            return {"$d": {str(k): encode(x, f"{path}[{k!r}]") for k, x in v.items()}}
+            return {"$d": [[str(k), encode(x, f"{path}[{k!r}]")] for k, x in v.items()]}
         if isinstance(v, proxy.SequenceProxy):
             return [encode(x, f"{path}[{i}]") for i, x in enumerate(v)]
         return encode(inner, path)
     if isinstance(v, dict):
-        out = {}
+        out = []
         for k, x in v.items():
             if not isinstance(k, str):
                 raise NotTransferable(f"dict keys should be strings, got {k!r} at {path}")
-            out[k] = encode(x, f"{path}[{k!r}]")
+            out.append([k, encode(x, f"{path}[{k!r}]")])
         return {"$d": out}
     if isinstance(v, (list, tuple, set, frozenset)):
         return [encode(x, f"{path}[{i}]") for i, x in enumerate(v)]
@@ -531,6 +532,24 @@ _DSL_TYPES = {
 }
 
 
+_typedefs = {}  # model type name -> whether it is a typedef (else an entity), as asked once
+
+
+def _conforms_to_model_type(value, name):
+    """A "ns::name" annotation names an entity or a typedef of the model; the compiler checks a
+    typedef (its base type and constraint), as Inmanta resolves the name in the model."""
+    if _typedefs.get(name) is not False and not isinstance(value, RemoteInstance):
+        try:
+            encoded = encode(value)
+        except NotTransferable:
+            return False
+        answer = ask({"conforms": [name, encoded]})["ok"]
+        _typedefs[name] = answer is not None
+        if answer is not None:
+            return answer
+    return _is_entity(value, name)
+
+
 def _is_entity(value, name):
     if not isinstance(value, RemoteInstance):
         return False
@@ -565,7 +584,7 @@ def conforms(value, annotation):
                 return False
             return isinstance(value, _DSL_TYPES[text])
         if "::" in text:
-            return _is_entity(value, text)
+            return _conforms_to_model_type(value, text)
         return True
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)

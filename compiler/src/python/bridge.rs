@@ -27,6 +27,9 @@ pub(crate) trait Questions {
     fn entity_type(&mut self, entity: &str) -> Json;
     /// A file a resource mapper uploads (`Exporter.upload_file`).
     fn file(&mut self, hash: String, content: Vec<u8>);
+    /// `{"conforms": [typedef, value]}`: `{"ok": bool}`, whether `value` is of the model's
+    /// typedef (its base type and constraint); `{"ok": null}` when `typedef` is no typedef.
+    fn conforms(&mut self, typedef: &str, value: &Json) -> Json;
 }
 
 /// The least time Python gets to start and import the modules' code.
@@ -204,6 +207,9 @@ impl Bridge {
             } else if let Some(t) = obj.get("type") {
                 let info = questions.entity_type(t.as_str().unwrap_or(""));
                 self.write(&info)?;
+            } else if let Some(question) = obj.get("conforms") {
+                let reply = questions.conforms(question[0].as_str().unwrap_or(""), &question[1]);
+                self.write(&reply)?;
             } else if let Some(hash) = obj.get("file") {
                 let content: Vec<u8> = obj["content"].as_str().unwrap_or("").chars().map(|c| c as u32 as u8).collect();
                 questions.file(hash.as_str().unwrap_or("").to_string(), content);

@@ -151,6 +151,9 @@ impl Questions for NoQuestions {
         json!({})
     }
     fn file(&mut self, _: String, _: Vec<u8>) {}
+    fn conforms(&mut self, _: &str, _: &Json) -> Json {
+        json!({"ok": null})
+    }
 }
 
 /// Answers Python's questions from the evaluator.
@@ -198,6 +201,13 @@ impl Questions for Asker<'_, '_> {
     fn file(&mut self, hash: String, content: Vec<u8>) {
         self.files.push((hash, content));
     }
+
+    fn conforms(&mut self, typedef: &str, value: &Json) -> Json {
+        let Some(&id) = self.ev.m.types.typedef_by_name.get(typedef) else { return json!({"ok": null}) };
+        let Ok(value) = decode(self.ev, value) else { return json!({"ok": false}) };
+        let fits = self.ev.check_type(&value, &crate::model::Type::Typedef(id), self.span).is_ok();
+        json!({"ok": fits})
+    }
 }
 
 /// A value as it crosses to Python. An instance carries the plain attributes that are set
@@ -216,9 +226,10 @@ fn encode_at(ev: &Evaluator<'_>, v: &Value, with_attributes: bool) -> Json {
         Value::Float(f) => json!(f),
         Value::Str(s) => Json::String(s.to_string()),
         Value::List(l) => Json::Array(l.iter().map(|x| encode_at(ev, x, with_attributes)).collect()),
+        // pairs, not an object: serde_json's map would sort the keys, and a dict keeps its
+        // insertion order in Inmanta (a plugin that writes a dict as text shows it)
         Value::Dict(d) => {
-            let items = d.iter().map(|(k, x)| (k.to_string(), encode_at(ev, x, with_attributes)));
-            json!({"$d": items.collect::<serde_json::Map<_, _>>()})
+            json!({"$d": d.iter().map(|(k, x)| json!([k.as_ref(), encode_at(ev, x, with_attributes)])).collect::<Vec<_>>()})
         }
         Value::Instance(i) => {
             let ent = ev.entity_of(*i);
@@ -246,10 +257,13 @@ pub(crate) fn decode(ev: &Evaluator<'_>, j: &Json) -> Result<Value, String> {
     Ok(match j {
         Json::Array(a) => Value::list(a.iter().map(|x| decode(ev, x)).collect::<Result<_, _>>()?),
         Json::Object(o) => {
-            if let Some(d) = o.get("$d").and_then(Json::as_object) {
-                let mut items = Vec::with_capacity(d.len());
-                for (k, x) in d {
-                    items.push((Rc::from(k.as_str()), decode(ev, x)?));
+            if let Some(pairs) = o.get("$d").and_then(Json::as_array) {
+                let mut items = Vec::with_capacity(pairs.len());
+                for pair in pairs {
+                    let (Some(k), Some(x)) = (pair.get(0).and_then(Json::as_str), pair.get(1)) else {
+                        return Err(format!("a dict item is not a [key, value] pair: {pair}"));
+                    };
+                    items.push((Rc::from(k), decode(ev, x)?));
                 }
                 Value::Dict(Rc::new(items))
             } else if let Some(i) = o.get("$i").and_then(Json::as_u64) {

@@ -123,6 +123,9 @@ pub(super) async fn compile(args: &CompileArgs) -> Result<CompileOutput, CliErro
         .map_err(|e| CliError::Usage(format!("the compiler crashed: {e}")))?;
     match result {
         Ok(output) => {
+            for module in &output.modules {
+                tracing::info!(%module, "module used");
+            }
             for warning in &output.warnings {
                 eprintln!("{warning}");
             }
