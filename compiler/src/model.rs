@@ -76,7 +76,7 @@ pub(crate) struct Typedef {
     pub base: Type,
     pub ns: NsId,
     /// Regex source or the index of the constraint expression.
-    pub regex: Option<regex::Regex>,
+    pub regex: Option<fancy_regex::Regex>,
 }
 
 #[derive(Clone, Debug)]

@@ -227,7 +227,9 @@ fn validate(kind: &str, v: &Value, params: &Value) -> bool {
             };
             let len = text.chars().count() as f64;
             let pattern_ok = match pattern {
-                Some(Value::Str(p)) => regex::Regex::new(&p).is_ok_and(|r| r.is_match(text)),
+                Some(Value::Str(p)) => {
+                    fancy_regex::Regex::new(&p).is_ok_and(|r| r.is_match(text.as_ref()).unwrap_or(false))
+                }
                 _ => true,
             };
             pattern_ok && param("min_length").is_none_or(|m| len >= m) && param("max_length").is_none_or(|m| len <= m)

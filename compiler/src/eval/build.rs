@@ -172,7 +172,7 @@ impl<'s, 'a> Builder<'s, 'a> {
                         }
                         let _ = base;
                         let regex = match &constraint.kind {
-                            ExprKind::Regex(r) => regex::Regex::new(&format!("^(?:{r})")).ok(),
+                            ExprKind::Regex(r) => fancy_regex::Regex::new(&format!("^(?:{r})")).ok(),
                             _ => None,
                         };
                         let id = self.types.typedefs.len();

@@ -1436,7 +1436,8 @@ impl<'a> Evaluator<'a> {
                 let v = self.check_type(v, &base, span)?;
                 if let Some(re) = &self.m.types.typedefs[*t].regex {
                     let Value::Str(s) = &v else { return Err(bad(self, &v)) };
-                    if !re.is_match(s) {
+                    // a match that gives up (back-tracking limit) is no match, as a failed check
+                    if !re.is_match(s.as_ref()).unwrap_or(false) {
                         return Err(error(
                             "TypingException",
                             format!(

@@ -369,7 +369,7 @@ impl Lexer<'_> {
         }
         let body = self.src[body_start..self.pos].replace("\\/", "/");
         self.pos += 1;
-        if let Err(e) = regex::Regex::new(&body) {
+        if let Err(e) = fancy_regex::Regex::new(&body) {
             return Err(LexError {
                 message: format!("Regex error in {body}: {}", e.to_string().lines().last().unwrap_or("invalid")),
                 span: self.span(start),
