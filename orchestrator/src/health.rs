@@ -104,6 +104,12 @@ impl Monitor {
         };
     }
 
+    /// The schedulers whose writes fail now, with what the health check says about each.
+    #[cfg(test)]
+    pub(crate) fn write_faults(&self) -> HashMap<Uuid, String> {
+        lock(&self.write_faults).clone()
+    }
+
     /// A scheduler could not load its state (`Some(error)`) or did (`None`).
     pub(crate) fn scheduler_fault(&self, env: Uuid, error: Option<String>) {
         let mut faults = lock(&self.scheduler_faults);

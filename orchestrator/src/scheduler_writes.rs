@@ -606,6 +606,87 @@ mod tests {
         assert_eq!(deploying, 1, "the write lost with its connection was not made again");
     }
 
+    /// The database is full (SQLite capped at its current size: "database or disk is full"):
+    /// the batch is neither stored nor dropped, the health check says why, and once there is
+    /// room it is stored, all of it, without anyone asking.
+    #[tokio::test]
+    async fn a_batch_is_kept_while_the_database_is_full_and_stored_once_there_is_room() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("full.db").display());
+        let o = Orchestrator::open(&url).await.unwrap();
+        let project = o.create_project("p", None).await.unwrap().id;
+        let env = o
+            .create_environment(api::environment::EnvironmentCreate {
+                project_id: project,
+                name: "e".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .id;
+        let rid = "std::testing::NullResource[a,name=x]";
+        let resource = serde_json::json!({"id": api::resource::versioned_id(rid, 0), "name": "x", "agentname": "a", "send_event": false, "purged": false, "requires": []});
+        let version = o.reserve_version(env).await.unwrap();
+        o.put_version(
+            env,
+            api::version::PutVersion {
+                version,
+                resources: vec![resource.as_object().unwrap().clone()],
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+        let writer = o.store().writer_pool();
+        let pages: i64 = sqlx::query_scalar("PRAGMA page_count").fetch_one(writer).await.unwrap();
+        sqlx::query(&format!("PRAGMA max_page_count = {}", pages + 2)).execute(writer).await.unwrap();
+
+        // 200 results with 8 KiB of log each: far more than two pages.
+        let mut results = finished(200);
+        for action in &mut results {
+            action.version = version;
+            action.resource_ids = vec![api::ResourceId::parse(rid).unwrap()];
+            action.outcome.messages = vec![api::resource::LogLine {
+                level: "INFO".into(),
+                msg: "x".repeat(8 * 1024),
+                args: vec![],
+                kwargs: Default::default(),
+                timestamp: crate::store::now(),
+            }];
+        }
+        let health = Arc::new(WriteHealth::default());
+        let batch = Batch { started: vec![], finished: results, blocked: vec![] };
+        let writing = tokio::spawn({
+            let (o, health) = (o.clone(), health.clone());
+            async move { write(&o, env, batch, None, &health).await }
+        });
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while o.health_monitor().write_faults().is_empty() {
+            assert!(!writing.is_finished(), "the write ended although the database is full");
+            assert!(Instant::now() < deadline, "the full database was never reported");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let fault = o.health_monitor().write_faults().remove(&env).expect("this environment's fault");
+        assert!(fault.contains("disk is full"), "{fault}");
+        assert!(!fault.contains("code: 13"), "the database's own text reaches the health check: {fault}");
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert!(!writing.is_finished(), "the batch was given up while the database is full");
+
+        sqlx::query("PRAGMA max_page_count = 1073741823").execute(writer).await.unwrap();
+        let end = tokio::time::timeout(Duration::from_secs(30), writing).await.unwrap().unwrap();
+        assert_eq!(end, WriteEnd::Stored);
+        let stored: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM resource_action WHERE environment = $1 AND action = $2")
+                .bind(env.to_string())
+                .bind(api::ActionKind::Deploy.as_str())
+                .fetch_one(o.store().pool())
+                .await
+                .unwrap();
+        assert_eq!(stored, 200, "every result of the batch is stored");
+        assert!(o.health_monitor().write_faults().is_empty(), "the fault ended");
+        assert_eq!(health.recoveries.load(Ordering::SeqCst), 1);
+    }
+
     #[test]
     fn a_batch_without_results_is_one_transaction() {
         let batch =

@@ -178,6 +178,12 @@ impl Store {
         }
     }
 
+    /// The write pool, for tests that change how its connection behaves (a size cap).
+    #[cfg(test)]
+    pub(crate) fn writer_pool(&self) -> &AnyPool {
+        &self.writer
+    }
+
     /// The directory of the SQLite database file (absolute); `None` on PostgreSQL.
     pub fn sqlite_dir(&self) -> Option<std::path::PathBuf> {
         let path = Path::new(sqlite_path(&self.url)?);

@@ -162,3 +162,54 @@ impl Orchestrator {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::Orchestrator;
+    use crate::cluster::Fence;
+
+    /// A lease row that names this server while no scheduler of it runs here (the scheduler
+    /// ended, or a release never reached the database) is taken again under a new epoch, and
+    /// is not kept alive by renewals: a lease is never held by nobody.
+    #[tokio::test]
+    async fn a_lease_of_this_server_without_a_scheduler_is_taken_again_under_a_new_epoch() {
+        if std::env::var("INMANTA_TEST_POSTGRES").unwrap_or_default().is_empty() {
+            eprintln!("leases need PostgreSQL: set INMANTA_TEST_POSTGRES");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let url = crate::testing::fresh_database_url(dir.path()).await.unwrap();
+        let o = Orchestrator::open(&url).await.unwrap();
+        let node = o.join_cluster(Duration::from_secs(30)).await.unwrap().expect("a node on PostgreSQL");
+        let project = o.create_project("p", None).await.unwrap().id;
+        let env = o
+            .create_environment(api::environment::EnvironmentCreate {
+                project_id: project,
+                name: "e".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .id;
+        let lease_of = |view: &super::LeaseView| view.environments.iter().find(|l| l.env == env).unwrap().clone();
+
+        let view = o.lease_view().await.unwrap();
+        assert!(view.takeable(&lease_of(&view), &node.id), "nobody holds it");
+        let first = o.take_lease(&node, &lease_of(&view), &view).await.unwrap().expect("taken");
+        assert_eq!(first.epoch, 1);
+
+        let view = o.lease_view().await.unwrap();
+        let held = lease_of(&view);
+        assert!(!view.takeable(&held, "another-server"), "held by a live server, not expired");
+        assert!(view.takeable(&held, &node.id), "the row names this server: taken again if no scheduler runs here");
+        let again = o.take_lease(&node, &held, &view).await.unwrap().expect("taken again");
+        assert_eq!(again.epoch, 2, "a new epoch fences off whatever ran under the old one");
+
+        assert!(o.renew_leases(&node, &[]).await.unwrap().is_empty(), "a lease without a scheduler is not renewed");
+        assert_eq!(o.renew_leases(&node, &[env]).await.unwrap(), vec![(env, 2)]);
+        assert!(o.lease_is_ours(&Fence::new(env, node.id.clone(), 2, node.lease)).await.unwrap());
+        assert!(!o.lease_is_ours(&Fence::new(env, node.id.clone(), 1, node.lease)).await.unwrap());
+    }
+}
