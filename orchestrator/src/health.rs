@@ -136,15 +136,17 @@ impl Orchestrator {
 
     /// Starts the background probes (once per process); `state_dir` is a directory whose
     /// filesystem must have room (compiles, handler caches), as must SQLite's file's.
-    pub fn start_health_monitor(&self, state_dir: &Path) {
+    /// The first round runs before this returns, so the first answer is already a real one.
+    pub async fn start_health_monitor(&self, state_dir: &Path) {
         if self.health.started.set(state_dir.to_path_buf()).is_err() {
             return;
         }
+        self.probe_round().await;
         let o = self.clone();
         tokio::spawn(async move {
             loop {
-                o.probe_round().await;
                 tokio::time::sleep(PROBE_EVERY).await;
+                o.probe_round().await;
             }
         });
     }

@@ -61,7 +61,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         .await
         .context("cannot start the schedulers")?;
     agents.repair_drift(schedulers.clone());
-    orchestrator.start_health_monitor(&std::path::absolute(&config.state_dir)?);
+    orchestrator.start_health_monitor(&std::path::absolute(&config.state_dir)?).await;
     let state =
         AppState { orchestrator: orchestrator.clone(), schedulers: schedulers.clone(), security: security.clone() };
     let remote_agents = Router::new()

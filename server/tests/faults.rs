@@ -262,7 +262,9 @@ async fn a_full_disk_delays_results_and_everything_ends_deployed_once_there_is_r
     let took = wait_deployed(&[&s], env, total, Duration::from_secs(60)).await;
     eprintln!("full disk: all {total} deployed {took:?} after the space was freed");
     let body = health_becomes(&s, 200, Duration::from_secs(5)).await;
-    assert_eq!(body["status"], "OK", "{body}");
+    // The database grew on a 20 MB filesystem: a warning that the disk is almost full may stay.
+    assert_ne!(check(&body, "disk_space")["status"], "Error", "{body}");
+    assert_eq!(check(&body, "database_writable")["status"], "OK", "{body}");
     let log = s.log();
     assert!(log.contains("the scheduler's writes are stored again"), "{log}");
     assert!(!log.contains("could not store"), "a result was dropped:\n{log}");
