@@ -46,15 +46,23 @@ impl Error {
     }
 }
 
-/// PostgreSQL's SQLSTATE classes 08 (connection exception) and 57P (operator intervention:
-/// admin shutdown, crash shutdown, cannot connect now), 40001 (serialization failure) and 40P01
-/// (deadlock); SQLite's SQLITE_BUSY (5) and SQLITE_LOCKED (6) with their extended codes.
+/// PostgreSQL's SQLSTATE classes 08 (connection exception), 57P (operator intervention:
+/// admin shutdown, crash shutdown, cannot connect now) and 53 (insufficient resources: disk
+/// full, out of memory, too many connections), 58030 (I/O error), 40001 (serialization failure)
+/// and 40P01 (deadlock); SQLite's SQLITE_BUSY (5), SQLITE_LOCKED (6), SQLITE_IOERR (10) and
+/// SQLITE_FULL (13) with their extended codes. A full disk or a failing device is a fault that
+/// passes once an operator frees space or replaces it: the write is worth doing again then.
 /// PostgreSQL's codes have five characters, SQLite's (extended) codes are numbers below 10 000.
 fn transient_code(code: &str) -> bool {
     if code.len() == 5 {
-        return code.starts_with("08") || code.starts_with("57P") || code == "40001" || code == "40P01";
+        return code.starts_with("08")
+            || code.starts_with("57P")
+            || code.starts_with("53")
+            || code == "58030"
+            || code == "40001"
+            || code == "40P01";
     }
-    code.parse::<i64>().is_ok_and(|n| matches!(n & 0xff, 5 | 6))
+    code.parse::<i64>().is_ok_and(|n| matches!(n & 0xff, 5 | 6 | 10 | 13))
 }
 
 #[cfg(test)]
@@ -63,7 +71,10 @@ mod tests {
 
     #[test]
     fn connection_loss_deadlocks_and_busy_are_transient_constraint_errors_are_not() {
-        for code in ["08006", "08003", "57P01", "57P03", "40001", "40P01", "5", "6", "517", "262"] {
+        for code in [
+            "08006", "08003", "57P01", "57P03", "53100", "58030", "40001", "40P01", "5", "6", "517", "262", "13", "10",
+            "3338",
+        ] {
             assert!(transient_code(code), "{code}");
         }
         for code in ["23505", "23503", "42P01", "22P02", "00005", "19", "2067", "1"] {

@@ -14,6 +14,7 @@ pub mod dryrun;
 mod environments;
 mod error;
 mod files;
+pub mod health;
 pub mod metrics;
 pub mod notifications;
 mod ownership;
@@ -95,6 +96,8 @@ pub struct Orchestrator {
     node: std::sync::Arc<std::sync::OnceLock<std::sync::Arc<cluster::Node>>>,
     /// This process among the servers: who holds a lease or a compile claim.
     instance: std::sync::Arc<str>,
+    /// What the health checks saw last (`GET /api/v2/health`).
+    health: std::sync::Arc<health::Monitor>,
 }
 
 impl Orchestrator {
@@ -109,6 +112,7 @@ impl Orchestrator {
             started: std::time::Instant::now(),
             node: Default::default(),
             instance: uuid::Uuid::new_v4().to_string().into(),
+            health: Default::default(),
         })
     }
 

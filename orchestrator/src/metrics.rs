@@ -43,8 +43,16 @@ pub const BUILD_INFO: &str = "inmanta_build_info";
 /// Gauge, always 1: labels `environment` (id), `name`, `project` (id), for joins by name.
 pub const ENVIRONMENT_INFO: &str = "inmanta_environment_info";
 
+/// Gauge: each health check of this server, label `check` (`database`, `database_writable`,
+/// `disk_space`, `scheduler`, `scheduler_lease`): 0 OK, 1 warning, 2 error.
+pub const HEALTH_CHECK: &str = "inmanta_health_check_status";
+/// Gauge: 1 while `GET /api/v2/health` answers 200 (every check OK or warning), else 0.
+pub const HEALTHY: &str = "inmanta_healthy";
+
 /// Every metric the server exports (histograms as their base name).
 pub const ALL: &[&str] = &[
+    HEALTH_CHECK,
+    HEALTHY,
     RESOURCES,
     RESOURCE_DEPLOYS,
     RESOURCE_DEPLOY_SECONDS,
@@ -79,6 +87,15 @@ pub fn compiled(environment: Uuid, success: bool, took: Duration) {
 pub fn scheduler_queue(environment: Uuid, agent: &str, depth: usize) {
     metrics::gauge!(SCHEDULER_QUEUE, "environment" => environment.to_string(), "agent" => agent.to_string())
         .set(depth as f64);
+}
+
+/// The health checks as last evaluated (crate::health).
+pub fn health(checks: &[api::status::HealthCheck], overall: api::status::ReportedStatus) {
+    for check in checks {
+        metrics::gauge!(HEALTH_CHECK, "check" => check.name.as_str()).set(f64::from(check.status.severity()));
+    }
+    let healthy = overall != api::status::ReportedStatus::Error;
+    metrics::gauge!(HEALTHY).set(if healthy { 1.0 } else { 0.0 });
 }
 
 /// A write waited this long for its connection and lock.

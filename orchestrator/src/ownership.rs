@@ -22,10 +22,21 @@ use crate::scheduler::{Command, Lease, Schedulers};
 pub(crate) fn start(schedulers: Weak<Schedulers>, node: Arc<Node>) {
     tokio::spawn(async move {
         let tick = (node.lease / 4).max(Duration::from_millis(50));
+        // When the ticks started failing: one line when that starts, one when it ends.
+        let mut failing_since: Option<Instant> = None;
         loop {
             let Some(s) = schedulers.upgrade() else { return };
-            if let Err(e) = s.ownership_tick(&node).await {
-                tracing::warn!(server = %node.id, error = %e, "cannot renew or take scheduler leases");
+            match s.ownership_tick(&node).await {
+                Err(e) if failing_since.is_none() => {
+                    tracing::warn!(server = %node.id, error = %e, "cannot renew or take scheduler leases; retrying every {tick:?}");
+                    failing_since = Some(Instant::now());
+                }
+                Err(_) => {}
+                Ok(()) => {
+                    if let Some(since) = failing_since.take() {
+                        tracing::info!(server = %node.id, lasted = ?since.elapsed(), "scheduler leases are renewed again");
+                    }
+                }
             }
             drop(s);
             tokio::time::sleep(tick).await;
@@ -46,7 +57,7 @@ impl Schedulers {
                 break;
             }
             let mine = self.lease(lease.env).is_some();
-            if mine || !view.takeable(lease) {
+            if mine || !view.takeable(lease, &node.id) {
                 continue;
             }
             if let Some(grant) = o.take_lease(node, lease, &view).await? {
@@ -68,6 +79,14 @@ impl Schedulers {
         Ok(())
     }
 
+    /// (leases held, of those the ones not renewed in time and not being handed over): the
+    /// health check's view of the leases.
+    pub(crate) fn lease_counts(&self) -> (usize, usize) {
+        let Some(owned) = self.owned.as_ref().and_then(|o| o.lock().ok()) else { return (0, 0) };
+        let lapsed = owned.values().filter(|l| !l.valid() && !l.is_releasing()).count();
+        (owned.len(), lapsed)
+    }
+
     fn owned_count(&self) -> usize {
         self.owned.as_ref().and_then(|o| o.lock().ok().map(|o| o.len())).unwrap_or(0)
     }
@@ -75,8 +94,10 @@ impl Schedulers {
     /// Renews the leases; forgets (and stops the schedulers of) those another server took.
     async fn renew(&self, node: &Node) -> crate::Result<()> {
         let sent = Instant::now();
+        let envs: Vec<Uuid> =
+            self.owned.as_ref().and_then(|o| o.lock().ok().map(|o| o.keys().copied().collect())).unwrap_or_default();
         let renewed: std::collections::HashMap<Uuid, i64> =
-            self.orchestrator.renew_leases(node).await?.into_iter().collect();
+            self.orchestrator.renew_leases(node, &envs).await?.into_iter().collect();
         // Stop handing out work a fifth of the lease before it would end unrenewed.
         let valid_until = sent + node.lease - node.lease / 5;
         let mut lost = Vec::new();

@@ -29,6 +29,8 @@ use crate::scheduler_writes::{Batch, Writer};
 use crate::store::now;
 use crate::{Error, Event, Orchestrator, Result};
 
+mod recovery;
+
 /// One handler call for an agent to run.
 #[derive(Debug, Clone)]
 pub struct Task {
@@ -180,6 +182,7 @@ impl Schedulers {
             running: Mutex::new(HashMap::new()),
             owned: node.as_ref().map(|_| Mutex::new(HashMap::new())),
         });
+        orchestrator.health_monitor().set_schedulers(Arc::downgrade(&schedulers));
         let mut events = orchestrator.subscribe();
         match node {
             // Schedulers start as their leases are won.
@@ -626,6 +629,14 @@ struct EnvScheduler {
     writer: Writer,
     done_tx: mpsc::UnboundedSender<(String, String, TaskOutcome)>,
     done_rx: Option<mpsc::UnboundedReceiver<(String, String, TaskOutcome)>>,
+    /// The state must be (re)loaded from the database before anything is dispatched
+    /// (scheduler/recovery.rs): the last load failed, or the writer gave a batch up.
+    needs_start: bool,
+    last_start_attempt: Option<Instant>,
+    /// Failed loads in a row.
+    start_failures: u32,
+    /// The writer's count of ended faults when this scheduler last looked.
+    recoveries_seen: u64,
 }
 
 impl EnvScheduler {
@@ -664,15 +675,16 @@ impl EnvScheduler {
             writer,
             done_tx,
             done_rx: Some(done_rx),
+            needs_start: true,
+            last_start_attempt: None,
+            start_failures: 0,
+            recoveries_seen: 0,
         }
     }
 
     async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
         let env = self.env;
-        if let Err(e) = self.start().await {
-            tracing::error!(%env, error = %e, "scheduler could not start");
-            return;
-        }
+        self.try_start().await;
         let mut done_rx = self.done_rx.take().expect("receiver set in new");
         let mut flush = tokio::time::interval(Duration::from_millis(100));
         let mut timers = tokio::time::interval(Duration::from_secs(1));
@@ -692,9 +704,14 @@ impl EnvScheduler {
                 _ = timers.tick() => self.timers(),
             }
             if self.writer.lost() {
-                tracing::warn!(%env, "the scheduler lease was lost: another server runs this environment now");
+                tracing::warn!(
+                    %env,
+                    "the scheduler lease is held by another server or under a newer epoch now: stopping this scheduler"
+                );
+                self.writer.abandon();
                 return;
             }
+            self.recover().await;
             self.dispatch_ready();
             if self.draining.is_some() && self.running.is_empty() {
                 self.flush().await;
@@ -704,15 +721,22 @@ impl EnvScheduler {
                 tracing::info!(%env, "scheduler drained: handed to another server");
                 return;
             }
-            if self.tasks.is_empty() && self.running.is_empty() && !self.idle_waiters.is_empty() {
+            if self.tasks.is_empty() && self.running.is_empty() && !self.needs_start && !self.idle_waiters.is_empty() {
                 self.flush().await;
                 for waiter in self.idle_waiters.drain(..) {
                     let _ = waiter.send(());
                 }
             }
         }
-        self.flush().await;
-        let _ = self.orchestrator.mark_agents_up(env, false, self.fence()).await;
+        // The database may be gone for good: do not hold the stop up for it. What is not stored
+        // is redeployed by the next scheduler, which reads the database.
+        if tokio::time::timeout(STOP_FLUSH_TIMEOUT, self.flush()).await.is_err() {
+            self.writer.abandon();
+            tracing::warn!(%env, "the scheduler stopped with results it could not store; they are deployed again");
+        }
+        let _ =
+            tokio::time::timeout(STOP_FLUSH_TIMEOUT, self.orchestrator.mark_agents_up(env, false, self.fence())).await;
+        self.orchestrator.health_monitor().scheduler_fault(env, None);
         tracing::info!(%env, "scheduler stopped");
     }
 
@@ -828,21 +852,29 @@ impl EnvScheduler {
         let env = self.env;
         match command {
             Command::Reload(Some(version)) if version <= self.loaded_version => {}
+            // Before its state is loaded, a load reads everything anyway.
+            Command::Reload(_) | Command::Settings if self.needs_start => {}
             Command::Reload(_) => {
                 if let Err(e) = self.reload(priority::NEW_VERSION, Trigger::NewIntent).await {
-                    tracing::error!(%env, error = %e, "scheduler could not read the new version");
+                    tracing::error!(%env, error = %e, "scheduler could not read the new version; reloading its state");
+                    self.needs_start = true;
                 }
             }
             Command::Settings => {
                 if let Err(e) = self.load_settings().await {
-                    tracing::error!(%env, error = %e, "scheduler could not read the settings");
+                    tracing::error!(%env, error = %e, "scheduler could not read the settings; reloading its state");
+                    self.needs_start = true;
                 }
             }
             Command::Halt(halted) => {
                 self.halted = halted;
+                if self.needs_start {
+                    return;
+                }
                 let _ = self.load_settings().await;
                 if !halted && let Err(e) = self.reload(priority::NEW_VERSION, Trigger::Everything).await {
-                    tracing::error!(%env, error = %e, "scheduler could not reload on resume");
+                    tracing::error!(%env, error = %e, "scheduler could not reload on resume; reloading its state");
+                    self.needs_start = true;
                 }
             }
             Command::Deploy { repair, scope, reply } => {
@@ -986,7 +1018,8 @@ impl EnvScheduler {
         // have ended (its results, and which tasks it had started, are not all stored): no
         // handler runs here before that.
         let waiting = |l: &Arc<Lease>| !l.valid() || l.hold_until > Instant::now();
-        if self.halted || self.draining.is_some() || self.lease.as_ref().is_some_and(waiting) || self.held_back() {
+        let blocked = self.halted || self.needs_start || self.draining.is_some();
+        if blocked || self.lease.as_ref().is_some_and(waiting) || self.held_back() {
             return;
         }
         let free: Vec<String> = self
@@ -1334,6 +1367,9 @@ impl EnvScheduler {
         self.writer.write_and_wait(batch).await;
     }
 }
+
+/// How long a stopping scheduler waits for its last results to be stored.
+const STOP_FLUSH_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Time since a stored timestamp (zero when it cannot be read).
 fn since(started: &str) -> Duration {

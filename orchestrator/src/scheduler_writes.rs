@@ -27,21 +27,34 @@
 //! happened to it last. SQLite has one write connection: one lane.
 //!
 //! Fencing is unchanged (docs/ha.md): every transaction still checks the lease's epoch before it
-//! commits (`Store::commit_fenced`). When a commit is refused, the writer drops the rest of the
-//! batch and every later batch, and [`Writer::lost`] tells the scheduler, which ends. A commit
-//! that fails for a reason that passes (a cut connection, a deadlock) is tried again.
+//! commits (`Store::commit_fenced`). When a commit is refused because another server took the
+//! lease, the writer drops the rest of the batch and every later batch, and [`Writer::lost`]
+//! tells the scheduler, which ends. A lease that merely expired while the database was away and
+//! still names this server and epoch is not lost: the writer waits for the lease loop to renew
+//! it and commits then.
+//!
+//! No result is dropped because the database failed. A commit that fails for a reason that
+//! passes (a cut connection, a stopped database, a deadlock, a full disk, an I/O error) is tried
+//! again, with a pause growing to two seconds, for as long as it takes; meanwhile the scheduler
+//! keeps what it could not store and starts no new handler run once [`MAX_UNSAVED`] results
+//! wait. The fault is logged once when it starts and once when it ends, and shown by the health
+//! check (crate::health). A failure no retry can get past (the database refuses the rows
+//! themselves) ends with the batch dropped and [`Writer::dropped`] set: the scheduler then
+//! reloads its state from the database and deploys again whatever the database does not show
+//! as done, so nothing is lost either way.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{Notify, mpsc, oneshot};
-use tokio::time::Instant;
 use uuid::Uuid;
 
 use api::state::Blocked;
 
 use crate::cluster::Fence;
+use crate::health::fault_text;
 use crate::resources::FinishedAction;
 use crate::{Error, Orchestrator};
 
@@ -148,6 +161,65 @@ pub(crate) struct Writer {
     /// Signalled each time a transaction of results is stored, and when a batch is done.
     stored: Arc<Notify>,
     lost: Arc<AtomicBool>,
+    /// How the writes fare: a fault that lasts, batches given up.
+    health: Arc<WriteHealth>,
+}
+
+/// The state of one writer's commits, shared by its lanes.
+#[derive(Default)]
+struct WriteHealth {
+    /// A batch could not be stored and was dropped: the scheduler must reload from the database.
+    dropped: AtomicBool,
+    /// Set when the scheduler is gone: retries give up.
+    abandoned: AtomicBool,
+    /// Faults that ended (the writes were stored again) since the writer started.
+    recoveries: AtomicU64,
+    /// Lanes retrying now, and when the current fault began.
+    failing: Mutex<(usize, Option<std::time::Instant>)>,
+    /// When the last fault began (kept after it ended, for [`Writer::last_fault_began`]).
+    last_fault: Mutex<Option<std::time::Instant>>,
+}
+
+impl WriteHealth {
+    /// A lane starts retrying: the first one logs the fault and tells the health check (what to
+    /// look at, not the database's own text).
+    fn began(&self, orchestrator: &Orchestrator, env: Uuid, error: &str, fault: String) {
+        let mut failing = self.failing.lock().unwrap_or_else(|e| e.into_inner());
+        failing.0 += 1;
+        if failing.0 == 1 {
+            let now = std::time::Instant::now();
+            failing.1 = Some(now);
+            *self.last_fault.lock().unwrap_or_else(|e| e.into_inner()) = Some(now);
+            tracing::error!(
+                %env, error, "cannot store the scheduler's writes; keeping them and retrying until the database takes them"
+            );
+        }
+        orchestrator.health_monitor().write_fault(env, Some(fault));
+    }
+
+    /// A lane that was retrying is done (stored, or gave up).
+    fn ended(&self, orchestrator: &Orchestrator, env: Uuid, stored: bool) {
+        let mut failing = self.failing.lock().unwrap_or_else(|e| e.into_inner());
+        failing.0 = failing.0.saturating_sub(1);
+        if failing.0 == 0 {
+            let lasted = failing.1.take().map(|at| at.elapsed()).unwrap_or_default();
+            if stored {
+                self.recoveries.fetch_add(1, Ordering::SeqCst);
+                tracing::info!(%env, lasted = ?lasted, "the scheduler's writes are stored again");
+            }
+            orchestrator.health_monitor().write_fault(env, None);
+        }
+    }
+}
+
+/// How a batch's write ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WriteEnd {
+    Stored,
+    /// Another server holds the lease now: nothing of this epoch may land.
+    LeaseLost,
+    /// Given up: the scheduler reloads from the database.
+    Dropped,
 }
 
 impl Writer {
@@ -158,8 +230,9 @@ impl Writer {
         let unsaved = Arc::new(AtomicUsize::new(0));
         let stored = Arc::new(Notify::new());
         let lost = Arc::new(AtomicBool::new(false));
-        let (task_pending, task_unsaved, task_stored, task_lost) =
-            (pending.clone(), unsaved.clone(), stored.clone(), lost.clone());
+        let health = Arc::new(WriteHealth::default());
+        let (task_pending, task_unsaved, task_stored, task_lost, task_health) =
+            (pending.clone(), unsaved.clone(), stored.clone(), lost.clone(), health.clone());
         let lanes = lanes(orchestrator.store().kind());
         tokio::spawn(async move {
             while let Some((batch, done)) = queue.recv().await {
@@ -169,15 +242,20 @@ impl Writer {
                 for lane in batch.into_lanes(lanes) {
                     let (orchestrator, fence) = (orchestrator.clone(), fence.clone());
                     let (unsaved, stored, lost) = (task_unsaved.clone(), task_stored.clone(), task_lost.clone());
+                    let health = task_health.clone();
                     lane_writes.spawn(async move {
                         for part in lane.into_transactions() {
                             let results = part.finished.len();
-                            if !lost.load(Ordering::SeqCst) && !part.is_empty() {
-                                let lease_lost = write(&orchestrator, env, part, fence.as_ref()).await;
-                                if lease_lost {
+                            // After a drop the scheduler reloads from the database: what it wrote
+                            // down meanwhile is re-derived there, not stored out of order here.
+                            let skip = lost.load(Ordering::SeqCst) || health.dropped.load(Ordering::SeqCst);
+                            if !skip && !part.is_empty() {
+                                match write(&orchestrator, env, part, fence.as_ref(), &health).await {
+                                    WriteEnd::Stored => {}
                                     // Nothing of this epoch may land any more; the new owner
                                     // redeploys what is unknown.
-                                    lost.store(true, Ordering::SeqCst);
+                                    WriteEnd::LeaseLost => lost.store(true, Ordering::SeqCst),
+                                    WriteEnd::Dropped => health.dropped.store(true, Ordering::SeqCst),
                                 }
                             }
                             unsaved.fetch_sub(results, Ordering::SeqCst);
@@ -193,7 +271,29 @@ impl Writer {
                 }
             }
         });
-        Writer { jobs, pending, unsaved, stored, lost }
+        Writer { jobs, pending, unsaved, stored, lost, health }
+    }
+
+    /// A batch was given up: the scheduler must reload its state from the database.
+    pub(crate) fn dropped(&self) -> bool {
+        self.health.dropped.load(Ordering::SeqCst)
+    }
+
+    /// How many write faults ended with the writes stored again; the scheduler compares it with
+    /// the count it saw last to retry what failed during the fault.
+    pub(crate) fn recoveries(&self) -> u64 {
+        self.health.recoveries.load(Ordering::SeqCst)
+    }
+
+    /// When the latest write fault began.
+    pub(crate) fn last_fault_began(&self) -> Option<std::time::Instant> {
+        *self.health.last_fault.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The scheduler is gone: batches still being retried are given up (the next scheduler reads
+    /// the database and redeploys what is not stored).
+    pub(crate) fn abandon(&self) {
+        self.health.abandoned.store(true, Ordering::SeqCst);
     }
 
     /// Results handed over and not yet stored.
@@ -247,43 +347,82 @@ impl Writer {
     }
 }
 
-/// How long a batch is retried while the database fails in a way that passes (see
-/// [`Error::is_transient`]): longer than a database failover takes, shorter than an operator
-/// waits for a stopping server.
-const RETRY_FOR: Duration = Duration::from_secs(120);
+/// Failures that no retry is known to get past (the database refused the rows themselves) are
+/// tried this many times before the batch is dropped and the scheduler reloads.
+const ATTEMPTS_ON_UNKNOWN_ERRORS: u32 = 3;
 
-/// Stores one batch in one fenced transaction; true when the lease was lost.
+/// The longest pause between two attempts while the database fails.
+const MAX_PAUSE: Duration = Duration::from_secs(2);
+
+/// Stores one batch in one fenced transaction, trying again until it is stored (see the module
+/// comment), the lease is lost, or the failure is one no retry gets past.
 ///
-/// A transient failure (the connection cut, a deadlock) is retried: the scheduler already
-/// counts these results as done and would not run the resources again, so a batch dropped
-/// here left them unknown to the database until the next repair. When the connection was lost
-/// during the commit, the commit may have landed: the retry then finds its actions stored
+/// The scheduler already counts these results as done and would not run the resources again,
+/// so a batch dropped here would leave them unknown to the database. When the connection was
+/// lost during the commit, the commit may have landed: the retry then finds its actions stored
 /// (a unique violation on their ids) and stops there.
-async fn write(orchestrator: &Orchestrator, env: Uuid, batch: Batch, fence: Option<&Fence>) -> bool {
+async fn write(
+    orchestrator: &Orchestrator,
+    env: Uuid,
+    batch: Batch,
+    fence: Option<&Fence>,
+    health: &WriteHealth,
+) -> WriteEnd {
     let Batch { started, finished, blocked } = batch;
-    let deadline = Instant::now() + RETRY_FOR;
     let mut pause = Duration::from_millis(50);
     let mut retried = false;
+    let mut failing = false;
+    let mut unknown_errors = 0;
+    let end = |failing: bool, end: WriteEnd| {
+        if failing {
+            health.ended(orchestrator, env, end == WriteEnd::Stored);
+        }
+        end
+    };
     loop {
-        let error = match orchestrator.record_scheduler_batch(env, &started, &finished, &blocked, fence).await {
-            Ok(()) => return false,
-            Err(Error::LeaseLost(_)) => return true,
+        let (error, fault) = match orchestrator.record_scheduler_batch(env, &started, &finished, &blocked, fence).await
+        {
+            Ok(()) => return end(failing, WriteEnd::Stored),
+            Err(Error::LeaseLost(_)) => {
+                let Some(fence) = fence else { return end(failing, WriteEnd::LeaseLost) };
+                match orchestrator.lease_is_ours(fence).await {
+                    Ok(false) => return end(failing, WriteEnd::LeaseLost),
+                    // Expired while the database was away, and nobody took it: the lease loop
+                    // renews it, then this commits.
+                    Ok(true) => {
+                        let text = "the scheduler lease expired; waiting for this server to renew it".to_string();
+                        (text.clone(), text)
+                    }
+                    Err(e) => (e.to_string(), fault_text(&e)),
+                }
+            }
             Err(e) if retried && e.is_unique_violation() => {
                 tracing::info!(%env, "the scheduler's writes were stored by an attempt whose connection was lost");
-                return false;
+                return end(failing, WriteEnd::Stored);
             }
-            Err(e) => e,
+            Err(e) if e.is_transient() => (e.to_string(), fault_text(&e)),
+            Err(e) => {
+                unknown_errors += 1;
+                if unknown_errors >= ATTEMPTS_ON_UNKNOWN_ERRORS {
+                    tracing::error!(
+                        %env, error = %e, started = started.len(), finished = finished.len(), blocked = blocked.len(),
+                        "the database refuses the scheduler's writes: the scheduler reloads its state from the database"
+                    );
+                    return end(failing, WriteEnd::Dropped);
+                }
+                (e.to_string(), fault_text(&e))
+            }
         };
-        if !error.is_transient() || Instant::now() + pause > deadline {
-            tracing::error!(
-                %env, error = %error, started = started.len(), finished = finished.len(), blocked = blocked.len(),
-                "could not store the scheduler's writes"
-            );
-            return false;
+        if health.abandoned.load(Ordering::SeqCst) {
+            tracing::warn!(%env, error, "the scheduler stopped while its writes failed; the next one redeploys them");
+            return end(failing, WriteEnd::Dropped);
         }
-        tracing::warn!(%env, error = %error, retry_in = ?pause, "storing the scheduler's writes failed; retrying");
+        if !failing {
+            failing = true;
+            health.began(orchestrator, env, &error, fault);
+        }
         tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_secs(2));
+        pause = (pause * 2).min(MAX_PAUSE);
         retried = true;
     }
 }
@@ -292,6 +431,7 @@ async fn write(orchestrator: &Orchestrator, env: Uuid, batch: Batch, fence: Opti
 mod tests {
     use super::*;
     use crate::resources::ActionOutcome;
+    use tokio::time::Instant;
 
     fn finished(n: usize) -> Vec<FinishedAction> {
         (0..n)
@@ -433,7 +573,7 @@ mod tests {
         let batch = Batch { started: vec![rid.to_string()], finished: vec![], blocked: vec![] };
         let writing = tokio::spawn({
             let o = o.clone();
-            async move { write(&o, env, batch, None).await }
+            async move { write(&o, env, batch, None, &WriteHealth::default()).await }
         });
         // ...where its connection is cut.
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -453,8 +593,8 @@ mod tests {
         }
         sqlx::query("COMMIT").execute(&mut locker).await.unwrap();
 
-        let lease_lost = tokio::time::timeout(Duration::from_secs(30), writing).await.unwrap().unwrap();
-        assert!(!lease_lost);
+        let end = tokio::time::timeout(Duration::from_secs(30), writing).await.unwrap().unwrap();
+        assert_eq!(end, WriteEnd::Stored);
         let deploying: i64 = sqlx::query_scalar(
             "SELECT is_deploying FROM resource_persistent_state WHERE environment = $1 AND resource_id = $2",
         )
@@ -464,6 +604,87 @@ mod tests {
         .await
         .unwrap();
         assert_eq!(deploying, 1, "the write lost with its connection was not made again");
+    }
+
+    /// The database is full (SQLite capped at its current size: "database or disk is full"):
+    /// the batch is neither stored nor dropped, the health check says why, and once there is
+    /// room it is stored, all of it, without anyone asking.
+    #[tokio::test]
+    async fn a_batch_is_kept_while_the_database_is_full_and_stored_once_there_is_room() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("full.db").display());
+        let o = Orchestrator::open(&url).await.unwrap();
+        let project = o.create_project("p", None).await.unwrap().id;
+        let env = o
+            .create_environment(api::environment::EnvironmentCreate {
+                project_id: project,
+                name: "e".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .id;
+        let rid = "std::testing::NullResource[a,name=x]";
+        let resource = serde_json::json!({"id": api::resource::versioned_id(rid, 0), "name": "x", "agentname": "a", "send_event": false, "purged": false, "requires": []});
+        let version = o.reserve_version(env).await.unwrap();
+        o.put_version(
+            env,
+            api::version::PutVersion {
+                version,
+                resources: vec![resource.as_object().unwrap().clone()],
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+        let writer = o.store().writer_pool();
+        let pages: i64 = sqlx::query_scalar("PRAGMA page_count").fetch_one(writer).await.unwrap();
+        sqlx::query(&format!("PRAGMA max_page_count = {}", pages + 2)).execute(writer).await.unwrap();
+
+        // 200 results with 8 KiB of log each: far more than two pages.
+        let mut results = finished(200);
+        for action in &mut results {
+            action.version = version;
+            action.resource_ids = vec![api::ResourceId::parse(rid).unwrap()];
+            action.outcome.messages = vec![api::resource::LogLine {
+                level: "INFO".into(),
+                msg: "x".repeat(8 * 1024),
+                args: vec![],
+                kwargs: Default::default(),
+                timestamp: crate::store::now(),
+            }];
+        }
+        let health = Arc::new(WriteHealth::default());
+        let batch = Batch { started: vec![], finished: results, blocked: vec![] };
+        let writing = tokio::spawn({
+            let (o, health) = (o.clone(), health.clone());
+            async move { write(&o, env, batch, None, &health).await }
+        });
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while o.health_monitor().write_faults().is_empty() {
+            assert!(!writing.is_finished(), "the write ended although the database is full");
+            assert!(Instant::now() < deadline, "the full database was never reported");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let fault = o.health_monitor().write_faults().remove(&env).expect("this environment's fault");
+        assert!(fault.contains("disk is full"), "{fault}");
+        assert!(!fault.contains("code: 13"), "the database's own text reaches the health check: {fault}");
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert!(!writing.is_finished(), "the batch was given up while the database is full");
+
+        sqlx::query("PRAGMA max_page_count = 1073741823").execute(writer).await.unwrap();
+        let end = tokio::time::timeout(Duration::from_secs(30), writing).await.unwrap().unwrap();
+        assert_eq!(end, WriteEnd::Stored);
+        let stored: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM resource_action WHERE environment = $1 AND action = $2")
+                .bind(env.to_string())
+                .bind(api::ActionKind::Deploy.as_str())
+                .fetch_one(o.store().pool())
+                .await
+                .unwrap();
+        assert_eq!(stored, 200, "every result of the batch is stored");
+        assert!(o.health_monitor().write_faults().is_empty(), "the fault ended");
+        assert_eq!(health.recoveries.load(Ordering::SeqCst), 1);
     }
 
     #[test]

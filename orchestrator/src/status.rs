@@ -12,9 +12,11 @@ impl Orchestrator {
     /// version), `core.scheduler` (when `schedulers` run in this process) and `core.compiler`
     /// (the compile queue over all environments), and with several servers on one database
     /// `core.cluster` (every server, alive or not, with the environments whose scheduler it
-    /// runs). The overall status is the worst of the slices.
+    /// runs), and one `health.<check>` slice per health check (`GET /api/v2/health`). The overall
+    /// status is the worst of the slices. Each database read gives up after
+    /// [`crate::health::PROBE_TIMEOUT`], so the page answers during an outage.
     pub async fn server_status(&self, schedulers: Option<&Schedulers>) -> StatusResponse {
-        let database = self.store.server_version().await;
+        let database = within(self.store.server_version()).await;
         let kind = self.store.kind();
         let (db_status, db_message) = match &database {
             Ok(_) => (ReportedStatus::Ok, None),
@@ -54,7 +56,7 @@ impl Orchestrator {
             },
         });
         if let Some(node) = self.node() {
-            slices.push(match self.cluster_members().await {
+            slices.push(match within(self.cluster_members()).await {
                 Ok(members) => Slice {
                     name: "core.cluster".into(),
                     status: json!({"this_server": node.id, "lease_seconds": node.lease.as_secs_f64(), "servers": members}),
@@ -69,7 +71,7 @@ impl Orchestrator {
                 },
             });
         }
-        slices.push(match self.compile_queue_counts().await {
+        slices.push(match within(self.compile_queue_counts()).await {
             Ok((queued, running)) => Slice {
                 name: "core.compiler".into(),
                 status: json!({
@@ -86,6 +88,14 @@ impl Orchestrator {
                 message: Some(format!("the compile queue cannot be read: {e}")),
             },
         });
+        for check in self.health().checks {
+            slices.push(Slice {
+                name: format!("health.{}", check.name.as_str()),
+                status: json!({"since": check.since}),
+                reported_status: check.status,
+                message: Some(check.message),
+            });
+        }
         let status =
             slices.iter().map(|s| s.reported_status).max_by_key(|s| severity(*s)).unwrap_or(ReportedStatus::Ok);
         StatusResponse {
@@ -118,9 +128,13 @@ impl Orchestrator {
 }
 
 fn severity(status: ReportedStatus) -> u8 {
-    match status {
-        ReportedStatus::Ok => 0,
-        ReportedStatus::Warning => 1,
-        ReportedStatus::Error => 2,
+    status.severity()
+}
+
+/// `read`, or an error once it took longer than a health probe may.
+async fn within<T>(read: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    match tokio::time::timeout(crate::health::PROBE_TIMEOUT, read).await {
+        Ok(result) => result,
+        Err(_) => Err(crate::Error::Database(sqlx::Error::PoolTimedOut)),
     }
 }

@@ -178,6 +178,18 @@ impl Store {
         }
     }
 
+    /// The write pool, for tests that change how its connection behaves (a size cap).
+    #[cfg(test)]
+    pub(crate) fn writer_pool(&self) -> &AnyPool {
+        &self.writer
+    }
+
+    /// The directory of the SQLite database file (absolute); `None` on PostgreSQL.
+    pub fn sqlite_dir(&self) -> Option<std::path::PathBuf> {
+        let path = Path::new(sqlite_path(&self.url)?);
+        std::path::absolute(path).ok()?.parent().map(Path::to_path_buf)
+    }
+
     /// The URL the store was opened with (listeners and the server's lock open connections of
     /// their own).
     pub fn url(&self) -> &str {
@@ -236,6 +248,20 @@ impl Store {
     /// behind readers or writers.
     pub async fn probe(&self) -> Result<()> {
         sqlx::query_scalar::<_, i32>("SELECT 1").fetch_one(&self.probe).await?;
+        Ok(())
+    }
+
+    /// Whether the database stores a write, on the probe's connection. PostgreSQL: a
+    /// transaction that takes a transaction id commits (a read-only or recovering server, or
+    /// one that cannot write its log, refuses). SQLite: nothing is written (a write would wait
+    /// behind the scheduler's for the one write lock); a full disk shows in the free space of
+    /// the state directory and in the scheduler's writes (crate::health).
+    pub async fn probe_write(&self) -> Result<()> {
+        if self.kind == DbKind::Postgres {
+            let mut tx = self.probe.begin().await?;
+            sqlx::query_scalar::<_, String>("SELECT CAST(txid_current() AS TEXT)").fetch_one(&mut *tx).await?;
+            tx.commit().await?;
+        }
         Ok(())
     }
 

@@ -103,7 +103,14 @@ async fn scrape(State(scrape): State<Scrape>, headers: HeaderMap) -> Result<Resp
             )
         })?;
     }
-    record_gauges(&scrape.orchestrator).await?;
+    // The health gauges come from memory; the counts need the database, which may be the
+    // very thing that fails: then the scrape still answers, with the health gauges saying why.
+    scrape.orchestrator.health();
+    match tokio::time::timeout(orchestrator::health::PROBE_TIMEOUT, record_gauges(&scrape.orchestrator)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::debug!(error = %e, "metrics: the database counts cannot be read"),
+        Err(_) => tracing::debug!("metrics: the database counts did not come within the probe timeout"),
+    }
     let handle = handle();
     handle.run_upkeep();
     let mut response = handle.render().into_response();

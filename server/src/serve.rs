@@ -62,6 +62,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         .await
         .context("cannot start the schedulers")?;
     agents.repair_drift(schedulers.clone());
+    orchestrator.start_health_monitor(&std::path::absolute(&config.state_dir)?).await;
     let state =
         AppState { orchestrator: orchestrator.clone(), schedulers: schedulers.clone(), security: security.clone() };
     let remote_agents = Router::new()
@@ -92,7 +93,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         .fallback(rest::not_found)
         .layer(axum::middleware::from_fn_with_state(same_origin, crate::csrf::refuse_cross_site))
         .layer(axum::middleware::from_fn(crate::metrics::track))
-        .layer(TraceLayer::new_for_http());
+        .layer(TraceLayer::new_for_http().on_failure(log_failure));
     if let Some(address) = &config.metrics_bind {
         serve_open_metrics(address, orchestrator.clone(), config.connection_limits()).await?;
     }
@@ -127,6 +128,23 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     tracing::info!("shutting down: closing the database");
     orchestrator.store().close().await;
     Ok(())
+}
+
+/// A request that ended in a server error. 503 means "not now": the health check answers it for
+/// as long as a fault lasts (asked every second by a load balancer, and the fault itself is logged
+/// once when it starts and once when it ends), so it is not an error line each time.
+fn log_failure(
+    failure: tower_http::classify::ServerErrorsFailureClass,
+    latency: std::time::Duration,
+    _span: &tracing::Span,
+) {
+    use tower_http::classify::ServerErrorsFailureClass;
+    match failure {
+        ServerErrorsFailureClass::StatusCode(axum::http::StatusCode::SERVICE_UNAVAILABLE) => {
+            tracing::debug!(?latency, "answered 503 Service Unavailable")
+        }
+        failure => tracing::error!(classification = %failure, ?latency, "response failed"),
+    }
 }
 
 async fn shutdown_signal() {

@@ -31,11 +31,13 @@ pub struct LeaseView {
 }
 
 impl LeaseView {
-    /// Whether `lease` can be taken: nobody holds it, it expired, or its holder is dead.
-    pub fn takeable(&self, lease: &EnvLease) -> bool {
+    /// Whether `lease` can be taken by server `me`, which runs no scheduler under it: nobody
+    /// holds it, it expired, its holder is dead, or the row names `me` itself (a scheduler of
+    /// it ended, or a release did not reach the database): taken again under a new epoch.
+    pub fn takeable(&self, lease: &EnvLease, me: &str) -> bool {
         match &lease.holder {
             None => true,
-            Some(holder) => lease.expires <= self.db_now || !self.live.contains(holder),
+            Some(holder) => lease.expires <= self.db_now || !self.live.contains(holder) || holder == me,
         }
     }
 
@@ -96,7 +98,8 @@ impl Orchestrator {
              ON CONFLICT (environment) DO UPDATE SET holder = excluded.holder, epoch = scheduler_lease.epoch + 1, \
              acquired = excluded.acquired, expires = excluded.expires \
              WHERE scheduler_lease.epoch = $4 AND (scheduler_lease.expires <= excluded.acquired \
-             OR scheduler_lease.holder NOT IN ({LIVE_SERVERS})) RETURNING epoch"
+             OR scheduler_lease.holder = excluded.holder OR scheduler_lease.holder NOT IN ({LIVE_SERVERS})) \
+             RETURNING epoch"
         ))
         .bind(seen.env.to_string())
         .bind(node.id.clone())
@@ -111,17 +114,41 @@ impl Orchestrator {
         }))
     }
 
-    /// Renews every lease this server holds; returns those it still holds (environment, epoch).
-    pub async fn renew_leases(&self, node: &Node) -> Result<Vec<(Uuid, i64)>> {
+    /// Renews the leases of `envs` this server holds; returns those it still holds (environment,
+    /// epoch). Only leases a scheduler here runs under are renewed: a row that names this server
+    /// but has no scheduler here (it ended) would otherwise be kept alive with nobody deploying.
+    pub async fn renew_leases(&self, node: &Node, envs: &[Uuid]) -> Result<Vec<(Uuid, i64)>> {
+        if envs.is_empty() {
+            return Ok(vec![]);
+        }
+        let envs = serde_json::to_string(&envs.iter().map(Uuid::to_string).collect::<Vec<_>>())
+            .map_err(|e| crate::Error::Corrupt(e.to_string()))?;
         let rows: Vec<(String, i64)> = sqlx::query_as(&format!(
-            "UPDATE scheduler_lease SET expires = {} + $1 WHERE holder = $2 RETURNING environment, epoch",
-            db_now_ms(DbKind::Postgres)
+            "UPDATE scheduler_lease SET expires = {} + $1 WHERE holder = $2 AND environment IN {} \
+             RETURNING environment, epoch",
+            db_now_ms(DbKind::Postgres),
+            crate::store::json_list(DbKind::Postgres, 3)
         ))
         .bind(node.lease.as_millis() as i64)
         .bind(node.id.clone())
+        .bind(envs)
         .fetch_all(self.store.pool())
         .await?;
         rows.into_iter().map(|(env, epoch)| Ok((parse_uuid(&env)?, epoch))).collect()
+    }
+
+    /// Whether the lease row of `fence` still names its holder and epoch (expired or not):
+    /// nobody else took it, so renewing it is enough to write under it again.
+    pub async fn lease_is_ours(&self, fence: &super::Fence) -> Result<bool> {
+        let held: Option<i64> = sqlx::query_scalar(
+            "SELECT epoch FROM scheduler_lease WHERE environment = $1 AND holder = $2 AND epoch = $3",
+        )
+        .bind(fence.env.to_string())
+        .bind(fence.holder.clone())
+        .bind(fence.epoch)
+        .fetch_optional(self.store.pool())
+        .await?;
+        Ok(held.is_some())
     }
 
     /// Gives a lease up at once (a graceful stop or handing load to another server).
@@ -133,5 +160,56 @@ impl Orchestrator {
             .execute(self.store.pool())
             .await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::Orchestrator;
+    use crate::cluster::Fence;
+
+    /// A lease row that names this server while no scheduler of it runs here (the scheduler
+    /// ended, or a release never reached the database) is taken again under a new epoch, and
+    /// is not kept alive by renewals: a lease is never held by nobody.
+    #[tokio::test]
+    async fn a_lease_of_this_server_without_a_scheduler_is_taken_again_under_a_new_epoch() {
+        if std::env::var("INMANTA_TEST_POSTGRES").unwrap_or_default().is_empty() {
+            eprintln!("leases need PostgreSQL: set INMANTA_TEST_POSTGRES");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let url = crate::testing::fresh_database_url(dir.path()).await.unwrap();
+        let o = Orchestrator::open(&url).await.unwrap();
+        let node = o.join_cluster(Duration::from_secs(30)).await.unwrap().expect("a node on PostgreSQL");
+        let project = o.create_project("p", None).await.unwrap().id;
+        let env = o
+            .create_environment(api::environment::EnvironmentCreate {
+                project_id: project,
+                name: "e".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .id;
+        let lease_of = |view: &super::LeaseView| view.environments.iter().find(|l| l.env == env).unwrap().clone();
+
+        let view = o.lease_view().await.unwrap();
+        assert!(view.takeable(&lease_of(&view), &node.id), "nobody holds it");
+        let first = o.take_lease(&node, &lease_of(&view), &view).await.unwrap().expect("taken");
+        assert_eq!(first.epoch, 1);
+
+        let view = o.lease_view().await.unwrap();
+        let held = lease_of(&view);
+        assert!(!view.takeable(&held, "another-server"), "held by a live server, not expired");
+        assert!(view.takeable(&held, &node.id), "the row names this server: taken again if no scheduler runs here");
+        let again = o.take_lease(&node, &held, &view).await.unwrap().expect("taken again");
+        assert_eq!(again.epoch, 2, "a new epoch fences off whatever ran under the old one");
+
+        assert!(o.renew_leases(&node, &[]).await.unwrap().is_empty(), "a lease without a scheduler is not renewed");
+        assert_eq!(o.renew_leases(&node, &[env]).await.unwrap(), vec![(env, 2)]);
+        assert!(o.lease_is_ours(&Fence::new(env, node.id.clone(), 2, node.lease)).await.unwrap());
+        assert!(!o.lease_is_ours(&Fence::new(env, node.id.clone(), 1, node.lease)).await.unwrap());
     }
 }

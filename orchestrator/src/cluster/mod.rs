@@ -169,8 +169,10 @@ impl Node {
                 None => false,
             };
             if !alive {
-                tracing::warn!(server = %self.id, "the liveness lock's connection was lost: taking the lock again");
-                *lock = None;
+                // Said once when the connection is lost, not at every failed attempt after.
+                if lock.take().is_some() {
+                    tracing::warn!(server = %self.id, "the liveness lock's connection was lost: taking the lock again");
+                }
                 let mut conn = sqlx::PgConnection::connect(o.store.url()).await?;
                 let taken: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1, $2)")
                     .bind(LOCK_CLASS)
@@ -181,6 +183,7 @@ impl Node {
                     return Err(Error::Conflict(format!("liveness lock {} is held by another session", self.lock_key)));
                 }
                 *lock = Some(conn);
+                tracing::info!(server = %self.id, "took the liveness lock again");
             }
         }
         let now = db_now_ms(DbKind::Postgres);

@@ -1,7 +1,8 @@
 //! Health and server status.
 
-use api::status::StatusResponse;
+use api::status::{ReportedStatus, StatusResponse};
 use axum::extract::State;
+use axum::http::StatusCode;
 
 use super::error::ApiResult;
 use super::{AppState, Routes, data, global, public};
@@ -13,11 +14,37 @@ pub fn router() -> Routes {
         .get("/api/v2/serverstatus", global("status.read"), server_status)
 }
 
-/// 200 when the database answers, 500 otherwise: what a load balancer needs. The probe has a
-/// database connection of its own, so it answers at once however busy readers and writers are.
-async fn health(State(state): State<AppState>) -> ApiResult<axum::Json<api::Envelope<()>>> {
-    state.orchestrator.store().probe().await?;
-    Ok(super::done())
+/// Inmanta's answer (`data`: null; 200 when the server can do its job) with our checks beside
+/// it: `status` and one entry per dependency in `checks`; 503 with a `message` naming what
+/// fails otherwise. It reads what the health monitor saw last and never waits for the database
+/// (orchestrator::health), so it answers at once during an outage.
+async fn health(State(state): State<AppState>) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let health = state.orchestrator.health();
+    let failing: Vec<String> = health
+        .checks
+        .iter()
+        .filter(|c| c.status == ReportedStatus::Error)
+        .map(|c| format!("{}: {}", c.name.as_str(), c.message))
+        .collect();
+    let (code, message) = if failing.is_empty() {
+        (StatusCode::OK, None)
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, Some(format!("this server cannot do its job: {}", failing.join("; "))))
+    };
+    let body = HealthAnswer { data: (), message, health };
+    (code, axum::Json(body)).into_response()
+}
+
+/// The body of `GET /api/v2/health`.
+#[derive(serde::Serialize)]
+struct HealthAnswer {
+    /// Inmanta's field: always null.
+    data: (),
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<String>,
+    #[serde(flatten)]
+    health: api::status::Health,
 }
 
 /// Composed by the orchestrator, so the console's status page says the same.
