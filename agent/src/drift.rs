@@ -10,7 +10,7 @@
 //! when the fingerprint changed since: the echo of our own writes, arriving late, leaves it as
 //! recorded, while an edit made right after a deploy is still caught.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
@@ -94,8 +94,47 @@ fn fingerprint(path: &Path) -> Option<Fingerprint> {
 #[derive(Default)]
 struct State {
     entries: HashMap<ResourceId, Entry>,
+    /// The resources watching each path: an event is matched by its paths, not by a walk over
+    /// every entry (which made a deploy of n files cost O(n²): each file's own writes raise
+    /// events in a directory where the files deployed before it are watched).
+    by_path: HashMap<PathBuf, Vec<ResourceId>>,
     /// Parent directories watched, with how many watched paths live in each.
     dirs: HashMap<PathBuf, usize>,
+}
+
+impl State {
+    fn insert(&mut self, rid: &ResourceId, entry: Entry) {
+        for p in &entry.paths {
+            let rids = self.by_path.entry(p.clone()).or_default();
+            if !rids.contains(rid) {
+                rids.push(rid.clone());
+            }
+        }
+        self.entries.insert(rid.clone(), entry);
+    }
+
+    fn remove(&mut self, rid: &ResourceId) -> Option<Entry> {
+        let entry = self.entries.remove(rid)?;
+        for p in &entry.paths {
+            if let Some(rids) = self.by_path.get_mut(p) {
+                rids.retain(|r| r != rid);
+                if rids.is_empty() {
+                    self.by_path.remove(p);
+                }
+            }
+        }
+        Some(entry)
+    }
+
+    /// The resources whose watched paths `event` touches and that are not suspended.
+    fn touched_by<'a>(&'a self, event: &'a notify::Event) -> impl Iterator<Item = &'a ResourceId> + 'a {
+        event
+            .paths
+            .iter()
+            .filter_map(|p| self.by_path.get(p))
+            .flatten()
+            .filter(|rid| self.entries.get(*rid).is_some_and(|e| e.suspended == 0))
+    }
 }
 
 /// Watches paths per resource and yields the ids of resources whose paths changed.
@@ -162,14 +201,14 @@ impl DriftWatcher {
         }
         let fingerprints = paths.iter().map(|p| fingerprint(p)).collect();
         let entry = Entry { paths: paths.to_vec(), fingerprints, suspended: 0 };
-        st.entries.insert(rid.clone(), entry);
+        st.insert(rid, entry);
         Ok(())
     }
 
     /// Stops watching `rid`'s paths.
     pub fn unwatch(&self, rid: &ResourceId) {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(entry) = st.entries.remove(rid) else { return };
+        let Some(entry) = st.remove(rid) else { return };
         let mut watcher = self.watcher.lock().unwrap_or_else(|p| p.into_inner());
         for p in &entry.paths {
             let dir = p.parent().unwrap_or(Path::new("/")).to_path_buf();
@@ -217,11 +256,8 @@ fn debounce_loop(state: Arc<Mutex<State>>, raw: mpsc::Receiver<notify::Event>, t
                 }
                 let now = Instant::now();
                 let st = state.lock().unwrap_or_else(|p| p.into_inner());
-                let touched: HashSet<&PathBuf> = ev.paths.iter().collect();
-                for (rid, e) in &st.entries {
-                    if e.suspended == 0 && e.paths.iter().any(|p| touched.contains(p)) {
-                        pending.entry(rid.clone()).or_insert(now + DEBOUNCE);
-                    }
+                for rid in st.touched_by(&ev) {
+                    pending.entry(rid.clone()).or_insert(now + DEBOUNCE);
                 }
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}

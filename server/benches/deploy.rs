@@ -6,7 +6,9 @@
 //! - `inmanta deploy` (all-in-one) of the same 1 000-file model, wall clock of the command.
 //!
 //! Also reports the server's peak memory (VmHWM). Run: `cargo bench -p server --bench deploy`.
-//! `GEN_PROJECT` overrides the path of gen_project.py; `FILES` and `NULLS` the sizes.
+//! `GEN_PROJECT` overrides the path of gen_project.py; `FILES` and `NULLS` the sizes (each a
+//! comma-separated list, e.g. `FILES=1000,10000`); `PARTS` which parts run (default
+//! `files,all_in_one,nulls`); `BENCH_BIN` another `inmanta` binary to run (an older build).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,7 +17,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 mod common;
-use common::{BIN, Server};
+use common::{Server, bin, generate};
 
 async fn files(n: usize) {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -32,7 +34,7 @@ async fn files(n: usize) {
     )
     .expect(".inmanta");
     let started = Instant::now();
-    let output = Command::new(BIN).arg("export").current_dir(&project).output().expect("inmanta export");
+    let output = Command::new(bin()).arg("export").current_dir(&project).output().expect("inmanta export");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let exported = started.elapsed();
     let total =
@@ -89,7 +91,7 @@ fn all_in_one(n: usize) {
     let mut cpus = vec![];
     for _ in 0..2 {
         let (cpu, started) = (children_cpu_seconds(), Instant::now());
-        let output = Command::new(BIN).arg("deploy").current_dir(&project).output().expect("inmanta deploy");
+        let output = Command::new(bin()).arg("deploy").current_dir(&project).output().expect("inmanta deploy");
         walls.push(started.elapsed());
         cpus.push(children_cpu_seconds() - cpu);
         assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
@@ -114,19 +116,6 @@ fn children_cpu_seconds() -> f64 {
     // cutime and cstime are fields 16 and 17 of the line (indexes 13 and 14 after the name), in
     // ticks of 1/100 s.
     (ticks(13) + ticks(14)) / 100.0
-}
-
-/// The generated model of `n` files in `dir/project`, with the root its directories live under
-/// (the harness provides it, as the one Inmanta was measured with did).
-fn generate(dir: &Path, n: usize) -> PathBuf {
-    let gen_script = std::env::var("GEN_PROJECT")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/bench/gen_project.py"));
-    let project = dir.join("project");
-    let status = Command::new("python3").arg(&gen_script).arg(n.to_string()).arg(&project).status().expect("python3");
-    assert!(status.success(), "gen_project.py failed");
-    std::fs::create_dir_all(project.join("deployed")).expect("deploy root");
-    project
 }
 
 async fn nulls(n: usize) {
@@ -167,8 +156,23 @@ async fn nulls(n: usize) {
 
 #[tokio::main]
 async fn main() {
-    let size = |name: &str, default: usize| std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default);
-    files(size("FILES", 1000)).await;
-    all_in_one(size("FILES", 1000));
-    nulls(size("NULLS", 10_000)).await;
+    let var = |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.to_string());
+    let sizes = |name: &str, default: &str| -> Vec<usize> {
+        var(name, default).split(',').filter_map(|v| v.trim().parse().ok()).collect()
+    };
+    let parts = var("PARTS", "files,all_in_one,nulls");
+    let runs = |part: &str| parts.split(',').any(|p| p.trim() == part);
+    for n in sizes("FILES", "1000") {
+        if runs("files") {
+            files(n).await;
+        }
+        if runs("all_in_one") {
+            all_in_one(n);
+        }
+    }
+    if runs("nulls") {
+        for n in sizes("NULLS", "10000") {
+            nulls(n).await;
+        }
+    }
 }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use common::Server;
+use common::{Server, fresh_postgres};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -440,19 +440,6 @@ async fn big_version(server: &Arc<Server>, env: &str, n: usize, label: &str) {
         .await;
     println!("{label}: diff against the previous version: {:.2} s", started.elapsed().as_secs_f64());
     println!("{label}: server peak memory {:.0} MB", server.peak_memory_mb());
-}
-
-fn fresh_postgres() -> String {
-    let admin = std::env::var("INMANTA_TEST_POSTGRES").expect("set INMANTA_TEST_POSTGRES for the PostgreSQL runs");
-    let name = format!("inmanta_scale_{}_{}", std::process::id(), Instant::now().elapsed().subsec_nanos());
-    let status = std::process::Command::new("psql")
-        .arg(&admin)
-        .args(["-q", "-c", &format!("CREATE DATABASE {name}")])
-        .status()
-        .expect("psql");
-    assert!(status.success(), "CREATE DATABASE {name}");
-    let base = admin.rsplit_once('/').map(|(base, _)| base).unwrap_or(&admin);
-    format!("{base}/{name}")
 }
 
 #[tokio::main]

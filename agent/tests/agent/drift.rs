@@ -67,6 +67,36 @@ fn reports_changes_to_watched_files_quickly() {
     assert_eq!(w.watched(), vec![rb]);
 }
 
+/// Events are matched to resources through an index of the watched paths: a path watched by
+/// two resources stays watched for the one left when the other stops, and a path no longer
+/// watched by anyone is not reported.
+#[test]
+fn a_path_watched_twice_is_reported_for_whoever_still_watches_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let shared = tmp.path().join("shared.conf");
+    std::fs::write(&shared, "1").unwrap();
+    let (w, mut rx) = DriftWatcher::new().unwrap();
+    let (first, second) =
+        (rid(&s(&shared)), ResourceId::parse_versioned(&format!("fs::File[h2,path={}]", s(&shared))).unwrap().0);
+    w.watch(&first, std::slice::from_ref(&shared)).unwrap();
+    w.watch(&second, std::slice::from_ref(&shared)).unwrap();
+    // Watching again replaces what was watched, it does not add a second entry.
+    w.watch(&first, std::slice::from_ref(&shared)).unwrap();
+    w.unwatch(&first);
+    std::thread::sleep(Duration::from_millis(300));
+
+    std::fs::write(&shared, "2").unwrap();
+    assert_eq!(next(&mut rx, Duration::from_secs(1)), Some(second.clone()));
+    while let Some(again) = next(&mut rx, Duration::from_millis(300)) {
+        assert_eq!(again, second, "only the resource still watching the path is reported");
+    }
+
+    w.unwatch(&second);
+    std::fs::write(&shared, "3").unwrap();
+    assert_eq!(next(&mut rx, Duration::from_millis(400)), None);
+    assert!(w.watched().is_empty());
+}
+
 #[test]
 fn watch_paths_only_for_local_fs_resources() {
     let r = |v: serde_json::Value| ResourceRequest::from_json(&v).unwrap();

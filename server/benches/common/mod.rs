@@ -2,13 +2,17 @@
 //! HTTP with a benchmark admin's token, and its peak memory.
 
 use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_inmanta");
+/// The `inmanta` binary the benches run: the one cargo built beside them, or `BENCH_BIN` (a
+/// copy of an older build, to compare before and after on the same machine state).
+pub fn bin() -> String {
+    std::env::var("BENCH_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_inmanta").to_string())
+}
 
 pub struct Server {
     child: Child,
@@ -30,12 +34,12 @@ impl Server {
                 command.env("INMANTA_DATABASE_URL", url);
             }
         };
-        let mut create = Command::new(BIN);
+        let mut create = Command::new(bin());
         create.args(["user", "create", "bench", "--admin", "--direct"]).env("INMANTA_PASSWORD", PASSWORD);
         with_database(&mut create);
         let created = create.output().expect("inmanta user create");
         assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
-        let mut server = Command::new(BIN);
+        let mut server = Command::new(bin());
         server.args(["server", "--bind-port", "0", "--state-dir"]).arg(state);
         with_database(&mut server);
         // The server's log is thrown away unless BENCH_SERVER_LOG names a file to append it to.
@@ -159,5 +163,44 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// The generated model of `n` files (`../shared/bench/gen_project.py`, or `GEN_PROJECT`) in
+/// `dir/project`, with the root its directories live under (the harness provides it, as the one
+/// Inmanta was measured with did).
+#[allow(dead_code)] // each bench compiles this module on its own; the scale bench generates none
+pub fn generate(dir: &Path, n: usize) -> PathBuf {
+    let gen_script = std::env::var("GEN_PROJECT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/bench/gen_project.py"));
+    let project = dir.join("project");
+    let status = Command::new("python3").arg(&gen_script).arg(n.to_string()).arg(&project).status().expect("python3");
+    assert!(status.success(), "gen_project.py failed");
+    std::fs::create_dir_all(project.join("deployed")).expect("deploy root");
+    project
+}
+
+/// A new database on the PostgreSQL server of `INMANTA_TEST_POSTGRES` (an admin URL such as
+/// `postgres://postgres@127.0.0.1:5432/postgres`); its URL. Drop it with [`drop_postgres`].
+#[allow(dead_code)] // each bench compiles this module on its own; the deploy bench uses SQLite only
+pub fn fresh_postgres() -> String {
+    let admin = std::env::var("INMANTA_TEST_POSTGRES").expect("set INMANTA_TEST_POSTGRES for the PostgreSQL runs");
+    let name = format!("inmanta_bench_{}_{}", std::process::id(), Instant::now().elapsed().subsec_nanos());
+    let status = Command::new("psql").arg(&admin).args(["-q", "-c", &format!("CREATE DATABASE {name}")]).status();
+    assert!(status.expect("psql").success(), "CREATE DATABASE {name}");
+    let base = admin.rsplit_once('/').map(|(base, _)| base).unwrap_or(&admin);
+    format!("{base}/{name}")
+}
+
+/// Drops a database [`fresh_postgres`] made (after the server that used it stopped).
+#[allow(dead_code)] // each bench compiles this module on its own; the deploy bench uses SQLite only
+pub fn drop_postgres(url: &str) {
+    let admin = std::env::var("INMANTA_TEST_POSTGRES").expect("INMANTA_TEST_POSTGRES");
+    let Some((_, name)) = url.rsplit_once('/') else { return };
+    let sql = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
+    let dropped = Command::new("psql").arg(&admin).args(["-q", "-c", &sql]).status();
+    if !dropped.is_ok_and(|s| s.success()) {
+        eprintln!("could not drop the bench database {name}");
     }
 }
