@@ -38,7 +38,7 @@ pub(crate) struct Budget {
 pub(crate) enum Built {
     /// A string of this many bytes.
     Str(usize),
-    /// A list of this many elements.
+    /// A list, or what is added to one, of this many elements.
     List(usize),
     /// A dict of this many entries.
     Dict(usize),
@@ -58,10 +58,10 @@ impl Built {
         match self {
             Built::Str(n) => format!("this string would be {}", human_bytes(n as u64)),
             Built::List(n) => {
-                format!("this list would hold {} elements ({})", grouped(n as u64), human_bytes(self.bytes()))
+                format!("this list would take {} more elements ({})", grouped(n as u64), human_bytes(self.bytes()))
             }
             Built::Dict(n) => {
-                format!("this dict would hold {} entries ({})", grouped(n as u64), human_bytes(self.bytes()))
+                format!("this dict would take {} more entries ({})", grouped(n as u64), human_bytes(self.bytes()))
             }
         }
     }

@@ -112,16 +112,15 @@ impl<'a> Evaluator<'a> {
                 self.read_attr(&o, &attr.name, attr.span, obj)
             }
             ExprKind::List(items) => {
-                let values = items.iter().map(|i| self.eval(i, cx)).collect::<EResult<Vec<Value>>>()?;
-                // lists in a list literal are spliced: the list is sized and charged first
-                let len = values.iter().map(|v| if let Value::List(l) = v { l.len() } else { 1 }).sum();
-                if len > values.len() {
-                    self.charge(Built::List(len), e.span)?;
-                }
-                let mut out = Vec::with_capacity(len);
-                for v in values {
-                    match v {
-                        Value::List(l) => out.extend(l.iter().cloned()),
+                let mut out = Vec::with_capacity(items.len());
+                for i in items {
+                    match self.eval(i, cx)? {
+                        // a list in a list literal is spliced: charged, and made room for exactly
+                        Value::List(l) => {
+                            self.charge(Built::List(l.len()), e.span)?;
+                            out.reserve_exact(l.len());
+                            out.extend(l.iter().cloned());
+                        }
                         v => out.push(v),
                     }
                 }
