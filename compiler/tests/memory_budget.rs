@@ -156,6 +156,22 @@ fn a_smaller_budget_comes_from_the_environment() {
 }
 
 #[test]
+fn a_dict_that_holds_the_same_dict_at_each_level_is_not_copied_past_the_budget() {
+    // 24 levels take 48 entries in the model; std::json_dumps would write 2**25 of them (a
+    // string of about 500 MB): the copy stops at the budget (16 MiB) before that string is
+    // built. Deeper models spend their time first in walking the arguments for unknowns, which
+    // takes no memory.
+    let model = doubling_chain("d0 = {\"k\": 1}", |i| format!("d{i} = {{\"a\": d{}, \"b\": d{}}}", i - 1, i - 1))
+        + "x = std::json_dumps(d24)\n";
+    let result = compile_in_child(&model, &[("INMANTA_COMPILER_MAX_MEMORY", "16M")]);
+    assert_eq!(result.exit_code, Some(1), "a model error:\n{}", result.stderr);
+    assert!(result.stderr.contains("past the compile's memory budget of 16 MiB"), "{}", result.stderr);
+    assert!(result.stderr.contains("this dict would take"), "{}", result.stderr);
+    assert!(result.stderr.contains("42 | x = std::json_dumps(d24)"), "{}", result.stderr);
+    assert!(result.peak_bytes < 200_000_000, "peak memory {} bytes", result.peak_bytes);
+}
+
+#[test]
 fn an_error_about_a_huge_string_prints_a_short_message() {
     // a 64 MiB string (budget allowing), then an error that shows it
     let mut model = format!("a0 = \"{}\"\n", "a".repeat(1024));

@@ -107,7 +107,18 @@ fn module_file(ev: &Evaluator<'_>, path: &str, sub: &str) -> Result<Vec<u8>, PEr
     std::fs::read(&full).map_err(|e| ext(format!("Unable to read {}: {e}", full.display())))
 }
 
+/// Counts a list or dict a deep copy makes against the memory budget: a dict that holds the same
+/// dict at each of 40 levels takes 40 entries in the model, and 2**40 once copied.
+fn charge_copy(ev: &mut Evaluator<'_>, built: Built) -> Result<(), PErr> {
+    ev.budget.charge(built).map_err(|m| PErr::Kind("RuntimeException", m))
+}
+
 fn to_json(ev: &mut Evaluator<'_>, v: &Value, depth: usize) -> Result<serde_json::Value, PErr> {
+    match v {
+        Value::List(l) => charge_copy(ev, Built::List(l.len()))?,
+        Value::Dict(d) => charge_copy(ev, Built::Dict(d.len()))?,
+        _ => {}
+    }
     Ok(match v {
         Value::Instance(i) => {
             if depth > 3 {
@@ -881,6 +892,11 @@ pub(crate) fn register(p: &mut Plugins) {
 /// JSON the way Python's `json.dumps` writes it (`", "` and `": "` separators).
 /// Python's `json.dumps`: a dict keeps its key order.
 fn json_dumps(ev: &mut Evaluator<'_>, v: &Value, depth: usize) -> Result<String, PErr> {
+    match v {
+        Value::List(l) => charge_copy(ev, Built::List(l.len()))?,
+        Value::Dict(d) => charge_copy(ev, Built::Dict(d.len()))?,
+        _ => {}
+    }
     Ok(match v {
         Value::Dict(d) if depth < 64 => {
             let mut parts = Vec::with_capacity(d.len());

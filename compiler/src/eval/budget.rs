@@ -4,7 +4,8 @@
 //!
 //! The budget counts the bytes of the strings, lists and dicts the evaluation builds by growing
 //! other values: `+` on strings, interpolation and f-strings, list literals that copy lists,
-//! comprehensions, and what plugins return. Each is charged before it is built (or, for a plugin,
+//! comprehensions, what plugins return, and the lists and dicts `std::json_dumps` and templates
+//! copy. Each is charged before it is built (or, for a plugin,
 //! as it returns), so nothing past the budget is ever allocated by these. A string counts twice
 //! its length (its text is written into a buffer, then copied into the value), a list 24 bytes
 //! an element, a dict 40 bytes an entry (what they hold is shared). The count only grows:
