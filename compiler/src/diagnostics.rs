@@ -29,7 +29,7 @@ impl Diagnostic {
         Diagnostic {
             severity: Severity::Error,
             kind: kind.to_string(),
-            message: message.into(),
+            message: bounded(message.into()),
             location: span.and_then(|s| sources.location(s)),
             notes: Vec::new(),
         }
@@ -47,14 +47,14 @@ impl Diagnostic {
         Diagnostic {
             severity: Severity::Error,
             kind: kind.to_string(),
-            message: message.into(),
+            message: bounded(message.into()),
             location: None,
             notes: Vec::new(),
         }
     }
 
     pub(crate) fn with_note(mut self, note: impl Into<String>) -> Self {
-        self.notes.push(note.into());
+        self.notes.push(bounded(note.into()));
         self
     }
 
@@ -93,6 +93,57 @@ impl Diagnostic {
         });
         json!({"category": self.category(), "type": self.kind, "message": self.message, "location": location})
     }
+}
+
+/// The longest message (or note) a diagnostic keeps, in bytes. Values in messages are cut where
+/// they are rendered (`eval::format::shown`); this is the net under every other text a message
+/// may carry (a plugin's exception, a path), so no error prints megabytes.
+const MAX_MESSAGE: usize = 4000;
+
+/// The longest source line shown whole; a longer one is shown around the error's column.
+const MAX_SOURCE_LINE: usize = 200;
+
+/// `text` as it is, or its start and end around a mark of how long it was.
+fn bounded(text: String) -> String {
+    if text.len() <= MAX_MESSAGE {
+        return text;
+    }
+    let head = floor_boundary(&text, MAX_MESSAGE * 3 / 4);
+    let tail = ceil_boundary(&text, text.len() - MAX_MESSAGE / 8);
+    format!("{} … ({} characters in all) … {}", &text[..head], text.chars().count(), &text[tail..])
+}
+
+fn floor_boundary(text: &str, mut at: usize) -> usize {
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+fn ceil_boundary(text: &str, mut at: usize) -> usize {
+    while !text.is_char_boundary(at) {
+        at += 1;
+    }
+    at
+}
+
+/// The part of a source line shown for an error at 1-based character column `col`, and the
+/// column of the error in it: the whole line when it is short, else a window around the column.
+fn source_window(line: &str, col: usize) -> (String, usize) {
+    if line.len() <= MAX_SOURCE_LINE {
+        return (line.to_string(), col);
+    }
+    let start = col.saturating_sub(1).saturating_sub(MAX_SOURCE_LINE / 3);
+    let mut shown: String = line.chars().skip(start).take(MAX_SOURCE_LINE).collect();
+    let mut col = col - start;
+    if start > 0 {
+        shown.insert(0, '…');
+        col += 1;
+    }
+    if line.chars().count() > start + MAX_SOURCE_LINE {
+        shown.push('…');
+    }
+    (shown, col)
 }
 
 /// Inmanta's exception type for one of our error kinds (see [`Diagnostic::inmanta_type`]).
@@ -181,10 +232,11 @@ impl fmt::Display for Diagnostic {
             let pad = " ".repeat(lnr.len());
             writeln!(f, "{pad}--> {}:{}:{}", l.file, l.line, l.col)?;
             writeln!(f, "{pad} |")?;
-            writeln!(f, "{lnr} | {}", l.source_line)?;
+            let (line, col) = source_window(&l.source_line, l.col);
+            writeln!(f, "{lnr} | {line}")?;
             let width = if l.end_line == l.line { l.end_col.saturating_sub(l.col).max(1) } else { 1 };
-            let indent: String =
-                l.source_line.chars().take(l.col - 1).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
+            let width = width.min(line.chars().count().saturating_sub(col - 1).max(1));
+            let indent: String = line.chars().take(col - 1).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
             writeln!(f, "{pad} | {indent}{}", "^".repeat(width))?;
         }
         for n in &self.notes {
@@ -225,3 +277,28 @@ impl fmt::Display for Diagnostics {
 }
 
 impl std::error::Error for Diagnostics {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_message_keeps_its_start_and_end_and_says_how_long_it_was() {
+        let message = format!("start {} end", "x".repeat(1_000_000));
+        let d = Diagnostic::plain("RuntimeException", message);
+        assert!(d.message.len() < MAX_MESSAGE + 100, "{}", d.message.len());
+        assert!(d.message.starts_with("start xxx") && d.message.ends_with("xxx end"), "{}", d.message);
+        assert!(d.message.contains("(1000010 characters in all)"), "{}", d.message);
+        assert_eq!(Diagnostic::plain("RuntimeException", "short").message, "short");
+    }
+
+    #[test]
+    fn a_long_source_line_is_shown_around_the_column() {
+        let line = format!("{}x = 1{}", "a".repeat(5000), "b".repeat(5000));
+        let (shown, col) = source_window(&line, 5001);
+        assert!(shown.chars().count() <= MAX_SOURCE_LINE + 2, "{}", shown.len());
+        assert!(shown.starts_with('…') && shown.ends_with('…'));
+        assert_eq!(shown.chars().nth(col - 1), Some('x'));
+        assert_eq!(source_window("x = 1", 1), ("x = 1".to_string(), 1));
+    }
+}

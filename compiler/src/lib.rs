@@ -50,6 +50,11 @@ pub struct CompileOptions {
     /// implementation that constructs its own entity stops here, with a few thousand instances
     /// instead of millions); default 10 000, or `INMANTA_COMPILER_MAX_DEPTH`.
     pub max_depth: u64,
+    /// Safety net on memory: the bytes the evaluation may build in strings, lists and dicts
+    /// (counted as they grow: `+`, interpolation, list literals and comprehensions, plugin
+    /// results; see `eval/budget.rs`); default 1 GiB, or `INMANTA_COMPILER_MAX_MEMORY` (bytes, or
+    /// with a unit: `512M`, `2G`).
+    pub max_memory: u64,
     /// Stack size of the compile thread; deep nesting is rejected by depth limits before it matters.
     pub stack_size: usize,
     /// The Python interpreter whose environment holds the project's modules (`[compiler] python`);
@@ -73,6 +78,11 @@ impl Default for CompileOptions {
             max_steps: limit_from_env("INMANTA_COMPILER_MAX_STEPS", 20_000_000),
             max_instances: limit_from_env("INMANTA_COMPILER_MAX_INSTANCES", 2_000_000),
             max_depth: limit_from_env("INMANTA_COMPILER_MAX_DEPTH", 10_000),
+            max_memory: std::env::var("INMANTA_COMPILER_MAX_MEMORY")
+                .ok()
+                .and_then(|v| eval::budget::parse_size(&v))
+                .filter(|n| *n > 0)
+                .unwrap_or(eval::budget::DEFAULT_MAX_MEMORY),
             stack_size: 64 * 1024 * 1024,
             python: None,
             plugin_timeout: std::time::Duration::from_secs(limit_from_env("INMANTA_COMPILER_PLUGIN_TIMEOUT", 300)),
@@ -121,8 +131,12 @@ impl PluginInputs {
 }
 
 impl CompileOptions {
+    /// The keys of a configuration's `[compiler]` section that [`CompileOptions::apply_limits`] reads.
+    pub const LIMIT_KEYS: [&str; 4] = ["max-steps", "max-instances", "max-depth", "max-memory"];
+
     /// Takes the limits from a configuration's `[compiler]` section (`max-steps`,
-    /// `max-instances`, `max-depth`; `get` looks a key up there). Values must be positive integers.
+    /// `max-instances`, `max-depth`, `max-memory`; `get` looks a key up there). Values must be
+    /// positive integers; `max-memory` is in bytes and may have a unit (`512M`, `2G`).
     pub fn apply_limits(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), String> {
         for (key, field) in [
             ("max-steps", &mut self.max_steps),
@@ -137,6 +151,11 @@ impl CompileOptions {
                     .filter(|n| *n > 0)
                     .ok_or_else(|| format!("[compiler] {key} must be a positive integer, got {v:?}"))?;
             }
+        }
+        if let Some(v) = get("max-memory") {
+            self.max_memory = eval::budget::parse_size(&v).filter(|n| *n > 0).ok_or_else(|| {
+                format!("[compiler] max-memory must be a positive size in bytes (units K, M, G allowed), got {v:?}")
+            })?;
         }
         Ok(())
     }
@@ -412,11 +431,14 @@ fn compile_inner(
         if let Some(plugins) = std::rc::Rc::get_mut(&mut ev.plugins) {
             register_python_plugins(plugins, &side.plugins, &modules, &mut warnings);
         }
-        ev.python = Some(side.bridge);
+        let mut bridge = side.bridge;
+        bridge.set_max_answer(options.max_memory);
+        ev.python = Some(bridge);
     }
     ev.max_steps = options.max_steps;
     ev.max_instances = options.max_instances;
     ev.max_depth = options.max_depth;
+    ev.budget = eval::budget::Budget::new(options.max_memory);
     let rules: Vec<String> = meta.raw["relation_precedence_policy"]
         .as_array()
         .map(|a| a.iter().filter_map(|r| r.as_str().map(str::to_string)).collect())

@@ -87,7 +87,7 @@ fn bad_argument(plugin: &str, arg: &str, expected: &str, v: &Value) -> PErr {
         "PluginTypeException",
         format!(
             "Value {} for argument {arg} of plugin {plugin} has incompatible type. Expected type: {expected}",
-            crate::eval::format::py_repr(v, &|i| format!("<instance {i}>"))
+            crate::eval::format::short_repr(v)
         ),
     )
 }

@@ -168,12 +168,16 @@ fn limits_come_from_the_compiler_config_section() {
     let config = |key: &str| match key {
         "max-steps" => Some("1234".to_string()),
         "max-depth" => Some(" 77 ".to_string()),
+        "max-memory" => Some("512M".to_string()),
         _ => None,
     };
     options.apply_limits(config).expect("valid limits");
     assert_eq!((options.max_steps, options.max_depth, options.max_instances), (1234, 77, 2_000_000));
+    assert_eq!(options.max_memory, 512 << 20);
     let err = options.apply_limits(|_| Some("-1".into())).expect_err("negative");
     assert!(err.contains("[compiler] max-steps must be a positive integer"), "{err}");
+    let err = options.apply_limits(|k| (k == "max-memory").then(|| "lots".into())).expect_err("not a size");
+    assert!(err.contains("[compiler] max-memory must be a positive size in bytes"), "{err}");
 }
 
 /// Issue 18: 80 000 statements took 30 s, because every variable of `main.cf` was looked up by a

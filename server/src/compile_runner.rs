@@ -1,8 +1,8 @@
 //! The autonomous server's compiles (deploy.md §9.3): takes requests from the queue in the
 //! database, keeps a git checkout of each environment's repository under
 //! `<state-dir>/compiles/<env>/`, fetches the modules the project requires, and runs
-//! `inmanta export` against this server in a child process with a time limit. Every step is
-//! recorded as a stage of the compile report.
+//! `inmanta export` against this server in a child process with a time limit and an
+//! address-space limit. Every step is recorded as a stage of the compile report.
 //!
 //! One compile at a time per environment, at most `parallel` at once over all environments.
 
@@ -36,6 +36,8 @@ pub struct RunnerConfig {
     pub timeout: Duration,
     /// Compiles running at once over all environments.
     pub parallel: usize,
+    /// Bytes of address space the compile process may use ([server] compile-memory-limit).
+    pub memory_limit: Option<u64>,
     /// Mints the short-lived compiler token each export child pushes with.
     pub security: Arc<crate::security::Security>,
     /// How long a compile's claim lasts unrenewed ([server] compile-claim).
@@ -211,6 +213,7 @@ async fn run_compile(o: &Orchestrator, config: &RunnerConfig, q: &QueuedCompile)
         address: config.address.clone(),
         port: config.port,
         ca_file: config.ca_file.clone(),
+        memory_limit: config.memory_limit,
         token: config.security.authenticator.internal_token(
             q.environment,
             &[api::auth::ClientType::Compiler],
@@ -244,6 +247,7 @@ struct Job<'a> {
     address: String,
     port: u16,
     ca_file: Option<PathBuf>,
+    memory_limit: Option<u64>,
     /// A compiler token of this environment that lives as long as the compile may.
     token: String,
 }
@@ -256,6 +260,8 @@ struct Cmd {
     env: BTreeMap<String, String>,
     /// Environment variables kept out of the report (the export's token).
     secret_env: Vec<(&'static str, String)>,
+    /// The address space the process may use, in bytes (the compile's memory limit).
+    address_space: Option<u64>,
 }
 
 impl Cmd {
@@ -266,6 +272,7 @@ impl Cmd {
             cwd: cwd.to_path_buf(),
             env: BTreeMap::new(),
             secret_env: Vec::new(),
+            address_space: None,
         }
     }
 
@@ -593,6 +600,7 @@ impl Job<'_> {
             cwd: self.dir.clone(),
             env,
             secret_env: vec![("INMANTA_COMPILER_REST_TRANSPORT_TOKEN", self.token.clone())],
+            address_space: self.memory_limit,
         };
         let result = self.record_raw("Recompiling configuration model", &cmd.display(), self.exec(&cmd)).await?;
         let compile_data = std::fs::read_to_string(&self.data_file)
@@ -644,6 +652,16 @@ impl Job<'_> {
                 };
             }
         };
+        if let Some(limit) = cmd.address_space
+            && let Err(e) = limit_address_space(child.id(), limit)
+        {
+            let _ = child.kill().await;
+            return StageResult {
+                errstream: format!("cannot limit the memory of {}: {e}", cmd.display()),
+                returncode: Some(126),
+                ..Default::default()
+            };
+        }
         let mut stdout = child.stdout.take();
         let mut stderr = child.stderr.take();
         let read_out = tokio::spawn(async move {
@@ -686,8 +704,36 @@ impl Job<'_> {
         let outstream = collect(read_out).await;
         let mut errstream = collect(read_err).await;
         errstream.push_str(&note);
+        if let Some(limit) = cmd.address_space
+            && returncode.is_none()
+            && errstream.contains(ALLOCATION_FAILED)
+        {
+            errstream.push_str(&out_of_memory(limit));
+        }
         StageResult { outstream, errstream, returncode }
     }
+}
+
+/// What a Rust process prints on stderr before it aborts when an allocation fails.
+const ALLOCATION_FAILED: &str = "memory allocation of ";
+
+/// The last line of a compile stopped by its address-space limit: it becomes the compile's message.
+fn out_of_memory(limit: u64) -> String {
+    format!(
+        "\nstopped: the compile ran out of memory at its limit of {} MiB of address space ([server] \
+         compile-memory-limit); the compiler's own budget ([compiler] max-memory) did not stop it first\n",
+        limit >> 20
+    )
+}
+
+/// Caps the address space of the started process `pid` (and of what it starts: they inherit it),
+/// so a compile that runs away fails alone instead of exhausting the server's machine.
+fn limit_address_space(pid: Option<u32>, bytes: u64) -> std::io::Result<()> {
+    use rustix::process::{Pid, Resource, Rlimit, prlimit};
+    let pid =
+        pid.and_then(|p| Pid::from_raw(p as i32)).ok_or_else(|| std::io::Error::other("the process has exited"))?;
+    prlimit(Some(pid), Resource::As, Rlimit { current: Some(bytes), maximum: Some(bytes) })?;
+    Ok(())
 }
 
 /// A stage that did not end with return code 0 stops the compile with this message.

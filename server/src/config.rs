@@ -112,6 +112,7 @@ pub const KNOWN: &[(&str, &str)] = &[
     ("server", "ssl-key-file"),
     ("server", "compile-timeout"),
     ("server", "compile-parallel"),
+    ("server", "compile-memory-limit"),
     ("server", "agent-timeout"),
     ("agent", "python"),
     ("agent", "handler-timeout"),
@@ -143,7 +144,13 @@ pub const KNOWN: &[(&str, &str)] = &[
     ("compiler", "max-steps"),
     ("compiler", "max-instances"),
     ("compiler", "max-depth"),
+    ("compiler", "max-memory"),
 ];
+
+/// `[server] compile-memory-limit` by default: 4 GiB of address space, four times the compiler's
+/// default memory budget (`[compiler] max-memory`), room for a model of a few hundred thousand
+/// resources.
+pub const DEFAULT_COMPILE_MEMORY_LIMIT: u64 = 4 << 30;
 
 /// The settings `inmanta server` runs with.
 #[derive(Debug, Clone)]
@@ -189,6 +196,9 @@ pub struct ServerConfig {
     pub compile_timeout: u64,
     /// Server-side compiles running at once over all environments.
     pub compile_parallel: usize,
+    /// Bytes of address space a server-side compile process may use (0: no limit): a compile
+    /// that escapes the compiler's own memory budget dies, not the server's machine.
+    pub compile_memory_limit: u64,
     /// How long a remote agent whose connection dropped stays `up`, waiting for it to reconnect.
     pub agent_timeout: std::time::Duration,
     /// How the in-process agents run Python handlers (`[agent] python`, `handler-timeout`).
@@ -275,6 +285,7 @@ impl ServerConfig {
             console_path: options.get("web-console", "path").map(PathBuf::from),
             compile_timeout: options.get_parsed("server", "compile-timeout", 1200)?,
             compile_parallel: options.get_parsed("server", "compile-parallel", 2)?,
+            compile_memory_limit: options.get_parsed("server", "compile-memory-limit", DEFAULT_COMPILE_MEMORY_LIMIT)?,
             agent_timeout: seconds(options.get_parsed("server", "agent-timeout", 30.0)?, "[server] agent-timeout")?,
             python,
             scheduler_lease: at_least_a_second(

@@ -113,6 +113,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         port: local.port(),
         timeout: std::time::Duration::from_secs(config.compile_timeout),
         parallel: config.compile_parallel,
+        memory_limit: (config.compile_memory_limit > 0).then_some(config.compile_memory_limit),
         security: security.clone(),
         claim: config.compile_claim,
     };

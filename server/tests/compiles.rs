@@ -495,3 +495,52 @@ fn children(pid: u32) -> Option<Vec<u32>> {
     }
     (!out.is_empty()).then_some(out)
 }
+
+/// `a0` of 1 KiB doubled by `+` at each of 40 statements: 1 TiB at the end, unless stopped.
+fn doubling_model() -> String {
+    let mut model = format!("a0 = \"{}\"\n", "a".repeat(1024));
+    for i in 1..=40 {
+        model.push_str(&format!("a{i} = a{} + a{}\n", i - 1, i - 1));
+    }
+    model
+}
+
+#[tokio::test]
+async fn a_model_whose_values_double_fails_with_a_readable_report_and_the_server_lives() {
+    let s = TestServer::start_with(&[("INMANTA_SERVER_COMPILE_MEMORY_LIMIT", &(1u64 << 30).to_string())]).await;
+    let repos = tempfile::tempdir().unwrap();
+    let (url, work) = repository(repos.path(), "doubling");
+    commit_and_push(&work, &[("project.yml", &project_yml("", &[])), ("main.cf", &doubling_model())], "doubling");
+    let env = environment(&s, &url, "main").await;
+    let compile_with = async |variables: &[(&str, &str)]| {
+        let env_vars = variables.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let change = NotifyChange { update: true, env: Some(env_vars), ..Default::default() };
+        let id = s.client().notify(env, &change).await.unwrap().compile_id.expect("a queued compile");
+        finished(&s, env, id, Duration::from_secs(120)).await
+    };
+
+    // The compiler's budget stops it: a model error at the statement, in the report and its data.
+    let details = compile_with(&[("INMANTA_COMPILER_MAX_MEMORY", "64M")]).await;
+    assert_eq!(details.report.success, Some(false), "{details:#?}");
+    let error = &details.compile_data.as_ref().expect("compile data")["errors"][0];
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains("past the compile's memory budget of 64 MiB"), "{error:#}");
+    // a1..a14 count 64 MiB - 4 KiB (a string counts twice its length): a15 is refused
+    assert_eq!(error["location"]["lnr"], 15, "a15 = a14 + a14, 0-based: {error:#}");
+    let last = details.reports.as_ref().unwrap().last().unwrap().clone();
+    assert_eq!(last.returncode, Some(1), "{last:#?}");
+    assert!(last.errstream.contains("16 | a15 = a14 + a14"), "{last:#?}");
+    assert!(last.errstream.len() < 10_000, "a short report: {} bytes", last.errstream.len());
+
+    // Without the budget, the address-space limit stops the process, and the report says so.
+    let details = compile_with(&[("INMANTA_COMPILER_MAX_MEMORY", "64G")]).await;
+    assert_eq!(details.report.success, Some(false), "{details:#?}");
+    let last = details.reports.as_ref().unwrap().last().unwrap().clone();
+    assert!(last.returncode.is_none(), "{last:#?}");
+    assert!(
+        last.errstream
+            .contains("ran out of memory at its limit of 1024 MiB of address space ([server] compile-memory-limit)"),
+        "{last:#?}"
+    );
+    s.client().server_status().await.expect("the server is still up");
+}

@@ -226,3 +226,17 @@ fn python_plugin(_: &mut crate::eval::Evaluator<'_>, _: &mut PluginCall) -> PRes
 pub(crate) fn s(v: &str) -> Value {
     Value::Str(Rc::from(v))
 }
+
+/// Deprecated std plugins and what replaces them.
+pub(crate) fn deprecated_plugin(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "std::equals" => "use the == operator",
+        "std::select" => "use a list comprehension",
+        "std::filter" => "use a list comprehension",
+        "std::dict_get" => "use a dict lookup d[key]",
+        "std::contains" => "use the in operator",
+        "std::invert" => "use not",
+        "std::get_env_int" => "use int(std::get_env(...))",
+        _ => return None,
+    })
+}

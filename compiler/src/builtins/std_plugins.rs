@@ -6,7 +6,8 @@ use num_traits::ToPrimitive;
 
 use super::{PErr, PResult, PluginCall, Plugins, net, s};
 use crate::eval::Evaluator;
-use crate::eval::format::{py_repr, py_str, python_str};
+use crate::eval::budget::Built;
+use crate::eval::format::{py_str, python_str, short_repr};
 use crate::eval::value::{UnknownSource, Value, dict_get};
 use crate::model::AttrKind;
 
@@ -15,11 +16,7 @@ pub(crate) fn text(v: &Value, what: &str) -> Result<Rc<str>, PErr> {
         Value::Str(s) => Ok(s.clone()),
         other => Err(PErr::Kind(
             "PluginTypeException",
-            format!(
-                "{what}: expected a string, got {} {}",
-                other.type_name(),
-                py_repr(other, &|i| format!("<instance {i}>"))
-            ),
+            format!("{what}: expected a string, got {} {}", other.type_name(), short_repr(other)),
         )),
     }
 }
@@ -41,11 +38,7 @@ fn int(v: &Value, what: &str) -> Result<i64, PErr> {
         Value::BigInt(i) => Err(ext(format!("{what}: {i} does not fit a 64-bit integer"))),
         other => Err(PErr::Kind(
             "PluginTypeException",
-            format!(
-                "{what}: expected an int, got {} {}",
-                other.type_name(),
-                py_repr(other, &|i| format!("<instance {i}>"))
-            ),
+            format!("{what}: expected an int, got {} {}", other.type_name(), short_repr(other)),
         )),
     }
 }
@@ -57,11 +50,7 @@ fn list(v: &Value, what: &str) -> Result<Rc<Vec<Value>>, PErr> {
         Value::Instance(_) => Ok(Rc::new(vec![v.clone()])),
         other => Err(PErr::Kind(
             "PluginTypeException",
-            format!(
-                "{what}: expected a list, got {} {}",
-                other.type_name(),
-                py_repr(other, &|i| format!("<instance {i}>"))
-            ),
+            format!("{what}: expected a list, got {} {}", other.type_name(), short_repr(other)),
         )),
     }
 }
@@ -118,7 +107,18 @@ fn module_file(ev: &Evaluator<'_>, path: &str, sub: &str) -> Result<Vec<u8>, PEr
     std::fs::read(&full).map_err(|e| ext(format!("Unable to read {}: {e}", full.display())))
 }
 
+/// Counts a list or dict a deep copy makes against the memory budget: a dict that holds the same
+/// dict at each of 40 levels takes 40 entries in the model, and 2**40 once copied.
+fn charge_copy(ev: &mut Evaluator<'_>, built: Built) -> Result<(), PErr> {
+    ev.budget.charge(built).map_err(|m| PErr::Kind("RuntimeException", m))
+}
+
 fn to_json(ev: &mut Evaluator<'_>, v: &Value, depth: usize) -> Result<serde_json::Value, PErr> {
+    match v {
+        Value::List(l) => charge_copy(ev, Built::List(l.len()))?,
+        Value::Dict(d) => charge_copy(ev, Built::Dict(d.len()))?,
+        _ => {}
+    }
     Ok(match v {
         Value::Instance(i) => {
             if depth > 3 {
@@ -495,8 +495,15 @@ pub(crate) fn register(p: &mut Plugins) {
         names.sort();
         Ok(Value::list(names.iter().map(|x| s(x)).collect()))
     });
-    p.add("std::replace", &[("string", None), ("old", None), ("new", None)], |_, c| {
+    p.add("std::replace", &[("string", None), ("old", None), ("new", None)], |ev, c| {
         let (a, b, d) = (text(&c.args[0], "string")?, text(&c.args[1], "old")?, text(&c.args[2], "new")?);
+        // an empty `old` matches between every two characters: the result can be the square of
+        // the input, so its size is charged before it is built
+        if d.len() > b.len() {
+            let matches = if b.is_empty() { a.chars().count() + 1 } else { a.matches(&*b).count() };
+            let len = matches.saturating_mul(d.len() - b.len()).saturating_add(a.len());
+            ev.ensure_room(Built::Str(len), c.span)?;
+        }
         Ok(s(&a.replace(&*b, &d)))
     });
     p.add("std::length", &[("value", None)], |_, c| Ok(Value::Int(text(&c.args[0], "value")?.chars().count() as i64)));
@@ -504,11 +511,14 @@ pub(crate) fn register(p: &mut Plugins) {
     // counts unknowns like any other element (`std::len` is the conservative one)
     p.add("std::count", &[("item_list", None)], |_, c| Ok(Value::Int(list(&c.args[0], "item_list")?.len() as i64)))
         .accepts_unknown = true;
-    p.add("std::split", &[("string_list", None), ("delim", None)], |_, c| {
+    p.add("std::split", &[("string_list", None), ("delim", None)], |ev, c| {
         let (a, d) = (text(&c.args[0], "string_list")?, text(&c.args[1], "delim")?);
         if d.is_empty() {
             return Err(ext("empty separator".into()));
         }
+        // each piece is a string of its own (its bytes, an allocation and a list element)
+        let pieces = a.matches(&*d).count() + 1;
+        ev.ensure_room(Built::List(pieces.saturating_mul(3)), c.span)?;
         Ok(Value::list(a.split(&*d).map(s).collect()))
     });
     p.add("std::at", &[("objects", None), ("index", None)], |_, c| {
@@ -884,6 +894,11 @@ pub(crate) fn register(p: &mut Plugins) {
 /// JSON the way Python's `json.dumps` writes it (`", "` and `": "` separators).
 /// Python's `json.dumps`: a dict keeps its key order.
 fn json_dumps(ev: &mut Evaluator<'_>, v: &Value, depth: usize) -> Result<String, PErr> {
+    match v {
+        Value::List(l) => charge_copy(ev, Built::List(l.len()))?,
+        Value::Dict(d) => charge_copy(ev, Built::Dict(d.len()))?,
+        _ => {}
+    }
     Ok(match v {
         Value::Dict(d) if depth < 64 => {
             let mut parts = Vec::with_capacity(d.len());

@@ -3,9 +3,11 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use super::format::{apply_spec, interp_str};
+use super::budget::Built;
+use super::format::{apply_spec, interp_into, short_repr};
 use num_bigint::BigInt;
 
+use super::format::Bounded;
 use super::value::{InstId, Value, big_cmp_float, big_to_f64, dict_get, int_cmp_float};
 use super::{EResult, Evaluator, Flow, ScopeId, Slot, Wait, error};
 use crate::builtins::{PErr, PluginCall};
@@ -29,16 +31,6 @@ impl<'c> Cx<'c> {
     pub(crate) fn new(scope: ScopeId, ns: NsId, cache: &'c mut Vec<Value>) -> Self {
         Cx { scope, ns, cache, seq: 0, locals: Vec::new(), infer: None, depth: 0 }
     }
-}
-
-pub(crate) fn short_repr(v: &Value) -> String {
-    let s = super::format::py_repr(v, &|i| format!("<instance {i}>"));
-    if s.chars().count() > 80 { format!("{}...", s.chars().take(77).collect::<String>()) } else { s }
-}
-
-pub(crate) fn short_repr_with(v: &Value, ev: &Evaluator<'_>) -> String {
-    let s = ev.repr(v);
-    if s.chars().count() > 120 { format!("{}...", s.chars().take(117).collect::<String>()) } else { s }
 }
 
 pub(crate) fn describe_expr(e: &Expr) -> String {
@@ -77,28 +69,28 @@ impl<'a> Evaluator<'a> {
                 Err(error("TypingException", "A regex can only be used in a typedef", e.span, self.m.sources))
             }
             ExprKind::Interp(parts) => {
-                let mut out = String::new();
+                let mut out = self.string_buffer();
                 for p in parts {
                     match p {
-                        StrPart::Lit(s) => out.push_str(s),
+                        StrPart::Lit(s) => _ = out.push(s),
                         StrPart::Var(path, span) => {
                             let v = self.read_path(path, *span, cx)?;
                             if v.is_unknown() {
                                 return Ok(v);
                             }
                             crate::references::refuse_in_format(self, &v, path, *span)?;
-                            out.push_str(&interp_str(&v, &|i| self.inst_name(i)));
+                            interp_into(&v, &|i| self.inst_name(i), &mut out);
                         }
                     }
                 }
-                Ok(Value::str(&out))
+                self.built_string(out, e.span)
             }
             ExprKind::FStr(parts) => {
-                let mut out = String::new();
+                let mut out = self.string_buffer();
                 if let Some(u) = self.fstring(parts, e.span, cx, &mut out)? {
                     return Ok(u);
                 }
-                Ok(Value::str(&out))
+                self.built_string(out, e.span)
             }
             ExprKind::Var(name) => self.eval_var(name, e.span, cx),
             ExprKind::Attr(obj, attr) => {
@@ -123,7 +115,12 @@ impl<'a> Evaluator<'a> {
                 let mut out = Vec::with_capacity(items.len());
                 for i in items {
                     match self.eval(i, cx)? {
-                        Value::List(l) => out.extend(l.iter().cloned()),
+                        // a list in a list literal is spliced: charged, and made room for exactly
+                        Value::List(l) => {
+                            self.charge(Built::List(l.len()), e.span)?;
+                            out.reserve_exact(l.len());
+                            out.extend(l.iter().cloned());
+                        }
                         v => out.push(v),
                     }
                 }
@@ -209,9 +206,9 @@ impl<'a> Evaluator<'a> {
                         None => Err(error(
                             "KeyException",
                             format!(
-                                "key {} not found in dict, available keys are {:?}",
-                                super::value::py_repr_str(s),
-                                m.iter().map(|(k, _)| k.to_string()).collect::<Vec<_>>()
+                                "key {} not found in dict, available keys are {}",
+                                super::format::py_repr_str(s),
+                                super::format::shown_keys(m)
                             ),
                             k.span,
                             self.m.sources,
@@ -224,7 +221,7 @@ impl<'a> Evaluator<'a> {
                         format!(
                             "[] lookup is only possible on a dict, not on {} {}",
                             other.type_name(),
-                            short_repr_with(other, self)
+                            self.repr(other)
                         ),
                         d.span,
                         self,
@@ -320,7 +317,9 @@ impl<'a> Evaluator<'a> {
                 }
             }
             // as Inmanta: a list result is spliced into the outer list
-            match self.eval(value, cx)? {
+            let v = self.eval(value, cx)?;
+            self.charge(Built::List(if let Value::List(l) = &v { l.len() } else { 1 }), value.span)?;
+            match v {
                 Value::List(l) => out.extend(l.iter().cloned()),
                 v => out.push(v),
             }
@@ -357,10 +356,10 @@ impl<'a> Evaluator<'a> {
         Ok(())
     }
 
-    fn fstring(&mut self, parts: &'a [FPart], span: Span, cx: &mut Cx, out: &mut String) -> EResult<Option<Value>> {
+    fn fstring(&mut self, parts: &'a [FPart], span: Span, cx: &mut Cx, out: &mut Bounded) -> EResult<Option<Value>> {
         for p in parts {
             match p {
-                FPart::Lit(s) => out.push_str(s),
+                FPart::Lit(s) => _ = out.push(s),
                 FPart::Field { path, conversion, spec, span: fspan } => {
                     if path.is_empty() {
                         let msg = "f-strings do not support positional substitutions via '{}', use variable or attribute keys instead";
@@ -372,17 +371,19 @@ impl<'a> Evaluator<'a> {
                         Value::Float(f) if f.fract() == 0.0 => super::value::int_of_integral_float(f),
                         v => v,
                     };
-                    let mut spec_s = String::new();
+                    let mut spec_s = self.string_buffer();
                     if let Some(u) = self.fstring(spec, span, cx, &mut spec_s)? {
                         return Ok(Some(u));
                     }
+                    self.refuse_cut(&spec_s, span)?;
+                    self.check_rendering(&v, span)?;
                     let v = match conversion {
-                        Some('r') => Value::str(&self.repr(&v)),
+                        Some('r') => Value::str(&super::format::py_repr(&v, &|i| self.inst_name(i))),
                         Some('s') => Value::str(&super::format::py_str(&v, &|i| self.inst_name(i))),
                         _ => v,
                     };
-                    match apply_spec(&v, &spec_s, &|i| self.inst_name(i)) {
-                        Ok(s) => out.push_str(&s),
+                    match apply_spec(&v, &spec_s.text, &|i| self.inst_name(i)) {
+                        Ok(s) => _ = out.push(&s),
                         Err(m) if m == super::format::INT_TOO_LARGE => {
                             return Err(error("OverflowError", m, span, self.m.sources));
                         }
@@ -911,7 +912,7 @@ impl<'a> Evaluator<'a> {
     fn call(&mut self, name: &'a Ident, args: &'a Args, span: Span, cx: &mut Cx) -> EResult<Value> {
         let full = self.resolve_plugin(cx.ns, name)?;
         let plugin = self.plugins.get(&full).expect("resolved").clone();
-        if let Some(instead) = deprecated_plugin(&full) {
+        if let Some(instead) = crate::builtins::deprecated_plugin(&full) {
             self.warn("CompilerDeprecationWarning", format!("Plugin {full} is deprecated: {instead}"), name.span);
         }
         let mut pos = Vec::with_capacity(args.positional.len());
@@ -936,7 +937,8 @@ impl<'a> Evaluator<'a> {
                 return Ok(Value::Unknown(unknown_of(u, u)));
             }
             crate::references::check_python_args(self, &full, &pos, &kw, span)?;
-            return self.call_python(&full, pos, kw, span);
+            let v = self.call_python(&full, pos, kw, span)?;
+            return self.charge_result(&v, span).map(|()| v);
         }
         let call = plugin.bind(&full, pos, kw).map_err(|m| error("RuntimeException", m, span, self.m.sources))?;
         crate::references::check_plugin_args(self, &full, &plugin, &call, span)?;
@@ -964,6 +966,7 @@ impl<'a> Evaluator<'a> {
         let mut call = PluginCall { span, scope: cx.scope, ..call };
         match (plugin.f)(self, &mut call) {
             Ok(v) => {
+                self.charge_result(&v, span)?;
                 if plugin.side_effect {
                     cx.cache.push(v.clone());
                 }
@@ -1059,25 +1062,14 @@ impl<'a> Evaluator<'a> {
         }
         let lv = self.eval(l, cx)?;
         let rv = self.eval(r, cx)?;
+        if let (BinOp::Add, Value::Str(a), Value::Str(b)) = (op, &lv, &rv) {
+            self.charge(Built::Str(a.len() + b.len()), span)?;
+        }
         if lv.is_unknown() || rv.is_unknown() {
             return Ok(Value::Unknown(unknown_of(&lv, &rv)));
         }
         binop_values(op, &lv, &rv).map_err(|(kind, m)| error(kind, m, span, self.m.sources))
     }
-}
-
-/// Deprecated std plugins and what replaces them.
-fn deprecated_plugin(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "std::equals" => "use the == operator",
-        "std::select" => "use a list comprehension",
-        "std::filter" => "use a list comprehension",
-        "std::dict_get" => "use a dict lookup d[key]",
-        "std::contains" => "use the in operator",
-        "std::invert" => "use not",
-        "std::get_env_int" => "use int(std::get_env(...))",
-        _ => return None,
-    })
 }
 
 fn defined(v: &Value) -> Value {

@@ -1,6 +1,45 @@
-//! Python-style string conversion and format specs.
+//! Python-style string conversion and format specs, and the bounded rendering of values in
+//! messages.
 
-use super::value::{Value, py_float, py_repr_str};
+use super::value::{Value, py_float};
+
+/// Text rendered up to a limit of bytes: once the limit is passed, rendering stops. Rendering a
+/// huge value, or a dict that holds the same dict many times over (its text doubles with each
+/// level while its memory does not), then costs no more than the limit.
+pub(crate) struct Bounded {
+    pub text: String,
+    limit: usize,
+    /// Something was left out: the whole text would pass the limit.
+    pub cut: bool,
+    /// The bytes offered, kept or not: the whole text's length when every piece was offered (a
+    /// list or dict stops offering once it is cut).
+    pub offered: usize,
+}
+
+impl Bounded {
+    pub(crate) fn new(limit: usize) -> Bounded {
+        Bounded { text: String::new(), limit, cut: false, offered: 0 }
+    }
+
+    /// Appends `s`, or as much of it as fits (whole characters); false once the limit is reached.
+    pub(crate) fn push(&mut self, s: &str) -> bool {
+        self.offered = self.offered.saturating_add(s.len());
+        let room = self.limit - self.text.len();
+        if !self.cut && s.len() <= room {
+            self.text.push_str(s);
+            return true;
+        }
+        if !self.cut {
+            let mut end = room;
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            self.text.push_str(&s[..end]);
+            self.cut = true;
+        }
+        false
+    }
+}
 
 /// `str()` of a value as Python prints it (used by `string()` and f-strings).
 pub(crate) fn py_str(v: &Value, names: &dyn Fn(u32) -> String) -> String {
@@ -16,44 +55,163 @@ fn str_in(v: &Value, names: &dyn Fn(u32) -> String, null: &str) -> String {
     match v {
         Value::Str(s) => s.to_string(),
         Value::Float(f) => py_float(*f),
-        other => repr_in(other, names, null),
+        other => unbounded(|out| repr_into(other, names, null, out)),
     }
 }
 
-/// `{{ }}` interpolation: like `str()` but an integral float prints without `.0` and null as `null`.
-pub(crate) fn interp_str(v: &Value, names: &dyn Fn(u32) -> String) -> String {
+/// `{{ }}` interpolation, appended to `out` within its limit: like `str()` but an integral float
+/// prints without `.0` and null as `null`.
+pub(crate) fn interp_into(v: &Value, names: &dyn Fn(u32) -> String, out: &mut Bounded) {
     match v {
-        Value::Float(f) if f.fract() == 0.0 => py_str(&super::value::int_of_integral_float(*f), names),
-        other => py_str(other, names),
+        Value::Str(s) => {
+            out.push(s);
+        }
+        Value::Float(f) if f.fract() == 0.0 => interp_into(&super::value::int_of_integral_float(*f), names, out),
+        Value::Float(f) => {
+            out.push(&py_float(*f));
+        }
+        other => repr_into(other, names, "null", out),
     }
 }
 
 /// `repr()` of a value of the language: null is Inmanta's `NoneValue`, which prints as `null`.
 pub(crate) fn py_repr(v: &Value, names: &dyn Fn(u32) -> String) -> String {
-    repr_in(v, names, "null")
+    unbounded(|out| repr_into(v, names, "null", out))
 }
 
-fn repr_in(v: &Value, names: &dyn Fn(u32) -> String, null: &str) -> String {
-    match v {
-        Value::Null => null.into(),
-        Value::Bool(true) => "True".into(),
-        Value::Bool(false) => "False".into(),
-        Value::Int(i) => i.to_string(),
-        Value::BigInt(i) => i.to_string(),
-        Value::Float(f) => py_float(*f),
-        Value::Str(s) => py_repr_str(s),
-        Value::List(l) => format!("[{}]", l.iter().map(|x| repr_in(x, names, null)).collect::<Vec<_>>().join(", ")),
-        Value::Dict(d) => format!(
-            "{{{}}}",
-            d.iter()
-                .map(|(k, x)| format!("{}: {}", py_repr_str(k), repr_in(x, names, null)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        Value::Instance(i) => names(*i),
-        Value::Unknown(_) => "Unknown".into(),
-        Value::Reference(r) => format!("<inmanta_plugins.std.{} object>", r.class),
+/// Python `repr` of a string.
+pub(crate) fn py_repr_str(s: &str) -> String {
+    unbounded(|out| repr_str_into(s, out))
+}
+
+/// How many characters of a value's text a message shows (a cut value also names its size).
+pub(crate) const SHOWN_CHARS: usize = 120;
+
+/// The `repr()` of a value for a message: at most about `limit` bytes of it, and when it is cut,
+/// its full size (`'aaaa…' (104 857 600 characters)`), so an error about a huge value stays short.
+pub(crate) fn shown(v: &Value, names: &dyn Fn(u32) -> String, limit: usize) -> String {
+    let mut out = Bounded::new(limit);
+    repr_into(v, names, "null", &mut out);
+    if !out.cut {
+        return out.text;
     }
+    let mut text = out.text;
+    text.push('…');
+    match v {
+        Value::Str(s) => {
+            text.push(quote_of(s));
+            text + &format!(" ({} characters)", grouped(s.chars().count() as u64))
+        }
+        Value::List(l) => text + &format!(" ({} elements)", grouped(l.len() as u64)),
+        Value::Dict(d) => text + &format!(" ({} entries)", grouped(d.len() as u64)),
+        _ => text,
+    }
+}
+
+/// A value in a message where instances have no names: at most about 80 characters of it.
+pub(crate) fn short_repr(v: &Value) -> String {
+    shown(v, &|i| format!("<instance {i}>"), 80)
+}
+
+/// The keys of a dict for a message, `["a", "b"]`: cut past [`SHOWN_CHARS`] with their number.
+pub(crate) fn shown_keys(dict: &[(std::rc::Rc<str>, Value)]) -> String {
+    let mut out = Bounded::new(SHOWN_CHARS);
+    out.push("[");
+    for (n, (key, _)) in dict.iter().enumerate() {
+        let key: String = key.chars().take(SHOWN_CHARS).collect();
+        if (n > 0 && !out.push(", ")) || !out.push(&format!("{key:?}")) {
+            break;
+        }
+    }
+    out.push("]");
+    match out.cut {
+        true => format!("{}… ({} keys)", out.text, grouped(dict.len() as u64)),
+        false => out.text,
+    }
+}
+
+/// A count with its thousands apart, as the documentation writes them: `104 857 600`.
+pub(crate) fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn unbounded<R>(render: impl FnOnce(&mut Bounded) -> R) -> String {
+    let mut out = Bounded::new(usize::MAX);
+    render(&mut out);
+    out.text
+}
+
+fn repr_into(v: &Value, names: &dyn Fn(u32) -> String, null: &str, out: &mut Bounded) {
+    match v {
+        Value::Null => out.push(null),
+        Value::Bool(true) => out.push("True"),
+        Value::Bool(false) => out.push("False"),
+        Value::Int(i) => out.push(&i.to_string()),
+        Value::BigInt(i) => out.push(&i.to_string()),
+        Value::Float(f) => out.push(&py_float(*f)),
+        Value::Str(s) => repr_str_into(s, out),
+        Value::List(l) => {
+            out.push("[");
+            for (n, x) in l.iter().enumerate() {
+                if out.cut || (n > 0 && !out.push(", ")) {
+                    return;
+                }
+                repr_into(x, names, null, out);
+            }
+            out.push("]")
+        }
+        Value::Dict(d) => {
+            out.push("{");
+            for (n, (k, x)) in d.iter().enumerate() {
+                if out.cut || (n > 0 && !out.push(", ")) {
+                    return;
+                }
+                repr_str_into(k, out);
+                out.push(": ");
+                repr_into(x, names, null, out);
+            }
+            out.push("}")
+        }
+        Value::Instance(i) => out.push(&names(*i)),
+        Value::Unknown(_) => out.push("Unknown"),
+        Value::Reference(r) => out.push(&format!("<inmanta_plugins.std.{} object>", r.class)),
+    };
+}
+
+/// The quote Python's `repr` puts around a string.
+fn quote_of(s: &str) -> char {
+    if s.contains('\'') && !s.contains('"') { '"' } else { '\'' }
+}
+
+/// Python `repr` of a string, appended to `out` (runs of plain characters are copied whole).
+fn repr_str_into(s: &str, out: &mut Bounded) -> bool {
+    let q = quote_of(s);
+    out.push(if q == '"' { "\"" } else { "'" });
+    let mut plain = 0;
+    for (at, c) in s.char_indices() {
+        let escaped = match c {
+            '\\' => "\\\\",
+            '\n' => "\\n",
+            '\t' => "\\t",
+            '\r' => "\\r",
+            '"' if q == '"' => "\\\"",
+            '\'' if q == '\'' => "\\'",
+            _ => continue,
+        };
+        if !out.push(&s[plain..at]) || !out.push(escaped) {
+            return false;
+        }
+        plain = at + c.len_utf8();
+    }
+    out.push(&s[plain..]) && out.push(if q == '"' { "\"" } else { "'" })
 }
 
 /// The error of a float format of an int past the float range: Python's `OverflowError`, which
@@ -230,6 +388,30 @@ mod tests {
         assert_eq!(spec(Value::str("abcdef"), ".3"), "abc");
         assert!(apply_spec(&Value::str("a"), "d", &|_| String::new()).is_err());
         assert!(apply_spec(&Value::Int(1), "99999999", &|_| String::new()).is_err());
+    }
+
+    #[test]
+    fn values_in_messages_are_cut_with_their_size() {
+        let names = |i: u32| format!("<{i}>");
+        let huge = Value::str(&"a".repeat(10_000_000));
+        let shown_huge = shown(&huge, &names, 20);
+        assert_eq!(shown_huge, format!("'{}…' (10 000 000 characters)", "a".repeat(19)));
+        let list = Value::list((0..1000).map(Value::Int).collect());
+        assert_eq!(shown(&list, &names, 12), "[0, 1, 2, 3,… (1 000 elements)");
+        assert_eq!(shown(&Value::list(vec![Value::Int(1)]), &names, 12), "[1]");
+        // a dict holding the same dict at each of 40 levels: a text of 2**40 entries, cut at once
+        let mut nested = Value::Dict(std::rc::Rc::new(vec![("k".into(), Value::Int(1))]));
+        for _ in 0..40 {
+            nested = Value::Dict(std::rc::Rc::new(vec![("a".into(), nested.clone()), ("b".into(), nested)]));
+        }
+        assert_eq!(shown(&nested, &names, 30), "{'a': {'a': {'a': {'a': {'a': … (2 entries)");
+        let keys: Vec<(std::rc::Rc<str>, Value)> = (0..100).map(|i| (i.to_string().into(), Value::Null)).collect();
+        assert_eq!(shown_keys(&keys[..2]), r#"["0", "1"]"#);
+        assert!(shown_keys(&keys).ends_with("… (100 keys)"), "{}", shown_keys(&keys));
+    }
+
+    fn interp_str(v: &Value, names: &dyn Fn(u32) -> String) -> String {
+        unbounded(|out| interp_into(v, names, out))
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! in the order they happen, so running a statement again reuses them instead of repeating them.
 //! When nothing is ready, the scheduler freezes relations that somebody waits on.
 
+pub(crate) mod budget;
 pub(crate) mod build;
 pub(crate) mod expr;
 pub(crate) mod format;
@@ -14,8 +15,8 @@ mod report;
 pub(crate) mod state;
 pub(crate) mod value;
 
-use state::{Conflict, NO_SPAN, VarSlot, Waiters};
 pub(crate) use state::{Instance, Model, RelSlot, Scope, Slot, VAR_PROBES, Vars};
+use state::{NO_SPAN, VarSlot, Waiters, value_set_twice};
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
@@ -76,23 +77,6 @@ impl Listener<'_> {
     }
 }
 
-/// Inmanta's text for a second, different value written where one was already set.
-fn value_set_twice(old: &str, old_at: &str, new: &str, new_at: &str) -> String {
-    format!("value set twice: old value: {old} (set at {old_at}), new value: {new} (set at {new_at})")
-}
-
-impl Conflict {
-    /// The error text for this conflict, the new value written at `span`.
-    fn message(&self, sources: &SourceMap, span: Span) -> String {
-        value_set_twice(
-            &expr::short_repr(&self.old),
-            &loc_str(sources, self.old_span),
-            &expr::short_repr(&self.new),
-            &loc_str(sources, span),
-        )
-    }
-}
-
 /// Context of the project, for plugins that read files.
 #[derive(Default, Clone)]
 pub(crate) struct ProjectCtx {
@@ -130,6 +114,7 @@ pub(crate) struct Evaluator<'a> {
     pub max_steps: u64,
     pub max_instances: u64,
     pub max_depth: u64,
+    pub budget: budget::Budget,
     pub steps: u64,
     listeners: FastMap<(InstId, u32), Vec<Listener<'a>>>,
     /// (relation, listener index, new element) to process
@@ -200,6 +185,7 @@ impl<'a> Evaluator<'a> {
             max_steps: 5_000_000,
             max_instances: u64::MAX,
             max_depth: u64::MAX,
+            budget: budget::Budget::new(budget::DEFAULT_MAX_MEMORY),
             steps: 0,
             precedence: Vec::new(),
             listeners: FastMap::default(),
@@ -750,7 +736,7 @@ impl<'a> Evaluator<'a> {
                                 "RuntimeException",
                                 format!(
                                     "Invalid value {}: the condition of an if statement must be a bool",
-                                    expr::short_repr_with(&other, self)
+                                    self.repr(&other)
                                 ),
                                 cond.span,
                                 self.m.sources,
@@ -1351,7 +1337,7 @@ impl<'a> Evaluator<'a> {
         let bad = |s: &Self, v: &Value| {
             error(
                 "TypingException",
-                format!("Invalid value {}: expected {}", expr::short_repr_with(v, s), s.types.type_name(ty)),
+                format!("Invalid value {}: expected {}", s.repr(v), s.types.type_name(ty)),
                 span,
                 s.sources,
             )
@@ -1442,7 +1428,7 @@ impl<'a> Evaluator<'a> {
                             "TypingException",
                             format!(
                                 "Invalid value {}, does not match constraint `{}` of type {}",
-                                expr::short_repr(&v),
+                                format::short_repr(&v),
                                 re.as_str().trim_start_matches("^(?:").trim_end_matches(')'),
                                 self.m.types.typedefs[*t].name
                             ),
@@ -1477,7 +1463,7 @@ impl<'a> Evaluator<'a> {
                             "TypingException",
                             format!(
                                 "Invalid value {}, does not match constraint of type {}",
-                                expr::short_repr(&v),
+                                format::short_repr(&v),
                                 self.m.types.typedefs[*t].name
                             ),
                             span,

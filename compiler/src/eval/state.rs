@@ -289,8 +289,9 @@ impl<'a> Model<'a> {
         let inst = &self.instances[i as usize];
         format!("{} (instantiated at {})", self.types.entities[inst.entity].name, loc_str(self.sources, inst.span))
     }
+    /// The `repr()` of a value for a message: cut past [`format::SHOWN_CHARS`] (with its size).
     pub(crate) fn repr(&self, v: &Value) -> String {
-        format::py_repr(v, &|i| self.inst_name(i))
+        format::shown(v, &|i| self.inst_name(i), format::SHOWN_CHARS)
     }
     /// How deep an instance made in `scope` is: one more than the `self` of the innermost
     /// implementation around it (0 outside implementations).
@@ -340,5 +341,22 @@ impl<'a> Model<'a> {
             key.push('\u{1}');
         }
         Some(key)
+    }
+}
+
+/// Inmanta's text for a second, different value written where one was already set.
+pub(crate) fn value_set_twice(old: &str, old_at: &str, new: &str, new_at: &str) -> String {
+    format!("value set twice: old value: {old} (set at {old_at}), new value: {new} (set at {new_at})")
+}
+
+impl Conflict {
+    /// The error text for this conflict, the new value written at `span`.
+    pub(crate) fn message(&self, sources: &SourceMap, span: Span) -> String {
+        value_set_twice(
+            &format::short_repr(&self.old),
+            &loc_str(sources, self.old_span),
+            &format::short_repr(&self.new),
+            &loc_str(sources, span),
+        )
     }
 }

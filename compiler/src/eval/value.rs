@@ -246,28 +246,6 @@ pub(crate) fn py_float(f: f64) -> String {
     if s.contains('.') { s } else { format!("{s}.0") }
 }
 
-/// Python `repr` of a string.
-pub(crate) fn py_repr_str(s: &str) -> String {
-    let q = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(q);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c == q => {
-                out.push('\\');
-                out.push(c);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(q);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -117,6 +117,8 @@ pub(crate) struct Bridge {
     pub version: String,
     line: String,
     limit: Duration,
+    /// The longest answer read from Python, in bytes (the compile's memory budget).
+    max_answer: u64,
     watchdog: Arc<Watchdog>,
 }
 
@@ -150,11 +152,18 @@ impl Bridge {
             version: String::new(),
             line: String::new(),
             limit,
+            max_answer: u64::MAX,
             watchdog,
         };
         let ready = bridge.read()?;
         bridge.version = ready["ready"].as_str().unwrap_or("").to_string();
         Ok(bridge)
+    }
+
+    /// The most bytes one answer of Python may have: a plugin that returns a value past the
+    /// compile's memory budget fails the compile instead of being read into memory.
+    pub(crate) fn set_max_answer(&mut self, bytes: u64) {
+        self.max_answer = bytes;
     }
 
     /// The time limit of every later turn of Python.
@@ -174,12 +183,16 @@ impl Bridge {
     fn read(&mut self) -> Result<Json, BridgeError> {
         self.line.clear();
         self.watchdog.deadline.store(self.watchdog.now_ms() + self.limit.as_millis() as u64, Ordering::Relaxed);
-        let read = self.output.read_line(&mut self.line);
+        let read = std::io::Read::take(&mut self.output, self.max_answer).read_line(&mut self.line);
         self.watchdog.deadline.store(0, Ordering::Relaxed);
         if self.watchdog.fired.load(Ordering::Relaxed) {
             return Err(BridgeError::TimedOut(self.limit));
         }
         Ok(match read {
+            Ok(n) if n as u64 == self.max_answer && !self.line.ends_with('\n') => Err(format!(
+                "the Python process answered with more than {n} bytes, past the compile's memory budget ([compiler] \
+                 max-memory or INMANTA_COMPILER_MAX_MEMORY)"
+            )),
             Ok(0) => {
                 let status = self.child.wait().map(|s| s.to_string()).unwrap_or_default();
                 Err(format!("the Python process exited ({status}); its error output is above"))

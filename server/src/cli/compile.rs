@@ -37,7 +37,7 @@ pub struct CompileArgs {
     /// INMANTA_COMPILER_PYTHON); default: the project's .env.
     #[arg(skip)]
     pub(super) python: Option<PathBuf>,
-    /// The compiler's limits from `[compiler] max-steps`, `max-instances`, `max-depth`.
+    /// The compiler's limits from `[compiler] max-steps`, `max-instances`, `max-depth`, `max-memory`.
     #[arg(skip)]
     pub(super) limits: Vec<(String, String)>,
     /// The environment the compile is for, when it is known before compiling (an export to a
@@ -50,7 +50,7 @@ impl CompileArgs {
     /// Takes the `[compiler]` settings of the configuration: the Python interpreter and the limits.
     pub(super) fn configure(&mut self, options: &Options) {
         self.python = options.get("compiler", "python").map(PathBuf::from);
-        self.limits = ["max-steps", "max-instances", "max-depth"]
+        self.limits = CompileOptions::LIMIT_KEYS
             .into_iter()
             .filter_map(|k| options.get("compiler", k).map(|v| (k.to_string(), v.to_string())))
             .collect();

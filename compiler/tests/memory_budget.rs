@@ -1,0 +1,204 @@
+//! A hostile model cannot take the compiler or the machine down: models whose values double at
+//! each statement stop with a model error at the statement that passes the compile's memory
+//! budget (`[compiler] max-memory`), and errors about huge values print a few lines.
+//!
+//! These check our own limits, which Inmanta does not have (it grows until the machine runs out
+//! of memory): the expected messages are ours, not recorded from Inmanta.
+//!
+//! Each model is compiled in a child process (this test binary again, running only
+//! `child_compiles_the_project_it_is_given`) under an address-space limit (`ulimit -v`), so a
+//! compiler that does not stop cannot hurt the machine: it is killed by a signal, which the test
+//! reports. The child prints its peak resident memory (VmHWM).
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Mutex;
+
+/// The child's address-space limit: far above what the budget lets the values take (1 GiB by
+/// default), far below the machine's memory.
+const ADDRESS_SPACE_KIB: u64 = 4 << 20;
+/// The peak resident memory a compile stopped by the default budget stays under.
+const PEAK_LIMIT_BYTES: u64 = 1_500_000_000;
+
+/// One child at a time: each may take about 1 GB.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+const PROJECT_VAR: &str = "MEMORY_BUDGET_TEST_PROJECT";
+
+struct ChildResult {
+    exit_code: Option<i32>,
+    stderr: String,
+    peak_bytes: u64,
+}
+
+fn compile_in_child(model: &str, env: &[(&str, &str)]) -> ChildResult {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = std::env::temp_dir().join(format!("memory-budget-{}-{:x}", std::process::id(), fxhash(model)));
+    std::fs::create_dir_all(&dir).expect("project directory");
+    std::fs::write(dir.join("main.cf"), model).expect("main.cf");
+    let exe = std::env::current_exe().expect("the test binary");
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(format!("ulimit -v {ADDRESS_SPACE_KIB} && exec \"$0\" \"$@\""))
+        .arg(exe)
+        .args(["child_compiles_the_project_it_is_given", "--exact", "--nocapture", "--test-threads=1"])
+        .env(PROJECT_VAR, &dir)
+        .env_remove("INMANTA_COMPILER_MAX_MEMORY");
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let output = command.output().expect("run the child");
+    let _ = std::fs::remove_dir_all(&dir);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    // libtest prints the test's name on the same line
+    let peak_kib: u64 = stdout
+        .split("peak_kib=")
+        .nth(1)
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(u64::MAX / 1024);
+    ChildResult {
+        exit_code: output.status.code(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        peak_bytes: peak_kib * 1024,
+    }
+}
+
+fn fxhash(text: &str) -> u64 {
+    text.bytes().fold(0xcbf29ce484222325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100000001b3))
+}
+
+/// The child's side: compiles the project named in the environment, prints the errors as
+/// `inmanta compile` does and its peak memory, and exits (1 on a compile error). Run alone it
+/// has nothing to do.
+#[test]
+fn child_compiles_the_project_it_is_given() {
+    let Some(dir) = std::env::var_os(PROJECT_VAR) else { return };
+    let options =
+        compiler::CompileOptions { main_file: Some("main.cf".into()), root_variables: false, ..Default::default() };
+    let result = compiler::compile_project_with(Path::new(&dir), &options);
+    if let Err(diagnostics) = &result {
+        eprintln!("{diagnostics}");
+    }
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let peak = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).unwrap_or("0 kB").trim().trim_end_matches(" kB");
+    println!("peak_kib={peak}");
+    std::process::exit(if result.is_ok() { 0 } else { 1 });
+}
+
+/// `a0` of 1 KiB, then `NAME{i} = <doubling of NAME{i-1}>` for i in 1..=40 (lines 2 to 41).
+fn doubling_chain(first: &str, step: impl Fn(usize) -> String) -> String {
+    let mut model = format!("{first}\n");
+    for i in 1..=40 {
+        model.push_str(&step(i));
+        model.push('\n');
+    }
+    model
+}
+
+/// Asserts the child stopped with our budget error at `line` (shown with its source text),
+/// without a signal and under the peak memory limit.
+#[track_caller]
+fn assert_stopped_by_the_budget(result: &ChildResult, line: usize, source: &str, grew: &str) {
+    assert_eq!(result.exit_code, Some(1), "the compile must fail with a model error, not a signal:\n{}", result.stderr);
+    let stderr = &result.stderr;
+    assert!(stderr.contains("error[RuntimeException]"), "{stderr}");
+    assert!(stderr.contains(grew), "{stderr}");
+    assert!(stderr.contains("past the compile's memory budget of 1 GiB"), "{stderr}");
+    assert!(stderr.contains("`[compiler] max-memory` or INMANTA_COMPILER_MAX_MEMORY"), "{stderr}");
+    assert!(stderr.contains(&format!("main.cf:{line}:")), "{stderr}");
+    assert!(stderr.contains(&format!("{line} | {source}")), "{stderr}");
+    assert!(stderr.len() < 2000, "a short error, not the values: {} bytes", stderr.len());
+    assert!(result.peak_bytes < PEAK_LIMIT_BYTES, "peak memory {} bytes", result.peak_bytes);
+}
+
+#[test]
+fn a_string_doubled_by_plus_stops_at_the_memory_budget() {
+    let model =
+        doubling_chain(&format!("a0 = \"{}\"", "a".repeat(1024)), |i| format!("a{i} = a{} + a{}", i - 1, i - 1));
+    let result = compile_in_child(&model, &[]);
+    // a string counts twice its length (its buffer and its value): a1..a18 count 1 GiB - 4 KiB,
+    // a19 (512 MiB) is refused
+    assert_stopped_by_the_budget(&result, 20, "a19 = a18 + a18", "this string would be 512 MiB");
+}
+
+#[test]
+fn a_string_doubled_by_interpolation_stops_at_the_memory_budget() {
+    let model = doubling_chain(&format!("a0 = \"{}\"", "a".repeat(1024)), |i| {
+        format!("a{i} = \"{{{{a{}}}}}{{{{a{}}}}}\"", i - 1, i - 1)
+    });
+    let result = compile_in_child(&model, &[]);
+    assert_stopped_by_the_budget(&result, 20, "a19 = \"{{a18}}{{a18}}\"", "this string would be at least 512 MiB");
+}
+
+#[test]
+fn a_list_doubled_by_list_literals_stops_at_the_memory_budget() {
+    let model = doubling_chain("l0 = [1, 2, 3, 4, 5, 6, 7, 8]", |i| format!("l{i} = [l{}, l{}]", i - 1, i - 1));
+    let result = compile_in_child(&model, &[]);
+    // an element counts 24 bytes: l1..l21 count 768 MiB, l22 (8 << 22 elements, 768 MiB) is refused
+    // at its first half
+    assert_stopped_by_the_budget(
+        &result,
+        23,
+        "l22 = [l21, l21]",
+        "this list would take 16 777 216 more elements (384 MiB)",
+    );
+}
+
+#[test]
+fn a_smaller_budget_comes_from_the_environment() {
+    let model =
+        doubling_chain(&format!("a0 = \"{}\"", "a".repeat(1024)), |i| format!("a{i} = a{} + a{}", i - 1, i - 1));
+    let result = compile_in_child(&model, &[("INMANTA_COMPILER_MAX_MEMORY", "1M")]);
+    assert_eq!(result.exit_code, Some(1), "{}", result.stderr);
+    assert!(result.stderr.contains("past the compile's memory budget of 1 MiB"), "{}", result.stderr);
+    assert!(result.stderr.contains("main.cf:10:"), "{}", result.stderr);
+}
+
+#[test]
+fn a_dict_that_holds_the_same_dict_at_each_level_is_not_copied_past_the_budget() {
+    // 24 levels take 48 entries in the model; std::json_dumps would write 2**25 of them (a
+    // string of about 500 MB): the copy stops at the budget (16 MiB) before that string is
+    // built. Deeper models spend their time first in walking the arguments for unknowns, which
+    // takes no memory.
+    let model = doubling_chain("d0 = {\"k\": 1}", |i| format!("d{i} = {{\"a\": d{}, \"b\": d{}}}", i - 1, i - 1))
+        + "x = std::json_dumps(d24)\n";
+    let result = compile_in_child(&model, &[("INMANTA_COMPILER_MAX_MEMORY", "16M")]);
+    assert_eq!(result.exit_code, Some(1), "a model error:\n{}", result.stderr);
+    assert!(result.stderr.contains("past the compile's memory budget of 16 MiB"), "{}", result.stderr);
+    assert!(result.stderr.contains("this dict would take"), "{}", result.stderr);
+    assert!(result.stderr.contains("42 | x = std::json_dumps(d24)"), "{}", result.stderr);
+    assert!(result.peak_bytes < 200_000_000, "peak memory {} bytes", result.peak_bytes);
+}
+
+#[test]
+fn an_error_about_a_huge_string_prints_a_short_message() {
+    // a 64 MiB string (budget allowing), then an error that shows it
+    let mut model = format!("a0 = \"{}\"\n", "a".repeat(1024));
+    for i in 1..=16 {
+        model.push_str(&format!("a{i} = a{} + a{}\n", i - 1, i - 1));
+    }
+    model.push_str("x = a16.name\n");
+    let result = compile_in_child(&model, &[]);
+    assert_eq!(result.exit_code, Some(1), "{}", result.stderr);
+    let stderr = &result.stderr;
+    assert!(stderr.contains("Can not get attribute name of string 'aaaa"), "{stderr}");
+    assert!(stderr.contains("…' (67 108 864 characters)"), "{stderr}");
+    assert!(stderr.contains("main.cf:18:"), "{stderr}");
+    assert!(stderr.len() < 2000, "the error is {} bytes", stderr.len());
+}
+
+#[test]
+fn a_value_set_twice_shows_both_values_cut() {
+    let mut model = format!("a0 = \"{}\"\n", "b".repeat(1024));
+    for i in 1..=12 {
+        model.push_str(&format!("a{i} = a{} + a{}\n", i - 1, i - 1));
+    }
+    model.push_str("entity E:\n  string s\nend\nimplement E using std::none\ne = E(s=a12)\ne.s = a11\n");
+    let result = compile_in_child(&model, &[]);
+    assert_eq!(result.exit_code, Some(1), "{}", result.stderr);
+    let stderr = &result.stderr;
+    assert!(stderr.contains("value set twice"), "{stderr}");
+    assert!(stderr.contains("(4 194 304 characters)") && stderr.contains("(2 097 152 characters)"), "{stderr}");
+    assert!(stderr.len() < 2000, "the error is {} bytes", stderr.len());
+}
