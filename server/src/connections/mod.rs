@@ -26,7 +26,7 @@ use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::StatusCode;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
@@ -202,8 +202,14 @@ fn refuse_over_cap(tcp: TcpStream, max: usize) {
         "too many connections from your address (at most {max} at once, [server] max-connections-per-client); \
          close some or reuse them"
     );
-    let _ = tcp.try_write(&guarded::json_response(StatusCode::TOO_MANY_REQUESTS, &message));
     tracing::debug!(peer = ?tcp.peer_addr().ok(), "connection refused: too many from this address");
+    // Written from a task of its own, bounded in time: a socket just accepted may not be known
+    // writable yet (try_write then writes nothing), and the accept loop must not wait on a peer.
+    tokio::spawn(async move {
+        let mut tcp = tcp;
+        let answer = guarded::json_response(StatusCode::TOO_MANY_REQUESTS, &message);
+        let _ = tokio::time::timeout(Duration::from_secs(1), tcp.write_all(&answer)).await;
+    });
 }
 
 /// Serves one connection (plain or TLS) with hyper, HTTP/1.1 with upgrades (the remote agents'
