@@ -538,29 +538,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let url = crate::testing::fresh_database_url(dir.path()).await.unwrap();
         let o = Orchestrator::open(&url).await.unwrap();
-        let project = o.create_project("p", None).await.unwrap().id;
-        let env = o
-            .create_environment(api::environment::EnvironmentCreate {
-                project_id: project,
-                name: "e".into(),
-                ..Default::default()
-            })
-            .await
-            .unwrap()
-            .id;
-        let rid = "std::testing::NullResource[a,name=x]";
-        let resource = serde_json::json!({"id": api::resource::versioned_id(rid, 0), "name": "x", "agentname": "a", "send_event": false, "purged": false, "requires": []});
-        let version = o.reserve_version(env).await.unwrap();
-        o.put_version(
-            env,
-            api::version::PutVersion {
-                version,
-                resources: vec![resource.as_object().unwrap().clone()],
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
+        let env = crate::testing::new_environment(&o).await.unwrap();
+        let (rid, _) = crate::testing::store_one_null_resource(&o, env).await.unwrap();
         // auto_deploy is on by default: the version is released.
 
         // Another session holds the table, so the write waits inside its transaction...
@@ -614,29 +593,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}", dir.path().join("full.db").display());
         let o = Orchestrator::open(&url).await.unwrap();
-        let project = o.create_project("p", None).await.unwrap().id;
-        let env = o
-            .create_environment(api::environment::EnvironmentCreate {
-                project_id: project,
-                name: "e".into(),
-                ..Default::default()
-            })
-            .await
-            .unwrap()
-            .id;
-        let rid = "std::testing::NullResource[a,name=x]";
-        let resource = serde_json::json!({"id": api::resource::versioned_id(rid, 0), "name": "x", "agentname": "a", "send_event": false, "purged": false, "requires": []});
-        let version = o.reserve_version(env).await.unwrap();
-        o.put_version(
-            env,
-            api::version::PutVersion {
-                version,
-                resources: vec![resource.as_object().unwrap().clone()],
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
+        let env = crate::testing::new_environment(&o).await.unwrap();
+        let (rid, version) = crate::testing::store_one_null_resource(&o, env).await.unwrap();
         let writer = o.store().writer_pool();
         let pages: i64 = sqlx::query_scalar("PRAGMA page_count").fetch_one(writer).await.unwrap();
         sqlx::query(&format!("PRAGMA max_page_count = {}", pages + 2)).execute(writer).await.unwrap();

@@ -20,3 +20,25 @@ pub async fn fresh_database_url(dir: &Path) -> Result<String> {
         _ => Ok(format!("sqlite://{}", dir.join("inmanta.db").display())),
     }
 }
+
+/// A project `p` with an environment `e` in it: the environment's id.
+pub async fn new_environment(o: &crate::Orchestrator) -> Result<uuid::Uuid> {
+    let project = o.create_project("p", None).await?.id;
+    let environment =
+        api::environment::EnvironmentCreate { project_id: project, name: "e".into(), ..Default::default() };
+    Ok(o.create_environment(environment).await?.id)
+}
+
+/// Stores a version holding one `std::testing::NullResource` of agent `a` (released at once:
+/// `auto_deploy` is on by default); its resource id and the version.
+pub async fn store_one_null_resource(o: &crate::Orchestrator, env: uuid::Uuid) -> Result<(&'static str, i64)> {
+    let rid = "std::testing::NullResource[a,name=x]";
+    let resource = serde_json::json!({
+        "id": api::resource::versioned_id(rid, 0), "name": "x", "agentname": "a", "send_event": false,
+        "purged": false, "requires": [],
+    });
+    let version = o.reserve_version(env).await?;
+    let resources = vec![resource.as_object().cloned().unwrap_or_default()];
+    o.put_version(env, api::version::PutVersion { version, resources, ..Default::default() }).await?;
+    Ok((rid, version))
+}

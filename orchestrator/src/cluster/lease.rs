@@ -183,16 +183,7 @@ mod tests {
         let url = crate::testing::fresh_database_url(dir.path()).await.unwrap();
         let o = Orchestrator::open(&url).await.unwrap();
         let node = o.join_cluster(Duration::from_secs(30)).await.unwrap().expect("a node on PostgreSQL");
-        let project = o.create_project("p", None).await.unwrap().id;
-        let env = o
-            .create_environment(api::environment::EnvironmentCreate {
-                project_id: project,
-                name: "e".into(),
-                ..Default::default()
-            })
-            .await
-            .unwrap()
-            .id;
+        let env = crate::testing::new_environment(&o).await.unwrap();
         let lease_of = |view: &super::LeaseView| view.environments.iter().find(|l| l.env == env).unwrap().clone();
 
         let view = o.lease_view().await.unwrap();
