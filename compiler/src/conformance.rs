@@ -104,6 +104,20 @@ pub fn case_options(case: &Path) -> CompileOptions {
     }
 }
 
+/// A list of known disagreements (`conformance-pending.txt`, `real-modules-pending.txt`): case
+/// name -> why it still disagrees. Blank lines and `#` comments are skipped.
+pub fn read_pending(path: &Path) -> BTreeMap<String, String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| match l.split_once(' ') {
+            Some((n, why)) => (n.to_string(), why.trim().to_string()),
+            None => (l.trim().to_string(), String::new()),
+        })
+        .collect()
+}
+
 /// Compiles a case with our compiler as the conformance suite does.
 pub fn compile_case(case: &Path) -> Result<Result<CompileOutput, Diagnostics>, String> {
     compile_case_with(case, None)

@@ -35,16 +35,9 @@ fn name(case: &Path) -> String {
 
 /// Case name -> why it still disagrees.
 fn pending() -> BTreeMap<String, String> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/conformance-pending.txt");
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(|l| match l.split_once(' ') {
-            Some((n, why)) => (n.to_string(), why.trim().to_string()),
-            None => (l.trim().to_string(), String::new()),
-        })
-        .collect()
+    compiler::conformance::read_pending(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/conformance-pending.txt"),
+    )
 }
 
 /// The `#>` assertions about our own output that the truth does not cover.

@@ -320,16 +320,9 @@ fn without_an_installed_copy_the_built_in_module_is_used_and_named() {
 
 /// Real-module project -> why it still disagrees (`tests/real-modules-pending.txt`).
 fn real_modules_pending() -> std::collections::BTreeMap<String, String> {
-    let path = root().join("tests/real-modules-pending.txt");
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(|l| match l.split_once(' ') {
-            Some((n, why)) => (n.to_string(), why.trim().to_string()),
-            None => (l.trim().to_string(), String::new()),
-        })
-        .collect()
+    compiler::conformance::read_pending(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/real-modules-pending.txt"),
+    )
 }
 
 /// The real-module corpus (`tests/real-modules/<module>`): a project per module of the package

@@ -204,19 +204,7 @@ async fn over_tls_the_same_timeouts_and_json_errors_hold() {
     use rustls::pki_types::{CertificateDer, ServerName};
 
     let dir = tempfile::tempdir().unwrap();
-    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
-    let made = std::process::Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1"])
-        .args(["-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
-        // A server certificate, not a CA: rustls refuses a CA certificate as a server's own.
-        .args(["-addext", "basicConstraints=critical,CA:FALSE", "-addext", "extendedKeyUsage=serverAuth", "-keyout"])
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .output()
-        .expect("openssl");
-    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
-    let (cert_s, key_s) = (cert.display().to_string(), key.display().to_string());
+    let (cert_s, key_s) = common::certificate(dir.path());
     let s = TestServer::start_with(&[
         ("INMANTA_SERVER_SSL_CERT_FILE", cert_s.as_str()),
         ("INMANTA_SERVER_SSL_KEY_FILE", key_s.as_str()),
@@ -224,7 +212,7 @@ async fn over_tls_the_same_timeouts_and_json_errors_hold() {
     ])
     .await;
     let mut roots = rustls::RootCertStore::empty();
-    for der in CertificateDer::pem_file_iter(&cert).unwrap() {
+    for der in CertificateDer::pem_file_iter(&cert_s).unwrap() {
         roots.add(der.unwrap()).unwrap();
     }
     let config =

@@ -24,23 +24,6 @@ fn git(dir: &Path, args: &[&str]) {
     assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
 }
 
-/// A self-signed server certificate for 127.0.0.1 and localhost; returns (cert, key) paths.
-fn certificate(dir: &Path) -> (String, String) {
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    let made = Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1"])
-        .args(["-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
-        // A server certificate, not a CA: rustls refuses a CA certificate as a server's own.
-        .args(["-addext", "basicConstraints=critical,CA:FALSE", "-addext", "extendedKeyUsage=serverAuth", "-keyout"])
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .output()
-        .expect("openssl");
-    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
-    (cert.display().to_string(), key.display().to_string())
-}
-
 struct Killed(std::process::Child);
 
 impl Drop for Killed {
@@ -53,7 +36,7 @@ impl Drop for Killed {
 #[tokio::test]
 async fn compiles_and_remote_agents_work_over_https() {
     let dir = tempfile::tempdir().unwrap();
-    let (cert, key) = certificate(dir.path());
+    let (cert, key) = common::certificate(dir.path());
     let s = TestServer::start_with(&[
         ("INMANTA_SERVER_SSL_CERT_FILE", cert.as_str()),
         ("INMANTA_SERVER_SSL_KEY_FILE", key.as_str()),
@@ -154,7 +137,7 @@ async fn compiles_and_remote_agents_work_over_https() {
 #[tokio::test]
 async fn a_client_without_the_ca_refuses_the_server() {
     let dir = tempfile::tempdir().unwrap();
-    let (cert, key) = certificate(dir.path());
+    let (cert, key) = common::certificate(dir.path());
     let s = TestServer::start_with(&[
         ("INMANTA_SERVER_SSL_CERT_FILE", cert.as_str()),
         ("INMANTA_SERVER_SSL_KEY_FILE", key.as_str()),

@@ -345,3 +345,20 @@ impl Drop for TestServer {
         }
     }
 }
+
+/// A self-signed server certificate for 127.0.0.1 and localhost; returns (cert, key) paths.
+pub fn certificate(dir: &std::path::Path) -> (String, String) {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let made = Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1"])
+        .args(["-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        // A server certificate, not a CA: rustls refuses a CA certificate as a server's own.
+        .args(["-addext", "basicConstraints=critical,CA:FALSE", "-addext", "extendedKeyUsage=serverAuth", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl");
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    (cert.display().to_string(), key.display().to_string())
+}
