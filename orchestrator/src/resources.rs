@@ -245,7 +245,6 @@ impl Orchestrator {
         req: &PageRequest,
         deploy_summary: bool,
     ) -> Result<(Page<LatestReleasedResource>, Option<ResourceDeploySummary>)> {
-        self.ensure_environment(env).await?;
         let binds = [env.to_string()];
         let select = format!(
             "s.resource_id, s.current_intent_version, {STATUS_SQL} AS status, s.current_intent_requires AS requires"
@@ -263,6 +262,11 @@ impl Orchestrator {
             },
         )
         .await?;
+        // Rows exist only in an environment that exists: the check costs a query only when
+        // the page is empty (this list is polled many times a second during a deploy).
+        if page.items.is_empty() {
+            self.ensure_environment(env).await?;
+        }
         let page = page.try_map(|row| {
             let id = ResourceId::parse(&row.resource_id).map_err(|e| Error::Corrupt(e.to_string()))?;
             let version = row.current_intent_version;

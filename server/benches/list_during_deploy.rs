@@ -17,7 +17,8 @@
 //! database, dropped afterwards), `CLIENTS` (default 50), `DURING_SECONDS` (default 30: the
 //! clients stop then if the deploy is not done, and the figures say how far it got),
 //! `AFTER_SECONDS` (default 5: the load after the deploy), `RUNS` (default 1: runs per database), `BENCH_BIN` (another `inmanta`
-//! binary, e.g. a copy of an older build).
+//! binary, e.g. a copy of an older build), `QUERIES=distinct` (each client asks for its own page
+//! size, so identical requests never share a read: the cost of the list itself).
 
 mod common;
 
@@ -57,9 +58,14 @@ fn start_clients(
     clients: usize,
     stop: &Arc<AtomicBool>,
 ) -> Vec<tokio::task::JoinHandle<Samples>> {
+    let distinct = std::env::var("QUERIES").is_ok_and(|q| q == "distinct");
     (0..clients)
-        .map(|_| {
-            let (server, env, path, stop) = (server.clone(), env.to_string(), path.to_string(), stop.clone());
+        .map(|i| {
+            // `QUERIES=distinct`: each client its own page size (100 down to 51), so no two
+            // clients send the same request and none shares another's read.
+            let path =
+                if distinct { path.replace("limit=100", &format!("limit={}", 100 - i % 50)) } else { path.into() };
+            let (server, env, stop) = (server.clone(), env.to_string(), stop.clone());
             tokio::spawn(async move {
                 let mut samples = vec![];
                 while !stop.load(Ordering::Relaxed) {

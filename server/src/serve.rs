@@ -63,8 +63,12 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         .context("cannot start the schedulers")?;
     agents.repair_drift(schedulers.clone());
     orchestrator.start_health_monitor(&std::path::absolute(&config.state_dir)?).await;
-    let state =
-        AppState { orchestrator: orchestrator.clone(), schedulers: schedulers.clone(), security: security.clone() };
+    let state = AppState {
+        orchestrator: orchestrator.clone(),
+        schedulers: schedulers.clone(),
+        security: security.clone(),
+        reads: Default::default(),
+    };
     let remote_agents = Router::new()
         .route("/api/v2/agent/session", axum::routing::get(crate::remote::session))
         .with_state((sessions, security.clone()));

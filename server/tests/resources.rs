@@ -132,6 +132,9 @@ async fn resource_list_details_history_logs_and_actions() {
 
     let failed = client.resources(env, &ListQuery::new().filter("status", "failed")).await.unwrap();
     assert_eq!(resource_ids(&failed), vec![rid("/b")]);
+    let unknown = Uuid::new_v4().to_string();
+    let (status, body) = s.call("GET", "/api/v2/resource", Some(unknown.as_str()), None).await;
+    assert_eq!(status, 404, "an unknown environment: {body}");
     let query = ListQuery::new().filter("status", "!failed").filter("resource_id_value", "/a");
     let others = client.resources(env, &query).await.unwrap();
     assert_eq!(resource_ids(&others), vec![rid("/a")]);
@@ -174,6 +177,20 @@ async fn resource_list_details_history_logs_and_actions() {
         v1_resource["logs"].as_array().unwrap().iter().map(|a| a["action"].as_str().unwrap()).collect();
     assert_eq!(kinds, vec!["deploy", "store"], "{v1_resource}");
     assert_eq!(s.call("GET", &format!("/api/v1/resource/{}", enc(&rid("/a"))), tid, None).await.0, 400);
+
+    // Identical lists sent together share reads (rest/shared_reads.rs): each still sees what
+    // was written before it was sent.
+    let together =
+        (0..20).map(|_| s.call("GET", "/api/v2/resource?filter.status=deployed&sort=resource_id.asc", tid, None));
+    for (status, body) in futures_util::future::join_all(together).await {
+        assert_eq!((status, ids(&body)), (200, vec![rid("/a")]), "{body}");
+    }
+    deploy(&o, env, v1, "/c", HandlerStatus::Deployed, "file written").await;
+    let together =
+        (0..20).map(|_| s.call("GET", "/api/v2/resource?filter.status=deployed&sort=resource_id.asc", tid, None));
+    for (status, body) in futures_util::future::join_all(together).await {
+        assert_eq!((status, ids(&body)), (200, vec![rid("/a"), rid("/c")]), "{body}");
+    }
 
     // /a changes, /c goes away: history gets a second entry, /c becomes an orphan.
     release(&s, env, vec![file("/a", "2", &[]), file("/b", "1", &["/a"])]).await;

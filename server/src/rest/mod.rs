@@ -28,6 +28,7 @@ mod resources;
 #[cfg(test)]
 mod route_walk;
 mod settings;
+pub mod shared_reads;
 mod status;
 mod versions;
 
@@ -57,6 +58,8 @@ pub struct AppState {
     pub orchestrator: orchestrator::Orchestrator,
     pub schedulers: std::sync::Arc<orchestrator::scheduler::Schedulers>,
     pub security: Arc<Security>,
+    /// Identical reads in flight, answered once (shared_reads.rs).
+    pub reads: Arc<shared_reads::SharedReads>,
 }
 
 /// Who may call one route: its [`Access`] and, for environment actions whose environment is in
@@ -235,6 +238,12 @@ pub fn rule_table() -> Vec<RouteRule> {
 impl axum::extract::FromRef<AppState> for std::sync::Arc<orchestrator::scheduler::Schedulers> {
     fn from_ref(state: &AppState) -> Self {
         state.schedulers.clone()
+    }
+}
+
+impl axum::extract::FromRef<AppState> for Arc<shared_reads::SharedReads> {
+    fn from_ref(state: &AppState) -> Self {
+        state.reads.clone()
     }
 }
 

@@ -3,7 +3,11 @@
 
 use api::ResourceId;
 use axum::Json;
+use std::sync::Arc;
+
+use axum::body::Bytes;
 use axum::extract::State;
+use axum::http::{Uri, header};
 use axum::response::{IntoResponse, Response};
 use orchestrator::paging::page_request;
 use orchestrator::{ActionQuery, Orchestrator};
@@ -13,6 +17,7 @@ use uuid::Uuid;
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{Paging, Path, Query, Tid};
+use super::shared_reads::{ReadKey, SharedReads};
 use super::{Routes, data, env, paged};
 use orchestrator::auth::Clients;
 
@@ -31,8 +36,25 @@ pub fn router() -> Routes {
 
 type Pairs = Vec<(String, String)>;
 
-async fn list(State(o): State<Orchestrator>, Tid(env): Tid, Query(pairs): Query<Pairs>) -> ApiResult<Response> {
-    let req = page_request(&pairs)?;
+async fn list(
+    State(o): State<Orchestrator>,
+    State(reads): State<Arc<SharedReads>>,
+    Tid(env): Tid,
+    uri: Uri,
+    Query(pairs): Query<Pairs>,
+) -> Response {
+    // Consoles and scripts polling the same page during a deploy share one read (shared_reads.rs).
+    let key =
+        ReadKey { environment: env, route: "/api/v2/resource", query: uri.query().unwrap_or_default().to_string() };
+    let answer = reads.read(key, move || async move { list_json(&o, env, &pairs).await }).await;
+    match answer.as_ref() {
+        Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body.clone()).into_response(),
+        Err(e) => ApiError::new(e.status, e.message.clone()).into_response(),
+    }
+}
+
+async fn list_json(o: &Orchestrator, env: Uuid, pairs: &Pairs) -> ApiResult<Bytes> {
+    let req = page_request(pairs)?;
     let summary = match pairs.iter().rev().find(|(k, _)| k == "deploy_summary").map(|(_, v)| v.as_str()) {
         None => false,
         Some(text) => super::lenient::parse_bool(text)
@@ -43,7 +65,8 @@ async fn list(State(o): State<Orchestrator>, Tid(env): Tid, Query(pairs): Query<
     if let Some(summary) = summary {
         metadata["deploy_summary"] = json!(summary);
     }
-    Ok(Json(json!({"data": page.items, "links": page.links, "metadata": metadata})).into_response())
+    let body = json!({"data": page.items, "links": page.links, "metadata": metadata});
+    serde_json::to_vec(&body).map(Bytes::from).map_err(|e| ApiError::internal(&e))
 }
 
 async fn details(State(o): State<Orchestrator>, Tid(env): Tid, Path(rid): Path<String>) -> ApiResult<Response> {

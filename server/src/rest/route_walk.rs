@@ -64,7 +64,12 @@ async fn world() -> World {
     let agents =
         Arc::new(crate::agents::InProcessAgents::new(orchestrator.clone(), dir.path().join("handlers"), python));
     let schedulers = orchestrator::scheduler::Schedulers::start(orchestrator.clone(), agents).await.unwrap();
-    let state = AppState { orchestrator: orchestrator.clone(), schedulers, security: security.clone() };
+    let state = AppState {
+        orchestrator: orchestrator.clone(),
+        schedulers,
+        security: security.clone(),
+        reads: Default::default(),
+    };
     World { router: super::router(state, 1 << 20), orchestrator, security, _dir: dir }
 }
 
