@@ -70,7 +70,8 @@ pub fn expand_cases(paths: &[PathBuf]) -> Vec<PathBuf> {
             let mut files: Vec<PathBuf> = std::fs::read_dir(p)
                 .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
                 .unwrap_or_default();
-            files.retain(|f| f.extension().is_some_and(|e| e == "cf"));
+            // `.cf` cases, and project cases (a directory with its own templates/ or files/)
+            files.retain(|f| f.extension().is_some_and(|e| e == "cf") || f.join("project.yml").is_file());
             files.sort();
             out.extend(files);
         } else {

@@ -4,7 +4,7 @@ use std::rc::Rc;
 
 use num_traits::ToPrimitive;
 
-use super::{PErr, PResult, PluginCall, Plugins, net, s};
+use super::{PErr, PResult, Plugins, net, s};
 use crate::eval::Evaluator;
 use crate::eval::budget::Built;
 use crate::eval::format::{py_str, python_str, short_repr};
@@ -93,11 +93,13 @@ fn strv(ev: &Evaluator<'_>, v: &Value) -> String {
 }
 
 /// Reads a module asset: `"<module>/<file>"` in the module's `sub` directory.
-fn module_file(ev: &Evaluator<'_>, path: &str, sub: &str) -> Result<Vec<u8>, PErr> {
+pub(super) fn module_file(ev: &Evaluator<'_>, path: &str, sub: &str) -> Result<Vec<u8>, PErr> {
     let Some((module, rest)) = path.split_once('/') else {
         return Err(ext(format!("Invalid path '{path}': expected '<module>/<file>'")));
     };
-    let Some(dir) = ev.project.module_dirs.get(module) else {
+    // the empty prefix is the project's own directory, as std's PrefixLoader maps it
+    let project = (module.is_empty()).then_some(&ev.project.project_dir);
+    let Some(dir) = project.or_else(|| ev.project.module_dirs.get(module)) else {
         return Err(ext(format!("Module {module} (for '{path}') is not loaded or has no {sub}/ directory")));
     };
     if rest.split('/').any(|c| c == "..") {
@@ -109,7 +111,7 @@ fn module_file(ev: &Evaluator<'_>, path: &str, sub: &str) -> Result<Vec<u8>, PEr
 
 /// Counts a list or dict a deep copy makes against the memory budget: a dict that holds the same
 /// dict at each of 40 levels takes 40 entries in the model, and 2**40 once copied.
-fn charge_copy(ev: &mut Evaluator<'_>, built: Built) -> Result<(), PErr> {
+pub(super) fn charge_copy(ev: &mut Evaluator<'_>, built: Built) -> Result<(), PErr> {
     ev.budget.charge(built).map_err(|m| PErr::Kind("RuntimeException", m))
 }
 
@@ -291,99 +293,6 @@ fn read_path(ev: &mut Evaluator<'_>, v: &Value, path: &str, span: crate::syntax:
     Ok(cur)
 }
 
-fn render_template(ev: &mut Evaluator<'_>, call: &mut PluginCall) -> PResult {
-    let path = text(&call.args[0], "template path")?;
-    let bytes = module_file(ev, &path, "templates")?;
-    let src = String::from_utf8_lossy(&bytes).into_owned();
-    let mut ctx = serde_json::Map::new();
-    if call.kwargs.is_empty() {
-        // the caller's scope: every assigned variable of the enclosing scopes
-        let mut sc = Some(call.scope);
-        let mut vars: Vec<(Rc<str>, Value)> = Vec::new();
-        while let Some(id) = sc {
-            let scope = &ev.m.scopes[id as usize];
-            for (k, v) in scope.vars_iter() {
-                if !vars.iter().any(|(n, _)| *n == k) {
-                    vars.push((k, v));
-                }
-            }
-            sc = scope.parent_id();
-        }
-        for (k, v) in vars {
-            // `self` is Jinja2's reference to the template itself: a model's `self` never reaches it
-            if &*k == "self" {
-                continue;
-            }
-            let j = to_json(ev, &v, 0)?;
-            ctx.insert(k.to_string(), j);
-        }
-    } else {
-        for (k, v) in call.kwargs.clone() {
-            let j = to_json(ev, &v, 0)?;
-            ctx.insert(k, j);
-        }
-    }
-    let mut env = minijinja::Environment::new();
-    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-    // Jinja2 (and so Inmanta) drops one trailing newline of a template
-    env.set_keep_trailing_newline(false);
-    // print booleans and none the way Jinja2 (Python) does
-    env.set_formatter(|out, state, value| match value.kind() {
-        minijinja::value::ValueKind::Bool => {
-            out.write_str(if value.is_true() { "True" } else { "False" }).map_err(Into::into)
-        }
-        minijinja::value::ValueKind::None => out.write_str("None").map_err(Into::into),
-        _ => minijinja::escape_formatter(out, state, value),
-    });
-    let failed =
-        |e: minijinja::Error| PErr::Kind("WrappingRuntimeException", format!("Failed to render template {path}: {e}"));
-    let template = env.template_from_str(&src).map_err(failed)?;
-    if call.kwargs.is_empty() {
-        // in an implementation, a bare name is also an attribute of `self` (waiting until it is set)
-        let mut needed: Vec<String> = template.undeclared_variables(false).into_iter().collect();
-        needed.sort();
-        for name in needed {
-            if ctx.contains_key(&name) {
-                continue;
-            }
-            if let Some(inst) = ev.self_attr_in_scope(call.scope, &name) {
-                let v = ev.read_attr_span(&Value::Instance(inst), &name, call.span)?;
-                let j = to_json(ev, &v, 0)?;
-                ctx.insert(name, j);
-            }
-        }
-    }
-    match template.render(jinja_value(&serde_json::Value::Object(ctx))) {
-        Ok(out) => Ok(s(&out)),
-        Err(e) => Err(failed(e)),
-    }
-}
-
-/// A template's context value. Not through serde: with serde_json's `arbitrary_precision` (on in
-/// the workspace) a number serialises to any other format as a map holding its digits.
-fn jinja_value(v: &serde_json::Value) -> minijinja::Value {
-    use minijinja::Value as J;
-    match v {
-        serde_json::Value::Null => J::from(()),
-        serde_json::Value::Bool(b) => J::from(*b),
-        serde_json::Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                J::from(i)
-            } else if let Some(u) = n.as_u64() {
-                J::from(u)
-            } else if let Some(i) = n.as_i128().filter(|_| !n.is_f64()) {
-                J::from(i)
-            } else {
-                // a float, or an int past 128 bits: minijinja's ints stop there
-                J::from(n.as_f64().unwrap_or(f64::NAN))
-            }
-        }
-        serde_json::Value::String(s) => J::from(s.as_str()),
-        serde_json::Value::Array(items) => J::from(items.iter().map(jinja_value).collect::<Vec<_>>()),
-        serde_json::Value::Object(map) => J::from_iter(map.iter().map(|(k, x)| (k.as_str(), jinja_value(x)))),
-    }
-}
-
 /// Python's `int()` / `float()` of a string: surrounding whitespace and `_` between digits allowed.
 fn parse_py_int(x: &str) -> Option<Value> {
     let t = x.trim();
@@ -467,7 +376,7 @@ pub(crate) fn register(p: &mut Plugins) {
         }
     });
     {
-        let t = p.add("std::template", &[("path", None)], render_template);
+        let t = p.add("std::template", &[("path", None)], super::jinja::render_template);
         t.kwargs = true;
     }
     p.add("std::source", &[("path", None)], |ev, c| {
@@ -483,7 +392,9 @@ pub(crate) fn register(p: &mut Plugins) {
     p.add("std::list_files", &[("path", None)], |ev, c| {
         let path = text(&c.args[0], "path")?;
         let (module, rest) = path.split_once('/').unwrap_or((&path, ""));
-        let Some(dir) = ev.project.module_dirs.get(module) else {
+        // the empty prefix is the project's own directory, as std's PrefixLoader maps it
+        let project = (module.is_empty()).then_some(&ev.project.project_dir);
+        let Some(dir) = project.or_else(|| ev.project.module_dirs.get(module)) else {
             return Err(ext(format!("Module {module} not found")));
         };
         let mut names: Vec<String> = std::fs::read_dir(dir.join("files").join(rest))

@@ -7,8 +7,10 @@
 # reads are questions back to the compiler.
 #
 # Protocol: one JSON document per line on stdin/stdout. The compiler sends a request; this side
-# answers with zero or more questions ({"get": ...}, {"type": ...}), each answered by the compiler,
-# and then exactly one final answer ({"ok": ...} or {"error": ...} or {"unset": ...}).
+# answers with zero or more questions ({"get": ...}, {"type": ...}, {"conforms": ...}, {"call": ...},
+# {"plugins": ...}), each answered by the compiler, and then exactly one final answer ({"ok": ...}
+# or {"error": ...} or {"unset": ...}). Requests nest: while answering a question the compiler may
+# send a request (a typedef constraint calling a Python plugin), served before the reply comes.
 # Values: JSON scalars and arrays; dicts as {"$d": [[key, value], ...]} (a JSON object would lose
 # the insertion order a dict keeps in Inmanta); instances as {"$i": id, "$t": type};
 # unknowns as {"$u": 1}.
@@ -45,8 +47,15 @@ def receive():
 
 
 def ask(msg):
+    """Asks the compiler a question and returns its reply. While answering, the compiler may
+    call a plugin of this side (a typedef constraint, a Jinja filter): such a request is served
+    here, nested, before the reply comes."""
     send(msg)
-    return receive()
+    while True:
+        reply = receive()
+        if "op" not in reply:
+            return reply
+        send(serve(reply))
 
 
 # Starting fast. `import inmanta.plugins` (which every module's Python code does) runs the
@@ -497,13 +506,46 @@ class BridgeContext:
 
 
 class CompilerStandIn:
-    """What plugins use of inmanta-core's Compiler: the plugins (of the modules' Python code)."""
+    """What plugins use of inmanta-core's Compiler: every plugin of the model, those of the
+    modules' Python code and those the compiler runs itself (std's, called back through it)."""
 
     def __init__(self, bridge):
         self._bridge = bridge
 
     def get_plugins(self):
-        return {name: PluginStandIn(p) for name, p in self._bridge.plugins.items()}
+        plugins = {name: PluginStandIn(p) for name, p in self._bridge.plugins.items()}
+        for name in self._bridge.native_plugins():
+            plugins[name] = NativePluginStandIn(name)
+        return plugins
+
+
+class NativePluginStandIn:
+    """A plugin the compiler runs itself, called from Python as inmanta-core's Plugin object is."""
+
+    def __init__(self, name):
+        self._name = name
+        # where a plugin takes its Context (modules' Jinja filters read it): never, for these
+        self._context = -1
+
+    def __call__(self, *args, **kwargs):
+        try:
+            encoded = [encode(a, f"argument {i}") for i, a in enumerate(args)]
+            encoded_kw = {k: encode(v, f"argument {k}") for k, v in kwargs.items()}
+        except NotTransferable as e:
+            raise inmanta.ast.RuntimeException(None, f"plugin {self._name}: {e}")
+        answer = ask({"call": [self._name, encoded, encoded_kw]})
+        if "ok" in answer:
+            return decode(answer["ok"])
+        if "unset" in answer:
+            raise WaitingForCompiler(self._name)
+        error = answer.get("error", {})
+        message = error.get("message", f"plugin {self._name} failed")
+        if error.get("type") == "ExplicitPluginException":
+            raise inmanta.plugins.PluginException(message)
+        raise inmanta.ast.RuntimeException(None, message)
+
+    def call_in_context(self, processed_args, resolver, queue, location):
+        return self(*processed_args.args, **processed_args.kwargs)
 
 
 class PluginStandIn:
@@ -766,6 +808,13 @@ class Bridge:
         self.modules = []
         # resource id (no version) -> the Resource object its export made, for dependency managers
         self.exported = {}
+        # the plugins the compiler runs itself, asked once
+        self._native_plugins = None
+
+    def native_plugins(self):
+        if self._native_plugins is None:
+            self._native_plugins = list(ask({"plugins": True}).get("ok", []))
+        return self._native_plugins
 
     def load(self, request):
         if _IMPORT_ERROR:
@@ -927,36 +976,40 @@ class Exporter:
     def upload_file(self, content):
         data = content.encode() if isinstance(content, str) else bytes(content)
         digest = hashlib.sha1(data).hexdigest()
-        send({"file": digest, "content": data.decode("latin-1")})
-        receive()
+        ask({"file": digest, "content": data.decode("latin-1")})
         return digest
 
 
 EXPORTER = Exporter()
 
 
+_BRIDGE = Bridge()
+
+
+def serve(request):
+    """The answer to one request of the compiler."""
+    op = request.get("op")
+    try:
+        if op == "load":
+            return _BRIDGE.load(request)
+        if op == "call":
+            return _BRIDGE.call(request)
+        if op == "export":
+            return _BRIDGE.export(request)
+        if op == "dependencies":
+            return _BRIDGE.dependencies(request)
+        return {"error": {"type": "CompilerException", "message": f"unknown request {op!r}", "frame": ""}}
+    except Exception as e:  # a bug of this bridge, reported rather than hanging the compiler
+        return {"error": {"type": "CompilerException", "message": f"{type(e).__name__}: {e}", "frame": last_frame(e)}}
+
+
 def main():
-    bridge = Bridge()
     send({"ready": sys.version.split()[0]})
     while True:
         request = receive()
-        op = request.get("op")
-        try:
-            if op == "load":
-                answer = bridge.load(request)
-            elif op == "call":
-                answer = bridge.call(request)
-            elif op == "export":
-                answer = bridge.export(request)
-            elif op == "dependencies":
-                answer = bridge.dependencies(request)
-            elif op == "exit":
-                return
-            else:
-                answer = {"error": {"type": "CompilerException", "message": f"unknown request {op!r}", "frame": ""}}
-        except Exception as e:  # a bug of this bridge, reported rather than hanging the compiler
-            answer = {"error": {"type": "CompilerException", "message": f"{type(e).__name__}: {e}", "frame": last_frame(e)}}
-        send(answer)
+        if request.get("op") == "exit":
+            return
+        send(serve(request))
 
 
 main()

@@ -154,6 +154,12 @@ impl Questions for NoQuestions {
     fn conforms(&mut self, _: &str, _: &Json) -> Json {
         json!({"ok": null})
     }
+    fn call(&mut self, plugin: &str, _: &Json, _: &Json) -> Json {
+        json!({"error": {"type": "RuntimeException", "message": format!("plugin {plugin} can not be called here"), "frame": ""}})
+    }
+    fn plugins(&mut self) -> Json {
+        json!({"ok": []})
+    }
 }
 
 /// Answers Python's questions from the evaluator.
@@ -205,8 +211,55 @@ impl Questions for Asker<'_, '_> {
     fn conforms(&mut self, typedef: &str, value: &Json) -> Json {
         let Some(&id) = self.ev.m.types.typedef_by_name.get(typedef) else { return json!({"ok": null}) };
         let Ok(value) = decode(self.ev, value) else { return json!({"ok": false}) };
+        // the constraint may call a plugin, Python's included: the bridge serves that call
+        // while Python waits for this answer
         let fits = self.ev.check_type(&value, &crate::model::Type::Typedef(id), self.span).is_ok();
         json!({"ok": fits})
+    }
+
+    fn call(&mut self, name: &str, args: &Json, kwargs: &Json) -> Json {
+        let Some(plugin) = self.ev.plugins.get(name).cloned() else {
+            return json!({"error": {"type": "NotFoundException", "message": format!("no plugin {name}"), "frame": ""}});
+        };
+        let decoded = (|| -> Result<_, String> {
+            let pos =
+                args.as_array().into_iter().flatten().map(|a| decode(self.ev, a)).collect::<Result<Vec<_>, _>>()?;
+            let mut kw = Vec::new();
+            for (k, v) in kwargs.as_object().into_iter().flatten() {
+                kw.push((k.clone(), decode(self.ev, v)?));
+            }
+            Ok((pos, kw))
+        })();
+        let (pos, kw) = match decoded {
+            Ok(x) => x,
+            Err(m) => return json!({"error": {"type": "PluginTypeException", "message": m, "frame": ""}}),
+        };
+        match self.ev.call_plugin(name, &plugin, pos, kw, self.span, 0, None) {
+            Ok(Value::Reference(_)) => json!({"error": {
+                "type": "RuntimeException",
+                "message": format!("plugin {name} returned a reference, which the modules' Python code can not hold yet"),
+                "frame": "",
+            }}),
+            Ok(v) => json!({"ok": encode(self.ev, &v)}),
+            Err(Flow::Wait(w)) => {
+                self.wait.get_or_insert(w);
+                json!({"unset": true})
+            }
+            Err(Flow::Err(d)) => json!({"error": {"type": d.kind, "message": d.message, "frame": ""}}),
+        }
+    }
+
+    fn plugins(&mut self) -> Json {
+        let loaded = &self.ev.m.types.ns_by_name;
+        let mut names: Vec<&str> = self
+            .ev
+            .plugins
+            .iter()
+            .filter(|(name, p)| !p.python && loaded.contains_key(name.split("::").next().unwrap_or_default()))
+            .map(|(name, _)| name.as_str())
+            .collect();
+        names.sort_unstable();
+        json!({"ok": names})
     }
 }
 
@@ -362,27 +415,50 @@ impl<'a> Evaluator<'a> {
         Ok(PyExport::Resource { id, attributes: ok["attributes"].as_object().cloned().unwrap_or_default() })
     }
 
-    /// Sends a request and answers Python's questions; `what` names the request in errors.
+    /// Sends a request and answers Python's questions; `what` names the request in errors. The
+    /// bridge stays in place while a question is answered: answering may call Python again (a
+    /// typedef constraint that calls a plugin), which Python serves before its pending question.
     fn ask_python(&mut self, request: &Json, what: &str, span: Span) -> Result<(Json, Option<Wait>), Flow> {
-        let Some(mut bridge) = self.python.take() else {
+        let failed = |ev: &Evaluator<'_>, e: BridgeError| match e {
+            e @ BridgeError::TimedOut(_) => {
+                error("PluginTimeoutException", format!("{what} did not return: {e}"), span, ev.m.sources)
+            }
+            e => {
+                error("CompilerException", format!("Python for the modules' plugins ({what}): {e}"), span, ev.m.sources)
+            }
+        };
+        let Some(bridge) = self.python.as_mut() else {
             return Err(error("CompilerException", "the Python process is not running", span, self.m.sources));
         };
-        let mut asker = Asker { ev: self, span, wait: None, files: Vec::new() };
-        let result = bridge.request(request, &mut asker);
-        let (wait, files) = (asker.wait, asker.files);
-        self.python = Some(bridge);
-        self.python_files.extend(files);
-        match result {
-            Ok(answer) => Ok((answer, wait)),
-            Err(e @ BridgeError::TimedOut(_)) => {
-                Err(error("PluginTimeoutException", format!("{what} did not return: {e}"), span, self.m.sources))
+        if let Err(e) = bridge.send(request) {
+            return Err(failed(self, e));
+        }
+        let mut wait = None;
+        loop {
+            let Some(bridge) = self.python.as_mut() else {
+                return Err(error("CompilerException", "the Python process is not running", span, self.m.sources));
+            };
+            let message = match bridge.receive() {
+                Ok(m) => m,
+                Err(e) => return Err(failed(self, e)),
+            };
+            let mut asker = Asker { ev: self, span, wait: None, files: Vec::new() };
+            let reply = bridge::answer_question(&message, &mut asker);
+            let (asked_wait, files) = (asker.wait, asker.files);
+            self.python_files.extend(files);
+            if wait.is_none() {
+                wait = asked_wait;
             }
-            Err(e) => Err(error(
-                "CompilerException",
-                format!("Python for the modules' plugins ({what}): {e}"),
-                span,
-                self.m.sources,
-            )),
+            let reply = match reply {
+                Ok(Some(reply)) => reply,
+                Ok(None) => return Ok((message, wait)),
+                Err(e) => return Err(failed(self, e)),
+            };
+            if let Some(bridge) = self.python.as_mut()
+                && let Err(e) = bridge.send(&reply)
+            {
+                return Err(failed(self, e));
+            }
         }
     }
 }
