@@ -208,7 +208,7 @@ pub fn compare(case: &Path, truth: &Value, ours: &Result<CompileOutput, Diagnost
     let mut out = Vec::new();
     let mut say = |kind, detail: String| out.push(Disagreement { kind, detail });
     match (truth["outcome"].as_str().unwrap_or(""), ours) {
-        ("ok", Ok(o)) => compare_output(truth, o, &mut say),
+        ("ok", Ok(o)) => compare_output(case, truth, o, &mut say),
         ("error", Err(d)) => compare_errors(case, truth, d, &mut say),
         ("ok", Err(d)) => say(Kind::Outcome, format!("Inmanta compiles, we fail:\n{d}")),
         ("error", Ok(_)) => say(Kind::Outcome, format!("Inmanta fails, we compile; Inmanta: {}", summary(truth))),
@@ -266,6 +266,20 @@ fn normal_file(case: &Path, file: &str) -> String {
     file.to_string()
 }
 
+/// A recorded value with the recorder's temporary project directory (`/tmp/inmanta-case-*/project`,
+/// in the name `std::file` gives a file) replaced by the case's own directory.
+fn in_our_project(case: &Path, value: &Value) -> Value {
+    match value {
+        Value::String(text) if text.contains("/inmanta-case-") && case.is_dir() => {
+            let ours = std::path::absolute(case).unwrap_or_else(|_| case.to_path_buf());
+            let recorder =
+                regex::Regex::new(r"(?:/[^/\s:]+)*/inmanta-case-[A-Za-z0-9_]+/project").expect("a valid regex");
+            Value::String(recorder.replace_all(text, ours.display().to_string().as_str()).into_owned())
+        }
+        other => other.clone(),
+    }
+}
+
 fn compare_errors(case: &Path, truth: &Value, ours: &Diagnostics, say: &mut impl FnMut(Kind, String)) {
     let theirs = errors_of(truth);
     let mine: Vec<(String, String, Option<u64>)> = ours
@@ -310,7 +324,7 @@ fn without_version(id: &str) -> String {
     api::resource::unversioned(id).to_string()
 }
 
-fn compare_output(truth: &Value, ours: &CompileOutput, say: &mut impl FnMut(Kind, String)) {
+fn compare_output(case: &Path, truth: &Value, ours: &CompileOutput, say: &mut impl FnMut(Kind, String)) {
     let empty = Vec::new();
     let theirs: BTreeMap<String, &Value> = truth["resources"]
         .as_array()
@@ -351,6 +365,7 @@ fn compare_output(truth: &Value, ours: &CompileOutput, say: &mut impl FnMut(Kind
             if !comparable(want) {
                 continue;
             }
+            let want = &in_our_project(case, want);
             match ours.variables.get(name) {
                 Some(got) if same_value(got, want) => {}
                 got => say(Kind::Variable, format!("{name}: Inmanta {want}, we {got:?}")),

@@ -353,8 +353,19 @@ fn resource_via(ev: &View<'_, '_>, inst: InstId, undefined: &mut bool) -> Option
     }
 }
 
+/// What `std::file` / `fs::file` return: a string naming a file (std's `FileMarker`), whose
+/// content the exporter reads.
+pub(crate) const FILE_MARKER: &str = "imp-module-source:file://";
+
 fn file_content(ev: &View<'_, '_>, inst: InstId) -> Option<Value> {
-    let content = slot_value(ev, inst, "content")?;
+    let content = match slot_value(ev, inst, "content")? {
+        Value::Str(s) if s.starts_with(FILE_MARKER) => {
+            // an unreadable file was readable when the plugin returned its marker: read as empty
+            let bytes = std::fs::read(&s[FILE_MARKER.len()..]).unwrap_or_default();
+            Value::Str(std::rc::Rc::from(String::from_utf8_lossy(&bytes).as_ref()))
+        }
+        other => other,
+    };
     let sep = match slot_value(ev, inst, "content_separator") {
         Some(Value::Str(s)) => s.to_string(),
         _ => "\n".into(),

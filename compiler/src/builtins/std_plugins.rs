@@ -94,6 +94,12 @@ fn strv(ev: &Evaluator<'_>, v: &Value) -> String {
 
 /// Reads a module asset: `"<module>/<file>"` in the module's `sub` directory.
 pub(super) fn module_file(ev: &Evaluator<'_>, path: &str, sub: &str) -> Result<Vec<u8>, PErr> {
+    let full = module_file_path(ev, path, sub)?;
+    std::fs::read(&full).map_err(|e| ext(format!("Unable to read {}: {e}", full.display())))
+}
+
+/// Where a module asset `"<module>/<file>"` is: the module's `sub` directory.
+fn module_file_path(ev: &Evaluator<'_>, path: &str, sub: &str) -> Result<std::path::PathBuf, PErr> {
     let Some((module, rest)) = path.split_once('/') else {
         return Err(ext(format!("Invalid path '{path}': expected '<module>/<file>'")));
     };
@@ -105,8 +111,7 @@ pub(super) fn module_file(ev: &Evaluator<'_>, path: &str, sub: &str) -> Result<V
     if rest.split('/').any(|c| c == "..") {
         return Err(ext(format!("Invalid path '{path}': '..' is not allowed")));
     }
-    let full = dir.join(sub).join(rest);
-    std::fs::read(&full).map_err(|e| ext(format!("Unable to read {}: {e}", full.display())))
+    Ok(dir.join(sub).join(rest))
 }
 
 /// Counts a list or dict a deep copy makes against the memory budget: a dict that holds the same
@@ -215,10 +220,10 @@ fn validate(kind: &str, v: &Value, params: &Value) -> bool {
             regex::Regex::new(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
                 .is_ok_and(|r| r.is_match(&st))
         }
-        "base64" => is_base64(&st),
-        "printable_ascii" => st.chars().all(|c| (' '..='~').contains(&c)),
-        "ascii_word" => !st.is_empty() && st.chars().all(|c| ('!'..='~').contains(&c)),
-        "non_empty_string" => st.chars().any(|c| !c.is_whitespace()),
+        "builtin.base64" => is_base64(&st),
+        "builtin.printable_ascii" => st.chars().all(|c| (' '..='~').contains(&c)),
+        "builtin.ascii_word" => !st.is_empty() && st.chars().all(|c| ('!'..='~').contains(&c)),
+        "builtin.non_empty_string" => st.chars().any(|c| !c.is_whitespace()),
         "pydantic.PositiveInt" | "pydantic.PositiveFloat" => num.is_some_and(|n| n > 0.0),
         "pydantic.NegativeInt" | "pydantic.NegativeFloat" => num.is_some_and(|n| n < 0.0),
         "pydantic.constr" => {
@@ -385,9 +390,14 @@ pub(crate) fn register(p: &mut Plugins) {
         Ok(s(&String::from_utf8_lossy(&b)))
     });
     p.add("std::file", &[("path", None)], |ev, c| {
+        // the file's name, marked (std's FileMarker): the export reads its content
         let path = text(&c.args[0], "path")?;
-        let b = module_file(ev, &path, "files")?;
-        Ok(s(&String::from_utf8_lossy(&b)))
+        let full = module_file_path(ev, &path, "files")?;
+        if !full.is_file() {
+            return Err(ext(format!("{} isn't a valid file", full.display())));
+        }
+        let full = std::path::absolute(&full).unwrap_or(full);
+        Ok(s(&format!("{}{}", crate::export::FILE_MARKER, full.display())))
     });
     p.add("std::list_files", &[("path", None)], |ev, c| {
         let path = text(&c.args[0], "path")?;
@@ -543,6 +553,12 @@ pub(crate) fn register(p: &mut Plugins) {
     p.add("std::is_unknown", &[("value", None)], |_, c| Ok(Value::Bool(c.args[0].is_unknown()))).accepts_unknown = true;
     p.add("std::validate_type", &[("fq_type_name", None), ("value", None), ("validation_parameters", n())], |_, c| {
         let k = text(&c.args[0], "fq_type_name")?;
+        // inmanta.validation_type (inmanta-core 20) knows only these modules' types and raises a
+        // ValueError for any other name, which std answers with false. `builtin.` names are the
+        // constraints of the built-in std.cf's own typedefs (regexes in std's model).
+        if !["pydantic.", "datetime.", "ipaddress.", "uuid.", "builtin."].iter().any(|m| k.starts_with(m)) {
+            return Ok(Value::Bool(false));
+        }
         Ok(Value::Bool(validate(&k, &c.args[1], &c.args[2])))
     });
     p.add("std::ipindex", &[("addr", None), ("position", None), ("keep_prefix", Some(Value::Bool(false)))], |_, c| {

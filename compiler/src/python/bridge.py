@@ -389,7 +389,21 @@ def decode(v):
             return i
         if "$u" in v:
             return inm_util.Unknown(source=None)
+    if isinstance(v, str) and v.startswith(FileMarker.PREFIX):
+        return FileMarker(v[len(FileMarker.PREFIX) :])
     return v
+
+
+class FileMarker(str):
+    """std's and fs' marker of a string that names a file (`std::file`): their resource code
+    reads the file when it sees this class name."""
+
+    PREFIX = "imp-module-source:file://"
+
+    def __new__(cls, filename):
+        obj = str.__new__(cls, cls.PREFIX + filename)
+        obj.filename = filename
+        return obj
 
 
 class NotTransferable(Exception):
