@@ -470,6 +470,24 @@ def error_answer(exc):
     return {"error": {"type": kind, "message": message, "frame": last_frame(innermost)}}
 
 
+def import_failure(exc, module, fq_import):
+    """A module's Python code that does not import, reported as Inmanta reports it: a
+    CompilerException located at the line of the failing file that raised."""
+    spec = sys.modules.get(fq_import)
+    path = getattr(spec, "__file__", None) or ""
+    if not path:
+        found = importlib.util.find_spec(fq_import) if "." not in fq_import or fq_import.rsplit(".", 1)[0] in sys.modules else None
+        path = getattr(found, "origin", None) or ""
+    line = None
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        if frame.filename == path:
+            line = frame.lineno
+            break
+    kind = type(exc).__qualname__ if type(exc).__module__ in (None, "builtins") else f"{type(exc).__module__}.{type(exc).__qualname__}"
+    message = f"Unable to load all plug-ins for module {module}:\n\t{kind} while loading plugin module {fq_import}: {exc}"
+    return {"error": {"type": "CompilerException", "message": message, "frame": last_frame(exc), "file": path, "line": line or 0}}
+
+
 def describe(exc):
     return getattr(exc, "msg", None) or str(exc) or type(exc).__name__
 
@@ -841,6 +859,7 @@ class Bridge:
         for module in request["modules"]:
             name = module["name"]
             fq = f"inmanta_plugins.{name}"
+            importing = fq  # the Python module being imported, named in a failure
             try:
                 if module.get("v1"):
                     init = os.path.join(module["path"], "plugins", "__init__.py")
@@ -855,13 +874,11 @@ class Bridge:
                     mod = importlib.import_module(fq)
                 # as Inmanta does: every Python file of the module, so all its plugins register
                 for sub in pkgutil.walk_packages(mod.__path__, prefix=fq + "."):
+                    importing = sub.name
                     importlib.import_module(sub.name)
                 self.modules.append(name)
             except Exception as e:
-                answer = error_answer(e)
-                answer["error"]["type"] = "ModuleLoadingException"
-                answer["error"]["message"] = f"Could not import the Python code of module {name}: {type(e).__name__}: {e}"
-                return answer
+                return import_failure(e, name, importing)
         wanted = set(self.modules)
         plugins = []
         for fq_name, cls in inmanta.plugins.PluginMeta.get_functions().items():

@@ -99,6 +99,10 @@ pub(crate) fn start(
         .request(&request, &mut NoQuestions)
         .map_err(|e| fail(format!("importing the Python code of the modules: {e}")))?;
     if let Some(e) = answer.get("error") {
+        if let Some(file) = e["file"].as_str().filter(|f| !f.is_empty()) {
+            // Inmanta's CompilerException at the line of the module's file that failed to import
+            return Err(Box::new(python_file_error(e["type"].as_str().unwrap_or("CompilerException"), e, file)));
+        }
         let frame = e["frame"].as_str().filter(|f| !f.is_empty()).map(|f| format!(" ({f})")).unwrap_or_default();
         return Err(fail(format!("{}{frame}", e["message"].as_str().unwrap_or("the modules' Python code failed"))));
     }
@@ -130,6 +134,25 @@ pub(crate) fn start(
         })
         .collect();
     Ok(PythonSide { bridge, plugins, resources })
+}
+
+/// An error located in a Python file of a module (its line, as the Python traceback gives it).
+fn python_file_error(kind: &str, e: &Json, file: &str) -> Diagnostic {
+    let line = e["line"].as_u64().unwrap_or(0).max(1) as usize;
+    let source_line = std::fs::read_to_string(file)
+        .ok()
+        .and_then(|text| text.lines().nth(line - 1).map(str::to_string))
+        .unwrap_or_default();
+    let mut d = Diagnostic::plain(kind, e["message"].as_str().unwrap_or("the modules' Python code failed"));
+    d.location = Some(crate::syntax::Location {
+        file: file.to_string(),
+        line,
+        col: 1,
+        end_line: line,
+        end_col: source_line.chars().count() + 1,
+        source_line,
+    });
+    d
 }
 
 fn module_paths(module_dirs: &HashMap<String, PathBuf>) -> Json {
