@@ -266,6 +266,32 @@ fn normal_file(case: &Path, file: &str) -> String {
     file.to_string()
 }
 
+/// Python's `str.splitlines()`: the lines without their ends (`\n`, `\r\n`, `\r` and the other
+/// separators Python knows), no empty line after a final end.
+fn python_lines(text: &str) -> Vec<String> {
+    let ends = ['\n', '\r', '\x0b', '\x0c', '\x1c', '\x1d', '\x1e', '\u{85}', '\u{2028}', '\u{2029}'];
+    let mut lines = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        match rest.find(ends) {
+            Some(at) => {
+                lines.push(rest[..at].to_string());
+                let end = if rest[at..].starts_with("\r\n") {
+                    2
+                } else {
+                    rest[at..].chars().next().map_or(1, char::len_utf8)
+                };
+                rest = &rest[at + end..];
+            }
+            None => {
+                lines.push(rest.to_string());
+                break;
+            }
+        }
+    }
+    lines
+}
+
 /// A recorded value with the recorder's temporary project directory (`/tmp/inmanta-case-*/project`,
 /// in the name `std::file` gives a file) replaced by the case's own directory.
 fn in_our_project(case: &Path, value: &Value) -> Value {
@@ -380,7 +406,9 @@ fn compare_output(case: &Path, truth: &Value, ours: &CompileOutput, say: &mut im
     };
     let t_printed: Vec<String> =
         truth["printed"].as_array().unwrap_or(&empty).iter().filter_map(|v| v.as_str().map(String::from)).collect();
-    let m_printed: Vec<String> = ours.printed.iter().flat_map(|p| p.lines().map(String::from)).collect();
+    // the recorder splits what Python's print wrote (each message and a newline) with
+    // str.splitlines(): a message ending in a newline leaves an empty line
+    let m_printed: Vec<String> = ours.printed.iter().flat_map(|p| python_lines(&format!("{p}\n"))).collect();
     if printed(t_printed.clone()) != printed(m_printed.clone()) {
         say(Kind::Printed, format!("Inmanta printed {t_printed:?}, we {m_printed:?}"));
     }
