@@ -263,6 +263,13 @@ fn uri_of(ev: &View<'_, '_>, inst: InstId) -> Option<Value> {
 }
 
 /// The resource id of an instance, when it is a resource and its id is known.
+/// The entity a Python `@resource` class maps `inst` by, when one does (its id then comes from
+/// the class's `get_<attribute>` mappers, in Python).
+pub(crate) fn python_mapping_of(ev: &View<'_, '_>, inst: InstId) -> Option<String> {
+    let ent = ev.m.instances[inst as usize].entity;
+    mapping_for(ev, ent).filter(|(m, _)| m.python).map(|(m, _)| m.entity.clone())
+}
+
 pub(crate) fn resource_id_of(ev: &View<'_, '_>, inst: InstId) -> Option<api::ResourceId> {
     let ent = ev.m.instances[inst as usize].entity;
     let (m, _) = mapping_for(ev, ent)?;

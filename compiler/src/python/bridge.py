@@ -257,12 +257,16 @@ class WaitingForCompiler(Exception):
     """An attribute a plugin read is not set yet: the compiler runs the call again later."""
 
 
-def _attribute_stand_in(relation):
-    """An object that passes isinstance checks on inmanta-core's attribute classes."""
+def _attribute_stand_in(shape):
+    """An object that passes isinstance checks on inmanta-core's attribute classes; a relation
+    ([low, high] from the compiler) answers is_optional() and is_multi() as inmanta-core's does."""
     import inmanta.ast.attribute as attribute
 
-    cls = attribute.RelationAttribute if relation else attribute.Attribute
-    return cls.__new__(cls)
+    if isinstance(shape, list):
+        stand_in = attribute.RelationAttribute.__new__(attribute.RelationAttribute)
+        stand_in.low, stand_in.high = shape
+        return stand_in
+    return attribute.Attribute.__new__(attribute.Attribute)
 
 
 class RemoteType:
@@ -949,6 +953,18 @@ class Bridge:
         parts = [rid.get_entity_type(), rid.get_agent_name(), rid.get_attribute(), rid.get_attribute_value()]
         return {"ok": {"id": [str(p) for p in parts], "attributes": attributes}}
 
+    def resource_id(self, request):
+        """inmanta-core's `to_id` of an instance (what std::create_fact_reference names)."""
+        model = proxy.DynamicProxy(instance(request["instance"], request.get("type", request["entity"])))
+        try:
+            rid = inmanta.resources.to_id(model)
+        except Exception as e:
+            return error_answer(e)
+        if rid is None:
+            return {"ok": None}
+        # without its version, as the compiler names resources
+        return {"ok": inmanta.resources.Id.parse_id(rid).resource_str()}
+
     def dependencies(self, request):
         """Runs the modules' `@dependency_manager`s over the resources their `@resource` classes
         exported, as Inmanta's exporter does after the export, with the requires the compiler
@@ -1029,6 +1045,8 @@ def serve(request):
             return _BRIDGE.export(request)
         if op == "dependencies":
             return _BRIDGE.dependencies(request)
+        if op == "resource_id":
+            return _BRIDGE.resource_id(request)
         return {"error": {"type": "CompilerException", "message": f"unknown request {op!r}", "frame": ""}}
     except Exception as e:  # a bug of this bridge, reported rather than hanging the compiler
         return {"error": {"type": "CompilerException", "message": f"{type(e).__name__}: {e}", "frame": last_frame(e)}}

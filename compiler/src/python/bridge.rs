@@ -26,7 +26,8 @@ pub(crate) trait Questions {
     /// `{"get": [instance, attribute]}`: `{"v": value}`, `{"unset": true}`, `{"none": true}`,
     /// `{"unknown": true}`, `{"notfound": message}`.
     fn get(&mut self, instance: u32, attribute: &str) -> Json;
-    /// `{"parents": [every parent entity], "attributes": {name: is_relation}}` of `entity`.
+    /// `{"parents": [every parent entity], "attributes": {name: [low, high] of a relation, or
+    /// false}}` of `entity`.
     fn entity_type(&mut self, entity: &str) -> Json;
     /// A file a resource mapper uploads (`Exporter.upload_file`).
     fn file(&mut self, hash: String, content: Vec<u8>);

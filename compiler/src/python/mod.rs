@@ -222,8 +222,18 @@ impl Questions for Asker<'_, '_> {
         let Some(&e) = types.entity_by_name.get(entity) else { return json!({}) };
         let ent = &types.entities[e];
         let parents: Vec<&str> = ent.ancestors.iter().map(|a| types.entities[*a].name.as_str()).collect();
-        let attributes: serde_json::Map<String, Json> =
-            ent.attrs.iter().map(|a| (a.name.clone(), Json::Bool(a.is_relation()))).collect();
+        // a relation as its multiplicity [low, high] (high null when unbounded), a plain attribute as false
+        let attributes: serde_json::Map<String, Json> = ent
+            .attrs
+            .iter()
+            .map(|a| {
+                let shape = match &a.kind {
+                    crate::model::AttrKind::Rel { lo, hi, .. } => json!([lo, hi]),
+                    crate::model::AttrKind::Prim { .. } => Json::Bool(false),
+                };
+                (a.name.clone(), shape)
+            })
+            .collect();
         json!({"parents": parents, "attributes": attributes})
     }
 
@@ -403,6 +413,34 @@ impl<'a> Evaluator<'a> {
                 self.m.sources,
             )
         })
+    }
+
+    /// The resource id (without version) inmanta-core's `to_id` gives an instance that a Python
+    /// `@resource` class maps; `None` when it maps none.
+    pub(crate) fn python_resource_id(
+        &mut self,
+        inst: InstId,
+        entity: &str,
+        span: Span,
+    ) -> Result<Option<String>, Flow> {
+        let request =
+            json!({"op": "resource_id", "entity": entity, "instance": inst, "type": self.entity_of(inst).name});
+        let (answer, wait) = self.ask_python(&request, &format!("the resource id of {entity}"), span)?;
+        if answer.get("unset").is_some() {
+            return Err(match wait {
+                Some(w) => Flow::Wait(w),
+                None => error(
+                    "UnsetException",
+                    format!("the id of {entity} read a value that is not set"),
+                    span,
+                    self.m.sources,
+                ),
+            });
+        }
+        if let Some(e) = answer.get("error") {
+            return Err(plugin_error(self, &format!("@resource {entity}"), e, span));
+        }
+        Ok(answer["ok"].as_str().map(str::to_string))
     }
 
     /// Exports one instance of a Python `@resource` entity.
