@@ -70,7 +70,8 @@ pub fn expand_cases(paths: &[PathBuf]) -> Vec<PathBuf> {
             let mut files: Vec<PathBuf> = std::fs::read_dir(p)
                 .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
                 .unwrap_or_default();
-            files.retain(|f| f.extension().is_some_and(|e| e == "cf"));
+            // `.cf` cases, and project cases (a directory with its own templates/ or files/)
+            files.retain(|f| f.extension().is_some_and(|e| e == "cf") || f.join("project.yml").is_file());
             files.sort();
             out.extend(files);
         } else {
@@ -207,7 +208,7 @@ pub fn compare(case: &Path, truth: &Value, ours: &Result<CompileOutput, Diagnost
     let mut out = Vec::new();
     let mut say = |kind, detail: String| out.push(Disagreement { kind, detail });
     match (truth["outcome"].as_str().unwrap_or(""), ours) {
-        ("ok", Ok(o)) => compare_output(truth, o, &mut say),
+        ("ok", Ok(o)) => compare_output(case, truth, o, &mut say),
         ("error", Err(d)) => compare_errors(case, truth, d, &mut say),
         ("ok", Err(d)) => say(Kind::Outcome, format!("Inmanta compiles, we fail:\n{d}")),
         ("error", Ok(_)) => say(Kind::Outcome, format!("Inmanta fails, we compile; Inmanta: {}", summary(truth))),
@@ -265,6 +266,46 @@ fn normal_file(case: &Path, file: &str) -> String {
     file.to_string()
 }
 
+/// Python's `str.splitlines()`: the lines without their ends (`\n`, `\r\n`, `\r` and the other
+/// separators Python knows), no empty line after a final end.
+fn python_lines(text: &str) -> Vec<String> {
+    let ends = ['\n', '\r', '\x0b', '\x0c', '\x1c', '\x1d', '\x1e', '\u{85}', '\u{2028}', '\u{2029}'];
+    let mut lines = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        match rest.find(ends) {
+            Some(at) => {
+                lines.push(rest[..at].to_string());
+                let end = if rest[at..].starts_with("\r\n") {
+                    2
+                } else {
+                    rest[at..].chars().next().map_or(1, char::len_utf8)
+                };
+                rest = &rest[at + end..];
+            }
+            None => {
+                lines.push(rest.to_string());
+                break;
+            }
+        }
+    }
+    lines
+}
+
+/// A recorded value with the recorder's temporary project directory (`/tmp/inmanta-case-*/project`,
+/// in the name `std::file` gives a file) replaced by the case's own directory.
+fn in_our_project(case: &Path, value: &Value) -> Value {
+    match value {
+        Value::String(text) if text.contains("/inmanta-case-") && case.is_dir() => {
+            let ours = std::path::absolute(case).unwrap_or_else(|_| case.to_path_buf());
+            let recorder =
+                regex::Regex::new(r"(?:/[^/\s:]+)*/inmanta-case-[A-Za-z0-9_]+/project").expect("a valid regex");
+            Value::String(recorder.replace_all(text, ours.display().to_string().as_str()).into_owned())
+        }
+        other => other.clone(),
+    }
+}
+
 fn compare_errors(case: &Path, truth: &Value, ours: &Diagnostics, say: &mut impl FnMut(Kind, String)) {
     let theirs = errors_of(truth);
     let mine: Vec<(String, String, Option<u64>)> = ours
@@ -309,7 +350,7 @@ fn without_version(id: &str) -> String {
     api::resource::unversioned(id).to_string()
 }
 
-fn compare_output(truth: &Value, ours: &CompileOutput, say: &mut impl FnMut(Kind, String)) {
+fn compare_output(case: &Path, truth: &Value, ours: &CompileOutput, say: &mut impl FnMut(Kind, String)) {
     let empty = Vec::new();
     let theirs: BTreeMap<String, &Value> = truth["resources"]
         .as_array()
@@ -350,6 +391,7 @@ fn compare_output(truth: &Value, ours: &CompileOutput, say: &mut impl FnMut(Kind
             if !comparable(want) {
                 continue;
             }
+            let want = &in_our_project(case, want);
             match ours.variables.get(name) {
                 Some(got) if same_value(got, want) => {}
                 got => say(Kind::Variable, format!("{name}: Inmanta {want}, we {got:?}")),
@@ -364,7 +406,9 @@ fn compare_output(truth: &Value, ours: &CompileOutput, say: &mut impl FnMut(Kind
     };
     let t_printed: Vec<String> =
         truth["printed"].as_array().unwrap_or(&empty).iter().filter_map(|v| v.as_str().map(String::from)).collect();
-    let m_printed: Vec<String> = ours.printed.iter().flat_map(|p| p.lines().map(String::from)).collect();
+    // the recorder splits what Python's print wrote (each message and a newline) with
+    // str.splitlines(): a message ending in a newline leaves an empty line
+    let m_printed: Vec<String> = ours.printed.iter().flat_map(|p| python_lines(&format!("{p}\n"))).collect();
     if printed(t_printed.clone()) != printed(m_printed.clone()) {
         say(Kind::Printed, format!("Inmanta printed {t_printed:?}, we {m_printed:?}"));
     }

@@ -263,6 +263,13 @@ fn uri_of(ev: &View<'_, '_>, inst: InstId) -> Option<Value> {
 }
 
 /// The resource id of an instance, when it is a resource and its id is known.
+/// The entity a Python `@resource` class maps `inst` by, when one does (its id then comes from
+/// the class's `get_<attribute>` mappers, in Python).
+pub(crate) fn python_mapping_of(ev: &View<'_, '_>, inst: InstId) -> Option<String> {
+    let ent = ev.m.instances[inst as usize].entity;
+    mapping_for(ev, ent).filter(|(m, _)| m.python).map(|(m, _)| m.entity.clone())
+}
+
 pub(crate) fn resource_id_of(ev: &View<'_, '_>, inst: InstId) -> Option<api::ResourceId> {
     let ent = ev.m.instances[inst as usize].entity;
     let (m, _) = mapping_for(ev, ent)?;
@@ -353,8 +360,19 @@ fn resource_via(ev: &View<'_, '_>, inst: InstId, undefined: &mut bool) -> Option
     }
 }
 
+/// What `std::file` / `fs::file` return: a string naming a file (std's `FileMarker`), whose
+/// content the exporter reads.
+pub(crate) const FILE_MARKER: &str = "imp-module-source:file://";
+
 fn file_content(ev: &View<'_, '_>, inst: InstId) -> Option<Value> {
-    let content = slot_value(ev, inst, "content")?;
+    let content = match slot_value(ev, inst, "content")? {
+        Value::Str(s) if s.starts_with(FILE_MARKER) => {
+            // an unreadable file was readable when the plugin returned its marker: read as empty
+            let bytes = std::fs::read(&s[FILE_MARKER.len()..]).unwrap_or_default();
+            Value::Str(std::rc::Rc::from(String::from_utf8_lossy(&bytes).as_ref()))
+        }
+        other => other,
+    };
     let sep = match slot_value(ev, inst, "content_separator") {
         Some(Value::Str(s)) => s.to_string(),
         _ => "\n".into(),

@@ -61,7 +61,12 @@ pub(crate) fn register(p: &mut Plugins) {
         let Value::Instance(i) = &c.args[0] else {
             return Err(bad_argument("std::create_fact_reference", "resource", "std::Resource", &c.args[0]));
         };
-        let Some(rid) = crate::export::resource_id_of(&crate::export::View::of(ev), *i) else {
+        let rid = match crate::export::python_mapping_of(&crate::export::View::of(ev), *i) {
+            // a Python @resource class maps its id with its own get_<attribute> mappers
+            Some(entity) => ev.python_resource_id(*i, &entity, c.span)?,
+            None => crate::export::resource_id_of(&crate::export::View::of(ev), *i).map(|id| id.to_string()),
+        };
+        let Some(rid) = rid else {
             return Err(PErr::Kind("ExternalException", "Facts can only be retreived from resources.".into()));
         };
         let fact = match &c.args[1] {
@@ -74,7 +79,7 @@ pub(crate) fn register(p: &mut Plugins) {
             Resolves::Str,
             vec![
                 ("environment", RefArg::Literal(json!(ev.project.plugin_inputs.environment))),
-                ("resource_id", RefArg::Literal(json!(rid.to_string()))),
+                ("resource_id", RefArg::Literal(json!(rid))),
                 ("fact_name", RefArg::Literal(json!(fact))),
                 ("mocked_facts", RefArg::Literal(Json::Null)),
             ],

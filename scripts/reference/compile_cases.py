@@ -9,7 +9,7 @@ Run with the reference venv's Python (scripts/reference/record.sh does that):
 
 A CASE is a `.cf` file (compiled as the main.cf of a throwaway project whose module path is
 `compiler/tests/modules`) or a project directory holding `project.yml` (copied as a whole).
-A directory without `project.yml` stands for every `.cf` file in it. The answer for `X.cf` is
+A directory without `project.yml` stands for every `.cf` file and project directory in it. The answer for `X.cf` is
 written to `X.inmanta.json` beside it; a project's answer to `main.inmanta.json` in it.
 
 The recorded shape (format 1) is documented in docs/compiler-conformance.md.
@@ -235,7 +235,12 @@ def expand(paths):
     for p in paths:
         p = os.path.abspath(p)
         if os.path.isdir(p) and not os.path.exists(os.path.join(p, "project.yml")):
-            cases += sorted(os.path.join(p, n) for n in os.listdir(p) if n.endswith(".cf"))
+            # `.cf` cases and project cases (a directory with its own project.yml)
+            cases += sorted(
+                os.path.join(p, n)
+                for n in os.listdir(p)
+                if n.endswith(".cf") or os.path.isfile(os.path.join(p, n, "project.yml"))
+            )
         else:
             cases.append(p)
     return cases

@@ -2,6 +2,7 @@
 //! binary) and their plugins, implemented natively.
 
 mod exec;
+mod jinja;
 mod net;
 pub(crate) mod std_plugins;
 
@@ -183,6 +184,11 @@ impl Plugins {
 
     pub(crate) fn get(&self, name: &str) -> Option<&Plugin> {
         self.map.get(name)
+    }
+
+    /// Every plugin with its full name, in no particular order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&String, &Plugin)> {
+        self.map.iter()
     }
 
     pub(crate) fn add(&mut self, name: &str, params: &[(&'static str, Option<Value>)], f: PluginFn) -> &mut Plugin {

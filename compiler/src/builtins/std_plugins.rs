@@ -4,7 +4,7 @@ use std::rc::Rc;
 
 use num_traits::ToPrimitive;
 
-use super::{PErr, PResult, PluginCall, Plugins, net, s};
+use super::{PErr, PResult, Plugins, net, s};
 use crate::eval::Evaluator;
 use crate::eval::budget::Built;
 use crate::eval::format::{py_str, python_str, short_repr};
@@ -93,23 +93,30 @@ fn strv(ev: &Evaluator<'_>, v: &Value) -> String {
 }
 
 /// Reads a module asset: `"<module>/<file>"` in the module's `sub` directory.
-fn module_file(ev: &Evaluator<'_>, path: &str, sub: &str) -> Result<Vec<u8>, PErr> {
+pub(super) fn module_file(ev: &Evaluator<'_>, path: &str, sub: &str) -> Result<Vec<u8>, PErr> {
+    let full = module_file_path(ev, path, sub)?;
+    std::fs::read(&full).map_err(|e| ext(format!("Unable to read {}: {e}", full.display())))
+}
+
+/// Where a module asset `"<module>/<file>"` is: the module's `sub` directory.
+fn module_file_path(ev: &Evaluator<'_>, path: &str, sub: &str) -> Result<std::path::PathBuf, PErr> {
     let Some((module, rest)) = path.split_once('/') else {
         return Err(ext(format!("Invalid path '{path}': expected '<module>/<file>'")));
     };
-    let Some(dir) = ev.project.module_dirs.get(module) else {
+    // the empty prefix is the project's own directory, as std's PrefixLoader maps it
+    let project = (module.is_empty()).then_some(&ev.project.project_dir);
+    let Some(dir) = project.or_else(|| ev.project.module_dirs.get(module)) else {
         return Err(ext(format!("Module {module} (for '{path}') is not loaded or has no {sub}/ directory")));
     };
     if rest.split('/').any(|c| c == "..") {
         return Err(ext(format!("Invalid path '{path}': '..' is not allowed")));
     }
-    let full = dir.join(sub).join(rest);
-    std::fs::read(&full).map_err(|e| ext(format!("Unable to read {}: {e}", full.display())))
+    Ok(dir.join(sub).join(rest))
 }
 
 /// Counts a list or dict a deep copy makes against the memory budget: a dict that holds the same
 /// dict at each of 40 levels takes 40 entries in the model, and 2**40 once copied.
-fn charge_copy(ev: &mut Evaluator<'_>, built: Built) -> Result<(), PErr> {
+pub(super) fn charge_copy(ev: &mut Evaluator<'_>, built: Built) -> Result<(), PErr> {
     ev.budget.charge(built).map_err(|m| PErr::Kind("RuntimeException", m))
 }
 
@@ -213,10 +220,10 @@ fn validate(kind: &str, v: &Value, params: &Value) -> bool {
             regex::Regex::new(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
                 .is_ok_and(|r| r.is_match(&st))
         }
-        "base64" => is_base64(&st),
-        "printable_ascii" => st.chars().all(|c| (' '..='~').contains(&c)),
-        "ascii_word" => !st.is_empty() && st.chars().all(|c| ('!'..='~').contains(&c)),
-        "non_empty_string" => st.chars().any(|c| !c.is_whitespace()),
+        "builtin.base64" => is_base64(&st),
+        "builtin.printable_ascii" => st.chars().all(|c| (' '..='~').contains(&c)),
+        "builtin.ascii_word" => !st.is_empty() && st.chars().all(|c| ('!'..='~').contains(&c)),
+        "builtin.non_empty_string" => st.chars().any(|c| !c.is_whitespace()),
         "pydantic.PositiveInt" | "pydantic.PositiveFloat" => num.is_some_and(|n| n > 0.0),
         "pydantic.NegativeInt" | "pydantic.NegativeFloat" => num.is_some_and(|n| n < 0.0),
         "pydantic.constr" => {
@@ -289,99 +296,6 @@ fn read_path(ev: &mut Evaluator<'_>, v: &Value, path: &str, span: crate::syntax:
         cur = ev.read_attr_span(&cur, seg, span)?;
     }
     Ok(cur)
-}
-
-fn render_template(ev: &mut Evaluator<'_>, call: &mut PluginCall) -> PResult {
-    let path = text(&call.args[0], "template path")?;
-    let bytes = module_file(ev, &path, "templates")?;
-    let src = String::from_utf8_lossy(&bytes).into_owned();
-    let mut ctx = serde_json::Map::new();
-    if call.kwargs.is_empty() {
-        // the caller's scope: every assigned variable of the enclosing scopes
-        let mut sc = Some(call.scope);
-        let mut vars: Vec<(Rc<str>, Value)> = Vec::new();
-        while let Some(id) = sc {
-            let scope = &ev.m.scopes[id as usize];
-            for (k, v) in scope.vars_iter() {
-                if !vars.iter().any(|(n, _)| *n == k) {
-                    vars.push((k, v));
-                }
-            }
-            sc = scope.parent_id();
-        }
-        for (k, v) in vars {
-            // `self` is Jinja2's reference to the template itself: a model's `self` never reaches it
-            if &*k == "self" {
-                continue;
-            }
-            let j = to_json(ev, &v, 0)?;
-            ctx.insert(k.to_string(), j);
-        }
-    } else {
-        for (k, v) in call.kwargs.clone() {
-            let j = to_json(ev, &v, 0)?;
-            ctx.insert(k, j);
-        }
-    }
-    let mut env = minijinja::Environment::new();
-    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-    // Jinja2 (and so Inmanta) drops one trailing newline of a template
-    env.set_keep_trailing_newline(false);
-    // print booleans and none the way Jinja2 (Python) does
-    env.set_formatter(|out, state, value| match value.kind() {
-        minijinja::value::ValueKind::Bool => {
-            out.write_str(if value.is_true() { "True" } else { "False" }).map_err(Into::into)
-        }
-        minijinja::value::ValueKind::None => out.write_str("None").map_err(Into::into),
-        _ => minijinja::escape_formatter(out, state, value),
-    });
-    let failed =
-        |e: minijinja::Error| PErr::Kind("WrappingRuntimeException", format!("Failed to render template {path}: {e}"));
-    let template = env.template_from_str(&src).map_err(failed)?;
-    if call.kwargs.is_empty() {
-        // in an implementation, a bare name is also an attribute of `self` (waiting until it is set)
-        let mut needed: Vec<String> = template.undeclared_variables(false).into_iter().collect();
-        needed.sort();
-        for name in needed {
-            if ctx.contains_key(&name) {
-                continue;
-            }
-            if let Some(inst) = ev.self_attr_in_scope(call.scope, &name) {
-                let v = ev.read_attr_span(&Value::Instance(inst), &name, call.span)?;
-                let j = to_json(ev, &v, 0)?;
-                ctx.insert(name, j);
-            }
-        }
-    }
-    match template.render(jinja_value(&serde_json::Value::Object(ctx))) {
-        Ok(out) => Ok(s(&out)),
-        Err(e) => Err(failed(e)),
-    }
-}
-
-/// A template's context value. Not through serde: with serde_json's `arbitrary_precision` (on in
-/// the workspace) a number serialises to any other format as a map holding its digits.
-fn jinja_value(v: &serde_json::Value) -> minijinja::Value {
-    use minijinja::Value as J;
-    match v {
-        serde_json::Value::Null => J::from(()),
-        serde_json::Value::Bool(b) => J::from(*b),
-        serde_json::Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                J::from(i)
-            } else if let Some(u) = n.as_u64() {
-                J::from(u)
-            } else if let Some(i) = n.as_i128().filter(|_| !n.is_f64()) {
-                J::from(i)
-            } else {
-                // a float, or an int past 128 bits: minijinja's ints stop there
-                J::from(n.as_f64().unwrap_or(f64::NAN))
-            }
-        }
-        serde_json::Value::String(s) => J::from(s.as_str()),
-        serde_json::Value::Array(items) => J::from(items.iter().map(jinja_value).collect::<Vec<_>>()),
-        serde_json::Value::Object(map) => J::from_iter(map.iter().map(|(k, x)| (k.as_str(), jinja_value(x)))),
-    }
 }
 
 /// Python's `int()` / `float()` of a string: surrounding whitespace and `_` between digits allowed.
@@ -467,7 +381,7 @@ pub(crate) fn register(p: &mut Plugins) {
         }
     });
     {
-        let t = p.add("std::template", &[("path", None)], render_template);
+        let t = p.add("std::template", &[("path", None)], super::jinja::render_template);
         t.kwargs = true;
     }
     p.add("std::source", &[("path", None)], |ev, c| {
@@ -476,14 +390,21 @@ pub(crate) fn register(p: &mut Plugins) {
         Ok(s(&String::from_utf8_lossy(&b)))
     });
     p.add("std::file", &[("path", None)], |ev, c| {
+        // the file's name, marked (std's FileMarker): the export reads its content
         let path = text(&c.args[0], "path")?;
-        let b = module_file(ev, &path, "files")?;
-        Ok(s(&String::from_utf8_lossy(&b)))
+        let full = module_file_path(ev, &path, "files")?;
+        if !full.is_file() {
+            return Err(ext(format!("{} isn't a valid file", full.display())));
+        }
+        let full = std::path::absolute(&full).unwrap_or(full);
+        Ok(s(&format!("{}{}", crate::export::FILE_MARKER, full.display())))
     });
     p.add("std::list_files", &[("path", None)], |ev, c| {
         let path = text(&c.args[0], "path")?;
         let (module, rest) = path.split_once('/').unwrap_or((&path, ""));
-        let Some(dir) = ev.project.module_dirs.get(module) else {
+        // the empty prefix is the project's own directory, as std's PrefixLoader maps it
+        let project = (module.is_empty()).then_some(&ev.project.project_dir);
+        let Some(dir) = project.or_else(|| ev.project.module_dirs.get(module)) else {
             return Err(ext(format!("Module {module} not found")));
         };
         let mut names: Vec<String> = std::fs::read_dir(dir.join("files").join(rest))
@@ -632,6 +553,12 @@ pub(crate) fn register(p: &mut Plugins) {
     p.add("std::is_unknown", &[("value", None)], |_, c| Ok(Value::Bool(c.args[0].is_unknown()))).accepts_unknown = true;
     p.add("std::validate_type", &[("fq_type_name", None), ("value", None), ("validation_parameters", n())], |_, c| {
         let k = text(&c.args[0], "fq_type_name")?;
+        // inmanta.validation_type (inmanta-core 20) knows only these modules' types and raises a
+        // ValueError for any other name, which std answers with false. `builtin.` names are the
+        // constraints of the built-in std.cf's own typedefs (regexes in std's model).
+        if !["pydantic.", "datetime.", "ipaddress.", "uuid.", "builtin."].iter().any(|m| k.starts_with(m)) {
+            return Ok(Value::Bool(false));
+        }
         Ok(Value::Bool(validate(&k, &c.args[1], &c.args[2])))
     });
     p.add("std::ipindex", &[("addr", None), ("position", None), ("keep_prefix", Some(Value::Bool(false)))], |_, c| {

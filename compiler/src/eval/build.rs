@@ -9,6 +9,8 @@ use crate::syntax::{SourceMap, Span};
 
 use super::value::Value;
 
+mod load_check;
+
 pub(crate) struct Builder<'s, 'a> {
     pub types: Types<'a>,
     pub errors: Vec<Diagnostic>,
@@ -525,6 +527,7 @@ impl<'s, 'a> Builder<'s, 'a> {
             self.types.entities[id].implements = list;
         }
         self.check_dataclasses();
+        self.check_constructor_types();
     }
 
     /// `std::Dataclass` entities are value-like: no relations, no indexes, only `std::none`.

@@ -930,18 +930,35 @@ impl<'a> Evaluator<'a> {
                 other => return Err(typing(format!("** needs a dict, got {}", self.repr(&other)), sp.span, self)),
             }
         }
+        self.call_plugin(&full, &plugin, pos, kw, span, cx.scope, Some((&mut cx.seq, &mut *cx.cache)))
+    }
+
+    /// Calls plugin `full` with evaluated arguments. `replay` is the statement's cache of values
+    /// with a side effect (a statement that runs again gets the same answer); a call made from
+    /// Python (a Jinja filter, `Compiler.get_plugins()`) has none.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn call_plugin(
+        &mut self,
+        full: &str,
+        plugin: &crate::builtins::Plugin,
+        pos: Vec<Value>,
+        kw: Vec<(String, Value)>,
+        span: Span,
+        scope: ScopeId,
+        replay: Option<(&mut usize, &mut Vec<Value>)>,
+    ) -> EResult<Value> {
         if plugin.python {
             if !plugin.accepts_unknown
                 && let Some(u) = pos.iter().chain(kw.iter().map(|(_, v)| v)).find(|v| v.contains_unknown())
             {
                 return Ok(Value::Unknown(unknown_of(u, u)));
             }
-            crate::references::check_python_args(self, &full, &pos, &kw, span)?;
-            let v = self.call_python(&full, pos, kw, span)?;
+            crate::references::check_python_args(self, full, &pos, &kw, span)?;
+            let v = self.call_python(full, pos, kw, span)?;
             return self.charge_result(&v, span).map(|()| v);
         }
-        let call = plugin.bind(&full, pos, kw).map_err(|m| error("RuntimeException", m, span, self.m.sources))?;
-        crate::references::check_plugin_args(self, &full, &plugin, &call, span)?;
+        let call = plugin.bind(full, pos, kw).map_err(|m| error("RuntimeException", m, span, self.m.sources))?;
+        crate::references::check_plugin_args(self, full, plugin, &call, span)?;
         if !plugin.accepts_unknown
             && let Some(u) = call
                 .args
@@ -956,19 +973,20 @@ impl<'a> Evaluator<'a> {
             };
             return Ok(Value::Unknown(u));
         }
-        let seq = cx.seq;
-        if plugin.side_effect {
-            cx.seq += 1;
-            if let Some(v) = cx.cache.get(seq) {
+        let mut replay = replay.filter(|_| plugin.side_effect);
+        if let Some((seq, cache)) = replay.as_mut() {
+            let at = **seq;
+            **seq += 1;
+            if let Some(v) = cache.get(at) {
                 return Ok(v.clone());
             }
         }
-        let mut call = PluginCall { span, scope: cx.scope, ..call };
+        let mut call = PluginCall { span, scope, ..call };
         match (plugin.f)(self, &mut call) {
             Ok(v) => {
                 self.charge_result(&v, span)?;
-                if plugin.side_effect {
-                    cx.cache.push(v.clone());
+                if let Some((_, cache)) = replay {
+                    cache.push(v.clone());
                 }
                 Ok(v)
             }

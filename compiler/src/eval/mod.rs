@@ -574,7 +574,10 @@ impl<'a> Evaluator<'a> {
         }
         let ns = self.m.scopes[parent as usize].ns;
         let sc = self.new_scope(Some(parent), ns, &names, span);
-        for s in block {
+        // back to front, as Inmanta runs them: its parser builds a nested block's statement list
+        // that way (`stmt_list : statement stmt_list` appends), and the first error it meets is
+        // the one it reports (a file's top level is in source order)
+        for s in block.iter().rev() {
             self.spawn(TaskKind::Stmt(s, sc));
         }
         sc

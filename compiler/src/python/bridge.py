@@ -7,8 +7,10 @@
 # reads are questions back to the compiler.
 #
 # Protocol: one JSON document per line on stdin/stdout. The compiler sends a request; this side
-# answers with zero or more questions ({"get": ...}, {"type": ...}), each answered by the compiler,
-# and then exactly one final answer ({"ok": ...} or {"error": ...} or {"unset": ...}).
+# answers with zero or more questions ({"get": ...}, {"type": ...}, {"conforms": ...}, {"call": ...},
+# {"plugins": ...}), each answered by the compiler, and then exactly one final answer ({"ok": ...}
+# or {"error": ...} or {"unset": ...}). Requests nest: while answering a question the compiler may
+# send a request (a typedef constraint calling a Python plugin), served before the reply comes.
 # Values: JSON scalars and arrays; dicts as {"$d": [[key, value], ...]} (a JSON object would lose
 # the insertion order a dict keeps in Inmanta); instances as {"$i": id, "$t": type};
 # unknowns as {"$u": 1}.
@@ -45,8 +47,15 @@ def receive():
 
 
 def ask(msg):
+    """Asks the compiler a question and returns its reply. While answering, the compiler may
+    call a plugin of this side (a typedef constraint, a Jinja filter): such a request is served
+    here, nested, before the reply comes."""
     send(msg)
-    return receive()
+    while True:
+        reply = receive()
+        if "op" not in reply:
+            return reply
+        send(serve(reply))
 
 
 # Starting fast. `import inmanta.plugins` (which every module's Python code does) runs the
@@ -248,12 +257,16 @@ class WaitingForCompiler(Exception):
     """An attribute a plugin read is not set yet: the compiler runs the call again later."""
 
 
-def _attribute_stand_in(relation):
-    """An object that passes isinstance checks on inmanta-core's attribute classes."""
+def _attribute_stand_in(shape):
+    """An object that passes isinstance checks on inmanta-core's attribute classes; a relation
+    ([low, high] from the compiler) answers is_optional() and is_multi() as inmanta-core's does."""
     import inmanta.ast.attribute as attribute
 
-    cls = attribute.RelationAttribute if relation else attribute.Attribute
-    return cls.__new__(cls)
+    if isinstance(shape, list):
+        stand_in = attribute.RelationAttribute.__new__(attribute.RelationAttribute)
+        stand_in.low, stand_in.high = shape
+        return stand_in
+    return attribute.Attribute.__new__(attribute.Attribute)
 
 
 class RemoteType:
@@ -380,7 +393,21 @@ def decode(v):
             return i
         if "$u" in v:
             return inm_util.Unknown(source=None)
+    if isinstance(v, str) and v.startswith(FileMarker.PREFIX):
+        return FileMarker(v[len(FileMarker.PREFIX) :])
     return v
+
+
+class FileMarker(str):
+    """std's and fs' marker of a string that names a file (`std::file`): their resource code
+    reads the file when it sees this class name."""
+
+    PREFIX = "imp-module-source:file://"
+
+    def __new__(cls, filename):
+        obj = str.__new__(cls, cls.PREFIX + filename)
+        obj.filename = filename
+        return obj
 
 
 class NotTransferable(Exception):
@@ -447,6 +474,24 @@ def error_answer(exc):
     return {"error": {"type": kind, "message": message, "frame": last_frame(innermost)}}
 
 
+def import_failure(exc, module, fq_import):
+    """A module's Python code that does not import, reported as Inmanta reports it: a
+    CompilerException located at the line of the failing file that raised."""
+    spec = sys.modules.get(fq_import)
+    path = getattr(spec, "__file__", None) or ""
+    if not path:
+        found = importlib.util.find_spec(fq_import) if "." not in fq_import or fq_import.rsplit(".", 1)[0] in sys.modules else None
+        path = getattr(found, "origin", None) or ""
+    line = None
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        if frame.filename == path:
+            line = frame.lineno
+            break
+    kind = type(exc).__qualname__ if type(exc).__module__ in (None, "builtins") else f"{type(exc).__module__}.{type(exc).__qualname__}"
+    message = f"Unable to load all plug-ins for module {module}:\n\t{kind} while loading plugin module {fq_import}: {exc}"
+    return {"error": {"type": "CompilerException", "message": message, "frame": last_frame(exc), "file": path, "line": line or 0}}
+
+
 def describe(exc):
     return getattr(exc, "msg", None) or str(exc) or type(exc).__name__
 
@@ -497,13 +542,46 @@ class BridgeContext:
 
 
 class CompilerStandIn:
-    """What plugins use of inmanta-core's Compiler: the plugins (of the modules' Python code)."""
+    """What plugins use of inmanta-core's Compiler: every plugin of the model, those of the
+    modules' Python code and those the compiler runs itself (std's, called back through it)."""
 
     def __init__(self, bridge):
         self._bridge = bridge
 
     def get_plugins(self):
-        return {name: PluginStandIn(p) for name, p in self._bridge.plugins.items()}
+        plugins = {name: PluginStandIn(p) for name, p in self._bridge.plugins.items()}
+        for name in self._bridge.native_plugins():
+            plugins[name] = NativePluginStandIn(name)
+        return plugins
+
+
+class NativePluginStandIn:
+    """A plugin the compiler runs itself, called from Python as inmanta-core's Plugin object is."""
+
+    def __init__(self, name):
+        self._name = name
+        # where a plugin takes its Context (modules' Jinja filters read it): never, for these
+        self._context = -1
+
+    def __call__(self, *args, **kwargs):
+        try:
+            encoded = [encode(a, f"argument {i}") for i, a in enumerate(args)]
+            encoded_kw = {k: encode(v, f"argument {k}") for k, v in kwargs.items()}
+        except NotTransferable as e:
+            raise inmanta.ast.RuntimeException(None, f"plugin {self._name}: {e}")
+        answer = ask({"call": [self._name, encoded, encoded_kw]})
+        if "ok" in answer:
+            return decode(answer["ok"])
+        if "unset" in answer:
+            raise WaitingForCompiler(self._name)
+        error = answer.get("error", {})
+        message = error.get("message", f"plugin {self._name} failed")
+        if error.get("type") == "ExplicitPluginException":
+            raise inmanta.plugins.PluginException(message)
+        raise inmanta.ast.RuntimeException(None, message)
+
+    def call_in_context(self, processed_args, resolver, queue, location):
+        return self(*processed_args.args, **processed_args.kwargs)
 
 
 class PluginStandIn:
@@ -766,6 +844,13 @@ class Bridge:
         self.modules = []
         # resource id (no version) -> the Resource object its export made, for dependency managers
         self.exported = {}
+        # the plugins the compiler runs itself, asked once
+        self._native_plugins = None
+
+    def native_plugins(self):
+        if self._native_plugins is None:
+            self._native_plugins = list(ask({"plugins": True}).get("ok", []))
+        return self._native_plugins
 
     def load(self, request):
         if _IMPORT_ERROR:
@@ -778,6 +863,7 @@ class Bridge:
         for module in request["modules"]:
             name = module["name"]
             fq = f"inmanta_plugins.{name}"
+            importing = fq  # the Python module being imported, named in a failure
             try:
                 if module.get("v1"):
                     init = os.path.join(module["path"], "plugins", "__init__.py")
@@ -792,13 +878,11 @@ class Bridge:
                     mod = importlib.import_module(fq)
                 # as Inmanta does: every Python file of the module, so all its plugins register
                 for sub in pkgutil.walk_packages(mod.__path__, prefix=fq + "."):
+                    importing = sub.name
                     importlib.import_module(sub.name)
                 self.modules.append(name)
             except Exception as e:
-                answer = error_answer(e)
-                answer["error"]["type"] = "ModuleLoadingException"
-                answer["error"]["message"] = f"Could not import the Python code of module {name}: {type(e).__name__}: {e}"
-                return answer
+                return import_failure(e, name, importing)
         wanted = set(self.modules)
         plugins = []
         for fq_name, cls in inmanta.plugins.PluginMeta.get_functions().items():
@@ -869,6 +953,18 @@ class Bridge:
         parts = [rid.get_entity_type(), rid.get_agent_name(), rid.get_attribute(), rid.get_attribute_value()]
         return {"ok": {"id": [str(p) for p in parts], "attributes": attributes}}
 
+    def resource_id(self, request):
+        """inmanta-core's `to_id` of an instance (what std::create_fact_reference names)."""
+        model = proxy.DynamicProxy(instance(request["instance"], request.get("type", request["entity"])))
+        try:
+            rid = inmanta.resources.to_id(model)
+        except Exception as e:
+            return error_answer(e)
+        if rid is None:
+            return {"ok": None}
+        # without its version, as the compiler names resources
+        return {"ok": inmanta.resources.Id.parse_id(rid).resource_str()}
+
     def dependencies(self, request):
         """Runs the modules' `@dependency_manager`s over the resources their `@resource` classes
         exported, as Inmanta's exporter does after the export, with the requires the compiler
@@ -927,36 +1023,42 @@ class Exporter:
     def upload_file(self, content):
         data = content.encode() if isinstance(content, str) else bytes(content)
         digest = hashlib.sha1(data).hexdigest()
-        send({"file": digest, "content": data.decode("latin-1")})
-        receive()
+        ask({"file": digest, "content": data.decode("latin-1")})
         return digest
 
 
 EXPORTER = Exporter()
 
 
+_BRIDGE = Bridge()
+
+
+def serve(request):
+    """The answer to one request of the compiler."""
+    op = request.get("op")
+    try:
+        if op == "load":
+            return _BRIDGE.load(request)
+        if op == "call":
+            return _BRIDGE.call(request)
+        if op == "export":
+            return _BRIDGE.export(request)
+        if op == "dependencies":
+            return _BRIDGE.dependencies(request)
+        if op == "resource_id":
+            return _BRIDGE.resource_id(request)
+        return {"error": {"type": "CompilerException", "message": f"unknown request {op!r}", "frame": ""}}
+    except Exception as e:  # a bug of this bridge, reported rather than hanging the compiler
+        return {"error": {"type": "CompilerException", "message": f"{type(e).__name__}: {e}", "frame": last_frame(e)}}
+
+
 def main():
-    bridge = Bridge()
     send({"ready": sys.version.split()[0]})
     while True:
         request = receive()
-        op = request.get("op")
-        try:
-            if op == "load":
-                answer = bridge.load(request)
-            elif op == "call":
-                answer = bridge.call(request)
-            elif op == "export":
-                answer = bridge.export(request)
-            elif op == "dependencies":
-                answer = bridge.dependencies(request)
-            elif op == "exit":
-                return
-            else:
-                answer = {"error": {"type": "CompilerException", "message": f"unknown request {op!r}", "frame": ""}}
-        except Exception as e:  # a bug of this bridge, reported rather than hanging the compiler
-            answer = {"error": {"type": "CompilerException", "message": f"{type(e).__name__}: {e}", "frame": last_frame(e)}}
-        send(answer)
+        if request.get("op") == "exit":
+            return
+        send(serve(request))
 
 
 main()

@@ -1,6 +1,9 @@
 //! The long-lived Python process of one compile (`bridge.py`), and its line-framed JSON
 //! protocol. The compiler sends a request; Python may ask questions back (attribute reads,
-//! entity type parents, files to upload) before it gives the final answer.
+//! entity type parents, typedef checks, calls of the compiler's own plugins, files to upload)
+//! before it gives the final answer. Answering a question may need Python again (a typedef
+//! constraint that calls a Python plugin): the compiler then sends a new request instead of the
+//! reply, and Python serves it before it goes on waiting, so requests nest like calls.
 //!
 //! Each turn of Python (from our line to its next one) has a time limit: a watchdog thread kills
 //! the process when it runs past it, so a plugin that never returns fails the compile with a
@@ -23,13 +26,20 @@ pub(crate) trait Questions {
     /// `{"get": [instance, attribute]}`: `{"v": value}`, `{"unset": true}`, `{"none": true}`,
     /// `{"unknown": true}`, `{"notfound": message}`.
     fn get(&mut self, instance: u32, attribute: &str) -> Json;
-    /// `{"parents": [every parent entity], "attributes": {name: is_relation}}` of `entity`.
+    /// `{"parents": [every parent entity], "attributes": {name: [low, high] of a relation, or
+    /// false}}` of `entity`.
     fn entity_type(&mut self, entity: &str) -> Json;
     /// A file a resource mapper uploads (`Exporter.upload_file`).
     fn file(&mut self, hash: String, content: Vec<u8>);
     /// `{"conforms": [typedef, value]}`: `{"ok": bool}`, whether `value` is of the model's
     /// typedef (its base type and constraint); `{"ok": null}` when `typedef` is no typedef.
     fn conforms(&mut self, typedef: &str, value: &Json) -> Json;
+    /// `{"call": [plugin, args, kwargs]}`: a plugin of the model called from Python (Jinja
+    /// filters, `Compiler.get_plugins()`): `{"ok": value}`, `{"unset": true}` or `{"error": ...}`.
+    fn call(&mut self, plugin: &str, args: &Json, kwargs: &Json) -> Json;
+    /// `{"plugins": true}`: `{"ok": [name, ...]}`, the plugins the compiler runs itself (native
+    /// ones), which Python's `Compiler.get_plugins()` lists beside the modules' Python ones.
+    fn plugins(&mut self) -> Json;
 }
 
 /// The least time Python gets to start and import the modules' code.
@@ -206,32 +216,53 @@ impl Bridge {
 
     /// Sends a request and answers Python's questions until its final answer.
     pub(crate) fn request(&mut self, msg: &Json, questions: &mut dyn Questions) -> Result<Json, BridgeError> {
-        self.write(msg)?;
+        self.send(msg)?;
         loop {
-            let answer = self.read()?;
-            let Some(obj) = answer.as_object() else {
-                return Err(BridgeError::Failed(format!("unexpected answer {answer}")));
-            };
-            if let Some(get) = obj.get("get") {
-                let inst = get[0].as_u64().unwrap_or(u64::MAX) as u32;
-                let attr = get[1].as_str().unwrap_or("");
-                let reply = questions.get(inst, attr);
-                self.write(&reply)?;
-            } else if let Some(t) = obj.get("type") {
-                let info = questions.entity_type(t.as_str().unwrap_or(""));
-                self.write(&info)?;
-            } else if let Some(question) = obj.get("conforms") {
-                let reply = questions.conforms(question[0].as_str().unwrap_or(""), &question[1]);
-                self.write(&reply)?;
-            } else if let Some(hash) = obj.get("file") {
-                let content: Vec<u8> = obj["content"].as_str().unwrap_or("").chars().map(|c| c as u32 as u8).collect();
-                questions.file(hash.as_str().unwrap_or("").to_string(), content);
-                self.write(&json!({}))?;
-            } else {
-                return Ok(answer);
+            let message = self.receive()?;
+            match answer_question(&message, questions)? {
+                Some(reply) => self.send(&reply)?,
+                None => return Ok(message),
             }
         }
     }
+
+    /// Sends one line: a request, or the reply to Python's question. A request sent while Python
+    /// waits for a reply is served first (a plugin call made while answering a question of
+    /// another: a typedef constraint calling a plugin, a Jinja filter that is a plugin).
+    pub(crate) fn send(&mut self, msg: &Json) -> Result<(), BridgeError> {
+        Ok(self.write(msg)?)
+    }
+
+    /// The next line of Python: a question ([`answer_question`] answers it) or a final answer.
+    pub(crate) fn receive(&mut self) -> Result<Json, BridgeError> {
+        self.read()
+    }
+}
+
+/// The reply to `message` when it is one of Python's questions; `None` when it is the final
+/// answer of the request being served.
+pub(crate) fn answer_question(message: &Json, questions: &mut dyn Questions) -> Result<Option<Json>, BridgeError> {
+    let Some(obj) = message.as_object() else {
+        return Err(BridgeError::Failed(format!("unexpected answer {message}")));
+    };
+    Ok(Some(if let Some(get) = obj.get("get") {
+        let inst = get[0].as_u64().unwrap_or(u64::MAX) as u32;
+        questions.get(inst, get[1].as_str().unwrap_or(""))
+    } else if let Some(t) = obj.get("type") {
+        questions.entity_type(t.as_str().unwrap_or(""))
+    } else if let Some(question) = obj.get("conforms") {
+        questions.conforms(question[0].as_str().unwrap_or(""), &question[1])
+    } else if let Some(call) = obj.get("call") {
+        questions.call(call[0].as_str().unwrap_or(""), &call[1], &call[2])
+    } else if obj.contains_key("plugins") {
+        questions.plugins()
+    } else if let Some(hash) = obj.get("file") {
+        let content: Vec<u8> = obj["content"].as_str().unwrap_or("").chars().map(|c| c as u32 as u8).collect();
+        questions.file(hash.as_str().unwrap_or("").to_string(), content);
+        json!({})
+    } else {
+        return Ok(None);
+    }))
 }
 
 impl Drop for Bridge {

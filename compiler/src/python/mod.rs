@@ -99,6 +99,10 @@ pub(crate) fn start(
         .request(&request, &mut NoQuestions)
         .map_err(|e| fail(format!("importing the Python code of the modules: {e}")))?;
     if let Some(e) = answer.get("error") {
+        if let Some(file) = e["file"].as_str().filter(|f| !f.is_empty()) {
+            // Inmanta's CompilerException at the line of the module's file that failed to import
+            return Err(Box::new(python_file_error(e["type"].as_str().unwrap_or("CompilerException"), e, file)));
+        }
         let frame = e["frame"].as_str().filter(|f| !f.is_empty()).map(|f| format!(" ({f})")).unwrap_or_default();
         return Err(fail(format!("{}{frame}", e["message"].as_str().unwrap_or("the modules' Python code failed"))));
     }
@@ -132,6 +136,25 @@ pub(crate) fn start(
     Ok(PythonSide { bridge, plugins, resources })
 }
 
+/// An error located in a Python file of a module (its line, as the Python traceback gives it).
+fn python_file_error(kind: &str, e: &Json, file: &str) -> Diagnostic {
+    let line = e["line"].as_u64().unwrap_or(0).max(1) as usize;
+    let source_line = std::fs::read_to_string(file)
+        .ok()
+        .and_then(|text| text.lines().nth(line - 1).map(str::to_string))
+        .unwrap_or_default();
+    let mut d = Diagnostic::plain(kind, e["message"].as_str().unwrap_or("the modules' Python code failed"));
+    d.location = Some(crate::syntax::Location {
+        file: file.to_string(),
+        line,
+        col: 1,
+        end_line: line,
+        end_col: source_line.chars().count() + 1,
+        source_line,
+    });
+    d
+}
+
 fn module_paths(module_dirs: &HashMap<String, PathBuf>) -> Json {
     let mut paths: serde_json::Map<String, Json> =
         crate::builtins::BUILTIN_MODULES.iter().map(|m| (m.to_string(), Json::String(String::new()))).collect();
@@ -153,6 +176,12 @@ impl Questions for NoQuestions {
     fn file(&mut self, _: String, _: Vec<u8>) {}
     fn conforms(&mut self, _: &str, _: &Json) -> Json {
         json!({"ok": null})
+    }
+    fn call(&mut self, plugin: &str, _: &Json, _: &Json) -> Json {
+        json!({"error": {"type": "RuntimeException", "message": format!("plugin {plugin} can not be called here"), "frame": ""}})
+    }
+    fn plugins(&mut self) -> Json {
+        json!({"ok": []})
     }
 }
 
@@ -193,8 +222,18 @@ impl Questions for Asker<'_, '_> {
         let Some(&e) = types.entity_by_name.get(entity) else { return json!({}) };
         let ent = &types.entities[e];
         let parents: Vec<&str> = ent.ancestors.iter().map(|a| types.entities[*a].name.as_str()).collect();
-        let attributes: serde_json::Map<String, Json> =
-            ent.attrs.iter().map(|a| (a.name.clone(), Json::Bool(a.is_relation()))).collect();
+        // a relation as its multiplicity [low, high] (high null when unbounded), a plain attribute as false
+        let attributes: serde_json::Map<String, Json> = ent
+            .attrs
+            .iter()
+            .map(|a| {
+                let shape = match &a.kind {
+                    crate::model::AttrKind::Rel { lo, hi, .. } => json!([lo, hi]),
+                    crate::model::AttrKind::Prim { .. } => Json::Bool(false),
+                };
+                (a.name.clone(), shape)
+            })
+            .collect();
         json!({"parents": parents, "attributes": attributes})
     }
 
@@ -205,8 +244,55 @@ impl Questions for Asker<'_, '_> {
     fn conforms(&mut self, typedef: &str, value: &Json) -> Json {
         let Some(&id) = self.ev.m.types.typedef_by_name.get(typedef) else { return json!({"ok": null}) };
         let Ok(value) = decode(self.ev, value) else { return json!({"ok": false}) };
+        // the constraint may call a plugin, Python's included: the bridge serves that call
+        // while Python waits for this answer
         let fits = self.ev.check_type(&value, &crate::model::Type::Typedef(id), self.span).is_ok();
         json!({"ok": fits})
+    }
+
+    fn call(&mut self, name: &str, args: &Json, kwargs: &Json) -> Json {
+        let Some(plugin) = self.ev.plugins.get(name).cloned() else {
+            return json!({"error": {"type": "NotFoundException", "message": format!("no plugin {name}"), "frame": ""}});
+        };
+        let decoded = (|| -> Result<_, String> {
+            let pos =
+                args.as_array().into_iter().flatten().map(|a| decode(self.ev, a)).collect::<Result<Vec<_>, _>>()?;
+            let mut kw = Vec::new();
+            for (k, v) in kwargs.as_object().into_iter().flatten() {
+                kw.push((k.clone(), decode(self.ev, v)?));
+            }
+            Ok((pos, kw))
+        })();
+        let (pos, kw) = match decoded {
+            Ok(x) => x,
+            Err(m) => return json!({"error": {"type": "PluginTypeException", "message": m, "frame": ""}}),
+        };
+        match self.ev.call_plugin(name, &plugin, pos, kw, self.span, 0, None) {
+            Ok(Value::Reference(_)) => json!({"error": {
+                "type": "RuntimeException",
+                "message": format!("plugin {name} returned a reference, which the modules' Python code can not hold yet"),
+                "frame": "",
+            }}),
+            Ok(v) => json!({"ok": encode(self.ev, &v)}),
+            Err(Flow::Wait(w)) => {
+                self.wait.get_or_insert(w);
+                json!({"unset": true})
+            }
+            Err(Flow::Err(d)) => json!({"error": {"type": d.kind, "message": d.message, "frame": ""}}),
+        }
+    }
+
+    fn plugins(&mut self) -> Json {
+        let loaded = &self.ev.m.types.ns_by_name;
+        let mut names: Vec<&str> = self
+            .ev
+            .plugins
+            .iter()
+            .filter(|(name, p)| !p.python && loaded.contains_key(name.split("::").next().unwrap_or_default()))
+            .map(|(name, _)| name.as_str())
+            .collect();
+        names.sort_unstable();
+        json!({"ok": names})
     }
 }
 
@@ -329,6 +415,34 @@ impl<'a> Evaluator<'a> {
         })
     }
 
+    /// The resource id (without version) inmanta-core's `to_id` gives an instance that a Python
+    /// `@resource` class maps; `None` when it maps none.
+    pub(crate) fn python_resource_id(
+        &mut self,
+        inst: InstId,
+        entity: &str,
+        span: Span,
+    ) -> Result<Option<String>, Flow> {
+        let request =
+            json!({"op": "resource_id", "entity": entity, "instance": inst, "type": self.entity_of(inst).name});
+        let (answer, wait) = self.ask_python(&request, &format!("the resource id of {entity}"), span)?;
+        if answer.get("unset").is_some() {
+            return Err(match wait {
+                Some(w) => Flow::Wait(w),
+                None => error(
+                    "UnsetException",
+                    format!("the id of {entity} read a value that is not set"),
+                    span,
+                    self.m.sources,
+                ),
+            });
+        }
+        if let Some(e) = answer.get("error") {
+            return Err(plugin_error(self, &format!("@resource {entity}"), e, span));
+        }
+        Ok(answer["ok"].as_str().map(str::to_string))
+    }
+
     /// Exports one instance of a Python `@resource` entity.
     pub(crate) fn export_python(&mut self, inst: InstId, entity: &str) -> Result<PyExport, Box<Diagnostic>> {
         let span = self.m.instances[inst as usize].span;
@@ -362,27 +476,50 @@ impl<'a> Evaluator<'a> {
         Ok(PyExport::Resource { id, attributes: ok["attributes"].as_object().cloned().unwrap_or_default() })
     }
 
-    /// Sends a request and answers Python's questions; `what` names the request in errors.
+    /// Sends a request and answers Python's questions; `what` names the request in errors. The
+    /// bridge stays in place while a question is answered: answering may call Python again (a
+    /// typedef constraint that calls a plugin), which Python serves before its pending question.
     fn ask_python(&mut self, request: &Json, what: &str, span: Span) -> Result<(Json, Option<Wait>), Flow> {
-        let Some(mut bridge) = self.python.take() else {
+        let failed = |ev: &Evaluator<'_>, e: BridgeError| match e {
+            e @ BridgeError::TimedOut(_) => {
+                error("PluginTimeoutException", format!("{what} did not return: {e}"), span, ev.m.sources)
+            }
+            e => {
+                error("CompilerException", format!("Python for the modules' plugins ({what}): {e}"), span, ev.m.sources)
+            }
+        };
+        let Some(bridge) = self.python.as_mut() else {
             return Err(error("CompilerException", "the Python process is not running", span, self.m.sources));
         };
-        let mut asker = Asker { ev: self, span, wait: None, files: Vec::new() };
-        let result = bridge.request(request, &mut asker);
-        let (wait, files) = (asker.wait, asker.files);
-        self.python = Some(bridge);
-        self.python_files.extend(files);
-        match result {
-            Ok(answer) => Ok((answer, wait)),
-            Err(e @ BridgeError::TimedOut(_)) => {
-                Err(error("PluginTimeoutException", format!("{what} did not return: {e}"), span, self.m.sources))
+        if let Err(e) = bridge.send(request) {
+            return Err(failed(self, e));
+        }
+        let mut wait = None;
+        loop {
+            let Some(bridge) = self.python.as_mut() else {
+                return Err(error("CompilerException", "the Python process is not running", span, self.m.sources));
+            };
+            let message = match bridge.receive() {
+                Ok(m) => m,
+                Err(e) => return Err(failed(self, e)),
+            };
+            let mut asker = Asker { ev: self, span, wait: None, files: Vec::new() };
+            let reply = bridge::answer_question(&message, &mut asker);
+            let (asked_wait, files) = (asker.wait, asker.files);
+            self.python_files.extend(files);
+            if wait.is_none() {
+                wait = asked_wait;
             }
-            Err(e) => Err(error(
-                "CompilerException",
-                format!("Python for the modules' plugins ({what}): {e}"),
-                span,
-                self.m.sources,
-            )),
+            let reply = match reply {
+                Ok(Some(reply)) => reply,
+                Ok(None) => return Ok((message, wait)),
+                Err(e) => return Err(failed(self, e)),
+            };
+            if let Some(bridge) = self.python.as_mut()
+                && let Err(e) = bridge.send(&reply)
+            {
+                return Err(failed(self, e));
+            }
         }
     }
 }
