@@ -116,6 +116,62 @@ fn inmanta_deploy_resolves_references_and_keeps_the_values_out() {
     assert_absent(&database_bytes(&format!("sqlite://{}", db.display())), &secret, "the deploy's database");
 }
 
+/// `inmanta deploy` compiles for its embedded environment: a fact reference names that
+/// environment (not the nil one) and reads the fact from the embedded store.
+#[tokio::test]
+async fn inmanta_deploy_reads_facts_of_its_embedded_environment() {
+    let project = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let out = root.path().join("address");
+    let source = "std::testing::NullResource[localhost,name=source]";
+    write_project(
+        project.path(),
+        &format!(
+            r#"
+import fs
+import mitogen
+import std::testing
+
+host = std::Host(name="localhost", os=std::linux, via=mitogen::Local())
+source = std::testing::NullResource(name="source", agentname="localhost")
+fs::File(host=host, path="{}", content=std::create_fact_reference(source, "address"))
+std::print(std::environment())
+"#,
+            out.display()
+        ),
+    );
+    let deploy = || {
+        let output = Command::new(BIN).arg("deploy").current_dir(project.path()).output().expect("run inmanta");
+        let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        (output.status.code().unwrap_or(-1), text)
+    };
+    // No fact yet: the file fails, naming the fact.
+    let (code, text) = deploy();
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains(&format!("Didn't find fact `address` for resource `{source}`")), "{text}");
+
+    // The fact, stored in the embedded environment the way a handler's report would store it.
+    let db = project.path().join("data/deploy/inmanta.db");
+    let store = orchestrator::Orchestrator::open(&format!("sqlite://{}", db.display())).await.unwrap();
+    let env = store.list_environments().await.unwrap().into_iter().find(|e| e.name == "refs").unwrap().id;
+    let fact = orchestrator::parameters::NewParameter {
+        name: "address".into(),
+        source: "fact".into(),
+        value: "203.0.113.5".into(),
+        resource_id: Some(source.into()),
+        metadata: None,
+        expires: Some(false),
+        recompile: false,
+    };
+    store.set_parameter(env, fact).await.unwrap();
+    drop(store);
+
+    let (code, text) = deploy();
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "203.0.113.5");
+    assert!(text.contains(&env.to_string()), "std::environment() is the embedded environment: {text}");
+}
+
 /// Waits until nothing is deploying or waiting; returns each resource's id and status.
 async fn settle(s: &TestServer, env: Uuid, total: usize) -> Vec<(String, String)> {
     let deadline = Instant::now() + Duration::from_secs(60);
