@@ -328,8 +328,12 @@ pub fn resolve<'a>(request: &'a ResourceRequest, facts: &dyn FactSource) -> Resu
 /// own Python class): such a resource has its references resolved in the Python executor of its
 /// version ([`resolve_known`] first, then the executor's `resolve` action).
 pub fn needs_python(request: &ResourceRequest) -> bool {
-    request
-        .attributes
+    references_need_python(&request.attributes)
+}
+
+/// [`needs_python`] of a resource's attributes.
+pub fn references_need_python(attributes: &Map<String, Value>) -> bool {
+    attributes
         .get("references")
         .and_then(Value::as_array)
         .into_iter()

@@ -361,3 +361,108 @@ fs::File(host=host, path="{root}/address", content=std::create_fact_reference(so
     assert_absent(actions.as_bytes(), &secret, "the actions the remote agent reported");
     assert_absent(&database_bytes(&s.database_url), &secret, "the server's database");
 }
+
+/// An age identity and `plaintext` encrypted to it, with Debian's `age` (scripts/lib.sh installs
+/// it); `None` outside CI when it is missing.
+fn age_secret(dir: &Path, plaintext: &str) -> Option<(std::path::PathBuf, String)> {
+    use std::io::Write as _;
+    let key = dir.join("age-identity.txt");
+    match Command::new("age-keygen").arg("-o").arg(&key).output() {
+        Ok(out) => assert!(out.status.success(), "age-keygen: {}", String::from_utf8_lossy(&out.stderr)),
+        Err(e) => {
+            assert!(std::env::var("CI").is_err(), "age is needed (Debian package age, scripts/lib.sh): {e}");
+            eprintln!("skipped: age is not installed (Debian package age; scripts/test.sh installs it)");
+            return None;
+        }
+    }
+    let recipient = String::from_utf8(Command::new("age-keygen").arg("-y").arg(&key).output().unwrap().stdout).unwrap();
+    let mut age = Command::new("age")
+        .args(["--encrypt", "--armor", "--recipient", recipient.trim()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    age.stdin.take().unwrap().write_all(plaintext.as_bytes()).unwrap();
+    let out = age.wait_with_output().unwrap();
+    assert!(out.status.success());
+    Some((key, String::from_utf8(out.stdout).unwrap()))
+}
+
+/// The Python of scripts/python-test-venv.sh (inmanta-core 20.1), for the compile and the agents.
+fn test_python() -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/python-test-venv.sh");
+    let out = Command::new(script).output().expect("run python-test-venv.sh");
+    assert!(out.status.success(), "python-test-venv.sh: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// The agesecret module of the compiler's reference tests (a `@reference` class decrypting with
+/// age), copied into `project`'s module path.
+fn add_agesecret(project: &Path) {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../compiler/tests/python/references/libs/agesecret");
+    for file in ["module.yml", "model/_init.cf", "plugins/__init__.py"] {
+        let to = project.join("libs/agesecret").join(file);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(from.join(file), to).unwrap();
+    }
+}
+
+/// `inmanta deploy` of `fs::File`s whose content is a module's own reference type: the built-in
+/// file handler gets the value the module's Python class decrypts with age; a wrong identity and
+/// a missing one fail their file (naming the reason), its dependent is skipped, the rest deploy.
+#[test]
+fn inmanta_deploy_decrypts_with_a_modules_own_reference_class() {
+    let project = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let secret = secret();
+    let Some((identity, ciphertext)) = age_secret(root.path(), &secret) else { return };
+    let other = root.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let (wrong, _) = age_secret(&other, "unused").unwrap();
+    add_agesecret(project.path());
+    let r = root.path().display();
+    write_project(
+        project.path(),
+        &format!(
+            r#"
+import fs
+import mitogen
+import agesecret
+
+host = std::Host(name="localhost", os=std::linux, via=mitogen::Local())
+ciphertext = """{ciphertext}"""
+fs::File(host=host, path="{r}/decrypted", content=agesecret::decrypt(ciphertext, "{}"), mode=600)
+wrong = fs::File(host=host, path="{r}/wrong-key", content=agesecret::decrypt(ciphertext, "{}"))
+fs::File(host=host, path="{r}/after-wrong", content="after", requires=[wrong])
+fs::File(host=host, path="{r}/no-key", content=agesecret::decrypt(ciphertext, "{r}/missing-identity.txt"))
+"#,
+            identity.display(),
+            wrong.display()
+        ),
+    );
+    std::fs::write(project.path().join("project.yml"), "name: agerefs\nmodulepath: libs\n").unwrap();
+    let python = test_python();
+    let output = Command::new(BIN)
+        .args(["deploy", "--verbose"])
+        .current_dir(project.path())
+        .env("INMANTA_COMPILER_PYTHON", &python)
+        .env("INMANTA_AGENT_PYTHON", &python)
+        .env("RUST_LOG", "debug")
+        .output()
+        .expect("run inmanta");
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.status.code(), Some(1), "two files fail: {text}");
+    assert_eq!(std::fs::read_to_string(root.path().join("decrypted")).unwrap_or_default(), secret, "{text}");
+    for absent in ["wrong-key", "after-wrong", "no-key"] {
+        assert!(!root.path().join(absent).exists(), "{absent}: {text}");
+    }
+    let line = |suffix: &str| text.lines().filter(|l| l.contains(suffix)).collect::<Vec<_>>().join("\n");
+    assert!(line("/wrong-key]").contains("age could not decrypt"), "{text}");
+    assert!(line("/wrong-key]").contains("no identity matched"), "{text}");
+    assert!(line("/no-key]").contains("no such file"), "{text}");
+    assert!(line("/after-wrong]").contains("skipped"), "{text}");
+    assert_absent(&output.stdout, &secret, "the output of inmanta deploy");
+    assert_absent(&output.stderr, &secret, "the log of inmanta deploy");
+    let db = project.path().join("data/deploy/inmanta.db");
+    assert_absent(&database_bytes(&format!("sqlite://{}", db.display())), &secret, "the deploy's database");
+}

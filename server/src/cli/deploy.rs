@@ -103,6 +103,9 @@ async fn embedded_environment(o: &Orchestrator, name: &str) -> Result<Uuid, CliE
 /// changed ones.
 pub async fn run(mut args: DeployArgs, verbose: bool) -> Result<(), CliError> {
     let started = Instant::now();
+    // `[compiler] python` and the compiler's limits, as `inmanta export` takes them.
+    let options = crate::config::Options::load(None).map_err(|e| CliError::Usage(e.to_string()))?;
+    args.compile.configure(&options);
     // The embedded environment is known before the compile, which is for it (as `inmanta export`
     // compiles for the environment it exports to): `std::environment()` and the environment a
     // fact reference reads its fact in are its id. Opening the store and reading project.yml
