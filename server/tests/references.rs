@@ -410,6 +410,8 @@ fn add_agesecret(project: &Path) {
 /// `inmanta deploy` of `fs::File`s whose content is a module's own reference type: the built-in
 /// file handler gets the value the module's Python class decrypts with age; a wrong identity and
 /// a missing one fail their file (naming the reason), its dependent is skipped, the rest deploy.
+/// The `files` module's text and file-content references (from the package index) resolve the
+/// same way, reading the file store.
 #[test]
 fn inmanta_deploy_decrypts_with_a_modules_own_reference_class() {
     let project = tempfile::tempdir().unwrap();
@@ -420,6 +422,10 @@ fn inmanta_deploy_decrypts_with_a_modules_own_reference_class() {
     std::fs::create_dir_all(&other).unwrap();
     let (wrong, _) = age_secret(&other, "unused").unwrap();
     add_agesecret(project.path());
+    // read at compile time, through `config`'s `source://` paths (a module's files/ directory)
+    let template = project.path().join("libs/agesecret/files/template.txt");
+    std::fs::create_dir_all(template.parent().unwrap()).unwrap();
+    std::fs::write(&template, "content of a file of the project\n").unwrap();
     let r = root.path().display();
     write_project(
         project.path(),
@@ -435,9 +441,13 @@ fs::File(host=host, path="{r}/decrypted", content=agesecret::decrypt(ciphertext,
 wrong = fs::File(host=host, path="{r}/wrong-key", content=agesecret::decrypt(ciphertext, "{}"))
 fs::File(host=host, path="{r}/after-wrong", content="after", requires=[wrong])
 fs::File(host=host, path="{r}/no-key", content=agesecret::decrypt(ciphertext, "{r}/missing-identity.txt"))
+
+import files
+fs::File(host=host, path="{r}/text", content=files::create_text_reference("a long text, kept in the file store"))
+fs::File(host=host, path="{r}/file-content", content=files::create_text_file_content_reference("source://agesecret/template.txt"))
 "#,
             identity.display(),
-            wrong.display()
+            wrong.display(),
         ),
     );
     std::fs::write(project.path().join("project.yml"), "name: agerefs\nmodulepath: libs\n").unwrap();
@@ -453,6 +463,10 @@ fs::File(host=host, path="{r}/no-key", content=agesecret::decrypt(ciphertext, "{
     let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     assert_eq!(output.status.code(), Some(1), "two files fail: {text}");
     assert_eq!(std::fs::read_to_string(root.path().join("decrypted")).unwrap_or_default(), secret, "{text}");
+    // The files module's references: the text and the file's content, through the file store.
+    let read = |name: &str| std::fs::read_to_string(root.path().join(name)).unwrap_or_default();
+    assert_eq!(read("text"), "a long text, kept in the file store", "{text}");
+    assert_eq!(read("file-content"), "content of a file of the project\n", "{text}");
     for absent in ["wrong-key", "after-wrong", "no-key"] {
         assert!(!root.path().join(absent).exists(), "{absent}: {text}");
     }
