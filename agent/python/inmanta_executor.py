@@ -29,6 +29,9 @@ agent stores it on the server; `resource_did_dependency_change` is answered from
 own `SyncClient`) are asked of the agent while the request runs:
   written:   {"server_call": {"method": "get_file", "hash": h} | {"method": "get_facts", "tid", "rid"}}
   read back: {"server_answer": {"code": 200, "result": {...}}}   (the next line of stdin)
+Once the references of a resource are resolved, and before its handler runs, the values they
+resolved to are sent as {"server_call": {"method": "redact", "values": [...]}}: the agent then
+redacts them from this process's stderr, which it logs.
 
 A resource of a built-in or external handler whose references include a type only a module's
 Python code defines has them resolved here, without running a handler:
@@ -127,6 +130,14 @@ def _server_call(method, **args):
         raise ConnectionError("the agent closed the executor's input")
     answer = json.loads(line).get("server_answer") or {}
     return answer.get("code", 500), answer.get("result")
+
+
+def _redact_stderr(resource):
+    """Tells the agent the values the references resolved to before the handler runs, so that
+    whatever it (or a program it starts) prints to stderr is redacted in the agent's log."""
+    values = _resolved(resource)["values"]
+    if values:
+        _server_call("redact", values=values)
 
 
 def _answer(code, result):
@@ -304,8 +315,11 @@ def _resolve_only(request):
         answer = {"attributes": _plain(dict(resource))}
     except Exception as e:
         answer = {"error": f"{e.__class__.__name__}: {e}"}
+    values = resource.resolved() if resource is not None else []
+    if values:
+        _server_call("redact", values=values)
     answer["id"] = request.get("id")
-    answer["resolved"] = {"values": resource.resolved() if resource is not None else [], "attributes": []}
+    answer["resolved"] = {"values": values, "attributes": []}
     answer["logs"] = logger.lines
     return answer
 
@@ -418,6 +432,7 @@ class Executor:
         try:
             with self.cache:
                 resource.resolve_all_references(ctx)
+                _redact_stderr(resource)
                 if action == "facts":
                     returned = provider.check_facts(ctx, resource)
                 else:
