@@ -280,6 +280,18 @@ async fn a_server_deploys_references_and_shows_no_value() {
         (agent::REDACTED_CURRENT, agent::REDACTED_DESIRED)
     );
 
+    // The CLI shows the referenced attribute as its reference, not as `null` and not its value.
+    let show = Command::new(BIN)
+        .args(["resource", "show", &rid("secret")])
+        .current_dir(project.path())
+        .envs(s.token_env())
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&show.stdout);
+    assert!(show.status.success(), "{shown}{}", String::from_utf8_lossy(&show.stderr));
+    assert!(shown.contains(&format!("content = <reference std::Environment(name={SECRET_VAR})>")), "{shown}");
+    assert_absent(&show.stdout, &secret, "inmanta resource show");
+
     // Every answer about these resources, the server's log and its database: no secret.
     let mut answers = serde_json::to_string(&report).unwrap();
     answers += &serde_json::to_string(&client.resources(env, &ListQuery::new()).await.unwrap()).unwrap();
