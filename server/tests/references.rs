@@ -292,6 +292,28 @@ async fn a_server_deploys_references_and_shows_no_value() {
     assert!(shown.contains(&format!("content = <reference std::Environment(name={SECRET_VAR})>")), "{shown}");
     assert_absent(&show.stdout, &secret, "inmanta resource show");
 
+    // The console's resource page (rendered by the server) shows the reference, not the value.
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let login = http
+        .post(format!("{}/console/login", s.url))
+        .form(&[("username", common::ADMIN), ("password", common::ADMIN_PASSWORD), ("next", "/console/")])
+        .send()
+        .await
+        .unwrap();
+    let session = login.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string();
+    let page = http
+        .get(format!("{}/console/resources/details", s.url))
+        .query(&[("env", env.to_string()), ("rid", rid("secret"))])
+        .header("cookie", &session)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains(&format!("&lt;reference std::Environment(name={SECRET_VAR})&gt;")), "{page}");
+    assert_absent(page.as_bytes(), &secret, "the console's resource page");
+
     // Every answer about these resources, the server's log and its database: no secret.
     let mut answers = serde_json::to_string(&report).unwrap();
     answers += &serde_json::to_string(&client.resources(env, &ListQuery::new()).await.unwrap()).unwrap();
