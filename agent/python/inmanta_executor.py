@@ -261,12 +261,25 @@ class _Known:
         return self.value
 
 
+class _ReferenceFailed(Exception):
+    """A reference that did not resolve, named (the innermost one of nested references)."""
+
+
 class _ResolvingResource(dict):
     """The attributes of a resource whose handler is not Python, standing in for the `Resource`
     inmanta-core's references and mutators work on: `core::Replace` writes into it by JSONPath,
     `ResourceArgument` checks its id, `ReferenceArgument` asks it for another reference's value."""
 
-    get_reference_value = inmanta.resources.Resource.get_reference_value
+    def get_reference_value(self, id, logger):
+        """inmanta-core's, with a failure naming the reference that failed (its type and id)."""
+        try:
+            return inmanta.resources.Resource.get_reference_value(self, id, logger)
+        except _ReferenceFailed:
+            raise
+        except Exception as e:
+            model = self._references_model.get(id)
+            kind = model.type if model is not None else "unknown"
+            raise _ReferenceFailed(f"reference {kind} {id}: {e.__class__.__name__}: {e}") from e
 
     def __init__(self, attributes, known):
         super().__init__(attributes)
@@ -313,6 +326,8 @@ def _resolve_only(request):
             mutator = inmanta.references.mutator.get_class(model["type"])
             mutator.deserialize(inmanta.references.MutatorModel(**model), resource, logger).run(logger)
         answer = {"attributes": _plain(dict(resource))}
+    except _ReferenceFailed as e:
+        answer = {"error": str(e)}
     except Exception as e:
         answer = {"error": f"{e.__class__.__name__}: {e}"}
     values = resource.resolved() if resource is not None else []

@@ -162,6 +162,8 @@ fn built_in_handlers_get_a_modules_own_reference_resolved_by_its_python_class() 
         let out = run(&s, &age_file(&never, &ciphertext, &identity), Mode::Deploy);
         assert_eq!(out.status, HandlerStatus::Failed, "{}", logs(&out));
         assert!(logs(&out).contains("age could not decrypt"), "{}", logs(&out));
+        let named = "reference agesecret::Decrypt 0b7f5a10-3c2d-3e4f-9a8b-7c6d5e4f3a21: ValueError";
+        assert!(logs(&out).contains(named), "{}", logs(&out));
         assert!(logs(&out).to_lowercase().contains(reason), "{}", logs(&out));
         assert!(!logs(&out).contains(SECRET));
         assert!(!never.exists());
