@@ -76,6 +76,14 @@ ensure_sshd() {
   fi
 }
 
+# age (Debian package) for the reference tests: a module's own reference class decrypts with it.
+ensure_age() {
+  if ! command -v age >/dev/null || ! command -v age-keygen >/dev/null; then
+    log "installing age (Debian package age)"
+    apt_install age
+  fi
+}
+
 # Chromium (and its driver, for wasm-bindgen-test-runner) from Debian for the browser tests.
 # Playwright's own browser download is never used.
 ensure_chromium() {

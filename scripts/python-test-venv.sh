@@ -5,7 +5,7 @@
 # newer (inmanta-module-std uses 3.12 syntax): $INMANTA_TEST_PYTHON, else python3.13, python3.12,
 # else the newest of pyenv's.
 set -eu
-REQUIREMENTS="inmanta-module-apt==1.1.0"
+REQUIREMENTS="inmanta-module-apt==1.1.0 inmanta-module-files==2.11.1"
 ROOT="${INMANTA_TEST_VENV_ROOT:-$HOME/.cache/inmanta/pyhandlers}"
 KEY=$(printf '%s' "$REQUIREMENTS" | sha1sum | cut -c1-12)
 VENV="$ROOT/venv-$KEY"

@@ -10,6 +10,7 @@ started=$(date +%s)
 
 ensure_build_deps
 ensure_sshd
+ensure_age
 
 log "format and lints"
 cargo fmt --all --check

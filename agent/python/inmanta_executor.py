@@ -29,6 +29,17 @@ agent stores it on the server; `resource_did_dependency_change` is answered from
 own `SyncClient`) are asked of the agent while the request runs:
   written:   {"server_call": {"method": "get_file", "hash": h} | {"method": "get_facts", "tid", "rid"}}
   read back: {"server_answer": {"code": 200, "result": {...}}}   (the next line of stdin)
+Once the references of a resource are resolved, and before its handler runs, the values they
+resolved to are sent as {"server_call": {"method": "redact", "values": [...]}}: the agent then
+redacts them from this process's stderr, which it logs.
+
+A resource of a built-in or external handler whose references include a type only a module's
+Python code defines has them resolved here, without running a handler:
+  request:   {"id": n, "action": "resolve", "resource": {...}, "known": {reference id: value}}
+  reply:     {"id": n, "attributes": {...}, "resolved": {...}, "logs": [...]}
+             or {"id": n, "error": "...", "resolved": {...}, "logs": [...]}
+`known` holds the values the agent resolved itself (std's kinds); the mutators then run as
+inmanta-core runs them and `attributes` is the resource with their values in place.
 
 References are resolved here, by inmanta-core (`resolve_all_references`) with the reference
 classes of the modules (std's, or a module's own), before the handler runs. The reply then
@@ -41,6 +52,7 @@ import asyncio
 import datetime
 import importlib
 import json
+import logging
 import os
 import sys
 import threading
@@ -63,6 +75,7 @@ try:
     import inmanta.agent.cache
     import inmanta.agent.executor
     import inmanta.const as const
+    import inmanta.references
     import inmanta.resources
     from inmanta.agent import handler
     from inmanta.protocol.common import Result
@@ -117,6 +130,14 @@ def _server_call(method, **args):
         raise ConnectionError("the agent closed the executor's input")
     answer = json.loads(line).get("server_answer") or {}
     return answer.get("code", 500), answer.get("result")
+
+
+def _redact_stderr(resource):
+    """Tells the agent the values the references resolved to before the handler runs, so that
+    whatever it (or a program it starts) prints to stderr is redacted in the agent's log."""
+    values = _resolved(resource)["values"]
+    if values:
+        _server_call("redact", values=values)
 
 
 def _answer(code, result):
@@ -230,6 +251,94 @@ def _resolved(resource):
     return {"values": values, "attributes": attributes}
 
 
+class _Known:
+    """A reference the agent resolved already: its value, as `Reference.get` returns it."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def get(self, logger):
+        return self.value
+
+
+class _ReferenceFailed(Exception):
+    """A reference that did not resolve, named (the innermost one of nested references)."""
+
+
+class _ResolvingResource(dict):
+    """The attributes of a resource whose handler is not Python, standing in for the `Resource`
+    inmanta-core's references and mutators work on: `core::Replace` writes into it by JSONPath,
+    `ResourceArgument` checks its id, `ReferenceArgument` asks it for another reference's value."""
+
+    def get_reference_value(self, id, logger):
+        """inmanta-core's, with a failure naming the reference that failed (its type and id)."""
+        try:
+            return inmanta.resources.Resource.get_reference_value(self, id, logger)
+        except _ReferenceFailed:
+            raise
+        except Exception as e:
+            model = self._references_model.get(id)
+            kind = model.type if model is not None else "unknown"
+            raise _ReferenceFailed(f"reference {kind} {id}: {e.__class__.__name__}: {e}") from e
+
+    def __init__(self, attributes, known):
+        super().__init__(attributes)
+        self.id = inmanta.resources.Id.parse_id(attributes["id"])
+        self._references_model = {}
+        for ref in attributes.get("references") or []:
+            model = inmanta.references.ReferenceModel(**ref)
+            self._references_model[model.id] = model
+        self._references = {uuid.UUID(ref_id): _Known(value) for ref_id, value in (known or {}).items()}
+
+    def resolved(self):
+        values = [v.value for v in self._references.values() if isinstance(v, _Known)]
+        for ref in self._references.values():
+            if not isinstance(ref, _Known) and getattr(ref, "_reference_value_cached", False):
+                values.append(ref._reference_value)
+        return [v if isinstance(v, str) else json.dumps(_plain(v)) for v in values]
+
+
+class _Logger(handler.LoggerABC):
+    """Collects what references log while they resolve, as a handler context would."""
+
+    def __init__(self):
+        self.lines = []
+
+    def _log_msg(self, level, msg, *args, exc_info=False, **kwargs):
+        self.lines.append(
+            {
+                "level": logging.getLevelName(level),
+                "msg": str(msg),
+                "args": _plain(list(args)),
+                "kwargs": _plain(dict(kwargs)),
+                "timestamp": _timestamp(datetime.datetime.now(datetime.timezone.utc)),
+            }
+        )
+
+
+def _resolve_only(request):
+    """The `resolve` action (see the module docstring)."""
+    logger = _Logger()
+    resource = None
+    try:
+        resource = _ResolvingResource(request.get("resource") or {}, request.get("known"))
+        for model in resource.get("mutators") or []:
+            mutator = inmanta.references.mutator.get_class(model["type"])
+            mutator.deserialize(inmanta.references.MutatorModel(**model), resource, logger).run(logger)
+        answer = {"attributes": _plain(dict(resource))}
+    except _ReferenceFailed as e:
+        answer = {"error": str(e)}
+    except Exception as e:
+        answer = {"error": f"{e.__class__.__name__}: {e}"}
+    values = resource.resolved() if resource is not None else []
+    if values:
+        _server_call("redact", values=values)
+    answer["id"] = request.get("id")
+    answer["resolved"] = {"values": values, "attributes": []}
+    answer["logs"] = logger.lines
+    return answer
+
+
 def _timestamp(value):
     if isinstance(value, datetime.datetime):
         if value.tzinfo is not None:
@@ -338,6 +447,7 @@ class Executor:
         try:
             with self.cache:
                 resource.resolve_all_references(ctx)
+                _redact_stderr(resource)
                 if action == "facts":
                     returned = provider.check_facts(ctx, resource)
                 else:
@@ -407,6 +517,8 @@ def main():
             _send({"id": request.get("id"), "loaded": True, "errors": errors})
         elif executor is None:
             _send({"id": request.get("id"), "error": "the executor has no code loaded yet"})
+        elif request.get("action") == "resolve":
+            _send(_resolve_only(request))
         else:
             _send(executor.handle(request))
 

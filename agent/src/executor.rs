@@ -101,10 +101,29 @@ impl Executor {
     }
 
     /// The resource as its handler gets it: references resolved and mutators applied, unless the
-    /// handler resolves them itself.
-    fn resolved<'r>(&self, req: &'r ResourceRequest, handler: &dyn Handler) -> Result<Resolved<'r>, String> {
+    /// handler resolves them itself. A reference type that only a Python module of the version
+    /// defines is resolved in the version's Python executor (std's kinds still here).
+    fn resolved<'r>(
+        &self,
+        req: &'r ResourceRequest,
+        handler: &dyn Handler,
+        code: &VersionCode,
+    ) -> Result<Resolved<'r>, String> {
         if handler.resolves_references() {
             return Ok(Resolved { request: std::borrow::Cow::Borrowed(req), secrets: Default::default() });
+        }
+        if let (true, Some(executors), Some(python)) =
+            (crate::references::needs_python(req), &self.python, code.python.as_ref().filter(|p| !p.is_empty()))
+        {
+            let known = crate::references::resolve_known(req, &*self.facts).map_err(|e| e.to_string())?;
+            let handler = PythonHandler {
+                executors: executors.clone(),
+                code: python.clone(),
+                environment: code.environment.clone(),
+                files: self.files.clone(),
+                facts: self.facts.clone(),
+            };
+            return handler.resolve_references(req, known);
         }
         resolve(req, &*self.facts).map_err(|e| e.to_string())
     }
@@ -180,7 +199,7 @@ impl Executor {
         };
         // A reference that does not resolve fails the resource; the message names the reference
         // and the reason, never a value.
-        let Resolved { request: req, secrets } = match self.resolved(req, &*handler) {
+        let Resolved { request: req, secrets } = match self.resolved(req, &*handler, code) {
             Ok(resolved) => resolved,
             Err(message) => return early(HandlerStatus::Failed, message),
         };
@@ -227,7 +246,7 @@ impl Executor {
     /// The facts a handler of a version's code reports about a resource.
     pub fn facts_with(&self, req: &ResourceRequest, code: &VersionCode) -> Result<Map<String, Value>, String> {
         let (handler, host) = self.handler_and_host(req, code)?;
-        let Resolved { request: req, secrets } = self.resolved(req, &*handler)?;
+        let Resolved { request: req, secrets } = self.resolved(req, &*handler, code)?;
         let req = &*req;
         let events = Events::default();
         let mut ctx = HandlerContext::new(Mode::DryRun, &events, host, &*self.files).with_secrets(secrets);

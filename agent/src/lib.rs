@@ -56,6 +56,8 @@ pub use host::{
     CommandOutput, CommandSpec, FileKind, FileStat, Host, HostKeyCheck, LocalHost, SshHost, SshOptions, SudoHost,
 };
 pub use python::{ModuleFile, PythonCode, PythonExecutors, PythonModule, PythonSettings};
-pub use references::{FactSource, NoFacts, REDACTED, REDACTED_CURRENT, REDACTED_DESIRED, ReferenceError, Secrets};
+pub use references::{
+    FactSource, NoFacts, REDACTED, REDACTED_CURRENT, REDACTED_DESIRED, ReferenceError, Secrets, references_need_python,
+};
 pub use resource::{FileSource, NoFiles, ResourceRequest};
 pub use shipped::ShippedHandlers;

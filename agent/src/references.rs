@@ -225,9 +225,9 @@ pub enum ReferenceError {
     Malformed(String),
     /// A reference of a type this executor does not resolve (a module's own Python class).
     #[error(
-        "reference {reference} has type {kind}, which this agent's built-in handlers do not resolve \
-         (only std::Environment, std::IntReference and std::FactReference are; module-defined \
-         reference types resolve only for Python handlers, in the Python executor)"
+        "reference {reference} has type {kind}, which no Python module of this version defines (this \
+         agent resolves std::Environment, std::IntReference and std::FactReference itself; other \
+         types are the reference classes of the version's Python modules, run in its Python executor)"
     )]
     UnknownType { reference: String, kind: String },
     /// Resolving the reference failed (a variable unset, a fact missing, a conversion).
@@ -322,6 +322,72 @@ pub struct Resolved<'a> {
 /// resource without mutators is returned as it is.
 pub fn resolve<'a>(request: &'a ResourceRequest, facts: &dyn FactSource) -> Result<Resolved<'a>, ReferenceError> {
     resolve_in(request, facts, &|name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()))
+}
+
+/// Whether `request` has a reference of a type this agent does not resolve itself (a module's
+/// own Python class): such a resource has its references resolved in the Python executor of its
+/// version ([`resolve_known`] first, then the executor's `resolve` action).
+pub fn needs_python(request: &ResourceRequest) -> bool {
+    references_need_python(&request.attributes)
+}
+
+/// [`needs_python`] of a resource's attributes.
+pub fn references_need_python(attributes: &Map<String, Value>) -> bool {
+    attributes
+        .get("references")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|r| r.get("type").and_then(Value::as_str).is_some_and(|kind| ![ENVIRONMENT, INT, FACT].contains(&kind)))
+}
+
+/// The values of the references of std's kinds this agent resolves itself, by id, for a resource
+/// whose other references the Python executor resolves: they resolve here as for any resource
+/// (the agent's environment, its fact source), and a failure fails the resource with the same
+/// message. One that takes a module-defined reference as argument is left to Python.
+pub fn resolve_known(request: &ResourceRequest, facts: &dyn FactSource) -> Result<Map<String, Value>, ReferenceError> {
+    let environment = |name: &str| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned());
+    let mut references = HashMap::new();
+    for model in request.attributes.get("references").and_then(Value::as_array).into_iter().flatten() {
+        let reference = Reference::parse(model).map_err(ReferenceError::Malformed)?;
+        references.insert(reference.id.clone(), reference);
+    }
+    let mut resolver = Resolver {
+        references: &references,
+        facts,
+        environment: &environment,
+        values: HashMap::new(),
+        resolving: Vec::new(),
+    };
+    let mut ids: Vec<&String> =
+        references.values().filter(|r| [ENVIRONMENT, INT, FACT].contains(&r.kind.as_str())).map(|r| &r.id).collect();
+    ids.sort();
+    for id in ids {
+        match resolver.value(id) {
+            Ok(_) | Err(ReferenceError::UnknownType { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(resolver.values.into_iter().collect())
+}
+
+/// A resource whose references the Python executor resolved: `attributes` with the mutators'
+/// values in place, `values` every value a reference resolved to (the agent's own ones too).
+pub(crate) fn resolved_elsewhere(
+    request: &ResourceRequest,
+    attributes: Map<String, Value>,
+    values: &[Value],
+) -> Result<Resolved<'static>, ReferenceError> {
+    let mut secrets = Secrets::default();
+    for model in request.attributes.get("mutators").and_then(Value::as_array).into_iter().flatten() {
+        let mutator = Replace::parse(model).map_err(ReferenceError::Malformed)?;
+        secrets.mark_attribute(mutator.destination.attribute());
+    }
+    for value in values {
+        secrets.add_value(value);
+    }
+    let request = ResourceRequest { id: request.id.clone(), version: request.version, attributes };
+    Ok(Resolved { request: Cow::Owned(request), secrets })
 }
 
 /// A process environment: the value of a variable.

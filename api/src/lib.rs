@@ -11,6 +11,7 @@ pub mod environment;
 pub mod json;
 pub mod operations;
 pub mod paging;
+pub mod references;
 pub mod resource;
 pub mod settings;
 pub mod state;

@@ -123,8 +123,11 @@ mod backend {
         }
     }
 
+    /// An attribute filled from a reference at deploy shows the reference (`<reference
+    /// std::Environment(name=X)>`), never `null`: the value itself is only known to the agent.
     pub fn attributes(map: &serde_json::Map<String, serde_json::Value>) -> Vec<(String, String)> {
-        map.iter().map(|(k, v)| (k.clone(), json_text(v))).collect()
+        let referenced = api::references::referenced_attributes(map);
+        map.iter().map(|(k, v)| (k.clone(), api::references::shown_value(v, referenced.get(k), json_text))).collect()
     }
 
     pub fn summary(s: &api::resource::ResourceDeploySummary) -> Vec<(api::ResourceState, u64)> {

@@ -262,6 +262,12 @@ pub fn compile_project(project_dir: &Path) -> Result<CompileOutput, Diagnostics>
     compile_project_with(project_dir, &CompileOptions::default())
 }
 
+/// Reads the project's `project.yml` alone (its name, for instance), without compiling: what
+/// `inmanta deploy` needs to pick its embedded environment before the compile that is for it.
+pub fn read_project_metadata(project_dir: &Path) -> Result<ProjectMetadata, Diagnostics> {
+    project::read_project(project_dir, &mut Vec::new()).map_err(|d| Diagnostics(vec![d]))
+}
+
 /// Compiles with options. Runs on its own thread with a large stack.
 pub fn compile_project_with(project_dir: &Path, options: &CompileOptions) -> Result<CompileOutput, Diagnostics> {
     let dir = project_dir.to_path_buf();

@@ -26,7 +26,8 @@ pub struct ShippedPythonModule {
     pub files: Vec<ShippedPythonFile>,
 }
 
-/// Every loaded module that has Python code, by module name.
+/// Every loaded module that has Python code, by module name; one installed as a package has no
+/// files.
 #[allow(clippy::result_large_err)]
 pub(crate) fn collect(
     module_dirs: &HashMap<String, PathBuf>,
@@ -37,6 +38,12 @@ pub(crate) fn collect(
             (dir.join("inmanta_plugins").join(module), format!("inmanta_plugins/{module}"))
         } else if dir.join("plugins").is_dir() {
             (dir.join("plugins"), format!("inmanta_plugins/{module}"))
+        } else if dir.join("__init__.py").is_file() && dir.parent().is_some_and(|p| p.ends_with("inmanta_plugins")) {
+            // Installed as a package (the index's wheels): the agents import it from their own
+            // Python environment, so it is named without files (`files_in_module` null); its
+            // reference classes and handlers are then found there.
+            out.insert(module.clone(), ShippedPythonModule { version: module_version(dir), files: Vec::new() });
+            continue;
         } else {
             continue;
         };
@@ -57,6 +64,8 @@ pub fn module_version_info(modules: &BTreeMap<String, ShippedPythonModule>) -> s
     let entries = modules.iter().map(|(name, module)| {
         let files: Vec<serde_json::Value> =
             module.files.iter().map(|f| serde_json::json!({"path": f.path, "hash_value": f.hash})).collect();
+        // no files: installed as a package where the agents run
+        let files = if files.is_empty() { serde_json::Value::Null } else { serde_json::Value::Array(files) };
         let entry = serde_json::json!({
             "name": name, "version": module.version, "files_in_module": files, "requirements": [],
         });

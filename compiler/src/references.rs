@@ -137,7 +137,9 @@ pub(crate) fn fits(ev: &Evaluator<'_>, r: &Reference, ty: &Type) -> bool {
         Type::Any => true,
         Type::Nullable(inner) => fits(ev, r, inner),
         Type::String => r.resolves == Resolves::Str,
-        Type::Int | Type::Number => r.resolves == Resolves::Int,
+        Type::Int => r.resolves == Resolves::Int,
+        Type::Number => matches!(r.resolves, Resolves::Int | Resolves::Float),
+        Type::Bool => r.resolves == Resolves::Bool,
         Type::Typedef(t) => fits(ev, r, &ev.types.typedefs[*t].base),
         _ => false,
     }
@@ -160,8 +162,8 @@ pub(crate) fn check_not_indexed(
     Err(error(
         "TypingException",
         format!(
-            "Invalid value `<inmanta_plugins.std.{} object>` in index for attribute {attribute}: references can not be used in indexes.",
-            r.class
+            "Invalid value `<{}.{} object>` in index for attribute {attribute}: references can not be used in indexes.",
+            r.module, r.class
         ),
         span,
         ev.sources,
@@ -232,9 +234,9 @@ fn refused(ev: &Evaluator<'_>, plugin: &str, arg: &str, r: &Reference, span: Spa
     error(
         "PluginTypeException",
         format!(
-            "Value <inmanta_plugins.std.{} object> for argument {arg} of plugin {plugin} is a reference. \
+            "Value <{}.{} object> for argument {arg} of plugin {plugin} is a reference. \
              To allow references, use `| Reference[...]` in your type annotation.",
-            r.class
+            r.module, r.class
         ),
         span,
         ev.sources,
@@ -246,6 +248,23 @@ fn refused(ev: &Evaluator<'_>, plugin: &str, arg: &str, r: &Reference, span: Spa
 pub(crate) enum Resolves {
     Str,
     Int,
+    Float,
+    Bool,
+    /// A type the checks do not know (a dataclass, a dict): only `any` takes it.
+    Other,
+}
+
+impl Resolves {
+    /// From the name of the Python type a `Reference[T]` class resolves to.
+    fn of_python(name: Option<&str>) -> Resolves {
+        match name {
+            Some("str") => Resolves::Str,
+            Some("int") => Resolves::Int,
+            Some("float") => Resolves::Float,
+            Some("bool") => Resolves::Bool,
+            _ => Resolves::Other,
+        }
+    }
 }
 
 /// One argument of a reference's constructor.
@@ -255,16 +274,24 @@ pub(crate) enum RefArg {
     /// A list or a dict (without references in it).
     Json(Json),
     Reference(Rc<Reference>),
+    /// An argument as a module's Python class serialized it (any of inmanta-core's argument
+    /// kinds), with the references it names.
+    Serialized {
+        arg: Json,
+        references: Vec<Rc<Reference>>,
+    },
 }
 
 #[derive(Debug)]
 pub(crate) struct Reference {
     /// The registered type (`std::Environment`).
-    pub kind: &'static str,
+    pub kind: String,
     /// The Python class (`EnvironmentReference`), as the reference's variables print.
-    pub class: &'static str,
+    pub class: String,
+    /// The Python module of the class (`inmanta_plugins.std`).
+    pub module: String,
     pub resolves: Resolves,
-    pub args: Vec<(&'static str, RefArg)>,
+    pub args: Vec<(String, RefArg)>,
     /// Inmanta's id: a uuid3 over the type and the arguments (`compute_reference_or_mutator_id`).
     pub id: String,
 }
@@ -276,9 +303,61 @@ impl Reference {
         resolves: Resolves,
         args: Vec<(&'static str, RefArg)>,
     ) -> Reference {
+        let args: Vec<(String, RefArg)> = args.into_iter().map(|(n, a)| (n.to_string(), a)).collect();
         let serialized = serialize_args(&args);
         let id = reference_id(kind, &serialized);
-        Reference { kind, class, resolves, args, id }
+        Reference {
+            kind: kind.to_string(),
+            class: class.to_string(),
+            module: "inmanta_plugins.std".into(),
+            resolves,
+            args,
+            id,
+        }
+    }
+
+    /// A reference a Python plugin returned, from the serialized models the bridge sends: `id`
+    /// and every reference it takes, each as `{"model", "module", "class", "resolves"}` by id.
+    /// The ids are inmanta-core's own (the module's class serialized itself).
+    pub(crate) fn from_python(id: &str, entries: &serde_json::Map<String, Json>) -> Result<Rc<Reference>, String> {
+        Self::from_python_in(id, entries, &mut Vec::new())
+    }
+
+    fn from_python_in(
+        id: &str,
+        entries: &serde_json::Map<String, Json>,
+        building: &mut Vec<String>,
+    ) -> Result<Rc<Reference>, String> {
+        if building.iter().any(|b| b == id) {
+            return Err(format!("reference {id} takes itself as an argument"));
+        }
+        let entry = entries.get(id).ok_or_else(|| format!("the plugin returned no model of reference {id}"))?;
+        let model = &entry["model"];
+        let text = |v: &Json| v.as_str().unwrap_or_default().to_string();
+        building.push(id.to_string());
+        let mut args = Vec::new();
+        for arg in model["args"].as_array().into_iter().flatten() {
+            let name = text(&arg["name"]);
+            let parsed = if arg["type"] == "reference" {
+                RefArg::Reference(Self::from_python_in(&text(&arg["id"]), entries, building)?)
+            } else {
+                let mut references = Vec::new();
+                for nested in arg.get("references").and_then(Json::as_object).into_iter().flatten().map(|(_, r)| r) {
+                    references.push(Self::from_python_in(&text(&nested["id"]), entries, building)?);
+                }
+                RefArg::Serialized { arg: arg.clone(), references }
+            };
+            args.push((name, parsed));
+        }
+        building.pop();
+        Ok(Rc::new(Reference {
+            kind: text(&model["type"]),
+            class: text(&entry["class"]),
+            module: text(&entry["module"]),
+            resolves: Resolves::of_python(entry["resolves"].as_str()),
+            args,
+            id: id.to_string(),
+        }))
     }
 
     /// The reference as a resource lists it.
@@ -293,8 +372,10 @@ impl Reference {
         }
         out.push(self.model());
         for (_, arg) in &self.args {
-            if let RefArg::Reference(r) = arg {
-                r.collect(out, seen);
+            match arg {
+                RefArg::Reference(r) => r.collect(out, seen),
+                RefArg::Serialized { references, .. } => references.iter().for_each(|r| r.collect(out, seen)),
+                RefArg::Literal(_) | RefArg::Json(_) => {}
             }
         }
     }
@@ -312,12 +393,13 @@ impl Reference {
     }
 }
 
-fn serialize_args(args: &[(&'static str, RefArg)]) -> Vec<Json> {
+fn serialize_args(args: &[(String, RefArg)]) -> Vec<Json> {
     args.iter()
         .map(|(name, arg)| match arg {
             RefArg::Literal(v) => json!({"name": name, "type": "literal", "value": v}),
             RefArg::Json(v) => json!({"name": name, "type": "json", "value": v}),
             RefArg::Reference(r) => json!({"id": r.id, "name": name, "type": "reference"}),
+            RefArg::Serialized { arg, .. } => arg.clone(),
         })
         .collect()
 }

@@ -369,3 +369,14 @@ fn real_module_projects_compile_and_export_as_inmanta_does() {
     assert!(ran > 0 || filter.is_some(), "no real-module project found");
     assert!(failed.is_empty(), "{} of {ran} real-module projects:\n{}", failed.len(), failed.join("\n"));
 }
+
+/// A module's own `@reference` class (agesecret, decrypting with age on the agent), returned by its
+/// plugin: exported with the class's own type, arguments and id, a `core::Replace` into the
+/// attribute, as Inmanta exports it.
+#[test]
+fn a_reference_a_python_plugin_returns_exports_as_in_inmanta() {
+    let Some(out) = check_against_inmanta(&root().join("tests/python/references")) else { return };
+    let file = out.resources.iter().map(|r| serde_json::Value::Object(r.to_wire(0))).next().unwrap();
+    assert_eq!(file["references"][0]["type"], "agesecret::Decrypt", "{file}");
+    assert_eq!(file["content"], serde_json::Value::Null);
+}

@@ -113,16 +113,23 @@ impl InProcessAgents {
     }
 
     /// The handler code the task's version ships for its resource type, when no handler is built
-    /// in for it: the sha1 of an executable, else the version's Python modules. Dry runs and
+    /// in for it: the sha1 of an executable, else the version's Python modules (those also for a
+    /// built-in handler's resource whose references need them). Dry runs and
     /// deploys alike go through here.
     pub fn version_code(&self, task: &Task) -> impl Future<Output = Result<VersionCode, String>> + Send + 'static {
         let built_in = self.executor.handles(&task.resource_id.entity_type);
+        // A reference type of a module's own resolves in the version's Python executor, whatever
+        // the handler.
+        let python_references = agent::references_need_python(&task.attributes);
         let orchestrator = self.orchestrator.clone();
         let codes = self.python_codes.clone();
         let (env, version, resource_type) = (task.environment, task.version, task.resource_id.entity_type.clone());
         async move {
             let mut code = VersionCode { environment: env.to_string(), ..VersionCode::default() };
             if built_in {
+                if python_references {
+                    code.python = python_code(&orchestrator, &codes, env, version).await?;
+                }
                 return Ok(code);
             }
             code.shipped_handler = orchestrator.shipped_handler(env, version, &resource_type).await.map_err(|e| {

@@ -116,6 +116,62 @@ fn inmanta_deploy_resolves_references_and_keeps_the_values_out() {
     assert_absent(&database_bytes(&format!("sqlite://{}", db.display())), &secret, "the deploy's database");
 }
 
+/// `inmanta deploy` compiles for its embedded environment: a fact reference names that
+/// environment (not the nil one) and reads the fact from the embedded store.
+#[tokio::test]
+async fn inmanta_deploy_reads_facts_of_its_embedded_environment() {
+    let project = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let out = root.path().join("address");
+    let source = "std::testing::NullResource[localhost,name=source]";
+    write_project(
+        project.path(),
+        &format!(
+            r#"
+import fs
+import mitogen
+import std::testing
+
+host = std::Host(name="localhost", os=std::linux, via=mitogen::Local())
+source = std::testing::NullResource(name="source", agentname="localhost")
+fs::File(host=host, path="{}", content=std::create_fact_reference(source, "address"))
+std::print(std::environment())
+"#,
+            out.display()
+        ),
+    );
+    let deploy = || {
+        let output = Command::new(BIN).arg("deploy").current_dir(project.path()).output().expect("run inmanta");
+        let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        (output.status.code().unwrap_or(-1), text)
+    };
+    // No fact yet: the file fails, naming the fact.
+    let (code, text) = deploy();
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains(&format!("Didn't find fact `address` for resource `{source}`")), "{text}");
+
+    // The fact, stored in the embedded environment the way a handler's report would store it.
+    let db = project.path().join("data/deploy/inmanta.db");
+    let store = orchestrator::Orchestrator::open(&format!("sqlite://{}", db.display())).await.unwrap();
+    let env = store.list_environments().await.unwrap().into_iter().find(|e| e.name == "refs").unwrap().id;
+    let fact = orchestrator::parameters::NewParameter {
+        name: "address".into(),
+        source: "fact".into(),
+        value: "203.0.113.5".into(),
+        resource_id: Some(source.into()),
+        metadata: None,
+        expires: Some(false),
+        recompile: false,
+    };
+    store.set_parameter(env, fact).await.unwrap();
+    drop(store);
+
+    let (code, text) = deploy();
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "203.0.113.5");
+    assert!(text.contains(&env.to_string()), "std::environment() is the embedded environment: {text}");
+}
+
 /// Waits until nothing is deploying or waiting; returns each resource's id and status.
 async fn settle(s: &TestServer, env: Uuid, total: usize) -> Vec<(String, String)> {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -224,6 +280,40 @@ async fn a_server_deploys_references_and_shows_no_value() {
         (agent::REDACTED_CURRENT, agent::REDACTED_DESIRED)
     );
 
+    // The CLI shows the referenced attribute as its reference, not as `null` and not its value.
+    let show = Command::new(BIN)
+        .args(["resource", "show", &rid("secret")])
+        .current_dir(project.path())
+        .envs(s.token_env())
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&show.stdout);
+    assert!(show.status.success(), "{shown}{}", String::from_utf8_lossy(&show.stderr));
+    assert!(shown.contains(&format!("content = <reference std::Environment(name={SECRET_VAR})>")), "{shown}");
+    assert_absent(&show.stdout, &secret, "inmanta resource show");
+
+    // The console's resource page (rendered by the server) shows the reference, not the value.
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let login = http
+        .post(format!("{}/console/login", s.url))
+        .form(&[("username", common::ADMIN), ("password", common::ADMIN_PASSWORD), ("next", "/console/")])
+        .send()
+        .await
+        .unwrap();
+    let session = login.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string();
+    let page = http
+        .get(format!("{}/console/resources/details", s.url))
+        .query(&[("env", env.to_string()), ("rid", rid("secret"))])
+        .header("cookie", &session)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains(&format!("&lt;reference std::Environment(name={SECRET_VAR})&gt;")), "{page}");
+    assert_absent(page.as_bytes(), &secret, "the console's resource page");
+
     // Every answer about these resources, the server's log and its database: no secret.
     let mut answers = serde_json::to_string(&report).unwrap();
     answers += &serde_json::to_string(&client.resources(env, &ListQuery::new()).await.unwrap()).unwrap();
@@ -304,4 +394,123 @@ fs::File(host=host, path="{root}/address", content=std::create_fact_reference(so
     let actions = serde_json::to_string(&client.resource_actions(env, &ActionQuery::default()).await.unwrap()).unwrap();
     assert_absent(actions.as_bytes(), &secret, "the actions the remote agent reported");
     assert_absent(&database_bytes(&s.database_url), &secret, "the server's database");
+}
+
+/// An age identity and `plaintext` encrypted to it, with Debian's `age` (scripts/lib.sh installs
+/// it); `None` outside CI when it is missing.
+fn age_secret(dir: &Path, plaintext: &str) -> Option<(std::path::PathBuf, String)> {
+    use std::io::Write as _;
+    let key = dir.join("age-identity.txt");
+    match Command::new("age-keygen").arg("-o").arg(&key).output() {
+        Ok(out) => assert!(out.status.success(), "age-keygen: {}", String::from_utf8_lossy(&out.stderr)),
+        Err(e) => {
+            assert!(std::env::var("CI").is_err(), "age is needed (Debian package age, scripts/lib.sh): {e}");
+            eprintln!("skipped: age is not installed (Debian package age; scripts/test.sh installs it)");
+            return None;
+        }
+    }
+    let recipient = String::from_utf8(Command::new("age-keygen").arg("-y").arg(&key).output().unwrap().stdout).unwrap();
+    let mut age = Command::new("age")
+        .args(["--encrypt", "--armor", "--recipient", recipient.trim()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    age.stdin.take().unwrap().write_all(plaintext.as_bytes()).unwrap();
+    let out = age.wait_with_output().unwrap();
+    assert!(out.status.success());
+    Some((key, String::from_utf8(out.stdout).unwrap()))
+}
+
+/// The Python of scripts/python-test-venv.sh (inmanta-core 20.1), for the compile and the agents.
+fn test_python() -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/python-test-venv.sh");
+    let out = Command::new(script).output().expect("run python-test-venv.sh");
+    assert!(out.status.success(), "python-test-venv.sh: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// The agesecret module of the compiler's reference tests (a `@reference` class decrypting with
+/// age), copied into `project`'s module path.
+fn add_agesecret(project: &Path) {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../compiler/tests/python/references/libs/agesecret");
+    for file in ["module.yml", "model/_init.cf", "plugins/__init__.py"] {
+        let to = project.join("libs/agesecret").join(file);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(from.join(file), to).unwrap();
+    }
+}
+
+/// `inmanta deploy` of `fs::File`s whose content is a module's own reference type: the built-in
+/// file handler gets the value the module's Python class decrypts with age; a wrong identity and
+/// a missing one fail their file (naming the reason), its dependent is skipped, the rest deploy.
+/// The `files` module's text and file-content references (from the package index) resolve the
+/// same way, reading the file store.
+#[test]
+fn inmanta_deploy_decrypts_with_a_modules_own_reference_class() {
+    let project = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let secret = secret();
+    let Some((identity, ciphertext)) = age_secret(root.path(), &secret) else { return };
+    let other = root.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let (wrong, _) = age_secret(&other, "unused").unwrap();
+    add_agesecret(project.path());
+    // read at compile time, through `config`'s `source://` paths (a module's files/ directory)
+    let template = project.path().join("libs/agesecret/files/template.txt");
+    std::fs::create_dir_all(template.parent().unwrap()).unwrap();
+    std::fs::write(&template, "content of a file of the project\n").unwrap();
+    let r = root.path().display();
+    write_project(
+        project.path(),
+        &format!(
+            r#"
+import fs
+import mitogen
+import agesecret
+
+host = std::Host(name="localhost", os=std::linux, via=mitogen::Local())
+ciphertext = """{ciphertext}"""
+fs::File(host=host, path="{r}/decrypted", content=agesecret::decrypt(ciphertext, "{}"), mode=600)
+wrong = fs::File(host=host, path="{r}/wrong-key", content=agesecret::decrypt(ciphertext, "{}"))
+fs::File(host=host, path="{r}/after-wrong", content="after", requires=[wrong])
+fs::File(host=host, path="{r}/no-key", content=agesecret::decrypt(ciphertext, "{r}/missing-identity.txt"))
+
+import files
+fs::File(host=host, path="{r}/text", content=files::create_text_reference("a long text, kept in the file store"))
+fs::File(host=host, path="{r}/file-content", content=files::create_text_file_content_reference("source://agesecret/template.txt"))
+"#,
+            identity.display(),
+            wrong.display(),
+        ),
+    );
+    std::fs::write(project.path().join("project.yml"), "name: agerefs\nmodulepath: libs\n").unwrap();
+    let python = test_python();
+    let output = Command::new(BIN)
+        .args(["deploy", "--verbose"])
+        .current_dir(project.path())
+        .env("INMANTA_COMPILER_PYTHON", &python)
+        .env("INMANTA_AGENT_PYTHON", &python)
+        .env("RUST_LOG", "debug")
+        .output()
+        .expect("run inmanta");
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.status.code(), Some(1), "two files fail: {text}");
+    assert_eq!(std::fs::read_to_string(root.path().join("decrypted")).unwrap_or_default(), secret, "{text}");
+    // The files module's references: the text and the file's content, through the file store.
+    let read = |name: &str| std::fs::read_to_string(root.path().join(name)).unwrap_or_default();
+    assert_eq!(read("text"), "a long text, kept in the file store", "{text}");
+    assert_eq!(read("file-content"), "content of a file of the project\n", "{text}");
+    for absent in ["wrong-key", "after-wrong", "no-key"] {
+        assert!(!root.path().join(absent).exists(), "{absent}: {text}");
+    }
+    let line = |suffix: &str| text.lines().filter(|l| l.contains(suffix)).collect::<Vec<_>>().join("\n");
+    assert!(line("/wrong-key]").contains("age could not decrypt"), "{text}");
+    assert!(line("/wrong-key]").contains("no identity matched"), "{text}");
+    assert!(line("/no-key]").contains("no such file"), "{text}");
+    assert!(line("/after-wrong]").contains("skipped"), "{text}");
+    assert_absent(&output.stdout, &secret, "the output of inmanta deploy");
+    assert_absent(&output.stderr, &secret, "the log of inmanta deploy");
+    let db = project.path().join("data/deploy/inmanta.db");
+    assert_absent(&database_bytes(&format!("sqlite://{}", db.display())), &secret, "the deploy's database");
 }

@@ -344,6 +344,51 @@ impl PythonHandler {
 }
 
 impl PythonHandler {
+    /// Resolves the references of a resource whose handler is not Python but whose references
+    /// include a type a Python module of its version defines: the executor runs the reference
+    /// classes and the mutators (its `resolve` action), with `known` (std's kinds, resolved by
+    /// the agent) as given. Returns the attributes with the values in place, and every value.
+    pub(crate) fn resolve_references(
+        &self,
+        resource: &ResourceRequest,
+        known: Map<String, Value>,
+    ) -> Result<crate::references::Resolved<'static>, String> {
+        let request = json!({"action": "resolve", "resource": resource.to_json(), "known": known});
+        let mut serve = |call: &Value| self.serve(call);
+        let (reply, _) = self.executors.call(
+            &self.environment,
+            &resource.id.agent,
+            &self.code,
+            &*self.files,
+            request,
+            &mut serve,
+        )?;
+        let values: Vec<Value> = reply
+            .pointer("/resolved/values")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .cloned()
+            .chain(known.into_values())
+            .collect();
+        let mut secrets = crate::references::Secrets::default();
+        for value in &values {
+            secrets.add_value(value);
+        }
+        if let Some(error) = reply.get("error").and_then(Value::as_str) {
+            // The reference's own exception: it may quote what it resolved, never shown.
+            return Err(format!(
+                "cannot resolve the references of {} in the Python executor: {}",
+                resource.id,
+                secrets.redact_str(error)
+            ));
+        }
+        let Some(attributes) = reply.get("attributes").and_then(Value::as_object) else {
+            return Err("the Python executor answered a resolve without attributes".into());
+        };
+        crate::references::resolved_elsewhere(resource, attributes.clone(), &values).map_err(|e| e.to_string())
+    }
+
     /// Answers a server call of the handler or of a reference it resolves (`get_file`,
     /// `get_facts`) as the server would.
     fn serve(&self, call: &Value) -> Value {

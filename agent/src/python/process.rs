@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::references::Secrets;
+
 /// How many lines of the process's stderr are kept to explain a crash.
 const STDERR_LINES: usize = 40;
 
@@ -57,6 +59,9 @@ pub struct PythonProcess {
     stdin: ChildStdin,
     replies: Receiver<String>,
     stderr: Arc<Mutex<VecDeque<String>>>,
+    /// The values the references of this process's resources resolved to: redacted from its
+    /// stderr before a line is logged or kept (see [`PythonProcess::call_serving`]).
+    secrets: Arc<Mutex<Secrets>>,
     next_id: u64,
 }
 
@@ -93,11 +98,17 @@ impl PythonProcess {
             .map_err(|e| format!("cannot start a reader thread: {e}"))?;
         let tail: Arc<Mutex<VecDeque<String>>> = Arc::default();
         let keep = tail.clone();
+        let secrets: Arc<Mutex<Secrets>> = Arc::default();
+        let redact = secrets.clone();
         std::thread::Builder::new()
             .name("python-executor-err".into())
             .spawn(move || {
                 for line in BufReader::new(stderr).lines() {
                     let Ok(line) = line else { break };
+                    let line = match redact.lock() {
+                        Ok(secrets) => secrets.redact_str(&line).into_owned(),
+                        Err(_) => "<a line of the Python executor, not shown: its redaction failed>".into(),
+                    };
                     tracing::debug!(target: "agent::python", "{line}");
                     if let Ok(mut tail) = keep.lock() {
                         if tail.len() == STDERR_LINES {
@@ -108,7 +119,7 @@ impl PythonProcess {
                 }
             })
             .map_err(|e| format!("cannot start a reader thread: {e}"))?;
-        let mut process = PythonProcess { child, stdin, replies, stderr: tail, next_id: 0 };
+        let mut process = PythonProcess { child, stdin, replies, stderr: tail, secrets, next_id: 0 };
         let hello = match process.receive(launch.start_timeout) {
             Ok(hello) => hello,
             Err(CallError::TimedOut(t)) => {
@@ -159,7 +170,10 @@ impl PythonProcess {
     /// [`PythonProcess::call`], answering the server calls the handler makes meanwhile (a file
     /// or the facts a reference needs): the process writes `{"server_call": {...}}` and reads the
     /// next line of its stdin, `{"server_answer": {"code": ..., "result": ...}}`, which `serve`
-    /// gives.
+    /// gives. One call is the process's own: `{"method": "redact", "values": [...]}`, the values
+    /// a resource's references resolved to, sent before its handler runs, so that what the
+    /// handler (or a program it starts) then prints to stderr is redacted before it is logged.
+    /// They are kept for the life of the process: a line may still be in the pipe.
     pub fn call_serving(
         &mut self,
         mut request: Value,
@@ -173,6 +187,14 @@ impl PythonProcess {
         loop {
             let reply = self.receive(timeout)?;
             if let Some(server_call) = reply.get("server_call") {
+                if server_call.get("method").and_then(Value::as_str) == Some("redact") {
+                    let values = server_call.get("values").and_then(Value::as_array).into_iter().flatten();
+                    if let Ok(mut secrets) = self.secrets.lock() {
+                        values.for_each(|v| secrets.add_value(v));
+                    }
+                    self.send(&json!({"server_answer": {"code": 200, "result": {}}}))?;
+                    continue;
+                }
                 let answer = serve(server_call);
                 self.send(&json!({"server_answer": answer}))?;
                 continue;
@@ -247,5 +269,38 @@ impl Drop for PythonProcess {
         if matches!(self.child.try_wait(), Ok(None)) {
             self.kill();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stand-in executor (a real Python process speaking the shim's protocol): it asks the
+    /// agent to redact a value, prints it to stderr, and exits; the stderr kept to explain the
+    /// exit shows it redacted.
+    #[test]
+    fn stderr_is_redacted_once_the_values_are_announced() {
+        let dir = tempfile::tempdir().unwrap();
+        let shim = dir.path().join("shim.py");
+        std::fs::write(
+            &shim,
+            r#"import json, sys
+print(json.dumps({"ready": True, "python": "3", "inmanta_core": "20.1.0"}), flush=True)
+request = json.loads(sys.stdin.readline())
+print(json.dumps({"server_call": {"method": "redact", "values": ["h31-stderr-secret"]}}), flush=True)
+sys.stdin.readline()
+print("the handler printed h31-stderr-secret here", file=sys.stderr, flush=True)
+sys.exit(7)
+"#,
+        )
+        .unwrap();
+        let python = PathBuf::from("python3");
+        let launch = Launch { python: &python, shim: &shim, start_timeout: Duration::from_secs(30) };
+        let (mut process, _) = PythonProcess::start(&launch).unwrap();
+        let err = process.call(json!({"action": "deploy"}), Duration::from_secs(30)).unwrap_err().to_string();
+        assert!(err.contains("exit code 7"), "{err}");
+        assert!(err.contains("the handler printed *** here"), "{err}");
+        assert!(!err.contains("h31-stderr-secret"), "{err}");
     }
 }

@@ -28,6 +28,8 @@ fn module_dir(name: &str) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     match name {
         "kvfile" => root.join("../examples/python-handler-module"),
+        // a v1 module (`plugins/`), shared with the compiler's reference tests
+        "agesecret" => root.join("../compiler/tests/python/references/libs/agesecret"),
         other => root.join("tests/fixtures").join(other),
     }
 }
@@ -37,7 +39,9 @@ fn module_dir(name: &str) -> PathBuf {
 pub fn ship_module(files: &MemFiles, info: &mut Map<String, Value>, name: &str) {
     let dir = module_dir(name);
     let mut shipped = Vec::new();
-    let mut stack = vec![dir.join("inmanta_plugins")];
+    // A v1 module's `plugins/` is imported as `inmanta_plugins/<name>/`.
+    let v1 = dir.join("plugins").is_dir();
+    let mut stack = vec![if v1 { dir.join("plugins") } else { dir.join("inmanta_plugins") }];
     while let Some(d) = stack.pop() {
         for entry in std::fs::read_dir(&d).unwrap() {
             let path = entry.unwrap().path();
@@ -45,7 +49,12 @@ pub fn ship_module(files: &MemFiles, info: &mut Map<String, Value>, name: &str) 
                 stack.push(path);
             } else if path.extension().is_some_and(|e| e == "py") {
                 let hash = files.add(&std::fs::read_to_string(&path).unwrap());
-                let rel = path.strip_prefix(&dir).unwrap().to_str().unwrap().to_string();
+                let rel = match v1 {
+                    true => {
+                        format!("inmanta_plugins/{name}/{}", path.strip_prefix(dir.join("plugins")).unwrap().display())
+                    }
+                    false => path.strip_prefix(&dir).unwrap().to_str().unwrap().to_string(),
+                };
                 shipped.push(json!({"path": rel, "hash_value": hash}));
             }
         }

@@ -88,3 +88,84 @@ fn python_handlers_get_resolved_references_and_report_no_value() {
     assert!(logs(&out).contains("Environment variable H31_SURELY_NOT_SET_ANYWHERE is not set"), "{}", logs(&out));
     assert!(!std::fs::read_to_string(&file).unwrap().contains("unset="));
 }
+
+/// An age identity and a value encrypted to it, made with Debian's `age` (scripts/lib.sh
+/// installs it); `None` outside CI when it is missing (the caller says why it skips).
+pub fn age_secret(dir: &std::path::Path, plaintext: &str) -> Option<(std::path::PathBuf, String)> {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let key = dir.join("age-identity.txt");
+    match Command::new("age-keygen").arg("-o").arg(&key).output() {
+        Ok(out) => assert!(out.status.success(), "age-keygen: {}", String::from_utf8_lossy(&out.stderr)),
+        Err(e) => {
+            assert!(std::env::var("CI").is_err(), "age is needed (Debian package age, scripts/lib.sh): {e}");
+            eprintln!("skipped: age is not installed (Debian package age; scripts/test.sh installs it)");
+            return None;
+        }
+    }
+    let public = Command::new("age-keygen").arg("-y").arg(&key).output().unwrap();
+    let recipient = String::from_utf8(public.stdout).unwrap();
+    let mut age = Command::new("age")
+        .args(["--encrypt", "--armor", "--recipient", recipient.trim()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    age.stdin.take().unwrap().write_all(plaintext.as_bytes()).unwrap();
+    let out = age.wait_with_output().unwrap();
+    assert!(out.status.success());
+    Some((key, String::from_utf8(out.stdout).unwrap()))
+}
+
+/// An `fs::File` (built-in handler) whose content is a module's own reference type, resolved by
+/// the module's Python class in the version's Python executor.
+fn age_file(path: &std::path::Path, ciphertext: &str, identity: &std::path::Path) -> agent::ResourceRequest {
+    let rid = format!("fs::File[host1,path={}]", path.display());
+    crate::common::req(json!({
+        "id": format!("{rid},v=1"), "path": path.to_str().unwrap(), "hash": null, "content": null,
+        "permissions": 600, "owner": null, "group": null, "purged": false,
+        "references": [{"id": "0b7f5a10-3c2d-3e4f-9a8b-7c6d5e4f3a21", "type": "agesecret::Decrypt", "args": [
+            {"name": "ciphertext", "type": "literal", "value": ciphertext},
+            {"name": "identity_file", "type": "literal", "value": identity.to_str().unwrap()},
+        ]}],
+        "mutators": [{"type": "core::Replace", "args": [
+            {"id": rid, "name": "resource", "type": "resource"},
+            {"id": "0b7f5a10-3c2d-3e4f-9a8b-7c6d5e4f3a21", "name": "value", "type": "reference"},
+            {"name": "destination", "type": "literal", "value": "content"},
+        ]}],
+    }))
+}
+
+#[test]
+fn built_in_handlers_get_a_modules_own_reference_resolved_by_its_python_class() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((identity, ciphertext)) = age_secret(dir.path(), SECRET) else { return };
+    let s = setup(&["agesecret"], &[], Duration::from_secs(120));
+    let file = dir.path().join("decrypted.conf");
+    std::fs::write(&file, "old\n").unwrap();
+
+    let out = run(&s, &age_file(&file, &ciphertext, &identity), Mode::DryRun);
+    assert_eq!(out.status, HandlerStatus::Dry, "{}", logs(&out));
+    assert_eq!(out.changes["hash"].desired, json!(agent::REDACTED_DESIRED), "{:?}", out.changes);
+    let out = run(&s, &age_file(&file, &ciphertext, &identity), Mode::Deploy);
+    assert_eq!(out.status, HandlerStatus::Deployed, "{}", logs(&out));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), SECRET);
+    let reported = format!("{:?} {:?} {:?}", out.logs, out.changes, out.facts);
+    assert!(!reported.contains(SECRET), "the resolved value leaked: {reported}");
+
+    // A wrong key and a missing key file: the resource fails, naming the reference's reason.
+    let other_dir = dir.path().join("other");
+    std::fs::create_dir_all(&other_dir).unwrap();
+    let (other, _) = age_secret(&other_dir, "unused").unwrap();
+    let never = dir.path().join("never.conf");
+    for (identity, reason) in [(other, "no identity matched"), (dir.path().join("missing.txt"), "no such file")] {
+        let out = run(&s, &age_file(&never, &ciphertext, &identity), Mode::Deploy);
+        assert_eq!(out.status, HandlerStatus::Failed, "{}", logs(&out));
+        assert!(logs(&out).contains("age could not decrypt"), "{}", logs(&out));
+        let named = "reference agesecret::Decrypt 0b7f5a10-3c2d-3e4f-9a8b-7c6d5e4f3a21: ValueError";
+        assert!(logs(&out).contains(named), "{}", logs(&out));
+        assert!(logs(&out).to_lowercase().contains(reason), "{}", logs(&out));
+        assert!(!logs(&out).contains(SECRET));
+        assert!(!never.exists());
+    }
+}

@@ -246,6 +246,7 @@ try:
     import inmanta.execute.proxy as proxy
     import inmanta.execute.util as inm_util
     import inmanta.plugins
+    import inmanta.references
     import inmanta.resources
 except ImportError as e:  # answered to the first request
     _IMPORT_ERROR = f"inmanta-core is not installed in {sys.prefix} ({e}); the modules' Python code needs it"
@@ -414,11 +415,40 @@ class NotTransferable(Exception):
     pass
 
 
+def _reference_entries(ref, out):
+    """A reference and every reference it takes, by id: the model inmanta-core serializes (its
+    own id), and the class, for messages and the attribute type checks."""
+    model = ref.serialize()
+    key = str(model.id)
+    if key in out:
+        return
+    resolves = type(ref).get_reference_type()
+    out[key] = {
+        "model": model.model_dump(mode="json"),
+        "module": type(ref).__module__,
+        "class": type(ref).__name__,
+        "resolves": getattr(resolves, "__name__", None),
+    }
+    pending = list(ref.arguments.values())
+    while pending:
+        arg = pending.pop()
+        if isinstance(arg, inmanta.references.Reference):
+            _reference_entries(arg, out)
+        elif isinstance(arg, dict):
+            pending.extend(arg.values())
+        elif isinstance(arg, (list, tuple)):
+            pending.extend(arg)
+
+
 def encode(v, path="value"):
     if v is None or isinstance(v, inm_util.NoneValue):
         return None
     if isinstance(v, (bool, int, float, str)):
         return v
+    if isinstance(v, inmanta.references.Reference):
+        references = {}
+        _reference_entries(v, references)
+        return {"$r": str(v.serialize().id), "references": references}
     if isinstance(v, inm_util.Unknown):
         return {"$u": 1}
     if isinstance(v, RemoteInstance):
@@ -915,7 +945,10 @@ class Bridge:
             args.insert(plugin.context_at, BridgeContext(plugin.ns, self.config, self))
         try:
             result = plugin.function(*args, **kwargs)
-            result = proxy.DynamicProxy.unwrap(result)
+            # a reference crosses as its model (see `encode`); inmanta-core's unwrap would want
+            # the model type it gives references at its own plugin boundary
+            if not isinstance(result, inmanta.references.Reference):
+                result = proxy.DynamicProxy.unwrap(result)
             try:
                 plugin.check_result(result)
             except PluginTypeError as e:

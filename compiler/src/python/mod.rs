@@ -357,6 +357,9 @@ pub(crate) fn decode(ev: &Evaluator<'_>, j: &Json) -> Result<Value, String> {
                     return Err(format!("instance {i} does not exist"));
                 }
                 Value::Instance(i as InstId)
+            } else if let Some(id) = o.get("$r").and_then(Json::as_str) {
+                let entries = o.get("references").and_then(Json::as_object).ok_or("a reference without its models")?;
+                Value::Reference(crate::references::Reference::from_python(id, entries)?)
             } else if o.contains_key("$u") {
                 Value::Unknown(Rc::new(UnknownSource {
                     parameter: String::new(),

@@ -4,7 +4,8 @@
 //! is this process), lets the agents deploy, shows progress and ends with a summary. Exit code 0
 //! only when every resource is deployed.
 //!
-//! The database is opened once, while the compile runs on a thread of its own.
+//! The compile is for the embedded environment (named after the project), so it runs once the
+//! store is open and that environment is known.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -100,13 +101,24 @@ async fn embedded_environment(o: &Orchestrator, name: &str) -> Result<Uuid, CliE
 
 /// `verbose` (the global `-v`) lists every resource in the summary, not only the failed and
 /// changed ones.
-pub async fn run(args: DeployArgs, verbose: bool) -> Result<(), CliError> {
+pub async fn run(mut args: DeployArgs, verbose: bool) -> Result<(), CliError> {
     let started = Instant::now();
-    // The compile (a thread of its own) and opening the store overlap.
-    let (output, store) = tokio::join!(compile(&args.compile), Embedded::open_store(&args.compile.project));
-    let (output, store) = (output?, store?);
-    let name = if output.metadata.name.is_empty() { "main".to_string() } else { output.metadata.name.clone() };
-    let embedded = Embedded::start(&args.compile.project, store, &name).await?;
+    // `[compiler] python` and the compiler's limits, as `inmanta export` takes them.
+    let options = crate::config::Options::load(None).map_err(|e| CliError::Usage(e.to_string()))?;
+    args.compile.configure(&options);
+    // The embedded environment is known before the compile, which is for it (as `inmanta export`
+    // compiles for the environment it exports to): `std::environment()` and the environment a
+    // fact reference reads its fact in are its id. Opening the store and reading project.yml
+    // overlap; a project.yml that cannot be read is the compile's error.
+    let project = args.compile.project.clone();
+    let metadata = tokio::task::spawn_blocking(move || compiler::read_project_metadata(&project));
+    let (metadata, store) = tokio::join!(metadata, Embedded::open_store(&args.compile.project));
+    let metadata =
+        metadata.map_err(|e| CliError::Usage(format!("cannot read project.yml: {e}")))?.map_err(CliError::Compile)?;
+    let name = if metadata.name.is_empty() { "main".to_string() } else { metadata.name };
+    let embedded = Embedded::start(&args.compile.project, store?, &name).await?;
+    args.compile.environment = Some(embedded.environment);
+    let output = compile(&args.compile).await?;
     tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "compiled, embedded server ready");
     if args.dry_run {
         return dry_run(&embedded, output, args.json).await;

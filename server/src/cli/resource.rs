@@ -60,8 +60,11 @@ pub async fn run(command: ResourceCommand, ctx: &Context, env: Uuid) -> Result<(
                 ("first generated", details.first_generated_time.clone()),
             ]);
             println!("\nattributes:");
+            // an attribute filled from a reference at deploy shows the reference, not `null`
+            let referenced = api::references::referenced_attributes(&details.attributes);
             for (name, value) in &details.attributes {
-                println!("  {name} = {value}");
+                let shown = api::references::shown_value(value, referenced.get(name), |v| v.to_string());
+                println!("  {name} = {shown}");
             }
             if !details.requires_status.is_empty() {
                 println!("\nrequires:");
