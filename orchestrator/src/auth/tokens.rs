@@ -20,23 +20,34 @@ use crate::{Error, Orchestrator, Result};
 #[derive(Debug, Clone)]
 pub struct Authenticator {
     key: Key,
+    leeway: u64,
     /// Lifetime of login tokens and console sessions, in seconds.
     pub login_expire: i64,
 }
 
-/// Why a request is not authenticated (401).
+/// Why a request is not authenticated: no token at all (401), or a token that is refused (403,
+/// `Access denied: <reason>`, as Inmanta answers).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Unauthenticated {
     #[error("this call needs credentials: log in (POST /api/v2/login) and send `Authorization: Bearer <token>`")]
     Missing,
     #[error("{0}")]
     Invalid(#[from] TokenError),
-    #[error("the token was revoked")]
+    #[error("The provided token has been revoked.")]
     Revoked,
+    #[error("The provided token is not recognized; it may have been revoked.")]
+    Unknown,
     #[error("the user of this token no longer exists")]
     UnknownUser,
     #[error("the password changed since this token was issued: log in again")]
     PasswordChanged,
+}
+
+impl Unauthenticated {
+    /// No credentials at all (401); every other refusal is of a token that was sent (403).
+    pub fn is_missing(&self) -> bool {
+        matches!(self, Unauthenticated::Missing)
+    }
 }
 
 impl Authenticator {
@@ -66,14 +77,34 @@ impl Authenticator {
             }
         };
         let key = STANDARD.decode(encoded).map_err(|_| Error::Corrupt("the stored JWT signing key".into()))?;
-        Ok(Authenticator { key: Key::new(&key, 0), login_expire })
+        Ok(Authenticator { key: Key::new(&key, 0), leeway: 0, login_expire })
     }
 
     /// Tolerates this much clock skew (seconds) when checking a token's expiry: replicas whose
     /// clocks differ a little accept each other's tokens.
     pub fn with_leeway(mut self, seconds: u64) -> Authenticator {
         self.key.set_leeway(seconds);
+        self.leeway = seconds;
         self
+    }
+
+    /// Signs and checks with an HS256 key from the configuration (an `[auth_jwt_<name>]`
+    /// section with `sign=true`) instead of the generated one in the database, as `issuer` for
+    /// `audience`: tokens made elsewhere with the same section (`inmanta-cli token bootstrap`)
+    /// are then accepted.
+    pub fn with_signing_key(mut self, secret: &[u8], issuer: &str, audience: &str) -> Authenticator {
+        self.key = Key::for_issuer(secret, issuer, audience, self.leeway);
+        self
+    }
+
+    /// The issuer of the tokens this server signs.
+    pub fn issuer(&self) -> &str {
+        self.key.issuer()
+    }
+
+    /// Seconds of clock skew tolerated on `exp` and `nbf`.
+    pub fn leeway(&self) -> u64 {
+        self.leeway
     }
 
     /// A token for a user who just logged in.
@@ -85,7 +116,7 @@ impl Authenticator {
                 client_types: Some(ClientType::Api.as_str().into()),
                 is_admin: Some(user.is_admin),
                 password_version: Some(user.password_version.clone()),
-                ..Claims::issued_here()
+                ..self.key.claims()
             },
         )
     }
@@ -99,7 +130,7 @@ impl Authenticator {
                 client_types: Some(join(clients)),
                 environment: Some(environment.to_string()),
                 created_by: Some("server".into()),
-                ..Claims::issued_here()
+                ..self.key.claims()
             },
         )
     }
@@ -154,7 +185,7 @@ impl Authenticator {
                 client_types: Some(join(&clients)),
                 environment: Some(environment.to_string()),
                 created_by: created_by.map(str::to_string),
-                ..Claims::issued_here()
+                ..self.key.claims()
             },
         );
         let mut tx = orchestrator.store().begin_write().await?;
@@ -210,7 +241,14 @@ impl Authenticator {
             }
             return Ok(Ok(Principal::Token { environment, clients, jti: claims.jti }));
         }
-        let Some(username) = &claims.sub else { return Ok(Err(TokenError::Malformed.into())) };
+        let Some(username) = &claims.sub else {
+            // Tokens for agents or the compiler bound to no environment: `inmanta token
+            // bootstrap` and Inmanta's own bootstrap tokens.
+            if clients.contains(ClientType::Agent) || clients.contains(ClientType::Compiler) {
+                return Ok(Ok(Principal::Service { clients }));
+            }
+            return Ok(Err(TokenError::Claims("the token names no user and no environment".into()).into()));
+        };
         let Some(user) = orchestrator.user_record(username).await? else {
             return Ok(Err(Unauthenticated::UnknownUser));
         };
