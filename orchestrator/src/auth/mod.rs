@@ -8,6 +8,7 @@
 pub mod jwt;
 pub mod outside;
 pub mod password;
+pub mod registry;
 pub mod sessions;
 pub mod throttle;
 pub mod tokens;
