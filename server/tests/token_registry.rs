@@ -83,11 +83,16 @@ async fn every_issued_token_is_registered_listed_and_revocable() {
     assert_eq!(call(&s, Some(&rita), "DELETE", &format!("/api/v2/token/{admin_jti}"), None).await.0, 404);
 
     // Revoked: refused at once, with Inmanta's reason; revoking twice is a conflict.
-    assert_eq!(call(&s, Some(&agent), "GET", "/api/v1/file/0000000000000000000000000000000000000000", None).await.0, 404, "the agent token works");
+    assert_eq!(
+        call(&s, Some(&agent), "GET", "/api/v1/file/0000000000000000000000000000000000000000", None).await.0,
+        404,
+        "the agent token works"
+    );
     let (status, body) =
         call(&s, s.token.as_deref(), "DELETE", &format!("/api/v2/token/{}", jti_of(&agent)), None).await;
     assert_eq!(status, 200, "{body}");
-    let (status, body) = call(&s, Some(&agent), "GET", "/api/v1/file/0000000000000000000000000000000000000000", None).await;
+    let (status, body) =
+        call(&s, Some(&agent), "GET", "/api/v1/file/0000000000000000000000000000000000000000", None).await;
     assert_eq!(
         (status, body["message"].as_str().unwrap()),
         (403, "Access denied: The provided token has been revoked.")
