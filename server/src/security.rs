@@ -62,6 +62,13 @@ impl Security {
             };
             self.authenticator = self.authenticator.with_signing_key(secret, &signing.issuer, &signing.audience);
         }
+        let own = self.authenticator.issuer();
+        if let Some(clash) = issuers.iter().find(|i| !i.sign && i.issuer == own) {
+            anyhow::bail!(
+                "[auth_jwt_{}]: its issuer {own} is this server's own; set `issuer` to the issuer's `iss`",
+                clash.name
+            );
+        }
         self.outside = OutsideIssuers::new(issuers.to_vec(), leeway)?;
         Ok(self)
     }
@@ -244,6 +251,24 @@ mod tests {
             "anyone else's X-Forwarded-For is ignored"
         );
         assert_eq!(security.client_address(from("10.0.0.1"), &HeaderMap::new()), Some(proxy));
+    }
+
+    #[tokio::test]
+    async fn an_outside_issuer_may_not_take_the_servers_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let orchestrator =
+            Orchestrator::open(&format!("sqlite://{}", dir.path().join("inmanta.db").display())).await.unwrap();
+        let security = Security::new(&orchestrator, true, 3600, 5).await.unwrap();
+        // No `issuer`: Inmanta's default, which is also the issuer of this server's own tokens.
+        let section = Issuer::parse("ci", |option| match option {
+            "algorithm" => Some("HS256"),
+            "key" => Some("c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldC0xMjM0NTY3ODk"),
+            "client_types" => Some("api"),
+            _ => None,
+        })
+        .unwrap();
+        let err = security.with_jwt_issuers(&[section], 0).unwrap_err().to_string();
+        assert!(err.contains("[auth_jwt_ci]") && err.contains("issuer"), "{err}");
     }
 
     #[test]
