@@ -25,6 +25,10 @@ log "building the console and the server"
 scripts/build-console.sh
 cargo build -p server --bin inmanta
 
+# Inmanta 20.1's inmanta-cli (the reference venv) runs in server/tests/token_registry.rs.
+log "the reference install (inmanta-core 20.1) for the tests that run Inmanta's clients"
+scripts/inmanta-reference.sh install
+
 log "Rust tests on SQLite"
 cargo test --workspace
 cargo test -p app --features ssr

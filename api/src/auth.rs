@@ -37,10 +37,46 @@ impl ClientType {
     }
 }
 
-/// A registered environment token. The token itself is shown only once, at creation.
+/// What a registered token was issued for (its scope).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TokenKind {
+    /// A user's login (`POST /api/v2/login`), acting as that user.
+    Login,
+    /// An environment token for agents, the compiler or scripts (`/api/v2/environment_auth`).
+    #[default]
+    Environment,
+    /// The token a server-side compile's export runs with.
+    Compile,
+    /// `inmanta token bootstrap`: every client type, no environment, short-lived.
+    Bootstrap,
+}
+
+impl TokenKind {
+    pub const ALL: [TokenKind; 4] =
+        [TokenKind::Login, TokenKind::Environment, TokenKind::Compile, TokenKind::Bootstrap];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenKind::Login => "login",
+            TokenKind::Environment => "environment",
+            TokenKind::Compile => "compile",
+            TokenKind::Bootstrap => "bootstrap",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<TokenKind> {
+        TokenKind::ALL.into_iter().find(|k| k.as_str() == text)
+    }
+}
+
+/// A registered token (the token registry). The token itself is shown only once, at creation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Token {
     pub jti: String,
+    /// Our addition to Inmanta's shape; Inmanta's environment lists hold environment tokens only.
+    #[serde(default)]
+    pub kind: TokenKind,
     #[serde(default)]
     pub created_by: Option<String>,
     pub client_types: Vec<ClientType>,

@@ -1,6 +1,6 @@
 // Users and tokens in a real browser: an admin adds a user and gives her a role on the users
 // page; on the settings page's tokens tab a token is generated, shown once, works against the
-// REST API, and is refused (401) once revoked.
+// REST API, and is refused (403, as Inmanta) once revoked.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { BASE, USER, suffix, start, stop, api, openConsole, waitForHydration, shot, answer, toast } from "./lib.mjs";
@@ -107,7 +107,7 @@ test("a token generated on the settings page works until it is revoked", async (
   await page.click('#tokens tr[data-revoked="false"] button[data-action="revoke"]');
   await answer(page);
   await page.locator('#tokens tr[data-revoked="true"]').waitFor();
-  assert.equal(await withToken(token), 401, "a revoked token is refused");
+  assert.equal(await withToken(token), 403, "a revoked token is refused");
 
   assert.deepEqual(errors, [], "browser errors");
 });

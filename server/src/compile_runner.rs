@@ -203,6 +203,23 @@ async fn keep_claim(o: &Orchestrator, id: Uuid, claim: Duration) {
 async fn run_compile(o: &Orchestrator, config: &RunnerConfig, q: &QueuedCompile) {
     let started = std::time::Instant::now();
     tracing::info!(env = %q.environment, compile = %q.id, "compile started");
+    // The export's own token, registered like every token the server issues.
+    let lifetime = config.timeout.as_secs() as i64 + 300;
+    let token = match config.security.authenticator.compile_token(o, q.environment, lifetime).await {
+        Ok(token) => token,
+        Err(e) => {
+            tracing::error!(error = %e, compile = %q.id, "cannot issue the compile's token");
+            let outcome = CompileOutcome {
+                success: false,
+                message: format!("cannot issue the compile's token: {e}"),
+                ..Default::default()
+            };
+            if let Err(e) = o.finish_compile(q.environment, q.id, &outcome).await {
+                tracing::error!(error = %e, compile = %q.id, "cannot record the end of a compile");
+            }
+            return;
+        }
+    };
     let job = Job {
         o,
         q,
@@ -214,11 +231,7 @@ async fn run_compile(o: &Orchestrator, config: &RunnerConfig, q: &QueuedCompile)
         port: config.port,
         ca_file: config.ca_file.clone(),
         memory_limit: config.memory_limit,
-        token: config.security.authenticator.internal_token(
-            q.environment,
-            &[api::auth::ClientType::Compiler],
-            config.timeout.as_secs() as i64 + 300,
-        ),
+        token,
     };
     let outcome = match job.run().await {
         Ok(outcome) => outcome,

@@ -50,6 +50,20 @@ impl Options {
 
     fn merge_env(&mut self, vars: impl Iterator<Item = (String, String)>) {
         for (name, value) in vars {
+            // Inmanta's `INMANTA_AUTH_JWT_<SECTION>_<OPTION>`, e.g. INMANTA_AUTH_JWT_CI_JWKS_URI.
+            if let Some(rest) = name.strip_prefix("INMANTA_AUTH_JWT_") {
+                let mut options: Vec<&str> = orchestrator::auth::outside::OPTIONS.to_vec();
+                options.sort_by_key(|o| std::cmp::Reverse(o.len()));
+                let found = options.iter().find_map(|option| {
+                    let section = rest.strip_suffix(&format!("_{}", option.to_ascii_uppercase()))?;
+                    (!section.is_empty()).then(|| (section.to_ascii_lowercase(), *option))
+                });
+                match found {
+                    Some((section, option)) => self.set(&format!("auth_jwt_{section}"), option, &value),
+                    None => eprintln!("warning: {name} names no option of an auth_jwt section"),
+                }
+                continue;
+            }
             if let Some(rest) = name.strip_prefix("INMANTA_") {
                 for (section, key) in KNOWN {
                     if rest == env_name(section, key) {
@@ -66,6 +80,26 @@ impl Options {
 
     pub fn get(&self, section: &str, key: &str) -> Option<&str> {
         self.values.get(&(section.to_string(), key.to_string())).map(String::as_str)
+    }
+
+    /// The `[auth_jwt_<name>]` sections (docs/security.md), in name order.
+    pub fn jwt_issuers(&self) -> anyhow::Result<Vec<orchestrator::auth::outside::Issuer>> {
+        let mut sections: Vec<&str> =
+            self.values.keys().map(|(section, _)| section.as_str()).filter(|s| s.starts_with("auth_jwt_")).collect();
+        sections.sort();
+        sections.dedup();
+        let mut issuers = Vec::new();
+        for section in sections {
+            let name = &section["auth_jwt_".len()..];
+            let issuer =
+                orchestrator::auth::outside::Issuer::parse(name, |option| self.get(section, &option.replace('_', "-")))
+                    .map_err(|e| anyhow::anyhow!(e))?;
+            issuers.push(issuer);
+        }
+        if issuers.iter().filter(|i| i.sign).count() > 1 {
+            bail!("only one auth_jwt section may have sign=true");
+        }
+        Ok(issuers)
     }
 
     fn get_bool(&self, section: &str, key: &str, default: bool) -> anyhow::Result<bool> {
@@ -171,6 +205,9 @@ pub struct ServerConfig {
     pub allowed_origins: Vec<String>,
     /// Seconds of clock skew tolerated on a token's expiry.
     pub token_leeway: u64,
+    /// The `[auth_jwt_<name>]` sections: outside issuers whose tokens are accepted, and the
+    /// section whose key this server signs with (`sign=true`), if any.
+    pub jwt_issuers: Vec<orchestrator::auth::outside::Issuer>,
     /// Where `/metrics` is also served without credentials (`[server] metrics-bind-address`
     /// and `metrics-bind-port`); none by default.
     pub metrics_bind: Option<String>,
@@ -228,6 +265,7 @@ impl ServerConfig {
                 options.get("server", "allowed-origins").unwrap_or_default(),
             )?,
             token_leeway: options.get_parsed("server", "token-leeway", 0)?,
+            jwt_issuers: options.jwt_issuers()?,
             metrics_bind: match options.get("server", "metrics-bind-port").filter(|p| !p.trim().is_empty()) {
                 None => None,
                 Some(_) => Some(format!(
@@ -491,6 +529,32 @@ mod tests {
         let limits = ServerConfig::from_options(&options).unwrap().connection_limits();
         assert_eq!(limits.header_timeout, std::time::Duration::from_millis(2500));
         assert_eq!(limits.max_per_client, 0);
+    }
+
+    #[test]
+    fn auth_jwt_sections_from_the_file_and_the_environment() {
+        let mut options = Options::default();
+        options
+            .merge_ini(
+                "[auth_jwt_ci]\nalgorithm = RS256\nclient_types = api,agent\njwks_uri = http://idp/jwks\nissuer = https://idp/\n",
+            )
+            .unwrap();
+        options.merge_env(
+            vec![
+                ("INMANTA_AUTH_JWT_CI_JWT_USERNAME_CLAIM".to_string(), "email".to_string()),
+                ("INMANTA_AUTH_JWT_CI_VALIDATE_CERT".to_string(), "false".to_string()),
+            ]
+            .into_iter(),
+        );
+        let issuers = options.jwt_issuers().unwrap();
+        assert_eq!(issuers.len(), 1);
+        assert_eq!(issuers[0].name, "ci");
+        assert_eq!(issuers[0].username_claim, "email");
+        assert_eq!(issuers[0].audience, "https://idp/");
+        assert!(matches!(&issuers[0].keys, orchestrator::auth::outside::KeySource::Jwks { validate_cert: false, .. }));
+        options.set("auth_jwt_other", "algorithm", "HS256");
+        let err = options.jwt_issuers().unwrap_err().to_string();
+        assert!(err.contains("[auth_jwt_other]"), "{err}");
     }
 
     #[test]

@@ -16,6 +16,7 @@ mod console_assets;
 mod console_auth;
 mod csrf;
 mod metrics;
+mod outside_tokens;
 mod python_install;
 mod remote;
 mod rest;

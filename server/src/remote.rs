@@ -343,10 +343,35 @@ pub async fn session(
         return ApiError::from(e).into_response();
     }
     let query = SessionQuery { environment, name: names };
-    upgrade.on_upgrade(move |socket| serve_session(sessions, query, socket)).into_response()
+    // A registered token is checked again while the session lasts: revoking it ends the session.
+    let jti = match &caller {
+        orchestrator::auth::Principal::Token { jti, .. } => jti.clone(),
+        _ => None,
+    };
+    upgrade.on_upgrade(move |socket| serve_session(sessions, query, jti, socket)).into_response()
 }
 
-async fn serve_session(sessions: Arc<Sessions>, query: SessionQuery, socket: WebSocket) {
+/// How often a session's token is checked against the registry, so a revoked agent token ends
+/// its session within about this long (as a revoked token's requests are refused at once).
+const TOKEN_RECHECK: Duration = Duration::from_secs(1);
+
+/// Whether the session may go on with this token; a failed check keeps it (the database may be
+/// away a moment) and is logged.
+async fn token_still_valid(sessions: &Sessions, env: Uuid, jti: &str) -> bool {
+    match sessions.orchestrator.check_registration(jti).await {
+        Ok(orchestrator::auth::registry::Registration::Active) => true,
+        Ok(refused) => {
+            tracing::warn!(%env, %jti, ?refused, "the remote agent's token is no longer valid; closing its session");
+            false
+        }
+        Err(e) => {
+            tracing::warn!(%env, %jti, error = %e, "cannot check the remote agent's token; keeping its session");
+            true
+        }
+    }
+}
+
+async fn serve_session(sessions: Arc<Sessions>, query: SessionQuery, jti: Option<String>, socket: WebSocket) {
     let env = query.environment;
     let (mut sink, mut stream) = socket.split();
     let (outbox, mut outgoing) = mpsc::unbounded_channel::<String>();
@@ -375,7 +400,18 @@ async fn serve_session(sessions: Arc<Sessions>, query: SessionQuery, socket: Web
             }
         }
     });
-    while let Some(Ok(message)) = stream.next().await {
+    let mut recheck = tokio::time::interval(TOKEN_RECHECK);
+    loop {
+        let message = tokio::select! {
+            message = stream.next() => message,
+            _ = recheck.tick(), if jti.is_some() => {
+                match &jti {
+                    Some(jti) if !token_still_valid(&sessions, env, jti).await => break,
+                    _ => continue,
+                }
+            }
+        };
+        let Some(Ok(message)) = message else { break };
         let Message::Text(text) = message else { continue };
         match serde_json::from_str::<Frame>(&text) {
             Ok(Frame::Result { id, outcome }) => {

@@ -9,10 +9,13 @@ use std::path::Path;
 use axum::http::{HeaderMap, StatusCode, header};
 use orchestrator::Orchestrator;
 use orchestrator::auth::Principal;
+use orchestrator::auth::jwt::{self, TokenError};
+use orchestrator::auth::outside::{Issuer, KeySource};
 use orchestrator::auth::throttle::{LoginThrottle, ThrottleSettings, Throttled};
 use orchestrator::auth::tokens::{Authenticator, Unauthenticated};
 use orchestrator::auth::users::UserRecord;
 
+use crate::outside_tokens::OutsideIssuers;
 use crate::rest::error::ApiError;
 
 /// The server's authentication state, shared by the API, the console and the agent session.
@@ -26,6 +29,8 @@ pub struct Security {
     pub secure_cookies: bool,
     /// Peers whose `X-Forwarded-For` names the client (`[server] trusted-proxies`).
     pub trusted_proxies: Vec<IpAddr>,
+    /// Issuers of tokens this server accepts but did not sign (`[auth_jwt_<name>]`).
+    pub outside: OutsideIssuers,
 }
 
 impl Security {
@@ -44,7 +49,28 @@ impl Security {
             ),
             trusted_proxies: Vec::new(),
             secure_cookies: false,
+            outside: OutsideIssuers::default(),
         })
+    }
+
+    /// The `[auth_jwt_<name>]` sections: the one with `sign=true` becomes this server's own
+    /// key, the others are outside issuers whose tokens are accepted.
+    pub fn with_jwt_issuers(mut self, issuers: &[Issuer], leeway: u64) -> anyhow::Result<Security> {
+        if let Some(signing) = issuers.iter().find(|i| i.sign) {
+            let KeySource::Shared(secret) = &signing.keys else {
+                anyhow::bail!("[auth_jwt_{}]: only an HS256 section can sign", signing.name);
+            };
+            self.authenticator = self.authenticator.with_signing_key(secret, &signing.issuer, &signing.audience);
+        }
+        let own = self.authenticator.issuer();
+        if let Some(clash) = issuers.iter().find(|i| !i.sign && i.issuer == own) {
+            anyhow::bail!(
+                "[auth_jwt_{}]: its issuer {own} is this server's own; set `issuer` to the issuer's `iss`",
+                clash.name
+            );
+        }
+        self.outside = OutsideIssuers::new(issuers.to_vec(), leeway)?;
+        Ok(self)
     }
 
     /// Takes the client address from `X-Forwarded-For` when the peer is one of these proxies.
@@ -71,17 +97,40 @@ impl Security {
         Some(hops.into_iter().rev().find(|hop| !self.trusted_proxies.contains(hop)).unwrap_or(peer))
     }
 
-    /// The caller of an API request, from its `Authorization: Bearer` header.
+    /// The caller of an API request, from its `Authorization: Bearer` header. As Inmanta: no
+    /// token is a 401, a token that is refused a 403 `Access denied: <which check failed>`.
     pub async fn authenticate(&self, orchestrator: &Orchestrator, headers: &HeaderMap) -> Result<Principal, ApiError> {
         if !self.enabled {
             return Ok(Principal::Unrestricted);
         }
-        let token = bearer(headers).ok_or(Unauthenticated::Missing);
-        let outcome = match token {
-            Ok(token) => self.authenticator.authenticate(orchestrator, token).await?,
-            Err(missing) => Err(missing),
+        let outcome = match bearer(headers) {
+            Some(token) => self.principal_of(orchestrator, token).await?,
+            None => Err(Unauthenticated::Missing),
         };
-        outcome.map_err(|e| ApiError::new(StatusCode::UNAUTHORIZED, e.to_string()))
+        outcome.map_err(|e| match e {
+            Unauthenticated::Missing => ApiError::new(StatusCode::UNAUTHORIZED, e.to_string()),
+            refused => ApiError::new(StatusCode::FORBIDDEN, format!("Access denied: {refused}")),
+        })
+    }
+
+    /// Who a bearer token names: this server's own tokens by its key and registry, the others
+    /// by the `[auth_jwt_<name>]` section of their issuer.
+    pub async fn principal_of(
+        &self,
+        orchestrator: &Orchestrator,
+        token: &str,
+    ) -> orchestrator::Result<Result<Principal, Unauthenticated>> {
+        let unverified = match jwt::peek(token) {
+            Ok(unverified) => unverified,
+            Err(e) => return Ok(Err(e.into())),
+        };
+        match unverified.issuer() {
+            None => Ok(Err(TokenError::MissingIssuer.into())),
+            Some(iss) if iss == self.authenticator.issuer() => {
+                self.authenticator.authenticate(orchestrator, token).await
+            }
+            Some(_) => Ok(self.outside.authenticate(token, &unverified).await.map_err(Unauthenticated::from)),
+        }
     }
 }
 
@@ -202,6 +251,24 @@ mod tests {
             "anyone else's X-Forwarded-For is ignored"
         );
         assert_eq!(security.client_address(from("10.0.0.1"), &HeaderMap::new()), Some(proxy));
+    }
+
+    #[tokio::test]
+    async fn an_outside_issuer_may_not_take_the_servers_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let orchestrator =
+            Orchestrator::open(&format!("sqlite://{}", dir.path().join("inmanta.db").display())).await.unwrap();
+        let security = Security::new(&orchestrator, true, 3600, 5).await.unwrap();
+        // No `issuer`: Inmanta's default, which is also the issuer of this server's own tokens.
+        let section = Issuer::parse("ci", |option| match option {
+            "algorithm" => Some("HS256"),
+            "key" => Some("c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldC0xMjM0NTY3ODk"),
+            "client_types" => Some("api"),
+            _ => None,
+        })
+        .unwrap();
+        let err = security.with_jwt_issuers(&[section], 0).unwrap_err().to_string();
+        assert!(err.contains("[auth_jwt_ci]") && err.contains("issuer"), "{err}");
     }
 
     #[test]

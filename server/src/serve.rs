@@ -35,7 +35,8 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
             .await
             .context("cannot load the authentication keys")?
             .with_trusted_proxies(config.trusted_proxies.clone())
-            .with_token_leeway(config.token_leeway);
+            .with_token_leeway(config.token_leeway)
+            .with_jwt_issuers(&config.jwt_issuers, config.token_leeway)?;
     security.secure_cookies = tls.is_some();
     let security = Arc::new(security);
     let initial_password_file = if config.auth {

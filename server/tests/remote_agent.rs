@@ -210,3 +210,29 @@ async fn a_remote_agent_runs_shipped_handlers() {
     assert_eq!(status, 400, "{message}");
     assert!(message.contains("not in the file store"), "{message}");
 }
+
+/// Revoking an agent's token ends its session within about a second (the session checks the
+/// registry while it lasts), and the agent, refused when it reconnects, stops and says why.
+#[tokio::test]
+async fn revoking_its_token_ends_a_remote_agent_session() {
+    let s = TestServer::start_with(&[("INMANTA_SERVER_AGENT_TIMEOUT", "1")]).await;
+    let port: u16 = s.url.rsplit(':').next().unwrap().parse().unwrap();
+    let env = new_environment(&s).await;
+    let dir = tempfile::tempdir().unwrap();
+    let token = s.environment_token(&env, &["agent"]).await;
+    let mut agent = Killed(start_agent(port, &env, &dir.path().join("cache"), &token));
+    wait_for("the agent to connect", async || agent_status(&s, &env).await.as_deref() == Some("up")).await;
+
+    let jti = orchestrator::auth::jwt::peek(&token).unwrap().claims["jti"].as_str().unwrap().to_string();
+    s.client().revoke_environment_token(uuid(&env), &jti).await.unwrap();
+    let revoked = Instant::now();
+    let status = loop {
+        if let Some(status) = agent.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(revoked.elapsed() < Duration::from_secs(15), "the agent still runs with a revoked token");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(status.code(), Some(2), "a refused agent stops with a usage error");
+    wait_for("the agent to be listed down", async || agent_status(&s, &env).await.as_deref() == Some("down")).await;
+}

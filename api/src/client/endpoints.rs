@@ -152,8 +152,44 @@ impl Client {
 
     /// A new environment token for these client types (`POST /api/v2/environment_auth`).
     pub async fn environment_token(&self, env: Uuid, client_types: &[ClientType]) -> Result<String> {
-        let body = serde_json::json!({ "client_types": client_types });
+        self.create_environment_token(env, client_types, None).await
+    }
+
+    /// A new environment token that expires after `expire` seconds (never when `None`).
+    pub async fn create_environment_token(
+        &self,
+        env: Uuid,
+        client_types: &[ClientType],
+        expire: Option<i64>,
+    ) -> Result<String> {
+        let body = serde_json::json!({ "client_types": client_types, "expire": expire });
         self.data(Method::POST, "/api/v2/environment_auth", Some(env), Some(&body)).await
+    }
+
+    /// The environment's registered tokens (`GET /api/v2/environment_auth`).
+    pub async fn environment_tokens(&self, env: Uuid) -> Result<Vec<crate::auth::Token>> {
+        self.data(Method::GET, "/api/v2/environment_auth", Some(env), NONE).await
+    }
+
+    /// Revokes one of the environment's tokens (`DELETE /api/v2/environment_auth/<jti>`).
+    pub async fn revoke_environment_token(&self, env: Uuid, jti: &str) -> Result<()> {
+        self.call(Method::DELETE, &format!("/api/v2/environment_auth/{}", encode(jti)), Some(env), NONE)
+            .await
+            .map(|_| ())
+    }
+
+    /// Every registered token the caller may manage (`GET /api/v2/token`).
+    pub async fn tokens(&self) -> Result<Vec<crate::auth::Token>> {
+        self.data(Method::GET, "/api/v2/token", None, NONE).await
+    }
+
+    pub async fn registered_token(&self, jti: &str) -> Result<crate::auth::Token> {
+        self.data(Method::GET, &format!("/api/v2/token/{}", encode(jti)), None, NONE).await
+    }
+
+    /// Revokes a registered token: every server refuses it from its next request on.
+    pub async fn revoke_token(&self, jti: &str) -> Result<()> {
+        self.call(Method::DELETE, &format!("/api/v2/token/{}", encode(jti)), None, NONE).await.map(|_| ())
     }
 
     // Environment settings.

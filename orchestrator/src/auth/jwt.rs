@@ -1,9 +1,11 @@
 //! JSON Web Tokens (RFC 7519) with Inmanta's claims (reference/api.md §1.3), signed and checked
 //! by the `jsonwebtoken` crate.
 //!
-//! Only what the server mints is accepted: the algorithm is pinned to HS256 (a token claiming
-//! any other, `none` included, is refused), and `iss`, `aud` and `exp` (when present: registered
-//! environment tokens may be unlimited) are verified with a configured clock leeway.
+//! Only what the server mints is accepted here: the algorithm is pinned to HS256 (a token
+//! claiming any other, `none` included, is refused), and `iss`, `aud` and `exp` (when present:
+//! registered environment tokens may be unlimited) are verified with a configured clock leeway.
+//! Tokens signed by others (`[auth_jwt_<name>]` sections) are checked by [`super::outside`].
+//! The refusals say what failed in the words Inmanta uses, so clients see the same reasons.
 
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
@@ -49,30 +51,55 @@ impl Claims {
     }
 }
 
-/// The signing key and the rules a token must pass; `Debug` never shows the key.
+/// The signing key, the issuer and audience it signs for, and the rules a token must pass;
+/// `Debug` never shows the key.
 #[derive(Clone)]
 pub struct Key {
     encoding: EncodingKey,
     decoding: DecodingKey,
     validation: Validation,
+    issuer: String,
+    audience: String,
 }
 
 impl Key {
-    /// A key from the secret's bytes; `leeway` is the clock skew (seconds) tolerated on `exp`,
-    /// for replicas whose clocks differ a little.
+    /// A key from the secret's bytes for the default issuer; `leeway` is the clock skew
+    /// (seconds) tolerated on `exp`, for replicas whose clocks differ a little.
     pub fn new(secret: &[u8], leeway: u64) -> Key {
+        Key::for_issuer(secret, ISSUER, AUDIENCE, leeway)
+    }
+
+    /// A key that signs as `issuer` for `audience` (an `[auth_jwt_<name>]` section with
+    /// `sign=true`).
+    pub fn for_issuer(secret: &[u8], issuer: &str, audience: &str, leeway: u64) -> Key {
         let mut validation = Validation::new(ALGORITHM);
-        validation.set_issuer(&[ISSUER]);
-        validation.set_audience(&[AUDIENCE]);
+        validation.set_issuer(&[issuer]);
+        validation.set_audience(&[audience]);
         // Registered environment tokens may have no expiry; when a token has one, it is checked.
         validation.required_spec_claims.clear();
         validation.validate_exp = true;
+        validation.validate_nbf = true;
         validation.leeway = leeway;
-        Key { encoding: EncodingKey::from_secret(secret), decoding: DecodingKey::from_secret(secret), validation }
+        Key {
+            encoding: EncodingKey::from_secret(secret),
+            decoding: DecodingKey::from_secret(secret),
+            validation,
+            issuer: issuer.to_string(),
+            audience: audience.to_string(),
+        }
     }
 
     pub fn set_leeway(&mut self, seconds: u64) {
         self.validation.leeway = seconds;
+    }
+
+    pub fn issuer(&self) -> &str {
+        &self.issuer
+    }
+
+    /// The claims every token this key mints carries: its issuer and audience.
+    pub fn claims(&self) -> Claims {
+        Claims { iss: self.issuer.clone(), aud: vec![self.audience.clone()], ..Claims::default() }
     }
 }
 
@@ -82,16 +109,47 @@ impl std::fmt::Debug for Key {
     }
 }
 
+/// Why a token is refused (403 `Access denied: <this>`), in Inmanta's words where it has them.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TokenError {
-    #[error("the token is malformed")]
+    #[error("Unable to decode provided JWT bearer token.")]
     Malformed,
-    #[error("the token's signature is not valid for this server")]
+    #[error("Issuer is required in token to validate.")]
+    MissingIssuer,
+    #[error("Unknown issuer for token")]
+    UnknownIssuer,
+    #[error("Algorithm {0} is not supported.")]
+    Algorithm(String),
+    #[error("kid is missing in jwt header or is not a valid string")]
+    MissingKid,
+    #[error("The kid provided in the token does not match a known key.")]
+    UnknownKid,
+    #[error("Signature verification failed")]
     BadSignature,
-    #[error("the token was not issued for this server")]
+    #[error("Invalid audience")]
     WrongAudience,
-    #[error("the token has expired")]
+    #[error("Signature has expired")]
     Expired,
+    #[error("The token is not yet valid (nbf)")]
+    NotYetValid,
+    /// The token is signed correctly but its claims cannot be used; the text says which.
+    #[error("{0}")]
+    Claims(String),
+}
+
+impl TokenError {
+    /// The refusal for a failed `jsonwebtoken` check.
+    pub fn from_check(error: &jsonwebtoken::errors::Error) -> TokenError {
+        match error.kind() {
+            ErrorKind::InvalidSignature => TokenError::BadSignature,
+            ErrorKind::ExpiredSignature => TokenError::Expired,
+            ErrorKind::ImmatureSignature => TokenError::NotYetValid,
+            ErrorKind::InvalidIssuer => TokenError::UnknownIssuer,
+            ErrorKind::InvalidAudience => TokenError::WrongAudience,
+            ErrorKind::InvalidAlgorithm => TokenError::Algorithm("of this token".into()),
+            _ => TokenError::Malformed,
+        }
+    }
 }
 
 pub fn encode(key: &Key, claims: &Claims) -> String {
@@ -99,14 +157,55 @@ pub fn encode(key: &Key, claims: &Claims) -> String {
 }
 
 pub fn decode(key: &Key, token: &str) -> Result<Claims, TokenError> {
-    jsonwebtoken::decode::<Claims>(token.trim(), &key.decoding, &key.validation).map(|data| data.claims).map_err(|e| {
-        match e.kind() {
-            ErrorKind::InvalidSignature => TokenError::BadSignature,
-            ErrorKind::ExpiredSignature => TokenError::Expired,
-            ErrorKind::InvalidIssuer | ErrorKind::InvalidAudience => TokenError::WrongAudience,
-            _ => TokenError::Malformed,
-        }
-    })
+    let header = peek(token)?.header;
+    if header.alg != "HS256" {
+        return Err(TokenError::Algorithm(header.alg));
+    }
+    jsonwebtoken::decode::<Claims>(token.trim(), &key.decoding, &key.validation)
+        .map(|data| data.claims)
+        .map_err(|e| TokenError::from_check(&e))
+}
+
+/// What a token's header says about how to check it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenHeader {
+    /// As written, `none` included (which `jsonwebtoken` cannot even parse).
+    pub alg: String,
+    pub kid: Option<String>,
+}
+
+/// A token's header and claims, read before anything is verified: only to choose the key.
+#[derive(Debug, Clone)]
+pub struct Unverified {
+    pub header: TokenHeader,
+    pub claims: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Unverified {
+    pub fn issuer(&self) -> Option<&str> {
+        self.claims.get("iss").and_then(|v| v.as_str())
+    }
+}
+
+/// Reads a token's header and claims without checking anything.
+pub fn peek(token: &str) -> Result<Unverified, TokenError> {
+    use base64::Engine;
+    let mut parts = token.trim().split('.');
+    let (Some(header), Some(claims), Some(_), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+        return Err(TokenError::Malformed);
+    };
+    let json = |part: &str| -> Result<serde_json::Map<String, serde_json::Value>, TokenError> {
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(part.trim_end_matches('='))
+            .map_err(|_| TokenError::Malformed)?;
+        serde_json::from_slice(&bytes).map_err(|_| TokenError::Malformed)
+    };
+    let header = json(header)?;
+    let Some(alg) = header.get("alg").and_then(|a| a.as_str()) else {
+        return Err(TokenError::Algorithm("(missing)".into()));
+    };
+    let kid = header.get("kid").and_then(|k| k.as_str()).map(str::to_string);
+    Ok(Unverified { header: TokenHeader { alg: alg.to_string(), kid }, claims: json(claims)? })
 }
 
 #[cfg(test)]
@@ -141,7 +240,9 @@ mod tests {
         assert_eq!(decode(&key, &with_payload(&token, &claims(None))), Err(TokenError::BadSignature));
         assert_eq!(decode(&key, "a.b"), Err(TokenError::Malformed));
         let foreign = Claims { iss: "https://elsewhere/".into(), ..claims(None) };
-        assert_eq!(decode(&key, &encode(&key, &foreign)), Err(TokenError::WrongAudience));
+        assert_eq!(decode(&key, &encode(&key, &foreign)), Err(TokenError::UnknownIssuer));
+        let elsewhere = Claims { aud: vec!["https://elsewhere/".into()], ..claims(None) };
+        assert_eq!(decode(&key, &encode(&key, &elsewhere)), Err(TokenError::WrongAudience));
     }
 
     #[test]
@@ -150,12 +251,12 @@ mod tests {
         let token = encode(&key, &claims(None));
         // "none" tokens never pass: no algorithm but HS256 is accepted.
         let none = format!("{}.{}.", "eyJhbGciOiJub25lIn0", token.split('.').nth(1).unwrap());
-        assert!(decode(&key, &none).is_err());
+        assert_eq!(decode(&key, &none), Err(TokenError::Algorithm("none".into())));
         // A token signed with the same secret but another HMAC algorithm is refused too.
         let hs512 =
             jsonwebtoken::encode(&Header::new(Algorithm::HS512), &claims(None), &EncodingKey::from_secret(b"k1"))
                 .unwrap();
-        assert_eq!(decode(&key, &hs512), Err(TokenError::Malformed));
+        assert_eq!(decode(&key, &hs512), Err(TokenError::Algorithm("HS512".into())));
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! [`tokens`] and [`users`]; both end here.
 
 pub mod jwt;
+pub mod outside;
 pub mod password;
+pub mod registry;
 pub mod sessions;
 pub mod throttle;
 pub mod tokens;
@@ -192,6 +194,10 @@ pub enum Principal {
     User { username: String, is_admin: bool, roles: BTreeMap<Uuid, Vec<String>>, must_change_password: bool },
     /// An environment token for agents, the compiler or scripts.
     Token { environment: Uuid, clients: Clients, jti: Option<String> },
+    /// A machine token bound to no environment: Inmanta's bootstrap token, or a pipeline's
+    /// token from an outside issuer for agents or the compiler. As Inmanta's service tokens, it
+    /// may call everything its client types reach.
+    Service { clients: Clients },
 }
 
 /// Server-wide labels every authenticated user has: reading what is not about one environment
@@ -223,7 +229,7 @@ impl Principal {
     pub fn may_write_files(&self) -> bool {
         match self {
             Principal::Unrestricted => true,
-            Principal::Token { clients, .. } => {
+            Principal::Token { clients, .. } | Principal::Service { clients } => {
                 clients.contains(ClientType::Compiler) || clients.contains(ClientType::Api)
             }
             Principal::User { must_change_password: true, .. } => false,
@@ -239,6 +245,17 @@ impl Principal {
         let what = access.label().unwrap_or("this call");
         match self {
             Principal::Unrestricted => Ok(()),
+            Principal::Service { clients } => {
+                if clients.intersects(access.clients()) {
+                    Ok(())
+                } else {
+                    Err(Denied(format!(
+                        "a token for {} may not call this endpoint (it needs one of: {})",
+                        names(clients.types()),
+                        names(access.clients().types()),
+                    )))
+                }
+            }
             Principal::Token { environment: own, clients, .. } => {
                 if !clients.intersects(access.clients()) {
                     return Err(Denied(format!(
@@ -310,7 +327,7 @@ impl Principal {
     /// Whether this caller may see an environment at all (lists are filtered with it).
     pub fn can_see(&self, environment: Uuid) -> bool {
         match self {
-            Principal::Unrestricted => true,
+            Principal::Unrestricted | Principal::Service { .. } => true,
             Principal::Token { environment: own, .. } => *own == environment,
             Principal::User { is_admin, roles, .. } => {
                 *is_admin || roles.get(&environment).is_some_and(|r| !r.is_empty())
@@ -322,12 +339,12 @@ impl Principal {
     pub fn name(&self) -> Option<&str> {
         match self {
             Principal::User { username, .. } => Some(username),
-            Principal::Token { .. } | Principal::Unrestricted => None,
+            Principal::Token { .. } | Principal::Service { .. } | Principal::Unrestricted => None,
         }
     }
 
     pub fn is_admin(&self) -> bool {
-        matches!(self, Principal::Unrestricted | Principal::User { is_admin: true, .. })
+        matches!(self, Principal::Unrestricted | Principal::Service { .. } | Principal::User { is_admin: true, .. })
     }
 }
 

@@ -17,6 +17,7 @@ mod output;
 mod param;
 mod project;
 mod resource;
+mod token;
 mod user;
 mod version;
 
@@ -96,6 +97,14 @@ pub enum ClientCommand {
         connection: Connection,
         #[command(flatten)]
         args: user::UserArgs,
+    },
+    /// The token registry: create, list, show and revoke tokens; `bootstrap` makes the first
+    /// admin token on the server's machine.
+    Token {
+        #[command(flatten)]
+        connection: Connection,
+        #[command(subcommand)]
+        command: token::TokenCommand,
     },
     /// Parameters of an environment.
     Param {
@@ -201,6 +210,13 @@ pub async fn run(command: ClientCommand, options: &Options, verbose: u8) -> Exit
         },
         ClientCommand::User { connection, args } => match context(&connection, options) {
             Ok(ctx) => user::run(args, &ctx, options).await,
+            Err(e) => Err(e),
+        },
+        ClientCommand::Token { command: token::TokenCommand::Bootstrap { expire, database_url }, .. } => {
+            token::bootstrap(expire, database_url, options).await
+        }
+        ClientCommand::Token { connection, command } => match context(&connection, options) {
+            Ok(ctx) => token::run(command, &ctx).await,
             Err(e) => Err(e),
         },
         ClientCommand::Param { scope, command } => match scoped(&scope, options).await {

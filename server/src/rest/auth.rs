@@ -42,6 +42,11 @@ pub fn router() -> Routes {
         .post("/api/v2/environment_auth", tokens.clients(Clients::API_COMPILER), create_token_v2)
         .get("/api/v2/environment_auth", tokens, list_tokens)
         .delete("/api/v2/environment_auth/{jti}", tokens, revoke_token)
+        // The whole registry (our addition: Inmanta 20.1 lists environment tokens only); who
+        // sees which token is decided by the orchestrator (`auth::registry::may_manage`).
+        .get("/api/v2/token", authenticated(), list_registry)
+        .get("/api/v2/token/{jti}", authenticated(), show_registered)
+        .delete("/api/v2/token/{jti}", authenticated(), revoke_registered)
 }
 
 /// Logs a user in: a bearer token in the answer and a fresh console session cookie. Failures
@@ -75,7 +80,7 @@ async fn login(
         .await
         .map_err(|e| ApiError::internal(&format!("cannot start a session: {e}")))?;
     let answer = LoginReturn {
-        token: security.authenticator.login_token(&user),
+        token: security.authenticator.login_token(&state.orchestrator, &user).await?,
         user: user.user(),
         expires_in: Some(security.authenticator.login_expire),
     };
@@ -92,17 +97,26 @@ async fn renew(State(state): State<AppState>, Caller(caller): Caller) -> ApiResu
         .ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "the user no longer exists"))?;
     let security = &state.security;
     let answer = LoginReturn {
-        token: security.authenticator.login_token(&user),
+        token: security.authenticator.login_token(&state.orchestrator, &user).await?,
         user: user.user(),
         expires_in: Some(security.authenticator.login_expire),
     };
     Ok(data(answer).into_response())
 }
 
-/// Ends the console session. Bearer tokens are stateless: clients drop them; they expire after
-/// `login_session_expire`, and a password change ends them all.
-async fn logout(session: Session) -> ApiResult<Response> {
+/// Ends the console session and revokes the login token the call is made with, if any (every
+/// server refuses it from its next request on).
+async fn logout(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+    session: Session,
+) -> ApiResult<Response> {
     crate::sessions::end(&session).await.map_err(|e| ApiError::internal(&format!("cannot end the session: {e}")))?;
+    if let Some(token) = crate::security::bearer(&headers)
+        && let Some(jti) = state.security.authenticator.end_login(&state.orchestrator, token).await?
+    {
+        tracing::info!(%jti, "login token revoked at logout");
+    }
     Ok(done().into_response())
 }
 
@@ -310,5 +324,27 @@ async fn list_tokens(State(state): State<AppState>, Tid(env): Tid) -> ApiResult<
 async fn revoke_token(State(state): State<AppState>, Tid(env): Tid, Path(jti): Path<String>) -> ApiResult<Response> {
     state.orchestrator.revoke_environment_token(env, &jti).await?;
     tracing::info!(%env, %jti, "environment token revoked");
+    Ok(done().into_response())
+}
+
+async fn list_registry(State(state): State<AppState>, Caller(caller): Caller) -> ApiResult<Response> {
+    Ok(data(state.orchestrator.tokens_of(&caller).await?).into_response())
+}
+
+async fn show_registered(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    Path(jti): Path<String>,
+) -> ApiResult<Response> {
+    Ok(data(state.orchestrator.token_of(&caller, &jti).await?).into_response())
+}
+
+async fn revoke_registered(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    Path(jti): Path<String>,
+) -> ApiResult<Response> {
+    let token = state.orchestrator.revoke_token(&caller, &jti).await?;
+    tracing::info!(%jti, kind = token.kind.as_str(), by = caller.name().unwrap_or("-"), "token revoked");
     Ok(done().into_response())
 }

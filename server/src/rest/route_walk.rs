@@ -95,7 +95,7 @@ impl World {
 
     async fn login(&self, username: &str) -> String {
         let user = self.orchestrator.verify_login(username, PASSWORD).await.unwrap().expect("user");
-        self.security.authenticator.login_token(&user)
+        self.security.authenticator.login_token(&self.orchestrator, &user).await.unwrap()
     }
 
     async fn call(&self, route: &RouteRule, env: Uuid, token: Option<&str>) -> StatusCode {
