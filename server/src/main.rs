@@ -53,6 +53,10 @@ enum Command {
     Server(ServerArgs),
     #[command(flatten)]
     Client(cli::ClientCommand),
+    /// Print the commented configuration file of every option (the package's
+    /// /etc/inmanta/inmanta.cfg).
+    #[command(hide = true)]
+    ConfigTemplate,
     /// Print a shell completion script: `inmanta completions bash > /etc/bash_completion.d/inmanta`
     /// (also zsh, fish, elvish, powershell).
     Completions {
@@ -174,6 +178,10 @@ fn main() -> ExitCode {
         Command::Client(command) => {
             let _ = init_logging(cli.verbose, cli.log_json, None);
             runtime.block_on(cli::run(command, &options, cli.verbose))
+        }
+        Command::ConfigTemplate => {
+            print!("{}", config::template());
+            ExitCode::SUCCESS
         }
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "inmanta", &mut std::io::stdout());
