@@ -16,7 +16,7 @@ static POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgre
 
 /// Serialises the migration of several servers starting at once on one PostgreSQL (held until
 /// the migration transaction ends). Any fixed number: it only has to be the same everywhere.
-const POSTGRES_MIGRATION_LOCK: i64 = 0x696e_6d61_6e74_61;
+const POSTGRES_MIGRATION_LOCK: i64 = 0x0069_6e6d_616e_7461;
 
 /// The migrations this binary carries for a database of `kind`.
 pub fn known(kind: DbKind) -> &'static [Migration] {
