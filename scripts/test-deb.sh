@@ -76,6 +76,13 @@ token=$(login "$password")
 call -X PUT -d '{"name": "kept-across-upgrades"}' "$url/api/v2/project" >/dev/null || fail "cannot create a project"
 stop_server
 
+log "backup as the service user, restore as root: the database stays the service user's"
+inmanta_in_tree=("$root/usr/bin/inmanta" -c "$root/etc/inmanta/inmanta.cfg" server --state-dir "$root/var/lib/inmanta")
+setpriv --reuid=inmanta --regid=inmanta --init-groups -- "${inmanta_in_tree[@]}" backup "$root/var/lib/inmanta/backup.db" \
+  >/dev/null || fail "backup as the service user"
+"${inmanta_in_tree[@]}" restore "$root/var/lib/inmanta/backup.db" >/dev/null || fail "restore as root"
+[ "$(stat -c %U "$root/var/lib/inmanta/inmanta.db")" = inmanta ] || fail "the restored database is not the service user's"
+
 log "upgrading to $(basename "$second")"
 echo "# an operator's edit" >>"$root/etc/inmanta/inmanta.cfg"
 dpkg_in_tree -i "$second" >/dev/null

@@ -99,6 +99,7 @@ pub async fn restore_sqlite(url: &str, backup: &Path) -> Result<Restored> {
     remove_database_files(&target);
     std::fs::rename(&incoming, &target)
         .map_err(|e| Error::BadRequest(format!("cannot move the restored database into place: {e}")))?;
+    give_to_directory_owner(&target);
     Ok(Restored { previous, pending_migrations })
 }
 
@@ -121,6 +122,19 @@ async fn check_backup(path: &Path) -> Result<usize> {
     .await;
     store.close().await;
     checked
+}
+
+/// A restore run by root for a server that runs as its own user (the Debian package's `inmanta`):
+/// the restored database and the server's lock file get the owner of the directory they are in,
+/// or the server could not write them. Nothing to do (and not allowed) for anyone else.
+fn give_to_directory_owner(database: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Some(owner) = database.parent().and_then(|dir| std::fs::metadata(dir).ok()) else { return };
+    for file in [database.to_path_buf(), PathBuf::from(format!("{}.server-lock", database.display()))] {
+        if std::fs::metadata(&file).is_ok_and(|m| m.uid() != owner.uid()) {
+            let _ = std::os::unix::fs::chown(&file, Some(owner.uid()), Some(owner.gid()));
+        }
+    }
 }
 
 /// `FILE.partial`: where a file is written before it is renamed into place.
