@@ -190,7 +190,8 @@ async fn release_fixtures_migrate_and_serve_every_route_on_sqlite() {
 #[tokio::test]
 async fn release_fixtures_migrate_and_serve_every_route_on_postgres() {
     let Some(admin) = std::env::var("INMANTA_TEST_POSTGRES").ok().filter(|u| !u.is_empty()) else {
-        common::missing_prerequisite("INMANTA_TEST_POSTGRES (a PostgreSQL admin URL) for the PostgreSQL fixtures");
+        // scripts/test.sh runs the suite a second time with INMANTA_TEST_POSTGRES set.
+        eprintln!("the PostgreSQL fixtures need PostgreSQL: set INMANTA_TEST_POSTGRES");
         return;
     };
     for release in releases() {
