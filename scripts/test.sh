@@ -61,6 +61,9 @@ log "building the release binary"
 scripts/build-console.sh --release --site "$CARGO_TARGET_DIR/site-release"
 INMANTA_CONSOLE_SITE="$CARGO_TARGET_DIR/site-release" cargo build --release -p server --bin inmanta
 
+log "the Debian package: install, run as the service user, upgrade, remove"
+scripts/test-deb.sh --binary "$CARGO_TARGET_DIR/release/inmanta"
+
 log "browser tests"
 ensure_chromium
 state=$(mktemp -d)

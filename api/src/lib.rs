@@ -32,6 +32,11 @@ pub use state::{
 
 use serde::{Deserialize, Serialize};
 
+/// The release of this orchestrator: what `inmanta --version`, `GET /api/v1/serverstatus`, the
+/// OpenAPI document, the metrics and the Debian package report (the workspace's version, see
+/// CHANGELOG.md).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 /// Header that carries the environment id of an environment-scoped call.
 pub const TID_HEADER: &str = "X-Inmanta-tid";
 

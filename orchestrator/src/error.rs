@@ -13,8 +13,6 @@ pub enum Error {
     Forbidden(String),
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
-    #[error("database migration failed: {0}")]
-    Migration(#[from] sqlx::migrate::MigrateError),
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
     /// A scheduler write was refused: this server no longer holds the environment's lease

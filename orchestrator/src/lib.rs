@@ -6,6 +6,7 @@
 
 pub mod agents;
 pub mod auth;
+pub mod backup;
 pub mod cluster;
 pub mod compiles;
 mod desired_state;
@@ -16,6 +17,7 @@ mod error;
 mod files;
 pub mod health;
 pub mod metrics;
+pub mod migrations;
 pub mod notifications;
 mod ownership;
 pub mod paging;

@@ -22,7 +22,7 @@ impl Orchestrator {
             Ok(_) => (ReportedStatus::Ok, None),
             Err(e) => (ReportedStatus::Error, Some(e.to_string())),
         };
-        let version = env!("CARGO_PKG_VERSION").to_string();
+        let version = api::VERSION.to_string();
         let mut slices = vec![
             Slice {
                 name: "core.server".into(),

@@ -38,11 +38,16 @@ pub struct Store {
 
 pub type Transaction = sqlx::Transaction<'static, sqlx::Any>;
 
-static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
-static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
-
 impl Store {
+    /// Opens the database and brings its schema up to date (migrations.rs).
     pub async fn connect(url: &str) -> Result<Store> {
+        let store = Store::open(url).await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// Opens the database as it is, without migrating it (`inmanta server --check`, backups).
+    pub async fn open(url: &str) -> Result<Store> {
         install_default_drivers();
         let kind = if url.starts_with("sqlite:") {
             DbKind::Sqlite
@@ -86,32 +91,7 @@ impl Store {
             kind,
             url: url.clone(),
         };
-        store.migrate().await?;
         Ok(store)
-    }
-
-    /// Brings the schema up to date. A database that already has every migration, each with the
-    /// checksum it has now, is left alone after one query: the common start (and every
-    /// `inmanta deploy`) skips the migrator's table creation, locking and bookkeeping.
-    async fn migrate(&self) -> Result<()> {
-        let migrator = match self.kind {
-            DbKind::Sqlite => &SQLITE_MIGRATIONS,
-            DbKind::Postgres => &POSTGRES_MIGRATIONS,
-        };
-        let applied: std::result::Result<Vec<(i64, Vec<u8>)>, _> =
-            sqlx::query_as("SELECT version, checksum FROM _sqlx_migrations WHERE success")
-                .fetch_all(&self.writer)
-                .await;
-        if let Ok(applied) = applied {
-            let applied: std::collections::HashMap<i64, Vec<u8>> = applied.into_iter().collect();
-            let current = applied.len() == migrator.iter().count()
-                && migrator.iter().all(|m| applied.get(&m.version).is_some_and(|c| c[..] == m.checksum[..]));
-            if current {
-                return Ok(());
-            }
-        }
-        migrator.run(&self.writer).await?;
-        Ok(())
     }
 
     pub fn pool(&self) -> &AnyPool {
@@ -158,24 +138,7 @@ impl Store {
         let Some(path) = (self.kind == DbKind::Sqlite).then(|| sqlite_path(&self.url)).flatten() else {
             return Ok(None);
         };
-        let lock_path = format!("{path}.server-lock");
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| Error::BadRequest(format!("cannot open the server lock file {lock_path}: {e}")))?;
-        match file.try_lock() {
-            Ok(()) => Ok(Some(file)),
-            Err(std::fs::TryLockError::WouldBlock) => Err(Error::Conflict(format!(
-                "another inmanta server already runs on the SQLite database {path}: SQLite supports one server \
-                 per database file. Stop the other server, give this one its own database, or run several servers \
-                 on PostgreSQL (docs/ha.md)"
-            ))),
-            Err(std::fs::TryLockError::Error(e)) => {
-                Err(Error::BadRequest(format!("cannot lock the server lock file {lock_path}: {e}")))
-            }
-        }
+        claim_sqlite_file(path).map(Some)
     }
 
     /// The write pool, for tests that change how its connection behaves (a size cap).
@@ -311,7 +274,30 @@ async fn open_pool(kind: DbKind, url: &str, connections: u32) -> Result<AnyPool>
     })
 }
 
-fn sqlite_path(url: &str) -> Option<&str> {
+/// Takes the lock that makes one process the only server on the SQLite database `path` (see
+/// [`Store::claim_single_server`]); restore takes it too, so it never replaces a file in use.
+pub fn claim_sqlite_file(path: &str) -> Result<std::fs::File> {
+    let lock_path = format!("{path}.server-lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| Error::BadRequest(format!("cannot open the server lock file {lock_path}: {e}")))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::Conflict(format!(
+            "another inmanta server already runs on the SQLite database {path}: SQLite supports one server \
+                 per database file. Stop the other server, give this one its own database, or run several servers \
+                 on PostgreSQL (docs/ha.md)"
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(Error::BadRequest(format!("cannot lock the server lock file {lock_path}: {e}")))
+        }
+    }
+}
+
+pub(crate) fn sqlite_path(url: &str) -> Option<&str> {
     let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
     let path = rest.split('?').next()?;
     (!path.is_empty() && path != ":memory:").then_some(path)

@@ -566,3 +566,71 @@ mod tests {
         assert!(Options::default().merge_ini("bind-port = 1\n").is_err());
     }
 }
+
+/// The commented `inmanta.cfg` the Debian package installs (`inmanta config-template`): every
+/// option of [`KNOWN`], commented out, with its default and meaning from docs/configuration.md,
+/// so the file never lists an option the binary does not read nor misses one it does.
+pub fn template() -> String {
+    let docs = include_str!("../../docs/configuration.md");
+    let rows: Vec<Vec<String>> = docs
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .map(|l| l.split('|').map(|c| c.trim().trim_matches('`').replace('_', "-")).collect())
+        .collect();
+    let mut out = String::from(
+        "# Configuration of the inmanta server (docs/configuration.md). Every option is listed, commented\n\
+         # out with its default; INMANTA_<SECTION>_<KEY> environment variables and flags override it.\n",
+    );
+    let mut section = "";
+    for (s, key) in KNOWN {
+        if *s != section {
+            section = s;
+            out.push_str(&format!("\n[{section}]\n"));
+        }
+        let row = rows.iter().find(|r| r.len() > 4 && r[1] == s.replace('_', "-") && r[2] == *key);
+        match row {
+            Some(r) => {
+                let meaning = r.get(5).map(String::as_str).unwrap_or(r[4].as_str());
+                out.push_str(&format!("# {}\n# default: {}\n", one_line(meaning), one_line(&r[4])));
+            }
+            None => out.push_str("# see docs/configuration.md\n"),
+        }
+        out.push_str(&format!("#{key} =\n"));
+    }
+    out
+}
+
+/// A table cell as a comment: markdown links and emphasis dropped, at most 300 characters.
+fn one_line(text: &str) -> String {
+    let mut plain = text.replace("**", "").replace('[', "");
+    // `text](target)` of a link keeps its text.
+    while let Some(start) = plain.find("](") {
+        let end = plain[start..].find(')').map_or(plain.len(), |e| start + e + 1);
+        plain.replace_range(start..end, "");
+    }
+    if plain.chars().count() > 300 { format!("{}...", plain.chars().take(300).collect::<String>()) } else { plain }
+}
+
+#[cfg(test)]
+mod template_tests {
+    #[test]
+    fn the_template_lists_every_option_and_parses() {
+        let text = super::template();
+        for (section, key) in super::KNOWN {
+            assert!(text.contains(&format!("#{key} =")), "[{section}] {key} missing");
+        }
+        let docs = include_str!("../../docs/configuration.md");
+        for (section, key) in super::KNOWN {
+            let mentioned = docs.contains(*key) || docs.contains(&key.replace('-', "_"));
+            assert!(mentioned, "[{section}] {key} is not documented in docs/configuration.md");
+        }
+        // Commented out, it changes nothing: the file parses to no option at all.
+        let mut options = super::Options::default();
+        options.merge_ini(&text).unwrap();
+        assert!(options.values.is_empty());
+        assert!(
+            text.contains("[server]\n# address the API and console listen on\n# default: 127.0.0.1\n#bind-address ="),
+            "{text}"
+        );
+    }
+}

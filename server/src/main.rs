@@ -15,6 +15,7 @@ mod console;
 mod console_assets;
 mod console_auth;
 mod csrf;
+mod maintenance;
 mod metrics;
 mod outside_tokens;
 mod python_install;
@@ -32,7 +33,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
-#[command(name = "inmanta", version, about = "Infrastructure orchestrator compatible with Inmanta")]
+#[command(name = "inmanta", version = api::VERSION, about = "Infrastructure orchestrator compatible with Inmanta")]
 struct Cli {
     /// Configuration file in Inmanta's ini layout.
     #[arg(short = 'c', long = "config", global = true)]
@@ -53,6 +54,10 @@ enum Command {
     Server(ServerArgs),
     #[command(flatten)]
     Client(cli::ClientCommand),
+    /// Print the commented configuration file of every option (the package's
+    /// /etc/inmanta/inmanta.cfg).
+    #[command(hide = true)]
+    ConfigTemplate,
     /// Print a shell completion script: `inmanta completions bash > /etc/bash_completion.d/inmanta`
     /// (also zsh, fish, elvish, powershell).
     Completions {
@@ -85,6 +90,23 @@ struct ServerArgs {
     /// only ([server] auth=false).
     #[arg(long)]
     no_auth: bool,
+    /// Say whether database migrations are pending, without applying them, and exit: 0 the
+    /// database is current, 1 migrations are pending, 2 it cannot be checked.
+    #[arg(long)]
+    check: bool,
+    #[command(subcommand)]
+    action: Option<ServerAction>,
+}
+
+/// Maintenance of the server's database (docs/operations.md); without one, the server runs.
+#[derive(Subcommand)]
+enum ServerAction {
+    /// Write a consistent copy of the SQLite database to FILE, also while the server runs
+    /// (PostgreSQL: use pg_dump).
+    Backup { file: PathBuf },
+    /// Replace the SQLite database by the backup FILE; the server must be stopped. The database
+    /// it replaces is kept beside it.
+    Restore { file: PathBuf },
 }
 
 fn main() -> ExitCode {
@@ -107,12 +129,12 @@ fn main() -> ExitCode {
         Command::Server(args) => {
             let mut options = options;
             let flags = [
-                ("server", "bind-address", args.bind_address),
+                ("server", "bind-address", args.bind_address.clone()),
                 ("server", "bind-port", args.bind_port.map(|p| p.to_string())),
-                ("config", "state-dir", args.state_dir.map(|p| p.display().to_string())),
-                ("config", "log-dir", args.log_dir.map(|p| p.display().to_string())),
-                ("database", "url", args.database_url),
-                ("web-console", "path", args.console_path.map(|p| p.display().to_string())),
+                ("config", "state-dir", args.state_dir.clone().map(|p| p.display().to_string())),
+                ("config", "log-dir", args.log_dir.clone().map(|p| p.display().to_string())),
+                ("database", "url", args.database_url.clone()),
+                ("web-console", "path", args.console_path.clone().map(|p| p.display().to_string())),
                 ("server", "auth", args.no_auth.then(|| "false".to_string())),
             ];
             for (section, key, value) in flags {
@@ -127,6 +149,20 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
+            if args.check || args.action.is_some() {
+                let _ = init_logging(cli.verbose, cli.log_json, None);
+                return runtime.block_on(async {
+                    match (&args.action, args.check) {
+                        (Some(_), true) => {
+                            eprintln!("error: --check goes alone, not with backup or restore");
+                            ExitCode::from(2)
+                        }
+                        (Some(ServerAction::Backup { file }), false) => maintenance::backup(&config, file).await,
+                        (Some(ServerAction::Restore { file }), false) => maintenance::restore(&config, file).await,
+                        (None, _) => maintenance::check(&config).await,
+                    }
+                });
+            }
             if let Err(e) = init_logging(cli.verbose.max(1), cli.log_json, config.log_dir.as_deref()) {
                 eprintln!("error: {e:#}");
                 return ExitCode::from(2);
@@ -143,6 +179,10 @@ fn main() -> ExitCode {
         Command::Client(command) => {
             let _ = init_logging(cli.verbose, cli.log_json, None);
             runtime.block_on(cli::run(command, &options, cli.verbose))
+        }
+        Command::ConfigTemplate => {
+            print!("{}", config::template());
+            ExitCode::SUCCESS
         }
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "inmanta", &mut std::io::stdout());

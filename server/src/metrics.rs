@@ -142,6 +142,6 @@ async fn record_gauges(orchestrator: &Orchestrator) -> orchestrator::Result<()> 
     metrics::gauge!(names::DATABASE_CONNECTIONS, "state" => "idle").set(idle);
     metrics::gauge!(names::DATABASE_CONNECTIONS, "state" => "in_use").set(f64::from(pool.size()) - idle);
     let database = format!("{:?}", orchestrator.store().kind()).to_lowercase();
-    metrics::gauge!(names::BUILD_INFO, "version" => env!("CARGO_PKG_VERSION"), "database" => database).set(1.0);
+    metrics::gauge!(names::BUILD_INFO, "version" => api::VERSION, "database" => database).set(1.0);
     Ok(())
 }

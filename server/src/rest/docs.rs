@@ -99,7 +99,7 @@ pub fn openapi(table: &[RouteRule], limits: &Limits) -> Value {
         "openapi": "3.0.3",
         "info": {
             "title": "Inmanta orchestrator API",
-            "version": env!("CARGO_PKG_VERSION"),
+            "version": api::VERSION,
             "description": "Inmanta's REST API (reference/api.md). Environment-scoped calls take the environment id in \
                             the X-Inmanta-tid header. Every error is JSON {\"message\": ...}.",
         },

@@ -28,7 +28,7 @@ impl From<orchestrator::Error> for ApiError {
             Conflict(_) => StatusCode::CONFLICT,
             Forbidden(_) => StatusCode::FORBIDDEN,
             LeaseLost(_) => StatusCode::SERVICE_UNAVAILABLE,
-            Database(_) | Migration(_) | Corrupt(_) => return ApiError::internal(&e),
+            Database(_) | Corrupt(_) => return ApiError::internal(&e),
         };
         ApiError::new(status, e.to_string())
     }
