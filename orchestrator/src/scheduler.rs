@@ -555,6 +555,9 @@ struct Running {
     priority: u8,
     /// Scheduled again while running (an event or a new intent): run once more afterwards.
     again: Option<(u8, bool)>,
+    /// Running when a database fault ended: if it fails (it may have met the fault, e.g. its
+    /// file could not be read), run again at this priority (scheduler/recovery.rs).
+    retry_if_failed: Option<u8>,
 }
 
 #[derive(Default)]
@@ -1047,8 +1050,10 @@ impl EnvScheduler {
         let Some(task) = self.tasks.remove(rid) else { return };
         let Some(resource) = self.resources.get(rid) else { return };
         let started = now();
-        self.running
-            .insert(rid.to_string(), Running { hash: resource.hash.clone(), priority: task.priority, again: None });
+        self.running.insert(
+            rid.to_string(),
+            Running { hash: resource.hash.clone(), priority: task.priority, again: None, retry_if_failed: None },
+        );
         // The handler runs only when every requirement is deployed (reference/deploy.md §3.1).
         let report_only = resource.flag("report_only", false);
         let blocking = if report_only {
@@ -1153,6 +1158,7 @@ impl EnvScheduler {
                 _ => resource.dirty = true,
             }
         }
+        let failed = !stale && resource.dirty;
         let version = resource.version;
         let id = resource.id.clone();
         let mut changes = serde_json::Map::new();
@@ -1195,6 +1201,9 @@ impl EnvScheduler {
         }
         if let Some((prio, changed)) = run.again {
             self.schedule(rid, prio, changed);
+        } else if let Some(prio) = run.retry_if_failed.filter(|_| failed) {
+            tracing::info!(env = %self.env, resource = rid, "deploying again what failed while the database came back");
+            self.schedule(rid, prio, false);
         }
     }
 

@@ -114,6 +114,11 @@ impl EnvScheduler {
         for rid in due {
             self.schedule(&rid, priority::INTERVAL_DEPLOY, false);
         }
+        // A run that began during the fault may still fail because of it (a file read that
+        // waited for the database): it runs again if it does.
+        for run in self.running.values_mut() {
+            run.retry_if_failed = Some(priority::INTERVAL_DEPLOY);
+        }
         self.wake_blocked(priority::INTERVAL_DEPLOY);
     }
 }
