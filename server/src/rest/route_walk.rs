@@ -93,9 +93,14 @@ impl World {
         env.id
     }
 
-    async fn login(&self, username: &str) -> String {
-        let user = self.orchestrator.verify_login(username, PASSWORD).await.unwrap().expect("user");
-        self.security.authenticator.login_token(&self.orchestrator, &user).await.unwrap()
+    async fn login(&self, username: &str) -> orchestrator::auth::users::UserRecord {
+        self.orchestrator.verify_login(username, PASSWORD).await.unwrap().expect("user")
+    }
+
+    /// A new login token of `user`: each walked route gets its own, since some end the token
+    /// they are called with (logout, revoking a token).
+    async fn token(&self, user: &orchestrator::auth::users::UserRecord) -> String {
+        self.security.authenticator.login_token(&self.orchestrator, user).await.unwrap()
     }
 
     async fn call(&self, route: &RouteRule, env: Uuid, token: Option<&str>) -> StatusCode {
@@ -190,7 +195,7 @@ async fn every_route_checks_its_callers() {
         let username = format!("user-{role}");
         w.orchestrator.create_user(&username, PASSWORD, false, false).await.unwrap();
         w.orchestrator.assign_role(&username, env, role).await.unwrap();
-        let token = w.login(&username).await;
+        let user = w.login(&username).await;
         let writes = expected_writes(role);
         for (index, route) in routes.iter().enumerate() {
             // Deleting or clearing gets an environment of its own, so each such call is judged
@@ -202,7 +207,7 @@ async fn every_route_checks_its_callers() {
             } else {
                 env
             };
-            let status = w.call(route, env, Some(&token)).await;
+            let status = w.call(route, env, Some(&w.token(&user).await)).await;
             let api_may_call = route.rule.access.clients().contains(api::auth::ClientType::Api);
             let expected_allowed = api_may_call
                 && match route.rule.access {
@@ -229,7 +234,7 @@ async fn every_route_checks_its_callers() {
         }
         // And nothing at all in an environment it has no role in.
         let unrelated = routes.iter().find(|r| r.path == "/api/v2/resource").unwrap();
-        if w.call(unrelated, other, Some(&token)).await != StatusCode::FORBIDDEN {
+        if w.call(unrelated, other, Some(&w.token(&user).await)).await != StatusCode::FORBIDDEN {
             failures.push(format!("{role} read an environment without a role in it"));
         }
     }
@@ -237,9 +242,9 @@ async fn every_route_checks_its_callers() {
     // A global admin passes every rule made for users.
     let admin_env = w.environment("admin").await;
     w.orchestrator.create_user("root", PASSWORD, true, false).await.unwrap();
-    let token = w.login("root").await;
+    let root = w.login("root").await;
     for route in &routes {
-        let status = w.call(route, admin_env, Some(&token)).await;
+        let status = w.call(route, admin_env, Some(&w.token(&root).await)).await;
         let api_may_call = route.rule.access.clients().contains(api::auth::ClientType::Api);
         if api_may_call == denied(status) {
             failures.push(format!("admin: {} {} -> {status}", route.method, route.path));
@@ -265,7 +270,7 @@ async fn compile_update_needs_more_than_noc() {
         let router = w.router.clone();
         async move { router.oneshot(request).await.unwrap().status() }
     };
-    assert_eq!(notify(w.login("nina").await, false).await, StatusCode::OK);
-    assert_eq!(notify(w.login("nina").await, true).await, StatusCode::FORBIDDEN);
-    assert_eq!(notify(w.login("ada").await, true).await, StatusCode::OK);
+    assert_eq!(notify(w.token(&w.login("nina").await).await, false).await, StatusCode::OK);
+    assert_eq!(notify(w.token(&w.login("nina").await).await, true).await, StatusCode::FORBIDDEN);
+    assert_eq!(notify(w.token(&w.login("ada").await).await, true).await, StatusCode::OK);
 }
