@@ -6,6 +6,9 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
+# A whole run gains nothing from incremental caches (tens of GB in the shared target directory)
+# and a nearly full disk turns the server's health to warning, which tests check.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 started=$(date +%s)
 
 ensure_build_deps
