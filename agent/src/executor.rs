@@ -116,13 +116,7 @@ impl Executor {
             (crate::references::needs_python(req), &self.python, code.python.as_ref().filter(|p| !p.is_empty()))
         {
             let known = crate::references::resolve_known(req, &*self.facts).map_err(|e| e.to_string())?;
-            let handler = PythonHandler {
-                executors: executors.clone(),
-                code: python.clone(),
-                environment: code.environment.clone(),
-                files: self.files.clone(),
-                facts: self.facts.clone(),
-            };
+            let handler = self.python_handler(executors, python, code);
             return handler.resolve_references(req, known);
         }
         resolve(req, &*self.facts).map_err(|e| e.to_string())
@@ -258,6 +252,22 @@ impl Executor {
 
     /// The handler of a resource and the host its `via` names (Python handlers reach their hosts
     /// themselves, through the module's own io proxy).
+    /// A Python handler for `python` (a version's code) on this executor's file and fact sources.
+    fn python_handler(
+        &self,
+        executors: &Arc<PythonExecutors>,
+        python: &Arc<PythonCode>,
+        code: &VersionCode,
+    ) -> PythonHandler {
+        PythonHandler {
+            executors: executors.clone(),
+            code: python.clone(),
+            environment: code.environment.clone(),
+            files: self.files.clone(),
+            facts: self.facts.clone(),
+        }
+    }
+
     fn handler_and_host(&self, req: &ResourceRequest, code: &VersionCode) -> Result<HandlerAndHost, String> {
         let resource_type = &req.id.entity_type;
         if !self.handlers.contains_key(resource_type)
@@ -270,13 +280,7 @@ impl Executor {
                      but this agent runs no Python executor"
                 ));
             };
-            let handler = PythonHandler {
-                executors: executors.clone(),
-                code: python.clone(),
-                environment: code.environment.clone(),
-                files: self.files.clone(),
-                facts: self.facts.clone(),
-            };
+            let handler = self.python_handler(executors, python, code);
             return Ok((Arc::new(handler), Arc::new(LocalHost)));
         }
         let handler = self.handler_for(resource_type, code.shipped_handler.as_deref())?;
