@@ -19,6 +19,8 @@ mod environments;
 pub mod error;
 pub mod extract;
 pub mod files;
+#[cfg(test)]
+mod inmanta_routes;
 pub mod lenient;
 pub mod limits;
 mod notifications;
