@@ -8,6 +8,7 @@ pub mod auth;
 pub mod compile;
 pub mod cron;
 pub mod environment;
+pub mod environment_metrics;
 pub mod json;
 pub mod operations;
 pub mod paging;

@@ -373,3 +373,15 @@ mod tests {
         assert_eq!(CompileStatus::of(true, true, None), CompileStatus::Failed);
     }
 }
+
+wire_enum! {
+    /// The environment metrics of `GET /api/v2/metrics` (Inmanta 20.1's names): gauges of
+    /// resources and agents by state, timers of compiles, and the compile rate derived from them.
+    MetricName ("environment metric") {
+        ResourceCount = "resource.resource_count",
+        AgentCount = "resource.agent_count",
+        CompileTime = "orchestrator.compile_time",
+        CompileWaitingTime = "orchestrator.compile_waiting_time",
+        CompileRate = "orchestrator.compile_rate",
+    }
+}

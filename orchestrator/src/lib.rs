@@ -12,6 +12,7 @@ pub mod compiles;
 mod desired_state;
 pub mod discovered;
 pub mod dryrun;
+pub mod environment_metrics;
 mod environments;
 mod error;
 mod files;

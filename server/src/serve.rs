@@ -49,6 +49,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         None
     };
     crate::sessions::start_cleanup(orchestrator.clone());
+    orchestrator::environment_metrics::start_recording(orchestrator.clone());
 
     let handler_dir = std::path::absolute(config.state_dir.join("handlers"))?;
     let agents = std::sync::Arc::new(crate::agents::InProcessAgents::new(

@@ -15,6 +15,7 @@ mod describe;
 mod discovered;
 mod docs;
 mod dryrun;
+mod environment_metrics;
 mod environments;
 pub mod error;
 pub mod extract;
@@ -214,6 +215,7 @@ impl Routes {
 fn all_routes() -> Routes {
     Routes::new()
         .merge(status::router())
+        .merge(environment_metrics::router())
         .merge(auth::router())
         .merge(projects::router())
         .merge(environments::router())

@@ -1,0 +1,45 @@
+//! The answer of `GET /api/v2/metrics` (Inmanta's `EnvironmentMetricsResult`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+pub use crate::state::MetricName;
+
+/// The metrics of one environment over an interval divided into windows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnvironmentMetrics {
+    /// The interval, widened to whole hours when the query asked for rounded timestamps.
+    pub start: String,
+    pub end: String,
+    /// The end of each window, oldest first.
+    pub timestamps: Vec<String>,
+    /// Per metric name, one point per window.
+    pub metrics: BTreeMap<String, Vec<MetricPoint>>,
+}
+
+/// One window of one metric: nothing recorded, a value, or a value per category (the state of
+/// the resources or agents counted).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum MetricPoint {
+    None,
+    Value(f64),
+    ByCategory(BTreeMap<String, f64>),
+}
+
+impl MetricPoint {
+    /// Records `value` for `category`; `uncategorised` is the category of metrics without one.
+    pub fn set(&mut self, category: &str, value: f64, uncategorised: &str) {
+        if category == uncategorised {
+            *self = MetricPoint::Value(value);
+            return;
+        }
+        match self {
+            MetricPoint::ByCategory(values) => {
+                values.insert(category.to_string(), value);
+            }
+            _ => *self = MetricPoint::ByCategory(BTreeMap::from([(category.to_string(), value)])),
+        }
+    }
+}
