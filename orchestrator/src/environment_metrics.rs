@@ -27,6 +27,10 @@ const NO_CATEGORY: &str = "__None__";
 /// The retention when the setting cannot be read (Inmanta's default: 336 hours).
 const DEFAULT_RETENTION_HOURS: i64 = 336;
 
+/// The most windows one read may ask for (Inmanta sets no bound; an answer holds this many
+/// points per metric, so without one a single request could ask for billions).
+pub const MAX_DATAPOINTS: u32 = 10_000;
+
 /// How long one collection window is.
 pub const COLLECTION_INTERVAL: Duration = Duration::seconds(60);
 
@@ -57,7 +61,13 @@ impl MetricsQuery {
         if self.start >= self.end {
             return bad("start_interval should be strictly smaller than end_interval.");
         }
-        if self.start + Duration::minutes(1) * self.datapoints as i32 >= self.end {
+        if self.datapoints > MAX_DATAPOINTS {
+            return Err(Error::BadRequest(format!(
+                "nb_datapoints is at most {MAX_DATAPOINTS} (a point per pixel of a wide chart is enough)"
+            )));
+        }
+        // Inmanta's `start + nb_datapoints minutes >= end`, without a date past the calendar.
+        if self.end - self.start <= Duration::minutes(i64::from(self.datapoints)) {
             return bad(
                 "start_interval and end_interval should be at least <nb_datapoints> minutes separated from each other.",
             );
@@ -391,6 +401,7 @@ mod tests {
             (q("2026-01-01T00:00:00Z", "2026-01-01T00:05:00Z", 5, false, all.clone()), "minutes separated"),
             (q("2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z", 2, true, all.clone()), "round_timestamps"),
             (q("2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z", 2, false, vec![]), "at least one metric"),
+            (q("0001-01-01T00:00:00Z", "9999-12-31T00:00:00Z", u32::MAX, false, all.clone()), "at most 10000"),
         ] {
             match query.windows() {
                 Err(Error::BadRequest(m)) => assert!(m.contains(says), "{m:?} should say {says:?}"),
