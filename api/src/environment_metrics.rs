@@ -19,7 +19,8 @@ pub struct EnvironmentMetrics {
 }
 
 /// One window of one metric: nothing recorded, a value, or a value per category (the state of
-/// the resources or agents counted).
+/// the resources or agents counted). Values are floats, as Inmanta writes them (`0.0` for a
+/// rate without events).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum MetricPoint {
@@ -41,5 +42,21 @@ impl MetricPoint {
             }
             _ => *self = MetricPoint::ByCategory(BTreeMap::from([(category.to_string(), value)])),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn points_are_written_as_inmanta_writes_them() {
+        let points = vec![
+            MetricPoint::None,
+            MetricPoint::Value(0.0),
+            MetricPoint::Value(3.0),
+            MetricPoint::ByCategory(BTreeMap::from([("up".to_string(), 1.5)])),
+        ];
+        assert_eq!(serde_json::to_string(&points).unwrap(), r#"[null,0.0,3.0,{"up":1.5}]"#);
     }
 }

@@ -168,6 +168,49 @@ class Harness:
             time.sleep(0.5)
         raise SystemExit(f"the deployment of {env_id} did not finish")
 
+    def environment_metrics(self, env_id: str) -> None:
+        """`GET /api/v2/metrics` over a day long past (neither server recorded anything in it, so
+        the answers are comparable value for value), rounded and not, and each refusal."""
+        import datetime
+
+        utc = datetime.timezone.utc
+        day = {
+            "start_interval": datetime.datetime(2020, 1, 1, tzinfo=utc),
+            "end_interval": datetime.datetime(2020, 1, 2, tzinfo=utc),
+        }
+        every = [
+            "resource.resource_count",
+            "resource.agent_count",
+            "orchestrator.compile_time",
+            "orchestrator.compile_waiting_time",
+            "orchestrator.compile_rate",
+        ]
+        metrics = "get_environment_metrics"
+        self.call("client get_environment_metrics", metrics, tid=env_id, metrics=every, nb_datapoints=4, **day)
+        self.call(
+            "client get_environment_metrics rounded",
+            metrics, tid=env_id, metrics=every, nb_datapoints=5, round_timestamps=True, **day,
+        )
+        self.call(
+            "client get_environment_metrics unknown metric",
+            metrics, tid=env_id, metrics=["no.such.metric"], nb_datapoints=4, **day,
+        )
+        self.call("client get_environment_metrics no metric", metrics, tid=env_id, metrics=[], nb_datapoints=4, **day)
+        self.call("client get_environment_metrics 0 points", metrics, tid=env_id, metrics=every, nb_datapoints=0, **day)
+        self.call(
+            "client get_environment_metrics more points than minutes",
+            metrics, tid=env_id, metrics=every, nb_datapoints=1440, **day,
+        )
+        self.call(
+            "client get_environment_metrics rounded, fewer hours than points",
+            metrics, tid=env_id, metrics=every, nb_datapoints=30, round_timestamps=True, **day,
+        )
+        self.call(
+            "client get_environment_metrics end before start",
+            metrics, tid=env_id, metrics=every, nb_datapoints=4,
+            start_interval=day["end_interval"], end_interval=day["start_interval"],
+        )
+
     # ------------------------------------------------------------------ the sequence
 
     def run(self) -> None:
@@ -327,6 +370,7 @@ class Harness:
         self.call("client get_compile_queue", "get_compile_queue", tid=env_id)
         self.call("client get_reports", "get_reports", tid=env_id)
         self.call("client list_agents (v1)", "list_agents", tid=env_id)
+        self.environment_metrics(env_id)
 
         # Compiles and clean-up.
         self.cli("environment recompile", "environment", "recompile", env_id)
