@@ -368,6 +368,8 @@ class Harness:
         self.wait_deployed(env_id)
         self.call("client release_version released", "release_version", tid=env_id, id=latest, push=False)
         self.call("client get_compile_queue", "get_compile_queue", tid=env_id)
+        self.call("client get_pip_config", "get_pip_config", tid=env_id, version=latest)
+        self.call("client get_pip_config unknown version", "get_pip_config", tid=env_id, version=latest + 1000)
         self.call("client get_reports", "get_reports", tid=env_id)
         self.call("client list_agents (v1)", "list_agents", tid=env_id)
         self.environment_metrics(env_id)

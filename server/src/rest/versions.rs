@@ -28,6 +28,7 @@ pub fn router() -> Routes {
         .body(BodyLimit::Large)
         .post("/api/v1/version/{id}", write.clients(Clients::API_COMPILER), release)
         .get("/api/v1/version/{id}", read, v1_get)
+        .get("/api/v2/pip/config/{version}", env("pip-config.read").clients(Clients::API_AGENT), pip_config)
         .delete("/api/v1/version/{id}", write, v1_delete)
         .get("/api/v2/desiredstate", read, v2_list)
         .post("/api/v2/desiredstate/{version}/promote", write, promote)
@@ -88,6 +89,12 @@ async fn release(
 struct Promote {
     #[serde(default)]
     trigger_method: Option<String>,
+}
+
+/// `GET /api/v2/pip/config/<version>`: the pip configuration the version was exported with
+/// (`null` when it has none), as Inmanta's agents read it before installing the version's code.
+async fn pip_config(State(o): State<Orchestrator>, Tid(env): Tid, Path(version): Path<i64>) -> ApiResult<Response> {
+    Ok(data(o.get_version_model(env, version).await?.pip_config).into_response())
 }
 
 async fn promote(
