@@ -96,6 +96,10 @@ async fn migrate_moves_two_environments_from_inmanta_and_deploys_them_without_a_
     let work = tempfile::tempdir().expect("temp dir");
     let managed = work.path().join("managed");
     std::fs::create_dir_all(work.path().join("projects")).expect("projects dir");
+    // The machines' directories exist (fs::File does not create a file's parent).
+    for name in ["prod", "test"] {
+        std::fs::create_dir_all(managed.join(name)).expect("managed dir");
+    }
     let setup = Command::new(Reference::python())
         .arg(format!("{ROOT}/scripts/reference/migrate_source.py"))
         .arg(&reference.url)
@@ -108,7 +112,9 @@ async fn migrate_moves_two_environments_from_inmanta_and_deploys_them_without_a_
     let source: Value = serde_json::from_slice(&setup.stdout).expect("migrate_source.py prints JSON");
     let env_id = |name: &str| source["environments"][name]["id"].as_str().expect("an environment id").to_string();
     let version = |name: &str| source["environments"][name]["version"].as_i64().expect("a version");
-    assert!(!managed.join("prod").exists(), "the reference server must not have deployed the model itself");
+    for name in ["prod", "test"] {
+        assert!(!managed.join(name).join("motd").exists(), "the reference server must not deploy the model itself");
+    }
 
     let db_dir = tempfile::tempdir().expect("temp dir");
     let database_url = common::fresh_database(db_dir.path()).await;
