@@ -138,8 +138,8 @@ async fn migrate(source: &Source, target: &Orchestrator, users: bool, report: &m
     let projects = source.projects().await.map_err(|e| format!("cannot list the source's projects: {e}"))?;
     let mut project_ids = BTreeMap::new();
     for project in &projects {
-        if let Some(id) = project_into(target, project, report).await? {
-            project_ids.insert(uuid_of(&project["id"]), id);
+        if let (Some(source_id), Some(id)) = (uuid_of(&project["id"]), project_into(target, project, report).await?) {
+            project_ids.insert(source_id, id);
         }
     }
     let environments =
@@ -147,7 +147,7 @@ async fn migrate(source: &Source, target: &Orchestrator, users: bool, report: &m
     let mut moved_envs = Vec::new();
     for env in &environments {
         let name = env["name"].as_str().unwrap_or_default();
-        let Some(project) = uuid_of(&env["project_id"]).and_then(|p| project_ids.get(&Some(p)).copied()) else {
+        let Some(project) = uuid_of(&env["project_id"]).and_then(|p| project_ids.get(&p).copied()) else {
             report.not_moved(format!("environment {name}"), "its project was not moved");
             continue;
         };
