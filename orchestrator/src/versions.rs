@@ -157,6 +157,30 @@ impl Orchestrator {
         Ok(version)
     }
 
+    /// Makes `version` a reserved number of the environment, as if `reserve_version` had been
+    /// called up to it: a version moved from another server keeps its number (`inmanta migrate`).
+    /// Numbers reserved already stay as they are.
+    pub async fn reserve_version_number(&self, env: Uuid, version: i64) -> Result<()> {
+        if version < 1 {
+            return Err(Error::BadRequest(format!("version numbers start at 1, not {version}")));
+        }
+        let mut tx = self.store.begin_write().await?;
+        let done = sqlx::query("UPDATE environment SET last_version = $2 WHERE id = $1 AND last_version < $2")
+            .bind(env.to_string())
+            .bind(version)
+            .execute(&mut *tx)
+            .await?;
+        if done.rows_affected() == 0 {
+            let exists: Option<String> = sqlx::query_scalar("SELECT id FROM environment WHERE id = $1")
+                .bind(env.to_string())
+                .fetch_optional(&mut *tx)
+                .await?;
+            exists.ok_or_else(|| environment_not_found(env))?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
     /// Validates and stores a full version; releases it when `auto_deploy` is on.
     pub async fn put_version(&self, env: Uuid, req: PutVersion) -> Result<StoredVersion> {
         let version = req.version;

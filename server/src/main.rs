@@ -17,6 +17,7 @@ mod console_auth;
 mod csrf;
 mod maintenance;
 mod metrics;
+mod migrate;
 mod outside_tokens;
 mod python_install;
 mod remote;
@@ -52,6 +53,10 @@ struct Cli {
 enum Command {
     /// Start the orchestrator server with its web console.
     Server(ServerArgs),
+    /// Move the projects, environments, settings, parameters and latest released versions (and
+    /// with --users the users and roles) of a running Inmanta server into this server's database
+    /// (docs/operations.md, "Move over"). The source is only read; a second run changes nothing.
+    Migrate(migrate::MigrateArgs),
     #[command(flatten)]
     Client(cli::ClientCommand),
     /// Print the commented configuration file of every option (the package's
@@ -173,6 +178,22 @@ fn main() -> ExitCode {
                     tracing::error!("{e:#}");
                     eprintln!("error: {e:#}");
                     ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Migrate(args) => {
+            let _ = init_logging(cli.verbose, cli.log_json, None);
+            let mut options = options;
+            for (section, key, value) in args.overrides() {
+                if let Some(value) = value {
+                    options.set(section, key, &value);
+                }
+            }
+            match config::ServerConfig::from_options(&options) {
+                Ok(config) => runtime.block_on(migrate::run(&config, &args)),
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    ExitCode::from(2)
                 }
             }
         }
