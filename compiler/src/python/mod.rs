@@ -222,19 +222,39 @@ impl Questions for Asker<'_, '_> {
         let Some(&e) = types.entity_by_name.get(entity) else { return json!({}) };
         let ent = &types.entities[e];
         let parents: Vec<&str> = ent.ancestors.iter().map(|a| types.entities[*a].name.as_str()).collect();
-        // a relation as its multiplicity [low, high] (high null when unbounded), a plain attribute as false
+        // a relation as [low, high (null when unbounded), the other end's entity, the other end's
+        // name (null when one-way)], a plain attribute as false
         let attributes: serde_json::Map<String, Json> = ent
             .attrs
             .iter()
             .map(|a| {
                 let shape = match &a.kind {
-                    crate::model::AttrKind::Rel { lo, hi, .. } => json!([lo, hi]),
+                    crate::model::AttrKind::Rel { lo, hi, target, reverse } => {
+                        json!([lo, hi, types.entities[*target].name, reverse])
+                    }
                     crate::model::AttrKind::Prim { .. } => Json::Bool(false),
                 };
                 (a.name.clone(), shape)
             })
             .collect();
-        json!({"parents": parents, "attributes": attributes})
+        // every index on the entity or a parent, its attribute names sorted (Entity.get_indices())
+        let indices: Vec<Vec<&str>> = ent
+            .indexes
+            .iter()
+            .map(|i| {
+                let mut fields: Vec<&str> = types.indexes[*i].fields.iter().map(String::as_str).collect();
+                fields.sort_unstable();
+                fields
+            })
+            .collect();
+        // the direct parents (an entity without `extends` has std::Entity) and the attributes the
+        // entity declares itself: Entity.parent_entities and Entity.attributes
+        let mut bases: Vec<&str> = ent.parents.iter().map(|p| types.entities[*p].name.as_str()).collect();
+        if bases.is_empty() && ent.name != "std::Entity" && types.entity_by_name.contains_key("std::Entity") {
+            bases.push("std::Entity");
+        }
+        let own: Vec<&str> = ent.own.iter().map(|a| a.name.as_str()).collect();
+        json!({"parents": parents, "bases": bases, "own": own, "attributes": attributes, "indices": indices})
     }
 
     fn file(&mut self, hash: String, content: Vec<u8>) {
