@@ -469,9 +469,44 @@ def decode(v):
             return i
         if "$u" in v:
             return inm_util.Unknown(source=None)
+        if "$R" in v:
+            return _reference_object(v["$R"], {m["id"]: m for m in v["models"]}, {})
     if isinstance(v, str) and v.startswith(FileMarker.PREFIX):
         return FileMarker(v[len(FileMarker.PREFIX) :])
     return v
+
+
+def _reference_object(ref_id, models, made):
+    """A reference of the model as the module's own class: that class, registered under the
+    reference's type, called with the arguments it serialized (what inmanta-core's
+    ReferenceLike.deserialize does on the agent, here without resolving the references it takes)."""
+    if ref_id in made:
+        return made[ref_id]
+    model = models[ref_id]
+    kwargs = {}
+    for arg in model["args"]:
+        if arg["type"] in ("literal", "json"):
+            kwargs[arg["name"]] = arg["value"]
+        elif arg["type"] == "reference":
+            kwargs[arg["name"]] = _reference_object(arg["id"], models, made)
+        elif arg["type"] == "mjson":
+            # json with references at the given paths (inmanta-core's MutatedJsonArgument)
+            import copy
+
+            import jsonpath_ng
+
+            value = copy.deepcopy(arg["value"])
+            for destination, nested in arg["references"].items():
+                if destination.startswith("."):
+                    destination = "$" + destination
+                jsonpath_ng.parse(destination).update(value, _reference_object(nested["id"], models, made))
+            kwargs[arg["name"]] = value
+        else:
+            raise inmanta.ast.RuntimeException(
+                None, f"reference {model['type']}: its {arg['type']} argument {arg['name']} can not reach Python yet"
+            )
+    made[ref_id] = inmanta.references.reference.get_class(model["type"])(**kwargs)
+    return made[ref_id]
 
 
 class FileMarker(str):
@@ -1050,9 +1085,14 @@ class Bridge:
         try:
             attributes = {}
             for field in resource.__class__.fields:
-                attributes[field] = encode(getattr(resource, field), field)
-            attributes["references"] = encode(getattr(resource, "references", []) or [], "references")
-            attributes["mutators"] = encode(getattr(resource, "mutators", []) or [], "mutators")
+                if field not in ("references", "mutators"):
+                    attributes[field] = encode(getattr(resource, field), field)
+            # inmanta-core's ReferenceModel / MutatorModel objects, as the resource serializes them
+            for field in ("references", "mutators"):
+                models = getattr(resource, field, []) or []
+                attributes[field] = encode(
+                    [m.model_dump(mode="json") if hasattr(m, "model_dump") else m for m in models], field
+                )
         except Exception as e:
             return error_answer(e)
         rid = resource.id

@@ -201,9 +201,6 @@ impl Questions for Asker<'_, '_> {
         }
         match self.ev.read_attr_span(&Value::Instance(instance), attribute, self.span) {
             Ok(Value::Unknown(_)) => json!({"unknown": true}),
-            Ok(Value::Reference(_)) => {
-                json!({"error": format!("{attribute} holds a reference, which the modules' Python code can not read yet")})
-            }
             Ok(v) => json!({"v": encode(self.ev, &v)}),
             Err(Flow::Wait(w)) => {
                 self.wait.get_or_insert(w);
@@ -288,11 +285,6 @@ impl Questions for Asker<'_, '_> {
             Err(m) => return json!({"error": {"type": "PluginTypeException", "message": m, "frame": ""}}),
         };
         match self.ev.call_plugin(name, &plugin, pos, kw, self.span, 0, None) {
-            Ok(Value::Reference(_)) => json!({"error": {
-                "type": "RuntimeException",
-                "message": format!("plugin {name} returned a reference, which the modules' Python code can not hold yet"),
-                "frame": "",
-            }}),
             Ok(v) => json!({"ok": encode(self.ev, &v)}),
             Err(Flow::Wait(w)) => {
                 self.wait.get_or_insert(w);
@@ -353,8 +345,14 @@ fn encode_at(ev: &Evaluator<'_>, v: &Value, with_attributes: bool) -> Json {
             json!({"$i": i, "$t": ent.name, "$a": known})
         }
         Value::Unknown(_) => json!({"$u": 1}),
-        // refused before a call (`references::check_python_args`) and on attribute reads
-        Value::Reference(_) => Json::Null,
+        // a reference as its model and the models of every reference it takes: Python makes
+        // the module's own reference object of it (an attribute read, a native plugin's result;
+        // a plugin argument is refused before the call, `references::check_python_args`)
+        Value::Reference(r) => {
+            let mut models = Vec::new();
+            r.collect(&mut models, &mut std::collections::HashSet::new());
+            json!({"$R": r.id, "models": models})
+        }
     }
 }
 
