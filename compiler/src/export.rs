@@ -649,7 +649,11 @@ pub(crate) fn export(
                 obj.insert(base.into(), to_json(ev, &v, &mut undefined));
             }
         }
-        crate::references::export_resource(&|f| slot_value(ev, i, f), own_fields, rid, &mut obj);
+        // a Python `@resource` serialized its references and mutators itself (inmanta-core's
+        // Resource, from the values its mappers returned)
+        if !(m.python && obj.contains_key("references")) {
+            crate::references::export_resource(&|f| slot_value(ev, i, f), own_fields, rid, &mut obj);
+        }
         // requires: only resources count; Inmanta's export drops a requirement on any other
         // entity (and does not follow that entity's own requires). A resource that requires
         // itself stays, and is reported as a cycle. Positions in `order`, which is sorted by text.

@@ -78,7 +78,15 @@ pub(crate) fn register(p: &mut Plugins) {
             "FactReference",
             Resolves::Str,
             vec![
-                ("environment", RefArg::Literal(json!(ev.project.plugin_inputs.environment))),
+                // inmanta-core's Context.get_environment_id() is str() of the configured id:
+                // "None" for a compile without an environment
+                (
+                    "environment",
+                    RefArg::Literal(json!(match ev.project.plugin_inputs.environment.as_str() {
+                        "" => "None",
+                        id => id,
+                    })),
+                ),
                 ("resource_id", RefArg::Literal(json!(rid))),
                 ("fact_name", RefArg::Literal(json!(fact))),
                 ("mocked_facts", RefArg::Literal(Json::Null)),

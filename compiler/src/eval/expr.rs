@@ -717,11 +717,14 @@ impl<'a> Evaluator<'a> {
     fn construct(&mut self, class: &'a Ident, args: &'a Args, span: Span, cx: &mut Cx) -> EResult<Value> {
         let ent = self.resolve_class(cx.ns, class, cx.infer)?;
         let mut kw: Vec<(Rc<str>, Value, Span)> = Vec::with_capacity(args.keyword.len());
+        // multi-valued relations given a relation that is not frozen yet (`provides=self.provides`):
+        // as in Inmanta, the instance is made without waiting and they are filled as elements arrive
+        let mut gradual: Vec<(u32, (InstId, u32), Span)> = Vec::new();
         for KwArg { name, value } in &args.keyword {
-            let target = match self.m.types.entities[ent].attr(&name.name) {
-                Some((_, a)) => match &a.kind {
-                    AttrKind::Rel { target, .. } => Some(*target),
-                    _ => None,
+            let (target, multi) = match self.m.types.entities[ent].attr(&name.name) {
+                Some((ai, a)) => match &a.kind {
+                    AttrKind::Rel { target, hi, .. } => (Some(*target), (*hi != Some(1)).then_some(ai as u32)),
+                    _ => (None, None),
                 },
                 None => {
                     return Err(error(
@@ -735,13 +738,21 @@ impl<'a> Evaluator<'a> {
                     ));
                 }
             };
-            if kw.iter().any(|(n, _, _)| &**n == name.name.as_str()) {
+            if kw.iter().any(|(n, _, _)| &**n == name.name.as_str())
+                || gradual.iter().any(|(ai, _, _)| self.m.types.entities[ent].attrs[*ai as usize].name == name.name)
+            {
                 return Err(error(
                     "RuntimeException",
                     format!("The attribute {} is set twice in the constructor", name.name),
                     name.span,
                     self.m.sources,
                 ));
+            }
+            if let Some(ai) = multi
+                && let Some(src) = self.gradual_source(value, cx)?
+            {
+                gradual.push((ai, src, value.span));
+                continue;
             }
             let prev = std::mem::replace(&mut cx.infer, target);
             let v = self.eval(value, cx);
@@ -859,6 +870,9 @@ impl<'a> Evaluator<'a> {
                 let (ai, _) = self.m.types.entities[ent].attr(&n).expect("checked");
                 self.assign_attr(other, ai as u32, v, false, s)?;
             }
+            for (ai, src, s) in gradual {
+                self.add_gradually(src, other, ai, s);
+            }
             other
         } else {
             // the memory bound of a model that recurses without end: instances made by
@@ -900,6 +914,9 @@ impl<'a> Evaluator<'a> {
                 .collect();
             for (ai, v, s) in defaults {
                 self.assign_attr(inst, ai as u32, v, false, s)?;
+            }
+            for (ai, src, s) in gradual {
+                self.add_gradually(src, inst, ai, s);
             }
             self.select_implementations(inst);
             inst

@@ -517,6 +517,15 @@ impl<'a> Evaluator<'a> {
         Ok(found)
     }
 
+    /// `inst.attr += src` for a relation `src` that is not frozen yet: each element is added as
+    /// it arrives.
+    pub(crate) fn add_gradually(&mut self, src: (InstId, u32), inst: InstId, attr: u32, span: Span) {
+        let mut writes = Vec::new();
+        let name = self.m.types.entities[self.m.instances[inst as usize].entity].attrs[attr as usize].name.clone();
+        self.add_name_and_reverse(&name, &mut writes);
+        self.listen(src, Listener::AddTo { inst, attr, span, writes: Rc::from(writes) });
+    }
+
     fn listen(&mut self, src: (InstId, u32), l: Listener<'a>) {
         for w in l.writes().iter() {
             *self.potential_writes.entry(w.clone()).or_insert(0) += 1;
@@ -664,12 +673,7 @@ impl<'a> Evaluator<'a> {
                     };
                     let multi_target = matches!(a.kind, AttrKind::Rel { hi, .. } if hi != Some(1));
                     if multi_target && let Some(src) = self.gradual_source(value, cx)? {
-                        let writes = {
-                            let mut w = Vec::new();
-                            self.add_name_and_reverse(&attr.name, &mut w);
-                            Rc::from(w)
-                        };
-                        self.listen(src, Listener::AddTo { inst, attr: ai as u32, span: *span, writes });
+                        self.add_gradually(src, inst, ai as u32, *span);
                         return Ok(());
                     }
                     let prev = std::mem::replace(&mut cx.infer, target_ent);

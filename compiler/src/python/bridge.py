@@ -258,37 +258,88 @@ class WaitingForCompiler(Exception):
     """An attribute a plugin read is not set yet: the compiler runs the call again later."""
 
 
-def _attribute_stand_in(shape):
-    """An object that passes isinstance checks on inmanta-core's attribute classes; a relation
-    ([low, high] from the compiler) answers is_optional() and is_multi() as inmanta-core's does."""
+def _attribute_stand_in(owner, name, shape):
+    """An object that passes isinstance checks on inmanta-core's attribute classes, with its name
+    and entity; a relation ([low, high, other entity, other end] from the compiler) answers
+    is_optional() and is_multi() and has its `end` (the reverse relation, None when one-way), as
+    inmanta-core's does."""
     import inmanta.ast.attribute as attribute
 
     if isinstance(shape, list):
-        stand_in = attribute.RelationAttribute.__new__(attribute.RelationAttribute)
-        stand_in.low, stand_in.high = shape
-        return stand_in
-    return attribute.Attribute.__new__(attribute.Attribute)
+        stand_in = _relation_class()(owner, name, shape)
+    else:
+        stand_in = attribute.Attribute.__new__(attribute.Attribute)
+        stand_in._Attribute__name = name
+        stand_in._Attribute__entity = owner
+    return stand_in
 
 
-class RemoteType:
-    """Stands in for inmanta-core's Entity type: names, parents and attributes, from the compiler."""
+_relation_stand_in = None
 
-    __slots__ = ("name", "_info")
+
+def _relation_class():
+    """inmanta-core's RelationAttribute, its `end` looked up on the other entity when read."""
+    global _relation_stand_in
+    if _relation_stand_in is None:
+        import inmanta.ast.attribute as attribute
+
+        class RemoteRelation(attribute.RelationAttribute):
+            def __init__(self, owner, name, shape):
+                # inmanta-core's constructor registers the attribute on a real entity: not here
+                self._Attribute__name = name
+                self._Attribute__entity = owner
+                self.low, self.high = shape[0], shape[1]
+                self._other = shape[2:4]
+
+            @property
+            def end(self):
+                other_entity, other_name = (self._other + [None, None])[:2]
+                if other_entity is None or other_name is None:
+                    return None
+                return remote_type(other_entity).get_attribute(other_name)
+
+            def __str__(self):
+                return f"{self.get_entity().get_full_name()}.{self.name}"
+
+        _relation_stand_in = RemoteRelation
+    return _relation_stand_in
+
+
+class _RemoteTypeMethods:
+    """Stands in for inmanta-core's Entity type: names, parents, attributes and indices, from the
+    compiler. An instance is an inmanta.ast.entity.Entity (remote_type), for modules that check."""
 
     def __init__(self, name):
-        self.name = name
+        self._remote_name = name
         self._info = None
+        self._stand_ins = {}
 
     def _get_info(self):
         if self._info is None:
-            self._info = ask({"type": self.name})
+            self._info = ask({"type": self._remote_name})
         return self._info
 
+    def get_name(self):
+        return self._remote_name.rsplit("::", 1)[-1]
+
+    name = property(get_name)
+
     def get_full_name(self):
-        return self.name
+        return self._remote_name
+
+    def type_string(self):
+        return self._remote_name
 
     def get_all_parent_names(self):
         return list(self._get_info().get("parents", []))
+
+    @property
+    def parent_entities(self):
+        return [remote_type(name) for name in self._get_info().get("bases", [])]
+
+    @property
+    def attributes(self):
+        return {name: self.get_attribute(name) for name in self._get_info().get("own", [])}
 
     def get_all_attribute_names(self):
         return list(self._get_info().get("attributes", {}))
@@ -297,13 +348,40 @@ class RemoteType:
         attributes = self._get_info().get("attributes", {})
         if name not in attributes:
             return None
-        return _attribute_stand_in(attributes[name])
+        if name not in self._stand_ins:
+            self._stand_ins[name] = _attribute_stand_in(self, name, attributes[name])
+        return self._stand_ins[name]
+
+    def get_indices(self):
+        return [list(index) for index in self._get_info().get("indices", [])]
 
     def __str__(self):
-        return self.name
+        return self._remote_name
 
     def __repr__(self):
-        return self.name
+        return self._remote_name
+
+    def __hash__(self):
+        return hash(self._remote_name)
+
+    def __eq__(self, other):
+        return isinstance(other, _RemoteTypeMethods) and other._remote_name == self._remote_name
+
+
+_remote_type_class = None
+
+
+def remote_type(name):
+    """The one stand-in of entity `name`."""
+    global _remote_type_class
+    t = _types.get(name)
+    if t is None:
+        if _remote_type_class is None:
+            import inmanta.ast.entity
+
+            _remote_type_class = type("RemoteType", (_RemoteTypeMethods, inmanta.ast.entity.Entity), {})
+        t = _types[name] = _remote_type_class(name)
+    return t
 
 
 _types = {}
@@ -317,10 +395,7 @@ class RemoteInstance:
 
     def __init__(self, inst_id, type_name):
         self.id = inst_id
-        t = _types.get(type_name)
-        if t is None:
-            t = _types[type_name] = RemoteType(type_name)
-        self.type = t
+        self.type = remote_type(type_name)
         # attribute values read or sent already: set once, they never change
         self.known = {}
 
@@ -340,7 +415,7 @@ class RemoteInstance:
         return self.id < other.id
 
     def __repr__(self):
-        return f"{self.type.name} {self.id}"
+        return f"{self.type.get_full_name()} {self.id}"
 
     __str__ = __repr__
 
@@ -394,9 +469,44 @@ def decode(v):
             return i
         if "$u" in v:
             return inm_util.Unknown(source=None)
+        if "$R" in v:
+            return _reference_object(v["$R"], {m["id"]: m for m in v["models"]}, {})
     if isinstance(v, str) and v.startswith(FileMarker.PREFIX):
         return FileMarker(v[len(FileMarker.PREFIX) :])
     return v
+
+
+def _reference_object(ref_id, models, made):
+    """A reference of the model as the module's own class: that class, registered under the
+    reference's type, called with the arguments it serialized (what inmanta-core's
+    ReferenceLike.deserialize does on the agent, here without resolving the references it takes)."""
+    if ref_id in made:
+        return made[ref_id]
+    model = models[ref_id]
+    kwargs = {}
+    for arg in model["args"]:
+        if arg["type"] in ("literal", "json"):
+            kwargs[arg["name"]] = arg["value"]
+        elif arg["type"] == "reference":
+            kwargs[arg["name"]] = _reference_object(arg["id"], models, made)
+        elif arg["type"] == "mjson":
+            # json with references at the given paths (inmanta-core's MutatedJsonArgument)
+            import copy
+
+            import jsonpath_ng
+
+            value = copy.deepcopy(arg["value"])
+            for destination, nested in arg["references"].items():
+                if destination.startswith("."):
+                    destination = "$" + destination
+                jsonpath_ng.parse(destination).update(value, _reference_object(nested["id"], models, made))
+            kwargs[arg["name"]] = value
+        else:
+            raise inmanta.ast.RuntimeException(
+                None, f"reference {model['type']}: its {arg['type']} argument {arg['name']} can not reach Python yet"
+            )
+    made[ref_id] = inmanta.references.reference.get_class(model["type"])(**kwargs)
+    return made[ref_id]
 
 
 class FileMarker(str):
@@ -547,7 +657,7 @@ class BridgeContext:
         return path
 
     def get_type(self, name):
-        return RemoteType(str(name))
+        return remote_type(str(name))
 
     def get_resolver(self):
         return None
@@ -663,7 +773,7 @@ def _is_entity(value, name):
         return False
     if name == "std::Entity":
         return True
-    return value.type.name == name or name in value.type.get_all_parent_names()
+    return value.type.get_full_name() == name or name in value.type.get_all_parent_names()
 
 
 def conforms(value, annotation):
@@ -975,9 +1085,14 @@ class Bridge:
         try:
             attributes = {}
             for field in resource.__class__.fields:
-                attributes[field] = encode(getattr(resource, field), field)
-            attributes["references"] = encode(getattr(resource, "references", []) or [], "references")
-            attributes["mutators"] = encode(getattr(resource, "mutators", []) or [], "mutators")
+                if field not in ("references", "mutators"):
+                    attributes[field] = encode(getattr(resource, field), field)
+            # inmanta-core's ReferenceModel / MutatorModel objects, as the resource serializes them
+            for field in ("references", "mutators"):
+                models = getattr(resource, field, []) or []
+                attributes[field] = encode(
+                    [m.model_dump(mode="json") if hasattr(m, "model_dump") else m for m in models], field
+                )
         except Exception as e:
             return error_answer(e)
         rid = resource.id

@@ -26,8 +26,9 @@ pub(crate) trait Questions {
     /// `{"get": [instance, attribute]}`: `{"v": value}`, `{"unset": true}`, `{"none": true}`,
     /// `{"unknown": true}`, `{"notfound": message}`.
     fn get(&mut self, instance: u32, attribute: &str) -> Json;
-    /// `{"parents": [every parent entity], "attributes": {name: [low, high] of a relation, or
-    /// false}}` of `entity`.
+    /// `{"parents": [every parent entity], "bases": [direct parents], "own": [attributes it
+    /// declares], "attributes": {name: [low, high, other entity, other end] of a relation, or
+    /// false}, "indices": [[attribute, ...], ...]}` of `entity`.
     fn entity_type(&mut self, entity: &str) -> Json;
     /// A file a resource mapper uploads (`Exporter.upload_file`).
     fn file(&mut self, hash: String, content: Vec<u8>);

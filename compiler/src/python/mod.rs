@@ -201,9 +201,6 @@ impl Questions for Asker<'_, '_> {
         }
         match self.ev.read_attr_span(&Value::Instance(instance), attribute, self.span) {
             Ok(Value::Unknown(_)) => json!({"unknown": true}),
-            Ok(Value::Reference(_)) => {
-                json!({"error": format!("{attribute} holds a reference, which the modules' Python code can not read yet")})
-            }
             Ok(v) => json!({"v": encode(self.ev, &v)}),
             Err(Flow::Wait(w)) => {
                 self.wait.get_or_insert(w);
@@ -222,19 +219,39 @@ impl Questions for Asker<'_, '_> {
         let Some(&e) = types.entity_by_name.get(entity) else { return json!({}) };
         let ent = &types.entities[e];
         let parents: Vec<&str> = ent.ancestors.iter().map(|a| types.entities[*a].name.as_str()).collect();
-        // a relation as its multiplicity [low, high] (high null when unbounded), a plain attribute as false
+        // a relation as [low, high (null when unbounded), the other end's entity, the other end's
+        // name (null when one-way)], a plain attribute as false
         let attributes: serde_json::Map<String, Json> = ent
             .attrs
             .iter()
             .map(|a| {
                 let shape = match &a.kind {
-                    crate::model::AttrKind::Rel { lo, hi, .. } => json!([lo, hi]),
+                    crate::model::AttrKind::Rel { lo, hi, target, reverse } => {
+                        json!([lo, hi, types.entities[*target].name, reverse])
+                    }
                     crate::model::AttrKind::Prim { .. } => Json::Bool(false),
                 };
                 (a.name.clone(), shape)
             })
             .collect();
-        json!({"parents": parents, "attributes": attributes})
+        // every index on the entity or a parent, its attribute names sorted (Entity.get_indices())
+        let indices: Vec<Vec<&str>> = ent
+            .indexes
+            .iter()
+            .map(|i| {
+                let mut fields: Vec<&str> = types.indexes[*i].fields.iter().map(String::as_str).collect();
+                fields.sort_unstable();
+                fields
+            })
+            .collect();
+        // the direct parents (an entity without `extends` has std::Entity) and the attributes the
+        // entity declares itself: Entity.parent_entities and Entity.attributes
+        let mut bases: Vec<&str> = ent.parents.iter().map(|p| types.entities[*p].name.as_str()).collect();
+        if bases.is_empty() && ent.name != "std::Entity" && types.entity_by_name.contains_key("std::Entity") {
+            bases.push("std::Entity");
+        }
+        let own: Vec<&str> = ent.own.iter().map(|a| a.name.as_str()).collect();
+        json!({"parents": parents, "bases": bases, "own": own, "attributes": attributes, "indices": indices})
     }
 
     fn file(&mut self, hash: String, content: Vec<u8>) {
@@ -268,11 +285,6 @@ impl Questions for Asker<'_, '_> {
             Err(m) => return json!({"error": {"type": "PluginTypeException", "message": m, "frame": ""}}),
         };
         match self.ev.call_plugin(name, &plugin, pos, kw, self.span, 0, None) {
-            Ok(Value::Reference(_)) => json!({"error": {
-                "type": "RuntimeException",
-                "message": format!("plugin {name} returned a reference, which the modules' Python code can not hold yet"),
-                "frame": "",
-            }}),
             Ok(v) => json!({"ok": encode(self.ev, &v)}),
             Err(Flow::Wait(w)) => {
                 self.wait.get_or_insert(w);
@@ -333,8 +345,14 @@ fn encode_at(ev: &Evaluator<'_>, v: &Value, with_attributes: bool) -> Json {
             json!({"$i": i, "$t": ent.name, "$a": known})
         }
         Value::Unknown(_) => json!({"$u": 1}),
-        // refused before a call (`references::check_python_args`) and on attribute reads
-        Value::Reference(_) => Json::Null,
+        // a reference as its model and the models of every reference it takes: Python makes
+        // the module's own reference object of it (an attribute read, a native plugin's result;
+        // a plugin argument is refused before the call, `references::check_python_args`)
+        Value::Reference(r) => {
+            let mut models = Vec::new();
+            r.collect(&mut models, &mut std::collections::HashSet::new());
+            json!({"$R": r.id, "models": models})
+        }
     }
 }
 
