@@ -17,6 +17,7 @@ mod console_auth;
 mod csrf;
 mod maintenance;
 mod metrics;
+mod oidc;
 mod outside_tokens;
 mod python_install;
 mod remote;
