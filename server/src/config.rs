@@ -127,8 +127,9 @@ impl Options {
         let mut providers = Vec::new();
         for section in sections {
             let name = &section["oidc_".len()..];
-            let provider = crate::oidc::ProviderConfig::parse(name, |option| self.get(section, &option.replace('_', "-")))
-                .map_err(|e| anyhow::anyhow!(e))?;
+            let provider =
+                crate::oidc::ProviderConfig::parse(name, |option| self.get(section, &option.replace('_', "-")))
+                    .map_err(|e| anyhow::anyhow!(e))?;
             providers.push(provider);
         }
         let web_ui = |key| self.get("web-ui", key).map(str::trim).filter(|v| !v.is_empty());
@@ -148,9 +149,9 @@ impl Options {
         let method = self.get("server", "auth-method").map(str::trim).unwrap_or("database");
         match method {
             "database" | "jwt" => {}
-            "oidc" if providers.is_empty() => bail!(
-                "[server] auth_method = oidc needs a login provider: an [oidc_<name>] section (docs/security.md)"
-            ),
+            "oidc" if providers.is_empty() => {
+                bail!("[server] auth_method = oidc needs a login provider: an [oidc_<name>] section (docs/security.md)")
+            }
             "oidc" => {}
             other => bail!("[server] auth_method must be database, oidc or jwt, got {other:?}"),
         }

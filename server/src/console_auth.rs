@@ -282,7 +282,7 @@ fn login_html(auth: &ConsoleAuth, next: &str, username: &str, error: Option<&str
 
 fn local_form(next: &str, username: &str, heading: &str) -> String {
     format!(
-            r#"{heading}<form class="signin-form" method="post" action="{LOGIN}">
+        r#"{heading}<form class="signin-form" method="post" action="{LOGIN}">
 <input type="hidden" name="next" value="{next}"/>
 <label for="username">Username</label>
 <input id="username" name="username" autocomplete="username" required autofocus value="{username}"/>
@@ -291,8 +291,8 @@ fn local_form(next: &str, username: &str, heading: &str) -> String {
 <button class="button button-primary" type="submit">Log in</button>
 </form>
 <p class="signin-hint">On a new server, the user is <code>admin</code> and its password is in the file <code>initial-admin-password</code> of the server's state directory.</p>"#,
-            next = escape(next),
-            username = escape(username),
+        next = escape(next),
+        username = escape(username),
     )
 }
 

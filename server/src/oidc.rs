@@ -17,8 +17,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use base64::Engine;
 use orchestrator::auth::jwt::TokenError;
-use orchestrator::auth::outside::jsonwebtoken::{self, Algorithm, Validation};
 use orchestrator::auth::outside::ROLES_CLAIM;
+use orchestrator::auth::outside::jsonwebtoken::{self, Algorithm, Validation};
 use orchestrator::auth::{Clients, Principal, ROLES};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -112,7 +112,11 @@ impl ProviderConfig {
             a if a.eq_ignore_ascii_case("PS256") => Algorithm::PS256,
             a if a.eq_ignore_ascii_case("ES256") => Algorithm::ES256,
             a if a.eq_ignore_ascii_case("EdDSA") => Algorithm::EdDSA,
-            other => return Err(format!("{section}: algorithm {other:?} is not supported: use RS256, PS256, ES256 or EdDSA")),
+            other => {
+                return Err(format!(
+                    "{section}: algorithm {other:?} is not supported: use RS256, PS256, ES256 or EdDSA"
+                ));
+            }
         };
         let default_role = get("default_role").map(str::trim).filter(|r| !r.is_empty()).map(str::to_string);
         if let Some(role) = &default_role
@@ -356,13 +360,20 @@ pub async fn start(
     headers: HeaderMap,
 ) -> Response {
     let Some(provider) = auth.oidc.get(&name) else {
-        return crate::console_auth::login_refused(&auth, StatusCode::NOT_FOUND, &format!("No login provider named {name:?}."));
+        return crate::console_auth::login_refused(
+            &auth,
+            StatusCode::NOT_FOUND,
+            &format!("No login provider named {name:?}."),
+        );
     };
     let discovery = match provider.discovery().await {
         Ok((discovery, _)) => discovery,
         Err(e) => {
             tracing::warn!(provider = %name, "login through the provider is not possible: {e:#}");
-            let message = format!("{} cannot be reached now; try again later or ask an administrator.", provider.config.display_name);
+            let message = format!(
+                "{} cannot be reached now; try again later or ask an administrator.",
+                provider.config.display_name
+            );
             return crate::console_auth::login_refused(&auth, StatusCode::BAD_GATEWAY, &message);
         }
     };
@@ -397,7 +408,8 @@ pub async fn start(
         .append_pair("code_challenge_method", "S256");
     let mut response = Redirect::to(url.as_str()).into_response();
     let secure = if auth.security.secure_cookies { "; Secure" } else { "" };
-    let cookie = format!("{PENDING_COOKIE}={id}; Path={CALLBACK}; Max-Age={PENDING_TTL}; HttpOnly; SameSite=Lax{secure}");
+    let cookie =
+        format!("{PENDING_COOKIE}={id}; Path={CALLBACK}; Max-Age={PENDING_TTL}; HttpOnly; SameSite=Lax{secure}");
     if let Ok(value) = HeaderValue::from_str(&cookie) {
         response.headers_mut().append(header::SET_COOKIE, value);
     }
@@ -484,7 +496,9 @@ pub async fn callback(
     ];
     let mut request = provider.client.post(&discovery.token_endpoint);
     match &provider.config.client_secret {
-        Some(secret) => request = request.basic_auth(form_encode(&provider.config.client_id), Some(form_encode(secret))),
+        Some(secret) => {
+            request = request.basic_auth(form_encode(&provider.config.client_id), Some(form_encode(secret)))
+        }
         None => form.push(("client_id", provider.config.client_id.as_str())),
     }
     let exchanged = async {
@@ -538,8 +552,9 @@ pub async fn callback(
 
 /// The claims of a verified ID token as a console login.
 fn sso_login(config: &ProviderConfig, claims: &Map<String, Value>, id_token: String) -> Result<SsoLogin, String> {
-    let principal = orchestrator::auth::outside::principal_of(claims, Clients::API, &config.username_claim, &config.roles_claim)
-        .map_err(|e| format!("The ID token cannot be used: {e}"))?;
+    let principal =
+        orchestrator::auth::outside::principal_of(claims, Clients::API, &config.username_claim, &config.roles_claim)
+            .map_err(|e| format!("The ID token cannot be used: {e}"))?;
     let Principal::User { username, is_admin, roles, .. } = principal else {
         return Err(format!("The ID token names no user (claim {})", config.username_claim));
     };
