@@ -71,8 +71,19 @@ export async function startProvider({
       },
       // The ID token carries the profile claims itself (the console reads no userinfo).
       conformIdTokenClaims: false,
-      features: { devInteractions: { enabled: true }, rpInitiatedLogout: { enabled: true } },
+      features: {
+        devInteractions: { enabled: true },
+        rpInitiatedLogout: {
+          enabled: true,
+          async logoutSource(ctx, form) {
+            ctx.body = `<!DOCTYPE html><title>Log out</title><h1>Log out of ${ctx.host}?</h1>${form}
+              <button autofocus type="submit" form="op.logoutForm" value="yes" name="logout">Yes, sign me out</button>
+              <button type="submit" form="op.logoutForm">No, stay signed in</button>`;
+          },
+        },
+      },
       pkce: { required: () => true },
+      ttl: { Interaction: 600, Session: 3600, Grant: 3600, AccessToken: 600, IdToken: 600 },
       async findAccount(_ctx, id) {
         return {
           accountId: id,
