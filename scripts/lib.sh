@@ -97,7 +97,8 @@ ensure_chromium() {
 ensure_node_modules() {
   if ! command -v npm >/dev/null; then log "installing Node.js and npm (Debian)"; apt_install nodejs npm; fi
   local dir="$ROOT/end2end"
-  if [ ! -d "$dir/node_modules/playwright-core" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+  if [ ! -d "$dir/node_modules/playwright-core" ] || [ ! -d "$dir/node_modules/oidc-provider" ] \
+    || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
     log "installing the browser test dependencies (npm ci in end2end/)"
     (cd "$dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
   fi

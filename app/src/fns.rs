@@ -62,6 +62,12 @@ mod backend {
         services(Access::Environment(label, Clients::API), Some(env_id(env)?))
     }
 
+    /// The entry point of a server function any signed-in user may call (what it returns is
+    /// limited to the caller's own).
+    pub fn services_signed_in() -> Result<Services, ServerFnError> {
+        services(Access::Authenticated(Clients::API), None)
+    }
+
     /// The entry point of a server function that is not about one environment.
     pub fn services_global(label: &'static str) -> Result<Services, ServerFnError> {
         services(Access::Global(label, Clients::API), None)

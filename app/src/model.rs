@@ -421,6 +421,23 @@ pub struct TokenRow {
     pub revoked: Option<String>,
 }
 
+/// A token of the registry on the users page: every kind (logins included), for an admin all
+/// of them, for a user their own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegisteredTokenRow {
+    pub jti: String,
+    /// login, environment, compile or bootstrap.
+    pub kind: String,
+    /// The environment's name for environment tokens.
+    pub environment: Option<String>,
+    pub client_types: Vec<String>,
+    pub created_by: Option<String>,
+    pub issued: String,
+    pub expires: Option<String>,
+    pub last_used: Option<String>,
+    pub revoked: Option<String>,
+}
+
 /// The client types an environment token can be for.
 pub const CLIENT_TYPES: &[&str] = &["api", "agent", "compiler"];
 

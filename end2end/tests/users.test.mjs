@@ -3,7 +3,7 @@
 // REST API, and is refused (403, as Inmanta) once revoked.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { BASE, USER, suffix, start, stop, api, openConsole, waitForHydration, shot, answer, toast } from "./lib.mjs";
+import { BASE, USER, PASSWORD, suffix, start, stop, api, login, openConsole, waitForHydration, shot, answer, toast } from "./lib.mjs";
 
 let env;
 const newUser = `alice-${suffix}`;
@@ -109,5 +109,31 @@ test("a token generated on the settings page works until it is revoked", async (
   await page.locator('#tokens tr[data-revoked="true"]').waitFor();
   assert.equal(await withToken(token), 403, "a revoked token is refused");
 
+  assert.deepEqual(errors, [], "browser errors");
+});
+
+test("the users page lists every registered token, logins included, and revokes one", async (t) => {
+  const { page, errors } = await openConsole(t);
+  // A login token of the admin's, made through the API as the CLI does.
+  const loginToken = await login(USER, PASSWORD);
+  const jti = JSON.parse(Buffer.from(loginToken.split(".")[1], "base64url").toString()).jti;
+  assert.ok(jti, "a login token carries a jti");
+  assert.equal((await fetch(`${BASE}/api/v2/project`, { headers: { authorization: `Bearer ${loginToken}` } })).status, 200);
+
+  await page.goto(`${BASE}/console/users`);
+  await waitForHydration(page);
+  const row = page.locator(`#registered-tokens tr[data-jti="${jti}"]`);
+  await row.waitFor();
+  assert.equal(await row.getAttribute("data-kind"), "login");
+  assert.equal((await row.locator(".created-by").textContent()).trim(), USER, "the creator");
+  assert.doesNotMatch(await row.locator(".expires").textContent(), /never/, "a login token expires");
+  await shot(page, "registered-tokens");
+
+  await row.locator('button[data-action="revoke"]').click();
+  assert.match(await answer(page), /Revoke the login token of/);
+  await page.locator(`#registered-tokens tr[data-jti="${jti}"][data-revoked="true"]`).waitFor();
+  const refused = await fetch(`${BASE}/api/v2/project`, { headers: { authorization: `Bearer ${loginToken}` } });
+  assert.equal(refused.status, 403, "a revoked login token is refused");
+  assert.match((await refused.json()).message, /revoked/);
   assert.deepEqual(errors, [], "browser errors");
 });

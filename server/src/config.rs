@@ -64,6 +64,20 @@ impl Options {
                 }
                 continue;
             }
+            // `INMANTA_OIDC_<PROVIDER>_<OPTION>`, e.g. INMANTA_OIDC_KEYCLOAK_CLIENT_SECRET.
+            if let Some(rest) = name.strip_prefix("INMANTA_OIDC_") {
+                let mut options: Vec<&str> = crate::oidc::OPTIONS.to_vec();
+                options.sort_by_key(|o| std::cmp::Reverse(o.len()));
+                let found = options.iter().find_map(|option| {
+                    let section = rest.strip_suffix(&format!("_{}", option.to_ascii_uppercase()))?;
+                    (!section.is_empty()).then(|| (section.to_ascii_lowercase(), *option))
+                });
+                match found {
+                    Some((section, option)) => self.set(&format!("oidc_{section}"), option, &value),
+                    None => eprintln!("warning: {name} names no option of an oidc section"),
+                }
+                continue;
+            }
             if let Some(rest) = name.strip_prefix("INMANTA_") {
                 for (section, key) in KNOWN {
                     if rest == env_name(section, key) {
@@ -102,6 +116,48 @@ impl Options {
         Ok(issuers)
     }
 
+    /// The `[oidc_<name>]` sections (docs/security.md), in name order, and Inmanta's
+    /// `[web-ui] oidc_auth_url`, `oidc_realm` and `oidc_client_id` (a Keycloak realm, public
+    /// client) as the provider `web-ui`.
+    pub fn oidc_providers(&self) -> anyhow::Result<Vec<crate::oidc::ProviderConfig>> {
+        let mut sections: Vec<&str> =
+            self.values.keys().map(|(section, _)| section.as_str()).filter(|s| s.starts_with("oidc_")).collect();
+        sections.sort();
+        sections.dedup();
+        let mut providers = Vec::new();
+        for section in sections {
+            let name = &section["oidc_".len()..];
+            let provider =
+                crate::oidc::ProviderConfig::parse(name, |option| self.get(section, &option.replace('_', "-")))
+                    .map_err(|e| anyhow::anyhow!(e))?;
+            providers.push(provider);
+        }
+        let web_ui = |key| self.get("web-ui", key).map(str::trim).filter(|v| !v.is_empty());
+        match (web_ui("oidc-auth-url"), web_ui("oidc-realm"), web_ui("oidc-client-id")) {
+            (None, None, None) => {}
+            (Some(url), Some(realm), Some(client)) => {
+                let issuer = format!("{}/realms/{realm}", url.trim_end_matches('/'));
+                let options = [("issuer", issuer.as_str()), ("client_id", client), ("display_name", "Keycloak")];
+                let provider = crate::oidc::ProviderConfig::parse("web-ui", |option| {
+                    options.iter().find(|(k, _)| *k == option).map(|(_, v)| *v)
+                })
+                .map_err(|e| anyhow::anyhow!(e))?;
+                providers.push(provider);
+            }
+            _ => bail!("[web-ui] oidc_auth_url, oidc_realm and oidc_client_id go together: set all three or none"),
+        }
+        let method = self.get("server", "auth-method").map(str::trim).unwrap_or("database");
+        match method {
+            "database" | "jwt" => {}
+            "oidc" if providers.is_empty() => {
+                bail!("[server] auth_method = oidc needs a login provider: an [oidc_<name>] section (docs/security.md)")
+            }
+            "oidc" => {}
+            other => bail!("[server] auth_method must be database, oidc or jwt, got {other:?}"),
+        }
+        Ok(providers)
+    }
+
     fn get_bool(&self, section: &str, key: &str, default: bool) -> anyhow::Result<bool> {
         match self.get(section, key).map(str::to_ascii_lowercase).as_deref() {
             None => Ok(default),
@@ -134,6 +190,11 @@ pub const KNOWN: &[(&str, &str)] = &[
     ("server", "trusted-proxies"),
     ("server", "allowed-origins"),
     ("server", "token-leeway"),
+    ("server", "auth-method"),
+    ("web-ui", "oidc-local-fallback"),
+    ("web-ui", "oidc-auth-url"),
+    ("web-ui", "oidc-realm"),
+    ("web-ui", "oidc-client-id"),
     ("server", "metrics-bind-address"),
     ("server", "metrics-bind-port"),
     ("server", "max-request-body-size"),
@@ -208,6 +269,10 @@ pub struct ServerConfig {
     /// The `[auth_jwt_<name>]` sections: outside issuers whose tokens are accepted, and the
     /// section whose key this server signs with (`sign=true`), if any.
     pub jwt_issuers: Vec<orchestrator::auth::outside::Issuer>,
+    /// The `[oidc_<name>]` sections: providers offered on the console's login page.
+    pub oidc_providers: Vec<crate::oidc::ProviderConfig>,
+    /// `[web-ui] oidc_local_fallback`: the local login form stays next to the providers.
+    pub oidc_local_fallback: bool,
     /// Where `/metrics` is also served without credentials (`[server] metrics-bind-address`
     /// and `metrics-bind-port`); none by default.
     pub metrics_bind: Option<String>,
@@ -266,6 +331,8 @@ impl ServerConfig {
             )?,
             token_leeway: options.get_parsed("server", "token-leeway", 0)?,
             jwt_issuers: options.jwt_issuers()?,
+            oidc_providers: options.oidc_providers()?,
+            oidc_local_fallback: options.get_bool("web-ui", "oidc-local-fallback", false)?,
             metrics_bind: match options.get("server", "metrics-bind-port").filter(|p| !p.trim().is_empty()) {
                 None => None,
                 Some(_) => Some(format!(

@@ -58,7 +58,12 @@ pub fn router(
     let _ = any_spawner::Executor::init_tokio();
     let events_source = orchestrator.clone();
     let stylesheet = assets.as_ref().map(|a| a.css.clone());
-    let auth = ConsoleAuth { orchestrator: orchestrator.clone(), security: security.clone(), stylesheet };
+    let auth = ConsoleAuth {
+        orchestrator: orchestrator.clone(),
+        security: security.clone(),
+        stylesheet,
+        oidc: security.oidc.clone(),
+    };
     let sessions =
         crate::sessions::layer(orchestrator.clone(), security.authenticator.login_expire, security.secure_cookies);
     // The settings page's tokens tab issues environment tokens with it.
@@ -96,6 +101,8 @@ pub fn router(
         .route(console_auth::LOGIN, get(console_auth::login_page).post(console_auth::login_submit))
         .route(console_auth::PASSWORD, get(console_auth::password_page).post(console_auth::password_submit))
         .route(console_auth::LOGOUT, post(console_auth::logout))
+        .route(crate::oidc::START, get(crate::oidc::start))
+        .route(crate::oidc::CALLBACK, get(crate::oidc::callback))
         // A sign-in form is a user name and passwords: nobody buffers megabytes before login.
         .layer(axum::extract::DefaultBodyLimit::max(crate::rest::limits::SMALL_BODY))
         .with_state(auth);

@@ -27,6 +27,8 @@ pub struct ConsoleAuth {
     pub security: Arc<Security>,
     /// The URL of the console's stylesheet (content-hashed), when the console is built.
     pub stylesheet: Option<String>,
+    /// OpenID Connect providers offered on the login page, and whether the local form is.
+    pub oidc: Arc<crate::oidc::Providers>,
 }
 
 /// In front of pages, server functions and the event stream: no session, no console. Pages
@@ -96,6 +98,13 @@ pub async fn login_submit(
     let next = safe_next(form.next.as_deref());
     let refused =
         |status, message: &str| (status, Html(login_html(&auth, &next, &form.username, Some(message)))).into_response();
+    if !auth.oidc.local_login() {
+        tracing::info!(username = %form.username, "local login refused: only the login providers are enabled");
+        return refused(
+            StatusCode::FORBIDDEN,
+            "Local login is disabled: log in with your organisation's provider ([web-ui] oidc_local_fallback).",
+        );
+    }
     let user = match auth.security.login(&auth.orchestrator, &form.username, &form.password, peer, &headers).await {
         Ok(Ok(user)) => user,
         Ok(Err(LoginRefused::WrongCredentials)) => {
@@ -171,15 +180,27 @@ pub async fn password_submit(
     Redirect::to(app::BASE).into_response()
 }
 
-pub async fn logout(session: Session) -> Response {
+/// Ends our session; a user of a provider with an end-session endpoint goes on to it, so the
+/// provider's session ends too (with a page that moves on by itself: the console's
+/// `form-action 'self'` policy forbids following a form's redirect to another site).
+pub async fn logout(State(auth): State<ConsoleAuth>, headers: axum::http::HeaderMap, session: Session) -> Response {
+    let login = crate::sessions::sso_login(&session).await;
     if let Err(e) = crate::sessions::end(&session).await {
         return server_error(e);
     }
-    Redirect::to(LOGIN).into_response()
+    match crate::oidc::logout_target(&auth, login.as_ref(), &headers).await {
+        Some(url) => crate::oidc::continue_to(&auth, "Logging out", &url),
+        None => Redirect::to(LOGIN).into_response(),
+    }
+}
+
+/// The login page again with a message, for refusals of provider logins.
+pub(crate) fn login_refused(auth: &ConsoleAuth, status: StatusCode, message: &str) -> Response {
+    (status, Html(login_html(auth, app::BASE, "", Some(message)))).into_response()
 }
 
 /// The detail (possibly a database's text) goes to the log; the page gets an id to quote.
-fn server_error(e: impl std::fmt::Display) -> Response {
+pub(crate) fn server_error(e: impl std::fmt::Display) -> Response {
     let id = uuid::Uuid::new_v4();
     tracing::error!(error_id = %id, "console sign-in: {e}");
     let message = format!("server error (error id {id}); the server log has the details");
@@ -187,7 +208,7 @@ fn server_error(e: impl std::fmt::Display) -> Response {
 }
 
 /// Only console paths of this server: never an open redirect elsewhere.
-fn safe_next(next: Option<&str>) -> String {
+pub(crate) fn safe_next(next: Option<&str>) -> String {
     match next {
         Some(n) if n.starts_with("/console") && !n.starts_with("//") && !n.contains('\\') && n != LOGIN => {
             n.to_string()
@@ -196,11 +217,11 @@ fn safe_next(next: Option<&str>) -> String {
     }
 }
 
-fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
 }
 
-fn page(auth: &ConsoleAuth, title: &str, body: &str) -> String {
+pub(crate) fn page(auth: &ConsoleAuth, title: &str, body: &str) -> String {
     let stylesheet = auth.stylesheet.as_deref().map(|href| format!(r#"<link rel="stylesheet" href="{href}"/>"#));
     format!(
         r#"<!DOCTYPE html>
@@ -230,13 +251,38 @@ fn error_box(error: Option<&str>) -> String {
 }
 
 fn login_html(auth: &ConsoleAuth, next: &str, username: &str, error: Option<&str>) -> String {
-    page(
-        auth,
-        "Log in",
-        &format!(
-            r#"<h1>Log in</h1>
-{error}
-<form class="signin-form" method="post" action="{LOGIN}">
+    let next = safe_next(Some(next));
+    let providers: String = auth
+        .oidc
+        .providers
+        .iter()
+        .map(|p| {
+            let href = format!("/console/oidc/{}/login?next={}", api::url::encode(&p.config.name), api::url::encode(&next));
+            format!(
+                r#"<a class="button button-primary signin-provider" data-provider="{name}" href="{href}">Log in with {display}</a>
+"#,
+                name = escape(&p.config.name),
+                href = escape(&href),
+                display = escape(&p.config.display_name),
+            )
+        })
+        .collect();
+    let form = if auth.oidc.local_login() {
+        let heading = if providers.is_empty() {
+            String::new()
+        } else {
+            "<h2 class=\"signin-local\">Local login (break-glass)</h2>\n".to_string()
+        };
+        local_form(&next, username, &heading)
+    } else {
+        String::new()
+    };
+    page(auth, "Log in", &format!("<h1>Log in</h1>\n{error}\n{providers}{form}", error = error_box(error)))
+}
+
+fn local_form(next: &str, username: &str, heading: &str) -> String {
+    format!(
+        r#"{heading}<form class="signin-form" method="post" action="{LOGIN}">
 <input type="hidden" name="next" value="{next}"/>
 <label for="username">Username</label>
 <input id="username" name="username" autocomplete="username" required autofocus value="{username}"/>
@@ -245,10 +291,8 @@ fn login_html(auth: &ConsoleAuth, next: &str, username: &str, error: Option<&str
 <button class="button button-primary" type="submit">Log in</button>
 </form>
 <p class="signin-hint">On a new server, the user is <code>admin</code> and its password is in the file <code>initial-admin-password</code> of the server's state directory.</p>"#,
-            error = error_box(error),
-            next = escape(&safe_next(Some(next))),
-            username = escape(username),
-        ),
+        next = escape(next),
+        username = escape(username),
     )
 }
 
@@ -302,7 +346,7 @@ mod tests {
         let orchestrator = Orchestrator::open(&url).await.unwrap();
         let security = Arc::new(Security::new(&orchestrator, true, 3600, 5).await.unwrap());
         let stylesheet = Some("/console/pkg/console.0123.css".to_string());
-        let auth = ConsoleAuth { orchestrator, security, stylesheet };
+        let auth = ConsoleAuth { orchestrator, security, stylesheet, oidc: Default::default() };
         let html = login_html(&auth, "/console", "<script>", Some("a \"b\""));
         assert!(html.contains(r#"<link rel="stylesheet" href="/console/pkg/console.0123.css"/>"#), "{html}");
         assert!(html.contains("&lt;script&gt;") && !html.contains("<script>alert"));

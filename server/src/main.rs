@@ -18,6 +18,7 @@ mod csrf;
 mod maintenance;
 mod metrics;
 mod migrate;
+mod oidc;
 mod outside_tokens;
 mod python_install;
 mod remote;

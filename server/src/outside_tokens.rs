@@ -31,6 +31,20 @@ pub struct OutsideIssuers {
 #[derive(Debug)]
 struct IssuerKeys {
     issuer: Issuer,
+    /// The provider's key set, for JWKS issuers.
+    jwks: Option<KeySet>,
+}
+
+/// The keys of one JSON Web Key Set URI, by `kid`, fetched when needed: the cache every check of
+/// a provider's signature goes through (outside tokens here, OpenID Connect ID tokens in
+/// `oidc.rs`).
+#[derive(Debug)]
+pub struct KeySet {
+    /// Whose keys these are, for the log.
+    owner: String,
+    uri: String,
+    validate_cert: bool,
+    timeout: Duration,
     cache: Mutex<Cached>,
 }
 
@@ -54,7 +68,13 @@ impl OutsideIssuers {
         for issuer in issuers.into_iter().filter(|i| !i.sign) {
             let name = issuer.name.clone();
             let key = issuer.issuer.clone();
-            let keys = IssuerKeys { issuer, cache: Mutex::new(Cached::default()) };
+            let jwks = match &issuer.keys {
+                KeySource::Shared(_) => None,
+                KeySource::Jwks { uri, validate_cert, timeout } => {
+                    Some(KeySet::new(&issuer.issuer, uri, *validate_cert, *timeout))
+                }
+            };
+            let keys = IssuerKeys { issuer, jwks };
             if by_issuer.insert(key.clone(), keys).is_some() {
                 anyhow::bail!("[auth_jwt_{name}]: only one auth_jwt section per issuer is supported ({key})");
             }
@@ -77,27 +97,37 @@ impl OutsideIssuers {
         }
         let claims = match &issuer.keys {
             KeySource::Shared(secret) => issuer.verify(token, alg, &DecodingKey::from_secret(secret), self.leeway)?,
-            KeySource::Jwks { uri, validate_cert, timeout } => {
+            KeySource::Jwks { .. } => {
                 let kid = unverified.header.kid.as_deref().ok_or(TokenError::MissingKid)?;
-                let key = entry.key(kid, uri, *validate_cert, *timeout).await?;
-                issuer.verify(token, alg, &key, self.leeway)?
+                let jwks = entry.jwks.as_ref().ok_or(TokenError::UnknownKid)?;
+                issuer.verify(token, alg, &jwks.key(kid).await?, self.leeway)?
             }
         };
         issuer.principal(&claims)
     }
 }
 
-impl IssuerKeys {
+impl KeySet {
+    /// The key set at `uri` of `owner` (an issuer), fetched at the first key asked for.
+    pub fn new(owner: &str, uri: &str, validate_cert: bool, timeout: Duration) -> KeySet {
+        KeySet {
+            owner: owner.to_string(),
+            uri: uri.to_string(),
+            validate_cert,
+            timeout,
+            cache: Mutex::new(Cached::default()),
+        }
+    }
+
+    pub fn uri(&self) -> &str {
+        &self.uri
+    }
+
     /// The key with this `kid`, fetching the set when it is unknown (or old) and the last
     /// fetch is long enough ago. The lock is held while fetching, so concurrent requests with
     /// a new `kid` cause one fetch.
-    async fn key(
-        &self,
-        kid: &str,
-        uri: &str,
-        validate_cert: bool,
-        timeout: Duration,
-    ) -> Result<DecodingKey, TokenError> {
+    pub async fn key(&self, kid: &str) -> Result<DecodingKey, TokenError> {
+        let (uri, validate_cert, timeout) = (self.uri.as_str(), self.validate_cert, self.timeout);
         let mut cache = self.cache.lock().await;
         let age = cache.fetched.map(|at| at.elapsed());
         let stale = age.is_none_or(|age| age >= MAX_AGE);
@@ -108,11 +138,11 @@ impl IssuerKeys {
             cache.fetched = Some(Instant::now());
             match fetch(uri, validate_cert, timeout).await {
                 Ok(keys) => {
-                    tracing::info!(issuer = %self.issuer.issuer, kids = ?keys.keys().collect::<Vec<_>>(), "fetched the issuer's signing keys");
+                    tracing::info!(issuer = %self.owner, kids = ?keys.keys().collect::<Vec<_>>(), "fetched the issuer's signing keys");
                     cache.keys = keys;
                 }
                 Err(e) => {
-                    tracing::warn!(issuer = %self.issuer.issuer, %uri, "cannot fetch the issuer's signing keys: {e}");
+                    tracing::warn!(issuer = %self.owner, %uri, "cannot fetch the issuer's signing keys: {e}");
                     if cache.keys.is_empty() {
                         return Err(TokenError::Claims(format!(
                             "the signing keys of this token's issuer cannot be fetched from {uri}"
@@ -128,18 +158,7 @@ impl IssuerKeys {
 /// The keys of a JSON Web Key Set by `kid`; keys without one, or of a kind that cannot verify,
 /// are left out.
 async fn fetch(uri: &str, validate_cert: bool, timeout: Duration) -> anyhow::Result<HashMap<String, DecodingKey>> {
-    let mut builder = reqwest::Client::builder().timeout(timeout);
-    if validate_cert {
-        // The system's CA bundle, as every other client of ours (no bundle: plain HTTP only).
-        if let Ok(pem) = api::client::ca_bundle(None) {
-            for cert in reqwest::Certificate::from_pem_bundle(&pem)? {
-                builder = builder.add_root_certificate(cert);
-            }
-        }
-    } else {
-        builder = builder.danger_accept_invalid_certs(true);
-    }
-    let client = builder.build()?;
+    let client = http_client(validate_cert, timeout)?;
     let response = client.get(uri).send().await?.error_for_status()?;
     let set: JwkSet = serde_json::from_slice(&response.bytes().await?)?;
     let mut keys = HashMap::new();
@@ -153,4 +172,21 @@ async fn fetch(uri: &str, validate_cert: bool, timeout: Duration) -> anyhow::Res
         }
     }
     Ok(keys)
+}
+
+/// A client for an identity provider: the system's CA bundle, or no certificate check at all
+/// when the configuration says `validate_cert=false`.
+pub fn http_client(validate_cert: bool, timeout: Duration) -> anyhow::Result<reqwest::Client> {
+    let mut builder = reqwest::Client::builder().timeout(timeout);
+    if validate_cert {
+        // The system's CA bundle, as every other client of ours (no bundle: plain HTTP only).
+        if let Ok(pem) = api::client::ca_bundle(None) {
+            for cert in reqwest::Certificate::from_pem_bundle(&pem)? {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+    } else {
+        builder = builder.danger_accept_invalid_certs(true);
+    }
+    Ok(builder.build()?)
 }

@@ -31,6 +31,8 @@ pub struct Security {
     pub trusted_proxies: Vec<IpAddr>,
     /// Issuers of tokens this server accepts but did not sign (`[auth_jwt_<name>]`).
     pub outside: OutsideIssuers,
+    /// OpenID Connect providers for the console's login (`[oidc_<name>]`).
+    pub oidc: std::sync::Arc<crate::oidc::Providers>,
 }
 
 impl Security {
@@ -50,6 +52,7 @@ impl Security {
             trusted_proxies: Vec::new(),
             secure_cookies: false,
             outside: OutsideIssuers::default(),
+            oidc: Default::default(),
         })
     }
 
@@ -71,6 +74,12 @@ impl Security {
         }
         self.outside = OutsideIssuers::new(issuers.to_vec(), leeway)?;
         Ok(self)
+    }
+
+    /// The console's login providers and whether the local form stays offered next to them.
+    pub fn with_oidc(mut self, providers: crate::oidc::Providers) -> Security {
+        self.oidc = std::sync::Arc::new(providers);
+        self
     }
 
     /// Takes the client address from `X-Forwarded-For` when the peer is one of these proxies.

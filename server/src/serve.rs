@@ -36,7 +36,8 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
             .context("cannot load the authentication keys")?
             .with_trusted_proxies(config.trusted_proxies.clone())
             .with_token_leeway(config.token_leeway)
-            .with_jwt_issuers(&config.jwt_issuers, config.token_leeway)?;
+            .with_jwt_issuers(&config.jwt_issuers, config.token_leeway)?
+            .with_oidc(crate::oidc::Providers::new(config.oidc_providers.clone(), config.oidc_local_fallback)?);
     security.secure_cookies = tls.is_some();
     let security = Arc::new(security);
     let initial_password_file = if config.auth {

@@ -14,6 +14,8 @@ use tower_sessions::{Expiry, Session, SessionManagerLayer, SessionStore};
 pub const COOKIE: &str = "inmanta_session";
 const USER_KEY: &str = "user";
 const PASSWORD_VERSION_KEY: &str = "pwv";
+/// A login through an OpenID Connect provider: [`crate::oidc::SsoLogin`].
+const SSO_KEY: &str = "sso";
 
 #[derive(Clone)]
 pub struct DatabaseStore(pub Orchestrator);
@@ -112,9 +114,37 @@ pub async fn begin(
     Ok(())
 }
 
+/// Starts a console session for a user who logged in through an OpenID Connect provider
+/// (a new session id, as [`begin`]).
+pub async fn begin_sso(
+    session: &Session,
+    login: &crate::oidc::SsoLogin,
+) -> std::result::Result<(), tower_sessions::session::Error> {
+    session.cycle_id().await?;
+    session.insert(USER_KEY, &login.username).await?;
+    session.insert(SSO_KEY, login).await?;
+    Ok(())
+}
+
+/// The provider login of a console session, if it came from one.
+pub async fn sso_login(session: &Session) -> Option<crate::oidc::SsoLogin> {
+    session.get(SSO_KEY).await.ok().flatten()
+}
+
 /// The user of a console session, if it is signed in and still valid (the user exists and the
-/// password did not change since).
+/// password did not change since). A user of a provider has the roles the provider's claims
+/// gave at login (and the default role in the other environments), as long as the user exists.
 pub async fn principal(session: &Session, orchestrator: &Orchestrator) -> Option<Principal> {
+    if let Some(login) = sso_login(session).await {
+        if !orchestrator.sso_user_exists(&login.username).await.ok()? {
+            return None;
+        }
+        let environments = match login.default_role {
+            Some(_) => orchestrator.list_environments().await.ok()?.into_iter().map(|e| e.id).collect(),
+            None => Vec::new(),
+        };
+        return Some(login.principal(environments));
+    }
     let username: String = session.get(USER_KEY).await.ok().flatten()?;
     let version: String = session.get(PASSWORD_VERSION_KEY).await.ok().flatten()?;
     let user = orchestrator.user_record(&username).await.ok().flatten()?;

@@ -11,7 +11,8 @@ use crate::components::*;
 use crate::fns::{env_id, fail, services_global};
 #[cfg(feature = "ssr")]
 use crate::model::RoleRow;
-use crate::model::{UserRow, UsersView};
+use crate::model::{RegisteredTokenRow, UserRow, UsersView};
+use crate::pages::environment::short_date;
 
 /// What the password policy asks, shown next to every password input.
 pub const PASSWORD_HINT: &str =
@@ -47,11 +48,112 @@ pub fn UsersPage() -> impl IntoView {
             <Transition fallback=|| ()>
                 <UserForms data/>
             </Transition>
+            <RegisteredTokens/>
         </section>
     }
 }
 
 type UsersResource = Resource<Result<UsersView, ServerFnError>>;
+
+/// The token registry: every token this server issued (logins included) that the signed-in
+/// user may manage (an admin: all), with creator and expiry, and a revoke button.
+#[component]
+fn RegisteredTokens() -> impl IntoView {
+    let tokens = live_resource(|| (), |()| registered_tokens());
+    let error = ActionError::new();
+    view! {
+        <div class="card">
+            <h2>"Access tokens"</h2>
+            <p class="muted">
+                "Every token this server issued: logins (console sessions excepted), environment tokens, "
+                "compiles and bootstrap tokens. Admins see all of them, everyone else their own. A revoked token "
+                "is refused by every server from its next request on."
+            </p>
+            <ActionMessage error/>
+            <Loaded
+                resource=tokens
+                loading="Loading…"
+                error_title="The tokens could not be loaded"
+                view=move |rows| view! { <RegisteredTokenTable rows error/> }
+            />
+        </div>
+    }
+}
+
+#[component]
+fn RegisteredTokenTable(rows: Vec<RegisteredTokenRow>, error: ActionError) -> impl IntoView {
+    if rows.is_empty() {
+        return view! { <p id="no-registered-tokens" class="muted">"No tokens."</p> }.into_any();
+    }
+    let never = || view! { <span class="muted">"never"</span> }.into_any();
+    view! {
+        <table class="table" id="registered-tokens">
+            <thead>
+                <tr>
+                    <th scope="col">"Kind"</th>
+                    <th scope="col">"Environment"</th>
+                    <th scope="col">"Client types"</th>
+                    <th scope="col">"Created by"</th>
+                    <th scope="col">"Issued"</th>
+                    <th scope="col">"Expires"</th>
+                    <th scope="col">"Last used"</th>
+                    <th scope="col">"Revoked"</th>
+                    <th scope="col"><span class="sr-only">"Actions"</span></th>
+                </tr>
+            </thead>
+            <tbody>
+                {rows
+                    .into_iter()
+                    .map(|t| {
+                        let jti = t.jti.clone();
+                        let question = format!(
+                            "Revoke the {} token of {} issued {}? Whatever uses it is refused from now on.",
+                            t.kind,
+                            t.created_by.as_deref().unwrap_or("nobody"),
+                            short_date(&t.issued)
+                        );
+                        let revoked = t.revoked.is_some();
+                        view! {
+                            <tr data-jti=t.jti.clone() data-kind=t.kind.clone() data-revoked=revoked.to_string()>
+                                <td>{t.kind.clone()}</td>
+                                <td>{t.environment.clone().unwrap_or_else(|| "—".into())}</td>
+                                <td>{t.client_types.join(", ")}</td>
+                                <td class="created-by">{t.created_by.clone().unwrap_or_else(|| "—".into())}</td>
+                                <td class="nowrap" title=t.issued.clone()>{short_date(&t.issued)}</td>
+                                <td class="nowrap expires">{t.expires.as_deref().map(|d| short_date(d).into_any()).unwrap_or_else(never)}</td>
+                                <td class="nowrap">{t.last_used.as_deref().map(|d| short_date(d).into_any()).unwrap_or_else(never)}</td>
+                                <td class="nowrap">
+                                    {match t.revoked.as_deref() {
+                                        Some(at) => view! { <span class="badge badge-danger">"revoked"</span> " " {short_date(at)} }.into_any(),
+                                        None => view! { <span class="badge badge-ok">"active"</span> }.into_any(),
+                                    }}
+                                </td>
+                                <td class="row-actions">
+                                    <button
+                                        class="button button-small button-danger"
+                                        type="button"
+                                        data-action="revoke"
+                                        disabled=revoked
+                                        aria-label=format!("Revoke the {} token issued {}", t.kind, short_date(&t.issued))
+                                        on:click=move |_| {
+                                            let jti = jti.clone();
+                                            error.ask(question.clone(), "Revoke", move || {
+                                                act(error, "Token revoked", revoke_registered_token(jti.clone()))
+                                            })
+                                        }
+                                    >
+                                        "Revoke"
+                                    </button>
+                                </td>
+                            </tr>
+                        }
+                    })
+                    .collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
+}
 
 /// The forms, made once (what is typed survives reloads); their choices follow the data.
 #[component]
@@ -432,6 +534,42 @@ pub async fn users() -> Result<UsersView, ServerFnError> {
         .collect();
     let roles = s.orchestrator.list_roles().await.map_err(fail)?;
     Ok(UsersView { users, environments, roles, me: s.caller.name().map(str::to_string) })
+}
+
+/// The registered tokens the caller may manage (an admin: all), newest first.
+#[server(prefix = "/console/fn", endpoint = "registered_tokens", input = Json)]
+pub async fn registered_tokens() -> Result<Vec<RegisteredTokenRow>, ServerFnError> {
+    let s = crate::fns::services_signed_in()?;
+    let time = orchestrator::store::format_time;
+    let environments = s.orchestrator.list_environments().await.map_err(fail)?;
+    let name_of = |id: uuid::Uuid| {
+        environments.iter().find(|e| e.id == id).map(|e| e.name.clone()).unwrap_or_else(|| id.to_string())
+    };
+    Ok(s.orchestrator
+        .tokens_of(&s.caller)
+        .await
+        .map_err(fail)?
+        .into_iter()
+        .map(|t| RegisteredTokenRow {
+            kind: t.kind.as_str().to_string(),
+            environment: t.environment.map(name_of),
+            client_types: t.client_types.iter().map(|c| c.as_str().to_string()).collect(),
+            created_by: t.created_by,
+            issued: time(t.issued_at),
+            expires: t.expires_at.map(time),
+            last_used: t.last_used.map(time),
+            revoked: t.revoked_at.map(time),
+            jti: t.jti,
+        })
+        .collect())
+}
+
+/// Revokes a registered token the caller may manage.
+#[server(prefix = "/console/fn", endpoint = "revoke_registered_token", input = Json)]
+pub async fn revoke_registered_token(jti: String) -> Result<(), ServerFnError> {
+    let s = crate::fns::services_signed_in()?;
+    s.orchestrator.revoke_token(&s.caller, &jti).await.map_err(fail)?;
+    Ok(())
 }
 
 /// Adds a user; the password must follow the policy (12 to 128 characters, three kinds).

@@ -174,10 +174,11 @@ impl Orchestrator {
     }
 
     pub async fn list_users(&self) -> Result<Vec<UserWithRoles>> {
-        let rows: Vec<(String, i64, i64)> =
-            sqlx::query_as("SELECT username, is_admin, must_change_password FROM auth_user ORDER BY username")
-                .fetch_all(self.store.pool())
-                .await?;
+        let rows: Vec<(String, i64, i64, String)> = sqlx::query_as(
+            "SELECT username, is_admin, must_change_password, auth_method FROM auth_user ORDER BY username",
+        )
+        .fetch_all(self.store.pool())
+        .await?;
         let assignments: Vec<(String, String, String)> =
             sqlx::query_as("SELECT username, environment, role FROM auth_role_assignment ORDER BY role")
                 .fetch_all(self.store.pool())
@@ -188,16 +189,69 @@ impl Orchestrator {
         }
         Ok(rows
             .into_iter()
-            .map(|(username, is_admin, must_change)| UserWithRoles {
+            .map(|(username, is_admin, must_change, auth_method)| UserWithRoles {
                 roles: roles.remove(&username).unwrap_or_default(),
                 user: User {
                     username,
-                    auth_method: "database".into(),
+                    auth_method,
                     is_admin: is_admin != 0,
                     password_change_required: must_change != 0,
                 },
             })
             .collect())
+    }
+
+    /// Records a user who logged in through an OpenID Connect provider (`auth_method` `oidc`):
+    /// created at the first login without a password (so they cannot log in locally), the admin
+    /// flag updated from the provider's claim at every login. A local user of the same name is
+    /// never taken over: the login is refused.
+    pub async fn record_sso_user(&self, username: &str, is_admin: bool) -> Result<()> {
+        let username = check_username(username)?;
+        let mut tx = self.store.begin_write().await?;
+        let method: Option<String> = sqlx::query_scalar("SELECT auth_method FROM auth_user WHERE username = $1")
+            .bind(username)
+            .fetch_optional(&mut *tx)
+            .await?;
+        match method.as_deref() {
+            None => {
+                sqlx::query(
+                    "INSERT INTO auth_user (username, password_hash, auth_method, is_admin, must_change_password, \
+                     created_at) VALUES ($1, '', 'oidc', $2, 0, $3)",
+                )
+                .bind(username)
+                .bind(is_admin as i64)
+                .bind(now())
+                .execute(&mut *tx)
+                .await?;
+            }
+            Some("oidc") => {
+                sqlx::query("UPDATE auth_user SET is_admin = $2 WHERE username = $1")
+                    .bind(username)
+                    .bind(is_admin as i64)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            Some(_) => {
+                return Err(Error::Conflict(format!(
+                    "a local user named {username:?} exists: the identity provider's user of that name cannot log in \
+                     as them (rename or delete the local user)"
+                )));
+            }
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Whether a user who logs in through an OpenID Connect provider still exists (deleting
+    /// them ends their console sessions).
+    pub async fn sso_user_exists(&self, username: &str) -> Result<bool> {
+        crate::validate::name("a user name", username)?;
+        let found: Option<String> =
+            sqlx::query_scalar("SELECT username FROM auth_user WHERE username = $1 AND auth_method = 'oidc'")
+                .bind(username)
+                .fetch_optional(self.store.pool())
+                .await?;
+        Ok(found.is_some())
     }
 
     /// Deletes a user; the last admin stays, so the server cannot be locked.
