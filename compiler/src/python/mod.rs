@@ -201,9 +201,6 @@ impl Questions for Asker<'_, '_> {
         }
         match self.ev.read_attr_span(&Value::Instance(instance), attribute, self.span) {
             Ok(Value::Unknown(_)) => json!({"unknown": true}),
-            Ok(Value::Reference(_)) => {
-                json!({"error": format!("{attribute} holds a reference, which the modules' Python code can not read yet")})
-            }
             Ok(v) => json!({"v": encode(self.ev, &v)}),
             Err(Flow::Wait(w)) => {
                 self.wait.get_or_insert(w);
@@ -268,11 +265,6 @@ impl Questions for Asker<'_, '_> {
             Err(m) => return json!({"error": {"type": "PluginTypeException", "message": m, "frame": ""}}),
         };
         match self.ev.call_plugin(name, &plugin, pos, kw, self.span, 0, None) {
-            Ok(Value::Reference(_)) => json!({"error": {
-                "type": "RuntimeException",
-                "message": format!("plugin {name} returned a reference, which the modules' Python code can not hold yet"),
-                "frame": "",
-            }}),
             Ok(v) => json!({"ok": encode(self.ev, &v)}),
             Err(Flow::Wait(w)) => {
                 self.wait.get_or_insert(w);
@@ -333,8 +325,9 @@ fn encode_at(ev: &Evaluator<'_>, v: &Value, with_attributes: bool) -> Json {
             json!({"$i": i, "$t": ent.name, "$a": known})
         }
         Value::Unknown(_) => json!({"$u": 1}),
-        // refused before a call (`references::check_python_args`) and on attribute reads
-        Value::Reference(_) => Json::Null,
+        // as its class's object on the Python side, which refuses it where Inmanta does (an
+        // undeclared plugin argument, an attribute read without `allow_reference_values`)
+        Value::Reference(r) => r.to_python(),
     }
 }
 
@@ -590,6 +583,8 @@ fn plugin_error(ev: &Evaluator<'_>, what: &str, e: &Json, span: Span) -> Flow {
     let (our_kind, text) = match kind {
         "PluginException" => ("ExplicitPluginException", format!("Exception in plugin {what}: {message}{frame}")),
         "PluginTypeException" => ("PluginTypeException", message.to_string()),
+        // an undeclared reference read through an instance (inmanta-core's proxy raised it)
+        "UnexpectedReference" => ("WrappingRuntimeException", format!("Exception in plugin {what}: {message}{frame}")),
         "RuntimeException" | "NotFoundException" | "OptionalValueException" => {
             ("RuntimeException", format!("{message} (in plugin {what}{frame})"))
         }
