@@ -201,6 +201,8 @@ async fn a_server_deploys_references_and_shows_no_value() {
     // a second secret, kept encrypted in the model and decrypted by the module's own class
     let age_plaintext = self::secret();
     let Some((identity, ciphertext)) = age_secret(keys.path(), &age_plaintext) else { return };
+    let other_keys = tempfile::tempdir().unwrap();
+    let (wrong_identity, _) = age_secret(other_keys.path(), "unused").unwrap();
     let python = test_python();
     let s = TestServer::start_with(&[
         (SECRET_VAR, secret.as_str()),
@@ -236,9 +238,13 @@ async fn a_server_deploys_references_and_shows_no_value() {
          import agesecret\n\
          import files\n\
          fs::File(host=host, path=\"{root_text}/etc/decrypted\", content=agesecret::decrypt(\"\"\"{ciphertext}\"\"\", \"{}\"), mode=600, requires=[dir])\n\
+         wrong = fs::File(host=host, path=\"{root_text}/etc/wrong-key\", content=agesecret::decrypt(\"\"\"{ciphertext}\"\"\", \"{}\"), requires=[dir])\n\
+         fs::File(host=host, path=\"{root_text}/etc/after-wrong\", content=\"after\", requires=[wrong])\n\
+         fs::File(host=host, path=\"{root_text}/etc/no-key\", content=agesecret::decrypt(\"\"\"{ciphertext}\"\"\", \"{root_text}/missing-identity.txt\"), requires=[dir])\n\
          fs::File(host=host, path=\"{root_text}/etc/text\", content=files::create_text_reference(\"a text kept in the file store\"), requires=[dir])\n\
          fs::File(host=host, path=\"{root_text}/etc/file-content\", content=files::create_text_file_content_reference(\"source://agesecret/template.txt\"), requires=[dir])\n",
-        identity.display()
+        identity.display(),
+        wrong_identity.display(),
     );
     write_project(project.path(), &model(root.path(), &extra));
     add_agesecret(project.path());
@@ -252,7 +258,7 @@ async fn a_server_deploys_references_and_shows_no_value() {
         .unwrap();
     assert!(export.status.success(), "{}", String::from_utf8_lossy(&export.stderr));
 
-    let items = settle(&s, env, 11).await;
+    let items = settle(&s, env, 14).await;
     let etc = root.path().join("etc");
     // the module's own reference class, and the files module's references through the file store
     let read = |name: &str| std::fs::read_to_string(etc.join(name)).unwrap_or_default();
@@ -349,7 +355,16 @@ async fn a_server_deploys_references_and_shows_no_value() {
     answers += &serde_json::to_string(&client.resources(env, &ListQuery::new()).await.unwrap()).unwrap();
     answers += &serde_json::to_string(&client.resource_actions(env, &ActionQuery::default()).await.unwrap()).unwrap();
     answers += &serde_json::to_string(&client.version(env, latest).await.unwrap()).unwrap();
-    for suffix in ["secret", "unset", "address", "missing-fact"] {
+    // A wrong age identity and a missing one fail their file with age's reason; the dependent is
+    // skipped, the others deployed.
+    assert_eq!(status_of(&items, "/etc/wrong-key]"), "failed", "{items:?}");
+    assert_eq!(status_of(&items, "/etc/after-wrong]"), "skipped", "{items:?}");
+    assert_eq!(status_of(&items, "/etc/no-key]"), "failed", "{items:?}");
+    let wrong_logs = logs_of("wrong-key").await;
+    assert!(wrong_logs.contains("agesecret::Decrypt") && wrong_logs.contains("no identity matched"), "{wrong_logs}");
+    let no_key_logs = logs_of("no-key").await;
+    assert!(no_key_logs.contains("no such file"), "{no_key_logs}");
+    for suffix in ["secret", "unset", "address", "missing-fact", "decrypted", "wrong-key", "no-key"] {
         answers += &serde_json::to_string(&client.resource(env, &rid(suffix)).await.unwrap()).unwrap();
         answers += &logs_of(suffix).await;
         answers +=
