@@ -423,19 +423,30 @@ def _reference_object(ref_id, entries):
         # a reference the compiler made itself (std's): its class registers when its module imports
         importlib.import_module(entry.get("module") or "inmanta_plugins.std")
         cls = inmanta.references.reference.get_class(model["type"])
+    # inmanta-core's own argument models give the values (a json argument with references in it
+    # included); a reference argument asks the stand-in resource, which builds that reference
+    parsed = inmanta.references.ReferenceModel.model_validate(model)
+    source = _ReferenceSource(entries)
     kwargs = {}
-    for arg in model.get("args", []):
-        kind = arg.get("type")
-        if kind in ("literal", "json"):
-            kwargs[arg["name"]] = arg.get("value")
-        elif kind == "reference":
-            kwargs[arg["name"]] = _reference_object(str(arg["id"]), entries)
-        else:
+    for arg in parsed.args:
+        try:
+            kwargs[arg.name] = arg.get_arg_value(source, None)
+        except AttributeError:
             raise inmanta.ast.RuntimeException(
-                None, f"reference {model['type']} has a {kind} argument ({arg['name']}), which a plugin can not receive here"
+                None, f"reference {model['type']} has a {arg.type} argument ({arg.name}), which a plugin can not receive here"
             )
     obj = _references[ref_id] = cls(**kwargs)
     return obj
+
+
+class _ReferenceSource:
+    """What an argument model asks for a reference it names: its object, built from its model."""
+
+    def __init__(self, entries):
+        self.entries = entries
+
+    def get_reference_value(self, ref_id, logger):
+        return _reference_object(str(ref_id), self.entries)
 
 
 def _contains_reference(value):
@@ -558,6 +569,9 @@ def encode(v, path="value"):
         return {"$r": str(v.serialize().id), "references": references}
     if isinstance(v, inm_util.Unknown):
         return {"$u": 1}
+    if isinstance(v, (inmanta.references.ReferenceModel, inmanta.references.MutatorModel)):
+        # a Python resource's `references` and `mutators`, as inmanta-core serializes them
+        return v.model_dump(mode="json")
     if isinstance(v, RemoteInstance):
         return {"$i": v.id}
     if isinstance(v, proxy.DynamicProxy):
