@@ -220,24 +220,6 @@ pub(crate) fn check_plugin_args(
     Ok(())
 }
 
-/// The same check for a Python plugin, whose parameters Python binds.
-pub(crate) fn check_python_args(
-    ev: &Evaluator<'_>,
-    name: &str,
-    pos: &[Value],
-    kw: &[(String, Value)],
-    span: Span,
-) -> EResult<()> {
-    let named =
-        pos.iter().enumerate().map(|(i, v)| (format!("{}", i + 1), v)).chain(kw.iter().map(|(k, v)| (k.clone(), v)));
-    for (arg, v) in named {
-        if let Value::Reference(r) = v {
-            return Err(refused(ev, name, &arg, r, span));
-        }
-    }
-    Ok(())
-}
-
 fn refused(ev: &Evaluator<'_>, plugin: &str, arg: &str, r: &Reference, span: Span) -> crate::eval::Flow {
     error(
         "PluginTypeException",
@@ -371,6 +353,29 @@ impl Reference {
     /// The reference as a resource lists it.
     pub(crate) fn model(&self) -> Json {
         json!({"args": serialize_args(&self.args), "id": self.id, "type": self.kind})
+    }
+
+    /// The reference as it crosses to the modules' Python code (compiler/src/python/bridge.py
+    /// builds its class's object from it): its id and the model of it and of every reference it
+    /// takes, with the Python module and class that print in Inmanta's messages.
+    pub(crate) fn to_python(&self) -> Json {
+        let mut entries = serde_json::Map::new();
+        self.python_entries(&mut entries);
+        json!({"$r": self.id, "references": entries})
+    }
+
+    fn python_entries(&self, out: &mut serde_json::Map<String, Json>) {
+        if out.contains_key(&self.id) {
+            return;
+        }
+        out.insert(self.id.clone(), json!({"model": self.model(), "module": self.module, "class": self.class}));
+        for (_, arg) in &self.args {
+            match arg {
+                RefArg::Reference(r) => r.python_entries(out),
+                RefArg::Serialized { references, .. } => references.iter().for_each(|r| r.python_entries(out)),
+                RefArg::Literal(_) | RefArg::Json(_) => {}
+            }
+        }
     }
 
     /// This reference and every reference it takes, each once.

@@ -380,3 +380,22 @@ fn a_reference_a_python_plugin_returns_exports_as_in_inmanta() {
     assert_eq!(file["references"][0]["type"], "agesecret::Decrypt", "{file}");
     assert_eq!(file["content"], serde_json::Value::Null);
 }
+
+/// References reach a module's Python plugin exactly where Inmanta 20.1 lets them (a
+/// `Reference[...]` annotation, alone or in a union; `allow_reference_values` on an attribute
+/// read), as objects of their class (`isinstance`, `is_reference_of`), and are refused with
+/// Inmanta's exception elsewhere (`str`, `object`, inside a `list[str]`, a `Reference[int]` given a
+/// reference to a str, a plain attribute read): each case compared with the recorded answer.
+#[test]
+fn python_plugins_receive_references_where_inmanta_lets_them() {
+    let cases = root().join("tests/python/plugin-references");
+    let Some(out) = check_against_inmanta(&cases.join("accepted")) else { return };
+    let r = out.resources.iter().map(|r| serde_json::Value::Object(r.to_wire(0))).next().unwrap();
+    // the reference the plugin handed back is exported as std's own
+    assert_eq!(r["references"][0]["type"], "std::Environment", "{r}");
+    assert_eq!(r["value"], serde_json::Value::Null, "{r}");
+    for refused in ["refused-str", "refused-object", "refused-in-list", "refused-wrong-type", "refused-attribute"] {
+        // the recorded answer is a failure of Inmanta's type at the call: ours must be the same
+        assert!(check_against_inmanta(&cases.join(refused)).is_none(), "{refused} compiled");
+    }
+}

@@ -197,7 +197,20 @@ fn status_of<'a>(items: &'a [(String, String)], suffix: &str) -> &'a str {
 #[tokio::test]
 async fn a_server_deploys_references_and_shows_no_value() {
     let secret = secret();
-    let s = TestServer::start_with(&[(SECRET_VAR, &secret), (TIMEOUT_VAR, "20"), ("RUST_LOG", "debug")]).await;
+    let keys = tempfile::tempdir().unwrap();
+    // a second secret, kept encrypted in the model and decrypted by the module's own class
+    let age_plaintext = self::secret();
+    let Some((identity, ciphertext)) = age_secret(keys.path(), &age_plaintext) else { return };
+    let other_keys = tempfile::tempdir().unwrap();
+    let (wrong_identity, _) = age_secret(other_keys.path(), "unused").unwrap();
+    let python = test_python();
+    let s = TestServer::start_with(&[
+        (SECRET_VAR, secret.as_str()),
+        (TIMEOUT_VAR, "20"),
+        ("RUST_LOG", "debug"),
+        ("INMANTA_AGENT_PYTHON", python.as_str()),
+    ])
+    .await;
     let env = s.new_environment("p", "refs").await;
     let client = s.client();
     // The hand edit below must wait for the dry run, not be repaired at once.
@@ -221,14 +234,37 @@ async fn a_server_deploys_references_and_shows_no_value() {
     let extra = format!(
         "source = std::testing::NullResource(name=\"source\", agentname=\"localhost\")\n\
          fs::File(host=host, path=\"{root_text}/etc/address\", content=std::create_fact_reference(source, \"address\"), requires=[dir])\n\
-         fs::File(host=host, path=\"{root_text}/etc/missing-fact\", content=std::create_fact_reference(source, \"nope\"), requires=[dir])\n"
+         fs::File(host=host, path=\"{root_text}/etc/missing-fact\", content=std::create_fact_reference(source, \"nope\"), requires=[dir])\n\
+         import agesecret\n\
+         import files\n\
+         fs::File(host=host, path=\"{root_text}/etc/decrypted\", content=agesecret::decrypt(\"\"\"{ciphertext}\"\"\", \"{}\"), mode=600, requires=[dir])\n\
+         wrong = fs::File(host=host, path=\"{root_text}/etc/wrong-key\", content=agesecret::decrypt(\"\"\"{ciphertext}\"\"\", \"{}\"), requires=[dir])\n\
+         fs::File(host=host, path=\"{root_text}/etc/after-wrong\", content=\"after\", requires=[wrong])\n\
+         fs::File(host=host, path=\"{root_text}/etc/no-key\", content=agesecret::decrypt(\"\"\"{ciphertext}\"\"\", \"{root_text}/missing-identity.txt\"), requires=[dir])\n\
+         fs::File(host=host, path=\"{root_text}/etc/text\", content=files::create_text_reference(\"a text kept in the file store\"), requires=[dir])\n\
+         fs::File(host=host, path=\"{root_text}/etc/file-content\", content=files::create_text_file_content_reference(\"source://agesecret/template.txt\"), requires=[dir])\n",
+        identity.display(),
+        wrong_identity.display(),
     );
     write_project(project.path(), &model(root.path(), &extra));
-    let export = Command::new(BIN).arg("export").current_dir(project.path()).envs(s.token_env()).output().unwrap();
+    add_agesecret(project.path());
+    add_template(project.path());
+    let export = Command::new(BIN)
+        .arg("export")
+        .current_dir(project.path())
+        .envs(s.token_env())
+        .env("INMANTA_COMPILER_PYTHON", &python)
+        .output()
+        .unwrap();
     assert!(export.status.success(), "{}", String::from_utf8_lossy(&export.stderr));
 
-    let items = settle(&s, env, 8).await;
+    let items = settle(&s, env, 14).await;
     let etc = root.path().join("etc");
+    // the module's own reference class, and the files module's references through the file store
+    let read = |name: &str| std::fs::read_to_string(etc.join(name)).unwrap_or_default();
+    assert_eq!(read("decrypted"), age_plaintext, "{items:?}\n{}", s.log());
+    assert_eq!(read("text"), "a text kept in the file store", "{items:?}");
+    assert_eq!(read("file-content"), TEMPLATE, "{items:?}");
     assert_eq!(status_of(&items, "/etc/secret]"), "deployed", "{items:?}\n{}", s.log());
     assert_eq!(std::fs::read_to_string(etc.join("secret")).unwrap(), secret);
     assert!(etc.join("ran").exists(), "{items:?}");
@@ -319,7 +355,16 @@ async fn a_server_deploys_references_and_shows_no_value() {
     answers += &serde_json::to_string(&client.resources(env, &ListQuery::new()).await.unwrap()).unwrap();
     answers += &serde_json::to_string(&client.resource_actions(env, &ActionQuery::default()).await.unwrap()).unwrap();
     answers += &serde_json::to_string(&client.version(env, latest).await.unwrap()).unwrap();
-    for suffix in ["secret", "unset", "address", "missing-fact"] {
+    // A wrong age identity and a missing one fail their file with age's reason; the dependent is
+    // skipped, the others deployed.
+    assert_eq!(status_of(&items, "/etc/wrong-key]"), "failed", "{items:?}");
+    assert_eq!(status_of(&items, "/etc/after-wrong]"), "skipped", "{items:?}");
+    assert_eq!(status_of(&items, "/etc/no-key]"), "failed", "{items:?}");
+    let wrong_logs = logs_of("wrong-key").await;
+    assert!(wrong_logs.contains("agesecret::Decrypt") && wrong_logs.contains("no identity matched"), "{wrong_logs}");
+    let no_key_logs = logs_of("no-key").await;
+    assert!(no_key_logs.contains("no such file"), "{no_key_logs}");
+    for suffix in ["secret", "unset", "address", "missing-fact", "decrypted", "wrong-key", "no-key"] {
         answers += &serde_json::to_string(&client.resource(env, &rid(suffix)).await.unwrap()).unwrap();
         answers += &logs_of(suffix).await;
         answers +=
@@ -329,10 +374,13 @@ async fn a_server_deploys_references_and_shows_no_value() {
     let (_, notifications) = s.call("GET", "/api/v2/notification", Some(&env.to_string()), None).await;
     answers += &notifications.to_string();
     assert!(answers.contains(&rid("secret")), "the answers are about the resources");
-    assert_absent(answers.as_bytes(), &secret, "the API's answers");
     assert!(s.log().contains("DEBUG") || s.log().contains("debug"), "the server logged at debug level");
-    assert_absent(s.log().as_bytes(), &secret, "the server's log");
-    assert_absent(&database_bytes(&s.database_url), &secret, "the server's database");
+    for value in [&secret, &age_plaintext] {
+        assert_absent(answers.as_bytes(), value, "the API's answers");
+        assert_absent(page.as_bytes(), value, "the console's resource page");
+        assert_absent(s.log().as_bytes(), value, "the server's log");
+        assert_absent(&database_bytes(&s.database_url), value, "the server's database");
+    }
 }
 
 /// A remote `inmanta agent` resolves references with its own process environment (the server
@@ -355,11 +403,16 @@ async fn a_remote_agent_resolves_with_its_own_environment_and_the_servers_facts(
 
     let secret = secret();
     let dir = tempfile::tempdir().unwrap();
+    let age_plaintext = self::secret();
+    let Some((identity, ciphertext)) = age_secret(dir.path(), &age_plaintext) else { return };
+    let python = test_python();
     let token = s.environment_token(&env.to_string(), &["agent"]).await;
     let mut agent = Command::new(BIN)
         .args(["agent", "--name", "remote1", "-e", &env.to_string(), "--port", &port, "--token", &token, "--cache-dir"])
         .arg(dir.path().join("cache"))
         .env(SECRET_VAR, &secret)
+        .env(TIMEOUT_VAR, "20")
+        .env("INMANTA_AGENT_PYTHON", &python)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -373,27 +426,51 @@ async fn a_remote_agent_resolves_with_its_own_environment_and_the_servers_facts(
         &format!(
             r#"
 import fs
+import exec
 import mitogen
 import std::testing
+import agesecret
+import files
 
 host = std::Host(name="remote1", os=std::linux, via=mitogen::Local())
 source = std::testing::NullResource(name="source", agentname="remote1")
 fs::File(host=host, path="{root}/secret", content=std::create_environment_reference("{SECRET_VAR}"))
 fs::File(host=host, path="{root}/address", content=std::create_fact_reference(source, "address"))
-"#
+exec::Run(host=host, command="touch {root}/ran", creates="{root}/ran",
+          timeout=std::create_int_reference(std::create_environment_reference("{TIMEOUT_VAR}")))
+fs::File(host=host, path="{root}/decrypted", content=agesecret::decrypt("""{ciphertext}""", "{identity}"), mode=600)
+fs::File(host=host, path="{root}/text", content=files::create_text_reference("a text kept in the file store"))
+fs::File(host=host, path="{root}/file-content", content=files::create_text_file_content_reference("source://agesecret/template.txt"))
+"#,
+            identity = identity.display(),
         ),
     );
-    let export = Command::new(BIN).arg("export").current_dir(project.path()).envs(s.token_env()).output().unwrap();
+    add_agesecret(project.path());
+    add_template(project.path());
+    let export = Command::new(BIN)
+        .arg("export")
+        .current_dir(project.path())
+        .envs(s.token_env())
+        .env("INMANTA_COMPILER_PYTHON", &python)
+        .output()
+        .unwrap();
     assert!(export.status.success(), "{}", String::from_utf8_lossy(&export.stderr));
-    let items = settle(&s, env, 3).await;
+    let items = settle(&s, env, 7).await;
     let _ = agent.kill();
     let _ = agent.wait();
     assert!(items.iter().all(|(_, st)| st == "deployed"), "{items:?}");
-    assert_eq!(std::fs::read_to_string(dir.path().join("secret")).unwrap(), secret);
-    assert_eq!(std::fs::read_to_string(dir.path().join("address")).unwrap(), "198.51.100.7");
+    let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap_or_default();
+    assert_eq!(read("secret"), secret);
+    assert_eq!(read("address"), "198.51.100.7");
+    assert!(dir.path().join("ran").exists(), "the command ran with its int-reference time-out");
+    assert_eq!(read("decrypted"), age_plaintext);
+    assert_eq!(read("text"), "a text kept in the file store");
+    assert_eq!(read("file-content"), TEMPLATE);
     let actions = serde_json::to_string(&client.resource_actions(env, &ActionQuery::default()).await.unwrap()).unwrap();
-    assert_absent(actions.as_bytes(), &secret, "the actions the remote agent reported");
-    assert_absent(&database_bytes(&s.database_url), &secret, "the server's database");
+    for value in [&secret, &age_plaintext] {
+        assert_absent(actions.as_bytes(), value, "the actions the remote agent reported");
+        assert_absent(&database_bytes(&s.database_url), value, "the server's database");
+    }
 }
 
 /// An age identity and `plaintext` encrypted to it, with Debian's `age` (scripts/lib.sh installs
@@ -439,6 +516,16 @@ fn add_agesecret(project: &Path) {
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
         std::fs::copy(from.join(file), to).unwrap();
     }
+}
+
+/// The content of the agesecret module's `files/template.txt`, which the file-content reference
+/// reads at compile time (through `source://`).
+const TEMPLATE: &str = "content of a file of the project\n";
+
+fn add_template(project: &Path) {
+    let template = project.join("libs/agesecret/files/template.txt");
+    std::fs::create_dir_all(template.parent().unwrap()).unwrap();
+    std::fs::write(&template, TEMPLATE).unwrap();
 }
 
 /// `inmanta deploy` of `fs::File`s whose content is a module's own reference type: the built-in

@@ -970,7 +970,6 @@ impl<'a> Evaluator<'a> {
             {
                 return Ok(Value::Unknown(unknown_of(u, u)));
             }
-            crate::references::check_python_args(self, full, &pos, &kw, span)?;
             let v = self.call_python(full, pos, kw, span)?;
             return self.charge_result(&v, span).map(|()| v);
         }

@@ -13,7 +13,8 @@
 # send a request (a typedef constraint calling a Python plugin), served before the reply comes.
 # Values: JSON scalars and arrays; dicts as {"$d": [[key, value], ...]} (a JSON object would lose
 # the insertion order a dict keeps in Inmanta); instances as {"$i": id, "$t": type};
-# unknowns as {"$u": 1}.
+# unknowns as {"$u": 1}; references as {"$r": id, "references": {id: {"model", "module", "class"}}}
+# (the reference and every reference it takes, as inmanta-core serializes them).
 
 import hashlib
 import importlib
@@ -469,44 +470,126 @@ def decode(v):
             return i
         if "$u" in v:
             return inm_util.Unknown(source=None)
-        if "$R" in v:
-            return _reference_object(v["$R"], {m["id"]: m for m in v["models"]}, {})
+        if "$r" in v:
+            return _reference_object(v["$r"], v.get("references", {}))
     if isinstance(v, str) and v.startswith(FileMarker.PREFIX):
         return FileMarker(v[len(FileMarker.PREFIX) :])
     return v
 
 
-def _reference_object(ref_id, models, made):
-    """A reference of the model as the module's own class: that class, registered under the
-    reference's type, called with the arguments it serialized (what inmanta-core's
-    ReferenceLike.deserialize does on the agent, here without resolving the references it takes)."""
-    if ref_id in made:
-        return made[ref_id]
-    model = models[ref_id]
+# reference id -> the Python object rebuilt from its model: the same reference is the same object
+_references = {}
+
+
+def _reference_object(ref_id, entries):
+    """The reference `ref_id` as the Python object of its class (what an Inmanta plugin receives),
+    built from its serialized model the way inmanta-core deserializes one on the agent: the class
+    registered for its type, called with its arguments (a reference argument built first)."""
+    known = _references.get(ref_id)
+    if known is not None:
+        return known
+    entry = entries.get(ref_id)
+    if entry is None:
+        raise inmanta.ast.RuntimeException(None, f"reference {ref_id} reached Python without its model")
+    model = entry["model"]
+    try:
+        cls = inmanta.references.reference.get_class(model["type"])
+    except Exception:
+        # a reference the compiler made itself (std's): its class registers when its module imports
+        importlib.import_module(entry.get("module") or "inmanta_plugins.std")
+        cls = inmanta.references.reference.get_class(model["type"])
+    # inmanta-core's own argument models give the values (a json argument with references in it
+    # included); a reference argument asks the stand-in resource, which builds that reference
+    parsed = inmanta.references.ReferenceModel.model_validate(model)
+    source = _ReferenceSource(entries)
     kwargs = {}
-    for arg in model["args"]:
-        if arg["type"] in ("literal", "json"):
-            kwargs[arg["name"]] = arg["value"]
-        elif arg["type"] == "reference":
-            kwargs[arg["name"]] = _reference_object(arg["id"], models, made)
-        elif arg["type"] == "mjson":
-            # json with references at the given paths (inmanta-core's MutatedJsonArgument)
-            import copy
-
-            import jsonpath_ng
-
-            value = copy.deepcopy(arg["value"])
-            for destination, nested in arg["references"].items():
-                if destination.startswith("."):
-                    destination = "$" + destination
-                jsonpath_ng.parse(destination).update(value, _reference_object(nested["id"], models, made))
-            kwargs[arg["name"]] = value
-        else:
+    for arg in parsed.args:
+        try:
+            kwargs[arg.name] = arg.get_arg_value(source, None)
+        except AttributeError:
             raise inmanta.ast.RuntimeException(
-                None, f"reference {model['type']}: its {arg['type']} argument {arg['name']} can not reach Python yet"
+                None, f"reference {model['type']} has a {arg.type} argument ({arg.name}), which a plugin can not receive here"
             )
-    made[ref_id] = inmanta.references.reference.get_class(model["type"])(**kwargs)
-    return made[ref_id]
+    obj = _references[ref_id] = cls(**kwargs)
+    return obj
+
+
+class _ReferenceSource:
+    """What an argument model asks for a reference it names: its object, built from its model."""
+
+    def __init__(self, entries):
+        self.entries = entries
+
+    def get_reference_value(self, ref_id, logger):
+        return _reference_object(str(ref_id), self.entries)
+
+
+def _contains_reference(value):
+    if isinstance(value, inmanta.references.Reference):
+        return True
+    if isinstance(value, dict):
+        return any(_contains_reference(x) for x in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_contains_reference(x) for x in value)
+    return False
+
+
+def _is_reference_annotation(annotation):
+    import typing
+
+    target = typing.get_origin(annotation) or annotation
+    return isinstance(target, type) and issubclass(target, inmanta.references.Reference)
+
+
+def _supports_references(annotation):
+    """Inmanta's `supports_references()` of the type an annotation names: a `Reference[...]`, or a
+    union (`T | Reference[T]`, optional) with one among its members. `object`, `Any` and the DSL
+    type names do not: references are only taken where a plugin says so."""
+    import types as pytypes
+    import typing
+
+    if _is_reference_annotation(annotation):
+        return True
+    if typing.get_origin(annotation) in (typing.Union, pytypes.UnionType):
+        return any(_supports_references(a) for a in typing.get_args(annotation))
+    return False
+
+
+def _reference_fits(ref, annotation):
+    """Whether a reference fits `Reference[T]`: what it resolves to is T (or a subclass of T)."""
+    import typing
+
+    args = typing.get_args(annotation)
+    wanted = args[0] if args else object
+    if wanted is object or wanted is typing.Any:
+        return True
+    resolves = type(ref).get_reference_type()
+    if resolves is None:
+        return False
+    if isinstance(wanted, str):
+        wanted = {"str": str, "string": str, "int": int, "float": float, "bool": bool}.get(wanted, wanted)
+    return resolves is wanted or (isinstance(resolves, type) and isinstance(wanted, type) and issubclass(resolves, wanted))
+
+
+def reference_refusal(value, annotation, plugin, name):
+    """Inmanta's message when an argument holds a reference its annotation does not declare, or
+    None when the reference is declared (or there is none)."""
+    if not _contains_reference(value):
+        return None
+    if isinstance(value, inmanta.references.Reference):
+        if _supports_references(annotation):
+            return None
+        verb = "is"
+    else:
+        if conforms(value, annotation):
+            return None
+        if not conforms(value, annotation, ignore_references=True):
+            return None  # wrong for another reason: the type mismatch says it
+        verb = "contains"
+    return (
+        f"Value {value!r} for argument {name} of plugin {plugin} {verb} a reference."
+        " To allow references, use `| Reference[...]` in your type annotation."
+    )
 
 
 class FileMarker(str):
@@ -561,6 +644,9 @@ def encode(v, path="value"):
         return {"$r": str(v.serialize().id), "references": references}
     if isinstance(v, inm_util.Unknown):
         return {"$u": 1}
+    if isinstance(v, (inmanta.references.ReferenceModel, inmanta.references.MutatorModel)):
+        # a Python resource's `references` and `mutators`, as inmanta-core serializes them
+        return v.model_dump(mode="json")
     if isinstance(v, RemoteInstance):
         return {"$i": v.id}
     if isinstance(v, proxy.DynamicProxy):
@@ -776,13 +862,27 @@ def _is_entity(value, name):
     return value.type.get_full_name() == name or name in value.type.get_all_parent_names()
 
 
-def conforms(value, annotation):
-    """Whether a value fits a plugin annotation; True where the annotation is not understood."""
+def conforms(value, annotation, ignore_references=False):
+    """Whether a value fits a plugin annotation; True where the annotation is not understood. A
+    reference fits only an annotation that declares it (`Reference[T]`, in a union or not), unless
+    `ignore_references` (then it fits anything: the check is of the rest of the value)."""
     import types as pytypes
     import typing
 
     if value is None or isinstance(value, inm_util.NoneValue):
         value = None
+    if isinstance(value, inmanta.references.Reference):
+        if ignore_references:
+            return True
+        if _is_reference_annotation(annotation):
+            return _reference_fits(value, annotation)
+        if typing.get_origin(annotation) in (typing.Union, pytypes.UnionType):
+            return any(conforms(value, a) for a in typing.get_args(annotation))
+        if typing.get_origin(annotation) is typing.Annotated:
+            return conforms(value, typing.get_args(annotation)[0])
+        return False
+    if _is_reference_annotation(annotation):
+        return isinstance(value, inm_util.Unknown)
     if isinstance(value, inm_util.Unknown) or annotation is typing.Any or annotation is object:
         return True
     if annotation is None or annotation is type(None):
@@ -790,13 +890,13 @@ def conforms(value, annotation):
     if isinstance(annotation, str):
         text = annotation.strip()
         if text.endswith("?"):
-            return value is None or conforms(value, text[:-1])
+            return value is None or conforms(value, text[:-1], ignore_references)
         if text in ("any", "expression"):
             return True
         if text in ("null", "None"):
             return value is None
         if text.endswith("[]"):
-            return isinstance(value, list) and all(conforms(x, text[:-2]) for x in value)
+            return isinstance(value, list) and all(conforms(x, text[:-2], ignore_references) for x in value)
         if text in _DSL_TYPES:
             if isinstance(value, bool) and text != "bool":
                 return False
@@ -810,9 +910,9 @@ def conforms(value, annotation):
         for meta in args[1:]:
             if isinstance(meta, inmanta.plugins.ModelType):
                 return _is_entity(value, meta.model_type)
-        return conforms(value, args[0])
+        return conforms(value, args[0], ignore_references)
     if origin in (typing.Union, pytypes.UnionType):
-        return any(conforms(value, a) for a in args)
+        return any(conforms(value, a, ignore_references) for a in args)
     if annotation in (str, int, float, bool):
         if isinstance(value, bool) and annotation is not bool:
             return False
@@ -820,11 +920,12 @@ def conforms(value, annotation):
             return isinstance(value, (int, float))
         return isinstance(value, annotation)
     if annotation in (list, dict):
-        return isinstance(value, annotation)
+        # elements of any type, which do not declare references
+        return isinstance(value, annotation) and (ignore_references or not _contains_reference(value))
     if origin in (list, typing.Sequence) or annotation is typing.Sequence:
-        return isinstance(value, list) and (not args or all(conforms(x, args[0]) for x in value))
+        return isinstance(value, list) and (not args or all(conforms(x, args[0], ignore_references) for x in value))
     if origin in (dict, typing.Mapping):
-        return isinstance(value, dict) and (len(args) < 2 or all(conforms(x, args[1]) for x in value.values()))
+        return isinstance(value, dict) and (len(args) < 2 or all(conforms(x, args[1], ignore_references) for x in value.values()))
     return True
 
 
@@ -838,7 +939,8 @@ def checker(annotation):
     if annotation in (str, "string"):
         return lambda v: (type(v) is str) or isinstance(v, Unknown) or conforms(v, annotation)
     if annotation is typing.Any or annotation is object or annotation in ("any", "expression"):
-        return lambda v: True
+        # anything but a reference, which only a `Reference[...]` annotation takes
+        return lambda v: not isinstance(v, inmanta.references.Reference)
     return lambda v: conforms(v, annotation)
 
 
@@ -885,8 +987,10 @@ class Plugin:
         for name, value in named:
             check = checks.get(name)
             if check is not None and not check(value):
+                refusal = reference_refusal(value, self.annotations[name], self.name, name)
                 raise PluginTypeError(
-                    f"Value {value!r} for argument {name} of plugin {self.name} has incompatible type."
+                    refusal
+                    or f"Value {value!r} for argument {name} of plugin {self.name} has incompatible type."
                     f" Expected type: {type_text(self.annotations[name])}"
                 )
 
@@ -1049,8 +1153,9 @@ class Bridge:
             plugin.check_args(raw_args, raw_kwargs)
         except PluginTypeError as e:
             return {"error": {"type": "PluginTypeException", "message": str(e), "frame": ""}}
-        args = [self.to_plugin(v, plugin) for v in raw_args]
-        kwargs = {k: self.to_plugin(v, plugin) for k, v in raw_kwargs.items()}
+        names = plugin.params
+        args = [self.to_plugin(v, names[i] if i < len(names) else f"args[{i}]") for i, v in enumerate(raw_args)]
+        kwargs = {k: self.to_plugin(v, k) for k, v in raw_kwargs.items()}
         if plugin.context_at >= 0:
             args.insert(plugin.context_at, BridgeContext(plugin.ns, self.config, self))
         try:
@@ -1068,10 +1173,11 @@ class Bridge:
             return error_answer(e)
 
     @staticmethod
-    def to_plugin(value, plugin):
+    def to_plugin(value, name):
         if type(value) in _PLAIN or isinstance(value, inm_util.Unknown):
             return value
-        return proxy.DynamicProxy.return_value(value)
+        # the argument's name is the path Inmanta's messages give (`resource.value`)
+        return proxy.DynamicProxy.return_value(value, context=proxy.ProxyContext(path=name))
 
     def export(self, request):
         entity = request["entity"]

@@ -345,14 +345,9 @@ fn encode_at(ev: &Evaluator<'_>, v: &Value, with_attributes: bool) -> Json {
             json!({"$i": i, "$t": ent.name, "$a": known})
         }
         Value::Unknown(_) => json!({"$u": 1}),
-        // a reference as its model and the models of every reference it takes: Python makes
-        // the module's own reference object of it (an attribute read, a native plugin's result;
-        // a plugin argument is refused before the call, `references::check_python_args`)
-        Value::Reference(r) => {
-            let mut models = Vec::new();
-            r.collect(&mut models, &mut std::collections::HashSet::new());
-            json!({"$R": r.id, "models": models})
-        }
+        // as its class's object on the Python side, which refuses it where Inmanta does (an
+        // undeclared plugin argument, an attribute read without `allow_reference_values`)
+        Value::Reference(r) => r.to_python(),
     }
 }
 
@@ -608,6 +603,8 @@ fn plugin_error(ev: &Evaluator<'_>, what: &str, e: &Json, span: Span) -> Flow {
     let (our_kind, text) = match kind {
         "PluginException" => ("ExplicitPluginException", format!("Exception in plugin {what}: {message}{frame}")),
         "PluginTypeException" => ("PluginTypeException", message.to_string()),
+        // an undeclared reference read through an instance (inmanta-core's proxy raised it)
+        "UnexpectedReference" => ("WrappingRuntimeException", format!("Exception in plugin {what}: {message}{frame}")),
         "RuntimeException" | "NotFoundException" | "OptionalValueException" => {
             ("RuntimeException", format!("{message} (in plugin {what}{frame})"))
         }
