@@ -212,6 +212,9 @@ impl<'s, 'a> Builder<'s, 'a> {
             let ns = self.types.entities[id].ns;
             let def = self.types.entities[id].def.expect("entity def");
             let mut parents = Vec::new();
+            if def.parents.iter().enumerate().any(|(i, p)| def.parents[..i].iter().any(|q| q.name == p.name)) {
+                self.err("TypingException", "same parent defined twice".to_string(), def.name.span);
+            }
             for p in &def.parents {
                 if let Some(pid) = self.resolve_entity(ns, p) {
                     if parents.contains(&pid) {
@@ -557,9 +560,6 @@ impl<'s, 'a> Builder<'s, 'a> {
             }
             if e.implements.iter().any(|i| i.when.is_some() || i.impls.iter().any(|x| Some(*x) != none)) {
                 problems.push("it has an implementation other than std::none".to_string());
-            }
-            if e.implements.is_empty() {
-                problems.push("it must be implemented with std::none".to_string());
             }
             for p in problems {
                 self.err("DataClassException", format!("The dataclass {name} is not valid: {p}"), span);
