@@ -1,7 +1,7 @@
 //! Compares our compiler's answer on a case with the real Inmanta's recorded answer (the
 //! "truth" written by `scripts/reference/record.sh`, see docs/compiler-conformance.md).
 //!
-//! A case is a `.cf` file (the main file of a project whose module path is `tests/modules`), its
+//! A case is a `.cf` file (the main file of a project whose module path is [`case_modules`]), its
 //! truth `NAME.inmanta.json` beside it; or a project directory, its truth `main.inmanta.json` in
 //! it. What is compared, and how it is normalised, is listed on [`Kind`].
 
@@ -91,13 +91,21 @@ pub fn test_modules() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/modules")
 }
 
-/// The options both compilers run a case with: `tests/modules` on the module path and
+/// The module directory of a `.cf` case: a `modules/` directory beside it (the snippets of
+/// Inmanta's own test suite import its test modules), else [`test_modules`]. The recorder
+/// (`compile_cases.py`, `case_modules`) chooses the same.
+pub fn case_modules(case: &Path) -> PathBuf {
+    let beside = case.parent().map(|d| d.join("modules"));
+    beside.filter(|d| d.is_dir()).unwrap_or_else(test_modules)
+}
+
+/// The options both compilers run a case with: [`case_modules`] on the module path and
 /// `CONF_SET=hello` as the only environment variable.
 pub fn case_options(case: &Path) -> CompileOptions {
     let env = [("CONF_SET".to_string(), "hello".to_string())].into_iter().collect();
     CompileOptions {
         main_file: (!case.is_dir()).then(|| case.to_path_buf()),
-        module_path: if case.is_dir() { Vec::new() } else { vec![test_modules()] },
+        module_path: if case.is_dir() { Vec::new() } else { vec![case_modules(case)] },
         stack_size: 8 << 20,
         // the recorder runs Inmanta without a server or environment
         plugin_inputs: PluginInputs { env: Some(env), environment: String::new(), ..PluginInputs::default() },
@@ -248,7 +256,7 @@ fn normal_file(case: &Path, file: &str) -> String {
     if !case.is_dir() && path == case {
         return "main.cf".into();
     }
-    if let Ok(rel) = path.strip_prefix(test_modules()) {
+    if let Ok(rel) = path.strip_prefix(case_modules(case)) {
         return format!("modules/{}", rel.display());
     }
     if case.is_dir()

@@ -157,6 +157,7 @@ impl Loader {
     pub(crate) fn load(&mut self, main: &Path, text: String) -> Result<(), ()> {
         self.parse_into("__config__", main.to_path_buf(), text, false);
         let mut loaded: HashSet<String> = HashSet::from(["__config__".to_string()]);
+        let mut failed: HashSet<String> = HashSet::new();
         let mut queue: VecDeque<(String, Option<Span>)> = VecDeque::from([("std".to_string(), None)]);
         let mut idx = 0;
         loop {
@@ -182,7 +183,16 @@ impl Loader {
             if !loaded.insert(ns.clone()) {
                 continue;
             }
+            // a module that failed to load is reported once, not again for each sub-namespace
+            let top = ns.split("::").next().unwrap_or(&ns).to_string();
+            if failed.contains(&top) {
+                continue;
+            }
+            let before = self.errors.len();
             self.load_ns(&ns, span);
+            if self.errors.len() > before {
+                failed.insert(top);
+            }
         }
         if self.errors.is_empty() { Ok(()) } else { Err(()) }
     }

@@ -8,7 +8,7 @@ Run with the reference venv's Python (scripts/reference/record.sh does that):
     compile_cases.py worker               # internal: one compile per JSON line on stdin
 
 A CASE is a `.cf` file (compiled as the main.cf of a throwaway project whose module path is
-`compiler/tests/modules`) or a project directory holding `project.yml` (copied as a whole).
+`compiler/tests/modules`, or the `modules/` directory beside the case if there is one) or a project directory holding `project.yml` (copied as a whole).
 A directory without `project.yml` stands for every `.cf` file and project directory in it. The answer for `X.cf` is
 written to `X.inmanta.json` beside it; a project's answer to `main.inmanta.json` in it.
 
@@ -37,13 +37,13 @@ CASE_ENV = {"CONF_SET": "hello"}
 # ---------------------------------------------------------------------------------------------
 
 
-def _location(exc, project_dir):
+def _location(exc, project_dir, modules=TEST_MODULES):
     loc = exc.get_location()
     if loc is None:
         return None
     file = loc.file
     if file and os.path.isabs(file):
-        for base, prefix in ((project_dir, ""), (TEST_MODULES, "modules/"), (REPO, "repo/")):
+        for base, prefix in ((project_dir, ""), (modules, "modules/"), (REPO, "repo/")):
             if file.startswith(base + os.sep):
                 file = prefix + os.path.relpath(file, base)
                 break
@@ -57,27 +57,27 @@ def _location(exc, project_dir):
     return out
 
 
-def _error(exc, project_dir):
+def _error(exc, project_dir, modules=TEST_MODULES):
     from inmanta.ast import CompilerException
 
     if isinstance(exc, CompilerException):
         exported = exc.export()
-        out = {"type": exported.type, "message": exc.get_message(), "location": _location(exc, project_dir)}
+        out = {"type": exported.type, "message": exc.get_message(), "location": _location(exc, project_dir, modules)}
     else:
         out = {"type": f"{type(exc).__module__}.{type(exc).__qualname__}", "message": str(exc), "location": None}
     cause = exc.__cause__ or getattr(exc, "__cause__", None)
     if cause is not None and cause is not exc:
-        out["cause"] = _error(cause, project_dir)
+        out["cause"] = _error(cause, project_dir, modules)
     return out
 
 
-def _errors(exc, project_dir):
+def _errors(exc, project_dir, modules=TEST_MODULES):
     """An exception as the list of errors it reports: a MultiException's members, in its order."""
     from inmanta.ast import MultiException
 
     if isinstance(exc, MultiException):
-        return [_error(e, project_dir) for e in exc.get_causes()]
-    return [_error(exc, project_dir)]
+        return [_error(e, project_dir, modules) for e in exc.get_causes()]
+    return [_error(exc, project_dir, modules)]
 
 
 def _value(v, depth=0):
@@ -133,8 +133,8 @@ def _resources(resources, resource_state):
     return out, {str(k): str(v.value if hasattr(v, "value") else v) for k, v in resource_state.items()}
 
 
-def compile_one(source_dir, main_text):
-    """Compile one case in a fresh project; the answer as a dict."""
+def compile_one(source_dir, main_text, modules=TEST_MODULES):
+    """Compile one case in a fresh project (a `.cf` case with `modules` on its module path); the answer as a dict."""
     import contextlib
     import io
 
@@ -149,7 +149,7 @@ def compile_one(source_dir, main_text):
         else:
             project_dir = work
             with open(os.path.join(work, "project.yml"), "w") as f:
-                json.dump({"name": "case", "modulepath": [TEST_MODULES]}, f)
+                json.dump({"name": "case", "modulepath": [modules]}, f)
             with open(os.path.join(work, "main.cf"), "w") as f:
                 f.write(main_text)
         answer = {"format": FORMAT, "inmanta": _versions()}
@@ -170,7 +170,7 @@ def compile_one(source_dir, main_text):
             answer["outcome"] = "error"
             answer["phase"] = phase
             answer["multi"] = type(e).__name__ == "MultiException"
-            answer["errors"] = _errors(e, project_dir)
+            answer["errors"] = _errors(e, project_dir, modules)
         answer["printed"] = printed.getvalue().splitlines()
         return answer
     finally:
@@ -195,7 +195,7 @@ def worker():
     for line in sys.stdin:
         req = json.loads(line)
         try:
-            answer = compile_one(req.get("dir"), req.get("text"))
+            answer = compile_one(req.get("dir"), req.get("text"), req.get("modules", TEST_MODULES))
         except BaseException as e:  # noqa: BLE001
             answer = {"format": FORMAT, "outcome": "crash", "errors": [{"type": type(e).__qualname__, "message": str(e)}]}
         out.write(json.dumps(answer) + "\n")
@@ -256,7 +256,14 @@ def request(case):
     if os.path.isdir(case):
         return {"dir": case}
     with open(case, encoding="utf-8") as f:
-        return {"text": f.read()}
+        return {"text": f.read(), "modules": case_modules(case)}
+
+
+def case_modules(case):
+    """The module directory of a `.cf` case: a `modules/` directory beside it (the snippets of
+    Inmanta's own test suite import its test modules), else compiler/tests/modules."""
+    beside = os.path.join(os.path.dirname(case), "modules")
+    return beside if os.path.isdir(beside) else TEST_MODULES
 
 
 def run_all(cases, jobs, timeout, on_answer):

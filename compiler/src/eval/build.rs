@@ -177,6 +177,16 @@ impl<'s, 'a> Builder<'s, 'a> {
                             ExprKind::Regex(r) => fancy_regex::Regex::new(&format!("^(?:{r})")).ok(),
                             _ => None,
                         };
+                        if !matches!(constraint.kind, ExprKind::Regex(_))
+                            && !reads_var(constraint, "self")
+                            && !reads_var(constraint, &name.name)
+                        {
+                            self.err(
+                                "TypingException",
+                                "typedef expressions should reference the self variable".to_string(),
+                                name.span,
+                            );
+                        }
                         let id = self.types.typedefs.len();
                         self.types.typedefs.push(Typedef { name: full.clone(), base: Type::Any, ns, regex });
                         self.types.typedef_constraints.push(match &constraint.kind {
@@ -212,6 +222,9 @@ impl<'s, 'a> Builder<'s, 'a> {
             let ns = self.types.entities[id].ns;
             let def = self.types.entities[id].def.expect("entity def");
             let mut parents = Vec::new();
+            if def.parents.iter().enumerate().any(|(i, p)| def.parents[..i].iter().any(|q| q.name == p.name)) {
+                self.err("TypingException", "same parent defined twice".to_string(), def.name.span);
+            }
             for p in &def.parents {
                 if let Some(pid) = self.resolve_entity(ns, p) {
                     if parents.contains(&pid) {
@@ -558,9 +571,6 @@ impl<'s, 'a> Builder<'s, 'a> {
             if e.implements.iter().any(|i| i.when.is_some() || i.impls.iter().any(|x| Some(*x) != none)) {
                 problems.push("it has an implementation other than std::none".to_string());
             }
-            if e.implements.is_empty() {
-                problems.push("it must be implemented with std::none".to_string());
-            }
             for p in problems {
                 self.err("DataClassException", format!("The dataclass {name} is not valid: {p}"), span);
             }
@@ -673,4 +683,47 @@ pub(crate) fn lookup_typedef(types: &Types<'_>, ns: NsId, name: &str) -> Result<
 
 pub(crate) fn lookup_impl(types: &Types<'_>, ns: NsId, name: &str) -> Result<usize, (&'static str, String)> {
     lookup_named(types, &types.impl_by_name, ns, name, "implementation")
+}
+
+/// Whether an expression reads variable `name` (directly, through an attribute or in a string).
+fn reads_var(e: &ast::Expr, name: &str) -> bool {
+    use ast::{FPart, StrPart};
+    let args = |a: &ast::Args| {
+        a.positional.iter().chain(a.keyword.iter().map(|k| &k.value)).chain(&a.spread).any(|x| reads_var(x, name))
+    };
+    fn in_fparts(parts: &[FPart], name: &str) -> bool {
+        parts.iter().any(|p| match p {
+            FPart::Lit(_) => false,
+            FPart::Field { path, spec, .. } => path.first().is_some_and(|f| f == name) || in_fparts(spec, name),
+        })
+    }
+    match &e.kind {
+        ExprKind::Var(v) => v == name,
+        ExprKind::Interp(parts) => {
+            parts.iter().any(|p| matches!(p, StrPart::Var(path, _) if path.first().is_some_and(|f| f == name)))
+        }
+        ExprKind::FStr(parts) => in_fparts(parts, name),
+        ExprKind::Attr(b, _) | ExprKind::Not(b) | ExprKind::IsDefined(b) => reads_var(b, name),
+        ExprKind::List(items) => items.iter().any(|x| reads_var(x, name)),
+        ExprKind::Dict(items) => items.iter().any(|(_, x)| reads_var(x, name)),
+        ExprKind::Constructor { args: a, .. } | ExprKind::Call { args: a, .. } => args(a),
+        ExprKind::IndexLookup { args: a, .. } => a.iter().any(|k| reads_var(&k.value, name)),
+        ExprKind::SelectorLookup { base, args: a, .. } => {
+            reads_var(base, name) || a.iter().any(|k| reads_var(&k.value, name))
+        }
+        ExprKind::MapLookup(a, b) | ExprKind::Binary(_, a, b) => reads_var(a, name) || reads_var(b, name),
+        ExprKind::Cond(a, b, c) => reads_var(a, name) || reads_var(b, name) || reads_var(c, name),
+        ExprKind::Comprehension { value, fors, guards } => {
+            reads_var(value, name)
+                || fors.iter().any(|(_, x)| reads_var(x, name))
+                || guards.iter().any(|x| reads_var(x, name))
+        }
+        ExprKind::Null
+        | ExprKind::Bool(_)
+        | ExprKind::Int(_)
+        | ExprKind::BigInt(_)
+        | ExprKind::Float(_)
+        | ExprKind::Str(_)
+        | ExprKind::Regex(_) => false,
+    }
 }

@@ -25,11 +25,14 @@ pub(crate) struct Cx<'c> {
     /// Target entity of the relation being assigned (for inferred short class names).
     pub infer: Option<EntId>,
     pub depth: usize,
+    /// Evaluating a typedef's constraint: only `self` (and the expression's own loop names)
+    /// can be read, as Inmanta runs it with `self` as its only variable.
+    pub constraint: bool,
 }
 
 impl<'c> Cx<'c> {
     pub(crate) fn new(scope: ScopeId, ns: NsId, cache: &'c mut Vec<Value>) -> Self {
-        Cx { scope, ns, cache, seq: 0, locals: Vec::new(), infer: None, depth: 0 }
+        Cx { scope, ns, cache, seq: 0, locals: Vec::new(), infer: None, depth: 0, constraint: false }
     }
 }
 
@@ -68,6 +71,12 @@ impl<'a> Evaluator<'a> {
             ExprKind::Regex(_) => {
                 Err(error("TypingException", "A regex can only be used in a typedef", e.span, self.m.sources))
             }
+            ExprKind::Interp(_) if cx.constraint => Err(error(
+                "DirectExecuteException",
+                "A string interpolation can not be executed in a type constraint".to_string(),
+                e.span,
+                self.sources,
+            )),
             ExprKind::Interp(parts) => {
                 let mut out = self.string_buffer();
                 for p in parts {
@@ -430,6 +439,14 @@ impl<'a> Evaluator<'a> {
     }
 
     fn eval_var(&mut self, name: &str, span: Span, cx: &mut Cx) -> EResult<Value> {
+        if cx.constraint && !cx.locals.iter().any(|(n, _)| &**n == name) {
+            return Err(error(
+                "NotFoundException",
+                format!("Unable to resolve `{name}`: a type constraint can not reference variables."),
+                span,
+                self.m.sources,
+            ));
+        }
         if let Some(p) = name.rfind("::") {
             let (prefix, short) = (&name[..p], &name[p + 2..]);
             let target = match self.m.types.visible_namespace(cx.ns, prefix) {
@@ -675,6 +692,16 @@ impl<'a> Evaluator<'a> {
     }
 
     fn index_lookup(&mut self, ent: EntId, vals: Vec<(&str, Value, Span)>, span: Span) -> EResult<Value> {
+        if let Some((n, _, _)) =
+            vals.iter().enumerate().find_map(|(i, v)| vals[..i].iter().any(|w| w.0 == v.0).then_some(v))
+        {
+            return Err(error(
+                "RuntimeException",
+                format!("Attribute {n} provided twice in index lookup"),
+                span,
+                self.m.sources,
+            ));
+        }
         for (n, v, s) in &vals {
             if self.m.types.entities[ent].attr(n).is_none() {
                 return Err(error(
@@ -927,6 +954,26 @@ impl<'a> Evaluator<'a> {
     }
 
     fn call(&mut self, name: &'a Ident, args: &'a Args, span: Span, cx: &mut Cx) -> EResult<Value> {
+        // the primitive types: a cast for some, callable by no other
+        match name.name.as_str() {
+            "bool" | "int" | "float" | "string" | "number" if !args.keyword.is_empty() || !args.spread.is_empty() => {
+                return Err(error(
+                    "RuntimeException",
+                    "Only positional arguments allowed in type cast".to_string(),
+                    span,
+                    self.m.sources,
+                ));
+            }
+            "list" | "dict" => {
+                return Err(error(
+                    "RuntimeException",
+                    format!("Can not call '{}', can only call plugin or primitive type cast", name.name),
+                    span,
+                    self.m.sources,
+                ));
+            }
+            _ => {}
+        }
         let full = self.resolve_plugin(cx.ns, name)?;
         let plugin = self.plugins.get(&full).expect("resolved").clone();
         if let Some(instead) = crate::builtins::deprecated_plugin(&full) {

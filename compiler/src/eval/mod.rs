@@ -1326,10 +1326,12 @@ impl<'a> Evaluator<'a> {
         }
         for (ty, d, span) in defaults {
             if let Err(Flow::Err(e)) = self.check_type(&d, &ty, span) {
-                // Inmanta's list type rejects null with a TypingException, every other wrong value
-                // is a RuntimeException
-                let null_list = matches!(d, Value::Null) && matches!(ty, Type::List | Type::TypedList(_));
-                let kind = if null_list { e.kind.clone() } else { "RuntimeException".into() };
+                // Inmanta's list type rejects a value that is no list (null included) with a
+                // TypingException, every other wrong value is a RuntimeException
+                let not_a_list = !matches!(d, Value::List(_)) && matches!(ty, Type::List | Type::TypedList(_));
+                // (a constraint that can not run keeps its own kind)
+                let kind =
+                    if not_a_list || e.kind != "TypingException" { e.kind.clone() } else { "RuntimeException".into() };
                 return Err(vec![Diagnostic { kind, ..*e }]);
             }
         }
@@ -1450,6 +1452,7 @@ impl<'a> Evaluator<'a> {
                     let mut cache = Vec::new();
                     let mut cx = expr::Cx::new(self.m.ns_scopes[ns], ns, &mut cache);
                     cx.locals.push((Rc::from("self"), v.clone()));
+                    cx.constraint = true;
                     let r = match self.eval(c, &mut cx) {
                         Ok(r) => r,
                         Err(Flow::Wait(_)) => {

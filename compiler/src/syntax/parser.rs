@@ -255,6 +255,17 @@ impl Parser<'_> {
             Tok::Kw("import") => {
                 self.bump();
                 let path = self.ns_ref("a module name")?;
+                if path.name.contains('-') {
+                    // Inmanta refuses it when it builds the import, a plain CompilerException
+                    return Err(ParseError {
+                        kind: "CompilerException",
+                        message: format!(
+                            "{} is not a valid module name: hyphens are not allowed, please use underscores instead.",
+                            path.name
+                        ),
+                        span: path.span,
+                    });
+                }
                 // module names and aliases are lower-case identifiers in Inmanta's grammar; its
                 // parser reports the keyword before a capitalised one
                 if path.name.split("::").any(is_class_name) {
@@ -303,6 +314,14 @@ impl Parser<'_> {
                 }
                 let when = if self.eat_kw("when") { Some(self.expr()?) } else { None };
                 let span = start.to(self.prev_span());
+                let inherits = impls.iter().any(|i| i.name == "parents");
+                if inherits && when.as_ref().is_some_and(|w| !matches!(w.kind, ExprKind::Bool(true))) {
+                    return Err(ParseError {
+                        kind: "RuntimeException",
+                        message: "Conditional implementation with parents not allowed".into(),
+                        span: entity.span,
+                    });
+                }
                 self.doc();
                 Ok(Top::Implement { entity, impls, when, span })
             }

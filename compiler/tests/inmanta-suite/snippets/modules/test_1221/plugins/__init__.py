@@ -1,0 +1,6 @@
+from inmanta.plugins import plugin
+
+
+@plugin
+def test(file: "std::WrongName") -> "bool":
+    return False
