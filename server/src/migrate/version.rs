@@ -105,7 +105,7 @@ fn put_version(full: &SourceVersion, pip_config: Option<Value>) -> PutVersion {
             Value::String(text) => serde_json::from_str(text).unwrap_or_default(),
             _ => Map::new(),
         };
-        let versioned = format!("{id},v={}", full.version);
+        let versioned = api::resource::versioned_id(id, full.version as u64);
         resource.insert("id".into(), Value::String(versioned));
         if row["is_undefined"].as_bool() == Some(true) {
             put.resource_state.insert(id.to_string(), ResourceState::Undefined.as_str().to_string());
