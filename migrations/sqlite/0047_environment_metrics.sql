@@ -15,7 +15,7 @@ CREATE TABLE environment_metrics_timer (
     category TEXT NOT NULL,
     timestamp TEXT NOT NULL,
     count BIGINT NOT NULL,
-    value REAL NOT NULL,
+    value DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (environment, metric_name, category, timestamp)
 );
 CREATE INDEX environment_metrics_gauge_time ON environment_metrics_gauge (environment, timestamp);
