@@ -108,26 +108,34 @@ async fn a_thousand_half_open_connections_leave_the_server_answering_and_are_clo
     assert_eq!(s.call("GET", "/api/v2/health", None, None).await.0, 200);
 }
 
+/// A connection to `target` from `source` (all of 127.0.0.0/8 is this machine): the tests that
+/// count connections per address use an address nothing else here connects from (the test
+/// harness's own client keeps a connection from 127.0.0.1 that may close at any moment).
+async fn connect_from(source: &str, target: SocketAddr) -> TcpStream {
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
+    socket.connect(target).await.unwrap_or_else(|e| panic!("connect from {source}: {e}"))
+}
+
 #[tokio::test]
 async fn one_address_holds_a_bounded_number_of_connections() {
     let s = TestServer::start_with(&[("INMANTA_SERVER_MAX_CONNECTIONS_PER_CLIENT", "5")]).await;
     let target = address(&s);
+    let capped = "127.0.0.3";
     let mut held = Vec::new();
     for _ in 0..5 {
-        let mut stream = TcpStream::connect(target).await.unwrap();
+        let mut stream = connect_from(capped, target).await;
         stream.write_all(b"GET /api/v2/health HTTP/1.1\r\nHost: x\r\n").await.unwrap();
         held.push(stream);
     }
     // The sixth from the same address is refused with a reason.
-    let mut sixth = TcpStream::connect(target).await.unwrap();
+    let mut sixth = connect_from(capped, target).await;
     let (status, head, body) = answer(&mut sixth, Duration::from_secs(10)).await.expect("a refusal");
     assert_eq!(status, 429, "{head}");
     assert!(body.contains("max-connections-per-client"), "{body}");
 
-    // Another address is served meanwhile (all of 127.0.0.0/8 is this machine).
-    let socket = TcpSocket::new_v4().unwrap();
-    socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
-    let mut other = socket.connect(target).await.expect("connect from 127.0.0.2");
+    // Another address is served meanwhile.
+    let mut other = connect_from("127.0.0.2", target).await;
     other.write_all(b"GET /api/v2/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.unwrap();
     let (status, _, _) = answer(&mut other, Duration::from_secs(10)).await.expect("an answer");
     assert_eq!(status, 200);
@@ -136,7 +144,7 @@ async fn one_address_holds_a_bounded_number_of_connections() {
     drop(held.pop());
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let mut again = TcpStream::connect(target).await.unwrap();
+        let mut again = connect_from(capped, target).await;
         again.write_all(b"GET /api/v2/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.unwrap();
         let (status, _, _) = answer(&mut again, Duration::from_secs(10)).await.expect("an answer");
         if status == 200 {
