@@ -25,7 +25,7 @@ pub enum Mode {
     DryRun,
 }
 
-/// What happened to the resource's dependencies since its last run (deploy.md §5).
+/// What happened to the resource's dependencies since its last run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Events {
     /// A requirement with `send_event` produced changes since this resource's last successful run.

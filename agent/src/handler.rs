@@ -1,4 +1,4 @@
-//! The handler contract (deploy.md §3): the [`Handler`] trait, the CRUD flavour most resources use,
+//! The handler contract (docs/handlers.md): the [`Handler`] trait, the CRUD flavour most resources use,
 //! and the [`HandlerContext`] a handler logs to and reports changes through.
 
 use std::collections::BTreeMap;
@@ -46,7 +46,7 @@ impl From<std::io::Error> for HandlerError {
 }
 
 /// What a handler sees of the run and reports back through: mode, events, host, files, logs,
-/// change kind, attribute changes and facts (deploy.md §3.4).
+/// change kind, attribute changes and facts (docs/handlers.md, "What every run reports").
 pub struct HandlerContext<'a> {
     mode: Mode,
     events: &'a Events,
@@ -237,7 +237,7 @@ pub trait Handler: Send + Sync {
     /// Brings the resource to its desired state (or, in a dry run, only records the changes).
     fn run(&self, ctx: &mut HandlerContext<'_>, resource: &ResourceRequest) -> Result<(), HandlerError>;
 
-    /// Facts about the resource (deploy.md §3.4); none by default.
+    /// Facts about the resource, reported through the context; none by default.
     fn facts(&self, _ctx: &mut HandlerContext<'_>, _resource: &ResourceRequest) -> Result<(), HandlerError> {
         Ok(())
     }
@@ -250,7 +250,7 @@ pub trait Handler: Send + Sync {
     }
 }
 
-/// A handler for a resource with `purged` (deploy.md §3.3): the driver reads, diffs, then
+/// A handler for a resource with `purged` (Inmanta's `CRUDHandler`, docs/handlers.md): the driver reads, diffs, then
 /// creates, updates or deletes.
 pub trait CrudHandler: Send + Sync {
     /// The managed attributes as they are now, or `None` when the object does not exist.
@@ -291,7 +291,7 @@ pub trait CrudHandler: Send + Sync {
     }
 }
 
-/// Every attribute in `current` whose desired value is not null and differs (deploy.md §3.2 step 3).
+/// Every attribute in `current` whose desired value is not null and differs.
 pub fn diff_attributes(
     current: &Map<String, Value>,
     desired: &Map<String, Value>,

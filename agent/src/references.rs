@@ -1,5 +1,5 @@
 //! References and mutators: the values a model keeps out of the server (secrets, facts known only
-//! at deploy time) and that the executor resolves just before a handler runs (DESIGN.md §7).
+//! at deploy time) and that the executor resolves just before a handler runs (docs/modules.md, "References").
 //!
 //! An exported resource lists its `references` (type, id, arguments; an argument may be another
 //! reference) and its `mutators`; a `core::Replace` mutator puts the value of one reference at a

@@ -1,4 +1,4 @@
-//! Users, login, roles and environment tokens (reference/api.md §4.1, §5.4, §5.5).
+//! Users, login, roles and environment tokens (docs/api.md, "Authentication").
 
 use std::collections::BTreeMap;
 

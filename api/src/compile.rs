@@ -1,4 +1,4 @@
-//! Server-side compiles: requests, reports and their stages (reference/api.md §4.2, §5.6).
+//! Server-side compiles: requests, reports and their stages (docs/api.md, "Compiles").
 
 use std::collections::BTreeMap;
 

@@ -1,4 +1,4 @@
-//! Projects and environments (reference/api.md §4.1, §5.1, §5.2).
+//! Projects and environments (routes: docs/api.md).
 
 use std::collections::BTreeMap;
 

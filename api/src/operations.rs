@@ -1,4 +1,4 @@
-//! Facts, parameters and notifications (reference/api.md §4.4, §5.13, §5.14).
+//! Facts, parameters and notifications (routes: docs/api.md).
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -94,7 +94,7 @@ pub struct NotificationUpdate {
     pub cleared: Option<bool>,
 }
 
-/// An agent of an environment (`GET /api/v2/agents`, reference/api.md §4.4).
+/// An agent of an environment (`GET /api/v2/agents`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Agent {
     pub environment: Uuid,

@@ -1,4 +1,4 @@
-//! Paging of v2 list endpoints (reference/api.md §2): links and metadata on the wire.
+//! Paging of v2 list endpoints (docs/api.md, "Paging, filtering, sorting"): links and metadata on the wire.
 
 use serde::{Deserialize, Serialize};
 

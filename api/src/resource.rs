@@ -1,4 +1,4 @@
-//! Resource ids (reference/language.md §12.1): `<type>[<agent>,<attribute>=<value>]`, optionally
+//! Resource ids, as Inmanta writes them: `<type>[<agent>,<attribute>=<value>]`, optionally
 //! followed by `,v=<version>` (a resource version id).
 
 use std::fmt;

@@ -1,5 +1,5 @@
 //! Environment settings: values, definitions and the catalogue of every setting
-//! (reference/api.md §5.3).
+//! (routes and the values each takes: docs/api.md).
 
 use std::collections::BTreeMap;
 

@@ -90,7 +90,7 @@ macro_rules! wire_enum {
 }
 
 wire_enum! {
-    /// The status of a released resource (reference/api.md §3, Inmanta's `ResourceState` and
+    /// The status of a released resource (Inmanta's `ResourceState` and
     /// `ReleasedResourceState`).
     ResourceState ("resource state") {
         Unavailable = "unavailable",
@@ -127,7 +127,7 @@ impl ResourceState {
 }
 
 wire_enum! {
-    /// How a handler run ended (reference/deploy.md §3.5): the states a run can leave behind.
+    /// How a handler run ended (docs/handlers.md, "What every run reports"): the states a run can leave behind.
     HandlerStatus ("handler status") {
         Deployed = "deployed",
         Failed = "failed",
@@ -243,7 +243,7 @@ wire_enum! {
         AgentDown = "agent_down",
         Undefined = "undefined",
         SkippedForUndefined = "skipped_for_undefined",
-        /// This project's addition (reference/deploy.md §7): a requirement is not deployed, so
+        /// This project's addition (not in Inmanta 20.1): a requirement is not deployed, so
         /// the handler could not tell what would change.
         SkippedForDependency = "skipped_for_dependency",
         /// This project's addition: the handler failed to read the current state.
@@ -281,7 +281,7 @@ struct RuleStep {
     status: ResourceState,
 }
 
-/// Reference/deploy.md §2.3: the first step that holds gives the status; when none does, the
+/// Inmanta's single status: the first step that holds gives the status; when none does, the
 /// last run's status.
 const STATUS_RULE: &[RuleStep] = &[
     RuleStep { holds: |v| v.orphan, sql: "is_orphan = 1", status: ResourceState::Orphaned },

@@ -1,4 +1,4 @@
-//! Versions of the desired state (reference/api.md §4.3, §5.8).
+//! Versions of the desired state (routes: docs/api.md).
 
 use std::collections::BTreeMap;
 
@@ -148,7 +148,7 @@ pub struct VersionedResourceDetails {
 
 pub use crate::state::ResourceDiffStatus;
 
-/// A dry run of a version (reference/api.md §4.4).
+/// A dry run of a version (`/api/v2/dryrun/<v>`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DryRun {
     pub id: uuid::Uuid,

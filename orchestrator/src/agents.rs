@@ -1,4 +1,4 @@
-//! Agents of an environment (reference/api.md §5.12, deploy.md §8): listed, paused and unpaused;
+//! Agents of an environment (routes: docs/api.md): listed, paused and unpaused;
 //! the scheduler reads the pause state and marks agents up while it serves them.
 
 use serde::{Deserialize, Serialize};
@@ -32,7 +32,7 @@ pub const AGENT_VIEW: View = View {
     id_kind: ColumnKind::Text,
 };
 
-/// An agent on the wire (reference/api.md §4.4).
+/// An agent on the wire, as `GET /api/v2/agents` answers it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
 pub struct AgentRow {
     pub name: String,

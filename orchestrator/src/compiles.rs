@@ -1,5 +1,5 @@
 //! Server-side compiles: the persisted queue of compile requests per environment, their stages
-//! and reports (reference/api.md §4.2, §5.6; deploy.md §9.3).
+//! and reports (docs/api.md, "Compiles"; docs/autonomous.md).
 //!
 //! A request is a `compile` row with `started` unset. Identical pending requests merge into one
 //! row. The runner (in the server binary) takes the oldest pending request of an environment

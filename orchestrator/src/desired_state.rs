@@ -11,7 +11,7 @@ use uuid::Uuid;
 use crate::paging::{Column, ColumnKind, Filter, FilterKind, Order, Page, PageRequest, Source, View, fetch_page};
 use crate::{Error, Orchestrator, Result};
 
-/// `GET /api/v2/desiredstate/<version>` (reference/api.md §2.4).
+/// `GET /api/v2/desiredstate/<version>` (its sorts and filters: docs/api.md).
 pub const VERSION_RESOURCES_VIEW: View = View {
     sort_columns: &[
         Column { name: "resource_type", sql: "r.resource_type", kind: ColumnKind::Text },

@@ -1,6 +1,6 @@
 //! Discovered resources: what discovery handlers (`DiscoveryHandler.discover_resources` of an
 //! Inmanta module) found on the managed machines, reported by the agents and listed for
-//! operators (reference/api.md, `/api/v2/discovered`). A report of an id that is already known
+//! operators (`/api/v2/discovered`, docs/api.md). A report of an id that is already known
 //! replaces it, as in Inmanta.
 
 use api::ResourceId;

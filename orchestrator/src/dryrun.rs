@@ -1,4 +1,4 @@
-//! Dry runs (reference/deploy.md §7, api.md §5.10): what the handlers would change for every
+//! Dry runs (routes: docs/api.md): what the handlers would change for every
 //! resource of a version, without changing anything. The server fills in what it knows itself
 //! (undefined, skipped for undefined, paused agents); the scheduler has the handlers report the
 //! rest through [`Orchestrator::dryrun_update`].

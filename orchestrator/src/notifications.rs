@@ -1,5 +1,5 @@
 //! Notifications: what an operator must see (a failed compile, a resource that started failing),
-//! kept per environment until cleared (reference/api.md §5.14).
+//! kept per environment until cleared (routes: docs/api.md).
 
 use api::operations::{Notification, NotificationSeverity, NotificationUpdate};
 use uuid::Uuid;

@@ -1,4 +1,4 @@
-//! Paging, filtering and sorting shared by every v2 list endpoint (reference/api.md §2).
+//! Paging, filtering and sorting shared by every v2 list endpoint (docs/api.md, "Paging, filtering, sorting").
 //!
 //! An endpoint describes its [`View`] once (sort columns, filters, tie-breaker id); a
 //! [`PageRequest`] parsed from the query string is checked against it; [`fetch_page`] runs the

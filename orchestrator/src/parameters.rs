@@ -1,4 +1,4 @@
-//! Parameters and facts (reference/api.md §5.13). Both live in the `parameter` table: a fact is a
+//! Parameters and facts (routes: docs/api.md). Both live in the `parameter` table: a fact is a
 //! parameter bound to a resource id (`resource_id` is empty for plain parameters).
 
 use api::ResourceId;

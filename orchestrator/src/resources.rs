@@ -1,5 +1,5 @@
 //! What the operator sees of resources: the latest released version plus orphans with their
-//! status (reference/deploy.md §2), details, history and logs, and the resource actions that the
+//! status (`api::state::StateVector::status`), details, history and logs, and the resource actions that the
 //! scheduler records.
 //!
 //! The state vector lives in `resource_persistent_state`, one row per resource id and
@@ -26,7 +26,7 @@ use crate::statistics::Written;
 use crate::store::{Transaction, now};
 use crate::{Error, Orchestrator, Result};
 
-/// The single status of reference/deploy.md §2.3: the generated column `status` of
+/// The single status (`api::state::StateVector::status`): the generated column `status` of
 /// `resource_persistent_state` (migration 0041 has its CASE, first match wins), indexed, so that
 /// lists filter, sort and count on it without evaluating it per resource.
 pub const STATUS_SQL: &str = "s.status";
@@ -34,7 +34,7 @@ pub const STATUS_SQL: &str = "s.status";
 /// What [`STATUS_SQL`] can say: every resource state and `orphaned`.
 pub const RESOURCE_STATUSES: &[&str] = ResourceState::NAMES;
 
-/// `GET /api/v2/resource` (reference/api.md §2.4).
+/// `GET /api/v2/resource` (its sorts and filters: docs/api.md).
 pub const RESOURCE_VIEW: View = View {
     sort_columns: &[
         Column { name: "resource_type", sql: "s.resource_type", kind: ColumnKind::Text },
@@ -957,7 +957,7 @@ struct DeployResult<'a> {
     reason: Option<&'a str>,
 }
 
-/// Records deploy results in the state vector of their resources (reference/deploy.md §2.2):
+/// Records deploy results in the state vector of their resources (`api::state::StateVector`):
 /// the one place a deploy's outcome reaches `resource_persistent_state`.
 async fn record_deploy_results(
     tx: &mut Transaction,

@@ -1,4 +1,4 @@
-//! The scheduler: one per environment, inside the server (reference/deploy.md §4–§6).
+//! The scheduler: one per environment, inside the server (ARCHITECTURE.md, `orchestrator`).
 //!
 //! Each environment's scheduler is a single task that owns the state of its resources (intent,
 //! dirty, blocked, last run), so no locks are needed. Work is queued per agent in priority order;
@@ -73,7 +73,7 @@ pub trait Dispatch: Send + Sync + 'static {
     fn execute(&self, agent: &str, task: Task) -> Pin<Box<dyn Future<Output = TaskOutcome> + Send>>;
 }
 
-/// Task priorities of reference/deploy.md §6.2: lower runs first.
+/// Task priorities, those of Inmanta 20.1's `TaskPriority` (inmanta/deploy/work.py): lower runs first.
 pub mod priority {
     pub const USER_DEPLOY: u8 = 0;
     pub const NEW_VERSION: u8 = 1;
@@ -568,7 +568,7 @@ struct AgentQueue {
 }
 
 /// When a deploy or repair timer fires, from `autostart_agent_deploy_interval` /
-/// `autostart_agent_repair_interval` (reference/deploy.md §6.3).
+/// `autostart_agent_repair_interval` (seconds, or a cron expression).
 #[derive(Debug, Clone, PartialEq)]
 enum Timer {
     Off,
@@ -1001,7 +1001,7 @@ impl EnvScheduler {
         self.push_if_ready(rid);
     }
 
-    /// The single status of a resource as the scheduler knows it (reference/deploy.md §2.3).
+    /// The single status of a resource as the scheduler knows it (`api::state::StateVector::status`).
     fn status_of(&self, rid: &str) -> ResourceState {
         let Some(r) = self.resources.get(rid) else { return ResourceState::Orphaned };
         StateVector {
@@ -1054,7 +1054,7 @@ impl EnvScheduler {
             rid.to_string(),
             Running { hash: resource.hash.clone(), priority: task.priority, again: None, retry_if_failed: None },
         );
-        // The handler runs only when every requirement is deployed (reference/deploy.md §3.1).
+        // The handler runs only when every requirement is deployed, as in Inmanta.
         let report_only = resource.flag("report_only", false);
         let blocking = if report_only {
             None
@@ -1112,7 +1112,7 @@ impl EnvScheduler {
         });
     }
 
-    /// Applies a finished deploy (reference/deploy.md §6.4) and queues its writes.
+    /// Applies a finished deploy and queues its writes.
     fn finish(&mut self, rid: &str, started: String, outcome: TaskOutcome) {
         let Some(run) = self.running.remove(rid) else { return };
         let Some(resource) = self.resources.get(rid) else { return };
@@ -1209,7 +1209,7 @@ impl EnvScheduler {
 
     /// Timers: per resource, retry dirty ones after the deploy interval and repair every one
     /// after the repair interval; with cron expressions, one global retry or repair at those
-    /// times (reference/deploy.md §6.3).
+    /// times.
     /// The metrics gauge of queued tasks per agent (once a second, from the timers).
     /// A deploy's log between the lines Inmanta's executor writes around every run: why it
     /// started (with the resource's id fields) and how long it took, under one deploy id.

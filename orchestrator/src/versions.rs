@@ -26,7 +26,7 @@ const STATUS_SQL: &str = "CASE \
 const VERSION_COLUMNS: &str = "v.version, v.date, v.released, v.total, v.version_info, v.undeployable, \
      v.skipped_for_undeployable, v.partial_base, v.pip_config, v.project_constraints";
 
-/// `GET /api/v2/desiredstate`: paging per reference/api.md §2.4.
+/// `GET /api/v2/desiredstate`: its sorts and filters in docs/api.md.
 pub const DESIRED_STATE_VIEW: View = View {
     sort_columns: &[Column { name: "version", sql: "v.version", kind: ColumnKind::Int }],
     default_sort: ("version", Order::Desc),

@@ -1,4 +1,4 @@
-//! The scheduler's rules (reference/deploy.md §4–§6) against a real database, with a dispatch
+//! The scheduler's rules (Inmanta 20.1's skips, events, priorities and timers) against a real database, with a dispatch
 //! that behaves like `std::testing::NullResource`: it records every call and fails the
 //! resources it is told to fail.
 

@@ -1,4 +1,4 @@
-//! The autonomous server's compiles (deploy.md §9.3): takes requests from the queue in the
+//! The autonomous server's compiles (docs/autonomous.md): takes requests from the queue in the
 //! database, keeps a git checkout of each environment's repository under
 //! `<state-dir>/compiles/<env>/`, fetches the modules the project requires, and runs
 //! `inmanta export` against this server in a child process with a time limit and an

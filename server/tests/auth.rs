@@ -1,4 +1,4 @@
-//! Users, login, sessions and tokens against a real server process (DESIGN.md §7). The walk
+//! Users, login, sessions and tokens against a real server process (docs/security.md). The walk
 //! over every route of the router is a unit test of the binary (src/rest/route_walk.rs).
 
 mod common;

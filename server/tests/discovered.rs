@@ -1,4 +1,4 @@
-//! Discovered resources over the API (`/api/v2/discovered`, reference/api.md): agents report,
+//! Discovered resources over the API (`/api/v2/discovered`, docs/api.md): agents report,
 //! operators list (paging, filters, sort), read and delete; `managed_resource_uri` once a released
 //! version manages the same id; errors are JSON with the right 4xx. The reports of real discovery
 //! handlers are in python_handlers.rs.

@@ -1,4 +1,4 @@
-//! References resolved at deploy (DESIGN.md §7): a model keeps a secret as
+//! References resolved at deploy (docs/modules.md, "References"): a model keeps a secret as
 //! `std::create_environment_reference`, the agent resolves it from its own process environment
 //! just before the handler runs, and the value appears in no answer of the API, no log of the
 //! server and no byte of its database. Run with `inmanta deploy` (all-in-one) and with a server

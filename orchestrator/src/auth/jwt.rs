@@ -1,4 +1,4 @@
-//! JSON Web Tokens (RFC 7519) with Inmanta's claims (reference/api.md §1.3), signed and checked
+//! JSON Web Tokens (RFC 7519) with Inmanta's claims (`urn:inmanta:ct`, `urn:inmanta:env`, ...), signed and checked
 //! by the `jsonwebtoken` crate.
 //!
 //! Only what the server mints is accepted here: the algorithm is pinned to HS256 (a token

@@ -1,4 +1,4 @@
-//! Who may do what (reference/api.md §1.3 and §7, DESIGN.md §7).
+//! Who may do what: Inmanta 20.1's client types and default roles (docs/security.md).
 //!
 //! Every entry point (REST routes, console server functions, the remote agent session) declares
 //! an [`Access`] and asks [`Principal::authorize`]: this file is the one place that decides.
@@ -106,7 +106,7 @@ impl Clients {
     }
 }
 
-/// The permission labels of reference/api.md §7 that only read.
+/// The permission labels (Inmanta 20.1's auth labels) that only read.
 pub const READ_LABELS: &[&str] = &[
     "agent.read",
     "compile-report.read",

@@ -1,5 +1,5 @@
 //! Bearer tokens: login tokens for users and registered environment tokens for agents, the
-//! compiler and scripts (reference/api.md §1.3 and §5.4). Turning a token into a [`Principal`]
+//! compiler and scripts (docs/security.md). Turning a token into a [`Principal`]
 //! happens here, for every entry point.
 
 use api::auth::{ClientType, TokenKind};

@@ -1,4 +1,4 @@
-//! Users, roles and role assignments in the database (reference/api.md §5.5).
+//! Users, roles and role assignments in the database (routes: docs/api.md, "Authentication").
 
 use std::collections::BTreeMap;
 

@@ -1,4 +1,4 @@
-//! Agents: list, pause and unpause (reference/api.md §5.12).
+//! Agents: list, pause and unpause (routes: docs/api.md).
 
 use axum::Json;
 use axum::extract::State;

@@ -1,4 +1,4 @@
-//! Login, users, roles, role assignments and environment tokens (reference/api.md §5.4, §5.5).
+//! Login, users, roles, role assignments and environment tokens (docs/api.md, "Authentication").
 
 use api::auth::{ClientType, Credentials, CurrentUser, LoginReturn};
 use axum::Json;

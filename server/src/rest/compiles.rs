@@ -1,4 +1,4 @@
-//! Server-side compiles: trigger, queue and reports (reference/api.md §5.6).
+//! Server-side compiles: trigger, queue and reports (docs/api.md, "Compiles").
 
 use api::compile::NotifyChange;
 use axum::extract::State;

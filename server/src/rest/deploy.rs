@@ -1,4 +1,4 @@
-//! Deploy and repair triggers, and what the scheduler holds (reference/api.md §5.11).
+//! Deploy and repair triggers, and what the scheduler holds (routes: docs/api.md).
 
 use std::sync::Arc;
 

@@ -1,4 +1,4 @@
-//! Discovered resources (reference/api.md, `/api/v2/discovered`): agents report what their
+//! Discovered resources (`/api/v2/discovered`, docs/api.md): agents report what their
 //! discovery handlers found; operators list, read and forget them. Reporting is for agents only
 //! (as in Inmanta); the batch routes answer with and without the trailing `/` Inmanta's client
 //! sends.

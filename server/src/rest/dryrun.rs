@@ -1,4 +1,4 @@
-//! Dry runs, v1 and v2 (reference/api.md §5.10).
+//! Dry runs, v1 and v2 (routes: docs/api.md).
 
 use std::sync::Arc;
 

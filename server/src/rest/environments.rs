@@ -1,4 +1,4 @@
-//! Environments, v1 and v2, with clear (decommission) and halt/resume (reference/api.md §5.2).
+//! Environments, v1 and v2, with clear (decommission) and halt/resume (routes: docs/api.md).
 
 use api::EnvironmentV1;
 use api::environment::{EnvironmentCreate, EnvironmentModify};

@@ -1,4 +1,4 @@
-//! The file store (reference/api.md §5.7). Not environment scoped.
+//! The file store (routes: docs/api.md). Not environment scoped.
 
 use axum::extract::State;
 use axum::http::StatusCode;

@@ -1,4 +1,4 @@
-//! The REST API: Inmanta's paths and shapes (reference/api.md). Each area module owns its
+//! The REST API: Inmanta's paths and shapes (docs/api.md). Each area module owns its
 //! routes and declares, next to each one, who may call it ([`Rule`]); this file composes them
 //! and adds what every route shares: the authorization guard, JSON errors, body limit, gzip,
 //! the `X-Inmanta-tid` echo.

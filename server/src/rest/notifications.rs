@@ -1,4 +1,4 @@
-//! Notifications (reference/api.md §5.14).
+//! Notifications (routes: docs/api.md).
 
 use api::operations::NotificationUpdate;
 use axum::extract::State;

@@ -1,4 +1,4 @@
-//! Parameters and facts, v1 and v2 (reference/api.md §5.13).
+//! Parameters and facts, v1 and v2 (routes: docs/api.md).
 
 use api::operations::SetParameter;
 use axum::Json;

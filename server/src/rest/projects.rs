@@ -1,4 +1,4 @@
-//! Projects, v1 and v2 (reference/api.md §5.1).
+//! Projects, v1 and v2 (routes: docs/api.md).
 
 use api::environment::{ProjectCreate, ProjectModify};
 use api::{Project, ProjectV1};
@@ -30,7 +30,7 @@ pub fn router() -> Routes {
 }
 
 /// `environment_details` is accepted for compatibility; Inmanta 20.1 answers with full
-/// environments either way (see reference/inmanta-api-exchanges.jsonl), and so do we.
+/// environments either way (seen on scripts/inmanta-reference-server.sh's server), and so do we.
 #[derive(Deserialize)]
 #[allow(dead_code)]
 struct Details {

@@ -1,5 +1,5 @@
 //! Resources of the latest released version, their history, logs, actions and facts
-//! (reference/api.md §5.9, §5.13).
+//! (routes: docs/api.md).
 
 use api::ResourceId;
 use axum::Json;

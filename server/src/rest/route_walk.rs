@@ -1,7 +1,7 @@
 //! Walks every route of the API router (from [`rule_table`], the table the router is built
 //! from) against a real SQLite orchestrator with auth on, and checks who gets in: nobody
 //! without credentials, no token of another environment, no read-only user for a change, and
-//! each role exactly what reference/api.md §7 grants it.
+//! each role exactly what Inmanta 20.1's default roles grant it.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -18,7 +18,7 @@ use crate::security::Security;
 
 const PASSWORD: &str = "Route-walk-password-1";
 
-/// What each built-in role may change, written from the reference's table (not from the code).
+/// What each built-in role may change, from Inmanta 20.1's `default_policy.rego` (not from the code).
 fn expected_writes(role: &str) -> BTreeSet<&'static str> {
     let noc = [
         "deploy",

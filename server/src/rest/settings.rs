@@ -1,4 +1,4 @@
-//! Environment settings, v1 and v2 (reference/api.md §5.3). The environment comes from the
+//! Environment settings, v1 and v2 (routes: docs/api.md). The environment comes from the
 //! `X-Inmanta-tid` header; the path names the setting.
 
 use api::settings::{ProtectedSettingsSet, SettingSet};

@@ -1,4 +1,4 @@
-//! Versions of the desired state (reference/api.md §5.8).
+//! Versions of the desired state (routes: docs/api.md).
 
 use api::ResourceId;
 use api::version::{PutPartial, PutVersion};
