@@ -100,7 +100,7 @@ pub fn openapi(table: &[RouteRule], limits: &Limits) -> Value {
         "info": {
             "title": "Inmanta orchestrator API",
             "version": api::VERSION,
-            "description": "Inmanta's REST API (reference/api.md). Environment-scoped calls take the environment id in \
+            "description": "Inmanta's REST API (docs/api.md in the repository). Environment-scoped calls take the environment id in \
                             the X-Inmanta-tid header. Every error is JSON {\"message\": ...}.",
         },
         "paths": paths,
