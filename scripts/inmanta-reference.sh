@@ -9,6 +9,10 @@
 #   scripts/inmanta-reference.sh path           print the venv's bin directory
 #   scripts/inmanta-reference.sh server ...     the real server (scripts/inmanta-reference-server.sh)
 #
+# INMANTA_REFERENCE_EXTRA (pinned requirements, space-separated) adds packages to the install; use
+# it with an INMANTA_REFERENCE_DIR of its own so the plain reference install stays as pinned here
+# (scripts/inmanta-reference-files.sh adds the files module that way).
+#
 # Python 3.13 is needed by inmanta-core 20.1: taken from $INMANTA_REFERENCE_PYTHON, pyenv, or PATH.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -23,6 +27,9 @@ PACKAGES=(
   "inmanta-module-mitogen==0.2.5"
   "inmanta-module-exec==2.1.1"
 )
+# shellcheck disable=SC2206 # a list of pinned requirements, split on spaces on purpose
+EXTRA=(${INMANTA_REFERENCE_EXTRA:-})
+PACKAGES+=("${EXTRA[@]}")
 
 find_python313() {
   local candidates=("${INMANTA_REFERENCE_PYTHON:-}" "$HOME/.pyenv/versions/3.13.0/bin/python")

@@ -31,6 +31,9 @@ cargo build -p server --bin inmanta
 # Inmanta 20.1's inmanta-cli (the reference venv) runs in server/tests/token_registry.rs.
 log "the reference install (inmanta-core 20.1) for the tests that run Inmanta's clients"
 scripts/inmanta-reference.sh install
+# ... and with the files module, for server/tests/references_vs_inmanta.rs (the real Inmanta deploys
+# the references project there).
+scripts/inmanta-reference-files.sh install
 
 log "Rust tests on SQLite"
 cargo test --workspace

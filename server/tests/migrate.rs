@@ -7,53 +7,15 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::reference::Reference;
 use common::{BIN, TestServer, missing_prerequisite};
 use serde_json::Value;
 
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-
-/// The reference Inmanta server, stopped (with its PostgreSQL) when dropped.
-struct Reference {
-    url: String,
-    state: PathBuf,
-}
-
-impl Reference {
-    fn start() -> Result<Reference, String> {
-        let output = Command::new(format!("{ROOT}/scripts/inmanta-reference.sh"))
-            .args(["server", "start"])
-            .output()
-            .map_err(|e| format!("cannot run scripts/inmanta-reference.sh: {e}"))?;
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let export =
-            |name: &str| stdout.lines().find_map(|l| l.strip_prefix(&format!("export {name}=")).map(str::to_string));
-        match (output.status.success(), export("INMANTA_REFERENCE_URL"), export("INMANTA_REFERENCE_STATE")) {
-            (true, Some(url), Some(state)) => Ok(Reference { url, state: state.into() }),
-            _ => Err(format!(
-                "the reference Inmanta server did not start: {}",
-                String::from_utf8_lossy(&output.stderr).lines().rev().take(15).collect::<Vec<_>>().join("\n")
-            )),
-        }
-    }
-
-    fn python() -> PathBuf {
-        let dir = Command::new(format!("{ROOT}/scripts/inmanta-reference.sh")).arg("path").output().expect("path");
-        PathBuf::from(String::from_utf8_lossy(&dir.stdout).trim()).join("python")
-    }
-}
-
-impl Drop for Reference {
-    fn drop(&mut self) {
-        let _ = Command::new(format!("{ROOT}/scripts/inmanta-reference.sh"))
-            .args(["server", "stop"])
-            .arg(&self.state)
-            .status();
-    }
-}
 
 fn migrate(source: &str, database_url: &str) -> (i32, String) {
     let output = Command::new(BIN)
@@ -100,7 +62,7 @@ async fn migrate_moves_two_environments_from_inmanta_and_deploys_them_without_a_
     for name in ["prod", "test"] {
         std::fs::create_dir_all(managed.join(name)).expect("managed dir");
     }
-    let setup = Command::new(Reference::python())
+    let setup = Command::new(reference.python())
         .arg(format!("{ROOT}/scripts/reference/migrate_source.py"))
         .arg(&reference.url)
         .arg(&reference.state)

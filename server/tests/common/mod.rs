@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod reference;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
