@@ -1214,6 +1214,8 @@ fn defined(v: &Value) -> Value {
     match v {
         Value::Unknown(_) => v.clone(),
         Value::Null => Value::Bool(false),
+        // a list of unknowns only may or may not hold a value (Inmanta's IsDefinedGradual)
+        Value::List(l) if !l.is_empty() && l.iter().all(Value::is_unknown) => Value::Unknown(unknown_of(v, v)),
         Value::List(l) => Value::Bool(!l.is_empty()),
         _ => Value::Bool(true),
     }
