@@ -65,6 +65,8 @@ impl Diagnostic {
             "ExternalException" | "ExplicitPluginException" | "PluginTypeException" | "WrappingRuntimeException" => {
                 "plugin_exception"
             }
+            // the Python class of a PluginException a plugin raised (Inmanta's ExplicitPluginException)
+            kind if kind.contains('.') => "plugin_exception",
             _ => "runtime_error",
         }
     }

@@ -403,6 +403,7 @@ fn compile_inner(
     let python_side = start_python(&loader.module_dirs, python_env.as_ref(), project_dir, options)?;
     let modules = modules_used(&namespaces, &loader.module_dirs);
     if let Some(side) = &python_side {
+        python::check_signatures(&builder.types, &side.plugins).map_err(|d| Diagnostics(vec![*d]))?;
         // a module's Python `@resource` wins over a module.yml `resources:` entry, and over the
         // built-in mapping unless the installed module is the version that one reproduces
         let reproduced = |entity: &str| {

@@ -19,7 +19,20 @@ use super::std_plugins::{charge_copy, module_file, text};
 use super::{PErr, PResult, PluginCall, s};
 use crate::eval::budget::Built;
 use crate::eval::value::{InstId, Value};
-use crate::eval::{Evaluator, Flow};
+use crate::eval::{Evaluator, Flow, Wait};
+
+thread_local! {
+    /// The first attribute a template's instances did not have yet (an unset value, a relation to
+    /// one instance still empty): a template that then fails on an undefined value waits for it,
+    /// as Inmanta's template plugin is run again when an attribute it read is set.
+    static NOT_SET_YET: std::cell::RefCell<Option<Wait>> = const { std::cell::RefCell::new(None) };
+}
+
+fn note_not_set(w: Wait) {
+    NOT_SET_YET.with(|n| {
+        n.borrow_mut().get_or_insert(w);
+    });
+}
 use crate::model::AttrKind;
 
 /// An instance in a template: a map of its set attributes, which keeps the instance's id so that a
@@ -75,7 +88,16 @@ fn to_jinja(ev: &mut Evaluator<'_>, v: &Value, depth: usize) -> Result<J, PErr> 
             for (n, name, relation) in attrs {
                 let val = match (&ev.m.instances[*i as usize].slots[n], relation) {
                     (crate::eval::Slot::Prim { value: Some((v, _)), .. }, _) => Some(v.clone()),
-                    (crate::eval::Slot::Rel(r), Some(true)) => r.items.first().map(|x| Value::Instance(*x)),
+                    (crate::eval::Slot::Prim { value: None, .. }, _) => {
+                        note_not_set(Wait::Prim(*i, n as u32));
+                        None
+                    }
+                    (crate::eval::Slot::Rel(r), Some(true)) => {
+                        if r.items.is_empty() && !r.frozen {
+                            note_not_set(Wait::Rel(*i, n as u32));
+                        }
+                        r.items.first().map(|x| Value::Instance(*x))
+                    }
                     (crate::eval::Slot::Rel(r), Some(false)) => {
                         Some(Value::list(r.items.iter().map(|x| Value::Instance(*x)).collect()))
                     }
@@ -187,6 +209,15 @@ fn call_filter(ev: &mut Evaluator<'_>, plugin: &str, args: &[J], call: &PluginCa
 }
 
 pub(super) fn render_template(ev: &mut Evaluator<'_>, call: &mut PluginCall) -> PResult {
+    NOT_SET_YET.with(|n| n.borrow_mut().take());
+    let result = render(ev, call);
+    match (result, NOT_SET_YET.with(|n| n.borrow_mut().take())) {
+        (Err(PErr::Kind(_, m)), Some(w)) if m.contains("undefined value") => Err(PErr::Wait(w)),
+        (result, _) => result,
+    }
+}
+
+fn render(ev: &mut Evaluator<'_>, call: &mut PluginCall) -> PResult {
     let path = text(&call.args[0], "template path")?;
     let bytes = module_file(ev, &path, "templates")?;
     let src = String::from_utf8_lossy(&bytes).into_owned();

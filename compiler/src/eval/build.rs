@@ -327,7 +327,7 @@ impl<'s, 'a> Builder<'s, 'a> {
                                 if matches!(&target.kind, ExprKind::Var(n) if n == name))
                         })
                     {
-                        self.err("NotFoundException", format!("variable {name} not found"), a.span);
+                        self.err("NotFoundException", super::var_not_found(name), a.span);
                     }
                     if let ExprKind::Var(name) = &a.kind
                         && name.contains("::")
@@ -444,9 +444,10 @@ impl<'s, 'a> Builder<'s, 'a> {
                         }
                         Some((_, a)) => {
                             let bad = match &a.kind {
+                                // Inmanta refuses only the `[]` lists (a plain `list` attribute is one value)
                                 AttrKind::Prim { ty, .. } => {
-                                    matches!(ty, Type::TypedList(_) | Type::List)
-                                        || matches!(ty, Type::Nullable(t) if matches!(**t, Type::TypedList(_) | Type::List))
+                                    matches!(ty, Type::TypedList(_))
+                                        || matches!(ty, Type::Nullable(t) if matches!(**t, Type::TypedList(_)))
                                 }
                                 AttrKind::Rel { lo, hi, .. } => *hi != Some(1) || *lo == 0,
                             };
@@ -454,7 +455,7 @@ impl<'s, 'a> Builder<'s, 'a> {
                                 let en = self.types.entities[e].name.clone();
                                 self.err(
                                     "IndexException",
-                                    format!("Index on {en} can not contain {}: index attributes must be single valued and not optional (list attributes and [0:1] relations are not allowed)", f.name),
+                                    format!("Index on {en} can not contain {}: index attributes must be single valued and not optional (`[]` list attributes and [0:1] relations are not allowed)", f.name),
                                     f.span,
                                 );
                                 ok = false;

@@ -747,6 +747,8 @@ impl<'a> Evaluator<'a> {
         // multi-valued relations given a relation that is not frozen yet (`provides=self.provides`):
         // as in Inmanta, the instance is made without waiting and they are filled as elements arrive
         let mut gradual: Vec<(u32, (InstId, u32), Span)> = Vec::new();
+        // arguments that wait for a value: set once the instance exists (see LateArg)
+        let mut late: Vec<super::LateArg<'a>> = Vec::new();
         for KwArg { name, value } in &args.keyword {
             let (target, multi) = match self.m.types.entities[ent].attr(&name.name) {
                 Some((ai, a)) => match &a.kind {
@@ -767,6 +769,7 @@ impl<'a> Evaluator<'a> {
             };
             if kw.iter().any(|(n, _, _)| &**n == name.name.as_str())
                 || gradual.iter().any(|(ai, _, _)| self.m.types.entities[ent].attrs[*ai as usize].name == name.name)
+                || late.iter().any(|l| self.m.types.entities[ent].attrs[l.attr as usize].name == name.name)
             {
                 return Err(error(
                     "RuntimeException",
@@ -775,16 +778,35 @@ impl<'a> Evaluator<'a> {
                     self.m.sources,
                 ));
             }
-            if let Some(ai) = multi
-                && let Some(src) = self.gradual_source(value, cx)?
-            {
-                gradual.push((ai, src, value.span));
-                continue;
+            self.check_constructor_hint(cx.ns, ent, &name.name, value)?;
+            // Inmanta needs only the index attributes to make the instance; the others may wait,
+            // unless waiting would repeat side effects (constructors) evaluated before the wait
+            let ai = self.m.types.entities[ent].attr(&name.name).map_or(0, |(ai, _)| ai as u32);
+            let may_wait = !self.in_index(ent, &name.name) && cx.locals.is_empty();
+            let (seq, made) = (cx.seq, cx.cache.len());
+            let arg = super::LateArg { attr: ai, value, constructor: span };
+            if let Some(ai) = multi {
+                match self.gradual_source(value, cx) {
+                    Ok(Some(src)) => {
+                        gradual.push((ai, src, value.span));
+                        continue;
+                    }
+                    Ok(None) => {}
+                    Err(Flow::Wait(_)) if may_wait && cx.seq == seq && cx.cache.len() == made => {
+                        late.push(arg);
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                }
             }
             let prev = std::mem::replace(&mut cx.infer, target);
             let v = self.eval(value, cx);
             cx.infer = prev;
-            kw.push((Rc::from(name.name.as_str()), v?, value.span));
+            match v {
+                Ok(v) => kw.push((Rc::from(name.name.as_str()), v, value.span)),
+                Err(Flow::Wait(_)) if may_wait && cx.seq == seq && cx.cache.len() == made => late.push(arg),
+                Err(e) => return Err(e),
+            }
         }
         for sp in &args.spread {
             match self.eval(sp, cx)? {
@@ -900,6 +922,9 @@ impl<'a> Evaluator<'a> {
             for (ai, src, s) in gradual {
                 self.add_gradually(src, other, ai, s);
             }
+            for arg in late {
+                self.spawn_late_arg(other, arg, cx.scope, cx.ns);
+            }
             other
         } else {
             // the memory bound of a model that recurses without end: instances made by
@@ -932,7 +957,7 @@ impl<'a> Evaluator<'a> {
                 .enumerate()
                 .filter_map(|(i, a)| match &a.kind {
                     AttrKind::Prim { default: Some(d), undef: false, .. }
-                        if !kw.iter().any(|(n, _, _)| **n == *a.name) =>
+                        if !kw.iter().any(|(n, _, _)| **n == *a.name) && !late.iter().any(|l| l.attr as usize == i) =>
                     {
                         Some((i, d.clone(), a.span))
                     }
@@ -945,12 +970,44 @@ impl<'a> Evaluator<'a> {
             for (ai, src, s) in gradual {
                 self.add_gradually(src, inst, ai, s);
             }
+            for arg in late {
+                self.spawn_late_arg(inst, arg, cx.scope, cx.ns);
+            }
             self.select_implementations(inst);
             inst
         };
         let v = Value::Instance(inst);
         cx.cache.push(v.clone());
         Ok(v)
+    }
+
+    /// Whether `attr` is part of an index of entity `ent`.
+    fn in_index(&self, ent: EntId, attr: &str) -> bool {
+        self.m.types.entities[ent].indexes.iter().any(|&i| self.m.types.indexes[i].fields.iter().any(|f| f == attr))
+    }
+
+    /// Inmanta's type hint for a constructor given directly as a constructor argument (`A(b=B())`,
+    /// not for an index attribute): the attribute's type must be an entity that the inner
+    /// constructor's entity, as its namespace names it, extends; otherwise a TypingException.
+    fn check_constructor_hint(&self, ns: NsId, ent: EntId, attr: &str, value: &Expr) -> EResult<()> {
+        let ExprKind::Constructor { class: inner, .. } = &value.kind else { return Ok(()) };
+        if self.in_index(ent, attr) {
+            return Ok(());
+        }
+        let hint = match self.m.types.entities[ent].attr(attr).map(|(_, a)| &a.kind) {
+            Some(AttrKind::Prim { ty, .. }) => self.m.types.type_name(ty),
+            Some(AttrKind::Rel { target, .. }) => match super::build::lookup_entity(&self.m.types, ns, &inner.name) {
+                Ok(e) if !self.m.types.is_subtype(e, *target) => self.m.types.entities[*target].name.clone(),
+                _ => return Ok(()),
+            },
+            None => return Ok(()),
+        };
+        Err(error(
+            "TypingException",
+            format!("Can not assign a value of type {} to a variable of type {hint}", inner.name),
+            value.span,
+            self.m.sources,
+        ))
     }
 
     fn call(&mut self, name: &'a Ident, args: &'a Args, span: Span, cx: &mut Cx) -> EResult<Value> {
@@ -1157,6 +1214,8 @@ fn defined(v: &Value) -> Value {
     match v {
         Value::Unknown(_) => v.clone(),
         Value::Null => Value::Bool(false),
+        // a list of unknowns only may or may not hold a value (Inmanta's IsDefinedGradual)
+        Value::List(l) if !l.is_empty() && l.iter().all(Value::is_unknown) => Value::Unknown(unknown_of(v, v)),
         Value::List(l) => Value::Bool(!l.is_empty()),
         _ => Value::Bool(true),
     }
@@ -1350,7 +1409,14 @@ pub(crate) fn binop_values(op: BinOp, lv: &Value, rv: &Value) -> Result<Value, (
         }
         BinOp::In | BinOp::NotIn => {
             let r = match rv {
-                List(l) => l.iter().any(|x| py_eq(x, lv)),
+                List(l) => {
+                    let found = l.iter().any(|x| py_eq(x, lv));
+                    // not found while the list holds an unknown: the answer is unknown too
+                    if !found && let Some(u) = l.iter().find_map(|x| if let Unknown(u) = x { Some(u) } else { None }) {
+                        return Ok(Unknown(u.clone()));
+                    }
+                    found
+                }
                 Dict(d) => match lv {
                     Str(s) => dict_get(d, s).is_some(),
                     _ => false,

@@ -52,7 +52,29 @@ pub(crate) type EResult<T> = Result<T, Flow>;
 
 enum TaskKind<'a> {
     Stmt(&'a Stmt, ScopeId),
-    Implement { inst: InstId, ent: EntId, idx: usize, scope: ScopeId },
+    Implement {
+        inst: InstId,
+        ent: EntId,
+        idx: usize,
+        scope: ScopeId,
+    },
+    /// A constructor argument set after its instance exists (see [`LateArg`]).
+    SetAttr {
+        inst: InstId,
+        arg: LateArg<'a>,
+        scope: ScopeId,
+        ns: NsId,
+    },
+}
+
+/// A constructor argument that waits for a value: as in Inmanta, the instance is made without it
+/// and the argument is set when its value exists (`c = C(peer=c)` refers to its own instance).
+#[derive(Clone, Copy)]
+pub(crate) struct LateArg<'a> {
+    pub attr: u32,
+    pub value: &'a ast::Expr,
+    /// the constructor, where Inmanta reports a failure to set the attribute
+    pub constructor: Span,
 }
 
 struct Task<'a> {
@@ -129,6 +151,15 @@ pub(crate) struct Evaluator<'a> {
 
 pub(crate) fn loc_str(sources: &SourceMap, span: Span) -> String {
     sources.location(span).map(|l| format!("{}:{}", l.file, l.line)).unwrap_or_else(|| "<unknown>".into())
+}
+
+/// The message of a variable that no scope declares.
+pub(crate) fn var_not_found(name: &str) -> String {
+    format!("variable {name} not found")
+}
+
+fn is_var_not_found(message: &str) -> bool {
+    message.strip_prefix("variable ").and_then(|m| m.strip_suffix(" not found")).is_some_and(|n| !n.contains(' '))
 }
 
 pub(crate) fn error(kind: &str, msg: impl Into<String>, span: Span, sources: &SourceMap) -> Flow {
@@ -304,6 +335,13 @@ impl<'a> Evaluator<'a> {
     fn spawn(&mut self, kind: TaskKind<'a>) {
         let writes = match &kind {
             TaskKind::Stmt(s, _) => self.stmt_writes(s),
+            TaskKind::SetAttr { inst, arg, .. } => {
+                let name = self.entity_of(*inst).attrs[arg.attr as usize].name.clone();
+                let mut all = Vec::new();
+                self.add_name_and_reverse(&name, &mut all);
+                self.expr_writes(arg.value, &mut all, 0);
+                Rc::from(all)
+            }
             TaskKind::Implement { ent, idx, .. } => {
                 let impls = self.m.types.entities[*ent].implements[*idx].impls.clone();
                 let mut all: Vec<Rc<str>> = Vec::new();
@@ -462,6 +500,10 @@ impl<'a> Evaluator<'a> {
                 cx.locals.push((Rc::from("self"), Value::Instance(inst)));
                 self.exec_implement(inst, ent, idx, &mut cx)
             }
+            TaskKind::SetAttr { inst, arg, scope, ns } => {
+                let mut cx = expr::Cx::new(scope, ns, &mut cache);
+                self.exec_late_arg(inst, arg, &mut cx)
+            }
         };
         self.tasks[t as usize].cache = cache;
         match result {
@@ -486,6 +528,8 @@ impl<'a> Evaluator<'a> {
             Listener::AddTo { inst, attr, span, .. } => {
                 let (inst, attr, span) = (*inst, *attr, *span);
                 if let Err(Flow::Err(d)) = self.assign_attr(inst, attr, Value::Instance(elem), false, span) {
+                    let name = self.entity_of(inst).attrs[attr as usize].name.clone();
+                    let Flow::Err(d) = self.wrap_attr_error(inst, &name, d, span) else { unreachable!() };
                     self.errors.push(*d);
                 }
             }
@@ -672,6 +716,10 @@ impl<'a> Evaluator<'a> {
                         _ => None,
                     };
                     let multi_target = matches!(a.kind, AttrKind::Rel { hi, .. } if hi != Some(1));
+                    if *add && !multi_target {
+                        // Inmanta checks this before it computes the value (no AttributeException)
+                        return Err(self.add_to_single(ent, ai as u32, *span));
+                    }
                     if multi_target && let Some(src) = self.gradual_source(value, cx)? {
                         self.add_gradually(src, inst, ai as u32, *span);
                         return Ok(());
@@ -679,13 +727,10 @@ impl<'a> Evaluator<'a> {
                     let prev = std::mem::replace(&mut cx.infer, target_ent);
                     let v = self.eval(value, cx);
                     cx.infer = prev;
-                    let v = v?;
-                    match self.assign_attr(inst, ai as u32, v, *add, *span) {
-                        // an instance of the wrong entity: Inmanta wraps it in an AttributeException
-                        // in an assignment statement (not in a constructor)
-                        Err(Flow::Err(d)) if d.kind == "TypingException" && d.message.starts_with(WRONG_ENTITY) => {
-                            Err(self.attr_error(inst, &attr.name, "TypingException", d.message, *span))
-                        }
+                    // Inmanta computes the value and sets it in one unit of work, which reports any
+                    // failure as an AttributeException of the attribute it was for
+                    match v.and_then(|v| self.assign_attr(inst, ai as u32, v, *add, *span)) {
+                        Err(Flow::Err(d)) => Err(self.wrap_attr_error(inst, &attr.name, d, *span)),
                         r => r,
                     }
                 }
@@ -757,6 +802,33 @@ impl<'a> Evaluator<'a> {
         }
     }
 
+    /// Sets a constructor argument that had to wait (see [`LateArg`]).
+    fn exec_late_arg(&mut self, inst: InstId, arg: LateArg<'a>, cx: &mut expr::Cx) -> EResult<()> {
+        let (target, multi) = match &self.entity_of(inst).attrs[arg.attr as usize].kind {
+            AttrKind::Rel { target, hi, .. } => (Some(*target), *hi != Some(1)),
+            AttrKind::Prim { .. } => (None, false),
+        };
+        if multi && let Some(src) = self.gradual_source(arg.value, cx)? {
+            self.add_gradually(src, inst, arg.attr, arg.constructor);
+            return Ok(());
+        }
+        let prev = std::mem::replace(&mut cx.infer, target);
+        let v = self.eval(arg.value, cx);
+        cx.infer = prev;
+        match v.and_then(|v| self.assign_attr(inst, arg.attr, v, false, arg.value.span)) {
+            Err(Flow::Err(d)) => {
+                let name = self.entity_of(inst).attrs[arg.attr as usize].name.clone();
+                Err(self.wrap_attr_error(inst, &name, d, arg.constructor))
+            }
+            r => r,
+        }
+    }
+
+    /// Runs a constructor argument later, in its own task.
+    pub(crate) fn spawn_late_arg(&mut self, inst: InstId, arg: LateArg<'a>, scope: ScopeId, ns: NsId) {
+        self.spawn(TaskKind::SetAttr { inst, arg, scope, ns });
+    }
+
     fn exec_implement(&mut self, inst: InstId, ent: EntId, idx: usize, cx: &mut expr::Cx) -> EResult<()> {
         let stmt = &self.m.types.entities[ent].implements[idx];
         let when = stmt.when;
@@ -818,12 +890,26 @@ impl<'a> Evaluator<'a> {
     /// Reads a variable through the scope chain.
     pub(crate) fn read_var(&mut self, scope: ScopeId, name: &str, span: Span) -> EResult<Value> {
         let Some(sc) = self.lookup_decl(scope, name) else {
-            return Err(error("NotFoundException", format!("variable {name} not found"), span, self.m.sources));
+            return Err(error("NotFoundException", var_not_found(name), span, self.m.sources));
         };
         match &self.m.scopes[sc as usize].vars.get(name).expect("declared").value {
             Some((v, _)) => Ok(v.clone()),
             None => Err(Flow::Wait(Wait::Var(sc, Rc::from(name)))),
         }
+    }
+
+    /// A failure to set attribute `attr` as the AttributeException Inmanta wraps it in (one that
+    /// already is one stays as it is).
+    fn wrap_attr_error(&self, inst: InstId, attr: &str, cause: Box<Diagnostic>, span: Span) -> Flow {
+        // a name that is not found fails where Inmanta looks names up, before that unit of work
+        if cause.kind == "AttributeException" || (cause.kind == "NotFoundException" && is_var_not_found(&cause.message))
+        {
+            return Flow::Err(cause);
+        }
+        let Diagnostic { kind, message, notes, .. } = *cause;
+        let Flow::Err(mut d) = self.attr_error(inst, attr, &kind, message, span) else { unreachable!() };
+        d.notes = notes;
+        Flow::Err(d)
     }
 
     fn attr_error(&self, inst: InstId, attr: &str, cause: &str, msg: String, span: Span) -> Flow {
@@ -878,6 +964,21 @@ impl<'a> Evaluator<'a> {
         }
     }
 
+    /// The error for `+=` on an attribute that holds at most one value.
+    fn add_to_single(&self, ent: EntId, ai: u32, span: Span) -> Flow {
+        let attr = &self.m.types.entities[ent].attrs[ai as usize];
+        let msg = match attr.kind {
+            AttrKind::Prim { .. } => {
+                format!("Can not use += on attribute {}: += can only be used on relations", attr.name)
+            }
+            AttrKind::Rel { .. } => format!(
+                "Can not use += on relation {}.{} because it holds at most one value; use =",
+                self.m.types.entities[ent].name, attr.name
+            ),
+        };
+        error("TypingException", msg, span, self.m.sources)
+    }
+
     /// Assigns (or adds, for relations) a value to an attribute of an instance.
     pub(crate) fn assign_attr(&mut self, inst: InstId, ai: u32, v: Value, add: bool, span: Span) -> EResult<()> {
         let ent = self.m.instances[inst as usize].entity;
@@ -885,12 +986,7 @@ impl<'a> Evaluator<'a> {
         match &attr.kind {
             AttrKind::Prim { ty, .. } => {
                 if add {
-                    return Err(error(
-                        "TypingException",
-                        format!("Can not use += on attribute {}: += can only be used on relations", attr.name),
-                        span,
-                        self.m.sources,
-                    ));
+                    return Err(self.add_to_single(ent, ai, span));
                 }
                 if let Value::Reference(r) = &v {
                     crate::references::check_not_indexed(self, ent, &attr.name, r, span)?;
@@ -908,17 +1004,18 @@ impl<'a> Evaluator<'a> {
             AttrKind::Rel { target, hi, lo, reverse } => {
                 let (target, hi, lo) = (*target, *hi, *lo);
                 if add && hi == Some(1) {
-                    return Err(error(
-                        "TypingException",
-                        format!(
-                            "Can not use += on relation {}.{} because it holds at most one value; use =",
-                            self.m.types.entities[ent].name, attr.name
-                        ),
-                        span,
-                        self.m.sources,
-                    ));
+                    return Err(self.add_to_single(ent, ai, span));
                 }
                 let items: Vec<Value> = match v {
+                    // a relation that holds at most one value takes an instance, never a list
+                    Value::List(l) if hi == Some(1) => {
+                        let msg = format!(
+                            "Invalid type for value '{}', should be type {}",
+                            self.repr(&Value::List(l)),
+                            self.m.types.entities[target].name
+                        );
+                        return Err(self.attr_error(inst, &attr.name, "RuntimeException", msg, span));
+                    }
                     Value::List(l) => l.iter().cloned().collect(),
                     Value::Null => {
                         let Slot::Rel(r) = &mut self.m.instances[inst as usize].slots[ai as usize] else {

@@ -102,6 +102,7 @@ impl Evaluator<'_> {
                 span.get_or_insert(match &self.tasks[t as usize].kind {
                     TaskKind::Stmt(s, _) => s.span(),
                     TaskKind::Implement { inst, .. } => self.m.instances[*inst as usize].span,
+                    TaskKind::SetAttr { arg, .. } => arg.value.span,
                 });
                 if !waits.contains(&what) {
                     waits.push(what);

@@ -16,6 +16,7 @@
 # unknowns as {"$u": 1}; references as {"$r": id, "references": {id: {"model", "module", "class"}}}
 # (the reference and every reference it takes, as inmanta-core serializes them).
 
+import dataclasses
 import hashlib
 import importlib
 import importlib.abc
@@ -687,8 +688,11 @@ def error_answer(exc):
     if isinstance(exc, inmanta.ast.UnknownException):
         return {"ok": {"$u": 1}}
     kind = type(exc).__name__
+    python_class = None
     if isinstance(exc, inmanta.plugins.PluginException):
         kind = "PluginException"
+        # Inmanta reports an explicit plugin exception as the class the plugin raised
+        python_class = f"{type(exc).__module__}.{type(exc).__qualname__}"
     message = describe(exc)
     # the frame that raised first: the innermost cause
     innermost = exc
@@ -697,7 +701,10 @@ def error_answer(exc):
         message += f": caused by {type(cause).__name__}: {describe(cause)}"
         innermost = cause
         cause = cause.__cause__
-    return {"error": {"type": kind, "message": message, "frame": last_frame(innermost)}}
+    error = {"type": kind, "message": message, "frame": last_frame(innermost)}
+    if python_class is not None:
+        error["class"] = python_class
+    return {"error": error}
 
 
 def import_failure(exc, module, fq_import):
@@ -828,7 +835,8 @@ class PluginStandIn:
 _DSL_TYPES = {
     "string": (str,),
     "int": (int,),
-    "float": (float, int),
+    # Inmanta's float takes a float only (Float.validate), its number an int too
+    "float": (float,),
     "number": (float, int),
     "bool": (bool,),
     "list": (list,),
@@ -916,8 +924,6 @@ def conforms(value, annotation, ignore_references=False):
     if annotation in (str, int, float, bool):
         if isinstance(value, bool) and annotation is not bool:
             return False
-        if annotation is float:
-            return isinstance(value, (int, float))
         return isinstance(value, annotation)
     if annotation in (list, dict):
         # elements of any type, which do not declare references
@@ -926,6 +932,9 @@ def conforms(value, annotation, ignore_references=False):
         return isinstance(value, list) and (not args or all(conforms(x, args[0], ignore_references) for x in value))
     if origin in (dict, typing.Mapping):
         return isinstance(value, dict) and (len(args) < 2 or all(conforms(x, args[1], ignore_references) for x in value.values()))
+    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
+        # a dataclass comes from an instance of its entity, never from a plain value
+        return value is not None and not isinstance(value, (str, int, float, bool, list, dict))
     return True
 
 
@@ -962,6 +971,36 @@ class PluginTypeError(Exception):
     pass
 
 
+def model_type_names(annotations):
+    """The model types (`ns::Name`) that DSL-string annotations name."""
+    names = set()
+    for annotation in annotations:
+        if not isinstance(annotation, str):
+            continue
+        text = annotation.strip()
+        while text.endswith("?") or text.endswith("[]"):
+            text = text[:-1] if text.endswith("?") else text[:-2]
+        if "::" in text:
+            names.add(text)
+    return names
+
+
+def signature_refusal(fq_name, function):
+    """What Inmanta's plugin loader refuses in a plugin's signature, as (exception type, message):
+    an argument without annotation (checked in its order), a bare `typing.Union`."""
+    import typing
+
+    spec = inspect.getfullargspec(function)
+    named = [spec.varargs, spec.varkw, *spec.args, *spec.kwonlyargs]
+    bare = next((a for a in named if a is not None and a not in spec.annotations), None)
+    if bare is not None:
+        return "RuntimeException", f"All arguments of plugin {fq_name!r} should be annotated: {bare!r} has no annotation"
+    for annotation in spec.annotations.values():
+        if annotation is typing.Union:
+            return "InvalidTypeAnnotation", f"Union type must be subscripted, got {annotation}"
+    return None
+
+
 class Plugin:
     __slots__ = ("name", "function", "context_at", "allow_unknown", "ns", "annotations", "params", "checks")
 
@@ -979,6 +1018,31 @@ class Plugin:
         # one checker per annotation, made once: a call then costs a function call per argument
         self.checks = {name: checker(annotation) for name, annotation in spec.annotations.items()}
         self.params = [a for i, a in enumerate(spec.args) if i != self.context_at]
+
+    def arity_refusal(self, args, kwargs):
+        """Inmanta's check of the number and names of the arguments, before the call (its
+        RuntimeException, worded as Python's TypeError): None when they fit."""
+        spec = inspect.getfullargspec(self.function)
+        name = self.name
+        if spec.varargs is None and len(args) > len(self.params):
+            return f"{name}() takes {len(self.params)} positional arguments but {len(args)} were given"
+        defaults = dict(zip(spec.args[len(spec.args) - len(spec.defaults or ()) :], spec.defaults or ()))
+        defaults.update(spec.kwonlydefaults or {})
+        missing = [a for i, a in enumerate(self.params) if i >= len(args) and a not in kwargs and a not in defaults]
+        kind = "positional"
+        if not missing:
+            missing = [a for a in spec.kwonlyargs if a not in kwargs and a not in defaults]
+            kind = "keyword-only"
+        if len(missing) == 1:
+            return f"{name}() missing 1 required {kind} argument: '{missing[0]}'"
+        if missing:
+            listed = ", ".join(repr(a) for a in missing[:-1]) + f" and {missing[-1]!r}"
+            return f"{name}() missing {len(missing)} required {kind} arguments: {listed}"
+        if spec.varkw is None:
+            for key in kwargs:
+                if key not in self.params and key not in spec.kwonlyargs:
+                    return f"{name}() got an unexpected keyword argument: '{key}'"
+        return None
 
     def check_args(self, args, kwargs):
         """Inmanta's check of the arguments against the annotations (what it understands of them)."""
@@ -1004,7 +1068,15 @@ class Plugin:
 
     def signature(self):
         spec = inspect.getfullargspec(self.function)
+        try:
+            file = inspect.getsourcefile(self.function) or ""
+            line = inspect.getsourcelines(self.function)[1] + 1  # Inmanta's plugin location
+        except (OSError, TypeError):
+            file, line = "", 1
         return {
+            "file": file,
+            "line": line,
+            "model_types": sorted(model_type_names(spec.annotations.values())),
             "name": self.name,
             "args": [a for i, a in enumerate(spec.args) if i != self.context_at],
             "kwonly": list(spec.kwonlyargs),
@@ -1132,6 +1204,11 @@ class Bridge:
         for fq_name, cls in inmanta.plugins.PluginMeta.get_functions().items():
             if fq_name.split("::")[0] not in wanted:
                 continue
+            refusal = signature_refusal(fq_name, cls.__function__)
+            if refusal is not None:
+                # Inmanta's plugin loader refuses it, without a location
+                kind, message = refusal
+                return {"error": {"type": kind, "message": message, "frame": "", "unlocated": True}}
             plugin = Plugin(cls)
             self.plugins[fq_name] = plugin
             plugins.append(plugin.signature())
@@ -1149,6 +1226,9 @@ class Bridge:
         plugin = self.plugins[request["plugin"]]
         raw_args = [decode(v) for v in request.get("args", [])]
         raw_kwargs = {k: decode(v) for k, v in request.get("kwargs", {}).items()}
+        refusal = plugin.arity_refusal(raw_args, raw_kwargs)
+        if refusal is not None:
+            return {"error": {"type": "RuntimeException", "message": refusal, "frame": ""}}
         try:
             plugin.check_args(raw_args, raw_kwargs)
         except PluginTypeError as e:

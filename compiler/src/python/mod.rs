@@ -9,6 +9,9 @@
 
 pub(crate) mod bridge;
 pub mod env;
+mod signatures;
+
+pub(crate) use signatures::check_signatures;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -55,6 +58,11 @@ pub(crate) fn python_modules(module_dirs: &HashMap<String, PathBuf>) -> Vec<Pyth
 pub(crate) struct PySignature {
     pub name: String,
     pub allow_unknown: bool,
+    /// Where the plugin's function is defined: its file and the line Inmanta gives (the `def`).
+    pub file: String,
+    pub line: u64,
+    /// The model types (`ns::Name`) its annotations name.
+    pub model_types: Vec<String>,
 }
 
 /// How a Python `@resource` class maps an entity (the export asks Python for the values).
@@ -99,6 +107,11 @@ pub(crate) fn start(
         .request(&request, &mut NoQuestions)
         .map_err(|e| fail(format!("importing the Python code of the modules: {e}")))?;
     if let Some(e) = answer.get("error") {
+        if e["unlocated"].as_bool() == Some(true) {
+            // an error of Inmanta's plugin loader, which gives no location
+            let kind = e["type"].as_str().unwrap_or("RuntimeException");
+            return Err(Box::new(Diagnostic::plain(kind, e["message"].as_str().unwrap_or("invalid plugin"))));
+        }
         if let Some(file) = e["file"].as_str().filter(|f| !f.is_empty()) {
             // Inmanta's CompilerException at the line of the module's file that failed to import
             return Err(Box::new(python_file_error(e["type"].as_str().unwrap_or("CompilerException"), e, file)));
@@ -115,6 +128,14 @@ pub(crate) fn start(
         .map(|p| PySignature {
             name: p["name"].as_str().unwrap_or("").to_string(),
             allow_unknown: p["allow_unknown"].as_bool().unwrap_or(false),
+            file: p["file"].as_str().unwrap_or("").to_string(),
+            line: p["line"].as_u64().unwrap_or(0),
+            model_types: p["model_types"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|t| t.as_str().map(str::to_string))
+                .collect(),
         })
         .collect();
     let resources = ok["resources"]
@@ -137,7 +158,7 @@ pub(crate) fn start(
 }
 
 /// An error located in a Python file of a module (its line, as the Python traceback gives it).
-fn python_file_error(kind: &str, e: &Json, file: &str) -> Diagnostic {
+pub(crate) fn python_file_error(kind: &str, e: &Json, file: &str) -> Diagnostic {
     let line = e["line"].as_u64().unwrap_or(0).max(1) as usize;
     let source_line = std::fs::read_to_string(file)
         .ok()
@@ -601,7 +622,11 @@ fn plugin_error(ev: &Evaluator<'_>, what: &str, e: &Json, span: Span) -> Flow {
     let message = e["message"].as_str().unwrap_or("");
     let frame = e["frame"].as_str().filter(|f| !f.is_empty()).map(|f| format!(" (raised at {f})")).unwrap_or_default();
     let (our_kind, text) = match kind {
-        "PluginException" => ("ExplicitPluginException", format!("Exception in plugin {what}: {message}{frame}")),
+        // Inmanta's ExplicitPluginException reports itself as the class the plugin raised
+        "PluginException" => (
+            e["class"].as_str().unwrap_or("inmanta.plugins.PluginException"),
+            format!("Exception in plugin {what}: {message}{frame}"),
+        ),
         "PluginTypeException" => ("PluginTypeException", message.to_string()),
         // an undeclared reference read through an instance (inmanta-core's proxy raised it)
         "UnexpectedReference" => ("WrappingRuntimeException", format!("Exception in plugin {what}: {message}{frame}")),

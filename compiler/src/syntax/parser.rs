@@ -1184,7 +1184,8 @@ fn parse_fstring(text: &str, span: Span, depth: usize) -> Result<Vec<FPart>, Str
                 None => (head, None),
             };
             let name = name.trim();
-            let dotted = name.split('.').all(|s| {
+            // Inmanta trims each part of a dotted path (`{ a .b . c }` reads a.b.c)
+            let dotted = name.split('.').map(str::trim).all(|s| {
                 !s.is_empty()
                     && s.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
                     && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
@@ -1194,7 +1195,7 @@ fn parse_fstring(text: &str, span: Span, depth: usize) -> Result<Vec<FPart>, Str
             let path: Vec<String> = if name.is_empty() {
                 Vec::new()
             } else if dotted {
-                name.split('.').map(str::to_string).collect()
+                name.split('.').map(|s| s.trim().to_string()).collect()
             } else {
                 vec![name.to_string()]
             };
