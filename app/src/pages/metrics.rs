@@ -141,7 +141,9 @@ fn MetricChart(chart: Chart, start: String, end: String, label: String) -> impl 
         chart.series.iter().map(|s| (s.name.clone(), s.points.iter().rev().flatten().next().copied())).collect();
     let summary = latest
         .iter()
-        .filter_map(|(name, v)| v.map(|v| format!("{}{}", if name.is_empty() { String::new() } else { format!("{name} ") }, number(v))))
+        .filter_map(|(name, v)| {
+            v.map(|v| format!("{}{}", if name.is_empty() { String::new() } else { format!("{name} ") }, number(v)))
+        })
         .collect::<Vec<_>>()
         .join(", ");
     let aria = format!("{}, {label}: latest {}", chart.title, if summary.is_empty() { "none".into() } else { summary });

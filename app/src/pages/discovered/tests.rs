@@ -43,8 +43,8 @@ async fn the_page_lists_filters_and_links_the_discovering_and_managed_resources(
     assert!(html.contains(&format!(r#"data-id="{UNMANAGED}" data-managed="false""#)), "{html}");
     // The managed one and its (managed) discovery resource link to their resource pages.
     let link = |rid: &str| crate::layout::resource_link(&env.to_string(), rid).replace('&', "&amp;");
-    assert!(html.contains(&format!(r#"class="managed-link" href="{}""#, link(MANAGED))), "{html}");
-    assert!(html.contains(&format!(r#"class="mono discovery-link" href="{}""#, link(DISCOVERY))), "{html}");
+    assert!(html.contains(&format!(r#"href="{}" class="managed-link""#, link(MANAGED))), "{html}");
+    assert!(html.contains(&format!(r#"href="{}" class="mono discovery-link""#, link(DISCOVERY))), "{html}");
     // Neither exists for the other: it is not managed, its discovery resource is not either.
     assert!(html.contains("not managed"), "{html}");
     assert!(html.contains(&format!(r#"<span class="mono discovery-id">{UNMANAGED_DISCOVERY}</span>"#)), "{html}");
