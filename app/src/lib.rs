@@ -138,6 +138,7 @@ pub fn App() -> impl IntoView {
                             <Route path=path!("/resources") view=pages::ResourcesPage/>
                             <Route path=path!("/resources/details") view=pages::ResourceDetailsPage/>
                             <Route path=path!("/resources/graph") view=pages::GraphPage/>
+                            <Route path=path!("/discovered") view=pages::DiscoveredResourcesPage/>
                             <Route path=path!("/agents") view=pages::AgentsPage/>
                             <Route path=path!("/parameters") view=pages::ParametersPage/>
                             <Route path=path!("/facts") view=pages::FactsPage/>

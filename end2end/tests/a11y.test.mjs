@@ -30,7 +30,7 @@ function pages() {
     "/console/no/such/page",
     `/console/resources?${e}`, `/console/resources/details?${e}&rid=${encodeURIComponent(broken)}`,
     `/console/resources/details?${e}&rid=${encodeURIComponent(broken)}&tab=logs`, `/console/resources/graph?${e}`,
-    `/console/agents?${e}`, `/console/parameters?${e}`, `/console/facts?${e}`, `/console/notificationcenter?${e}`,
+    `/console/discovered?${e}`, `/console/agents?${e}`, `/console/parameters?${e}`, `/console/facts?${e}`, `/console/notificationcenter?${e}`,
     `/console/settings?${e}`, `/console/status?${e}`, `/console/users?${e}`,
   ];
 }

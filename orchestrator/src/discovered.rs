@@ -182,6 +182,24 @@ impl Orchestrator {
         page.try_map(DiscoveredRow::into_api)
     }
 
+    /// Which of `ids` the orchestrator manages (the same rule as `managed`: the resource has a
+    /// persistent state), in one query: the console links those to their resource page.
+    pub async fn managed_resource_ids(&self, env: Uuid, ids: &[&str]) -> Result<std::collections::HashSet<String>> {
+        if ids.is_empty() {
+            return Ok(Default::default());
+        }
+        let placeholders: Vec<String> = (0..ids.len()).map(|i| format!("${}", i + 2)).collect();
+        let sql = format!(
+            "SELECT resource_id FROM resource_persistent_state WHERE environment = $1 AND resource_id IN ({})",
+            placeholders.join(", ")
+        );
+        let mut q = sqlx::query_scalar::<_, String>(&sql).bind(env.to_string());
+        for id in ids {
+            q = q.bind(*id);
+        }
+        Ok(q.fetch_all(self.store.pool()).await?.into_iter().collect())
+    }
+
     /// Forgets one discovered resource; an unknown id is 404.
     pub async fn delete_discovered_resource(&self, env: Uuid, id: &str) -> Result<()> {
         self.ensure_environment(env).await?;

@@ -4,9 +4,11 @@
 
 pub(crate) mod compiles;
 pub(crate) mod desired_state;
+pub(crate) mod discovered;
 pub(crate) mod environment;
 pub(crate) mod environments;
 pub(crate) mod graph;
+pub(crate) mod metrics;
 pub(crate) mod not_found;
 pub(crate) mod operations;
 pub(crate) mod projects;
@@ -16,6 +18,7 @@ pub(crate) mod users;
 
 pub use compiles::{CompileDetailsPage, CompileReportsPage};
 pub use desired_state::{ComparePage, ComplianceCheckPage, DesiredStatePage, VersionPage, VersionResourcePage};
+pub use discovered::DiscoveredResourcesPage;
 pub use environment::{CreateEnvironmentPage, DashboardPage, SettingsPage};
 pub use environments::EnvironmentsPage;
 pub use graph::GraphPage;
