@@ -99,8 +99,9 @@ async fn run(database: &str, n: usize, requests: usize) {
     report(&format!("{database} {n}: first page of 100 on agent3"), &samples);
     // Five pages further on, through the cursors.
     for _ in 0..5 {
-        let answer =
-            server.call(Method::POST, "/api/v2/graphql", None, Some(json!({"query": QUERY, "variables": variables}))).await;
+        let answer = server
+            .call(Method::POST, "/api/v2/graphql", None, Some(json!({"query": QUERY, "variables": variables})))
+            .await;
         variables["after"] = answer["data"]["data"]["resources"]["pageInfo"]["endCursor"].clone();
     }
     let (samples, answer) = timed(&server, &variables, requests).await;

@@ -147,7 +147,9 @@ impl PageArgs {
         };
         let limit = u64::try_from(limit).map_err(|_| format!("the page size must be 0 or more, got {limit}"))?;
         if limit > MAX_PER_PAGE {
-            return Err(format!("the page size must be at most {MAX_PER_PAGE}, got {limit}: ask for the next pages with `after`"));
+            return Err(format!(
+                "the page size must be at most {MAX_PER_PAGE}, got {limit}: ask for the next pages with `after`"
+            ));
         }
         if self.after.is_some() && self.before.is_some() {
             return Err("`after` is not allowed in conjunction with `before`".into());
@@ -246,7 +248,10 @@ mod tests {
     fn a_cursor_is_the_one_inmanta_writes() {
         // Recorded from inmanta-core 20.1 (scripts/inmanta-clients/record.jsonl).
         let keys = [Key::Text("std::testing::NullResource[internal,name=a]".into())];
-        assert_eq!(encode(Some(&keys)), "YXJyYXljb25uZWN0aW9uOnM6c3RkOjp0ZXN0aW5nOjpOdWxsUmVzb3VyY2VbaW50ZXJuYWwsbmFtZT1hXQ==");
+        assert_eq!(
+            encode(Some(&keys)),
+            "YXJyYXljb25uZWN0aW9uOnM6c3RkOjp0ZXN0aW5nOjpOdWxsUmVzb3VyY2VbaW50ZXJuYWwsbmFtZT1hXQ=="
+        );
         assert_eq!(encode(None), "YXJyYXljb25uZWN0aW9uOg==");
     }
 

@@ -39,9 +39,11 @@ pub fn schema() -> InmantaSchema {
 /// Every authenticated caller may ask; each query then checks the caller's role in the
 /// environment it names, and `environments` lists only those the caller may see.
 pub fn router() -> Routes {
-    Routes::new()
-        .post("/api/v2/graphql", authenticated(), execute)
-        .get("/api/v2/graphql/schema", authenticated(), schema_document)
+    Routes::new().post("/api/v2/graphql", authenticated(), execute).get(
+        "/api/v2/graphql/schema",
+        authenticated(),
+        schema_document,
+    )
 }
 
 /// The body of `POST /api/v2/graphql` (camelCase `operationName`, as GraphQL clients send it).

@@ -118,7 +118,8 @@ impl Query {
     ) -> Result<EnvironmentConnection> {
         let (o, caller) = parts(ctx);
         let window = PageArgs { first, after, last, before }.window().map_err(Error::new)?;
-        let orders: Vec<(String, String)> = order_by.unwrap_or_default().into_iter().map(|o| (o.key, o.order)).collect();
+        let orders: Vec<(String, String)> =
+            order_by.unwrap_or_default().into_iter().map(|o| (o.key, o.order)).collect();
         let mut keys = sort_keys(&orders, &["id", "name"])?;
         if !keys.iter().any(|(k, _)| k == "id") {
             keys.push(("id".into(), true));
@@ -195,7 +196,8 @@ impl Query {
         let env = filter.environment.0;
         allowed(caller, env)?;
         let window = PageArgs { first, after, last, before }.window().map_err(Error::new)?;
-        let orders: Vec<(String, String)> = order_by.unwrap_or_default().into_iter().map(|o| (o.key, o.order)).collect();
+        let orders: Vec<(String, String)> =
+            order_by.unwrap_or_default().into_iter().map(|o| (o.key, o.order)).collect();
         let mut keys = sort_keys(&orders, &["created"])?;
         keys.push(("environment".into(), true));
         keys.push(("id".into(), true));
@@ -261,7 +263,8 @@ impl Query {
         allowed(caller, env)?;
         let filter = resource_filter(filter)?;
         let window = PageArgs { first, after, last, before }.window().map_err(Error::new)?;
-        let orders: Vec<(String, String)> = order_by.unwrap_or_default().into_iter().map(|o| (o.key, o.order)).collect();
+        let orders: Vec<(String, String)> =
+            order_by.unwrap_or_default().into_iter().map(|o| (o.key, o.order)).collect();
         let names: Vec<&str> = ResourceSortKey::NAMES.iter().map(|(n, _)| *n).collect();
         let order = sort_keys(&orders, &names)?
             .into_iter()
