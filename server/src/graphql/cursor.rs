@@ -191,15 +191,18 @@ pub fn page_info(window: &Window, rows: &[Vec<Key>], excess: Option<&[Key]>) -> 
     }
 }
 
+/// A row with its sort-key values.
+pub type Keyed<T> = (Vec<Key>, T);
+
 /// Pages rows already in memory (environments, notifications: few per caller) the same way as
 /// the database pages resources: `items` sorted by their keys with `directions`, then the rows
 /// after (or before) the window's place. Returns the page and the keys of the first row
 /// beyond it, if any.
 pub fn page_in_memory<T>(
-    mut items: Vec<(Vec<Key>, T)>,
+    mut items: Vec<Keyed<T>>,
     directions: &[bool],
     window: &Window,
-) -> (Vec<(Vec<Key>, T)>, Option<Vec<Key>>) {
+) -> (Vec<Keyed<T>>, Option<Vec<Key>>) {
     let compare = |a: &[Key], b: &[Key]| {
         for (i, (x, y)) in a.iter().zip(b).enumerate() {
             let ord = compare_key(x, y);
@@ -221,7 +224,7 @@ pub fn page_in_memory<T>(
             if window.backwards { ord == std::cmp::Ordering::Less } else { ord == std::cmp::Ordering::Greater }
         }
     };
-    let mut selected: Vec<(Vec<Key>, T)> = items.into_iter().filter(|(k, _)| beyond_place(k)).collect();
+    let mut selected: Vec<Keyed<T>> = items.into_iter().filter(|(k, _)| beyond_place(k)).collect();
     let excess = selected.get(window.limit as usize).map(|(k, _)| k.clone());
     selected.truncate(window.limit as usize);
     if window.backwards {

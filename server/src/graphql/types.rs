@@ -167,6 +167,8 @@ pub enum Compliance {
     Undefined,
 }
 
+/// The value names are Inmanta's (`BLOCKED`, `NOT_BLOCKED`, `TEMPORARILY_BLOCKED`).
+#[allow(clippy::enum_variant_names)]
 #[derive(Enum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Blocked {
     Blocked,
