@@ -77,7 +77,8 @@ async fn execute(
 /// in the REST envelope; 200 when there is data, 400 otherwise.
 fn inmanta_form(response: async_graphql::Response) -> Response {
     let data = serde_json::to_value(&response.data).unwrap_or(serde_json::Value::Null);
-    let has_data = data.as_object().is_some_and(|o| !o.is_empty());
+    // Every root field is non-null in Inmanta's schema: one failing leaves no data at all.
+    let has_data = response.errors.is_empty() && data.as_object().is_some_and(|o| !o.is_empty());
     let errors: Option<Vec<String>> =
         (!response.errors.is_empty()).then(|| response.errors.into_iter().map(|e| e.message).collect());
     let status = if has_data { StatusCode::OK } else { StatusCode::BAD_REQUEST };
@@ -88,7 +89,12 @@ fn inmanta_form(response: async_graphql::Response) -> Response {
 /// The schema by introspection (JSON, as Inmanta answers it, not SDL text).
 async fn schema_document() -> ApiResult<Response> {
     let response = shared_schema().execute(Request::new(INTROSPECTION)).await;
-    let data = serde_json::to_value(&response.data).unwrap_or(serde_json::Value::Null);
+    let mut data = serde_json::to_value(&response.data).unwrap_or(serde_json::Value::Null);
+    // async-graphql always registers the built-in scalars Float and ID; nothing uses them and
+    // Inmanta's schema does not list them.
+    if let Some(types) = data.pointer_mut("/__schema/types").and_then(serde_json::Value::as_array_mut) {
+        types.retain(|t| !matches!(t["name"].as_str(), Some("Float" | "ID")));
+    }
     Ok(axum::Json(json!({ "data": data })).into_response())
 }
 

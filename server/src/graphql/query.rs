@@ -169,7 +169,7 @@ impl Query {
                 is_marked_for_deletion: Some(e.is_marked_for_deletion),
                 is_expert_mode: expert,
                 is_compiling: o.is_compiling(e.id).await.map_err(failed)?,
-                settings: async_graphql::Json(settings),
+                settings: Json(settings),
             };
             edges.push(EnvironmentEdge { cursor: cursor::encode(Some(&k)), node });
         }
@@ -308,10 +308,10 @@ impl Query {
         let s = o.composed_resource_summary(env).await.map_err(failed)?;
         Ok(ComposedResourceSummary {
             total_count: s.total as i32,
-            last_handler_run: async_graphql::Json(json!(s.last_handler_run)),
-            blocked: async_graphql::Json(json!(s.blocked)),
-            compliance: async_graphql::Json(json!(s.compliance)),
-            is_deploying: async_graphql::Json(json!(s.is_deploying)),
+            last_handler_run: Json(json!(s.last_handler_run)),
+            blocked: Json(json!(s.blocked)),
+            compliance: Json(json!(s.compliance)),
+            is_deploying: Json(json!(s.is_deploying)),
         })
     }
 }
@@ -399,7 +399,7 @@ fn resource_node(env: Uuid, r: ResourceStateRow) -> Resource {
         resource_type: r.resource_type,
         resource_id_value: r.id_value,
         resource_set: UuidScalar(resource_set_id(env, r.resource_set.as_deref())),
-        attributes: Some(async_graphql::Json(r.attributes)),
+        attributes: Some(Json(r.attributes)),
         attribute_hash: Some(r.attribute_hash),
         is_undefined: Some(r.is_undefined),
         state: Some(state),

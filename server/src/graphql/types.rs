@@ -42,7 +42,40 @@ impl ScalarType for DateTime {
     }
 }
 
-pub type Json = async_graphql::Json<serde_json::Value>;
+/// Any JSON value. async-graphql's own `Json<T>` goes through serde, which cannot carry the
+/// workspace's arbitrary-precision numbers: they are converted here instead.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Json(pub serde_json::Value);
+
+#[Scalar(name = "JSON")]
+impl ScalarType for Json {
+    fn parse(value: Value) -> InputValueResult<Self> {
+        value.into_json().map(Json).map_err(|e| InputValueError::custom(e.to_string()))
+    }
+
+    fn to_value(&self) -> Value {
+        to_graphql(&self.0)
+    }
+}
+
+fn to_graphql(value: &serde_json::Value) -> Value {
+    match value {
+        serde_json::Value::Null => Value::Null,
+        serde_json::Value::Bool(b) => Value::Boolean(*b),
+        serde_json::Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => Value::from(i),
+            (None, Some(u), _) => Value::from(u),
+            (None, None, Some(f)) => Value::from(f),
+            // Beyond what a float holds: the digits, as text.
+            _ => Value::String(n.to_string()),
+        },
+        serde_json::Value::String(s) => Value::String(s.clone()),
+        serde_json::Value::Array(a) => Value::List(a.iter().map(to_graphql).collect()),
+        serde_json::Value::Object(o) => {
+            Value::Object(o.iter().map(|(k, v)| (async_graphql::Name::new(k), to_graphql(v))).collect())
+        }
+    }
+}
 
 #[derive(SimpleObject, Debug, Clone)]
 pub struct PageInfo {
