@@ -222,6 +222,16 @@ impl Orchestrator {
         rows.into_iter().map(EnvironmentRow::into_api).collect()
     }
 
+    /// The last version number handed out in an environment (0 before the first).
+    pub async fn environment_last_version(&self, id: Uuid) -> Result<i64> {
+        let row = sqlx::query("SELECT last_version FROM environment WHERE id = $1")
+            .bind(id.to_string())
+            .fetch_optional(self.store.pool())
+            .await?;
+        let row = row.ok_or_else(|| environment_not_found(id))?;
+        Ok(sqlx::Row::try_get::<i64, _>(&row, "last_version")?)
+    }
+
     pub(crate) async fn project_environments(&self, project_id: Uuid) -> Result<Vec<Environment>> {
         let rows: Vec<EnvironmentRow> =
             sqlx::query_as(&format!("SELECT {COLUMNS} FROM environment e WHERE e.project_id = $1 ORDER BY e.name"))

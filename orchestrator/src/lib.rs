@@ -25,6 +25,7 @@ pub mod paging;
 pub mod parameters;
 mod projects;
 mod reasons;
+pub mod resource_pages;
 pub mod resources;
 pub mod scheduler;
 mod scheduler_writes;

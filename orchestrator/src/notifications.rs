@@ -118,6 +118,22 @@ impl Orchestrator {
         page.try_map(|n| n.into_api(env))
     }
 
+    /// Every notification of an environment, optionally only the (not) cleared ones, in no
+    /// particular order (the GraphQL `notifications` query orders and pages them itself).
+    pub async fn notifications_matching(&self, env: Uuid, cleared: Option<bool>) -> Result<Vec<Notification>> {
+        let cleared_sql = match cleared {
+            Some(true) => " AND n.cleared = 1",
+            Some(false) => " AND n.cleared = 0",
+            None => "",
+        };
+        let rows: Vec<NotificationRow> =
+            sqlx::query_as(&format!("SELECT {COLUMNS} FROM notification n WHERE n.environment = $1{cleared_sql}"))
+                .bind(env.to_string())
+                .fetch_all(self.store.pool())
+                .await?;
+        rows.into_iter().map(|n| n.into_api(env)).collect()
+    }
+
     pub async fn notification(&self, env: Uuid, id: Uuid) -> Result<Notification> {
         let row: Option<NotificationRow> =
             sqlx::query_as(&format!("SELECT {COLUMNS} FROM notification n WHERE n.environment = $1 AND n.id = $2"))

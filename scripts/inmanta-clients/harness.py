@@ -373,6 +373,7 @@ class Harness:
         self.call("client get_reports", "get_reports", tid=env_id)
         self.call("client list_agents (v1)", "list_agents", tid=env_id)
         self.environment_metrics(env_id)
+        self.graphql(env_id)
 
         # Compiles and clean-up.
         self.cli("environment recompile", "environment", "recompile", env_id)
@@ -387,6 +388,69 @@ class Harness:
         self.call("client clear_environment", "clear_environment", id=env_id)
         self.call("client delete_environment", "delete_environment", id=env_id)
         self.call("client delete_project", "delete_project", id=project["id"])
+
+    def graphql(self, env_id: str) -> None:
+        """`POST /api/v2/graphql`: the queries web-console 4.x sends (environment preview,
+        notification badge, resources page), then filters, ordering, paging both ways and errors;
+        and the shape of `GET /api/v2/graphql/schema` (types, fields, arguments; not the prose)."""
+        preview = "query { environments { edges { node { name id halted isExpertMode isCompiling } } } }"
+        self.call("graphql console environment preview", "graphql", query=preview)
+        badge = (
+            'query { notifications(filter: { cleared: false, environment: "%s" } '
+            'orderBy: [{key: "created", order: "desc"}]) { edges { node { title severity read } } } }' % env_id
+        )
+        self.call("graphql console notifications", "graphql", query=badge)
+        resources = """
+          query GetResources($filter: ResourceFilter!, $environment: String!, $first: Int, $after: String,
+                             $last: Int, $before: String, $orderBy: [StrawberryOrder!]) {
+            resources(filter: $filter, first: $first, after: $after, last: $last, before: $before,
+                      orderBy: $orderBy) {
+              totalCount
+              pageInfo { hasNextPage hasPreviousPage endCursor startCursor }
+              edges { node { resourceId resourceType agent resourceIdValue requiresLength
+                             state { isDeploying lastHandlerRun compliance blocked lastHandlerRunAt isOrphan } } }
+            }
+            resourceSummary(environment: $environment) { lastHandlerRun blocked compliance isDeploying totalCount }
+          }"""
+
+        def page(step: str, **variables: Any) -> Any:
+            variables = {"environment": env_id, **variables}
+            variables["filter"] = {"environment": env_id, **variables.get("filter", {})}
+            answer = self.call(step, "graphql", query=resources, variables=variables, operationName="GetResources")
+            data = ((answer.result or {}).get("data") or {}).get("data") or {}
+            return (data.get("resources") or {}).get("pageInfo") or {}
+
+        first = page("graphql console resources", first=2)
+        second = page("graphql console resources next page", first=2, after=first.get("endCursor"))
+        page("graphql console resources previous page", last=2, before=second.get("startCursor"))
+        page("graphql resources ordered", first=20, orderBy=[{"key": "agent", "order": "desc"}, {"key": "resource_id_value", "order": "asc"}])
+        page("graphql resources ordered by state", first=20, orderBy=[{"key": "last_handler_run", "order": "asc"}])
+        page("graphql resources filter type", filter={"resourceType": {"contains": ["%Null%"]}})
+        page("graphql resources filter value", filter={"resourceIdValue": {"eq": ["a"], "notContains": ["%z%"]}})
+        page("graphql resources filter agent neq", filter={"agent": {"neq": ["internal"]}})
+        page("graphql resources filter state", filter={"lastHandlerRun": {"eq": ["SUCCESSFUL"]}, "blocked": {"neq": ["BLOCKED"]}})
+        page("graphql resources filter compliance", filter={"compliance": {"eq": ["COMPLIANT", "HAS_UPDATE"]}})
+        page("graphql resources filter orphans", filter={"isOrphan": True})
+        page("graphql resources filter not orphans", filter={"isOrphan": False, "isDeploying": False, "purged": False})
+        page("graphql resources unknown environment", filter={"environment": "00000000-0000-0000-0000-000000000000"},
+             environment="00000000-0000-0000-0000-000000000000")
+        page("graphql error bad sort key", orderBy=[{"key": "no_such_key", "order": "asc"}])
+        page("graphql error bad sort order", orderBy=[{"key": "agent", "order": "sideways"}])
+        page("graphql error first and last", first=2, last=2)
+        self.call(
+            "graphql environments paged and filtered", "graphql",
+            query="query($id: UUID) { environments(first: 1, filter: {id: $id}, orderBy: [{key: \"name\", order: \"desc\"}]) "
+            "{ totalCount pageInfo { hasNextPage hasPreviousPage } edges { node { name halted description icon "
+            "repoUrl repoBranch isMarkedForDeletion } } } }",
+            variables={"id": env_id},
+        )
+        self.call(
+            "graphql notifications all fields", "graphql",
+            query='query { notifications(filter: {environment: "%s"}, first: 5) { totalCount '
+            "edges { node { title message severity read cleared uri } } } }" % env_id,
+        )
+        schema = self.client.graphql_schema()
+        self.record("graphql schema", kind="client", call="graphql_schema", status=schema.code, result=schema_shape(schema.result))
 
     def wait_dryrun(self, env_id: str, dryrun_id: str) -> None:
         for _ in range(240):
@@ -404,6 +468,33 @@ def last_error_line(stderr: str) -> str:
         if line.strip() and "RuntimeDirWarning" not in line and "user_runtime_dir" not in line
     ]
     return lines[-1] if lines else ""
+
+
+def schema_shape(answer: Any) -> Any:
+    """The GraphQL introspection without its prose: each type's kind, fields with their arguments
+    and types, input fields and enum values."""
+    def name(t: Any) -> str:
+        if t["kind"] == "NON_NULL":
+            return name(t["ofType"]) + "!"
+        if t["kind"] == "LIST":
+            return "[" + name(t["ofType"]) + "]"
+        return t["name"]
+
+    schema = ((answer or {}).get("data") or {}).get("__schema")
+    if not schema:
+        return answer
+    shape = {}
+    for t in schema["types"]:
+        if t["name"].startswith("__"):
+            continue
+        fields = [
+            f["name"] + "(" + ",".join(a["name"] + ":" + name(a["type"]) for a in f["args"]) + "):" + name(f["type"])
+            for f in t.get("fields") or []
+        ]
+        inputs = [f["name"] + ":" + name(f["type"]) + "=" + str(f["defaultValue"]) for f in t.get("inputFields") or []]
+        values = [v["name"] for v in t.get("enumValues") or []]
+        shape[t["name"]] = {"kind": t["kind"], "fields": fields, "inputs": inputs, "values": values}
+    return {"query": schema["queryType"]["name"], "types": shape}
 
 
 def export_outcome(output: str) -> str:

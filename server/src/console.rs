@@ -88,6 +88,7 @@ pub fn router(
     // Everything that shows or changes data goes through the session guard.
     let guarded = Router::new()
         .route(app::BASE, page.clone())
+        .route(crate::graphql::page::PATH, get(crate::graphql::page::graphiql))
         .route("/console/{*path}", page)
         .route("/console/fn/{*name}", post(server_fn.clone()).get(server_fn))
         .route(

@@ -15,6 +15,7 @@ mod console;
 mod console_assets;
 mod console_auth;
 mod csrf;
+mod graphql;
 mod maintenance;
 mod metrics;
 mod migrate;

@@ -231,6 +231,7 @@ fn all_routes() -> Routes {
         .merge(dryrun::router())
         .merge(discovered::router())
         .merge(docs::router())
+        .merge(crate::graphql::router())
 }
 
 /// Every route of the API with its rule: what the guard enforces.

@@ -1,0 +1,516 @@
+//! Keyset pages of resources with the state vector, for the GraphQL `resources` query
+//! (inmanta-core 20.1 `graphql/schema.py`): filters on the state columns, ordering on any of them
+//! with the resource id last, and pages that continue after (or before) the sort-key values of a
+//! row, so that a page costs the same wherever it is in a list of 10 000 resources.
+//!
+//! Each resource is read at the version Inmanta takes it at when no version is pinned: the latest
+//! released version that holds it, its last one for an orphan (`current_intent_version`).
+
+use sqlx::Row;
+use uuid::Uuid;
+
+use crate::store::DbKind;
+use crate::{Orchestrator, Result};
+
+/// A text filter: any of `eq`, none of `neq`, every `contains` pattern (SQL LIKE, `%` and `_`
+/// wildcards, case-insensitive) and none of `not_contains`.
+#[derive(Debug, Clone, Default)]
+pub struct TextMatch {
+    pub eq: Option<Vec<String>>,
+    pub neq: Option<Vec<String>>,
+    pub contains: Option<Vec<String>>,
+    pub not_contains: Option<Vec<String>>,
+}
+
+/// A choice filter on stored names (`successful`, `not_blocked`, `has_update`...).
+#[derive(Debug, Clone, Default)]
+pub struct ChoiceMatch {
+    pub eq: Option<Vec<String>>,
+    pub neq: Option<Vec<String>>,
+}
+
+/// What the `resources` query filters on.
+#[derive(Debug, Clone, Default)]
+pub struct ResourceFilter {
+    pub environment: Uuid,
+    pub is_orphan: Option<bool>,
+    pub resource_type: Option<TextMatch>,
+    pub resource_id_value: Option<TextMatch>,
+    pub agent: Option<TextMatch>,
+    pub purged: Option<bool>,
+    pub blocked: Option<ChoiceMatch>,
+    pub compliance: Option<ChoiceMatch>,
+    pub last_handler_run: Option<ChoiceMatch>,
+    pub is_deploying: Option<bool>,
+    pub model_version: Option<i64>,
+}
+
+/// The columns a page can be ordered on, besides the resource id that always comes last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResourceSortKey {
+    Agent,
+    ResourceType,
+    ResourceIdValue,
+    Blocked,
+    Compliance,
+    LastHandlerRun,
+    IsDeploying,
+}
+
+impl ResourceSortKey {
+    /// The keys by the snake_case names Inmanta accepts.
+    pub const NAMES: &[(&'static str, ResourceSortKey)] = &[
+        ("agent", ResourceSortKey::Agent),
+        ("resource_type", ResourceSortKey::ResourceType),
+        ("resource_id_value", ResourceSortKey::ResourceIdValue),
+        ("blocked", ResourceSortKey::Blocked),
+        ("compliance", ResourceSortKey::Compliance),
+        ("last_handler_run", ResourceSortKey::LastHandlerRun),
+        ("is_deploying", ResourceSortKey::IsDeploying),
+    ];
+
+    pub fn parse(name: &str) -> Option<ResourceSortKey> {
+        Self::NAMES.iter().find(|(n, _)| *n == name).map(|(_, k)| *k)
+    }
+
+    /// The SQL the rows are ordered on. Inmanta stores the states by their upper-case names and
+    /// orders on those (alphabetically: `FAILED` before `NEW`).
+    fn sql(self) -> String {
+        match self {
+            ResourceSortKey::Agent => "s.agent".into(),
+            ResourceSortKey::ResourceType => "s.resource_type".into(),
+            ResourceSortKey::ResourceIdValue => "s.id_value".into(),
+            ResourceSortKey::Blocked => "UPPER(s.blocked)".into(),
+            ResourceSortKey::Compliance => format!("UPPER({COMPLIANCE_SQL})"),
+            ResourceSortKey::LastHandlerRun => "UPPER(s.last_handler_run)".into(),
+            ResourceSortKey::IsDeploying => "s.is_deploying".into(),
+        }
+    }
+}
+
+/// Inmanta's compliance of a resource: none for an orphan, `undefined`, `has_update` until a
+/// handler ran for the current intent, then `compliant` only when that run deployed it.
+const COMPLIANCE_SQL: &str = "(CASE WHEN s.is_orphan = 1 THEN NULL WHEN s.is_undefined = 1 THEN 'undefined' \
+     WHEN s.last_deployed_attribute_hash IS NULL \
+       OR s.last_deployed_attribute_hash <> s.current_intent_attribute_hash THEN 'has_update' \
+     WHEN s.last_non_deploying_status = 'deployed' THEN 'compliant' ELSE 'non_compliant' END)";
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    Asc,
+    Desc,
+}
+
+/// A sort-key value of one row, as a page continues from it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyValue {
+    Text(String),
+    Bool(bool),
+    Null,
+}
+
+/// Which page: `limit` rows after `after` (or before `before`, counting back from it).
+#[derive(Debug, Clone, Default)]
+pub struct KeysetRequest {
+    pub order: Vec<(ResourceSortKey, Direction)>,
+    pub after: Option<Vec<KeyValue>>,
+    pub before: Option<Vec<KeyValue>>,
+    pub limit: u64,
+}
+
+/// One resource with its state vector, at the version it is read at.
+#[derive(Debug, Clone)]
+pub struct ResourceStateRow {
+    pub resource_id: String,
+    pub resource_type: String,
+    pub agent: String,
+    pub id_value: String,
+    pub model_version: i64,
+    pub resource_set: Option<String>,
+    pub attributes: serde_json::Value,
+    pub attribute_hash: String,
+    pub requires_length: usize,
+    pub is_undefined: bool,
+    pub is_orphan: bool,
+    pub blocked: String,
+    pub last_handler_run: String,
+    pub last_handler_run_at: Option<String>,
+    pub is_deploying: bool,
+    pub compliance: Option<String>,
+    pub last_non_deploying_status: Option<String>,
+    pub first_generated_time: String,
+    pub last_success: Option<String>,
+    pub last_produced_events: Option<String>,
+    pub last_deployed_attribute_hash: Option<String>,
+    pub last_deployed_version: Option<i64>,
+    pub current_intent_attribute_hash: String,
+    /// The sort-key values of this row (the requested keys, then the resource id).
+    pub keys: Vec<KeyValue>,
+}
+
+/// A page, and the sort-key values of the first row beyond it in the direction it was read
+/// (none when the page reaches the end).
+#[derive(Debug, Clone)]
+pub struct ResourceStatePage {
+    pub rows: Vec<ResourceStateRow>,
+    pub excess: Option<Vec<KeyValue>>,
+}
+
+/// The SQL of a filter and its binds (`$n` placeholders numbered from `first`).
+struct Where {
+    clauses: Vec<String>,
+    binds: Vec<Bind>,
+}
+
+#[derive(Debug, Clone)]
+enum Bind {
+    Text(String),
+    Int(i64),
+}
+
+impl Where {
+    fn bind(&mut self, value: Bind) -> String {
+        self.binds.push(value);
+        format!("${}", self.binds.len())
+    }
+
+    fn text(&mut self, column: &str, m: &TextMatch, kind: DbKind) {
+        let like = if kind == DbKind::Postgres { "ILIKE" } else { "LIKE" };
+        if let Some(eq) = &m.eq {
+            let ps: Vec<String> = eq.iter().map(|v| self.bind(Bind::Text(v.clone()))).collect();
+            self.clauses.push(in_list(column, &ps, false));
+        }
+        if let Some(neq) = &m.neq {
+            let ps: Vec<String> = neq.iter().map(|v| self.bind(Bind::Text(v.clone()))).collect();
+            self.clauses.push(in_list(column, &ps, true));
+        }
+        for pattern in m.contains.iter().flatten() {
+            let p = self.bind(Bind::Text(pattern.clone()));
+            self.clauses.push(format!("{column} {like} {p}"));
+        }
+        for pattern in m.not_contains.iter().flatten() {
+            let p = self.bind(Bind::Text(pattern.clone()));
+            self.clauses.push(format!("NOT ({column} {like} {p})"));
+        }
+    }
+
+    fn choice(&mut self, column: &str, m: &ChoiceMatch) {
+        if let Some(eq) = &m.eq {
+            let ps: Vec<String> = eq.iter().map(|v| self.bind(Bind::Text(v.clone()))).collect();
+            self.clauses.push(in_list(column, &ps, false));
+        }
+        if let Some(neq) = &m.neq {
+            let ps: Vec<String> = neq.iter().map(|v| self.bind(Bind::Text(v.clone()))).collect();
+            // NULL (an orphan's compliance) is in no list: SQL's NOT IN would drop it too.
+            self.clauses.push(format!("({} OR {column} IS NULL)", in_list(column, &ps, true)));
+        }
+    }
+
+    fn flag(&mut self, column: &str, value: Option<bool>) {
+        if let Some(v) = value {
+            self.clauses.push(format!("{column} = {}", i64::from(v)));
+        }
+    }
+}
+
+/// `col IN (...)`; an empty list matches nothing (or everything when negated).
+fn in_list(column: &str, params: &[String], negated: bool) -> String {
+    match (params.is_empty(), negated) {
+        (true, false) => "1 = 0".into(),
+        (true, true) => "1 = 1".into(),
+        (false, false) => format!("{column} IN ({})", params.join(", ")),
+        (false, true) => format!("{column} NOT IN ({})", params.join(", ")),
+    }
+}
+
+fn filter_sql(filter: &ResourceFilter, kind: DbKind) -> Where {
+    let mut w = Where { clauses: Vec::new(), binds: Vec::new() };
+    let env = w.bind(Bind::Text(filter.environment.to_string()));
+    w.clauses.push(format!("s.environment = {env}"));
+    if let Some(m) = &filter.resource_type {
+        w.text("s.resource_type", m, kind);
+    }
+    if let Some(m) = &filter.resource_id_value {
+        w.text("s.id_value", m, kind);
+    }
+    if let Some(m) = &filter.agent {
+        w.text("s.agent", m, kind);
+    }
+    if let Some(m) = &filter.blocked {
+        w.choice("s.blocked", m);
+    }
+    if let Some(m) = &filter.compliance {
+        w.choice(COMPLIANCE_SQL, m);
+    }
+    if let Some(m) = &filter.last_handler_run {
+        w.choice("s.last_handler_run", m);
+    }
+    w.flag("s.is_deploying", filter.is_deploying);
+    w.flag("s.is_orphan", filter.is_orphan);
+    if let Some(purged) = filter.purged {
+        // `purged` is an attribute of the resource at the version it is read at.
+        let truth = if kind == DbKind::Postgres {
+            "COALESCE(CAST(r.attributes AS JSONB)->>'purged', 'false') = 'true'"
+        } else {
+            "COALESCE(json_extract(r.attributes, '$.purged'), 0) = 1"
+        };
+        w.clauses.push(if purged { truth.to_string() } else { format!("NOT ({truth})") });
+    }
+    w
+}
+
+/// `(k1, k2, ...) > (v1, v2, ...)` with each key in its own direction, spelled out (row-value
+/// comparison cannot mix directions). NULLs sort last ascending, as PostgreSQL does.
+fn after_sql(w: &mut Where, keys: &[(String, Direction)], values: &[KeyValue]) -> String {
+    let mut ors = Vec::new();
+    for i in 0..keys.len() {
+        let mut ands = Vec::new();
+        for (j, (sql, _)) in keys.iter().enumerate().take(i) {
+            ands.push(match &values[j] {
+                KeyValue::Null => format!("{sql} IS NULL"),
+                v => format!("{sql} = {}", bind_key(w, v)),
+            });
+        }
+        let (sql, dir) = &keys[i];
+        let beyond = match (&values[i], dir) {
+            (KeyValue::Null, Direction::Asc) => None,
+            (KeyValue::Null, Direction::Desc) => Some(format!("{sql} IS NOT NULL")),
+            (v, Direction::Asc) => Some(format!("({sql} > {} OR {sql} IS NULL)", bind_key(w, v))),
+            (v, Direction::Desc) => Some(format!("{sql} < {}", bind_key(w, v))),
+        };
+        if let Some(b) = beyond {
+            ands.push(b);
+            ors.push(format!("({})", ands.join(" AND ")));
+        }
+    }
+    if ors.is_empty() { "1 = 0".into() } else { format!("({})", ors.join(" OR ")) }
+}
+
+fn bind_key(w: &mut Where, v: &KeyValue) -> String {
+    match v {
+        KeyValue::Text(t) => w.bind(Bind::Text(t.clone())),
+        KeyValue::Bool(b) => w.bind(Bind::Int(i64::from(*b))),
+        KeyValue::Null => "NULL".into(),
+    }
+}
+
+fn order_sql(keys: &[(String, Direction)]) -> String {
+    keys.iter()
+        .map(|(sql, dir)| match dir {
+            Direction::Asc => format!("{sql} ASC NULLS LAST"),
+            Direction::Desc => format!("{sql} DESC NULLS FIRST"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn flip(d: Direction) -> Direction {
+    match d {
+        Direction::Asc => Direction::Desc,
+        Direction::Desc => Direction::Asc,
+    }
+}
+
+const SELECT: &str = "s.resource_id, s.resource_type, s.agent, s.id_value, r.version AS model_version, \
+     r.resource_set, r.attributes, r.attribute_hash, r.requires, s.is_undefined, s.is_orphan, s.blocked, \
+     s.last_handler_run, s.last_handler_run_at, s.is_deploying, s.last_non_deploying_status, \
+     s.first_generated_time, s.last_success, s.last_produced_events, s.last_deployed_attribute_hash, \
+     s.last_deployed_version, s.current_intent_attribute_hash";
+
+impl Orchestrator {
+    /// How many resources match `filter` (at the version each is read at).
+    pub async fn count_resource_states(&self, filter: &ResourceFilter) -> Result<u64> {
+        let kind = self.store.kind();
+        let mut w = filter_sql(filter, kind);
+        let from = self.resource_from(&mut w, filter);
+        let sql = format!("SELECT COUNT(*) AS n FROM {from} WHERE {}", w.clauses.join(" AND "));
+        let mut q = sqlx::query(&sql);
+        for b in &w.binds {
+            q = match b {
+                Bind::Text(t) => q.bind(t.clone()),
+                Bind::Int(i) => q.bind(*i),
+            };
+        }
+        let row = q.fetch_one(self.store.pool()).await?;
+        Ok(row.try_get::<i64, _>("n")? as u64)
+    }
+
+    /// One keyset page of resources matching `filter`.
+    pub async fn resource_state_page(&self, filter: &ResourceFilter, req: &KeysetRequest) -> Result<ResourceStatePage> {
+        let kind = self.store.kind();
+        let mut w = filter_sql(filter, kind);
+        let from = self.resource_from(&mut w, filter);
+        let backwards = req.before.is_some();
+        let mut keys: Vec<(String, Direction)> = req.order.iter().map(|(k, d)| (k.sql(), *d)).collect();
+        keys.push(("s.resource_id".into(), Direction::Asc));
+        let read_keys: Vec<(String, Direction)> =
+            if backwards { keys.iter().map(|(s, d)| (s.clone(), flip(*d))).collect() } else { keys.clone() };
+        if let Some(place) = req.after.as_ref().or(req.before.as_ref()) {
+            if place.len() != read_keys.len() {
+                return Err(crate::Error::BadRequest("the cursor does not belong to this ordering".into()));
+            }
+            let clause = after_sql(&mut w, &read_keys, place);
+            w.clauses.push(clause);
+        }
+        let key_columns: Vec<String> = keys.iter().enumerate().map(|(i, (sql, _))| format!("{sql} AS k{i}")).collect();
+        let sql = format!(
+            "SELECT {SELECT}, {} FROM {from} WHERE {} ORDER BY {} LIMIT {}",
+            key_columns.join(", "),
+            w.clauses.join(" AND "),
+            order_sql(&read_keys),
+            req.limit + 1
+        );
+        let mut q = sqlx::query(&sql);
+        for b in &w.binds {
+            q = match b {
+                Bind::Text(t) => q.bind(t.clone()),
+                Bind::Int(i) => q.bind(*i),
+            };
+        }
+        let fetched = q.fetch_all(self.store.pool()).await?;
+        let excess = fetched.get(req.limit as usize).map(|row| row_to_state(row, &req.order)).transpose()?;
+        let mut rows = Vec::with_capacity(fetched.len());
+        for row in fetched.iter().take(req.limit as usize) {
+            rows.push(row_to_state(row, &req.order)?);
+        }
+        if backwards {
+            rows.reverse();
+        }
+        Ok(ResourceStatePage { rows, excess: excess.map(|row| row.keys) })
+    }
+
+    /// The tables a resource page reads: the state vector and the resource at its version (a
+    /// pinned `model_version` only keeps the resources that version holds).
+    fn resource_from(&self, w: &mut Where, filter: &ResourceFilter) -> String {
+        match filter.model_version {
+            Some(version) => {
+                let p = w.bind(Bind::Int(version));
+                format!(
+                    "resource_persistent_state s JOIN resource r ON r.environment = s.environment \
+                     AND r.resource_id = s.resource_id AND r.version = {p}"
+                )
+            }
+            None => "resource_persistent_state s JOIN resource r ON r.environment = s.environment \
+                     AND r.resource_id = s.resource_id AND r.version = s.current_intent_version"
+                .to_string(),
+        }
+    }
+}
+
+fn row_to_state(row: &sqlx::any::AnyRow, order: &[(ResourceSortKey, Direction)]) -> Result<ResourceStateRow> {
+    let corrupt = |what: &str| crate::Error::Corrupt(format!("resource state: {what}"));
+    let attributes: String = row.try_get("attributes")?;
+    let requires: String = row.try_get("requires")?;
+    let requires: Vec<serde_json::Value> = serde_json::from_str(&requires).map_err(|_| corrupt("requires"))?;
+    let mut keys = Vec::with_capacity(order.len() + 1);
+    for (i, (key, _)) in order.iter().enumerate() {
+        let name = format!("k{i}");
+        keys.push(match key {
+            ResourceSortKey::IsDeploying => KeyValue::Bool(row.try_get::<i64, _>(name.as_str())? != 0),
+            _ => match row.try_get::<Option<String>, _>(name.as_str())? {
+                Some(v) => KeyValue::Text(v),
+                None => KeyValue::Null,
+            },
+        });
+    }
+    let resource_id: String = row.try_get("resource_id")?;
+    keys.push(KeyValue::Text(resource_id.clone()));
+    let is_orphan = row.try_get::<i64, _>("is_orphan")? != 0;
+    let is_undefined = row.try_get::<i64, _>("is_undefined")? != 0;
+    let last_deployed_attribute_hash: Option<String> = row.try_get("last_deployed_attribute_hash")?;
+    let current_intent_attribute_hash: String = row.try_get("current_intent_attribute_hash")?;
+    let last_non_deploying_status: Option<String> = row.try_get("last_non_deploying_status")?;
+    let compliance = compliance_of(
+        is_orphan,
+        is_undefined,
+        last_deployed_attribute_hash.as_deref(),
+        &current_intent_attribute_hash,
+        last_non_deploying_status.as_deref(),
+    );
+    Ok(ResourceStateRow {
+        resource_id,
+        resource_type: row.try_get("resource_type")?,
+        agent: row.try_get("agent")?,
+        id_value: row.try_get("id_value")?,
+        model_version: row.try_get("model_version")?,
+        resource_set: row.try_get("resource_set")?,
+        attributes: serde_json::from_str(&attributes).map_err(|_| corrupt("attributes"))?,
+        attribute_hash: row.try_get("attribute_hash")?,
+        requires_length: requires.len(),
+        is_undefined,
+        is_orphan,
+        blocked: row.try_get("blocked")?,
+        last_handler_run: row.try_get("last_handler_run")?,
+        last_handler_run_at: row.try_get("last_handler_run_at")?,
+        is_deploying: row.try_get::<i64, _>("is_deploying")? != 0,
+        compliance: compliance.map(str::to_string),
+        last_non_deploying_status,
+        first_generated_time: row.try_get("first_generated_time")?,
+        last_success: row.try_get("last_success")?,
+        last_produced_events: row.try_get("last_produced_events")?,
+        last_deployed_attribute_hash,
+        last_deployed_version: row.try_get("last_deployed_version")?,
+        current_intent_attribute_hash,
+        keys,
+    })
+}
+
+/// The same rule as [`COMPLIANCE_SQL`], for a row already read.
+fn compliance_of(
+    is_orphan: bool,
+    is_undefined: bool,
+    deployed_hash: Option<&str>,
+    intent_hash: &str,
+    last_status: Option<&str>,
+) -> Option<&'static str> {
+    if is_orphan {
+        return None;
+    }
+    if is_undefined {
+        return Some("undefined");
+    }
+    if deployed_hash != Some(intent_hash) {
+        return Some("has_update");
+    }
+    Some(if last_status == Some("deployed") { "compliant" } else { "non_compliant" })
+}
+
+/// Counts of the managed (not orphaned) resources of an environment by each part of their state:
+/// the `resourceSummary` query. Every value appears, with 0 when no resource has it.
+#[derive(Debug, Clone, Default)]
+pub struct ComposedSummary {
+    pub total: u64,
+    pub last_handler_run: std::collections::BTreeMap<String, u64>,
+    pub blocked: std::collections::BTreeMap<String, u64>,
+    pub compliance: std::collections::BTreeMap<String, u64>,
+    pub is_deploying: std::collections::BTreeMap<String, u64>,
+}
+
+impl Orchestrator {
+    pub async fn composed_resource_summary(&self, env: Uuid) -> Result<ComposedSummary> {
+        let sql = format!(
+            "SELECT s.last_handler_run, s.blocked, {COMPLIANCE_SQL} AS compliance, s.is_deploying, COUNT(*) AS n \
+             FROM resource_persistent_state s WHERE s.environment = $1 AND s.is_orphan = 0 GROUP BY 1, 2, 3, 4"
+        );
+        let rows = sqlx::query(&sql).bind(env.to_string()).fetch_all(self.store.pool()).await?;
+        let zeros = |names: &[&str]| names.iter().map(|n| (n.to_string(), 0)).collect();
+        let mut summary = ComposedSummary {
+            total: 0,
+            last_handler_run: zeros(&["new", "successful", "failed", "skipped"]),
+            blocked: zeros(&["blocked", "not_blocked", "temporarily_blocked"]),
+            compliance: zeros(&["compliant", "has_update", "non_compliant", "undefined"]),
+            is_deploying: zeros(&["true", "false"]),
+        };
+        for row in rows {
+            let n = row.try_get::<i64, _>("n")? as u64;
+            summary.total += n;
+            *summary.last_handler_run.entry(row.try_get("last_handler_run")?).or_default() += n;
+            *summary.blocked.entry(row.try_get("blocked")?).or_default() += n;
+            if let Some(c) = row.try_get::<Option<String>, _>("compliance")? {
+                *summary.compliance.entry(c).or_default() += n;
+            }
+            let deploying = row.try_get::<i64, _>("is_deploying")? != 0;
+            *summary.is_deploying.entry(deploying.to_string()).or_default() += n;
+        }
+        Ok(summary)
+    }
+}
