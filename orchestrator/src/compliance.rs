@@ -109,6 +109,7 @@ fn report_of_row(row: &sqlx::any::AnyRow) -> Result<(String, ResourceComplianceD
 
 /// Ids as Python prints a set of strings (Inmanta's message quotes its set).
 fn python_set(ids: &[&str]) -> String {
-    let quoted: Vec<String> = ids.iter().map(|id| format!("'{}'", id.replace('\\', "\\\\").replace('\'', "\\'"))).collect();
+    let quoted: Vec<String> =
+        ids.iter().map(|id| format!("'{}'", id.replace('\\', "\\\\").replace('\'', "\\'"))).collect();
     format!("{{{}}}", quoted.join(", "))
 }

@@ -81,12 +81,20 @@ fn purged_diff() -> BTreeMap<String, AttributeStateChange> {
 #[tokio::test]
 async fn report_only_runs_set_compliance_and_keep_the_diff_of_a_non_compliant_one() {
     let (o, env, _dir) = setup().await;
-    let v1 = release(&o, env, vec![null("ok", "1", true), null("drift", "1", true), null("fail", "1", true), null("enforced", "1", false)]).await;
+    let v1 = release(
+        &o,
+        env,
+        vec![null("ok", "1", true), null("drift", "1", true), null("fail", "1", true), null("enforced", "1", false)],
+    )
+    .await;
 
     // Before any run: has_update, last run `new`, no time, no diff.
     let before = report(&o, env, &["ok", "enforced"]).await;
     for diff in before.values() {
-        assert_eq!((diff.compliance, diff.last_handler_run, diff.last_handler_run_at.as_deref()), (Compliance::HasUpdate, HandlerRun::New, None));
+        assert_eq!(
+            (diff.compliance, diff.last_handler_run, diff.last_handler_run_at.as_deref()),
+            (Compliance::HasUpdate, HandlerRun::New, None)
+        );
         assert_eq!(diff.attribute_diff, None);
     }
     assert!(before[&rid("ok")].report_only && !before[&rid("enforced")].report_only);
@@ -125,7 +133,12 @@ async fn report_only_runs_set_compliance_and_keep_the_diff_of_a_non_compliant_on
     assert_eq!(counts.by_compliance.get(&Compliance::HasUpdate), None);
 
     // A new intent for drift: it has an update, and its old diff is not shown.
-    let v2 = release(&o, env, vec![null("ok", "1", true), null("drift", "2", true), null("fail", "1", true), null("enforced", "1", false)]).await;
+    let v2 = release(
+        &o,
+        env,
+        vec![null("ok", "1", true), null("drift", "2", true), null("fail", "1", true), null("enforced", "1", false)],
+    )
+    .await;
     let pending = report(&o, env, &["ok", "drift"]).await;
     assert_eq!(pending[&rid("ok")].compliance, Compliance::Compliant, "an unchanged intent stays compliant");
     assert_eq!(pending[&rid("drift")].compliance, Compliance::HasUpdate);
@@ -136,13 +149,21 @@ async fn report_only_runs_set_compliance_and_keep_the_diff_of_a_non_compliant_on
     assert_eq!(report(&o, env, &["drift"]).await[&rid("drift")].compliance, Compliance::HasUpdate);
 
     // The run for the new intent finds it as desired: compliant, the diff gone.
-    o.record_actions(env, &[run(v2, "drift", HandlerStatus::NonCompliant, json!({"value": {"current": "1", "desired": "2"}}))]).await.unwrap();
+    o.record_actions(
+        env,
+        &[run(v2, "drift", HandlerStatus::NonCompliant, json!({"value": {"current": "1", "desired": "2"}}))],
+    )
+    .await
+    .unwrap();
     let found = report(&o, env, &["drift"]).await;
     let diff = found[&rid("drift")].attribute_diff.clone().unwrap();
     assert_eq!(diff["value"], AttributeStateChange { current: json!("1"), desired: json!("2") });
     o.record_actions(env, &[run(v2, "drift", HandlerStatus::Deployed, json!({}))]).await.unwrap();
     let fixed = report(&o, env, &["drift"]).await;
-    assert_eq!((fixed[&rid("drift")].compliance, fixed[&rid("drift")].attribute_diff.clone()), (Compliance::Compliant, None));
+    assert_eq!(
+        (fixed[&rid("drift")].compliance, fixed[&rid("drift")].attribute_diff.clone()),
+        (Compliance::Compliant, None)
+    );
 }
 
 #[tokio::test]

@@ -14,14 +14,17 @@ use crate::pages::environment::short_date;
 
 /// How many released resources are in each compliance.
 #[server(prefix = "/console/fn", endpoint = "compliance_summary", input = Json)]
-pub async fn compliance_summary(env: String) -> Result<ComplianceSummary, ServerFnError> {
+pub async fn load_compliance_summary(env: String) -> Result<ComplianceSummary, ServerFnError> {
     let s = services_for("resource.read", &env)?;
     s.orchestrator.compliance_summary(env_id(&env)?).await.map_err(fail)
 }
 
 /// One resource's compliance; none for a resource the released version no longer holds.
 #[server(prefix = "/console/fn", endpoint = "resource_compliance", input = Json)]
-pub async fn resource_compliance(env: String, rid: String) -> Result<Option<ResourceComplianceDiff>, ServerFnError> {
+pub async fn load_resource_compliance(
+    env: String,
+    rid: String,
+) -> Result<Option<ResourceComplianceDiff>, ServerFnError> {
     let s = services_for("report.read", &env)?;
     match s.orchestrator.compliance_report(env_id(&env)?, std::slice::from_ref(&rid)).await {
         Ok(mut report) => Ok(report.remove(&rid)),
@@ -52,7 +55,7 @@ pub fn ComplianceBadge(compliance: Compliance) -> impl IntoView {
 /// report-only resources found different.
 #[component]
 pub fn ComplianceCard(env: Memo<String>, #[prop(optional)] report_only_only: bool) -> impl IntoView {
-    let data = live_resource(move || env.get(), compliance_summary);
+    let data = live_resource(move || env.get(), load_compliance_summary);
     view! {
         <Transition fallback=|| ()>
             {move || Suspend::new(async move {
@@ -100,7 +103,7 @@ fn ComplianceCounts(env: String, summary: ComplianceSummary) -> impl IntoView {
 /// that differ.
 #[component]
 pub fn ResourceCompliance(env: Memo<String>, rid: Memo<String>) -> impl IntoView {
-    let data = live_resource(move || (env.get(), rid.get()), |(e, r)| resource_compliance(e, r));
+    let data = live_resource(move || (env.get(), rid.get()), |(e, r)| load_resource_compliance(e, r));
     view! {
         <Transition fallback=|| ()>
             {move || Suspend::new(async move {

@@ -18,7 +18,12 @@ fn null(name: &str, report_only: bool, purged: bool) -> serde_json::Map<String, 
     .unwrap()
 }
 
-fn run(version: i64, name: &str, status: HandlerStatus, changes: serde_json::Value) -> orchestrator::resources::FinishedAction {
+fn run(
+    version: i64,
+    name: &str,
+    status: HandlerStatus,
+    changes: serde_json::Value,
+) -> orchestrator::resources::FinishedAction {
     let id = api::ResourceId::parse(&format!("std::testing::NullResource[internal,name={name}]")).unwrap();
     let changes = changes.as_object().filter(|c| !c.is_empty()).map(|c| json!({ id.versioned(version as u64): c }));
     orchestrator::resources::FinishedAction {
@@ -64,7 +69,10 @@ async fn dashboard_resources_and_details_show_compliance() {
     for page in ["dashboard", "resources"] {
         let (_, html) = get(router.clone(), &format!("/console/{page}?env={env}")).await;
         assert!(html.contains("id=\"compliance\" data-total=\"3\" data-non-compliant=\"1\""), "{page}: {html}");
-        assert!(html.contains("1 compliant") && html.contains("1 non-compliant") && html.contains("1 has update"), "{html}");
+        assert!(
+            html.contains("1 compliant") && html.contains("1 non-compliant") && html.contains("1 has update"),
+            "{html}"
+        );
         assert!(html.contains("2 of 3 resources are report-only"), "{html}");
         assert!(html.contains("filter.status=non_compliant"), "{html}");
     }
@@ -73,7 +81,10 @@ async fn dashboard_resources_and_details_show_compliance() {
     assert!(html.contains("data-status=\"non_compliant\"") && !html.contains("name=ok]"), "{html}");
 
     let details = |name: &str| {
-        format!("/console/resources/details?env={env}&rid={}", crate::components::encode(&format!("std::testing::NullResource[internal,name={name}]")))
+        format!(
+            "/console/resources/details?env={env}&rid={}",
+            crate::components::encode(&format!("std::testing::NullResource[internal,name={name}]"))
+        )
     };
     let (_, html) = get(router.clone(), &details("drift")).await;
     assert!(html.contains("id=\"resource-compliance\" data-compliance=\"non_compliant\""), "{html}");
