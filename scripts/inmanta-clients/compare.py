@@ -55,7 +55,6 @@ BY_VALUE = {
     "compliance report none",
     "compliance report has_update",
     "compliance report after fix",
-    "compliance resource_list status non_compliant",
     "compliance resource_details non_compliant",
     "compliance resource_details compliant",
 }
