@@ -6,6 +6,7 @@
 
 pub mod auth;
 pub mod compile;
+pub mod compliance;
 pub mod cron;
 pub mod environment;
 pub mod environment_metrics;
@@ -27,7 +28,7 @@ pub use environment::{Environment, EnvironmentV1, Project, ProjectV1};
 pub use resource::ResourceId;
 pub use settings::{SettingDefinition, SettingType, SettingValue};
 pub use state::{
-    ActionKind, AgentStatus, Blocked, Change, CompileStatus, HandlerRun, HandlerStatus, ResourceDiffStatus,
+    ActionKind, AgentStatus, Blocked, Change, CompileStatus, Compliance, HandlerRun, HandlerStatus, ResourceDiffStatus,
     ResourceState, StateVector,
 };
 

@@ -175,6 +175,47 @@ impl From<HandlerStatus> for HandlerRun {
 }
 
 wire_enum! {
+    /// How a resource's operational state relates to its current intent, as far as the last
+    /// handler run for that intent tells (Inmanta's `Compliance`).
+    Compliance ("compliance") {
+        /// The last run for the current intent found it as desired.
+        Compliant = "compliant",
+        /// The intent changed since the last run (or it never ran).
+        HasUpdate = "has_update",
+        /// The last run for the current intent found it different (report-only) or did not get
+        /// it there (failed, skipped).
+        NonCompliant = "non_compliant",
+        /// The intent has an unknown value.
+        Undefined = "undefined",
+    }
+}
+
+impl Compliance {
+    /// Inmanta's `get_compliance_status` over a resource's state vector columns.
+    pub fn of(
+        undefined: bool,
+        last_deployed_hash: Option<&str>,
+        current_hash: &str,
+        last_run_compliant: Option<bool>,
+    ) -> Compliance {
+        if undefined {
+            Compliance::Undefined
+        } else if last_deployed_hash != Some(current_hash) {
+            Compliance::HasUpdate
+        } else if last_run_compliant == Some(true) {
+            Compliance::Compliant
+        } else {
+            Compliance::NonCompliant
+        }
+    }
+
+    /// The same rule as SQL over the columns of `resource_persistent_state` (for counts).
+    pub const SQL: &'static str = "CASE WHEN is_undefined = 1 THEN 'undefined' \
+        WHEN last_deployed_attribute_hash IS NULL OR last_deployed_attribute_hash <> current_intent_attribute_hash \
+        THEN 'has_update' WHEN last_handler_run_compliant = 1 THEN 'compliant' ELSE 'non_compliant' END";
+}
+
+wire_enum! {
     /// The kind of change a handler run made; one per run.
     #[derive(Default)]
     Change ("change") {

@@ -9,6 +9,7 @@ pub mod auth;
 pub mod backup;
 pub mod cluster;
 pub mod compiles;
+mod compliance;
 mod desired_state;
 pub mod discovered;
 pub mod dryrun;

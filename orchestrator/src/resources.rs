@@ -877,6 +877,7 @@ async fn record_actions_chunk(
                     outcome: outcome.status,
                     events: outcome.change.is_some_and(|c| c != Change::NoChange),
                     reason,
+                    diff: non_compliant_diff(outcome, &id.versioned(done.version as u64)),
                 });
             }
         }
@@ -955,6 +956,27 @@ struct DeployResult<'a> {
     events: bool,
     /// The last error the run logged, for the notification of a new failure.
     reason: Option<&'a str>,
+    /// What a `non_compliant` run found different ({attribute: {current, desired}}), kept for
+    /// the compliance report.
+    diff: Option<serde_json::Value>,
+}
+
+/// The attribute diff of a `non_compliant` run, as Inmanta keeps it: every attribute with both
+/// `current` and `desired` (a handler may leave one out).
+fn non_compliant_diff(outcome: &ActionOutcome, rvid: &str) -> Option<serde_json::Value> {
+    if outcome.status != HandlerStatus::NonCompliant {
+        return None;
+    }
+    let changes = outcome.changes.as_ref().and_then(|c| c.get(rvid)).and_then(|c| c.as_object());
+    let diff: serde_json::Map<String, serde_json::Value> = changes
+        .into_iter()
+        .flatten()
+        .map(|(attribute, change)| {
+            let side = |name: &str| change.get(name).cloned().unwrap_or(serde_json::Value::Null);
+            (attribute.clone(), serde_json::json!({"current": side("current"), "desired": side("desired")}))
+        })
+        .collect();
+    Some(serde_json::Value::Object(diff))
 }
 
 /// Records deploy results in the state vector of their resources (`api::state::StateVector`):
@@ -983,15 +1005,21 @@ async fn record_deploy_results(
     // The hash deployed is the one of the version the action ran for: almost always the current
     // intent's, which the row holds; only an older version's is looked up (the lookup for every
     // row was a fifth of the statement's time on PostgreSQL).
+    // Compliance is about the current intent only (Inmanta's scheduler): a run for an older
+    // intent (another hash) leaves `last_handler_run_compliant` as it was. The diff is cleared
+    // here and set below for the runs that found one, as Inmanta persists it.
+    let older_hash = "(SELECT r.attribute_hash FROM resource r WHERE r.environment = $1 AND r.version = $5 \
+                      AND r.resource_id = resource_persistent_state.resource_id)";
     let sql = format!(
         "UPDATE resource_persistent_state SET is_deploying = 0, last_handler_run = $2, \
          last_handler_run_at = $3, last_deploy = $3, last_non_deploying_status = $4, \
          last_deployed_version = $5, last_deployed_attribute_hash = CASE \
-         WHEN current_intent_version = $5 THEN current_intent_attribute_hash \
-         ELSE (SELECT r.attribute_hash FROM resource r WHERE r.environment = $1 AND r.version = $5 \
-         AND r.resource_id = resource_persistent_state.resource_id) END, \
+         WHEN current_intent_version = $5 THEN current_intent_attribute_hash ELSE {older_hash} END, \
          last_success = CASE WHEN $6 = 1 THEN $3 ELSE last_success END, \
-         last_produced_events = CASE WHEN $7 = 1 THEN $3 ELSE last_produced_events END \
+         last_produced_events = CASE WHEN $7 = 1 THEN $3 ELSE last_produced_events END, \
+         last_handler_run_compliant = CASE WHEN current_intent_version = $5 \
+         OR {older_hash} = current_intent_attribute_hash THEN $9 ELSE last_handler_run_compliant END, \
+         non_compliant_diff = NULL \
          WHERE environment = $1 AND resource_id IN {ids}"
     );
     for ((handler_run, status, version, events), rids) in groups {
@@ -1004,8 +1032,21 @@ async fn record_deploy_results(
             .bind(i64::from(status == ResourceState::Deployed))
             .bind(i64::from(events))
             .bind(serde_json::json!(rids).to_string())
+            .bind(i64::from(status == ResourceState::Deployed))
             .execute(&mut **tx)
             .await?;
+    }
+    for result in results {
+        if let Some(diff) = &result.diff {
+            sqlx::query(
+                "UPDATE resource_persistent_state SET non_compliant_diff = $3 WHERE environment = $1 AND resource_id = $2",
+            )
+            .bind(env.to_string())
+            .bind(&result.resource_id)
+            .bind(diff.to_string())
+            .execute(&mut **tx)
+            .await?;
+        }
     }
     Ok(())
 }

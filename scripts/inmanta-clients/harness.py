@@ -168,6 +168,16 @@ class Harness:
             time.sleep(0.5)
         raise SystemExit(f"the deployment of {env_id} did not finish")
 
+    def wait_available(self, env_id: str, count: int) -> None:
+        """Until `count` released resources wait for a deploy: the real server's scheduler takes
+        a released version in a moment after the export returns (not recorded)."""
+        for _ in range(240):
+            result = self.client.resource_list(tid=env_id, filter={"status": ["available"]}, limit=1)
+            if ((result.result or {}).get("metadata") or {}).get("total", 0) >= count:
+                return
+            time.sleep(0.5)
+        raise SystemExit(f"no {count} resources of {env_id} became available")
+
     def environment_metrics(self, env_id: str) -> None:
         """`GET /api/v2/metrics` over a day long past (neither server recorded anything in it, so
         the answers are comparable value for value), rounded and not, and each refusal."""
@@ -388,6 +398,7 @@ class Harness:
         self.call("client clear_environment", "clear_environment", id=env_id)
         self.call("client delete_environment", "delete_environment", id=env_id)
         self.call("client delete_project", "delete_project", id=project["id"])
+        self.compliance()
 
     def graphql(self, env_id: str) -> None:
         """`POST /api/v2/graphql`: the queries web-console 4.x sends (environment preview,
@@ -451,6 +462,47 @@ class Harness:
         )
         schema = self.client.graphql_schema()
         self.record("graphql schema", kind="client", call="graphql_schema", status=schema.code, result=schema_shape(schema.result))
+
+    def compliance(self) -> None:
+        """Report-only resources in an environment of their own (compliance.cf): the compliance
+        report and the summaries after a deploy, while a changed intent waits for its deploy
+        (agent paused), and once it is deployed."""
+        project = self.call("compliance create_project", "create_project", name="compliance").result["project"]
+        env = self.call(
+            "compliance create_environment", "create_environment", project_id=project["id"], name="compliance"
+        ).result["environment"]
+        env_id = env["id"]
+        null = "std::testing::NullResource[internal,name={}]"
+        ok, drift, fail, enforced = (null.format(n) for n in ("ro-ok", "ro-drift", "ro-fail", "enforced"))
+        report = "get_compliance_report"
+        self.export("compliance export -d", env_id, "-d", "-f", "compliance.cf")
+        self.wait_deployed(env_id)
+        self.call("compliance report", report, tid=env_id, resource_ids=[ok, drift, fail, enforced])
+        self.call("compliance report one", report, tid=env_id, resource_ids=[drift])
+        self.call("compliance report none", report, tid=env_id, resource_ids=[])
+        self.call("compliance report unknown id", report, tid=env_id, resource_ids=[ok, null.format("nope")])
+        self.call("compliance resource_list deploy_summary", "resource_list", tid=env_id, deploy_summary=True, sort="resource_id_value.asc")
+        self.call(
+            "compliance resource_list status non_compliant", "resource_list",
+            tid=env_id, filter={"status": ["non_compliant"]},
+        )
+        self.call("compliance resource_details non_compliant", "resource_details", tid=env_id, rid=drift)
+        self.call("compliance resource_details compliant", "resource_details", tid=env_id, rid=ok)
+
+        # A new intent for ro-drift, released (auto_deploy) while the agent is paused: it has an
+        # update until a deploy checks it.
+        self.cli("compliance agent pause", "agent", "pause", "-e", env_id, "--agent", "internal")
+        self.export("compliance export fixed", env_id, "-f", "compliance-fixed.cf")
+        self.wait_available(env_id, 1)
+        self.call("compliance report has_update", report, tid=env_id, resource_ids=[ok, drift, fail, enforced])
+        self.cli("compliance agent unpause", "agent", "unpause", "-e", env_id, "--agent", "internal")
+        self.call("compliance deploy", "deploy", tid=env_id, agent_trigger_method="push_incremental_deploy")
+        self.wait_deployed(env_id)
+        self.call("compliance report after fix", report, tid=env_id, resource_ids=[ok, drift, fail, enforced])
+        self.call("compliance resource_list after fix", "resource_list", tid=env_id, deploy_summary=True, sort="resource_id_value.asc")
+
+        self.call("compliance delete_environment", "delete_environment", id=env_id)
+        self.call("compliance delete_project", "delete_project", id=project["id"])
 
     def wait_dryrun(self, env_id: str, dryrun_id: str) -> None:
         for _ in range(240):

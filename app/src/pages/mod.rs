@@ -3,6 +3,7 @@
 //! when [`Refresh`](crate::components::Refresh) ticks (live events and actions).
 
 pub(crate) mod compiles;
+pub(crate) mod compliance;
 pub(crate) mod desired_state;
 pub(crate) mod discovered;
 pub(crate) mod environment;

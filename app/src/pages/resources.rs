@@ -58,6 +58,7 @@ pub fn ResourcesPage() -> impl IntoView {
             }
             notice=move || view! { <ActionMessage error/> }
         >
+            <crate::pages::compliance::ComplianceCard env report_only_only=true/>
             <FilterForm
                 path=RESOURCES
                 fields=vec![("resource_type", "Type"), ("agent", "Agent"), ("resource_id_value", "Value")]
@@ -212,6 +213,7 @@ pub fn ResourceDetailsPage() -> impl IntoView {
                 error_title="The resource could not be loaded"
                 view=move |d| view! { <ResourceHeader details=d/> }
             />
+            <crate::pages::compliance::ResourceCompliance env rid/>
             <div class="tabs" role="tablist">{tab_links}</div>
             <div class="tab-panel" role="tabpanel">
                 {move || match tab.get().as_str() {

@@ -10,6 +10,7 @@
 mod agents;
 mod auth;
 mod compiles;
+mod compliance;
 mod deploy;
 mod describe;
 mod discovered;
@@ -227,6 +228,7 @@ fn all_routes() -> Routes {
         .merge(notifications::router())
         .merge(agents::router())
         .merge(compiles::router())
+        .merge(compliance::router())
         .merge(deploy::router())
         .merge(dryrun::router())
         .merge(discovered::router())

@@ -23,6 +23,7 @@ pub fn DashboardPage() -> impl IntoView {
                 error_title="The dashboard could not be loaded"
                 view=move |d| view! { <DashboardBody env=env.get_untracked() data=d/> }
             />
+            <crate::pages::compliance::ComplianceCard env/>
             <crate::pages::metrics::MetricsPanel env/>
         </EnvironmentPage>
     }
