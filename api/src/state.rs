@@ -210,9 +210,23 @@ impl Compliance {
     }
 
     /// The same rule as SQL over the columns of `resource_persistent_state` (for counts).
-    pub const SQL: &'static str = "CASE WHEN is_undefined = 1 THEN 'undefined' \
-        WHEN last_deployed_attribute_hash IS NULL OR last_deployed_attribute_hash <> current_intent_attribute_hash \
-        THEN 'has_update' WHEN last_handler_run_compliant = 1 THEN 'compliant' ELSE 'non_compliant' END";
+    /// [`Compliance::of`] in SQL over the columns of `resource_persistent_state`, the table
+    /// aliased `alias` in the query (`""`: not aliased).
+    pub fn sql(alias: &str) -> String {
+        let c = |column: &str| if alias.is_empty() { column.to_string() } else { format!("{alias}.{column}") };
+        format!(
+            "CASE WHEN {} = 1 THEN '{}' WHEN {deployed} IS NULL OR {deployed} <> {} THEN '{}' \
+             WHEN {} = 1 THEN '{}' ELSE '{}' END",
+            c("is_undefined"),
+            Compliance::Undefined.as_str(),
+            c("current_intent_attribute_hash"),
+            Compliance::HasUpdate.as_str(),
+            c("last_handler_run_compliant"),
+            Compliance::Compliant.as_str(),
+            Compliance::NonCompliant.as_str(),
+            deployed = c("last_deployed_attribute_hash"),
+        )
+    }
 }
 
 wire_enum! {

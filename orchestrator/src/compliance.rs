@@ -61,7 +61,7 @@ impl Orchestrator {
              FROM resource_persistent_state s JOIN resource r ON r.environment = s.environment \
              AND r.version = s.current_intent_version AND r.resource_id = s.resource_id \
              WHERE s.environment = $1 AND s.is_orphan = 0 GROUP BY 1",
-            Compliance::SQL
+            Compliance::sql("s")
         ))
         .bind(env.to_string())
         .fetch_all(self.store.pool())

@@ -6,6 +6,7 @@
 //! Each resource is read at the version Inmanta takes it at when no version is pinned: the latest
 //! released version that holds it, its last one for an orphan (`current_intent_version`).
 
+use api::state::{Blocked, Compliance, HandlerRun};
 use sqlx::Row;
 use uuid::Uuid;
 
@@ -81,7 +82,7 @@ impl ResourceSortKey {
             ResourceSortKey::ResourceType => "s.resource_type".into(),
             ResourceSortKey::ResourceIdValue => "s.id_value".into(),
             ResourceSortKey::Blocked => "UPPER(s.blocked)".into(),
-            ResourceSortKey::Compliance => format!("UPPER({COMPLIANCE_SQL})"),
+            ResourceSortKey::Compliance => format!("UPPER({})", compliance_sql()),
             ResourceSortKey::LastHandlerRun => "UPPER(s.last_handler_run)".into(),
             ResourceSortKey::IsDeploying => "s.is_deploying".into(),
         }
@@ -90,10 +91,11 @@ impl ResourceSortKey {
 
 /// Inmanta's compliance of a resource: none for an orphan, `undefined`, `has_update` until a
 /// handler ran for the current intent, then `compliant` only when that run deployed it.
-const COMPLIANCE_SQL: &str = "(CASE WHEN s.is_orphan = 1 THEN NULL WHEN s.is_undefined = 1 THEN 'undefined' \
-     WHEN s.last_deployed_attribute_hash IS NULL \
-       OR s.last_deployed_attribute_hash <> s.current_intent_attribute_hash THEN 'has_update' \
-     WHEN s.last_non_deploying_status = 'deployed' THEN 'compliant' ELSE 'non_compliant' END)";
+/// A resource's compliance (`api::state::Compliance`) in SQL; none for an orphan.
+fn compliance_sql() -> String {
+    format!("(CASE WHEN s.is_orphan = 1 THEN NULL ELSE {} END)", Compliance::sql("s"))
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
     Asc,
@@ -137,6 +139,8 @@ pub struct ResourceStateRow {
     pub is_deploying: bool,
     pub compliance: Option<String>,
     pub last_non_deploying_status: Option<String>,
+    /// Whether the last handler run for the current intent found the resource as desired.
+    pub last_handler_run_compliant: Option<bool>,
     pub first_generated_time: String,
     pub last_success: Option<String>,
     pub last_produced_events: Option<String>,
@@ -239,7 +243,7 @@ fn filter_sql(filter: &ResourceFilter, kind: DbKind) -> Where {
         w.choice("s.blocked", m);
     }
     if let Some(m) = &filter.compliance {
-        w.choice(COMPLIANCE_SQL, m);
+        w.choice(&compliance_sql(), m);
     }
     if let Some(m) = &filter.last_handler_run {
         w.choice("s.last_handler_run", m);
@@ -314,7 +318,7 @@ const SELECT: &str = "s.resource_id, s.resource_type, s.agent, s.id_value, r.ver
      r.resource_set, r.attributes, r.attribute_hash, r.requires, s.is_undefined, s.is_orphan, s.blocked, \
      s.last_handler_run, s.last_handler_run_at, s.is_deploying, s.last_non_deploying_status, \
      s.first_generated_time, s.last_success, s.last_produced_events, s.last_deployed_attribute_hash, \
-     s.last_deployed_version, s.current_intent_attribute_hash";
+     s.last_deployed_version, s.current_intent_attribute_hash, s.last_handler_run_compliant";
 
 impl Orchestrator {
     /// How many resources match `filter` (at the version each is read at).
@@ -419,13 +423,16 @@ fn row_to_state(row: &sqlx::any::AnyRow, order: &[(ResourceSortKey, Direction)])
     let last_deployed_attribute_hash: Option<String> = row.try_get("last_deployed_attribute_hash")?;
     let current_intent_attribute_hash: String = row.try_get("current_intent_attribute_hash")?;
     let last_non_deploying_status: Option<String> = row.try_get("last_non_deploying_status")?;
-    let compliance = compliance_of(
-        is_orphan,
-        is_undefined,
-        last_deployed_attribute_hash.as_deref(),
-        &current_intent_attribute_hash,
-        last_non_deploying_status.as_deref(),
-    );
+    let last_handler_run_compliant =
+        row.try_get::<Option<i64>, _>("last_handler_run_compliant")?.map(|compliant| compliant != 0);
+    let compliance = (!is_orphan).then(|| {
+        Compliance::of(
+            is_undefined,
+            last_deployed_attribute_hash.as_deref(),
+            &current_intent_attribute_hash,
+            last_handler_run_compliant,
+        )
+    });
     Ok(ResourceStateRow {
         resource_id,
         resource_type: row.try_get("resource_type")?,
@@ -442,7 +449,8 @@ fn row_to_state(row: &sqlx::any::AnyRow, order: &[(ResourceSortKey, Direction)])
         last_handler_run: row.try_get("last_handler_run")?,
         last_handler_run_at: row.try_get("last_handler_run_at")?,
         is_deploying: row.try_get::<i64, _>("is_deploying")? != 0,
-        compliance: compliance.map(str::to_string),
+        compliance: compliance.map(|c| c.as_str().to_string()),
+        last_handler_run_compliant,
         last_non_deploying_status,
         first_generated_time: row.try_get("first_generated_time")?,
         last_success: row.try_get("last_success")?,
@@ -452,26 +460,6 @@ fn row_to_state(row: &sqlx::any::AnyRow, order: &[(ResourceSortKey, Direction)])
         current_intent_attribute_hash,
         keys,
     })
-}
-
-/// The same rule as [`COMPLIANCE_SQL`], for a row already read.
-fn compliance_of(
-    is_orphan: bool,
-    is_undefined: bool,
-    deployed_hash: Option<&str>,
-    intent_hash: &str,
-    last_status: Option<&str>,
-) -> Option<&'static str> {
-    if is_orphan {
-        return None;
-    }
-    if is_undefined {
-        return Some("undefined");
-    }
-    if deployed_hash != Some(intent_hash) {
-        return Some("has_update");
-    }
-    Some(if last_status == Some("deployed") { "compliant" } else { "non_compliant" })
 }
 
 /// Counts of the managed (not orphaned) resources of an environment by each part of their state:
@@ -488,17 +476,18 @@ pub struct ComposedSummary {
 impl Orchestrator {
     pub async fn composed_resource_summary(&self, env: Uuid) -> Result<ComposedSummary> {
         let sql = format!(
-            "SELECT s.last_handler_run, s.blocked, {COMPLIANCE_SQL} AS compliance, s.is_deploying, COUNT(*) AS n \
-             FROM resource_persistent_state s WHERE s.environment = $1 AND s.is_orphan = 0 GROUP BY 1, 2, 3, 4"
+            "SELECT s.last_handler_run, s.blocked, {} AS compliance, s.is_deploying, COUNT(*) AS n \
+             FROM resource_persistent_state s WHERE s.environment = $1 AND s.is_orphan = 0 GROUP BY 1, 2, 3, 4",
+            compliance_sql()
         );
         let rows = sqlx::query(&sql).bind(env.to_string()).fetch_all(self.store.pool()).await?;
-        let zeros = |names: &[&str]| names.iter().map(|n| (n.to_string(), 0)).collect();
+        let zeros = |names: Vec<&str>| names.into_iter().map(|n| (n.to_string(), 0)).collect();
         let mut summary = ComposedSummary {
             total: 0,
-            last_handler_run: zeros(&["new", "successful", "failed", "skipped"]),
-            blocked: zeros(&["blocked", "not_blocked", "temporarily_blocked"]),
-            compliance: zeros(&["compliant", "has_update", "non_compliant", "undefined"]),
-            is_deploying: zeros(&["true", "false"]),
+            last_handler_run: zeros(HandlerRun::ALL.iter().map(|r| r.as_str()).collect()),
+            blocked: zeros(Blocked::ALL.iter().map(|b| b.as_str()).collect()),
+            compliance: zeros(Compliance::ALL.iter().map(|c| c.as_str()).collect()),
+            is_deploying: zeros(vec!["true", "false"]),
         };
         for row in rows {
             let n = row.try_get::<i64, _>("n")? as u64;

@@ -159,7 +159,7 @@ fn MetricChart(chart: Chart, start: String, end: String, label: String) -> impl 
                         class="series"
                         d=path(&s.points, top)
                         data-category=s.name.clone()
-                        style=format!("stroke: {}", color(&chart.metric, &s.name))
+                        style=format!("stroke: {}", color(&s.name))
                         vector-effect="non-scaling-stroke"
                     />
                 }
@@ -169,7 +169,7 @@ fn MetricChart(chart: Chart, start: String, end: String, label: String) -> impl 
             .into_iter()
             .filter(|(name, _)| !name.is_empty())
             .map(|(name, v)| {
-                let swatch = format!("background: {}", color(&chart.metric, &name));
+                let swatch = format!("background: {}", color(&name));
                 view! {
                     <span class="legend-item">
                         <span class="legend-swatch" style=swatch></span>
@@ -227,17 +227,28 @@ pub fn path(points: &[Option<f64>], top: f64) -> String {
     d.trim_start().to_string()
 }
 
-/// The colour of a category: a state's colour of the console, the accent for a single line.
-fn color(metric: &str, category: &str) -> &'static str {
-    match (metric, category) {
-        (_, "deployed" | "up") => "var(--state-deployed)",
-        (_, "deploying") => "var(--state-deploying)",
-        (_, "failed" | "down") => "var(--state-failed)",
-        (_, "skipped" | "paused") => "var(--state-skipped)",
-        (_, "undefined" | "skipped_for_undefined") => "var(--state-undefined)",
-        (_, "orphaned") => "var(--state-orphaned)",
-        (_, "unavailable" | "non_compliant") => "var(--state-unavailable)",
-        (_, "") => "var(--accent)",
+/// The colour of a category (a resource state or an agent status): that state's colour of the
+/// console; the accent for a single line (no category).
+fn color(category: &str) -> &'static str {
+    use api::state::{AgentStatus, ResourceState};
+    if category.is_empty() {
+        return "var(--accent)";
+    }
+    if let Some(agent) = AgentStatus::parse(category) {
+        return match agent {
+            AgentStatus::Up => "var(--state-deployed)",
+            AgentStatus::Down => "var(--state-failed)",
+            AgentStatus::Paused => "var(--state-skipped)",
+        };
+    }
+    match ResourceState::parse(category) {
+        Some(ResourceState::Deployed) => "var(--state-deployed)",
+        Some(ResourceState::Deploying) => "var(--state-deploying)",
+        Some(ResourceState::Failed) => "var(--state-failed)",
+        Some(ResourceState::Skipped) => "var(--state-skipped)",
+        Some(ResourceState::Undefined | ResourceState::SkippedForUndefined) => "var(--state-undefined)",
+        Some(ResourceState::Orphaned) => "var(--state-orphaned)",
+        Some(ResourceState::Unavailable | ResourceState::NonCompliant) => "var(--state-unavailable)",
         _ => "var(--state-available)",
     }
 }

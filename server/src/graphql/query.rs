@@ -1,6 +1,7 @@
 //! The four queries of inmanta-core 20.1: `environments`, `notifications`, `resources` and
 //! `resourceSummary`, read through the orchestrator and limited to what the caller may see.
 
+use api::state::ResourceState;
 use async_graphql::{Context, Error, Object, Result};
 use orchestrator::Orchestrator;
 use orchestrator::auth::{Access, Clients, Principal};
@@ -370,7 +371,9 @@ fn resource_node(env: Uuid, r: ResourceStateRow) -> Resource {
     let state = ResourcePersistentState {
         environment: UuidScalar(env),
         resource_id: r.resource_id.clone(),
-        last_non_deploying_status: upper(r.last_non_deploying_status.as_deref().unwrap_or("available")),
+        last_non_deploying_status: upper(
+            r.last_non_deploying_status.as_deref().unwrap_or(ResourceState::Available.as_str()),
+        ),
         resource_type: r.resource_type.clone(),
         agent: r.agent.clone(),
         resource_id_value: r.id_value.clone(),
@@ -386,7 +389,7 @@ fn resource_node(env: Uuid, r: ResourceStateRow) -> Resource {
         last_deployed_version: r.last_deployed_version.map(|v| v as i32),
         current_intent_attribute_hash: Some(r.current_intent_attribute_hash),
         is_deploying: Some(r.is_deploying),
-        last_handler_run_compliant: r.last_non_deploying_status.as_deref().map(|s| s == "deployed"),
+        last_handler_run_compliant: r.last_handler_run_compliant,
         is_orphan: r.is_orphan,
         is_orphan_expression: r.is_orphan,
         compliance,

@@ -222,35 +222,53 @@ pub trait StoredName {
     fn stored(self) -> &'static str;
 }
 
+impl From<Compliance> for api::state::Compliance {
+    fn from(c: Compliance) -> Self {
+        match c {
+            Compliance::Compliant => api::state::Compliance::Compliant,
+            Compliance::HasUpdate => api::state::Compliance::HasUpdate,
+            Compliance::NonCompliant => api::state::Compliance::NonCompliant,
+            Compliance::Undefined => api::state::Compliance::Undefined,
+        }
+    }
+}
+
+impl From<Blocked> for api::state::Blocked {
+    fn from(b: Blocked) -> Self {
+        match b {
+            Blocked::Blocked => api::state::Blocked::Blocked,
+            Blocked::NotBlocked => api::state::Blocked::NotBlocked,
+            Blocked::TemporarilyBlocked => api::state::Blocked::TemporarilyBlocked,
+        }
+    }
+}
+
+impl From<HandlerResult> for api::state::HandlerRun {
+    fn from(r: HandlerResult) -> Self {
+        match r {
+            HandlerResult::New => api::state::HandlerRun::New,
+            HandlerResult::Successful => api::state::HandlerRun::Successful,
+            HandlerResult::Failed => api::state::HandlerRun::Failed,
+            HandlerResult::Skipped => api::state::HandlerRun::Skipped,
+        }
+    }
+}
+
 impl StoredName for Compliance {
     fn stored(self) -> &'static str {
-        match self {
-            Compliance::Compliant => "compliant",
-            Compliance::HasUpdate => "has_update",
-            Compliance::NonCompliant => "non_compliant",
-            Compliance::Undefined => "undefined",
-        }
+        api::state::Compliance::from(self).as_str()
     }
 }
 
 impl StoredName for Blocked {
     fn stored(self) -> &'static str {
-        match self {
-            Blocked::Blocked => "blocked",
-            Blocked::NotBlocked => "not_blocked",
-            Blocked::TemporarilyBlocked => "temporarily_blocked",
-        }
+        api::state::Blocked::from(self).as_str()
     }
 }
 
 impl StoredName for HandlerResult {
     fn stored(self) -> &'static str {
-        match self {
-            HandlerResult::New => "new",
-            HandlerResult::Successful => "successful",
-            HandlerResult::Failed => "failed",
-            HandlerResult::Skipped => "skipped",
-        }
+        api::state::HandlerRun::from(self).as_str()
     }
 }
 
