@@ -42,3 +42,30 @@ pub async fn store_one_null_resource(o: &crate::Orchestrator, env: uuid::Uuid) -
     o.put_version(env, api::version::PutVersion { version, resources, ..Default::default() }).await?;
     Ok((rid, version))
 }
+
+impl crate::Orchestrator {
+    /// Stores finished actions as a scheduler batch of only results: how tests set up a
+    /// resource's history without a scheduler.
+    pub async fn record_actions(&self, env: uuid::Uuid, actions: &[crate::resources::FinishedAction]) -> Result<()> {
+        self.record_scheduler_batch(env, &[], actions, &[], None).await
+    }
+
+    /// Marks resources deploying as a scheduler batch does when it hands them to agents.
+    pub async fn mark_deploying(&self, env: uuid::Uuid, resource_ids: &[String]) -> Result<()> {
+        self.record_scheduler_batch(env, resource_ids, &[], &[], None).await
+    }
+}
+
+impl crate::Orchestrator {
+    /// Resource type -> sha1 of the executable that the version ships for it (docs/handlers.md).
+    pub async fn version_handlers(
+        &self,
+        env: uuid::Uuid,
+        version: i64,
+    ) -> Result<std::collections::BTreeMap<String, String>> {
+        let mut tx = self.store().pool().begin().await?;
+        let handlers = crate::versions::handlers_of(&mut tx, env, version).await?;
+        tx.rollback().await?;
+        Ok(handlers)
+    }
+}

@@ -245,7 +245,7 @@ async fn a_restarted_scheduler_resumes_from_the_database() {
     s.idle().await;
     s.calls();
     // A crash left `a` marked deploying.
-    s.o.mark_deploying(s.env, &[rid("agent-a", "a")], true).await.unwrap();
+    s.o.mark_deploying(s.env, &[rid("agent-a", "a")]).await.unwrap();
     assert_eq!(s.status("a").await, "deploying");
     let Setup { o, env, recorder, schedulers, _dir } = s;
     drop(schedulers);

@@ -15,9 +15,11 @@ use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
+use super::command::Command;
+use super::lease::Lease;
+use super::registry::Schedulers;
 use crate::cluster::lease::Grant;
 use crate::cluster::{Fence, Node};
-use crate::scheduler::{Command, Lease, Schedulers};
 
 pub(crate) fn start(schedulers: Weak<Schedulers>, node: Arc<Node>) {
     tokio::spawn(async move {
