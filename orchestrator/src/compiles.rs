@@ -48,6 +48,15 @@ struct CompileRow {
     requested: String,
     started: Option<String>,
     completed: Option<String>,
+    #[sqlx(flatten)]
+    request: RequestColumns,
+    #[sqlx(flatten)]
+    outcome: OutcomeColumns,
+}
+
+/// What the compile was asked to do.
+#[derive(sqlx::FromRow)]
+struct RequestColumns {
     do_export: i64,
     force_update: i64,
     metadata: String,
@@ -57,6 +66,11 @@ struct CompileRow {
     removed_resource_sets: String,
     exporter_plugin: Option<String>,
     notify_failed_compile: Option<i64>,
+}
+
+/// What the compile ended in.
+#[derive(sqlx::FromRow)]
+struct OutcomeColumns {
     failed_compile_message: Option<String>,
     success: Option<i64>,
     version: Option<i64>,
@@ -69,33 +83,34 @@ fn json<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T> {
 
 impl CompileRow {
     fn into_api(self) -> Result<CompileReport> {
-        let requested: BTreeMap<String, String> =
-            json(&self.requested_environment_variables, "requested environment variables")?;
+        let CompileRow { id, environment, requested, started, completed, request, outcome } = self;
+        let requested_env: BTreeMap<String, String> =
+            json(&request.requested_environment_variables, "requested environment variables")?;
         let mergeable: BTreeMap<String, String> =
-            json(&self.mergeable_environment_variables, "mergeable environment variables")?;
+            json(&request.mergeable_environment_variables, "mergeable environment variables")?;
         let mut all = mergeable.clone();
-        all.extend(requested.clone());
+        all.extend(requested_env.clone());
         Ok(CompileReport {
-            id: parse_uuid(&self.id)?,
+            id: parse_uuid(&id)?,
             remote_id: None,
-            environment: parse_uuid(&self.environment)?,
-            requested: Some(self.requested),
-            started: self.started,
-            completed: self.completed,
-            success: self.success.map(|s| s != 0),
-            version: self.version,
-            do_export: self.do_export != 0,
-            force_update: self.force_update != 0,
-            metadata: json(&self.metadata, "metadata")?,
+            environment: parse_uuid(&environment)?,
+            requested: Some(requested),
+            started,
+            completed,
+            success: outcome.success.map(|s| s != 0),
+            version: outcome.version,
+            do_export: request.do_export != 0,
+            force_update: request.force_update != 0,
+            metadata: json(&request.metadata, "metadata")?,
             environment_variables: all,
-            requested_environment_variables: requested,
+            requested_environment_variables: requested_env,
             mergeable_environment_variables: mergeable,
-            partial: self.partial != 0,
-            removed_resource_sets: json(&self.removed_resource_sets, "removed resource sets")?,
-            exporter_plugin: self.exporter_plugin,
-            notify_failed_compile: self.notify_failed_compile.map(|n| n != 0),
-            failed_compile_message: self.failed_compile_message,
-            links: json(&self.links, "links")?,
+            partial: request.partial != 0,
+            removed_resource_sets: json(&request.removed_resource_sets, "removed resource sets")?,
+            exporter_plugin: request.exporter_plugin,
+            notify_failed_compile: request.notify_failed_compile.map(|n| n != 0),
+            failed_compile_message: outcome.failed_compile_message,
+            links: json(&outcome.links, "links")?,
         })
     }
 }
@@ -249,22 +264,23 @@ impl Orchestrator {
         .fetch_all(&mut *tx)
         .await?;
         let same = pending.into_iter().find(|c| {
-            (c.do_export != 0) == req.do_export
-                && (c.partial != 0) == req.partial
-                && json::<Vec<String>>(&c.removed_resource_sets, "").ok().as_ref() == Some(&req.removed_resource_sets)
-                && json::<BTreeMap<String, String>>(&c.requested_environment_variables, "").ok().as_ref()
+            (c.request.do_export != 0) == req.do_export
+                && (c.request.partial != 0) == req.partial
+                && json::<Vec<String>>(&c.request.removed_resource_sets, "").ok().as_ref()
+                    == Some(&req.removed_resource_sets)
+                && json::<BTreeMap<String, String>>(&c.request.requested_environment_variables, "").ok().as_ref()
                     == Some(&req.requested_environment_variables)
         });
         let (id, merged) = match same {
             Some(row) => {
                 let mut mergeable: BTreeMap<String, String> =
-                    json(&row.mergeable_environment_variables, "mergeable environment variables")?;
+                    json(&row.request.mergeable_environment_variables, "mergeable environment variables")?;
                 mergeable.extend(req.mergeable_environment_variables.clone());
                 sqlx::query(
                     "UPDATE compile SET force_update = $1, mergeable_environment_variables = $2, \
                      merged = merged + 1 WHERE id = $3",
                 )
-                .bind(i64::from(row.force_update != 0 || req.force_update))
+                .bind(i64::from(row.request.force_update != 0 || req.force_update))
                 .bind(serde_json::to_string(&mergeable).unwrap_or_default())
                 .bind(&row.id)
                 .execute(&mut *tx)
