@@ -581,7 +581,11 @@ pub(crate) fn export(
                     Some(other) => to_json(ev, &other, &mut undefined),
                     None => Json::Null,
                 },
-                "content" if m.entity == "fs::File" => Json::Null,
+                // the content travels as a file (its hash); an unknown one is exported as such
+                "content" if m.entity == "fs::File" => match file_content(ev, i) {
+                    Some(unknown @ Value::Unknown(_)) => to_json(ev, &unknown, &mut undefined),
+                    _ => Json::Null,
+                },
                 "uri" if m.entity == "fs::JsonFile" => {
                     uri_of(ev, i).map(|v| to_json(ev, &v, &mut undefined)).unwrap_or(Json::Null)
                 }

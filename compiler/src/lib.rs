@@ -628,9 +628,9 @@ fn dedup(errors: Vec<Diagnostic>) -> Vec<Diagnostic> {
             break;
         }
     }
-    // Inmanta stops at the first error; only incomplete instances found at the end of the
-    // compile are reported together (its MultiException of UnsetExceptions)
-    if !out.iter().all(|e| e.kind == "UnsetException") {
+    // Inmanta stops at the first error; only what its final check finds at the end of the
+    // compile (incomplete instances, unmatched index lookups) is reported together (its MultiException)
+    if !out.iter().all(eval::is_end_of_compile) {
         out.truncate(1);
     }
     out

@@ -11,10 +11,12 @@ pub(crate) mod budget;
 pub(crate) mod build;
 pub(crate) mod expr;
 pub(crate) mod format;
+mod promises;
 mod report;
 pub(crate) mod state;
 pub(crate) mod value;
 
+pub(crate) use report::is_end_of_compile;
 pub(crate) use state::{Instance, Model, RelSlot, Scope, Slot, VAR_PROBES, Vars};
 use state::{NO_SPAN, VarSlot, Waiters, value_set_twice};
 
@@ -774,6 +776,8 @@ impl<'a> Evaluator<'a> {
                 Ok(())
             }
             Stmt::If { branches, otherwise, span } => {
+                let blocks: Vec<&'a ast::Block> = branches.iter().map(|(_, b)| b).chain([otherwise]).collect();
+                self.check_branch_promises(&blocks, cx)?;
                 for (cond, block) in branches {
                     let c = self.eval(cond, cx)?;
                     match c {

@@ -33,13 +33,15 @@ impl Evaluator<'_> {
                 self.errors.push(Diagnostic::error("NotFoundException", msg, Some(*span), self.m.sources));
             }
         }
-        if had_errors || !self.errors.is_empty() {
+        if had_errors {
             return;
         }
+        // as Inmanta's final check: lookups that found nothing, instances without an
+        // implementation and unset attributes are reported together (one MultiException)
         let mut out = Vec::new();
         for (i, inst) in self.m.instances.iter().enumerate() {
             let ent = &self.m.types.entities[inst.entity];
-            if inst.selected == 0 && inst.pending_impl == 0 {
+            if inst.selected == 0 {
                 let why = if inst.unknown_when { " (the condition is unknown)" } else { "" };
                 out.push(Diagnostic::error(
                     "RuntimeException",
@@ -59,7 +61,8 @@ impl Evaluator<'_> {
                                 a.name,
                                 loc_str(self.m.sources, a.span)
                             ),
-                            Some(inst.span),
+                            // as Inmanta: no location; the message names where the instance was made
+                            None,
                             self.m.sources,
                         ));
                     }
@@ -80,7 +83,7 @@ impl Evaluator<'_> {
                                 r.items.len()
                             )
                         };
-                        out.push(Diagnostic::error("UnsetException", msg, Some(inst.span), self.m.sources));
+                        out.push(Diagnostic::error("UnsetException", msg, None, self.m.sources));
                     }
                     _ => {}
                 }
@@ -120,6 +123,17 @@ impl Evaluator<'_> {
                 ));
             }
         }
+    }
+}
+
+/// Whether an error is one of the end-of-compile checks of [`Evaluator::finish`], which Inmanta
+/// reports together rather than stopping at the first.
+pub(crate) fn is_end_of_compile(d: &Diagnostic) -> bool {
+    match d.kind.as_str() {
+        "UnsetException" => true,
+        "RuntimeException" => d.message.starts_with("Unable to select implementation for entity "),
+        "NotFoundException" => d.message.starts_with("No match in index on type "),
+        _ => false,
     }
 }
 

@@ -156,7 +156,12 @@ impl Lexer<'_> {
                     self.pos += 2;
                     (String::new(), false)
                 } else {
-                    self.string_body(start)?
+                    // an unterminated prefixed string is, to Inmanta's lexer, the prefix as a name
+                    // followed by an illegal quote: the error stands at the quote
+                    self.string_body(start).map_err(|_| LexError {
+                        message: format!("Illegal character '{}'", q as char),
+                        span: Span::new(self.file, start + 1, start + 2),
+                    })?
                 };
                 if c == b'r' {
                     self.push(Tok::Str { value: text, raw: true, multiline }, start);

@@ -1,7 +1,8 @@
-//! The entity types of constructors and index lookups, resolved when the model is loaded, as
-//! Inmanta's normalisation does before anything runs: a body that names an entity no loaded
-//! module defines fails the compile even when no instance ever runs it (a module broken by a newer
-//! std, whose implementations for another platform construct `std::Package`).
+//! The entity types of constructors and index lookups, and the namespaces of plugin calls,
+//! resolved when the model is loaded, as Inmanta's normalisation does before anything runs: a
+//! body that names an entity no loaded module defines, or a plugin of a module its file does not
+//! import, fails the compile even when no instance ever runs it (a module broken by a newer std,
+//! whose implementations for another platform construct `std::Package`).
 //!
 //! The order is Inmanta's, so that the first error is the one it reports: every implementation
 //! body first, then the top-level statements of each file in order. Its parser builds a nested
@@ -67,6 +68,16 @@ fn resolve(types: &Types<'_>, ns: NsId, name: &str, span: Span) -> Option<Failur
     lookup_entity(types, ns, name).err().map(|(kind, message)| (kind, message, span))
 }
 
+/// A qualified plugin name whose namespace the file does not import.
+fn plugin_namespace(types: &Types<'_>, ns: NsId, name: &str, span: Span) -> Option<Failure> {
+    let (prefix, _) = name.rsplit_once("::")?;
+    if types.visible_namespace(ns, prefix).is_some() {
+        return None;
+    }
+    let message = format!("Plugin {name} is used but module {prefix} is not imported (import {prefix})");
+    Some(("MissingImportException", message, span))
+}
+
 fn exprs<'e>(types: &Types<'_>, ns: NsId, mut items: impl Iterator<Item = &'e Expr>) -> Option<Failure> {
     items.find_map(|e| expr(types, ns, e))
 }
@@ -84,11 +95,13 @@ fn expr(types: &Types<'_>, ns: NsId, e: &Expr) -> Option<Failure> {
         ExprKind::IndexLookup { class, args } => {
             exprs(types, ns, args.iter().map(|k| &k.value)).or_else(|| resolve(types, ns, &class.name, class.span))
         }
-        ExprKind::Call { args, .. } => exprs(
+        // the arguments first, then the plugin's namespace, which must be imported
+        ExprKind::Call { name, args } => exprs(
             types,
             ns,
             args.positional.iter().chain(args.keyword.iter().map(|k| &k.value)).chain(args.spread.iter()),
-        ),
+        )
+        .or_else(|| plugin_namespace(types, ns, &name.name, name.span)),
         ExprKind::Attr(base, _) | ExprKind::Not(base) | ExprKind::IsDefined(base) => expr(types, ns, base),
         ExprKind::List(items) => exprs(types, ns, items.iter()),
         ExprKind::Dict(pairs) => exprs(types, ns, pairs.iter().map(|(_, v)| v)),
