@@ -21,7 +21,7 @@ use uuid::Uuid;
 
 use crate::cluster::Fence;
 use crate::notifications::{NewNotification, insert_notification};
-use crate::paging::{Column, ColumnKind, Filter, FilterKind, Order, Page, PageRequest, Source, View, fetch_page};
+use crate::paging::{Column, ColumnKind, Filter, FilterKind, Order, Page, PageRequest, Source, View, fetch_page, fetch_page_linking};
 use crate::statistics::Written;
 use crate::store::{Transaction, now};
 use crate::{Error, Orchestrator, Result};
@@ -249,7 +249,9 @@ impl Orchestrator {
         let select = format!(
             "s.resource_id, s.current_intent_version, {STATUS_SQL} AS status, s.current_intent_requires AS requires"
         );
-        let page: Page<StateRow> = fetch_page(
+        // Inmanta's links name `deploy_summary` as Python prints a bool.
+        let summary_param = [("deploy_summary", if deploy_summary { "True" } else { "False" })];
+        let page: Page<StateRow> = fetch_page_linking(
             &self.store,
             &RESOURCE_VIEW,
             req,
@@ -260,6 +262,7 @@ impl Orchestrator {
                 scope_binds: &binds,
                 base_path: "/api/v2/resource",
             },
+            &summary_param,
         )
         .await?;
         // Rows exist only in an environment that exists: the check costs a query only when

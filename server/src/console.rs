@@ -54,6 +54,7 @@ pub fn router(
         ),
     }
     let assets = site.as_ref().map(|s| s.assets.clone());
+    let graphiql_built = site.as_ref().is_some_and(|s| s.has(crate::graphql::page::BUNDLE));
     // Server-side rendering spawns Leptos tasks: run them on the server's tokio runtime.
     let _ = any_spawner::Executor::init_tokio();
     let events_source = orchestrator.clone();
@@ -88,7 +89,12 @@ pub fn router(
     // Everything that shows or changes data goes through the session guard.
     let guarded = Router::new()
         .route(app::BASE, page.clone())
-        .route(crate::graphql::page::PATH, get(crate::graphql::page::graphiql))
+        .route(
+            crate::graphql::page::PATH,
+            get(move |Query(q): Query<crate::graphql::page::PageQuery>| async move {
+                crate::graphql::page::graphiql(graphiql_built, q.env.and_then(|e| e.parse().ok()))
+            }),
+        )
         .route("/console/{*path}", page)
         .route("/console/fn/{*name}", post(server_fn.clone()).get(server_fn))
         .route(
