@@ -3,13 +3,14 @@
 // The server answers in Inmanta's form: the GraphQL result inside the REST envelope's `data`
 // (`{"data": {"data": ..., "errors": ["message", ...], "extensions": {}}}`), and a plain
 // `{"message": ...}` when the request itself is refused. GraphiQL expects a bare GraphQL result,
-// so the fetcher unwraps the envelope and turns each error message into `{message}`. The request
-// goes out with the console's session cookie, as every console call does.
+// so the fetcher unwraps the envelope and turns each error message into `{message}`. It posts to
+// /console/graphql, the same endpoint behind the console's session: the request goes out with
+// the session cookie, as every console call does (the page holds no API token).
 (function () {
   "use strict";
 
   async function fetcher(params) {
-    const response = await fetch("/api/v2/graphql", {
+    const response = await fetch("/console/graphql", {
       method: "POST",
       credentials: "same-origin",
       headers: { "Content-Type": "application/json", Accept: "application/json" },

@@ -379,11 +379,8 @@ impl Orchestrator {
         let mut w = filter_sql(filter, &resolved, kind);
         let from = self.resource_from(&mut w, filter);
         let backwards = req.before.is_some();
-        let mut keys: Vec<SortSql> = req
-            .order
-            .iter()
-            .map(|(k, d)| SortSql { sql: k.sql(), direction: *d, nullable: k.nullable() })
-            .collect();
+        let mut keys: Vec<SortSql> =
+            req.order.iter().map(|(k, d)| SortSql { sql: k.sql(), direction: *d, nullable: k.nullable() }).collect();
         keys.push(SortSql { sql: "s.resource_id".into(), direction: Direction::Asc, nullable: false });
         let read_keys: Vec<SortSql> = if backwards {
             keys.iter().map(|k| SortSql { direction: flip(k.direction), ..k.clone() }).collect()

@@ -21,7 +21,9 @@ use uuid::Uuid;
 
 use crate::cluster::Fence;
 use crate::notifications::{NewNotification, insert_notification};
-use crate::paging::{Column, ColumnKind, Filter, FilterKind, Order, Page, PageRequest, Source, View, fetch_page, fetch_page_linking};
+use crate::paging::{
+    Column, ColumnKind, Filter, FilterKind, Order, Page, PageRequest, Source, View, fetch_page, fetch_page_linking,
+};
 use crate::statistics::Written;
 use crate::store::{Transaction, now};
 use crate::{Error, Orchestrator, Result};

@@ -58,6 +58,7 @@ pub fn router(
     // Server-side rendering spawns Leptos tasks: run them on the server's tokio runtime.
     let _ = any_spawner::Executor::init_tokio();
     let events_source = orchestrator.clone();
+    let graphql_source = orchestrator.clone();
     let stylesheet = assets.as_ref().map(|a| a.css.clone());
     let auth = ConsoleAuth {
         orchestrator: orchestrator.clone(),
@@ -97,6 +98,12 @@ pub fn router(
         )
         .route("/console/{*path}", page)
         .route("/console/fn/{*name}", post(server_fn.clone()).get(server_fn))
+        .route(
+            crate::graphql::page::ENDPOINT,
+            post(move |Extension(caller): Extension<Principal>, body| {
+                crate::graphql::console_execute(graphql_source.clone(), caller, body)
+            }),
+        )
         .route(
             "/console/events",
             get(move |Extension(caller): Extension<Principal>, Query(q): Query<EventsQuery>| {
@@ -170,9 +177,9 @@ fn choose_site(explicit: Option<PathBuf>) -> Option<Site> {
 
 /// The console's pages may not be framed by another site (clickjacking), load scripts or styles
 /// from elsewhere, or have their content type guessed. Leptos hydration needs inline scripts
-/// and wasm compilation.
+/// and wasm compilation; GraphiQL's stylesheet carries its fonts as data URLs.
 const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self' 'unsafe-inline' 'wasm-unsafe-eval'; \
-     style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; \
+     style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; \
      base-uri 'self'; form-action 'self'; object-src 'none'";
 
 async fn security_headers(request: Request<Body>, next: axum::middleware::Next) -> axum::response::Response {

@@ -3,8 +3,9 @@
 //! (`scripts/build-console.sh` copies them from `frontend/graphiql/node_modules` into
 //! `graphiql/`), so they are embedded in the binary with the console and served under
 //! `/console/graphiql/` like the console's other files: nothing comes from a CDN.
-//! `frontend/graphiql/start.js` starts it with a fetcher that unwraps Inmanta's answer envelope
-//! and sends the console's session cookie.
+//! `frontend/graphiql/start.js` starts it with a fetcher that posts to [`ENDPOINT`] (the GraphQL
+//! endpoint as the user signed in to the console, by its session cookie like every console call)
+//! and unwraps Inmanta's answer envelope.
 //!
 //! Without a built site (a developer who never built the console) the page says how to build it.
 
@@ -12,6 +13,9 @@ use axum::http::{HeaderValue, header};
 use axum::response::{Html, IntoResponse, Response};
 
 pub const PATH: &str = "/console/graphiql";
+
+/// Where the page posts its queries: the GraphQL endpoint behind the console's session.
+pub const ENDPOINT: &str = "/console/graphql";
 
 /// The site file whose presence says GraphiQL was built into the console.
 pub const BUNDLE: &str = "graphiql/graphiql.min.js";
@@ -41,6 +45,7 @@ fn page(environment: Option<uuid::Uuid>) -> String {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>GraphiQL - Inmanta</title>
+<link rel="icon" href="/console/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/console/graphiql/graphiql.min.css">
 <style>
   html, body {{ height: 100%; margin: 0; }}
