@@ -6,8 +6,9 @@
 #   scripts/build-console.sh [--release] [--site DIR]
 #
 # Output (default DIR: $CARGO_TARGET_DIR/site): DIR/manifest.json, DIR/pkg/console.<hash>.js,
-# .wasm and .css (each with .br and .gz), DIR/favicon.svg ... A server built afterwards embeds
-# it (server/build.rs); `inmanta server --console-path DIR` serves it from disk instead.
+# .wasm and .css (each with .br and .gz), DIR/favicon.svg ..., DIR/graphiql/ (GraphiQL's bundle
+# from npm, pinned by frontend/graphiql/package-lock.json, for /console/graphiql). A server built
+# afterwards embeds it (server/build.rs); `inmanta server --console-path DIR` serves it from disk instead.
 # The wasm is built in its own target dir ($CARGO_TARGET_DIR/front) so it never invalidates the
 # host build. --release uses the size-optimised `wasm-release` profile, drops the wasm's names
 # and producers sections and runs wasm-opt from npm binaryen (frontend/package.json; never
@@ -61,6 +62,13 @@ if [ "$profile" != dev ] && [ "${WASM_OPT:-none}" != none ]; then
 fi
 cp style/main.css "$tmp/pkg/$name.css"
 cp -r public/. "$tmp/"
+# GraphiQL for /console/graphiql: its bundle, React's UMD builds and our start script.
+ensure_graphiql
+graphiql_modules=frontend/graphiql/node_modules
+mkdir -p "$tmp/graphiql"
+cp "$graphiql_modules/graphiql/graphiql.min.js" "$graphiql_modules/graphiql/graphiql.min.css" \
+  "$graphiql_modules/react/umd/react.production.min.js" "$graphiql_modules/react-dom/umd/react-dom.production.min.js" \
+  frontend/graphiql/start.js "$tmp/graphiql/"
 fast=()
 [ "$profile" = dev ] && fast=(--fast)
 node scripts/console-assets.mjs "$tmp" "${fast[@]}"

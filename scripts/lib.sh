@@ -106,6 +106,17 @@ ensure_node_modules() {
 
 # wasm-opt from npm binaryen (pinned in frontend/package.json, npm ci from its lock), for the
 # console's release build. Never Debian's binaryen: its wasm-opt (108) breaks hydration.
+# GraphiQL's browser bundle and React's UMD builds for /console/graphiql (frontend/graphiql,
+# pinned by its package-lock.json); scripts/build-console.sh copies them into the console's site.
+ensure_graphiql() {
+  if ! command -v npm >/dev/null; then log "installing Node.js and npm (Debian)"; apt_install nodejs npm; fi
+  local dir="$ROOT/frontend/graphiql"
+  if [ ! -f "$dir/node_modules/graphiql/graphiql.min.js" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+    log "installing GraphiQL (npm ci in frontend/graphiql/)"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+}
+
 ensure_binaryen() {
   if ! command -v npm >/dev/null; then log "installing Node.js and npm (Debian)"; apt_install nodejs npm; fi
   local dir="$ROOT/frontend"

@@ -379,6 +379,21 @@ pub async fn fetch_page<T>(store: &Store, view: &View, req: &PageRequest, source
 where
     T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
 {
+    fetch_page_linking(store, view, req, source, &[]).await
+}
+
+/// [`fetch_page`] whose links also carry `link_params` (after the filters, before the page
+/// bounds, where Inmanta puts the resource list's `deploy_summary`).
+pub async fn fetch_page_linking<T>(
+    store: &Store,
+    view: &View,
+    req: &PageRequest,
+    source: Source<'_>,
+    link_params: &[(&str, &str)],
+) -> Result<Page<T>>
+where
+    T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
+{
     let Source { select, from, scope, scope_binds, base_path } = source;
     // `limit=0` is what `inmanta-cli monitor` sends for the deploy summary; Inmanta then puts no
     // bound on the page (every row, `page_size` 0), and so do we.
@@ -460,6 +475,7 @@ where
     let mut base: Vec<(String, String)> = vec![("limit".into(), limit.to_string())];
     base.push(("sort".into(), format!("{}.{}", column.name, if order == Order::Asc { "asc" } else { "desc" })));
     base.extend(req.filters.iter().map(|(k, v)| (format!("filter.{k}"), v.clone())));
+    base.extend(link_params.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     let link = |extra: Vec<(String, String)>| {
         let mut pairs = base.clone();
         pairs.extend(extra);

@@ -74,6 +74,12 @@ impl ResourceSortKey {
         Self::NAMES.iter().find(|(n, _)| *n == name).map(|(_, k)| *k)
     }
 
+    /// Whether the key can be NULL (an orphan has no compliance); the others are NOT NULL
+    /// columns, ordered without a NULLS clause so that SQLite can walk their indexes.
+    fn nullable(self) -> bool {
+        self == ResourceSortKey::Compliance
+    }
+
     /// The SQL the rows are ordered on. Inmanta stores the states by their upper-case names and
     /// orders on those (alphabetically: `FAILED` before `NEW`).
     fn sql(self) -> String {
@@ -226,18 +232,27 @@ fn in_list(column: &str, params: &[String], negated: bool) -> String {
     }
 }
 
-fn filter_sql(filter: &ResourceFilter, kind: DbKind) -> Where {
+/// The values of the few-valued columns (agents, resource types) that a filter's text matches
+/// select, found before the rows are: `s.agent IN (...)` then walks the column's index instead
+/// of testing the pattern on every resource of the environment.
+#[derive(Debug, Default)]
+struct Resolved {
+    resource_types: Option<Vec<String>>,
+    agents: Option<Vec<String>>,
+}
+
+fn filter_sql(filter: &ResourceFilter, resolved: &Resolved, kind: DbKind) -> Where {
     let mut w = Where { clauses: Vec::new(), binds: Vec::new() };
     let env = w.bind(Bind::Text(filter.environment.to_string()));
     w.clauses.push(format!("s.environment = {env}"));
-    if let Some(m) = &filter.resource_type {
-        w.text("s.resource_type", m, kind);
+    for (column, values) in [("s.resource_type", &resolved.resource_types), ("s.agent", &resolved.agents)] {
+        if let Some(values) = values {
+            let ps: Vec<String> = values.iter().map(|v| w.bind(Bind::Text(v.clone()))).collect();
+            w.clauses.push(in_list(column, &ps, false));
+        }
     }
     if let Some(m) = &filter.resource_id_value {
         w.text("s.id_value", m, kind);
-    }
-    if let Some(m) = &filter.agent {
-        w.text("s.agent", m, kind);
     }
     if let Some(m) = &filter.blocked {
         w.choice("s.blocked", m);
@@ -262,23 +277,33 @@ fn filter_sql(filter: &ResourceFilter, kind: DbKind) -> Where {
     w
 }
 
+/// One sort key of a page query: its SQL, direction and whether it can be NULL.
+#[derive(Debug, Clone)]
+struct SortSql {
+    sql: String,
+    direction: Direction,
+    nullable: bool,
+}
+
 /// `(k1, k2, ...) > (v1, v2, ...)` with each key in its own direction, spelled out (row-value
 /// comparison cannot mix directions). NULLs sort last ascending, as PostgreSQL does.
-fn after_sql(w: &mut Where, keys: &[(String, Direction)], values: &[KeyValue]) -> String {
+fn after_sql(w: &mut Where, keys: &[SortSql], values: &[KeyValue]) -> String {
     let mut ors = Vec::new();
     for i in 0..keys.len() {
         let mut ands = Vec::new();
-        for (j, (sql, _)) in keys.iter().enumerate().take(i) {
+        for (j, key) in keys.iter().enumerate().take(i) {
+            let sql = &key.sql;
             ands.push(match &values[j] {
                 KeyValue::Null => format!("{sql} IS NULL"),
                 v => format!("{sql} = {}", bind_key(w, v)),
             });
         }
-        let (sql, dir) = &keys[i];
-        let beyond = match (&values[i], dir) {
+        let SortSql { sql, direction, nullable } = &keys[i];
+        let beyond = match (&values[i], direction) {
             (KeyValue::Null, Direction::Asc) => None,
             (KeyValue::Null, Direction::Desc) => Some(format!("{sql} IS NOT NULL")),
-            (v, Direction::Asc) => Some(format!("({sql} > {} OR {sql} IS NULL)", bind_key(w, v))),
+            (v, Direction::Asc) if *nullable => Some(format!("({sql} > {} OR {sql} IS NULL)", bind_key(w, v))),
+            (v, Direction::Asc) => Some(format!("{sql} > {}", bind_key(w, v))),
             (v, Direction::Desc) => Some(format!("{sql} < {}", bind_key(w, v))),
         };
         if let Some(b) = beyond {
@@ -297,11 +322,13 @@ fn bind_key(w: &mut Where, v: &KeyValue) -> String {
     }
 }
 
-fn order_sql(keys: &[(String, Direction)]) -> String {
+fn order_sql(keys: &[SortSql]) -> String {
     keys.iter()
-        .map(|(sql, dir)| match dir {
-            Direction::Asc => format!("{sql} ASC NULLS LAST"),
-            Direction::Desc => format!("{sql} DESC NULLS FIRST"),
+        .map(|SortSql { sql, direction, nullable }| match (direction, nullable) {
+            (Direction::Asc, true) => format!("{sql} ASC NULLS LAST"),
+            (Direction::Desc, true) => format!("{sql} DESC NULLS FIRST"),
+            (Direction::Asc, false) => format!("{sql} ASC"),
+            (Direction::Desc, false) => format!("{sql} DESC"),
         })
         .collect::<Vec<_>>()
         .join(", ")
@@ -324,30 +351,42 @@ impl Orchestrator {
     /// How many resources match `filter` (at the version each is read at).
     pub async fn count_resource_states(&self, filter: &ResourceFilter) -> Result<u64> {
         let kind = self.store.kind();
-        let mut w = filter_sql(filter, kind);
-        let from = self.resource_from(&mut w, filter);
+        let resolved = self.resolve_few(filter).await?;
+        let mut w = filter_sql(filter, &resolved, kind);
+        let from = if filter.purged.is_some() || filter.model_version.is_some() {
+            self.resource_from(&mut w, filter)
+        } else {
+            // A page reads each resource at its current intent version, so a resource counts
+            // when that version still holds it. For one that is not an orphan that version is
+            // the active one, which cannot be deleted: only orphans need the look-up, and the
+            // count stays on the state table (and its indexes) for the rest.
+            w.clauses.push(
+                "(s.is_orphan = 0 OR EXISTS (SELECT 1 FROM resource r WHERE r.environment = s.environment \
+                 AND r.resource_id = s.resource_id AND r.version = s.current_intent_version))"
+                    .into(),
+            );
+            "resource_persistent_state s".to_string()
+        };
         let sql = format!("SELECT COUNT(*) AS n FROM {from} WHERE {}", w.clauses.join(" AND "));
-        let mut q = sqlx::query(&sql);
-        for b in &w.binds {
-            q = match b {
-                Bind::Text(t) => q.bind(t.clone()),
-                Bind::Int(i) => q.bind(*i),
-            };
-        }
-        let row = q.fetch_one(self.store.pool()).await?;
+        let row = bind_all(sqlx::query(&sql), &w.binds).fetch_one(self.store.pool()).await?;
         Ok(row.try_get::<i64, _>("n")? as u64)
     }
 
     /// One keyset page of resources matching `filter`.
     pub async fn resource_state_page(&self, filter: &ResourceFilter, req: &KeysetRequest) -> Result<ResourceStatePage> {
         let kind = self.store.kind();
-        let mut w = filter_sql(filter, kind);
+        let resolved = self.resolve_few(filter).await?;
+        let mut w = filter_sql(filter, &resolved, kind);
         let from = self.resource_from(&mut w, filter);
         let backwards = req.before.is_some();
-        let mut keys: Vec<(String, Direction)> = req.order.iter().map(|(k, d)| (k.sql(), *d)).collect();
-        keys.push(("s.resource_id".into(), Direction::Asc));
-        let read_keys: Vec<(String, Direction)> =
-            if backwards { keys.iter().map(|(s, d)| (s.clone(), flip(*d))).collect() } else { keys.clone() };
+        let mut keys: Vec<SortSql> =
+            req.order.iter().map(|(k, d)| SortSql { sql: k.sql(), direction: *d, nullable: k.nullable() }).collect();
+        keys.push(SortSql { sql: "s.resource_id".into(), direction: Direction::Asc, nullable: false });
+        let read_keys: Vec<SortSql> = if backwards {
+            keys.iter().map(|k| SortSql { direction: flip(k.direction), ..k.clone() }).collect()
+        } else {
+            keys.clone()
+        };
         if let Some(place) = req.after.as_ref().or(req.before.as_ref()) {
             if place.len() != read_keys.len() {
                 return Err(crate::Error::BadRequest("the cursor does not belong to this ordering".into()));
@@ -355,7 +394,7 @@ impl Orchestrator {
             let clause = after_sql(&mut w, &read_keys, place);
             w.clauses.push(clause);
         }
-        let key_columns: Vec<String> = keys.iter().enumerate().map(|(i, (sql, _))| format!("{sql} AS k{i}")).collect();
+        let key_columns: Vec<String> = keys.iter().enumerate().map(|(i, k)| format!("{} AS k{i}", k.sql)).collect();
         let sql = format!(
             "SELECT {SELECT}, {} FROM {from} WHERE {} ORDER BY {} LIMIT {}",
             key_columns.join(", "),
@@ -363,14 +402,7 @@ impl Orchestrator {
             order_sql(&read_keys),
             req.limit + 1
         );
-        let mut q = sqlx::query(&sql);
-        for b in &w.binds {
-            q = match b {
-                Bind::Text(t) => q.bind(t.clone()),
-                Bind::Int(i) => q.bind(*i),
-            };
-        }
-        let fetched = q.fetch_all(self.store.pool()).await?;
+        let fetched = bind_all(sqlx::query(&sql), &w.binds).fetch_all(self.store.pool()).await?;
         let excess = fetched.get(req.limit as usize).map(|row| row_to_state(row, &req.order)).transpose()?;
         let mut rows = Vec::with_capacity(fetched.len());
         for row in fetched.iter().take(req.limit as usize) {
@@ -380,6 +412,37 @@ impl Orchestrator {
             rows.reverse();
         }
         Ok(ResourceStatePage { rows, excess: excess.map(|row| row.keys) })
+    }
+
+    /// The agents and resource types of the environment that the filter's text matches on
+    /// them select: the distinct values, one index seek each (a recursive walk of the index),
+    /// tested with the same SQL the rows would be tested with.
+    async fn resolve_few(&self, filter: &ResourceFilter) -> Result<Resolved> {
+        let kind = self.store.kind();
+        let mut resolved = Resolved::default();
+        for (column, text, slot) in [
+            ("s.resource_type", &filter.resource_type, &mut resolved.resource_types),
+            ("s.agent", &filter.agent, &mut resolved.agents),
+        ] {
+            let Some(text) = text else { continue };
+            let mut w = Where { clauses: Vec::new(), binds: Vec::new() };
+            let env = w.bind(Bind::Text(filter.environment.to_string()));
+            w.text("d.v", text, kind);
+            let tests = if w.clauses.is_empty() { "1 = 1".to_string() } else { w.clauses.join(" AND ") };
+            let sql = format!(
+                "WITH RECURSIVE d(v) AS (SELECT MIN({column}) FROM resource_persistent_state s WHERE s.environment = {env} \
+                 UNION ALL SELECT (SELECT MIN({column}) FROM resource_persistent_state s \
+                 WHERE s.environment = {env} AND {column} > d.v) FROM d WHERE d.v IS NOT NULL) \
+                 SELECT d.v AS v FROM d WHERE d.v IS NOT NULL AND {tests}"
+            );
+            let rows = bind_all(sqlx::query(&sql), &w.binds).fetch_all(self.store.pool()).await?;
+            let mut values = Vec::with_capacity(rows.len());
+            for row in rows {
+                values.push(row.try_get::<String, _>("v")?);
+            }
+            *slot = Some(values);
+        }
+        Ok(resolved)
     }
 
     /// The tables a resource page reads: the state vector and the resource at its version (a
@@ -398,6 +461,19 @@ impl Orchestrator {
                 .to_string(),
         }
     }
+}
+
+fn bind_all<'q>(
+    mut q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    binds: &[Bind],
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    for b in binds {
+        q = match b {
+            Bind::Text(t) => q.bind(t.clone()),
+            Bind::Int(i) => q.bind(*i),
+        };
+    }
+    q
 }
 
 fn row_to_state(row: &sqlx::any::AnyRow, order: &[(ResourceSortKey, Direction)]) -> Result<ResourceStateRow> {

@@ -54,9 +54,11 @@ pub fn router(
         ),
     }
     let assets = site.as_ref().map(|s| s.assets.clone());
+    let graphiql_built = site.as_ref().is_some_and(|s| s.has(crate::graphql::page::BUNDLE));
     // Server-side rendering spawns Leptos tasks: run them on the server's tokio runtime.
     let _ = any_spawner::Executor::init_tokio();
     let events_source = orchestrator.clone();
+    let graphql_source = orchestrator.clone();
     let stylesheet = assets.as_ref().map(|a| a.css.clone());
     let auth = ConsoleAuth {
         orchestrator: orchestrator.clone(),
@@ -88,9 +90,20 @@ pub fn router(
     // Everything that shows or changes data goes through the session guard.
     let guarded = Router::new()
         .route(app::BASE, page.clone())
-        .route(crate::graphql::page::PATH, get(crate::graphql::page::graphiql))
+        .route(
+            crate::graphql::page::PATH,
+            get(move |Query(q): Query<crate::graphql::page::PageQuery>| async move {
+                crate::graphql::page::graphiql(graphiql_built, q.env.and_then(|e| e.parse().ok()))
+            }),
+        )
         .route("/console/{*path}", page)
         .route("/console/fn/{*name}", post(server_fn.clone()).get(server_fn))
+        .route(
+            crate::graphql::page::ENDPOINT,
+            post(move |Extension(caller): Extension<Principal>, body| {
+                crate::graphql::console_execute(graphql_source.clone(), caller, body)
+            }),
+        )
         .route(
             "/console/events",
             get(move |Extension(caller): Extension<Principal>, Query(q): Query<EventsQuery>| {
@@ -164,9 +177,9 @@ fn choose_site(explicit: Option<PathBuf>) -> Option<Site> {
 
 /// The console's pages may not be framed by another site (clickjacking), load scripts or styles
 /// from elsewhere, or have their content type guessed. Leptos hydration needs inline scripts
-/// and wasm compilation.
+/// and wasm compilation; GraphiQL's stylesheet carries its fonts as data URLs.
 const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self' 'unsafe-inline' 'wasm-unsafe-eval'; \
-     style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; \
+     style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; \
      base-uri 'self'; form-action 'self'; object-src 'none'";
 
 async fn security_headers(request: Request<Body>, next: axum::middleware::Next) -> axum::response::Response {

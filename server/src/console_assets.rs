@@ -118,6 +118,11 @@ impl Site {
         Ok(Site { files: served, assets, origin })
     }
 
+    /// Whether the site holds `path` (below `/console/`).
+    pub fn has(&self, path: &str) -> bool {
+        self.files.contains_key(path)
+    }
+
     /// Paths (below `/console/`) of the files outside `pkg/`, such as `favicon.svg`.
     pub fn public_files(&self) -> impl Iterator<Item = &str> {
         self.files.keys().map(String::as_str).filter(|p| !p.starts_with(&format!("{}/", app::PKG_DIR)))

@@ -112,6 +112,13 @@ async fn resource_list_details_history_logs_and_actions() {
     assert_eq!(body["metadata"]["deploy_summary"]["total"], 3);
     assert_eq!(body["metadata"]["deploy_summary"]["by_state"]["available"], 3);
     assert_eq!(body["metadata"]["total"], 3);
+    // Inmanta's links name deploy_summary as Python prints a bool, after the filters.
+    assert_eq!(body["links"]["self"], "/api/v2/resource?limit=1000&sort=resource_id.asc&deploy_summary=True");
+    let (_, body) = s.call("GET", "/api/v2/resource?filter.agent=internal", tid, None).await;
+    assert_eq!(
+        body["links"]["self"],
+        "/api/v2/resource?limit=1000&sort=resource_type.desc&filter.agent=internal&deploy_summary=False"
+    );
 
     let page = client.resources(env, &ListQuery::new().limit(2).sort("resource_id.asc")).await.unwrap();
     assert_eq!(resource_ids(&page).len(), 2);

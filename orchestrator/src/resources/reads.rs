@@ -15,7 +15,9 @@ use uuid::Uuid;
 use super::{
     ActionQuery, ResourceIntent, STATUS_SQL, corrupt, parse_rid, parse_stored, resource_not_found, stored_name,
 };
-use crate::paging::{Column, ColumnKind, Filter, FilterKind, Order, Page, PageRequest, Source, View, fetch_page};
+use crate::paging::{
+    Column, ColumnKind, Filter, FilterKind, Order, Page, PageRequest, Source, View, fetch_page, fetch_page_linking,
+};
 use crate::{Error, Orchestrator, Result};
 
 /// What [`STATUS_SQL`] can say: every resource state and `orphaned`.
@@ -112,7 +114,9 @@ impl Orchestrator {
         let select = format!(
             "s.resource_id, s.current_intent_version, {STATUS_SQL} AS status, s.current_intent_requires AS requires"
         );
-        let page: Page<StateRow> = fetch_page(
+        // Inmanta's links name `deploy_summary` as Python prints a bool.
+        let summary_param = [("deploy_summary", if deploy_summary { "True" } else { "False" })];
+        let page: Page<StateRow> = fetch_page_linking(
             &self.store,
             &RESOURCE_VIEW,
             req,
@@ -123,6 +127,7 @@ impl Orchestrator {
                 scope_binds: &binds,
                 base_path: "/api/v2/resource",
             },
+            &summary_param,
         )
         .await?;
         // Rows exist only in an environment that exists: the check costs a query only when

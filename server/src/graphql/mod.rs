@@ -62,6 +62,20 @@ async fn execute(
     Caller(caller): Caller,
     extract::Json(body): extract::Json<GraphQLRequest>,
 ) -> ApiResult<Response> {
+    Ok(execute_as(o, caller, body).await)
+}
+
+/// `POST /console/graphql`: the same endpoint for the console's GraphiQL page, as the user
+/// signed in to the console (its session, like every console call; the page has no API token).
+pub async fn console_execute(
+    o: Orchestrator,
+    caller: orchestrator::auth::Principal,
+    extract::Json(body): extract::Json<GraphQLRequest>,
+) -> Response {
+    execute_as(o, caller, body).await
+}
+
+async fn execute_as(o: Orchestrator, caller: orchestrator::auth::Principal, body: GraphQLRequest) -> Response {
     let mut request = Request::new(body.query).data(o).data(caller);
     if let Some(variables) = body.variables.filter(|v| !v.is_null()) {
         request = request.variables(Variables::from_json(variables));
@@ -70,7 +84,7 @@ async fn execute(
         request = request.operation_name(name);
     }
     let response = shared_schema().execute(request).await;
-    Ok(inmanta_form(response))
+    inmanta_form(response)
 }
 
 /// Inmanta's `GraphQLResult`: `{"data": ..., "errors": [message...] | null, "extensions": {}}`

@@ -281,16 +281,18 @@ impl Query {
             before: if window.backwards { place } else { None },
             limit: window.limit,
         };
-        let page = o.resource_state_page(&filter, &req).await.map_err(failed)?;
+        // The page and the count are independent reads: on connections of their own, at once.
+        let count = async {
+            match selected(ctx, "totalCount") {
+                true => o.count_resource_states(&filter).await.map(|n| Some(n as i32)),
+                false => Ok(None),
+            }
+        };
+        let (page, total) = tokio::try_join!(o.resource_state_page(&filter, &req), count).map_err(failed)?;
         let rows: Vec<Vec<Key>> =
             page.rows.iter().map(|r| r.keys.iter().map(Key::from_resource_key).collect()).collect();
         let excess: Option<Vec<Key>> = page.excess.as_ref().map(|k| k.iter().map(Key::from_resource_key).collect());
         let info = cursor::page_info(&window, &rows, excess.as_deref());
-        let total = if selected(ctx, "totalCount") {
-            Some(o.count_resource_states(&filter).await.map_err(failed)? as i32)
-        } else {
-            None
-        };
         let edges = page
             .rows
             .into_iter()
