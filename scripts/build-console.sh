@@ -35,9 +35,11 @@ front="$CARGO_TARGET_DIR/front"
 out_dir=$([ "$profile" = dev ] && echo debug || echo "$profile")
 
 ensure_wasm_target
-ensure_wasm_bindgen
+# The tools the site's assembly needs install while the wasm compiles (a cold machine compiles
+# wasm-bindgen-cli: minutes that would otherwise come before the console's own build).
+ensure_wasm_bindgen & tools=($!)
 if [ "$profile" != dev ] && [ "${WASM_OPT:-}" != none ]; then
-  ensure_binaryen
+  ensure_binaryen & tools+=($!)
   WASM_OPT="${WASM_OPT:-$ROOT/frontend/node_modules/.bin/wasm-opt}"
 fi
 
@@ -46,6 +48,7 @@ log "building the console wasm ($profile)"
 # scripts/test.sh so both share one cache.
 LEPTOS_OUTPUT_NAME=$name cargo build -p frontend --lib --target wasm32-unknown-unknown --features hydrate \
   --profile "$profile" --target-dir "$front"
+for pid in "${tools[@]}"; do wait "$pid"; done
 
 log "assembling the site in $site"
 tmp="$site.tmp.$$"
@@ -72,5 +75,10 @@ cp "$graphiql_modules/graphiql/graphiql.min.js" "$graphiql_modules/graphiql/grap
 fast=()
 [ "$profile" = dev ] && fast=(--fast)
 node scripts/console-assets.mjs "$tmp" "${fast[@]}"
-rm -rf "$site" && mv "$tmp" "$site"
+if [ -f "$site/manifest.json" ] && diff -rq "$tmp" "$site" >/dev/null 2>&1; then
+  # Unchanged: the old site (and its mtime) stays, so the server's build does not embed it anew.
+  rm -rf "$tmp"
+else
+  rm -rf "$site" && mv "$tmp" "$site"
+fi
 log "console site ready: $site (rebuild the server to embed it: cargo build -p server)"

@@ -29,11 +29,8 @@ done
 command -v dpkg-deb >/dev/null || apt_install dpkg
 
 if [ -z "$binary" ]; then
-  ensure_build_deps
-  site="$CARGO_TARGET_DIR/site-release"
-  scripts/build-console.sh --release --site "$site" >&2
-  log "building the server (dist profile)"
-  INMANTA_CONSOLE_SITE="$site" cargo build --profile dist -p server --bin inmanta >&2
+  log "building the console and the server (dist profile)"
+  scripts/build-release.sh --profile dist
   binary="$CARGO_TARGET_DIR/dist/inmanta"
 fi
 [ -x "$binary" ] || { echo "no executable at $binary" >&2; exit 2; }

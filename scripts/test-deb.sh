@@ -1,19 +1,33 @@
 #!/usr/bin/env bash
 # The Debian package's life, without systemd (CI has none): builds the package twice (revisions
-# 1 and 2 of this version) around one binary, installs revision 1 into an empty directory tree
+# 1 and 2 of this version; revision 1 around an older build of the binary when --old-binary
+# names one, e.g. the debug build scripts/test.sh made before the release one), installs
+# revision 1 into an empty directory tree
 # with dpkg (--root, maintainer scripts run chrootless with DPKG_ROOT), runs the server unit's
 # ExecStart as the service user against SQLite under the tree's /var/lib/inmanta, logs in with the
 # generated admin password, upgrades to revision 2 with the state kept, removes the package (state
 # kept) and purges it (state gone). The service user `inmanta` is created on this machine.
 #
-#   scripts/test-deb.sh [--binary PATH]     (default: the release build of scripts/test.sh)
+#   scripts/test-deb.sh [--binary PATH] [--old-binary PATH]
+#                                   (default: the release build of scripts/test.sh, for both)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
 binary="$CARGO_TARGET_DIR/release/inmanta"
-[ "${1:-}" = --binary ] && binary="$2"
-[ -x "$binary" ] || { echo "no inmanta binary at $binary (build it, or pass --binary PATH)" >&2; exit 2; }
+old_binary=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --binary) binary="$2"; shift ;;
+    --old-binary) old_binary="$2"; shift ;;
+    *) echo "unknown argument: $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+old_binary="${old_binary:-$binary}"
+for b in "$binary" "$old_binary"; do
+  [ -x "$b" ] || { echo "no inmanta binary at $b (build it, or pass --binary PATH)" >&2; exit 2; }
+done
 for tool in dpkg dpkg-deb setpriv curl useradd; do
   command -v "$tool" >/dev/null || { echo "missing $tool (Debian packages dpkg, util-linux, curl, passwd)" >&2; exit 2; }
 done
@@ -23,7 +37,7 @@ server_pid=""
 cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
 chmod 0755 "$work"
-first=$(scripts/package-deb.sh --binary "$binary" --revision 1 --out "$work/debs" --compression none)
+first=$(scripts/package-deb.sh --binary "$old_binary" --revision 1 --out "$work/debs" --compression none)
 second=$(scripts/package-deb.sh --binary "$binary" --revision 2 --out "$work/debs" --compression none)
 root="$work/root"
 mkdir -p "$root/var/lib/dpkg/updates" "$root/var/lib/dpkg/info"
@@ -35,6 +49,7 @@ fail() { echo "FAIL: $*" >&2; [ -f "$work/state/stderr" ] && tail -20 "$work/sta
 log "installing $(basename "$first") into $root"
 dpkg_in_tree -i "$first" >/dev/null
 [ -x "$root/usr/bin/inmanta" ] || fail "no /usr/bin/inmanta"
+cmp -s "$old_binary" "$root/usr/bin/inmanta" || fail "revision 1 did not install its own binary"
 grep -q '^#bind-port =' "$root/etc/inmanta/inmanta.cfg" || fail "inmanta.cfg lacks the commented options"
 getent passwd inmanta >/dev/null || fail "no service user"
 [ "$(stat -c %U "$root/var/lib/inmanta")" = inmanta ] || fail "/var/lib/inmanta is not the service user's"
@@ -87,6 +102,7 @@ log "upgrading to $(basename "$second")"
 echo "# an operator's edit" >>"$root/etc/inmanta/inmanta.cfg"
 dpkg_in_tree -i "$second" >/dev/null
 dpkg-query --admindir="$root/var/lib/dpkg" -W -f '${Version}' inmanta | grep -qx '.*-2' || fail "not upgraded"
+cmp -s "$binary" "$root/usr/bin/inmanta" || fail "the upgrade did not install the newer build's binary"
 grep -q "an operator's edit" "$root/etc/inmanta/inmanta.cfg" || fail "the upgrade replaced the edited inmanta.cfg"
 start_server
 token=$(login "$password")

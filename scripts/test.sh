@@ -64,11 +64,12 @@ scripts/inmanta-clients/run.sh
 # The release binary exactly as scripts/start.sh builds it (release console embedded); the binary
 # browser test copies it alone into an empty directory.
 log "building the release binary"
-scripts/build-console.sh --release --site "$CARGO_TARGET_DIR/site-release"
-INMANTA_CONSOLE_SITE="$CARGO_TARGET_DIR/site-release" cargo build --release -p server --bin inmanta
+scripts/build-release.sh
 
 log "the Debian package: install, run as the service user, upgrade, remove"
-scripts/test-deb.sh --binary "$CARGO_TARGET_DIR/release/inmanta"
+# Revision 1 around the debug build, the upgrade to revision 2 around the release build: two
+# different builds of this version.
+scripts/test-deb.sh --old-binary "$CARGO_TARGET_DIR/debug/inmanta" --binary "$CARGO_TARGET_DIR/release/inmanta"
 
 log "browser tests"
 ensure_chromium

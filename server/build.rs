@@ -8,12 +8,15 @@
 //! pages with a notice saying how to build the scripts; `cargo build -p server` works either way.
 
 use std::path::{Path, PathBuf};
-use std::{env, fs};
+use std::time::Duration;
+use std::{env, fs, thread};
 
 fn main() {
     println!("cargo:rerun-if-env-changed=INMANTA_CONSOLE_SITE");
+    println!("cargo:rerun-if-env-changed=INMANTA_CONSOLE_SITE_PENDING");
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let site = site_dir(&out);
+    wait_for_console_build();
     // Cargo reruns a build script on every build while a watched path is missing: watch an
     // (empty) directory instead, which the console build later replaces.
     let _ = fs::create_dir_all(&site);
@@ -35,6 +38,17 @@ fn main() {
     }
     code.push_str("];\n");
     fs::write(out.join("console_site.rs"), code).expect("cannot write console_site.rs");
+}
+
+/// `scripts/build-release.sh` builds the console and the server side by side and removes the
+/// file named by `$INMANTA_CONSOLE_SITE_PENDING` when the console's build has ended (done or
+/// failed): the server's crates compile meanwhile, only this step waits for the site.
+fn wait_for_console_build() {
+    let Some(pending) = env::var_os("INMANTA_CONSOLE_SITE_PENDING") else { return };
+    let pending = PathBuf::from(pending);
+    while pending.exists() {
+        thread::sleep(Duration::from_millis(250));
+    }
 }
 
 /// `$INMANTA_CONSOLE_SITE`, else `site/` in the target directory (the ancestor of OUT_DIR that
