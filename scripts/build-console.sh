@@ -38,6 +38,7 @@ ensure_wasm_target
 # The tools the site's assembly needs install while the wasm compiles (a cold machine compiles
 # wasm-bindgen-cli: minutes that would otherwise come before the console's own build).
 ensure_wasm_bindgen & tools=($!)
+ensure_graphiql & tools+=($!)
 if [ "$profile" != dev ] && [ "${WASM_OPT:-}" != none ]; then
   ensure_binaryen & tools+=($!)
   WASM_OPT="${WASM_OPT:-$ROOT/frontend/node_modules/.bin/wasm-opt}"
@@ -66,7 +67,6 @@ fi
 cp style/main.css "$tmp/pkg/$name.css"
 cp -r public/. "$tmp/"
 # GraphiQL for /console/graphiql: its bundle, React's UMD builds and our start script.
-ensure_graphiql
 graphiql_modules=frontend/graphiql/node_modules
 mkdir -p "$tmp/graphiql"
 cp "$graphiql_modules/graphiql/graphiql.min.js" "$graphiql_modules/graphiql/graphiql.min.css" \

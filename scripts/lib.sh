@@ -104,8 +104,6 @@ ensure_node_modules() {
   fi
 }
 
-# wasm-opt from npm binaryen (pinned in frontend/package.json, npm ci from its lock), for the
-# console's release build. Never Debian's binaryen: its wasm-opt (108) breaks hydration.
 # GraphiQL's browser bundle and React's UMD builds for /console/graphiql (frontend/graphiql,
 # pinned by its package-lock.json); scripts/build-console.sh copies them into the console's site.
 ensure_graphiql() {
@@ -117,6 +115,8 @@ ensure_graphiql() {
   fi
 }
 
+# wasm-opt from npm binaryen (pinned in frontend/package.json, npm ci from its lock), for the
+# console's release build. Never Debian's binaryen: its wasm-opt (108) breaks hydration.
 ensure_binaryen() {
   if ! command -v npm >/dev/null; then log "installing Node.js and npm (Debian)"; apt_install nodejs npm; fi
   local dir="$ROOT/frontend"
