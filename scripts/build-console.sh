@@ -37,6 +37,8 @@ out_dir=$([ "$profile" = dev ] && echo debug || echo "$profile")
 ensure_wasm_target
 # The tools the site's assembly needs install while the wasm compiles (a cold machine compiles
 # wasm-bindgen-cli: minutes that would otherwise come before the console's own build).
+# npm first, once: the two npm installs below run at the same time and must not both apt-get it.
+command -v npm >/dev/null || { log "installing Node.js and npm (Debian)"; apt_install nodejs npm; }
 ensure_wasm_bindgen & tools=($!)
 ensure_graphiql & tools+=($!)
 if [ "$profile" != dev ] && [ "${WASM_OPT:-}" != none ]; then
