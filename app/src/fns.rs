@@ -73,8 +73,11 @@ mod backend {
         services(Access::Global(label, Clients::API), None)
     }
 
-    pub fn fail(error: impl std::fmt::Display) -> ServerFnError {
-        ServerFnError::new(error.to_string())
+    /// An orchestrator failure as the browser sees it: a refusal of the request in its own words;
+    /// a failure on the server's side (the database, stored data) as a fixed message with the id
+    /// its detail is logged under, the way the REST API answers it.
+    pub fn fail(error: orchestrator::Error) -> ServerFnError {
+        ServerFnError::new(error.client_message())
     }
 
     pub fn env_id(env: &str) -> Result<uuid::Uuid, ServerFnError> {

@@ -201,3 +201,26 @@ async fn server_functions_check_the_signed_in_user() {
     let error = crate::fns::environment(hidden.id.to_string()).await.unwrap_err();
     assert!(error.to_string().contains("no role"), "{error}");
 }
+
+/// A failure on the server's side reaches the browser as a fixed message with an error id, as the
+/// REST API answers it: never the database's own text (only the server log has that).
+#[tokio::test]
+async fn a_database_error_reaches_the_browser_as_an_error_id_only() {
+    use axum::body::Body;
+    use axum::http::Request;
+    use tower::ServiceExt;
+    let (_dir, o) = orchestrator_with(&[("infra", "production")]).await;
+    sqlx::query("DROP TABLE environment").execute(o.store().pool()).await.unwrap();
+    let request = Request::post("/console/fn/list_environments")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(Body::empty())
+        .unwrap();
+    let response = router(Some(o)).oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+    let body = String::from_utf8_lossy(&body);
+    assert!(body.contains("internal server error (error id "), "{body}");
+    for leak in ["no such table", "environment", "database error", "sqlite"] {
+        assert!(!body.to_lowercase().contains(leak), "{leak:?} reached the browser: {body}");
+    }
+}

@@ -42,6 +42,42 @@ impl Error {
     pub fn is_unique_violation(&self) -> bool {
         matches!(self, Error::Database(sqlx::Error::Database(db)) if db.is_unique_violation())
     }
+
+    /// A failure on the server's own side (the database, stored data) rather than in the request:
+    /// its text may carry the database's own words, so it is for the server log only.
+    pub fn is_internal(&self) -> bool {
+        matches!(self, Error::Database(_) | Error::Corrupt(_))
+    }
+
+    /// What a client may read of this error: its own text, or for an internal failure an
+    /// [`Incident`]'s fixed message (the detail logged under the incident's id).
+    pub fn client_message(&self) -> String {
+        if self.is_internal() { Incident::log(self).to_string() } else { self.to_string() }
+    }
+}
+
+/// A failure on the server's side reported to a client by id only. Every entry point (REST API,
+/// console server functions, console sign-in) reports such failures this way, so an operator
+/// finds the detail in the server log by the id a user quotes, and no user reads the database's
+/// own error text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Incident {
+    pub id: uuid::Uuid,
+}
+
+impl Incident {
+    /// Logs `detail` under a new id.
+    pub fn log(detail: &dyn std::fmt::Display) -> Incident {
+        let id = uuid::Uuid::new_v4();
+        tracing::error!(error_id = %id, error = %detail, "request failed on the server side");
+        Incident { id }
+    }
+}
+
+impl std::fmt::Display for Incident {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "internal server error (error id {}); the server log has the details", self.id)
+    }
 }
 
 /// PostgreSQL's SQLSTATE classes 08 (connection exception), 57P (operator intervention:

@@ -37,7 +37,7 @@ pub mod validate;
 mod versions;
 
 pub use environments::EnvironmentQuery;
-pub use error::{Error, Result};
+pub use error::{Error, Incident, Result};
 pub use files::unified_diff;
 pub use resources::{ActionOutcome, ActionQuery};
 pub use store::{DbKind, Store};

@@ -201,9 +201,7 @@ pub(crate) fn login_refused(auth: &ConsoleAuth, status: StatusCode, message: &st
 
 /// The detail (possibly a database's text) goes to the log; the page gets an id to quote.
 pub(crate) fn server_error(e: impl std::fmt::Display) -> Response {
-    let id = uuid::Uuid::new_v4();
-    tracing::error!(error_id = %id, "console sign-in: {e}");
-    let message = format!("server error (error id {id}); the server log has the details");
+    let message = orchestrator::Incident::log(&format_args!("console sign-in: {e}")).to_string();
     (StatusCode::INTERNAL_SERVER_ERROR, [(header::CONTENT_TYPE, "text/plain")], message).into_response()
 }
 

@@ -13,8 +13,6 @@ use crate::fns::{compile_row, env_id, fail, page_request, paged, seconds, servic
 #[cfg(feature = "ssr")]
 use crate::model::CompileError;
 use crate::model::{CompileDetailsView, CompileRow, CompileStageRow, Paged, TableQuery};
-use crate::pages::desired_state::version_link;
-use crate::pages::environment::short_date;
 
 /// The status filter of the compile reports: any, or one compile status.
 const COMPILE_STATUS_CHOICES: [&str; 5] = [

@@ -9,8 +9,6 @@ use crate::fns;
 use crate::fns::{env_id, fail, page_request, paged, services_for};
 use crate::layout::resource_link;
 use crate::model::{AgentRow, NotificationRow, Paged, ParameterRow, TableQuery};
-use crate::pages::desired_state::FilterForm;
-use crate::pages::environment::short_date;
 
 const AGENTS: &str = "/console/agents";
 const PARAMETERS: &str = "/console/parameters";

@@ -14,8 +14,6 @@ use crate::model::ResourceRow;
 use crate::model::{
     HistoryRow, LogRow, ParameterRow, Problem, ResourceDetails, ResourceState, ResourcesView, TableQuery,
 };
-use crate::pages::desired_state::{AttributeTable, FilterForm};
-use crate::pages::environment::short_date;
 
 const RESOURCES: &str = "/console/resources";
 const DETAILS: &str = "/console/resources/details";

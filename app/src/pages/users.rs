@@ -12,7 +12,6 @@ use crate::fns::{env_id, fail, services_global};
 #[cfg(feature = "ssr")]
 use crate::model::RoleRow;
 use crate::model::{RegisteredTokenRow, UserRow, UsersView};
-use crate::pages::environment::short_date;
 
 /// What the password policy asks, shown next to every password input.
 pub const PASSWORD_HINT: &str =

@@ -35,15 +35,10 @@ impl From<orchestrator::Error> for ApiError {
 }
 
 impl ApiError {
-    /// A failure on the server's side (database, I/O): the client gets a fixed message and an
-    /// id to quote; the detail, which may hold the database's own text, goes only to the log.
+    /// A failure on the server's side (database, I/O): the client gets an incident's fixed
+    /// message and id to quote; the detail, which may hold the database's own text, is logged.
     pub fn internal(detail: &dyn std::fmt::Display) -> ApiError {
-        let id = uuid::Uuid::new_v4();
-        tracing::error!(error_id = %id, error = %detail, "request failed on the server side");
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("internal server error (error id {id}); the server log has the details"),
-        )
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, orchestrator::Incident::log(detail).to_string())
     }
 }
 

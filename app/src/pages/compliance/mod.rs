@@ -10,7 +10,6 @@ use leptos::server_fn::codec::Json;
 use crate::components::*;
 #[cfg(feature = "ssr")]
 use crate::fns::{env_id, fail, services_for};
-use crate::pages::environment::short_date;
 
 /// How many released resources are in each compliance.
 #[server(prefix = "/console/fn", endpoint = "compliance_summary", input = Json)]

@@ -45,7 +45,9 @@ pub async fn version_summary(env: String, version: i64) -> Result<VersionRow, Se
     Ok(VersionRow {
         version: m.version,
         date: m.date,
-        status: m.status.ok_or_else(|| fail(format!("version {version} has no status")))?,
+        status: m
+            .status
+            .ok_or_else(|| fail(orchestrator::Error::Corrupt(format!("version {version} has no status"))))?,
         total: m.total,
         released: m.released,
         message,

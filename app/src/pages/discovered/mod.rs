@@ -11,7 +11,6 @@ use crate::components::*;
 use crate::fns::{env_id, fail, json_text, page_request, paged, services_for};
 use crate::layout::resource_link;
 use crate::model::{Paged, TableQuery};
-use crate::pages::desired_state::{AttributeTable, FilterForm};
 
 #[cfg(all(test, feature = "ssr"))]
 mod tests;

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::test_support::*;
+use leptos::prelude::*;
 
 /// A token generated on the settings page authenticates, is listed without its text, and is
 /// refused once revoked. Only environment expert admins (and admins) handle tokens.

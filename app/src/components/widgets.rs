@@ -1,0 +1,154 @@
+//! Small widgets the pages share: status badges, form fields, the resource search box and the
+//! deploy bar.
+
+use leptos::prelude::*;
+
+use super::url::{encode, env_link};
+
+/// The wire name of a status a badge shows: a state of `api::state` or a version's status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StatusName(pub &'static str);
+
+macro_rules! status_names {
+    ($($status:ty),+) => {
+        $(impl From<$status> for StatusName {
+            fn from(status: $status) -> StatusName {
+                StatusName(status.as_str())
+            }
+        })+
+    };
+}
+
+status_names!(
+    api::ResourceState,
+    api::CompileStatus,
+    api::AgentStatus,
+    api::ResourceDiffStatus,
+    api::version::VersionStatus
+);
+
+#[component]
+pub fn StatusBadge(#[prop(into)] status: StatusName) -> impl IntoView {
+    let status = status.0;
+    let class = format!("badge state-{status}");
+    view! { <span class=class data-status=status>{status.replace('_', " ")}</span> }
+}
+
+/// A label and the text input it names (`for` is the input's `id`), bound to `value`; `hint`, a
+/// line under the input that describes it (`id` + `-hint`).
+#[component]
+pub fn TextField(
+    id: &'static str,
+    label: &'static str,
+    value: RwSignal<String>,
+    #[prop(default = "text")] input_type: &'static str,
+    #[prop(optional)] placeholder: Option<&'static str>,
+    #[prop(optional)] required: bool,
+    #[prop(optional)] autocomplete: Option<&'static str>,
+    #[prop(optional)] hint: Option<&'static str>,
+) -> impl IntoView {
+    let hint_id = format!("{id}-hint");
+    view! {
+        <label for=id>{label}</label>
+        <input
+            id=id
+            class="input"
+            type=input_type
+            placeholder=placeholder
+            autocomplete=autocomplete
+            required=required
+            aria-describedby=hint.is_some().then(|| hint_id.clone())
+            prop:value=move || value.get()
+            on:input=move |ev| value.set(event_target_value(&ev))
+        />
+        {hint.map(|hint| view! { <p class="muted field-hint" id=hint_id>{hint}</p> })}
+    }
+}
+
+/// A label and the choice it names (`for` is the select's `id`), bound to `value`: `prompt` as an
+/// empty first option, then `options()` as (value, text) pairs, which follow the data they are
+/// read from.
+#[component]
+pub fn SelectField<O>(
+    id: &'static str,
+    label: &'static str,
+    value: RwSignal<String>,
+    options: O,
+    #[prop(optional)] prompt: Option<&'static str>,
+    #[prop(optional)] required: bool,
+) -> impl IntoView
+where
+    O: Fn() -> Vec<(String, String)> + Send + Sync + 'static,
+{
+    view! {
+        <label for=id>{label}</label>
+        <select
+            id=id
+            class="input"
+            required=required
+            prop:value=move || value.get()
+            on:change=move |ev| value.set(event_target_value(&ev))
+        >
+            {prompt.map(|prompt| view! { <option value="">{prompt}</option> })}
+            {move || {
+                options()
+                    .into_iter()
+                    .map(|(option, text)| {
+                        let selected = option == value.get_untracked();
+                        view! { <option value=option selected=selected>{text}</option> }
+                    })
+                    .collect_view()
+            }}
+        </select>
+    }
+    // Erased: a form holds several, and their nested view types otherwise overflow the stack of a
+    // debug build's test thread while the page renders.
+    .into_any()
+}
+
+/// A box that searches resources as the user types, bound to `search`; its `label` is for
+/// screen readers only (the placeholder says it to the eye).
+#[component]
+pub fn ResourceSearch(id: &'static str, label: &'static str, search: RwSignal<String>) -> impl IntoView {
+    view! {
+        <label class="sr-only" for=id>{label}</label>
+        <input
+            class="input"
+            type="search"
+            id=id
+            placeholder="Search resources…"
+            prop:value=move || search.get()
+            on:input=move |ev| search.set(event_target_value(&ev))
+        />
+    }
+}
+
+/// A horizontal bar with one segment per state, each a link that filters the resources page.
+#[component]
+pub fn DeployBar(env: String, summary: Vec<(api::ResourceState, u64)>, total: u64) -> impl IntoView {
+    let segments = summary
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(state, n)| {
+            let width = if total == 0 { 0.0 } else { n as f64 * 100.0 / total as f64 };
+            let state = state.as_str();
+            let href = format!("{}&filter.status={}", env_link("resources", &env), encode(state));
+            let label = format!("{}: {n}", state.replace('_', " "));
+            view! {
+                <a
+                    class=format!("bar-segment state-bg-{state}")
+                    style=format!("width: {width:.3}%")
+                    href=href
+                    title=label.clone()
+                    aria-label=label
+                    data-state=state
+                ></a>
+            }
+        })
+        .collect_view();
+    view! {
+        <div class="deploy-bar" role="group" aria-label="Resources by state">
+            {segments}
+        </div>
+    }
+}

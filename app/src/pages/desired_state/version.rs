@@ -1,0 +1,156 @@
+//! One version's page: its facts and actions, and its resources.
+
+use leptos::prelude::*;
+
+use super::*;
+use crate::components::*;
+use crate::model::{Paged, VersionStatus, VersionedResourceRow};
+
+#[component]
+pub fn VersionPage() -> impl IntoView {
+    let env = env();
+    let version = query("v");
+    let table = table_query();
+    let data = live_resource(
+        move || (table.get(), version.get()),
+        |(q, v)| async move {
+            let v = version_number(&v)?;
+            fns::version_resources(q, v).await
+        },
+    );
+    view! {
+        <SubPage
+            title=move || format!("Version {}", version.get())
+            trail=move || view! {
+                <a href=move || env_link("desiredstate", &env.get())>"Desired State"</a>
+                " › "
+                <span>{move || format!("Version {}", version.get())}</span>
+            }
+        >
+            <div class="page-header">
+                <h1>{move || format!("Version {}", version.get())}</h1>
+            </div>
+            <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
+                <VersionHeader env version/>
+                <FilterForm
+                    path=VERSION
+                    fields=vec![("resource_type", "Type"), ("agent", "Agent"), ("resource_id_value", "Value")]
+                    keep=vec!["env", "v"]
+                />
+                <Loaded
+                    resource=data
+                    loading="Loading resources…"
+                    error_title="The version could not be loaded"
+                    view=move |page| view! { <VersionResources env=env.get_untracked() version=version.get_untracked() data=page/> }
+                />
+            </Show>
+        </SubPage>
+    }
+}
+
+/// Status, date, size and message of the version, with what can be done with it: promote a
+/// candidate, dry run it against the current state.
+#[component]
+fn VersionHeader(env: Memo<String>, version: Memo<String>) -> impl IntoView {
+    let summary = live_resource(
+        move || (env.get(), version.get()),
+        |(env, v)| async move {
+            let v = version_number(&v)?;
+            fns::version_summary(env, v).await
+        },
+    );
+    let error = ActionError::new();
+    view! {
+        <Transition fallback=|| ()>
+            {move || Suspend::new(async move {
+                let v = match summary.await {
+                    Ok(v) => v,
+                    Err(e) => return view! { <ErrorBox title="The version could not be loaded" error=e.to_string()/> }.into_any(),
+                };
+                let version = v.version;
+                let candidate = matches!(v.status, VersionStatus::Candidate | VersionStatus::SkippedCandidate);
+                let env = env.get_untracked();
+                let dry_run = compliance_link(&env, version);
+                let message = if v.message.is_empty() { "No message".to_string() } else { v.message.clone() };
+                view! {
+                    <div class="version-header" id="version-header" data-status=v.status.as_str()>
+                        <dl class="facts-list">
+                            <dt>"Status"</dt>
+                            <dd><StatusBadge status=v.status/></dd>
+                            <dt>"Exported"</dt>
+                            <dd>{short_date(&v.date)}</dd>
+                            <dt>"Resources"</dt>
+                            <dd>{v.total}</dd>
+                            <dt>"Message"</dt>
+                            <dd id="version-message" class:muted=v.message.is_empty()>{message}</dd>
+                        </dl>
+                        <div class="page-actions">
+                            {candidate.then(|| view! {
+                                <button
+                                    class="button button-primary"
+                                    id="version-promote"
+                                    type="button"
+                                    on:click=move |_| ask_version_action(error, env.clone(), version, false)
+                                >
+                                    "Promote"
+                                </button>
+                            })}
+                            <a class="button button-secondary" id="version-dry-run" href=dry_run>
+                                "Dry run against the current state"
+                            </a>
+                        </div>
+                    </div>
+                    <ActionMessage error/>
+                }
+                    .into_any()
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn VersionResources(env: String, version: String, data: Paged<VersionedResourceRow>) -> impl IntoView {
+    if data.rows.is_empty() {
+        return view! {
+            <Empty title="No resources">
+                <p>"This version has no resources matching the filters."</p>
+            </Empty>
+        }
+        .into_any();
+    }
+    view! {
+        <table class="table" id="version-resources">
+            <thead>
+                <tr>
+                    <SortHeader path=VERSION column="resource_type" label="Type"/>
+                    <SortHeader path=VERSION column="agent" label="Agent"/>
+                    <SortHeader path=VERSION column="resource_id_value" label="Value"/>
+                    <th scope="col">"Requires"</th>
+                </tr>
+            </thead>
+            <tbody>
+                {data
+                    .rows
+                    .into_iter()
+                    .map(|r| {
+                        let href = format!(
+                            "{}&v={version}&rid={}",
+                            env_link("desiredstate/resource", &env),
+                            encode(&r.id),
+                        );
+                        view! {
+                            <tr data-id=r.id.clone()>
+                                <td>{r.resource_type}</td>
+                                <td>{r.agent}</td>
+                                <td><a href=href>{r.value}</a></td>
+                                <td>{r.requires}</td>
+                            </tr>
+                        }
+                    })
+                    .collect_view()}
+            </tbody>
+        </table>
+        <Pager path=VERSION page=data.page/>
+    }
+    .into_any()
+}

@@ -1,0 +1,145 @@
+//! The desired state page: the versions of an environment, with promote and delete.
+
+use leptos::prelude::*;
+
+use super::*;
+use crate::components::*;
+use crate::model::{Paged, VersionRow, VersionStatus};
+
+#[component]
+pub fn DesiredStatePage() -> impl IntoView {
+    let env = env();
+    let data = table_resource(fns::versions);
+    view! {
+        <EnvironmentPage title="Desired State" env>
+            <StatusFilter path=VERSIONS values=&["", "active", "candidate", "retired", "skipped_candidate"]/>
+            <Loaded
+                resource=data
+                loading="Loading versions…"
+                error_title="The versions could not be loaded"
+                view=move |page| view! { <VersionsTable env=env.get_untracked() data=page/> }
+            />
+        </EnvironmentPage>
+    }
+}
+
+#[component]
+fn VersionsTable(env: String, data: Paged<VersionRow>) -> impl IntoView {
+    if data.rows.is_empty() {
+        return view! {
+            <Empty title="No versions">
+                <p>
+                    "Versions appear when a model is exported: " <code>"inmanta export"</code>
+                    " (or " <code>"PUT /api/v1/version"</code> "). Clear the filters if some are set."
+                </p>
+            </Empty>
+        }
+        .into_any();
+    }
+    let selected: RwSignal<Vec<i64>> = RwSignal::new(Vec::new());
+    let error = ActionError::new();
+    let compare_env = env.clone();
+    let compare_href = move || {
+        let mut v = selected.get();
+        v.sort();
+        (v.len() == 2).then(|| format!("{}&from={}&to={}", env_link("desiredstate/compare", &compare_env), v[0], v[1]))
+    };
+    let rows = data
+        .rows
+        .into_iter()
+        .map(|v| {
+            let version = v.version;
+            let href = version_link(&env, version);
+            let (env_p, env_d) = (env.clone(), env.clone());
+            let candidate = matches!(v.status, VersionStatus::Candidate | VersionStatus::SkippedCandidate);
+            let active = v.status == VersionStatus::Active;
+            view! {
+                <tr data-version=version>
+                    <td>
+                        <input
+                            type="checkbox"
+                            class="select-version"
+                            aria-label=format!("Select version {version} to compare")
+                            prop:checked=move || selected.get().contains(&version)
+                            on:change=move |ev| {
+                                let on = event_target_checked(&ev);
+                                selected.update(|s| {
+                                    s.retain(|x| *x != version);
+                                    if on {
+                                        s.push(version);
+                                        if s.len() > 2 {
+                                            s.remove(0);
+                                        }
+                                    }
+                                })
+                            }
+                        />
+                    </td>
+                    <td><a href=href>{version}</a></td>
+                    <td>{short_date(&v.date)}</td>
+                    <td><StatusBadge status=v.status/></td>
+                    <td>{v.total}</td>
+                    <td class="version-message">{v.message.clone()}</td>
+                    <td class="row-actions">
+                        <a
+                            class="button button-small button-secondary compliance"
+                            href=compliance_link(&env, version)
+                            aria-label=format!("Compare version {version} with the current state (dry run)")
+                        >
+                            "Compare with current state"
+                        </a>
+                        {candidate.then(|| view! {
+                            <button
+                                class="button button-small promote"
+                                type="button"
+                                on:click=move |_| ask_version_action(error, env_p.clone(), version, false)
+                            >
+                                "Promote"
+                            </button>
+                        })}
+                        {(!active).then(|| view! {
+                            <button
+                                class="button button-small button-secondary delete"
+                                type="button"
+                                on:click=move |_| ask_version_action(error, env_d.clone(), version, true)
+                            >
+                                "Delete"
+                            </button>
+                        })}
+                    </td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <div class="toolbar">
+            {move || match compare_href() {
+                Some(href) => view! { <a class="button" id="compare" href=href>"Compare selected"</a> }.into_any(),
+                None => view! {
+                    <span class="button disabled" id="compare" aria-disabled="true" title="Select two versions">
+                        "Compare selected"
+                    </span>
+                }
+                    .into_any(),
+            }}
+            <span class="muted">"Select two versions to compare them."</span>
+        </div>
+        <ActionMessage error/>
+        <table class="table" id="versions">
+            <thead>
+                <tr>
+                    <th scope="col"><span class="sr-only">"Select"</span></th>
+                    <SortHeader path=VERSIONS column="version" label="Version"/>
+                    <th scope="col">"Date"</th>
+                    <th scope="col">"Status"</th>
+                    <th scope="col">"Resources"</th>
+                    <th scope="col">"Message"</th>
+                    <th scope="col"><span class="sr-only">"Actions"</span></th>
+                </tr>
+            </thead>
+            <tbody>{rows}</tbody>
+        </table>
+        <Pager path=VERSIONS page=data.page/>
+    }
+    .into_any()
+}
