@@ -28,7 +28,7 @@ fn main() {
     if manifest.is_file() {
         collect(&site, &site, &mut files);
         files.sort();
-        code.push_str(&format!("pub static MANIFEST: Option<&str> = Some(include_str!({:?}));\n", manifest));
+        code.push_str(&format!("pub static MANIFEST: Option<&str> = Some(include_str!({manifest:?}));\n"));
     } else {
         code.push_str("pub static MANIFEST: Option<&str> = None;\n");
     }

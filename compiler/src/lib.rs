@@ -14,6 +14,7 @@ mod export;
 mod handlers;
 mod model;
 mod project;
+pub mod project_yml;
 pub mod python;
 mod python_code;
 mod references;
@@ -23,10 +24,11 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 pub use attributes::Attributes;
+pub use builtins::BUILTIN_MODULES;
 pub use diagnostics::{Diagnostic, Diagnostics, Severity, inmanta_type};
 pub use export::{ExportedResource, Wire};
 pub use handlers::ShippedHandler;
-pub use project::ProjectMetadata;
+pub use project_yml::ProjectMetadata;
 pub use python_code::{ShippedPythonFile, ShippedPythonModule, module_version_info};
 pub use syntax::Location;
 
@@ -265,7 +267,7 @@ pub fn compile_project(project_dir: &Path) -> Result<CompileOutput, Diagnostics>
 /// Reads the project's `project.yml` alone (its name, for instance), without compiling: what
 /// `inmanta deploy` needs to pick its embedded environment before the compile that is for it.
 pub fn read_project_metadata(project_dir: &Path) -> Result<ProjectMetadata, Diagnostics> {
-    project::read_project(project_dir, &mut Vec::new()).map_err(|d| Diagnostics(vec![d]))
+    project_yml::read(project_dir, &mut Vec::new()).map_err(|d| Diagnostics(vec![d]))
 }
 
 /// Compiles with options. Runs on its own thread with a large stack.
@@ -327,13 +329,10 @@ fn compile_project_inner(dir: &Path, options: &CompileOptions) -> Result<Compile
     let meta = if options.main_file.is_some() && !dir.join("project.yml").exists() {
         ProjectMetadata::default()
     } else {
-        project::read_project(dir, &mut warnings).map_err(|d| Diagnostics(vec![d]))?
+        project_yml::read(dir, &mut warnings).map_err(|d| Diagnostics(vec![d]))?
     };
     let mut search: Vec<PathBuf> = options.module_path.clone();
-    for m in &meta.modulepath {
-        search.push(dir.join(m));
-    }
-    search.push(dir.join("libs"));
+    search.extend(meta.module_path().into_iter().map(|m| dir.join(m)));
     // modules installed in the project's Python environment (v2 modules) come last
     let python = python::env::discover(dir, options.python.as_deref()).map_err(env_error)?;
     if let Some(env) = &python {

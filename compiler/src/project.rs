@@ -1,4 +1,5 @@
-//! Projects and modules: `project.yml`, `main.cf`, the module path and the built-in modules.
+//! Loading a project's modules: `main.cf`, the module path and the built-in modules
+//! (`project.yml` itself is read by `crate::project_yml`).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -8,97 +9,6 @@ use crate::diagnostics::Diagnostic;
 use crate::syntax::ast::{File, Top};
 use crate::syntax::parser::parse;
 use crate::syntax::{SourceMap, Span};
-
-/// The parsed `project.yml`.
-#[derive(Debug, Default, Clone)]
-pub struct ProjectMetadata {
-    pub name: String,
-    pub description: Option<String>,
-    pub modulepath: Vec<String>,
-    pub requires: Vec<String>,
-    pub environment_settings: serde_json::Map<String, serde_json::Value>,
-    pub raw: serde_json::Value,
-}
-
-#[allow(clippy::result_large_err)]
-pub(crate) fn read_project(dir: &Path, warnings: &mut Vec<Diagnostic>) -> Result<ProjectMetadata, Diagnostic> {
-    let path = dir.join("project.yml");
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        Diagnostic::plain(
-            "ProjectNotFoundException",
-            format!("No project found in {}: can not read project.yml ({e})", dir.display()),
-        )
-    })?;
-    parse_project_yml(&text, &path, warnings)
-}
-
-#[allow(clippy::result_large_err)]
-pub(crate) fn parse_project_yml(
-    text: &str,
-    path: &Path,
-    warnings: &mut Vec<Diagnostic>,
-) -> Result<ProjectMetadata, Diagnostic> {
-    let raw: serde_json::Value = serde_norway::from_str(text).map_err(|e| {
-        Diagnostic::plain("InvalidMetadata", format!("Invalid project metadata in {}: {e}", path.display()))
-    })?;
-    let obj = raw.as_object().cloned().unwrap_or_default();
-    let invalid = |m: String| {
-        Diagnostic::plain("InvalidMetadata", format!("Invalid project metadata in {}: {m}", path.display()))
-    };
-    let name = match obj.get("name") {
-        Some(serde_json::Value::String(s)) => s.clone(),
-        Some(_) => return Err(invalid("name must be a string".into())),
-        None => return Err(invalid("the field 'name' is required".into())),
-    };
-    let modulepath = match obj.get("modulepath") {
-        None | Some(serde_json::Value::Null) => vec![],
-        Some(serde_json::Value::String(s)) => vec![s.clone()],
-        Some(serde_json::Value::Array(a)) => a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect(),
-        Some(_) => return Err(invalid("modulepath must be a string or a list of strings".into())),
-    };
-    let requires = match obj.get("requires") {
-        Some(serde_json::Value::Array(a)) => a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect(),
-        _ => vec![],
-    };
-    if let Some(repo) = obj.get("repo") {
-        let entries: Vec<serde_json::Value> = match repo {
-            serde_json::Value::Array(a) => a.clone(),
-            serde_json::Value::String(_) => vec![repo.clone()],
-            _ => vec![],
-        };
-        for e in entries {
-            if e.get("type").and_then(|t| t.as_str()) == Some("package") {
-                warnings.push(Diagnostic {
-                    severity: crate::diagnostics::Severity::Warning,
-                    ..Diagnostic::plain(
-                        "CompilerRuntimeWarning",
-                        "repo entries of type 'package' are ignored: modules are built in or read from the module path",
-                    )
-                });
-            }
-        }
-    }
-    for key in ["pip", "install_mode", "agent_install_dependency_modules"] {
-        if obj.contains_key(key) {
-            warnings.push(Diagnostic {
-                severity: crate::diagnostics::Severity::Warning,
-                ..Diagnostic::plain(
-                    "CompilerRuntimeWarning",
-                    format!("project.yml key '{key}' only matters to Python packaging and is ignored"),
-                )
-            });
-        }
-    }
-    let environment_settings = obj.get("environment_settings").and_then(|v| v.as_object()).cloned().unwrap_or_default();
-    Ok(ProjectMetadata {
-        name,
-        description: obj.get("description").and_then(|v| v.as_str()).map(str::to_string),
-        modulepath,
-        requires,
-        environment_settings,
-        raw,
-    })
-}
 
 /// One loaded namespace.
 pub(crate) struct LoadedNs {

@@ -62,8 +62,8 @@ fn inmanta_test_suite_snippets_compile_as_inmanta_does() {
     if python.is_none() {
         let why =
             "the Python cases of Inmanta's test suite need the reference install: scripts/inmanta-reference.sh install";
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
-        eprintln!("\n!!!!!!!! SKIPPED {} cases: {why} !!!!!!!!\n", cases.iter().filter(|c| needs_python(c)).count());
+        let skipped = cases.iter().filter(|c| needs_python(c)).count();
+        test_support::missing_prerequisite(format!("{why} ({skipped} cases not run)"));
     }
     for p in pending.keys() {
         assert!(

@@ -430,10 +430,10 @@ async fn a_result_records_the_hash_of_the_version_it_ran_for() {
 /// versions was planned as a nested loop over every row without them); SQLite has nothing to do.
 #[tokio::test]
 async fn bulk_writes_refresh_postgres_statistics() {
-    let (o, env, _dir) = setup().await;
-    if o.store().kind() != orchestrator::DbKind::Postgres {
+    if test_support::postgres_admin_url().is_none() {
         return;
     }
+    let (o, env, _dir) = setup().await;
     let resources = (0..1500).map(|i| file(&format!("/f{i}"), "1", &[])).collect();
     put(&o, env, resources, &[]).await; // auto_deploy releases it
     let analyzed = |table: &'static str| {
@@ -476,10 +476,10 @@ async fn released_intents_cover_every_resource_across_pages() {
 /// action of the environment per result).
 #[tokio::test]
 async fn many_small_result_batches_refresh_postgres_statistics() {
-    let (o, env, _dir) = setup().await;
-    if o.store().kind() != orchestrator::DbKind::Postgres {
+    if test_support::postgres_admin_url().is_none() {
         return;
     }
+    let (o, env, _dir) = setup().await;
     let v = put(&o, env, vec![file("/a", "1", &[])], &[]).await;
     for _ in 0..11 {
         let batch: Vec<_> = (0..100).map(|_| deployed(v, "/a", Change::NoChange)).collect();
@@ -506,11 +506,11 @@ async fn many_small_result_batches_refresh_postgres_statistics() {
 /// analyzed when their sums pass 1 000, 10 000, ... and not after every full batch (which had
 /// them analyzed a hundred times each during a first deploy of 100 000 resources).
 #[tokio::test]
-async fn full_result_batches_are_analyzed_by_their_sum_only() {
-    let (o, env, _dir) = setup().await;
-    if o.store().kind() != orchestrator::DbKind::Postgres {
+async fn full_result_batches_are_analyzed_on_postgres_by_their_sum_only() {
+    if test_support::postgres_admin_url().is_none() {
         return;
     }
+    let (o, env, _dir) = setup().await;
     let analyzed = |table: &'static str| {
         let o = o.clone();
         async move {

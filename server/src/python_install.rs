@@ -18,10 +18,6 @@ use std::process::Command;
 
 use compiler::python::env;
 
-/// Modules the compiler has built in: their model and plugins are native unless a version of
-/// them is installed.
-const NATIVE_MODULES: &[&str] = &["std", "fs", "exec", "mitogen"];
-
 /// What an install does, decided before anything runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstallPlan {
@@ -35,50 +31,28 @@ pub struct InstallPlan {
     pub notes: Vec<String>,
 }
 
-/// The project.yml of the project in `dir`, as JSON.
-pub(crate) fn read_project_yml(dir: &Path) -> Result<serde_json::Value, String> {
-    let path = dir.join("project.yml");
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    serde_norway::from_str(&text).map_err(|e| format!("invalid project metadata in {}: {e}", path.display()))
-}
-
 /// Reads project.yml and requirements.txt of `dir`.
 pub fn plan(dir: &Path) -> Result<InstallPlan, String> {
-    let raw = read_project_yml(dir)?;
-    let strings = |v: &serde_json::Value| -> Vec<String> {
-        match v {
-            serde_json::Value::String(s) => vec![s.clone()],
-            serde_json::Value::Array(a) => a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect(),
-            _ => Vec::new(),
-        }
-    };
-    let mut modulepath = strings(&raw["modulepath"]);
-    modulepath.push("libs".into());
+    let project = compiler::project_yml::read(dir, &mut Vec::new()).map_err(|e| e.message)?;
+    let modulepath = project.module_path();
     let mut requirements = Vec::new();
     let mut notes = Vec::new();
-    for entry in strings(&raw["requires"]) {
-        let entry = entry.trim();
-        let end = entry.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')).unwrap_or(entry.len());
-        let name = entry[..end].replace('-', "_");
-        let name = name.strip_prefix("inmanta_module_").unwrap_or(&name).to_string();
-        if name.is_empty() {
-            continue;
-        }
-        let constraint: String = entry[end..].chars().filter(|c| !c.is_whitespace()).collect();
+    for requirement in project.requirements() {
+        let name = &requirement.name;
         // A built-in module without a version constraint needs no install; one pinned to a
         // version is installed, and the installed copy is then what the compiler uses.
-        if NATIVE_MODULES.contains(&name.as_str()) && constraint.is_empty() {
+        if compiler::BUILTIN_MODULES.contains(&name.as_str()) && requirement.constraint.is_empty() {
             notes.push(format!(
                 "module {name}: the compiler's built-in {name} is used (no version asked; native, no Python \
                  needed); name a version (`{name} ~= x.y`) to install and use that one instead"
             ));
             continue;
         }
-        if modulepath.iter().any(|m| dir.join(m).join(&name).join("module.yml").is_file()) {
+        if modulepath.iter().any(|m| dir.join(m).join(name).join("module.yml").is_file()) {
             notes.push(format!("module {name}: a v1 module on the module path, not installed from the package index"));
             continue;
         }
-        requirements.push(format!("inmanta-module-{}{constraint}", name.replace('_', "-")));
+        requirements.push(requirement.python_package());
     }
     if let Ok(text) = std::fs::read_to_string(dir.join("requirements.txt")) {
         for line in text.lines() {
@@ -88,19 +62,18 @@ pub fn plan(dir: &Path) -> Result<InstallPlan, String> {
             }
         }
     }
-    let pip = &raw["pip"];
+    let pip = project.pip;
     let mut pip_args = Vec::new();
-    if let Some(url) = pip["index_url"].as_str() {
-        pip_args.extend(["--index-url".to_string(), url.to_string()]);
+    if let Some(url) = pip.index_url {
+        pip_args.extend(["--index-url".to_string(), url]);
     }
-    for url in strings(&pip["extra_index_url"]) {
+    for url in pip.extra_index_url {
         pip_args.extend(["--extra-index-url".to_string(), url]);
     }
-    if pip["pre"].as_bool() == Some(true) {
+    if pip.pre {
         pip_args.push("--pre".into());
     }
-    let use_system_config = pip["use_system_config"].as_bool().unwrap_or(false);
-    Ok(InstallPlan { requirements, pip_args, use_system_config, notes })
+    Ok(InstallPlan { requirements, pip_args, use_system_config: pip.use_system_config, notes })
 }
 
 /// The interpreter of the environment to install into, creating `<dir>/.env` when needed.

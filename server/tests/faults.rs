@@ -207,13 +207,13 @@ const ROOM_LEFT: u64 = 3 * 1024 * 1024;
 #[tokio::test]
 async fn a_full_disk_delays_results_and_everything_ends_deployed_once_there_is_room() {
     if !is_root() {
-        common::missing_prerequisite("a full disk is simulated with a tmpfs, which only root may mount");
+        test_support::missing_prerequisite("a full disk is simulated with a tmpfs, which only root may mount");
         return;
     }
     let tmpfs = match Tmpfs::mount("20m") {
         Ok(tmpfs) => tmpfs,
         Err(e) => {
-            common::missing_prerequisite(&format!("cannot mount a tmpfs: {e}"));
+            test_support::missing_prerequisite(format!("cannot mount a tmpfs: {e}"));
             return;
         }
     };
@@ -363,7 +363,7 @@ async fn outage_mid_deploy(servers: usize) {
     let pg = match Postgres::start_new() {
         Ok(pg) => pg,
         Err(e) => {
-            common::missing_prerequisite(&format!("a PostgreSQL cluster of the test's own: {e}"));
+            test_support::missing_prerequisite(format!("a PostgreSQL cluster of the test's own: {e}"));
             return;
         }
     };

@@ -5,8 +5,9 @@
 //! server takes over, everything ends deployed, nothing ran twice at once, and no write of the
 //! old epoch lands after the takeover.
 //!
-//! PostgreSQL only (`INMANTA_TEST_POSTGRES`); on SQLite a second server on the same database
-//! file is refused instead, which is tested here too.
+//! PostgreSQL only (`INMANTA_TEST_POSTGRES`; these tests have `postgres` in their names, which
+//! the SQLite pass of scripts/test.sh leaves out); on SQLite a second server on the same
+//! database file is refused instead, which is tested here too, on a file of its own.
 
 mod common;
 
@@ -20,10 +21,6 @@ use serde_json::{Value, json};
 const CHAINS: usize = 5;
 const PER_CHAIN: usize = 60;
 const LEASE_SECONDS: &str = "2";
-
-fn postgres() -> bool {
-    std::env::var("INMANTA_TEST_POSTGRES").is_ok_and(|u| !u.is_empty())
-}
 
 fn server_env() -> Vec<(&'static str, &'static str)> {
     vec![
@@ -227,9 +224,8 @@ impl Cluster {
 }
 
 #[tokio::test]
-async fn the_owner_killed_mid_deploy_is_replaced_and_nothing_runs_twice_at_once() {
-    if !postgres() {
-        eprintln!("several servers need PostgreSQL: set INMANTA_TEST_POSTGRES");
+async fn the_owner_killed_mid_deploy_is_replaced_and_nothing_runs_twice_at_once_on_postgres() {
+    if test_support::postgres_admin_url().is_none() {
         return;
     }
     let mut c = Cluster::start().await;
@@ -277,9 +273,8 @@ async fn the_owner_killed_mid_deploy_is_replaced_and_nothing_runs_twice_at_once(
 }
 
 #[tokio::test]
-async fn a_stalled_owner_cannot_commit_after_its_lease() {
-    if !postgres() {
-        eprintln!("several servers need PostgreSQL: set INMANTA_TEST_POSTGRES");
+async fn a_stalled_owner_cannot_commit_after_its_lease_on_postgres() {
+    if test_support::postgres_admin_url().is_none() {
         return;
     }
     let mut c = Cluster::start().await;
@@ -315,9 +310,6 @@ async fn a_stalled_owner_cannot_commit_after_its_lease() {
 
 #[tokio::test]
 async fn a_second_server_on_one_sqlite_file_is_refused() {
-    if postgres() {
-        return;
-    }
     let dir = tempfile::tempdir().expect("temp dir");
     let url = format!("sqlite://{}", dir.path().join("shared.db").display());
     let _first = TestServer::start_on(&url, &[("INMANTA_SERVER_AUTH", "false")]).await;
@@ -334,9 +326,8 @@ async fn a_second_server_on_one_sqlite_file_is_refused() {
 }
 
 #[tokio::test]
-async fn a_remote_agent_connected_to_another_server_gets_the_owners_tasks() {
-    if !postgres() {
-        eprintln!("several servers need PostgreSQL: set INMANTA_TEST_POSTGRES");
+async fn a_remote_agent_connected_to_another_server_gets_the_owners_tasks_on_postgres() {
+    if test_support::postgres_admin_url().is_none() {
         return;
     }
     let c = Cluster::start().await;
@@ -382,9 +373,8 @@ async fn balancer(backends: Vec<String>, preferred: usize) -> String {
 }
 
 #[tokio::test]
-async fn the_server_holding_a_remote_agents_session_killed_the_agent_reconnects_elsewhere() {
-    if !postgres() {
-        eprintln!("several servers need PostgreSQL: set INMANTA_TEST_POSTGRES");
+async fn the_server_holding_a_remote_agents_session_killed_the_agent_reconnects_elsewhere_on_postgres() {
+    if test_support::postgres_admin_url().is_none() {
         return;
     }
     let mut c = Cluster::start().await;
@@ -516,9 +506,8 @@ impl Cluster {
 }
 
 #[tokio::test]
-async fn a_compile_whose_server_dies_yields_exactly_one_version() {
-    if !postgres() {
-        eprintln!("several servers need PostgreSQL: set INMANTA_TEST_POSTGRES");
+async fn a_compile_whose_server_dies_yields_exactly_one_version_on_postgres() {
+    if test_support::postgres_admin_url().is_none() {
         return;
     }
     let mut c = Cluster::start().await;
@@ -597,9 +586,8 @@ async fn a_compile_whose_server_dies_yields_exactly_one_version() {
 }
 
 #[tokio::test]
-async fn every_database_connection_cut_all_servers_recover() {
-    if !postgres() {
-        eprintln!("several servers need PostgreSQL: set INMANTA_TEST_POSTGRES");
+async fn every_database_connection_cut_all_servers_recover_on_postgres() {
+    if test_support::postgres_admin_url().is_none() {
         return;
     }
     use sqlx::Connection;
@@ -662,9 +650,8 @@ async fn every_database_connection_cut_all_servers_recover() {
 }
 
 #[tokio::test]
-async fn a_console_on_one_server_sees_the_deploys_another_runs() {
-    if !postgres() {
-        eprintln!("several servers need PostgreSQL: set INMANTA_TEST_POSTGRES");
+async fn a_console_on_one_server_sees_the_deploys_another_runs_on_postgres() {
+    if test_support::postgres_admin_url().is_none() {
         return;
     }
     let c = Cluster::start().await;

@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::path::Path;
 use std::time::Duration;
 
 use api::client::ListQuery;
@@ -375,9 +374,8 @@ async fn swagger_ui_loads_from_the_server_and_shows_the_document() {
     assert_eq!(anyone.get(format!("{}/api/v2/docs?format=yaml", s.url)).send().await.unwrap().status(), 400);
 
     // A real browser runs Swagger UI, which fetches the document and lists its operations.
-    let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].into_iter().find(|p| Path::new(p).exists());
-    let Some(chromium) = chromium else {
-        eprintln!("no chromium: the page was checked without running it");
+    let candidates = ["/usr/bin/chromium", "/usr/bin/chromium-browser"];
+    let Some(chromium) = test_support::program("Chromium (scripts/lib.sh ensure_chromium)", &candidates) else {
         return;
     };
     let profile = tempfile::tempdir().unwrap();

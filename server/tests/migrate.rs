@@ -12,8 +12,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::reference::Reference;
-use common::{BIN, TestServer, missing_prerequisite};
+use common::{BIN, TestServer};
 use serde_json::Value;
+use test_support::missing_prerequisite;
 
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 

@@ -474,15 +474,14 @@ fs::File(host=host, path="{root}/file-content", content=files::create_text_file_
 }
 
 /// An age identity and `plaintext` encrypted to it, with Debian's `age` (scripts/lib.sh installs
-/// it); `None` outside CI when it is missing.
+/// it); `None` when it is missing (reported by `test_support`).
 fn age_secret(dir: &Path, plaintext: &str) -> Option<(std::path::PathBuf, String)> {
     use std::io::Write as _;
     let key = dir.join("age-identity.txt");
     match Command::new("age-keygen").arg("-o").arg(&key).output() {
         Ok(out) => assert!(out.status.success(), "age-keygen: {}", String::from_utf8_lossy(&out.stderr)),
         Err(e) => {
-            assert!(std::env::var("CI").is_err(), "age is needed (Debian package age, scripts/lib.sh): {e}");
-            eprintln!("skipped: age is not installed (Debian package age; scripts/test.sh installs it)");
+            test_support::missing_prerequisite(format!("age (Debian package age; scripts/lib.sh ensure_age): {e}"));
             return None;
         }
     }

@@ -17,8 +17,9 @@ use std::time::{Duration, Instant};
 
 use api::client::ListQuery;
 use common::reference::Reference;
-use common::{BIN, TestServer, missing_prerequisite};
+use common::{BIN, TestServer};
 use serde_json::Value;
+use test_support::missing_prerequisite;
 use uuid::Uuid;
 
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
@@ -171,7 +172,7 @@ async fn references_deploy_the_same_files_as_the_real_inmanta() {
     let age_plaintext = format!("h31-age-{}", Uuid::new_v4().simple());
     let keys = match age_keys(work.path(), &age_plaintext) {
         Ok(keys) => keys,
-        Err(e) => return missing_prerequisite(&format!("age (Debian package age, scripts/lib.sh): {e}")),
+        Err(e) => return missing_prerequisite(format!("age (Debian package age, scripts/lib.sh): {e}")),
     };
     // What the references read: the agents' process environment (the reference server forks its
     // agents, which inherit it; ours run in-process), and a fact set through the API.

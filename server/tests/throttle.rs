@@ -91,12 +91,11 @@ async fn forwarded_for_is_believed_only_from_a_trusted_proxy() {
 }
 
 #[tokio::test]
-async fn failures_spread_over_two_servers_count_once() {
+async fn failures_spread_over_two_servers_on_postgres_count_once() {
     // Two servers on one database behind a load balancer (docs/ha.md): the proxy is trusted
     // by both, and guesses alternate between them. Several servers need PostgreSQL; on SQLite
     // the same sharing is shown by the unit test of two throttles on one database file.
-    if !std::env::var("INMANTA_TEST_POSTGRES").is_ok_and(|u| !u.is_empty()) {
-        eprintln!("several servers need PostgreSQL: set INMANTA_TEST_POSTGRES");
+    if test_support::postgres_admin_url().is_none() {
         return;
     }
     let proxy = [("INMANTA_SERVER_TRUSTED_PROXIES", "127.0.0.7")];

@@ -141,15 +141,10 @@ async fn every_issued_token_is_registered_listed_and_revocable() {
     assert_eq!(row["data"]["kind"], "bootstrap", "{row}");
 }
 
-fn postgres() -> bool {
-    std::env::var("INMANTA_TEST_POSTGRES").is_ok_and(|u| !u.is_empty())
-}
-
+/// Several servers need PostgreSQL.
 #[tokio::test]
-async fn a_revoked_token_is_refused_by_every_server_within_a_second() {
-    if !postgres() {
-        // As in ha.rs: scripts/test.sh runs this file again on PostgreSQL, where it counts.
-        eprintln!("several servers need PostgreSQL: set INMANTA_TEST_POSTGRES");
+async fn a_revoked_token_is_refused_by_every_server_on_postgres_within_a_second() {
+    if test_support::postgres_admin_url().is_none() {
         return;
     }
     let first = TestServer::start().await;
@@ -192,7 +187,7 @@ const SIGNING_KEY: &str = "c2VydmVyLWFuZC1jbGktc2hhcmUtdGhpcy1zaWduaW5nLWtleS0wM
 #[tokio::test]
 async fn inmanta_cli_token_commands_work_against_us() {
     let Some(cli) = inmanta_cli() else {
-        common::missing_prerequisite("Inmanta's inmanta-cli: scripts/inmanta-reference.sh install");
+        test_support::missing_prerequisite("Inmanta's inmanta-cli: scripts/inmanta-reference.sh install");
         return;
     };
     // Inmanta's way to share the signing key: an `[auth_jwt_default]` section with sign=true,

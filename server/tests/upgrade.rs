@@ -189,9 +189,7 @@ async fn release_fixtures_migrate_and_serve_every_route_on_sqlite() {
 
 #[tokio::test]
 async fn release_fixtures_migrate_and_serve_every_route_on_postgres() {
-    let Some(admin) = std::env::var("INMANTA_TEST_POSTGRES").ok().filter(|u| !u.is_empty()) else {
-        // scripts/test.sh runs the suite a second time with INMANTA_TEST_POSTGRES set.
-        eprintln!("the PostgreSQL fixtures need PostgreSQL: set INMANTA_TEST_POSTGRES");
+    let Some(admin) = test_support::postgres_admin_url() else {
         return;
     };
     for release in releases() {

@@ -52,7 +52,7 @@ impl SshOptions {
         let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
         let username = s("username").or_else(|| std::env::var("USER").ok()).unwrap_or_else(|| "root".into());
         let check_host_keys = match via.get("check_host_keys") {
-            None | Some(Value::Null) | Some(Value::Bool(false)) => HostKeyCheck::Ignore,
+            None | Some(Value::Null | Value::Bool(false)) => HostKeyCheck::Ignore,
             Some(Value::Bool(true)) => HostKeyCheck::Enforce,
             Some(Value::String(m)) if m == "enforce" => HostKeyCheck::Enforce,
             Some(Value::String(m)) if m == "accept" => HostKeyCheck::Accept,

@@ -274,8 +274,7 @@ fn two_versions_with_different_module_code_each_run_their_own() {
 fn apt_package_installed_here_dry_runs_without_changes() {
     // inmanta-module-apt 1.1.0 from the package index, installed as a package in the venv: its
     // handler asks dpkg through mitogen's io proxy (`self.proxy.run`) on the local host.
-    if !Path::new("/usr/bin/dpkg").exists() {
-        eprintln!("skipped: no dpkg on this machine");
+    if test_support::program("dpkg (the apt handler asks it)", &["/usr/bin/dpkg"]).is_none() {
         return;
     }
     let s = setup(&[], &["apt"], Duration::from_secs(120));
@@ -298,8 +297,7 @@ fn apt_package_installed_here_dry_runs_without_changes() {
 fn apt_package_dry_runs_over_ssh_through_mitogen() {
     // The same handler with a `mitogen::Ssh` context: mitogen itself opens the ssh connection (to a
     // real sshd on a loopback port) and runs dpkg on the other side.
-    if !Path::new("/usr/bin/dpkg").exists() {
-        eprintln!("skipped: no dpkg on this machine");
+    if test_support::program("dpkg (the apt handler asks it)", &["/usr/bin/dpkg"]).is_none() {
         return;
     }
     let Some(sshd) = crate::ssh::start_sshd() else { return };
@@ -358,19 +356,23 @@ fn discovery_handlers_report_with_the_outcome_and_spares_are_kept_warm() {
 /// is kept after that.
 #[test]
 fn no_spare_is_kept_for_a_python_without_inmanta_core() {
-    let bare = std::process::Command::new("python3")
-        .args(["-c", "import inmanta"])
-        .stderr(std::process::Stdio::null())
-        .status();
-    if !bare.is_ok_and(|s| !s.success()) {
-        eprintln!("NOTICE: python3 has inmanta-core (or is missing); nothing to check");
+    // A fresh virtual environment has no inmanta-core, whatever the machine's python3 holds.
+    let venv = tempfile::tempdir().unwrap();
+    let made = std::process::Command::new("python3").args(["-m", "venv", "--without-pip"]).arg(venv.path()).status();
+    let made = match made {
+        Ok(status) if status.success() => Ok(()),
+        Ok(status) => Err(format!("python3 -m venv: {status}")),
+        Err(e) => Err(e.to_string()),
+    };
+    if test_support::require("python3 with its venv module", made).is_none() {
         return;
     }
     let files = Arc::new(MemFiles::default());
     let mut info = Map::new();
     ship_module(&files, &mut info, "kvfile");
     let cache = tempfile::tempdir().unwrap();
-    let executor = Executor::new(files).with_python(PythonSettings::new("python3".into(), cache.path().into()));
+    let bare = venv.path().join("bin").join("python");
+    let executor = Executor::new(files).with_python(PythonSettings::new(bare, cache.path().into()));
     let python = executor.python().unwrap();
     python.prestart();
     let code = VersionCode {

@@ -90,7 +90,7 @@ fn python_handlers_get_resolved_references_and_report_no_value() {
 }
 
 /// An age identity and a value encrypted to it, made with Debian's `age` (scripts/lib.sh
-/// installs it); `None` outside CI when it is missing (the caller says why it skips).
+/// installs it); `None` when it is missing (reported by `test_support`).
 pub fn age_secret(dir: &std::path::Path, plaintext: &str) -> Option<(std::path::PathBuf, String)> {
     use std::io::Write as _;
     use std::process::{Command, Stdio};
@@ -98,8 +98,7 @@ pub fn age_secret(dir: &std::path::Path, plaintext: &str) -> Option<(std::path::
     match Command::new("age-keygen").arg("-o").arg(&key).output() {
         Ok(out) => assert!(out.status.success(), "age-keygen: {}", String::from_utf8_lossy(&out.stderr)),
         Err(e) => {
-            assert!(std::env::var("CI").is_err(), "age is needed (Debian package age, scripts/lib.sh): {e}");
-            eprintln!("skipped: age is not installed (Debian package age; scripts/test.sh installs it)");
+            test_support::missing_prerequisite(format!("age (Debian package age; scripts/lib.sh ensure_age): {e}"));
             return None;
         }
     }

@@ -1,6 +1,6 @@
 //! Handlers over ssh against a real sshd on a loopback port, started by the test as the current
-//! user with its own host key, config and authorized_keys. Skipped (with a message) only when the
-//! sshd binary is not installed (scripts/lib.sh `ensure_sshd` installs it).
+//! user with its own host key, config and authorized_keys. Without the sshd binary
+//! (scripts/lib.sh `ensure_sshd` installs it) the tests fail under `CI=true` and say so elsewhere.
 
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
@@ -39,11 +39,9 @@ fn keygen(path: &Path) {
     assert!(st.success(), "ssh-keygen failed");
 }
 
+/// A running sshd, or `None` when it is not installed (reported by `test_support`).
 pub(crate) fn start_sshd() -> Option<Sshd> {
-    if !Path::new(SSHD).exists() {
-        eprintln!("SKIPPED: {SSHD} is not installed (Debian package openssh-server; see scripts/lib.sh ensure_sshd)");
-        return None;
-    }
+    let program = test_support::program("sshd (Debian package openssh-server; scripts/lib.sh ensure_sshd)", &[SSHD])?;
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     keygen(&d.join("host_key"));
@@ -69,7 +67,7 @@ pub(crate) fn start_sshd() -> Option<Sshd> {
     if is_root && !Path::new("/run/sshd").exists() {
         let _ = std::fs::create_dir_all("/run/sshd");
     }
-    let child = Command::new(SSHD)
+    let child = Command::new(program)
         .args(["-D", "-e", "-f"])
         .arg(d.join("sshd_config"))
         .stdout(Stdio::null())

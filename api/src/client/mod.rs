@@ -147,13 +147,12 @@ pub fn ca_bundle(ca_file: Option<&Path>) -> Result<Vec<u8>, String> {
     if let Some(file) = ca_file {
         return std::fs::read(file).map_err(|e| format!("ssl_ca_cert_file {}: {e}", file.display()));
     }
-    let system = std::env::var_os("SSL_CERT_FILE").map(std::path::PathBuf::from).into_iter().chain(
+    let mut system = std::env::var_os("SSL_CERT_FILE").map(std::path::PathBuf::from).into_iter().chain(
         ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"]
             .map(std::path::PathBuf::from),
     );
     system
-        .filter_map(|path| std::fs::read(path).ok())
-        .next()
+        .find_map(|path| std::fs::read(path).ok())
         .ok_or_else(|| "no system CA bundle found: set ssl_ca_cert_file (or SSL_CERT_FILE)".to_string())
 }
 

@@ -25,7 +25,9 @@ pub(crate) fn builtin_source(ns: &str) -> Option<&'static str> {
     })
 }
 
-pub(crate) const BUILTIN_MODULES: &[&str] = &["std", "fs", "exec", "mitogen"];
+/// Modules whose copy the compiler carries: the server's compiles never fetch them, and
+/// `inmanta project install` installs one only when `project.yml` asks a version of it.
+pub const BUILTIN_MODULES: &[&str] = &["std", "fs", "exec", "mitogen"];
 
 /// The built-in modules' versions that the built-in copies and the native plugins reproduce: the
 /// conformance corpus is recorded with exactly these (`scripts/inmanta-reference.sh` pins them).

@@ -174,9 +174,8 @@ mod tests {
     /// ended, or a release never reached the database) is taken again under a new epoch, and
     /// is not kept alive by renewals: a lease is never held by nobody.
     #[tokio::test]
-    async fn a_lease_of_this_server_without_a_scheduler_is_taken_again_under_a_new_epoch() {
-        if std::env::var("INMANTA_TEST_POSTGRES").unwrap_or_default().is_empty() {
-            eprintln!("leases need PostgreSQL: set INMANTA_TEST_POSTGRES");
+    async fn a_lease_of_this_server_on_postgres_without_a_scheduler_is_taken_again_under_a_new_epoch() {
+        if test_support::postgres_admin_url().is_none() {
             return;
         }
         let dir = tempfile::tempdir().unwrap();

@@ -529,10 +529,9 @@ mod tests {
     /// The connection of a scheduler's write is cut in the middle of its transaction (what a
     /// database failover or `pg_terminate_backend` does): the batch is stored anyway.
     #[tokio::test]
-    async fn a_batch_whose_connection_is_cut_is_stored_by_a_retry() {
+    async fn a_batch_whose_connection_is_cut_on_postgres_is_stored_by_a_retry() {
         use sqlx::Connection;
-        if std::env::var("INMANTA_TEST_POSTGRES").unwrap_or_default().is_empty() {
-            eprintln!("cutting one connection needs PostgreSQL: set INMANTA_TEST_POSTGRES");
+        if test_support::postgres_admin_url().is_none() {
             return;
         }
         let dir = tempfile::tempdir().unwrap();

@@ -195,7 +195,7 @@ fn print_users(ctx: &Context, users: &[UserWithRoles]) {
         .map(|u| {
             let roles: Vec<String> =
                 u.roles.iter().map(|(env, roles)| format!("{env}: {}", roles.join(", "))).collect();
-            vec![u.user.username.clone(), if u.user.is_admin { "yes".into() } else { "".into() }, roles.join("; ")]
+            vec![u.user.username.clone(), if u.user.is_admin { "yes".into() } else { String::new() }, roles.join("; ")]
         })
         .collect();
     output::table(&["USERNAME", "ADMIN", "ROLES"], &rows);

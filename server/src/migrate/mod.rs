@@ -220,7 +220,7 @@ async fn environment_into(
     let (name, repository, branch, description) =
         (text("name"), text("repo_url"), text("repo_branch"), text("description"));
     let icon = text("icon");
-    let what = format!("environment {name} ({id}): repository {:?}, branch {:?}", repository, branch);
+    let what = format!("environment {name} ({id}): repository {repository:?}, branch {branch:?}");
     match target.get_environment(id, EnvironmentQuery { details: true }).await {
         Ok(here) => {
             let same = here.name == name

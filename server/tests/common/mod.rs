@@ -53,15 +53,6 @@ pub fn refused<T: std::fmt::Debug>(result: Result<T, ClientError>) -> u16 {
     refusal(result).0
 }
 
-/// A test cannot run here (no root, no PostgreSQL binaries...): under `CI=true` that fails the
-/// test, elsewhere it is said loudly and the test ends without asserting anything.
-pub fn missing_prerequisite(what: &str) {
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("a prerequisite of this test is missing, and CI=true: {what}");
-    }
-    eprintln!("\n*** NOT RUN: a prerequisite of this test is missing: {what} ***\n");
-}
-
 pub struct TestServer {
     child: Option<Child>,
     pub url: String,
