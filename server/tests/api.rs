@@ -42,7 +42,8 @@ async fn health_and_server_status() {
     assert_eq!(status, 200);
     let data = &body["data"];
     assert_eq!(data["product"], "Inmanta Service Orchestrator");
-    assert_eq!(data["status"], "OK");
+    // OK, or the same warning as health's when the test machine's disk is almost full.
+    assert!(data["status"] == "OK" || data["status"] == "Warning", "{body}");
     let slices: Vec<&str> = data["slices"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
     assert!(slices.contains(&"core.database"), "{slices:?}");
 }
