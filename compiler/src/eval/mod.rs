@@ -83,6 +83,22 @@ struct Task<'a> {
     kind: TaskKind<'a>,
     cache: Vec<Value>,
     writes: Rc<[Rc<str>]>,
+    /// whether the task went to the back of the queue once already (see [`computed_by_call`])
+    yielded: bool,
+}
+
+/// Whether an assigned value comes out of a plugin or cast call. Inmanta runs each call as a unit
+/// of its own that the assignment then waits for, so such a value is set one turn of the queue
+/// after a plain one (`x = number("42")` then `x = 42` keeps the int 42).
+fn computed_by_call(e: &ast::Expr) -> bool {
+    match &e.kind {
+        ExprKind::Call { .. } => true,
+        ExprKind::Binary(_, a, b) | ExprKind::MapLookup(a, b) => computed_by_call(a) || computed_by_call(b),
+        ExprKind::Not(a) | ExprKind::Attr(a, _) => computed_by_call(a),
+        ExprKind::List(items) => items.iter().any(computed_by_call),
+        ExprKind::Dict(items) => items.iter().any(|(_, v)| computed_by_call(v)),
+        _ => false,
+    }
 }
 
 /// A consumer that processes the elements of a relation as they arrive (gradual execution).
@@ -356,7 +372,7 @@ impl<'a> Evaluator<'a> {
         for w in writes.iter() {
             *self.potential_writes.entry(w.clone()).or_insert(0) += 1;
         }
-        self.tasks.push(Task { kind, cache: Vec::new(), writes });
+        self.tasks.push(Task { kind, cache: Vec::new(), writes, yielded: false });
         self.live_tasks += 1;
         self.ready.push_back((self.tasks.len() - 1) as TaskId);
     }
@@ -490,6 +506,16 @@ impl<'a> Evaluator<'a> {
 
     fn run_task(&mut self, t: TaskId) {
         self.parked.remove(&t);
+        let task = &mut self.tasks[t as usize];
+        if let TaskKind::Stmt(Stmt::Assign { target, value, add: false, .. }, _) = task.kind
+            && !task.yielded
+            && matches!(target.kind, ExprKind::Var(_))
+            && computed_by_call(value)
+        {
+            task.yielded = true;
+            self.ready.push_back(t);
+            return;
+        }
         let mut cache = std::mem::take(&mut self.tasks[t as usize].cache);
         let result = match self.tasks[t as usize].kind {
             TaskKind::Stmt(s, scope) => {
@@ -541,26 +567,40 @@ impl<'a> Evaluator<'a> {
     /// The relation an expression reads, when it is a multi-valued relation that is not frozen
     /// yet: consumers of such a relation can process its elements as they arrive.
     fn gradual_source(&mut self, e: &'a ast::Expr, cx: &mut expr::Cx) -> EResult<Option<(InstId, u32)>> {
+        if let ExprKind::Var(name) = &e.kind {
+            // a relation of `self` named bare in its implementation (`for x in peers:`) is as
+            // gradual as `self.peers`: Inmanta resolves the name to the same relation variable
+            if name.contains("::") || cx.locals.iter().any(|(n, _)| **n == **name) {
+                return Ok(None);
+            }
+            let Some(inst) = self.self_attr_in_scope(cx.scope, name) else { return Ok(None) };
+            return Ok(self.unfrozen_multi(inst, name));
+        }
         let ExprKind::Attr(obj, name) = &e.kind else { return Ok(None) };
         // The caller evaluates `e` again when this returns None: rewind the side-effect counter so
         // that constructors in `obj` are taken from the cache instead of running twice.
         let seq = cx.seq;
         let found = match self.eval(obj, cx)? {
-            Value::Instance(i) => match self.entity_of(i).attr(&name.name) {
-                Some((ai, a)) if matches!(a.kind, AttrKind::Rel { hi, .. } if hi != Some(1)) => {
-                    match &self.m.instances[i as usize].slots[ai] {
-                        Slot::Rel(r) if !r.frozen => Some((i, ai as u32)),
-                        _ => None,
-                    }
-                }
-                _ => None,
-            },
+            Value::Instance(i) => self.unfrozen_multi(i, &name.name),
             _ => None,
         };
         if found.is_none() {
             cx.seq = seq;
         }
         Ok(found)
+    }
+
+    /// Attribute `name` of `inst`, when it is a multi-valued relation that is not frozen yet.
+    fn unfrozen_multi(&self, inst: InstId, name: &str) -> Option<(InstId, u32)> {
+        match self.entity_of(inst).attr(name) {
+            Some((ai, a)) if matches!(a.kind, AttrKind::Rel { hi, .. } if hi != Some(1)) => {
+                match &self.m.instances[inst as usize].slots[ai] {
+                    Slot::Rel(r) if !r.frozen => Some((inst, ai as u32)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
     }
 
     /// `inst.attr += src` for a relation `src` that is not frozen yet: each element is added as
@@ -991,6 +1031,14 @@ impl<'a> Evaluator<'a> {
             AttrKind::Prim { ty, .. } => {
                 if add {
                     return Err(self.add_to_single(ent, ai, span));
+                }
+                // as Inmanta's `ResultVariable.set_value`: a value equal to the one set already is
+                // dropped before its type is checked (`int` 4 then 4.0 from a division)
+                if let Slot::Prim { value: Some((old, _)), .. } = &self.m.instances[inst as usize].slots[ai as usize]
+                    && *old == v
+                    && !v.is_unknown()
+                {
+                    return Ok(());
                 }
                 if let Value::Reference(r) = &v {
                     crate::references::check_not_indexed(self, ent, &attr.name, r, span)?;

@@ -6,8 +6,9 @@ use std::collections::HashSet;
 
 use super::state::{Model, Slot};
 use super::value::{InstId, Value};
-use super::{Evaluator, TaskId, TaskKind, Wait, loc_str};
+use super::{Evaluator, TaskId, TaskKind, Wait, expr, loc_str};
 use crate::diagnostics::Diagnostic;
+use crate::syntax::ast;
 use crate::model::*;
 
 impl Evaluator<'_> {
@@ -38,7 +39,7 @@ impl Evaluator<'_> {
         }
         // as Inmanta's final check: lookups that found nothing, instances without an
         // implementation and unset attributes are reported together (one MultiException)
-        let mut out = Vec::new();
+        let mut out = self.unknown_relation_annotations();
         for (i, inst) in self.m.instances.iter().enumerate() {
             let ent = &self.m.types.entities[inst.entity];
             if inst.selected == 0 {
@@ -126,6 +127,46 @@ impl Evaluator<'_> {
     }
 }
 
+impl Evaluator<'_> {
+    /// As Inmanta's final check of each relation end: an annotation (`A.b [1] foo B`, a value of
+    /// the namespace) must not be unknown. Inmanta evaluates annotations like any statement, even
+    /// when no instance uses the relation, and reports each unknown one at each named end.
+    fn unknown_relation_annotations(&mut self) -> Vec<Diagnostic> {
+        let mut out = Vec::new();
+        for ns in 0..self.m.types.namespaces.len() {
+            let Some(file) = self.m.types.namespaces[ns].file else { continue };
+            for item in &file.items {
+                let ast::Top::Relation { left, right, annotations, .. } = item else { continue };
+                let mut unknown = 0;
+                for a in annotations {
+                    let mut cache = Vec::new();
+                    let mut cx = expr::Cx::new(self.m.ns_scopes[ns], ns, &mut cache);
+                    if let Ok(Value::Unknown(_)) = self.eval(a, &mut cx) {
+                        unknown += 1;
+                    }
+                }
+                // a self relation with one name on both ends is one attribute
+                let same = left.class.name == right.class.name
+                    && left.attr.as_ref().map(|i| &i.name) == right.attr.as_ref().map(|i| &i.name);
+                let ends = [left.attr.as_ref(), right.attr.as_ref().filter(|_| !same)];
+                for end in ends.into_iter().flatten() {
+                    for _ in 0..unknown {
+                        out.push(Diagnostic::error(
+                            "TypingException",
+                            UNKNOWN_ANNOTATION.to_string(),
+                            Some(end.span),
+                            self.m.sources,
+                        ));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+const UNKNOWN_ANNOTATION: &str = "Relation annotation can not be Unknown";
+
 /// Whether an error is one of the end-of-compile checks of [`Evaluator::finish`], which Inmanta
 /// reports together rather than stopping at the first.
 pub(crate) fn is_end_of_compile(d: &Diagnostic) -> bool {
@@ -133,6 +174,7 @@ pub(crate) fn is_end_of_compile(d: &Diagnostic) -> bool {
         "UnsetException" => true,
         "RuntimeException" => d.message.starts_with("Unable to select implementation for entity "),
         "NotFoundException" => d.message.starts_with("No match in index on type "),
+        "TypingException" => d.message == UNKNOWN_ANNOTATION,
         _ => false,
     }
 }
