@@ -37,12 +37,28 @@ fn needs_python(case: &Path) -> bool {
         let libs = std::fs::read_dir(case.join("libs")).map(|rd| rd.flatten().collect()).unwrap_or_else(|_| Vec::new());
         return libs.iter().any(|m| m.path().join("plugins").is_dir());
     }
-    let text = std::fs::read_to_string(case).unwrap_or_default();
     let modules = case_modules(case);
-    text.lines()
-        .filter_map(|l| l.trim_start().strip_prefix("import "))
-        .filter_map(|rest| rest.split(|c: char| !(c.is_alphanumeric() || c == '_')).next())
-        .any(|module| modules.join(module).join("plugins").is_dir())
+    // the modules it imports, and those they import in turn (`import mod4` whose model imports `tests`)
+    let mut files = vec![case.to_path_buf()];
+    let mut seen = std::collections::HashSet::new();
+    while let Some(file) = files.pop() {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        for module in text
+            .lines()
+            .filter_map(|l| l.trim_start().strip_prefix("import "))
+            .filter_map(|rest| rest.split(|c: char| !(c.is_alphanumeric() || c == '_')).next())
+        {
+            let dir = modules.join(module);
+            if dir.join("plugins").is_dir() {
+                return true;
+            }
+            if seen.insert(module.to_string()) {
+                let model = std::fs::read_dir(dir.join("model")).map(|rd| rd.flatten().collect()).unwrap_or_else(|_| Vec::new());
+                files.extend(model.iter().map(|f| f.path()).filter(|p| p.extension().is_some_and(|e| e == "cf")));
+            }
+        }
+    }
+    false
 }
 
 /// The reference install's interpreter (scripts/inmanta-reference.sh), if installed.
