@@ -53,7 +53,9 @@ fn needs_python(case: &Path) -> bool {
                 return true;
             }
             if seen.insert(module.to_string()) {
-                let model = std::fs::read_dir(dir.join("model")).map(|rd| rd.flatten().collect()).unwrap_or_else(|_| Vec::new());
+                let model = std::fs::read_dir(dir.join("model"))
+                    .map(|rd| rd.flatten().collect())
+                    .unwrap_or_else(|_| Vec::new());
                 files.extend(model.iter().map(|f| f.path()).filter(|p| p.extension().is_some_and(|e| e == "cf")));
             }
         }

@@ -43,6 +43,8 @@ pub(crate) enum Wait {
     Prim(InstId, u32),
     Rel(InstId, u32),
     Index(usize, String, Span),
+    /// Not a wait: the task goes to the back of the queue once (see [`computed_by_call`]).
+    Turn,
 }
 
 pub(crate) enum Flow {
@@ -85,11 +87,13 @@ struct Task<'a> {
     writes: Rc<[Rc<str>]>,
     /// whether the task went to the back of the queue once already (see [`computed_by_call`])
     yielded: bool,
+    /// the value it computed before it did, set when it runs again
+    computed: Option<Value>,
 }
 
 /// Whether an assigned value comes out of a plugin or cast call. Inmanta runs each call as a unit
-/// of its own that the assignment then waits for, so such a value is set one turn of the queue
-/// after a plain one (`x = number("42")` then `x = 42` keeps the int 42).
+/// of its own that the assignment then waits for: the call runs in its turn, but its value is set
+/// one turn of the queue after a plain one (`x = number("42")` then `x = 42` keeps the int 42).
 fn computed_by_call(e: &ast::Expr) -> bool {
     match &e.kind {
         ExprKind::Call { .. } => true,
@@ -157,6 +161,8 @@ pub(crate) struct Evaluator<'a> {
     pub budget: budget::Budget,
     pub steps: u64,
     listeners: FastMap<(InstId, u32), Vec<Listener<'a>>>,
+    /// the task that runs
+    current: TaskId,
     /// (relation, listener index, new element) to process
     deferred: VecDeque<(InstId, u32, usize, InstId)>,
     /// `relation_precedence_policy`: (A, x) is frozen before (B, y).
@@ -238,6 +244,7 @@ impl<'a> Evaluator<'a> {
             steps: 0,
             precedence: Vec::new(),
             listeners: FastMap::default(),
+            current: 0,
             deferred: VecDeque::new(),
             python: None,
             python_files: Vec::new(),
@@ -372,7 +379,7 @@ impl<'a> Evaluator<'a> {
         for w in writes.iter() {
             *self.potential_writes.entry(w.clone()).or_insert(0) += 1;
         }
-        self.tasks.push(Task { kind, cache: Vec::new(), writes, yielded: false });
+        self.tasks.push(Task { kind, cache: Vec::new(), writes, yielded: false, computed: None });
         self.live_tasks += 1;
         self.ready.push_back((self.tasks.len() - 1) as TaskId);
     }
@@ -506,16 +513,7 @@ impl<'a> Evaluator<'a> {
 
     fn run_task(&mut self, t: TaskId) {
         self.parked.remove(&t);
-        let task = &mut self.tasks[t as usize];
-        if let TaskKind::Stmt(Stmt::Assign { target, value, add: false, .. }, _) = task.kind
-            && !task.yielded
-            && matches!(target.kind, ExprKind::Var(_))
-            && computed_by_call(value)
-        {
-            task.yielded = true;
-            self.ready.push_back(t);
-            return;
-        }
+        self.current = t;
         let mut cache = std::mem::take(&mut self.tasks[t as usize].cache);
         let result = match self.tasks[t as usize].kind {
             TaskKind::Stmt(s, scope) => {
@@ -652,6 +650,10 @@ impl<'a> Evaluator<'a> {
                 }
             }
             Wait::Index(idx, key, _) => self.index_waiters.entry((*idx, key.clone())).or_default().push(t),
+            Wait::Turn => {
+                self.ready.push_back(t);
+                return;
+            }
         }
         self.parked.insert(t, w);
     }
@@ -686,7 +688,17 @@ impl<'a> Evaluator<'a> {
             }
             Stmt::Assign { target, value, add, span } => match &target.kind {
                 ExprKind::Var(name) => {
-                    let v = self.eval(value, cx)?;
+                    let task = &mut self.tasks[self.current as usize];
+                    let v = match task.computed.take() {
+                        Some(v) => v,
+                        None => self.eval(value, cx)?,
+                    };
+                    let task = &mut self.tasks[self.current as usize];
+                    if !task.yielded && !*add && computed_by_call(value) {
+                        task.yielded = true;
+                        task.computed = Some(v);
+                        return Err(Flow::Wait(Wait::Turn));
+                    }
                     let self_instance = self
                         .lookup_decl(cx.scope, "self")
                         .and_then(|sc| self.m.scopes[sc as usize].vars.get("self"))

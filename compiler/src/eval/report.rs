@@ -8,8 +8,8 @@ use super::state::{Model, Slot};
 use super::value::{InstId, Value};
 use super::{Evaluator, TaskId, TaskKind, Wait, expr, loc_str};
 use crate::diagnostics::Diagnostic;
-use crate::syntax::ast;
 use crate::model::*;
+use crate::syntax::ast;
 
 impl Evaluator<'_> {
     /// End of evaluation: freeze everything, report what is stuck and what is incomplete.
@@ -101,7 +101,7 @@ impl Evaluator<'_> {
                     Wait::Prim(i, a) | Wait::Rel(i, a) => {
                         format!("{}.{}", self.inst_name(*i), self.entity_of(*i).attrs[*a as usize].name)
                     }
-                    Wait::Index(..) => continue,
+                    Wait::Index(..) | Wait::Turn => continue,
                 };
                 span.get_or_insert(match &self.tasks[t as usize].kind {
                     TaskKind::Stmt(s, _) => s.span(),
