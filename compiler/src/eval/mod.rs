@@ -85,10 +85,6 @@ struct Task<'a> {
     kind: TaskKind<'a>,
     cache: Vec<Value>,
     writes: Rc<[Rc<str>]>,
-    /// whether the task went to the back of the queue once already (see [`computed_by_call`])
-    yielded: bool,
-    /// the value it computed before it did, set when it runs again
-    computed: Option<Value>,
 }
 
 /// Whether an assigned value comes out of a plugin or cast call. Inmanta runs each call as a unit
@@ -163,6 +159,9 @@ pub(crate) struct Evaluator<'a> {
     listeners: FastMap<(InstId, u32), Vec<Listener<'a>>>,
     /// the task that runs
     current: TaskId,
+    /// values computed by a call, of the tasks that went to the back of the queue to set them
+    /// (see [`computed_by_call`])
+    turned: FastMap<TaskId, Value>,
     /// (relation, listener index, new element) to process
     deferred: VecDeque<(InstId, u32, usize, InstId)>,
     /// `relation_precedence_policy`: (A, x) is frozen before (B, y).
@@ -245,6 +244,7 @@ impl<'a> Evaluator<'a> {
             precedence: Vec::new(),
             listeners: FastMap::default(),
             current: 0,
+            turned: FastMap::default(),
             deferred: VecDeque::new(),
             python: None,
             python_files: Vec::new(),
@@ -379,7 +379,7 @@ impl<'a> Evaluator<'a> {
         for w in writes.iter() {
             *self.potential_writes.entry(w.clone()).or_insert(0) += 1;
         }
-        self.tasks.push(Task { kind, cache: Vec::new(), writes, yielded: false, computed: None });
+        self.tasks.push(Task { kind, cache: Vec::new(), writes });
         self.live_tasks += 1;
         self.ready.push_back((self.tasks.len() - 1) as TaskId);
     }
@@ -688,17 +688,15 @@ impl<'a> Evaluator<'a> {
             }
             Stmt::Assign { target, value, add, span } => match &target.kind {
                 ExprKind::Var(name) => {
-                    let task = &mut self.tasks[self.current as usize];
-                    let v = match task.computed.take() {
+                    let v = match self.turned.remove(&self.current) {
                         Some(v) => v,
+                        None if !*add && computed_by_call(value) => {
+                            let v = self.eval(value, cx)?;
+                            self.turned.insert(self.current, v);
+                            return Err(Flow::Wait(Wait::Turn));
+                        }
                         None => self.eval(value, cx)?,
                     };
-                    let task = &mut self.tasks[self.current as usize];
-                    if !task.yielded && !*add && computed_by_call(value) {
-                        task.yielded = true;
-                        task.computed = Some(v);
-                        return Err(Flow::Wait(Wait::Turn));
-                    }
                     let self_instance = self
                         .lookup_decl(cx.scope, "self")
                         .and_then(|sc| self.m.scopes[sc as usize].vars.get("self"))
