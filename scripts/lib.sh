@@ -53,9 +53,11 @@ ensure_wasm_bindgen() {
   want=$(wasm_bindgen_version)
   have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
   if [ "$want" != "$have" ]; then
-    log "installing wasm-bindgen-cli $want (found: ${have:-none}; takes about 3 minutes)"
+    log "installing wasm-bindgen-cli $want (found: ${have:-none}; takes a few minutes)"
     # Its own target dir: the shared one is locked by every other build, which starves an install.
-    CARGO_TARGET_DIR="$CARGO_TARGET_DIR/tools" cargo install wasm-bindgen-cli --version "$want" --force
+    # --debug: unoptimised, it builds in a fraction of the CPU time (it competes with the console's
+    # and the server's builds on a cold machine) and still binds the console's wasm in seconds.
+    CARGO_TARGET_DIR="$CARGO_TARGET_DIR/tools" cargo install wasm-bindgen-cli --version "$want" --force --debug
   fi
 }
 
