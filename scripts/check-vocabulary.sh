@@ -16,7 +16,7 @@ states+='|temporarily_blocked|queued|agent_down|unmodified'
 # (`tests.rs`, `test_support.rs`) are left out, and each other file is read up to its inline
 # `mod tests {` (the project keeps unit tests at the bottom of a file).
 # Extra source folders to check may be given as arguments.
-dirs=(agent/src app/src compiler/src orchestrator/src server/src "$@")
+dirs=(agent/src app/src compiler/src orchestrator/src service/src server/src "$@")
 code() {
   find "${dirs[@]}" -name '*.rs' ! -name tests.rs ! -name test_support.rs -print0 |
     xargs -0 awk 'FNR == 1 { skipping = 0 } /^mod tests? \{/ { skipping = 1 } !skipping { print FILENAME ":" FNR ": " $0 }'

@@ -45,7 +45,7 @@ cargo test -p app --features ssr
 log "Rust tests on PostgreSQL"
 source scripts/postgres.sh
 ensure_postgres
-INMANTA_TEST_POSTGRES="$POSTGRES_ADMIN_URL" cargo test -p orchestrator -p server
+INMANTA_TEST_POSTGRES="$POSTGRES_ADMIN_URL" cargo test -p orchestrator -p service -p server
 
 # --- issue 18: schema fuzzing with schemathesis (PyPI, cached venv) against the server's OpenAPI
 # document, on SQLite and on a fresh PostgreSQL database; any 5xx fails the run. The hardening and

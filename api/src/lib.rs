@@ -7,6 +7,7 @@
 pub mod auth;
 pub mod compile;
 pub mod compliance;
+pub mod console;
 pub mod cron;
 pub mod environment;
 pub mod environment_metrics;

@@ -30,7 +30,7 @@ use components::Refresh;
 use pages::{CheckEnvironment, KnownEnvironment, NotFound};
 
 /// Where the console lives on the server; every page and asset URL starts with it.
-pub const BASE: &str = "/console";
+pub use api::console::BASE;
 /// Folder of the built wasm, js and css inside the site directory (served as `/console/pkg`).
 pub const PKG_DIR: &str = "pkg";
 /// URL prefix of the server functions (each has a fixed endpoint under it).

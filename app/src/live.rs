@@ -83,4 +83,4 @@ pub fn toggle_theme() {
 }
 
 /// Applied before the page paints (inline in the document head), so a dark choice never flashes.
-pub const THEME_SCRIPT: &str = "try{var t=localStorage.getItem('inmanta-theme');if(t)document.documentElement.setAttribute('data-theme',t)}catch(e){}";
+pub use api::console::THEME_SCRIPT;

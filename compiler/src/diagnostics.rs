@@ -12,6 +12,16 @@ pub enum Severity {
     Warning,
 }
 
+/// Where in a compile an error arose. Inmanta writes its compile data when evaluation ends: an
+/// error its exporter raises afterwards (a resource id clash, an attribute it cannot read, a
+/// dependency cycle, a handler it cannot ship) fails the command but is not in the compile data.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Phase {
+    #[default]
+    Compile,
+    Export,
+}
+
 /// One error or warning.
 #[derive(Clone, Debug)]
 pub struct Diagnostic {
@@ -22,6 +32,7 @@ pub struct Diagnostic {
     pub location: Option<Location>,
     /// Extra lines shown after the source excerpt (e.g. the other place of a double set).
     pub notes: Vec<String>,
+    pub phase: Phase,
 }
 
 impl Diagnostic {
@@ -32,6 +43,7 @@ impl Diagnostic {
             message: bounded(message.into()),
             location: span.and_then(|s| sources.location(s)),
             notes: Vec::new(),
+            phase: Phase::Compile,
         }
     }
 
@@ -50,6 +62,7 @@ impl Diagnostic {
             message: bounded(message.into()),
             location: None,
             notes: Vec::new(),
+            phase: Phase::Compile,
         }
     }
 
@@ -77,7 +90,8 @@ impl Diagnostic {
         inmanta_type(&self.kind)
     }
 
-    /// Inmanta's compile-data JSON for this error (0-based locations).
+    /// Inmanta's compile-data JSON for this error: its exception's qualified type and an LSP
+    /// location (0-based lines and characters).
     pub fn to_compile_data(&self) -> serde_json::Value {
         let location = self.location.as_ref().map(|l| {
             json!({
@@ -86,14 +100,9 @@ impl Diagnostic {
                     "start": {"line": l.line - 1, "character": l.col - 1},
                     "end": {"line": l.end_line - 1, "character": l.end_col - 1},
                 },
-                "file": l.file,
-                "lnr": l.line - 1,
-                "start_char": l.col - 1,
-                "end_lnr": l.end_line - 1,
-                "end_char": l.end_col - 1,
             })
         });
-        json!({"category": self.category(), "type": self.kind, "message": self.message, "location": location})
+        json!({"category": self.category(), "type": self.inmanta_type(), "message": self.message, "location": location})
     }
 }
 
@@ -257,9 +266,20 @@ impl Diagnostics {
         &self.0
     }
 
-    /// Inmanta's compile-data JSON: `{"errors": [...]}`.
+    /// Inmanta's compile-data JSON: `{"errors": [...]}`, the errors of the compile itself (an
+    /// export failure leaves it empty, see [`Phase`]).
     pub fn to_compile_data(&self) -> serde_json::Value {
-        json!({"errors": self.0.iter().map(Diagnostic::to_compile_data).collect::<Vec<_>>()})
+        let errors: Vec<_> =
+            self.0.iter().filter(|d| d.phase == Phase::Compile).map(Diagnostic::to_compile_data).collect();
+        json!({ "errors": errors })
+    }
+
+    /// The same errors, raised by the export that follows the compile.
+    pub(crate) fn in_export(mut self) -> Self {
+        for d in &mut self.0 {
+            d.phase = Phase::Export;
+        }
+        self
     }
 }
 

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 pub use attributes::Attributes;
 pub use builtins::BUILTIN_MODULES;
-pub use diagnostics::{Diagnostic, Diagnostics, Severity, inmanta_type};
+pub use diagnostics::{Diagnostic, Diagnostics, Phase, Severity, inmanta_type};
 pub use export::{ExportedResource, Wire};
 pub use handlers::ShippedHandler;
 pub use project_yml::ProjectMetadata;
@@ -460,27 +460,29 @@ fn compile_inner(
     if !ev.errors.is_empty() {
         return Err(Diagnostics(dedup(std::mem::take(&mut ev.errors))));
     }
-    let python_exports = export::export_python_resources(&mut ev).map_err(|e| Diagnostics(dedup(e)))?;
+    let python_exports = export::export_python_resources(&mut ev).map_err(|e| Diagnostics(dedup(e)).in_export())?;
     ev.release_scheduler(options.root_variables);
     let mut ex = export::export(&export::View::of(&ev), &python_exports, &ev.python_files, &ev.unknowns);
     if ex.errors.is_empty() {
         python::run_dependency_managers(&mut ev, &python_exports, &mut ex.resources)
-            .map_err(|d| Diagnostics(vec![*d]))?;
+            .map_err(|d| Diagnostics(vec![*d]).in_export())?;
     }
     ev.python = None;
     let export_time = t0.elapsed() - parse_time - build_time - eval_time;
     if !ex.errors.is_empty() {
-        return Err(Diagnostics(dedup(ex.errors)));
+        return Err(Diagnostics(dedup(ex.errors)).in_export());
     }
     if let Some(cycle) = export::find_cycle(&ex.resources) {
         return Err(Diagnostics(vec![Diagnostic::plain(
             "DependencyCycleException",
             format!("A dependency cycle was found between resources: {}", cycle.join(" -> ")),
-        )]));
+        )])
+        .in_export());
     }
     warnings.extend(ex.warnings);
-    let shipped = handlers::collect(&loader.module_dirs, &mut warnings).map_err(|d| Diagnostics(vec![d]))?;
-    let python_modules = python_code::collect(&loader.module_dirs).map_err(|d| Diagnostics(vec![d]))?;
+    let shipped =
+        handlers::collect(&loader.module_dirs, &mut warnings).map_err(|d| Diagnostics(vec![d]).in_export())?;
+    let python_modules = python_code::collect(&loader.module_dirs).map_err(|d| Diagnostics(vec![d]).in_export())?;
     let variables = if options.root_variables { ev.root_variables() } else { BTreeMap::new() };
     let stats = CompileStats {
         files: namespaces.len(),

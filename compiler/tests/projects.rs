@@ -218,18 +218,34 @@ fn diagnostics_render_like_rustc_and_as_compile_data() {
     assert!(text.contains("main.cf:2:1\n"), "{text}");
     assert!(text.contains("2 | x = 2\n"), "{text}");
     assert!(text.contains("  | ^^^^^\n"), "{text}");
+    // Inmanta's compile data (inmanta.ast.export.Error): the exception's qualified type, an LSP
+    // location of uri and 0-based range, nothing else.
     let cd = err.to_compile_data();
     let e = &cd["errors"][0];
-    assert_eq!(e["type"], "DoubleSetException");
+    assert_eq!(e["type"], "inmanta.ast.DoubleSetException");
     assert_eq!(e["category"], "runtime_error");
-    assert_eq!(e["location"]["lnr"], 1);
-    assert_eq!(e["location"]["start_char"], 0);
-    assert_eq!(e["location"]["range"]["start"]["line"], 1);
-    assert!(e["location"]["file"].as_str().unwrap_or("").ends_with("main.cf"));
+    assert_eq!(e["location"]["range"]["start"], serde_json::json!({"line": 1, "character": 0}));
+    assert!(e["location"]["uri"].as_str().unwrap_or("").ends_with("main.cf"));
+    let keys: Vec<&String> = e["location"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["range", "uri"], "{e}");
     let parse = TempProject::new("diag-parse", "name: d\n", "x = = 1\n");
     let cd = compile_project(parse.path()).expect_err("parse").to_compile_data();
     assert_eq!(cd["errors"][0]["category"], "parse_error");
-    assert_eq!(cd["errors"][0]["type"], "ParserException");
+    assert_eq!(cd["errors"][0]["type"], "inmanta.parser.ParserException");
+}
+
+/// Inmanta writes the compile data when evaluation ends: an error of the export after it fails
+/// the command and leaves the compile data without errors.
+#[test]
+fn an_export_failure_is_not_in_the_compile_data() {
+    let p = TempProject::new(
+        "export-cycle",
+        "name: p\n",
+        "a = std::testing::NullResource(name=\"a\")\nb = std::testing::NullResource(name=\"b\", requires=a)\na.requires = b\n",
+    );
+    let err = compile_project(p.path()).expect_err("a dependency cycle");
+    assert_eq!(err.errors()[0].kind, "DependencyCycleException", "{err}");
+    assert_eq!(err.to_compile_data(), serde_json::json!({"errors": []}));
 }
 
 #[test]

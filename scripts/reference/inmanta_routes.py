@@ -5,7 +5,7 @@ as tab-separated lines: HTTP method, path, the method's name, the client types t
     ~/.cache/inmanta/reference/venv/bin/python scripts/reference/inmanta_routes.py \
         > server/tests/fixtures/inmanta-20.1-routes.tsv
 
-server/src/rest/inmanta_routes.rs compares the result with our router and docs/api.md.
+service/src/rest/inmanta_routes.rs compares the result with our router and docs/api.md.
 """
 
 import inmanta.protocol.methods  # noqa: F401 (registers the v1 methods)

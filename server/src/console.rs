@@ -36,8 +36,8 @@ use orchestrator::auth::{Access, Clients, Principal};
 use tower_http::compression::CompressionLayer;
 
 use crate::console_assets::Site;
-use crate::console_auth::{self, ConsoleAuth};
-use crate::security::Security;
+use service::console_auth::{self, ConsoleAuth};
+use service::security::Security;
 
 pub fn router(
     orchestrator: orchestrator::Orchestrator,
@@ -54,7 +54,7 @@ pub fn router(
         ),
     }
     let assets = site.as_ref().map(|s| s.assets.clone());
-    let graphiql_built = site.as_ref().is_some_and(|s| s.has(crate::graphql::page::BUNDLE));
+    let graphiql_built = site.as_ref().is_some_and(|s| s.has(service::graphql::page::BUNDLE));
     // Server-side rendering spawns Leptos tasks: run them on the server's tokio runtime.
     let _ = any_spawner::Executor::init_tokio();
     let events_source = orchestrator.clone();
@@ -67,7 +67,7 @@ pub fn router(
         oidc: security.oidc.clone(),
     };
     let sessions =
-        crate::sessions::layer(orchestrator.clone(), security.authenticator.login_expire, security.secure_cookies);
+        service::sessions::layer(orchestrator.clone(), security.authenticator.login_expire, security.secure_cookies);
     // The settings page's tokens tab issues environment tokens with it.
     let authenticator = security.authenticator.clone();
     let context = move || {
@@ -91,17 +91,17 @@ pub fn router(
     let guarded = Router::new()
         .route(app::BASE, page.clone())
         .route(
-            crate::graphql::page::PATH,
-            get(move |Query(q): Query<crate::graphql::page::PageQuery>| async move {
-                crate::graphql::page::graphiql(graphiql_built, q.env.and_then(|e| e.parse().ok()))
+            service::graphql::page::PATH,
+            get(move |Query(q): Query<service::graphql::page::PageQuery>| async move {
+                service::graphql::page::graphiql(graphiql_built, q.env.and_then(|e| e.parse().ok()))
             }),
         )
         .route("/console/{*path}", page)
         .route("/console/fn/{*name}", post(server_fn.clone()).get(server_fn))
         .route(
-            crate::graphql::page::ENDPOINT,
+            service::graphql::page::ENDPOINT,
             post(move |Extension(caller): Extension<Principal>, body| {
-                crate::graphql::console_execute(graphql_source.clone(), caller, body)
+                service::graphql::console_execute(graphql_source.clone(), caller, body)
             }),
         )
         .route(
@@ -115,16 +115,16 @@ pub fn router(
         .route(console_auth::LOGIN, get(console_auth::login_page).post(console_auth::login_submit))
         .route(console_auth::PASSWORD, get(console_auth::password_page).post(console_auth::password_submit))
         .route(console_auth::LOGOUT, post(console_auth::logout))
-        .route(crate::oidc::START, get(crate::oidc::start))
-        .route(crate::oidc::CALLBACK, get(crate::oidc::callback))
+        .route(service::oidc::START, get(service::oidc::start))
+        .route(service::oidc::CALLBACK, get(service::oidc::callback))
         // A sign-in form is a user name and passwords: nobody buffers megabytes before login.
-        .layer(axum::extract::DefaultBodyLimit::max(crate::rest::limits::SMALL_BODY))
+        .layer(axum::extract::DefaultBodyLimit::max(service::rest::limits::SMALL_BODY))
         .with_state(auth);
     let mut router = Router::new()
         .route("/", get(|| async { Redirect::temporary(app::BASE) }))
         .route("/dashboard", get(|| async { Redirect::temporary(app::BASE) }))
         .route("/console/", get(|| async { Redirect::temporary(app::BASE) }))
-        .merge(guarded.layer(axum::extract::DefaultBodyLimit::max(crate::rest::limits::NORMAL_BODY)))
+        .merge(guarded.layer(axum::extract::DefaultBodyLimit::max(service::rest::limits::NORMAL_BODY)))
         .merge(sign_in)
         .layer(sessions)
         // HTML and server-function answers; the event stream is never compressed (it would

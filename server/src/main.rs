@@ -6,28 +6,10 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-mod agents;
-mod cli;
-mod compile_runner;
-mod config;
-mod connections;
 mod console;
 mod console_assets;
-mod console_auth;
-mod csrf;
-mod graphql;
-mod maintenance;
-mod metrics;
-mod migrate;
-mod oidc;
-mod outside_tokens;
-mod python_install;
-mod remote;
-mod rest;
-mod security;
-mod serve;
-mod sessions;
-mod tls;
+
+use service::{cli, config, maintenance, migrate, serve};
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -174,7 +156,7 @@ fn main() -> ExitCode {
                 eprintln!("error: {e:#}");
                 return ExitCode::from(2);
             }
-            match runtime.block_on(serve::run(config)) {
+            match runtime.block_on(serve::run(config, console::router)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     tracing::error!("{e:#}");

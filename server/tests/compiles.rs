@@ -526,7 +526,7 @@ async fn a_model_whose_values_double_fails_with_a_readable_report_and_the_server
     let message = error["message"].as_str().unwrap();
     assert!(message.contains("past the compile's memory budget of 64 MiB"), "{error:#}");
     // a1..a14 count 64 MiB - 4 KiB (a string counts twice its length): a15 is refused
-    assert_eq!(error["location"]["lnr"], 15, "a15 = a14 + a14, 0-based: {error:#}");
+    assert_eq!(error["location"]["range"]["start"]["line"], 15, "a15 = a14 + a14, 0-based: {error:#}");
     let last = details.reports.as_ref().unwrap().last().unwrap().clone();
     assert_eq!(last.returncode, Some(1), "{last:#?}");
     assert!(last.errstream.contains("16 | a15 = a14 + a14"), "{last:#?}");

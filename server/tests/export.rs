@@ -133,7 +133,7 @@ async fn export_to_a_json_file_and_compile_errors() {
     assert!(err.contains("main.cf:2"), "{err}");
     assert!(err.contains("x = 2"), "the source line is shown: {err}");
     let data: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("cd.json")).unwrap()).unwrap();
-    assert_eq!(data["errors"][0]["type"], "DoubleSetException", "{data}");
+    assert_eq!(data["errors"][0]["type"], "inmanta.ast.DoubleSetException", "{data}");
 
     // No environment anywhere: a usage error that says what to do.
     project(dir.path(), MODEL);

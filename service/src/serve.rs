@@ -12,7 +12,17 @@ use crate::rest::{self, AppState};
 use crate::security::Security;
 use std::sync::Arc;
 
-pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
+/// The web console's routes, made by the binary (the console is not part of this crate, so that
+/// it compiles beside it): given the orchestrator, the schedulers, the security settings and the
+/// configured site directory.
+pub type ConsoleRouter = fn(
+    orchestrator::Orchestrator,
+    Option<Arc<orchestrator::scheduler::Schedulers>>,
+    Arc<Security>,
+    Option<std::path::PathBuf>,
+) -> Router;
+
+pub async fn run(config: ServerConfig, console: ConsoleRouter) -> anyhow::Result<()> {
     crate::connections::raise_open_file_limit();
     std::fs::create_dir_all(&config.state_dir)
         .with_context(|| format!("cannot create the state directory {}", config.state_dir.display()))?;
@@ -83,7 +93,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         ))
         .merge(remote_agents);
     if config.console_enabled {
-        app = app.merge(crate::console::router(
+        app = app.merge(console(
             orchestrator.clone(),
             Some(schedulers.clone()),
             security.clone(),

@@ -77,7 +77,7 @@ pub struct LoginQuery {
 }
 
 pub async fn login_page(State(auth): State<ConsoleAuth>, Query(q): Query<LoginQuery>) -> Html<String> {
-    Html(login_html(&auth, q.next.as_deref().unwrap_or(app::BASE), "", None))
+    Html(login_html(&auth, q.next.as_deref().unwrap_or(api::console::BASE), "", None))
 }
 
 #[derive(Deserialize)]
@@ -177,7 +177,7 @@ pub async fn password_submit(
         Err(e) => return server_error(e),
     }
     tracing::info!(%username, "password changed in the console");
-    Redirect::to(app::BASE).into_response()
+    Redirect::to(api::console::BASE).into_response()
 }
 
 /// Ends our session; a user of a provider with an end-session endpoint goes on to it, so the
@@ -196,7 +196,7 @@ pub async fn logout(State(auth): State<ConsoleAuth>, headers: axum::http::Header
 
 /// The login page again with a message, for refusals of provider logins.
 pub(crate) fn login_refused(auth: &ConsoleAuth, status: StatusCode, message: &str) -> Response {
-    (status, Html(login_html(auth, app::BASE, "", Some(message)))).into_response()
+    (status, Html(login_html(auth, api::console::BASE, "", Some(message)))).into_response()
 }
 
 /// The detail (possibly a database's text) goes to the log; the page gets an id to quote.
@@ -211,7 +211,7 @@ pub(crate) fn safe_next(next: Option<&str>) -> String {
         Some(n) if n.starts_with("/console") && !n.starts_with("//") && !n.contains('\\') && n != LOGIN => {
             n.to_string()
         }
-        _ => app::BASE.to_string(),
+        _ => api::console::BASE.to_string(),
     }
 }
 
@@ -240,7 +240,7 @@ pub(crate) fn page(auth: &ConsoleAuth, title: &str, body: &str) -> String {
 </body>
 </html>"#,
         stylesheet = stylesheet.unwrap_or_default(),
-        theme = app::live::THEME_SCRIPT,
+        theme = api::console::THEME_SCRIPT,
     )
 }
 
@@ -331,10 +331,10 @@ mod tests {
     #[test]
     fn next_stays_inside_the_console() {
         assert_eq!(safe_next(Some("/console/resources?env=x")), "/console/resources?env=x");
-        assert_eq!(safe_next(Some("https://evil.example/")), app::BASE);
-        assert_eq!(safe_next(Some("//evil.example/console")), app::BASE);
-        assert_eq!(safe_next(Some(LOGIN)), app::BASE);
-        assert_eq!(safe_next(None), app::BASE);
+        assert_eq!(safe_next(Some("https://evil.example/")), api::console::BASE);
+        assert_eq!(safe_next(Some("//evil.example/console")), api::console::BASE);
+        assert_eq!(safe_next(Some(LOGIN)), api::console::BASE);
+        assert_eq!(safe_next(None), api::console::BASE);
     }
 
     #[tokio::test]
