@@ -3,7 +3,7 @@ as tab-separated lines: HTTP method, path, the method's name, the client types t
 (empty: internal to Inmanta's own processes). Run with the reference venv's Python:
 
     ~/.cache/inmanta/reference/venv/bin/python scripts/reference/inmanta_routes.py \
-        > server/tests/fixtures/inmanta-20.1-routes.tsv
+        > service/tests/fixtures/inmanta-20.1-routes.tsv
 
 service/src/rest/inmanta_routes.rs compares the result with our router and docs/api.md.
 """

@@ -1,6 +1,6 @@
 //! Every route of inmanta-core 20.1's API against ours, so docs/api.md's route-by-route
 //! comparison cannot drift: the list of Inmanta's routes is generated from the reference install
-//! (`scripts/reference/inmanta_routes.py` → `server/tests/fixtures/inmanta-20.1-routes.tsv`),
+//! (`scripts/reference/inmanta_routes.py` → `service/tests/fixtures/inmanta-20.1-routes.tsv`),
 //! ours is the router's own rule table.
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -124,6 +124,12 @@ pub struct Routes {
     table: Vec<RouteRule>,
 }
 
+impl Default for Routes {
+    fn default() -> Self {
+        Routes::new()
+    }
+}
+
 impl Routes {
     pub fn new() -> Routes {
         Routes { router: Router::new(), table: Vec::new() }
