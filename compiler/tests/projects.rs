@@ -241,7 +241,7 @@ fn an_export_failure_is_not_in_the_compile_data() {
     let p = TempProject::new(
         "export-cycle",
         "name: p\n",
-        "a = std::testing::NullResource(name=\"a\")\nb = std::testing::NullResource(name=\"b\", requires=a)\na.requires = b\n",
+        "import std::testing\na = std::testing::NullResource(name=\"a\")\nb = std::testing::NullResource(name=\"b\", requires=a)\na.requires = b\n",
     );
     let err = compile_project(p.path()).expect_err("a dependency cycle");
     assert_eq!(err.errors()[0].kind, "DependencyCycleException", "{err}");
