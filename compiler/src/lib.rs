@@ -395,7 +395,11 @@ fn compile_inner(
     let build_time = t0.elapsed() - parse_time;
     warnings.extend(builder.warnings.drain(..).filter(|w| !is_builtin(w)));
     if !builder.errors.is_empty() {
-        return Err(Diagnostics(dedup(builder.errors)));
+        let own_clash = builder.errors.iter().any(|e| e.kind == "DuplicateException");
+        let plugin_clash = (!own_clash)
+            .then(|| plugin_name_clash(&namespaces, &loader, python_env.as_ref(), project_dir, options))
+            .flatten();
+        return Err(plugin_clash.unwrap_or_else(|| Diagnostics(dedup(builder.errors))));
     }
     let mut resource_mappings =
         project::module_resource_mappings(&loader.module_dirs).map_err(|d| Diagnostics(vec![d]))?;
@@ -426,6 +430,9 @@ fn compile_inner(
         mappings.append(&mut resource_mappings);
         resource_mappings = mappings;
     }
+    let mut python_side = python_side;
+    python::pair_dataclasses(&builder.types, &sources, python_side.as_mut().map(|s| &mut s.bridge))
+        .map_err(|d| Diagnostics(vec![*d]))?;
     let ctx = eval::ProjectCtx {
         resource_mappings,
         module_dirs: loader.module_dirs.clone(),
@@ -584,6 +591,31 @@ fn register_python_plugins(
             ),
         ));
     }
+}
+
+/// Inmanta registers the plugins with the model's names before it resolves any type: a plugin
+/// named like a type or implementation is refused before what the model's build found wrong
+/// (an implementation for an unknown entity), unless that is a clash of the model's own names.
+fn plugin_name_clash(
+    namespaces: &[project::LoadedNs],
+    loader: &project::Loader,
+    env: Option<&python::env::PythonEnv>,
+    project_dir: &Path,
+    options: &CompileOptions,
+) -> Option<Diagnostics> {
+    let side = start_python(&loader.module_dirs, env, project_dir, options).ok()??;
+    let mut declared = std::collections::HashSet::new();
+    for ns in namespaces {
+        for item in &ns.file.items {
+            let name = match item {
+                syntax::ast::Top::Entity(def) => &def.name.name,
+                syntax::ast::Top::Implementation { name, .. } | syntax::ast::Top::Typedef { name, .. } => &name.name,
+                _ => continue,
+            };
+            declared.insert(format!("{}::{name}", ns.name));
+        }
+    }
+    python::check_plugin_names(&declared, &side.plugins).err().map(|d| Diagnostics(vec![*d]))
 }
 
 /// Starts Python when a loaded module has Python code.

@@ -544,36 +544,22 @@ impl<'s, 'a> Builder<'s, 'a> {
         self.check_constructor_types();
     }
 
-    /// `std::Dataclass` entities are value-like: no relations, no indexes, only `std::none`.
+    /// A dataclass of the main file has no Python module to pair with (the rules of the others
+    /// are checked when they are paired with their Python class: `python::pair_dataclasses`).
     fn check_dataclasses(&mut self) {
         let Some(&dc) = self.types.entity_by_name.get("std::Dataclass") else { return };
-        let none = self.types.impl_by_name.get("std::none").copied();
         for id in self.types.entities[dc].descendants.clone() {
             let e = &self.types.entities[id];
-            let (name, span) = (e.name.clone(), e.span);
             if self.types.namespaces[e.ns].name == "__config__" {
                 // Inmanta looks for the Python class of a dataclass in the module's plugins; the
                 // main file has none
                 self.errors.push(Diagnostic::plain(
                     "ModuleNotFoundError",
-                    format!("No module named 'inmanta_plugins.__config__' (the dataclass {name} needs a Python class)"),
+                    format!(
+                        "No module named 'inmanta_plugins.__config__' (the dataclass {} needs a Python class)",
+                        e.name
+                    ),
                 ));
-                continue;
-            }
-            let mut problems = Vec::new();
-            for a in &e.attrs {
-                if a.is_relation() && a.name != "requires" && a.name != "provides" {
-                    problems.push(format!("it has a relation {}", a.name));
-                }
-            }
-            if !e.indexes.is_empty() {
-                problems.push("it has an index".to_string());
-            }
-            if e.implements.iter().any(|i| i.when.is_some() || i.impls.iter().any(|x| Some(*x) != none)) {
-                problems.push("it has an implementation other than std::none".to_string());
-            }
-            for p in problems {
-                self.err("DataClassException", format!("The dataclass {name} is not valid: {p}"), span);
             }
         }
     }
@@ -633,6 +619,29 @@ impl<'s, 'a> Builder<'s, 'a> {
         state[id] = 2;
         order.push(id);
     }
+}
+
+/// What makes a dataclass invalid in the model alone: a relation (`with_relations`: when no
+/// Python class was compared with it), an index, an implementation other than `std::none`.
+pub(crate) fn dataclass_problems(types: &Types<'_>, id: EntId, with_relations: bool) -> Vec<String> {
+    let e = &types.entities[id];
+    let none = types.impl_by_name.get("std::none").copied();
+    let mut problems = Vec::new();
+    if with_relations {
+        for a in &e.attrs {
+            if a.is_relation() && a.name != "requires" && a.name != "provides" {
+                problems.push(format!("it has a relation {}", a.name));
+            }
+        }
+    }
+    // Inmanta checks the implementations before the indexes
+    if e.implements.iter().any(|i| i.when.is_some() || i.impls.iter().any(|x| Some(*x) != none)) {
+        problems.push("it has an implementation other than std::none".to_string());
+    }
+    if !e.indexes.is_empty() {
+        problems.push("it has an index".to_string());
+    }
+    problems
 }
 
 fn lookup_named(

@@ -1367,6 +1367,109 @@ EXPORTER = Exporter()
 _BRIDGE = Bridge()
 
 
+def _dsl_type_text(annotation):
+    """A dataclass field's annotation as the DSL type Inmanta pairs it with an attribute: "mismatch"
+    where it has none (a dict with non-string keys, a union), None where we do not judge it."""
+    import collections.abc
+    import typing
+
+    if isinstance(annotation, str):
+        return annotation.strip()
+    plain = {str: "string", int: "int", float: "float", bool: "bool", dict: "dict", list: "list"}
+    if annotation in plain:
+        return plain[annotation]
+    if annotation is typing.Any or annotation is object:
+        return "any"
+    if annotation in (collections.abc.Mapping, typing.Mapping):
+        return "dict"
+    if annotation in (collections.abc.Sequence, typing.Sequence):
+        return "list"
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) != 1 or len(rest) == len(args):
+            return "mismatch"
+        inner = _dsl_type_text(rest[0])
+        return inner if inner in (None, "mismatch") else inner + "?"
+    if origin in (dict, collections.abc.Mapping):
+        return "dict" if not args or args[0] is str else "mismatch"
+    if origin in (list, collections.abc.Sequence):
+        inner = _dsl_type_text(args[0]) if args else "any"
+        return inner if inner in (None, "mismatch") else inner + "[]"
+    return None
+
+
+def _pairing_failures(entity, dataclass):
+    """Why Inmanta refuses a dataclass's fields for the entity's attributes (its wording)."""
+    import typing
+
+    same = "All attributes of a dataclasses must be identical in both the python and inmanta domain."
+    fields = {f.name for f in dataclasses.fields(dataclass)}
+    hints = typing.get_type_hints(dataclass)
+    failures = []
+    for rel in entity["relations"]:
+        failures.append(
+            f"a relation called {rel['name']} is defined at {rel['location']}. Dataclasses are not allowed to have relations"
+        )
+    for attr in entity["attributes"]:
+        name = attr["name"]
+        if name not in fields:
+            failures.append(f"The attribute {name} has no counterpart in the python domain. {same}")
+            continue
+        fields.discard(name)
+        theirs = _dsl_type_text(hints.get(name))
+        if attr["type"] is None or theirs is None:
+            continue
+        normal = lambda t: t.replace("any[]", "list")  # noqa: E731
+        if theirs == "mismatch" or normal(theirs) != normal(attr["type"]):
+            failures.append(
+                f"The attribute {name} does not have the same type as the associated field in the python domain. {same}"
+            )
+    for name in [f.name for f in dataclasses.fields(dataclass) if f.name in fields]:
+        failures.append(f"The field {name} doesn't exist in the inmanta domain. {same[:-1]}")
+    return failures
+
+
+def pair_dataclasses(entities):
+    """Inmanta's pairing of model dataclasses with the Python classes of their modules, one verdict
+    per entity up to the first refused: "absent" (no Python object of the name: not paired),
+    "paired", or "refused" with Inmanta's exception."""
+    verdicts = []
+    for entity in entities:
+        full, at, module_name = entity["entity"], entity["location"], entity["module"]
+        try:
+            found = getattr(importlib.import_module(module_name), entity["name"], None)
+        except Exception as e:
+            verdicts.append({"status": "refused", "type": type(e).__name__, "message": str(e)})
+            break
+        if found is None:
+            verdicts.append({"status": "absent"})
+            continue
+        counterpart = "Dataclasses must have a python counterpart that is a frozen dataclass."
+        problem = None
+        if not dataclasses.is_dataclass(found):
+            problem = f"is not a dataclass. {counterpart}"
+        elif not found.__dataclass_params__.frozen:
+            problem = f"is not frozen. {counterpart}"
+        if problem is not None:
+            message = f"The python object {module_name}.{found.__name__} associated to  {full} defined at {at} {problem}"
+            verdicts.append({"status": "refused", "type": "DataClassMismatchException", "message": message})
+            break
+        failures = _pairing_failures(entity, found)
+        if failures:
+            _, line = inspect.getsourcelines(found)
+            listed = "\n".join(" " * 4 + "-" + f for f in failures)
+            message = (
+                f"The dataclass {full} defined at {at} does not match the corresponding python dataclass at "
+                f"{inspect.getfile(found)}:{line}. {len(failures)} errors:\n{listed}\n"
+            )
+            verdicts.append({"status": "refused", "type": "DataClassMismatchException", "message": message})
+            break
+        verdicts.append({"status": "paired"})
+    return verdicts
+
+
 def serve(request):
     """The answer to one request of the compiler."""
     op = request.get("op")
@@ -1381,6 +1484,8 @@ def serve(request):
             return _BRIDGE.dependencies(request)
         if op == "resource_id":
             return _BRIDGE.resource_id(request)
+        if op == "dataclasses":
+            return {"ok": pair_dataclasses(request["entities"])}
         return {"error": {"type": "CompilerException", "message": f"unknown request {op!r}", "frame": ""}}
     except Exception as e:  # a bug of this bridge, reported rather than hanging the compiler
         return {"error": {"type": "CompilerException", "message": f"{type(e).__name__}: {e}", "frame": last_frame(e)}}

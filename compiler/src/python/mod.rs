@@ -8,10 +8,12 @@
 //! unknown, not found). A call that reads an attribute that is not set yet is run again when it is.
 
 pub(crate) mod bridge;
+mod dataclasses;
 pub mod env;
 mod signatures;
 
-pub(crate) use signatures::check_signatures;
+pub(crate) use dataclasses::pair_dataclasses;
+pub(crate) use signatures::{check_plugin_names, check_signatures};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -1,11 +1,27 @@
 //! The checks Inmanta's plugin loader makes of a Python plugin against the model: its name is not
 //! also a type of its namespace, and the model types its annotations name exist.
 
+use std::collections::HashSet;
+
 use serde_json::json;
 
 use super::{PySignature, python_file_error};
 use crate::diagnostics::Diagnostic;
 use crate::model::Types;
+
+/// The first plugin named like a type or implementation the model declares (`declared`: full
+/// names), as Inmanta's loader refuses it: before any of the model's types is resolved, so
+/// this error comes before those the model's build found.
+pub(crate) fn check_plugin_names(declared: &HashSet<String>, plugins: &[PySignature]) -> Result<(), Box<Diagnostic>> {
+    match plugins.iter().find(|p| declared.contains(&p.name)) {
+        Some(p) => Err(Box::new(python_file_error(
+            "DuplicateException",
+            &json!({"line": p.line, "message": format!("Type {} is already defined", p.name)}),
+            &p.file,
+        ))),
+        None => Ok(()),
+    }
+}
 
 /// The first plugin that Inmanta's loader refuses, as the error it raises at the plugin's `def`.
 pub(crate) fn check_signatures(types: &Types<'_>, plugins: &[PySignature]) -> Result<(), Box<Diagnostic>> {

@@ -1,0 +1,117 @@
+//! Inmanta's pairing of a model dataclass (an entity extending `std::Dataclass`) with the Python
+//! class of the same name in its module's plugins, checked when the model is loaded: the class
+//! exists, is a frozen dataclass, and its fields match the entity's attributes one for one (no
+//! relations); only then the model-only rules (no index, only `std::none`) are checked.
+
+use serde_json::{Value as Json, json};
+
+use super::NoQuestions;
+use super::bridge::Bridge;
+use crate::diagnostics::Diagnostic;
+use crate::eval::build::dataclass_problems;
+use crate::model::{AttrKind, EntId, Type, Types};
+use crate::syntax::SourceMap;
+
+/// A primitive type as the bridge compares it with a Python annotation (`None`: a typedef, not
+/// compared).
+fn type_text(ty: &Type) -> Option<String> {
+    Some(match ty {
+        Type::Any => "any".into(),
+        Type::String => "string".into(),
+        Type::Int => "int".into(),
+        Type::Float => "float".into(),
+        Type::Number => "number".into(),
+        Type::Bool => "bool".into(),
+        Type::Dict => "dict".into(),
+        Type::List => "list".into(),
+        Type::Typedef(_) => return None,
+        Type::TypedList(t) => format!("{}[]", type_text(t)?),
+        Type::Nullable(t) => format!("{}?", type_text(t)?),
+    })
+}
+
+/// The dataclass entities outside the main file, with what the bridge needs to pair each.
+fn dataclass_requests(types: &Types<'_>, sources: &SourceMap) -> Vec<(EntId, Json)> {
+    let Some(&dc) = types.entity_by_name.get("std::Dataclass") else { return Vec::new() };
+    let at = |span| sources.location(span).map(|l| format!("{}:{}:{}", l.file, l.line, l.col)).unwrap_or_default();
+    types.entities[dc]
+        .descendants
+        .iter()
+        .filter(|&&id| types.namespaces[types.entities[id].ns].name != "__config__")
+        .map(|&id| {
+            let e = &types.entities[id];
+            let mut attributes = Vec::new();
+            let mut relations = Vec::new();
+            for a in &e.attrs {
+                match &a.kind {
+                    AttrKind::Rel { .. } if a.name == "requires" || a.name == "provides" => {}
+                    AttrKind::Rel { .. } => relations.push(json!({"name": a.name, "location": at(a.span)})),
+                    AttrKind::Prim { ty, .. } => attributes.push(json!({"name": a.name, "type": type_text(ty)})),
+                }
+            }
+            let ns = &types.namespaces[e.ns].name;
+            let short = e.name.rsplit("::").next().unwrap_or(&e.name);
+            let request = json!({
+                "entity": e.name,
+                "module": format!("inmanta_plugins.{}", ns.replace("::", ".")),
+                "name": short,
+                "location": at(e.span),
+                "attributes": attributes,
+                "relations": relations,
+            });
+            (id, request)
+        })
+        .collect()
+}
+
+/// The first dataclass Inmanta refuses when it pairs them with their Python classes, as its
+/// error at the entity. A dataclass without a Python class of its name is not paired (nor
+/// checked), as in Inmanta; without Python code at all, the model-only rules still apply.
+pub(crate) fn pair_dataclasses(
+    types: &Types<'_>,
+    sources: &SourceMap,
+    bridge: Option<&mut Bridge>,
+) -> Result<(), Box<Diagnostic>> {
+    let requests = dataclass_requests(types, sources);
+    if requests.is_empty() {
+        return Ok(());
+    }
+    let invalid = |id: EntId, problem: &str| {
+        let message = format!("The dataclass {} is not valid: {problem}", types.entities[id].name);
+        Err(Box::new(Diagnostic::error("DataClassException", message, Some(types.entities[id].span), sources)))
+    };
+    let Some(bridge) = bridge else {
+        for (id, _) in &requests {
+            if let Some(problem) = dataclass_problems(types, *id, true).first() {
+                return invalid(*id, problem);
+            }
+        }
+        return Ok(());
+    };
+    let request = json!({"op": "dataclasses", "entities": requests.iter().map(|(_, r)| r).collect::<Vec<_>>()});
+    let answer = bridge.request(&request, &mut NoQuestions).map_err(|e| {
+        Box::new(Diagnostic::plain("ModuleLoadingException", format!("pairing the dataclasses with Python: {e}")))
+    })?;
+    if let Some(e) = answer.get("error") {
+        let kind = e["type"].as_str().unwrap_or("ModuleLoadingException");
+        return Err(Box::new(Diagnostic::plain(kind, e["message"].as_str().unwrap_or_default())));
+    }
+    // one verdict per entity, in order, up to the first refused
+    for ((id, _), verdict) in requests.iter().zip(answer["ok"].as_array().into_iter().flatten()) {
+        match verdict["status"].as_str() {
+            Some("paired") => {
+                if let Some(problem) = dataclass_problems(types, *id, false).first() {
+                    return invalid(*id, problem);
+                }
+            }
+            Some("refused") => {
+                let kind = verdict["type"].as_str().unwrap_or("DataClassMismatchException");
+                let message = verdict["message"].as_str().unwrap_or_default();
+                let span = Some(types.entities[*id].span);
+                return Err(Box::new(Diagnostic::error(kind, message, span, sources)));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
