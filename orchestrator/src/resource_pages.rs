@@ -6,7 +6,7 @@
 //! Each resource is read at the version Inmanta takes it at when no version is pinned: the latest
 //! released version that holds it, its last one for an orphan (`current_intent_version`).
 
-use api::state::{Blocked, Compliance, HandlerRun};
+use api::state::{Blocked, Compliance, HandlerRun, ResourceState};
 use sqlx::Row;
 use uuid::Uuid;
 
@@ -550,13 +550,17 @@ pub struct ComposedSummary {
 }
 
 impl Orchestrator {
+    /// Reads the status index alone (migration 0049), grouped in its order so no row is
+    /// sorted; the groups (per status and agent) are added up here.
     pub async fn composed_resource_summary(&self, env: Uuid) -> Result<ComposedSummary> {
-        let sql = format!(
-            "SELECT s.last_handler_run, s.blocked, {} AS compliance, s.is_deploying, COUNT(*) AS n \
-             FROM resource_persistent_state s WHERE s.environment = $1 AND s.is_orphan = 0 GROUP BY 1, 2, 3, 4",
-            compliance_sql()
-        );
-        let rows = sqlx::query(&sql).bind(env.to_string()).fetch_all(self.store.pool()).await?;
+        let sql = "SELECT s.status, s.agent, s.last_handler_run, s.blocked, s.compliance, COUNT(*) AS n \
+                   FROM resource_persistent_state s WHERE s.environment = $1 AND s.status <> $2 \
+                   GROUP BY s.status, s.agent, s.last_handler_run, s.blocked, s.compliance";
+        let rows = sqlx::query(sql)
+            .bind(env.to_string())
+            .bind(ResourceState::Orphaned.as_str())
+            .fetch_all(self.store.pool())
+            .await?;
         let zeros = |names: Vec<&str>| names.into_iter().map(|n| (n.to_string(), 0)).collect();
         let mut summary = ComposedSummary {
             total: 0,
@@ -573,7 +577,9 @@ impl Orchestrator {
             if let Some(c) = row.try_get::<Option<String>, _>("compliance")? {
                 *summary.compliance.entry(c).or_default() += n;
             }
-            let deploying = row.try_get::<i64, _>("is_deploying")? != 0;
+            // A managed resource is deploying exactly when its status says so (only an orphan's
+            // status comes before 'deploying').
+            let deploying = row.try_get::<String, _>("status")? == ResourceState::Deploying.as_str();
             *summary.is_deploying.entry(deploying.to_string()).or_default() += n;
         }
         Ok(summary)
