@@ -8,7 +8,7 @@
 //! pages with a notice saying how to build the scripts; `cargo build -p server` works either way.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use std::{env, fs, thread};
 
 fn main() {
@@ -42,11 +42,29 @@ fn main() {
 
 /// `scripts/build-release.sh` builds the console and the server side by side and removes the
 /// file named by `$INMANTA_CONSOLE_SITE_PENDING` when the console's build has ended (done or
-/// failed): the server's crates compile meanwhile, only this step waits for the site.
+/// failed): the server's crates compile meanwhile, only this step waits for the site. A file left
+/// behind (the script killed before its cleanup) must not hang the build: after
+/// `$INMANTA_CONSOLE_SITE_WAIT_SECONDS` (default an hour, longer than a cold console build on two
+/// cores) the build fails naming the file.
 fn wait_for_console_build() {
+    println!("cargo:rerun-if-env-changed=INMANTA_CONSOLE_SITE_WAIT_SECONDS");
     let Some(pending) = env::var_os("INMANTA_CONSOLE_SITE_PENDING") else { return };
     let pending = PathBuf::from(pending);
+    let limit = env::var("INMANTA_CONSOLE_SITE_WAIT_SECONDS")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .map_or(Duration::from_secs(3600), Duration::from_secs);
+    let start = Instant::now();
     while pending.exists() {
+        if start.elapsed() >= limit {
+            panic!(
+                "waited {} s for the console's build to end, but {} still exists: remove it if no console \
+                 build runs (scripts/build-release.sh removes it when the console's build ends), or raise \
+                 $INMANTA_CONSOLE_SITE_WAIT_SECONDS",
+                limit.as_secs(),
+                pending.display()
+            );
+        }
         thread::sleep(Duration::from_millis(250));
     }
 }

@@ -227,8 +227,8 @@ impl<'a> HandlerContext<'a> {
     }
 }
 
-pub(crate) fn now() -> String {
-    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6f").to_string()
+pub(crate) fn now() -> api::Timestamp {
+    api::Timestamp::now()
 }
 
 /// A handler: one full run for one resource (read, diff, and apply unless dry run).

@@ -12,9 +12,9 @@ pub struct CompileReport {
     #[serde(default)]
     pub remote_id: Option<Uuid>,
     pub environment: Uuid,
-    pub requested: Option<String>,
-    pub started: Option<String>,
-    pub completed: Option<String>,
+    pub requested: Option<crate::Timestamp>,
+    pub started: Option<crate::Timestamp>,
+    pub completed: Option<crate::Timestamp>,
     pub success: Option<bool>,
     pub version: Option<i64>,
     pub do_export: bool,
@@ -35,8 +35,8 @@ pub struct CompileReport {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompileStage {
     pub id: Uuid,
-    pub started: String,
-    pub completed: Option<String>,
+    pub started: crate::Timestamp,
+    pub completed: Option<crate::Timestamp>,
     pub command: String,
     pub name: String,
     pub errstream: String,

@@ -21,7 +21,7 @@ pub struct ResourceComplianceDiff {
     pub report_only: bool,
     pub compliance: Compliance,
     pub last_handler_run: HandlerRun,
-    pub last_handler_run_at: Option<String>,
+    pub last_handler_run_at: Option<crate::Timestamp>,
     /// Only while the resource is [`Compliance::NonCompliant`] and its last run found a diff.
     pub attribute_diff: Option<BTreeMap<String, AttributeStateChange>>,
 }

@@ -10,10 +10,10 @@ pub use crate::state::MetricName;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EnvironmentMetrics {
     /// The interval, widened to whole hours when the query asked for rounded timestamps.
-    pub start: String,
-    pub end: String,
+    pub start: crate::Timestamp,
+    pub end: crate::Timestamp,
     /// The end of each window, oldest first.
-    pub timestamps: Vec<String>,
+    pub timestamps: Vec<crate::Timestamp>,
     /// Per metric name, one point per window.
     pub metrics: BTreeMap<String, Vec<MetricPoint>>,
 }

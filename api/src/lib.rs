@@ -19,6 +19,7 @@ pub mod resource;
 pub mod settings;
 pub mod state;
 pub mod status;
+pub mod time;
 pub mod url;
 pub mod version;
 
@@ -32,6 +33,7 @@ pub use state::{
     ActionKind, AgentStatus, Blocked, Change, CompileStatus, Compliance, HandlerRun, HandlerStatus, ResourceDiffStatus,
     ResourceState, StateVector,
 };
+pub use time::Timestamp;
 
 use serde::{Deserialize, Serialize};
 

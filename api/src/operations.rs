@@ -11,7 +11,7 @@ pub struct Parameter {
     pub value: String,
     pub environment: Uuid,
     pub source: String,
-    pub updated: Option<String>,
+    pub updated: Option<crate::Timestamp>,
     pub metadata: Option<serde_json::Value>,
 }
 
@@ -23,7 +23,7 @@ pub struct Fact {
     pub value: String,
     pub environment: Uuid,
     pub source: String,
-    pub updated: Option<String>,
+    pub updated: Option<crate::Timestamp>,
     pub metadata: Option<serde_json::Value>,
     pub resource_id: String,
     pub expires: bool,

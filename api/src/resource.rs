@@ -168,8 +168,8 @@ pub struct ReleasedResourceDetails {
     pub id_attribute: String,
     pub id_attribute_value: String,
     pub attributes: serde_json::Map<String, serde_json::Value>,
-    pub last_deploy: Option<String>,
-    pub first_generated_time: String,
+    pub last_deploy: Option<crate::Timestamp>,
+    pub first_generated_time: crate::Timestamp,
     pub status: ResourceState,
     pub requires_status: std::collections::BTreeMap<String, ResourceState>,
 }
@@ -178,7 +178,7 @@ pub struct ReleasedResourceDetails {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResourceHistory {
     pub resource_id: String,
-    pub date: String,
+    pub date: crate::Timestamp,
     pub attributes: serde_json::Map<String, serde_json::Value>,
     pub attribute_hash: String,
     pub requires: Vec<String>,
@@ -193,7 +193,7 @@ pub struct ResourceLog {
     pub args: Vec<serde_json::Value>,
     #[serde(default)]
     pub kwargs: serde_json::Map<String, serde_json::Value>,
-    pub timestamp: String,
+    pub timestamp: crate::Timestamp,
     pub action_id: uuid::Uuid,
     pub action: String,
 }
@@ -207,7 +207,7 @@ pub struct LogLine {
     pub args: Vec<serde_json::Value>,
     #[serde(default)]
     pub kwargs: serde_json::Map<String, serde_json::Value>,
-    pub timestamp: String,
+    pub timestamp: crate::Timestamp,
 }
 
 /// A handler run, dry run, fact collection or other action on resources.
@@ -218,8 +218,8 @@ pub struct ResourceAction {
     pub resource_version_ids: Vec<String>,
     pub action_id: uuid::Uuid,
     pub action: ActionKind,
-    pub started: String,
-    pub finished: Option<String>,
+    pub started: crate::Timestamp,
+    pub finished: Option<crate::Timestamp>,
     pub messages: Option<Vec<LogLine>>,
     pub status: Option<HandlerStatus>,
     pub changes: Option<serde_json::Value>,

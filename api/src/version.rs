@@ -96,7 +96,7 @@ pub struct Label {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DesiredStateVersion {
     pub version: i64,
-    pub date: String,
+    pub date: crate::Timestamp,
     pub total: i64,
     pub labels: Vec<Label>,
     pub status: VersionStatus,
@@ -108,7 +108,7 @@ pub struct DesiredStateVersion {
 pub struct ConfigurationModel {
     pub version: i64,
     pub environment: uuid::Uuid,
-    pub date: String,
+    pub date: crate::Timestamp,
     pub released: bool,
     pub version_info: Option<serde_json::Value>,
     pub total: i64,
@@ -154,7 +154,7 @@ pub struct DryRun {
     pub id: uuid::Uuid,
     pub environment: uuid::Uuid,
     pub model: i64,
-    pub date: Option<String>,
+    pub date: Option<crate::Timestamp>,
     pub total: i64,
     pub todo: i64,
     /// Inmanta's filtered dry runs (`POST /api/v2/dryrun_filtered`), which this server does not

@@ -154,30 +154,25 @@ mod backend {
         serde_json::to_value(status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
     }
 
-    /// Seconds from `from` to `to` (or to now when `to` is unset).
-    pub fn seconds(from: &str, to: Option<&str>) -> Option<f64> {
-        let from = orchestrator::store::parse_time(from).ok()?;
-        let to = match to {
-            Some(t) => orchestrator::store::parse_time(t).ok()?,
-            None => orchestrator::store::parse_time(&orchestrator::store::now()).ok()?,
-        };
-        Some(((to - from).num_milliseconds().max(0)) as f64 / 1000.0)
+    /// Seconds from `from` to `to` (or to now when `to` is unset), never negative.
+    pub fn seconds(from: api::Timestamp, to: Option<api::Timestamp>) -> f64 {
+        from.seconds_until(to.unwrap_or_else(api::Timestamp::now)).max(0.0)
     }
 
     /// A compile as the reports page and the dashboard list it.
     pub fn compile_row(c: &api::compile::CompileReport) -> crate::model::CompileRow {
-        let requested = c.requested.clone().unwrap_or_default();
+        let requested = c.requested.map(|t| t.to_string()).unwrap_or_default();
         let status = api::CompileStatus::of(c.started.is_some(), c.completed.is_some(), c.success);
-        let wait = if requested.is_empty() { None } else { seconds(&requested, c.started.as_deref()) };
+        let wait = c.requested.map(|r| seconds(r, c.started));
         crate::model::CompileRow {
             id: c.id.to_string(),
             status,
             message: c.metadata.get("message").and_then(|m| m.as_str()).unwrap_or_default().to_string(),
             wait,
-            duration: c.started.as_deref().and_then(|s| seconds(s, c.completed.as_deref())),
+            duration: c.started.map(|s| seconds(s, c.completed)),
             requested,
-            started: c.started.clone(),
-            completed: c.completed.clone(),
+            started: c.started.map(|t| t.to_string()),
+            completed: c.completed.map(|t| t.to_string()),
             version: c.version,
             do_export: c.do_export,
             force_update: c.force_update,
@@ -188,7 +183,7 @@ mod backend {
     pub fn version_row(v: api::version::DesiredStateVersion) -> VersionRow {
         VersionRow {
             version: v.version,
-            date: v.date,
+            date: v.date.to_string(),
             status: v.status,
             total: v.total,
             released: v.released,

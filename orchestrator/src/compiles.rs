@@ -19,7 +19,7 @@ use uuid::Uuid;
 use crate::notifications::{NewNotification, insert_notification};
 use crate::paging::{Column, ColumnKind, Filter, FilterKind, Order, Page, PageRequest, Source, View, fetch_page};
 use crate::settings::effective_settings;
-use crate::store::{db_now_ms, format_time, now, parse_time, parse_uuid};
+use crate::store::{db_now_ms, format_time, now, parse_opt_timestamp, parse_time, parse_timestamp, parse_uuid};
 use crate::{Error, Orchestrator, Result};
 
 /// `GET /api/v2/compilereport`.
@@ -94,9 +94,9 @@ impl CompileRow {
             id: parse_uuid(&id)?,
             remote_id: None,
             environment: parse_uuid(&environment)?,
-            requested: Some(requested),
-            started,
-            completed,
+            requested: Some(parse_timestamp(&requested)?),
+            started: parse_opt_timestamp(started.as_deref())?,
+            completed: parse_opt_timestamp(completed.as_deref())?,
             success: outcome.success.map(|s| s != 0),
             version: outcome.version,
             do_export: request.do_export != 0,
@@ -131,8 +131,8 @@ impl StageRow {
     fn into_api(self) -> Result<CompileStage> {
         Ok(CompileStage {
             id: parse_uuid(&self.id)?,
-            started: self.started,
-            completed: self.completed,
+            started: parse_timestamp(&self.started)?,
+            completed: parse_opt_timestamp(self.completed.as_deref())?,
             command: self.command,
             name: self.name,
             errstream: self.errstream,

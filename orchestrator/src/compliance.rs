@@ -101,7 +101,7 @@ fn report_of_row(row: &sqlx::any::AnyRow) -> Result<(String, ResourceComplianceD
         report_only: attributes.get("report_only").and_then(|v| v.as_bool()).unwrap_or(false),
         compliance,
         last_handler_run: crate::resources::stored_name::<HandlerRun>(row, "last_handler_run")?,
-        last_handler_run_at: row.try_get("last_handler_run_at")?,
+        last_handler_run_at: crate::store::opt_time_column(row, "last_handler_run_at")?,
         attribute_diff,
     };
     Ok((row.try_get("resource_id")?, diff))

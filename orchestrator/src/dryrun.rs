@@ -304,7 +304,7 @@ fn dryrun_of_row(env: Uuid, id: Uuid, row: &sqlx::any::AnyRow) -> Result<DryRun>
         id,
         environment: env,
         model: row.try_get("version")?,
-        date: row.try_get("date")?,
+        date: crate::store::opt_time_column(row, "date")?,
         total: row.try_get("total")?,
         todo: row.try_get("todo")?,
         resource_filter: None,

@@ -303,9 +303,9 @@ impl Orchestrator {
             }
         }
         Ok(EnvironmentMetrics {
-            start: format_time(windows.start),
-            end: format_time(windows.end),
-            timestamps: windows.ends.iter().map(|t| format_time(*t)).collect(),
+            start: windows.start.into(),
+            end: windows.end.into(),
+            timestamps: windows.ends.iter().map(|t| (*t).into()).collect(),
             metrics,
         })
     }

@@ -22,7 +22,6 @@ use api::status::{Health, HealthCheck, HealthCheckName, ReportedStatus};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::scheduler::Schedulers;
 use crate::{DbKind, Orchestrator};
 
 /// How long a database probe may take before it counts as failed: the health answer must stay
@@ -61,7 +60,7 @@ pub struct Monitor {
     scheduler_faults: Mutex<HashMap<Uuid, String>>,
     started: std::sync::OnceLock<PathBuf>,
     /// This process's schedulers, once started.
-    schedulers: std::sync::OnceLock<std::sync::Weak<Schedulers>>,
+    schedulers: std::sync::OnceLock<std::sync::Weak<dyn SchedulerView>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -120,7 +119,7 @@ impl Monitor {
     }
 
     /// The schedulers of this process, for the scheduler and lease checks.
-    pub(crate) fn set_schedulers(&self, schedulers: std::sync::Weak<Schedulers>) {
+    pub(crate) fn set_schedulers(&self, schedulers: std::sync::Weak<dyn SchedulerView>) {
         let _ = self.schedulers.set(schedulers);
     }
 
@@ -295,6 +294,16 @@ impl Orchestrator {
         crate::metrics::health(&checks, status);
         Health { status, checks }
     }
+}
+
+/// What the scheduler and lease checks read of this process's schedulers. A trait so that the
+/// scheduler, which reports its faults here, is not also imported by this module: the
+/// dependency runs one way, scheduler -> health.
+pub(crate) trait SchedulerView: Send + Sync {
+    /// How many environment schedulers run.
+    fn environments(&self) -> usize;
+    /// The scheduler leases this server holds, and how many of them lapsed.
+    fn lease_counts(&self) -> (usize, usize);
 }
 
 /// A database failure as an operator reads it and acts on, without the database's own text

@@ -6,7 +6,7 @@ use api::operations::{Fact, PARAMETER_SOURCES, Parameter};
 use uuid::Uuid;
 
 use crate::paging::{Column, ColumnKind, Filter, FilterKind, Order, Page, PageRequest, Source, View, fetch_page};
-use crate::store::{now, parse_time, parse_uuid};
+use crate::store::{now, parse_uuid};
 use crate::{Error, Orchestrator, Result};
 
 /// How long a fact stays fresh before `get_param` asks for it again (`server.fact-expire`).
@@ -67,7 +67,7 @@ impl ParameterRow {
             value: self.value,
             environment,
             source: self.source,
-            updated: Some(self.updated),
+            updated: Some(crate::store::parse_timestamp(&self.updated)?),
             metadata: serde_json::from_str(&self.metadata).ok(),
         })
     }
@@ -268,8 +268,8 @@ impl Orchestrator {
             None => Ok(ParamLookup::AskAgents),
             Some(row) => {
                 let stale = row.expires != 0
-                    && parse_time(&row.updated)
-                        .map(|t| (chrono::Utc::now() - t).num_seconds() > FACT_EXPIRE_SECONDS)
+                    && crate::store::parse_timestamp(&row.updated)
+                        .map(|t| t.seconds_until(api::Timestamp::now()) > FACT_EXPIRE_SECONDS as f64)
                         .unwrap_or(true);
                 if stale { Ok(ParamLookup::AskAgents) } else { Ok(ParamLookup::Found(row.fact(env)?)) }
             }

@@ -6,12 +6,12 @@
 //! documents are TEXT.
 
 use std::path::Path;
-use std::str::FromStr;
 use std::time::Duration;
 
+use api::Timestamp;
 use chrono::{DateTime, Utc};
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
-use sqlx::{AnyPool, Executor};
+use sqlx::{AnyPool, Executor, Row};
 
 use crate::{Error, Result};
 
@@ -312,17 +312,38 @@ pub fn db_now_ms(kind: DbKind) -> &'static str {
     }
 }
 
-/// Timestamps are stored as fixed-width UTC text so that text order is time order.
+/// Timestamps are stored as fixed-width UTC text so that text order is time order
+/// ([`api::Timestamp`]'s form).
 pub fn format_time(t: DateTime<Utc>) -> String {
-    t.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+    Timestamp::from(t).to_string()
 }
 
 pub fn parse_time(s: &str) -> Result<DateTime<Utc>> {
-    DateTime::<Utc>::from_str(s).map_err(|e| Error::Corrupt(format!("bad timestamp {s:?}: {e}")))
+    parse_timestamp(s).map(Timestamp::datetime)
+}
+
+/// A stored time as read from a text column.
+pub fn parse_timestamp(s: &str) -> Result<Timestamp> {
+    s.parse().map_err(|e| Error::Corrupt(format!("bad timestamp: {e}")))
+}
+
+/// A nullable stored time.
+pub fn parse_opt_timestamp(s: Option<&str>) -> Result<Option<Timestamp>> {
+    s.map(parse_timestamp).transpose()
+}
+
+/// The time column `column` of `row`.
+pub fn time_column(row: &sqlx::any::AnyRow, column: &str) -> Result<Timestamp> {
+    parse_timestamp(&row.try_get::<String, _>(column)?)
+}
+
+/// The nullable time column `column` of `row`.
+pub fn opt_time_column(row: &sqlx::any::AnyRow, column: &str) -> Result<Option<Timestamp>> {
+    parse_opt_timestamp(row.try_get::<Option<String>, _>(column)?.as_deref())
 }
 
 pub fn now() -> String {
-    format_time(Utc::now())
+    Timestamp::now().to_string()
 }
 
 pub fn parse_uuid(s: &str) -> Result<uuid::Uuid> {

@@ -57,7 +57,7 @@ fn run(version: i64, name: &str, status: HandlerStatus, changes: serde_json::Val
         action_id: Uuid::new_v4(),
         version,
         action: ActionKind::Deploy,
-        started: chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
+        started: api::Timestamp::now(),
         resource_ids: vec![id],
         outcome: ActionOutcome {
             status,
@@ -92,7 +92,7 @@ async fn report_only_runs_set_compliance_and_keep_the_diff_of_a_non_compliant_on
     let before = report(&o, env, &["ok", "enforced"]).await;
     for diff in before.values() {
         assert_eq!(
-            (diff.compliance, diff.last_handler_run, diff.last_handler_run_at.as_deref()),
+            (diff.compliance, diff.last_handler_run, diff.last_handler_run_at.map(|t| t.to_string()).as_deref()),
             (Compliance::HasUpdate, HandlerRun::New, None)
         );
         assert_eq!(diff.attribute_diff, None);

@@ -57,7 +57,7 @@ async fn minutes_are_recorded_and_read_back_per_window() {
     // Two windows of 60 minutes: everything lands in the second (10:00 to 11:00).
     let got =
         o.environment_metrics(env, &query(&all, "2026-01-01T09:00:00Z", "2026-01-01T11:00:00Z", 2)).await.unwrap();
-    assert_eq!(got.timestamps, vec![format_time(at("2026-01-01T10:00:00Z")), format_time(at("2026-01-01T11:00:00Z"))]);
+    assert_eq!(got.timestamps, vec![at("2026-01-01T10:00:00Z").into(), at("2026-01-01T11:00:00Z").into()]);
     let window = |name: MetricName, i: usize| got.metrics[name.as_str()][i].clone();
     assert_eq!(window(MetricName::CompileTime, 0), MetricPoint::None);
     // Run time: (30 + 90 + 6) / 3 compiles; queue: the first minute's (10 s; the second compile

@@ -64,7 +64,7 @@ fn line(level: &str, msg: &str) -> LogLine {
         msg: msg.into(),
         args: vec![],
         kwargs: Default::default(),
-        timestamp: chrono::Utc::now().to_rfc3339(),
+        timestamp: api::Timestamp::now(),
     }
 }
 
@@ -326,7 +326,7 @@ fn finished_action(version: i64, id: ResourceId, outcome: ActionOutcome) -> orch
         action_id: Uuid::new_v4(),
         version,
         action: ActionKind::Deploy,
-        started: chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
+        started: api::Timestamp::now(),
         resource_ids: vec![id],
         outcome,
     }

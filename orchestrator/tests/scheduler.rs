@@ -353,7 +353,7 @@ async fn a_wake_up_lost_in_a_crash_is_recovered_at_restart() {
             action_id: Uuid::new_v4(),
             version,
             action: api::ActionKind::Deploy,
-            started: "2026-01-01T00:00:00.000000".into(),
+            started: "2026-01-01T00:00:00.000000".parse().unwrap(),
             resource_ids: vec![a],
             outcome: orchestrator::ActionOutcome {
                 status: api::HandlerStatus::Deployed,

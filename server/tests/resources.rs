@@ -58,7 +58,7 @@ fn line(level: &str, msg: &str) -> LogLine {
         msg: msg.into(),
         args: vec![],
         kwargs: Default::default(),
-        timestamp: orchestrator::store::now(),
+        timestamp: api::Timestamp::now(),
     }
 }
 
@@ -78,7 +78,7 @@ async fn deploy(o: &Orchestrator, env: Uuid, version: i64, path: &str, status: H
         action_id: uuid::Uuid::new_v4(),
         version,
         action: ActionKind::Deploy,
-        started: orchestrator::store::now(),
+        started: api::Timestamp::now(),
         resource_ids: vec![id],
         outcome,
     };

@@ -263,7 +263,7 @@ pub(crate) fn report_failed(outcome: &mut agent::Outcome, why: String) {
         msg: format!("Failed to report discovered resources to the server: {why}"),
         args: vec![],
         kwargs: Default::default(),
-        timestamp: orchestrator::store::now(),
+        timestamp: api::Timestamp::now(),
     });
 }
 
@@ -339,7 +339,7 @@ pub(crate) fn unavailable(message: String) -> TaskOutcome {
             msg: message,
             args: vec![],
             kwargs: Default::default(),
-            timestamp: orchestrator::store::now(),
+            timestamp: api::Timestamp::now(),
         }],
     }
 }

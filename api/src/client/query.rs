@@ -13,8 +13,8 @@ pub struct ActionQuery {
     pub attribute: Option<String>,
     pub attribute_value: Option<String>,
     pub log_severity: Option<String>,
-    pub first_timestamp: Option<String>,
-    pub last_timestamp: Option<String>,
+    pub first_timestamp: Option<crate::Timestamp>,
+    pub last_timestamp: Option<crate::Timestamp>,
     pub exclude_changes: Vec<String>,
     pub limit: Option<u64>,
     pub action_id: Option<Uuid>,
@@ -29,8 +29,8 @@ impl ActionQuery {
             ("attribute", &self.attribute),
             ("attribute_value", &self.attribute_value),
             ("log_severity", &self.log_severity),
-            ("first_timestamp", &self.first_timestamp),
-            ("last_timestamp", &self.last_timestamp),
+            ("first_timestamp", &self.first_timestamp.map(|t| t.to_string())),
+            ("last_timestamp", &self.last_timestamp.map(|t| t.to_string())),
         ]
         .into_iter()
         .filter_map(|(key, value)| value.clone().map(|v| (key.to_string(), v)))

@@ -562,11 +562,11 @@ pub async fn compile_details(env: String, id: String) -> Result<CompileDetailsVi
         .unwrap_or_default()
         .into_iter()
         .map(|stage| CompileStageRow {
-            duration: seconds(&stage.started, stage.completed.as_deref()),
+            duration: Some(seconds(stage.started, stage.completed)),
             name: stage.name,
             command: stage.command,
-            started: stage.started,
-            completed: stage.completed,
+            started: stage.started.to_string(),
+            completed: stage.completed.map(|t| t.to_string()),
             returncode: stage.returncode,
             stdout: stage.outstream,
             stderr: stage.errstream,

@@ -340,5 +340,5 @@ pub async fn environment_metrics(env: String, span: String) -> Result<MetricsVie
         chart(MetricName::CompileWaitingTime, "Compile waiting time", "s"),
         chart(MetricName::CompileRate, "Compile rate", "compiles/h"),
     ];
-    Ok(MetricsView { span: key.to_string(), start: answer.start, end: answer.end, charts })
+    Ok(MetricsView { span: key.to_string(), start: answer.start.to_string(), end: answer.end.to_string(), charts })
 }

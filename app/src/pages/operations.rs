@@ -366,11 +366,11 @@ pub async fn parameters(query: TableQuery, facts: bool) -> Result<Paged<Paramete
         let page = s.orchestrator.facts(id, &req).await.map_err(fail)?;
         Ok(paged(page, |f| ParameterRow {
             resource_id: f.resource_id,
-            ..parameter_row(f.name, f.value, f.source, f.updated)
+            ..parameter_row(f.name, f.value, f.source, f.updated.map(|t| t.to_string()))
         }))
     } else {
         let page = s.orchestrator.parameters(id, &req).await.map_err(fail)?;
-        Ok(paged(page, |p| parameter_row(p.name, p.value, p.source, p.updated)))
+        Ok(paged(page, |p| parameter_row(p.name, p.value, p.source, p.updated.map(|t| t.to_string()))))
     }
 }
 

@@ -536,8 +536,8 @@ pub async fn load_resource_details(env: String, rid: String) -> Result<ResourceD
         agent: r.agent,
         value: r.id_attribute_value,
         status: r.status,
-        last_deploy: r.last_deploy,
-        first_generated: r.first_generated_time,
+        last_deploy: r.last_deploy.map(|t| t.to_string()),
+        first_generated: r.first_generated_time.to_string(),
         attributes: attributes(&r.attributes),
         requires: r.requires_status.into_iter().collect(),
     })
@@ -552,7 +552,7 @@ pub async fn resource_history(env: String, rid: String) -> Result<Vec<HistoryRow
         .items
         .into_iter()
         .map(|h| HistoryRow {
-            date: h.date,
+            date: h.date.to_string(),
             attribute_hash: h.attribute_hash,
             attributes: attributes(&h.attributes),
             requires: h.requires,
@@ -589,7 +589,7 @@ pub async fn resource_logs(env: String, rid: String, min_level: String) -> Resul
         .into_iter()
         .map(|l| LogRow {
             version: versions.get(&l.action_id).copied(),
-            timestamp: l.timestamp,
+            timestamp: l.timestamp.to_string(),
             action: l.action,
             level: l.level,
             message: l.msg,
@@ -607,7 +607,7 @@ pub async fn resource_facts(env: String, rid: String) -> Result<Vec<ParameterRow
             name: f.name,
             value: f.value,
             source: f.source,
-            updated: f.updated,
+            updated: f.updated.map(|t| t.to_string()),
             resource_id: f.resource_id,
         })
         .collect())

@@ -65,7 +65,7 @@ pub struct FinishedAction {
     pub action_id: Uuid,
     pub version: i64,
     pub action: ActionKind,
-    pub started: String,
+    pub started: api::Timestamp,
     pub resource_ids: Vec<ResourceId>,
     pub outcome: ActionOutcome,
 }
@@ -82,8 +82,8 @@ pub struct ActionQuery {
     pub log_severity: Option<String>,
     pub limit: Option<u64>,
     pub action_id: Option<Uuid>,
-    pub first_timestamp: Option<String>,
-    pub last_timestamp: Option<String>,
+    pub first_timestamp: Option<api::Timestamp>,
+    pub last_timestamp: Option<api::Timestamp>,
     pub exclude_changes: Vec<String>,
 }
 

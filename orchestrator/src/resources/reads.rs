@@ -212,8 +212,8 @@ impl Orchestrator {
             id_attribute: id.attribute.clone(),
             id_attribute_value: id.value.clone(),
             attributes,
-            last_deploy: row.try_get("last_deploy")?,
-            first_generated_time: row.try_get("first_generated_time")?,
+            last_deploy: crate::store::opt_time_column(&row, "last_deploy")?,
+            first_generated_time: crate::store::time_column(&row, "first_generated_time")?,
             status: stored_name(&row, "status")?,
             requires_status,
         })
@@ -251,7 +251,7 @@ impl Orchestrator {
             attributes.insert("requires".into(), requires.clone().into());
             Ok(ResourceHistory {
                 resource_id: id.to_string(),
-                date: row.date,
+                date: crate::store::parse_timestamp(&row.date)?,
                 attributes,
                 attribute_hash: row.attribute_hash,
                 requires,
@@ -286,7 +286,7 @@ impl Orchestrator {
                 msg: row.msg,
                 args: serde_json::from_str(&row.args).map_err(corrupt("log args"))?,
                 kwargs: serde_json::from_str(&row.kwargs).map_err(corrupt("log kwargs"))?,
-                timestamp: row.timestamp,
+                timestamp: crate::store::parse_timestamp(&row.timestamp)?,
                 action_id: crate::store::parse_uuid(&row.action_id)?,
                 action: row.action,
             })
@@ -357,12 +357,12 @@ impl Orchestrator {
             push(&mut sql, " AND COALESCE(a.change, 'nochange') <> ?", change.clone());
         }
         if let (Some(first), Some(action_id)) = (&q.first_timestamp, q.action_id) {
-            push(&mut sql, " AND (a.started > ?", first.clone());
-            push(&mut sql, " OR (a.started = ?", first.clone());
+            push(&mut sql, " AND (a.started > ?", first.to_string());
+            push(&mut sql, " OR (a.started = ?", first.to_string());
             push(&mut sql, " AND a.action_id > ?))", action_id.to_string());
         } else if let (Some(last), Some(action_id)) = (&q.last_timestamp, q.action_id) {
-            push(&mut sql, " AND (a.started < ?", last.clone());
-            push(&mut sql, " OR (a.started = ?", last.clone());
+            push(&mut sql, " AND (a.started < ?", last.to_string());
+            push(&mut sql, " OR (a.started = ?", last.to_string());
             push(&mut sql, " AND a.action_id < ?))", action_id.to_string());
         }
         sql.push_str(" ORDER BY a.started DESC, a.action_id DESC");
@@ -387,8 +387,8 @@ impl Orchestrator {
                     .map_err(corrupt("resource_version_ids"))?,
                 action_id: crate::store::parse_uuid(&action_id)?,
                 action: stored_name(&row, "action")?,
-                started: row.try_get("started")?,
-                finished: row.try_get("finished")?,
+                started: crate::store::time_column(&row, "started")?,
+                finished: crate::store::opt_time_column(&row, "finished")?,
                 messages: Some(messages),
                 status: row.try_get::<Option<String>, _>("status")?.as_deref().map(parse_stored).transpose()?,
                 changes: row
@@ -446,7 +446,7 @@ impl Orchestrator {
                 msg: row.msg,
                 args: serde_json::from_str(&row.args).map_err(corrupt("log args"))?,
                 kwargs: serde_json::from_str(&row.kwargs).map_err(corrupt("log kwargs"))?,
-                timestamp: row.timestamp,
+                timestamp: crate::store::parse_timestamp(&row.timestamp)?,
             };
             lines.entry(row.action_id).or_default().push(line);
         }

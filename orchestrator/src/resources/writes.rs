@@ -328,9 +328,7 @@ async fn record_actions_chunk(
         for (seq, line) in outcome.messages.iter().enumerate() {
             let level_no = api::resource::log_level_number(&line.level)
                 .ok_or_else(|| Error::BadRequest(format!("log level {:?} is not a log level", line.level)))?;
-            let timestamp = crate::paging::parse_date(&line.timestamp).ok_or_else(|| {
-                Error::BadRequest(format!("log timestamp {:?} is not an ISO-8601 timestamp", line.timestamp))
-            })?;
+            let timestamp = line.timestamp.to_string();
             log_rows.push(serde_json::json!({
                 "action_id": done.action_id.to_string(), "seq": seq.to_string(), "level_no": level_no.to_string(),
                 "level": line.level.to_ascii_uppercase(), "msg": line.msg,

@@ -3,9 +3,9 @@
 //! the resource's marks, the events and wake-ups for its dependents, the run once more that was
 //! asked for meanwhile, and the action the writer stores.
 
-use api::ResourceId;
 use api::resource::LogLine;
 use api::state::{ActionKind, Blocked, Change, HandlerStatus, ResourceState};
+use api::{ResourceId, Timestamp};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
@@ -14,7 +14,6 @@ use super::model::Rid;
 use super::queue::Running;
 use super::task::{Priority, Task, TaskKind, TaskOutcome};
 use crate::resources::{ActionOutcome, FinishedAction};
-use crate::store::format_time;
 
 impl EnvScheduler {
     pub(super) fn start_task(&mut self, agent: &str, rid: &Rid) {
@@ -36,7 +35,7 @@ impl EnvScheduler {
                 msg: reason,
                 args: vec![],
                 kwargs: Default::default(),
-                timestamp: format_time(Utc::now()),
+                timestamp: Timestamp::now(),
             };
             let outcome = TaskOutcome {
                 status: HandlerStatus::SkippedForDependency,
@@ -135,7 +134,7 @@ impl EnvScheduler {
             action_id: crate::resources::new_action_id(),
             version,
             action: ActionKind::Deploy,
-            started: format_time(started),
+            started: started.into(),
             resource_ids: vec![(*id).clone()],
             outcome: ActionOutcome {
                 status: outcome.status,
@@ -233,7 +232,7 @@ impl EnvScheduler {
             "agent_name": id.agent, "attribute": id.attribute, "attribute_value": id.value,
             "entity_type": id.entity_type, "version": version,
         });
-        let line = |msg: String, kwargs: serde_json::Value, timestamp: String| LogLine {
+        let line = |msg: String, kwargs: serde_json::Value, timestamp: Timestamp| LogLine {
             level: "DEBUG".into(),
             msg,
             args: vec![],
@@ -244,13 +243,13 @@ impl EnvScheduler {
         out.push(line(
             format!("Start run because {reason} (deploy_id: {deploy_id})."),
             serde_json::json!({"deploy_id": deploy_id, "reason": reason, "resource": details}),
-            format_time(started),
+            started.into(),
         ));
         out.extend(logs);
         out.push(line(
             format!("End run for resource {rvid}. (deploy_id: {deploy_id}) - duration: {duration:.4} s"),
             serde_json::json!({"deploy_id": deploy_id, "duration": duration, "r_id": rvid}),
-            format_time(Utc::now()),
+            Timestamp::now(),
         ));
         out
     }

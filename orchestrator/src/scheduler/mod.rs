@@ -54,7 +54,9 @@ impl Schedulers {
             orchestrator.mark_all_agents_down().await?;
         }
         let schedulers = Arc::new(Schedulers::new(orchestrator.clone(), dispatch, node.is_some()));
-        orchestrator.health_monitor().set_schedulers(Arc::downgrade(&schedulers));
+        let weak: std::sync::Weak<Schedulers> = Arc::downgrade(&schedulers);
+        let view: std::sync::Weak<dyn crate::health::SchedulerView> = weak;
+        orchestrator.health_monitor().set_schedulers(view);
         schedulers.follow_events();
         match node {
             Some(node) => ownership::start(Arc::downgrade(&schedulers), node),

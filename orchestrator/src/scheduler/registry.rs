@@ -177,3 +177,13 @@ fn not_here(env: Uuid) -> Error {
         "the scheduler of environment {env} runs on another server: see /api/v2/serverstatus for which one"
     ))
 }
+
+impl crate::health::SchedulerView for Schedulers {
+    fn environments(&self) -> usize {
+        Schedulers::environments(self)
+    }
+
+    fn lease_counts(&self) -> (usize, usize) {
+        Schedulers::lease_counts(self)
+    }
+}

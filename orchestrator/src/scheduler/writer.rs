@@ -439,7 +439,7 @@ mod tests {
                 action_id: Uuid::new_v4(),
                 version: i as i64,
                 action: api::ActionKind::Deploy,
-                started: String::new(),
+                started: api::Timestamp::now(),
                 resource_ids: vec![],
                 outcome: ActionOutcome {
                     status: api::HandlerStatus::Deployed,
@@ -608,7 +608,7 @@ mod tests {
                 msg: "x".repeat(8 * 1024),
                 args: vec![],
                 kwargs: Default::default(),
-                timestamp: crate::store::now(),
+                timestamp: api::Timestamp::now(),
             }];
         }
         let health = Arc::new(WriteHealth::default());

@@ -92,7 +92,7 @@ impl VersionRow {
             skipped_for_undeployable: serde_json::from_str(&self.skipped_for_undeployable).unwrap_or_default(),
             is_suitable_for_partial_compiles: true,
             pip_config: json_or_null(self.pip_config.as_deref()),
-            date: self.date,
+            date: crate::store::parse_timestamp(&self.date)?,
             released: self.released != 0,
             total: self.total,
             partial_base: self.partial_base,
@@ -105,7 +105,7 @@ impl VersionRow {
             labels: self.labels(),
             status: status_of(&self.status)?,
             version: self.version,
-            date: self.date,
+            date: crate::store::parse_timestamp(&self.date)?,
             total: self.total,
             released: self.released != 0,
         })

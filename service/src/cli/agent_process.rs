@@ -233,7 +233,7 @@ fn failure(message: String) -> WireOutcome {
             msg: format!("the agent could not run the task: {message}"),
             args: vec![],
             kwargs: Default::default(),
-            timestamp: orchestrator::store::now(),
+            timestamp: api::Timestamp::now(),
         }],
         facts: Default::default(),
     }

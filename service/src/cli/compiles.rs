@@ -82,7 +82,7 @@ pub async fn run(command: CompileCommand, options: &Options) -> Result<(), CliEr
             output::list(ctx.json, &reports, &["ID", "REQUESTED", "STATE", "VERSION", "MESSAGE"], |r| {
                 vec![
                     r.id.to_string(),
-                    r.requested.clone().unwrap_or_default(),
+                    r.requested.map(|t| t.to_string()).unwrap_or_default(),
                     state(r).into(),
                     r.version.map(|v| v.to_string()).unwrap_or_default(),
                     r.metadata["message"].as_str().unwrap_or_default().to_string(),
@@ -153,9 +153,9 @@ fn print_details(ctx: &Context, details: &CompileDetails) {
     output::fields(&[
         ("id", r.id.to_string()),
         ("state", state(r).into()),
-        ("requested", r.requested.clone().unwrap_or_default()),
-        ("started", r.started.clone().unwrap_or_default()),
-        ("completed", r.completed.clone().unwrap_or_default()),
+        ("requested", r.requested.map(|t| t.to_string()).unwrap_or_default()),
+        ("started", r.started.map(|t| t.to_string()).unwrap_or_default()),
+        ("completed", r.completed.map(|t| t.to_string()).unwrap_or_default()),
         ("version", r.version.map(|v| v.to_string()).unwrap_or_default()),
         ("update", r.force_update.to_string()),
         ("message", r.metadata["message"].as_str().unwrap_or_default().to_string()),

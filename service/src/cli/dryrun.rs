@@ -42,7 +42,12 @@ pub async fn run(command: DryrunCommand, ctx: &Context, env: Uuid) -> Result<(),
         DryrunCommand::List { version } => {
             let runs = ctx.client.dry_runs(env, version).await?;
             output::list(ctx.json, &runs, &["Id", "Date", "Resources", "Todo"], |r| {
-                vec![r.id.to_string(), r.date.clone().unwrap_or_default(), r.total.to_string(), r.todo.to_string()]
+                vec![
+                    r.id.to_string(),
+                    r.date.map(|t| t.to_string()).unwrap_or_default(),
+                    r.total.to_string(),
+                    r.todo.to_string(),
+                ]
             });
         }
         DryrunCommand::Show { version, id } => {

@@ -39,7 +39,12 @@ pub async fn run(command: ParamCommand, ctx: &Context, env: Uuid) -> Result<(), 
         ParamCommand::List => {
             let params = ctx.client.follow(ctx.client.parameters(env, &ListQuery::new()).await?, Some(env)).await?;
             output::list(ctx.json, &params, &["Name", "Value", "Source", "Updated"], |p| {
-                vec![p.name.clone(), p.value.clone(), p.source.clone(), p.updated.clone().unwrap_or_default()]
+                vec![
+                    p.name.clone(),
+                    p.value.clone(),
+                    p.source.clone(),
+                    p.updated.map(|t| t.to_string()).unwrap_or_default(),
+                ]
             });
         }
         ParamCommand::Get { name, resource_id } => {

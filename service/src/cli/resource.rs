@@ -56,8 +56,8 @@ pub async fn run(command: ResourceCommand, ctx: &Context, env: Uuid) -> Result<(
             output::fields(&[
                 ("resource", details.resource_id.clone()),
                 ("status", details.status.as_str().to_string()),
-                ("last deploy", details.last_deploy.clone().unwrap_or_default()),
-                ("first generated", details.first_generated_time.clone()),
+                ("last deploy", details.last_deploy.map(|t| t.to_string()).unwrap_or_default()),
+                ("first generated", details.first_generated_time.to_string()),
             ]);
             println!("\nattributes:");
             // an attribute filled from a reference at deploy shows the reference, not `null`
@@ -77,7 +77,7 @@ pub async fn run(command: ResourceCommand, ctx: &Context, env: Uuid) -> Result<(
             let page = ctx.client.resource_history(env, &resource_id, &ListQuery::new()).await?;
             let history = ctx.client.follow(page, Some(env)).await?;
             output::list(ctx.json, &history, &["Date", "Attribute hash"], |h| {
-                vec![h.date.clone(), h.attribute_hash.clone()]
+                vec![h.date.to_string(), h.attribute_hash.clone()]
             });
         }
         ResourceCommand::Logs { resource_id, level } => {
@@ -90,7 +90,7 @@ pub async fn run(command: ResourceCommand, ctx: &Context, env: Uuid) -> Result<(
             }
             let rows: Vec<Vec<String>> = logs
                 .iter()
-                .map(|l| vec![l.timestamp.clone(), l.action.clone(), l.level.clone(), l.msg.clone()])
+                .map(|l| vec![l.timestamp.to_string(), l.action.clone(), l.level.clone(), l.msg.clone()])
                 .collect();
             output::table(&["Time", "Action", "Level", "Message"], &rows);
         }

@@ -45,7 +45,7 @@ pub async fn run(command: VersionCommand, ctx: &Context, env: Uuid) -> Result<()
                     vec![
                         v.version.to_string(),
                         text(&json!(v.status)),
-                        v.date.clone(),
+                        v.date.to_string(),
                         v.total.to_string(),
                         labels.join("; "),
                     ]
@@ -68,7 +68,7 @@ pub async fn run(command: VersionCommand, ctx: &Context, env: Uuid) -> Result<()
             output::fields(&[
                 ("version", model.version.to_string()),
                 ("status", status),
-                ("date", model.date.clone()),
+                ("date", model.date.to_string()),
                 ("released", model.released.to_string()),
                 ("resources", model.total.to_string()),
                 ("undeployable", json!(model.undeployable).to_string()),

@@ -114,8 +114,8 @@ async fn actions(State(o): State<Orchestrator>, Tid(env): Tid, Query(pairs): Que
             "attribute" => query.attribute = text,
             "attribute_value" => query.attribute_value = text,
             "log_severity" => query.log_severity = text,
-            "first_timestamp" => query.first_timestamp = text,
-            "last_timestamp" => query.last_timestamp = text,
+            "first_timestamp" => query.first_timestamp = Some(timestamp_parameter(&key, &value)?),
+            "last_timestamp" => query.last_timestamp = Some(timestamp_parameter(&key, &value)?),
             "exclude_changes" => query.exclude_changes.push(value),
             "limit" => {
                 query.limit = Some(value.parse().map_err(|_| {
@@ -140,6 +140,11 @@ async fn actions(State(o): State<Orchestrator>, Tid(env): Tid, Query(pairs): Que
     Ok(Json(body).into_response())
 }
 
+/// A time given as a query parameter, or the 400 naming it.
+fn timestamp_parameter(key: &str, value: &str) -> ApiResult<api::Timestamp> {
+    value.parse().map_err(|e| ApiError::bad_request(format!("{key}: {e}")))
+}
+
 /// Inmanta's links of a limited page of actions: `next` pages to older actions (before the
 /// last one's start), `prev` to newer ones (after the first one's start), with the same filters.
 fn action_page_links(query: &ActionQuery, actions: &[api::resource::ResourceAction]) -> Option<serde_json::Value> {
@@ -158,7 +163,7 @@ fn action_page_links(query: &ActionQuery, actions: &[api::resource::ResourceActi
     common.push(("limit", limit.to_string()));
     let link = |bound: &str, action: &api::resource::ResourceAction| {
         let mut params = common.clone();
-        params.push((bound, action.started.clone()));
+        params.push((bound, action.started.to_string()));
         params.push(("action_id", action.action_id.to_string()));
         let query: Vec<String> = params.iter().map(|(k, v)| format!("{k}={}", api::url::encode(v))).collect();
         format!("/api/v2/resource_actions?{}", query.join("&"))

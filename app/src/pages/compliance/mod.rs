@@ -159,7 +159,7 @@ fn ComplianceDetails(report: ResourceComplianceDiff) -> impl IntoView {
                 <dt>"Last handler run"</dt>
                 <dd>
                     {report.last_handler_run.as_str()}
-                    {report.last_handler_run_at.as_deref().map(|at| format!(" at {}", short_date(at)))}
+                    {report.last_handler_run_at.map(|at| format!(" at {}", at.short()))}
                 </dd>
             </dl>
             {diff}

@@ -30,7 +30,7 @@ fn run(
         action_id: orchestrator::resources::new_action_id(),
         version,
         action: ActionKind::Deploy,
-        started: "2026-01-01T00:00:00.000000Z".into(),
+        started: "2026-01-01T00:00:00.000000Z".parse().unwrap(),
         resource_ids: vec![id],
         outcome: orchestrator::ActionOutcome {
             status,

@@ -44,7 +44,7 @@ pub async fn version_summary(env: String, version: i64) -> Result<VersionRow, Se
         .to_string();
     Ok(VersionRow {
         version: m.version,
-        date: m.date,
+        date: m.date.to_string(),
         status: m
             .status
             .ok_or_else(|| fail(orchestrator::Error::Corrupt(format!("version {version} has no status"))))?,
@@ -113,7 +113,7 @@ pub async fn compliance(env: String, version: i64, report: String) -> Result<Com
     let runs = o.dryruns(id, Some(version)).await.map_err(fail)?;
     let row = |d: &api::version::DryRun| DryRunRow {
         id: d.id.to_string(),
-        date: d.date.clone().unwrap_or_default(),
+        date: d.date.map(|t| t.to_string()).unwrap_or_default(),
         total: d.total,
         todo: d.todo,
     };
