@@ -22,6 +22,7 @@ const DIALECT_SPECIFIC: &[(&str, &str)] = &[
         "0045_action_children_without_foreign_keys.sql",
         "PostgreSQL drops two foreign keys whose per-row check it paid on every deploy; SQLite would have to rebuild the tables",
     ),
+    ("0049_resource_summary_index.sql", "SQLite adds only VIRTUAL generated columns, PostgreSQL only STORED"),
 ];
 
 fn migrations(database: &str) -> BTreeMap<String, Vec<u8>> {
