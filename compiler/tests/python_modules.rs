@@ -293,16 +293,25 @@ def make_point(x: int) -> "kvconf::Point":
 def point_x(p: Point) -> int:
     assert type(p) is Point, type(p)
     return p.x
+
+
+@plugin
+def total(points: typing.Annotated[list[object], ModelType["Point[]"]]) -> int:
+    assert all(type(p) is Point for p in points), points
+    return sum(p.x for p in points)
 "#,
     );
     std::fs::write(&init, code).unwrap();
     let main = "import kvconf\n\nentity Holder:\n    int n\nend\nimplement Holder using std::none\n\n\
                 h = Holder()\nboth = [kvconf::make_point(1), h.n]\nh.n = 2\n\n\
-                p = kvconf::make_point(3)\nfrom_model = p.x\nfrom_python = kvconf::point_x(p)\n";
+                p = kvconf::make_point(3)\nfrom_model = p.x\nfrom_python = kvconf::point_x(p)\n\
+                total = kvconf::total([p, p])\n";
     std::fs::write(dir.join("main.cf"), main).unwrap();
     let out = compile_project_with(&dir, &options(&dir, python)).expect("compiles");
     assert_eq!(out.variables["from_model"], serde_json::json!(3));
     assert_eq!(out.variables["from_python"], serde_json::json!(3));
+    // `ModelType` names resolve in the plugin's module, a list of them too
+    assert_eq!(out.variables["total"], serde_json::json!(6));
     let mut printed = out.printed.clone();
     printed.sort();
     assert_eq!(printed, ["made 1", "made 3"]);

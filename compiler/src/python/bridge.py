@@ -31,6 +31,7 @@ import pkgutil
 import sys
 import traceback
 import types
+import typing
 
 _proto_out = sys.stdout
 # Plugins that print must not write into the protocol: what a plugin call prints is answered
@@ -902,11 +903,15 @@ def _is_entity(value, name):
 
 def model_type_name(name, ns):
     """A `ModelType[...]` name as Inmanta resolves it in the plugin's namespace: a bare name that
-    is no DSL type is one of that namespace."""
-    name = name.strip()
-    if ns is None or "::" in name or name in _DSL_TYPES or name in ("any", "expression", "null"):
-        return name
-    return f"{ns}::{name}"
+    is no DSL type is one of that namespace (`Name[]`, `Name?` too)."""
+    base = name.strip()
+    suffix = ""
+    while base.endswith("?") or base.endswith("[]"):
+        cut = 1 if base.endswith("?") else 2
+        base, suffix = base[:-cut], base[-cut:] + suffix
+    if ns is None or "::" in base or base in _DSL_TYPES or base in ("any", "expression", "null"):
+        return base + suffix
+    return f"{ns}::{base}{suffix}"
 
 
 def conforms(value, annotation, ignore_references=False, ns=None):
@@ -1023,6 +1028,8 @@ class PluginTypeError(Exception):
 # argument gets instances as DynamicProxy. The way back is `encode`: a dataclass object a plugin
 # returns becomes a new instance of its entity, whatever the return annotation says.
 _dataclass_objects = {}  # instance id -> the object made for it: the same instance, the same object
+# `type X = ...` aliases (Python 3.12 and later)
+_TYPE_ALIAS = getattr(typing, "TypeAliasType", ())
 
 
 def converts_to_dataclass(annotation, ns):
@@ -1030,11 +1037,10 @@ def converts_to_dataclass(annotation, ns):
     namespace, where `ModelType` names resolve)."""
     import collections.abc
     import types as pytypes
-    import typing
 
     if not _entity_dataclass:
         return False
-    if isinstance(annotation, typing.TypeAliasType):
+    if isinstance(annotation, _TYPE_ALIAS):
         return converts_to_dataclass(annotation.__value__, ns)
     if isinstance(annotation, str):
         text = annotation.strip()
@@ -1066,13 +1072,12 @@ def to_python_domain(value, annotation, ns, path):
     (converts_to_dataclass), a DynamicProxy (or plain value) elsewhere."""
     import collections.abc
     import types as pytypes
-    import typing
 
     if value is None or isinstance(value, inm_util.NoneValue):
         return None
     if isinstance(value, inm_util.Unknown) or not converts_to_dataclass(annotation, ns):
         return Bridge.to_plugin(value, path)
-    if isinstance(annotation, typing.TypeAliasType):
+    if isinstance(annotation, _TYPE_ALIAS):
         return to_python_domain(value, annotation.__value__, ns, path)
     if isinstance(annotation, str):
         text = annotation.strip()
