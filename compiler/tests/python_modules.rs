@@ -257,6 +257,67 @@ def late() -> list[str]:
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// A model dataclass crosses the plugin boundary as Inmanta converts it: a plugin annotated with
+/// its Python class gets an object of that class, and one a plugin returns is a new instance of
+/// its entity. The call is made once even when its statement waits after it (the print and the
+/// instance are not repeated), and what the plugin prints is part of the compile's output.
+#[test]
+fn dataclasses_cross_the_plugin_boundary_as_python_objects() {
+    let Some(python) = test_python() else { return };
+    let dir = std::env::temp_dir().join(format!("python-plugin-dataclass-{}", std::process::id()));
+    copy_dir(&root().join("../examples/python-module"), &dir);
+    let model = dir.join("libs/kvconf/model/_init.cf");
+    let mut cf = std::fs::read_to_string(&model).unwrap();
+    cf.push_str("\nentity Point extends std::Dataclass:\n    int x\nend\nimplement Point using std::none\n");
+    std::fs::write(&model, cf).unwrap();
+    let init = dir.join("libs/kvconf/plugins/__init__.py");
+    let mut code = std::fs::read_to_string(&init).unwrap();
+    code.push_str(
+        r#"
+
+import dataclasses as _dataclasses
+
+
+@_dataclasses.dataclass(frozen=True)
+class Point:
+    x: int
+
+
+@plugin
+def make_point(x: int) -> "kvconf::Point":
+    print(f"made {x}")
+    return Point(x=x)
+
+
+@plugin
+def point_x(p: Point) -> int:
+    assert type(p) is Point, type(p)
+    return p.x
+
+
+@plugin
+def total(points: typing.Annotated[list[object], ModelType["Point[]"]]) -> int:
+    assert all(type(p) is Point for p in points), points
+    return sum(p.x for p in points)
+"#,
+    );
+    std::fs::write(&init, code).unwrap();
+    let main = "import kvconf\n\nentity Holder:\n    int n\nend\nimplement Holder using std::none\n\n\
+                h = Holder()\nboth = [kvconf::make_point(1), h.n]\nh.n = 2\n\n\
+                p = kvconf::make_point(3)\nfrom_model = p.x\nfrom_python = kvconf::point_x(p)\n\
+                total = kvconf::total([p, p])\n";
+    std::fs::write(dir.join("main.cf"), main).unwrap();
+    let out = compile_project_with(&dir, &options(&dir, python)).expect("compiles");
+    assert_eq!(out.variables["from_model"], serde_json::json!(3));
+    assert_eq!(out.variables["from_python"], serde_json::json!(3));
+    // `ModelType` names resolve in the plugin's module, a list of them too
+    assert_eq!(out.variables["total"], serde_json::json!(6));
+    let mut printed = out.printed.clone();
+    printed.sort();
+    assert_eq!(printed, ["made 1", "made 3"]);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn a_module_with_python_code_and_no_python_says_what_is_missing() {
     let dir = std::env::temp_dir().join(format!("python-missing-{}", std::process::id()));

@@ -16,8 +16,10 @@
 # unknowns as {"$u": 1}; references as {"$r": id, "references": {id: {"model", "module", "class"}}}
 # (the reference and every reference it takes, as inmanta-core serializes them).
 
+import contextlib
 import dataclasses
 import hashlib
+import io
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -29,9 +31,11 @@ import pkgutil
 import sys
 import traceback
 import types
+import typing
 
 _proto_out = sys.stdout
-# Plugins that print must not write into the protocol: their output goes to stderr.
+# Plugins that print must not write into the protocol: what a plugin call prints is answered
+# with it (Bridge.call), what else prints goes to stderr.
 sys.stdout = sys.stderr
 _proto_in = sys.stdin
 
@@ -473,9 +477,19 @@ def decode(v):
             return inm_util.Unknown(source=None)
         if "$r" in v:
             return _reference_object(v["$r"], v.get("references", {}))
-    if isinstance(v, str) and v.startswith(FileMarker.PREFIX):
-        return FileMarker(v[len(FileMarker.PREFIX) :])
+    if isinstance(v, str):
+        if v.startswith(FileMarker.PREFIX):
+            return FileMarker(v[len(FileMarker.PREFIX) :])
+        if _string_likes:
+            return _string_likes.get(v, v)
     return v
+
+
+# Strings of a str subclass that plugins returned, by text. Inmanta's model holds the very object
+# a plugin returned, so a plugin that gets the value back gets its class too; the compiler holds
+# the text, and the text brings the object back here (an equal text from elsewhere as well: the
+# model can not tell them apart, nor can a plugin but by the class).
+_string_likes = {}
 
 
 # reference id -> the Python object rebuilt from its model: the same reference is the same object
@@ -638,6 +652,8 @@ def encode(v, path="value"):
     if v is None or isinstance(v, inm_util.NoneValue):
         return None
     if isinstance(v, (bool, int, float, str)):
+        if type(v) is not str and isinstance(v, str) and not isinstance(v, FileMarker):
+            _string_likes[str(v)] = v
         return v
     if isinstance(v, inmanta.references.Reference):
         references = {}
@@ -650,6 +666,11 @@ def encode(v, path="value"):
         return v.model_dump(mode="json")
     if isinstance(v, RemoteInstance):
         return {"$i": v.id}
+    entity = _dataclass_entity.get(type(v))
+    if entity is not None:
+        # inmanta-core's Entity.from_python: a new instance of the entity with the object's fields
+        fields = [[f.name, encode(getattr(v, f.name), f"{path}.{f.name}")] for f in dataclasses.fields(v)]
+        return {"$dc": entity, "$a": fields}
     if isinstance(v, proxy.DynamicProxy):
         inner = v._get_instance()
         if isinstance(inner, RemoteInstance):
@@ -850,7 +871,7 @@ _typedefs = {}  # model type name -> whether it is a typedef (else an entity), a
 def _conforms_to_model_type(value, name):
     """A "ns::name" annotation names an entity or a typedef of the model; the compiler checks a
     typedef (its base type and constraint), as Inmanta resolves the name in the model."""
-    if _typedefs.get(name) is not False and not isinstance(value, RemoteInstance):
+    if _typedefs.get(name) is not False and _entity_of(value) is None:
         try:
             encoded = encode(value)
         except NotTransferable:
@@ -862,18 +883,42 @@ def _conforms_to_model_type(value, name):
     return _is_entity(value, name)
 
 
+def _entity_of(value):
+    """The entity of a value that is (or becomes) an instance: an instance, or an object of a
+    paired dataclass that a plugin returns (the compiler makes its instance)."""
+    if isinstance(value, RemoteInstance):
+        return value.type
+    entity = _dataclass_entity.get(type(value))
+    return remote_type(entity) if entity is not None else None
+
+
 def _is_entity(value, name):
-    if not isinstance(value, RemoteInstance):
+    entity = _entity_of(value)
+    if entity is None:
         return False
     if name == "std::Entity":
         return True
-    return value.type.get_full_name() == name or name in value.type.get_all_parent_names()
+    return entity.get_full_name() == name or name in entity.get_all_parent_names()
 
 
-def conforms(value, annotation, ignore_references=False):
+def model_type_name(name, ns):
+    """A `ModelType[...]` name as Inmanta resolves it in the plugin's namespace: a bare name that
+    is no DSL type is one of that namespace (`Name[]`, `Name?` too)."""
+    base = name.strip()
+    suffix = ""
+    while base.endswith("?") or base.endswith("[]"):
+        cut = 1 if base.endswith("?") else 2
+        base, suffix = base[:-cut], base[-cut:] + suffix
+    if ns is None or "::" in base or base in _DSL_TYPES or base in ("any", "expression", "null"):
+        return base + suffix
+    return f"{ns}::{base}{suffix}"
+
+
+def conforms(value, annotation, ignore_references=False, ns=None):
     """Whether a value fits a plugin annotation; True where the annotation is not understood. A
     reference fits only an annotation that declares it (`Reference[T]`, in a union or not), unless
-    `ignore_references` (then it fits anything: the check is of the rest of the value)."""
+    `ignore_references` (then it fits anything: the check is of the rest of the value). `ns` is
+    the plugin's namespace, in which the names of `ModelType` annotations resolve."""
     import types as pytypes
     import typing
 
@@ -898,13 +943,13 @@ def conforms(value, annotation, ignore_references=False):
     if isinstance(annotation, str):
         text = annotation.strip()
         if text.endswith("?"):
-            return value is None or conforms(value, text[:-1], ignore_references)
+            return value is None or conforms(value, text[:-1], ignore_references, ns)
         if text in ("any", "expression"):
             return True
         if text in ("null", "None"):
             return value is None
         if text.endswith("[]"):
-            return isinstance(value, list) and all(conforms(x, text[:-2], ignore_references) for x in value)
+            return isinstance(value, list) and all(conforms(x, text[:-2], ignore_references, ns) for x in value)
         if text in _DSL_TYPES:
             if isinstance(value, bool) and text != "bool":
                 return False
@@ -917,10 +962,10 @@ def conforms(value, annotation, ignore_references=False):
     if origin is typing.Annotated:
         for meta in args[1:]:
             if isinstance(meta, inmanta.plugins.ModelType):
-                return _is_entity(value, meta.model_type)
-        return conforms(value, args[0], ignore_references)
+                return conforms(value, model_type_name(meta.model_type, ns), ignore_references, ns)
+        return conforms(value, args[0], ignore_references, ns)
     if origin in (typing.Union, pytypes.UnionType):
-        return any(conforms(value, a, ignore_references) for a in args)
+        return any(conforms(value, a, ignore_references, ns) for a in args)
     if annotation in (str, int, float, bool):
         if isinstance(value, bool) and annotation is not bool:
             return False
@@ -929,17 +974,21 @@ def conforms(value, annotation, ignore_references=False):
         # elements of any type, which do not declare references
         return isinstance(value, annotation) and (ignore_references or not _contains_reference(value))
     if origin in (list, typing.Sequence) or annotation is typing.Sequence:
-        return isinstance(value, list) and (not args or all(conforms(x, args[0], ignore_references) for x in value))
+        return isinstance(value, list) and (not args or all(conforms(x, args[0], ignore_references, ns) for x in value))
     if origin in (dict, typing.Mapping):
-        return isinstance(value, dict) and (len(args) < 2 or all(conforms(x, args[1], ignore_references) for x in value.values()))
+        return isinstance(value, dict) and (len(args) < 2 or all(conforms(x, args[1], ignore_references, ns) for x in value.values()))
     if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
+        entity = _dataclass_entity.get(annotation)
+        if entity is not None:
+            return _is_entity(value, entity)
         # a dataclass comes from an instance of its entity, never from a plain value
         return value is not None and not isinstance(value, (str, int, float, bool, list, dict))
     return True
 
 
-def checker(annotation):
-    """`conforms` for one annotation, with the common plain types answered without the walk."""
+def checker(annotation, ns):
+    """`conforms` for one annotation of a plugin of namespace `ns`, with the common plain types
+    answered without the walk."""
     import typing
 
     Unknown = inm_util.Unknown
@@ -950,7 +999,7 @@ def checker(annotation):
     if annotation is typing.Any or annotation is object or annotation in ("any", "expression"):
         # anything but a reference, which only a `Reference[...]` annotation takes
         return lambda v: not isinstance(v, inmanta.references.Reference)
-    return lambda v: conforms(v, annotation)
+    return lambda v: conforms(v, annotation, ns=ns)
 
 
 def type_text(annotation):
@@ -964,11 +1013,127 @@ def type_text(annotation):
                 return meta.model_type
     if annotation in (str, int, float, bool, list, dict):
         return {"str": "string"}.get(annotation.__name__, annotation.__name__)
+    if isinstance(annotation, type) and annotation in _dataclass_entity:
+        return _dataclass_entity[annotation]
     return str(annotation).replace("typing.", "")
 
 
 class PluginTypeError(Exception):
     pass
+
+
+# Dataclasses at the plugin boundary. An argument whose annotation names a paired dataclass
+# entity (alone, in a list, dict, optional or union) gets its instances as objects of the Python
+# class, made from their attributes once all are set (inmanta-core's Entity.to_python); any other
+# argument gets instances as DynamicProxy. The way back is `encode`: a dataclass object a plugin
+# returns becomes a new instance of its entity, whatever the return annotation says.
+_dataclass_objects = {}  # instance id -> the object made for it: the same instance, the same object
+# `type X = ...` aliases (Python 3.12 and later)
+_TYPE_ALIAS = getattr(typing, "TypeAliasType", ())
+
+
+def converts_to_dataclass(annotation, ns):
+    """Inmanta's `has_custom_to_python()` of the type an annotation names (`ns`: the plugin's
+    namespace, where `ModelType` names resolve)."""
+    import collections.abc
+    import types as pytypes
+
+    if not _entity_dataclass:
+        return False
+    if isinstance(annotation, _TYPE_ALIAS):
+        return converts_to_dataclass(annotation.__value__, ns)
+    if isinstance(annotation, str):
+        text = annotation.strip()
+        while text.endswith("?") or text.endswith("[]"):
+            text = text[:-1] if text.endswith("?") else text[:-2]
+        return model_type_name(text, ns) in _entity_dataclass
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        for meta in reversed(args[1:]):
+            if isinstance(meta, inmanta.plugins.ModelType):
+                named = model_type_name(meta.model_type, ns)
+                # `Annotated[DynamicProxy, ModelType[...]]` of an entity asks for the proxy
+                if args[0] is proxy.DynamicProxy and named in _entity_dataclass:
+                    return False
+                return converts_to_dataclass(named, ns)
+        return converts_to_dataclass(args[0], ns)
+    if origin in (typing.Union, pytypes.UnionType):
+        return any(converts_to_dataclass(a, ns) for a in args)
+    if origin in (list, collections.abc.Sequence) and args:
+        return converts_to_dataclass(args[0], ns)
+    if origin in (dict, collections.abc.Mapping) and len(args) == 2:
+        return converts_to_dataclass(args[1], ns)
+    return isinstance(annotation, type) and annotation in _dataclass_entity
+
+
+def to_python_domain(value, annotation, ns, path):
+    """An argument as the plugin gets it: Inmanta's `to_python()` where the annotation converts
+    (converts_to_dataclass), a DynamicProxy (or plain value) elsewhere."""
+    import collections.abc
+    import types as pytypes
+
+    if value is None or isinstance(value, inm_util.NoneValue):
+        return None
+    if isinstance(value, inm_util.Unknown) or not converts_to_dataclass(annotation, ns):
+        return Bridge.to_plugin(value, path)
+    if isinstance(annotation, _TYPE_ALIAS):
+        return to_python_domain(value, annotation.__value__, ns, path)
+    if isinstance(annotation, str):
+        text = annotation.strip()
+        if text.endswith("?"):
+            return to_python_domain(value, text[:-1], ns, path)
+        if text.endswith("[]"):
+            return [to_python_domain(x, text[:-2], ns, f"{path}[{i}]") for i, x in enumerate(value)]
+        return _dataclass_object(value, path)
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        for meta in reversed(args[1:]):
+            if isinstance(meta, inmanta.plugins.ModelType):
+                return to_python_domain(value, model_type_name(meta.model_type, ns), ns, path)
+        return to_python_domain(value, args[0], ns, path)
+    if origin in (typing.Union, pytypes.UnionType):
+        # the first member the value fits decides, as in Inmanta's Union.to_python
+        for member in args:
+            if conforms(value, member, ns=ns):
+                return to_python_domain(value, member, ns, path)
+        return Bridge.to_plugin(value, path)
+    if origin in (list, collections.abc.Sequence):
+        return [to_python_domain(x, args[0], ns, f"{path}[{i}]") for i, x in enumerate(value)]
+    if origin in (dict, collections.abc.Mapping):
+        return {k: to_python_domain(x, args[1], ns, f"{path}[{k!r}]") for k, x in value.items()}
+    return _dataclass_object(value, path)
+
+
+def _dataclass_object(inst, path):
+    """The object of its paired Python class for an instance of a dataclass entity (of its own
+    entity: a child's instance passed for its parent is its child's class)."""
+    cls = _entity_dataclass.get(inst.type.get_full_name()) if isinstance(inst, RemoteInstance) else None
+    if cls is None:
+        return Bridge.to_plugin(inst, path)
+    made = _dataclass_objects.get(inst.id)
+    if made is None:
+        values = {f.name: _field_value(inst.get_attribute(f.name).get_value(), f.name) for f in dataclasses.fields(cls)}
+        made = _dataclass_objects[inst.id] = cls(**values)
+    return made
+
+
+def _field_value(value, field):
+    """A dataclass field's value in the Python domain, which has no unknowns (Entity.to_python)."""
+    if isinstance(value, inm_util.Unknown):
+        raise inmanta.ast.TypingException(
+            None,
+            f"Encountered unknown in field {field!r}."
+            " Unknowns are not currently supported in dataclass instances in the Python domain.",
+        )
+    if isinstance(value, inm_util.NoneValue):
+        return None
+    if isinstance(value, list):
+        return [_field_value(x, field) for x in value]
+    if isinstance(value, dict):
+        return {k: _field_value(x, field) for k, x in value.items()}
+    return value
 
 
 def model_type_names(annotations):
@@ -1016,7 +1181,7 @@ class Plugin:
                 self.context_at = position
         self.annotations = spec.annotations
         # one checker per annotation, made once: a call then costs a function call per argument
-        self.checks = {name: checker(annotation) for name, annotation in spec.annotations.items()}
+        self.checks = {name: checker(annotation, self.ns) for name, annotation in spec.annotations.items()}
         self.params = [a for i, a in enumerate(spec.args) if i != self.context_at]
 
     def arity_refusal(self, args, kwargs):
@@ -1057,6 +1222,20 @@ class Plugin:
                     or f"Value {value!r} for argument {name} of plugin {self.name} has incompatible type."
                     f" Expected type: {type_text(self.annotations[name])}"
                 )
+
+    def argument(self, value, name):
+        """An argument as the plugin gets it (to_python_domain); a dataclass instance that has no
+        Python object (an unknown in a field) is Inmanta's PluginTypeException."""
+        annotation = self.annotations.get(name)
+        if annotation is None:
+            return Bridge.to_plugin(value, name)
+        try:
+            return to_python_domain(value, annotation, self.ns, name)
+        except inmanta.ast.TypingException as e:
+            raise PluginTypeError(
+                f"Value {value!r} for argument {name} of plugin {self.name} has incompatible type."
+                f" Expected type: {type_text(annotation)}: caused by {describe(e)}"
+            )
 
     def check_result(self, value):
         check = self.checks.get("return")
@@ -1223,6 +1402,16 @@ class Bridge:
         return {"ok": {"plugins": plugins, "resources": resources, "python": sys.version.split()[0]}}
 
     def call(self, request):
+        """A plugin call; what the plugin prints is answered with it (as `printed`): Inmanta's
+        plugins print to the compile's output, as std::print does."""
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            answer = self._call(request)
+        if printed.getvalue():
+            answer["printed"] = printed.getvalue()
+        return answer
+
+    def _call(self, request):
         plugin = self.plugins[request["plugin"]]
         raw_args = [decode(v) for v in request.get("args", [])]
         raw_kwargs = {k: decode(v) for k, v in request.get("kwargs", {}).items()}
@@ -1234,8 +1423,13 @@ class Bridge:
         except PluginTypeError as e:
             return {"error": {"type": "PluginTypeException", "message": str(e), "frame": ""}}
         names = plugin.params
-        args = [self.to_plugin(v, names[i] if i < len(names) else f"args[{i}]") for i, v in enumerate(raw_args)]
-        kwargs = {k: self.to_plugin(v, k) for k, v in raw_kwargs.items()}
+        try:
+            args = [plugin.argument(v, names[i] if i < len(names) else f"args[{i}]") for i, v in enumerate(raw_args)]
+            kwargs = {k: plugin.argument(v, k) for k, v in raw_kwargs.items()}
+        except PluginTypeError as e:
+            return {"error": {"type": "PluginTypeException", "message": str(e), "frame": ""}}
+        except Exception as e:
+            return error_answer(e)
         if plugin.context_at >= 0:
             args.insert(plugin.context_at, BridgeContext(plugin.ns, self.config, self))
         try:
@@ -1431,6 +1625,12 @@ def _pairing_failures(entity, dataclass):
     return failures
 
 
+# The model dataclasses paired with their Python classes (pair_dataclasses), both ways: what
+# inmanta-core keeps as `_paired_inmanta_entity` on the class and `_paired_dataclass` on the entity.
+_dataclass_entity = {}  # Python class -> entity name
+_entity_dataclass = {}  # entity name -> Python class
+
+
 def pair_dataclasses(entities):
     """Inmanta's pairing of model dataclasses with the Python classes of their modules, one verdict
     per entity up to the first refused: "absent" (no Python object of the name: not paired),
@@ -1466,6 +1666,8 @@ def pair_dataclasses(entities):
             )
             verdicts.append({"status": "refused", "type": "DataClassMismatchException", "message": message})
             break
+        _dataclass_entity[found] = full
+        _entity_dataclass[full] = found
         verdicts.append({"status": "paired"})
     return verdicts
 

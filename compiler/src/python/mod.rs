@@ -433,6 +433,10 @@ impl<'a> Evaluator<'a> {
             "kwargs": kw.iter().map(|(k, v)| (k.clone(), encode(self, v))).collect::<serde_json::Map<_, _>>(),
         });
         let (answer, wait) = self.ask_python(&request, &format!("plugin {name}"), span)?;
+        if let Some(text) = answer["printed"].as_str() {
+            // the plugin's `print`s, lines as std::print's (Inmanta prints both to its output)
+            self.printed.push(text.strip_suffix('\n').unwrap_or(text).to_string());
+        }
         if answer.get("unset").is_some() {
             return Err(match wait {
                 Some(w) => Flow::Wait(w),
@@ -444,7 +448,9 @@ impl<'a> Evaluator<'a> {
         if let Some(e) = answer.get("error") {
             return Err(plugin_error(self, name, e, span));
         }
-        decode(self, &answer["ok"]).map_err(|m| {
+        let mut result = answer["ok"].clone();
+        self.make_dataclass_instances(&mut result, name, span)?;
+        decode(self, &result).map_err(|m| {
             error(
                 "PluginTypeException",
                 format!("The return value of plugin {name} can not be used: {m}"),
@@ -452,6 +458,56 @@ impl<'a> Evaluator<'a> {
                 self.m.sources,
             )
         })
+    }
+
+    /// Makes an instance for each dataclass object a plugin returned (`{"$dc": entity, "$a":
+    /// [[field, value], ...]}`), as inmanta-core's `Entity.from_python` does at the plugin
+    /// boundary, and puts the instance in its place. A field its attribute refuses fails the
+    /// call, as Inmanta wraps it: a WrappingRuntimeException of the plugin.
+    fn make_dataclass_instances(&mut self, result: &mut Json, plugin: &str, span: Span) -> Result<(), Flow> {
+        match result {
+            Json::Array(items) => items.iter_mut().try_for_each(|x| self.make_dataclass_instances(x, plugin, span)),
+            Json::Object(o) if o.contains_key("$d") => o
+                .get_mut("$d")
+                .and_then(Json::as_array_mut)
+                .into_iter()
+                .flatten()
+                .filter_map(|pair| pair.get_mut(1))
+                .try_for_each(|x| self.make_dataclass_instances(x, plugin, span)),
+            Json::Object(o) if o.contains_key("$dc") => {
+                let entity = o["$dc"].as_str().unwrap_or_default().to_string();
+                let mut fields = o.remove("$a").unwrap_or_default();
+                self.make_dataclass_instances(&mut fields, plugin, span)?;
+                let inst = self.dataclass_instance(&entity, &fields, plugin, span)?;
+                *result = json!({"$i": inst});
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn dataclass_instance(&mut self, entity: &str, fields: &Json, plugin: &str, span: Span) -> Result<InstId, Flow> {
+        let wrapped = |ev: &Self, cause: &str| {
+            error("WrappingRuntimeException", format!("Exception in plugin {plugin}: {cause}"), span, ev.m.sources)
+        };
+        let Some(&ent) = self.m.types.entity_by_name.get(entity) else {
+            return Err(wrapped(self, &format!("the returned dataclass {entity} is no entity of the model")));
+        };
+        let inst = self.new_instance(ent, span);
+        for pair in fields.as_array().into_iter().flatten() {
+            let name = pair[0].as_str().unwrap_or_default();
+            let Some((ai, _)) = self.m.types.entities[ent].attr(name) else {
+                return Err(wrapped(self, &format!("{entity} has no attribute {name}")));
+            };
+            let value = decode(self, &pair[1]).map_err(|m| wrapped(self, &m))?;
+            match self.assign_attr(inst, ai as u32, value, false, span) {
+                Ok(()) => {}
+                Err(Flow::Err(d)) => return Err(wrapped(self, &d.message)),
+                Err(wait) => return Err(wait),
+            }
+        }
+        self.select_implementations(inst);
+        Ok(inst)
     }
 
     /// The resource id (without version) inmanta-core's `to_id` gives an instance that a Python
