@@ -3,7 +3,9 @@
 //! `scripts/build-console.sh` writes the site (content-hashed wasm, JS and CSS, their brotli and
 //! gzip copies, `public/` and a `manifest.json`) to `$INMANTA_CONSOLE_SITE`, by default `site/`
 //! in the cargo target directory. When that directory holds a manifest, every file in it is
-//! included in the binary (`include_bytes!`), so a copied binary serves the whole console. When
+//! included in the binary (`include_bytes!`), so a copied binary serves the whole console, except
+//! a file that has a gzip copy: only its compressed copies are embedded, and the few clients that
+//! accept no encoding get it decompressed (5 of the site's 8 MB; the binary stays small). When
 //! not (a developer who never built the console), nothing is embedded and the server renders its
 //! pages with a notice saying how to build the scripts; `cargo build -p server` works either way.
 
@@ -27,6 +29,9 @@ fn main() {
     let mut files = Vec::new();
     if manifest.is_file() {
         collect(&site, &site, &mut files);
+        let gzipped: std::collections::HashSet<String> =
+            files.iter().filter_map(|(relative, _)| relative.strip_suffix(".gz").map(str::to_string)).collect();
+        files.retain(|(relative, _)| !gzipped.contains(relative));
         files.sort();
         code.push_str(&format!("pub static MANIFEST: Option<&str> = Some(include_str!({manifest:?}));\n"));
     } else {

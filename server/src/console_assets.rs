@@ -3,9 +3,11 @@
 //! A site is what `scripts/build-console.sh` writes: `manifest.json` naming the content-hashed
 //! script, wasm and stylesheet (`pkg/console.<hash>.wasm`), and next to each file its brotli
 //! (`.br`) and gzip (`.gz`) copy when that is smaller. It comes from the binary (embedded by
-//! `build.rs` when the site existed at compile time) or from a directory given at run time.
+//! `build.rs` when the site existed at compile time, without the files that have a gzip copy) or
+//! from a directory given at run time.
 //!
-//! Responses: the copy the browser accepts (`Accept-Encoding`: brotli, then gzip, then as is),
+//! Responses: the copy the browser accepts (`Accept-Encoding`: brotli, then gzip, then as is,
+//! decompressed from the gzip copy when only that is held),
 //! `Vary: Accept-Encoding`, an `ETag` (answered with 304 when it matches), and
 //! `Cache-Control: public, max-age=31536000, immutable` for hashed names (their content never
 //! changes under that name), `no-cache` for the rest.
@@ -34,7 +36,8 @@ pub struct Site {
 }
 
 struct Asset {
-    identity: Bytes,
+    /// `None` when only compressed copies are held (then there is a gzip copy).
+    identity: Option<Bytes>,
     brotli: Option<Bytes>,
     gzip: Option<Bytes>,
     content_type: &'static str,
@@ -90,14 +93,16 @@ impl Site {
         let hashed = [&manifest.js, &manifest.wasm, &manifest.css];
         let mut all: HashMap<String, Bytes> = files.collect();
         let mut served = HashMap::new();
-        let originals: Vec<String> =
+        let mut originals: Vec<String> =
             all.keys().filter(|p| !p.ends_with(".br") && !p.ends_with(".gz")).cloned().collect();
+        let gzip_only = all.keys().filter_map(|p| p.strip_suffix(".gz")).filter(|p| !all.contains_key(*p));
+        originals.extend(gzip_only.map(str::to_string).collect::<Vec<_>>());
         for path in originals {
-            let identity = all.remove(&path).unwrap_or_default();
+            let identity = all.remove(&path);
             let brotli = all.remove(&format!("{path}.br"));
             let gzip = all.remove(&format!("{path}.gz"));
             let mut hasher = std::collections::hash_map::DefaultHasher::new();
-            identity.hash(&mut hasher);
+            identity.as_ref().or(gzip.as_ref()).hash(&mut hasher);
             let asset = Asset {
                 content_type: content_type(&path),
                 etag: format!("\"{:016x}\"", hasher.finish()),
@@ -141,7 +146,7 @@ impl Site {
         let (body, etag) = match encoding {
             Encoding::Brotli => (asset.brotli.clone(), format!("{}-br\"", asset.etag.trim_end_matches('"'))),
             Encoding::Gzip => (asset.gzip.clone(), format!("{}-gz\"", asset.etag.trim_end_matches('"'))),
-            Encoding::Identity => (Some(asset.identity.clone()), asset.etag.clone()),
+            Encoding::Identity => (Some(asset.identity()), asset.etag.clone()),
         };
         let mut headers = HeaderMap::new();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(asset.content_type));
@@ -164,6 +169,22 @@ impl Site {
             return (StatusCode::NOT_MODIFIED, headers).into_response();
         }
         (headers, Body::from(body.unwrap_or_default())).into_response()
+    }
+}
+
+impl Asset {
+    /// The file as is: held, or decompressed from its gzip copy.
+    fn identity(&self) -> Bytes {
+        if let Some(identity) = &self.identity {
+            return identity.clone();
+        }
+        let mut plain = Vec::new();
+        let gzip = self.gzip.as_deref().unwrap_or_default();
+        match std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(gzip), &mut plain) {
+            Ok(_) => Bytes::from(plain),
+            // The site's own build wrote the copy; a corrupt one is a broken build.
+            Err(e) => panic!("the console's embedded gzip copy cannot be read: {e}"),
+        }
     }
 }
 
@@ -270,6 +291,33 @@ mod tests {
         assert_eq!(body(again).await, "");
         assert_eq!(site.respond("pkg/missing.js", &chromium).status(), StatusCode::NOT_FOUND);
         assert_eq!(site.public_files().collect::<Vec<_>>(), vec!["favicon.svg"]);
+    }
+
+    #[tokio::test]
+    async fn a_file_held_only_compressed_is_decompressed_for_a_client_that_accepts_none() {
+        let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        std::io::Write::write_all(&mut gzip, b"the wasm").unwrap();
+        let gzip = gzip.finish().unwrap();
+        let files = [
+            ("pkg/console.aa.js", Bytes::from_static(b"js")),
+            ("pkg/console.bb.wasm.gz", Bytes::from(gzip.clone())),
+            ("pkg/console.bb.wasm.br", Bytes::from_static(b"wasm-br")),
+            ("pkg/console.cc.css", Bytes::from_static(b"css")),
+        ];
+        let manifest = r#"{"js": "pkg/console.aa.js", "wasm": "pkg/console.bb.wasm", "css": "pkg/console.cc.css"}"#;
+        let site =
+            Site::from_files(manifest, files.into_iter().map(|(p, b)| (p.to_string(), b)), "test".into()).unwrap();
+        let response = site.respond("pkg/console.bb.wasm", &HeaderMap::new());
+        assert!(response.headers().get(header::CONTENT_ENCODING).is_none());
+        assert_eq!(response.headers()[header::CONTENT_TYPE], "application/wasm");
+        assert_eq!(body(response).await, "the wasm");
+        let gzip_only = headers(&[(header::ACCEPT_ENCODING, "gzip")]);
+        let response = site.respond("pkg/console.bb.wasm", &gzip_only);
+        assert_eq!(response.headers()[header::CONTENT_ENCODING], "gzip");
+        let served = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        assert_eq!(served.as_ref(), gzip.as_slice());
+        let brotli = headers(&[(header::ACCEPT_ENCODING, "br")]);
+        assert_eq!(body(site.respond("pkg/console.bb.wasm", &brotli)).await, "wasm-br");
     }
 
     #[test]
