@@ -178,30 +178,17 @@ impl Asset {
         if let Some(identity) = &self.identity {
             return identity.clone();
         }
-        let mut plain = Vec::new();
-        let gzip = self.gzip.as_deref().unwrap_or_default();
-        match std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(gzip), &mut plain) {
-            Ok(_) => Bytes::from(plain),
-            // The site's own build wrote the copy; a corrupt one is a broken build.
-            Err(e) => panic!("the console's embedded gzip copy cannot be read: {e}"),
-        }
+        Bytes::from(service::rest::encoding::gunzip(self.gzip.as_deref().unwrap_or_default()))
     }
 }
 
-/// Whether `Accept-Encoding` allows `encoding` (listed, or `*`, without `q=0`).
+/// Whether `Accept-Encoding` allows `encoding`.
 fn accepts(request: &HeaderMap, encoding: Encoding) -> bool {
-    let name = match encoding {
-        Encoding::Brotli => "br",
-        Encoding::Gzip => "gzip",
-        Encoding::Identity => return true,
-    };
-    let accepted = request.get_all(header::ACCEPT_ENCODING).iter().filter_map(|v| v.to_str().ok());
-    accepted.flat_map(|v| v.split(',')).any(|item| {
-        let mut parts = item.split(';').map(str::trim);
-        let token = parts.next().unwrap_or_default();
-        let refused = parts.any(|p| p.strip_prefix("q=").and_then(|q| q.parse::<f32>().ok()) == Some(0.0));
-        (token.eq_ignore_ascii_case(name) || token == "*") && !refused
-    })
+    match encoding {
+        Encoding::Brotli => service::rest::encoding::accepts(request, "br"),
+        Encoding::Gzip => service::rest::encoding::accepts(request, "gzip"),
+        Encoding::Identity => true,
+    }
 }
 
 fn content_type(path: &str) -> &'static str {

@@ -16,6 +16,7 @@ mod describe;
 mod discovered;
 mod docs;
 mod dryrun;
+pub mod encoding;
 mod environment_metrics;
 mod environments;
 pub mod error;
