@@ -179,6 +179,17 @@ mod backend {
         }
     }
 
+    /// A fact as the facts page and a resource's facts tab list it.
+    pub fn fact_row(f: api::operations::Fact) -> crate::model::ParameterRow {
+        crate::model::ParameterRow {
+            name: f.name,
+            value: f.value,
+            source: f.source,
+            updated: f.updated.map(|t| t.to_string()),
+            resource_id: f.resource_id,
+        }
+    }
+
     /// A version as the dashboard and the desired-state page list it.
     pub fn version_row(v: api::version::DesiredStateVersion) -> VersionRow {
         VersionRow {
