@@ -161,18 +161,17 @@ mod backend {
 
     /// A compile as the reports page and the dashboard list it.
     pub fn compile_row(c: &api::compile::CompileReport) -> crate::model::CompileRow {
-        let requested = c.requested.map(|t| t.to_string()).unwrap_or_default();
-        let status = api::CompileStatus::of(c.started.is_some(), c.completed.is_some(), c.success);
-        let wait = c.requested.map(|r| seconds(r, c.started));
+        let requested = c.times.requested.map(|t| t.to_string()).unwrap_or_default();
+        let wait = c.times.requested.map(|r| seconds(r, c.times.started));
         crate::model::CompileRow {
             id: c.id.to_string(),
-            status,
+            status: c.status(),
             message: c.metadata.get("message").and_then(|m| m.as_str()).unwrap_or_default().to_string(),
             wait,
-            duration: c.started.map(|s| seconds(s, c.completed)),
+            duration: c.times.started.map(|s| seconds(s, c.times.completed)),
             requested,
-            started: c.started.map(|t| t.to_string()),
-            completed: c.completed.map(|t| t.to_string()),
+            started: c.times.started.map(|t| t.to_string()),
+            completed: c.times.completed.map(|t| t.to_string()),
             version: c.version,
             do_export: c.do_export,
             force_update: c.force_update,

@@ -90,12 +90,12 @@ pub async fn bootstrap(expire: i64, database_url: Option<String>, options: &Opti
         options.set("database", "url", url);
     }
     let config = ServerConfig::from_options(&options).map_err(|e| CliError::Usage(format!("{e:#}")))?;
-    let o = orchestrator::Orchestrator::open(&config.database_url)
+    let o = orchestrator::Orchestrator::open(&config.storage.database_url)
         .await
-        .map_err(|e| CliError::Usage(format!("cannot open the database {}: {e}", config.database_display())))?;
+        .map_err(|e| CliError::Usage(format!("cannot open the database {}: {e}", config.storage.database_display())))?;
     let refused = |e: orchestrator::Error| CliError::Deploy(e.to_string());
-    let mut authenticator = Authenticator::load(&o, config.login_session_expire).await.map_err(refused)?;
-    if let Some(signing) = config.jwt_issuers.iter().find(|i| i.sign)
+    let mut authenticator = Authenticator::load(&o, config.auth.login_session_expire).await.map_err(refused)?;
+    if let Some(signing) = config.auth.jwt_issuers.iter().find(|i| i.sign)
         && let KeySource::Shared(secret) = &signing.keys
     {
         authenticator = authenticator.with_signing_key(secret, &signing.issuer, &signing.audience);

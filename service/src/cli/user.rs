@@ -157,9 +157,9 @@ async fn direct(args: UserArgs, ctx: &Context, options: &Options) -> Result<(), 
         options.set("database", "url", url);
     }
     let config = ServerConfig::from_options(&options).map_err(|e| CliError::Usage(format!("{e:#}")))?;
-    let o = orchestrator::Orchestrator::open(&config.database_url)
+    let o = orchestrator::Orchestrator::open(&config.storage.database_url)
         .await
-        .map_err(|e| CliError::Usage(format!("cannot open the database {}: {e}", config.database_display())))?;
+        .map_err(|e| CliError::Usage(format!("cannot open the database {}: {e}", config.storage.database_display())))?;
     let refused = |e: orchestrator::Error| CliError::Deploy(e.to_string());
     match args.command {
         UserCommand::List => print_users(ctx, &o.list_users().await.map_err(refused)?),

@@ -108,14 +108,14 @@ pub async fn run(config: &ServerConfig, args: &MigrateArgs) -> ExitCode {
         Ok(version) => version,
         Err(e) => return cannot(format!("cannot read the Inmanta server at {}: {e}", source.url())),
     };
-    let target = match Orchestrator::open(&config.database_url).await {
+    let target = match Orchestrator::open(&config.storage.database_url).await {
         Ok(o) => o,
-        Err(e) => return cannot(format!("cannot open {}: {e}", config.database_display())),
+        Err(e) => return cannot(format!("cannot open {}: {e}", config.storage.database_display())),
     };
     println!(
         "moving from Inmanta {source_version} at {} into {} (the source is only read)",
         source.url(),
-        config.database_display()
+        config.storage.database_display()
     );
     let mut report = Report::default();
     let result = migrate(&source, &target, args.users, &mut report).await;

@@ -127,7 +127,7 @@ pub async fn compile_details(env: String, id: String) -> Result<CompileDetailsVi
         compile: compile_row(&d.report),
         trigger: d.report.metadata.get("type").and_then(|t| t.as_str()).unwrap_or_default().to_string(),
         failed_message: d.report.failed_compile_message.clone().filter(|m| !m.is_empty()),
-        environment_variables: d.report.environment_variables.into_iter().collect(),
+        environment_variables: d.report.variables.environment_variables.into_iter().collect(),
         errors,
         stages,
     })
