@@ -178,6 +178,20 @@ mod backend {
         }
     }
 
+    /// A registered token as the environment's tokens tab and the users page list it.
+    pub fn token_row(t: &api::auth::Token) -> crate::model::TokenRow {
+        let time = orchestrator::store::format_time;
+        crate::model::TokenRow {
+            jti: t.jti.clone(),
+            client_types: t.client_types.iter().map(|c| c.as_str().to_string()).collect(),
+            created_by: t.created_by.clone(),
+            issued: time(t.issued_at),
+            expires: t.expires_at.map(time),
+            last_used: t.last_used.map(time),
+            revoked: t.revoked_at.map(time),
+        }
+    }
+
     /// A fact as the facts page and a resource's facts tab list it.
     pub fn fact_row(f: api::operations::Fact) -> crate::model::ParameterRow {
         crate::model::ParameterRow {

@@ -49,6 +49,11 @@ async fn environment_pages_render_with_their_data() {
     let rid = "std::testing::NullResource%5Bagent1%2Cname%3Dn1%5D";
     let (_, html) = get(router.clone(), &format!("/console/resources/details?env={env}&rid={rid}&tab=requires")).await;
     assert!(html.contains("std::testing::NullResource[agent1,name=n0]"), "{html}");
+    // The tab links: each keeps the query and sets its tab; the one shown is selected.
+    let requires = html.find(r#"id="tab-requires""#).expect("the requires tab");
+    let link = &html[html[..requires].rfind("<a").unwrap()..requires];
+    assert!(link.contains(r#"aria-selected="true""#) && link.contains("tab=requires"), "{link}");
+    assert!(html.contains(r#"id="tab-history""#) && html.contains(r#"id="tab-attributes""#), "{html}");
 
     let (_, html) = get(router.clone(), &format!("/console/agents?env={env}")).await;
     assert!(html.contains(r#"data-agent="agent1""#) && html.contains("Pause"), "{html}");

@@ -1,8 +1,9 @@
-//! Small widgets the pages share: status badges, form fields, the resource search box and the
-//! deploy bar.
+//! Small widgets the pages share: status badges, form fields, the resource search box, the
+//! deploy bar and a registered token's cells.
 
 use leptos::prelude::*;
 
+use super::text::short_date;
 use super::url::{encode, env_link};
 
 /// The wire name of a status a badge shows: a state of `api::state` or a version's status.
@@ -150,5 +151,26 @@ pub fn DeployBar(env: String, summary: Vec<(api::ResourceState, u64)>, total: u6
         <div class="deploy-bar" role="group" aria-label="Resources by state">
             {segments}
         </div>
+    }
+}
+
+/// A registered token's cells in a table row: its client types, creator, when it was issued,
+/// expires and was last used, and whether it is revoked. The environment's tokens tab and the
+/// users page list tokens alike.
+#[component]
+pub fn TokenCells(token: crate::model::TokenRow) -> impl IntoView {
+    let never = || view! { <span class="muted">"never"</span> }.into_any();
+    view! {
+        <td>{token.client_types.join(", ")}</td>
+        <td class="created-by">{token.created_by.unwrap_or_else(|| "—".into())}</td>
+        <td class="nowrap" title=token.issued.clone()>{short_date(&token.issued)}</td>
+        <td class="nowrap expires">{token.expires.as_deref().map(|d| short_date(d).into_any()).unwrap_or_else(never)}</td>
+        <td class="nowrap">{token.last_used.as_deref().map(|d| short_date(d).into_any()).unwrap_or_else(never)}</td>
+        <td class="nowrap">
+            {match token.revoked.as_deref() {
+                Some(at) => view! { <span class="badge badge-danger">"revoked"</span> " " {short_date(at)} }.into_any(),
+                None => view! { <span class="badge badge-ok">"active"</span> }.into_any(),
+            }}
+        </td>
     }
 }

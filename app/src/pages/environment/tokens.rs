@@ -59,7 +59,6 @@ pub(super) fn TokensTab(env: Memo<String>) -> impl IntoView {
 
 #[component]
 fn TokenTable(env: String, rows: Vec<TokenRow>, error: ActionError) -> impl IntoView {
-    let never = || view! { <span class="muted">"never"</span> };
     view! {
         <table class="table" id="tokens">
             <thead>
@@ -86,17 +85,7 @@ fn TokenTable(env: String, rows: Vec<TokenRow>, error: ActionError) -> impl Into
                         let revoked = t.revoked.is_some();
                         view! {
                             <tr data-jti=t.jti.clone() data-revoked=revoked.to_string()>
-                                <td>{types.clone()}</td>
-                                <td>{t.created_by.clone().unwrap_or_else(|| "—".into())}</td>
-                                <td class="nowrap" title=t.issued.clone()>{short_date(&t.issued)}</td>
-                                <td class="nowrap">{t.expires.as_deref().map(short_date).map(IntoAny::into_any).unwrap_or_else(|| never().into_any())}</td>
-                                <td class="nowrap">{t.last_used.as_deref().map(short_date).map(IntoAny::into_any).unwrap_or_else(|| never().into_any())}</td>
-                                <td class="nowrap">
-                                    {match t.revoked.as_deref() {
-                                        Some(at) => view! { <span class="badge badge-danger">"revoked"</span> " " {short_date(at)} }.into_any(),
-                                        None => view! { <span class="badge badge-ok">"active"</span> }.into_any(),
-                                    }}
-                                </td>
+                                <TokenCells token=t.clone()/>
                                 <td class="row-actions">
                                     <button
                                         class="button button-small button-danger"

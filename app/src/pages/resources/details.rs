@@ -11,6 +11,13 @@ use crate::layout::resource_link;
 use crate::model::ResourceDetails;
 
 const DETAILS: &str = "/console/resources/details";
+const DETAILS_TABS: [(&str, &str); 5] = [
+    ("attributes", "Desired state"),
+    ("requires", "Requires"),
+    ("history", "History"),
+    ("logs", "Logs"),
+    ("facts", "Facts"),
+];
 
 #[component]
 pub fn ResourceDetailsPage() -> impl IntoView {
@@ -19,32 +26,6 @@ pub fn ResourceDetailsPage() -> impl IntoView {
     let tab = query("tab");
     let level = query("level");
     let details = live_resource(move || (env.get(), rid.get()), |(e, r)| load_resource_details(e, r));
-    let q = use_query_map();
-    let tabs = [
-        ("attributes", "Desired state"),
-        ("requires", "Requires"),
-        ("history", "History"),
-        ("logs", "Logs"),
-        ("facts", "Facts"),
-    ];
-    let tab_links = move || {
-        let current = q.get();
-        let active_tab = {
-            let t = tab.get();
-            if t.is_empty() { "attributes".to_string() } else { t }
-        };
-        tabs.iter()
-            .map(|(key, label)| {
-                let href = link(DETAILS, &current, &[("tab", Some(key.to_string()))]);
-                let active = active_tab == *key;
-                view! {
-                    <a role="tab" class="tab" class:active=active aria-selected=active.to_string() href=href id=format!("tab-{key}")>
-                        {*label}
-                    </a>
-                }
-            })
-            .collect_view()
-    };
     view! {
         <SubPage
             title=move || rid.get()
@@ -61,7 +42,9 @@ pub fn ResourceDetailsPage() -> impl IntoView {
                 view=move |d| view! { <ResourceHeader details=d/> }
             />
             <crate::pages::compliance::ResourceCompliance env rid/>
-            <div class="tabs" role="tablist">{tab_links}</div>
+            <div class="tabs" role="tablist">
+                <TabLinks path=DETAILS tabs=&DETAILS_TABS/>
+            </div>
             <div class="tab-panel" role="tabpanel">
                 {move || match tab.get().as_str() {
                     "requires" => view! { <RequiresTab details/> }.into_any(),
