@@ -3,6 +3,7 @@
 
 use leptos::prelude::*;
 
+use super::feedback::ActionError;
 use super::text::short_date;
 use super::url::{encode, env_link};
 
@@ -151,6 +152,48 @@ pub fn DeployBar(env: String, summary: Vec<(api::ResourceState, u64)>, total: u6
         <div class="deploy-bar" role="group" aria-label="Resources by state">
             {segments}
         </div>
+    }
+}
+
+/// The headers of [`TokenCells`].
+#[component]
+pub fn TokenHeaders() -> impl IntoView {
+    view! {
+        <th scope="col">"Client types"</th>
+        <th scope="col">"Created by"</th>
+        <th scope="col">"Issued"</th>
+        <th scope="col">"Expires"</th>
+        <th scope="col">"Last used"</th>
+        <th scope="col">"Revoked"</th>
+    }
+}
+
+/// A token row's Revoke button: asks `question`, then calls `revoke`; disabled once revoked.
+#[component]
+pub fn RevokeTokenCell<R>(
+    /// Says which token, for screen readers ("Revoke the <label>").
+    label: String,
+    question: String,
+    revoked: bool,
+    error: ActionError,
+    revoke: R,
+) -> impl IntoView
+where
+    R: Fn() + Clone + Send + Sync + 'static,
+{
+    view! {
+        <td class="row-actions">
+            <button
+                class="button button-small button-danger"
+                type="button"
+                data-action="revoke"
+                disabled=revoked
+                aria-label=format!("Revoke the {label}")
+                on:click=move |_| error.ask(question.clone(), "Revoke", revoke.clone())
+            >
+                "Revoke"
+            </button>
+        </td>
     }
 }
 

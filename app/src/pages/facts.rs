@@ -21,8 +21,8 @@ pub fn FactsPage() -> impl IntoView {
             <FilterForm path=FACTS fields=vec![("name", "Name"), ("resource_id", "Resource")] keep=vec!["env"]/>
             <Loaded
                 resource=data
-                loading="Loading…"
-                error_title="The list could not be loaded"
+                loading="Loading facts…"
+                error_title="The facts could not be loaded"
                 view=move |page| view! { <FactTable env=env.get_untracked() data=page/> }
             />
         </EnvironmentPage>

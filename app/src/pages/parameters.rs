@@ -19,8 +19,8 @@ pub fn ParametersPage() -> impl IntoView {
             <FilterForm path=PARAMETERS fields=vec![("name", "Name"), ("source", "Source")] keep=vec!["env"]/>
             <Loaded
                 resource=data
-                loading="Loading…"
-                error_title="The list could not be loaded"
+                loading="Loading parameters…"
+                error_title="The parameters could not be loaded"
                 view=move |page| view! { <ParameterTable data=page/> }
             />
         </EnvironmentPage>

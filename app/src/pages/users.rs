@@ -90,12 +90,7 @@ fn RegisteredTokenTable(rows: Vec<RegisteredTokenRow>, error: ActionError) -> im
                 <tr>
                     <th scope="col">"Kind"</th>
                     <th scope="col">"Environment"</th>
-                    <th scope="col">"Client types"</th>
-                    <th scope="col">"Created by"</th>
-                    <th scope="col">"Issued"</th>
-                    <th scope="col">"Expires"</th>
-                    <th scope="col">"Last used"</th>
-                    <th scope="col">"Revoked"</th>
+                    <TokenHeaders/>
                     <th scope="col"><span class="sr-only">"Actions"</span></th>
                 </tr>
             </thead>
@@ -111,28 +106,14 @@ fn RegisteredTokenTable(rows: Vec<RegisteredTokenRow>, error: ActionError) -> im
                             short_date(&t.token.issued)
                         );
                         let revoked = t.token.revoked.is_some();
+                        let label = format!("{} token issued {}", t.kind, short_date(&t.token.issued));
+                        let revoke = move || act(error, "Token revoked", revoke_registered_token(jti.clone()));
                         view! {
                             <tr data-jti=t.token.jti.clone() data-kind=t.kind.clone() data-revoked=revoked.to_string()>
                                 <td>{t.kind.clone()}</td>
                                 <td>{t.environment.clone().unwrap_or_else(|| "—".into())}</td>
                                 <TokenCells token=t.token.clone()/>
-                                <td class="row-actions">
-                                    <button
-                                        class="button button-small button-danger"
-                                        type="button"
-                                        data-action="revoke"
-                                        disabled=revoked
-                                        aria-label=format!("Revoke the {} token issued {}", t.kind, short_date(&t.token.issued))
-                                        on:click=move |_| {
-                                            let jti = jti.clone();
-                                            error.ask(question.clone(), "Revoke", move || {
-                                                act(error, "Token revoked", revoke_registered_token(jti.clone()))
-                                            })
-                                        }
-                                    >
-                                        "Revoke"
-                                    </button>
-                                </td>
+                                <RevokeTokenCell label question revoked error revoke/>
                             </tr>
                         }
                     })

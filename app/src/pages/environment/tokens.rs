@@ -63,12 +63,7 @@ fn TokenTable(env: String, rows: Vec<TokenRow>, error: ActionError) -> impl Into
         <table class="table" id="tokens">
             <thead>
                 <tr>
-                    <th scope="col">"Client types"</th>
-                    <th scope="col">"Created by"</th>
-                    <th scope="col">"Issued"</th>
-                    <th scope="col">"Expires"</th>
-                    <th scope="col">"Last used"</th>
-                    <th scope="col">"Revoked"</th>
+                    <TokenHeaders/>
                     <th scope="col"><span class="sr-only">"Actions"</span></th>
                 </tr>
             </thead>
@@ -83,26 +78,12 @@ fn TokenTable(env: String, rows: Vec<TokenRow>, error: ActionError) -> impl Into
                             short_date(&t.issued)
                         );
                         let revoked = t.revoked.is_some();
+                        let label = format!("{types} token issued {}", short_date(&t.issued));
+                        let revoke = move || act(error, "Token revoked", fns::revoke_token(env.clone(), jti.clone()));
                         view! {
                             <tr data-jti=t.jti.clone() data-revoked=revoked.to_string()>
                                 <TokenCells token=t.clone()/>
-                                <td class="row-actions">
-                                    <button
-                                        class="button button-small button-danger"
-                                        type="button"
-                                        data-action="revoke"
-                                        disabled=revoked
-                                        aria-label=format!("Revoke the {types} token issued {}", short_date(&t.issued))
-                                        on:click=move |_| {
-                                            let (env, jti) = (env.clone(), jti.clone());
-                                            error.ask(question.clone(), "Revoke", move || {
-                                                act(error, "Token revoked", fns::revoke_token(env.clone(), jti.clone()))
-                                            })
-                                        }
-                                    >
-                                        "Revoke"
-                                    </button>
-                                </td>
+                                <RevokeTokenCell label question revoked error revoke/>
                             </tr>
                         }
                     })
