@@ -61,15 +61,14 @@ fn wait_for_console_build() {
         .map_or(Duration::from_secs(3600), Duration::from_secs);
     let start = Instant::now();
     while pending.exists() {
-        if start.elapsed() >= limit {
-            panic!(
-                "waited {} s for the console's build to end, but {} still exists: remove it if no console \
-                 build runs (scripts/build-release.sh removes it when the console's build ends), or raise \
-                 $INMANTA_CONSOLE_SITE_WAIT_SECONDS",
-                limit.as_secs(),
-                pending.display()
-            );
-        }
+        assert!(
+            start.elapsed() < limit,
+            "waited {} s for the console's build to end, but {} still exists: remove it if no console \
+             build runs (scripts/build-release.sh removes it when the console's build ends), or raise \
+             $INMANTA_CONSOLE_SITE_WAIT_SECONDS",
+            limit.as_secs(),
+            pending.display()
+        );
         thread::sleep(Duration::from_millis(250));
     }
 }

@@ -161,21 +161,45 @@ mod backend {
 
     /// A compile as the reports page and the dashboard list it.
     pub fn compile_row(c: &api::compile::CompileReport) -> crate::model::CompileRow {
-        let requested = c.requested.map(|t| t.to_string()).unwrap_or_default();
-        let status = api::CompileStatus::of(c.started.is_some(), c.completed.is_some(), c.success);
-        let wait = c.requested.map(|r| seconds(r, c.started));
+        let requested = c.times.requested.map(|t| t.to_string()).unwrap_or_default();
+        let wait = c.times.requested.map(|r| seconds(r, c.times.started));
         crate::model::CompileRow {
             id: c.id.to_string(),
-            status,
+            status: c.status(),
             message: c.metadata.get("message").and_then(|m| m.as_str()).unwrap_or_default().to_string(),
             wait,
-            duration: c.started.map(|s| seconds(s, c.completed)),
+            duration: c.times.started.map(|s| seconds(s, c.times.completed)),
             requested,
-            started: c.started.map(|t| t.to_string()),
-            completed: c.completed.map(|t| t.to_string()),
+            started: c.times.started.map(|t| t.to_string()),
+            completed: c.times.completed.map(|t| t.to_string()),
             version: c.version,
             do_export: c.do_export,
             force_update: c.force_update,
+        }
+    }
+
+    /// A registered token as the environment's tokens tab and the users page list it.
+    pub fn token_row(t: &api::auth::Token) -> crate::model::TokenRow {
+        let time = orchestrator::store::format_time;
+        crate::model::TokenRow {
+            jti: t.jti.clone(),
+            client_types: t.client_types.iter().map(|c| c.as_str().to_string()).collect(),
+            created_by: t.created_by.clone(),
+            issued: time(t.issued_at),
+            expires: t.expires_at.map(time),
+            last_used: t.last_used.map(time),
+            revoked: t.revoked_at.map(time),
+        }
+    }
+
+    /// A fact as the facts page and a resource's facts tab list it.
+    pub fn fact_row(f: api::operations::Fact) -> crate::model::ParameterRow {
+        crate::model::ParameterRow {
+            name: f.name,
+            value: f.value,
+            source: f.source,
+            updated: f.updated.map(|t| t.to_string()),
+            resource_id: f.resource_id,
         }
     }
 

@@ -425,17 +425,12 @@ pub struct TokenRow {
 /// of them, for a user their own.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RegisteredTokenRow {
-    pub jti: String,
     /// login, environment, compile or bootstrap.
     pub kind: String,
     /// The environment's name for environment tokens.
     pub environment: Option<String>,
-    pub client_types: Vec<String>,
-    pub created_by: Option<String>,
-    pub issued: String,
-    pub expires: Option<String>,
-    pub last_used: Option<String>,
-    pub revoked: Option<String>,
+    #[serde(flatten)]
+    pub token: TokenRow,
 }
 
 /// The client types an environment token can be for.

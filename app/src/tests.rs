@@ -1,7 +1,7 @@
 //! Tests of the console as a whole: pages rendered through the shell and the route table, and
 //! server functions of several pages called in one scenario.
 
-use crate::pages::{compiles, desired_state, environment, operations, status};
+use crate::pages::{agents, compiles, desired_state, environment, status};
 use crate::test_support::*;
 use crate::*;
 use axum::http::StatusCode;
@@ -49,6 +49,11 @@ async fn environment_pages_render_with_their_data() {
     let rid = "std::testing::NullResource%5Bagent1%2Cname%3Dn1%5D";
     let (_, html) = get(router.clone(), &format!("/console/resources/details?env={env}&rid={rid}&tab=requires")).await;
     assert!(html.contains("std::testing::NullResource[agent1,name=n0]"), "{html}");
+    // The tab links: each keeps the query and sets its tab; the one shown is selected.
+    let requires = html.find(r#"id="tab-requires""#).expect("the requires tab");
+    let link = &html[html[..requires].rfind("<a").unwrap()..requires];
+    assert!(link.contains(r#"aria-selected="true""#) && link.contains("tab=requires"), "{link}");
+    assert!(html.contains(r#"id="tab-history""#) && html.contains(r#"id="tab-attributes""#), "{html}");
 
     let (_, html) = get(router.clone(), &format!("/console/agents?env={env}")).await;
     assert!(html.contains(r#"data-agent="agent1""#) && html.contains("Pause"), "{html}");
@@ -84,18 +89,19 @@ async fn compile_and_dry_run_server_functions() {
     provide_context(o.clone());
     provide_context(orchestrator::auth::Principal::Unrestricted);
     let e = env.to_string();
-    assert_eq!(compiles::recompile(e.clone(), true).await.unwrap(), "Compile queued.");
-    assert_eq!(compiles::recompile(e.clone(), true).await.unwrap(), "Joined a compile that was already waiting.");
-    let page = compiles::compile_reports(model::TableQuery { env: e.clone(), ..Default::default() }).await.unwrap();
+    assert_eq!(compiles::fns::recompile(e.clone(), true).await.unwrap(), "Compile queued.");
+    assert_eq!(compiles::fns::recompile(e.clone(), true).await.unwrap(), "Joined a compile that was already waiting.");
+    let page =
+        compiles::fns::compile_reports(model::TableQuery { env: e.clone(), ..Default::default() }).await.unwrap();
     assert_eq!(page.rows.len(), 1);
     assert_eq!((page.rows[0].status.as_str(), page.rows[0].force_update), ("queued", true));
     assert!(page.rows[0].message.contains("web console"), "{:?}", page.rows[0]);
     let mut bad = model::TableQuery { env: e.clone(), ..Default::default() };
     bad.filters.insert("status".into(), "sleeping".into());
-    assert!(compiles::compile_reports(bad).await.unwrap_err().to_string().contains("queued, running"));
+    assert!(compiles::fns::compile_reports(bad).await.unwrap_err().to_string().contains("queued, running"));
     o.set_environment_setting(env, "server_compile", &serde_json::json!(false)).await.unwrap();
-    assert!(!compiles::server_compile_enabled(e.clone()).await.unwrap());
-    let err = compiles::recompile(e.clone(), false).await.unwrap_err();
+    assert!(!compiles::fns::server_compile_enabled(e.clone()).await.unwrap());
+    let err = compiles::fns::recompile(e.clone(), false).await.unwrap_err();
     assert!(err.to_string().contains("server_compile"), "{err}");
     // No scheduler in this test: a dry run explains itself.
     let err = desired_state::fns::dry_run(e.clone(), 1).await.unwrap_err();
@@ -141,8 +147,8 @@ async fn server_functions_act_on_the_orchestrator() {
     // The text of the input is parsed by the setting's type in the orchestrator.
     environment::fns::save_setting(e.clone(), "auto_deploy".into(), "false".into(), false).await.unwrap();
     assert_eq!(o.environment_settings(env).await.unwrap().settings["auto_deploy"], api::SettingValue::Bool(false));
-    operations::agent_action(e.clone(), "agent1".into(), "pause".into()).await.unwrap();
-    let agents = operations::agents(model::TableQuery { env: e.clone(), ..Default::default() }).await.unwrap();
+    agents::agent_action(e.clone(), "agent1".into(), "pause".into()).await.unwrap();
+    let agents = agents::agents(model::TableQuery { env: e.clone(), ..Default::default() }).await.unwrap();
     assert_eq!(agents.rows[0].status, "paused");
     let err = environment::fns::remove_environment(e.clone(), "wrong".into(), true).await.unwrap_err();
     assert!(err.to_string().contains("production"), "{err}");
@@ -223,4 +229,39 @@ async fn a_database_error_reaches_the_browser_as_an_error_id_only() {
     for leak in ["no such table", "environment", "database error", "sqlite"] {
         assert!(!body.to_lowercase().contains(leak), "{leak:?} reached the browser: {body}");
     }
+}
+
+/// Parameters and facts are two pages over one table: each lists its own rows with its own
+/// columns, and a long value folds.
+#[tokio::test]
+async fn parameters_and_facts_pages_list_their_own_rows() {
+    use orchestrator::parameters::NewParameter;
+    let (_dir, o) = orchestrator_with(&[]).await;
+    let env = environment_with_versions(&o, 1).await;
+    let router = router(Some(o.clone()));
+
+    let (_, html) = get(router.clone(), &format!("/console/parameters?env={env}")).await;
+    assert!(html.contains("No parameters") && html.contains("inmanta param set"), "{html}");
+    let (_, html) = get(router.clone(), &format!("/console/facts?env={env}")).await;
+    assert!(html.contains("No facts"), "{html}");
+
+    let rid = "std::testing::NullResource[agent1,name=n0]";
+    let set = |name: &str, source: &str, value: serde_json::Value, resource_id: Option<&str>| NewParameter {
+        name: name.into(),
+        source: source.into(),
+        value,
+        resource_id: resource_id.map(str::to_string),
+        metadata: None,
+        expires: None,
+        recompile: false,
+    };
+    o.set_parameter(env, set("region", "user", "eu-west".into(), None)).await.unwrap();
+    o.set_parameter(env, set("disk", "fact", "x".repeat(200).into(), Some(rid))).await.unwrap();
+
+    let (_, html) = get(router.clone(), &format!("/console/parameters?env={env}")).await;
+    assert!(html.contains(r#"id="parameters""#) && html.contains("region") && html.contains("eu-west"), "{html}");
+    assert!(html.contains("Source") && !html.contains("disk"), "{html}");
+    let (_, html) = get(router.clone(), &format!("/console/facts?env={env}")).await;
+    assert!(html.contains(r#"id="facts""#) && html.contains("disk") && !html.contains("region"), "{html}");
+    assert!(html.contains("/console/resources/details?env=") && html.contains("200 characters"), "{html}");
 }

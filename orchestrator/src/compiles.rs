@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use api::SettingValue;
-use api::compile::{CompileDetails, CompileReport, CompileStage};
+use api::compile::{CompileDetails, CompileReport, CompileStage, CompileTimes, CompileVariables, ExportScope};
 use api::operations::NotificationSeverity;
 use api::settings::names;
 use chrono::{DateTime, Utc};
@@ -94,20 +94,26 @@ impl CompileRow {
             id: parse_uuid(&id)?,
             remote_id: None,
             environment: parse_uuid(&environment)?,
-            requested: Some(parse_timestamp(&requested)?),
-            started: parse_opt_timestamp(started.as_deref())?,
-            completed: parse_opt_timestamp(completed.as_deref())?,
+            times: CompileTimes {
+                requested: Some(parse_timestamp(&requested)?),
+                started: parse_opt_timestamp(started.as_deref())?,
+                completed: parse_opt_timestamp(completed.as_deref())?,
+            },
             success: outcome.success.map(|s| s != 0),
             version: outcome.version,
             do_export: request.do_export != 0,
             force_update: request.force_update != 0,
             metadata: json(&request.metadata, "metadata")?,
-            environment_variables: all,
-            requested_environment_variables: requested_env,
-            mergeable_environment_variables: mergeable,
-            partial: request.partial != 0,
-            removed_resource_sets: json(&request.removed_resource_sets, "removed resource sets")?,
-            exporter_plugin: request.exporter_plugin,
+            variables: CompileVariables {
+                environment_variables: all,
+                requested_environment_variables: requested_env,
+                mergeable_environment_variables: mergeable,
+            },
+            export: ExportScope {
+                partial: request.partial != 0,
+                removed_resource_sets: json(&request.removed_resource_sets, "removed resource sets")?,
+                exporter_plugin: request.exporter_plugin,
+            },
             notify_failed_compile: request.notify_failed_compile.map(|n| n != 0),
             failed_compile_message: outcome.failed_compile_message,
             links: json(&outcome.links, "links")?,
@@ -579,10 +585,10 @@ impl Orchestrator {
                 requested,
                 force_update: report.force_update,
                 do_export: report.do_export,
-                partial: report.partial,
-                removed_resource_sets: report.removed_resource_sets,
+                partial: report.export.partial,
+                removed_resource_sets: report.export.removed_resource_sets,
                 metadata: report.metadata,
-                environment_variables: report.environment_variables,
+                environment_variables: report.variables.environment_variables,
                 repo_url: env.0,
                 repo_branch: env.1,
                 server_compile: settings.get(names::SERVER_COMPILE).and_then(SettingValue::as_bool).unwrap_or(true),

@@ -128,6 +128,15 @@ pub struct KeysetRequest {
 /// One resource with its state vector, at the version it is read at.
 #[derive(Debug, Clone)]
 pub struct ResourceStateRow {
+    pub resource: ResourceAtVersion,
+    pub state: ResourceDeployState,
+    /// The sort-key values of this row (the requested keys, then the resource id).
+    pub keys: Vec<KeyValue>,
+}
+
+/// A resource as the version it is read at holds it.
+#[derive(Debug, Clone)]
+pub struct ResourceAtVersion {
     pub resource_id: String,
     pub resource_type: String,
     pub agent: String,
@@ -137,6 +146,13 @@ pub struct ResourceStateRow {
     pub attributes: serde_json::Value,
     pub attribute_hash: String,
     pub requires_length: usize,
+    pub first_generated_time: String,
+}
+
+/// A resource's state vector and last deploy (its `resource_persistent_state` row), with the
+/// compliance derived from them.
+#[derive(Debug, Clone)]
+pub struct ResourceDeployState {
     pub is_undefined: bool,
     pub is_orphan: bool,
     pub blocked: String,
@@ -147,14 +163,11 @@ pub struct ResourceStateRow {
     pub last_non_deploying_status: Option<String>,
     /// Whether the last handler run for the current intent found the resource as desired.
     pub last_handler_run_compliant: Option<bool>,
-    pub first_generated_time: String,
     pub last_success: Option<String>,
     pub last_produced_events: Option<String>,
     pub last_deployed_attribute_hash: Option<String>,
     pub last_deployed_version: Option<i64>,
     pub current_intent_attribute_hash: String,
-    /// The sort-key values of this row (the requested keys, then the resource id).
-    pub keys: Vec<KeyValue>,
 }
 
 /// A page, and the sort-key values of the first row beyond it in the direction it was read
@@ -509,7 +522,7 @@ fn row_to_state(row: &sqlx::any::AnyRow, order: &[(ResourceSortKey, Direction)])
             last_handler_run_compliant,
         )
     });
-    Ok(ResourceStateRow {
+    let resource = ResourceAtVersion {
         resource_id,
         resource_type: row.try_get("resource_type")?,
         agent: row.try_get("agent")?,
@@ -519,6 +532,9 @@ fn row_to_state(row: &sqlx::any::AnyRow, order: &[(ResourceSortKey, Direction)])
         attributes: serde_json::from_str(&attributes).map_err(|_| corrupt("attributes"))?,
         attribute_hash: row.try_get("attribute_hash")?,
         requires_length: requires.len(),
+        first_generated_time: row.try_get("first_generated_time")?,
+    };
+    let state = ResourceDeployState {
         is_undefined,
         is_orphan,
         blocked: row.try_get("blocked")?,
@@ -528,14 +544,13 @@ fn row_to_state(row: &sqlx::any::AnyRow, order: &[(ResourceSortKey, Direction)])
         compliance: compliance.map(|c| c.as_str().to_string()),
         last_handler_run_compliant,
         last_non_deploying_status,
-        first_generated_time: row.try_get("first_generated_time")?,
         last_success: row.try_get("last_success")?,
         last_produced_events: row.try_get("last_produced_events")?,
         last_deployed_attribute_hash,
         last_deployed_version: row.try_get("last_deployed_version")?,
         current_intent_attribute_hash,
-        keys,
-    })
+    };
+    Ok(ResourceStateRow { resource, state, keys })
 }
 
 /// Counts of the managed (not orphaned) resources of an environment by each part of their state:

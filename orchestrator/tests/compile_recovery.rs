@@ -66,7 +66,7 @@ async fn a_compile_whose_export_stored_its_version_is_finished_not_run_again() {
     let details = second.compile_details(env, id).await.unwrap();
     assert_eq!(details.report.version, Some(version), "{details:?}");
     assert_eq!(details.report.success, Some(true));
-    assert!(details.report.completed.is_some());
+    assert!(details.report.times.completed.is_some());
     assert!(second.runnable_compiles().await.unwrap().is_empty(), "nothing is run again");
 }
 
@@ -82,7 +82,7 @@ async fn a_compile_that_stored_nothing_is_run_again() {
     let second = Orchestrator::open(&url).await.unwrap();
     assert_eq!(second.recover_compiles().await.unwrap(), 1);
     let details = second.compile_details(env, id).await.unwrap();
-    assert!(details.report.completed.is_none() && details.report.started.is_none(), "{details:?}");
+    assert!(details.report.times.completed.is_none() && details.report.times.started.is_none(), "{details:?}");
     let runnable = second.runnable_compiles().await.unwrap();
     assert_eq!(runnable.iter().map(|q| q.id).collect::<Vec<_>>(), vec![id]);
 }

@@ -152,7 +152,7 @@ fn main() -> ExitCode {
                     }
                 });
             }
-            if let Err(e) = init_logging(cli.verbose.max(1), cli.log_json, config.log_dir.as_deref()) {
+            if let Err(e) = init_logging(cli.verbose.max(1), cli.log_json, config.storage.log_dir.as_deref()) {
                 eprintln!("error: {e:#}");
                 return ExitCode::from(2);
             }

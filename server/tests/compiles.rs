@@ -103,7 +103,7 @@ async fn finished(s: &TestServer, env: Uuid, id: Uuid, within: Duration) -> Comp
     let deadline = Instant::now() + within;
     loop {
         let details = s.client().compile_report(env, id).await.unwrap();
-        if details.report.completed.is_some() {
+        if details.report.times.completed.is_some() {
             return details;
         }
         assert!(Instant::now() < deadline, "compile {id} did not finish in time: {details:#?}");
@@ -415,7 +415,10 @@ async fn a_burst_of_requests_runs_few_compiles_one_at_a_time_and_survives_a_kill
     let compiles = s.client().compile_reports(env, &ListQuery::new().sort("requested.asc")).await.unwrap().data;
     assert_eq!(compiles.len(), ids.len());
     for pair in compiles.windows(2) {
-        assert!(pair[1].started.unwrap() >= pair[0].completed.unwrap(), "two compiles overlapped: {pair:#?}");
+        assert!(
+            pair[1].times.started.unwrap() >= pair[0].times.completed.unwrap(),
+            "two compiles overlapped: {pair:#?}"
+        );
     }
 
     // Kill the server while it compiles: after the restart the queue finishes.
@@ -425,7 +428,7 @@ async fn a_burst_of_requests_runs_few_compiles_one_at_a_time_and_survives_a_kill
     loop {
         let details = s.client().compile_report(env, id).await.unwrap();
         if stage_names(&details).contains(&"Recompiling configuration model".to_string()) {
-            assert!(details.report.completed.is_none(), "the compile was too fast to interrupt: {details:#?}");
+            assert!(details.report.times.completed.is_none(), "the compile was too fast to interrupt: {details:#?}");
             break;
         }
         assert!(Instant::now() < deadline, "the compile never reached the compiler");

@@ -488,7 +488,7 @@ impl Cluster {
         loop {
             let details =
                 self.alive().client().compile_report(env.parse().unwrap(), id.parse().unwrap()).await.unwrap();
-            if details.report.completed.is_some() {
+            if details.report.times.completed.is_some() {
                 return details.report.success == Some(true);
             }
             assert!(Instant::now() < deadline, "compile {id} did not finish: {details:#?}");

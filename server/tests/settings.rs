@@ -74,6 +74,19 @@ async fn absurd_settings_are_refused_on_v1_and_v2_and_sensible_ones_kept() {
     assert_eq!(body["data"]["settings"]["available_versions_to_keep"], 1, "{body}");
 }
 
+/// A write answers as its API does: v1 with an empty body, v2 with `{"data": null}`.
+#[tokio::test]
+async fn setting_writes_answer_as_their_api() {
+    let s = TestServer::start().await;
+    let env = s.new_environment("p", "e").await.to_string();
+    let env = Some(env.as_str());
+    for (version, answer) in [("v1", Value::Null), ("v2", json!({"data": null}))] {
+        let path = format!("/api/{version}/environment_settings/auto_deploy");
+        assert_eq!(s.call("POST", &path, env, Some(json!({"value": false}))).await, (200, answer.clone()), "{version}");
+        assert_eq!(s.call("DELETE", &path, env, None).await, (200, answer), "{version}");
+    }
+}
+
 #[tokio::test]
 async fn protected_settings_are_checked_the_same_way() {
     let s = TestServer::start().await;

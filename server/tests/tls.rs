@@ -113,7 +113,7 @@ async fn compiles_and_remote_agents_work_over_https() {
     let deadline = Instant::now() + Duration::from_secs(120);
     let report = loop {
         let details = client.compile_report(env_id, id).await.unwrap();
-        if details.report.completed.is_some() {
+        if details.report.times.completed.is_some() {
             break details;
         }
         assert!(Instant::now() < deadline, "the compile did not finish: {details:#?}");

@@ -247,32 +247,45 @@ pub const KNOWN: &[(&str, &str)] = &[
 /// resources.
 pub const DEFAULT_COMPILE_MEMORY_LIMIT: u64 = 4 << 30;
 
-/// The settings `inmanta server` runs with.
+/// The settings `inmanta server` runs with, grouped by the part of the server that reads them.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
+    pub http: HttpConfig,
+    pub auth: AuthConfig,
+    pub storage: StorageConfig,
+    pub console: ConsoleConfig,
+    pub compiles: CompileConfig,
+    pub agents: AgentConfig,
+    /// Several servers on PostgreSQL: how long a scheduler lease lasts unrenewed (docs/ha.md).
+    pub scheduler_lease: std::time::Duration,
+}
+
+impl ServerConfig {
+    pub fn from_options(options: &Options) -> anyhow::Result<ServerConfig> {
+        let storage = StorageConfig::from_options(options)?;
+        Ok(ServerConfig {
+            http: HttpConfig::from_options(options)?,
+            auth: AuthConfig::from_options(options)?,
+            console: ConsoleConfig::from_options(options)?,
+            compiles: CompileConfig::from_options(options)?,
+            agents: AgentConfig::from_options(options, &storage.state_dir)?,
+            scheduler_lease: at_least_a_second(
+                seconds(options.get_parsed("server", "scheduler-lease", 5.0)?, "[server] scheduler-lease")?,
+                "[server] scheduler-lease",
+            )?,
+            storage,
+        })
+    }
+}
+
+/// Where and how the server listens: addresses, TLS, request and connection limits, and who
+/// may send what (proxies, origins).
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
     pub bind_address: String,
     pub bind_port: u16,
-    /// Authentication and authorization; off only with `--no-auth` or `[server] auth=false`.
-    pub auth: bool,
-    /// Seconds a login token and a console session last.
-    pub login_session_expire: i64,
-    /// Failed logins a user may make from one address before the delays start (an address
-    /// gets four times more over all users before it is paced).
-    pub login_max_failures: usize,
-    /// Proxies whose `X-Forwarded-For` header names the client (for the login throttle).
-    pub trusted_proxies: Vec<std::net::IpAddr>,
-    /// Origins besides the server's own whose browsers may send state-changing requests
-    /// (`[server] allowed-origins`, normalised; see csrf.rs).
-    pub allowed_origins: Vec<String>,
-    /// Seconds of clock skew tolerated on a token's expiry.
-    pub token_leeway: u64,
-    /// The `[auth_jwt_<name>]` sections: outside issuers whose tokens are accepted, and the
-    /// section whose key this server signs with (`sign=true`), if any.
-    pub jwt_issuers: Vec<orchestrator::auth::outside::Issuer>,
-    /// The `[oidc_<name>]` sections: providers offered on the console's login page.
-    pub oidc_providers: Vec<crate::oidc::ProviderConfig>,
-    /// `[web-ui] oidc_local_fallback`: the local login form stays next to the providers.
-    pub oidc_local_fallback: bool,
+    /// TLS: the certificate chain and private key (PEM); HTTPS only when both are set.
+    pub tls: Option<TlsFiles>,
     /// Where `/metrics` is also served without credentials (`[server] metrics-bind-address`
     /// and `metrics-bind-port`); none by default.
     pub metrics_bind: Option<String>,
@@ -285,54 +298,23 @@ pub struct ServerConfig {
     pub body_timeout: std::time::Duration,
     /// Connections one client address may hold at once; 0 for no cap.
     pub max_connections_per_client: usize,
-    /// Bytes the file store may hold in all.
-    pub file_store_quota: u64,
-    /// TLS: the certificate chain and private key (PEM); HTTPS only when both are set.
-    pub tls: Option<TlsFiles>,
-    pub state_dir: PathBuf,
-    pub log_dir: Option<PathBuf>,
-    pub database_url: String,
-    pub console_enabled: bool,
-    pub console_path: Option<PathBuf>,
-    /// Seconds one server-side compile may take, all stages together.
-    pub compile_timeout: u64,
-    /// Server-side compiles running at once over all environments.
-    pub compile_parallel: usize,
-    /// Bytes of address space a server-side compile process may use (0: no limit): a compile
-    /// that escapes the compiler's own memory budget dies, not the server's machine.
-    pub compile_memory_limit: u64,
-    /// How long a remote agent whose connection dropped stays `up`, waiting for it to reconnect.
-    pub agent_timeout: std::time::Duration,
-    /// How the in-process agents run Python handlers (`[agent] python`, `handler-timeout`).
-    pub python: agent::PythonSettings,
-    /// Several servers on PostgreSQL: how long a scheduler lease lasts unrenewed (docs/ha.md).
-    pub scheduler_lease: std::time::Duration,
-    /// How long a server-side compile's claim lasts unrenewed before another server may run it.
-    pub compile_claim: std::time::Duration,
-    /// The host name server-side exports push to (`[compiler_rest_transport] host`): with TLS,
-    /// a name the certificate holds. Default: the bind address (127.0.0.1 when unspecified).
-    pub compiler_host: Option<String>,
+    /// Proxies whose `X-Forwarded-For` header names the client (for the login throttle).
+    pub trusted_proxies: Vec<std::net::IpAddr>,
+    /// Origins besides the server's own whose browsers may send state-changing requests
+    /// (`[server] allowed-origins`, normalised; see csrf.rs).
+    pub allowed_origins: Vec<String>,
 }
 
-impl ServerConfig {
-    pub fn from_options(options: &Options) -> anyhow::Result<ServerConfig> {
-        let state_dir = PathBuf::from(options.get("config", "state-dir").unwrap_or("data/server"));
-        let database_url = database_url(options, &state_dir)?;
-        let python = python_settings(options, std::path::absolute(state_dir.join("python"))?)?;
-        Ok(ServerConfig {
+impl HttpConfig {
+    fn from_options(options: &Options) -> anyhow::Result<HttpConfig> {
+        let timeout = |key: &str, default: std::time::Duration| -> anyhow::Result<std::time::Duration> {
+            let name = format!("[server] {key}");
+            seconds(options.get_parsed("server", key, default.as_secs_f64())?, &name)
+        };
+        Ok(HttpConfig {
             bind_address: options.get("server", "bind-address").unwrap_or("127.0.0.1").to_string(),
             bind_port: options.get_parsed("server", "bind-port", 8888)?,
-            auth: options.get_bool("server", "auth", true)?,
-            login_session_expire: options.get_parsed("server", "login-session-expire", 3600)?,
-            login_max_failures: options.get_parsed("server", "login-max-failures", 5)?,
-            trusted_proxies: trusted_proxies(options)?,
-            allowed_origins: crate::csrf::SameOrigin::parse_allowed(
-                options.get("server", "allowed-origins").unwrap_or_default(),
-            )?,
-            token_leeway: options.get_parsed("server", "token-leeway", 0)?,
-            jwt_issuers: options.jwt_issuers()?,
-            oidc_providers: options.oidc_providers()?,
-            oidc_local_fallback: options.get_bool("web-ui", "oidc-local-fallback", false)?,
+            tls: tls_files(options)?,
             metrics_bind: match options.get("server", "metrics-bind-port").filter(|p| !p.trim().is_empty()) {
                 None => None,
                 Some(_) => Some(format!(
@@ -342,34 +324,13 @@ impl ServerConfig {
                 )),
             },
             max_request_body_size: options.get_parsed("server", "max-request-body-size", 100 * 1024 * 1024)?,
-            request_timeout: seconds(
-                options.get_parsed(
-                    "server",
-                    "request-timeout",
-                    crate::rest::limits::DEFAULT_REQUEST_TIMEOUT.as_secs_f64(),
-                )?,
-                "[server] request-timeout",
-            )?,
+            request_timeout: timeout("request-timeout", crate::rest::limits::DEFAULT_REQUEST_TIMEOUT)?,
             header_timeout: positive(
-                seconds(
-                    options.get_parsed(
-                        "server",
-                        "header-timeout",
-                        crate::connections::DEFAULT_HEADER_TIMEOUT.as_secs_f64(),
-                    )?,
-                    "[server] header-timeout",
-                )?,
+                timeout("header-timeout", crate::connections::DEFAULT_HEADER_TIMEOUT)?,
                 "[server] header-timeout",
             )?,
             body_timeout: positive(
-                seconds(
-                    options.get_parsed(
-                        "server",
-                        "body-timeout",
-                        crate::connections::DEFAULT_BODY_TIMEOUT.as_secs_f64(),
-                    )?,
-                    "[server] body-timeout",
-                )?,
+                timeout("body-timeout", crate::connections::DEFAULT_BODY_TIMEOUT)?,
                 "[server] body-timeout",
             )?,
             max_connections_per_client: options.get_parsed(
@@ -377,31 +338,10 @@ impl ServerConfig {
                 "max-connections-per-client",
                 crate::connections::DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
             )?,
-            tls: tls_files(options)?,
-            file_store_quota: options.get_parsed(
-                "server",
-                "file-store-quota",
-                crate::rest::files::DEFAULT_FILE_STORE_QUOTA,
+            trusted_proxies: trusted_proxies(options)?,
+            allowed_origins: crate::csrf::SameOrigin::parse_allowed(
+                options.get("server", "allowed-origins").unwrap_or_default(),
             )?,
-            log_dir: options.get("config", "log-dir").map(PathBuf::from),
-            database_url,
-            state_dir,
-            console_enabled: options.get_bool("web-console", "enabled", true)?,
-            console_path: options.get("web-console", "path").map(PathBuf::from),
-            compile_timeout: options.get_parsed("server", "compile-timeout", 1200)?,
-            compile_parallel: options.get_parsed("server", "compile-parallel", 2)?,
-            compile_memory_limit: options.get_parsed("server", "compile-memory-limit", DEFAULT_COMPILE_MEMORY_LIMIT)?,
-            agent_timeout: seconds(options.get_parsed("server", "agent-timeout", 30.0)?, "[server] agent-timeout")?,
-            python,
-            scheduler_lease: at_least_a_second(
-                seconds(options.get_parsed("server", "scheduler-lease", 5.0)?, "[server] scheduler-lease")?,
-                "[server] scheduler-lease",
-            )?,
-            compile_claim: at_least_a_second(
-                seconds(options.get_parsed("server", "compile-claim", 30.0)?, "[server] compile-claim")?,
-                "[server] compile-claim",
-            )?,
-            compiler_host: options.get("compiler_rest_transport", "host").filter(|h| !h.is_empty()).map(str::to_string),
         })
     }
 
@@ -414,6 +354,68 @@ impl ServerConfig {
             trusted_proxies: self.trusted_proxies.clone(),
         }
     }
+}
+
+/// Who may call the server and how they prove it: logins, tokens, outside issuers, OIDC.
+#[derive(Debug, Clone)]
+pub struct AuthConfig {
+    /// Authentication and authorization; off only with `--no-auth` or `[server] auth=false`.
+    pub enabled: bool,
+    /// Seconds a login token and a console session last.
+    pub login_session_expire: i64,
+    /// Failed logins a user may make from one address before the delays start (an address
+    /// gets four times more over all users before it is paced).
+    pub login_max_failures: usize,
+    /// Seconds of clock skew tolerated on a token's expiry.
+    pub token_leeway: u64,
+    /// The `[auth_jwt_<name>]` sections: outside issuers whose tokens are accepted, and the
+    /// section whose key this server signs with (`sign=true`), if any.
+    pub jwt_issuers: Vec<orchestrator::auth::outside::Issuer>,
+    /// The `[oidc_<name>]` sections: providers offered on the console's login page.
+    pub oidc_providers: Vec<crate::oidc::ProviderConfig>,
+    /// `[web-ui] oidc_local_fallback`: the local login form stays next to the providers.
+    pub oidc_local_fallback: bool,
+}
+
+impl AuthConfig {
+    fn from_options(options: &Options) -> anyhow::Result<AuthConfig> {
+        Ok(AuthConfig {
+            enabled: options.get_bool("server", "auth", true)?,
+            login_session_expire: options.get_parsed("server", "login-session-expire", 3600)?,
+            login_max_failures: options.get_parsed("server", "login-max-failures", 5)?,
+            token_leeway: options.get_parsed("server", "token-leeway", 0)?,
+            jwt_issuers: options.jwt_issuers()?,
+            oidc_providers: options.oidc_providers()?,
+            oidc_local_fallback: options.get_bool("web-ui", "oidc-local-fallback", false)?,
+        })
+    }
+}
+
+/// Where the server keeps its state: the state and log directories, the database, the file
+/// store's budget.
+#[derive(Debug, Clone)]
+pub struct StorageConfig {
+    pub state_dir: PathBuf,
+    pub log_dir: Option<PathBuf>,
+    pub database_url: String,
+    /// Bytes the file store may hold in all.
+    pub file_store_quota: u64,
+}
+
+impl StorageConfig {
+    fn from_options(options: &Options) -> anyhow::Result<StorageConfig> {
+        let state_dir = PathBuf::from(options.get("config", "state-dir").unwrap_or("data/server"));
+        Ok(StorageConfig {
+            database_url: database_url(options, &state_dir)?,
+            log_dir: options.get("config", "log-dir").map(PathBuf::from),
+            file_store_quota: options.get_parsed(
+                "server",
+                "file-store-quota",
+                crate::rest::files::DEFAULT_FILE_STORE_QUOTA,
+            )?,
+            state_dir,
+        })
+    }
 
     /// The database URL without its password, for logs.
     pub fn database_display(&self) -> String {
@@ -425,6 +427,74 @@ impl ServerConfig {
             }
             _ => self.database_url.clone(),
         }
+    }
+}
+
+/// `[web-console]`: whether the console is served, and from which built files.
+#[derive(Debug, Clone)]
+pub struct ConsoleConfig {
+    pub enabled: bool,
+    pub path: Option<PathBuf>,
+}
+
+impl ConsoleConfig {
+    fn from_options(options: &Options) -> anyhow::Result<ConsoleConfig> {
+        Ok(ConsoleConfig {
+            enabled: options.get_bool("web-console", "enabled", true)?,
+            path: options.get("web-console", "path").map(PathBuf::from),
+        })
+    }
+}
+
+/// Server-side compiles: their deadline, how many at once, their memory, their claims, and
+/// where their exports push to.
+#[derive(Debug, Clone)]
+pub struct CompileConfig {
+    /// Seconds one server-side compile may take, all stages together.
+    pub timeout: u64,
+    /// Server-side compiles running at once over all environments.
+    pub parallel: usize,
+    /// Bytes of address space a server-side compile process may use (0: no limit): a compile
+    /// that escapes the compiler's own memory budget dies, not the server's machine.
+    pub memory_limit: u64,
+    /// How long a server-side compile's claim lasts unrenewed before another server may run it.
+    pub claim: std::time::Duration,
+    /// The host name server-side exports push to (`[compiler_rest_transport] host`): with TLS,
+    /// a name the certificate holds. Default: the bind address (127.0.0.1 when unspecified).
+    pub compiler_host: Option<String>,
+}
+
+impl CompileConfig {
+    fn from_options(options: &Options) -> anyhow::Result<CompileConfig> {
+        Ok(CompileConfig {
+            timeout: options.get_parsed("server", "compile-timeout", 1200)?,
+            parallel: options.get_parsed("server", "compile-parallel", 2)?,
+            memory_limit: options.get_parsed("server", "compile-memory-limit", DEFAULT_COMPILE_MEMORY_LIMIT)?,
+            claim: at_least_a_second(
+                seconds(options.get_parsed("server", "compile-claim", 30.0)?, "[server] compile-claim")?,
+                "[server] compile-claim",
+            )?,
+            compiler_host: options.get("compiler_rest_transport", "host").filter(|h| !h.is_empty()).map(str::to_string),
+        })
+    }
+}
+
+/// The agents: how long a remote one stays up after its connection drops, and how the
+/// in-process ones run Python handlers.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// How long a remote agent whose connection dropped stays `up`, waiting for it to reconnect.
+    pub timeout: std::time::Duration,
+    /// How the in-process agents run Python handlers (`[agent] python`, `handler-timeout`).
+    pub python: agent::PythonSettings,
+}
+
+impl AgentConfig {
+    fn from_options(options: &Options, state_dir: &Path) -> anyhow::Result<AgentConfig> {
+        Ok(AgentConfig {
+            timeout: seconds(options.get_parsed("server", "agent-timeout", 30.0)?, "[server] agent-timeout")?,
+            python: python_settings(options, std::path::absolute(state_dir.join("python"))?)?,
+        })
     }
 }
 
@@ -552,12 +622,12 @@ mod tests {
                 .into_iter(),
         );
         let config = ServerConfig::from_options(&options).unwrap();
-        assert_eq!(config.bind_port, 9100);
-        assert_eq!(config.bind_address, "0.0.0.0");
-        assert_eq!(config.database_url, "postgres://postgres:p%40ss@db:5432/inmanta");
-        assert_eq!(config.database_display(), "postgres://postgres@db:5432/inmanta");
+        assert_eq!(config.http.bind_port, 9100);
+        assert_eq!(config.http.bind_address, "0.0.0.0");
+        assert_eq!(config.storage.database_url, "postgres://postgres:p%40ss@db:5432/inmanta");
+        assert_eq!(config.storage.database_display(), "postgres://postgres@db:5432/inmanta");
         options.set("server", "bind-port", "9200");
-        assert_eq!(ServerConfig::from_options(&options).unwrap().bind_port, 9200);
+        assert_eq!(ServerConfig::from_options(&options).unwrap().http.bind_port, 9200);
     }
 
     #[test]
@@ -565,17 +635,20 @@ mod tests {
         let mut options = Options::default();
         options.set("config", "state-dir", "/srv/inmanta");
         let config = ServerConfig::from_options(&options).unwrap();
-        assert_eq!(config.database_url, "sqlite:///srv/inmanta/inmanta.db");
-        assert_eq!(config.bind_port, 8888);
-        assert_eq!(config.bind_address, "127.0.0.1");
-        assert_eq!(config.agent_timeout, std::time::Duration::from_secs(30));
+        assert_eq!(config.storage.database_url, "sqlite:///srv/inmanta/inmanta.db");
+        assert_eq!(config.http.bind_port, 8888);
+        assert_eq!(config.http.bind_address, "127.0.0.1");
+        assert_eq!(config.agents.timeout, std::time::Duration::from_secs(30));
     }
 
     #[test]
     fn agent_timeout_in_seconds() {
         let mut options = Options::default();
         options.merge_env(vec![("INMANTA_SERVER_AGENT_TIMEOUT".to_string(), "1.5".to_string())].into_iter());
-        assert_eq!(ServerConfig::from_options(&options).unwrap().agent_timeout, std::time::Duration::from_millis(1500));
+        assert_eq!(
+            ServerConfig::from_options(&options).unwrap().agents.timeout,
+            std::time::Duration::from_millis(1500)
+        );
         options.set("server", "agent-timeout", "-1");
         let err = ServerConfig::from_options(&options).unwrap_err().to_string();
         assert!(err.contains("[server] agent-timeout"), "{err}");
@@ -584,7 +657,7 @@ mod tests {
     #[test]
     fn connection_limits_default_and_refuse_zero_timeouts() {
         let mut options = Options::default();
-        let limits = ServerConfig::from_options(&options).unwrap().connection_limits();
+        let limits = ServerConfig::from_options(&options).unwrap().http.connection_limits();
         assert_eq!(limits.header_timeout, std::time::Duration::from_secs(10));
         assert_eq!(limits.body_timeout, std::time::Duration::from_secs(30));
         assert_eq!(limits.max_per_client, 256);
@@ -593,7 +666,7 @@ mod tests {
         assert!(err.contains("[server] header-timeout"), "{err}");
         options.set("server", "header-timeout", "2.5");
         options.set("server", "max-connections-per-client", "0");
-        let limits = ServerConfig::from_options(&options).unwrap().connection_limits();
+        let limits = ServerConfig::from_options(&options).unwrap().http.connection_limits();
         assert_eq!(limits.header_timeout, std::time::Duration::from_millis(2500));
         assert_eq!(limits.max_per_client, 0);
     }

@@ -19,7 +19,7 @@ pub async fn check(config: &ServerConfig) -> ExitCode {
         Ok(status) => status,
         Err(e) => return cannot(e),
     };
-    let database = config.database_display();
+    let database = config.storage.database_display();
     if status.is_current() {
         println!("{database}: up to date for release {} ({} migrations applied)", api::VERSION, status.applied);
         return ExitCode::SUCCESS;
@@ -39,14 +39,14 @@ pub async fn check(config: &ServerConfig) -> ExitCode {
 
 /// A new SQLite database is not created just to be checked: every migration is pending.
 async fn migration_status(config: &ServerConfig) -> orchestrator::Result<MigrationStatus> {
-    if let Some(path) = sqlite_file(&config.database_url)
+    if let Some(path) = sqlite_file(&config.storage.database_url)
         && !path.exists()
     {
         let pending =
             known(orchestrator::DbKind::Sqlite).iter().map(|m| (m.version, m.description.to_string())).collect();
         return Ok(MigrationStatus { applied: 0, pending });
     }
-    let store = Store::open(&config.database_url).await?;
+    let store = Store::open(&config.storage.database_url).await?;
     let status = store.migration_status().await;
     store.close().await;
     status
@@ -54,11 +54,11 @@ async fn migration_status(config: &ServerConfig) -> orchestrator::Result<Migrati
 
 /// Writes a consistent copy of the SQLite database to `file`, also while a server runs on it.
 pub async fn backup(config: &ServerConfig, file: &Path) -> ExitCode {
-    if sqlite_file(&config.database_url).is_some_and(|p| !p.exists()) {
-        return cannot(format!("there is no database at {} to back up", config.database_display()));
+    if sqlite_file(&config.storage.database_url).is_some_and(|p| !p.exists()) {
+        return cannot(format!("there is no database at {} to back up", config.storage.database_display()));
     }
     let result = async {
-        let store = Store::open(&config.database_url).await?;
+        let store = Store::open(&config.storage.database_url).await?;
         let size = store.backup_sqlite(file).await;
         store.close().await;
         size
@@ -66,7 +66,7 @@ pub async fn backup(config: &ServerConfig, file: &Path) -> ExitCode {
     .await;
     match result {
         Ok(size) => {
-            println!("backed up {} to {} ({size} bytes)", config.database_display(), file.display());
+            println!("backed up {} to {} ({size} bytes)", config.storage.database_display(), file.display());
             ExitCode::SUCCESS
         }
         Err(e) => cannot(e),
@@ -75,9 +75,9 @@ pub async fn backup(config: &ServerConfig, file: &Path) -> ExitCode {
 
 /// Replaces the SQLite database by the backup `file` (the server must be stopped).
 pub async fn restore(config: &ServerConfig, file: &Path) -> ExitCode {
-    match orchestrator::backup::restore_sqlite(&config.database_url, file).await {
+    match orchestrator::backup::restore_sqlite(&config.storage.database_url, file).await {
         Ok(restored) => {
-            println!("restored {} from {}", config.database_display(), file.display());
+            println!("restored {} from {}", config.storage.database_display(), file.display());
             if let Some(previous) = restored.previous {
                 println!("the database it replaced is kept as {}", previous.display());
             }

@@ -24,12 +24,12 @@ pub type ConsoleRouter = fn(
 
 pub async fn run(config: ServerConfig, console: ConsoleRouter) -> anyhow::Result<()> {
     crate::connections::raise_open_file_limit();
-    std::fs::create_dir_all(&config.state_dir)
-        .with_context(|| format!("cannot create the state directory {}", config.state_dir.display()))?;
-    tracing::info!(database = %config.database_display(), "opening the database");
-    let orchestrator = orchestrator::Orchestrator::open(&config.database_url)
+    std::fs::create_dir_all(&config.storage.state_dir)
+        .with_context(|| format!("cannot create the state directory {}", config.storage.state_dir.display()))?;
+    tracing::info!(database = %config.storage.database_display(), "opening the database");
+    let orchestrator = orchestrator::Orchestrator::open(&config.storage.database_url)
         .await
-        .with_context(|| format!("cannot open the database {}", config.database_display()))?;
+        .with_context(|| format!("cannot open the database {}", config.storage.database_display()))?;
     // SQLite: one server per database file. Held (open) until the process ends.
     let _single_server = orchestrator.store().claim_single_server()?;
     // PostgreSQL: this server joins the others on the database (docs/ha.md).
@@ -39,19 +39,23 @@ pub async fn run(config: ServerConfig, console: ConsoleRouter) -> anyhow::Result
         .context("cannot register this server among the others on the database")?;
 
     // Read the TLS files first: a wrong path fails the start before anything else happens.
-    let tls = config.tls.as_ref().map(crate::tls::acceptor).transpose()?;
-    let mut security =
-        Security::new(&orchestrator, config.auth, config.login_session_expire, config.login_max_failures)
-            .await
-            .context("cannot load the authentication keys")?
-            .with_trusted_proxies(config.trusted_proxies.clone())
-            .with_token_leeway(config.token_leeway)
-            .with_jwt_issuers(&config.jwt_issuers, config.token_leeway)?
-            .with_oidc(crate::oidc::Providers::new(config.oidc_providers.clone(), config.oidc_local_fallback)?);
+    let tls = config.http.tls.as_ref().map(crate::tls::acceptor).transpose()?;
+    let mut security = Security::new(
+        &orchestrator,
+        config.auth.enabled,
+        config.auth.login_session_expire,
+        config.auth.login_max_failures,
+    )
+    .await
+    .context("cannot load the authentication keys")?
+    .with_trusted_proxies(config.http.trusted_proxies.clone())
+    .with_token_leeway(config.auth.token_leeway)
+    .with_jwt_issuers(&config.auth.jwt_issuers, config.auth.token_leeway)?
+    .with_oidc(crate::oidc::Providers::new(config.auth.oidc_providers.clone(), config.auth.oidc_local_fallback)?);
     security.secure_cookies = tls.is_some();
     let security = Arc::new(security);
-    let initial_password_file = if config.auth {
-        crate::security::ensure_first_admin(&orchestrator, &config.state_dir).await?
+    let initial_password_file = if config.auth.enabled {
+        crate::security::ensure_first_admin(&orchestrator, &config.storage.state_dir).await?
     } else {
         tracing::warn!(
             "authentication is OFF (--no-auth): anyone who can reach this port can do anything; for development only"
@@ -62,20 +66,20 @@ pub async fn run(config: ServerConfig, console: ConsoleRouter) -> anyhow::Result
     crate::sessions::start_cleanup(orchestrator.clone());
     orchestrator::environment_metrics::start_recording(orchestrator.clone());
 
-    let handler_dir = std::path::absolute(config.state_dir.join("handlers"))?;
+    let handler_dir = std::path::absolute(config.storage.state_dir.join("handlers"))?;
     let agents = std::sync::Arc::new(crate::agents::InProcessAgents::new(
         orchestrator.clone(),
         handler_dir,
-        config.python.clone(),
+        config.agents.python.clone(),
     ));
     agents.prestart_python();
-    let sessions = crate::remote::Sessions::new(orchestrator.clone(), config.agent_timeout).await?;
+    let sessions = crate::remote::Sessions::new(orchestrator.clone(), config.agents.timeout).await?;
     let dispatch = crate::remote::RoutingDispatch { local: agents.clone(), sessions: sessions.clone() };
     let schedulers = orchestrator::scheduler::Schedulers::start(orchestrator.clone(), std::sync::Arc::new(dispatch))
         .await
         .context("cannot start the schedulers")?;
     agents.repair_drift(schedulers.clone());
-    orchestrator.start_health_monitor(&std::path::absolute(&config.state_dir)?).await;
+    orchestrator.start_health_monitor(&std::path::absolute(&config.storage.state_dir)?).await;
     let state = AppState {
         orchestrator: orchestrator.clone(),
         schedulers: schedulers.clone(),
@@ -88,22 +92,22 @@ pub async fn run(config: ServerConfig, console: ConsoleRouter) -> anyhow::Result
     let mut app = Router::new()
         .merge(rest::router_with(
             state,
-            rest::limits::Limits::new(config.max_request_body_size, config.request_timeout),
-            rest::files::FileStoreQuota(config.file_store_quota),
+            rest::limits::Limits::new(config.http.max_request_body_size, config.http.request_timeout),
+            rest::files::FileStoreQuota(config.storage.file_store_quota),
         ))
         .merge(remote_agents);
-    if config.console_enabled {
+    if config.console.enabled {
         app = app.merge(console(
             orchestrator.clone(),
             Some(schedulers.clone()),
             security.clone(),
-            config.console_path.clone(),
+            config.console.path.clone(),
         ));
     }
     let same_origin = Arc::new(crate::csrf::SameOrigin {
         tls: tls.is_some(),
-        trusted_proxies: config.trusted_proxies.clone(),
-        allowed: config.allowed_origins.clone(),
+        trusted_proxies: config.http.trusted_proxies.clone(),
+        allowed: config.http.allowed_origins.clone(),
     });
     let app = app
         .merge(crate::metrics::router(orchestrator.clone(), security.clone()))
@@ -111,28 +115,28 @@ pub async fn run(config: ServerConfig, console: ConsoleRouter) -> anyhow::Result
         .layer(axum::middleware::from_fn_with_state(same_origin, crate::csrf::refuse_cross_site))
         .layer(axum::middleware::from_fn(crate::metrics::track))
         .layer(TraceLayer::new_for_http().on_failure(log_failure));
-    if let Some(address) = &config.metrics_bind {
-        serve_open_metrics(address, orchestrator.clone(), config.connection_limits()).await?;
+    if let Some(address) = &config.http.metrics_bind {
+        serve_open_metrics(address, orchestrator.clone(), config.http.connection_limits()).await?;
     }
 
-    let address = format!("{}:{}", config.bind_address, config.bind_port);
+    let address = format!("{}:{}", config.http.bind_address, config.http.bind_port);
     let listener = TcpListener::bind(&address).await.with_context(|| format!("cannot listen on {address}"))?;
     let local: SocketAddr = listener.local_addr()?;
     tracing::info!(%local, "server listening");
     let compiles = crate::compile_runner::RunnerConfig {
-        state_dir: std::path::absolute(&config.state_dir)?,
-        address: config.compiler_host.clone().unwrap_or_else(|| match local.ip() {
+        state_dir: std::path::absolute(&config.storage.state_dir)?,
+        address: config.compiles.compiler_host.clone().unwrap_or_else(|| match local.ip() {
             ip if ip.is_unspecified() => "127.0.0.1".to_string(),
             std::net::IpAddr::V6(ip) => format!("[{ip}]"),
             ip => ip.to_string(),
         }),
-        ca_file: config.tls.as_ref().map(|files| files.ca_for_compiles.clone()),
+        ca_file: config.http.tls.as_ref().map(|files| files.ca_for_compiles.clone()),
         port: local.port(),
-        timeout: std::time::Duration::from_secs(config.compile_timeout),
-        parallel: config.compile_parallel,
-        memory_limit: (config.compile_memory_limit > 0).then_some(config.compile_memory_limit),
+        timeout: std::time::Duration::from_secs(config.compiles.timeout),
+        parallel: config.compiles.parallel,
+        memory_limit: (config.compiles.memory_limit > 0).then_some(config.compiles.memory_limit),
         security: security.clone(),
-        claim: config.compile_claim,
+        claim: config.compiles.claim,
     };
     crate::compile_runner::start(orchestrator.clone(), compiles);
     // One plain line on stdout that people and scripts can rely on (tests read the port from it).
@@ -142,7 +146,7 @@ pub async fn run(config: ServerConfig, console: ConsoleRouter) -> anyhow::Result
         println!("Log in at {scheme}://{local}/console as `admin`; the generated password is in {file}");
     }
 
-    crate::connections::serve(listener, tls, app, config.connection_limits(), shutdown_signal()).await?;
+    crate::connections::serve(listener, tls, app, config.http.connection_limits(), shutdown_signal()).await?;
     tracing::info!("shutting down: closing the database");
     orchestrator.store().close().await;
     Ok(())

@@ -204,24 +204,29 @@ pub fn AttributeTable(attributes: Vec<(String, String)>) -> impl IntoView {
                         view! {
                             <tr data-attribute=key>
                                 <th scope="row" class="mono">{name}</th>
-                                <td>
-                                    {if long {
-                                        view! {
-                                            <details>
-                                                <summary>{format!("{} characters", value.len())}</summary>
-                                                <pre class="code">{value}</pre>
-                                            </details>
-                                        }
-                                            .into_any()
-                                    } else {
-                                        view! { <code class="value">{value}</code> }.into_any()
-                                    }}
-                                </td>
+                                <td><FoldedValue value long/></td>
                             </tr>
                         }
                     })
                     .collect_view()}
             </tbody>
         </table>
+    }
+}
+
+/// A value in a table cell: whole when short, folded under its length when `long` (the caller
+/// decides what is long for its table).
+#[component]
+pub fn FoldedValue(value: String, long: bool) -> impl IntoView {
+    if long {
+        view! {
+            <details>
+                <summary>{format!("{} characters", value.len())}</summary>
+                <pre class="code">{value}</pre>
+            </details>
+        }
+        .into_any()
+    } else {
+        view! { <code class="value">{value}</code> }.into_any()
     }
 }

@@ -40,6 +40,30 @@ pub fn link(path: &str, current: &ParamsMap, changes: &[(&str, Option<String>)])
     format!("{path}{}", query_string(&q))
 }
 
+/// The links of a page's tabs (key, label): the `tab` query parameter picks one, the first
+/// when unset; each link keeps the rest of the query.
+#[component]
+pub fn TabLinks(path: &'static str, tabs: &'static [(&'static str, &'static str)]) -> impl IntoView {
+    let tab = query("tab");
+    let q = use_query_map();
+    move || {
+        let current = q.get();
+        let chosen = tab.get();
+        let active_tab = if chosen.is_empty() { tabs[0].0 } else { chosen.as_str() };
+        tabs.iter()
+            .map(|(key, label)| {
+                let href = link(path, &current, &[("tab", Some(key.to_string()))]);
+                let active = active_tab == *key;
+                view! {
+                    <a role="tab" class="tab" class:active=active aria-selected=active.to_string() href=href id=format!("tab-{key}")>
+                        {*label}
+                    </a>
+                }
+            })
+            .collect_view()
+    }
+}
+
 /// `?k=v&...` of a query map, escaping only what must be (ids and dots stay readable).
 pub fn query_string(q: &ParamsMap) -> String {
     let pairs: Vec<String> = q.latest_values().map(|(k, v)| format!("{}={}", encode(k), encode(v))).collect();

@@ -1,8 +1,10 @@
-//! Small widgets the pages share: status badges, form fields, the resource search box and the
-//! deploy bar.
+//! Small widgets the pages share: status badges, form fields, the resource search box, the
+//! deploy bar and a registered token's cells.
 
 use leptos::prelude::*;
 
+use super::feedback::ActionError;
+use super::text::short_date;
 use super::url::{encode, env_link};
 
 /// The wire name of a status a badge shows: a state of `api::state` or a version's status.
@@ -150,5 +152,68 @@ pub fn DeployBar(env: String, summary: Vec<(api::ResourceState, u64)>, total: u6
         <div class="deploy-bar" role="group" aria-label="Resources by state">
             {segments}
         </div>
+    }
+}
+
+/// The headers of [`TokenCells`].
+#[component]
+pub fn TokenHeaders() -> impl IntoView {
+    view! {
+        <th scope="col">"Client types"</th>
+        <th scope="col">"Created by"</th>
+        <th scope="col">"Issued"</th>
+        <th scope="col">"Expires"</th>
+        <th scope="col">"Last used"</th>
+        <th scope="col">"Revoked"</th>
+    }
+}
+
+/// A token row's Revoke button: asks `question`, then calls `revoke`; disabled once revoked.
+#[component]
+pub fn RevokeTokenCell<R>(
+    /// Says which token, for screen readers ("Revoke the <label>").
+    label: String,
+    question: String,
+    revoked: bool,
+    error: ActionError,
+    revoke: R,
+) -> impl IntoView
+where
+    R: Fn() + Clone + Send + Sync + 'static,
+{
+    view! {
+        <td class="row-actions">
+            <button
+                class="button button-small button-danger"
+                type="button"
+                data-action="revoke"
+                disabled=revoked
+                aria-label=format!("Revoke the {label}")
+                on:click=move |_| error.ask(question.clone(), "Revoke", revoke.clone())
+            >
+                "Revoke"
+            </button>
+        </td>
+    }
+}
+
+/// A registered token's cells in a table row: its client types, creator, when it was issued,
+/// expires and was last used, and whether it is revoked. The environment's tokens tab and the
+/// users page list tokens alike.
+#[component]
+pub fn TokenCells(token: crate::model::TokenRow) -> impl IntoView {
+    let never = || view! { <span class="muted">"never"</span> }.into_any();
+    view! {
+        <td>{token.client_types.join(", ")}</td>
+        <td class="created-by">{token.created_by.unwrap_or_else(|| "—".into())}</td>
+        <td class="nowrap" title=token.issued.clone()>{short_date(&token.issued)}</td>
+        <td class="nowrap expires">{token.expires.as_deref().map(|d| short_date(d).into_any()).unwrap_or_else(never)}</td>
+        <td class="nowrap">{token.last_used.as_deref().map(|d| short_date(d).into_any()).unwrap_or_else(never)}</td>
+        <td class="nowrap">
+            {match token.revoked.as_deref() {
+                Some(at) => view! { <span class="badge badge-danger">"revoked"</span> " " {short_date(at)} }.into_any(),
+                None => view! { <span class="badge badge-ok">"active"</span> }.into_any(),
+            }}
+        </td>
     }
 }

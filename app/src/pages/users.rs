@@ -84,19 +84,13 @@ fn RegisteredTokenTable(rows: Vec<RegisteredTokenRow>, error: ActionError) -> im
     if rows.is_empty() {
         return view! { <p id="no-registered-tokens" class="muted">"No tokens."</p> }.into_any();
     }
-    let never = || view! { <span class="muted">"never"</span> }.into_any();
     view! {
         <table class="table" id="registered-tokens">
             <thead>
                 <tr>
                     <th scope="col">"Kind"</th>
                     <th scope="col">"Environment"</th>
-                    <th scope="col">"Client types"</th>
-                    <th scope="col">"Created by"</th>
-                    <th scope="col">"Issued"</th>
-                    <th scope="col">"Expires"</th>
-                    <th scope="col">"Last used"</th>
-                    <th scope="col">"Revoked"</th>
+                    <TokenHeaders/>
                     <th scope="col"><span class="sr-only">"Actions"</span></th>
                 </tr>
             </thead>
@@ -104,46 +98,22 @@ fn RegisteredTokenTable(rows: Vec<RegisteredTokenRow>, error: ActionError) -> im
                 {rows
                     .into_iter()
                     .map(|t| {
-                        let jti = t.jti.clone();
+                        let jti = t.token.jti.clone();
                         let question = format!(
                             "Revoke the {} token of {} issued {}? Whatever uses it is refused from now on.",
                             t.kind,
-                            t.created_by.as_deref().unwrap_or("nobody"),
-                            short_date(&t.issued)
+                            t.token.created_by.as_deref().unwrap_or("nobody"),
+                            short_date(&t.token.issued)
                         );
-                        let revoked = t.revoked.is_some();
+                        let revoked = t.token.revoked.is_some();
+                        let label = format!("{} token issued {}", t.kind, short_date(&t.token.issued));
+                        let revoke = move || act(error, "Token revoked", revoke_registered_token(jti.clone()));
                         view! {
-                            <tr data-jti=t.jti.clone() data-kind=t.kind.clone() data-revoked=revoked.to_string()>
+                            <tr data-jti=t.token.jti.clone() data-kind=t.kind.clone() data-revoked=revoked.to_string()>
                                 <td>{t.kind.clone()}</td>
                                 <td>{t.environment.clone().unwrap_or_else(|| "—".into())}</td>
-                                <td>{t.client_types.join(", ")}</td>
-                                <td class="created-by">{t.created_by.clone().unwrap_or_else(|| "—".into())}</td>
-                                <td class="nowrap" title=t.issued.clone()>{short_date(&t.issued)}</td>
-                                <td class="nowrap expires">{t.expires.as_deref().map(|d| short_date(d).into_any()).unwrap_or_else(never)}</td>
-                                <td class="nowrap">{t.last_used.as_deref().map(|d| short_date(d).into_any()).unwrap_or_else(never)}</td>
-                                <td class="nowrap">
-                                    {match t.revoked.as_deref() {
-                                        Some(at) => view! { <span class="badge badge-danger">"revoked"</span> " " {short_date(at)} }.into_any(),
-                                        None => view! { <span class="badge badge-ok">"active"</span> }.into_any(),
-                                    }}
-                                </td>
-                                <td class="row-actions">
-                                    <button
-                                        class="button button-small button-danger"
-                                        type="button"
-                                        data-action="revoke"
-                                        disabled=revoked
-                                        aria-label=format!("Revoke the {} token issued {}", t.kind, short_date(&t.issued))
-                                        on:click=move |_| {
-                                            let jti = jti.clone();
-                                            error.ask(question.clone(), "Revoke", move || {
-                                                act(error, "Token revoked", revoke_registered_token(jti.clone()))
-                                            })
-                                        }
-                                    >
-                                        "Revoke"
-                                    </button>
-                                </td>
+                                <TokenCells token=t.token.clone()/>
+                                <RevokeTokenCell label question revoked error revoke/>
                             </tr>
                         }
                     })
@@ -539,7 +509,6 @@ pub async fn users() -> Result<UsersView, ServerFnError> {
 #[server(prefix = "/console/fn", endpoint = "registered_tokens", input = Json)]
 pub async fn registered_tokens() -> Result<Vec<RegisteredTokenRow>, ServerFnError> {
     let s = crate::fns::services_signed_in()?;
-    let time = orchestrator::store::format_time;
     let environments = s.orchestrator.list_environments().await.map_err(fail)?;
     let name_of = |id: uuid::Uuid| {
         environments.iter().find(|e| e.id == id).map(|e| e.name.clone()).unwrap_or_else(|| id.to_string())
@@ -552,13 +521,7 @@ pub async fn registered_tokens() -> Result<Vec<RegisteredTokenRow>, ServerFnErro
         .map(|t| RegisteredTokenRow {
             kind: t.kind.as_str().to_string(),
             environment: t.environment.map(name_of),
-            client_types: t.client_types.iter().map(|c| c.as_str().to_string()).collect(),
-            created_by: t.created_by,
-            issued: time(t.issued_at),
-            expires: t.expires_at.map(time),
-            last_used: t.last_used.map(time),
-            revoked: t.revoked_at.map(time),
-            jti: t.jti,
+            token: crate::fns::token_row(&t),
         })
         .collect())
 }

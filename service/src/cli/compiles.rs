@@ -82,7 +82,7 @@ pub async fn run(command: CompileCommand, options: &Options) -> Result<(), CliEr
             output::list(ctx.json, &reports, &["ID", "REQUESTED", "STATE", "VERSION", "MESSAGE"], |r| {
                 vec![
                     r.id.to_string(),
-                    r.requested.map(|t| t.to_string()).unwrap_or_default(),
+                    r.times.requested.map(|t| t.to_string()).unwrap_or_default(),
                     state(r).into(),
                     r.version.map(|v| v.to_string()).unwrap_or_default(),
                     r.metadata["message"].as_str().unwrap_or_default().to_string(),
@@ -98,7 +98,7 @@ pub async fn run(command: CompileCommand, options: &Options) -> Result<(), CliEr
 }
 
 fn state(r: &CompileReport) -> &'static str {
-    api::CompileStatus::of(r.started.is_some(), r.completed.is_some(), r.success).as_str()
+    r.status().as_str()
 }
 
 /// Requests a compile and, with `--wait`, follows it to the end.
@@ -126,7 +126,7 @@ pub async fn request(ctx: &Context, env: Uuid, args: &RequestArgs) -> Result<(),
     let deadline = Instant::now() + Duration::from_secs(args.timeout);
     loop {
         let details = ctx.client.compile_report(env, id).await?;
-        if details.report.completed.is_some() {
+        if details.report.times.completed.is_some() {
             let success = details.report.success == Some(true);
             print_details(ctx, &details);
             return if success { Ok(()) } else { Err(CliError::Usage(format!("compile {id} failed"))) };
@@ -153,9 +153,9 @@ fn print_details(ctx: &Context, details: &CompileDetails) {
     output::fields(&[
         ("id", r.id.to_string()),
         ("state", state(r).into()),
-        ("requested", r.requested.map(|t| t.to_string()).unwrap_or_default()),
-        ("started", r.started.map(|t| t.to_string()).unwrap_or_default()),
-        ("completed", r.completed.map(|t| t.to_string()).unwrap_or_default()),
+        ("requested", r.times.requested.map(|t| t.to_string()).unwrap_or_default()),
+        ("started", r.times.started.map(|t| t.to_string()).unwrap_or_default()),
+        ("completed", r.times.completed.map(|t| t.to_string()).unwrap_or_default()),
         ("version", r.version.map(|v| v.to_string()).unwrap_or_default()),
         ("update", r.force_update.to_string()),
         ("message", r.metadata["message"].as_str().unwrap_or_default().to_string()),

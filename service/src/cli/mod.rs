@@ -282,6 +282,24 @@ fn context(connection: &Connection, options: &Options) -> Result<Context, CliErr
     Ok(Context { client, json: connection.json })
 }
 
+/// The server's configuration, with `database_url` in place of its own when given, and its
+/// database opened: for the commands that work on the database itself (`user`, `token
+/// bootstrap`).
+async fn open_server_database(
+    options: &Options,
+    database_url: Option<&str>,
+) -> Result<(crate::config::ServerConfig, orchestrator::Orchestrator), CliError> {
+    let mut options = options.clone();
+    if let Some(url) = database_url {
+        options.set("database", "url", url);
+    }
+    let config = crate::config::ServerConfig::from_options(&options).map_err(|e| CliError::Usage(format!("{e:#}")))?;
+    let o = orchestrator::Orchestrator::open(&config.storage.database_url)
+        .await
+        .map_err(|e| CliError::Usage(format!("cannot open the database {}: {e}", config.storage.database_display())))?;
+    Ok((config, o))
+}
+
 /// A boolean option's value as Inmanta's configuration reads it.
 pub fn is_true(value: &str) -> bool {
     matches!(value.to_ascii_lowercase().as_str(), "true" | "yes" | "on" | "1")

@@ -7,7 +7,7 @@ use orchestrator::auth::outside::KeySource;
 use orchestrator::auth::tokens::Authenticator;
 
 use super::{CliError, Context, output};
-use crate::config::{Options, ServerConfig};
+use crate::config::Options;
 
 #[derive(Subcommand)]
 pub enum TokenCommand {
@@ -85,17 +85,10 @@ pub async fn bootstrap(expire: i64, database_url: Option<String>, options: &Opti
     if expire <= 0 {
         return Err(CliError::Usage("--expire must be a positive number of seconds".into()));
     }
-    let mut options = options.clone();
-    if let Some(url) = &database_url {
-        options.set("database", "url", url);
-    }
-    let config = ServerConfig::from_options(&options).map_err(|e| CliError::Usage(format!("{e:#}")))?;
-    let o = orchestrator::Orchestrator::open(&config.database_url)
-        .await
-        .map_err(|e| CliError::Usage(format!("cannot open the database {}: {e}", config.database_display())))?;
+    let (config, o) = super::open_server_database(options, database_url.as_deref()).await?;
     let refused = |e: orchestrator::Error| CliError::Deploy(e.to_string());
-    let mut authenticator = Authenticator::load(&o, config.login_session_expire).await.map_err(refused)?;
-    if let Some(signing) = config.jwt_issuers.iter().find(|i| i.sign)
+    let mut authenticator = Authenticator::load(&o, config.auth.login_session_expire).await.map_err(refused)?;
+    if let Some(signing) = config.auth.jwt_issuers.iter().find(|i| i.sign)
         && let KeySource::Shared(secret) = &signing.keys
     {
         authenticator = authenticator.with_signing_key(secret, &signing.issuer, &signing.audience);

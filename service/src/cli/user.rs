@@ -8,7 +8,7 @@ use api::auth::UserWithRoles;
 use clap::{Args, Subcommand};
 
 use super::{CliError, Context, output};
-use crate::config::{Options, ServerConfig};
+use crate::config::Options;
 
 #[derive(Args)]
 pub struct UserArgs {
@@ -152,14 +152,7 @@ pub async fn run(args: UserArgs, ctx: &Context, options: &Options) -> Result<(),
 }
 
 async fn direct(args: UserArgs, ctx: &Context, options: &Options) -> Result<(), CliError> {
-    let mut options = options.clone();
-    if let Some(url) = &args.database_url {
-        options.set("database", "url", url);
-    }
-    let config = ServerConfig::from_options(&options).map_err(|e| CliError::Usage(format!("{e:#}")))?;
-    let o = orchestrator::Orchestrator::open(&config.database_url)
-        .await
-        .map_err(|e| CliError::Usage(format!("cannot open the database {}: {e}", config.database_display())))?;
+    let (_, o) = super::open_server_database(options, args.database_url.as_deref()).await?;
     let refused = |e: orchestrator::Error| CliError::Deploy(e.to_string());
     match args.command {
         UserCommand::List => print_users(ctx, &o.list_users().await.map_err(refused)?),

@@ -366,36 +366,43 @@ fn resource_set_id(env: Uuid, set: Option<&str>) -> Uuid {
     uuid::Builder::from_custom_bytes(bytes).into_uuid()
 }
 
-fn resource_node(env: Uuid, r: ResourceStateRow) -> Resource {
+fn resource_node(env: Uuid, row: ResourceStateRow) -> Resource {
+    let (r, st) = (row.resource, row.state);
     let upper = |s: &str| s.to_ascii_uppercase();
-    let compliance = r.compliance.as_deref().and_then(Compliance::from_stored);
+    let compliance = st.compliance.as_deref().and_then(Compliance::from_stored);
     let purged = r.attributes.get("purged").and_then(serde_json::Value::as_bool).unwrap_or(false);
     let state = ResourcePersistentState {
         environment: UuidScalar(env),
         resource_id: r.resource_id.clone(),
         last_non_deploying_status: upper(
-            r.last_non_deploying_status.as_deref().unwrap_or(ResourceState::Available.as_str()),
+            st.last_non_deploying_status.as_deref().unwrap_or(ResourceState::Available.as_str()),
         ),
-        resource_type: r.resource_type.clone(),
-        agent: r.agent.clone(),
-        resource_id_value: r.id_value.clone(),
-        is_undefined: r.is_undefined,
-        orphaned_after: r.is_orphan.then_some(r.model_version as i32),
-        last_handler_run: upper(&r.last_handler_run),
-        blocked: upper(&r.blocked),
+        id: ResourceIdParts {
+            resource_type: r.resource_type.clone(),
+            agent: r.agent.clone(),
+            resource_id_value: r.id_value.clone(),
+        },
+        is_undefined: st.is_undefined,
+        orphaned_after: st.is_orphan.then_some(r.model_version as i32),
+        last_handler_run: upper(&st.last_handler_run),
+        blocked: upper(&st.blocked),
         created: DateTime(r.first_generated_time),
-        last_handler_run_at: r.last_handler_run_at.map(DateTime),
-        last_success: r.last_success.map(DateTime),
-        last_produced_events: r.last_produced_events.map(DateTime),
-        last_deployed_attribute_hash: r.last_deployed_attribute_hash,
-        last_deployed_version: r.last_deployed_version.map(|v| v as i32),
-        current_intent_attribute_hash: Some(r.current_intent_attribute_hash),
-        is_deploying: Some(r.is_deploying),
-        last_handler_run_compliant: r.last_handler_run_compliant,
-        is_orphan: r.is_orphan,
-        is_orphan_expression: r.is_orphan,
-        compliance,
-        compliance_expression: compliance,
+        deploys: DeployRecord {
+            last_handler_run_at: st.last_handler_run_at.map(DateTime),
+            last_success: st.last_success.map(DateTime),
+            last_produced_events: st.last_produced_events.map(DateTime),
+            last_deployed_attribute_hash: st.last_deployed_attribute_hash,
+            last_deployed_version: st.last_deployed_version.map(|v| v as i32),
+            current_intent_attribute_hash: Some(st.current_intent_attribute_hash),
+            is_deploying: Some(st.is_deploying),
+            last_handler_run_compliant: st.last_handler_run_compliant,
+        },
+        derived: DerivedState {
+            is_orphan: st.is_orphan,
+            is_orphan_expression: st.is_orphan,
+            compliance,
+            compliance_expression: compliance,
+        },
     };
     Resource {
         environment: UuidScalar(env),
@@ -406,7 +413,7 @@ fn resource_node(env: Uuid, r: ResourceStateRow) -> Resource {
         resource_set: UuidScalar(resource_set_id(env, r.resource_set.as_deref())),
         attributes: Some(Json(r.attributes)),
         attribute_hash: Some(r.attribute_hash),
-        is_undefined: Some(r.is_undefined),
+        is_undefined: Some(st.is_undefined),
         state: Some(state),
         requires_length: r.requires_length as i32,
         purged,

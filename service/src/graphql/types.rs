@@ -154,19 +154,39 @@ pub struct Resource {
     pub model_version: i32,
 }
 
+// Inmanta's `ResourcePersistentState`. Its fields come in Inmanta's order; the groups of them
+// that belong together are sub-objects flattened into it, so the schema lists each field on this
+// type and no type of its own for a group. (Plain comments: a doc comment would become a
+// description in the schema, which Inmanta's type does not have.)
 #[derive(SimpleObject, Debug, Clone)]
 pub struct ResourcePersistentState {
     pub environment: UuidScalar,
     pub resource_id: String,
     pub last_non_deploying_status: String,
-    pub resource_type: String,
-    pub agent: String,
-    pub resource_id_value: String,
+    #[graphql(flatten)]
+    pub id: ResourceIdParts,
     pub is_undefined: bool,
     pub orphaned_after: Option<i32>,
     pub last_handler_run: String,
     pub blocked: String,
     pub created: DateTime,
+    #[graphql(flatten)]
+    pub deploys: DeployRecord,
+    #[graphql(flatten)]
+    pub derived: DerivedState,
+}
+
+// The parts of a resource id: `resourceType`, `agent`, `resourceIdValue`.
+#[derive(SimpleObject, Debug, Clone)]
+pub struct ResourceIdParts {
+    pub resource_type: String,
+    pub agent: String,
+    pub resource_id_value: String,
+}
+
+// What the deploys of a resource left: when and what it last ran, deployed and produced.
+#[derive(SimpleObject, Debug, Clone)]
+pub struct DeployRecord {
     pub last_handler_run_at: Option<DateTime>,
     pub last_success: Option<DateTime>,
     pub last_produced_events: Option<DateTime>,
@@ -175,6 +195,11 @@ pub struct ResourcePersistentState {
     pub current_intent_attribute_hash: Option<String>,
     pub is_deploying: Option<bool>,
     pub last_handler_run_compliant: Option<bool>,
+}
+
+// Orphan and compliance, each also under the name of Inmanta's SQL expression behind it.
+#[derive(SimpleObject, Debug, Clone)]
+pub struct DerivedState {
     pub is_orphan: bool,
     #[graphql(name = "IsOrphanExpression")]
     pub is_orphan_expression: bool,
@@ -351,4 +376,50 @@ pub struct ComplianceEnumFilter {
 pub struct HandlerResultEnumFilter {
     pub eq: Option<Vec<HandlerResult>>,
     pub neq: Option<Vec<HandlerResult>>,
+}
+
+#[cfg(test)]
+mod tests {
+    /// The flattened groups leave `ResourcePersistentState` as Inmanta's: the same fields in the
+    /// same order, and no type of their own in the schema.
+    #[test]
+    fn resource_persistent_state_keeps_inmantas_fields() {
+        let sdl = super::super::schema().sdl();
+        let start = sdl.find("type ResourcePersistentState {").expect("the type is in the schema");
+        assert!(!sdl[..start].trim_end().ends_with("\"\"\""), "the type has a description");
+        let body = &sdl[start..start + sdl[start..].find('}').unwrap()];
+        let fields: Vec<&str> =
+            body.lines().skip(1).filter_map(|l| l.trim().split(':').next()).filter(|f| !f.is_empty()).collect();
+        assert_eq!(
+            fields,
+            [
+                "environment",
+                "resourceId",
+                "lastNonDeployingStatus",
+                "resourceType",
+                "agent",
+                "resourceIdValue",
+                "isUndefined",
+                "orphanedAfter",
+                "lastHandlerRun",
+                "blocked",
+                "created",
+                "lastHandlerRunAt",
+                "lastSuccess",
+                "lastProducedEvents",
+                "lastDeployedAttributeHash",
+                "lastDeployedVersion",
+                "currentIntentAttributeHash",
+                "isDeploying",
+                "lastHandlerRunCompliant",
+                "isOrphan",
+                "IsOrphanExpression",
+                "compliance",
+                "ComplianceExpression",
+            ]
+        );
+        for group in ["ResourceIdParts", "DeployRecord", "DerivedState"] {
+            assert!(!sdl.contains(group), "{group} is in the schema");
+        }
+    }
 }

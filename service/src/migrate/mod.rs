@@ -108,14 +108,14 @@ pub async fn run(config: &ServerConfig, args: &MigrateArgs) -> ExitCode {
         Ok(version) => version,
         Err(e) => return cannot(format!("cannot read the Inmanta server at {}: {e}", source.url())),
     };
-    let target = match Orchestrator::open(&config.database_url).await {
+    let target = match Orchestrator::open(&config.storage.database_url).await {
         Ok(o) => o,
-        Err(e) => return cannot(format!("cannot open {}: {e}", config.database_display())),
+        Err(e) => return cannot(format!("cannot open {}: {e}", config.storage.database_display())),
     };
     println!(
         "moving from Inmanta {source_version} at {} into {} (the source is only read)",
         source.url(),
-        config.database_display()
+        config.storage.database_display()
     );
     let mut report = Report::default();
     let result = migrate(&source, &target, args.users, &mut report).await;
@@ -160,9 +160,10 @@ async fn migrate(source: &Source, target: &Orchestrator, users: bool, report: &m
         }
     }
     for (env, name) in &moved_envs {
-        settings_into(source, target, *env, name, report).await?;
-        parameters_into(source, target, *env, name, report).await?;
-        version::latest_released_into(source, target, *env, name, report).await?;
+        let moving = EnvMove { source, target, env: *env, name };
+        settings_into(moving, report).await?;
+        parameters_into(moving, report).await?;
+        version::latest_released_into(moving, report).await?;
     }
     if users {
         users_into(source, target, &moved_envs, report).await?;
@@ -171,6 +172,16 @@ async fn migrate(source: &Source, target: &Orchestrator, users: bool, report: &m
     }
     report.note("facts are not moved: handlers report them again");
     Ok(())
+}
+
+/// One environment whose content is being moved: from where, to where, its id (the same on
+/// both sides) and its name for the report.
+#[derive(Clone, Copy)]
+struct EnvMove<'a> {
+    source: &'a Source,
+    target: &'a Orchestrator,
+    env: Uuid,
+    name: &'a str,
 }
 
 fn uuid_of(value: &Value) -> Option<Uuid> {
@@ -271,13 +282,8 @@ async fn environment_into(
 
 /// The source's explicit settings; a setting this server does not know, or whose value it
 /// refuses, is reported and skipped.
-async fn settings_into(
-    source: &Source,
-    target: &Orchestrator,
-    env: Uuid,
-    env_name: &str,
-    report: &mut Report,
-) -> Result<(), Fatal> {
+async fn settings_into(moving: EnvMove<'_>, report: &mut Report) -> Result<(), Fatal> {
+    let EnvMove { source, target, env, name: env_name } = moving;
     let wanted = source.settings(env).await.map_err(|e| format!("cannot read the settings of {env_name}: {e}"))?;
     let here = target.environment_settings(env).await.map_err(|e| e.to_string())?;
     for (name, value) in wanted {
@@ -299,13 +305,8 @@ async fn settings_into(
     Ok(())
 }
 
-async fn parameters_into(
-    source: &Source,
-    target: &Orchestrator,
-    env: Uuid,
-    env_name: &str,
-    report: &mut Report,
-) -> Result<(), Fatal> {
+async fn parameters_into(moving: EnvMove<'_>, report: &mut Report) -> Result<(), Fatal> {
+    let EnvMove { source, target, env, name: env_name } = moving;
     let parameters =
         source.parameters(env).await.map_err(|e| format!("cannot read the parameters of {env_name}: {e}"))?;
     for parameter in parameters {

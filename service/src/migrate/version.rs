@@ -6,20 +6,13 @@ use std::collections::BTreeSet;
 
 use api::state::ResourceState;
 use api::version::PutVersion;
-use orchestrator::Orchestrator;
 use serde_json::{Map, Value};
-use uuid::Uuid;
 
-use super::source::{Source, SourceVersion};
-use super::{Fatal, Outcome, Report};
+use super::source::SourceVersion;
+use super::{EnvMove, Fatal, Outcome, Report};
 
-pub(super) async fn latest_released_into(
-    source: &Source,
-    target: &Orchestrator,
-    env: Uuid,
-    env_name: &str,
-    report: &mut Report,
-) -> Result<(), Fatal> {
+pub(super) async fn latest_released_into(moving: EnvMove<'_>, report: &mut Report) -> Result<(), Fatal> {
+    let EnvMove { source, target, env, name: env_name } = moving;
     let read = |e: api::client::ClientError| format!("cannot read the versions of {env_name}: {e}");
     let Some(version) = source.latest_released(env).await.map_err(read)? else {
         report.note(format!("{env_name} has no released version to move"));

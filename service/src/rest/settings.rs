@@ -20,12 +20,12 @@ pub fn router() -> Routes {
     Routes::new()
         .get("/api/v1/environment_settings", read, v1_list)
         .get("/api/v1/environment_settings/{name}", agents_too("environment.setting.read"), v1_get)
-        .post("/api/v1/environment_settings/{name}", write, v1_set)
-        .delete("/api/v1/environment_settings/{name}", agents_too("environment.setting.write"), v1_delete)
+        .post("/api/v1/environment_settings/{name}", write, set::<V1>)
+        .delete("/api/v1/environment_settings/{name}", agents_too("environment.setting.write"), delete::<V1>)
         .get("/api/v2/environment_settings", read, v2_list)
         .get("/api/v2/environment_settings/{name}", agents_too("environment.setting.read"), v2_get)
-        .post("/api/v2/environment_settings/{name}", write, v2_set)
-        .delete("/api/v2/environment_settings/{name}", agents_too("environment.setting.write"), v2_delete)
+        .post("/api/v2/environment_settings/{name}", write, set::<V2>)
+        .delete("/api/v2/environment_settings/{name}", agents_too("environment.setting.write"), delete::<V2>)
         .post(
             "/api/v2/protected_environment_settings",
             env("environment.setting.write").clients(Clients::COMPILER),
@@ -43,21 +43,6 @@ async fn v1_get(State(o): State<Orchestrator>, Tid(env): Tid, Path(name): Path<S
     Ok(Json(json!({"value": one.settings.get(&name), "metadata": one.definition})).into_response())
 }
 
-async fn v1_set(
-    State(o): State<Orchestrator>,
-    Tid(env): Tid,
-    Path(name): Path<String>,
-    extract::Json(req): extract::Json<SettingSet>,
-) -> ApiResult<Response> {
-    o.set_environment_setting(env, &name, &req.value).await?;
-    Ok(empty())
-}
-
-async fn v1_delete(State(o): State<Orchestrator>, Tid(env): Tid, Path(name): Path<String>) -> ApiResult<Response> {
-    o.delete_environment_setting(env, &name).await?;
-    Ok(empty())
-}
-
 async fn v2_list(State(o): State<Orchestrator>, Tid(env): Tid) -> ApiResult<Response> {
     Ok(data(o.environment_settings(env).await?).into_response())
 }
@@ -66,19 +51,31 @@ async fn v2_get(State(o): State<Orchestrator>, Tid(env): Tid, Path(name): Path<S
     Ok(data(o.environment_setting(env, &name).await?).into_response())
 }
 
-async fn v2_set(
+/// Which API a setting write answers as: v1 with an empty body, v2 with `{"data": null}`.
+const V1: u8 = 1;
+const V2: u8 = 2;
+
+fn written<const API: u8>() -> Response {
+    if API == V1 { empty() } else { done().into_response() }
+}
+
+async fn set<const API: u8>(
     State(o): State<Orchestrator>,
     Tid(env): Tid,
     Path(name): Path<String>,
     extract::Json(req): extract::Json<SettingSet>,
 ) -> ApiResult<Response> {
     o.set_environment_setting(env, &name, &req.value).await?;
-    Ok(done().into_response())
+    Ok(written::<API>())
 }
 
-async fn v2_delete(State(o): State<Orchestrator>, Tid(env): Tid, Path(name): Path<String>) -> ApiResult<Response> {
+async fn delete<const API: u8>(
+    State(o): State<Orchestrator>,
+    Tid(env): Tid,
+    Path(name): Path<String>,
+) -> ApiResult<Response> {
     o.delete_environment_setting(env, &name).await?;
-    Ok(done().into_response())
+    Ok(written::<API>())
 }
 
 async fn set_protected(

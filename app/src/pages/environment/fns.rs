@@ -5,7 +5,9 @@ use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 
 #[cfg(feature = "ssr")]
-use crate::fns::{compile_row, env_id, fail, services_for, services_global, status_text, summary, version_row};
+use crate::fns::{
+    compile_row, env_id, fail, services_for, services_global, status_text, summary, token_row, version_row,
+};
 
 use crate::model::{Dashboard, SettingRow, TokenRow};
 
@@ -166,22 +168,7 @@ pub async fn load_dashboard(env: String) -> Result<Dashboard, ServerFnError> {
 #[server(prefix = "/console/fn", endpoint = "tokens", input = Json)]
 pub async fn tokens(env: String) -> Result<Vec<TokenRow>, ServerFnError> {
     let s = services_for("token", &env)?;
-    let time = orchestrator::store::format_time;
-    Ok(s.orchestrator
-        .environment_tokens(env_id(&env)?)
-        .await
-        .map_err(fail)?
-        .into_iter()
-        .map(|t| TokenRow {
-            jti: t.jti,
-            client_types: t.client_types.iter().map(|c| c.as_str().to_string()).collect(),
-            created_by: t.created_by,
-            issued: time(t.issued_at),
-            expires: t.expires_at.map(time),
-            last_used: t.last_used.map(time),
-            revoked: t.revoked_at.map(time),
-        })
-        .collect())
+    Ok(s.orchestrator.environment_tokens(env_id(&env)?).await.map_err(fail)?.iter().map(token_row).collect())
 }
 
 /// Creates an environment token for `client_types` (api, agent, compiler) that expires after

@@ -2,7 +2,7 @@
 //! configuration tab; the tokens tab is in [`super::tokens`].
 
 use leptos::prelude::*;
-use leptos_router::hooks::{use_navigate, use_query_map};
+use leptos_router::hooks::use_navigate;
 
 use super::fns;
 use super::tokens::TokensTab;
@@ -10,34 +10,18 @@ use crate::components::*;
 use crate::model::{EnvironmentDetails, SettingRow};
 
 const SETTINGS: &str = "/console/settings";
+const SETTINGS_TABS: [(&str, &str); 3] =
+    [("environment", "Environment"), ("configuration", "Configuration"), ("tokens", "Tokens")];
 
 #[component]
 pub fn SettingsPage() -> impl IntoView {
     let env = env();
     let tab = query("tab");
-    let q = use_query_map();
-    let tabs = [("environment", "Environment"), ("configuration", "Configuration"), ("tokens", "Tokens")];
-    let tab_links = move || {
-        let current = q.get();
-        let active_tab = match tab.get().as_str() {
-            "" => "environment".to_string(),
-            t => t.to_string(),
-        };
-        tabs.iter()
-            .map(|(key, label)| {
-                let href = link(SETTINGS, &current, &[("tab", Some(key.to_string()))]);
-                let active = active_tab == *key;
-                view! {
-                    <a role="tab" class="tab" class:active=active aria-selected=active.to_string() href=href id=format!("tab-{key}")>
-                        {*label}
-                    </a>
-                }
-            })
-            .collect_view()
-    };
     view! {
         <EnvironmentPage title="Settings" env>
-            <div class="tabs" role="tablist" aria-label="Settings">{tab_links}</div>
+            <div class="tabs" role="tablist" aria-label="Settings">
+                <TabLinks path=SETTINGS tabs=&SETTINGS_TABS/>
+            </div>
             <div class="tab-panel settings-panel" role="tabpanel">
                 {move || match tab.get().as_str() {
                     "configuration" => view! { <ConfigurationTab env/> }.into_any(),

@@ -59,17 +59,11 @@ pub(super) fn TokensTab(env: Memo<String>) -> impl IntoView {
 
 #[component]
 fn TokenTable(env: String, rows: Vec<TokenRow>, error: ActionError) -> impl IntoView {
-    let never = || view! { <span class="muted">"never"</span> };
     view! {
         <table class="table" id="tokens">
             <thead>
                 <tr>
-                    <th scope="col">"Client types"</th>
-                    <th scope="col">"Created by"</th>
-                    <th scope="col">"Issued"</th>
-                    <th scope="col">"Expires"</th>
-                    <th scope="col">"Last used"</th>
-                    <th scope="col">"Revoked"</th>
+                    <TokenHeaders/>
                     <th scope="col"><span class="sr-only">"Actions"</span></th>
                 </tr>
             </thead>
@@ -84,36 +78,12 @@ fn TokenTable(env: String, rows: Vec<TokenRow>, error: ActionError) -> impl Into
                             short_date(&t.issued)
                         );
                         let revoked = t.revoked.is_some();
+                        let label = format!("{types} token issued {}", short_date(&t.issued));
+                        let revoke = move || act(error, "Token revoked", fns::revoke_token(env.clone(), jti.clone()));
                         view! {
                             <tr data-jti=t.jti.clone() data-revoked=revoked.to_string()>
-                                <td>{types.clone()}</td>
-                                <td>{t.created_by.clone().unwrap_or_else(|| "—".into())}</td>
-                                <td class="nowrap" title=t.issued.clone()>{short_date(&t.issued)}</td>
-                                <td class="nowrap">{t.expires.as_deref().map(short_date).map(IntoAny::into_any).unwrap_or_else(|| never().into_any())}</td>
-                                <td class="nowrap">{t.last_used.as_deref().map(short_date).map(IntoAny::into_any).unwrap_or_else(|| never().into_any())}</td>
-                                <td class="nowrap">
-                                    {match t.revoked.as_deref() {
-                                        Some(at) => view! { <span class="badge badge-danger">"revoked"</span> " " {short_date(at)} }.into_any(),
-                                        None => view! { <span class="badge badge-ok">"active"</span> }.into_any(),
-                                    }}
-                                </td>
-                                <td class="row-actions">
-                                    <button
-                                        class="button button-small button-danger"
-                                        type="button"
-                                        data-action="revoke"
-                                        disabled=revoked
-                                        aria-label=format!("Revoke the {types} token issued {}", short_date(&t.issued))
-                                        on:click=move |_| {
-                                            let (env, jti) = (env.clone(), jti.clone());
-                                            error.ask(question.clone(), "Revoke", move || {
-                                                act(error, "Token revoked", fns::revoke_token(env.clone(), jti.clone()))
-                                            })
-                                        }
-                                    >
-                                        "Revoke"
-                                    </button>
-                                </td>
+                                <TokenCells token=t.clone()/>
+                                <RevokeTokenCell label question revoked error revoke/>
                             </tr>
                         }
                     })

@@ -1,0 +1,143 @@
+//! The server functions of the compile pages.
+
+use leptos::prelude::*;
+use leptos::server_fn::codec::Json;
+
+#[cfg(feature = "ssr")]
+use api::CompileStatus;
+
+#[cfg(feature = "ssr")]
+use crate::fns::{compile_row, env_id, fail, page_request, paged, seconds, services_for};
+use crate::model::{CompileDetailsView, CompileRow, Paged, TableQuery};
+#[cfg(feature = "ssr")]
+use crate::model::{CompileError, CompileStageRow};
+
+/// Compile reports, newest first. `filter.status` (queued, running, success, failed) becomes the
+/// API's `started` / `completed` / `success` filters.
+#[server(prefix = "/console/fn", endpoint = "compile_reports", input = Json)]
+pub async fn compile_reports(query: TableQuery) -> Result<Paged<CompileRow>, ServerFnError> {
+    let s = services_for("compile-report.read", &query.env)?;
+    let id = env_id(&query.env)?;
+    let mut query = query;
+    let status = query.filters.remove("status").unwrap_or_default();
+    let extra: &[(&str, &str)] = match CompileStatus::parse(&status) {
+        _ if status.is_empty() => &[],
+        Some(CompileStatus::Queued) => &[("started", "false")],
+        Some(CompileStatus::Running) => &[("started", "true"), ("completed", "false")],
+        Some(CompileStatus::Success) => &[("success", "true")],
+        Some(CompileStatus::Failed) => &[("success", "false")],
+        None => {
+            let other = &status;
+            return Err(ServerFnError::new(format!(
+                "{other:?} is not a compile status: use queued, running, success or failed"
+            )));
+        }
+    };
+    let mut req = page_request(&query);
+    req.filters.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let page = s.orchestrator.compile_reports(id, &req).await.map_err(fail)?;
+    Ok(paged(page, |c| compile_row(&c)))
+}
+
+/// Whether the environment compiles on the server (`server_compile`): the Recompile menu is
+/// disabled otherwise.
+#[server(prefix = "/console/fn", endpoint = "server_compile_enabled", input = Json)]
+pub async fn server_compile_enabled(env: String) -> Result<bool, ServerFnError> {
+    let s = services_for("environment.setting.read", &env)?;
+    server_compile(&s.orchestrator, env_id(&env)?).await
+}
+
+/// Queues a compile of the environment (`update`: pull the repository and update modules first).
+/// Returns what the operator should read: the queued compile, or why nothing was queued.
+#[server(prefix = "/console/fn", endpoint = "recompile", input = Json)]
+pub async fn recompile(env: String, update: bool) -> Result<String, ServerFnError> {
+    let s = services_for(if update { "compiler.execute.update" } else { "compiler.execute" }, &env)?;
+    let id = env_id(&env)?;
+    if !server_compile(&s.orchestrator, id).await? {
+        return Err(ServerFnError::new(
+            "server compiles are off for this environment: turn on the server_compile setting first",
+        ));
+    }
+    let message =
+        if update { "Update project and recompile from the web console" } else { "Recompile from the web console" };
+    let requested = s
+        .orchestrator
+        .request_compile(
+            id,
+            orchestrator::compiles::CompileRequest {
+                force_update: update,
+                metadata: serde_json::json!({"type": "console", "message": message}),
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(fail)?;
+    match requested.id {
+        Some(_) if requested.merged => Ok("Joined a compile that was already waiting.".into()),
+        Some(_) => Ok("Compile queued.".into()),
+        None => Err(ServerFnError::new(requested.warnings.join("; "))),
+    }
+}
+
+/// One compile with its stages and errors.
+#[server(prefix = "/console/fn", endpoint = "compile_details", input = Json)]
+pub async fn compile_details(env: String, id: String) -> Result<CompileDetailsView, ServerFnError> {
+    let s = services_for("compile-report.read", &env)?;
+    let env = env_id(&env)?;
+    let id: uuid::Uuid = id.parse().map_err(|_| ServerFnError::new(format!("{id:?} is not a compile id")))?;
+    let d = s.orchestrator.compile_details(env, id).await.map_err(fail)?;
+    let errors = d
+        .compile_data
+        .as_ref()
+        .and_then(|data| data["errors"].as_array())
+        .map(|errors| {
+            errors
+                .iter()
+                .map(|e| {
+                    let location = &e["location"];
+                    CompileError {
+                        kind: e["type"].as_str().unwrap_or_default().to_string(),
+                        message: e["message"].as_str().unwrap_or_default().to_string(),
+                        file: location["uri"].as_str().or_else(|| location["file"].as_str()).map(str::to_string),
+                        line: location["range"]["start"]["line"]
+                            .as_i64()
+                            .or_else(|| location["lnr"].as_i64())
+                            .map(|l| l + 1),
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let stages = d
+        .reports
+        .unwrap_or_default()
+        .into_iter()
+        .map(|stage| CompileStageRow {
+            duration: Some(seconds(stage.started, stage.completed)),
+            name: stage.name,
+            command: stage.command,
+            started: stage.started.to_string(),
+            completed: stage.completed.map(|t| t.to_string()),
+            returncode: stage.returncode,
+            stdout: stage.outstream,
+            stderr: stage.errstream,
+        })
+        .collect();
+    Ok(CompileDetailsView {
+        compile: compile_row(&d.report),
+        trigger: d.report.metadata.get("type").and_then(|t| t.as_str()).unwrap_or_default().to_string(),
+        failed_message: d.report.failed_compile_message.clone().filter(|m| !m.is_empty()),
+        environment_variables: d.report.variables.environment_variables.into_iter().collect(),
+        errors,
+        stages,
+    })
+}
+
+/// The `server_compile` setting of an environment (its default when unset).
+#[cfg(feature = "ssr")]
+async fn server_compile(o: &orchestrator::Orchestrator, env: uuid::Uuid) -> Result<bool, ServerFnError> {
+    let all = o.environment_settings(env).await.map_err(fail)?;
+    let name = api::settings::names::SERVER_COMPILE;
+    let value = all.settings.get(name).or_else(|| all.definition.get(name).map(|d| &d.default));
+    Ok(value.and_then(api::SettingValue::as_bool).unwrap_or(true))
+}

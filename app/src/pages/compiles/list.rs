@@ -1,0 +1,197 @@
+//! The compile reports page: an environment's compiles, newest first, filtered by status,
+//! with the Recompile menu.
+
+use leptos::prelude::*;
+use leptos_router::hooks::use_query_map;
+
+use api::CompileStatus;
+
+use super::fns::{compile_reports, recompile, server_compile_enabled};
+use crate::components::*;
+use crate::model::{CompileRow, Paged};
+
+/// The status filter of the compile reports: any, or one compile status.
+const COMPILE_STATUS_CHOICES: [&str; 5] = [
+    "",
+    CompileStatus::Queued.as_str(),
+    CompileStatus::Running.as_str(),
+    CompileStatus::Success.as_str(),
+    CompileStatus::Failed.as_str(),
+];
+
+const COMPILES: &str = "/console/compilereports";
+
+#[component]
+pub fn CompileReportsPage() -> impl IntoView {
+    let env = env();
+    let data = table_resource(compile_reports);
+    view! {
+        <EnvironmentPage
+            title="Compile Reports"
+            env
+            actions=move || view! {
+                <RecompileMenu/>
+            }
+        >
+            <StatusFilter path=COMPILES values=&COMPILE_STATUS_CHOICES/>
+            <Loaded
+                resource=data
+                loading="Loading compile reports…"
+                error_title="The compile reports could not be loaded"
+                view=move |page| view! { <CompileTable env=env.get_untracked() data=page/> }
+            />
+        </EnvironmentPage>
+    }
+    .into_any()
+}
+
+/// "Recompile ▾" with "Recompile" and "Update project & recompile"; disabled, with the reason,
+/// when the environment does not compile on the server. Its open state lives outside the
+/// refetched part, so live updates do not close it.
+#[component]
+fn RecompileMenu() -> impl IntoView {
+    let env = env();
+    let enabled = live_resource(move || env.get(), server_compile_enabled);
+    let open = RwSignal::new(false);
+    let notice = RwSignal::new(None::<String>);
+    let error = ActionError::new();
+    let start = move |update: bool| {
+        open.set(false);
+        let call = recompile(env.get_untracked(), update);
+        leptos::task::spawn_local(async move {
+            match call.await {
+                Ok(message) => {
+                    error.set(None);
+                    notice.set(Some(message));
+                }
+                Err(e) => {
+                    notice.set(None);
+                    error.fail(e);
+                }
+            }
+            error.refresh.bump();
+        });
+    };
+    view! {
+        <div class="menu">
+            <Transition fallback=|| {
+                view! { <button class="button" type="button" id="recompile-menu" disabled=true>"Recompile ▾"</button> }
+            }>
+                {move || {
+                    let on = enabled.get().and_then(|r| r.ok()).unwrap_or(true);
+                    let settings = env_link("settings", &env.get());
+                    view! {
+                        <button
+                            class="button"
+                            type="button"
+                            id="recompile-menu"
+                            aria-haspopup="menu"
+                            aria-expanded=move || open.get().to_string()
+                            aria-describedby=(!on).then_some("recompile-hint")
+                            title=(!on).then_some("Server compiles are off for this environment (setting server_compile)")
+                            disabled=!on
+                            on:click=move |_| open.update(|o| *o = !*o)
+                        >
+                            "Recompile ▾"
+                        </button>
+                        {(!on).then(|| view! {
+                            <p class="hint" id="recompile-hint">
+                                "Server compiles are off for this environment. Turn on "
+                                <a href=settings>"server_compile"</a>
+                                " in the settings to recompile from here."
+                            </p>
+                        })}
+                    }
+                }}
+            </Transition>
+            <Show when=move || open.get()>
+                <div class="menu-panel" role="menu" aria-label="Recompile">
+                    <button class="menu-item" type="button" role="menuitem" id="recompile" on:click=move |_| start(false)>
+                        "Recompile"
+                    </button>
+                    <button
+                        class="menu-item"
+                        type="button"
+                        role="menuitem"
+                        id="recompile-update"
+                        on:click=move |_| start(true)
+                    >
+                        "Update project & recompile"
+                    </button>
+                </div>
+            </Show>
+            {move || notice.get().map(|n| view! { <p class="action-notice" role="status">{n}</p> })}
+            <ActionMessage error/>
+        </div>
+    }
+    .into_any()
+}
+
+#[component]
+fn CompileTable(env: String, data: Paged<CompileRow>) -> impl IntoView {
+    let q = use_query_map();
+    if data.rows.is_empty() {
+        let current = q.get_untracked();
+        let filtered = current.latest_values().any(|(k, v)| k.starts_with("filter.") && !v.is_empty());
+        if filtered {
+            let clear = link(COMPILES, &current, &[("filter.status", None)]);
+            return view! {
+                <Empty title="No compile reports match the filter">
+                    <p><a class="button button-secondary" href=clear>"Clear the filter"</a></p>
+                </Empty>
+            }
+            .into_any();
+        }
+        return view! {
+            <Empty title="No compile reports yet">
+                <p>
+                    "A compile appears here when one is requested: use " <strong>"Recompile"</strong>
+                    " above, " <code>"POST /api/v1/notify/<environment>"</code> ", or the "
+                    <code>"auto_full_compile"</code> " setting. Compiles check out the environment's repository, set in "
+                    <a href=env_link("settings", &env)>"Settings"</a> "."
+                </p>
+            </Empty>
+        }
+        .into_any();
+    }
+    view! {
+        <table class="table" id="compile-reports">
+            <thead>
+                <tr>
+                    <SortHeader path=COMPILES column="requested" label="Requested"/>
+                    <th scope="col">"Status"</th>
+                    <th scope="col">"Message"</th>
+                    <th scope="col">"Wait time"</th>
+                    <th scope="col">"Duration"</th>
+                    <th scope="col"><span class="sr-only">"Actions"</span></th>
+                </tr>
+            </thead>
+            <tbody>
+                {data
+                    .rows
+                    .into_iter()
+                    .map(|c| {
+                        let href = compile_link(&env, &c.id);
+                        let label = format!("Show details of the compile requested at {}", short_date(&c.requested));
+                        view! {
+                            <tr data-id=c.id.clone() data-status=c.status.as_str()>
+                                <td class="nowrap">{short_date(&c.requested)}</td>
+                                <td><StatusBadge status=c.status/></td>
+                                <td>{c.message.clone()}</td>
+                                <td class="nowrap">{c.wait.map(duration_text).unwrap_or_default()}</td>
+                                <td class="nowrap">{c.duration.map(duration_text).unwrap_or_default()}</td>
+                                <td class="row-actions">
+                                    <a class="button button-small button-secondary" href=href aria-label=label>
+                                        "Show details"
+                                    </a>
+                                </td>
+                            </tr>
+                        }
+                    })
+                    .collect_view()}
+            </tbody>
+        </table>
+        <Pager path=COMPILES page=data.page/>
+    }
+    .into_any()
+}

@@ -1,0 +1,82 @@
+//! Facts: what handlers report about the resources they manage, each with its resource.
+
+use leptos::prelude::*;
+use leptos::server_fn::codec::Json;
+
+use super::parameters::parameter_value_is_long;
+use crate::components::*;
+#[cfg(feature = "ssr")]
+use crate::fns::{env_id, fact_row, fail, page_request, paged, services_for};
+use crate::layout::resource_link;
+use crate::model::{Paged, ParameterRow, TableQuery};
+
+const FACTS: &str = "/console/facts";
+
+#[component]
+pub fn FactsPage() -> impl IntoView {
+    let env = env();
+    let data = table_resource(facts);
+    view! {
+        <EnvironmentPage title="Facts" env>
+            <FilterForm path=FACTS fields=vec![("name", "Name"), ("resource_id", "Resource")] keep=vec!["env"]/>
+            <Loaded
+                resource=data
+                loading="Loading facts…"
+                error_title="The facts could not be loaded"
+                view=move |page| view! { <FactTable env=env.get_untracked() data=page/> }
+            />
+        </EnvironmentPage>
+    }
+}
+
+#[component]
+fn FactTable(env: String, data: Paged<ParameterRow>) -> impl IntoView {
+    if data.rows.is_empty() {
+        return view! {
+            <Empty title="No facts">
+                <p>"Handlers report facts about the resources they manage; none are stored yet."</p>
+            </Empty>
+        }
+        .into_any();
+    }
+    view! {
+        <table class="table" id="facts">
+            <thead>
+                <tr>
+                    <SortHeader path=FACTS column="name" label="Name"/>
+                    <SortHeader path=FACTS column="resource_id" label="Resource"/>
+                    <th scope="col">"Updated"</th>
+                    <th scope="col">"Value"</th>
+                </tr>
+            </thead>
+            <tbody>
+                {data
+                    .rows
+                    .into_iter()
+                    .map(|f| {
+                        let href = resource_link(&env, &f.resource_id);
+                        let long = parameter_value_is_long(&f.value);
+                        view! {
+                            <tr>
+                                <td>{f.name}</td>
+                                <td><a class="mono" href=href>{f.resource_id}</a></td>
+                                <td class="nowrap">{f.updated.as_deref().map(short_date)}</td>
+                                <td><FoldedValue value=f.value long/></td>
+                            </tr>
+                        }
+                    })
+                    .collect_view()}
+            </tbody>
+        </table>
+        <Pager path=FACTS page=data.page/>
+    }
+    .into_any()
+}
+
+/// Facts, paged.
+#[server(prefix = "/console/fn", endpoint = "facts", input = Json)]
+pub async fn facts(query: TableQuery) -> Result<Paged<ParameterRow>, ServerFnError> {
+    let s = services_for("fact.read", &query.env)?;
+    let page = s.orchestrator.facts(env_id(&query.env)?, &page_request(&query)).await.map_err(fail)?;
+    Ok(paged(page, fact_row))
+}

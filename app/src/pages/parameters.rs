@@ -1,0 +1,95 @@
+//! Parameters: the values set for the model with `inmanta param set` or the API.
+
+use leptos::prelude::*;
+use leptos::server_fn::codec::Json;
+
+use crate::components::*;
+#[cfg(feature = "ssr")]
+use crate::fns::{env_id, fail, page_request, paged, services_for};
+use crate::model::{Paged, ParameterRow, TableQuery};
+
+const PARAMETERS: &str = "/console/parameters";
+
+#[component]
+pub fn ParametersPage() -> impl IntoView {
+    let env = env();
+    let data = table_resource(parameters);
+    view! {
+        <EnvironmentPage title="Parameters" env>
+            <FilterForm path=PARAMETERS fields=vec![("name", "Name"), ("source", "Source")] keep=vec!["env"]/>
+            <Loaded
+                resource=data
+                loading="Loading parameters…"
+                error_title="The parameters could not be loaded"
+                view=move |page| view! { <ParameterTable data=page/> }
+            />
+        </EnvironmentPage>
+    }
+}
+
+#[component]
+fn ParameterTable(data: Paged<ParameterRow>) -> impl IntoView {
+    if data.rows.is_empty() {
+        return view! {
+            <Empty title="No parameters">
+                <p>"Set one with " <code>"inmanta param set"</code> " or through " <code>"PUT /api/v1/param"</code> "."</p>
+            </Empty>
+        }
+        .into_any();
+    }
+    view! {
+        <table class="table" id="parameters">
+            <thead>
+                <tr>
+                    <SortHeader path=PARAMETERS column="name" label="Name"/>
+                    <SortHeader path=PARAMETERS column="source" label="Source"/>
+                    <SortHeader path=PARAMETERS column="updated" label="Updated"/>
+                    <th scope="col">"Value"</th>
+                </tr>
+            </thead>
+            <tbody>
+                {data
+                    .rows
+                    .into_iter()
+                    .map(|p| {
+                        let long = parameter_value_is_long(&p.value);
+                        view! {
+                            <tr>
+                                <td>{p.name}</td>
+                                <td>{p.source}</td>
+                                <td class="nowrap">{p.updated.as_deref().map(short_date)}</td>
+                                <td><FoldedValue value=p.value long/></td>
+                            </tr>
+                        }
+                    })
+                    .collect_view()}
+            </tbody>
+        </table>
+        <Pager path=PARAMETERS page=data.page/>
+    }
+    .into_any()
+}
+
+/// Whether a parameter's or a fact's value folds in its list: long or over several lines.
+pub(crate) fn parameter_value_is_long(value: &str) -> bool {
+    value.len() > 120 || value.contains('\n')
+}
+
+/// Parameters, paged.
+#[server(prefix = "/console/fn", endpoint = "parameters", input = Json)]
+pub async fn parameters(query: TableQuery) -> Result<Paged<ParameterRow>, ServerFnError> {
+    let s = services_for("parameter.read", &query.env)?;
+    let page = s.orchestrator.parameters(env_id(&query.env)?, &page_request(&query)).await.map_err(fail)?;
+    Ok(paged(page, parameter_row))
+}
+
+#[cfg(feature = "ssr")]
+fn parameter_row(p: api::operations::Parameter) -> ParameterRow {
+    ParameterRow {
+        name: p.name,
+        value: p.value,
+        source: p.source,
+        updated: p.updated.map(|t| t.to_string()),
+        resource_id: String::new(),
+    }
+}

@@ -1,0 +1,158 @@
+//! The resources page: the released resources of an environment with their status, the
+//! deploy bar and why each one that is not deployed is not.
+
+use leptos::prelude::*;
+use leptos_router::hooks::use_query_map;
+
+use super::ProblemText;
+use super::fns::resources;
+use crate::components::*;
+use crate::layout::resource_link;
+use crate::model::{ResourceState, ResourcesView};
+
+const RESOURCES: &str = "/console/resources";
+
+#[component]
+pub fn ResourcesPage() -> impl IntoView {
+    let env = env();
+    let data = table_resource(resources);
+    let error = ActionError::new();
+    let deploy = move |repair: bool| {
+        let (question, yes, done) = if repair {
+            (
+                "Repair every resource of this environment (deploy all, also those that seem up to date)?",
+                "Repair",
+                "Repair started: every resource deploys again",
+            )
+        } else {
+            ("Deploy every resource whose desired state is not deployed yet?", "Deploy", "Deploy started")
+        };
+        let env = env.get_untracked();
+        error.ask(question, yes, move || {
+            let env = env.clone();
+            act(error, done, async move { crate::fns::deploy(env, repair, None).await.map(|_| ()) })
+        });
+    };
+    view! {
+        <EnvironmentPage
+            title="Resources"
+            env
+            actions=move || view! {
+                <div class="page-actions">
+                    <a class="button button-secondary" id="graph-link" href=move || env_link("resources/graph", &env.get())>
+                        "Dependency graph"
+                    </a>
+                    <button class="button" id="deploy" type="button" on:click=move |_| deploy(false)>"Deploy"</button>
+                    <button class="button button-secondary" id="repair" type="button" on:click=move |_| deploy(true)>
+                        "Repair"
+                    </button>
+                </div>
+            }
+            notice=move || view! { <ActionMessage error/> }
+        >
+            <crate::pages::compliance::ComplianceCard env report_only_only=true/>
+            <FilterForm
+                path=RESOURCES
+                fields=vec![("resource_type", "Type"), ("agent", "Agent"), ("resource_id_value", "Value")]
+                keep=vec!["env", "filter.status"]
+            />
+            <Loaded
+                resource=data
+                loading="Loading resources…"
+                error_title="The resources could not be loaded"
+                view=move |view| view! { <ResourcesBody env=env.get_untracked() data=view/> }
+            />
+        </EnvironmentPage>
+    }
+}
+
+#[component]
+fn ResourcesBody(env: String, data: ResourcesView) -> impl IntoView {
+    let q = use_query_map();
+    let current = q.get_untracked();
+    let status = current.get("filter.status").unwrap_or_default();
+    let chips = data
+        .summary
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(state, n)| {
+            let state = state.as_str();
+            let active = status == state;
+            let href = link(RESOURCES, &current, &[("filter.status", (!active).then(|| state.to_string()))]);
+            view! {
+                <a class="chip" class:active=active href=href data-state=state>
+                    <span class=format!("legend-swatch state-bg-{state}")></span>
+                    {format!("{} {n}", state.replace('_', " "))}
+                </a>
+            }
+        })
+        .collect_view();
+    let deploying = data.summary.iter().find(|(s, _)| *s == ResourceState::Deploying).map(|(_, n)| *n).unwrap_or(0);
+    let header = format!("{deploying} deploying / {} resources", data.summary_total);
+    let empty_env = env.clone();
+    let body = if data.rows.is_empty() {
+        let env = empty_env;
+        let filtered = current.latest_values().any(|(k, v)| k.starts_with("filter.") && !v.is_empty());
+        view! {
+            <Empty title=if filtered { "No resources match the filters" } else { "No resources yet" }>
+                {if filtered {
+                    view! { <p><a href=env_link("resources", &env)>"Clear the filters"</a> " to see every resource."</p> }.into_any()
+                } else {
+                    view! {
+                        <p>
+                            "Resources appear when a version is released: export a model and promote it on the "
+                            <a href=env_link("desiredstate", &env)>"Desired State"</a> " page."
+                        </p>
+                    }
+                        .into_any()
+                }}
+            </Empty>
+        }
+        .into_any()
+    } else {
+        view! {
+            <table class="table" id="resources">
+                <thead>
+                    <tr>
+                        <SortHeader path=RESOURCES column="resource_type" label="Type"/>
+                        <SortHeader path=RESOURCES column="agent" label="Agent"/>
+                        <SortHeader path=RESOURCES column="resource_id_value" label="Value"/>
+                        <SortHeader path=RESOURCES column="status" label="Status"/>
+                        <th scope="col">"Requires"</th>
+                        <th scope="col">"Problem"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {data
+                        .rows
+                        .into_iter()
+                        .map(|r| {
+                            let href = resource_link(&env, &r.id);
+                            let (rid, status) = (r.id.clone(), r.status.as_str());
+                            view! {
+                                <tr data-id=rid data-status=status>
+                                    <td>{r.resource_type}</td>
+                                    <td>{r.agent}</td>
+                                    <td><a href=href>{r.value}</a></td>
+                                    <td><StatusBadge status=r.status/></td>
+                                    <td>{r.requires}</td>
+                                    <td class="problem">{r.problem.map(|p| view! { <ProblemText env=env.clone() problem=p/> })}</td>
+                                </tr>
+                            }
+                        })
+                        .collect_view()}
+                </tbody>
+            </table>
+            <Pager path=RESOURCES page=data.page/>
+        }
+        .into_any()
+    };
+    view! {
+        <div class="summary card">
+            <p class="summary-header" id="deploying-count">{header}</p>
+            <DeployBar env=env.clone() summary=data.summary.clone() total=data.summary_total/>
+            <div class="legend" aria-label="Filter on status">{chips}</div>
+        </div>
+        {body}
+    }
+}
