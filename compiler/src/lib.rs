@@ -448,10 +448,10 @@ fn compile_inner(
         bridge.set_max_answer(options.max_memory);
         ev.python = Some(bridge);
     }
-    ev.max_steps = options.max_steps;
-    ev.max_instances = options.max_instances;
-    ev.max_depth = options.max_depth;
-    ev.budget = eval::budget::Budget::new(options.max_memory);
+    ev.limits.max_steps = options.max_steps;
+    ev.limits.max_instances = options.max_instances;
+    ev.limits.max_depth = options.max_depth;
+    ev.limits.budget = eval::budget::Budget::new(options.max_memory);
     let rules: Vec<String> = meta.raw["relation_precedence_policy"]
         .as_array()
         .map(|a| a.iter().filter_map(|r| r.as_str().map(str::to_string)).collect())
@@ -494,7 +494,7 @@ fn compile_inner(
     let stats = CompileStats {
         files: namespaces.len(),
         instances: ev.m.instances.len(),
-        statements_run: ev.steps,
+        statements_run: ev.limits.steps,
         variable_probes,
         resources: ex.resources.len(),
         parse_time,

@@ -125,7 +125,7 @@ fn module_file_path(ev: &Evaluator<'_>, path: &str, sub: &str) -> Result<std::pa
 /// Counts a list or dict a deep copy makes against the memory budget: a dict that holds the same
 /// dict at each of 40 levels takes 40 entries in the model, and 2**40 once copied.
 pub(super) fn charge_copy(ev: &mut Evaluator<'_>, built: Built) -> Result<(), PErr> {
-    ev.budget.charge(built).map_err(|m| PErr::Kind("RuntimeException", m))
+    ev.limits.budget.charge(built).map_err(|m| PErr::Kind("RuntimeException", m))
 }
 
 fn sort_key(v: &Value) -> (u8, f64, String) {

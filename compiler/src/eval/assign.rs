@@ -279,9 +279,9 @@ impl<'a> Evaluator<'a> {
         if r.first == NO_SPAN {
             r.first = span;
         }
-        if let Some(ls) = self.listeners.get(&(inst, ai)) {
+        if let Some(ls) = self.queue.listeners.get(&(inst, ai)) {
             for idx in 0..ls.len() {
-                self.deferred.push_back((inst, ai, idx, other));
+                self.queue.deferred.push_back((inst, ai, idx, other));
             }
         }
         if let Some(h) = hi

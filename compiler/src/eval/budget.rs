@@ -113,13 +113,13 @@ impl Evaluator<'_> {
     /// Counts a value about to be built by the expression at `span`.
     #[inline]
     pub(crate) fn charge(&mut self, built: Built, span: Span) -> EResult<()> {
-        self.budget.charge(built).map_err(|m| error("RuntimeException", m, span, self.m.sources))
+        self.limits.budget.charge(built).map_err(|m| error("RuntimeException", m, span, self.m.sources))
     }
 
     /// Refuses, before a plugin builds it, a result that would not fit what is left (what the
     /// plugin returns is counted then, by [`Evaluator::charge_result`]).
     pub(crate) fn ensure_room(&self, built: Built, span: Span) -> EResult<()> {
-        self.budget.fits(built).map_err(|m| error("RuntimeException", m, span, self.m.sources))
+        self.limits.budget.fits(built).map_err(|m| error("RuntimeException", m, span, self.m.sources))
     }
 
     /// Counts what a plugin returned, when it is a value the plugin built (a string, list or dict
@@ -151,13 +151,13 @@ impl Evaluator<'_> {
             return Ok(());
         }
         let what = format!("this string would be at least {}", human_bytes(out.offered as u64));
-        Err(error("RuntimeException", self.budget.exceeded(&what), span, self.m.sources))
+        Err(error("RuntimeException", self.limits.budget.exceeded(&what), span, self.m.sources))
     }
 
     /// A buffer for a string being built: it stops at what the budget has left (a string counts
     /// twice its length).
     pub(crate) fn string_buffer(&self) -> Bounded {
-        Bounded::new(self.budget.remaining() / 2)
+        Bounded::new(self.limits.budget.remaining() / 2)
     }
 
     /// The string built in `out` (by the expression at `span`), charged to the budget.

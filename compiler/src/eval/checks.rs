@@ -201,7 +201,7 @@ impl<'a> Evaluator<'a> {
                 Some(_) => {}
                 None => {
                     self.m.index_tables[idx].insert(key.clone(), inst);
-                    if let Some(w) = self.index_waiters.remove(&(idx, key)) {
+                    if let Some(w) = self.queue.index_waiters.remove(&(idx, key)) {
                         self.wake(w);
                     }
                 }

@@ -6,10 +6,10 @@ impl<'a> Evaluator<'a> {
     pub(crate) fn freeze(&mut self, inst: InstId, ai: u32) {
         let Some(woken) = self.m.freeze_slot(inst, ai) else { return };
         self.wake(woken);
-        if let Some(ls) = self.listeners.get(&(inst, ai)) {
+        if let Some(ls) = self.queue.listeners.get(&(inst, ai)) {
             for l in ls {
                 for name in l.writes().iter() {
-                    if let Some(c) = self.potential_writes.get_mut(name) {
+                    if let Some(c) = self.pending_writes.potential_writes.get_mut(name) {
                         *c = c.saturating_sub(1);
                     }
                 }
@@ -19,13 +19,13 @@ impl<'a> Evaluator<'a> {
 
     /// When nothing is ready: freeze relations that tasks wait on. Returns false when stuck.
     pub(super) fn freeze_step(&mut self) -> bool {
-        let cands = std::mem::take(&mut self.freeze_candidates);
+        let cands = std::mem::take(&mut self.queue.freeze_candidates);
         let mut safe = Vec::new();
         let mut risky = Vec::new();
         for (i, a) in cands {
             let inst = &self.m.instances[i as usize];
             let Slot::Rel(r) = &inst.slots[a as usize] else { continue };
-            if r.frozen || (r.waiters.is_empty() && !self.listeners.contains_key(&(i, a))) {
+            if r.frozen || (r.waiters.is_empty() && !self.queue.listeners.contains_key(&(i, a))) {
                 continue;
             }
             let attr = &self.m.types.entities[inst.entity].attrs[a as usize];
@@ -35,7 +35,7 @@ impl<'a> Evaluator<'a> {
                 risky.push((i, a, true));
                 continue;
             }
-            let pending = |n: &str| self.potential_writes.get(n).copied().unwrap_or(0) > 0;
+            let pending = |n: &str| self.pending_writes.potential_writes.get(n).copied().unwrap_or(0) > 0;
             let blocked = pending(&attr.name) || reverse.as_deref().is_some_and(pending);
             if blocked { risky.push((i, a, false)) } else { safe.push((i, a)) }
         }
@@ -69,7 +69,7 @@ impl<'a> Evaluator<'a> {
                         true
                     }
                 });
-                self.freeze_candidates.extend(deferred);
+                self.queue.freeze_candidates.extend(deferred);
             }
         }
         if !safe.is_empty() {
@@ -80,7 +80,7 @@ impl<'a> Evaluator<'a> {
                 if let Slot::Rel(r) = &mut self.m.instances[i as usize].slots[a as usize] {
                     r.candidate = true;
                 }
-                self.freeze_candidates.push((i, a));
+                self.queue.freeze_candidates.push((i, a));
             }
             return true;
         }
@@ -100,7 +100,7 @@ impl<'a> Evaluator<'a> {
             .map(|(n, _)| n);
         let Some(b) = best else {
             for (i, a, _) in risky {
-                self.freeze_candidates.push((i, a));
+                self.queue.freeze_candidates.push((i, a));
             }
             return false;
         };
@@ -108,7 +108,7 @@ impl<'a> Evaluator<'a> {
             if n == b {
                 self.freeze(i, a);
             } else {
-                self.freeze_candidates.push((i, a));
+                self.queue.freeze_candidates.push((i, a));
             }
         }
         true
@@ -123,7 +123,7 @@ impl<'a> Evaluator<'a> {
         };
         let mut waiting_on: HashMap<&str, Vec<TaskId>> = HashMap::new();
         let mut waiting_exact: HashMap<(InstId, u32), Vec<TaskId>> = HashMap::new();
-        for (t, w) in &self.parked {
+        for (t, w) in &self.queue.parked {
             if let Wait::Rel(i, a) | Wait::Prim(i, a) = w {
                 waiting_on.entry(name_of(*i, *a)).or_default().push(*t);
                 waiting_exact.entry((*i, *a)).or_default().push(*t);
@@ -140,7 +140,7 @@ impl<'a> Evaluator<'a> {
                     if !seen.insert(t) || seen.len() > 10_000 {
                         continue;
                     }
-                    for w in self.tasks[t as usize].writes.iter() {
+                    for w in self.queue.tasks[t as usize].writes.iter() {
                         if names.insert(w) {
                             queue.extend(waiting_on.get(&**w).into_iter().flatten().copied());
                         }

@@ -140,16 +140,8 @@ pub(crate) struct ProjectCtx {
 /// reads go through `Deref`, writes through `m` here.
 pub(crate) struct Evaluator<'a> {
     pub m: Model<'a>,
-    tasks: Vec<Task<'a>>,
-    ready: VecDeque<TaskId>,
-    live_tasks: usize,
-    index_waiters: HashMap<(usize, String), Vec<TaskId>>,
-    freeze_candidates: Vec<(InstId, u32)>,
-    potential_writes: FastMap<Rc<str>, u32>,
-    write_cache: FastMap<usize, Rc<[Rc<str>]>>,
-    impl_writes: Vec<Option<Rc<[Rc<str>]>>>,
-    /// waits of parked tasks, for the end-of-compile report
-    parked: FastMap<TaskId, Wait>,
+    queue: queue::Queue<'a>,
+    pending_writes: writes::PendingWrites,
     pub errors: Vec<Diagnostic>,
     pub warnings: Vec<Diagnostic>,
     warned: HashSet<(String, Span)>,
@@ -157,25 +149,23 @@ pub(crate) struct Evaluator<'a> {
     pub printed: Vec<String>,
     pub project: ProjectCtx,
     pub plugins: Rc<crate::builtins::Plugins>,
-    pub max_steps: u64,
-    pub max_instances: u64,
-    pub max_depth: u64,
-    pub budget: budget::Budget,
-    pub steps: u64,
-    listeners: FastMap<(InstId, u32), Vec<Listener<'a>>>,
-    /// the task that runs
-    current: TaskId,
-    /// values computed by a call, of the tasks that went to the back of the queue to set them
-    /// (see [`computed_by_call`])
-    turned: FastMap<TaskId, Value>,
-    /// (relation, listener index, new element) to process
-    deferred: VecDeque<(InstId, u32, usize, InstId)>,
+    pub limits: Limits,
     /// `relation_precedence_policy`: (A, x) is frozen before (B, y).
     precedence: Vec<(EntId, String, EntId, String)>,
     /// The Python process of the modules' plugins, when a loaded module has Python code.
     pub python: Option<crate::python::bridge::Bridge>,
     /// Files that Python resource mappers uploaded (sha1, content).
     pub python_files: Vec<(String, Vec<u8>)>,
+}
+
+/// What a compile may use (the options' limits) and what it has used.
+pub(crate) struct Limits {
+    pub max_steps: u64,
+    pub max_instances: u64,
+    pub max_depth: u64,
+    pub budget: budget::Budget,
+    /// statements run, against `max_steps`
+    pub steps: u64,
 }
 
 pub(crate) fn loc_str(sources: &SourceMap, span: Span) -> String {
@@ -226,15 +216,8 @@ impl<'a> Evaluator<'a> {
         let nimpl = types.implementations.len();
         Evaluator {
             m: Model::new(types, sources),
-            tasks: Vec::new(),
-            ready: VecDeque::new(),
-            live_tasks: 0,
-            index_waiters: HashMap::new(),
-            freeze_candidates: Vec::new(),
-            potential_writes: FastMap::default(),
-            write_cache: FastMap::default(),
-            impl_writes: vec![None; nimpl],
-            parked: FastMap::default(),
+            queue: queue::Queue::default(),
+            pending_writes: writes::PendingWrites::new(nimpl),
             errors: Vec::new(),
             warnings: Vec::new(),
             warned: HashSet::new(),
@@ -242,16 +225,14 @@ impl<'a> Evaluator<'a> {
             printed: Vec::new(),
             project,
             plugins: Rc::new(crate::builtins::Plugins::new()),
-            max_steps: 5_000_000,
-            max_instances: u64::MAX,
-            max_depth: u64::MAX,
-            budget: budget::Budget::new(budget::DEFAULT_MAX_MEMORY),
-            steps: 0,
+            limits: Limits {
+                max_steps: 5_000_000,
+                max_instances: u64::MAX,
+                max_depth: u64::MAX,
+                budget: budget::Budget::new(budget::DEFAULT_MAX_MEMORY),
+                steps: 0,
+            },
             precedence: Vec::new(),
-            listeners: FastMap::default(),
-            current: 0,
-            turned: FastMap::default(),
-            deferred: VecDeque::new(),
             python: None,
             python_files: Vec::new(),
         }

@@ -3,6 +3,27 @@
 
 use super::*;
 
+/// The tasks and what they wait for: the ready queue, parked tasks, waiters on index entries,
+/// listeners on relations and relations that may be frozen.
+#[derive(Default)]
+pub(super) struct Queue<'a> {
+    pub(super) tasks: Vec<Task<'a>>,
+    pub(super) ready: VecDeque<TaskId>,
+    pub(super) live_tasks: usize,
+    pub(super) index_waiters: HashMap<(usize, String), Vec<TaskId>>,
+    pub(super) freeze_candidates: Vec<(InstId, u32)>,
+    /// waits of parked tasks, for the end-of-compile report
+    pub(super) parked: FastMap<TaskId, Wait>,
+    pub(super) listeners: FastMap<(InstId, u32), Vec<Listener<'a>>>,
+    /// the task that runs
+    pub(super) current: TaskId,
+    /// values computed by a call, of the tasks that went to the back of the queue to set them
+    /// (see [`computed_by_call`])
+    pub(super) turned: FastMap<TaskId, Value>,
+    /// (relation, listener index, new element) to process
+    pub(super) deferred: VecDeque<(InstId, u32, usize, InstId)>,
+}
+
 impl<'a> Evaluator<'a> {
     /// Frees what only the evaluation needed: the tasks and their caches, the scopes of blocks
     /// and implementation bodies, listeners and index waiters (the waiters of slots are empty
@@ -11,15 +32,15 @@ impl<'a> Evaluator<'a> {
     /// before the export, which is where the compile's memory peaks: at 100 000 resources this
     /// state was about 350 MB of a 1.35 GB peak.
     pub(crate) fn release_scheduler(&mut self, keep_root_variables: bool) {
-        self.tasks = Vec::new();
-        self.ready = VecDeque::new();
-        self.deferred = VecDeque::new();
-        self.listeners = FastMap::default();
-        self.parked = FastMap::default();
-        self.index_waiters = HashMap::new();
-        self.freeze_candidates = Vec::new();
-        self.potential_writes = FastMap::default();
-        self.write_cache = FastMap::default();
+        self.queue.tasks = Vec::new();
+        self.queue.ready = VecDeque::new();
+        self.queue.deferred = VecDeque::new();
+        self.queue.listeners = FastMap::default();
+        self.queue.parked = FastMap::default();
+        self.queue.index_waiters = HashMap::new();
+        self.queue.freeze_candidates = Vec::new();
+        self.pending_writes.potential_writes = FastMap::default();
+        self.pending_writes.write_cache = FastMap::default();
         // namespace scopes are made first (`run`), so they are a prefix of `scopes`
         let keep = if keep_root_variables {
             self.m.ns_scopes.iter().map(|s| *s as usize + 1).max().unwrap_or(0)
@@ -32,21 +53,21 @@ impl<'a> Evaluator<'a> {
     }
 
     pub(super) fn finish_task(&mut self, t: TaskId) {
-        let writes = self.tasks[t as usize].writes.clone();
+        let writes = self.queue.tasks[t as usize].writes.clone();
         for w in writes.iter() {
-            if let Some(c) = self.potential_writes.get_mut(w) {
+            if let Some(c) = self.pending_writes.potential_writes.get_mut(w) {
                 *c -= 1;
             }
         }
-        self.tasks[t as usize].cache = Vec::new();
-        self.live_tasks -= 1;
+        self.queue.tasks[t as usize].cache = Vec::new();
+        self.queue.live_tasks -= 1;
     }
 
     pub(super) fn run_task(&mut self, t: TaskId) {
-        self.parked.remove(&t);
-        self.current = t;
-        let mut cache = std::mem::take(&mut self.tasks[t as usize].cache);
-        let result = match self.tasks[t as usize].kind {
+        self.queue.parked.remove(&t);
+        self.queue.current = t;
+        let mut cache = std::mem::take(&mut self.queue.tasks[t as usize].cache);
+        let result = match self.queue.tasks[t as usize].kind {
             TaskKind::Stmt(s, scope) => {
                 let mut cx = expr::Cx::new(scope, self.m.scopes[scope as usize].ns, &mut cache);
                 self.exec_stmt(s, &mut cx)
@@ -62,7 +83,7 @@ impl<'a> Evaluator<'a> {
                 self.exec_late_arg(inst, arg, &mut cx)
             }
         };
-        self.tasks[t as usize].cache = cache;
+        self.queue.tasks[t as usize].cache = cache;
         match result {
             Ok(()) => self.finish_task(t),
             Err(Flow::Wait(w)) => self.park(t, w),
@@ -74,7 +95,7 @@ impl<'a> Evaluator<'a> {
     }
 
     pub(super) fn run_deferred(&mut self, (src, ai, idx, elem): (InstId, u32, usize, InstId)) {
-        let Some(l) = self.listeners.get(&(src, ai)).and_then(|ls| ls.get(idx)) else { return };
+        let Some(l) = self.queue.listeners.get(&(src, ai)).and_then(|ls| ls.get(idx)) else { return };
         match l {
             Listener::For { body, scope, var, span, .. } => {
                 let (body, scope, var, span) = (*body, *scope, *var, *span);
@@ -143,19 +164,19 @@ impl<'a> Evaluator<'a> {
 
     pub(super) fn listen(&mut self, src: (InstId, u32), l: Listener<'a>) {
         for w in l.writes().iter() {
-            *self.potential_writes.entry(w.clone()).or_insert(0) += 1;
+            *self.pending_writes.potential_writes.entry(w.clone()).or_insert(0) += 1;
         }
-        let ls = self.listeners.entry(src).or_default();
+        let ls = self.queue.listeners.entry(src).or_default();
         ls.push(l);
         let idx = ls.len() - 1;
         let Slot::Rel(r) = &mut self.m.instances[src.0 as usize].slots[src.1 as usize] else { return };
         for &elem in &r.items {
-            self.deferred.push_back((src.0, src.1, idx, elem));
+            self.queue.deferred.push_back((src.0, src.1, idx, elem));
         }
         // a relation with consumers is a freeze candidate, like one with waiters
         if !r.candidate {
             r.candidate = true;
-            self.freeze_candidates.push(src);
+            self.queue.freeze_candidates.push(src);
         }
     }
 
@@ -176,21 +197,21 @@ impl<'a> Evaluator<'a> {
                     r.waiters.push(t);
                     if !r.candidate {
                         r.candidate = true;
-                        self.freeze_candidates.push((*i, *a));
+                        self.queue.freeze_candidates.push((*i, *a));
                     }
                 }
             }
-            Wait::Index(idx, key, _) => self.index_waiters.entry((*idx, key.clone())).or_default().push(t),
+            Wait::Index(idx, key, _) => self.queue.index_waiters.entry((*idx, key.clone())).or_default().push(t),
             Wait::Turn => {
-                self.ready.push_back(t);
+                self.queue.ready.push_back(t);
                 return;
             }
         }
-        self.parked.insert(t, w);
+        self.queue.parked.insert(t, w);
     }
 
     pub(super) fn wake(&mut self, waiters: impl IntoIterator<Item = TaskId>) {
-        self.ready.extend(waiters);
+        self.queue.ready.extend(waiters);
     }
 
     /// Runs the whole model. `root_order` lists the namespaces whose statements are scheduled.
@@ -232,7 +253,9 @@ impl<'a> Evaluator<'a> {
             }
         }
         loop {
-            while let Some(t) = self.deferred.pop_front().map(Err).or_else(|| self.ready.pop_front().map(Ok)) {
+            while let Some(t) =
+                self.queue.deferred.pop_front().map(Err).or_else(|| self.queue.ready.pop_front().map(Ok))
+            {
                 let t = match t {
                     Ok(t) => t,
                     Err(d) => {
@@ -240,27 +263,27 @@ impl<'a> Evaluator<'a> {
                         continue;
                     }
                 };
-                self.steps += 1;
-                if self.steps > self.max_steps {
+                self.limits.steps += 1;
+                if self.limits.steps > self.limits.max_steps {
                     self.errors.push(Diagnostic::plain(
                         "RuntimeException",
                         format!(
                             "Compilation did not finish within {} steps (statement runs): the model may loop without \
                              end (a model this large can raise the limit with `[compiler] max-steps` or \
                              INMANTA_COMPILER_MAX_STEPS)",
-                            self.max_steps
+                            self.limits.max_steps
                         ),
                     ));
                     return;
                 }
-                if self.m.instances.len() as u64 > self.max_instances {
+                if self.m.instances.len() as u64 > self.limits.max_instances {
                     self.errors.push(Diagnostic::plain(
                         "RuntimeException",
                         format!(
                             "the model made more than {} instances: it may create instances without end, e.g. an \
                              implementation that constructs its own entity (a model this large can raise the \
                              limit with `[compiler] max-instances` or INMANTA_COMPILER_MAX_INSTANCES)",
-                            self.max_instances
+                            self.limits.max_instances
                         ),
                     ));
                     return;
@@ -294,10 +317,10 @@ impl<'a> Evaluator<'a> {
             }
         };
         for w in writes.iter() {
-            *self.potential_writes.entry(w.clone()).or_insert(0) += 1;
+            *self.pending_writes.potential_writes.entry(w.clone()).or_insert(0) += 1;
         }
-        self.tasks.push(Task { kind, cache: Vec::new(), writes });
-        self.live_tasks += 1;
-        self.ready.push_back((self.tasks.len() - 1) as TaskId);
+        self.queue.tasks.push(Task { kind, cache: Vec::new(), writes });
+        self.queue.live_tasks += 1;
+        self.queue.ready.push_back((self.queue.tasks.len() - 1) as TaskId);
     }
 }

@@ -22,7 +22,7 @@ impl Evaluator<'_> {
             }
         }
         let had_errors = !self.errors.is_empty();
-        let mut parked: Vec<(TaskId, Wait)> = self.parked.drain().collect();
+        let mut parked: Vec<(TaskId, Wait)> = self.queue.parked.drain().collect();
         parked.sort_by_key(|(t, _)| *t);
         let mut seen = HashSet::new();
         for (_, w) in &parked {
@@ -91,7 +91,7 @@ impl Evaluator<'_> {
             }
         }
         self.errors.extend(out);
-        if self.errors.is_empty() && self.live_tasks > 0 {
+        if self.errors.is_empty() && self.queue.live_tasks > 0 {
             // as Inmanta: one error naming what the statements still wait for, at the first one
             let mut span = None;
             let mut waits: Vec<String> = Vec::new();
@@ -103,7 +103,7 @@ impl Evaluator<'_> {
                     }
                     Wait::Index(..) | Wait::Turn => continue,
                 };
-                span.get_or_insert(match &self.tasks[t as usize].kind {
+                span.get_or_insert(match &self.queue.tasks[t as usize].kind {
                     TaskKind::Stmt(s, _) => s.span(),
                     TaskKind::Implement { inst, .. } => self.m.instances[*inst as usize].span,
                     TaskKind::SetAttr { arg, .. } => arg.value.span,

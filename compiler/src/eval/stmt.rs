@@ -30,11 +30,11 @@ impl<'a> Evaluator<'a> {
             }
             Stmt::Assign { target, value, add, span } => match &target.kind {
                 ExprKind::Var(name) => {
-                    let v = match self.turned.remove(&self.current) {
+                    let v = match self.queue.turned.remove(&self.queue.current) {
                         Some(v) => v,
                         None if !*add && computed_by_call(value) => {
                             let v = self.eval(value, cx)?;
-                            self.turned.insert(self.current, v);
+                            self.queue.turned.insert(self.queue.current, v);
                             return Err(Flow::Wait(Wait::Turn));
                         }
                         None => self.eval(value, cx)?,

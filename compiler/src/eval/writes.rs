@@ -3,27 +3,45 @@
 
 use super::*;
 
+/// For each variable name, how many live tasks may still write it, and the cached write sets of
+/// statements and implementations.
+pub(super) struct PendingWrites {
+    pub(super) potential_writes: FastMap<Rc<str>, u32>,
+    pub(super) write_cache: FastMap<usize, Rc<[Rc<str>]>>,
+    pub(super) impl_writes: Vec<Option<Rc<[Rc<str>]>>>,
+}
+
+impl PendingWrites {
+    pub(super) fn new(implementations: usize) -> Self {
+        PendingWrites {
+            potential_writes: FastMap::default(),
+            write_cache: FastMap::default(),
+            impl_writes: vec![None; implementations],
+        }
+    }
+}
+
 impl<'a> Evaluator<'a> {
     pub(super) fn impl_writes(&mut self, i: usize) -> Rc<[Rc<str>]> {
-        if let Some(w) = &self.impl_writes[i] {
+        if let Some(w) = &self.pending_writes.impl_writes[i] {
             return w.clone();
         }
         // provisional empty entry breaks recursion
-        self.impl_writes[i] = Some(Rc::from(Vec::new()));
+        self.pending_writes.impl_writes[i] = Some(Rc::from(Vec::new()));
         let body = self.m.types.implementations[i].body;
         let mut all = Vec::new();
         for s in body {
             all.extend(self.stmt_writes(s).iter().cloned());
         }
         let r: Rc<[Rc<str>]> = Rc::from(all);
-        self.impl_writes[i] = Some(r.clone());
+        self.pending_writes.impl_writes[i] = Some(r.clone());
         r
     }
 
     /// Static approximation of the attribute names a statement may add to.
     pub(super) fn stmt_writes(&mut self, s: &'a Stmt) -> Rc<[Rc<str>]> {
         let key = s as *const Stmt as usize;
-        if let Some(w) = self.write_cache.get(&key) {
+        if let Some(w) = self.pending_writes.write_cache.get(&key) {
             return w.clone();
         }
         let mut names: Vec<Rc<str>> = Vec::new();
@@ -31,7 +49,7 @@ impl<'a> Evaluator<'a> {
         names.sort();
         names.dedup();
         let r: Rc<[Rc<str>]> = Rc::from(names);
-        self.write_cache.insert(key, r.clone());
+        self.pending_writes.write_cache.insert(key, r.clone());
         r
     }
 

@@ -279,7 +279,7 @@ impl<'a> Evaluator<'a> {
             // implementations of instances made by implementations of ... (each level is small,
             // the chain is what grows)
             let depth = self.depth_in(cx.scope);
-            if depth as u64 > self.max_depth {
+            if depth as u64 > self.limits.max_depth {
                 return Err(error(
                     "RuntimeException",
                     format!(
@@ -287,7 +287,7 @@ impl<'a> Evaluator<'a> {
                          before): the model recurses without end, e.g. an implementation that constructs its own \
                          entity. A model this deep can raise the limit of {} with `[compiler] max-depth` or \
                          INMANTA_COMPILER_MAX_DEPTH",
-                        self.m.types.entities[ent].name, self.max_depth
+                        self.m.types.entities[ent].name, self.limits.max_depth
                     ),
                     span,
                     self.m.sources,
