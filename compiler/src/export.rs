@@ -1,6 +1,7 @@
 //! Export: turns every instance of an entity with a resource mapping into a resource in
 //! Inmanta's JSON shape. This is the only place that knows the wire format of a resource.
 
+use crate::diagnostics::ErrorKind;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::{Value as Json, json};
@@ -423,7 +424,7 @@ pub(crate) fn export(
         };
         let Some(id) = rid else {
             out.warnings.push(Diagnostic::warning(
-                "CompilerRuntimeWarning",
+                ErrorKind::CompilerRuntimeWarning,
                 format!("{} is not exported: its id contains an unknown value", ev.m.inst_name(i)),
                 Some(inst.span),
                 ev.m.sources,
@@ -443,7 +444,7 @@ pub(crate) fn export(
         // that collide are ours to add
         out.errors.push(
             Diagnostic::error(
-                "CompilerException",
+                ErrorKind::CompilerException,
                 format!("Resource {} exists more than once in the configuration model", later.text),
                 Some(ev.m.instances[later.inst as usize].span),
                 ev.m.sources,
@@ -518,7 +519,7 @@ pub(crate) fn export(
                         via_error = Some((
                             ent,
                             Diagnostic::plain(
-                                "ExternalException",
+                                ErrorKind::ExternalException,
                                 format!(
                                     "Failed to get attribute 'via' for export on '{}': {} has no via, no host with a via and no host ip",
                                     m.entity,
@@ -585,7 +586,7 @@ pub(crate) fn export(
                 reqs.push(n);
             } else if mapped[ev.m.instances[r as usize].entity].is_none() && dropped_warned.insert(r) {
                 out.warnings.push(Diagnostic::warning(
-                    "CompilerRuntimeWarning",
+                    ErrorKind::CompilerRuntimeWarning,
                     format!("The requirement on {} is dropped at export: it is not a resource", ev.m.inst_name(r)),
                     Some(ev.m.instances[r as usize].span),
                     ev.m.sources,
@@ -623,7 +624,7 @@ pub(crate) fn export(
                             && **prev != *name
                         {
                             out.errors.push(Diagnostic::error(
-                                "CompilerException",
+                                ErrorKind::CompilerException,
                                 format!("Resource {id} is in more than one resource set: {prev} and {name}"),
                                 Some(ev.m.instances[s as usize].span),
                                 ev.m.sources,

@@ -1,5 +1,6 @@
 //! The plugins of `std` (and `exec::in_shell`), natively.
 
+use crate::diagnostics::ErrorKind;
 use std::rc::Rc;
 
 use num_traits::ToPrimitive;
@@ -23,7 +24,7 @@ pub(crate) fn text(v: &Value, what: &str) -> Result<Rc<str>, PErr> {
     match v {
         Value::Str(s) => Ok(s.clone()),
         other => Err(PErr::Kind(
-            "PluginTypeException",
+            ErrorKind::PluginTypeException,
             format!("{what}: expected a string, got {} {}", other.type_name(), short_repr(other)),
         )),
     }
@@ -45,7 +46,7 @@ fn int(v: &Value, what: &str) -> Result<i64, PErr> {
         // an ExternalException, which is what is compared
         Value::BigInt(i) => Err(ext(format!("{what}: {i} does not fit a 64-bit integer"))),
         other => Err(PErr::Kind(
-            "PluginTypeException",
+            ErrorKind::PluginTypeException,
             format!("{what}: expected an int, got {} {}", other.type_name(), short_repr(other)),
         )),
     }
@@ -57,7 +58,7 @@ fn list(v: &Value, what: &str) -> Result<Rc<Vec<Value>>, PErr> {
         Value::Null => Ok(Rc::new(vec![])),
         Value::Instance(_) => Ok(Rc::new(vec![v.clone()])),
         other => Err(PErr::Kind(
-            "PluginTypeException",
+            ErrorKind::PluginTypeException,
             format!("{what}: expected a list, got {} {}", other.type_name(), short_repr(other)),
         )),
     }
@@ -66,7 +67,7 @@ fn list(v: &Value, what: &str) -> Result<Rc<Vec<Value>>, PErr> {
 /// Inmanta's error for an argument that does not match the plugin's declared type.
 fn arg_type(ev: &Evaluator<'_>, v: &Value, arg: &str, plugin: &str, ty: &str) -> PErr {
     PErr::Kind(
-        "PluginTypeException",
+        ErrorKind::PluginTypeException,
         format!(
             "Value {} for argument {arg} of plugin {plugin} has incompatible type. Expected type: {ty}",
             ev.repr(v)
@@ -85,7 +86,7 @@ fn no_environment(ev: &Evaluator<'_>, plugin: &str) -> Result<(), PErr> {
 }
 
 fn ext(msg: String) -> PErr {
-    PErr::Kind("ExternalException", msg)
+    PErr::Kind(ErrorKind::ExternalException, msg)
 }
 
 fn unknown(ev: &mut Evaluator<'_>, parameter: &str, source: &str, resource: &str) -> Value {
@@ -125,7 +126,7 @@ fn module_file_path(ev: &Evaluator<'_>, path: &str, sub: &str) -> Result<std::pa
 /// Counts a list or dict a deep copy makes against the memory budget: a dict that holds the same
 /// dict at each of 40 levels takes 40 entries in the model, and 2**40 once copied.
 pub(super) fn charge_copy(ev: &mut Evaluator<'_>, built: Built) -> Result<(), PErr> {
-    ev.limits.budget.charge(built).map_err(|m| PErr::Kind("RuntimeException", m))
+    ev.limits.budget.charge(built).map_err(|m| PErr::Kind(ErrorKind::RuntimeException, m))
 }
 
 fn sort_key(v: &Value) -> (u8, f64, String) {
@@ -184,7 +185,7 @@ fn cast(ev: &Evaluator<'_>, v: &Value, to: &str) -> PResult {
         (_, Value::BigInt(i)) => match crate::eval::value::big_to_f64(i) {
             Some(f) => Some(Value::Float(f)),
             // Python's float() raises past the float range, and Inmanta lets it through
-            None => return Err(PErr::Kind("OverflowError", "int too large to convert to float".into())),
+            None => return Err(PErr::Kind(ErrorKind::OverflowError, "int too large to convert to float".into())),
         },
         (_, Value::Bool(b)) => Some(Value::Float(*b as u8 as f64)),
         (_, Value::Float(f)) => Some(Value::Float(*f)),
@@ -192,7 +193,7 @@ fn cast(ev: &Evaluator<'_>, v: &Value, to: &str) -> PResult {
         _ => None,
     };
     r.ok_or_else(|| {
-        PErr::Kind("RuntimeException", format!("Failed to cast '{}' to {to}", py_str(v, &|i| ev.inst_name(i))))
+        PErr::Kind(ErrorKind::RuntimeException, format!("Failed to cast '{}' to {to}", py_str(v, &|i| ev.inst_name(i))))
     })
 }
 
@@ -333,7 +334,7 @@ pub(crate) fn register(p: &mut Plugins) {
                 })
                 .collect::<Vec<_>>()
                 .join("."),
-            _ => return Err(PErr::Kind("PluginTypeException", "key must be a string".into())),
+            _ => return Err(PErr::Kind(ErrorKind::PluginTypeException, "key must be a string".into())),
         };
         let mut keyed = Vec::new();
         for x in l.iter() {
@@ -368,7 +369,7 @@ pub(crate) fn register(p: &mut Plugins) {
             None if !matches!(c.args[1], Value::Null) => Ok(c.args[1].clone()),
             None => {
                 ev.warn(
-                    "CompilerRuntimeWarning",
+                    ErrorKind::CompilerRuntimeWarning,
                     format!("Environment variable {name} is not set; its value is unknown"),
                     c.span,
                 );
@@ -509,14 +510,14 @@ pub(crate) fn register(p: &mut Plugins) {
     });
     p.add("std::dict_keys", &[("dct", None)], |_, c| match &c.args[0] {
         Value::Dict(d) => Ok(Value::list(d.iter().map(|(k, _)| Value::Str(k.clone())).collect())),
-        _ => Err(PErr::Kind("PluginTypeException", "dict_keys: expected a dict".into())),
+        _ => Err(PErr::Kind(ErrorKind::PluginTypeException, "dict_keys: expected a dict".into())),
     });
     p.add("std::dict_get", &[("dct", None), ("key", None)], |ev, c| match (&c.args[0], &c.args[1]) {
         (Value::Dict(d), Value::Str(k)) => match dict_get(d, k) {
             // declared to return a string: any other value is refused on the way out
             Some(v @ Value::Str(_)) => Ok(v.clone()),
             Some(v) => Err(PErr::Kind(
-                "PluginTypeException",
+                ErrorKind::PluginTypeException,
                 format!(
                     "Return value {} of plugin std::dict_get has incompatible type. Expected type: string",
                     ev.repr(v)
@@ -542,7 +543,7 @@ pub(crate) fn register(p: &mut Plugins) {
     p.add("std::filter", &[("values", None), ("not_item", None)], |_, c| {
         let not_item = &c.args[1];
         if !matches!(not_item, Value::Instance(_)) {
-            return Err(PErr::Kind("PluginTypeException", "not_item: expected an entity instance".into()));
+            return Err(PErr::Kind(ErrorKind::PluginTypeException, "not_item: expected an entity instance".into()));
         }
         let values = list(&c.args[0], "values")?;
         Ok(Value::list(values.iter().filter(|v| *v != not_item).cloned().collect()))
@@ -592,7 +593,7 @@ pub(crate) fn register(p: &mut Plugins) {
         let Value::Instance(i) = &c.args[0] else { return Ok(Value::Bool(false)) };
         let ent = ev.m.instances[*i as usize].entity;
         let Some(&target) = ev.m.types.entity_by_name.get(&*cls) else {
-            return Err(PErr::Kind("TypeNotFoundException", format!("could not find type {cls}")));
+            return Err(PErr::Kind(ErrorKind::TypeNotFoundException, format!("could not find type {cls}")));
         };
         Ok(Value::Bool(ev.m.types.is_subtype(ent, target)))
     });

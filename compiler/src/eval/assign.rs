@@ -2,13 +2,15 @@
 //! relations (with the errors Inmanta reports for them).
 
 use super::*;
+use crate::diagnostics::ErrorKind;
 
 impl<'a> Evaluator<'a> {
     /// A failure to set attribute `attr` as the AttributeException Inmanta wraps it in (one that
     /// already is one stays as it is).
     pub(super) fn wrap_attr_error(&self, inst: InstId, attr: &str, cause: Box<Diagnostic>, span: Span) -> Flow {
         // a name that is not found fails where Inmanta looks names up, before that unit of work
-        if cause.kind == "AttributeException" || (cause.kind == "NotFoundException" && is_var_not_found(&cause.message))
+        if cause.kind == ErrorKind::AttributeException
+            || (cause.kind == ErrorKind::NotFoundException && is_var_not_found(&cause.message))
         {
             return Flow::Err(cause);
         }
@@ -18,9 +20,9 @@ impl<'a> Evaluator<'a> {
         Flow::Err(d)
     }
 
-    pub(super) fn attr_error(&self, inst: InstId, attr: &str, cause: &str, msg: String, span: Span) -> Flow {
+    pub(super) fn attr_error(&self, inst: InstId, attr: &str, cause: &ErrorKind, msg: String, span: Span) -> Flow {
         Flow::Err(Box::new(Diagnostic::error(
-            "AttributeException",
+            ErrorKind::AttributeException,
             format!("Could not set attribute `{attr}` on instance `{}`: {cause}: {msg}", self.inst_name(inst)),
             Some(span),
             self.m.sources,
@@ -82,7 +84,7 @@ impl<'a> Evaluator<'a> {
                 self.m.types.entities[ent].name, attr.name
             ),
         };
-        error("TypingException", msg, span, self.m.sources)
+        error(ErrorKind::TypingException, msg, span, self.m.sources)
     }
 
     /// Assigns (or adds, for relations) a value to an attribute of an instance.
@@ -128,7 +130,7 @@ impl<'a> Evaluator<'a> {
                             self.repr(&Value::List(l)),
                             self.m.types.entities[target].name
                         );
-                        return Err(self.attr_error(inst, &attr.name, "RuntimeException", msg, span));
+                        return Err(self.attr_error(inst, &attr.name, &ErrorKind::RuntimeException, msg, span));
                     }
                     Value::List(l) => l.iter().cloned().collect(),
                     Value::Null => {
@@ -139,7 +141,7 @@ impl<'a> Evaluator<'a> {
                             return Err(self.attr_error(
                                 inst,
                                 &attr.name,
-                                "RuntimeException",
+                                &ErrorKind::RuntimeException,
                                 "can not set null on a relation that already has values".into(),
                                 span,
                             ));
@@ -148,7 +150,7 @@ impl<'a> Evaluator<'a> {
                             return Err(self.attr_error(
                                 inst,
                                 &attr.name,
-                                "RuntimeException",
+                                &ErrorKind::RuntimeException,
                                 format!("null is not valid for a relation with lower bound {lo}"),
                                 span,
                             ));
@@ -180,13 +182,13 @@ impl<'a> Evaluator<'a> {
                                 attr.name,
                                 self.m.types.entities[target].name
                             );
-                            return Err(self.attr_error(inst, &attr.name, "TypingException", msg, span));
+                            return Err(self.attr_error(inst, &attr.name, &ErrorKind::TypingException, msg, span));
                         }
                     };
                     let oe = self.m.instances[other as usize].entity;
                     if !self.m.types.is_subtype(oe, target) {
                         return Err(error(
-                            "TypingException",
+                            ErrorKind::TypingException,
                             format!(
                                 "{WRONG_ENTITY} {}.{}: expected {}, got {}",
                                 self.m.types.entities[ent].name,
@@ -225,7 +227,9 @@ impl<'a> Evaluator<'a> {
             }
             Err(conflict) => {
                 let msg = conflict.message(sources, span);
-                let Flow::Err(d) = self.attr_error(inst, name, "DoubleSetException", msg, span) else { unreachable!() };
+                let Flow::Err(d) = self.attr_error(inst, name, &ErrorKind::DoubleSetException, msg, span) else {
+                    unreachable!()
+                };
                 Err(Flow::Err(Box::new(d.with_note(format!("first set at {}", loc_str(sources, conflict.old_span))))))
             }
         }
@@ -251,7 +255,7 @@ impl<'a> Evaluator<'a> {
                     &self.inst_name(other),
                     &loc_str(self.m.sources, span),
                 );
-                return Err(self.attr_error(inst, &name, "DoubleSetException", msg, span));
+                return Err(self.attr_error(inst, &name, &ErrorKind::DoubleSetException, msg, span));
             }
             if let Some(h) = hi
                 && r.items.len() as u32 >= h
@@ -259,7 +263,7 @@ impl<'a> Evaluator<'a> {
                 return Err(self.attr_error(
                     inst,
                     &name,
-                    "RuntimeException",
+                    &ErrorKind::RuntimeException,
                     format!(
                         "Exceeded relation arity on attribute '{name}' of instance '{}': at most {h} values allowed",
                         self.inst_name(inst)
@@ -270,7 +274,7 @@ impl<'a> Evaluator<'a> {
             return Err(self.attr_error(
                 inst,
                 &name,
-                "ModifiedAfterFreezeException",
+                &ErrorKind::ModifiedAfterFreezeException,
                 format!("Attempting to modify the relation {name} after it was frozen (it was read as complete before this value was added)"),
                 span,
             ));

@@ -1,6 +1,7 @@
 //! Type checks: values against declared types, attribute defaults, and index completion.
 
 use super::*;
+use crate::diagnostics::ErrorKind;
 
 impl<'a> Evaluator<'a> {
     /// Checks every attribute's default value against the attribute's type, used or not, as
@@ -20,8 +21,11 @@ impl<'a> Evaluator<'a> {
                 // TypingException, every other wrong value is a RuntimeException
                 let not_a_list = !matches!(d, Value::List(_)) && matches!(ty, Type::List | Type::TypedList(_));
                 // (a constraint that can not run keeps its own kind)
-                let kind =
-                    if not_a_list || e.kind != "TypingException" { e.kind.clone() } else { "RuntimeException".into() };
+                let kind = if not_a_list || e.kind != ErrorKind::TypingException {
+                    e.kind.clone()
+                } else {
+                    ErrorKind::RuntimeException
+                };
                 return Err(vec![Diagnostic { kind, ..*e }]);
             }
         }
@@ -35,7 +39,7 @@ impl<'a> Evaluator<'a> {
         }
         let bad = |s: &Self, v: &Value| {
             error(
-                "TypingException",
+                ErrorKind::TypingException,
                 format!("Invalid value {}: expected {}", s.repr(v), s.types.type_name(ty)),
                 span,
                 s.sources,
@@ -54,7 +58,7 @@ impl<'a> Evaluator<'a> {
                 }
             }
             _ if matches!(v, Value::Null) => Err(error(
-                "TypingException",
+                ErrorKind::TypingException,
                 format!(
                     "Invalid value null: expected {} (the type is not nullable; use {}?)",
                     self.m.types.type_name(ty),
@@ -124,7 +128,7 @@ impl<'a> Evaluator<'a> {
                     // a match that gives up (back-tracking limit) is no match, as a failed check
                     if !re.is_match(s.as_ref()).unwrap_or(false) {
                         return Err(error(
-                            "TypingException",
+                            ErrorKind::TypingException,
                             format!(
                                 "Invalid value {}, does not match constraint `{}` of type {}",
                                 format::short_repr(&v),
@@ -147,7 +151,7 @@ impl<'a> Evaluator<'a> {
                         Ok(r) => r,
                         Err(Flow::Wait(_)) => {
                             return Err(error(
-                                "DirectExecuteException",
+                                ErrorKind::DirectExecuteException,
                                 format!(
                                     "The constraint of type {} can not be evaluated directly",
                                     self.m.types.typedefs[*t].name
@@ -160,7 +164,7 @@ impl<'a> Evaluator<'a> {
                     };
                     if !r.truthy() && !r.is_unknown() {
                         return Err(error(
-                            "TypingException",
+                            ErrorKind::TypingException,
                             format!(
                                 "Invalid value {}, does not match constraint of type {}",
                                 format::short_repr(&v),
@@ -196,7 +200,7 @@ impl<'a> Evaluator<'a> {
                         self.inst_name(inst)
                     );
                     let span = self.m.instances[inst as usize].span;
-                    self.errors.push(Diagnostic::error("DuplicateException", msg, Some(span), self.m.sources));
+                    self.errors.push(Diagnostic::error(ErrorKind::DuplicateException, msg, Some(span), self.m.sources));
                 }
                 Some(_) => {}
                 None => {

@@ -1,5 +1,6 @@
 //! Expression evaluation.
 
+use crate::diagnostics::ErrorKind;
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -52,7 +53,7 @@ pub(crate) fn describe_expr(e: &Expr) -> String {
 }
 
 fn typing(msg: String, span: Span, ev: &Evaluator<'_>) -> Flow {
-    error("TypingException", msg, span, ev.sources)
+    error(ErrorKind::TypingException, msg, span, ev.sources)
 }
 
 impl<'a> Evaluator<'a> {
@@ -60,7 +61,7 @@ impl<'a> Evaluator<'a> {
         cx.depth += 1;
         if cx.depth > 1500 {
             cx.depth -= 1;
-            return Err(error("RuntimeException", "Expression nested too deeply", e.span, self.m.sources));
+            return Err(error(ErrorKind::RuntimeException, "Expression nested too deeply", e.span, self.m.sources));
         }
         let r = self.eval_inner(e, cx);
         cx.depth -= 1;
@@ -76,10 +77,10 @@ impl<'a> Evaluator<'a> {
             ExprKind::Float(f) => Ok(Value::Float(*f)),
             ExprKind::Str(s) => Ok(Value::str(s)),
             ExprKind::Regex(_) => {
-                Err(error("TypingException", "A regex can only be used in a typedef", e.span, self.m.sources))
+                Err(error(ErrorKind::TypingException, "A regex can only be used in a typedef", e.span, self.m.sources))
             }
             ExprKind::Interp(_) if cx.constraint => Err(error(
-                "DirectExecuteException",
+                ErrorKind::DirectExecuteException,
                 "A string interpolation can not be executed in a type constraint".to_string(),
                 e.span,
                 self.sources,
@@ -115,7 +116,7 @@ impl<'a> Evaluator<'a> {
                     // Inmanta refuses an attribute reference on an unknown (only `is defined`
                     // and plugins that accept unknowns see through them)
                     return Err(error(
-                        "RuntimeException",
+                        ErrorKind::RuntimeException,
                         format!(
                             "can not get attribute {}, {} is not an entity but an unknown value",
                             attr.name,
@@ -181,7 +182,7 @@ impl<'a> Evaluator<'a> {
                 let ent = self.entity_of(inst);
                 let Some((_, a)) = ent.attr(&attr.name) else {
                     return Err(error(
-                        "NotFoundException",
+                        ErrorKind::NotFoundException,
                         format!("Entity {} has no attribute {}", ent.name, attr.name),
                         attr.span,
                         self.m.sources,
@@ -220,7 +221,7 @@ impl<'a> Evaluator<'a> {
                     (Value::Dict(m), Value::Str(s)) => match dict_get(m, s) {
                         Some(v) => Ok(v.clone()),
                         None => Err(error(
-                            "KeyException",
+                            ErrorKind::KeyException,
                             format!(
                                 "key {} not found in dict, available keys are {}",
                                 super::format::py_repr_str(s),
@@ -251,7 +252,7 @@ impl<'a> Evaluator<'a> {
                     Value::Unknown(_) => Ok(v),
                     Value::Bool(b) => Ok(Value::Bool(!b)),
                     other => Err(error(
-                        "RuntimeException",
+                        ErrorKind::RuntimeException,
                         format!("Invalid value {}: `not` expects a bool", self.repr(&other)),
                         e.span,
                         self.m.sources,
@@ -266,7 +267,7 @@ impl<'a> Evaluator<'a> {
                     Value::Bool(true) => self.eval(a, cx),
                     Value::Bool(false) => self.eval(b, cx),
                     other => Err(error(
-                        "RuntimeException",
+                        ErrorKind::RuntimeException,
                         format!("The condition of a conditional expression must be a bool, got {}", self.repr(&other)),
                         c.span,
                         self.m.sources,
@@ -324,7 +325,7 @@ impl<'a> Evaluator<'a> {
                     Value::Bool(false) => return Ok(()),
                     other => {
                         return Err(error(
-                            "RuntimeException",
+                            ErrorKind::RuntimeException,
                             format!("The condition of a list comprehension must be a bool, got {}", self.repr(&other)),
                             g.span,
                             self.m.sources,
@@ -379,7 +380,7 @@ impl<'a> Evaluator<'a> {
                 FPart::Field { path, conversion, spec, span: fspan } => {
                     if path.is_empty() {
                         let msg = "f-strings do not support positional substitutions via '{}', use variable or attribute keys instead";
-                        return Err(error("RuntimeException", msg, span, self.m.sources));
+                        return Err(error(ErrorKind::RuntimeException, msg, span, self.m.sources));
                     }
                     let v = match self.read_path(path, *fspan, cx)? {
                         Value::Unknown(u) => return Ok(Some(Value::Unknown(u))),
@@ -401,11 +402,11 @@ impl<'a> Evaluator<'a> {
                     match apply_spec(&v, &spec_s.text, &|i| self.inst_name(i)) {
                         Ok(s) => _ = out.push(&s),
                         Err(m) if m == super::format::INT_TOO_LARGE => {
-                            return Err(error("OverflowError", m, span, self.m.sources));
+                            return Err(error(ErrorKind::OverflowError, m, span, self.m.sources));
                         }
                         Err(m) => {
                             return Err(error(
-                                "RuntimeException",
+                                ErrorKind::RuntimeException,
                                 format!("Invalid f-string format: {m}"),
                                 span,
                                 self.m.sources,
@@ -426,7 +427,7 @@ impl<'a> Evaluator<'a> {
                 Value::Bool(b) => Some(*b),
                 other => {
                     return Err(error(
-                        "RuntimeException",
+                        ErrorKind::RuntimeException,
                         format!("Invalid operand for {}: expected a bool, got {}", op.symbol(), self.repr(other)),
                         l.span,
                         self.m.sources,
@@ -443,7 +444,7 @@ impl<'a> Evaluator<'a> {
             return match rv {
                 Value::Unknown(_) | Value::Bool(_) => Ok(rv),
                 other => Err(error(
-                    "RuntimeException",
+                    ErrorKind::RuntimeException,
                     format!("Invalid operand for {}: expected a bool, got {}", op.symbol(), self.repr(&other)),
                     r.span,
                     self.m.sources,

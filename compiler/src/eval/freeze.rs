@@ -1,6 +1,7 @@
 //! Freezing relations when nothing else can run, in the order of the precedence policy.
 
 use super::*;
+use crate::diagnostics::ErrorKind;
 
 impl<'a> Evaluator<'a> {
     pub(crate) fn freeze(&mut self, inst: InstId, ai: u32) {
@@ -175,7 +176,7 @@ impl<'a> Evaluator<'a> {
         for rule in rules {
             let Some(c) = re.captures(rule) else {
                 errors.push(Diagnostic::plain(
-                    "InvalidRelationPrecedenceRuleError",
+                    ErrorKind::InvalidRelationPrecedenceRuleError,
                     format!("Invalid rule in relation_precedence_policy: '{rule}': expected '<entity>.<relation> before <entity>.<relation>'"),
                 ));
                 continue;
@@ -190,7 +191,7 @@ impl<'a> Evaluator<'a> {
             match (side(&c[1], &c[2]), side(&c[3], &c[4])) {
                 (Some(a), Some(b)) => self.precedence.push((a, c[2].to_string(), b, c[4].to_string())),
                 _ => errors.push(Diagnostic::plain(
-                    "InvalidRelationPrecedenceRuleError",
+                    ErrorKind::InvalidRelationPrecedenceRuleError,
                     format!(
                         "Invalid rule in relation_precedence_policy: '{rule}': the entity or relation does not exist"
                     ),
@@ -227,7 +228,7 @@ impl<'a> Evaluator<'a> {
         }
         if seen < nodes.len() {
             errors.push(Diagnostic::plain(
-                "CycleInRelationPrecedencePolicyError",
+                ErrorKind::CycleInRelationPrecedencePolicyError,
                 format!("The relation_precedence_policy contains a cycle: {}", rules.join("; ")),
             ));
         }

@@ -30,7 +30,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::rc::Rc;
 
-use crate::diagnostics::Diagnostic;
+use crate::diagnostics::{Diagnostic, ErrorKind};
 use crate::model::*;
 use crate::syntax::ast::{self, ExprKind, Stmt};
 use crate::syntax::{SourceMap, Span};
@@ -181,7 +181,7 @@ fn is_var_not_found(message: &str) -> bool {
     message.strip_prefix("variable ").and_then(|m| m.strip_suffix(" not found")).is_some_and(|n| !n.contains(' '))
 }
 
-pub(crate) fn error(kind: &str, msg: impl Into<String>, span: Span, sources: &SourceMap) -> Flow {
+pub(crate) fn error(kind: impl Into<ErrorKind>, msg: impl Into<String>, span: Span, sources: &SourceMap) -> Flow {
     Flow::Err(Box::new(Diagnostic::error(kind, msg, Some(span), sources)))
 }
 
@@ -238,7 +238,7 @@ impl<'a> Evaluator<'a> {
         }
     }
 
-    pub(crate) fn warn(&mut self, kind: &str, msg: String, span: Span) {
+    pub(crate) fn warn(&mut self, kind: impl Into<ErrorKind>, msg: String, span: Span) {
         if self.warned.insert((msg.clone(), span)) {
             self.warnings.push(Diagnostic::warning(kind, msg, Some(span), self.m.sources));
         }
@@ -252,7 +252,7 @@ impl<'a> Evaluator<'a> {
                 && *n != "self"
             {
                 self.warn(
-                    "VariableShadowWarning",
+                    ErrorKind::VariableShadowWarning,
                     format!("Variable `{n}` shadows a variable of an enclosing scope"),
                     span,
                 );

@@ -2,6 +2,7 @@
 //! (gradual execution) and freezes relations when nothing can run.
 
 use super::*;
+use crate::diagnostics::ErrorKind;
 
 /// The tasks and what they wait for: the ready queue, parked tasks, waiters on index entries,
 /// listeners on relations and relations that may be frozen.
@@ -266,7 +267,7 @@ impl<'a> Evaluator<'a> {
                 self.limits.steps += 1;
                 if self.limits.steps > self.limits.max_steps {
                     self.errors.push(Diagnostic::plain(
-                        "RuntimeException",
+                        ErrorKind::RuntimeException,
                         format!(
                             "Compilation did not finish within {} steps (statement runs): the model may loop without \
                              end (a model this large can raise the limit with `[compiler] max-steps` or \
@@ -278,7 +279,7 @@ impl<'a> Evaluator<'a> {
                 }
                 if self.m.instances.len() as u64 > self.limits.max_instances {
                     self.errors.push(Diagnostic::plain(
-                        "RuntimeException",
+                        ErrorKind::RuntimeException,
                         format!(
                             "the model made more than {} instances: it may create instances without end, e.g. an \
                              implementation that constructs its own entity (a model this large can raise the \

@@ -2,6 +2,7 @@
 //! and variables.
 
 use super::*;
+use crate::diagnostics::ErrorKind;
 
 impl<'a> Evaluator<'a> {
     pub(super) fn exec_block(&mut self, block: &'a [Stmt], parent: ScopeId, extra: &[&'a str], span: Span) -> ScopeId {
@@ -49,7 +50,7 @@ impl<'a> Evaluator<'a> {
                     }
                     if *add {
                         return Err(error(
-                            "TypingException",
+                            ErrorKind::TypingException,
                             format!("Can not use += on variable {name}; += only adds to relations"),
                             *span,
                             self.m.sources,
@@ -57,7 +58,7 @@ impl<'a> Evaluator<'a> {
                     }
                     if name.contains("::") {
                         return Err(error(
-                            "NotFoundException",
+                            ErrorKind::NotFoundException,
                             format!("Can not assign to variable {name} of another namespace"),
                             *span,
                             self.m.sources,
@@ -72,7 +73,7 @@ impl<'a> Evaluator<'a> {
                         Value::Unknown(_) => return Ok(()),
                         Value::List(_) => {
                             return Err(error(
-                                "TypingException",
+                                ErrorKind::TypingException,
                                 format!(
                                     "Can not set attribute {} on a list: {} is a multi-valued relation or list",
                                     attr.name,
@@ -84,7 +85,7 @@ impl<'a> Evaluator<'a> {
                         }
                         other => {
                             return Err(error(
-                                "TypingException",
+                                ErrorKind::TypingException,
                                 format!(
                                     "Can not set attribute {} on {} value {}",
                                     attr.name,
@@ -99,7 +100,7 @@ impl<'a> Evaluator<'a> {
                     let ent = self.m.instances[inst as usize].entity;
                     let Some((ai, a)) = self.m.types.entities[ent].attr(&attr.name) else {
                         return Err(error(
-                            "NotFoundException",
+                            ErrorKind::NotFoundException,
                             format!("Entity {} has no attribute {}", self.m.types.entities[ent].name, attr.name),
                             attr.span,
                             self.m.sources,
@@ -128,7 +129,7 @@ impl<'a> Evaluator<'a> {
                         r => r,
                     }
                 }
-                _ => Err(error("ParserException", "invalid assignment target", *span, self.m.sources)),
+                _ => Err(error(ErrorKind::ParserException, "invalid assignment target", *span, self.m.sources)),
             },
             Stmt::For { var, iter, body, span } => {
                 if let Some(src) = self.gradual_source(iter, cx)? {
@@ -146,7 +147,7 @@ impl<'a> Evaluator<'a> {
                     Value::Unknown(_) => vec![],
                     other => {
                         return Err(error(
-                            "TypingException",
+                            ErrorKind::TypingException,
                             format!(
                                 "A for loop can only iterate over a list or a relation, not over {} {}",
                                 other.type_name(),
@@ -181,7 +182,7 @@ impl<'a> Evaluator<'a> {
                         Value::Bool(false) => continue,
                         other => {
                             return Err(error(
-                                "RuntimeException",
+                                ErrorKind::RuntimeException,
                                 format!(
                                     "Invalid value {}: the condition of an if statement must be a bool",
                                     self.repr(&other)
@@ -239,7 +240,7 @@ impl<'a> Evaluator<'a> {
                 Value::Bool(b) => b,
                 other => {
                     return Err(error(
-                        "RuntimeException",
+                        ErrorKind::RuntimeException,
                         format!(
                             "The condition of an implement statement must be a bool, got {} {}",
                             other.type_name(),
@@ -276,8 +277,13 @@ impl<'a> Evaluator<'a> {
             Err(conflict) => {
                 let msg = conflict.message(sources, span);
                 Err(Flow::Err(Box::new(
-                    Diagnostic::error("DoubleSetException", format!("Variable {name}: {msg}"), Some(span), sources)
-                        .with_note(format!("first set at {}", loc_str(sources, conflict.old_span))),
+                    Diagnostic::error(
+                        ErrorKind::DoubleSetException,
+                        format!("Variable {name}: {msg}"),
+                        Some(span),
+                        sources,
+                    )
+                    .with_note(format!("first set at {}", loc_str(sources, conflict.old_span))),
                 )))
             }
         }
@@ -286,7 +292,7 @@ impl<'a> Evaluator<'a> {
     /// Reads a variable through the scope chain.
     pub(crate) fn read_var(&mut self, scope: ScopeId, name: &str, span: Span) -> EResult<Value> {
         let Some(sc) = self.lookup_decl(scope, name) else {
-            return Err(error("NotFoundException", var_not_found(name), span, self.m.sources));
+            return Err(error(ErrorKind::NotFoundException, var_not_found(name), span, self.m.sources));
         };
         match &self.m.scopes[sc as usize].vars.get(name).expect("declared").value {
             Some((v, _)) => Ok(v.clone()),

@@ -1,6 +1,7 @@
 //! Requires between exported resources: the fs module's dependency handler and the cycle check.
 
 use super::*;
+use crate::diagnostics::ErrorKind;
 
 /// The requires the fs module's dependency handler adds: a file, JSON file, directory or symlink
 /// (both its ends) requires every managed directory above it on the same agent (never `/`). A
@@ -46,7 +47,7 @@ pub(super) fn fs_requires(
                 out.entry(d).or_default().push(rid);
             } else {
                 errors.push(Diagnostic::error(
-                    "RuntimeError",
+                    ErrorKind::RuntimeError,
                     format!(
                         "Directory {} is purged but a resource is trying to deploy something in it: {}",
                         order[did].text, order[rid].text

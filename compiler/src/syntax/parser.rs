@@ -3,6 +3,7 @@
 use super::Span;
 use super::ast::*;
 use super::lexer::{LexWarning, Tok, Token, lex};
+use crate::diagnostics::ErrorKind;
 
 mod expr;
 mod strings;
@@ -17,7 +18,7 @@ pub(crate) const MAX_CHAIN: usize = 500;
 
 #[derive(Debug, Clone)]
 pub(crate) struct ParseError {
-    pub kind: &'static str,
+    pub kind: ErrorKind,
     pub message: String,
     pub span: Span,
 }
@@ -30,8 +31,11 @@ pub(crate) struct Parsed {
 }
 
 pub(crate) fn parse(file: u32, src: &str, next_id: &mut u32) -> Result<Parsed, ParseError> {
-    let (tokens, warnings) =
-        lex(file, src).map_err(|e| ParseError { kind: "ParserException", message: e.message, span: e.span })?;
+    let (tokens, warnings) = lex(file, src).map_err(|e| ParseError {
+        kind: ErrorKind::ParserException,
+        message: e.message,
+        span: e.span,
+    })?;
     let mut p = Parser { toks: tokens, pos: 0, depth: 0, next_id, errors: Vec::new(), file };
     let f = p.file()?;
     Ok(Parsed { file: f, warnings, errors: p.errors })
@@ -56,7 +60,7 @@ fn is_class_name(s: &str) -> bool {
 /// keyword before it.
 fn reserved_keyword(kw: &str, span: Span) -> ParseError {
     ParseError {
-        kind: "ParserException",
+        kind: ErrorKind::ParserException,
         message: format!("Syntax error: invalid identifier, {kw} is a reserved keyword"),
         span,
     }
@@ -130,7 +134,7 @@ impl Parser<'_> {
 
     fn unexpected<T>(&self, what: &str) -> PResult<T> {
         Err(ParseError {
-            kind: "ParserException",
+            kind: ErrorKind::ParserException,
             message: format!("Syntax error: unexpected {}, expected {what}", describe(self.peek())),
             span: self.error_span(),
         })
@@ -179,7 +183,7 @@ impl Parser<'_> {
     fn check_hyphen(&mut self, id: &Ident) {
         if id.name.contains('-') {
             self.errors.push(ParseError {
-                kind: "HyphenException",
+                kind: ErrorKind::HyphenException,
                 message: format!("The use of '-' in identifiers is not allowed. please rename {}", id.name),
                 span: id.span,
             });
@@ -204,7 +208,7 @@ impl Parser<'_> {
         let r = self.ns_ref("an entity name")?;
         if !is_class_name(&r.name) {
             return Err(ParseError {
-                kind: "ParserException",
+                kind: ErrorKind::ParserException,
                 message: format!(
                     "Syntax error: invalid identifier, expected an entity name (starting with a capital) but got '{}'",
                     r.name
@@ -232,7 +236,7 @@ impl Parser<'_> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
             return Err(ParseError {
-                kind: "ParserException",
+                kind: ErrorKind::ParserException,
                 message: format!("Syntax error: nesting deeper than {MAX_DEPTH} levels"),
                 span: self.span(),
             });
@@ -263,7 +267,7 @@ impl Parser<'_> {
                 if path.name.contains('-') {
                     // Inmanta refuses it when it builds the import, a plain CompilerException
                     return Err(ParseError {
-                        kind: "CompilerException",
+                        kind: ErrorKind::CompilerException,
                         message: format!(
                             "{} is not a valid module name: hyphens are not allowed, please use underscores instead.",
                             path.name
@@ -322,7 +326,7 @@ impl Parser<'_> {
                 let inherits = impls.iter().any(|i| i.name == "parents");
                 if inherits && when.as_ref().is_some_and(|w| !matches!(w.kind, ExprKind::Bool(true))) {
                     return Err(ParseError {
-                        kind: "RuntimeException",
+                        kind: ErrorKind::RuntimeException,
                         message: "Conditional implementation with parents not allowed".into(),
                         span: entity.span,
                     });
@@ -337,7 +341,7 @@ impl Parser<'_> {
                 let base = self.ns_ref("a base type")?;
                 if self.is_p("(") {
                     return Err(ParseError {
-                        kind: "ParserException",
+                        kind: ErrorKind::ParserException,
                         message: "The use of default constructors (typedef ... as Entity(...)) is no longer supported"
                             .into(),
                         span: name.span,
@@ -479,7 +483,7 @@ impl Parser<'_> {
         }
         if !is_class_name(&name.name) {
             return Err(ParseError {
-                kind: "ParserException",
+                kind: ErrorKind::ParserException,
                 message: format!(
                     "Syntax error: invalid identifier, entity names must start with a capital letter, got '{}'",
                     name.name
@@ -523,7 +527,7 @@ impl Parser<'_> {
         if !is_dict && is_class_name(&tname.name) {
             // an entity is not an attribute type: Inmanta's grammar stops at the class name
             return Err(ParseError {
-                kind: "ParserException",
+                kind: ErrorKind::ParserException,
                 message: format!(
                     "Syntax error at {}: an entity can not be the type of an attribute, use a relation",
                     tname.name
@@ -535,7 +539,7 @@ impl Parser<'_> {
         let name = self.id("an attribute name")?;
         if is_class_name(&name.name) {
             return Err(ParseError {
-                kind: "ParserException",
+                kind: ErrorKind::ParserException,
                 message: format!(
                     "Syntax error: invalid identifier, attribute names must start with a lower case letter, got '{}'",
                     name.name
@@ -552,7 +556,7 @@ impl Parser<'_> {
                 let e = self.constant()?;
                 if is_dict && !nullable && matches!(e.kind, ExprKind::Null) {
                     return Err(ParseError {
-                        kind: "ParserException",
+                        kind: ErrorKind::ParserException,
                         message: format!(
                             "Syntax error: null can not be assigned to dict attribute '{}', use dict? to make it nullable",
                             name.name
@@ -577,7 +581,7 @@ impl Parser<'_> {
             Tok::Punct("[" | "{") => self.primary(),
             Tok::Punct("-") if matches!(self.peek_at(1), Tok::Int(_) | Tok::BigInt(_) | Tok::Float(_)) => self.unary(),
             _ => Err(ParseError {
-                kind: "ParserException",
+                kind: ErrorKind::ParserException,
                 message: format!("Syntax error at {}: a default value must be a constant", describe(self.peek())),
                 span: self.error_span(),
             }),
@@ -664,14 +668,14 @@ impl Parser<'_> {
                         self.pos -= 1;
                         let span = self.error_span();
                         return Err(ParseError {
-                            kind: "ParserException",
+                            kind: ErrorKind::ParserException,
                             message: "Syntax error at token =".into(),
                             span,
                         });
                     }
                     if add {
                         return Err(ParseError {
-                            kind: "ParserException",
+                            kind: ErrorKind::ParserException,
                             message: format!("Syntax error: Can not perform += on variable {n}"),
                             span: e.span,
                         });
@@ -686,7 +690,7 @@ impl Parser<'_> {
                 }
                 _ => {
                     return Err(ParseError {
-                        kind: "ParserException",
+                        kind: ErrorKind::ParserException,
                         message: "Syntax error: can only assign to a variable or an attribute".into(),
                         span: e.span,
                     });

@@ -1,6 +1,7 @@
 //! Calls: plugins (Rust builtins and Python), casts, and the resolution of a plugin's name.
 
 use super::*;
+use crate::diagnostics::ErrorKind;
 
 impl<'a> Evaluator<'a> {
     pub(super) fn call(&mut self, name: &'a Ident, args: &'a Args, span: Span, cx: &mut Cx) -> EResult<Value> {
@@ -8,7 +9,7 @@ impl<'a> Evaluator<'a> {
         match name.name.as_str() {
             "bool" | "int" | "float" | "string" | "number" if !args.keyword.is_empty() || !args.spread.is_empty() => {
                 return Err(error(
-                    "RuntimeException",
+                    ErrorKind::RuntimeException,
                     "Only positional arguments allowed in type cast".to_string(),
                     span,
                     self.m.sources,
@@ -16,7 +17,7 @@ impl<'a> Evaluator<'a> {
             }
             "list" | "dict" => {
                 return Err(error(
-                    "RuntimeException",
+                    ErrorKind::RuntimeException,
                     format!("Can not call '{}', can only call plugin or primitive type cast", name.name),
                     span,
                     self.m.sources,
@@ -27,7 +28,11 @@ impl<'a> Evaluator<'a> {
         let full = self.resolve_plugin(cx.ns, name)?;
         let plugin = self.plugins.get(&full).expect("resolved").clone();
         if let Some(instead) = crate::builtins::deprecated_plugin(&full) {
-            self.warn("CompilerDeprecationWarning", format!("Plugin {full} is deprecated: {instead}"), name.span);
+            self.warn(
+                ErrorKind::CompilerDeprecationWarning,
+                format!("Plugin {full} is deprecated: {instead}"),
+                name.span,
+            );
         }
         let mut pos = Vec::with_capacity(args.positional.len());
         for a in &args.positional {
@@ -84,7 +89,8 @@ impl<'a> Evaluator<'a> {
             }
             return Ok(v);
         }
-        let call = plugin.bind(full, pos, kw).map_err(|m| error("RuntimeException", m, span, self.m.sources))?;
+        let call =
+            plugin.bind(full, pos, kw).map_err(|m| error(ErrorKind::RuntimeException, m, span, self.m.sources))?;
         crate::references::check_plugin_args(self, full, plugin, &call, span)?;
         if !plugin.accepts_unknown
             && let Some(u) = call
@@ -137,7 +143,7 @@ impl<'a> Evaluator<'a> {
                     return Ok(full);
                 }
                 Err(error(
-                    "TypeNotFoundException",
+                    ErrorKind::TypeNotFoundException,
                     format!("Plugin or function {n} not found; plugins are called as module::name(...)"),
                     name.span,
                     self.m.sources,
@@ -153,7 +159,7 @@ impl<'a> Evaluator<'a> {
                             Ok(full)
                         } else {
                             Err(error(
-                                "TypeNotFoundException",
+                                ErrorKind::TypeNotFoundException,
                                 format!(
                                     "Plugin {short} not found in module {t} (neither built in nor defined by the module's Python code)"
                                 ),
@@ -163,7 +169,7 @@ impl<'a> Evaluator<'a> {
                         }
                     }
                     None => Err(error(
-                        "MissingImportException",
+                        ErrorKind::MissingImportException,
                         format!("Plugin {n} is used but module {prefix} is not imported (import {prefix})"),
                         name.span,
                         self.m.sources,

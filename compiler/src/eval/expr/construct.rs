@@ -1,6 +1,7 @@
 //! Construction: `Entity(...)` with its arguments, defaults and indexes, and index lookups.
 
 use super::*;
+use crate::diagnostics::ErrorKind;
 
 impl<'a> Evaluator<'a> {
     pub(crate) fn resolve_class(&mut self, ns: NsId, class: &Ident, infer: Option<EntId>) -> EResult<EntId> {
@@ -24,7 +25,7 @@ impl<'a> Evaluator<'a> {
                 _ => {
                     let names: Vec<String> = cands.iter().map(|c| self.m.types.entities[*c].name.clone()).collect();
                     return Err(error(
-                        "AmbiguousTypeException",
+                        ErrorKind::AmbiguousTypeException,
                         format!(
                             "Could not determine namespace for type {}: candidates are {}",
                             class.name,
@@ -44,7 +45,7 @@ impl<'a> Evaluator<'a> {
             vals.iter().enumerate().find_map(|(i, v)| vals[..i].iter().any(|w| w.0 == v.0).then_some(v))
         {
             return Err(error(
-                "RuntimeException",
+                ErrorKind::RuntimeException,
                 format!("Attribute {n} provided twice in index lookup"),
                 span,
                 self.m.sources,
@@ -53,7 +54,7 @@ impl<'a> Evaluator<'a> {
         for (n, v, s) in &vals {
             if self.m.types.entities[ent].attr(n).is_none() {
                 return Err(error(
-                    "NotFoundException",
+                    ErrorKind::NotFoundException,
                     format!("Entity {} has no attribute {n}", self.m.types.entities[ent].name),
                     *s,
                     self.m.sources,
@@ -70,7 +71,7 @@ impl<'a> Evaluator<'a> {
         });
         let Some(idx) = idx else {
             return Err(error(
-                "NotFoundException",
+                ErrorKind::NotFoundException,
                 format!(
                     "No index defined on {} for this lookup: ({})",
                     self.m.types.entities[ent].name,
@@ -105,7 +106,7 @@ impl<'a> Evaluator<'a> {
                 },
                 None => {
                     return Err(error(
-                        "TypingException",
+                        ErrorKind::TypingException,
                         format!(
                             "Entity {} has no attribute {} (in constructor)",
                             self.m.types.entities[ent].name, name.name
@@ -120,7 +121,7 @@ impl<'a> Evaluator<'a> {
                 || late.iter().any(|l| self.m.types.entities[ent].attrs[l.attr as usize].name == name.name)
             {
                 return Err(error(
-                    "RuntimeException",
+                    ErrorKind::RuntimeException,
                     format!("The attribute {} is set twice in the constructor", name.name),
                     name.span,
                     self.m.sources,
@@ -162,7 +163,7 @@ impl<'a> Evaluator<'a> {
                     for (k, v) in d.iter() {
                         if self.m.types.entities[ent].attr(k).is_none() {
                             return Err(error(
-                                "NotFoundException",
+                                ErrorKind::NotFoundException,
                                 format!("Entity {} has no attribute {k} (in **dict)", self.m.types.entities[ent].name),
                                 sp.span,
                                 self.m.sources,
@@ -170,7 +171,7 @@ impl<'a> Evaluator<'a> {
                         }
                         if kw.iter().any(|(n, _, _)| n == k) {
                             return Err(error(
-                                "RuntimeException",
+                                ErrorKind::RuntimeException,
                                 format!("The attribute {k} is set twice in the constructor"),
                                 sp.span,
                                 self.m.sources,
@@ -212,7 +213,7 @@ impl<'a> Evaluator<'a> {
                 {
                     let owner = &self.m.types.entities[self.m.types.indexes[idx].entity].name;
                     return Err(error(
-                        "IndexAttributeMissingInConstructorException",
+                        ErrorKind::IndexAttributeMissingInConstructorException,
                         format!(
                             "Invalid Constructor call: missing attribute '{f}'. The attribute {owner}.{f} is part of an index."
                         ),
@@ -231,7 +232,7 @@ impl<'a> Evaluator<'a> {
                     && f != other
                 {
                     return Err(error(
-                        "IndexCollisionException",
+                        ErrorKind::IndexCollisionException,
                         format!(
                             "Inconsistent indexes detected: the constructor matches {} through index {} and {} through index {}",
                             self.inst_name(f),
@@ -251,7 +252,7 @@ impl<'a> Evaluator<'a> {
             let oe = self.m.instances[other as usize].entity;
             if oe != ent {
                 return Err(error(
-                    "DuplicateException",
+                    ErrorKind::DuplicateException,
                     format!(
                         "Type {} and {} share the key of index {}: {} already exists",
                         self.m.types.entities[ent].name,
@@ -281,7 +282,7 @@ impl<'a> Evaluator<'a> {
             let depth = self.depth_in(cx.scope);
             if depth as u64 > self.limits.max_depth {
                 return Err(error(
-                    "RuntimeException",
+                    ErrorKind::RuntimeException,
                     format!(
                         "{} is made {depth} implementations deep (each level made by an implementation of the one \
                          before): the model recurses without end, e.g. an implementation that constructs its own \
@@ -353,7 +354,7 @@ impl<'a> Evaluator<'a> {
             None => return Ok(()),
         };
         Err(error(
-            "TypingException",
+            ErrorKind::TypingException,
             format!("Can not assign a value of type {} to a variable of type {hint}", inner.name),
             value.span,
             self.m.sources,

@@ -1,6 +1,7 @@
 //! Reads: variables (short and qualified names), attributes of instances, and `is defined`.
 
 use super::*;
+use crate::diagnostics::ErrorKind;
 
 impl<'a> Evaluator<'a> {
     /// Reads `a.b.c` for interpolation.
@@ -33,7 +34,7 @@ impl<'a> Evaluator<'a> {
     pub(super) fn eval_var(&mut self, name: &str, span: Span, cx: &mut Cx) -> EResult<Value> {
         if cx.constraint && !cx.locals.iter().any(|(n, _)| &**n == name) {
             return Err(error(
-                "NotFoundException",
+                ErrorKind::NotFoundException,
                 format!("Unable to resolve `{name}`: a type constraint can not reference variables."),
                 span,
                 self.m.sources,
@@ -46,14 +47,14 @@ impl<'a> Evaluator<'a> {
                 None => {
                     if self.m.types.ns_by_name.contains_key(prefix) {
                         return Err(error(
-                            "MissingImportException",
+                            ErrorKind::MissingImportException,
                             format!("Variable {name} is used but namespace {prefix} is not imported"),
                             span,
                             self.m.sources,
                         ));
                     }
                     return Err(error(
-                        "NotFoundException",
+                        ErrorKind::NotFoundException,
                         format!("variable {name} not found: namespace {prefix} is not imported"),
                         span,
                         self.m.sources,
@@ -62,7 +63,7 @@ impl<'a> Evaluator<'a> {
             };
             let Some(&ns) = self.m.types.ns_by_name.get(&target) else {
                 return Err(error(
-                    "NotFoundException",
+                    ErrorKind::NotFoundException,
                     format!("variable {name} not found: namespace {target} is not loaded"),
                     span,
                     self.m.sources,
@@ -71,7 +72,7 @@ impl<'a> Evaluator<'a> {
             let sc = self.ns_scope(ns);
             if !self.m.scopes[sc as usize].vars.contains_key(short) {
                 return Err(error(
-                    "NotFoundException",
+                    ErrorKind::NotFoundException,
                     format!("variable {short} not found in namespace {target}"),
                     span,
                     self.m.sources,
@@ -86,13 +87,13 @@ impl<'a> Evaluator<'a> {
         match o {
             Value::Instance(_) | Value::Unknown(_) => self.read_attr_span(o, name, span),
             Value::Null => Err(error(
-                "RuntimeException",
+                ErrorKind::RuntimeException,
                 format!("Can not get attribute {name} of null ({} is not set)", describe_expr(obj)),
                 span,
                 self.m.sources,
             )),
             Value::List(_) => Err(error(
-                "RuntimeException",
+                ErrorKind::RuntimeException,
                 format!(
                     "Can not get attribute {name} of a list ({} holds several values); use a for loop or a list comprehension",
                     describe_expr(obj)
@@ -101,7 +102,7 @@ impl<'a> Evaluator<'a> {
                 self.m.sources,
             )),
             other => Err(error(
-                "RuntimeException",
+                ErrorKind::RuntimeException,
                 format!("Can not get attribute {name} of {} {}", other.type_name(), short_repr(other)),
                 span,
                 self.m.sources,
@@ -116,7 +117,7 @@ impl<'a> Evaluator<'a> {
             Value::Unknown(_) => return Ok(o.clone()),
             Value::Null => {
                 return Err(error(
-                    "OptionalValueException",
+                    ErrorKind::OptionalValueException,
                     format!("Can not get attribute {name} of null"),
                     span,
                     self.m.sources,
@@ -133,7 +134,7 @@ impl<'a> Evaluator<'a> {
         let ent = self.entity_of(inst);
         let Some((ai, a)) = ent.attr(name) else {
             return Err(error(
-                "NotFoundException",
+                ErrorKind::NotFoundException,
                 format!("Entity {} has no attribute {name} (instance {})", ent.name, self.inst_name(inst)),
                 span,
                 self.m.sources,
@@ -154,7 +155,7 @@ impl<'a> Evaluator<'a> {
                 } else if r.frozen {
                     if lo == 0 {
                         Err(error(
-                            "OptionalValueException",
+                            ErrorKind::OptionalValueException,
                             format!(
                                 "Optional variable accessed that has no value: attribute {name} of {}",
                                 self.inst_name(inst)
@@ -164,7 +165,7 @@ impl<'a> Evaluator<'a> {
                         ))
                     } else {
                         Err(error(
-                            "UnsetException",
+                            ErrorKind::UnsetException,
                             format!("attribute {name} of {} is not set", self.inst_name(inst)),
                             span,
                             self.m.sources,
@@ -224,7 +225,7 @@ impl<'a> Evaluator<'a> {
         let ent = self.entity_of(inst);
         let Some((ai, _)) = ent.attr(name) else {
             return Err(error(
-                "NotFoundException",
+                ErrorKind::NotFoundException,
                 format!("Entity {} has no attribute {name}", ent.name),
                 span,
                 self.m.sources,

@@ -1,6 +1,7 @@
 //! Pure operators on values, as Python computes them: arithmetic, comparison, equality.
 
 use super::*;
+use crate::diagnostics::ErrorKind;
 
 /// A number as Python sees it: `bool` is an `int`.
 #[derive(Clone, Copy)]
@@ -20,7 +21,7 @@ fn as_num(v: &Value) -> Option<Num<'_>> {
     }
 }
 
-type OpErr = (&'static str, String);
+type OpErr = (ErrorKind, String);
 
 impl Num<'_> {
     /// The float Python converts this number to in mixed arithmetic; an int past the float
@@ -28,7 +29,7 @@ impl Num<'_> {
     fn f(self) -> Result<f64, OpErr> {
         match self {
             Num::Int(i) => Ok(i as f64),
-            Num::Big(i) => big_to_f64(i).ok_or(("OverflowError", "int too large to convert to float".into())),
+            Num::Big(i) => big_to_f64(i).ok_or((ErrorKind::OverflowError, "int too large to convert to float".into())),
             Num::Float(f) => Ok(f),
         }
     }
@@ -98,7 +99,7 @@ fn int_pow(a: Num<'_>, b: Num<'_>) -> Result<Value, OpErr> {
     }
     match u32::try_from(&exp) {
         Ok(e) if base.bits().saturating_mul(e as u64) <= MAX_POW_BITS => Ok(Value::int(base.pow(e))),
-        _ => Err(("RuntimeException", format!("the result of {base} ** {exp} is too large"))),
+        _ => Err((ErrorKind::RuntimeException, format!("the result of {base} ** {exp} is too large"))),
     }
 }
 
@@ -133,7 +134,7 @@ fn int_div(a: Num<'_>, b: Num<'_>) -> Result<Value, OpErr> {
     }
     f *= 2f64.powi(e as i32);
     if f.is_infinite() {
-        return Err(("OverflowError", "integer division result too large for a float".into()));
+        return Err((ErrorKind::OverflowError, "integer division result too large for a float".into()));
     }
     Ok(Value::Float(if negative { -f } else { f }))
 }
@@ -141,11 +142,11 @@ fn int_div(a: Num<'_>, b: Num<'_>) -> Result<Value, OpErr> {
 /// Applies a binary operator to two known values, with Inmanta's (Python's) rules: arithmetic and
 /// comparisons on numbers (booleans count as integers), `+` also on two strings, `in` on a list or
 /// a dict only; anything else is a `TypingException`.
-pub(crate) fn binop_values(op: BinOp, lv: &Value, rv: &Value) -> Result<Value, (&'static str, String)> {
+pub(crate) fn binop_values(op: BinOp, lv: &Value, rv: &Value) -> Result<Value, OpErr> {
     use Value::*;
     let bad = || {
         Err((
-            "TypingException",
+            ErrorKind::TypingException,
             format!(
                 "Unsupported operand types for {}: {} {} and {} {}",
                 op.symbol(),
@@ -186,7 +187,7 @@ pub(crate) fn binop_values(op: BinOp, lv: &Value, rv: &Value) -> Result<Value, (
                 },
                 _ => {
                     return Err((
-                        "TypingException",
+                        ErrorKind::TypingException,
                         format!(
                             "Operand two of 'in' can only be a list or dict, got {} {}",
                             rv.type_name(),
@@ -200,7 +201,7 @@ pub(crate) fn binop_values(op: BinOp, lv: &Value, rv: &Value) -> Result<Value, (
         BinOp::Add => match (lv, rv) {
             (Str(a), Str(b)) => Ok(Value::str(&format!("{a}{b}"))),
             (Str(_), _) => Err((
-                "TypingException",
+                ErrorKind::TypingException,
                 format!("Can only concatenate a string to a string, not {} {}", rv.type_name(), short_repr(rv)),
             )),
             _ => match (as_num(lv), as_num(rv)) {
@@ -235,13 +236,13 @@ pub(crate) fn binop_values(op: BinOp, lv: &Value, rv: &Value) -> Result<Value, (
             _ => bad(),
         },
         BinOp::Div => match (as_num(lv), as_num(rv)) {
-            (Some(_), Some(b)) if is_zero(b) => Err(("ZeroDivisionError", "division by zero".into())),
+            (Some(_), Some(b)) if is_zero(b) => Err((ErrorKind::ZeroDivisionError, "division by zero".into())),
             (Some(a @ (Num::Int(_) | Num::Big(_))), Some(b @ (Num::Int(_) | Num::Big(_)))) => int_div(a, b),
             (Some(a), Some(b)) => Ok(Float(a.f()? / b.f()?)),
             _ => bad(),
         },
         BinOp::Mod => match (as_num(lv), as_num(rv)) {
-            (Some(_), Some(b)) if is_zero(b) => Err(("ZeroDivisionError", "modulo by zero".into())),
+            (Some(_), Some(b)) if is_zero(b) => Err((ErrorKind::ZeroDivisionError, "modulo by zero".into())),
             (Some(Num::Int(a)), Some(Num::Int(b))) => match a.checked_rem(b) {
                 Some(r) if r != 0 && ((r < 0) != (b < 0)) => Ok(Int(r + b)),
                 Some(r) => Ok(Int(r)),
@@ -276,7 +277,7 @@ pub(crate) fn binop_values(op: BinOp, lv: &Value, rv: &Value) -> Result<Value, (
                 int_pow(a, b)
             }
             (Some(a), Some(b)) if is_zero(a) && b.cmp(Num::Int(0)) == Some(std::cmp::Ordering::Less) => {
-                Err(("ZeroDivisionError", "0 can not be raised to a negative power".into()))
+                Err((ErrorKind::ZeroDivisionError, "0 can not be raised to a negative power".into()))
             }
             (Some(a), Some(b)) => Ok(Float(a.f()?.powf(b.f()?))),
             _ => bad(),

@@ -1,6 +1,7 @@
 //! Expressions: operators by precedence, postfix chains (calls, attributes, indexes) and primaries.
 
 use super::*;
+use crate::diagnostics::ErrorKind;
 
 impl Parser<'_> {
     pub(crate) fn expr(&mut self) -> PResult<Expr> {
@@ -56,7 +57,7 @@ impl Parser<'_> {
             chain += 1;
             if chain > MAX_CHAIN {
                 return Err(ParseError {
-                    kind: "ParserException",
+                    kind: ErrorKind::ParserException,
                     message: format!("Syntax error: more than {MAX_CHAIN} operators in one expression"),
                     span: self.span(),
                 });
@@ -145,7 +146,7 @@ impl Parser<'_> {
                 let e = self.expr()?;
                 if !args.keyword.is_empty() {
                     return Err(ParseError {
-                        kind: "ParserException",
+                        kind: ErrorKind::ParserException,
                         message: "Syntax error: positional argument follows keyword argument".into(),
                         span: e.span,
                     });
@@ -170,7 +171,7 @@ impl Parser<'_> {
                     matches!(e.kind, ExprKind::Var(_) | ExprKind::Attr(..)) && self.prev_span().end == e.span.end;
                 if !plain_name {
                     return Err(ParseError {
-                        kind: "ParserException",
+                        kind: ErrorKind::ParserException,
                         message: "Syntax error at token . (attributes can only be read from a name: assign to a variable first)".into(),
                         // Inmanta reports this one column past the dot.
                         span: { let dot = self.span(); Span { start: dot.start + 1, end: dot.end + 1, ..dot } },
@@ -180,7 +181,7 @@ impl Parser<'_> {
                 let attr = self.id("an attribute name")?;
                 if self.is_p("(") {
                     return Err(ParseError {
-                        kind: "InvalidNamespaceAccess",
+                        kind: ErrorKind::InvalidNamespaceAccess,
                         message: format!(
                             "Invalid namespace access: '.{}(...)': use '::' to call a plugin (e.g. module::{}(...))",
                             attr.name, attr.name
@@ -196,7 +197,7 @@ impl Parser<'_> {
                 if selector {
                     let ExprKind::Attr(base, attr) = e.kind else {
                         return Err(ParseError {
-                            kind: "ParserException",
+                            kind: ErrorKind::ParserException,
                             message: "Syntax error: a selector lookup needs the form var.relation[attr=value]".into(),
                             span: e.span,
                         });
@@ -217,7 +218,7 @@ impl Parser<'_> {
                 self.expect_kw("defined")?;
                 if !matches!(e.kind, ExprKind::Var(_) | ExprKind::Attr(..) | ExprKind::MapLookup(..)) {
                     return Err(ParseError {
-                        kind: "ParserException",
+                        kind: ErrorKind::ParserException,
                         message: "Syntax error: 'is defined' applies to a name, an attribute or a dict lookup".into(),
                         span: e.span,
                     });
@@ -260,7 +261,7 @@ impl Parser<'_> {
             Tok::FStr(text) => {
                 self.bump();
                 let parts = parse_fstring(&text, start, 0).map_err(|m| ParseError {
-                    kind: "ParserException",
+                    kind: ErrorKind::ParserException,
                     message: format!("Syntax error in f-string: {m}"),
                     span: start,
                 })?;
@@ -307,7 +308,7 @@ impl Parser<'_> {
                             let ks = self.bump().span;
                             if !raw && interpolation_parts(&value, ks).iter().any(|p| matches!(p, StrPart::Var(..))) {
                                 return Err(ParseError {
-                                    kind: "ParserException",
+                                    kind: ErrorKind::ParserException,
                                     message: format!(
                                         "Syntax error: string interpolation is not supported in dictionary keys ('{value}'); use a raw string"
                                     ),
@@ -330,7 +331,7 @@ impl Parser<'_> {
                     pairs.iter().enumerate().find_map(|(i, (k, _))| pairs[..i].iter().any(|(p, _)| p == k).then_some(k))
                 {
                     self.errors.push(ParseError {
-                        kind: "DuplicateException",
+                        kind: ErrorKind::DuplicateException,
                         message: format!("duplicate key in dict {k}"),
                         span: start.to(self.prev_span()),
                     });
@@ -350,7 +351,7 @@ impl Parser<'_> {
                     if is_class_name(&r.name) {
                         if !args.positional.is_empty() {
                             return Err(ParseError {
-                                kind: "ParserException",
+                                kind: ErrorKind::ParserException,
                                 message: format!("Syntax error: constructor {} only takes keyword arguments", r.name),
                                 // where Inmanta's lexer stands: just past the argument
                                 span: Span { start: args.positional[0].span.end, ..args.positional[0].span },
