@@ -22,12 +22,148 @@ pub enum Phase {
     Export,
 }
 
+/// Inmanta's exception (or warning) class of a diagnostic. [`ErrorKind::as_str`] is the class's
+/// name exactly as Inmanta spells it: the compile data, the output and the conformance check use it.
+macro_rules! error_kinds {
+    ($($name:ident),* $(,)?) => {
+        #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+        pub enum ErrorKind {
+            $($name,)*
+            /// An exception class raised by a module's Python code, by the name the plugin
+            /// boundary gives (e.g. `inmanta.plugins.PluginException` or a module's own class).
+            Python(String),
+        }
+
+        impl ErrorKind {
+            /// Inmanta's name of the class.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $(ErrorKind::$name => stringify!($name),)*
+                    ErrorKind::Python(name) => name,
+                }
+            }
+
+            /// The kind Inmanta names `name`; a name that is not one of Inmanta's is a Python class.
+            pub fn from_name(name: &str) -> Self {
+                match name {
+                    $(stringify!($name) => ErrorKind::$name,)*
+                    other => ErrorKind::Python(other.to_string()),
+                }
+            }
+        }
+    };
+}
+
+error_kinds! {
+    CompilerException,
+    RuntimeException,
+    ParserException,
+    InvalidNamespaceAccess,
+    HyphenException,
+    TypeNotFoundException,
+    MissingImportException,
+    AmbiguousTypeException,
+    ExternalException,
+    ExplicitPluginException,
+    WrappingRuntimeException,
+    PluginException,
+    PluginTypeException,
+    PluginTimeoutException,
+    AttributeException,
+    OptionalValueException,
+    IndexException,
+    IndexAttributeMissingInConstructorException,
+    IndexCollisionException,
+    TypingException,
+    InvalidTypeAnnotation,
+    DirectExecuteException,
+    DataClassException,
+    DataClassMismatchException,
+    KeyException,
+    CycleException,
+    NotFoundException,
+    DoubleSetException,
+    ModifiedAfterFreezeException,
+    DuplicateException,
+    MultiException,
+    UnsetException,
+    MultiUnsetException,
+    UnknownException,
+    UnexpectedReference,
+    ModuleNotFoundException,
+    ModuleLoadingException,
+    InvalidModuleException,
+    ModuleV2InV1PathException,
+    InvalidMetadata,
+    ProjectNotFoundException,
+    DependencyCycleException,
+    InvalidRelationPrecedenceRuleError,
+    CycleInRelationPrecedencePolicyError,
+    ZeroDivisionError,
+    KeyError,
+    TypeError,
+    ValueError,
+    RecursionError,
+    RuntimeError,
+    OverflowError,
+    ModuleNotFoundError,
+    CompilerWarning,
+    CompilerRuntimeWarning,
+    CompilerDeprecationWarning,
+    TypeDeprecationWarning,
+    VariableShadowWarning,
+    ParserWarning,
+}
+
+/// Names from the Python plugin boundary (`compiler/src/python/`), which passes them as text.
+impl From<&str> for ErrorKind {
+    fn from(name: &str) -> Self {
+        ErrorKind::from_name(name)
+    }
+}
+
+impl From<&String> for ErrorKind {
+    fn from(name: &String) -> Self {
+        ErrorKind::from_name(name)
+    }
+}
+
+impl From<String> for ErrorKind {
+    fn from(name: String) -> Self {
+        ErrorKind::from_name(&name)
+    }
+}
+
+impl PartialEq<&str> for ErrorKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<str> for ErrorKind {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl serde::Serialize for ErrorKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
 /// One error or warning.
 #[derive(Clone, Debug)]
 pub struct Diagnostic {
     pub severity: Severity,
     /// Inmanta's exception (or warning) type name, e.g. `DoubleSetException`.
-    pub kind: String,
+    pub kind: ErrorKind,
     pub message: String,
     pub location: Option<Location>,
     /// Extra lines shown after the source excerpt (e.g. the other place of a double set).
@@ -36,10 +172,15 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    pub(crate) fn error(kind: &str, message: impl Into<String>, span: Option<Span>, sources: &SourceMap) -> Self {
+    pub(crate) fn error(
+        kind: impl Into<ErrorKind>,
+        message: impl Into<String>,
+        span: Option<Span>,
+        sources: &SourceMap,
+    ) -> Self {
         Diagnostic {
             severity: Severity::Error,
-            kind: kind.to_string(),
+            kind: kind.into(),
             message: bounded(message.into()),
             location: span.and_then(|s| sources.location(s)),
             notes: Vec::new(),
@@ -47,18 +188,23 @@ impl Diagnostic {
         }
     }
 
-    pub(crate) fn warning(kind: &str, message: impl Into<String>, span: Option<Span>, sources: &SourceMap) -> Self {
+    pub(crate) fn warning(
+        kind: impl Into<ErrorKind>,
+        message: impl Into<String>,
+        span: Option<Span>,
+        sources: &SourceMap,
+    ) -> Self {
         Diagnostic { severity: Severity::Warning, ..Diagnostic::error(kind, message, span, sources) }
     }
 
-    pub(crate) fn plain_warning(kind: &str, message: impl Into<String>) -> Self {
+    pub(crate) fn plain_warning(kind: impl Into<ErrorKind>, message: impl Into<String>) -> Self {
         Diagnostic { severity: Severity::Warning, ..Diagnostic::plain(kind, message) }
     }
 
-    pub(crate) fn plain(kind: &str, message: impl Into<String>) -> Self {
+    pub(crate) fn plain(kind: impl Into<ErrorKind>, message: impl Into<String>) -> Self {
         Diagnostic {
             severity: Severity::Error,
-            kind: kind.to_string(),
+            kind: kind.into(),
             message: bounded(message.into()),
             location: None,
             notes: Vec::new(),
@@ -73,13 +219,16 @@ impl Diagnostic {
 
     /// The compile-data category of this error.
     pub fn category(&self) -> &'static str {
-        match self.kind.as_str() {
-            "ParserException" | "InvalidNamespaceAccess" | "HyphenException" => "parse_error",
-            "ExternalException" | "ExplicitPluginException" | "PluginTypeException" | "WrappingRuntimeException" => {
-                "plugin_exception"
+        match &self.kind {
+            ErrorKind::ParserException | ErrorKind::InvalidNamespaceAccess | ErrorKind::HyphenException => {
+                "parse_error"
             }
+            ErrorKind::ExternalException
+            | ErrorKind::ExplicitPluginException
+            | ErrorKind::PluginTypeException
+            | ErrorKind::WrappingRuntimeException => "plugin_exception",
             // the Python class of a PluginException a plugin raised (Inmanta's ExplicitPluginException)
-            kind if kind.contains('.') => "plugin_exception",
+            ErrorKind::Python(class) if class.contains('.') => "plugin_exception",
             _ => "runtime_error",
         }
     }
@@ -87,7 +236,7 @@ impl Diagnostic {
     /// The fully qualified name of the Python exception Inmanta raises for this error: the one
     /// place our error kinds are mapped to Inmanta's types (the conformance check compares these).
     pub fn inmanta_type(&self) -> &str {
-        inmanta_type(&self.kind)
+        inmanta_type(self.kind.as_str())
     }
 
     /// Inmanta's compile-data JSON for this error: its exception's qualified type and an LSP

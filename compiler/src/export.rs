@@ -1,6 +1,7 @@
 //! Export: turns every instance of an entity with a resource mapping into a resource in
 //! Inmanta's JSON shape. This is the only place that knows the wire format of a resource.
 
+use crate::diagnostics::ErrorKind;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::{Value as Json, json};
@@ -12,95 +13,13 @@ use crate::eval::{Evaluator, Model, Slot};
 use crate::model::{AttrKind, EntId, FastMap};
 use crate::python::PyExport;
 
-/// How an entity maps to a resource: the built-in ones below, and those modules declare under
-/// `resources:` in their module.yml.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Mapping {
-    /// The full entity name, which is also the resource type.
-    pub entity: String,
-    /// The attribute path of the agent name, e.g. `host.name`.
-    pub agent: String,
-    /// The attribute that identifies the resource on its agent.
-    pub id_attr: String,
-    /// The exported attributes (the base resource attributes are always added).
-    pub fields: Vec<String>,
-    /// One of ours, whose fields follow the conventions of its handler (`permissions` from
-    /// `mode`, `hash` of the content, ...).
-    pub builtin: bool,
-    /// A Python `@resource` class: its id and attributes come from Python (`get_<field>`
-    /// mappers, inherited fields), see [`export_python_resources`].
-    pub python: bool,
-}
+mod mappings;
+mod requires;
 
-/// The built-in mappings as constants; [`BUILTIN`] holds them as [`Mapping`]s.
-struct StaticMapping {
-    entity: &'static str,
-    agent: &'static str,
-    id_attr: &'static str,
-    fields: &'static [&'static str],
-}
-
-static BUILTIN: std::sync::LazyLock<Vec<Mapping>> = std::sync::LazyLock::new(|| {
-    BUILTIN_MAPPINGS
-        .iter()
-        .map(|m| Mapping {
-            entity: m.entity.into(),
-            agent: m.agent.into(),
-            id_attr: m.id_attr.into(),
-            fields: m.fields.iter().map(|f| f.to_string()).collect(),
-            builtin: true,
-            python: false,
-        })
-        .collect()
-});
-
-const BUILTIN_MAPPINGS: &[StaticMapping] = &[
-    StaticMapping {
-        entity: "std::testing::NullResource",
-        agent: "agentname",
-        id_attr: "name",
-        fields: &["name", "agentname", "fail", "value", "int_value"],
-    },
-    StaticMapping {
-        entity: "fs::File",
-        agent: "host.name",
-        id_attr: "path",
-        fields: &["path", "owner", "group", "permissions", "hash", "content", "via"],
-    },
-    StaticMapping {
-        entity: "fs::Directory",
-        agent: "host.name",
-        id_attr: "path",
-        fields: &["path", "owner", "group", "permissions", "via"],
-    },
-    StaticMapping { entity: "fs::Symlink", agent: "host.name", id_attr: "dst", fields: &["src", "dst", "via"] },
-    StaticMapping {
-        entity: "fs::JsonFile",
-        agent: "host.name",
-        id_attr: "uri",
-        fields: &["path", "permissions", "owner", "group", "uri", "indent", "format", "values", "via"],
-    },
-    StaticMapping {
-        entity: "exec::Run",
-        agent: "host.name",
-        id_attr: "command",
-        fields: &[
-            "command",
-            "creates",
-            "cwd",
-            "environment",
-            "onlyif",
-            "path",
-            "reload",
-            "reload_only",
-            "returns",
-            "timeout",
-            "unless",
-            "skip_on_fail",
-            "via",
-        ],
-    },
-];
+use mappings::BUILTIN;
+pub(crate) use mappings::Mapping;
+pub(crate) use requires::find_cycle;
+use requires::{Named, fs_requires, requires_of};
 
 /// One exported resource: its id, the resources it requires and its attributes (every key of
 /// Inmanta's resource dict but `id` and `requires`). It holds no version: the version is attached
@@ -505,7 +424,7 @@ pub(crate) fn export(
         };
         let Some(id) = rid else {
             out.warnings.push(Diagnostic::warning(
-                "CompilerRuntimeWarning",
+                ErrorKind::CompilerRuntimeWarning,
                 format!("{} is not exported: its id contains an unknown value", ev.m.inst_name(i)),
                 Some(inst.span),
                 ev.m.sources,
@@ -525,7 +444,7 @@ pub(crate) fn export(
         // that collide are ours to add
         out.errors.push(
             Diagnostic::error(
-                "CompilerException",
+                ErrorKind::CompilerException,
                 format!("Resource {} exists more than once in the configuration model", later.text),
                 Some(ev.m.instances[later.inst as usize].span),
                 ev.m.sources,
@@ -600,7 +519,7 @@ pub(crate) fn export(
                         via_error = Some((
                             ent,
                             Diagnostic::plain(
-                                "ExternalException",
+                                ErrorKind::ExternalException,
                                 format!(
                                     "Failed to get attribute 'via' for export on '{}': {} has no via, no host with a via and no host ip",
                                     m.entity,
@@ -667,7 +586,7 @@ pub(crate) fn export(
                 reqs.push(n);
             } else if mapped[ev.m.instances[r as usize].entity].is_none() && dropped_warned.insert(r) {
                 out.warnings.push(Diagnostic::warning(
-                    "CompilerRuntimeWarning",
+                    ErrorKind::CompilerRuntimeWarning,
                     format!("The requirement on {} is dropped at export: it is not a resource", ev.m.inst_name(r)),
                     Some(ev.m.instances[r as usize].span),
                     ev.m.sources,
@@ -705,7 +624,7 @@ pub(crate) fn export(
                             && **prev != *name
                         {
                             out.errors.push(Diagnostic::error(
-                                "CompilerException",
+                                ErrorKind::CompilerException,
                                 format!("Resource {id} is in more than one resource set: {prev} and {name}"),
                                 Some(ev.m.instances[s as usize].span),
                                 ev.m.sources,
@@ -734,117 +653,4 @@ pub(crate) fn export(
             .push(json!({"parameter": u.parameter, "source": u.source, "resource": u.resource, "metadata": {}}));
     }
     out
-}
-
-/// The requires the fs module's dependency handler adds: a file, JSON file, directory or symlink
-/// (both its ends) requires every managed directory above it on the same agent (never `/`). A
-/// purged directory may only hold purged resources, and then it requires them instead. The
-/// requires are positions in `order`.
-fn fs_requires(ev: &View<'_, '_>, order: &[Named<'_>], errors: &mut Vec<Diagnostic>) -> FastMap<InstId, Vec<usize>> {
-    let purged = |i: InstId| matches!(slot_value(ev, i, "purged"), Some(Value::Bool(true)));
-    let mut dirs: HashMap<(String, String), (InstId, usize)> = HashMap::new();
-    let mut paths: Vec<(InstId, usize, String, String)> = Vec::new();
-    for (n, Named { inst: i, mapping: m, .. }) in order.iter().enumerate() {
-        let fields: &[&str] = match m.entity.as_str() {
-            "fs::File" | "fs::Directory" | "fs::JsonFile" => &["path"],
-            "fs::Symlink" => &["src", "dst"],
-            _ => continue,
-        };
-        let Some(agent) = path_value(ev, *i, &m.agent).map(|a| id_string(&a)) else { continue };
-        for f in fields {
-            if let Some(Value::Str(p)) = path_value(ev, *i, f) {
-                let p = p.trim_end_matches('/').to_string();
-                if m.entity == "fs::Directory" {
-                    dirs.insert((agent.clone(), p.clone()), (*i, n));
-                }
-                paths.push((*i, n, agent.clone(), p));
-            }
-        }
-    }
-    let mut out: FastMap<InstId, Vec<usize>> = FastMap::default();
-    for (i, rid, agent, path) in paths {
-        let mut p = path.as_str();
-        while let Some(pos) = p.rfind('/') {
-            p = &p[..pos];
-            if pos == 0 {
-                break;
-            }
-            let Some(&(d, did)) = dirs.get(&(agent.clone(), p.to_string())) else { continue };
-            if !purged(d) {
-                out.entry(i).or_default().push(did);
-            } else if purged(i) {
-                out.entry(d).or_default().push(rid);
-            } else {
-                errors.push(Diagnostic::error(
-                    "RuntimeError",
-                    format!(
-                        "Directory {} is purged but a resource is trying to deploy something in it: {}",
-                        order[did].text, order[rid].text
-                    ),
-                    Some(ev.m.instances[i as usize].span),
-                    ev.m.sources,
-                ));
-            }
-        }
-    }
-    out
-}
-
-fn requires_of(ev: &View<'_, '_>, i: InstId) -> Vec<InstId> {
-    match slot_value(ev, i, "requires") {
-        Some(Value::List(l)) => {
-            l.iter().filter_map(|v| if let Value::Instance(x) = v { Some(*x) } else { None }).collect()
-        }
-        _ => vec![],
-    }
-}
-
-/// Checks the requires graph for cycles; returns a cycle when there is one. The search starts
-/// from the resources in the order of `resources`, which the export sorts by id text.
-pub(crate) fn find_cycle(resources: &[ExportedResource]) -> Option<Vec<String>> {
-    let index: HashMap<&api::ResourceId, usize> = resources.iter().enumerate().map(|(n, r)| (&r.id, n)).collect();
-    // requires of a resource that is not exported (none, after the export's checks) are left out
-    let graph: Vec<Vec<usize>> =
-        resources.iter().map(|r| r.requires.iter().filter_map(|q| index.get(q).copied()).collect()).collect();
-    // 0: not seen, 1: on the stack, 2: done
-    let mut state: Vec<u8> = vec![0; graph.len()];
-    for start in 0..graph.len() {
-        if state[start] != 0 {
-            continue;
-        }
-        // iterative DFS
-        let mut stack: Vec<(usize, usize)> = vec![(start, 0)];
-        state[start] = 1;
-        while let Some((node, idx)) = stack.pop() {
-            match graph[node].get(idx).copied() {
-                Some(n) => {
-                    stack.push((node, idx + 1));
-                    match state[n] {
-                        1 => {
-                            let from = stack.iter().position(|(x, _)| *x == n).unwrap_or(0);
-                            let mut cycle: Vec<String> =
-                                stack[from..].iter().map(|(x, _)| resources[*x].id.to_string()).collect();
-                            cycle.push(resources[n].id.to_string());
-                            return Some(cycle);
-                        }
-                        0 => {
-                            state[n] = 1;
-                            stack.push((n, 0));
-                        }
-                        _ => {}
-                    }
-                }
-                None => state[node] = 2,
-            }
-        }
-    }
-    None
-}
-
-/// A resource instance with its id, as text and as parts.
-struct Named<'m> {
-    inst: InstId,
-    mapping: &'m Mapping,
-    text: String,
-    id: api::ResourceId,
 }

@@ -2,6 +2,7 @@
 //! resource type `<namespace>::<Type>` (docs/handlers.md). The export uploads them with the
 //! version so that the agents deploying it can run them.
 
+use crate::diagnostics::ErrorKind;
 use std::collections::{BTreeMap, HashMap};
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
@@ -39,7 +40,7 @@ pub(crate) fn collect(
             let mut warn = |message: String| {
                 warnings.push(Diagnostic {
                     severity: Severity::Warning,
-                    ..Diagnostic::plain("CompilerRuntimeWarning", message)
+                    ..Diagnostic::plain(ErrorKind::CompilerRuntimeWarning, message)
                 })
             };
             let parts: Vec<&str> = name.split("__").collect();
@@ -65,5 +66,5 @@ pub(crate) fn collect(
 }
 
 fn unreadable(path: &std::path::Path, e: std::io::Error) -> Diagnostic {
-    Diagnostic::plain("ModuleLoadingException", format!("cannot read the handler {}: {e}", path.display()))
+    Diagnostic::plain(ErrorKind::ModuleLoadingException, format!("cannot read the handler {}: {e}", path.display()))
 }

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 pub use attributes::Attributes;
 pub use builtins::BUILTIN_MODULES;
-pub use diagnostics::{Diagnostic, Diagnostics, Phase, Severity, inmanta_type};
+pub use diagnostics::{Diagnostic, Diagnostics, ErrorKind, Phase, Severity, inmanta_type};
 pub use export::{ExportedResource, Wire};
 pub use handlers::ShippedHandler;
 pub use project_yml::ProjectMetadata;
@@ -310,12 +310,12 @@ where
         Ok(h) => h.join().unwrap_or_else(|p| {
             let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
             Err(Diagnostics(vec![Diagnostic::plain(
-                "CompilerException",
+                ErrorKind::CompilerException,
                 format!("internal compiler error: {}", msg.unwrap_or_else(|| "panic".into())),
             )]))
         }),
         Err(e) => Err(Diagnostics(vec![Diagnostic::plain(
-            "CompilerException",
+            ErrorKind::CompilerException,
             format!("can not start the compile thread: {e}"),
         )])),
     }
@@ -346,7 +346,7 @@ fn compile_project_inner(dir: &Path, options: &CompileOptions) -> Result<Compile
     };
     let text = std::fs::read_to_string(&main).map_err(|e| {
         Diagnostics(vec![Diagnostic::plain(
-            "ProjectNotFoundException",
+            ErrorKind::ProjectNotFoundException,
             format!("Can not read {}: {e}", main.display()),
         )])
     })?;
@@ -360,7 +360,7 @@ struct PythonSetting<'p> {
 }
 
 fn env_error(e: python::env::EnvError) -> Diagnostics {
-    Diagnostics(vec![Diagnostic::plain("ModuleLoadingException", e.to_string())])
+    Diagnostics(vec![Diagnostic::plain(ErrorKind::ModuleLoadingException, e.to_string())])
 }
 
 fn is_builtin(d: &Diagnostic) -> bool {
@@ -395,7 +395,7 @@ fn compile_inner(
     let build_time = t0.elapsed() - parse_time;
     warnings.extend(builder.warnings.drain(..).filter(|w| !is_builtin(w)));
     if !builder.errors.is_empty() {
-        let own_clash = builder.errors.iter().any(|e| e.kind == "DuplicateException");
+        let own_clash = builder.errors.iter().any(|e| e.kind == ErrorKind::DuplicateException);
         let plugin_clash = (!own_clash)
             .then(|| plugin_name_clash(&namespaces, &loader, python_env.as_ref(), project_dir, options))
             .flatten();
@@ -448,10 +448,10 @@ fn compile_inner(
         bridge.set_max_answer(options.max_memory);
         ev.python = Some(bridge);
     }
-    ev.max_steps = options.max_steps;
-    ev.max_instances = options.max_instances;
-    ev.max_depth = options.max_depth;
-    ev.budget = eval::budget::Budget::new(options.max_memory);
+    ev.limits.max_steps = options.max_steps;
+    ev.limits.max_instances = options.max_instances;
+    ev.limits.max_depth = options.max_depth;
+    ev.limits.budget = eval::budget::Budget::new(options.max_memory);
     let rules: Vec<String> = meta.raw["relation_precedence_policy"]
         .as_array()
         .map(|a| a.iter().filter_map(|r| r.as_str().map(str::to_string)).collect())
@@ -481,7 +481,7 @@ fn compile_inner(
     }
     if let Some(cycle) = export::find_cycle(&ex.resources) {
         return Err(Diagnostics(vec![Diagnostic::plain(
-            "DependencyCycleException",
+            ErrorKind::DependencyCycleException,
             format!("A dependency cycle was found between resources: {}", cycle.join(" -> ")),
         )])
         .in_export());
@@ -494,7 +494,7 @@ fn compile_inner(
     let stats = CompileStats {
         files: namespaces.len(),
         instances: ev.m.instances.len(),
-        statements_run: ev.steps,
+        statements_run: ev.limits.steps,
         variable_probes,
         resources: ex.resources.len(),
         parse_time,
@@ -582,7 +582,7 @@ fn register_python_plugins(
     }
     if !kept_for_other_version.is_empty() {
         warnings.push(Diagnostic::plain_warning(
-            "CompilerWarning",
+            ErrorKind::CompilerWarning,
             format!(
                 "these plugins run as in the built-in module version (std {}), not from the installed module's Python, \
                  which the compiler can not run yet: {}",
@@ -633,7 +633,7 @@ fn start_python(
         let names: Vec<String> = modules.iter().map(|m| format!("{} ({})", m.name, m.dir.display())).collect();
         let missing = python::env::EnvError::Missing { project_venv: project_dir.join(python::env::PROJECT_VENV) };
         return Err(Diagnostics(vec![Diagnostic::plain(
-            "ModuleLoadingException",
+            ErrorKind::ModuleLoadingException,
             format!("module {} has Python code, but {missing}", names.join(", ")),
         )]));
     };

@@ -1,6 +1,7 @@
 //! Loading a project's modules: `main.cf`, the module path and the built-in modules
 //! (`project.yml` itself is read by `crate::project_yml`).
 
+use crate::diagnostics::ErrorKind;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 
@@ -47,7 +48,7 @@ impl Loader {
                 if !builtin {
                     for w in p.warnings {
                         self.warnings.push(Diagnostic::warning(
-                            "ParserWarning",
+                            ErrorKind::ParserWarning,
                             w.message,
                             Some(w.span),
                             &self.sources,
@@ -123,7 +124,7 @@ impl Loader {
                     self.parse_into(ns, PathBuf::from(format!("<builtin>/{rel}.cf")), src.to_string(), true);
                 }
                 None => self.errors.push(Diagnostic::error(
-                    "ModuleLoadingException",
+                    ErrorKind::ModuleLoadingException,
                     format!("Could not find namespace {ns}: the built-in module {top} has no such sub-namespace"),
                     span,
                     &self.sources,
@@ -140,7 +141,7 @@ impl Loader {
                 let is_module = ["module.yml", "setup.cfg", "pyproject.toml"].iter().any(|f| mdir.join(f).is_file());
                 if is_module {
                     self.errors.push(Diagnostic::error(
-                        "ModuleLoadingException",
+                        ErrorKind::ModuleLoadingException,
                         format!("Module {top} in {} is invalid: it has no model/_init.cf", mdir.display()),
                         span,
                         &self.sources,
@@ -167,7 +168,7 @@ impl Loader {
                 }
             }
             self.errors.push(Diagnostic::error(
-                "ModuleLoadingException",
+                ErrorKind::ModuleLoadingException,
                 format!(
                     "Could not find namespace {ns} in module {top}: looked for {}",
                     candidates.iter().map(|c| c.display().to_string()).collect::<Vec<_>>().join(" and ")
@@ -179,7 +180,7 @@ impl Loader {
         }
         let places = if searched.is_empty() { "(the module path is empty)".to_string() } else { searched.join(", ") };
         self.errors.push(Diagnostic::error(
-            "ModuleLoadingException",
+            ErrorKind::ModuleLoadingException,
             format!(
                 "Could not find module {top}: it is not built in ({}) and not on the module path; looked for {top}/model/_init.cf in: {places}",
                 BUILTIN_MODULES.join(", ")
@@ -213,7 +214,7 @@ pub(crate) fn module_resource_mappings(
         let path = dir.join("module.yml");
         let Ok(text) = std::fs::read_to_string(&path) else { continue };
         let invalid = |m: String| {
-            Diagnostic::plain("InvalidMetadata", format!("Invalid module metadata in {}: {m}", path.display()))
+            Diagnostic::plain(ErrorKind::InvalidMetadata, format!("Invalid module metadata in {}: {m}", path.display()))
         };
         let raw: serde_json::Value = serde_norway::from_str(&text).map_err(|e| invalid(e.to_string()))?;
         let Some(resources) = raw.get("resources") else { continue };

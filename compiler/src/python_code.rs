@@ -4,6 +4,7 @@
 //! imported as `inmanta_plugins.<module>`). The export uploads every file and names them in
 //! `module_version_info`, as Inmanta's exporter does for a module installed in editable mode.
 
+use crate::diagnostics::ErrorKind;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -109,7 +110,7 @@ pub(crate) fn module_version(dir: &Path) -> String {
 }
 
 fn unreadable(path: &Path, e: std::io::Error) -> Diagnostic {
-    Diagnostic::plain("ModuleLoadingException", format!("cannot read the module code {}: {e}", path.display()))
+    Diagnostic::plain(ErrorKind::ModuleLoadingException, format!("cannot read the module code {}: {e}", path.display()))
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! arguments) is listed in the resource's `references`, and a `core::Replace` mutator says where
 //! its value goes.
 
+use crate::diagnostics::ErrorKind;
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::rc::Rc;
@@ -43,7 +44,7 @@ pub(crate) fn register(p: &mut Plugins) {
             Value::Reference(r) => RefArg::Reference(r.clone()),
             Value::Instance(_) => {
                 return Err(PErr::Kind(
-                    "PluginTypeException",
+                    ErrorKind::PluginTypeException,
                     "std::create_int_reference: an entity can not be the argument of a reference".into(),
                 ));
             }
@@ -67,7 +68,7 @@ pub(crate) fn register(p: &mut Plugins) {
             None => crate::export::resource_id_of(&crate::export::View::of(ev), *i).map(|id| id.to_string()),
         };
         let Some(rid) = rid else {
-            return Err(PErr::Kind("ExternalException", "Facts can only be retreived from resources.".into()));
+            return Err(PErr::Kind(ErrorKind::ExternalException, "Facts can only be retreived from resources.".into()));
         };
         let fact = match &c.args[1] {
             Value::Str(s) => s.to_string(),
@@ -97,7 +98,7 @@ pub(crate) fn register(p: &mut Plugins) {
 
 fn bad_argument(plugin: &str, arg: &str, expected: &str, v: &Value) -> PErr {
     PErr::Kind(
-        "PluginTypeException",
+        ErrorKind::PluginTypeException,
         format!(
             "Value {} for argument {arg} of plugin {plugin} has incompatible type. Expected type: {expected}",
             crate::eval::format::short_repr(v)
@@ -132,11 +133,14 @@ pub(crate) fn export_resource(
 /// A mapper that converts an attribute with `int()` (fs' `permissions`, from `mode`) fails on a
 /// reference at export, as Inmanta's does.
 pub(crate) fn refused_by_int(entity: &str, field: &str, r: &Reference) -> crate::Diagnostic {
-    crate::Diagnostic::plain("ExternalException", format!("Failed to get attribute '{field}' for export on '{entity}'"))
-        .with_note(format!(
-            "caused by: TypeError: int() argument must be a string, a bytes-like object or a real number, not '{}'",
-            r.class
-        ))
+    crate::Diagnostic::plain(
+        ErrorKind::ExternalException,
+        format!("Failed to get attribute '{field}' for export on '{entity}'"),
+    )
+    .with_note(format!(
+        "caused by: TypeError: int() argument must be a string, a bytes-like object or a real number, not '{}'",
+        r.class
+    ))
 }
 
 /// Whether a reference can be the value of an attribute of type `ty`.
@@ -168,7 +172,7 @@ pub(crate) fn check_not_indexed(
         return Ok(());
     }
     Err(error(
-        "TypingException",
+        ErrorKind::TypingException,
         format!(
             "Invalid value `<{}.{} object>` in index for attribute {attribute}: references can not be used in indexes.",
             r.module, r.class
@@ -184,7 +188,7 @@ pub(crate) fn refuse_in_format(ev: &Evaluator<'_>, v: &Value, path: &[String], s
         return Ok(());
     }
     Err(error(
-        "UnexpectedReference",
+        ErrorKind::UnexpectedReference,
         format!(
             "Encountered reference in string format for variable `{{{{{}}}}}`. This is not supported.",
             path.join(".")
@@ -222,7 +226,7 @@ pub(crate) fn check_plugin_args(
 
 fn refused(ev: &Evaluator<'_>, plugin: &str, arg: &str, r: &Reference, span: Span) -> crate::eval::Flow {
     error(
-        "PluginTypeException",
+        ErrorKind::PluginTypeException,
         format!(
             "Value <{}.{} object> for argument {arg} of plugin {plugin} is a reference. \
              To allow references, use `| Reference[...]` in your type annotation.",

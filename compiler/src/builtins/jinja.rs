@@ -8,12 +8,13 @@
 //! plugin filter renders on a scoped thread, and each filter call comes back to this thread as a
 //! message, answered with the evaluator.
 
+use crate::diagnostics::ErrorKind;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::{Arc, mpsc};
 
 use minijinja::value::{Enumerator, Object, ObjectRepr, Rest, ValueKind};
-use minijinja::{ErrorKind, Value as J};
+use minijinja::{ErrorKind as JinjaErrorKind, Value as J};
 
 use super::std_plugins::{charge_copy, module_file, text};
 use super::{PErr, PResult, PluginCall, s};
@@ -198,7 +199,8 @@ fn plugin_filters(ev: &Evaluator<'_>, src: &str) -> Vec<(String, String)> {
 
 /// A plugin filter's call, answered on the compile's thread.
 fn call_filter(ev: &mut Evaluator<'_>, plugin: &str, args: &[J], call: &PluginCall) -> Result<J, PErr> {
-    let failed = |m: String| PErr::Kind("RuntimeException", format!("Jinja filter {}: {m}", plugin.replace("::", ".")));
+    let failed =
+        |m: String| PErr::Kind(ErrorKind::RuntimeException, format!("Jinja filter {}: {m}", plugin.replace("::", ".")));
     let pos = args.iter().map(from_jinja).collect::<Result<Vec<_>, _>>().map_err(failed)?;
     let Some(p) = ev.plugins.get(plugin).cloned() else { return Err(failed("no such plugin".into())) };
     match ev.call_plugin(plugin, &p, pos, Vec::new(), call.span, call.scope, None) {
@@ -265,13 +267,17 @@ fn render(ev: &mut Evaluator<'_>, call: &mut PluginCall) -> PResult {
         let (to_compile, plugin) = (to_compile.clone(), plugin.clone());
         env.add_filter(jinja_name.clone(), move |args: Rest<J>| -> Result<J, minijinja::Error> {
             let (reply, answer) = mpsc::channel();
-            let stopped = || minijinja::Error::new(ErrorKind::InvalidOperation, "the compile stopped");
+            let stopped = || minijinja::Error::new(JinjaErrorKind::InvalidOperation, "the compile stopped");
             to_compile.send(FromRender::Call { plugin: plugin.clone(), args: args.0, reply }).map_err(|_| stopped())?;
-            answer.recv().map_err(|_| stopped())?.map_err(|m| minijinja::Error::new(ErrorKind::InvalidOperation, m))
+            answer
+                .recv()
+                .map_err(|_| stopped())?
+                .map_err(|m| minijinja::Error::new(JinjaErrorKind::InvalidOperation, m))
         });
     }
-    let failed =
-        |e: minijinja::Error| PErr::Kind("WrappingRuntimeException", format!("Failed to render template {path}: {e}"));
+    let failed = |e: minijinja::Error| {
+        PErr::Kind(ErrorKind::WrappingRuntimeException, format!("Failed to render template {path}: {e}"))
+    };
     let template = env.template_from_str(&src).map_err(failed)?;
     if call.kwargs.is_empty() {
         // in an implementation, a bare name is also an attribute of `self` (waiting until it is
@@ -293,7 +299,7 @@ fn render(ev: &mut Evaluator<'_>, call: &mut PluginCall) -> PResult {
             if let Some(inst) = ev.self_attr_in_scope(call.scope, &name) {
                 let v = match ev.read_attr_span(&Value::Instance(inst), &name, call.span) {
                     Ok(v) => v,
-                    Err(Flow::Err(d)) if d.kind == "OptionalValueException" => continue,
+                    Err(Flow::Err(d)) if d.kind == ErrorKind::OptionalValueException => continue,
                     Err(f) => return Err(f.into()),
                 };
                 let j = to_jinja(ev, &v, 0)?;
@@ -312,7 +318,7 @@ fn render(ev: &mut Evaluator<'_>, call: &mut PluginCall) -> PResult {
         let template = &template;
         threads.spawn(move || {
             let rendered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| template.render(context)))
-                .unwrap_or_else(|_| Err(minijinja::Error::new(ErrorKind::InvalidOperation, "rendering panicked")));
+                .unwrap_or_else(|_| Err(minijinja::Error::new(JinjaErrorKind::InvalidOperation, "rendering panicked")));
             let _ = done.send(FromRender::Done(rendered));
         });
         loop {
@@ -334,7 +340,7 @@ fn render(ev: &mut Evaluator<'_>, call: &mut PluginCall) -> PResult {
                     };
                     let _ = reply.send(answer);
                 }
-                Err(_) => break Err(minijinja::Error::new(ErrorKind::InvalidOperation, "the rendering stopped")),
+                Err(_) => break Err(minijinja::Error::new(JinjaErrorKind::InvalidOperation, "the rendering stopped")),
             }
         }
     });

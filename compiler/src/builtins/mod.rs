@@ -6,6 +6,7 @@ mod jinja;
 mod net;
 pub(crate) mod std_plugins;
 
+use crate::diagnostics::ErrorKind;
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -94,7 +95,7 @@ pub(crate) enum PErr {
     Wait(Wait),
     Flow(Flow),
     /// Error kind and message; located at the call.
-    Kind(&'static str, String),
+    Kind(ErrorKind, String),
 }
 
 impl From<Flow> for PErr {
@@ -228,7 +229,7 @@ impl Plugins {
 
 /// Stands in for the function of a Python plugin; the evaluator calls those through Python.
 fn python_plugin(_: &mut crate::eval::Evaluator<'_>, _: &mut PluginCall) -> PResult {
-    Err(PErr::Kind("CompilerException", "a Python plugin was called without its Python process".into()))
+    Err(PErr::Kind(ErrorKind::CompilerException, "a Python plugin was called without its Python process".into()))
 }
 
 pub(crate) fn s(v: &str) -> Value {

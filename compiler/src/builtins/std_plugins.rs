@@ -1,5 +1,6 @@
 //! The plugins of `std` (and `exec::in_shell`), natively.
 
+use crate::diagnostics::ErrorKind;
 use std::rc::Rc;
 
 use num_traits::ToPrimitive;
@@ -11,11 +12,19 @@ use crate::eval::format::{py_str, python_str, short_repr};
 use crate::eval::value::{UnknownSource, Value, dict_get};
 use crate::model::AttrKind;
 
+mod format;
+mod json;
+mod validate;
+
+use format::format_str;
+use json::{ascii_escaped, json_dumps};
+use validate::{is_base64, validate};
+
 pub(crate) fn text(v: &Value, what: &str) -> Result<Rc<str>, PErr> {
     match v {
         Value::Str(s) => Ok(s.clone()),
         other => Err(PErr::Kind(
-            "PluginTypeException",
+            ErrorKind::PluginTypeException,
             format!("{what}: expected a string, got {} {}", other.type_name(), short_repr(other)),
         )),
     }
@@ -37,7 +46,7 @@ fn int(v: &Value, what: &str) -> Result<i64, PErr> {
         // an ExternalException, which is what is compared
         Value::BigInt(i) => Err(ext(format!("{what}: {i} does not fit a 64-bit integer"))),
         other => Err(PErr::Kind(
-            "PluginTypeException",
+            ErrorKind::PluginTypeException,
             format!("{what}: expected an int, got {} {}", other.type_name(), short_repr(other)),
         )),
     }
@@ -49,7 +58,7 @@ fn list(v: &Value, what: &str) -> Result<Rc<Vec<Value>>, PErr> {
         Value::Null => Ok(Rc::new(vec![])),
         Value::Instance(_) => Ok(Rc::new(vec![v.clone()])),
         other => Err(PErr::Kind(
-            "PluginTypeException",
+            ErrorKind::PluginTypeException,
             format!("{what}: expected a list, got {} {}", other.type_name(), short_repr(other)),
         )),
     }
@@ -58,7 +67,7 @@ fn list(v: &Value, what: &str) -> Result<Rc<Vec<Value>>, PErr> {
 /// Inmanta's error for an argument that does not match the plugin's declared type.
 fn arg_type(ev: &Evaluator<'_>, v: &Value, arg: &str, plugin: &str, ty: &str) -> PErr {
     PErr::Kind(
-        "PluginTypeException",
+        ErrorKind::PluginTypeException,
         format!(
             "Value {} for argument {arg} of plugin {plugin} has incompatible type. Expected type: {ty}",
             ev.repr(v)
@@ -77,7 +86,7 @@ fn no_environment(ev: &Evaluator<'_>, plugin: &str) -> Result<(), PErr> {
 }
 
 fn ext(msg: String) -> PErr {
-    PErr::Kind("ExternalException", msg)
+    PErr::Kind(ErrorKind::ExternalException, msg)
 }
 
 fn unknown(ev: &mut Evaluator<'_>, parameter: &str, source: &str, resource: &str) -> Value {
@@ -117,166 +126,7 @@ fn module_file_path(ev: &Evaluator<'_>, path: &str, sub: &str) -> Result<std::pa
 /// Counts a list or dict a deep copy makes against the memory budget: a dict that holds the same
 /// dict at each of 40 levels takes 40 entries in the model, and 2**40 once copied.
 pub(super) fn charge_copy(ev: &mut Evaluator<'_>, built: Built) -> Result<(), PErr> {
-    ev.budget.charge(built).map_err(|m| PErr::Kind("RuntimeException", m))
-}
-
-fn to_json(ev: &mut Evaluator<'_>, v: &Value, depth: usize) -> Result<serde_json::Value, PErr> {
-    match v {
-        Value::List(l) => charge_copy(ev, Built::List(l.len()))?,
-        Value::Dict(d) => charge_copy(ev, Built::Dict(d.len()))?,
-        _ => {}
-    }
-    Ok(match v {
-        Value::Instance(i) => {
-            if depth > 3 {
-                return Ok(serde_json::Value::String(ev.inst_name(*i)));
-            }
-            let ent = ev.m.instances[*i as usize].entity;
-            let attrs: Vec<(usize, String, bool)> = ev.m.types.entities[ent]
-                .attrs
-                .iter()
-                .enumerate()
-                .filter(|(_, a)| a.name != "requires" && a.name != "provides")
-                .map(|(n, a)| (n, a.name.clone(), matches!(a.kind, AttrKind::Rel { .. })))
-                .collect();
-            let mut map = serde_json::Map::new();
-            for (n, name, rel) in attrs {
-                let val = match &ev.m.instances[*i as usize].slots[n] {
-                    crate::eval::Slot::Prim { value: Some((v, _)), .. } => Some(v.clone()),
-                    crate::eval::Slot::Rel(r) if rel => {
-                        let hi = matches!(ev.m.types.entities[ent].attrs[n].kind, AttrKind::Rel { hi: Some(1), .. });
-                        if hi {
-                            r.items.first().map(|x| Value::Instance(*x))
-                        } else {
-                            Some(Value::list(r.items.iter().map(|x| Value::Instance(*x)).collect()))
-                        }
-                    }
-                    _ => None,
-                };
-                if let Some(val) = val {
-                    map.insert(name, to_json(ev, &val, depth + 1)?);
-                }
-            }
-            serde_json::Value::Object(map)
-        }
-        Value::List(l) => serde_json::Value::Array(l.iter().map(|x| to_json(ev, x, depth)).collect::<Result<_, _>>()?),
-        Value::Dict(d) => serde_json::Value::Object(
-            d.iter().map(|(k, x)| Ok((k.to_string(), to_json(ev, x, depth)?))).collect::<Result<_, PErr>>()?,
-        ),
-        other => other.to_json(),
-    })
-}
-
-fn validate(kind: &str, v: &Value, params: &Value) -> bool {
-    let st = match v {
-        Value::Str(s) => s.to_string(),
-        Value::Int(i) => i.to_string(),
-        Value::BigInt(i) => i.to_string(),
-        _ => String::new(),
-    };
-    let num = match v {
-        Value::Int(i) => Some(*i as f64),
-        Value::BigInt(i) => i.to_f64(),
-        Value::Float(f) => Some(*f),
-        _ => None,
-    };
-    let param = |k: &str| match params {
-        Value::Dict(d) => dict_get(d, k).and_then(|x| match x {
-            Value::Int(i) => Some(*i as f64),
-            Value::Float(f) => Some(*f),
-            _ => None,
-        }),
-        _ => None,
-    };
-    match kind {
-        "ipaddress.IPv4Address" | "pydantic.IPv4Address" => st.parse::<std::net::Ipv4Addr>().is_ok(),
-        "ipaddress.IPv6Address" | "pydantic.IPv6Address" => st.parse::<std::net::Ipv6Addr>().is_ok(),
-        "ipaddress.IPv4Interface" | "pydantic.IPv4Interface" => {
-            net::parse_cidr(&st).is_some_and(|(ip, _)| ip.is_ipv4())
-        }
-        "ipaddress.IPv6Interface" | "pydantic.IPv6Interface" => {
-            net::parse_cidr(&st).is_some_and(|(ip, _)| ip.is_ipv6())
-        }
-        "ipaddress.IPv4Network" | "pydantic.IPv4Network" => net::is_network(&st) && !st.contains(':'),
-        "ipaddress.IPv6Network" | "pydantic.IPv6Network" => net::is_network(&st) && st.contains(':'),
-        "pydantic.IPvAnyAddress" => st.parse::<std::net::IpAddr>().is_ok(),
-        "pydantic.IPvAnyInterface" => net::parse_cidr(&st).is_some(),
-        "pydantic.IPvAnyNetwork" => net::is_network(&st),
-        "uuid.UUID" => {
-            let h: String = st.chars().filter(|c| *c != '-').collect();
-            h.len() == 32 && h.chars().all(|c| c.is_ascii_hexdigit())
-        }
-        "pydantic.EmailStr" => st
-            .split_once('@')
-            .is_some_and(|(a, b)| !a.is_empty() && b.contains('.') && !b.starts_with('.') && !st.contains(' ')),
-        "pydantic.NameEmail" => st.contains('@'),
-        "pydantic.AnyUrl" => st.split_once("://").is_some_and(|(a, b)| !a.is_empty() && !b.is_empty()),
-        "pydantic.AnyHttpUrl" | "pydantic.HttpUrl" => {
-            (st.starts_with("http://") || st.starts_with("https://")) && st.len() > "https://".len() - 1
-        }
-        "datetime.date" => is_date(&st),
-        "datetime.time" => regex::Regex::new(r"^\d{2}:\d{2}(:\d{2}(\.\d+)?)?$").is_ok_and(|r| r.is_match(&st)),
-        "datetime.datetime" => {
-            regex::Regex::new(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
-                .is_ok_and(|r| r.is_match(&st))
-        }
-        "builtin.base64" => is_base64(&st),
-        "builtin.printable_ascii" => st.chars().all(|c| (' '..='~').contains(&c)),
-        "builtin.ascii_word" => !st.is_empty() && st.chars().all(|c| ('!'..='~').contains(&c)),
-        "builtin.non_empty_string" => st.chars().any(|c| !c.is_whitespace()),
-        "pydantic.PositiveInt" | "pydantic.PositiveFloat" => num.is_some_and(|n| n > 0.0),
-        "pydantic.NegativeInt" | "pydantic.NegativeFloat" => num.is_some_and(|n| n < 0.0),
-        "pydantic.constr" => {
-            let Value::Str(text) = v else { return false };
-            let pattern = match params {
-                Value::Dict(d) => dict_get(d, "regex").or_else(|| dict_get(d, "pattern")).cloned(),
-                _ => None,
-            };
-            let len = text.chars().count() as f64;
-            let pattern_ok = match pattern {
-                Some(Value::Str(p)) => {
-                    fancy_regex::Regex::new(&p).is_ok_and(|r| r.is_match(text.as_ref()).unwrap_or(false))
-                }
-                _ => true,
-            };
-            pattern_ok && param("min_length").is_none_or(|m| len >= m) && param("max_length").is_none_or(|m| len <= m)
-        }
-        "pydantic.conint" | "pydantic.confloat" => {
-            let Some(n) = num else { return false };
-            param("ge").is_none_or(|x| n >= x)
-                && param("gt").is_none_or(|x| n > x)
-                && param("le").is_none_or(|x| n <= x)
-                && param("lt").is_none_or(|x| n < x)
-        }
-        _ => true,
-    }
-}
-
-/// `YYYY-MM-DD` naming a day of the calendar (pydantic's date).
-fn is_date(s: &str) -> bool {
-    let b = s.as_bytes();
-    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
-        return false;
-    }
-    let (Ok(y), Ok(m), Ok(d)) = (s[..4].parse::<u32>(), s[5..7].parse::<u32>(), s[8..].parse::<u32>()) else {
-        return false;
-    };
-    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    let days = match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if leap => 29,
-        2 => 28,
-        _ => return false,
-    };
-    y >= 1 && (1..=days).contains(&d)
-}
-
-fn is_base64(s: &str) -> bool {
-    let t = s.trim_end_matches('=');
-    s.len().is_multiple_of(4)
-        && s.len() - t.len() <= 2
-        && t.chars().all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '/')
+    ev.limits.budget.charge(built).map_err(|m| PErr::Kind(ErrorKind::RuntimeException, m))
 }
 
 fn sort_key(v: &Value) -> (u8, f64, String) {
@@ -335,7 +185,7 @@ fn cast(ev: &Evaluator<'_>, v: &Value, to: &str) -> PResult {
         (_, Value::BigInt(i)) => match crate::eval::value::big_to_f64(i) {
             Some(f) => Some(Value::Float(f)),
             // Python's float() raises past the float range, and Inmanta lets it through
-            None => return Err(PErr::Kind("OverflowError", "int too large to convert to float".into())),
+            None => return Err(PErr::Kind(ErrorKind::OverflowError, "int too large to convert to float".into())),
         },
         (_, Value::Bool(b)) => Some(Value::Float(*b as u8 as f64)),
         (_, Value::Float(f)) => Some(Value::Float(*f)),
@@ -343,7 +193,7 @@ fn cast(ev: &Evaluator<'_>, v: &Value, to: &str) -> PResult {
         _ => None,
     };
     r.ok_or_else(|| {
-        PErr::Kind("RuntimeException", format!("Failed to cast '{}' to {to}", py_str(v, &|i| ev.inst_name(i))))
+        PErr::Kind(ErrorKind::RuntimeException, format!("Failed to cast '{}' to {to}", py_str(v, &|i| ev.inst_name(i))))
     })
 }
 
@@ -484,7 +334,7 @@ pub(crate) fn register(p: &mut Plugins) {
                 })
                 .collect::<Vec<_>>()
                 .join("."),
-            _ => return Err(PErr::Kind("PluginTypeException", "key must be a string".into())),
+            _ => return Err(PErr::Kind(ErrorKind::PluginTypeException, "key must be a string".into())),
         };
         let mut keyed = Vec::new();
         for x in l.iter() {
@@ -519,7 +369,7 @@ pub(crate) fn register(p: &mut Plugins) {
             None if !matches!(c.args[1], Value::Null) => Ok(c.args[1].clone()),
             None => {
                 ev.warn(
-                    "CompilerRuntimeWarning",
+                    ErrorKind::CompilerRuntimeWarning,
                     format!("Environment variable {name} is not set; its value is unknown"),
                     c.span,
                 );
@@ -660,14 +510,14 @@ pub(crate) fn register(p: &mut Plugins) {
     });
     p.add("std::dict_keys", &[("dct", None)], |_, c| match &c.args[0] {
         Value::Dict(d) => Ok(Value::list(d.iter().map(|(k, _)| Value::Str(k.clone())).collect())),
-        _ => Err(PErr::Kind("PluginTypeException", "dict_keys: expected a dict".into())),
+        _ => Err(PErr::Kind(ErrorKind::PluginTypeException, "dict_keys: expected a dict".into())),
     });
     p.add("std::dict_get", &[("dct", None), ("key", None)], |ev, c| match (&c.args[0], &c.args[1]) {
         (Value::Dict(d), Value::Str(k)) => match dict_get(d, k) {
             // declared to return a string: any other value is refused on the way out
             Some(v @ Value::Str(_)) => Ok(v.clone()),
             Some(v) => Err(PErr::Kind(
-                "PluginTypeException",
+                ErrorKind::PluginTypeException,
                 format!(
                     "Return value {} of plugin std::dict_get has incompatible type. Expected type: string",
                     ev.repr(v)
@@ -693,7 +543,7 @@ pub(crate) fn register(p: &mut Plugins) {
     p.add("std::filter", &[("values", None), ("not_item", None)], |_, c| {
         let not_item = &c.args[1];
         if !matches!(not_item, Value::Instance(_)) {
-            return Err(PErr::Kind("PluginTypeException", "not_item: expected an entity instance".into()));
+            return Err(PErr::Kind(ErrorKind::PluginTypeException, "not_item: expected an entity instance".into()));
         }
         let values = list(&c.args[0], "values")?;
         Ok(Value::list(values.iter().filter(|v| *v != not_item).cloned().collect()))
@@ -743,7 +593,7 @@ pub(crate) fn register(p: &mut Plugins) {
         let Value::Instance(i) = &c.args[0] else { return Ok(Value::Bool(false)) };
         let ent = ev.m.instances[*i as usize].entity;
         let Some(&target) = ev.m.types.entity_by_name.get(&*cls) else {
-            return Err(PErr::Kind("TypeNotFoundException", format!("could not find type {cls}")));
+            return Err(PErr::Kind(ErrorKind::TypeNotFoundException, format!("could not find type {cls}")));
         };
         Ok(Value::Bool(ev.m.types.is_subtype(ent, target)))
     });
@@ -816,120 +666,4 @@ pub(crate) fn register(p: &mut Plugins) {
         }
         Ok(Value::list(out))
     });
-}
-
-/// JSON the way Python's `json.dumps` writes it (`", "` and `": "` separators).
-/// Python's `json.dumps`: a dict keeps its key order.
-fn json_dumps(ev: &mut Evaluator<'_>, v: &Value, depth: usize) -> Result<String, PErr> {
-    match v {
-        Value::List(l) => charge_copy(ev, Built::List(l.len()))?,
-        Value::Dict(d) => charge_copy(ev, Built::Dict(d.len()))?,
-        _ => {}
-    }
-    Ok(match v {
-        Value::Dict(d) if depth < 64 => {
-            let mut parts = Vec::with_capacity(d.len());
-            for (k, x) in d.iter() {
-                parts.push(format!("{}: {}", serde_json::Value::String(k.to_string()), json_dumps(ev, x, depth + 1)?));
-            }
-            format!("{{{}}}", parts.join(", "))
-        }
-        Value::List(l) if depth < 64 => {
-            let parts = l.iter().map(|x| json_dumps(ev, x, depth + 1)).collect::<Result<Vec<_>, _>>()?;
-            format!("[{}]", parts.join(", "))
-        }
-        // exact, as Python's json writes an int (serde_json holds none past u64)
-        Value::BigInt(i) => i.to_string(),
-        other => python_json(&to_json(ev, other, depth)?),
-    })
-}
-
-/// `ensure_ascii`: every character outside ASCII as a `\uXXXX` escape (UTF-16 code units).
-fn ascii_escaped(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if c.is_ascii() {
-            out.push(c);
-        } else {
-            let mut buf = [0u16; 2];
-            for u in c.encode_utf16(&mut buf) {
-                out.push_str(&format!("\\u{u:04x}"));
-            }
-        }
-    }
-    out
-}
-
-pub(crate) fn python_json(j: &serde_json::Value) -> String {
-    match j {
-        serde_json::Value::Array(a) => format!("[{}]", a.iter().map(python_json).collect::<Vec<_>>().join(", ")),
-        serde_json::Value::Object(o) => format!(
-            "{{{}}}",
-            o.iter()
-                .map(|(k, v)| format!("{}: {}", serde_json::Value::String(k.clone()), python_json(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        other => other.to_string(),
-    }
-}
-
-fn format_str(ev: &mut Evaluator<'_>, t: &str, args: &[Value], kwargs: &[(String, Value)]) -> PResult {
-    let mut out = String::new();
-    let chars: Vec<char> = t.chars().collect();
-    let mut i = 0;
-    let mut auto = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        if c == '{' {
-            if chars.get(i + 1) == Some(&'{') {
-                out.push('{');
-                i += 2;
-                continue;
-            }
-            let Some(end) = chars[i..].iter().position(|x| *x == '}') else {
-                return Err(ext("unmatched '{' in format string".into()));
-            };
-            let field: String = chars[i + 1..i + end].iter().collect();
-            let (name, spec) = field.split_once(':').unwrap_or((&field, ""));
-            let mut parts = name.split(['.', '[']);
-            let head = parts.next().unwrap_or("");
-            let mut v = if head.is_empty() {
-                auto += 1;
-                args.get(auto - 1).cloned()
-            } else if let Ok(n) = head.parse::<usize>() {
-                args.get(n).cloned()
-            } else {
-                kwargs.iter().find(|(k, _)| k == head).map(|(_, v)| v.clone())
-            }
-            .ok_or_else(|| ext(format!("format: missing argument {head}")))?;
-            for p in parts {
-                let key = p.trim_end_matches(']').trim_matches(['"', '\'']);
-                v = match &v {
-                    Value::Dict(d) => {
-                        dict_get(d, key).cloned().ok_or_else(|| ext(format!("format: key {key} not found")))?
-                    }
-                    Value::List(l) => key
-                        .parse::<usize>()
-                        .ok()
-                        .and_then(|k| l.get(k).cloned())
-                        .ok_or_else(|| ext("format: bad index".into()))?,
-                    Value::Instance(_) => ev.read_attr_span(&v, key, crate::syntax::Span::default())?,
-                    _ => return Err(ext(format!("format: can not look up {key}"))),
-                };
-            }
-            let r = crate::eval::format::apply_spec(&v, spec, &|x| ev.inst_name(x)).map_err(ext)?;
-            out.push_str(&r);
-            i += end + 1;
-            continue;
-        }
-        if c == '}' && chars.get(i + 1) == Some(&'}') {
-            out.push('}');
-            i += 2;
-            continue;
-        }
-        out.push(c);
-        i += 1;
-    }
-    Ok(s(&out))
 }

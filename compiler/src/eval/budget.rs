@@ -13,6 +13,7 @@
 //! makes it an upper bound of what those values hold at once, the same on every run of a model,
 //! and cheap: an addition and a comparison per value built.
 
+use crate::diagnostics::ErrorKind;
 use std::rc::Rc;
 
 use super::format::{Bounded, grouped, interp_into};
@@ -113,13 +114,13 @@ impl Evaluator<'_> {
     /// Counts a value about to be built by the expression at `span`.
     #[inline]
     pub(crate) fn charge(&mut self, built: Built, span: Span) -> EResult<()> {
-        self.budget.charge(built).map_err(|m| error("RuntimeException", m, span, self.m.sources))
+        self.limits.budget.charge(built).map_err(|m| error(ErrorKind::RuntimeException, m, span, self.m.sources))
     }
 
     /// Refuses, before a plugin builds it, a result that would not fit what is left (what the
     /// plugin returns is counted then, by [`Evaluator::charge_result`]).
     pub(crate) fn ensure_room(&self, built: Built, span: Span) -> EResult<()> {
-        self.budget.fits(built).map_err(|m| error("RuntimeException", m, span, self.m.sources))
+        self.limits.budget.fits(built).map_err(|m| error(ErrorKind::RuntimeException, m, span, self.m.sources))
     }
 
     /// Counts what a plugin returned, when it is a value the plugin built (a string, list or dict
@@ -151,13 +152,13 @@ impl Evaluator<'_> {
             return Ok(());
         }
         let what = format!("this string would be at least {}", human_bytes(out.offered as u64));
-        Err(error("RuntimeException", self.budget.exceeded(&what), span, self.m.sources))
+        Err(error(ErrorKind::RuntimeException, self.limits.budget.exceeded(&what), span, self.m.sources))
     }
 
     /// A buffer for a string being built: it stops at what the budget has left (a string counts
     /// twice its length).
     pub(crate) fn string_buffer(&self) -> Bounded {
-        Bounded::new(self.budget.remaining() / 2)
+        Bounded::new(self.limits.budget.remaining() / 2)
     }
 
     /// The string built in `out` (by the expression at `span`), charged to the budget.

@@ -1,5 +1,6 @@
 //! Builds the semantic model ([`Types`]) from the syntax of every loaded namespace.
 
+use crate::diagnostics::ErrorKind;
 use std::collections::HashMap;
 
 use crate::diagnostics::Diagnostic;
@@ -43,7 +44,7 @@ impl<'s, 'a> Builder<'s, 'a> {
         Builder { types: Types::default(), errors: Vec::new(), warnings: Vec::new(), sources }
     }
 
-    fn err(&mut self, kind: &str, msg: impl Into<String>, span: Span) {
+    fn err(&mut self, kind: ErrorKind, msg: impl Into<String>, span: Span) {
         self.errors.push(Diagnostic::error(kind, msg, Some(span), self.sources));
     }
 
@@ -56,7 +57,7 @@ impl<'s, 'a> Builder<'s, 'a> {
             if let Top::Import { path, alias, span } = item {
                 let key = alias.as_ref().map(|a| a.name.clone()).unwrap_or_else(|| path.name.clone());
                 if seen_alias.contains_key(&key) && alias.is_none() {
-                    self.err("DuplicateException", "Two import statements have the same name", *span);
+                    self.err(ErrorKind::DuplicateException, "Two import statements have the same name", *span);
                 }
                 if let Some(prev) = seen_alias.get(&key)
                     && alias.is_some()
@@ -64,7 +65,7 @@ impl<'s, 'a> Builder<'s, 'a> {
                     let prev_loc =
                         self.sources.location(*prev).map(|l| format!("{}:{}", l.file, l.line)).unwrap_or_default();
                     self.err(
-                        "DuplicateException",
+                        ErrorKind::DuplicateException,
                         format!("Import alias '{key}' is already used (at {prev_loc})"),
                         *span,
                     );
@@ -87,7 +88,7 @@ impl<'s, 'a> Builder<'s, 'a> {
         }
     }
 
-    pub(crate) fn lookup_entity(&self, ns: NsId, name: &str) -> Result<EntId, (&'static str, String)> {
+    pub(crate) fn lookup_entity(&self, ns: NsId, name: &str) -> Result<EntId, (ErrorKind, String)> {
         lookup_entity(&self.types, ns, name)
     }
 
@@ -101,7 +102,7 @@ impl<'s, 'a> Builder<'s, 'a> {
             "list" => Type::List,
             "number" => {
                 self.warnings.push(Diagnostic::warning(
-                    "TypeDeprecationWarning",
+                    ErrorKind::TypeDeprecationWarning,
                     "Type 'number' is deprecated, use float or int instead",
                     Some(r.name.span),
                     self.sources,
@@ -113,7 +114,7 @@ impl<'s, 'a> Builder<'s, 'a> {
                 Err((kind, msg)) => {
                     if lookup_entity(&self.types, ns, other).is_ok() {
                         self.err(
-                            "TypingException",
+                            ErrorKind::TypingException,
                             format!("Entity type {other} can not be used as an attribute type; use a relation"),
                             r.name.span,
                         );
@@ -141,7 +142,7 @@ impl<'s, 'a> Builder<'s, 'a> {
                         if let Some(&prev) = self.types.entity_by_name.get(&full) {
                             let pl = self.loc(self.types.entities[prev].span);
                             self.err(
-                                "DuplicateException",
+                                ErrorKind::DuplicateException,
                                 format!("Entity {full} is already defined at {pl}"),
                                 def.name.span,
                             );
@@ -169,7 +170,11 @@ impl<'s, 'a> Builder<'s, 'a> {
                         if self.types.typedef_by_name.contains_key(&full)
                             || self.types.entity_by_name.contains_key(&full)
                         {
-                            self.err("DuplicateException", format!("Type {full} is already defined"), name.span);
+                            self.err(
+                                ErrorKind::DuplicateException,
+                                format!("Type {full} is already defined"),
+                                name.span,
+                            );
                             continue;
                         }
                         let _ = base;
@@ -182,7 +187,7 @@ impl<'s, 'a> Builder<'s, 'a> {
                             && !reads_var(constraint, &name.name)
                         {
                             self.err(
-                                "TypingException",
+                                ErrorKind::TypingException,
                                 "typedef expressions should reference the self variable".to_string(),
                                 name.span,
                             );
@@ -223,7 +228,7 @@ impl<'s, 'a> Builder<'s, 'a> {
             let def = self.types.entities[id].def.expect("entity def");
             let mut parents = Vec::new();
             if def.parents.iter().enumerate().any(|(i, p)| def.parents[..i].iter().any(|q| q.name == p.name)) {
-                self.err("TypingException", "same parent defined twice".to_string(), def.name.span);
+                self.err(ErrorKind::TypingException, "same parent defined twice".to_string(), def.name.span);
             }
             for p in &def.parents {
                 if let Some(pid) = self.resolve_entity(ns, p) {
@@ -280,7 +285,7 @@ impl<'s, 'a> Builder<'s, 'a> {
                 if let Some(first) = own.iter().find(|o| o.name == a.name.name) {
                     // Inmanta places it at the first definition
                     self.err(
-                        "DuplicateException",
+                        ErrorKind::DuplicateException,
                         format!(
                             "Attribute {} is defined twice in entity {}",
                             a.name.name, self.types.entities[id].name
@@ -297,7 +302,7 @@ impl<'s, 'a> Builder<'s, 'a> {
                         Some(v) => (Some(v), false),
                         None => {
                             self.err(
-                                "RuntimeException",
+                                ErrorKind::RuntimeException,
                                 format!("The default value of attribute {} must be a constant", a.name.name),
                                 a.name.span,
                             );
@@ -327,14 +332,14 @@ impl<'s, 'a> Builder<'s, 'a> {
                                 if matches!(&target.kind, ExprKind::Var(n) if n == name))
                         })
                     {
-                        self.err("NotFoundException", super::var_not_found(name), a.span);
+                        self.err(ErrorKind::NotFoundException, super::var_not_found(name), a.span);
                     }
                     if let ExprKind::Var(name) = &a.kind
                         && name.contains("::")
                         && let Err(Some(full)) = self.types.qualify(ns, name)
                     {
                         self.err(
-                            "MissingImportException",
+                            ErrorKind::MissingImportException,
                             format!("Annotation {full} is used without importing its module"),
                             a.span,
                         );
@@ -349,7 +354,7 @@ impl<'s, 'a> Builder<'s, 'a> {
                 // Inmanta accepts `[3:1]` (no instance can then be complete) but not `[0]`
                 for (m, ms) in [(left.multi, left.multi_span), (right.multi, right.multi_span)] {
                     if let (lo, Some(0)) = m {
-                        self.err("ParserException", format!("Invalid multiplicity [{lo}:0]"), ms);
+                        self.err(ErrorKind::ParserException, format!("Invalid multiplicity [{lo}:0]"), ms);
                     }
                 }
                 // attribute on the left entity, pointing at the right
@@ -391,7 +396,7 @@ impl<'s, 'a> Builder<'s, 'a> {
                         if a.is_relation() {
                             let en = self.types.entities[id].name.clone();
                             self.err(
-                                "DuplicateException",
+                                ErrorKind::DuplicateException,
                                 format!("Attribute {} of {en} is already defined in a parent entity", a.name),
                                 a.span,
                             );
@@ -405,7 +410,7 @@ impl<'s, 'a> Builder<'s, 'a> {
                         {
                             let en = self.types.entities[id].name.clone();
                             self.err(
-                                "DuplicateException",
+                                ErrorKind::DuplicateException,
                                 format!(
                                     "Incompatible attributes: {en}.{} redefines the attribute of a parent entity with another type",
                                     a.name
@@ -436,7 +441,7 @@ impl<'s, 'a> Builder<'s, 'a> {
                         None => {
                             let en = self.types.entities[e].name.clone();
                             self.err(
-                                "NotFoundException",
+                                ErrorKind::NotFoundException,
                                 format!("Attribute {} in index of {en} does not exist", f.name),
                                 f.span,
                             );
@@ -454,7 +459,7 @@ impl<'s, 'a> Builder<'s, 'a> {
                             if bad {
                                 let en = self.types.entities[e].name.clone();
                                 self.err(
-                                    "IndexException",
+                                    ErrorKind::IndexException,
                                     format!("Index on {en} can not contain {}: index attributes must be single valued and not optional (`[]` list attributes and [0:1] relations are not allowed)", f.name),
                                     f.span,
                                 );
@@ -482,7 +487,11 @@ impl<'s, 'a> Builder<'s, 'a> {
                 let Some(e) = self.resolve_entity(ns, entity) else { continue };
                 let full = format!("{nsname}::{}", name.name);
                 if self.types.impl_by_name.contains_key(&full) {
-                    self.err("DuplicateException", format!("Implementation {full} is already defined"), name.span);
+                    self.err(
+                        ErrorKind::DuplicateException,
+                        format!("Implementation {full} is already defined"),
+                        name.span,
+                    );
                     continue;
                 }
                 self.types.impl_by_name.insert(full, self.types.implementations.len());
@@ -509,7 +518,7 @@ impl<'s, 'a> Builder<'s, 'a> {
                                 let (a, b) =
                                     (self.types.entities[e].name.clone(), self.types.entities[ie].name.clone());
                                 self.err(
-                                    "TypingException",
+                                    ErrorKind::TypingException,
                                     format!("Implementation {} is for {b}, not for {a}", i.name),
                                     i.span,
                                 );
@@ -554,7 +563,7 @@ impl<'s, 'a> Builder<'s, 'a> {
                 // Inmanta looks for the Python class of a dataclass in the module's plugins; the
                 // main file has none
                 self.errors.push(Diagnostic::plain(
-                    "ModuleNotFoundError",
+                    ErrorKind::ModuleNotFoundError,
                     format!(
                         "No module named 'inmanta_plugins.__config__' (the dataclass {} needs a Python class)",
                         e.name
@@ -581,7 +590,7 @@ impl<'s, 'a> Builder<'s, 'a> {
             let en = self.types.entities[on].name.clone();
             // Inmanta places it at the attribute that was there first
             let at = first.span;
-            self.err("DuplicateException", format!("Attribute {} of {en} is already defined", attr.name), at);
+            self.err(ErrorKind::DuplicateException, format!("Attribute {} of {en} is already defined", attr.name), at);
             return;
         }
         let _ = span;
@@ -601,7 +610,11 @@ impl<'s, 'a> Builder<'s, 'a> {
             if !cyclic[id] {
                 cyclic[id] = true;
                 let (name, span) = (self.types.entities[id].name.clone(), self.types.entities[id].span);
-                self.err("CycleException", format!("Entity {name} is its own ancestor (inheritance cycle)"), span);
+                self.err(
+                    ErrorKind::CycleException,
+                    format!("Entity {name} is its own ancestor (inheritance cycle)"),
+                    span,
+                );
             }
             return;
         }
@@ -611,7 +624,11 @@ impl<'s, 'a> Builder<'s, 'a> {
                 // Inmanta places the cycle at the entity whose parent closes it
                 cyclic[p] = true;
                 let (name, span) = (self.types.entities[p].name.clone(), self.types.entities[id].span);
-                self.err("CycleException", format!("Entity {name} is its own ancestor (inheritance cycle)"), span);
+                self.err(
+                    ErrorKind::CycleException,
+                    format!("Entity {name} is its own ancestor (inheritance cycle)"),
+                    span,
+                );
                 continue;
             }
             self.visit(p, state, order, cyclic, depth + 1);
@@ -650,7 +667,7 @@ fn lookup_named(
     ns: NsId,
     name: &str,
     what: &str,
-) -> Result<usize, (&'static str, String)> {
+) -> Result<usize, (ErrorKind, String)> {
     match types.qualify(ns, name) {
         Ok(cands) => {
             for c in &cands {
@@ -661,37 +678,37 @@ fn lookup_named(
             let nsname = &types.namespaces[ns].name;
             if !name.contains("::") && map.contains_key(&format!("std::{name}")) {
                 return Err((
-                    "TypeNotFoundException",
+                    ErrorKind::TypeNotFoundException,
                     format!("could not find type {name} in namespace {nsname} (did you mean std::{name}?)"),
                 ));
             }
-            Err(("TypeNotFoundException", format!("could not find {what} {name} in namespace {nsname}")))
+            Err((ErrorKind::TypeNotFoundException, format!("could not find {what} {name} in namespace {nsname}")))
         }
         Err(Some(full)) => {
             // Inmanta: a name whose namespace is not imported is a missing import, whether or not
             // that namespace defines it
             let module = full.rsplit_once("::").map(|x| x.0).unwrap_or("");
             Err((
-                "MissingImportException",
+                ErrorKind::MissingImportException,
                 format!(
                     "could not find {what} {name} in namespace {}: module {module} is not imported (import {module})",
                     types.namespaces[ns].name
                 ),
             ))
         }
-        Err(None) => Err(("TypeNotFoundException", format!("could not find {what} {name}"))),
+        Err(None) => Err((ErrorKind::TypeNotFoundException, format!("could not find {what} {name}"))),
     }
 }
 
-pub(crate) fn lookup_entity(types: &Types<'_>, ns: NsId, name: &str) -> Result<EntId, (&'static str, String)> {
+pub(crate) fn lookup_entity(types: &Types<'_>, ns: NsId, name: &str) -> Result<EntId, (ErrorKind, String)> {
     lookup_named(types, &types.entity_by_name, ns, name, "type")
 }
 
-pub(crate) fn lookup_typedef(types: &Types<'_>, ns: NsId, name: &str) -> Result<usize, (&'static str, String)> {
+pub(crate) fn lookup_typedef(types: &Types<'_>, ns: NsId, name: &str) -> Result<usize, (ErrorKind, String)> {
     lookup_named(types, &types.typedef_by_name, ns, name, "type")
 }
 
-pub(crate) fn lookup_impl(types: &Types<'_>, ns: NsId, name: &str) -> Result<usize, (&'static str, String)> {
+pub(crate) fn lookup_impl(types: &Types<'_>, ns: NsId, name: &str) -> Result<usize, (ErrorKind, String)> {
     lookup_named(types, &types.impl_by_name, ns, name, "implementation")
 }
 

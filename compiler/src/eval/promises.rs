@@ -9,6 +9,7 @@
 
 use super::value::Value;
 use super::{EResult, Evaluator, error, expr};
+use crate::diagnostics::ErrorKind;
 use crate::syntax::ast::{Block, ExprKind, Stmt};
 
 impl<'a> Evaluator<'a> {
@@ -50,7 +51,7 @@ impl<'a> Evaluator<'a> {
                         let ent = &self.m.types.entities[self.m.instances[inst as usize].entity];
                         if ent.attr(&attr.name).is_none() {
                             return Err(error(
-                                "NotFoundException",
+                                ErrorKind::NotFoundException,
                                 format!("Entity {} has no attribute {}", ent.name, attr.name),
                                 attr.span,
                                 self.m.sources,

@@ -2,6 +2,7 @@
 //! ran, lookups that found nothing) and what is incomplete (unset attributes, relations below
 //! their lower bound, instances without an implementation); and main.cf's variables as JSON.
 
+use crate::diagnostics::ErrorKind;
 use std::collections::HashSet;
 
 use super::state::{Model, Slot};
@@ -22,7 +23,7 @@ impl Evaluator<'_> {
             }
         }
         let had_errors = !self.errors.is_empty();
-        let mut parked: Vec<(TaskId, Wait)> = self.parked.drain().collect();
+        let mut parked: Vec<(TaskId, Wait)> = self.queue.parked.drain().collect();
         parked.sort_by_key(|(t, _)| *t);
         let mut seen = HashSet::new();
         for (_, w) in &parked {
@@ -31,7 +32,7 @@ impl Evaluator<'_> {
             {
                 let k = key.trim_end_matches('\u{1}').replace('\u{1}', ", ").replace("=s:", "=").replace("=v:", "=");
                 let msg = format!("No match in index on type {} with key {k}", self.index_desc(*idx));
-                self.errors.push(Diagnostic::error("NotFoundException", msg, Some(*span), self.m.sources));
+                self.errors.push(Diagnostic::error(ErrorKind::NotFoundException, msg, Some(*span), self.m.sources));
             }
         }
         if had_errors {
@@ -45,7 +46,7 @@ impl Evaluator<'_> {
             if inst.selected == 0 {
                 let why = if inst.unknown_when { " (the condition is unknown)" } else { "" };
                 out.push(Diagnostic::error(
-                    "RuntimeException",
+                    ErrorKind::RuntimeException,
                     format!("Unable to select implementation for entity {}{why}", ent.name),
                     Some(inst.span),
                     self.m.sources,
@@ -55,7 +56,7 @@ impl Evaluator<'_> {
                 match (&a.kind, &inst.slots[ai]) {
                     (AttrKind::Prim { .. }, Slot::Prim { value: None, .. }) => {
                         out.push(Diagnostic::error(
-                            "UnsetException",
+                            ErrorKind::UnsetException,
                             format!(
                                 "The object {} is not complete: attribute {} ({}) is not set",
                                 self.inst_name(i as InstId),
@@ -84,14 +85,14 @@ impl Evaluator<'_> {
                                 r.items.len()
                             )
                         };
-                        out.push(Diagnostic::error("UnsetException", msg, None, self.m.sources));
+                        out.push(Diagnostic::error(ErrorKind::UnsetException, msg, None, self.m.sources));
                     }
                     _ => {}
                 }
             }
         }
         self.errors.extend(out);
-        if self.errors.is_empty() && self.live_tasks > 0 {
+        if self.errors.is_empty() && self.queue.live_tasks > 0 {
             // as Inmanta: one error naming what the statements still wait for, at the first one
             let mut span = None;
             let mut waits: Vec<String> = Vec::new();
@@ -103,7 +104,7 @@ impl Evaluator<'_> {
                     }
                     Wait::Index(..) | Wait::Turn => continue,
                 };
-                span.get_or_insert(match &self.tasks[t as usize].kind {
+                span.get_or_insert(match &self.queue.tasks[t as usize].kind {
                     TaskKind::Stmt(s, _) => s.span(),
                     TaskKind::Implement { inst, .. } => self.m.instances[*inst as usize].span,
                     TaskKind::SetAttr { arg, .. } => arg.value.span,
@@ -114,7 +115,7 @@ impl Evaluator<'_> {
             }
             if let Some(span) = span {
                 self.errors.push(Diagnostic::error(
-                    "RuntimeException",
+                    ErrorKind::RuntimeException,
                     format!(
                         "not all statements executed: they wait for [{}], which are never assigned (circular dependency?)",
                         waits.join(", ")
@@ -152,7 +153,7 @@ impl Evaluator<'_> {
                 for end in ends.into_iter().flatten() {
                     for _ in 0..unknown {
                         out.push(Diagnostic::error(
-                            "TypingException",
+                            ErrorKind::TypingException,
                             UNKNOWN_ANNOTATION.to_string(),
                             Some(end.span),
                             self.m.sources,
@@ -170,11 +171,11 @@ const UNKNOWN_ANNOTATION: &str = "Relation annotation can not be Unknown";
 /// Whether an error is one of the end-of-compile checks of [`Evaluator::finish`], which Inmanta
 /// reports together rather than stopping at the first.
 pub(crate) fn is_end_of_compile(d: &Diagnostic) -> bool {
-    match d.kind.as_str() {
-        "UnsetException" => true,
-        "RuntimeException" => d.message.starts_with("Unable to select implementation for entity "),
-        "NotFoundException" => d.message.starts_with("No match in index on type "),
-        "TypingException" => d.message == UNKNOWN_ANNOTATION,
+    match &d.kind {
+        ErrorKind::UnsetException => true,
+        ErrorKind::RuntimeException => d.message.starts_with("Unable to select implementation for entity "),
+        ErrorKind::NotFoundException => d.message.starts_with("No match in index on type "),
+        ErrorKind::TypingException => d.message == UNKNOWN_ANNOTATION,
         _ => false,
     }
 }

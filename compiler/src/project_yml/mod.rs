@@ -4,6 +4,7 @@
 
 mod requirement;
 
+use crate::diagnostics::ErrorKind;
 use std::path::Path;
 
 use serde_json::Value;
@@ -89,7 +90,7 @@ pub fn read(dir: &Path, warnings: &mut Vec<Diagnostic>) -> Result<ProjectMetadat
     let path = dir.join("project.yml");
     let text = std::fs::read_to_string(&path).map_err(|e| {
         Diagnostic::plain(
-            "ProjectNotFoundException",
+            ErrorKind::ProjectNotFoundException,
             format!("No project found in {}: can not read project.yml ({e})", dir.display()),
         )
     })?;
@@ -100,11 +101,11 @@ pub fn read(dir: &Path, warnings: &mut Vec<Diagnostic>) -> Result<ProjectMetadat
 #[allow(clippy::result_large_err, reason = "a Diagnostic is the compiler's one error type")]
 pub fn parse(text: &str, path: &Path, warnings: &mut Vec<Diagnostic>) -> Result<ProjectMetadata, Diagnostic> {
     let raw: Value = serde_norway::from_str(text).map_err(|e| {
-        Diagnostic::plain("InvalidMetadata", format!("Invalid project metadata in {}: {e}", path.display()))
+        Diagnostic::plain(ErrorKind::InvalidMetadata, format!("Invalid project metadata in {}: {e}", path.display()))
     })?;
     let obj = raw.as_object().cloned().unwrap_or_default();
     let invalid = |m: String| {
-        Diagnostic::plain("InvalidMetadata", format!("Invalid project metadata in {}: {m}", path.display()))
+        Diagnostic::plain(ErrorKind::InvalidMetadata, format!("Invalid project metadata in {}: {m}", path.display()))
     };
     let name = match obj.get("name") {
         Some(Value::String(s)) => s.clone(),
@@ -147,7 +148,7 @@ pub fn parse(text: &str, path: &Path, warnings: &mut Vec<Diagnostic>) -> Result<
 }
 
 fn warning(message: String) -> Diagnostic {
-    Diagnostic { severity: Severity::Warning, ..Diagnostic::plain("CompilerRuntimeWarning", message) }
+    Diagnostic { severity: Severity::Warning, ..Diagnostic::plain(ErrorKind::CompilerRuntimeWarning, message) }
 }
 
 /// `repo`: a URL, or a list of URLs and `{url, type}` entries (`type` git by default).
@@ -222,7 +223,7 @@ mod tests {
     #[test]
     fn a_project_without_a_name_is_invalid() {
         let e = parse("modulepath: libs\n", Path::new("x/project.yml"), &mut Vec::new()).unwrap_err();
-        assert_eq!(e.kind, "InvalidMetadata");
+        assert_eq!(e.kind, ErrorKind::InvalidMetadata);
         assert!(e.message.contains("'name' is required"), "{}", e.message);
     }
 }

@@ -3,6 +3,12 @@
 use super::Span;
 use super::ast::*;
 use super::lexer::{LexWarning, Tok, Token, lex};
+use crate::diagnostics::ErrorKind;
+
+mod expr;
+mod strings;
+
+use strings::{interpolation_parts, literal, parse_fstring};
 
 /// Maximum nesting of expressions and blocks; deeper input is a parse error, never a stack overflow.
 pub(crate) const MAX_DEPTH: usize = 96;
@@ -12,7 +18,7 @@ pub(crate) const MAX_CHAIN: usize = 500;
 
 #[derive(Debug, Clone)]
 pub(crate) struct ParseError {
-    pub kind: &'static str,
+    pub kind: ErrorKind,
     pub message: String,
     pub span: Span,
 }
@@ -25,8 +31,11 @@ pub(crate) struct Parsed {
 }
 
 pub(crate) fn parse(file: u32, src: &str, next_id: &mut u32) -> Result<Parsed, ParseError> {
-    let (tokens, warnings) =
-        lex(file, src).map_err(|e| ParseError { kind: "ParserException", message: e.message, span: e.span })?;
+    let (tokens, warnings) = lex(file, src).map_err(|e| ParseError {
+        kind: ErrorKind::ParserException,
+        message: e.message,
+        span: e.span,
+    })?;
     let mut p = Parser { toks: tokens, pos: 0, depth: 0, next_id, errors: Vec::new(), file };
     let f = p.file()?;
     Ok(Parsed { file: f, warnings, errors: p.errors })
@@ -51,7 +60,7 @@ fn is_class_name(s: &str) -> bool {
 /// keyword before it.
 fn reserved_keyword(kw: &str, span: Span) -> ParseError {
     ParseError {
-        kind: "ParserException",
+        kind: ErrorKind::ParserException,
         message: format!("Syntax error: invalid identifier, {kw} is a reserved keyword"),
         span,
     }
@@ -125,7 +134,7 @@ impl Parser<'_> {
 
     fn unexpected<T>(&self, what: &str) -> PResult<T> {
         Err(ParseError {
-            kind: "ParserException",
+            kind: ErrorKind::ParserException,
             message: format!("Syntax error: unexpected {}, expected {what}", describe(self.peek())),
             span: self.error_span(),
         })
@@ -174,7 +183,7 @@ impl Parser<'_> {
     fn check_hyphen(&mut self, id: &Ident) {
         if id.name.contains('-') {
             self.errors.push(ParseError {
-                kind: "HyphenException",
+                kind: ErrorKind::HyphenException,
                 message: format!("The use of '-' in identifiers is not allowed. please rename {}", id.name),
                 span: id.span,
             });
@@ -199,7 +208,7 @@ impl Parser<'_> {
         let r = self.ns_ref("an entity name")?;
         if !is_class_name(&r.name) {
             return Err(ParseError {
-                kind: "ParserException",
+                kind: ErrorKind::ParserException,
                 message: format!(
                     "Syntax error: invalid identifier, expected an entity name (starting with a capital) but got '{}'",
                     r.name
@@ -227,7 +236,7 @@ impl Parser<'_> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
             return Err(ParseError {
-                kind: "ParserException",
+                kind: ErrorKind::ParserException,
                 message: format!("Syntax error: nesting deeper than {MAX_DEPTH} levels"),
                 span: self.span(),
             });
@@ -258,7 +267,7 @@ impl Parser<'_> {
                 if path.name.contains('-') {
                     // Inmanta refuses it when it builds the import, a plain CompilerException
                     return Err(ParseError {
-                        kind: "CompilerException",
+                        kind: ErrorKind::CompilerException,
                         message: format!(
                             "{} is not a valid module name: hyphens are not allowed, please use underscores instead.",
                             path.name
@@ -317,7 +326,7 @@ impl Parser<'_> {
                 let inherits = impls.iter().any(|i| i.name == "parents");
                 if inherits && when.as_ref().is_some_and(|w| !matches!(w.kind, ExprKind::Bool(true))) {
                     return Err(ParseError {
-                        kind: "RuntimeException",
+                        kind: ErrorKind::RuntimeException,
                         message: "Conditional implementation with parents not allowed".into(),
                         span: entity.span,
                     });
@@ -332,7 +341,7 @@ impl Parser<'_> {
                 let base = self.ns_ref("a base type")?;
                 if self.is_p("(") {
                     return Err(ParseError {
-                        kind: "ParserException",
+                        kind: ErrorKind::ParserException,
                         message: "The use of default constructors (typedef ... as Entity(...)) is no longer supported"
                             .into(),
                         span: name.span,
@@ -474,7 +483,7 @@ impl Parser<'_> {
         }
         if !is_class_name(&name.name) {
             return Err(ParseError {
-                kind: "ParserException",
+                kind: ErrorKind::ParserException,
                 message: format!(
                     "Syntax error: invalid identifier, entity names must start with a capital letter, got '{}'",
                     name.name
@@ -518,7 +527,7 @@ impl Parser<'_> {
         if !is_dict && is_class_name(&tname.name) {
             // an entity is not an attribute type: Inmanta's grammar stops at the class name
             return Err(ParseError {
-                kind: "ParserException",
+                kind: ErrorKind::ParserException,
                 message: format!(
                     "Syntax error at {}: an entity can not be the type of an attribute, use a relation",
                     tname.name
@@ -530,7 +539,7 @@ impl Parser<'_> {
         let name = self.id("an attribute name")?;
         if is_class_name(&name.name) {
             return Err(ParseError {
-                kind: "ParserException",
+                kind: ErrorKind::ParserException,
                 message: format!(
                     "Syntax error: invalid identifier, attribute names must start with a lower case letter, got '{}'",
                     name.name
@@ -547,7 +556,7 @@ impl Parser<'_> {
                 let e = self.constant()?;
                 if is_dict && !nullable && matches!(e.kind, ExprKind::Null) {
                     return Err(ParseError {
-                        kind: "ParserException",
+                        kind: ErrorKind::ParserException,
                         message: format!(
                             "Syntax error: null can not be assigned to dict attribute '{}', use dict? to make it nullable",
                             name.name
@@ -572,7 +581,7 @@ impl Parser<'_> {
             Tok::Punct("[" | "{") => self.primary(),
             Tok::Punct("-") if matches!(self.peek_at(1), Tok::Int(_) | Tok::BigInt(_) | Tok::Float(_)) => self.unary(),
             _ => Err(ParseError {
-                kind: "ParserException",
+                kind: ErrorKind::ParserException,
                 message: format!("Syntax error at {}: a default value must be a constant", describe(self.peek())),
                 span: self.error_span(),
             }),
@@ -659,14 +668,14 @@ impl Parser<'_> {
                         self.pos -= 1;
                         let span = self.error_span();
                         return Err(ParseError {
-                            kind: "ParserException",
+                            kind: ErrorKind::ParserException,
                             message: "Syntax error at token =".into(),
                             span,
                         });
                     }
                     if add {
                         return Err(ParseError {
-                            kind: "ParserException",
+                            kind: ErrorKind::ParserException,
                             message: format!("Syntax error: Can not perform += on variable {n}"),
                             span: e.span,
                         });
@@ -681,7 +690,7 @@ impl Parser<'_> {
                 }
                 _ => {
                     return Err(ParseError {
-                        kind: "ParserException",
+                        kind: ErrorKind::ParserException,
                         message: "Syntax error: can only assign to a variable or an attribute".into(),
                         span: e.span,
                     });
@@ -694,537 +703,6 @@ impl Parser<'_> {
         // any expression is a statement in Inmanta's grammar; its value is computed and dropped
         Ok(Stmt::Expr(e))
     }
-
-    pub(crate) fn expr(&mut self) -> PResult<Expr> {
-        self.enter()?;
-        let cond = self.binary(0)?;
-        let r = if self.eat_p("?") {
-            let a = self.expr()?;
-            self.expect_p(":")?;
-            let b = self.expr()?;
-            let span = cond.span.to(b.span);
-            self.mk(ExprKind::Cond(Box::new(cond), Box::new(a), Box::new(b)), span)
-        } else {
-            cond
-        };
-        self.depth -= 1;
-        Ok(r)
-    }
-
-    fn binop(&self) -> Option<(BinOp, u8, usize)> {
-        // (operator, precedence, tokens)
-        Some(match self.peek() {
-            Tok::Kw("or") => (BinOp::Or, 1, 1),
-            Tok::Kw("and") => (BinOp::And, 2, 1),
-            Tok::Punct("==") => (BinOp::Eq, 3, 1),
-            Tok::Punct("!=") => (BinOp::Ne, 3, 1),
-            Tok::Punct("<") => (BinOp::Lt, 3, 1),
-            Tok::Punct(">") => (BinOp::Gt, 3, 1),
-            Tok::Punct("<=") => (BinOp::Le, 3, 1),
-            Tok::Punct(">=") => (BinOp::Ge, 3, 1),
-            Tok::Punct("+") => (BinOp::Add, 4, 1),
-            Tok::Punct("-") => (BinOp::Sub, 4, 1),
-            Tok::Punct("*") => (BinOp::Mul, 5, 1),
-            Tok::Punct("/") => (BinOp::Div, 5, 1),
-            Tok::Punct("%") => (BinOp::Mod, 5, 1),
-            Tok::Punct("**") => (BinOp::Pow, 6, 1),
-            Tok::Kw("in") => (BinOp::In, 8, 1),
-            Tok::Kw("not") if matches!(self.peek_at(1), Tok::Kw("in")) => (BinOp::NotIn, 8, 2),
-            // A negative literal directly after a value: `a -1` means `a - 1`.
-            Tok::Int(i) if *i < 0 => (BinOp::Sub, 4, 0),
-            Tok::BigInt(i) if i.sign() == num_bigint::Sign::Minus => (BinOp::Sub, 4, 0),
-            Tok::Float(f) if *f < 0.0 => (BinOp::Sub, 4, 0),
-            _ => return None,
-        })
-    }
-
-    fn binary(&mut self, min: u8) -> PResult<Expr> {
-        let mut lhs = self.unary()?;
-        let mut chain = 0;
-        while let Some((op, prec, ntok)) = self.binop() {
-            if prec < min {
-                break;
-            }
-            chain += 1;
-            if chain > MAX_CHAIN {
-                return Err(ParseError {
-                    kind: "ParserException",
-                    message: format!("Syntax error: more than {MAX_CHAIN} operators in one expression"),
-                    span: self.span(),
-                });
-            }
-            if ntok == 0 {
-                // split a negative literal into '-' and its magnitude
-                let t = &mut self.toks[self.pos];
-                t.tok = match t.tok {
-                    Tok::Int(i) => match i.checked_neg() {
-                        Some(n) => Tok::Int(n),
-                        None => Tok::BigInt(std::rc::Rc::new(-num_bigint::BigInt::from(i))),
-                    },
-                    Tok::BigInt(ref i) => {
-                        let n = -(**i).clone();
-                        match i64::try_from(&n) {
-                            Ok(n) => Tok::Int(n),
-                            Err(_) => Tok::BigInt(std::rc::Rc::new(n)),
-                        }
-                    }
-                    Tok::Float(f) => Tok::Float(-f),
-                    ref other => other.clone(),
-                };
-                t.span.start += 1;
-            }
-            for _ in 0..ntok {
-                self.bump();
-            }
-            self.enter()?;
-            let rhs = self.binary(prec + 1)?;
-            self.depth -= 1;
-            let span = lhs.span.to(rhs.span);
-            lhs = self.mk(ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)), span);
-        }
-        Ok(lhs)
-    }
-
-    fn unary(&mut self) -> PResult<Expr> {
-        if self.is_kw("not") {
-            let start = self.bump().span;
-            self.enter()?;
-            // `not` binds tighter than comparisons but looser than `in`
-            let inner = self.binary(8)?;
-            self.depth -= 1;
-            let span = start.to(inner.span);
-            return Ok(self.mk(ExprKind::Not(Box::new(inner)), span));
-        }
-        self.postfix()
-    }
-
-    fn kwargs_in_brackets(&mut self) -> PResult<Vec<KwArg>> {
-        let mut args = Vec::new();
-        loop {
-            if self.is_p("**") {
-                // `**dict` spreads a dict's keys and values (an argument named `**`)
-                let span = self.bump().span;
-                let value = self.expr()?;
-                args.push(KwArg { name: Ident { name: "**".into(), span }, value });
-                if !self.eat_p(",") || self.is_p("]") {
-                    break;
-                }
-                continue;
-            }
-            let name = self.id("an attribute name")?;
-            self.expect_p("=")?;
-            let value = self.expr()?;
-            args.push(KwArg { name, value });
-            if !self.eat_p(",") || self.is_p("]") {
-                break;
-            }
-        }
-        self.expect_p("]")?;
-        Ok(args)
-    }
-
-    fn call_args(&mut self) -> PResult<Args> {
-        let mut args = Args::default();
-        while !self.is_p(")") {
-            if self.eat_p("**") {
-                args.spread.push(self.expr()?);
-            } else if matches!(self.peek(), Tok::Id(_)) && matches!(self.peek_at(1), Tok::Punct("=")) {
-                let name = self.id("an argument name")?;
-                self.bump();
-                let value = self.expr()?;
-                args.keyword.push(KwArg { name, value });
-            } else {
-                let e = self.expr()?;
-                if !args.keyword.is_empty() {
-                    return Err(ParseError {
-                        kind: "ParserException",
-                        message: "Syntax error: positional argument follows keyword argument".into(),
-                        span: e.span,
-                    });
-                }
-                args.positional.push(e);
-            }
-            if !self.eat_p(",") {
-                break;
-            }
-        }
-        self.expect_p(")")?;
-        Ok(args)
-    }
-
-    fn postfix(&mut self) -> PResult<Expr> {
-        let mut e = self.primary()?;
-        loop {
-            if self.is_p(".") {
-                // Inmanta's grammar reads attributes of names only (`a.b.c`): not of a constructor,
-                // call, index lookup, dict lookup or parenthesised expression.
-                let plain_name =
-                    matches!(e.kind, ExprKind::Var(_) | ExprKind::Attr(..)) && self.prev_span().end == e.span.end;
-                if !plain_name {
-                    return Err(ParseError {
-                        kind: "ParserException",
-                        message: "Syntax error at token . (attributes can only be read from a name: assign to a variable first)".into(),
-                        // Inmanta reports this one column past the dot.
-                        span: { let dot = self.span(); Span { start: dot.start + 1, end: dot.end + 1, ..dot } },
-                    });
-                }
-                self.bump();
-                let attr = self.id("an attribute name")?;
-                if self.is_p("(") {
-                    return Err(ParseError {
-                        kind: "InvalidNamespaceAccess",
-                        message: format!(
-                            "Invalid namespace access: '.{}(...)': use '::' to call a plugin (e.g. module::{}(...))",
-                            attr.name, attr.name
-                        ),
-                        span: e.span.to(attr.span),
-                    });
-                }
-                let span = e.span.to(attr.span);
-                e = self.mk(ExprKind::Attr(Box::new(e), attr), span);
-            } else if self.is_p("[") {
-                let selector = matches!(self.peek_at(1), Tok::Id(_)) && matches!(self.peek_at(2), Tok::Punct("="));
-                self.bump();
-                if selector {
-                    let ExprKind::Attr(base, attr) = e.kind else {
-                        return Err(ParseError {
-                            kind: "ParserException",
-                            message: "Syntax error: a selector lookup needs the form var.relation[attr=value]".into(),
-                            span: e.span,
-                        });
-                    };
-                    let args = self.kwargs_in_brackets()?;
-                    let span = e.span.to(self.prev_span());
-                    e = self.mk(ExprKind::SelectorLookup { base, attr, args }, span);
-                } else {
-                    self.enter()?;
-                    let key = self.expr()?;
-                    self.depth -= 1;
-                    self.expect_p("]")?;
-                    let span = e.span.to(self.prev_span());
-                    e = self.mk(ExprKind::MapLookup(Box::new(e), Box::new(key)), span);
-                }
-            } else if self.is_kw("is") {
-                self.bump();
-                self.expect_kw("defined")?;
-                if !matches!(e.kind, ExprKind::Var(_) | ExprKind::Attr(..) | ExprKind::MapLookup(..)) {
-                    return Err(ParseError {
-                        kind: "ParserException",
-                        message: "Syntax error: 'is defined' applies to a name, an attribute or a dict lookup".into(),
-                        span: e.span,
-                    });
-                }
-                let span = e.span.to(self.prev_span());
-                e = self.mk(ExprKind::IsDefined(Box::new(e)), span);
-            } else {
-                return Ok(e);
-            }
-        }
-    }
-
-    fn primary(&mut self) -> PResult<Expr> {
-        let start = self.span();
-        let tok = self.peek().clone();
-        if let Some(kind) = literal(&tok) {
-            self.bump();
-            return Ok(self.mk(kind, start));
-        }
-        match tok {
-            Tok::Punct("(") => {
-                self.bump();
-                let mut e = self.expr()?;
-                let end = self.expect_p(")")?;
-                e.span = start.to(end);
-                Ok(e)
-            }
-            Tok::Str { value, raw, .. } => {
-                self.bump();
-                if raw {
-                    return Ok(self.mk(ExprKind::Str(value), start));
-                }
-                let parts = interpolation_parts(&value, start);
-                if parts.iter().any(|p| matches!(p, StrPart::Var(..))) {
-                    Ok(self.mk(ExprKind::Interp(parts), start))
-                } else {
-                    Ok(self.mk(ExprKind::Str(value), start))
-                }
-            }
-            Tok::FStr(text) => {
-                self.bump();
-                let parts = parse_fstring(&text, start, 0).map_err(|m| ParseError {
-                    kind: "ParserException",
-                    message: format!("Syntax error in f-string: {m}"),
-                    span: start,
-                })?;
-                Ok(self.mk(ExprKind::FStr(parts), start))
-            }
-            Tok::Punct("[") => {
-                self.bump();
-                if self.eat_p("]") {
-                    return Ok(self.mk(ExprKind::List(vec![]), start.to(self.prev_span())));
-                }
-                let first = self.expr()?;
-                if self.is_kw("for") {
-                    let mut fors = Vec::new();
-                    let mut guards = Vec::new();
-                    while self.eat_kw("for") {
-                        let var = self.decl_id("a loop variable")?;
-                        self.expect_kw("in")?;
-                        let it = self.binary(0)?;
-                        fors.push((var, it));
-                    }
-                    while self.eat_kw("if") {
-                        guards.push(self.binary(0)?);
-                    }
-                    self.expect_p("]")?;
-                    let span = start.to(self.prev_span());
-                    return Ok(self.mk(ExprKind::Comprehension { value: Box::new(first), fors, guards }, span));
-                }
-                let mut items = vec![first];
-                while self.eat_p(",") {
-                    if self.is_p("]") {
-                        break;
-                    }
-                    items.push(self.expr()?);
-                }
-                self.expect_p("]")?;
-                Ok(self.mk(ExprKind::List(items), start.to(self.prev_span())))
-            }
-            Tok::Punct("{") => {
-                self.bump();
-                let mut pairs = Vec::new();
-                while !self.is_p("}") {
-                    let key = match self.peek().clone() {
-                        Tok::Str { value, raw, .. } => {
-                            let ks = self.bump().span;
-                            if !raw && interpolation_parts(&value, ks).iter().any(|p| matches!(p, StrPart::Var(..))) {
-                                return Err(ParseError {
-                                    kind: "ParserException",
-                                    message: format!(
-                                        "Syntax error: string interpolation is not supported in dictionary keys ('{value}'); use a raw string"
-                                    ),
-                                    span: ks,
-                                });
-                            }
-                            value
-                        }
-                        _ => return self.unexpected("a string dictionary key"),
-                    };
-                    self.expect_p(":")?;
-                    let v = self.expr()?;
-                    pairs.push((key, v));
-                    if !self.eat_p(",") {
-                        break;
-                    }
-                }
-                self.expect_p("}")?;
-                if let Some(k) =
-                    pairs.iter().enumerate().find_map(|(i, (k, _))| pairs[..i].iter().any(|(p, _)| p == k).then_some(k))
-                {
-                    self.errors.push(ParseError {
-                        kind: "DuplicateException",
-                        message: format!("duplicate key in dict {k}"),
-                        span: start.to(self.prev_span()),
-                    });
-                }
-                // a model's data is often thousands of small dict literals: no spare capacity
-                pairs.shrink_to_fit();
-                Ok(self.mk(ExprKind::Dict(pairs), start.to(self.prev_span())))
-            }
-            Tok::Id(_) => {
-                let r = self.ns_ref("a name")?;
-                if self.is_p("(") {
-                    self.bump();
-                    self.enter()?;
-                    let args = self.call_args()?;
-                    self.depth -= 1;
-                    let span = start.to(self.prev_span());
-                    if is_class_name(&r.name) {
-                        if !args.positional.is_empty() {
-                            return Err(ParseError {
-                                kind: "ParserException",
-                                message: format!("Syntax error: constructor {} only takes keyword arguments", r.name),
-                                // where Inmanta's lexer stands: just past the argument
-                                span: Span { start: args.positional[0].span.end, ..args.positional[0].span },
-                            });
-                        }
-                        return Ok(self.mk(ExprKind::Constructor { class: r, args: Box::new(args) }, span));
-                    }
-                    return Ok(self.mk(ExprKind::Call { name: r, args: Box::new(args) }, span));
-                }
-                if is_class_name(&r.name) && self.is_p("[") {
-                    self.bump();
-                    self.enter()?;
-                    let args = self.kwargs_in_brackets()?;
-                    self.depth -= 1;
-                    let span = start.to(self.prev_span());
-                    return Ok(self.mk(ExprKind::IndexLookup { class: r, args }, span));
-                }
-                if is_class_name(&r.name) && !self.is_p(".") {
-                    // a class name alone is no expression in Inmanta's grammar: it needs a
-                    // constructor's `(` or an index lookup's `[`
-                    return self.unexpected("'(' or '[' after a class name");
-                }
-                Ok(self.mk(ExprKind::Var(r.name), r.span))
-            }
-            _ => {
-                let _ = self.file;
-                self.unexpected("an expression")
-            }
-        }
-    }
-}
-
-/// Splits a string on `{{ dotted.name }}` fields; anything else stays literal.
-pub(crate) fn interpolation_parts(s: &str, span: Span) -> Vec<StrPart> {
-    let mut parts = Vec::new();
-    let mut lit = String::new();
-    let mut rest = s;
-    while let Some(open) = rest.find("{{") {
-        let after = &rest[open + 2..];
-        if let Some(close) = after.find("}}") {
-            let inner = after[..close].trim();
-            let valid = !inner.is_empty()
-                && inner.split('.').all(|seg| {
-                    let b = seg.as_bytes();
-                    !b.is_empty()
-                        && (b[0].is_ascii_alphabetic() || b[0] == b'_')
-                        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b'-')
-                });
-            if valid {
-                lit.push_str(&rest[..open]);
-                if !lit.is_empty() {
-                    parts.push(StrPart::Lit(std::mem::take(&mut lit)));
-                }
-                parts.push(StrPart::Var(inner.split('.').map(str::to_string).collect(), span));
-                rest = &after[close + 2..];
-                continue;
-            }
-            lit.push_str(&rest[..open + 2]);
-            rest = after;
-            continue;
-        }
-        break;
-    }
-    lit.push_str(rest);
-    if !lit.is_empty() || parts.is_empty() {
-        parts.push(StrPart::Lit(lit));
-    }
-    parts
-}
-
-/// Parses the body of an f-string (escapes are interpreted like normal strings).
-/// The expression of a token that is a whole literal on its own (strings are not: they may
-/// interpolate).
-fn literal(tok: &Tok) -> Option<ExprKind> {
-    Some(match tok {
-        Tok::Int(i) => ExprKind::Int(*i),
-        Tok::BigInt(i) => ExprKind::BigInt(i.clone()),
-        Tok::Float(f) => ExprKind::Float(*f),
-        Tok::Kw("true") => ExprKind::Bool(true),
-        Tok::Kw("false") => ExprKind::Bool(false),
-        Tok::Kw("null") => ExprKind::Null,
-        Tok::Regex(r) => ExprKind::Regex(r.clone()),
-        _ => return None,
-    })
-}
-
-fn parse_fstring(text: &str, span: Span, depth: usize) -> Result<Vec<FPart>, String> {
-    if depth > 2 {
-        return Err("format spec nested too deeply".into());
-    }
-    let chars: Vec<char> = text.chars().collect();
-    let mut parts = Vec::new();
-    let mut lit = String::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        if c == '\\' && i + 1 < chars.len() && depth == 0 {
-            match chars[i + 1] {
-                'n' => lit.push('\n'),
-                't' => lit.push('\t'),
-                '\\' => lit.push('\\'),
-                '\'' => lit.push('\''),
-                '"' => lit.push('"'),
-                other => {
-                    lit.push('\\');
-                    lit.push(other);
-                }
-            }
-            i += 2;
-            continue;
-        }
-        if c == '{' {
-            if chars.get(i + 1) == Some(&'{') {
-                lit.push('{');
-                i += 2;
-                continue;
-            }
-            // find matching close brace
-            let mut level = 1;
-            let mut j = i + 1;
-            while j < chars.len() && level > 0 {
-                match chars[j] {
-                    '{' => level += 1,
-                    '}' => level -= 1,
-                    _ => {}
-                }
-                j += 1;
-            }
-            if level != 0 {
-                return Err("single '{' is not allowed".into());
-            }
-            let inner: String = chars[i + 1..j - 1].iter().collect();
-            let (head, spec) = match inner.find(':') {
-                Some(p) => (&inner[..p], Some(&inner[p + 1..])),
-                None => (inner.as_str(), None),
-            };
-            let (name, conversion) = match head.find('!') {
-                Some(p) => (&head[..p], head[p + 1..].chars().next()),
-                None => (head, None),
-            };
-            let name = name.trim();
-            // Inmanta trims each part of a dotted path (`{ a .b . c }` reads a.b.c)
-            let dotted = name.split('.').map(str::trim).all(|s| {
-                !s.is_empty()
-                    && s.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                    && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            });
-            // Inmanta looks any other field up as a variable of that name when the string runs
-            // (a `NotFoundException` then); an empty path stands for `{}`, refused at run time too
-            let path: Vec<String> = if name.is_empty() {
-                Vec::new()
-            } else if dotted {
-                name.split('.').map(|s| s.trim().to_string()).collect()
-            } else {
-                vec![name.to_string()]
-            };
-            if !lit.is_empty() {
-                parts.push(FPart::Lit(std::mem::take(&mut lit)));
-            }
-            let spec = match spec {
-                Some(s) => parse_fstring(s, span, depth + 1)?,
-                None => vec![],
-            };
-            parts.push(FPart::Field { path, conversion, spec, span });
-            i = j;
-            continue;
-        }
-        if c == '}' {
-            if chars.get(i + 1) == Some(&'}') {
-                lit.push('}');
-                i += 2;
-                continue;
-            }
-            return Err("single '}' is not allowed".into());
-        }
-        lit.push(c);
-        i += 1;
-    }
-    if !lit.is_empty() {
-        parts.push(FPart::Lit(lit));
-    }
-    Ok(parts)
 }
 
 #[cfg(test)]

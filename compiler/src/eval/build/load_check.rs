@@ -12,12 +12,13 @@
 //! still be inferred from the relation it is assigned to when it runs.
 
 use super::{Builder, lookup_entity};
+use crate::diagnostics::ErrorKind;
 use crate::model::{NsId, Types};
 use crate::syntax::Span;
 use crate::syntax::ast::{Block, Expr, ExprKind, Stmt, Top};
 
 /// The first failure: (exception kind, message, where).
-type Failure = (&'static str, String, Span);
+type Failure = (ErrorKind, String, Span);
 
 impl Builder<'_, '_> {
     /// Resolves the type of every qualified constructor and index lookup of the model.
@@ -75,7 +76,7 @@ fn plugin_namespace(types: &Types<'_>, ns: NsId, name: &str, span: Span) -> Opti
         return None;
     }
     let message = format!("Plugin {name} is used but module {prefix} is not imported (import {prefix})");
-    Some(("MissingImportException", message, span))
+    Some((ErrorKind::MissingImportException, message, span))
 }
 
 fn exprs<'e>(types: &Types<'_>, ns: NsId, mut items: impl Iterator<Item = &'e Expr>) -> Option<Failure> {
