@@ -7,7 +7,7 @@ use serde_json::{Value as Json, json};
 
 use super::NoQuestions;
 use super::bridge::Bridge;
-use crate::diagnostics::Diagnostic;
+use crate::diagnostics::{Diagnostic, ErrorKind};
 use crate::eval::build::dataclass_problems;
 use crate::model::{AttrKind, EntId, Type, Types};
 use crate::syntax::SourceMap;
@@ -78,7 +78,7 @@ pub(crate) fn pair_dataclasses(
     }
     let invalid = |id: EntId, problem: &str| {
         let message = format!("The dataclass {} is not valid: {problem}", types.entities[id].name);
-        Err(Box::new(Diagnostic::error("DataClassException", message, Some(types.entities[id].span), sources)))
+        Err(Box::new(Diagnostic::error(ErrorKind::DataClassException, message, Some(types.entities[id].span), sources)))
     };
     let Some(bridge) = bridge else {
         for (id, _) in &requests {
@@ -90,7 +90,10 @@ pub(crate) fn pair_dataclasses(
     };
     let request = json!({"op": "dataclasses", "entities": requests.iter().map(|(_, r)| r).collect::<Vec<_>>()});
     let answer = bridge.request(&request, &mut NoQuestions).map_err(|e| {
-        Box::new(Diagnostic::plain("ModuleLoadingException", format!("pairing the dataclasses with Python: {e}")))
+        Box::new(Diagnostic::plain(
+            ErrorKind::ModuleLoadingException,
+            format!("pairing the dataclasses with Python: {e}"),
+        ))
     })?;
     if let Some(e) = answer.get("error") {
         let kind = e["type"].as_str().unwrap_or("ModuleLoadingException");

@@ -21,7 +21,7 @@ use std::rc::Rc;
 
 use serde_json::{Value as Json, json};
 
-use crate::diagnostics::Diagnostic;
+use crate::diagnostics::{Diagnostic, ErrorKind};
 use crate::eval::value::{InstId, UnknownSource, Value};
 use crate::eval::{Evaluator, Flow, Slot, Wait, error};
 use crate::export::ExportedResource;
@@ -92,7 +92,7 @@ pub(crate) fn start(
     environment: &str,
     limit: std::time::Duration,
 ) -> Result<PythonSide, Box<Diagnostic>> {
-    let fail = |m: String| Box::new(Diagnostic::plain("ModuleLoadingException", m));
+    let fail = |m: String| Box::new(Diagnostic::plain(ErrorKind::ModuleLoadingException, m));
     let mut bridge =
         Bridge::start(python, cwd, limit).map_err(|e| fail(format!("Python for the modules' plugins: {e}")))?;
     let request = json!({
@@ -229,9 +229,9 @@ impl Questions for Asker<'_, '_> {
                 self.wait.get_or_insert(w);
                 json!({"unset": true})
             }
-            Err(Flow::Err(d)) => match d.kind.as_str() {
-                "OptionalValueException" => json!({"none": true}),
-                "NotFoundException" => json!({"notfound": d.message}),
+            Err(Flow::Err(d)) => match d.kind {
+                ErrorKind::OptionalValueException => json!({"none": true}),
+                ErrorKind::NotFoundException => json!({"notfound": d.message}),
                 _ => json!({"error": d.message}),
             },
         }
@@ -440,9 +440,12 @@ impl<'a> Evaluator<'a> {
         if answer.get("unset").is_some() {
             return Err(match wait {
                 Some(w) => Flow::Wait(w),
-                None => {
-                    error("UnsetException", format!("plugin {name} read a value that is not set"), span, self.m.sources)
-                }
+                None => error(
+                    ErrorKind::UnsetException,
+                    format!("plugin {name} read a value that is not set"),
+                    span,
+                    self.m.sources,
+                ),
             });
         }
         if let Some(e) = answer.get("error") {
@@ -452,7 +455,7 @@ impl<'a> Evaluator<'a> {
         self.make_dataclass_instances(&mut result, name, span)?;
         decode(self, &result).map_err(|m| {
             error(
-                "PluginTypeException",
+                ErrorKind::PluginTypeException,
                 format!("The return value of plugin {name} can not be used: {m}"),
                 span,
                 self.m.sources,
@@ -488,7 +491,12 @@ impl<'a> Evaluator<'a> {
 
     fn dataclass_instance(&mut self, entity: &str, fields: &Json, plugin: &str, span: Span) -> Result<InstId, Flow> {
         let wrapped = |ev: &Self, cause: &str| {
-            error("WrappingRuntimeException", format!("Exception in plugin {plugin}: {cause}"), span, ev.m.sources)
+            error(
+                ErrorKind::WrappingRuntimeException,
+                format!("Exception in plugin {plugin}: {cause}"),
+                span,
+                ev.m.sources,
+            )
         };
         let Some(&ent) = self.m.types.entity_by_name.get(entity) else {
             return Err(wrapped(self, &format!("the returned dataclass {entity} is no entity of the model")));
@@ -525,7 +533,7 @@ impl<'a> Evaluator<'a> {
             return Err(match wait {
                 Some(w) => Flow::Wait(w),
                 None => error(
-                    "UnsetException",
+                    ErrorKind::UnsetException,
                     format!("the id of {entity} read a value that is not set"),
                     span,
                     self.m.sources,
@@ -544,7 +552,9 @@ impl<'a> Evaluator<'a> {
         let request = json!({"op": "export", "entity": entity, "instance": inst, "type": self.entity_of(inst).name});
         let (answer, _) = self.ask_python(&request, &format!("the export of {entity}"), span).map_err(|f| match f {
             Flow::Err(d) => d,
-            Flow::Wait(_) => Box::new(Diagnostic::error("UnsetException", "export waited", Some(span), self.m.sources)),
+            Flow::Wait(_) => {
+                Box::new(Diagnostic::error(ErrorKind::UnsetException, "export waited", Some(span), self.m.sources))
+            }
         })?;
         if let Some(e) = answer.get("error") {
             let Flow::Err(d) = plugin_error(self, &format!("@resource {entity}"), e, span) else { unreachable!() };
@@ -552,7 +562,7 @@ impl<'a> Evaluator<'a> {
         }
         if answer.get("unset").is_some() {
             return Err(Box::new(Diagnostic::error(
-                "UnsetException",
+                ErrorKind::UnsetException,
                 format!("the export of {} read an attribute that is not set", self.inst_name(inst)),
                 Some(span),
                 self.m.sources,
@@ -577,14 +587,17 @@ impl<'a> Evaluator<'a> {
     fn ask_python(&mut self, request: &Json, what: &str, span: Span) -> Result<(Json, Option<Wait>), Flow> {
         let failed = |ev: &Evaluator<'_>, e: BridgeError| match e {
             e @ BridgeError::TimedOut(_) => {
-                error("PluginTimeoutException", format!("{what} did not return: {e}"), span, ev.m.sources)
+                error(ErrorKind::PluginTimeoutException, format!("{what} did not return: {e}"), span, ev.m.sources)
             }
-            e => {
-                error("CompilerException", format!("Python for the modules' plugins ({what}): {e}"), span, ev.m.sources)
-            }
+            e => error(
+                ErrorKind::CompilerException,
+                format!("Python for the modules' plugins ({what}): {e}"),
+                span,
+                ev.m.sources,
+            ),
         };
         let Some(bridge) = self.python.as_mut() else {
-            return Err(error("CompilerException", "the Python process is not running", span, self.m.sources));
+            return Err(error(ErrorKind::CompilerException, "the Python process is not running", span, self.m.sources));
         };
         if let Err(e) = bridge.send(request) {
             return Err(failed(self, e));
@@ -592,7 +605,12 @@ impl<'a> Evaluator<'a> {
         let mut wait = None;
         loop {
             let Some(bridge) = self.python.as_mut() else {
-                return Err(error("CompilerException", "the Python process is not running", span, self.m.sources));
+                return Err(error(
+                    ErrorKind::CompilerException,
+                    "the Python process is not running",
+                    span,
+                    self.m.sources,
+                ));
             };
             let message = match bridge.receive() {
                 Ok(m) => m,
@@ -644,7 +662,7 @@ pub(crate) fn run_dependency_managers(
         requires.insert(r.id.to_string(), r.requires.iter().map(|q| Json::String(q.to_string())).collect());
     }
     let request = json!({"op": "dependencies", "requires": requires});
-    let fail = |m: String| Box::new(Diagnostic::plain("ExternalException", m));
+    let fail = |m: String| Box::new(Diagnostic::plain(ErrorKind::ExternalException, m));
     let answer = match ev.python.as_mut() {
         Some(bridge) => {
             bridge.request(&request, &mut NoQuestions).map_err(|e| fail(format!("dependency managers: {e}")))?
@@ -682,16 +700,18 @@ fn plugin_error(ev: &Evaluator<'_>, what: &str, e: &Json, span: Span) -> Flow {
     let (our_kind, text) = match kind {
         // Inmanta's ExplicitPluginException reports itself as the class the plugin raised
         "PluginException" => (
-            e["class"].as_str().unwrap_or("inmanta.plugins.PluginException"),
+            ErrorKind::from(e["class"].as_str().unwrap_or("inmanta.plugins.PluginException")),
             format!("Exception in plugin {what}: {message}{frame}"),
         ),
-        "PluginTypeException" => ("PluginTypeException", message.to_string()),
+        "PluginTypeException" => (ErrorKind::PluginTypeException, message.to_string()),
         // an undeclared reference read through an instance (inmanta-core's proxy raised it)
-        "UnexpectedReference" => ("WrappingRuntimeException", format!("Exception in plugin {what}: {message}{frame}")),
-        "RuntimeException" | "NotFoundException" | "OptionalValueException" => {
-            ("RuntimeException", format!("{message} (in plugin {what}{frame})"))
+        "UnexpectedReference" => {
+            (ErrorKind::WrappingRuntimeException, format!("Exception in plugin {what}: {message}{frame}"))
         }
-        _ => ("ExternalException", format!("Exception in plugin {what}: {kind}: {message}{frame}")),
+        "RuntimeException" | "NotFoundException" | "OptionalValueException" => {
+            (ErrorKind::RuntimeException, format!("{message} (in plugin {what}{frame})"))
+        }
+        _ => (ErrorKind::ExternalException, format!("Exception in plugin {what}: {kind}: {message}{frame}")),
     };
     error(our_kind, text, span, ev.m.sources)
 }
