@@ -169,6 +169,21 @@ pub struct Diagnostic {
     /// Extra lines shown after the source excerpt (e.g. the other place of a double set).
     pub notes: Vec<String>,
     pub phase: Phase,
+    pub origin: Origin,
+}
+
+/// Where an error was raised, where that decides how it is reported: Inmanta gathers the errors
+/// of its final checks into one MultiException, and a variable that no scope declares fails where
+/// the name is looked up rather than as the attribute being assigned.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Origin {
+    #[default]
+    Evaluation,
+    /// The end-of-compile checks: an index lookup that found nothing, an instance without an
+    /// implementation, an unknown relation annotation.
+    FinalCheck,
+    /// A variable read that no scope declares.
+    VariableLookup,
 }
 
 impl Diagnostic {
@@ -185,6 +200,7 @@ impl Diagnostic {
             location: span.and_then(|s| sources.location(s)),
             notes: Vec::new(),
             phase: Phase::Compile,
+            origin: Origin::Evaluation,
         }
     }
 
@@ -209,7 +225,13 @@ impl Diagnostic {
             location: None,
             notes: Vec::new(),
             phase: Phase::Compile,
+            origin: Origin::Evaluation,
         }
+    }
+
+    pub(crate) fn raised_by(mut self, origin: Origin) -> Self {
+        self.origin = origin;
+        self
     }
 
     pub(crate) fn with_note(mut self, note: impl Into<String>) -> Self {

@@ -9,9 +9,7 @@ impl<'a> Evaluator<'a> {
     /// already is one stays as it is).
     pub(super) fn wrap_attr_error(&self, inst: InstId, attr: &str, cause: Box<Diagnostic>, span: Span) -> Flow {
         // a name that is not found fails where Inmanta looks names up, before that unit of work
-        if cause.kind == ErrorKind::AttributeException
-            || (cause.kind == ErrorKind::NotFoundException && is_var_not_found(&cause.message))
-        {
+        if cause.kind == ErrorKind::AttributeException || cause.origin == crate::diagnostics::Origin::VariableLookup {
             return Flow::Err(cause);
         }
         let Diagnostic { kind, message, notes, .. } = *cause;

@@ -177,10 +177,6 @@ pub(crate) fn var_not_found(name: &str) -> String {
     format!("variable {name} not found")
 }
 
-fn is_var_not_found(message: &str) -> bool {
-    message.strip_prefix("variable ").and_then(|m| m.strip_suffix(" not found")).is_some_and(|n| !n.contains(' '))
-}
-
 pub(crate) fn error(kind: impl Into<ErrorKind>, msg: impl Into<String>, span: Span, sources: &SourceMap) -> Flow {
     Flow::Err(Box::new(Diagnostic::error(kind, msg, Some(span), sources)))
 }

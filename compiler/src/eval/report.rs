@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use super::state::{Model, Slot};
 use super::value::{InstId, Value};
 use super::{Evaluator, TaskId, TaskKind, Wait, expr, loc_str};
-use crate::diagnostics::Diagnostic;
+use crate::diagnostics::{Diagnostic, Origin};
 use crate::model::*;
 use crate::syntax::ast;
 
@@ -32,7 +32,8 @@ impl Evaluator<'_> {
             {
                 let k = key.trim_end_matches('\u{1}').replace('\u{1}', ", ").replace("=s:", "=").replace("=v:", "=");
                 let msg = format!("No match in index on type {} with key {k}", self.index_desc(*idx));
-                self.errors.push(Diagnostic::error(ErrorKind::NotFoundException, msg, Some(*span), self.m.sources));
+                let error = Diagnostic::error(ErrorKind::NotFoundException, msg, Some(*span), self.m.sources);
+                self.errors.push(error.raised_by(Origin::FinalCheck));
             }
         }
         if had_errors {
@@ -45,12 +46,15 @@ impl Evaluator<'_> {
             let ent = &self.m.types.entities[inst.entity];
             if inst.selected == 0 {
                 let why = if inst.unknown_when { " (the condition is unknown)" } else { "" };
-                out.push(Diagnostic::error(
-                    ErrorKind::RuntimeException,
-                    format!("Unable to select implementation for entity {}{why}", ent.name),
-                    Some(inst.span),
-                    self.m.sources,
-                ));
+                out.push(
+                    Diagnostic::error(
+                        ErrorKind::RuntimeException,
+                        format!("Unable to select implementation for entity {}{why}", ent.name),
+                        Some(inst.span),
+                        self.m.sources,
+                    )
+                    .raised_by(Origin::FinalCheck),
+                );
             }
             for (ai, a) in ent.attrs.iter().enumerate() {
                 match (&a.kind, &inst.slots[ai]) {
@@ -152,12 +156,15 @@ impl Evaluator<'_> {
                 let ends = [left.attr.as_ref(), right.attr.as_ref().filter(|_| !same)];
                 for end in ends.into_iter().flatten() {
                     for _ in 0..unknown {
-                        out.push(Diagnostic::error(
-                            ErrorKind::TypingException,
-                            UNKNOWN_ANNOTATION.to_string(),
-                            Some(end.span),
-                            self.m.sources,
-                        ));
+                        out.push(
+                            Diagnostic::error(
+                                ErrorKind::TypingException,
+                                "Relation annotation can not be Unknown",
+                                Some(end.span),
+                                self.m.sources,
+                            )
+                            .raised_by(Origin::FinalCheck),
+                        );
                     }
                 }
             }
@@ -166,18 +173,10 @@ impl Evaluator<'_> {
     }
 }
 
-const UNKNOWN_ANNOTATION: &str = "Relation annotation can not be Unknown";
-
 /// Whether an error is one of the end-of-compile checks of [`Evaluator::finish`], which Inmanta
 /// reports together rather than stopping at the first.
 pub(crate) fn is_end_of_compile(d: &Diagnostic) -> bool {
-    match &d.kind {
-        ErrorKind::UnsetException => true,
-        ErrorKind::RuntimeException => d.message.starts_with("Unable to select implementation for entity "),
-        ErrorKind::NotFoundException => d.message.starts_with("No match in index on type "),
-        ErrorKind::TypingException => d.message == UNKNOWN_ANNOTATION,
-        _ => false,
-    }
+    d.kind == ErrorKind::UnsetException || d.origin == Origin::FinalCheck
 }
 
 impl Model<'_> {

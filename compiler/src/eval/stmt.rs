@@ -292,7 +292,9 @@ impl<'a> Evaluator<'a> {
     /// Reads a variable through the scope chain.
     pub(crate) fn read_var(&mut self, scope: ScopeId, name: &str, span: Span) -> EResult<Value> {
         let Some(sc) = self.lookup_decl(scope, name) else {
-            return Err(error(ErrorKind::NotFoundException, var_not_found(name), span, self.m.sources));
+            let error =
+                Diagnostic::error(ErrorKind::NotFoundException, var_not_found(name), Some(span), self.m.sources);
+            return Err(Flow::Err(Box::new(error.raised_by(crate::diagnostics::Origin::VariableLookup))));
         };
         match &self.m.scopes[sc as usize].vars.get(name).expect("declared").value {
             Some((v, _)) => Ok(v.clone()),
