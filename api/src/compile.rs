@@ -80,7 +80,7 @@ pub struct CompileStage {
 pub struct CompileDetails {
     #[serde(flatten)]
     pub report: CompileReport,
-    pub compile_data: Option<serde_json::Value>,
+    pub compile_data: Option<crate::CompileData>,
     pub reports: Option<Vec<CompileStage>>,
 }
 
@@ -154,13 +154,13 @@ mod tests {
             "environment_variables": {}, "requested_environment_variables": {},
             "mergeable_environment_variables": {}, "partial": false, "removed_resource_sets": [],
             "exporter_plugin": null, "notify_failed_compile": null, "failed_compile_message": null, "links": {},
-            "compile_data": {"errors": [], "x": 0.25}, "reports": null}"#;
+            "compile_data": {"errors": []}, "reports": null}"#;
         let details: CompileDetails = serde_json::from_str(text).unwrap();
         assert_eq!(details.report.version, Some(3));
         assert_eq!(details.report.metadata["ratio"].as_f64(), Some(1.5));
         assert_eq!(details.report.metadata["n"].as_f64(), Some(100.0));
         assert_eq!(details.report.metadata["big"].to_string(), "1267650600228229401496703205376");
-        assert_eq!(details.compile_data.unwrap()["x"].as_f64(), Some(0.25));
+        assert_eq!(details.compile_data, Some(crate::CompileData::default()));
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 pub mod auth;
 pub mod compile;
+pub mod compile_error;
 pub mod compliance;
 pub mod console;
 pub mod cron;
@@ -26,6 +27,7 @@ pub mod version;
 #[cfg(feature = "client")]
 pub mod client;
 
+pub use compile_error::{CompileData, ErrorKind};
 pub use environment::{Environment, EnvironmentV1, Project, ProjectV1};
 pub use resource::ResourceId;
 pub use settings::{SettingDefinition, SettingType, SettingValue};

@@ -305,16 +305,6 @@ pub struct CompileRow {
     pub force_update: bool,
 }
 
-/// A structured compile error (compile data).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CompileError {
-    pub kind: String,
-    pub message: String,
-    pub file: Option<String>,
-    /// 1-based.
-    pub line: Option<i64>,
-}
-
 /// One stage of a compile.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CompileStageRow {
@@ -335,7 +325,7 @@ pub struct CompileDetailsView {
     pub trigger: String,
     pub failed_message: Option<String>,
     pub environment_variables: Vec<(String, String)>,
-    pub errors: Vec<CompileError>,
+    pub errors: Vec<api::compile_error::CompileError>,
     pub stages: Vec<CompileStageRow>,
 }
 

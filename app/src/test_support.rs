@@ -122,8 +122,10 @@ pub(crate) async fn compiles(o: &orchestrator::Orchestrator, env: uuid::Uuid) ->
         returncode: Some(128),
     };
     o.finish_compile_stage(clone, &result).await.unwrap();
-    let data = serde_json::json!({"errors": [{"category": "parser", "type": "ParserError", "message": "unexpected token",
-        "location": {"uri": "main.cf", "range": {"start": {"line": 2, "character": 4}, "end": {"line": 2, "character": 5}}}}]});
+    let data = serde_json::from_value(serde_json::json!({"errors": [{"category": "parse_error",
+        "type": "inmanta.parser.ParserException", "message": "unexpected token",
+        "location": {"uri": "main.cf", "range": {"start": {"line": 2, "character": 4}, "end": {"line": 2, "character": 5}}}}]}))
+    .expect("compile data");
     let outcome = CompileOutcome {
         success: false,
         version: None,

@@ -2,8 +2,6 @@
 
 use std::fmt;
 
-use serde_json::json;
-
 use crate::syntax::{Location, SourceMap, Span};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,141 +20,7 @@ pub enum Phase {
     Export,
 }
 
-/// Inmanta's exception (or warning) class of a diagnostic. [`ErrorKind::as_str`] is the class's
-/// name exactly as Inmanta spells it: the compile data, the output and the conformance check use it.
-macro_rules! error_kinds {
-    ($($name:ident),* $(,)?) => {
-        #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-        pub enum ErrorKind {
-            $($name,)*
-            /// An exception class raised by a module's Python code, by the name the plugin
-            /// boundary gives (e.g. `inmanta.plugins.PluginException` or a module's own class).
-            Python(String),
-        }
-
-        impl ErrorKind {
-            /// Inmanta's name of the class.
-            pub fn as_str(&self) -> &str {
-                match self {
-                    $(ErrorKind::$name => stringify!($name),)*
-                    ErrorKind::Python(name) => name,
-                }
-            }
-
-            /// The kind Inmanta names `name`; a name that is not one of Inmanta's is a Python class.
-            pub fn from_name(name: &str) -> Self {
-                match name {
-                    $(stringify!($name) => ErrorKind::$name,)*
-                    other => ErrorKind::Python(other.to_string()),
-                }
-            }
-        }
-    };
-}
-
-error_kinds! {
-    CompilerException,
-    RuntimeException,
-    ParserException,
-    InvalidNamespaceAccess,
-    HyphenException,
-    TypeNotFoundException,
-    MissingImportException,
-    AmbiguousTypeException,
-    ExternalException,
-    ExplicitPluginException,
-    WrappingRuntimeException,
-    PluginException,
-    PluginTypeException,
-    PluginTimeoutException,
-    AttributeException,
-    OptionalValueException,
-    IndexException,
-    IndexAttributeMissingInConstructorException,
-    IndexCollisionException,
-    TypingException,
-    InvalidTypeAnnotation,
-    DirectExecuteException,
-    DataClassException,
-    DataClassMismatchException,
-    KeyException,
-    CycleException,
-    NotFoundException,
-    DoubleSetException,
-    ModifiedAfterFreezeException,
-    DuplicateException,
-    MultiException,
-    UnsetException,
-    MultiUnsetException,
-    UnknownException,
-    UnexpectedReference,
-    ModuleNotFoundException,
-    ModuleLoadingException,
-    InvalidModuleException,
-    ModuleV2InV1PathException,
-    InvalidMetadata,
-    ProjectNotFoundException,
-    DependencyCycleException,
-    InvalidRelationPrecedenceRuleError,
-    CycleInRelationPrecedencePolicyError,
-    ZeroDivisionError,
-    KeyError,
-    TypeError,
-    ValueError,
-    RecursionError,
-    RuntimeError,
-    OverflowError,
-    ModuleNotFoundError,
-    CompilerWarning,
-    CompilerRuntimeWarning,
-    CompilerDeprecationWarning,
-    TypeDeprecationWarning,
-    VariableShadowWarning,
-    ParserWarning,
-}
-
-/// Names from the Python plugin boundary (`compiler/src/python/`), which passes them as text.
-impl From<&str> for ErrorKind {
-    fn from(name: &str) -> Self {
-        ErrorKind::from_name(name)
-    }
-}
-
-impl From<&String> for ErrorKind {
-    fn from(name: &String) -> Self {
-        ErrorKind::from_name(name)
-    }
-}
-
-impl From<String> for ErrorKind {
-    fn from(name: String) -> Self {
-        ErrorKind::from_name(&name)
-    }
-}
-
-impl PartialEq<&str> for ErrorKind {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
-impl PartialEq<str> for ErrorKind {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl fmt::Display for ErrorKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl serde::Serialize for ErrorKind {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
+pub use api::compile_error::ErrorKind;
 
 /// One error or warning.
 #[derive(Clone, Debug)]
@@ -240,40 +104,34 @@ impl Diagnostic {
     }
 
     /// The compile-data category of this error.
-    pub fn category(&self) -> &'static str {
-        match &self.kind {
-            ErrorKind::ParserException | ErrorKind::InvalidNamespaceAccess | ErrorKind::HyphenException => {
-                "parse_error"
-            }
-            ErrorKind::ExternalException
-            | ErrorKind::ExplicitPluginException
-            | ErrorKind::PluginTypeException
-            | ErrorKind::WrappingRuntimeException => "plugin_exception",
-            // the Python class of a PluginException a plugin raised (Inmanta's ExplicitPluginException)
-            ErrorKind::Python(class) if class.contains('.') => "plugin_exception",
-            _ => "runtime_error",
-        }
+    pub fn category(&self) -> api::compile_error::ErrorCategory {
+        self.kind.category()
     }
 
-    /// The fully qualified name of the Python exception Inmanta raises for this error: the one
-    /// place our error kinds are mapped to Inmanta's types (the conformance check compares these).
+    /// The fully qualified name of the Python exception Inmanta raises for this error
+    /// ([`ErrorKind::inmanta_type`]; the conformance check compares these).
     pub fn inmanta_type(&self) -> &str {
-        inmanta_type(self.kind.as_str())
+        self.kind.inmanta_type()
     }
 
-    /// Inmanta's compile-data JSON for this error: its exception's qualified type and an LSP
-    /// location (0-based lines and characters).
-    pub fn to_compile_data(&self) -> serde_json::Value {
-        let location = self.location.as_ref().map(|l| {
-            json!({
-                "uri": l.file,
-                "range": {
-                    "start": {"line": l.line - 1, "character": l.col - 1},
-                    "end": {"line": l.end_line - 1, "character": l.end_col - 1},
-                },
-            })
+    /// This error in Inmanta's compile data: its exception's qualified type and an LSP location
+    /// (0-based lines and characters).
+    pub fn to_compile_data(&self) -> api::compile_error::CompileError {
+        use api::compile_error::{SourceLocation, SourcePosition, SourceRange};
+        let position = |line: usize, col: usize| SourcePosition {
+            line: line.saturating_sub(1) as u32,
+            character: col.saturating_sub(1) as u32,
+        };
+        let location = self.location.as_ref().map(|l| SourceLocation {
+            uri: l.file.clone(),
+            range: SourceRange { start: position(l.line, l.col), end: position(l.end_line, l.end_col) },
         });
-        json!({"category": self.category(), "type": self.inmanta_type(), "message": self.message, "location": location})
+        api::compile_error::CompileError {
+            category: self.category(),
+            kind: self.kind.clone(),
+            message: self.message.clone(),
+            location,
+        }
     }
 }
 
@@ -328,80 +186,6 @@ fn source_window(line: &str, col: usize) -> (String, usize) {
     (shown, col)
 }
 
-/// Inmanta's exception type for one of our error kinds (see [`Diagnostic::inmanta_type`]).
-pub fn inmanta_type(kind: &str) -> &str {
-    match kind {
-        "ParserException" | "InvalidNamespaceAccess" => match kind {
-            "ParserException" => "inmanta.parser.ParserException",
-            _ => "inmanta.parser.InvalidNamespaceAccess",
-        },
-        "IndexAttributeMissingInConstructorException" => {
-            "inmanta.ast.statements.generator.IndexAttributeMissingInConstructorException"
-        }
-        "IndexCollisionException" => "inmanta.ast.statements.generator.IndexCollisionException",
-        "ModuleNotFoundException" => "inmanta.module.ModuleNotFoundException",
-        "ModuleLoadingException" => "inmanta.module.ModuleLoadingException",
-        "InvalidModuleException" => "inmanta.module.InvalidModuleException",
-        "ModuleV2InV1PathException" => "inmanta.module.ModuleV2InV1PathException",
-        "InvalidMetadata" => "inmanta.module.InvalidMetadata",
-        "ProjectNotFoundException" => "inmanta.module.ProjectNotFoundException",
-        "DependencyCycleException" => "inmanta.export.DependencyCycleException",
-        // Python errors that escape Inmanta's compiler unwrapped.
-        "ZeroDivisionError"
-        | "KeyError"
-        | "TypeError"
-        | "ValueError"
-        | "RecursionError"
-        | "RuntimeError"
-        | "OverflowError"
-        | "ModuleNotFoundError" => match kind {
-            "OverflowError" => "builtins.OverflowError",
-            "RuntimeError" => "builtins.RuntimeError",
-            "ModuleNotFoundError" => "builtins.ModuleNotFoundError",
-            "ZeroDivisionError" => "builtins.ZeroDivisionError",
-            "KeyError" => "builtins.KeyError",
-            "TypeError" => "builtins.TypeError",
-            "ValueError" => "builtins.ValueError",
-            _ => "builtins.RecursionError",
-        },
-        // Every other kind is a class of inmanta.ast.
-        other => AST_TYPES.iter().find(|(k, _)| *k == other).map(|(_, t)| *t).unwrap_or(other),
-    }
-}
-
-/// The exception classes defined in `inmanta.ast`.
-const AST_TYPES: &[(&str, &str)] = &[
-    ("CompilerException", "inmanta.ast.CompilerException"),
-    ("RuntimeException", "inmanta.ast.RuntimeException"),
-    ("HyphenException", "inmanta.ast.HyphenException"),
-    ("TypeNotFoundException", "inmanta.ast.TypeNotFoundException"),
-    ("MissingImportException", "inmanta.ast.MissingImportException"),
-    ("AmbiguousTypeException", "inmanta.ast.AmbiguousTypeException"),
-    ("ExternalException", "inmanta.ast.ExternalException"),
-    ("ExplicitPluginException", "inmanta.ast.ExplicitPluginException"),
-    ("WrappingRuntimeException", "inmanta.ast.WrappingRuntimeException"),
-    ("AttributeException", "inmanta.ast.AttributeException"),
-    ("PluginTypeException", "inmanta.ast.PluginTypeException"),
-    ("OptionalValueException", "inmanta.ast.OptionalValueException"),
-    ("IndexException", "inmanta.ast.IndexException"),
-    ("TypingException", "inmanta.ast.TypingException"),
-    ("InvalidTypeAnnotation", "inmanta.ast.InvalidTypeAnnotation"),
-    ("DirectExecuteException", "inmanta.ast.DirectExecuteException"),
-    ("DataClassException", "inmanta.ast.DataClassException"),
-    ("DataClassMismatchException", "inmanta.ast.DataClassMismatchException"),
-    ("KeyException", "inmanta.ast.KeyException"),
-    ("CycleException", "inmanta.ast.CycleException"),
-    ("NotFoundException", "inmanta.ast.NotFoundException"),
-    ("DoubleSetException", "inmanta.ast.DoubleSetException"),
-    ("ModifiedAfterFreezeException", "inmanta.ast.ModifiedAfterFreezeException"),
-    ("DuplicateException", "inmanta.ast.DuplicateException"),
-    ("MultiException", "inmanta.ast.MultiException"),
-    ("UnsetException", "inmanta.ast.UnsetException"),
-    ("MultiUnsetException", "inmanta.ast.MultiUnsetException"),
-    ("UnknownException", "inmanta.ast.UnknownException"),
-    ("UnexpectedReference", "inmanta.ast.UnexpectedReference"),
-];
-
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let sev = match self.severity {
@@ -439,10 +223,9 @@ impl Diagnostics {
 
     /// Inmanta's compile-data JSON: `{"errors": [...]}`, the errors of the compile itself (an
     /// export failure leaves it empty, see [`Phase`]).
-    pub fn to_compile_data(&self) -> serde_json::Value {
-        let errors: Vec<_> =
-            self.0.iter().filter(|d| d.phase == Phase::Compile).map(Diagnostic::to_compile_data).collect();
-        json!({ "errors": errors })
+    pub fn to_compile_data(&self) -> api::compile_error::CompileData {
+        let errors = self.0.iter().filter(|d| d.phase == Phase::Compile).map(Diagnostic::to_compile_data).collect();
+        api::compile_error::CompileData { errors }
     }
 
     /// The same errors, raised by the export that follows the compile.

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 pub use attributes::Attributes;
 pub use builtins::BUILTIN_MODULES;
-pub use diagnostics::{Diagnostic, Diagnostics, ErrorKind, Origin, Phase, Severity, inmanta_type};
+pub use diagnostics::{Diagnostic, Diagnostics, ErrorKind, Origin, Phase, Severity};
 pub use export::{ExportedResource, Wire};
 pub use handlers::ShippedHandler;
 pub use project_yml::ProjectMetadata;

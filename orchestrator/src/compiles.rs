@@ -225,7 +225,7 @@ impl QueuedCompile {
 pub struct CompileOutcome {
     pub success: bool,
     pub version: Option<i64>,
-    pub compile_data: Option<serde_json::Value>,
+    pub compile_data: Option<api::CompileData>,
     /// Why it failed, for the notification.
     pub message: String,
 }
@@ -425,7 +425,7 @@ impl Orchestrator {
     }
 
     /// The structured errors of a compile (`{"errors": [...]}`), or `None` when it has none yet.
-    pub async fn compile_data(&self, env: Uuid, id: Uuid) -> Result<Option<serde_json::Value>> {
+    pub async fn compile_data(&self, env: Uuid, id: Uuid) -> Result<Option<api::CompileData>> {
         let row: Option<(Option<String>,)> =
             sqlx::query_as("SELECT compile_data FROM compile WHERE environment = $1 AND id = $2")
                 .bind(env.to_string())
@@ -688,7 +688,7 @@ impl Orchestrator {
         .bind(now())
         .bind(i64::from(outcome.success))
         .bind(outcome.version)
-        .bind(outcome.compile_data.as_ref().map(|d| d.to_string()))
+        .bind(outcome.compile_data.as_ref().map(|d| serde_json::to_string(d).expect("compile data is JSON")))
         .bind((!outcome.success).then(|| outcome.message.clone()))
         .bind(id.to_string())
         .bind(self.instance().to_string())

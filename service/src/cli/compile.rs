@@ -12,7 +12,6 @@ use std::time::Instant;
 use api::client::Client;
 use clap::Args;
 use compiler::{CompileOptions, CompileOutput, Diagnostics};
-use serde_json::json;
 use uuid::Uuid;
 
 use super::export::{Destination, Push, push_export};
@@ -133,7 +132,7 @@ pub(super) async fn compile(args: &CompileArgs) -> Result<CompileOutput, CliErro
                 println!("{line}");
             }
             if args.export_compile_data {
-                write_compile_data(args, &json!({"errors": []}))?;
+                write_compile_data(args, &api::CompileData::default())?;
             }
             tracing::info!(
                 resources = output.resources.len(),
@@ -151,7 +150,7 @@ pub(super) async fn compile(args: &CompileArgs) -> Result<CompileOutput, CliErro
     }
 }
 
-fn write_compile_data(args: &CompileArgs, data: &serde_json::Value) -> Result<(), CliError> {
+fn write_compile_data(args: &CompileArgs, data: &api::CompileData) -> Result<(), CliError> {
     let text = serde_json::to_string_pretty(data).unwrap_or_default();
     std::fs::write(&args.export_compile_data_file, text)
         .map_err(|e| CliError::Usage(format!("cannot write {}: {e}", args.export_compile_data_file.display())))

@@ -174,26 +174,17 @@ fn print_details(ctx: &Context, details: &CompileDetails) {
             }
         }
     }
-    if let Some(errors) = details.compile_data.as_ref().and_then(|d| d["errors"].as_array())
+    if let Some(errors) = details.compile_data.as_ref().map(|d| &d.errors)
         && !errors.is_empty()
     {
         println!();
         println!("== Errors");
         for e in errors {
-            let location = &e["location"];
-            let place = match location["uri"].as_str() {
-                Some(uri) => format!(
-                    "{uri}:{}:{}: ",
-                    location["range"]["start"]["line"].as_i64().map(|l| l + 1).unwrap_or(0),
-                    location["range"]["start"]["character"].as_i64().map(|c| c + 1).unwrap_or(0)
-                ),
+            let place = match &e.location {
+                Some(l) => format!("{}:{}:{}: ", l.uri, l.range.start.line + 1, l.range.start.character + 1),
                 None => String::new(),
             };
-            println!(
-                "{place}{}: {}",
-                e["type"].as_str().unwrap_or_default(),
-                e["message"].as_str().unwrap_or_default()
-            );
+            println!("{place}{}: {}", e.kind.inmanta_type(), e.message);
         }
     }
 }

@@ -190,7 +190,7 @@ impl Job<'_> {
         let result = self.record_raw("Recompiling configuration model", &cmd.display(), self.exec(&cmd)).await?;
         let compile_data = std::fs::read_to_string(&self.data_file)
             .ok()
-            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok());
+            .and_then(|text| serde_json::from_str::<api::CompileData>(&text).ok());
         let version = result.outstream.lines().rev().find_map(|line| {
             let line = line.trim();
             line.parse::<i64>().ok().or_else(|| line.strip_prefix("Committed resources with version ")?.parse().ok())
@@ -199,11 +199,7 @@ impl Job<'_> {
             Ok(_) if q.do_export && version.is_none() => Err("the export did not report a version".into()),
             Ok(_) => Ok(CompileOutcome { success: true, version, compile_data, message: String::new() }),
             Err(message) => {
-                let first_error = compile_data
-                    .as_ref()
-                    .and_then(|d| d["errors"].get(0))
-                    .and_then(|e| e["message"].as_str())
-                    .map(str::to_string);
+                let first_error = compile_data.as_ref().and_then(|d| d.errors.first()).map(|e| e.message.clone());
                 Ok(CompileOutcome {
                     success: false,
                     version: None,

@@ -142,14 +142,14 @@ fn CompileDetailsBody(env: String, details: CompileDetailsView) -> impl IntoView
                             .errors
                             .into_iter()
                             .map(|e| {
-                                let place = match (e.file, e.line) {
-                                    (Some(f), Some(l)) => format!("{f}:{l}"),
-                                    (Some(f), None) => f,
-                                    _ => String::new(),
-                                };
+                                // lines are 0-based in the compile data
+                                let place = e
+                                    .location
+                                    .map(|l| format!("{}:{}", l.uri, l.range.start.line + 1))
+                                    .unwrap_or_default();
                                 view! {
                                     <tr class="compile-error">
-                                        <td class="mono">{e.kind}</td>
+                                        <td class="mono">{e.kind.inmanta_type().to_string()}</td>
                                         <td><pre class="log-message">{e.message}</pre></td>
                                         <td class="mono">{place}</td>
                                     </tr>

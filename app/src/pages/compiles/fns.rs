@@ -8,9 +8,9 @@ use api::CompileStatus;
 
 #[cfg(feature = "ssr")]
 use crate::fns::{compile_row, env_id, fail, page_request, paged, seconds, services_for};
-use crate::model::{CompileDetailsView, CompileRow, Paged, TableQuery};
 #[cfg(feature = "ssr")]
-use crate::model::{CompileError, CompileStageRow};
+use crate::model::CompileStageRow;
+use crate::model::{CompileDetailsView, CompileRow, Paged, TableQuery};
 
 /// Compile reports, newest first. `filter.status` (queued, running, success, failed) becomes the
 /// API's `started` / `completed` / `success` filters.
@@ -86,28 +86,7 @@ pub async fn compile_details(env: String, id: String) -> Result<CompileDetailsVi
     let env = env_id(&env)?;
     let id: uuid::Uuid = id.parse().map_err(|_| ServerFnError::new(format!("{id:?} is not a compile id")))?;
     let d = s.orchestrator.compile_details(env, id).await.map_err(fail)?;
-    let errors = d
-        .compile_data
-        .as_ref()
-        .and_then(|data| data["errors"].as_array())
-        .map(|errors| {
-            errors
-                .iter()
-                .map(|e| {
-                    let location = &e["location"];
-                    CompileError {
-                        kind: e["type"].as_str().unwrap_or_default().to_string(),
-                        message: e["message"].as_str().unwrap_or_default().to_string(),
-                        file: location["uri"].as_str().or_else(|| location["file"].as_str()).map(str::to_string),
-                        line: location["range"]["start"]["line"]
-                            .as_i64()
-                            .or_else(|| location["lnr"].as_i64())
-                            .map(|l| l + 1),
-                    }
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let errors = d.compile_data.map(|data| data.errors).unwrap_or_default();
     let stages = d
         .reports
         .unwrap_or_default()

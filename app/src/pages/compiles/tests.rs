@@ -44,7 +44,7 @@ async fn compile_pages_show_reports_stages_and_errors() {
         "git clone /nowhere/repo project",
         "fatal: repository",
         "✕ 128",
-        "ParserError",
+        "inmanta.parser.ParserException",
         "unexpected token",
         "main.cf:3",
         "DEBUG",
