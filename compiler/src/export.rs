@@ -9,8 +9,8 @@ use serde_json::{Value as Json, json};
 use crate::diagnostics::Diagnostic;
 use crate::eval::value::UnknownSource;
 use crate::eval::value::{InstId, Value};
-use crate::eval::{Evaluator, Model, Slot};
-use crate::model::{AttrKind, EntId, FastMap};
+use crate::eval::{Evaluator, Model};
+use crate::model::{EntId, FastMap};
 use crate::python::PyExport;
 
 mod mappings;
@@ -118,15 +118,7 @@ pub(crate) struct Exported {
 }
 
 fn slot_value(ev: &View<'_, '_>, inst: InstId, name: &str) -> Option<Value> {
-    let ent = ev.m.entity_of(inst);
-    let (ai, a) = ent.attr(name)?;
-    match &ev.m.instances[inst as usize].slots[ai] {
-        Slot::Prim { value, .. } => value.as_ref().map(|(v, _)| v.clone()),
-        Slot::Rel(r) => match a.kind {
-            AttrKind::Rel { hi: Some(1), .. } => r.items.first().map(|i| Value::Instance(*i)),
-            _ => Some(Value::list(r.items.iter().map(|i| Value::Instance(*i)).collect())),
-        },
-    }
+    ev.m.read_attribute_named(inst, name)?.value
 }
 
 fn path_value(ev: &View<'_, '_>, inst: InstId, path: &str) -> Option<Value> {

@@ -34,7 +34,6 @@ fn note_not_set(w: Wait) {
         n.borrow_mut().get_or_insert(w);
     });
 }
-use crate::model::AttrKind;
 
 /// An instance in a template: a map of its set attributes, which keeps the instance's id so that a
 /// plugin filter gets the instance back.
@@ -71,40 +70,13 @@ fn to_jinja(ev: &mut Evaluator<'_>, v: &Value, depth: usize) -> Result<J, PErr> 
             if depth > 3 {
                 return Ok(J::from(ev.inst_name(*i)));
             }
-            let ent = ev.m.instances[*i as usize].entity;
-            let attrs: Vec<(usize, String, Option<bool>)> = ev.m.types.entities[ent]
-                .attrs
-                .iter()
-                .enumerate()
-                .filter(|(_, a)| a.name != "requires" && a.name != "provides")
-                .map(|(n, a)| {
-                    let one = match a.kind {
-                        AttrKind::Rel { hi, .. } => Some(hi == Some(1)),
-                        _ => None,
-                    };
-                    (n, a.name.clone(), one)
-                })
-                .collect();
             let mut attributes = BTreeMap::new();
-            for (n, name, relation) in attrs {
-                let val = match (&ev.m.instances[*i as usize].slots[n], relation) {
-                    (crate::eval::Slot::Prim { value: Some((v, _)), .. }, _) => Some(v.clone()),
-                    (crate::eval::Slot::Prim { value: None, .. }, _) => {
-                        note_not_set(Wait::Prim(*i, n as u32));
-                        None
-                    }
-                    (crate::eval::Slot::Rel(r), Some(true)) => {
-                        if r.items.is_empty() && !r.frozen {
-                            note_not_set(Wait::Rel(*i, n as u32));
-                        }
-                        r.items.first().map(|x| Value::Instance(*x))
-                    }
-                    (crate::eval::Slot::Rel(r), Some(false)) => {
-                        Some(Value::list(r.items.iter().map(|x| Value::Instance(*x)).collect()))
-                    }
-                    _ => None,
-                };
-                if let Some(val) = val {
+            for (n, name) in ev.m.plugin_attributes(*i) {
+                let read = ev.m.read_attribute(*i, n);
+                if let Some(wait) = read.pending {
+                    note_not_set(wait);
+                }
+                if let Some(val) = read.value {
                     attributes.insert(name, to_jinja(ev, &val, depth + 1)?);
                 }
             }

@@ -10,7 +10,6 @@ use crate::eval::Evaluator;
 use crate::eval::budget::Built;
 use crate::eval::format::{py_str, python_str, short_repr};
 use crate::eval::value::{UnknownSource, Value, dict_get};
-use crate::model::AttrKind;
 
 mod format;
 mod json;
@@ -608,12 +607,12 @@ pub(crate) fn register(p: &mut Plugins) {
         }
         for _ in 0..32 {
             let Value::Instance(i) = cur else { break };
-            let ent = ev.m.instances[i as usize].entity;
-            let Some((ai, _)) = ev.m.types.entities[ent].attr("family") else { break };
-            let parent = match &ev.m.instances[i as usize].slots[ai] {
-                crate::eval::Slot::Rel(r) if !r.items.is_empty() => Value::Instance(r.items[0]),
-                _ => break,
+            // the first instance of the `family` relation; a plain attribute of that name ends the walk
+            let parent = match ev.m.read_attribute_named(i, "family").and_then(|read| read.value) {
+                Some(Value::List(items)) => items.first().cloned(),
+                other => other,
             };
+            let Some(parent @ Value::Instance(_)) = parent else { break };
             if is_fam(&ev.read_attr_span(&cur, "name", c.span)?) {
                 return Ok(Value::Bool(true));
             }

@@ -16,7 +16,7 @@ use crate::syntax::{SourceMap, Span};
 /// Tasks parked on a slot or variable. Most never have one, so the list is boxed: an empty
 /// one costs 8 bytes instead of 24 in each of the millions of slots of a large model.
 #[derive(Default)]
-#[allow(clippy::box_collection)]
+#[allow(clippy::box_collection, reason = "an empty list costs 8 bytes instead of 24 in every slot")]
 pub(crate) struct Waiters(Option<Box<Vec<TaskId>>>);
 
 impl Waiters {
@@ -180,6 +180,16 @@ pub(crate) struct Model<'a> {
     pub ns_scopes: Vec<ScopeId>,
 }
 
+/// An attribute as code outside the evaluator reads it (plugins, templates, the exporter),
+/// without knowing how slots store values and relations.
+pub(crate) struct AttrRead {
+    /// A plain attribute's value; a relation's one instance (upper bound 1) or its list.
+    pub value: Option<Value>,
+    /// What a reader waits on when nothing is there yet but a later write may fill it: a plain
+    /// attribute not set, a relation of upper bound 1 still empty and open.
+    pub pending: Option<super::Wait>,
+}
+
 /// A write that conflicts with the value already there (single assignment).
 pub(super) struct Conflict {
     pub old: Value,
@@ -284,6 +294,41 @@ impl<'a> Model<'a> {
     }
     pub(crate) fn entity_of(&self, i: InstId) -> &Entity<'a> {
         &self.types.entities[self.instances[i as usize].entity]
+    }
+    /// The attribute at `index` of `inst`'s entity, as a reader outside the evaluator sees it.
+    pub(crate) fn read_attribute(&self, inst: InstId, index: usize) -> AttrRead {
+        let one = matches!(self.entity_of(inst).attrs[index].kind, AttrKind::Rel { hi: Some(1), .. });
+        match &self.instances[inst as usize].slots[index] {
+            Slot::Prim { value: Some((v, _)), .. } => AttrRead { value: Some(v.clone()), pending: None },
+            Slot::Prim { value: None, .. } => {
+                AttrRead { value: None, pending: Some(super::Wait::Prim(inst, index as u32)) }
+            }
+            Slot::Rel(r) if one => AttrRead {
+                value: r.items.first().map(|x| Value::Instance(*x)),
+                pending: (r.items.is_empty() && !r.frozen).then_some(super::Wait::Rel(inst, index as u32)),
+            },
+            Slot::Rel(r) => AttrRead {
+                value: Some(Value::list(r.items.iter().map(|x| Value::Instance(*x)).collect())),
+                pending: None,
+            },
+        }
+    }
+    /// The attribute named `name` of `inst` (`None`: its entity has no such attribute).
+    pub(crate) fn read_attribute_named(&self, inst: InstId, name: &str) -> Option<AttrRead> {
+        let (index, _) = self.entity_of(inst).attr(name)?;
+        Some(self.read_attribute(inst, index))
+    }
+    /// The attributes a plugin or template sees of an instance, by index and name: all but the
+    /// `requires` and `provides` relations every entity has.
+    pub(crate) fn plugin_attributes(&self, inst: InstId) -> Vec<(usize, String)> {
+        let entity = self.entity_of(inst);
+        entity
+            .attrs
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.name != "requires" && a.name != "provides")
+            .map(|(n, a)| (n, a.name.clone()))
+            .collect()
     }
     pub(crate) fn inst_name(&self, i: InstId) -> String {
         let inst = &self.instances[i as usize];

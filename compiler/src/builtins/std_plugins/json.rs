@@ -69,29 +69,9 @@ pub(super) fn to_json(ev: &mut Evaluator<'_>, v: &Value, depth: usize) -> Result
             if depth > 3 {
                 return Ok(serde_json::Value::String(ev.inst_name(*i)));
             }
-            let ent = ev.m.instances[*i as usize].entity;
-            let attrs: Vec<(usize, String, bool)> = ev.m.types.entities[ent]
-                .attrs
-                .iter()
-                .enumerate()
-                .filter(|(_, a)| a.name != "requires" && a.name != "provides")
-                .map(|(n, a)| (n, a.name.clone(), matches!(a.kind, AttrKind::Rel { .. })))
-                .collect();
             let mut map = serde_json::Map::new();
-            for (n, name, rel) in attrs {
-                let val = match &ev.m.instances[*i as usize].slots[n] {
-                    crate::eval::Slot::Prim { value: Some((v, _)), .. } => Some(v.clone()),
-                    crate::eval::Slot::Rel(r) if rel => {
-                        let hi = matches!(ev.m.types.entities[ent].attrs[n].kind, AttrKind::Rel { hi: Some(1), .. });
-                        if hi {
-                            r.items.first().map(|x| Value::Instance(*x))
-                        } else {
-                            Some(Value::list(r.items.iter().map(|x| Value::Instance(*x)).collect()))
-                        }
-                    }
-                    _ => None,
-                };
-                if let Some(val) = val {
+            for (n, name) in ev.m.plugin_attributes(*i) {
+                if let Some(val) = ev.m.read_attribute(*i, n).value {
                     map.insert(name, to_json(ev, &val, depth + 1)?);
                 }
             }
