@@ -75,7 +75,7 @@ pub fn module_version_info(modules: &BTreeMap<String, ShippedPythonModule>) -> s
     serde_json::Value::Object(entries.collect())
 }
 
-#[allow(clippy::result_large_err)]
+#[allow(clippy::result_large_err, reason = "a Diagnostic is the compile's error; errors are rare")]
 fn walk(dir: &Path, prefix: &str, out: &mut Vec<ShippedPythonFile>) -> Result<(), Diagnostic> {
     let entries = std::fs::read_dir(dir).map_err(|e| unreadable(dir, e))?;
     for entry in entries {

@@ -57,7 +57,7 @@ fn typing(msg: String, span: Span, ev: &Evaluator<'_>) -> Flow {
 }
 
 impl<'a> Evaluator<'a> {
-    pub(crate) fn eval(&mut self, e: &'a Expr, cx: &mut Cx) -> EResult<Value> {
+    pub(crate) fn eval(&mut self, e: &'a Expr, cx: &mut Cx<'_>) -> EResult<Value> {
         cx.depth += 1;
         if cx.depth > 1500 {
             cx.depth -= 1;
@@ -68,7 +68,7 @@ impl<'a> Evaluator<'a> {
         r
     }
 
-    fn eval_inner(&mut self, e: &'a Expr, cx: &mut Cx) -> EResult<Value> {
+    fn eval_inner(&mut self, e: &'a Expr, cx: &mut Cx<'_>) -> EResult<Value> {
         match &e.kind {
             ExprKind::Null => Ok(Value::Null),
             ExprKind::Bool(b) => Ok(Value::Bool(*b)),
@@ -285,7 +285,11 @@ impl<'a> Evaluator<'a> {
     /// The keyword arguments of an index or selector lookup, `**dict` spread; `Err` holds an
     /// unknown spread dict (the lookup is then unknown).
     #[allow(clippy::type_complexity)]
-    fn lookup_args(&mut self, args: &'a [KwArg], cx: &mut Cx) -> EResult<Result<Vec<(Rc<str>, Value, Span)>, Value>> {
+    fn lookup_args(
+        &mut self,
+        args: &'a [KwArg],
+        cx: &mut Cx<'_>,
+    ) -> EResult<Result<Vec<(Rc<str>, Value, Span)>, Value>> {
         let mut out = Vec::new();
         for KwArg { name, value } in args {
             let v = self.eval(value, cx)?;
@@ -310,7 +314,7 @@ impl<'a> Evaluator<'a> {
         fors: &'a [(Ident, Expr)],
         guards: &'a [Expr],
         level: usize,
-        cx: &mut Cx,
+        cx: &mut Cx<'_>,
         out: &mut Vec<Value>,
     ) -> EResult<()> {
         if level == fors.len() {
@@ -373,7 +377,13 @@ impl<'a> Evaluator<'a> {
         Ok(())
     }
 
-    fn fstring(&mut self, parts: &'a [FPart], span: Span, cx: &mut Cx, out: &mut Bounded) -> EResult<Option<Value>> {
+    fn fstring(
+        &mut self,
+        parts: &'a [FPart],
+        span: Span,
+        cx: &mut Cx<'_>,
+        out: &mut Bounded,
+    ) -> EResult<Option<Value>> {
         for p in parts {
             match p {
                 FPart::Lit(s) => _ = out.push(s),
@@ -419,7 +429,7 @@ impl<'a> Evaluator<'a> {
         Ok(None)
     }
 
-    fn binary(&mut self, op: BinOp, l: &'a Expr, r: &'a Expr, span: Span, cx: &mut Cx) -> EResult<Value> {
+    fn binary(&mut self, op: BinOp, l: &'a Expr, r: &'a Expr, span: Span, cx: &mut Cx<'_>) -> EResult<Value> {
         if matches!(op, BinOp::And | BinOp::Or) {
             let lv = self.eval(l, cx)?;
             let lb = match &lv {

@@ -14,7 +14,7 @@ use crate::syntax::ast::{Block, ExprKind, Stmt};
 
 impl<'a> Evaluator<'a> {
     /// Fails when a branch assigns an attribute the instance's entity lacks.
-    pub(super) fn check_branch_promises(&mut self, branches: &[&'a Block], cx: &expr::Cx) -> EResult<()> {
+    pub(super) fn check_branch_promises(&mut self, branches: &[&'a Block], cx: &expr::Cx<'_>) -> EResult<()> {
         for block in branches {
             self.check_block_promises(block, &mut Vec::new(), cx, 0)?;
         }
@@ -25,7 +25,7 @@ impl<'a> Evaluator<'a> {
         &mut self,
         block: &'a Block,
         declared: &mut Vec<&'a str>,
-        cx: &expr::Cx,
+        cx: &expr::Cx<'_>,
         depth: usize,
     ) -> EResult<()> {
         if depth > 16 {
@@ -79,7 +79,7 @@ impl<'a> Evaluator<'a> {
     }
 
     /// The instance a variable of the scope holds now, without waiting for it.
-    fn instance_in_scope(&self, cx: &expr::Cx, name: &str) -> Option<super::value::InstId> {
+    fn instance_in_scope(&self, cx: &expr::Cx<'_>, name: &str) -> Option<super::value::InstId> {
         let sc = self.lookup_decl(cx.scope, name)?;
         match &self.m.scopes[sc as usize].vars.get(name)?.value {
             Some((Value::Instance(i), _)) => Some(*i),

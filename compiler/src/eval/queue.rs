@@ -117,7 +117,7 @@ impl<'a> Evaluator<'a> {
 
     /// The relation an expression reads, when it is a multi-valued relation that is not frozen
     /// yet: consumers of such a relation can process its elements as they arrive.
-    pub(super) fn gradual_source(&mut self, e: &'a ast::Expr, cx: &mut expr::Cx) -> EResult<Option<(InstId, u32)>> {
+    pub(super) fn gradual_source(&mut self, e: &'a ast::Expr, cx: &mut expr::Cx<'_>) -> EResult<Option<(InstId, u32)>> {
         if let ExprKind::Var(name) = &e.kind {
             // a relation of `self` named bare in its implementation (`for x in peers:`) is as
             // gradual as `self.peers`: Inmanta resolves the name to the same relation variable

@@ -23,7 +23,7 @@ impl<'a> Evaluator<'a> {
         sc
     }
 
-    pub(super) fn exec_stmt(&mut self, s: &'a Stmt, cx: &mut expr::Cx) -> EResult<()> {
+    pub(super) fn exec_stmt(&mut self, s: &'a Stmt, cx: &mut expr::Cx<'_>) -> EResult<()> {
         match s {
             Stmt::Expr(e) => {
                 self.eval(e, cx)?;
@@ -200,7 +200,7 @@ impl<'a> Evaluator<'a> {
     }
 
     /// Sets a constructor argument that had to wait (see [`LateArg`]).
-    pub(super) fn exec_late_arg(&mut self, inst: InstId, arg: LateArg<'a>, cx: &mut expr::Cx) -> EResult<()> {
+    pub(super) fn exec_late_arg(&mut self, inst: InstId, arg: LateArg<'a>, cx: &mut expr::Cx<'_>) -> EResult<()> {
         let (target, multi) = match &self.entity_of(inst).attrs[arg.attr as usize].kind {
             AttrKind::Rel { target, hi, .. } => (Some(*target), *hi != Some(1)),
             AttrKind::Prim { .. } => (None, false),
@@ -226,7 +226,13 @@ impl<'a> Evaluator<'a> {
         self.spawn(TaskKind::SetAttr { inst, arg, scope, ns });
     }
 
-    pub(super) fn exec_implement(&mut self, inst: InstId, ent: EntId, idx: usize, cx: &mut expr::Cx) -> EResult<()> {
+    pub(super) fn exec_implement(
+        &mut self,
+        inst: InstId,
+        ent: EntId,
+        idx: usize,
+        cx: &mut expr::Cx<'_>,
+    ) -> EResult<()> {
         let stmt = &self.m.types.entities[ent].implements[idx];
         let when = stmt.when;
         let impls = stmt.impls.clone();

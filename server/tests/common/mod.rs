@@ -2,7 +2,7 @@
 //! PostgreSQL database when `INMANTA_TEST_POSTGRES` holds an admin URL
 //! (e.g. `postgres://postgres@127.0.0.1:5432/postgres`).
 
-#![allow(dead_code)]
+#![allow(dead_code, reason = "each test binary uses a part of these helpers")]
 
 pub mod reference;
 

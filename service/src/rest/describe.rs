@@ -37,7 +37,7 @@ macro_rules! describe_args {
     ($($arg:ident),*) => {
         impl<M, $($arg: Describe),*> DescribeArgs for (M, $($arg,)*) {
             fn takes() -> Takes {
-                #[allow(unused_mut)]
+                #[allow(unused_mut, reason = "the arm without arguments never writes it")]
                 let mut takes = Takes::default();
                 $($arg::describe(&mut takes);)*
                 takes
@@ -446,7 +446,7 @@ mod tests {
     use super::*;
 
     #[derive(Deserialize)]
-    #[allow(dead_code)]
+    #[allow(dead_code, reason = "read only through the derived Deserialize")]
     struct Body {
         name: String,
         count: Option<i64>,
@@ -457,7 +457,7 @@ mod tests {
     }
 
     #[derive(Deserialize)]
-    #[allow(dead_code)]
+    #[allow(dead_code, reason = "read only through the derived Deserialize")]
     #[serde(rename_all = "snake_case")]
     enum Mode {
         Fast,

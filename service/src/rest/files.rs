@@ -37,7 +37,7 @@ struct Upload {
     content: String,
     /// Inmanta's client repeats the id in the body; the path is what counts.
     #[serde(default)]
-    #[allow(dead_code)]
+    #[allow(dead_code, reason = "accepted from Inmanta's client, never read")]
     id: Option<String>,
 }
 

@@ -32,7 +32,7 @@ pub fn router() -> Routes {
 /// `environment_details` is accepted for compatibility; Inmanta 20.1 answers with full
 /// environments either way (seen on scripts/inmanta-reference-server.sh's server), and so do we.
 #[derive(Deserialize)]
-#[allow(dead_code)]
+#[allow(dead_code, reason = "accepted for compatibility, never read")]
 struct Details {
     #[serde(default)]
     environment_details: bool,

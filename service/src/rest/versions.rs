@@ -64,7 +64,7 @@ async fn put_partial(
 /// Inmanta's client sends `id`, `push` and `agent_trigger_method`; only the path counts.
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
-#[allow(dead_code)]
+#[allow(dead_code, reason = "accepted from Inmanta's client, never read")]
 struct Release {
     #[serde(default)]
     id: Option<i64>,
@@ -85,7 +85,7 @@ async fn release(
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
-#[allow(dead_code)]
+#[allow(dead_code, reason = "accepted from Inmanta's client, never read")]
 struct Promote {
     #[serde(default)]
     trigger_method: Option<String>,

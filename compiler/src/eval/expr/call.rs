@@ -4,7 +4,7 @@ use super::*;
 use crate::diagnostics::ErrorKind;
 
 impl<'a> Evaluator<'a> {
-    pub(super) fn call(&mut self, name: &'a Ident, args: &'a Args, span: Span, cx: &mut Cx) -> EResult<Value> {
+    pub(super) fn call(&mut self, name: &'a Ident, args: &'a Args, span: Span, cx: &mut Cx<'_>) -> EResult<Value> {
         // the primitive types: a cast for some, callable by no other
         match name.name.as_str() {
             "bool" | "int" | "float" | "string" | "number" if !args.keyword.is_empty() || !args.spread.is_empty() => {

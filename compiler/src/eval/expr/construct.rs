@@ -90,7 +90,13 @@ impl<'a> Evaluator<'a> {
         }
     }
 
-    pub(super) fn construct(&mut self, class: &'a Ident, args: &'a Args, span: Span, cx: &mut Cx) -> EResult<Value> {
+    pub(super) fn construct(
+        &mut self,
+        class: &'a Ident,
+        args: &'a Args,
+        span: Span,
+        cx: &mut Cx<'_>,
+    ) -> EResult<Value> {
         let ent = self.resolve_class(cx.ns, class, cx.infer)?;
         let mut kw: Vec<(Rc<str>, Value, Span)> = Vec::with_capacity(args.keyword.len());
         // multi-valued relations given a relation that is not frozen yet (`provides=self.provides`):

@@ -5,7 +5,7 @@ use crate::diagnostics::ErrorKind;
 
 impl<'a> Evaluator<'a> {
     /// Reads `a.b.c` for interpolation.
-    pub(super) fn read_path(&mut self, path: &[String], span: Span, cx: &mut Cx) -> EResult<Value> {
+    pub(super) fn read_path(&mut self, path: &[String], span: Span, cx: &mut Cx<'_>) -> EResult<Value> {
         let mut v = self.lookup_short(&path[0], span, cx)?;
         for seg in &path[1..] {
             v = self.read_attr_span(&v, seg, span)?;
@@ -13,7 +13,7 @@ impl<'a> Evaluator<'a> {
         Ok(v)
     }
 
-    pub(super) fn lookup_short(&mut self, name: &str, span: Span, cx: &mut Cx) -> EResult<Value> {
+    pub(super) fn lookup_short(&mut self, name: &str, span: Span, cx: &mut Cx<'_>) -> EResult<Value> {
         if let Some((_, v)) = cx.locals.iter().rev().find(|(n, _)| &**n == name) {
             return Ok(v.clone());
         }
@@ -31,7 +31,7 @@ impl<'a> Evaluator<'a> {
         self.read_var(cx.scope, name, span)
     }
 
-    pub(super) fn eval_var(&mut self, name: &str, span: Span, cx: &mut Cx) -> EResult<Value> {
+    pub(super) fn eval_var(&mut self, name: &str, span: Span, cx: &mut Cx<'_>) -> EResult<Value> {
         if cx.constraint && !cx.locals.iter().any(|(n, _)| &**n == name) {
             return Err(error(
                 ErrorKind::NotFoundException,
@@ -189,7 +189,7 @@ impl<'a> Evaluator<'a> {
         }
     }
 
-    pub(super) fn is_defined(&mut self, inner: &'a Expr, cx: &mut Cx) -> EResult<Value> {
+    pub(super) fn is_defined(&mut self, inner: &'a Expr, cx: &mut Cx<'_>) -> EResult<Value> {
         let (obj, name, span) = match &inner.kind {
             ExprKind::Var(n) if !n.contains("::") => {
                 if cx.locals.iter().any(|(x, _)| &**x == n.as_str()) || self.is_var_declared(cx.scope, n) {
