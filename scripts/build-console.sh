@@ -66,7 +66,7 @@ if [ "$profile" != dev ] && [ "${WASM_OPT:-none}" != none ]; then
     --enable-mutable-globals --enable-reference-types --enable-multivalue \
     "$tmp/pkg/${name}_bg.wasm" -o "$tmp/pkg/${name}_bg.wasm"
 fi
-cp style/main.css "$tmp/pkg/$name.css"
+cat style/[0-9][0-9]-*.css > "$tmp/pkg/$name.css"
 cp -r public/. "$tmp/"
 # GraphiQL for /console/graphiql: its bundle, React's UMD builds and our start script.
 graphiql_modules=frontend/graphiql/node_modules
