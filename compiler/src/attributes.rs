@@ -2,7 +2,7 @@
 //!
 //! A `serde_json::Map` is a `BTreeMap`: for the 15 or so attributes of a resource it allocates two
 //! leaves and an inner node, about 2 KB, of which a third holds entries. At 100 000 resources
-//! those nodes were 200 MB of the compile's peak (docs/performance.md, "Issue 17's table").
+//! those nodes were 200 MB of the compile's peak (docs/performance.md, "Scale: 100 000 resources per environment").
 //! [`Attributes`] keeps the entries in one vector of exactly their number, sorted by name as the
 //! map sorted them, so lookups, iteration order and the JSON written are the map's.
 

@@ -1,4 +1,4 @@
-//! Throughput of several servers on one PostgreSQL (issue 14, docs/performance.md "Failover"):
+//! Throughput of several servers on one PostgreSQL (issue 14, docs/performance.md, "Several servers, faults, memory"):
 //! the same deploy of N `std::testing::NullResource`s spread over E environments (one
 //! environment is one scheduler, so several environments are what spreads over servers), with
 //! one server and with three. Prints the time from the first store to everything deployed,
