@@ -1,7 +1,7 @@
-//! The long-lived Python process of one compile (the package `inmanta_rs_bridge/`, written to disk
-//! by [`super::package`]), and its line-framed JSON protocol. The compiler sends a request; Python may ask questions back (attribute reads,
-//! entity type parents, typedef checks, calls of the compiler's own plugins, files to upload)
-//! before it gives the final answer. Answering a question may need Python again (a typedef
+//! The long-lived Python process of one compile (the package `inmanta_rs_bridge/`, written to
+//! disk by [`super::package`]), and its line-framed JSON protocol. The compiler sends a request;
+//! Python may ask questions back (attribute reads, entity type parents, typedef checks, calls of
+//! the compiler's own plugins, files to upload) before it gives the final answer. Answering a question may need Python again (a typedef
 //! constraint that calls a Python plugin): the compiler then sends a new request instead of the
 //! reply, and Python serves it before it goes on waiting, so requests nest like calls.
 //!

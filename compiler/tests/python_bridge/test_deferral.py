@@ -10,7 +10,9 @@ from inmanta_rs_bridge import deferral
 
 def run(program, **env):
     """`program` in a new Python with the deferral installed (each test needs a fresh import system)."""
-    prelude = "import sys; sys.path.insert(0, sys.argv[1])\nfrom inmanta_rs_bridge import deferral\ndeferral.install()\n"
+    prelude = (
+        "import sys; sys.path.insert(0, sys.argv[1])\nfrom inmanta_rs_bridge import deferral\ndeferral.install()\n"
+    )
     done = subprocess.run(
         [sys.executable, "-c", prelude + program, os.path.normpath(PACKAGE_PARENT)],
         capture_output=True,
@@ -56,7 +58,9 @@ class Finders(unittest.TestCase):
         self.assertEqual(out, ["_LateModule", "_LateName", "False", "module"])
 
     def test_eager_imports_everything_as_written(self):
-        out = run("import inmanta.protocol\nprint(type(sys.modules['inmanta.protocol']).__name__)\n", INMANTA_BRIDGE_EAGER="1")
+        out = run(
+            "import inmanta.protocol\nprint(type(sys.modules['inmanta.protocol']).__name__)\n", INMANTA_BRIDGE_EAGER="1"
+        )
         self.assertEqual(out, ["module"])
 
 

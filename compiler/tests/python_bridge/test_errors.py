@@ -77,7 +77,9 @@ class ErrorAnswer(unittest.TestCase):
 
         answer = error_answer(caught(fail, Refused("no")))["error"]
         self.assertEqual(answer["type"], "PluginException")
-        self.assertEqual(answer["class"], f"{__name__}.ErrorAnswer.test_a_plugin_exception_names_its_class.<locals>.Refused")
+        self.assertEqual(
+            answer["class"], f"{__name__}.ErrorAnswer.test_a_plugin_exception_names_its_class.<locals>.Refused"
+        )
         self.assertEqual(answer["message"], "no")
 
     def test_waiting_and_unknowns_are_no_errors(self):

@@ -7,17 +7,15 @@ import unittest
 
 from support import PACKAGE_PARENT
 
-# as compiler/src/python/bridge.rs starts it: the package imported from its directory
-LAUNCHER = """def _start(d):
-    import importlib.util, sys
-    spec = importlib.util.spec_from_file_location("inmanta_rs_bridge", d + "/__init__.py", submodule_search_locations=[d])
-    package = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = package
-    spec.loader.exec_module(package)
-    from inmanta_rs_bridge.main import main
-    main()
-_start(sys.argv[1])
-"""
+
+def launcher(package_dir):
+    """The `python -c` program compiler/src/python/bridge.rs starts the bridge with (its LAUNCHER)."""
+    rust = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "python", "bridge.rs")
+    with open(rust, encoding="utf-8") as f:
+        text = f.read()
+    program = text.split('const LAUNCHER: &str = r#"', 1)[1].split('"#;', 1)[0]
+    return program.replace("{package}", "inmanta_rs_bridge").replace("{dir}", json.dumps(package_dir))
+
 
 PLUGINS = """from inmanta.plugins import plugin
 
@@ -46,7 +44,7 @@ class Bridge:
             f.write(plugins)
         package = os.path.join(os.path.normpath(PACKAGE_PARENT), "inmanta_rs_bridge")
         self.process = subprocess.Popen(
-            [sys.executable, "-c", "import sys\n" + LAUNCHER, package],
+            [sys.executable, "-c", launcher(package)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -89,7 +87,10 @@ class Serve(unittest.TestCase):
         loaded = bridge.load()["ok"]
         self.assertEqual([p["name"] for p in loaded["plugins"]], ["demo::double", "demo::broken"])
         self.assertEqual(loaded["plugins"][0]["args"], ["n"])
-        self.assertEqual(bridge.request({"op": "call", "plugin": "demo::double", "args": [21]}), {"ok": 42, "printed": "doubling 21\n"})
+        self.assertEqual(
+            bridge.request({"op": "call", "plugin": "demo::double", "args": [21]}),
+            {"ok": 42, "printed": "doubling 21\n"},
+        )
         refused = bridge.request({"op": "call", "plugin": "demo::double", "args": ["x"]})
         self.assertEqual(
             refused,
@@ -124,10 +125,15 @@ class Serve(unittest.TestCase):
         )
 
     def test_the_modules_code_sees_the_sys_path_of_python_c(self):
-        bridge = Bridge(self, plugins=PLUGINS + "\nimport sys\nPATH = list(sys.path)\n\n@plugin\ndef path() -> list:\n    return PATH\n")
+        bridge = Bridge(
+            self,
+            plugins=PLUGINS + "\nimport sys\nPATH = list(sys.path)\n\n@plugin\ndef path() -> list:\n    return PATH\n",
+        )
         bridge.load()
         seen = bridge.request({"op": "call", "plugin": "demo::path", "args": []})["ok"]
-        expected = subprocess.run([sys.executable, "-c", "import sys, json; print(json.dumps(sys.path))"], capture_output=True, text=True)
+        expected = subprocess.run(
+            [sys.executable, "-c", "import sys, json; print(json.dumps(sys.path))"], capture_output=True, text=True
+        )
         self.assertEqual(seen, json.loads(expected.stdout))
         self.assertFalse(any("inmanta_rs_bridge" in p for p in seen))
 

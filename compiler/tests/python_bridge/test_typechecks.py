@@ -91,7 +91,9 @@ class Checker(unittest.TestCase):
         self.assertEqual(type_text(str), "string")
         self.assertEqual(type_text(int), "int")
         self.assertEqual(type_text("mod::Host[]"), "mod::Host[]")
-        self.assertEqual(type_text(typing.Annotated[typing.Any, self.core.inmanta.plugins.ModelType["mod::Host"]]), "mod::Host")
+        self.assertEqual(
+            type_text(typing.Annotated[typing.Any, self.core.inmanta.plugins.ModelType["mod::Host"]]), "mod::Host"
+        )
         self.assertEqual(type_text(typing.Optional[int]), "Optional[int]")
 
 
@@ -149,7 +151,10 @@ class Dataclasses(unittest.TestCase):
         )
         [mismatch] = self.pair(attributes=[{"name": "x", "type": "string"}, {"name": "z", "type": "int"}])
         self.assertIn("3 errors:", mismatch["message"])
-        self.assertIn("-The attribute x does not have the same type as the associated field in the python domain.", mismatch["message"])
+        self.assertIn(
+            "-The attribute x does not have the same type as the associated field in the python domain.",
+            mismatch["message"],
+        )
         self.assertIn("-The attribute z has no counterpart in the python domain.", mismatch["message"])
         self.assertIn("-The field y doesn't exist in the inmanta domain.", mismatch["message"])
 

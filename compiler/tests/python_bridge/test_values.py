@@ -62,7 +62,10 @@ class Encode(unittest.TestCase):
     def test_what_the_model_can_not_hold_is_refused_with_its_path(self):
         with self.assertRaises(NotTransferable) as refused:
             encode({"a": [1, object()]}, "the return value")
-        self.assertRegex(str(refused.exception), r"^the return value\['a'\]\[1\] is a object \(<object object at .*>\), which the model can not hold$")
+        self.assertRegex(
+            str(refused.exception),
+            r"^the return value\['a'\]\[1\] is a object \(<object object at .*>\), which the model can not hold$",
+        )
         with self.assertRaises(NotTransferable) as refused:
             encode({1: "x"})
         self.assertEqual(str(refused.exception), "dict keys should be strings, got 1 at value")
@@ -106,7 +109,13 @@ class AttributeReads(unittest.TestCase):
         self.assertIsInstance(self.read({"unknown": True}), self.core.inm_util.Unknown)
 
     def test_an_entity_type_asks_for_its_parents_and_attributes_once(self):
-        info = {"parents": ["std::Entity"], "bases": [], "own": ["n"], "attributes": {"n": False, "peers": [0, None, "mod::Host", "peers"]}, "indices": [["n"]]}
+        info = {
+            "parents": ["std::Entity"],
+            "bases": [],
+            "own": ["n"],
+            "attributes": {"n": False, "peers": [0, None, "mod::Host", "peers"]},
+            "indices": [["n"]],
+        }
         with CompilerEnd(info) as end:
             host = remote.remote_type("mod::Host")
             self.assertEqual(host.get_all_parent_names(), ["std::Entity"])
