@@ -57,7 +57,9 @@ fn bases() -> Vec<PathBuf> {
         .filter(|p| p.is_absolute())
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")));
     let mut bases: Vec<PathBuf> = cache.map(|c| c.join("inmanta/compiler-bridge")).into_iter().collect();
-    bases.push(std::env::temp_dir().join("inmanta-compiler-bridge"));
+    // one per user: a directory another user made there is not writable for us
+    let user = my_uid().map(|uid| format!("-{uid}")).unwrap_or_default();
+    bases.push(std::env::temp_dir().join(format!("inmanta-compiler-bridge{user}")));
     bases
 }
 
@@ -109,10 +111,11 @@ fn write_package(staging: &Path) -> Result<(), String> {
     std::fs::create_dir_all(&package).map_err(fail)?;
     for (name, text) in FILES {
         let mut file = std::fs::File::create(package.join(name)).map_err(fail)?;
-        file.write_all(text.as_bytes()).and_then(|()| file.sync_all()).map_err(fail)?;
+        // no fsync: a copy cut short by a crash is not intact, and is written again
+        file.write_all(text.as_bytes()).map_err(fail)?;
         file.set_permissions(std::fs::Permissions::from_mode(0o644)).map_err(fail)?;
     }
-    // readable by all (the compile may run as another user later), writable by us only
+    // writable by us only, whatever the umask: `intact` takes nothing else
     for dir in [&package, &staging.to_path_buf()] {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).map_err(fail)?;
     }
@@ -131,10 +134,17 @@ fn intact(root: &Path) -> bool {
         && FILES.iter().all(|(name, text)| std::fs::read(package.join(name)).is_ok_and(|b| b == text.as_bytes()))
 }
 
-/// Whether this process's user owns `path` (always true where `/proc/self` does not say who that is).
+/// Whether this process's user owns `path` (always true where `/proc` does not say who that is).
 fn owned(path: &Path) -> bool {
-    let Ok(me) = std::fs::metadata("/proc/self").map(|m| m.uid()) else { return true };
+    let Some(me) = my_uid() else { return true };
     std::fs::symlink_metadata(path).is_ok_and(|m| m.uid() == me)
+}
+
+/// The user id files this process creates get (its file system uid), from `/proc/self/status`.
+fn my_uid() -> Option<u32> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    // "Uid:" real, effective, saved, file system
+    status.lines().find_map(|l| l.strip_prefix("Uid:"))?.split_whitespace().nth(3)?.parse().ok()
 }
 
 #[cfg(test)]
@@ -145,6 +155,17 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("bridge-package-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         dir
+    }
+
+    #[test]
+    fn the_user_is_the_owner_of_what_it_creates() {
+        let dir = scratch("owner");
+        std::fs::create_dir_all(&dir).unwrap();
+        let created = std::fs::metadata(&dir).unwrap().uid();
+        std::fs::remove_dir_all(&dir).unwrap();
+        if Path::new("/proc/self/status").exists() {
+            assert_eq!(my_uid(), Some(created));
+        }
     }
 
     #[test]
