@@ -1,7 +1,7 @@
-//! The long-lived Python process of one compile (`bridge.py`), and its line-framed JSON
-//! protocol. The compiler sends a request; Python may ask questions back (attribute reads,
-//! entity type parents, typedef checks, calls of the compiler's own plugins, files to upload)
-//! before it gives the final answer. Answering a question may need Python again (a typedef
+//! The long-lived Python process of one compile (the package `inmanta_rs_bridge/`, written to
+//! disk by [`super::package`]), and its line-framed JSON protocol. The compiler sends a request;
+//! Python may ask questions back (attribute reads, entity type parents, typedef checks, calls of
+//! the compiler's own plugins, files to upload) before it gives the final answer. Answering a question may need Python again (a typedef
 //! constraint that calls a Python plugin): the compiler then sends a new request instead of the
 //! reply, and Python serves it before it goes on waiting, so requests nest like calls.
 //!
@@ -19,7 +19,26 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value as Json, json};
 
-const SCRIPT: &str = include_str!("bridge.py");
+/// The `python -c` program that runs the bridge from the package directory `{dir}`. The package
+/// is imported from its directory, not from `sys.path`: the modules' code sees the `sys.path` of a
+/// `python -c` (the working directory first, unless `PYTHONSAFEPATH` says otherwise), as when the
+/// bridge was one script. These frames are `<string>`, which errors skip as the bridge's own.
+const LAUNCHER: &str = r#"def _start(d):
+    import importlib.util, sys
+    spec = importlib.util.spec_from_file_location("{package}", d + "/__init__.py", submodule_search_locations=[d])
+    package = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = package
+    spec.loader.exec_module(package)
+    from {package}.main import main
+    main()
+_start({dir})
+"#;
+
+fn launcher(package: &Path) -> Result<String, String> {
+    let dir = package.to_str().ok_or_else(|| format!("the bridge's directory {} is no UTF-8", package.display()))?;
+    // a JSON string is a Python string literal too
+    Ok(LAUNCHER.replace("{package}", super::package::PACKAGE).replace("{dir}", &Json::from(dir).to_string()))
+}
 
 /// Answers the questions Python asks while it serves a request.
 pub(crate) trait Questions {
@@ -134,14 +153,15 @@ pub(crate) struct Bridge {
 }
 
 impl Bridge {
-    /// Starts `python` on the bridge script in `cwd` and waits for it to be ready. Until
+    /// Starts `python` on the bridge's package in `cwd` and waits for it to be ready. Until
     /// [`Bridge::set_limit`], a turn may take `limit` or [`START_LIMIT`], whichever is longer
     /// (importing the modules' code is slow on a busy machine, and is no plugin call).
     pub(crate) fn start(python: &Path, cwd: &Path, limit: Duration) -> Result<Bridge, BridgeError> {
         let limit = limit.max(START_LIMIT);
+        let package = super::package::package_dir()?;
         let mut child = Command::new(python)
             .arg("-c")
-            .arg(SCRIPT)
+            .arg(launcher(&package)?)
             .current_dir(cwd)
             .env("PYTHONUNBUFFERED", "1")
             .stdin(Stdio::piped())

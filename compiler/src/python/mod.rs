@@ -2,14 +2,15 @@
 //! a Python process next to the compiler ([`bridge`]). Started only when a loaded module has
 //! Python code, so a model without Python modules never pays for it.
 //!
-//! Values cross as JSON (see `bridge.py`); entity instances stay here and cross as their id:
-//! plugins read their attributes through inmanta-core's own `DynamicProxy`, each read a question
-//! back to the evaluator, answered like a read in the model (value, not set yet, optional none,
-//! unknown, not found). A call that reads an attribute that is not set yet is run again when it is.
+//! Values cross as JSON (see the Python package `inmanta_rs_bridge/`); entity instances stay here
+//! and cross as their id: plugins read their attributes through inmanta-core's own `DynamicProxy`,
+//! each read a question back to the evaluator, answered like a read in the model (value, not set
+//! yet, optional none, unknown, not found). A call that reads an attribute that is not set yet is run again when it is.
 
 pub(crate) mod bridge;
 mod dataclasses;
 pub mod env;
+mod package;
 mod signatures;
 
 pub(crate) use dataclasses::pair_dataclasses;
