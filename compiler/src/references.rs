@@ -359,7 +359,7 @@ impl Reference {
         json!({"args": serialize_args(&self.args), "id": self.id, "type": self.kind})
     }
 
-    /// The reference as it crosses to the modules' Python code (compiler/src/python/bridge.py
+    /// The reference as it crosses to the modules' Python code (compiler/src/python/inmanta_rs_bridge/
     /// builds its class's object from it): its id and the model of it and of every reference it
     /// takes, with the Python module and class that print in Inmanta's messages.
     pub(crate) fn to_python(&self) -> Json {
