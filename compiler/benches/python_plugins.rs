@@ -39,9 +39,15 @@ fn python() -> Option<PathBuf> {
     }
     let home = PathBuf::from(std::env::var_os("HOME")?);
     let cached = home.join(".cache/inmanta/compiler-test-venv");
-    let mut found: Vec<PathBuf> = std::fs::read_dir(&cached).ok()?.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+    // the environments are directories; each has a `.lock` file beside it
+    let mut found: Vec<PathBuf> = std::fs::read_dir(&cached)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().join("bin/python"))
+        .filter(|python| python.exists())
+        .collect();
     found.sort();
-    found.pop().map(|d| d.join("bin/python")).filter(|p| p.exists())
+    found.pop()
 }
 
 fn project(dir: &Path, main: &str) {
