@@ -70,6 +70,17 @@ pub(crate) enum Type {
     Nullable(Box<Type>),
 }
 
+impl Type {
+    /// Whether a typedef is part of this type (`Types::type_name` then needs the model's names).
+    pub(crate) fn has_typedef(&self) -> bool {
+        match self {
+            Type::Typedef(_) => true,
+            Type::TypedList(t) | Type::Nullable(t) => t.has_typedef(),
+            _ => false,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub(crate) struct Typedef {
     pub name: String,

@@ -19,24 +19,11 @@ import os
 import pathlib
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 import uuid
 
+from rest import call  # scripts/reference/rest.py, beside this script
+
 BIN = pathlib.Path(sys.executable).parent
-
-
-def call(url: str, method: str, path: str, env: str | None = None, body: object = None) -> dict:
-    headers = {"Content-Type": "application/json"}
-    if env:
-        headers["X-Inmanta-tid"] = env
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url + path, data=data, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(req) as resp:
-            return json.loads(resp.read() or b"null")
-    except urllib.error.HTTPError as e:
-        sys.exit(f"{method} {path}: {e.code} {e.read().decode(errors='replace')}")
 
 
 def write_project(project: pathlib.Path, managed: pathlib.Path, name: str) -> None:

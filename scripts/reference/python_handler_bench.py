@@ -17,7 +17,6 @@ uninstalled again at the end. The export ships its code to the server like any v
 """
 
 import datetime
-import json
 import os
 import pathlib
 import shutil
@@ -25,20 +24,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
+
+from rest import call  # scripts/reference/rest.py, beside this script
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = pathlib.Path(sys.executable).parent
-
-
-def call(url: str, method: str, path: str, env: str | None = None, body: object = None) -> dict:
-    headers = {"Content-Type": "application/json"}
-    if env:
-        headers["X-Inmanta-tid"] = env
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url + path, data=data, method=method, headers=headers)
-    with urllib.request.urlopen(req) as resp:
-        return json.loads(resp.read() or b"null")
 
 
 def build_module(work: pathlib.Path) -> None:

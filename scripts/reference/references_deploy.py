@@ -18,26 +18,13 @@ import pathlib
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
+
+from rest import call  # scripts/reference/rest.py, beside this script
 
 BIN = pathlib.Path(sys.executable).parent
 # a state that is not final: the deploy is still going on
 MOVING = {"deploying", "available", "unavailable"}
-
-
-def call(url: str, method: str, path: str, env: str | None = None, body: object = None) -> dict:
-    headers = {"Content-Type": "application/json"}
-    if env:
-        headers["X-Inmanta-tid"] = env
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url + path, data=data, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(req) as resp:
-            return json.loads(resp.read() or b"null")
-    except urllib.error.HTTPError as e:
-        sys.exit(f"{method} {path}: {e.code} {e.read().decode(errors='replace')}")
 
 
 def settled(url: str, env: str, deadline: float) -> list[dict]:

@@ -14,20 +14,8 @@ use crate::syntax::SourceMap;
 
 /// A primitive type as the bridge compares it with a Python annotation (`None`: a typedef, not
 /// compared).
-fn type_text(ty: &Type) -> Option<String> {
-    Some(match ty {
-        Type::Any => "any".into(),
-        Type::String => "string".into(),
-        Type::Int => "int".into(),
-        Type::Float => "float".into(),
-        Type::Number => "number".into(),
-        Type::Bool => "bool".into(),
-        Type::Dict => "dict".into(),
-        Type::List => "list".into(),
-        Type::Typedef(_) => return None,
-        Type::TypedList(t) => format!("{}[]", type_text(t)?),
-        Type::Nullable(t) => format!("{}?", type_text(t)?),
-    })
+fn type_text(types: &Types<'_>, ty: &Type) -> Option<String> {
+    (!ty.has_typedef()).then(|| types.type_name(ty))
 }
 
 /// The dataclass entities outside the main file, with what the bridge needs to pair each.
@@ -46,7 +34,7 @@ fn dataclass_requests(types: &Types<'_>, sources: &SourceMap) -> Vec<(EntId, Jso
                 match &a.kind {
                     AttrKind::Rel { .. } if a.name == "requires" || a.name == "provides" => {}
                     AttrKind::Rel { .. } => relations.push(json!({"name": a.name, "location": at(a.span)})),
-                    AttrKind::Prim { ty, .. } => attributes.push(json!({"name": a.name, "type": type_text(ty)})),
+                    AttrKind::Prim { ty, .. } => attributes.push(json!({"name": a.name, "type": type_text(types, ty)})),
                 }
             }
             let ns = &types.namespaces[e.ns].name;
