@@ -16,9 +16,8 @@ use std::sync::{Arc, mpsc};
 use minijinja::value::{Enumerator, Object, ObjectRepr, Rest, ValueKind};
 use minijinja::{ErrorKind as JinjaErrorKind, Value as J};
 
-use super::std_plugins::{charge_copy, module_file, text};
+use super::std_plugins::{charge_conversion, module_file, text};
 use super::{PErr, PResult, PluginCall, s};
-use crate::eval::budget::Built;
 use crate::eval::value::{InstId, Value};
 use crate::eval::{Evaluator, Flow, Wait};
 
@@ -60,11 +59,7 @@ impl Object for InstanceObject {
 /// A model value as a template sees it. Instances deeper than three levels are their name, as
 /// they were before filters could take them.
 fn to_jinja(ev: &mut Evaluator<'_>, v: &Value, depth: usize) -> Result<J, PErr> {
-    match v {
-        Value::List(l) => charge_copy(ev, Built::List(l.len()))?,
-        Value::Dict(d) => charge_copy(ev, Built::Dict(d.len()))?,
-        _ => {}
-    }
+    charge_conversion(ev, v)?;
     Ok(match v {
         Value::Instance(i) => {
             if depth > 3 {

@@ -128,6 +128,16 @@ pub(super) fn charge_copy(ev: &mut Evaluator<'_>, built: Built) -> Result<(), PE
     ev.limits.budget.charge(built).map_err(|m| PErr::Kind(ErrorKind::RuntimeException, m))
 }
 
+/// Charges the copy of a list or dict into another representation (JSON, a template value)
+/// against the compile's memory budget; other values cost nothing new.
+pub(super) fn charge_conversion(ev: &mut Evaluator<'_>, v: &Value) -> Result<(), PErr> {
+    match v {
+        Value::List(l) => charge_copy(ev, Built::List(l.len())),
+        Value::Dict(d) => charge_copy(ev, Built::Dict(d.len())),
+        _ => Ok(()),
+    }
+}
+
 fn sort_key(v: &Value) -> (u8, f64, String) {
     match v {
         Value::Int(i) => (0, *i as f64, String::new()),

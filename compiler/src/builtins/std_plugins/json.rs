@@ -5,11 +5,7 @@ use super::*;
 /// JSON the way Python's `json.dumps` writes it (`", "` and `": "` separators).
 /// Python's `json.dumps`: a dict keeps its key order.
 pub(super) fn json_dumps(ev: &mut Evaluator<'_>, v: &Value, depth: usize) -> Result<String, PErr> {
-    match v {
-        Value::List(l) => charge_copy(ev, Built::List(l.len()))?,
-        Value::Dict(d) => charge_copy(ev, Built::Dict(d.len()))?,
-        _ => {}
-    }
+    charge_conversion(ev, v)?;
     Ok(match v {
         Value::Dict(d) if depth < 64 => {
             let mut parts = Vec::with_capacity(d.len());
@@ -59,11 +55,7 @@ pub(super) fn python_json(j: &serde_json::Value) -> String {
 }
 
 pub(super) fn to_json(ev: &mut Evaluator<'_>, v: &Value, depth: usize) -> Result<serde_json::Value, PErr> {
-    match v {
-        Value::List(l) => charge_copy(ev, Built::List(l.len()))?,
-        Value::Dict(d) => charge_copy(ev, Built::Dict(d.len()))?,
-        _ => {}
-    }
+    charge_conversion(ev, v)?;
     Ok(match v {
         Value::Instance(i) => {
             if depth > 3 {
