@@ -25,10 +25,6 @@ impl Timestamp {
         Timestamp(Utc::now())
     }
 
-    pub fn from_datetime(t: DateTime<Utc>) -> Timestamp {
-        Timestamp(t)
-    }
-
     pub fn datetime(self) -> DateTime<Utc> {
         self.0
     }

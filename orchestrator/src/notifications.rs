@@ -91,14 +91,6 @@ pub(crate) async fn insert_notification(tx: &mut Transaction, env: Uuid, new: &N
 }
 
 impl Orchestrator {
-    pub async fn create_notification(&self, env: Uuid, new: NewNotification) -> Result<Notification> {
-        self.ensure_environment(env).await?;
-        let mut tx = self.store.begin_write().await?;
-        let id = insert_notification(&mut tx, env, &new).await?;
-        tx.commit().await?;
-        self.notification(env, id).await
-    }
-
     pub async fn notifications(&self, env: Uuid, req: &PageRequest) -> Result<Page<Notification>> {
         self.ensure_environment(env).await?;
         let binds = [env.to_string()];

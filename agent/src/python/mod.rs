@@ -179,19 +179,6 @@ impl PythonExecutors {
             .count()
     }
 
-    /// Stops every executor process, the spare too (they start again on the next call).
-    pub fn stop_all(&self) {
-        self.keep_spare.store(false, Ordering::Relaxed);
-        drop(self.take_spare());
-        let slots: Vec<Arc<Slot>> =
-            self.slots.lock().map(|mut s| s.drain().map(|(_, v)| v).collect()).unwrap_or_default();
-        for slot in slots {
-            if let Ok(mut process) = slot.process.lock() {
-                process.take();
-            }
-        }
-    }
-
     fn shim(&self) -> Result<PathBuf, String> {
         self.shim
             .get_or_init(|| {

@@ -44,13 +44,6 @@ pub enum Unauthenticated {
     PasswordChanged,
 }
 
-impl Unauthenticated {
-    /// No credentials at all (401); every other refusal is of a token that was sent (403).
-    pub fn is_missing(&self) -> bool {
-        matches!(self, Unauthenticated::Missing)
-    }
-}
-
 impl Authenticator {
     /// Loads the signing key from the database, creating it on first start.
     pub async fn load(orchestrator: &Orchestrator, login_expire: i64) -> Result<Authenticator> {
