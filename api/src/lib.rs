@@ -27,7 +27,7 @@ pub mod version;
 pub mod client;
 
 pub use environment::{Environment, EnvironmentV1, Project, ProjectV1};
-pub use resource::ResourceId;
+pub use resource::{ResourceId, ResourceVersionId};
 pub use settings::{SettingDefinition, SettingType, SettingValue};
 pub use state::{
     ActionKind, AgentStatus, Blocked, Change, CompileStatus, Compliance, HandlerRun, HandlerStatus, ResourceDiffStatus,

@@ -25,7 +25,7 @@ pub struct Fact {
     pub source: String,
     pub updated: Option<crate::Timestamp>,
     pub metadata: Option<serde_json::Value>,
-    pub resource_id: String,
+    pub resource_id: crate::ResourceId,
     pub expires: bool,
 }
 
@@ -38,6 +38,8 @@ pub const PARAMETER_SOURCES: &[&str] = &["fact", "plugin", "user", "report"];
 pub struct SetParameter {
     pub source: String,
     pub value: serde_json::Value,
+    /// Text: Inmanta's clients may send a resource version id here, whose version the server
+    /// drops, and a malformed one is refused naming this field.
     #[serde(default)]
     pub resource_id: Option<String>,
     #[serde(default)]
