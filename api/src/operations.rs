@@ -25,7 +25,9 @@ pub struct Fact {
     pub source: String,
     pub updated: Option<crate::Timestamp>,
     pub metadata: Option<serde_json::Value>,
-    pub resource_id: crate::ResourceId,
+    /// `""` on the wire for a parameter (the v1 calls answer parameters in this shape too).
+    #[serde(with = "crate::resource::id_or_empty")]
+    pub resource_id: Option<crate::ResourceId>,
     pub expires: bool,
 }
 

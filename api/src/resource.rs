@@ -233,6 +233,26 @@ where
     serializer.collect_map(entries)
 }
 
+/// An optional resource id written as `""` when absent, as Inmanta writes the `resource_id` of a
+/// parameter that belongs to no resource. For `#[serde(with)]`.
+pub mod id_or_empty {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::ResourceId;
+
+    pub fn serialize<S: Serializer>(id: &Option<ResourceId>, serializer: S) -> Result<S::Ok, S::Error> {
+        match id {
+            Some(id) => serializer.collect_str(id),
+            None => serializer.serialize_str(""),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<ResourceId>, D::Error> {
+        let text = std::borrow::Cow::<str>::deserialize(deserializer)?;
+        if text.is_empty() { Ok(None) } else { text.parse().map(Some).map_err(serde::de::Error::custom) }
+    }
+}
+
 /// `ResourceIdDetails` on the wire.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResourceIdDetails {
@@ -287,7 +307,7 @@ pub struct ResourceHistory {
     pub date: crate::Timestamp,
     pub attributes: serde_json::Map<String, serde_json::Value>,
     pub attribute_hash: String,
-    pub requires: Vec<String>,
+    pub requires: Vec<ResourceId>,
 }
 
 /// One log line of a resource action.
@@ -437,6 +457,23 @@ mod tests {
         let json = serde_json::to_string(&Holder { map: map.clone() }).unwrap();
         assert_eq!(json, r#"{"map":{"a::BC[x,n=2]":2,"a::B[x,n=1]":1}}"#);
         assert_eq!(serde_json::from_str::<Holder>(&json).unwrap(), Holder { map });
+    }
+
+    #[test]
+    fn an_absent_id_is_written_empty() {
+        #[derive(Serialize, Deserialize, PartialEq, Debug)]
+        struct Holder {
+            #[serde(with = "id_or_empty")]
+            resource_id: Option<ResourceId>,
+        }
+        for (holder, json) in [
+            (Holder { resource_id: None }, r#"{"resource_id":""}"#),
+            (Holder { resource_id: ResourceId::parse("a::B[x,n=1]").ok() }, r#"{"resource_id":"a::B[x,n=1]"}"#),
+        ] {
+            assert_eq!(serde_json::to_string(&holder).unwrap(), json);
+            assert_eq!(serde_json::from_str::<Holder>(json).unwrap(), holder);
+        }
+        assert!(serde_json::from_str::<Holder>(r#"{"resource_id":"a::B"}"#).is_err());
     }
 
     #[test]

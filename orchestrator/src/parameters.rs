@@ -73,7 +73,8 @@ impl ParameterRow {
     }
 
     fn fact(self, environment: Uuid) -> Result<Fact> {
-        let resource_id = self.resource_id.clone();
+        let resource_id =
+            if self.resource_id.is_empty() { None } else { Some(crate::stored_id(&self.resource_id)?) };
         let expires = self.expires != 0;
         let p = self.parameter(environment)?;
         Ok(Fact {
