@@ -110,10 +110,8 @@ impl ResourceId {
             return Err(bad("it does not end with ']'"));
         }
         let entity_type = &id_part[..open];
-        let segments: Vec<&str> = entity_type.split("::").collect();
-        if segments.len() < 2
-            || segments.iter().any(|s| s.is_empty() || !s.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-'))
-        {
+        let segment_ok = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-');
+        if !entity_type.contains("::") || !entity_type.split("::").all(segment_ok) {
             return Err(bad("the type must be a full entity name like ns::Type"));
         }
         let inner = &id_part[open + 1..id_part.len() - 1];
