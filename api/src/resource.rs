@@ -33,8 +33,7 @@ pub struct InvalidResourceId {
 }
 
 /// What [`ResourceId::parse`] and [`ResourceId::parse_versioned`] accept.
-pub const ANY_ID_FORM: &str =
-    "<namespace>::<Type>[<agent>,<attribute>=<value>] with an optional ,v=<version>";
+pub const ANY_ID_FORM: &str = "<namespace>::<Type>[<agent>,<attribute>=<value>] with an optional ,v=<version>";
 /// What a [`ResourceId`] reads from JSON.
 pub const RESOURCE_ID_FORM: &str = "<namespace>::<Type>[<agent>,<attribute>=<value>] without a ,v=<version>";
 /// What a [`ResourceVersionId`] reads from text and JSON.

@@ -181,7 +181,9 @@ impl Orchestrator {
         diffs.sort_by(|a, b| a.0.cmp(&b.0));
         diffs
             .into_iter()
-            .map(|(id, status, attributes)| Ok(ResourceDiff { resource_id: crate::stored_id(&id)?, status, attributes }))
+            .map(|(id, status, attributes)| {
+                Ok(ResourceDiff { resource_id: crate::stored_id(&id)?, status, attributes })
+            })
             .collect()
     }
 }

@@ -73,8 +73,7 @@ impl ParameterRow {
     }
 
     fn fact(self, environment: Uuid) -> Result<Fact> {
-        let resource_id =
-            if self.resource_id.is_empty() { None } else { Some(crate::stored_id(&self.resource_id)?) };
+        let resource_id = if self.resource_id.is_empty() { None } else { Some(crate::stored_id(&self.resource_id)?) };
         let expires = self.expires != 0;
         let p = self.parameter(environment)?;
         Ok(Fact {

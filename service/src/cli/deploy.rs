@@ -211,8 +211,11 @@ async fn summary(e: &Embedded, version: i64, started: Instant, verbose: bool, js
         super::output::styled_table(&["Resource", "Status", "Change"], rows);
     }
     for r in current.iter().filter(|r| r.status == ResourceState::Failed) {
-        let logs =
-            e.orchestrator.resource_logs(env, &r.resource_id.to_string(), &PageRequest::default()).await.map_err(server_error)?;
+        let logs = e
+            .orchestrator
+            .resource_logs(env, &r.resource_id.to_string(), &PageRequest::default())
+            .await
+            .map_err(server_error)?;
         if let Some(error) = logs.items.iter().find(|l| l.level == "ERROR") {
             eprintln!("{}: {}", r.resource_id, error.msg);
         }
