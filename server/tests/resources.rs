@@ -90,7 +90,7 @@ fn ids(body: &Value) -> Vec<String> {
 }
 
 fn resource_ids(page: &Envelope<Vec<LatestReleasedResource>>) -> Vec<String> {
-    page.data.iter().map(|r| r.resource_id.clone()).collect()
+    page.data.iter().map(|r| r.resource_id.to_string()).collect()
 }
 
 #[tokio::test]
@@ -148,7 +148,7 @@ async fn resource_list_details_history_logs_and_actions() {
 
     let details = client.resource(env, &rid("/b")).await.unwrap();
     assert_eq!(details.status, ResourceState::Failed);
-    assert_eq!(details.requires_status[&rid("/a")], ResourceState::Deployed);
+    assert_eq!(details.requires_status[&ResourceId::parse(&rid("/a")).unwrap()], ResourceState::Deployed);
     assert_eq!(details.attributes["hash"], "1");
     assert_eq!(refused(client.resource(env, &rid("/zz")).await), 404);
     assert_eq!(refused(client.resource(env, "not-an-id").await), 400);
@@ -171,7 +171,7 @@ async fn resource_list_details_history_logs_and_actions() {
     assert_eq!(actions[0].status, Some(HandlerStatus::Failed));
     let query = ActionQuery { exclude_changes: vec!["nochange".into()], ..Default::default() };
     let created = client.resource_actions(env, &query).await.unwrap().data;
-    assert_eq!(created[0].resource_version_ids, vec![format!("{},v={v1}", rid("/a"))]);
+    assert_eq!(created[0].resource_version_ids, vec![ResourceId::parse(&rid("/a")).unwrap().versioned(v1 as u64)]);
     let query = ActionQuery { attribute: Some("path".into()), ..Default::default() };
     assert_eq!(refused(client.resource_actions(env, &query).await), 400);
 
