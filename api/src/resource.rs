@@ -1,5 +1,7 @@
 //! Resource ids, as Inmanta writes them: `<type>[<agent>,<attribute>=<value>]`, optionally
-//! followed by `,v=<version>` (a resource version id).
+//! followed by `,v=<version>` (a resource version id). Both are types here ([`ResourceId`],
+//! [`ResourceVersionId`]) that travel as their text, so the wire stays Inmanta's strings while
+//! every answer and console row that carries one holds a checked id.
 
 use std::fmt;
 
@@ -43,16 +45,16 @@ pub const RESOURCE_VERSION_ID_FORM: &str = "<namespace>::<Type>[<agent>,<attribu
 const VERSION_SEPARATOR: &str = ",v=";
 
 /// `<resource id>,v=<version>`: the resource version id of a resource id that is already text
-/// (the requires lists and resource rows of `put_version`, the scheduler and deploys hold ids as
-/// stored text; parsing each of them there to build a [`ResourceVersionId`] would add work per
+/// (the resource dicts of `put_version`/`put_partial` and the version migration keep ids as the
+/// text they read; parsing each of them there to build a [`ResourceVersionId`] would add work per
 /// resource to those bulk paths).
 pub fn versioned_id(plain: &str, version: u64) -> String {
     format!("{plain}{VERSION_SEPARATOR}{version}")
 }
 
 /// The resource id of a resource version id (`...],v=<number>`); any other text as it is. For
-/// text from outside (a compiler's `requires`, a graph's node names) that may or may not carry a
-/// version and is not refused when it is no resource id at all.
+/// text from outside that may or may not carry a version and is not refused when it is no
+/// resource id at all (the ids of Inmanta's own export in the compiler's conformance check).
 pub fn unversioned(text: &str) -> &str {
     match text.rsplit_once(VERSION_SEPARATOR) {
         Some((head, v)) if head.ends_with(']') && !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => head,

@@ -114,8 +114,8 @@ pub struct ConfigurationModel {
     pub released: bool,
     pub version_info: Option<serde_json::Value>,
     pub total: i64,
-    pub undeployable: Vec<String>,
-    pub skipped_for_undeployable: Vec<String>,
+    pub undeployable: Vec<ResourceId>,
+    pub skipped_for_undeployable: Vec<ResourceId>,
     /// Known to the server, not on the wire: Inmanta's v1 `ConfigurationModel` has no status
     /// (the v2 `DesiredStateVersion` has).
     #[serde(skip)]

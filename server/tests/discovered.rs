@@ -197,6 +197,11 @@ async fn wrong_requests_get_a_json_4xx_that_says_what_to_fix() {
         ),
         (json!({"discovered_resources": [found("kvfile::Line[a,key=b]", SCAN, json!([1, 2]))]}), "values"),
         (json!({"resources": []}), "resources"),
+        // A resource version id is no resource id: listed, it would not name what was found.
+        (
+            json!({"discovered_resources": [found("kvfile::Line[a,key=b],v=3", SCAN, json!({}))]}),
+            "discovered_resource_id: invalid resource id",
+        ),
     ];
     for (body, names) in cases {
         let (status, answer) = post(body.clone()).await;

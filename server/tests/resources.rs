@@ -10,7 +10,7 @@ use api::resource::{LatestReleasedResource, LogLine};
 use api::state::{ActionKind, Change, HandlerStatus};
 use api::version::PutVersion;
 use api::{Envelope, ResourceId, ResourceState};
-use common::{TestServer, refused};
+use common::{TestServer, refusal, refused};
 use orchestrator::resources::FinishedAction;
 use orchestrator::{ActionOutcome, Orchestrator};
 use serde_json::{Map, Value, json};
@@ -151,7 +151,11 @@ async fn resource_list_details_history_logs_and_actions() {
     assert_eq!(details.requires_status[&ResourceId::parse(&rid("/a")).unwrap()], ResourceState::Deployed);
     assert_eq!(details.attributes["hash"], "1");
     assert_eq!(refused(client.resource(env, &rid("/zz")).await), 404);
-    assert_eq!(refused(client.resource(env, "not-an-id").await), 400);
+    // A malformed id is refused naming the id and the form a resource id takes.
+    let (status, message) = refusal(client.resource(env, "not-an-id").await);
+    assert_eq!(status, 400, "{message}");
+    assert!(message.contains(r#"invalid resource id "not-an-id""#), "{message}");
+    assert!(message.contains("<namespace>::<Type>[<agent>,<attribute>=<value>]"), "{message}");
 
     let logs = client.resource_logs(env, &rid("/b"), &ListQuery::new()).await.unwrap();
     // The deploy's two lines and the line of the `store` action of the version that brought it.

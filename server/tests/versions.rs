@@ -190,8 +190,9 @@ async fn put_version_validates_everything() {
     .await
     .unwrap();
     let model = s.client().version(env, v).await.unwrap().model;
-    assert_eq!(model.undeployable, ["fs::File[agent-1,path=/a]"]);
-    assert_eq!(model.skipped_for_undeployable, ["fs::File[agent-1,path=/b]", "fs::File[agent-1,path=/c]"]);
+    let texts = |ids: &[api::ResourceId]| ids.iter().map(ToString::to_string).collect::<Vec<_>>();
+    assert_eq!(texts(&model.undeployable), ["fs::File[agent-1,path=/a]"]);
+    assert_eq!(texts(&model.skipped_for_undeployable), ["fs::File[agent-1,path=/b]", "fs::File[agent-1,path=/c]"]);
     assert_eq!(refused(put(&s, env, v, vec![file("/a", &[])], &[]).await), 409, "a version is stored once");
 }
 
