@@ -20,7 +20,7 @@ use crate::model::{Graph, GraphFocus, ResourceId, ResourceState};
 const GRAPH: &str = "/console/resources/graph";
 
 /// The graph of `rid`'s neighbourhood (the link on a resource's details page).
-pub fn around_link(env: &str, rid: &api::ResourceId) -> String {
+pub fn around_link(env: &str, rid: &ResourceId) -> String {
     format!("{}&around={}&hops=2", env_link("resources/graph", env), encode(&rid.to_string()))
 }
 
