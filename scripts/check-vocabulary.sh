@@ -29,7 +29,7 @@ if literals=$(code | grep -E "\"($states)\"" | grep -vE '^[^:]+:[0-9]+: *//'); t
   found=1
 fi
 if versions=$(code | grep -E '",v="|,v=\{' | grep -vE '^[^:]+:[0-9]+: *//'); then
-  echo "resource version ids built or cut by hand (use api::resource::versioned_id / unversioned):" >&2
+  echo "resource version ids built or cut by hand (use api::ResourceVersionId; for stored text api::resource::versioned_id / unversioned):" >&2
   echo "$versions" >&2
   found=1
 fi

@@ -44,7 +44,7 @@ impl ResourceRequest {
     /// The resource as a dict again, with `id` as an rvid (what external handlers receive).
     pub fn to_json(&self) -> Value {
         let mut obj = self.attributes.clone();
-        obj.insert("id".into(), Value::String(self.id.versioned(self.version as u64)));
+        obj.insert("id".into(), Value::String(self.id.versioned_text(self.version as u64)));
         Value::Object(obj)
     }
 

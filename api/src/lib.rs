@@ -29,7 +29,7 @@ pub mod client;
 
 pub use compile_error::{CompileData, ErrorKind};
 pub use environment::{Environment, EnvironmentV1, Project, ProjectV1};
-pub use resource::ResourceId;
+pub use resource::{ResourceId, ResourceVersionId};
 pub use settings::{SettingDefinition, SettingType, SettingValue};
 pub use state::{
     ActionKind, AgentStatus, Blocked, Change, CompileStatus, Compliance, HandlerRun, HandlerStatus, ResourceDiffStatus,

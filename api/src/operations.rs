@@ -25,7 +25,9 @@ pub struct Fact {
     pub source: String,
     pub updated: Option<crate::Timestamp>,
     pub metadata: Option<serde_json::Value>,
-    pub resource_id: String,
+    /// `""` on the wire for a parameter (the v1 calls answer parameters in this shape too).
+    #[serde(with = "crate::resource::id_or_empty")]
+    pub resource_id: Option<crate::ResourceId>,
     pub expires: bool,
 }
 
@@ -38,6 +40,8 @@ pub const PARAMETER_SOURCES: &[&str] = &["fact", "plugin", "user", "report"];
 pub struct SetParameter {
     pub source: String,
     pub value: serde_json::Value,
+    /// Text: Inmanta's clients may send a resource version id here, whose version the server
+    /// drops, and a malformed one is refused naming this field.
     #[serde(default)]
     pub resource_id: Option<String>,
     #[serde(default)]

@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::resource::{ResourceId, ResourceVersionId};
+
 /// Body of `PUT /api/v1/version`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -112,8 +114,8 @@ pub struct ConfigurationModel {
     pub released: bool,
     pub version_info: Option<serde_json::Value>,
     pub total: i64,
-    pub undeployable: Vec<String>,
-    pub skipped_for_undeployable: Vec<String>,
+    pub undeployable: Vec<ResourceId>,
+    pub skipped_for_undeployable: Vec<ResourceId>,
     /// Known to the server, not on the wire: Inmanta's v1 `ConfigurationModel` has no status
     /// (the v2 `DesiredStateVersion` has).
     #[serde(skip)]
@@ -127,22 +129,22 @@ pub struct ConfigurationModel {
 /// `VersionedResource`: one resource of a version in the v2 listing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VersionedResource {
-    pub resource_id: String,
-    pub resource_version_id: String,
+    pub resource_id: ResourceId,
+    pub resource_version_id: ResourceVersionId,
     pub id_details: crate::resource::ResourceIdDetails,
-    pub requires: Vec<String>,
+    pub requires: Vec<ResourceVersionId>,
 }
 
 /// `VersionedResourceDetails`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VersionedResourceDetails {
-    pub resource_id: String,
+    pub resource_id: ResourceId,
     pub resource_type: String,
     pub agent: String,
     pub id_attribute: String,
     pub id_attribute_value: String,
     pub attributes: serde_json::Map<String, serde_json::Value>,
-    pub resource_version_id: String,
+    pub resource_version_id: ResourceVersionId,
     pub version: i64,
 }
 
@@ -183,7 +185,7 @@ pub struct AttributeDiff {
 /// `ResourceDiff`: how one resource differs between two versions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResourceDiff {
-    pub resource_id: String,
+    pub resource_id: ResourceId,
     pub status: ResourceDiffStatus,
     pub attributes: BTreeMap<String, AttributeDiff>,
 }

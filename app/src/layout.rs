@@ -443,8 +443,8 @@ pub fn HaltedBanner() -> impl IntoView {
 }
 
 /// Used by pages to build links to a resource.
-pub fn resource_link(env: &str, rid: &str) -> String {
-    format!("{}&rid={}", env_link("resources/details", env), encode(rid))
+pub fn resource_link(env: &str, rid: &api::ResourceId) -> String {
+    format!("{}&rid={}", env_link("resources/details", env), encode(&rid.to_string()))
 }
 
 /// The signed-in user's name for the header; `None` when the server runs without auth.

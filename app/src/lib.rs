@@ -36,6 +36,30 @@ pub const PKG_DIR: &str = "pkg";
 /// URL prefix of the server functions (each has a fixed endpoint under it).
 pub const SERVER_FN_PREFIX: &str = "/console/fn";
 
+/// A server function's answer as the console routes send it. Leptos answers every failure with
+/// 500; a call whose arguments do not decode (a malformed resource id, a missing field) is the
+/// caller's mistake and gets 400, with the same body naming what to fix (`Deserialization|...`,
+/// the error encoding the browser side decodes).
+#[cfg(feature = "ssr")]
+pub async fn server_fn_answer(answer: impl axum::response::IntoResponse) -> axum::response::Response {
+    use axum::http::StatusCode;
+    const ARGUMENTS_REFUSED: &[u8] = b"Deserialization|";
+    let response = answer.into_response();
+    if response.status() != StatusCode::INTERNAL_SERVER_ERROR {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    // An error answer is one line of text; a larger one is kept whole as it came.
+    let bytes = match axum::body::to_bytes(body, 1 << 20).await {
+        Ok(bytes) => bytes,
+        Err(_) => return axum::response::Response::from_parts(parts, axum::body::Body::empty()),
+    };
+    if bytes.starts_with(ARGUMENTS_REFUSED) {
+        parts.status = StatusCode::BAD_REQUEST;
+    }
+    axum::response::Response::from_parts(parts, axum::body::Body::from(bytes))
+}
+
 /// The URLs of the console's built files as the server serves them. Their names carry a hash of
 /// their content (`pkg/console.<hash>.wasm`, see `scripts/build-console.sh`), so browsers may
 /// keep them forever and a page never pairs a new script with an old wasm.

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 pub use api::version::VersionStatus;
-pub use api::{AgentStatus, CompileStatus, ResourceDiffStatus, ResourceState};
+pub use api::{AgentStatus, CompileStatus, ResourceDiffStatus, ResourceId, ResourceState};
 use serde::{Deserialize, Serialize};
 
 /// One row of the environments page and of the environment switcher.
@@ -98,7 +98,7 @@ pub struct VersionRow {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ResourceRow {
-    pub id: String,
+    pub id: ResourceId,
     pub resource_type: String,
     pub agent: String,
     pub value: String,
@@ -115,7 +115,7 @@ pub enum Problem {
     Error(String),
     /// It waits on a dependency that failed, is undefined or is itself blocked: the first such
     /// dependency and how many there are.
-    BlockedBy { resource: String, status: ResourceState, count: usize },
+    BlockedBy { resource: ResourceId, status: ResourceState, count: usize },
 }
 
 /// States of a dependency that keep the resources requiring it from deploying.
@@ -129,7 +129,7 @@ pub const BLOCKING_STATES: &[ResourceState] = &[
 
 impl Problem {
     /// The blocking dependency among `requires` (resource id, status), if any.
-    pub fn blocked_by(requires: &[(String, ResourceState)]) -> Option<Problem> {
+    pub fn blocked_by(requires: &[(ResourceId, ResourceState)]) -> Option<Problem> {
         let mut blocking = requires.iter().filter(|(_, status)| BLOCKING_STATES.contains(status));
         let (resource, status) = blocking.next()?;
         Some(Problem::BlockedBy { resource: resource.clone(), status: *status, count: 1 + blocking.count() })
@@ -162,7 +162,7 @@ pub type Attribute = (String, String);
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ResourceDetails {
-    pub id: String,
+    pub id: ResourceId,
     pub resource_type: String,
     pub agent: String,
     pub value: String,
@@ -171,7 +171,7 @@ pub struct ResourceDetails {
     pub first_generated: String,
     pub attributes: Vec<Attribute>,
     /// Required resource id and its status.
-    pub requires: Vec<(String, ResourceState)>,
+    pub requires: Vec<(ResourceId, ResourceState)>,
     /// Why it is not deployed (last error, or the dependency that blocks it).
     pub problem: Option<Problem>,
 }
@@ -181,7 +181,7 @@ pub struct HistoryRow {
     pub date: String,
     pub attribute_hash: String,
     pub attributes: Vec<Attribute>,
-    pub requires: Vec<String>,
+    pub requires: Vec<ResourceId>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -196,7 +196,7 @@ pub struct LogRow {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VersionedResourceRow {
-    pub id: String,
+    pub id: ResourceId,
     pub resource_type: String,
     pub agent: String,
     pub value: String,
@@ -214,7 +214,7 @@ pub struct AttributeChange {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ResourceChange {
-    pub id: String,
+    pub id: ResourceId,
     pub status: ResourceDiffStatus,
     pub attributes: Vec<AttributeChange>,
 }
@@ -234,8 +234,8 @@ pub struct ParameterRow {
     pub value: String,
     pub source: String,
     pub updated: Option<String>,
-    /// Empty for parameters, the resource for facts.
-    pub resource_id: String,
+    /// None for parameters, the resource for facts.
+    pub resource_id: Option<ResourceId>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -279,7 +279,7 @@ pub struct Graph {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GraphNode {
-    pub id: String,
+    pub id: ResourceId,
     pub label: String,
     pub status: ResourceState,
     pub x: f64,

@@ -22,7 +22,9 @@ pub(crate) fn router(orchestrator: Option<orchestrator::Orchestrator>) -> Router
     let page = axum::routing::get(move |req: Request<Body>| page(req));
     Router::new().route("/console", page.clone()).route("/console/{*path}", page).route(
         "/console/fn/{*name}",
-        axum::routing::post(move |req: Request<Body>| leptos_axum::handle_server_fns_with_context(context, req)),
+        axum::routing::post(move |req: Request<Body>| async move {
+            crate::server_fn_answer(leptos_axum::handle_server_fns_with_context(context, req).await).await
+        }),
     )
 }
 

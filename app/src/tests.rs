@@ -231,6 +231,37 @@ async fn a_database_error_reaches_the_browser_as_an_error_id_only() {
     }
 }
 
+/// A server function called with a malformed resource id is refused with 400 and a message
+/// naming the id and the form of one; a well-formed id of no resource is the orchestrator's 404
+/// text (as every orchestrator refusal reaches the browser).
+#[tokio::test]
+async fn a_malformed_resource_id_is_refused_before_the_call() {
+    use axum::body::Body;
+    use axum::http::Request;
+    use tower::ServiceExt;
+    let (_dir, o) = orchestrator_with(&[]).await;
+    let env = environment_with_versions(&o, 1).await;
+    let call = |rid: &str| {
+        let body = serde_json::json!({"env": env.to_string(), "rid": rid}).to_string();
+        Request::post("/console/fn/resource_details")
+            .header("content-type", "application/json")
+            .body(Body::from(body))
+            .unwrap()
+    };
+    let response = router(Some(o.clone())).oneshot(call("not-an-id")).await.unwrap();
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+    let body = String::from_utf8_lossy(&body);
+    assert!(body.contains(r#"invalid resource id "not-an-id""#), "{body}");
+    assert!(body.contains("<namespace>::<Type>[<agent>,<attribute>=<value>]"), "{body}");
+
+    let response = router(Some(o)).oneshot(call("std::testing::NullResource[agent1,name=n0]")).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    // The page parses its `?rid=` the same way before it calls.
+    let error = crate::components::rid_argument("fs::File[a]").unwrap_err().to_string();
+    assert!(error.contains(r#"invalid resource id "fs::File[a]""#), "{error}");
+}
+
 /// Parameters and facts are two pages over one table: each lists its own rows with its own
 /// columns, and a long value folds.
 #[tokio::test]

@@ -42,10 +42,10 @@ impl ExportedResource {
         let requires = self
             .requires
             .iter()
-            .map(|r| Json::String(if version == 0 { r.to_string() } else { r.versioned(version) }))
+            .map(|r| Json::String(if version == 0 { r.to_string() } else { r.versioned_text(version) }))
             .collect();
         dict.insert("requires".into(), Json::Array(requires));
-        dict.insert("id".into(), Json::String(self.id.versioned(version)));
+        dict.insert("id".into(), Json::String(self.id.versioned_text(version)));
         dict
     }
 
@@ -72,11 +72,11 @@ impl serde::Serialize for Wire<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let resource = self.resource;
-        let id = resource.id.versioned(self.version);
+        let id = resource.id.versioned_text(self.version);
         let requires: Vec<String> = resource
             .requires
             .iter()
-            .map(|r| if self.version == 0 { r.to_string() } else { r.versioned(self.version) })
+            .map(|r| if self.version == 0 { r.to_string() } else { r.versioned_text(self.version) })
             .collect();
         // In the order of into_wire's map, whose keys are sorted: `id` and `requires` take their
         // places among the attributes and replace attributes of those names.

@@ -67,8 +67,8 @@ fn webfleet() {
     // version 7: every id and require carries it
     for r in &out.resources {
         let wire = r.to_wire(7);
-        assert_eq!(wire["id"], r.id.versioned(7));
-        let requires: Vec<String> = r.requires.iter().map(|q| q.versioned(7)).collect();
+        assert_eq!(wire["id"], r.id.versioned(7).to_string());
+        let requires: Vec<String> = r.requires.iter().map(|q| q.versioned_text(7)).collect();
         assert_eq!(wire["requires"], serde_json::json!(requires));
     }
     let json: serde_json::Value = serde_json::from_str(&out.export_json()).expect("export json");

@@ -37,7 +37,7 @@ struct ResourceRow {
 
 impl ResourceRow {
     fn id(&self) -> Result<ResourceId> {
-        ResourceId::parse(&self.resource_id).map_err(|e| Error::Corrupt(e.to_string()))
+        crate::stored_id(&self.resource_id)
     }
 
     fn attributes(&self) -> Result<serde_json::Map<String, serde_json::Value>> {
@@ -77,8 +77,12 @@ impl Orchestrator {
             Ok(VersionedResource {
                 resource_version_id: id.versioned(version as u64),
                 id_details: ResourceIdDetails::from(&id),
-                requires: row.requires()?.iter().map(|r| api::resource::versioned_id(r, version as u64)).collect(),
-                resource_id: row.resource_id.clone(),
+                requires: row
+                    .requires()?
+                    .iter()
+                    .map(|r| crate::stored_version_id(r, version))
+                    .collect::<Result<_>>()?,
+                resource_id: id,
             })
         })
     }
@@ -99,13 +103,13 @@ impl Orchestrator {
         attributes
             .insert("requires".into(), row.requires()?.iter().map(|r| serde_json::Value::String(r.clone())).collect());
         Ok(VersionedResourceDetails {
-            resource_id: id.to_string(),
             resource_type: id.entity_type.clone(),
             agent: id.agent.clone(),
             id_attribute: id.attribute.clone(),
             id_attribute_value: id.value.clone(),
             attributes,
             resource_version_id: id.versioned(version as u64),
+            resource_id: id,
             version,
         })
     }
@@ -167,18 +171,20 @@ impl Orchestrator {
                     attribute_diffs(None, Some(&after)),
                 ),
             };
-            diffs.push(ResourceDiff { resource_id: row.resource_id, status, attributes });
+            diffs.push((row.resource_id, status, attributes));
         }
         for row in deleted {
             let before = with_requires(&row.attributes, &row.requires)?;
-            diffs.push(ResourceDiff {
-                resource_id: row.resource_id,
-                status: ResourceDiffStatus::Deleted,
-                attributes: attribute_diffs(Some(&before), None),
-            });
+            diffs.push((row.resource_id, ResourceDiffStatus::Deleted, attribute_diffs(Some(&before), None)));
         }
-        diffs.sort_by(|a, b| a.resource_id.cmp(&b.resource_id));
-        Ok(diffs)
+        // Sorted by the ids' text, as listed before ids were typed (a ResourceId orders by field).
+        diffs.sort_by(|a, b| a.0.cmp(&b.0));
+        diffs
+            .into_iter()
+            .map(|(id, status, attributes)| {
+                Ok(ResourceDiff { resource_id: crate::stored_id(&id)?, status, attributes })
+            })
+            .collect()
     }
 }
 

@@ -69,9 +69,9 @@ impl DiscoveredRow {
         Ok(DiscoveredResource {
             managed_resource_uri: (self.managed != 0).then(|| resource_uri(&self.discovered_resource_id)),
             discovery_resource_uri: Some(resource_uri(&self.discovery_resource_id)),
-            discovered_resource_id: self.discovered_resource_id,
+            discovered_resource_id: crate::stored_id(&self.discovered_resource_id)?,
             values,
-            discovery_resource_id: self.discovery_resource_id,
+            discovery_resource_id: crate::stored_id(&self.discovery_resource_id)?,
             resource_type: self.resource_type,
             agent: self.agent,
             resource_id_value: self.resource_id_value,
@@ -90,7 +90,8 @@ struct Checked {
 fn check(item: &DiscoveredResourceInput) -> Result<Checked> {
     let resource_id = |what: &str, value: &str| -> Result<ResourceId> {
         crate::validate::id(what, value)?;
-        ResourceId::parse(value).map_err(|e| Error::BadRequest(format!("{what}: {e}")))
+        // A resource id as the answers write it: a version (`,v=<n>`) is refused, not kept.
+        ResourceId::parse_exact(value).map_err(|e| Error::BadRequest(format!("{what}: {e}")))
     };
     let parsed = resource_id("discovered_resource_id", &item.discovered_resource_id)?;
     resource_id("discovery_resource_id", &item.discovery_resource_id)?;

@@ -69,7 +69,7 @@ impl Orchestrator {
             };
             if status.is_none() {
                 targets.push(DryRunTarget {
-                    id: ResourceId::parse(&rid).map_err(|e| Error::Corrupt(e.to_string()))?,
+                    id: crate::stored_id(&rid)?,
                     attributes: serde_json::from_str(&row.try_get::<String, _>("attributes")?)
                         .map_err(|e| Error::Corrupt(e.to_string()))?,
                     requires: serde_json::from_str(&row.try_get::<String, _>("requires")?)
@@ -240,7 +240,7 @@ impl Orchestrator {
         let mut reported = Vec::with_capacity(rows.len());
         for row in rows {
             reported.push(ReportedChanges {
-                resource_id: row.try_get("resource_id")?,
+                resource_id: crate::stored_id(&row.try_get::<String, _>("resource_id")?)?,
                 status: diff_status(&row.try_get::<String, _>("diff_status")?)?,
                 changes: serde_json::from_str(&row.try_get::<String, _>("changes")?)
                     .map_err(|e| Error::Corrupt(e.to_string()))?,
@@ -252,7 +252,7 @@ impl Orchestrator {
 
 /// What a handler reported for one resource of a dry run: `{attribute: {current, desired}}`.
 pub struct ReportedChanges {
-    pub resource_id: String,
+    pub resource_id: ResourceId,
     pub status: ResourceDiffStatus,
     pub changes: serde_json::Map<String, serde_json::Value>,
 }

@@ -157,3 +157,14 @@ impl Orchestrator {
         self.started.elapsed()
     }
 }
+
+/// A resource id read back from the database, where only checked ids are written: one that does
+/// not parse is corrupt data, not a bad request.
+pub(crate) fn stored_id(text: &str) -> Result<api::ResourceId> {
+    api::ResourceId::parse(text).map_err(|e| Error::Corrupt(e.to_string()))
+}
+
+/// [`stored_id`] with the version of the row it was read from.
+pub(crate) fn stored_version_id(text: &str, version: i64) -> Result<api::ResourceVersionId> {
+    Ok(stored_id(text)?.versioned(version as u64))
+}

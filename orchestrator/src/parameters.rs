@@ -73,7 +73,7 @@ impl ParameterRow {
     }
 
     fn fact(self, environment: Uuid) -> Result<Fact> {
-        let resource_id = self.resource_id.clone();
+        let resource_id = if self.resource_id.is_empty() { None } else { Some(crate::stored_id(&self.resource_id)?) };
         let expires = self.expires != 0;
         let p = self.parameter(environment)?;
         Ok(Fact {
@@ -109,7 +109,7 @@ pub struct NewParameter {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ParamLookup {
     /// The full v1 record (with `resource_id` and `expires`, which Inmanta's v1 answers carry).
-    Found(Fact),
+    Found(Box<Fact>),
     /// A fact that is missing or stale: the agents have to be asked for it (HTTP 503).
     AskAgents,
 }
@@ -271,7 +271,7 @@ impl Orchestrator {
                     && crate::store::parse_timestamp(&row.updated)
                         .map(|t| t.seconds_until(api::Timestamp::now()) > FACT_EXPIRE_SECONDS as f64)
                         .unwrap_or(true);
-                if stale { Ok(ParamLookup::AskAgents) } else { Ok(ParamLookup::Found(row.fact(env)?)) }
+                if stale { Ok(ParamLookup::AskAgents) } else { Ok(ParamLookup::Found(Box::new(row.fact(env)?))) }
             }
         }
     }

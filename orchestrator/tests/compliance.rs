@@ -52,7 +52,8 @@ async fn release(o: &Orchestrator, env: Uuid, resources: Vec<serde_json::Map<Str
 
 fn run(version: i64, name: &str, status: HandlerStatus, changes: serde_json::Value) -> FinishedAction {
     let id = ResourceId::parse(&rid(name)).unwrap();
-    let changes = changes.as_object().filter(|c| !c.is_empty()).map(|c| json!({ id.versioned(version as u64): c }));
+    let changes =
+        changes.as_object().filter(|c| !c.is_empty()).map(|c| json!({ id.versioned(version as u64).to_string(): c }));
     FinishedAction {
         action_id: Uuid::new_v4(),
         version,

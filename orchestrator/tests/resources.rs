@@ -81,7 +81,7 @@ async fn release_tracks_status_orphans_and_summary() {
     .await;
     let (list, summary) = o.released_resources(env, &page(&[("sort", "resource_id.asc")]), true).await.unwrap();
     let statuses: Vec<(String, String)> =
-        list.items.iter().map(|r| (r.resource_id.clone(), r.status.to_string())).collect();
+        list.items.iter().map(|r| (r.resource_id.to_string(), r.status.to_string())).collect();
     assert_eq!(
         statuses,
         vec![
@@ -91,7 +91,7 @@ async fn release_tracks_status_orphans_and_summary() {
             (rid("/w"), "skipped_for_undefined".into()),
         ]
     );
-    assert_eq!(list.items[1].requires, vec![format!("{a},v={v1}")]);
+    assert_eq!(list.items[1].requires, vec![ResourceId::parse(&a).unwrap().versioned(v1 as u64)]);
     let summary = summary.unwrap();
     assert_eq!(summary.total, 4);
     assert_eq!(summary.by_state[&ResourceState::Available], 2);
@@ -135,7 +135,7 @@ async fn release_tracks_status_orphans_and_summary() {
 
     let details = o.released_resource(env, &rid("/b")).await.unwrap();
     assert_eq!(details.status, "failed");
-    assert_eq!(details.requires_status[&a], "deployed");
+    assert_eq!(details.requires_status[&ResourceId::parse(&a).unwrap()], "deployed");
     assert_eq!(details.attributes["path"], "/b");
     assert!(details.last_deploy.is_some());
 
@@ -245,7 +245,7 @@ async fn parameters_and_facts() {
         )
         .await
         .unwrap();
-    assert_eq!(fact.resource_id, r);
+    assert_eq!(fact.resource_id.map(|id| id.to_string()), Some(r.clone()));
     assert!(fact.expires);
     assert!(matches!(o.get_param(env, "size", Some(&r)).await.unwrap(), ParamLookup::Found(_)));
     assert_eq!(o.resource_facts(env, &r).await.unwrap().len(), 1);
@@ -306,7 +306,7 @@ async fn compiles_and_dry_runs_publish_events() {
     while events.try_recv().is_ok() {}
     let (run, targets) = o.create_dryrun(env, version).await.unwrap();
     assert_eq!(events.try_recv().unwrap(), Event::DryRunChanged { env });
-    let rid = targets[0].id.versioned(version as u64);
+    let rid = targets[0].id.versioned(version as u64).to_string();
     o.dryrun_update(env, run.id, &rid, api::ResourceDiffStatus::Unmodified, &serde_json::Map::new()).await.unwrap();
     assert_eq!(events.try_recv().unwrap(), Event::DryRunChanged { env });
 
@@ -640,7 +640,9 @@ async fn the_reasons_of_many_resources_are_those_of_each_alone() {
     let requires = o.requires_states(env, &all).await.unwrap();
     for r in all {
         let details = o.released_resource(env, r).await.unwrap();
-        assert_eq!(requires.get(r), Some(&details.requires_status), "{r}");
+        let by_text: std::collections::BTreeMap<String, ResourceState> =
+            details.requires_status.iter().map(|(id, state)| (id.to_string(), *state)).collect();
+        assert_eq!(requires.get(r), Some(&by_text), "{r}");
     }
     assert_eq!(
         requires[&c].iter().map(|(r, s)| (r.as_str(), *s)).collect::<Vec<_>>(),

@@ -431,7 +431,8 @@ async fn deploy_logs_are_framed_and_every_version_records_a_store_action() {
     assert_eq!(kinds, vec!["deploy", "store"], "newest first");
     let store = &actions[1];
     assert_eq!(store.status, None);
-    assert_eq!(store.resource_version_ids, vec![format!("{},v=1", rid("agent-a", "a"))]);
+    let rvids: Vec<String> = store.resource_version_ids.iter().map(ToString::to_string).collect();
+    assert_eq!(rvids, vec![format!("{},v=1", rid("agent-a", "a"))]);
     let line = &store.messages.as_ref().unwrap()[0];
     assert_eq!((line.level.as_str(), line.msg.as_str()), ("INFO", "Successfully stored version 1"));
     assert_eq!(line.kwargs["version"], 1);

@@ -85,7 +85,10 @@ pub fn router(
         response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         response
     });
-    let server_fn = move |req: Request<Body>| leptos_axum::handle_server_fns_with_context(context.clone(), req);
+    let server_fn = move |req: Request<Body>| {
+        let answer = leptos_axum::handle_server_fns_with_context(context.clone(), req);
+        async move { app::server_fn_answer(answer.await).await }
+    };
 
     // Everything that shows or changes data goes through the session guard.
     let guarded = Router::new()

@@ -80,7 +80,7 @@ async fn wait_all_deployed(s: &TestServer, env: &str) -> Result<Duration, Vec<(S
         // An error answer (the server is still starting) counts as nothing deployed yet.
         let list = s.client().resources(env.parse().unwrap(), &query).await.map(|page| page.data).unwrap_or_default();
         let items: Vec<(String, String)> =
-            list.iter().map(|r| (r.resource_id.clone(), r.status.as_str().to_string())).collect();
+            list.iter().map(|r| (r.resource_id.to_string(), r.status.as_str().to_string())).collect();
         if items.len() == RESOURCES && items.iter().all(|(_, st)| st == "deployed") {
             return Ok(start.elapsed());
         }

@@ -88,7 +88,10 @@ fn status_of<'a>(items: &'a [(String, String)], suffix: &str) -> &'a str {
 
 async fn deploy_count(s: &TestServer, env: &str, path_suffix: &str) -> usize {
     let actions = s.client().resource_actions(id(env), &ActionQuery::default()).await.unwrap().data;
-    actions.iter().filter(|a| a.action == ActionKind::Deploy && a.resource_version_ids[0].contains(path_suffix)).count()
+    actions
+        .iter()
+        .filter(|a| a.action == ActionKind::Deploy && a.resource_version_ids[0].to_string().contains(path_suffix))
+        .count()
 }
 
 #[tokio::test]
@@ -277,7 +280,7 @@ async fn dry_runs_report_what_would_change_without_changing_it() {
         assert!(Instant::now() < deadline, "dry run did not finish: {report:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    let diff_of = |suffix: &str| report.diff.iter().find(|d| d.resource_id.ends_with(suffix)).unwrap();
+    let diff_of = |suffix: &str| report.diff.iter().find(|d| d.resource_id.to_string().ends_with(suffix)).unwrap();
     let status_of = |suffix: &str| diff_of(suffix).status.as_str();
     assert_eq!(report.summary.total, 6);
     assert_eq!(status_of("/etc/new]"), "added", "{report:?}");

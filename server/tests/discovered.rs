@@ -43,7 +43,7 @@ fn found(id: &str, discovery: &str, values: Value) -> Value {
 }
 
 fn listed(page: &Envelope<Vec<DiscoveredResource>>) -> Vec<String> {
-    page.data.iter().map(|d| d.discovered_resource_id.clone()).collect()
+    page.data.iter().map(|d| d.discovered_resource_id.to_string()).collect()
 }
 
 const SCAN: &str = "kvfile::Discovery[host1,directory=/etc/app]";
@@ -93,7 +93,7 @@ async fn agents_report_and_operators_list_read_and_delete() {
     assert_eq!(port.agent, "host1");
     assert_eq!(port.resource_id_value, "port");
     assert_eq!(Value::Object(port.values.clone()), json!({"path": "/etc/app/a.conf", "key": "port", "value": "80"}));
-    assert_eq!(port.discovery_resource_id, SCAN);
+    assert_eq!(port.discovery_resource_id.to_string(), SCAN);
     assert_eq!(port.discovery_resource_uri, Some(format!("/api/v2/resource/{}", api::url::encode(SCAN))));
     assert_eq!(port.managed_resource_uri, None, "nothing manages it yet");
 
@@ -197,6 +197,11 @@ async fn wrong_requests_get_a_json_4xx_that_says_what_to_fix() {
         ),
         (json!({"discovered_resources": [found("kvfile::Line[a,key=b]", SCAN, json!([1, 2]))]}), "values"),
         (json!({"resources": []}), "resources"),
+        // A resource version id is no resource id: listed, it would not name what was found.
+        (
+            json!({"discovered_resources": [found("kvfile::Line[a,key=b],v=3", SCAN, json!({}))]}),
+            "discovered_resource_id: invalid resource id",
+        ),
     ];
     for (body, names) in cases {
         let (status, answer) = post(body.clone()).await;

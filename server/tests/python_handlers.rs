@@ -201,7 +201,8 @@ async fn the_servers_agents_run_a_modules_crud_handler() {
     })
     .await;
     let report = report.unwrap();
-    let port_diff = report.diff.iter().find(|d| d.resource_id == port).unwrap_or_else(|| panic!("{report:?}"));
+    let port_diff =
+        report.diff.iter().find(|d| d.resource_id.to_string() == port).unwrap_or_else(|| panic!("{report:?}"));
     assert_eq!(port_diff.attributes["value"].from_value, Some(json!("8080")), "{report:?}");
     assert_eq!(port_diff.attributes["value"].to_value, Some(json!("9090")), "{report:?}");
     assert!(read(&conf).contains("port=8080"), "a dry run changes nothing");
@@ -372,11 +373,11 @@ async fn discovery_handlers_report_what_they_find_to_the_server() {
     wait_for("the line deployed", async || status_of(&s, &env, "kvfile::Line[internal,key=port]").await == "deployed")
         .await;
     let found = discovered(&s, &env, ListQuery::new()).await;
-    let ids: Vec<&str> = found.iter().map(|d| d.discovered_resource_id.as_str()).collect();
+    let ids: Vec<String> = found.iter().map(|d| d.discovered_resource_id.to_string()).collect();
     assert_eq!(ids, ["kvfile::Line[internal,key=name]", "kvfile::Line[internal,key=port]"]);
     let conf = scan.join("app.conf").display().to_string();
     assert_eq!(Value::Object(found[0].values.clone()), json!({"path": conf, "key": "name", "value": "web"}));
-    assert_eq!(found[0].discovery_resource_id, scanner);
+    assert_eq!(found[0].discovery_resource_id.to_string(), scanner);
     assert_eq!(found[0].managed_resource_uri, None);
     let port_uri = format!("/api/v2/resource/{}", api::url::encode("kvfile::Line[internal,key=port]"));
     assert_eq!(found[1].managed_resource_uri, Some(port_uri));
@@ -387,7 +388,7 @@ async fn discovery_handlers_report_what_they_find_to_the_server() {
     assert!(logs.iter().any(|m| m.contains("found 2 lines in")), "the handler's own log line: {logs:?}");
 
     // The operator adopts nothing and forgets them.
-    let all: Vec<String> = found.iter().map(|d| d.discovered_resource_id.clone()).collect();
+    let all: Vec<String> = found.iter().map(|d| d.discovered_resource_id.to_string()).collect();
     s.client().delete_discovered_resources(uuid(&env), &all).await.unwrap();
     assert!(discovered(&s, &env, ListQuery::new()).await.is_empty());
 
@@ -413,6 +414,6 @@ async fn discovery_handlers_report_what_they_find_to_the_server() {
     let found = discovered(&s, &env, ListQuery::new().filter("agent", "remote1").sort("resource_id_value.asc")).await;
     let values: Vec<&str> = found.iter().map(|d| d.resource_id_value.as_str()).collect();
     assert_eq!(values, ["mode", "name", "port"]);
-    assert!(found.iter().all(|d| d.discovery_resource_id == remote_scanner), "{found:?}");
+    assert!(found.iter().all(|d| d.discovery_resource_id.to_string() == remote_scanner), "{found:?}");
     assert_eq!(found[0].values["path"], scan.join("more.conf").display().to_string());
 }

@@ -179,7 +179,7 @@ async fn settle(s: &TestServer, env: Uuid, total: usize) -> Vec<(String, String)
         let (_, status) = s.call("GET", "/api/v2/scheduler_status", Some(&env.to_string()), None).await;
         let list = s.client().resources(env, &ListQuery::new().filter("status", "!orphaned")).await.unwrap().data;
         let items: Vec<(String, String)> =
-            list.iter().map(|r| (r.resource_id.clone(), r.status.as_str().to_string())).collect();
+            list.iter().map(|r| (r.resource_id.to_string(), r.status.as_str().to_string())).collect();
         let busy = status["data"]["scheduled"].as_u64() != Some(0) || status["data"]["running"].as_u64() != Some(0);
         let moving = items.iter().any(|(_, st)| st == "deploying" || st == "available");
         if items.len() == total && !busy && !moving {
@@ -308,7 +308,7 @@ async fn a_server_deploys_references_and_shows_no_value() {
         assert!(Instant::now() < deadline, "dry run did not finish");
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    let diff = report.diff.iter().find(|d| d.resource_id.ends_with("/etc/secret]")).unwrap();
+    let diff = report.diff.iter().find(|d| d.resource_id.to_string().ends_with("/etc/secret]")).unwrap();
     assert_eq!(diff.status.as_str(), "modified", "{diff:?}");
     let hash = &diff.attributes["hash"];
     assert_eq!(

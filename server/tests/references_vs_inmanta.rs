@@ -151,11 +151,9 @@ async fn settle(s: &TestServer, env: Uuid, total: usize) -> BTreeMap<String, (St
         if list.len() == total && !busy && !moving {
             let mut out = BTreeMap::new();
             for r in list {
-                let logs = client.resource_logs(env, &r.resource_id, &ListQuery::new()).await.unwrap().data;
-                out.insert(
-                    r.resource_id.clone(),
-                    (r.status.as_str().to_string(), logs.into_iter().map(|l| l.msg).collect()),
-                );
+                let rid = r.resource_id.to_string();
+                let logs = client.resource_logs(env, &rid, &ListQuery::new()).await.unwrap().data;
+                out.insert(rid, (r.status.as_str().to_string(), logs.into_iter().map(|l| l.msg).collect()));
             }
             return out;
         }

@@ -10,7 +10,7 @@ use api::resource::{LatestReleasedResource, LogLine};
 use api::state::{ActionKind, Change, HandlerStatus};
 use api::version::PutVersion;
 use api::{Envelope, ResourceId, ResourceState};
-use common::{TestServer, refused};
+use common::{TestServer, refusal, refused};
 use orchestrator::resources::FinishedAction;
 use orchestrator::{ActionOutcome, Orchestrator};
 use serde_json::{Map, Value, json};
@@ -90,7 +90,7 @@ fn ids(body: &Value) -> Vec<String> {
 }
 
 fn resource_ids(page: &Envelope<Vec<LatestReleasedResource>>) -> Vec<String> {
-    page.data.iter().map(|r| r.resource_id.clone()).collect()
+    page.data.iter().map(|r| r.resource_id.to_string()).collect()
 }
 
 #[tokio::test]
@@ -148,10 +148,14 @@ async fn resource_list_details_history_logs_and_actions() {
 
     let details = client.resource(env, &rid("/b")).await.unwrap();
     assert_eq!(details.status, ResourceState::Failed);
-    assert_eq!(details.requires_status[&rid("/a")], ResourceState::Deployed);
+    assert_eq!(details.requires_status[&ResourceId::parse(&rid("/a")).unwrap()], ResourceState::Deployed);
     assert_eq!(details.attributes["hash"], "1");
     assert_eq!(refused(client.resource(env, &rid("/zz")).await), 404);
-    assert_eq!(refused(client.resource(env, "not-an-id").await), 400);
+    // A malformed id is refused naming the id and the form a resource id takes.
+    let (status, message) = refusal(client.resource(env, "not-an-id").await);
+    assert_eq!(status, 400, "{message}");
+    assert!(message.contains(r#"invalid resource id "not-an-id""#), "{message}");
+    assert!(message.contains("<namespace>::<Type>[<agent>,<attribute>=<value>]"), "{message}");
 
     let logs = client.resource_logs(env, &rid("/b"), &ListQuery::new()).await.unwrap();
     // The deploy's two lines and the line of the `store` action of the version that brought it.
@@ -171,7 +175,7 @@ async fn resource_list_details_history_logs_and_actions() {
     assert_eq!(actions[0].status, Some(HandlerStatus::Failed));
     let query = ActionQuery { exclude_changes: vec!["nochange".into()], ..Default::default() };
     let created = client.resource_actions(env, &query).await.unwrap().data;
-    assert_eq!(created[0].resource_version_ids, vec![format!("{},v={v1}", rid("/a"))]);
+    assert_eq!(created[0].resource_version_ids, vec![ResourceId::parse(&rid("/a")).unwrap().versioned(v1 as u64)]);
     let query = ActionQuery { attribute: Some("path".into()), ..Default::default() };
     assert_eq!(refused(client.resource_actions(env, &query).await), 400);
 

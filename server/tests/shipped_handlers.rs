@@ -145,7 +145,8 @@ async fn modules_ship_handlers_that_the_agents_run() {
     })
     .await;
     let report = report.unwrap();
-    let port_diff = report.diff.iter().find(|d| d.resource_id == PORT).unwrap_or_else(|| panic!("{report:?}"));
+    let port_diff =
+        report.diff.iter().find(|d| d.resource_id.to_string() == PORT).unwrap_or_else(|| panic!("{report:?}"));
     assert_eq!(port_diff.status, ResourceDiffStatus::Modified, "{report:?}");
     assert_eq!(port_diff.attributes["value"].from_value, Some(json!("8080")), "{report:?}");
     assert_eq!(port_diff.attributes["value"].to_value, Some(json!("9090")), "{report:?}");

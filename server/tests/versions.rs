@@ -4,6 +4,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
+use api::ResourceVersionId;
 use api::client::{ClientError, ListQuery};
 use api::state::ResourceDiffStatus;
 use api::version::{PutPartial, PutVersion};
@@ -189,8 +190,9 @@ async fn put_version_validates_everything() {
     .await
     .unwrap();
     let model = s.client().version(env, v).await.unwrap().model;
-    assert_eq!(model.undeployable, ["fs::File[agent-1,path=/a]"]);
-    assert_eq!(model.skipped_for_undeployable, ["fs::File[agent-1,path=/b]", "fs::File[agent-1,path=/c]"]);
+    let texts = |ids: &[api::ResourceId]| ids.iter().map(ToString::to_string).collect::<Vec<_>>();
+    assert_eq!(texts(&model.undeployable), ["fs::File[agent-1,path=/a]"]);
+    assert_eq!(texts(&model.skipped_for_undeployable), ["fs::File[agent-1,path=/b]", "fs::File[agent-1,path=/c]"]);
     assert_eq!(refused(put(&s, env, v, vec![file("/a", &[])], &[]).await), 409, "a version is stored once");
 }
 
@@ -208,14 +210,14 @@ async fn resources_of_a_version_and_diffs() {
 
     let query = ListQuery::new().limit(2).sort("resource_id_value.asc");
     let page = client.version_resources(env, v2, &query).await.unwrap();
-    let ids: Vec<&str> = page.data.iter().map(|r| r.resource_id.as_str()).collect();
+    let ids: Vec<String> = page.data.iter().map(|r| r.resource_id.to_string()).collect();
     assert_eq!(ids, ["fs::File[agent-1,path=/a]", "fs::File[agent-1,path=/b]"]);
-    assert_eq!(page.data[1].requires, ["fs::File[agent-1,path=/a],v=2"]);
+    assert_eq!(page.data[1].requires, [ResourceVersionId::parse("fs::File[agent-1,path=/a],v=2").unwrap()]);
     assert_eq!(page.data[1].id_details.resource_id_value, "/b");
     assert_eq!(page.metadata.as_ref().unwrap()["total"], 3);
     let next = page.links.and_then(|l| l.next).unwrap();
     let next = client.page::<api::version::VersionedResource>(&next, Some(env)).await.unwrap();
-    assert_eq!(next.data[0].resource_id, "fs::File[agent-1,path=/new]");
+    assert_eq!(next.data[0].resource_id.to_string(), "fs::File[agent-1,path=/new]");
     let query = ListQuery::new().filter("resource_id_value", "NEW");
     assert_eq!(client.version_resources(env, v2, &query).await.unwrap().data.len(), 1);
     assert_eq!(refused(client.version_resources(env, 99, &ListQuery::new()).await), 404);
@@ -223,18 +225,19 @@ async fn resources_of_a_version_and_diffs() {
     let resource = client.version_resource(env, v2, "fs::File[agent-1,path=/b]").await.unwrap();
     assert_eq!(resource.attributes["permissions"], 600);
     assert_eq!(resource.id_attribute, "path");
-    assert_eq!(resource.resource_version_id, "fs::File[agent-1,path=/b],v=2");
+    assert_eq!(resource.resource_version_id.to_string(), "fs::File[agent-1,path=/b],v=2");
     assert_eq!(refused(client.version_resource(env, v2, "nonsense").await), 400);
     assert_eq!(refused(client.version_resource(env, v2, "fs::File[agent-1,path=/gone]").await), 404);
 
     let diffs = client.version_diff(env, v1, v2).await.unwrap();
-    let summary: Vec<(&str, ResourceDiffStatus)> = diffs.iter().map(|d| (d.resource_id.as_str(), d.status)).collect();
+    let summary: Vec<(String, ResourceDiffStatus)> =
+        diffs.iter().map(|d| (d.resource_id.to_string(), d.status)).collect();
     assert_eq!(
         summary,
         [
-            ("fs::File[agent-1,path=/b]", ResourceDiffStatus::Modified),
-            ("fs::File[agent-1,path=/gone]", ResourceDiffStatus::Deleted),
-            ("fs::File[agent-1,path=/new]", ResourceDiffStatus::Added),
+            ("fs::File[agent-1,path=/b]".to_string(), ResourceDiffStatus::Modified),
+            ("fs::File[agent-1,path=/gone]".to_string(), ResourceDiffStatus::Deleted),
+            ("fs::File[agent-1,path=/new]".to_string(), ResourceDiffStatus::Added),
         ],
         "unchanged /a is left out"
     );

@@ -8,6 +8,13 @@ use leptos_router::params::ParamsMap;
 use crate::BASE;
 use crate::model::TableQuery;
 
+/// The resource id of a page's `?rid=` as a server function takes it. The URL is text anyone may
+/// edit: a malformed id is an error the page shows, saying what a resource id looks like, and no
+/// call is made. A resource version id names its resource, as the REST routes read it.
+pub fn rid_argument(text: &str) -> Result<crate::model::ResourceId, ServerFnError> {
+    crate::model::ResourceId::parse(text).map_err(|e| ServerFnError::new(e.to_string()))
+}
+
 /// A query value of the current URL.
 pub fn query(key: &'static str) -> Memo<String> {
     let q = use_query_map();

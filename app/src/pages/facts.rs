@@ -54,12 +54,12 @@ fn FactTable(env: String, data: Paged<ParameterRow>) -> impl IntoView {
                     .rows
                     .into_iter()
                     .map(|f| {
-                        let href = resource_link(&env, &f.resource_id);
+                        let href = f.resource_id.as_ref().map(|id| resource_link(&env, id));
                         let long = parameter_value_is_long(&f.value);
                         view! {
                             <tr>
                                 <td>{f.name}</td>
-                                <td><a class="mono" href=href>{f.resource_id}</a></td>
+                                <td><a class="mono" href=href>{f.resource_id.map(|id| id.to_string())}</a></td>
                                 <td class="nowrap">{f.updated.as_deref().map(short_date)}</td>
                                 <td><FoldedValue value=f.value long/></td>
                             </tr>

@@ -15,13 +15,13 @@ use crate::fns::{cursor, env_id, fail, services_for};
 use crate::layout::resource_link;
 #[cfg(feature = "ssr")]
 use crate::model::GraphNode;
-use crate::model::{Graph, GraphFocus, ResourceState};
+use crate::model::{Graph, GraphFocus, ResourceId, ResourceState};
 
 const GRAPH: &str = "/console/resources/graph";
 
 /// The graph of `rid`'s neighbourhood (the link on a resource's details page).
-pub fn around_link(env: &str, rid: &str) -> String {
-    format!("{}&around={}&hops=2", env_link("resources/graph", env), encode(rid))
+pub fn around_link(env: &str, rid: &ResourceId) -> String {
+    format!("{}&around={}&hops=2", env_link("resources/graph", env), encode(&rid.to_string()))
 }
 
 #[component]
@@ -226,7 +226,7 @@ fn GraphView(env: String, graph: Graph) -> impl IntoView {
             // browser (client-side navigation) would otherwise get HTML ones, which SVG hides.
             view! {
                 <g>
-                <a href=href class="node" data-id=n.id.clone() data-status=n.status.as_str()>
+                <a href=href class="node" data-id=n.id.to_string() data-status=n.status.as_str()>
                     <title>{format!("{} ({})", n.id, n.status)}</title>
                     <rect
                         x=n.x
@@ -246,7 +246,8 @@ fn GraphView(env: String, graph: Graph) -> impl IntoView {
     // Search: a stylesheet with one case-insensitive attribute selector highlights the matches
     // (thousands of nodes, no per-node reactivity); the first match is brought into view.
     let search = RwSignal::new(String::new());
-    let places: Vec<(String, f64, f64)> = graph.nodes.iter().map(|n| (n.id.to_lowercase(), n.x, n.y)).collect();
+    let places: Vec<(String, f64, f64)> =
+        graph.nodes.iter().map(|n| (n.id.to_string().to_lowercase(), n.x, n.y)).collect();
     let places = StoredValue::new(places);
     let matches = Memo::new(move |_| {
         let needle = search.get().trim().to_lowercase();
@@ -388,14 +389,19 @@ pub async fn resource_graph(env: String, focus: GraphFocus) -> Result<Graph, Ser
             _ => break total,
         }
     };
-    let plain = |rid: &str| api::resource::unversioned(rid).to_string();
     if !focus.is_all() {
-        let index: HashMap<String, usize> = rows.iter().enumerate().map(|(i, r)| (r.resource_id.clone(), i)).collect();
+        let index: HashMap<&ResourceId, usize> = rows.iter().enumerate().map(|(i, r)| (&r.resource_id, i)).collect();
         let requires: Vec<Vec<usize>> =
-            rows.iter().map(|r| r.requires.iter().filter_map(|q| index.get(&plain(q)).copied()).collect()).collect();
+            rows.iter().map(|r| r.requires.iter().filter_map(|q| index.get(&q.id).copied()).collect()).collect();
         let statuses: Vec<ResourceState> = rows.iter().map(|r| r.status).collect();
-        let keep = crate::model::graph_focus(&focus, &requires, &statuses, |rid| index.get(rid).copied());
-        if !focus.around.is_empty() && !index.contains_key(&focus.around) {
+        // `around` is the text of the URL: a malformed id is refused saying what an id looks like.
+        let around = match focus.around.as_str() {
+            "" => None,
+            text => Some(ResourceId::parse(text).map_err(|e| ServerFnError::new(format!("around: {e}")))?),
+        };
+        let find = |text: &str| ResourceId::parse(text).ok().and_then(|id| index.get(&id).copied());
+        let keep = crate::model::graph_focus(&focus, &requires, &statuses, find);
+        if around.as_ref().is_some_and(|id| !index.contains_key(id)) {
             return Err(ServerFnError::new(format!("{} is not a released resource of this environment", focus.around)));
         }
         let mut i = 0;
@@ -406,9 +412,9 @@ pub async fn resource_graph(env: String, focus: GraphFocus) -> Result<Graph, Ser
         total = rows.len() as u64;
     }
     rows.truncate(GRAPH_MAX_NODES);
-    let index: HashMap<String, usize> = rows.iter().enumerate().map(|(i, r)| (r.resource_id.clone(), i)).collect();
+    let index: HashMap<&ResourceId, usize> = rows.iter().enumerate().map(|(i, r)| (&r.resource_id, i)).collect();
     let requires: Vec<Vec<usize>> =
-        rows.iter().map(|r| r.requires.iter().filter_map(|q| index.get(&plain(q)).copied()).collect()).collect();
+        rows.iter().map(|r| r.requires.iter().filter_map(|q| index.get(&q.id).copied()).collect()).collect();
     let labels = crate::model::short_labels(
         &rows
             .iter()

@@ -90,6 +90,6 @@ fn parameter_row(p: api::operations::Parameter) -> ParameterRow {
         value: p.value,
         source: p.source,
         updated: p.updated.map(|t| t.to_string()),
-        resource_id: String::new(),
+        resource_id: None,
     }
 }

@@ -136,14 +136,14 @@ impl Orchestrator {
             self.ensure_environment(env).await?;
         }
         let page = page.try_map(|row| {
-            let id = ResourceId::parse(&row.resource_id).map_err(|e| Error::Corrupt(e.to_string()))?;
+            let id = crate::stored_id(&row.resource_id)?;
             let version = row.current_intent_version;
             let requires: Vec<String> = serde_json::from_str(&row.requires).map_err(corrupt("resource requires"))?;
             Ok(LatestReleasedResource {
                 resource_version_id: id.versioned(version as u64),
                 id_details: ResourceIdDetails::from(&id),
-                requires: requires.iter().map(|r| api::resource::versioned_id(r, version as u64)).collect(),
-                resource_id: row.resource_id.clone(),
+                requires: requires.iter().map(|r| crate::stored_version_id(r, version)).collect::<Result<_>>()?,
+                resource_id: id,
                 status: parse_stored(&row.status)?,
             })
         })?;
@@ -201,12 +201,15 @@ impl Orchestrator {
             None => vec![],
         };
         let wanted: Vec<&str> = requires.iter().map(String::as_str).collect();
-        let requires_status: BTreeMap<String, ResourceState> =
-            self.states_of(env, &wanted).await?.into_iter().collect();
+        let requires_status = self
+            .states_of(env, &wanted)
+            .await?
+            .into_iter()
+            .map(|(rid, state)| Ok((crate::stored_id(&rid)?, state)))
+            .collect::<Result<BTreeMap<ResourceId, ResourceState>>>()?;
         let mut attributes = attributes;
         attributes.insert("requires".into(), serde_json::json!(requires));
         Ok(ReleasedResourceDetails {
-            resource_id: id.to_string(),
             resource_type: id.entity_type.clone(),
             agent: id.agent.clone(),
             id_attribute: id.attribute.clone(),
@@ -216,6 +219,7 @@ impl Orchestrator {
             first_generated_time: crate::store::time_column(&row, "first_generated_time")?,
             status: stored_name(&row, "status")?,
             requires_status,
+            resource_id: id,
         })
     }
 
@@ -250,11 +254,11 @@ impl Orchestrator {
             // As Inmanta answers: the attributes as exported, requires included.
             attributes.insert("requires".into(), requires.clone().into());
             Ok(ResourceHistory {
-                resource_id: id.to_string(),
+                resource_id: id.clone(),
                 date: crate::store::parse_timestamp(&row.date)?,
                 attributes,
                 attribute_hash: row.attribute_hash,
-                requires,
+                requires: requires.iter().map(|r| crate::stored_id(r)).collect::<Result<_>>()?,
             })
         })
     }

@@ -149,7 +149,7 @@ impl Orchestrator {
             version,
             ActionKind::Getfact.as_str(),
             &at,
-            &[rid.versioned(version as u64)],
+            &[rid.versioned_text(version as u64)],
         )
         .await?;
         sqlx::query("INSERT INTO resource_action_resource (environment, action_id, resource_id) VALUES ($1, $2, $3)")
@@ -304,7 +304,7 @@ async fn record_actions_chunk(
     let mut results = Vec::with_capacity(actions.len());
     for done in actions {
         let outcome = &done.outcome;
-        let rvids: Vec<String> = done.resource_ids.iter().map(|id| id.versioned(done.version as u64)).collect();
+        let rvids: Vec<String> = done.resource_ids.iter().map(|id| id.versioned_text(done.version as u64)).collect();
         action_rows.push(serde_json::json!({
             "action_id": done.action_id.to_string(), "action": done.action, "version": done.version.to_string(),
             "started": done.started, "resource_version_ids": serde_json::json!(rvids).to_string(),
@@ -321,7 +321,7 @@ async fn record_actions_chunk(
                     outcome: outcome.status,
                     events: outcome.change.is_some_and(|c| c != Change::NoChange),
                     reason,
-                    diff: non_compliant_diff(outcome, &id.versioned(done.version as u64)),
+                    diff: non_compliant_diff(outcome, &id.versioned_text(done.version as u64)),
                 });
             }
         }

@@ -127,7 +127,7 @@ impl EnvScheduler {
         let id = resource.id.clone();
         let mut changes = serde_json::Map::new();
         if !outcome.changes.is_empty() {
-            changes.insert(id.versioned(version as u64), serde_json::Value::Object(outcome.changes.clone()));
+            changes.insert(id.versioned_text(version as u64), serde_json::Value::Object(outcome.changes.clone()));
         }
         let messages = self.framed_log(&id, version, run.priority, started, outcome.logs);
         self.journal.finished.push(FinishedAction {
@@ -226,7 +226,7 @@ impl EnvScheduler {
     ) -> Vec<LogLine> {
         let reason = self.settings.timers.reason(priority);
         let deploy_id = Uuid::new_v4().to_string();
-        let rvid = id.versioned(version as u64);
+        let rvid = id.versioned_text(version as u64);
         let duration = since(started).as_secs_f64();
         let details = serde_json::json!({
             "agent_name": id.agent, "attribute": id.attribute, "attribute_value": id.value,

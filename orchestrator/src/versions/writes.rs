@@ -303,7 +303,7 @@ async fn record_store_action(
 ) -> Result<()> {
     let action_id = crate::resources::new_action_id().to_string();
     let stored = now();
-    let rvids: Vec<String> = resources.iter().map(|r| r.id.versioned(version as u64)).collect();
+    let rvids: Vec<String> = resources.iter().map(|r| r.id.versioned_text(version as u64)).collect();
     crate::resources::insert_bare_action(tx, env, &action_id, version, "store", &stored, &rvids).await?;
     sqlx::query(
         "INSERT INTO resource_action_resource (environment, action_id, resource_id) \

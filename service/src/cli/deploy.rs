@@ -189,7 +189,7 @@ async fn summary(e: &Embedded, version: i64, started: Instant, verbose: bool, js
     if json {
         let resources: Vec<_> = current
             .iter()
-            .map(|r| serde_json::json!({"resource_id": r.resource_id, "status": r.status, "change": changed.get(&r.resource_id)}))
+            .map(|r| serde_json::json!({"resource_id": r.resource_id, "status": r.status, "change": changed.get(&r.resource_id.to_string())}))
             .collect();
         super::output::json(
             &serde_json::json!({"version": version, "total": total, "by_state": by_state, "changed": changed.len(), "resources": resources}),
@@ -201,7 +201,7 @@ async fn summary(e: &Embedded, version: i64, started: Instant, verbose: bool, js
     }
     let rows: Vec<Vec<comfy_table::Cell>> = current
         .iter()
-        .map(|r| (r, changed.get(&r.resource_id).cloned().unwrap_or_default()))
+        .map(|r| (r, changed.get(&r.resource_id.to_string()).cloned().unwrap_or_default()))
         .filter(|(r, change)| verbose || r.status != ResourceState::Deployed || !change.is_empty())
         .map(|(r, change)| {
             vec![comfy_table::Cell::new(&r.resource_id), super::output::state_cell(r.status), change.into()]
@@ -211,8 +211,11 @@ async fn summary(e: &Embedded, version: i64, started: Instant, verbose: bool, js
         super::output::styled_table(&["Resource", "Status", "Change"], rows);
     }
     for r in current.iter().filter(|r| r.status == ResourceState::Failed) {
-        let logs =
-            e.orchestrator.resource_logs(env, &r.resource_id, &PageRequest::default()).await.map_err(server_error)?;
+        let logs = e
+            .orchestrator
+            .resource_logs(env, &r.resource_id.to_string(), &PageRequest::default())
+            .await
+            .map_err(server_error)?;
         if let Some(error) = logs.items.iter().find(|l| l.level == "ERROR") {
             eprintln!("{}: {}", r.resource_id, error.msg);
         }

@@ -44,7 +44,7 @@ pub async fn run(command: ResourceCommand, ctx: &Context, env: Uuid) -> Result<(
             }
             let resources = ctx.client.follow(ctx.client.resources(env, &query).await?, Some(env)).await?;
             output::list(ctx.json, &resources, &["Resource", "Status"], |r| {
-                vec![r.resource_id.clone(), r.status.as_str().to_string()]
+                vec![r.resource_id.to_string(), r.status.as_str().to_string()]
             });
         }
         ResourceCommand::Show { resource_id } => {
@@ -54,7 +54,7 @@ pub async fn run(command: ResourceCommand, ctx: &Context, env: Uuid) -> Result<(
                 return Ok(());
             }
             output::fields(&[
-                ("resource", details.resource_id.clone()),
+                ("resource", details.resource_id.to_string()),
                 ("status", details.status.as_str().to_string()),
                 ("last deploy", details.last_deploy.map(|t| t.to_string()).unwrap_or_default()),
                 ("first generated", details.first_generated_time.to_string()),

@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use api::ResourceId;
 use api::version::ResourceDiffStatus;
 use axum::Json;
 use axum::extract::State;
@@ -65,7 +64,7 @@ async fn v1_form(o: &Orchestrator, env: Uuid, id: Uuid) -> ApiResult<Value> {
     let version = summary.model;
     let mut resources = serde_json::Map::new();
     for diff in reported {
-        let Ok(rid) = ResourceId::parse(&diff.resource_id) else { continue };
+        let rid = diff.resource_id;
         let changes = diff.changes;
         let rvid = rid.versioned(version as u64);
         // Inmanta's v1 shape: what an agent reported has the id fields with the version and no
@@ -81,7 +80,7 @@ async fn v1_form(o: &Orchestrator, env: Uuid, id: Uuid) -> ApiResult<Value> {
             status => entry["diff_status"] = json!(status),
         }
         entry["id_fields"] = id_fields;
-        resources.insert(rvid, entry);
+        resources.insert(rvid.to_string(), entry);
     }
     let mut dryrun = serde_json::to_value(&summary).unwrap_or_default();
     dryrun["resources"] = Value::Object(resources);

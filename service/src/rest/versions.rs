@@ -168,9 +168,10 @@ async fn v1_get(
     for resource in &mut resources {
         let rvid = ResourceId::parse(resource["resource_id"].as_str().unwrap_or_default())
             .map(|id| id.versioned(version as u64))
-            .unwrap_or_default();
-        resource["actions"] =
-            super::resources::v1_actions(actions.iter().filter(|a| a.resource_version_ids.contains(&rvid)));
+            .ok();
+        resource["actions"] = super::resources::v1_actions(
+            actions.iter().filter(|a| rvid.as_ref().is_some_and(|rvid| a.resource_version_ids.contains(rvid))),
+        );
     }
     Ok(Json(json!({"model": model, "resources": resources, "unknowns": []})).into_response())
 }

@@ -22,9 +22,11 @@ pub async fn load_compliance_summary(env: String) -> Result<ComplianceSummary, S
 #[server(prefix = "/console/fn", endpoint = "resource_compliance", input = Json)]
 pub async fn load_resource_compliance(
     env: String,
-    rid: String,
+    rid: api::ResourceId,
 ) -> Result<Option<ResourceComplianceDiff>, ServerFnError> {
     let s = services_for("report.read", &env)?;
+    // The report is keyed by the ids' text, as the REST call answers it.
+    let rid = rid.to_string();
     match s.orchestrator.compliance_report(env_id(&env)?, std::slice::from_ref(&rid)).await {
         Ok(mut report) => Ok(report.remove(&rid)),
         Err(orchestrator::Error::NotFound(_)) => Ok(None),
@@ -102,7 +104,10 @@ fn ComplianceCounts(env: String, summary: ComplianceSummary) -> impl IntoView {
 /// that differ.
 #[component]
 pub fn ResourceCompliance(env: Memo<String>, rid: Memo<String>) -> impl IntoView {
-    let data = live_resource(move || (env.get(), rid.get()), |(e, r)| load_resource_compliance(e, r));
+    let data = live_resource(
+        move || (env.get(), rid.get()),
+        |(e, r)| async move { load_resource_compliance(e, rid_argument(&r)?).await },
+    );
     view! {
         <Transition fallback=|| ()>
             {move || Suspend::new(async move {

@@ -25,7 +25,8 @@ fn run(
     changes: serde_json::Value,
 ) -> orchestrator::resources::FinishedAction {
     let id = api::ResourceId::parse(&format!("std::testing::NullResource[internal,name={name}]")).unwrap();
-    let changes = changes.as_object().filter(|c| !c.is_empty()).map(|c| json!({ id.versioned(version as u64): c }));
+    let changes =
+        changes.as_object().filter(|c| !c.is_empty()).map(|c| json!({ id.versioned(version as u64).to_string(): c }));
     orchestrator::resources::FinishedAction {
         action_id: orchestrator::resources::new_action_id(),
         version,

@@ -100,7 +100,8 @@ pub(super) fn Changes(
     let chips = std::iter::once(chip(String::new(), format!("all ({all})")))
         .chain(kinds.into_iter().map(|(k, n)| chip(k.to_string(), format!("{} ({n})", k.as_str().replace('_', " ")))))
         .collect_view();
-    let ids: Vec<(&str, String)> = changes.iter().map(|c| (c.status.as_str(), c.id.to_lowercase())).collect();
+    let ids: Vec<(&str, String)> =
+        changes.iter().map(|c| (c.status.as_str(), c.id.to_string().to_lowercase())).collect();
     let shown = Memo::new(move |_| {
         let (k, needle) = (kind.get(), search.get().trim().to_lowercase());
         ids.iter().filter(|(s, id)| (k.is_empty() || k == *s) && id.contains(&needle)).count()
@@ -120,8 +121,8 @@ pub(super) fn Changes(
                 .into_iter()
                 .map(|c| {
                     let href = resource_link(&env, &c.id);
-                    let (class, rid) = (format!("diff diff-{}", c.status), c.id.clone());
-                    let (status, id) = (c.status.as_str(), c.id.to_lowercase());
+                    let (class, rid) = (format!("diff diff-{}", c.status), c.id.to_string());
+                    let (status, id) = (c.status.as_str(), rid.to_lowercase());
                     let hidden = move || {
                         let k = kind.get();
                         !((k.is_empty() || k == status) && id.contains(&search.get().trim().to_lowercase()))
@@ -132,7 +133,7 @@ pub(super) fn Changes(
                             <summary>
                                 <StatusBadge status=c.status/>
                                 " "
-                                <span class="mono">{c.id.clone()}</span>
+                                <span class="mono">{c.id.to_string()}</span>
                                 <span class="muted">{format!(" · {count} attribute{}", if count == 1 { "" } else { "s" })}</span>
                             </summary>
                             <p class="diff-open"><a href=href>"Open the resource"</a></p>

@@ -69,9 +69,13 @@ pub async fn version_resources(query: TableQuery, version: i64) -> Result<Paged<
 }
 
 #[server(prefix = "/console/fn", endpoint = "version_resource", input = Json)]
-pub async fn version_resource(env: String, version: i64, rid: String) -> Result<Vec<Attribute>, ServerFnError> {
+pub async fn version_resource(
+    env: String,
+    version: i64,
+    rid: api::ResourceId,
+) -> Result<Vec<Attribute>, ServerFnError> {
     let s = services_for("desired-state.read", &env)?;
-    let r = s.orchestrator.versioned_resource(env_id(&env)?, version, &rid).await.map_err(fail)?;
+    let r = s.orchestrator.versioned_resource(env_id(&env)?, version, &rid.to_string()).await.map_err(fail)?;
     Ok(attributes(&r.attributes))
 }
 

@@ -136,10 +136,10 @@ fn VersionResources(env: String, version: String, data: Paged<VersionedResourceR
                         let href = format!(
                             "{}&v={version}&rid={}",
                             env_link("desiredstate/resource", &env),
-                            encode(&r.id),
+                            encode(&r.id.to_string()),
                         );
                         view! {
-                            <tr data-id=r.id.clone()>
+                            <tr data-id=r.id.to_string()>
                                 <td>{r.resource_type}</td>
                                 <td>{r.agent}</td>
                                 <td><a href=href>{r.value}</a></td>

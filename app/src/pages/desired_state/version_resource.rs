@@ -14,7 +14,7 @@ pub fn VersionResourcePage() -> impl IntoView {
         move || (env.get(), version.get(), rid.get()),
         |(env, v, rid)| async move {
             let v = version_number(&v)?;
-            fns::version_resource(env, v, rid).await
+            fns::version_resource(env, v, rid_argument(&rid)?).await
         },
     );
     view! {

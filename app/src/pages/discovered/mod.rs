@@ -10,7 +10,7 @@ use crate::components::*;
 #[cfg(feature = "ssr")]
 use crate::fns::{env_id, fail, json_text, page_request, paged, services_for};
 use crate::layout::resource_link;
-use crate::model::{Paged, TableQuery};
+use crate::model::{Paged, ResourceId, TableQuery};
 
 #[cfg(all(test, feature = "ssr"))]
 mod tests;
@@ -20,14 +20,14 @@ const DISCOVERED: &str = "/console/discovered";
 /// One discovered resource as the page lists it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DiscoveredRow {
-    pub id: String,
+    pub id: ResourceId,
     pub resource_type: String,
     pub agent: String,
     pub value: String,
     /// Whether the orchestrator manages a resource with this id (then the row links to it).
     pub managed: bool,
     /// The discovery resource whose handler reported it.
-    pub discovery_id: String,
+    pub discovery_id: ResourceId,
     /// Whether that discovery resource is managed here (then the row links to it).
     pub discovery_managed: bool,
     /// The reported values, as text per key.
@@ -92,10 +92,10 @@ fn DiscoveredTable(env: String, data: Paged<DiscoveredRow>, error: ActionError) 
                 view! { <span class="muted">"not managed"</span> }.into_any()
             };
             let discovery = if r.discovery_managed {
-                view! { <a class="mono discovery-link" href=resource_link(&env, &r.discovery_id)>{r.discovery_id.clone()}</a> }
+                view! { <a class="mono discovery-link" href=resource_link(&env, &r.discovery_id)>{r.discovery_id.to_string()}</a> }
                     .into_any()
             } else {
-                view! { <span class="mono discovery-id">{r.discovery_id.clone()}</span> }.into_any()
+                view! { <span class="mono discovery-id">{r.discovery_id.to_string()}</span> }.into_any()
             };
             let (delete_env, id) = (env.clone(), r.id.clone());
             let delete = move |_| {
@@ -107,7 +107,7 @@ fn DiscoveredTable(env: String, data: Paged<DiscoveredRow>, error: ActionError) 
             };
             let count = r.values.len();
             view! {
-                <tr data-id=r.id.clone() data-managed=r.managed.to_string()>
+                <tr data-id=r.id.to_string() data-managed=r.managed.to_string()>
                     <td>{r.resource_type}</td>
                     <td>{r.agent}</td>
                     <td class="mono">{r.value}</td>
@@ -161,11 +161,13 @@ pub async fn discovered_resources(query: TableQuery) -> Result<Paged<DiscoveredR
     let s = services_for("discovered-resources.read", &query.env)?;
     let env = env_id(&query.env)?;
     let page = s.orchestrator.discovered_resources(env, &page_request(&query)).await.map_err(fail)?;
-    let discovery_ids: Vec<&str> = page.items.iter().map(|d| d.discovery_resource_id.as_str()).collect();
+    // The orchestrator looks ids up as stored text.
+    let discovery_ids: Vec<String> = page.items.iter().map(|d| d.discovery_resource_id.to_string()).collect();
+    let discovery_ids: Vec<&str> = discovery_ids.iter().map(String::as_str).collect();
     let managed_discovery = s.orchestrator.managed_resource_ids(env, &discovery_ids).await.map_err(fail)?;
     Ok(paged(page, |d| DiscoveredRow {
         managed: d.managed_resource_uri.is_some(),
-        discovery_managed: managed_discovery.contains(&d.discovery_resource_id),
+        discovery_managed: managed_discovery.contains(&d.discovery_resource_id.to_string()),
         values: d.values.iter().map(|(k, v)| (k.clone(), json_text(v))).collect(),
         id: d.discovered_resource_id,
         resource_type: d.resource_type,
@@ -176,7 +178,7 @@ pub async fn discovered_resources(query: TableQuery) -> Result<Paged<DiscoveredR
 }
 
 #[server(prefix = "/console/fn", endpoint = "delete_discovered", input = Json)]
-pub async fn delete_discovered(env: String, id: String) -> Result<(), ServerFnError> {
+pub async fn delete_discovered(env: String, id: ResourceId) -> Result<(), ServerFnError> {
     let s = services_for("discovered-resources.delete", &env)?;
-    s.orchestrator.delete_discovered_resource(env_id(&env)?, &id).await.map_err(fail)
+    s.orchestrator.delete_discovered_resource(env_id(&env)?, &id.to_string()).await.map_err(fail)
 }

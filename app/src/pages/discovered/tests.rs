@@ -42,7 +42,7 @@ async fn the_page_lists_filters_and_links_the_discovering_and_managed_resources(
     assert!(html.contains(&format!(r#"data-id="{MANAGED}" data-managed="true""#)), "{html}");
     assert!(html.contains(&format!(r#"data-id="{UNMANAGED}" data-managed="false""#)), "{html}");
     // The managed one and its (managed) discovery resource link to their resource pages.
-    let link = |rid: &str| crate::layout::resource_link(&env.to_string(), rid).replace('&', "&amp;");
+    let link = |rid: &str| crate::layout::resource_link(&env.to_string(), &id(rid)).replace('&', "&amp;");
     assert!(html.contains(&format!(r#"href="{}" class="managed-link""#, link(MANAGED))), "{html}");
     assert!(html.contains(&format!(r#"href="{}" class="mono discovery-link""#, link(DISCOVERY))), "{html}");
     // Neither exists for the other: it is not managed, its discovery resource is not either.
@@ -73,14 +73,14 @@ async fn delete_forgets_one_and_reading_needs_the_environment() {
 
     let page = discovered_resources(query.clone()).await.unwrap();
     assert_eq!(page.rows.len(), 2);
-    let managed = page.rows.iter().find(|r| r.id == MANAGED).unwrap();
+    let managed = page.rows.iter().find(|r| r.id == id(MANAGED)).unwrap();
     assert!(managed.managed && managed.discovery_managed, "{managed:?}");
     assert_eq!(managed.values, vec![("name".to_string(), "n1".to_string()), ("value".into(), "seen".into())]);
 
-    delete_discovered(env.to_string(), UNMANAGED.into()).await.unwrap();
+    delete_discovered(env.to_string(), id(UNMANAGED)).await.unwrap();
     let page = discovered_resources(query.clone()).await.unwrap();
-    assert_eq!(page.rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), vec![MANAGED]);
-    let error = delete_discovered(env.to_string(), UNMANAGED.into()).await.unwrap_err();
+    assert_eq!(page.rows.iter().map(|r| r.id.to_string()).collect::<Vec<_>>(), vec![MANAGED]);
+    let error = delete_discovered(env.to_string(), id(UNMANAGED)).await.unwrap_err();
     assert!(error.to_string().contains(UNMANAGED), "{error}");
 
     // A user with no role in the environment reads nothing.
@@ -88,4 +88,8 @@ async fn delete_forgets_one_and_reading_needs_the_environment() {
     provide_context(o.user_record("nora").await.unwrap().unwrap().principal());
     let error = discovered_resources(query).await.unwrap_err();
     assert!(error.to_string().contains("not allowed"), "{error}");
+}
+
+fn id(text: &str) -> api::ResourceId {
+    api::ResourceId::parse(text).unwrap()
 }

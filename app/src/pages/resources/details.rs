@@ -25,7 +25,10 @@ pub fn ResourceDetailsPage() -> impl IntoView {
     let rid = query("rid");
     let tab = query("tab");
     let level = query("level");
-    let details = live_resource(move || (env.get(), rid.get()), |(e, r)| load_resource_details(e, r));
+    let details = live_resource(
+        move || (env.get(), rid.get()),
+        |(e, r)| async move { load_resource_details(e, rid_argument(&r)?).await },
+    );
     view! {
         <SubPage
             title=move || rid.get()
@@ -66,7 +69,7 @@ fn ResourceHeader(details: ResourceDetails) -> impl IntoView {
     });
     view! {
         <div class="page-header">
-            <h1 class="mono" id="resource-id">{details.id.clone()}</h1>
+            <h1 class="mono" id="resource-id">{details.id.to_string()}</h1>
             <StatusBadge status=details.status/>
             <a class="button button-secondary button-small" id="graph-around-link" href=crate::pages::graph::around_link(&env, &details.id)>
                 "Show in the graph"
@@ -123,7 +126,7 @@ fn RequiresTab(details: DetailsResource) -> impl IntoView {
                                         let href = resource_link(&env.get_untracked(), &id);
                                         view! {
                                             <tr>
-                                                <td><a class="mono" href=href>{id}</a></td>
+                                                <td><a class="mono" href=href>{id.to_string()}</a></td>
                                                 <td><StatusBadge status/></td>
                                             </tr>
                                         }
@@ -141,7 +144,10 @@ fn RequiresTab(details: DetailsResource) -> impl IntoView {
 
 #[component]
 fn HistoryTab(env: Memo<String>, rid: Memo<String>) -> impl IntoView {
-    let data = live_resource(move || (env.get(), rid.get()), |(e, r)| resource_history(e, r));
+    let data = live_resource(
+        move || (env.get(), rid.get()),
+        |(e, r)| async move { resource_history(e, rid_argument(&r)?).await },
+    );
     view! {
         <Loaded
             resource=data
@@ -172,7 +178,10 @@ fn HistoryTab(env: Memo<String>, rid: Memo<String>) -> impl IntoView {
 
 #[component]
 fn LogsTab(env: Memo<String>, rid: Memo<String>, level: Memo<String>) -> impl IntoView {
-    let data = live_resource(move || (env.get(), rid.get(), level.get()), |(e, r, l)| resource_logs(e, r, l));
+    let data = live_resource(
+        move || (env.get(), rid.get(), level.get()),
+        |(e, r, l)| async move { resource_logs(e, rid_argument(&r)?, l).await },
+    );
     let q = use_query_map();
     let navigate = leptos_router::hooks::use_navigate();
     let on_level = move |ev: leptos::ev::Event| {
@@ -240,7 +249,10 @@ fn LogsTab(env: Memo<String>, rid: Memo<String>, level: Memo<String>) -> impl In
 
 #[component]
 fn FactsTab(env: Memo<String>, rid: Memo<String>) -> impl IntoView {
-    let data = live_resource(move || (env.get(), rid.get()), |(e, r)| resource_facts(e, r));
+    let data = live_resource(
+        move || (env.get(), rid.get()),
+        |(e, r)| async move { resource_facts(e, rid_argument(&r)?).await },
+    );
     view! {
         <Loaded
             resource=data

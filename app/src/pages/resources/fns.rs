@@ -5,7 +5,7 @@ use leptos::server_fn::codec::Json;
 
 #[cfg(feature = "ssr")]
 use crate::fns::{attributes, env_id, fact_row, fail, page_info, page_request, services_for, summary};
-use crate::model::{HistoryRow, LogRow, ParameterRow, ResourceDetails, ResourcesView, TableQuery};
+use crate::model::{HistoryRow, LogRow, ParameterRow, ResourceDetails, ResourceId, ResourcesView, TableQuery};
 #[cfg(feature = "ssr")]
 use crate::model::{Problem, ResourceRow, ResourceState};
 
@@ -16,7 +16,7 @@ pub async fn resources(query: TableQuery) -> Result<ResourcesView, ServerFnError
     let (page, deploy) = s.orchestrator.released_resources(env, &page_request(&query), true).await.map_err(fail)?;
     let deploy = deploy.unwrap_or_default();
     let info = page_info(&page);
-    let shown: Vec<(&str, ResourceState)> = page.items.iter().map(|r| (r.resource_id.as_str(), r.status)).collect();
+    let shown: Vec<(&ResourceId, ResourceState)> = page.items.iter().map(|r| (&r.resource_id, r.status)).collect();
     let mut problems = problems(&s.orchestrator, env, &shown).await?;
     let rows = page
         .items
@@ -41,34 +41,38 @@ pub async fn resources(query: TableQuery) -> Result<ResourcesView, ServerFnError
 async fn problems(
     o: &orchestrator::Orchestrator,
     env: uuid::Uuid,
-    resources: &[(&str, ResourceState)],
-) -> Result<std::collections::HashMap<String, Problem>, ServerFnError> {
-    let with = |states: &[ResourceState]| -> Vec<&str> {
-        resources.iter().filter(|(_, status)| states.contains(status)).map(|(rid, _)| *rid).collect()
+    resources: &[(&ResourceId, ResourceState)],
+) -> Result<std::collections::HashMap<ResourceId, Problem>, ServerFnError> {
+    // The orchestrator's lookups take and answer ids as stored text.
+    let with = |states: &[ResourceState]| -> Vec<String> {
+        resources.iter().filter(|(_, status)| states.contains(status)).map(|(rid, _)| rid.to_string()).collect()
     };
-    let failed = with(&[ResourceState::Failed, ResourceState::Unavailable]);
-    let waiting = with(&[ResourceState::Available, ResourceState::Skipped, ResourceState::SkippedForUndefined]);
-    let mut problems: std::collections::HashMap<String, Problem> = o
-        .last_errors(env, &failed)
-        .await
-        .map_err(fail)?
-        .into_iter()
-        .map(|(rid, msg)| (rid, Problem::Error(msg)))
-        .collect();
-    for (rid, requires) in o.requires_states(env, &waiting).await.map_err(fail)? {
-        let requires: Vec<(String, ResourceState)> = requires.into_iter().collect();
+    let (failed, waiting) = (
+        with(&[ResourceState::Failed, ResourceState::Unavailable]),
+        with(&[ResourceState::Available, ResourceState::Skipped, ResourceState::SkippedForUndefined]),
+    );
+    let stored = |text: &str| ResourceId::parse(text).map_err(|e| ServerFnError::new(e.to_string()));
+    let mut problems = std::collections::HashMap::new();
+    for (rid, msg) in o.last_errors(env, &as_strs(&failed)).await.map_err(fail)? {
+        problems.insert(stored(&rid)?, Problem::Error(msg));
+    }
+    for (rid, requires) in o.requires_states(env, &as_strs(&waiting)).await.map_err(fail)? {
+        let requires = requires
+            .into_iter()
+            .map(|(id, state)| Ok((stored(&id)?, state)))
+            .collect::<Result<Vec<_>, ServerFnError>>()?;
         if let Some(problem) = Problem::blocked_by(&requires) {
-            problems.insert(rid, problem);
+            problems.insert(stored(&rid)?, problem);
         }
     }
     Ok(problems)
 }
 
 #[server(prefix = "/console/fn", endpoint = "resource_details", input = Json)]
-pub async fn load_resource_details(env: String, rid: String) -> Result<ResourceDetails, ServerFnError> {
+pub async fn load_resource_details(env: String, rid: ResourceId) -> Result<ResourceDetails, ServerFnError> {
     let s = services_for("resource.read", &env)?;
-    let r = s.orchestrator.released_resource(env_id(&env)?, &rid).await.map_err(fail)?;
-    let problem = problems(&s.orchestrator, env_id(&env)?, &[(rid.as_str(), r.status)]).await?.remove(&rid);
+    let r = s.orchestrator.released_resource(env_id(&env)?, &rid.to_string()).await.map_err(fail)?;
+    let problem = problems(&s.orchestrator, env_id(&env)?, &[(&rid, r.status)]).await?.remove(&rid);
     Ok(ResourceDetails {
         problem,
         id: r.resource_id,
@@ -84,10 +88,10 @@ pub async fn load_resource_details(env: String, rid: String) -> Result<ResourceD
 }
 
 #[server(prefix = "/console/fn", endpoint = "resource_history", input = Json)]
-pub async fn resource_history(env: String, rid: String) -> Result<Vec<HistoryRow>, ServerFnError> {
+pub async fn resource_history(env: String, rid: ResourceId) -> Result<Vec<HistoryRow>, ServerFnError> {
     let s = services_for("resource.read", &env)?;
     let req = orchestrator::paging::PageRequest { limit: Some(50), ..Default::default() };
-    let page = s.orchestrator.resource_history(env_id(&env)?, &rid, &req).await.map_err(fail)?;
+    let page = s.orchestrator.resource_history(env_id(&env)?, &rid.to_string(), &req).await.map_err(fail)?;
     Ok(page
         .items
         .into_iter()
@@ -102,20 +106,18 @@ pub async fn resource_history(env: String, rid: String) -> Result<Vec<HistoryRow
 
 /// The latest 100 log lines of a resource, at `min_level` or more severe.
 #[server(prefix = "/console/fn", endpoint = "resource_logs", input = Json)]
-pub async fn resource_logs(env: String, rid: String, min_level: String) -> Result<Vec<LogRow>, ServerFnError> {
+pub async fn resource_logs(env: String, rid: ResourceId, min_level: String) -> Result<Vec<LogRow>, ServerFnError> {
     let s = services_for("resource.read", &env)?;
     let mut req = orchestrator::paging::PageRequest { limit: Some(100), ..Default::default() };
     if !min_level.is_empty() {
         req.filters.push(("minimal_log_level".into(), min_level));
     }
     let id = env_id(&env)?;
+    let rid = rid.to_string();
     let page = s.orchestrator.resource_logs(id, &rid, &req).await.map_err(fail)?;
     // The version of each line's action: one query for the resource's latest actions.
-    let actions = orchestrator::resources::ActionQuery {
-        resource_id: Some(rid.clone()),
-        limit: Some(1000),
-        ..Default::default()
-    };
+    let actions =
+        orchestrator::resources::ActionQuery { resource_id: Some(rid), limit: Some(1000), ..Default::default() };
     let versions: std::collections::HashMap<uuid::Uuid, i64> = s
         .orchestrator
         .resource_actions(id, &actions)
@@ -138,8 +140,13 @@ pub async fn resource_logs(env: String, rid: String, min_level: String) -> Resul
 }
 
 #[server(prefix = "/console/fn", endpoint = "resource_facts", input = Json)]
-pub async fn resource_facts(env: String, rid: String) -> Result<Vec<ParameterRow>, ServerFnError> {
+pub async fn resource_facts(env: String, rid: ResourceId) -> Result<Vec<ParameterRow>, ServerFnError> {
     let s = services_for("fact.read", &env)?;
-    let facts = s.orchestrator.resource_facts(env_id(&env)?, &rid).await.map_err(fail)?;
+    let facts = s.orchestrator.resource_facts(env_id(&env)?, &rid.to_string()).await.map_err(fail)?;
     Ok(facts.into_iter().map(fact_row).collect())
+}
+
+#[cfg(feature = "ssr")]
+fn as_strs(ids: &[String]) -> Vec<&str> {
+    ids.iter().map(String::as_str).collect()
 }

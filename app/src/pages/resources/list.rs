@@ -128,7 +128,7 @@ fn ResourcesBody(env: String, data: ResourcesView) -> impl IntoView {
                         .into_iter()
                         .map(|r| {
                             let href = resource_link(&env, &r.id);
-                            let (rid, status) = (r.id.clone(), r.status.as_str());
+                            let (rid, status) = (r.id.to_string(), r.status.as_str());
                             view! {
                                 <tr data-id=rid data-status=status>
                                     <td>{r.resource_type}</td>

@@ -25,7 +25,7 @@ pub fn ProblemText(env: String, problem: Problem) -> impl IntoView {
             let more = (count > 1).then(|| format!(" and {} more", count - 1));
             view! {
                 <span class="blocked-by">
-                    "blocked by " <a href=resource_link(&env, &resource) class="mono">{resource.clone()}</a>
+                    "blocked by " <a href=resource_link(&env, &resource) class="mono">{resource.to_string()}</a>
                     {format!(" ({})", status.as_str().replace('_', " "))}
                     {more}
                 </span>
