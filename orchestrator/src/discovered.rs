@@ -90,11 +90,12 @@ struct Checked {
 fn check(item: &DiscoveredResourceInput) -> Result<Checked> {
     let resource_id = |what: &str, value: &str| -> Result<ResourceId> {
         crate::validate::id(what, value)?;
-        // A resource id as the answers write it: a version (`,v=<n>`) is refused, not kept.
-        ResourceId::parse_exact(value).map_err(|e| Error::BadRequest(format!("{what}: {e}")))
+        // Inmanta 20.1 accepts a resource version id here too (its id pattern allows `,v=<n>`);
+        // what was found is the resource, so the version is dropped rather than kept in its id.
+        ResourceId::parse(value).map_err(|e| Error::BadRequest(format!("{what}: {e}")))
     };
     let parsed = resource_id("discovered_resource_id", &item.discovered_resource_id)?;
-    resource_id("discovery_resource_id", &item.discovery_resource_id)?;
+    let discovery = resource_id("discovery_resource_id", &item.discovery_resource_id)?;
     if !item.values.is_object() {
         return Err(Error::BadRequest(format!(
             "the values of discovered resource {} must be a JSON object, got {}",
@@ -110,12 +111,7 @@ fn check(item: &DiscoveredResourceInput) -> Result<Checked> {
             values.len()
         )));
     }
-    Ok(Checked {
-        id: item.discovered_resource_id.clone(),
-        parsed,
-        values,
-        discovery_id: item.discovery_resource_id.clone(),
-    })
+    Ok(Checked { id: parsed.to_string(), parsed, values, discovery_id: discovery.to_string() })
 }
 
 impl Orchestrator {
