@@ -479,8 +479,7 @@ where
     let link = |extra: Vec<(String, String)>| {
         let mut pairs = base.clone();
         pairs.extend(extra);
-        let query: Vec<String> = pairs.iter().map(|(k, v)| format!("{}={}", encode(k), encode(v))).collect();
-        format!("{base_path}?{}", query.join("&"))
+        format!("{base_path}{}", api::url::query_string(&pairs))
     };
     let mut self_extra = vec![];
     for (k, v) in [("start", &req.start), ("end", &req.end), ("first_id", &req.first_id), ("last_id", &req.last_id)] {
@@ -557,13 +556,4 @@ fn push_bound(
         None => cond.push(format!("{c} {op} ?"), vec![value]),
     }
     Ok(())
-}
-
-fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b':' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }

@@ -562,8 +562,8 @@ fn database_url(options: &Options, state_dir: &Path) -> anyhow::Result<String> {
         let name = options.get("database", "name").unwrap_or("inmanta");
         let user = options.get("database", "username").unwrap_or("postgres");
         let credentials = match options.get("database", "password").filter(|p| !p.is_empty()) {
-            Some(password) => format!("{}:{}", percent_encode(user), percent_encode(password)),
-            None => percent_encode(user),
+            Some(password) => format!("{}:{}", api::url::encode(user), api::url::encode(password)),
+            None => api::url::encode(user),
         };
         return Ok(format!("postgres://{credentials}@{host}:{port}/{name}"));
     }
@@ -594,15 +594,6 @@ pub fn python_settings(options: &Options, cache_dir: PathBuf) -> anyhow::Result<
 fn seconds(value: f64, option: &str) -> anyhow::Result<std::time::Duration> {
     std::time::Duration::try_from_secs_f64(value)
         .map_err(|_| anyhow::anyhow!("{option} must be a number of seconds, 0 or more, got {value}"))
-}
-
-fn percent_encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 #[cfg(test)]

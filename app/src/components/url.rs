@@ -7,6 +7,7 @@ use leptos_router::params::ParamsMap;
 
 use crate::BASE;
 use crate::model::TableQuery;
+pub use api::url::encode;
 
 /// The resource id of a page's `?rid=` as a server function takes it. The URL is text anyone may
 /// edit: a malformed id is an error the page shows, saying what a resource id looks like, and no
@@ -86,17 +87,6 @@ pub fn in_app(href: &str) -> String {
 /// A console page of the current environment.
 pub fn env_link(page: &str, env: &str) -> String {
     format!("{BASE}/{page}?env={}", encode(env))
-}
-
-pub fn encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
 }
 
 /// The table state of the current URL: `filter.<name>`, `sort`, `limit` and the cursor.
