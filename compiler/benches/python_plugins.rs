@@ -2,7 +2,7 @@
 //!
 //! `cargo bench -p compiler --bench python_plugins` (figures in docs/performance.md). Needs a
 //! Python environment with inmanta-core: `INMANTA_COMPILER_PYTHON`, else the one the tests cache
-//! (`cargo test -p compiler --test python_modules` makes it).
+//! (`cargo test -p compiler --test compiler python_modules::` makes it).
 //!
 //! - first start: a model with one Python plugin call, minus the same model without Python;
 //! - 10 000 calls of a Python plugin taking a value, and 10 000 taking an entity (one attribute

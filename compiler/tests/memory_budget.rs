@@ -5,10 +5,14 @@
 //! These check our own limits, which Inmanta does not have (it grows until the machine runs out
 //! of memory): the expected messages are ours, not recorded from Inmanta.
 //!
-//! Each model is compiled in a child process (this test binary again, running only
-//! `child_compiles_the_project_it_is_given`) under an address-space limit (`ulimit -v`), so a
-//! compiler that does not stop cannot hurt the machine: it is killed by a signal, which the test
-//! reports. The child prints its peak resident memory (VmHWM).
+//! Each model is compiled in a child process (this test binary again, with the project named in
+//! `MEMORY_BUDGET_TEST_PROJECT`) under an address-space limit (`ulimit -v`), so a compiler that
+//! does not stop cannot hurt the machine: it is killed by a signal, which the test reports. The
+//! child prints its peak resident memory (VmHWM).
+//!
+//! The child's side is no test: the binary has its own `main` (`harness = false` in
+//! Cargo.toml), which compiles the project when that variable is set and otherwise runs the tests
+//! below with [`run_tests`], a small stand-in for libtest's runner.
 
 use std::path::Path;
 use std::process::Command;
@@ -42,7 +46,6 @@ fn compile_in_child(model: &str, env: &[(&str, &str)]) -> ChildResult {
         .arg("-c")
         .arg(format!("ulimit -v {ADDRESS_SPACE_KIB} && exec \"$0\" \"$@\""))
         .arg(exe)
-        .args(["child_compiles_the_project_it_is_given", "--exact", "--nocapture", "--test-threads=1"])
         .env(PROJECT_VAR, &dir)
         .env_remove("INMANTA_COMPILER_MAX_MEMORY");
     for (k, v) in env {
@@ -51,7 +54,6 @@ fn compile_in_child(model: &str, env: &[(&str, &str)]) -> ChildResult {
     let output = command.output().expect("run the child");
     let _ = std::fs::remove_dir_all(&dir);
     let stdout = String::from_utf8_lossy(&output.stdout);
-    // libtest prints the test's name on the same line
     let peak_kib: u64 = stdout
         .split("peak_kib=")
         .nth(1)
@@ -68,15 +70,12 @@ fn fxhash(text: &str) -> u64 {
     text.bytes().fold(0xcbf29ce484222325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100000001b3))
 }
 
-/// The child's side: compiles the project named in the environment, prints the errors as
-/// `inmanta compile` does and its peak memory, and exits (1 on a compile error). Run alone it
-/// has nothing to do.
-#[test]
-fn child_compiles_the_project_it_is_given() {
-    let Some(dir) = std::env::var_os(PROJECT_VAR) else { return };
+/// The child's side: compiles the project in `dir`, prints the errors as `inmanta compile` does
+/// and its peak memory, and exits (1 on a compile error).
+fn compile_as_child(dir: &Path) -> ! {
     let options =
         compiler::CompileOptions { main_file: Some("main.cf".into()), root_variables: false, ..Default::default() };
-    let result = compiler::compile_project_with(Path::new(&dir), &options);
+    let result = compiler::compile_project_with(dir, &options);
     if let Err(diagnostics) = &result {
         eprintln!("{diagnostics}");
     }
@@ -84,6 +83,91 @@ fn child_compiles_the_project_it_is_given() {
     let peak = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).unwrap_or("0 kB").trim().trim_end_matches(" kB");
     println!("peak_kib={peak}");
     std::process::exit(if result.is_ok() { 0 } else { 1 });
+}
+
+type Test = (&'static str, fn());
+
+const TESTS: &[Test] = &[
+    ("a_string_doubled_by_plus_stops_at_the_memory_budget", a_string_doubled_by_plus_stops_at_the_memory_budget),
+    (
+        "a_string_doubled_by_interpolation_stops_at_the_memory_budget",
+        a_string_doubled_by_interpolation_stops_at_the_memory_budget,
+    ),
+    (
+        "a_list_doubled_by_list_literals_stops_at_the_memory_budget",
+        a_list_doubled_by_list_literals_stops_at_the_memory_budget,
+    ),
+    ("a_smaller_budget_comes_from_the_environment", a_smaller_budget_comes_from_the_environment),
+    (
+        "a_dict_that_holds_the_same_dict_at_each_level_is_not_copied_past_the_budget",
+        a_dict_that_holds_the_same_dict_at_each_level_is_not_copied_past_the_budget,
+    ),
+    ("an_error_about_a_huge_string_prints_a_short_message", an_error_about_a_huge_string_prints_a_short_message),
+    ("a_value_set_twice_shows_both_values_cut", a_value_set_twice_shows_both_values_cut),
+];
+
+fn main() -> std::process::ExitCode {
+    if let Some(dir) = std::env::var_os(PROJECT_VAR) {
+        compile_as_child(Path::new(&dir));
+    }
+    run_tests(TESTS, std::env::args().skip(1).collect())
+}
+
+/// Runs the tests whose names the arguments select, one after the other (each child may take
+/// about 1 GB), and reports them as libtest does: the arguments `cargo test` passes on are
+/// understood (name filters, `--exact`, `--skip NAME`, `--list`, `--ignored`), the others are
+/// accepted and change nothing here.
+fn run_tests(tests: &[Test], args: Vec<String>) -> std::process::ExitCode {
+    const WITH_VALUE: &[&str] = &["--skip", "--test-threads", "--color", "--format", "--logfile", "-Z"];
+    let (mut filters, mut skips, mut exact, mut list, mut ignored_only) = (Vec::new(), Vec::new(), false, false, false);
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--exact" => exact = true,
+            "--list" => list = true,
+            "--ignored" => ignored_only = true,
+            "--skip" => skips.extend(args.next()),
+            flag if WITH_VALUE.contains(&flag) => {
+                args.next();
+            }
+            flag if flag.starts_with('-') => {}
+            filter => filters.push(filter.to_string()),
+        }
+    }
+    let matches = |name: &str, pattern: &str| if exact { name == pattern } else { name.contains(pattern) };
+    let selected: Vec<&Test> = tests
+        .iter()
+        .filter(|_| !ignored_only)
+        .filter(|(name, _)| filters.is_empty() || filters.iter().any(|f| matches(name, f)))
+        .filter(|(name, _)| !skips.iter().any(|s| matches(name, s)))
+        .collect();
+    if list {
+        selected.iter().for_each(|(name, _)| println!("{name}: test"));
+        return std::process::ExitCode::SUCCESS;
+    }
+    let started = std::time::Instant::now();
+    println!("\nrunning {} tests", selected.len());
+    let mut failed = Vec::new();
+    for (name, test) in &selected {
+        let ok = std::panic::catch_unwind(test).is_ok();
+        println!("test {name} ... {}", if ok { "ok" } else { "FAILED" });
+        if !ok {
+            failed.push(*name);
+        }
+    }
+    if !failed.is_empty() {
+        println!("\nfailures:");
+        failed.iter().for_each(|name| println!("    {name}"));
+    }
+    println!(
+        "\ntest result: {}. {} passed; {} failed; 0 ignored; 0 measured; {} filtered out; finished in {:.2}s\n",
+        if failed.is_empty() { "ok" } else { "FAILED" },
+        selected.len() - failed.len(),
+        failed.len(),
+        tests.len() - selected.len(),
+        started.elapsed().as_secs_f64()
+    );
+    if failed.is_empty() { std::process::ExitCode::SUCCESS } else { std::process::ExitCode::FAILURE }
 }
 
 /// `a0` of 1 KiB, then `NAME{i} = <doubling of NAME{i-1}>` for i in 1..=40 (lines 2 to 41).
@@ -112,7 +196,6 @@ fn assert_stopped_by_the_budget(result: &ChildResult, line: usize, source: &str,
     assert!(result.peak_bytes < PEAK_LIMIT_BYTES, "peak memory {} bytes", result.peak_bytes);
 }
 
-#[test]
 fn a_string_doubled_by_plus_stops_at_the_memory_budget() {
     let model =
         doubling_chain(&format!("a0 = \"{}\"", "a".repeat(1024)), |i| format!("a{i} = a{} + a{}", i - 1, i - 1));
@@ -122,7 +205,6 @@ fn a_string_doubled_by_plus_stops_at_the_memory_budget() {
     assert_stopped_by_the_budget(&result, 20, "a19 = a18 + a18", "this string would be 512 MiB");
 }
 
-#[test]
 fn a_string_doubled_by_interpolation_stops_at_the_memory_budget() {
     let model = doubling_chain(&format!("a0 = \"{}\"", "a".repeat(1024)), |i| {
         format!("a{i} = \"{{{{a{}}}}}{{{{a{}}}}}\"", i - 1, i - 1)
@@ -131,7 +213,6 @@ fn a_string_doubled_by_interpolation_stops_at_the_memory_budget() {
     assert_stopped_by_the_budget(&result, 20, "a19 = \"{{a18}}{{a18}}\"", "this string would be at least 512 MiB");
 }
 
-#[test]
 fn a_list_doubled_by_list_literals_stops_at_the_memory_budget() {
     let model = doubling_chain("l0 = [1, 2, 3, 4, 5, 6, 7, 8]", |i| format!("l{i} = [l{}, l{}]", i - 1, i - 1));
     let result = compile_in_child(&model, &[]);
@@ -145,7 +226,6 @@ fn a_list_doubled_by_list_literals_stops_at_the_memory_budget() {
     );
 }
 
-#[test]
 fn a_smaller_budget_comes_from_the_environment() {
     let model =
         doubling_chain(&format!("a0 = \"{}\"", "a".repeat(1024)), |i| format!("a{i} = a{} + a{}", i - 1, i - 1));
@@ -155,7 +235,6 @@ fn a_smaller_budget_comes_from_the_environment() {
     assert!(result.stderr.contains("main.cf:10:"), "{}", result.stderr);
 }
 
-#[test]
 fn a_dict_that_holds_the_same_dict_at_each_level_is_not_copied_past_the_budget() {
     // 24 levels take 48 entries in the model; std::json_dumps would write 2**25 of them (a
     // string of about 500 MB): the copy stops at the budget (16 MiB) before that string is
@@ -171,7 +250,6 @@ fn a_dict_that_holds_the_same_dict_at_each_level_is_not_copied_past_the_budget()
     assert!(result.peak_bytes < 200_000_000, "peak memory {} bytes", result.peak_bytes);
 }
 
-#[test]
 fn an_error_about_a_huge_string_prints_a_short_message() {
     // a 64 MiB string (budget allowing), then an error that shows it
     let mut model = format!("a0 = \"{}\"\n", "a".repeat(1024));
@@ -188,7 +266,6 @@ fn an_error_about_a_huge_string_prints_a_short_message() {
     assert!(stderr.len() < 2000, "the error is {} bytes", stderr.len());
 }
 
-#[test]
 fn a_value_set_twice_shows_both_values_cut() {
     let mut model = format!("a0 = \"{}\"\n", "b".repeat(1024));
     for i in 1..=12 {

@@ -5,7 +5,7 @@
 // agents deploy std::testing::NullResource for real).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { BASE, suffix, start, stop, api, openConsole, waitForHydration, shot, answer, toast } from "./lib.mjs";
+import { BASE, suffix, start, stop, api, openConsole, waitForHydration, shot, answer, toast, failingEnvironment } from "./lib.mjs";
 
 
 let project;
@@ -171,19 +171,20 @@ test("pause and unpause an agent", async (t) => {
 });
 
 test("mark a notification read from the drawer and the centre", async (t) => {
-  // A failing deploy notifies; if this server does not, there is nothing to mark and we say so.
-  const env = await api("PUT", "/api/v2/environment", { name: `ops-notify-${suffix}`, project_id: project.id });
-  await putVersion(env.id, (v) => [nullResource(v, "bad", { agent: "agent7", fail: true })]);
+  // A resource that starts failing makes an unread notification (orchestrator's
+  // notify_new_failures): wait for it through the API, so the page below renders it.
+  const { env } = await failingEnvironment("ops-notify", 0);
+  let notifications = [];
+  for (let i = 0; i < 100 && notifications.length === 0; i++) {
+    notifications = await api("GET", "/api/v2/notification", undefined, env.id);
+    if (notifications.length === 0) await new Promise((r) => setTimeout(r, 200));
+  }
+  assert.ok(notifications.length > 0, "the failed deploy made no notification within 20 s");
+  assert.ok(notifications.some((n) => !n.read && n.title === "Resource deploy failed"), JSON.stringify(notifications));
   const { page, errors } = await openConsole(t);
   await page.goto(`${BASE}/console/notificationcenter?env=${env.id}`);
   await waitForHydration(page);
-  const item = page.locator("#notifications li.unread").first();
-  try {
-    await item.waitFor({ timeout: 20_000 });
-  } catch {
-    t.skip("the server created no notification for the failed deploy");
-    return;
-  }
+  await page.locator("#notifications li.unread").first().waitFor({ timeout: 20_000 });
   const unreadBefore = Number(await page.textContent("#unread-count"));
   await page.click("#notification-bell");
   await page.locator("#notification-drawer .drawer-item").first().waitFor();

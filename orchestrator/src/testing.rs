@@ -21,6 +21,15 @@ pub async fn fresh_database_url(dir: &Path) -> Result<String> {
     }
 }
 
+/// An orchestrator on a fresh database in `dir` ([`fresh_database_url`]) holding the project and
+/// environment of [`new_environment`]: what most tests start from. The orchestrator and the
+/// environment's id.
+pub async fn setup(dir: &Path) -> Result<(crate::Orchestrator, uuid::Uuid)> {
+    let o = crate::Orchestrator::open(&fresh_database_url(dir).await?).await?;
+    let env = new_environment(&o).await?;
+    Ok((o, env))
+}
+
 /// A project `p` with an environment `e` in it: the environment's id.
 pub async fn new_environment(o: &crate::Orchestrator) -> Result<uuid::Uuid> {
     let project = o.create_project("p", None).await?.id;

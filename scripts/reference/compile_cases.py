@@ -28,7 +28,7 @@ import time
 FORMAT = 1
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TEST_MODULES = os.path.join(REPO, "compiler", "tests", "modules")
-# The environment seen by std::get_env, the same as compiler/tests/conformance.rs gives ours.
+# The environment seen by std::get_env, the same as compiler/tests/compiler/conformance.rs gives ours.
 CASE_ENV = {"CONF_SET": "hello"}
 
 

@@ -70,6 +70,63 @@ pub fn postgres_admin_url() -> Option<String> {
     )
 }
 
+/// Fails unless every `.rs` file of the integration-test binary `binary` (the folder
+/// `tests_dir/binary`, whose `main.rs` declares one `mod` per file or folder) is declared in its
+/// `main.rs`, and unless `tests_dir` itself holds no `.rs` file but `own_binaries` (cargo builds
+/// each as a binary of its own, linking the crate and its dependencies again). A file nobody
+/// declares would never be compiled, its tests never run.
+pub fn assert_test_files_are_modules(tests_dir: &str, binary: &str, own_binaries: &[&str]) {
+    let tests = std::path::Path::new(tests_dir);
+    let dir = tests.join(binary);
+    let main =
+        std::fs::read_to_string(dir.join("main.rs")).unwrap_or_else(|e| panic!("{}/main.rs: {e}", dir.display()));
+    let declared: std::collections::BTreeSet<&str> = main
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            let line = line.strip_prefix("pub ").unwrap_or(line);
+            line.strip_prefix("mod ")?.strip_suffix(';').map(str::trim)
+        })
+        .collect();
+    let rust_files = |dir: &std::path::Path| -> Vec<(String, bool)> {
+        let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        entries
+            .filter_map(|entry| {
+                let path = entry.ok()?.path();
+                let name = path.file_name()?.to_str()?.to_string();
+                if path.is_dir() {
+                    path.join("mod.rs").is_file().then_some((name, true))
+                } else {
+                    name.strip_suffix(".rs").map(|stem| (stem.to_string(), false))
+                }
+            })
+            .collect()
+    };
+    let mut undeclared: Vec<String> = rust_files(&dir)
+        .into_iter()
+        .map(|(name, _)| name)
+        .filter(|name| name != "main" && !declared.contains(name.as_str()))
+        .collect();
+    undeclared.sort();
+    let mut outside: Vec<String> = rust_files(tests)
+        .into_iter()
+        .filter(|(_, is_dir)| !is_dir)
+        .map(|(name, _)| format!("{name}.rs"))
+        .filter(|name| !own_binaries.contains(&name.as_str()))
+        .collect();
+    outside.sort();
+    assert!(
+        undeclared.is_empty(),
+        "{binary}/main.rs declares no module for {undeclared:?}: add `mod <name>;` there (docs/development.md, \"Tests\")"
+    );
+    assert!(
+        outside.is_empty(),
+        "test files outside the one test binary: {outside:?}. Move each into it: `git mv tests/<name>.rs \
+         tests/{binary}/`, add `mod <name>;` to tests/{binary}/main.rs and replace its `mod common;` with \
+         `use crate::common;` (docs/development.md, \"Tests\")"
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

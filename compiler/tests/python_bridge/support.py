@@ -2,7 +2,7 @@
 script, and the shared state emptied between tests.
 
 Run from the repository: `python -m unittest discover -s compiler/tests/python_bridge` with a
-Python that has inmanta-core (compiler/tests/bridge_python.rs does, with scripts/python-test-venv.sh).
+Python that has inmanta-core (compiler/tests/compiler/bridge_python.rs does, with scripts/python-test-venv.sh).
 """
 
 import io

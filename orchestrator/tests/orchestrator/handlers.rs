@@ -10,18 +10,7 @@ use orchestrator::{Error, Orchestrator};
 use serde_json::json;
 use uuid::Uuid;
 
-async fn setup() -> (Orchestrator, Uuid, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let url = orchestrator::testing::fresh_database_url(dir.path()).await.unwrap();
-    let o = Orchestrator::open(&url).await.unwrap();
-    let project = o.create_project("p", None).await.unwrap().id;
-    let env = o
-        .create_environment(EnvironmentCreate { project_id: project, name: "e".into(), ..Default::default() })
-        .await
-        .unwrap()
-        .id;
-    (o, env, dir)
-}
+use crate::common::setup;
 
 async fn upload(o: &Orchestrator, content: &str) -> String {
     let hash = sha1_smol::Sha1::from(content.as_bytes()).digest().to_string();

@@ -14,7 +14,7 @@
 //! tolerated, and the test fails when one of them agrees (so the list only shrinks). A snippet
 //! ending in `#> not-copied KIND: why` records an artefact of Inmanta's (a Python object id, its
 //! `unicode_escape` mojibake) that we do not copy: it must differ in exactly that kind.
-//! Run some cases with `CASE=part-of-name cargo test -p compiler --test inmanta_suite`.
+//! Run some cases with `CASE=part-of-name cargo test -p compiler --test compiler inmanta_suite::`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

@@ -74,15 +74,7 @@ struct Setup {
 }
 
 async fn setup() -> Setup {
-    let dir = tempfile::tempdir().unwrap();
-    let url = orchestrator::testing::fresh_database_url(dir.path()).await.unwrap();
-    let o = Orchestrator::open(&url).await.unwrap();
-    let project = o.create_project("p", None).await.unwrap().id;
-    let env = o
-        .create_environment(EnvironmentCreate { project_id: project, name: "e".into(), ..Default::default() })
-        .await
-        .unwrap()
-        .id;
+    let (o, env, dir) = crate::common::setup().await;
     let recorder = Arc::new(Recorder::default());
     let schedulers = Schedulers::start(o.clone(), Arc::new(NullDispatch(recorder.clone()))).await.unwrap();
     Setup { o, env, recorder, schedulers, _dir: dir }

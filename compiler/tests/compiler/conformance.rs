@@ -13,7 +13,7 @@
 //! - `#> not-copied KIND: why` — Inmanta's answer is plainly a bug we do not copy: the case must
 //!   differ from it in exactly these kinds (each such case has a line in compiler/README.md).
 //!
-//! Run one case with `CASE=name cargo test -p compiler --test conformance`.
+//! Run one case with `CASE=name cargo test -p compiler --test compiler conformance::`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
