@@ -14,10 +14,10 @@ version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 out="$ROOT/server/tests/fixtures/release-$version"
 mkdir -p "$out"
 log "SQLite fixture of release $version"
-INMANTA_FIXTURE_DIR="$out" cargo test -p server --test server upgrade:: -- --ignored --exact make_release_fixture
+INMANTA_FIXTURE_DIR="$out" cargo test -p server --test server -- --ignored --exact upgrade::make_release_fixture
 ensure_postgres
 trap stop_postgres EXIT
 log "PostgreSQL fixture of release $version"
 INMANTA_FIXTURE_DIR="$out" INMANTA_TEST_POSTGRES="$POSTGRES_ADMIN_URL" \
-  cargo test -p server --test server upgrade:: -- --ignored --exact make_release_fixture
+  cargo test -p server --test server -- --ignored --exact upgrade::make_release_fixture
 ls -l "$out"
