@@ -9,6 +9,7 @@
 //! per environment (5) change the shape. Auth is off: the figure is about the deploy.
 
 #[path = "../tests/server/common/mod.rs"]
+#[allow(dead_code, reason = "the bench uses a part of the tests' helpers")]
 mod common;
 
 use std::time::{Duration, Instant};
