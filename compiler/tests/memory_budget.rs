@@ -142,7 +142,9 @@ fn run_tests(tests: &[Test], args: Vec<String>) -> std::process::ExitCode {
         .filter(|(name, _)| !skips.iter().any(|s| matches(name, s)))
         .collect();
     if list {
-        selected.iter().for_each(|(name, _)| println!("{name}: test"));
+        for (name, _) in &selected {
+            println!("{name}: test");
+        }
         return std::process::ExitCode::SUCCESS;
     }
     let started = std::time::Instant::now();
@@ -157,7 +159,9 @@ fn run_tests(tests: &[Test], args: Vec<String>) -> std::process::ExitCode {
     }
     if !failed.is_empty() {
         println!("\nfailures:");
-        failed.iter().for_each(|name| println!("    {name}"));
+        for name in &failed {
+            println!("    {name}");
+        }
     }
     println!(
         "\ntest result: {}. {} passed; {} failed; 0 ignored; 0 measured; {} filtered out; finished in {:.2}s\n",

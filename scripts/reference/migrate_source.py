@@ -1,6 +1,6 @@
 """
 Fills a reference Inmanta server (scripts/inmanta-reference.sh server start) with what
-`inmanta migrate` moves, for server/tests/migrate.rs: a project with two environments (repository,
+`inmanta migrate` moves, for server/tests/server/migrate.rs: a project with two environments (repository,
 branch, a setting, a parameter), a version of a small model exported by the real `inmanta export`
 to each and released, and a user with a role. Run with the reference venv's Python:
 

@@ -1,6 +1,6 @@
 """
 Deploys a project with the real Inmanta 20.1 (a reference server started by
-`scripts/inmanta-reference.sh server start`), for server/tests/references_vs_inmanta.rs: a new
+`scripts/inmanta-reference.sh server start`), for server/tests/server/references_vs_inmanta.rs: a new
 project and environment, the facts given, the real `inmanta export` of PROJECT_DIR (modules from
 the reference venv, v1 modules from the project's modulepath), then the server's own scheduler
 and agents deploy it. Run with the reference venv's Python:

@@ -8,7 +8,8 @@
 //! --bench ha`. `RESOURCES` (default 10000), `ENVIRONMENTS` (6), `SERVERS` (`1,3`) and `AGENTS`
 //! per environment (5) change the shape. Auth is off: the figure is about the deploy.
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/server/common/mod.rs"]
+#[allow(dead_code, reason = "the bench uses a part of the tests' helpers")]
 mod common;
 
 use std::time::{Duration, Instant};

@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 
 use api::ResourceId;
 use api::compliance::{AttributeStateChange, ResourceComplianceDiff};
-use api::environment::EnvironmentCreate;
 use api::state::{ActionKind, Change, Compliance, HandlerRun, HandlerStatus, ResourceState};
 use api::version::PutVersion;
 use orchestrator::resources::FinishedAction;

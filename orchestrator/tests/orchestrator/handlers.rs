@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 
-use api::environment::EnvironmentCreate;
 use api::version::{PutPartial, PutVersion};
 use orchestrator::{Error, Orchestrator};
 use serde_json::json;

@@ -8,7 +8,6 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use api::environment::EnvironmentCreate;
 use api::version::PutVersion;
 use orchestrator::Orchestrator;
 use orchestrator::agents::AgentAction;

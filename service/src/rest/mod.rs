@@ -5,7 +5,7 @@
 //!
 //! The router is built only from [`Routes`], so the rule table and the router cannot drift
 //! apart: the guard denies a route it has no rule for, and the route-walking test in
-//! server/tests/auth.rs walks the same table.
+//! server/tests/server/auth.rs walks the same table.
 
 mod agents;
 mod auth;
