@@ -251,7 +251,10 @@ mod tests {
         }
         let dest = full.join("backup.db");
         let message = store.backup_sqlite(&dest).await.expect_err("the filesystem is full").to_string();
-        assert!(message.contains("cannot write the backup") && message.contains("nothing was left behind"), "{message}");
+        assert!(
+            message.contains("cannot write the backup") && message.contains("nothing was left behind"),
+            "{message}"
+        );
         let left: Vec<_> = std::fs::read_dir(&full).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert!(left.is_empty(), "left behind: {left:?}");
         store.close().await;

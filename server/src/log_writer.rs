@@ -181,10 +181,7 @@ mod tests {
         log(&writer, "two\n");
         let text = written_soon(&disk, "two\n");
         assert!(!text.contains("lost"), "{text}");
-        assert!(
-            text.contains("3 log lines were dropped (writing the log failed: No space left on device"),
-            "{text}"
-        );
+        assert!(text.contains("3 log lines were dropped (writing the log failed: No space left on device"), "{text}");
         assert!(text.find("dropped").unwrap() < text.find("two").unwrap(), "the notice comes first: {text}");
     }
 

@@ -266,9 +266,10 @@ async fn a_fragment_explosion_is_refused_before_it_runs() {
         query.push_str(&format!("fragment F{i} on Query {{ ...F{} ...F{} }}\n", i - 1, i - 1));
     }
     let started = std::time::Instant::now();
-    let (status, answer) = tokio::time::timeout(std::time::Duration::from_secs(10), graphql_as(&s, &token, &query, json!(null)))
-        .await
-        .expect("the explosion is refused, not run");
+    let (status, answer) =
+        tokio::time::timeout(std::time::Duration::from_secs(10), graphql_as(&s, &token, &query, json!(null)))
+            .await
+            .expect("the explosion is refused, not run");
     assert_eq!(status, 400, "{answer}");
     let message = answer["data"]["errors"][0].as_str().unwrap_or_default();
     assert!(message.contains("Query is too complex") && message.contains("2000 fields"), "{answer}");

@@ -107,7 +107,11 @@ async fn a_full_disk_under_the_servers_stderr_costs_no_request_and_no_result() {
         if text.contains("log lines were dropped (writing the log failed: No space left on device") {
             break;
         }
-        assert!(Instant::now() < deadline, "the log does not say it dropped lines: ...{}", &text[text.len().saturating_sub(2000)..]);
+        assert!(
+            Instant::now() < deadline,
+            "the log does not say it dropped lines: ...{}",
+            &text[text.len().saturating_sub(2000)..]
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     for i in 0..20 {

@@ -238,7 +238,12 @@ async fn an_idempotent_token_asked_for_after_its_revocation_is_a_fresh_one() {
     let env = s.new_environment("p", "main").await.to_string();
     let ask = || async {
         let (status, body) = s
-            .call("POST", "/api/v2/environment_auth", Some(&env), Some(json!({"client_types": ["agent"], "idempotent": true})))
+            .call(
+                "POST",
+                "/api/v2/environment_auth",
+                Some(&env),
+                Some(json!({"client_types": ["agent"], "idempotent": true})),
+            )
             .await;
         assert_eq!(status, 200, "{body}");
         body["data"].as_str().unwrap().to_string()
@@ -247,7 +252,8 @@ async fn an_idempotent_token_asked_for_after_its_revocation_is_a_fresh_one() {
     let first = ask().await;
     assert_eq!(ask().await, first, "idempotent");
     assert_eq!(call(&s, Some(&first), "GET", file, None).await.0, 404, "the token works");
-    let (status, body) = call(&s, s.token.as_deref(), "DELETE", &format!("/api/v2/token/{}", jti_of(&first)), None).await;
+    let (status, body) =
+        call(&s, s.token.as_deref(), "DELETE", &format!("/api/v2/token/{}", jti_of(&first)), None).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(call(&s, Some(&first), "GET", file, None).await.0, 403, "revoked");
 

@@ -89,10 +89,11 @@ impl Orchestrator {
 
     /// Whether the token with this `jti` was registered and then revoked.
     pub(crate) async fn token_revoked(&self, jti: &str) -> Result<bool> {
-        let revoked: Option<Option<String>> = sqlx::query_scalar("SELECT revoked_at FROM token_registry WHERE jti = $1")
-            .bind(jti)
-            .fetch_optional(self.store.pool())
-            .await?;
+        let revoked: Option<Option<String>> =
+            sqlx::query_scalar("SELECT revoked_at FROM token_registry WHERE jti = $1")
+                .bind(jti)
+                .fetch_optional(self.store.pool())
+                .await?;
         Ok(revoked.is_some_and(|at| at.is_some()))
     }
 

@@ -342,5 +342,7 @@ async fn idempotent_jti(orchestrator: &Orchestrator, environment: Uuid, clients:
             return Ok(jti);
         }
     }
-    Err(Error::Conflict("every idempotent token of these client types was revoked; ask for a non-idempotent one".into()))
+    Err(Error::Conflict(
+        "every idempotent token of these client types was revoked; ask for a non-idempotent one".into(),
+    ))
 }
