@@ -76,7 +76,23 @@ mod backend {
     /// An orchestrator failure as the browser sees it: a refusal of the request in its own words;
     /// a failure on the server's side (the database, stored data) as a fixed message with the id
     /// its detail is logged under, the way the REST API answers it.
+    ///
+    /// The answer's status is the REST API's for the same error (a value the API refuses with
+    /// 400 is a 400 here too, not a 500: issue 47), so the browser and proxies see a refusal.
     pub fn fail(error: orchestrator::Error) -> ServerFnError {
+        use orchestrator::Error::*;
+        let status = match &error {
+            BadRequest(_) => Some(axum::http::StatusCode::BAD_REQUEST),
+            NotFound(_) => Some(axum::http::StatusCode::NOT_FOUND),
+            Conflict(_) => Some(axum::http::StatusCode::CONFLICT),
+            Forbidden(_) => Some(axum::http::StatusCode::FORBIDDEN),
+            LeaseLost(_) => Some(axum::http::StatusCode::SERVICE_UNAVAILABLE),
+            Database(_) if error.is_unreachable() => Some(axum::http::StatusCode::SERVICE_UNAVAILABLE),
+            Database(_) | Corrupt(_) => None,
+        };
+        if let (Some(status), Some(options)) = (status, use_context::<leptos_axum::ResponseOptions>()) {
+            options.set_status(status);
+        }
         ServerFnError::new(error.client_message())
     }
 

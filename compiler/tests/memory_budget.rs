@@ -23,6 +23,8 @@ use std::sync::Mutex;
 const ADDRESS_SPACE_KIB: u64 = 4 << 20;
 /// The peak resident memory a compile stopped by the default budget stays under.
 const PEAK_LIMIT_BYTES: u64 = 1_500_000_000;
+/// A compile that does not stop is killed after this many seconds.
+const TIME_LIMIT_S: u64 = 60;
 
 /// One child at a time: each may take about 1 GB.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -44,7 +46,8 @@ fn compile_in_child(model: &str, env: &[(&str, &str)]) -> ChildResult {
     let mut command = Command::new("sh");
     command
         .arg("-c")
-        .arg(format!("ulimit -v {ADDRESS_SPACE_KIB} && exec \"$0\" \"$@\""))
+        // Bounded in time too: a compile that does not stop is killed after a minute.
+        .arg(format!("ulimit -v {ADDRESS_SPACE_KIB} && exec timeout -s KILL {TIME_LIMIT_S} \"$0\" \"$@\""))
         .arg(exe)
         .env(PROJECT_VAR, &dir)
         .env_remove("INMANTA_COMPILER_MAX_MEMORY");
@@ -102,6 +105,11 @@ const TESTS: &[Test] = &[
         "a_dict_that_holds_the_same_dict_at_each_level_is_not_copied_past_the_budget",
         a_dict_that_holds_the_same_dict_at_each_level_is_not_copied_past_the_budget,
     ),
+    (
+        "json_dumps_of_a_dict_that_holds_the_same_dict_at_each_of_40_levels_stops_at_the_memory_budget",
+        json_dumps_of_a_dict_that_holds_the_same_dict_at_each_of_40_levels_stops_at_the_memory_budget,
+    ),
+    ("an_int_squared_40_times_stops_with_an_error", an_int_squared_40_times_stops_with_an_error),
     ("an_error_about_a_huge_string_prints_a_short_message", an_error_about_a_huge_string_prints_a_short_message),
     ("a_value_set_twice_shows_both_values_cut", a_value_set_twice_shows_both_values_cut),
 ];
@@ -252,6 +260,37 @@ fn a_dict_that_holds_the_same_dict_at_each_level_is_not_copied_past_the_budget()
     assert!(result.stderr.contains("this dict would take"), "{}", result.stderr);
     assert!(result.stderr.contains("42 | x = std::json_dumps(d24)"), "{}", result.stderr);
     assert!(result.peak_bytes < 200_000_000, "peak memory {} bytes", result.peak_bytes);
+}
+
+fn json_dumps_of_a_dict_that_holds_the_same_dict_at_each_of_40_levels_stops_at_the_memory_budget() {
+    // 40 levels, 80 entries in the model, 2**41 in its text (issue 47): looking for unknowns in
+    // the argument visits each dict once, and the copy stops at the default budget.
+    let model = doubling_chain("d0 = {\"k\": 1}", |i| format!("d{i} = {{\"a\": d{}, \"b\": d{}}}", i - 1, i - 1))
+        + "x = std::json_dumps(d40)\n";
+    let started = std::time::Instant::now();
+    let result = compile_in_child(&model, &[]);
+    eprintln!("json_dumps of 40 levels stopped after {:?}, peak {} MB", started.elapsed(), result.peak_bytes >> 20);
+    assert_eq!(result.exit_code, Some(1), "a model error:\n{}", result.stderr);
+    assert!(result.stderr.contains("past the compile's memory budget of 1 GiB"), "{}", result.stderr);
+    assert!(result.stderr.contains("main.cf:42:"), "{}", result.stderr);
+    assert!(result.stderr.contains("42 | x = std::json_dumps(d40)"), "{}", result.stderr);
+    assert!(result.peak_bytes < PEAK_LIMIT_BYTES, "peak memory {} bytes", result.peak_bytes);
+}
+
+fn an_int_squared_40_times_stops_with_an_error() {
+    // `*` on ints, unbounded until issue 47: the bits double at each line; the product that
+    // would pass 2**24 bits (as `**` is capped) is refused where it is written.
+    let model = doubling_chain("x0 = 3", |i| format!("x{i} = x{} * x{}", i - 1, i - 1));
+    let started = std::time::Instant::now();
+    let result = compile_in_child(&model, &[]);
+    eprintln!("x = x * x stopped after {:?}, peak {} MB", started.elapsed(), result.peak_bytes >> 20);
+    assert_eq!(result.exit_code, Some(1), "a model error:\n{}", result.stderr);
+    let stderr = &result.stderr;
+    assert!(stderr.contains("the result of this multiplication is too large"), "{stderr}");
+    // 3 has 2 bits: x23 has 2**23 * log2(3) bits, more than half the cap
+    assert!(stderr.contains("main.cf:25:") && stderr.contains("25 | x24 = x23 * x23"), "{stderr}");
+    assert!(stderr.len() < 2000, "a short error, not the values: {} bytes", stderr.len());
+    assert!(result.peak_bytes < PEAK_LIMIT_BYTES, "peak memory {} bytes", result.peak_bytes);
 }
 
 fn an_error_about_a_huge_string_prints_a_short_message() {

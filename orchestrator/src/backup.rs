@@ -32,11 +32,20 @@ impl Store {
             return Err(Error::Conflict(format!("{} exists already: choose a new file name", dest.display())));
         }
         let partial = partial_name(dest);
-        let _ = std::fs::remove_file(&partial);
+        remove_database_files(&partial);
         let result = sqlx::query("VACUUM INTO $1").bind(partial.display().to_string()).execute(self.pool()).await;
         if let Err(e) = result {
-            let _ = std::fs::remove_file(&partial);
-            return Err(Error::BadRequest(format!("cannot write the backup {}: {e}", dest.display())));
+            // With its journal: a full filesystem left `FILE.partial-journal` behind (issue 47).
+            remove_database_files(&partial);
+            let why = match &e {
+                sqlx::Error::Database(db) if db.message().contains("full") => "the filesystem is full".to_string(),
+                sqlx::Error::Database(db) => db.message().to_string(),
+                other => other.to_string(),
+            };
+            return Err(Error::BadRequest(format!(
+                "cannot write the backup {}: {why}; nothing was left behind",
+                dest.display()
+            )));
         }
         std::fs::rename(&partial, dest)
             .map_err(|e| Error::BadRequest(format!("cannot move the backup into {}: {e}", dest.display())))?;
@@ -107,6 +116,14 @@ pub async fn restore_sqlite(url: &str, backup: &Path) -> Result<Restored> {
 /// of this product, is damaged, or comes from a newer release.
 async fn check_backup(path: &Path) -> Result<usize> {
     let not_ours = |why: String| Error::BadRequest(format!("not an inmanta database backup: {why}"));
+    // Checked before the store opens it: the pool retries a connection it cannot set up for its
+    // whole acquire timeout, so a damaged file took 30 s to refuse, with sqlx's words (issue 47).
+    let mut header = [0u8; 16];
+    let read = std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut header));
+    if read.is_err() || &header != b"SQLite format 3\0" {
+        return Err(not_ours("it is not an SQLite database file (it does not start with SQLite's header)".into()));
+    }
+    readable_by_sqlite(path).await.map_err(|why| not_ours(format!("SQLite cannot read it ({why}): it is damaged")))?;
     let store = Store::open(&format!("sqlite://{}", path.display())).await.map_err(|e| not_ours(e.to_string()))?;
     let checked = async {
         let integrity: String = sqlx::query_scalar("PRAGMA quick_check").fetch_one(store.pool()).await?;
@@ -122,6 +139,26 @@ async fn check_backup(path: &Path) -> Result<usize> {
     .await;
     store.close().await;
     checked
+}
+
+/// Opens the SQLite file `path` on one connection of its own (no pool, no retries) and runs
+/// SQLite's quick check; what SQLite says when that fails.
+async fn readable_by_sqlite(path: &Path) -> std::result::Result<(), String> {
+    use sqlx::Connection;
+    sqlx::any::install_default_drivers();
+    let url = format!("sqlite://{}?mode=ro", path.display());
+    let message = |e: sqlx::Error| match e {
+        sqlx::Error::Database(db) => db.message().to_string(),
+        other => other.to_string(),
+    };
+    let mut conn = sqlx::AnyConnection::connect(&url).await.map_err(message)?;
+    let checked: std::result::Result<String, sqlx::Error> =
+        sqlx::query_scalar("PRAGMA quick_check").fetch_one(&mut conn).await;
+    let _ = conn.close().await;
+    match checked.map_err(message)? {
+        ok if ok == "ok" => Ok(()),
+        damaged => Err(damaged),
+    }
 }
 
 /// A restore run by root for a server that runs as its own user (the Debian package's `inmanta`):
@@ -142,9 +179,84 @@ fn partial_name(path: &Path) -> PathBuf {
     PathBuf::from(format!("{}.partial", path.display()))
 }
 
-/// The database file with its write-ahead log and shared-memory index.
+/// The database file with its rollback journal, write-ahead log and shared-memory index.
 fn remove_database_files(path: &Path) {
-    for suffix in ["", "-wal", "-shm"] {
+    for suffix in ["", "-journal", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A backup whose pages are damaged (SQLite's header, then garbage) is refused at once,
+    /// in words, without the database driver's text (issue 47: 30 s and raw sqlx errors).
+    #[tokio::test]
+    async fn a_damaged_backup_is_refused_at_once_with_a_clear_message() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("inmanta.db").display());
+        for (name, bytes) in [
+            ("junk.db", b"not a database at all".to_vec()),
+            ("damaged.db", [b"SQLite format 3\0".as_slice(), &[0xA5; 8192]].concat()),
+        ] {
+            let file = dir.path().join(name);
+            std::fs::write(&file, bytes).unwrap();
+            let started = std::time::Instant::now();
+            let refused = tokio::time::timeout(std::time::Duration::from_secs(10), restore_sqlite(&url, &file))
+                .await
+                .expect("refused within seconds, not after the pool's 30 s");
+            let message = refused.expect_err("refused").to_string();
+            eprintln!("{name} refused in {:?}: {message}", started.elapsed());
+            assert!(message.starts_with("not an inmanta database backup: "), "{message}");
+            assert!(!message.contains("error returned from database") && !message.contains("code:"), "{message}");
+            let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+            assert!(left.iter().all(|f| !f.to_string_lossy().contains(".partial")), "{left:?}");
+        }
+    }
+
+    /// A backup onto a filesystem that fills leaves nothing behind: no `FILE.partial`, no
+    /// `FILE.partial-journal` (issue 47). Needs root (a small tmpfs).
+    #[tokio::test]
+    async fn a_backup_to_a_full_filesystem_leaves_nothing_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let full = dir.path().join("full");
+        std::fs::create_dir(&full).unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+            .arg(&full)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !mounted {
+            test_support::missing_prerequisite("a full filesystem is a small tmpfs, which only root may mount");
+            return;
+        }
+        struct Unmount<'a>(&'a Path);
+        impl Drop for Unmount<'_> {
+            fn drop(&mut self) {
+                let _ = std::process::Command::new("umount").arg("-l").arg(self.0).status();
+            }
+        }
+        let _unmount = Unmount(&full);
+        let store = Store::connect(&format!("sqlite://{}", dir.path().join("inmanta.db").display())).await.unwrap();
+        // Enough rows that the copy cannot fit in 64 KiB.
+        let project = store.pool().clone();
+        for i in 0..200 {
+            sqlx::query("INSERT INTO project (id, name) VALUES ($1, $2)")
+                .bind(uuid::Uuid::new_v4().to_string())
+                .bind(format!("{i}-{}", "x".repeat(500)))
+                .execute(&project)
+                .await
+                .unwrap();
+        }
+        let dest = full.join("backup.db");
+        let message = store.backup_sqlite(&dest).await.expect_err("the filesystem is full").to_string();
+        assert!(
+            message.contains("cannot write the backup") && message.contains("nothing was left behind"),
+            "{message}"
+        );
+        let left: Vec<_> = std::fs::read_dir(&full).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
+        store.close().await;
     }
 }

@@ -38,6 +38,12 @@ impl Error {
         }
     }
 
+    /// The database could not be reached: the connection to it failed or none could be had in
+    /// time. Callers are told so (503), not shown an incident.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, Error::Database(sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut))
+    }
+
     /// A row with the same key exists already.
     pub fn is_unique_violation(&self) -> bool {
         matches!(self, Error::Database(sqlx::Error::Database(db)) if db.is_unique_violation())

@@ -133,6 +133,29 @@ impl Orchestrator {
         &self.health
     }
 
+    /// Completes once a request that has run for `grace` finds the database unreachable by the
+    /// background probes (issue 47): the request is then answered 503 rather than left waiting
+    /// for the database's return (the pool retries a refused connection for its whole acquire
+    /// timeout). Never completes while the database answers, however long a request takes,
+    /// nor in a process without the background probes. PostgreSQL only: an SQLite file does
+    /// not go away, and a probe slowed by load must not cut requests short. One slow probe is
+    /// not an outage either: the probes must have failed for half a second.
+    pub async fn database_lost(&self, grace: Duration) {
+        if self.store.kind() != DbKind::Postgres {
+            return std::future::pending().await;
+        }
+        tokio::time::sleep(grace).await;
+        loop {
+            let down = self.health.check(HealthCheckName::Database).is_some_and(|o| {
+                o.status == ReportedStatus::Error && o.since_instant.elapsed() >= Duration::from_millis(500)
+            });
+            if down {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// Starts the background probes (once per process); `state_dir` is a directory whose
     /// filesystem must have room (compiles, handler caches), as must SQLite's file's.
     /// The first round runs before this returns, so the first answer is already a real one.

@@ -8,9 +8,11 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod console;
 mod console_assets;
+mod log_writer;
 
 use service::{cli, config, maintenance, migrate, serve};
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -139,7 +141,7 @@ fn main() -> ExitCode {
                 }
             };
             if args.check || args.action.is_some() {
-                let _ = init_logging(cli.verbose, cli.log_json, None);
+                let _ = init_logging(cli.verbose, cli.log_json);
                 return runtime.block_on(async {
                     match (&args.action, args.check) {
                         (Some(_), true) => {
@@ -152,21 +154,26 @@ fn main() -> ExitCode {
                     }
                 });
             }
-            if let Err(e) = init_logging(cli.verbose.max(1), cli.log_json, config.storage.log_dir.as_deref()) {
-                eprintln!("error: {e:#}");
-                return ExitCode::from(2);
-            }
-            match runtime.block_on(serve::run(config, console::router)) {
+            let log = match server_logging(cli.verbose.max(1), cli.log_json, config.storage.log_dir.as_deref()) {
+                Ok(log) => log,
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    return ExitCode::from(2);
+                }
+            };
+            let code = match runtime.block_on(serve::run(config, console::router)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     tracing::error!("{e:#}");
-                    eprintln!("error: {e:#}");
+                    let _ = writeln!(std::io::stderr(), "error: {e:#}");
                     ExitCode::FAILURE
                 }
-            }
+            };
+            log.drain(std::time::Duration::from_secs(2));
+            code
         }
         Command::Migrate(args) => {
-            let _ = init_logging(cli.verbose, cli.log_json, None);
+            let _ = init_logging(cli.verbose, cli.log_json);
             let mut options = options;
             for (section, key, value) in args.overrides() {
                 if let Some(value) = value {
@@ -182,7 +189,7 @@ fn main() -> ExitCode {
             }
         }
         Command::Client(command) => {
-            let _ = init_logging(cli.verbose, cli.log_json, None);
+            let _ = init_logging(cli.verbose, cli.log_json);
             runtime.block_on(cli::run(command, &options, cli.verbose))
         }
         Command::ConfigTemplate => {
@@ -196,30 +203,48 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_logging(verbose: u8, json: bool, log_dir: Option<&std::path::Path>) -> anyhow::Result<()> {
+/// The running server's log: to `log_dir`'s server.log or stderr, through a [`log_writer::LogWriter`]
+/// so that a log that cannot be written never holds up or fails the server (issue 47).
+fn server_logging(verbose: u8, json: bool, log_dir: Option<&std::path::Path>) -> anyhow::Result<log_writer::LogWriter> {
+    let target: Box<dyn std::io::Write + Send> = match log_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)?;
+            Box::new(std::fs::OpenOptions::new().create(true).append(true).open(dir.join("server.log"))?)
+        }
+        None => Box::new(std::io::stderr()),
+    };
+    let ansi = log_dir.is_none() && colour_on_stderr();
+    let writer = log_writer::LogWriter::spawn(target);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter(verbose))
+        .with_ansi(ansi)
+        .log_internal_errors(false)
+        .with_writer(writer.clone());
+    let result = if json { builder.json().try_init() } else { builder.try_init() };
+    result.map_err(|e| anyhow::anyhow!("cannot set up logging: {e}"))?;
+    Ok(writer)
+}
+
+/// Colours only on a terminal and never with NO_COLOR (no-color.org).
+fn colour_on_stderr() -> bool {
+    std::io::IsTerminal::is_terminal(&std::io::stderr()) && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+fn filter(verbose: u8) -> EnvFilter {
     let level = match verbose {
         0 => "warn",
         1 => "info",
         2 => "debug",
         _ => "trace",
     };
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new(format!("{level},sqlx=warn,hyper=warn,tower_http=warn")));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
-    let result = match log_dir {
-        Some(dir) => {
-            std::fs::create_dir_all(dir)?;
-            let file = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("server.log"))?;
-            let builder = builder.with_ansi(false).with_writer(std::sync::Mutex::new(file));
-            if json { builder.json().try_init() } else { builder.try_init() }
-        }
-        None => {
-            // Colours only on a terminal and never with NO_COLOR (no-color.org).
-            let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
-                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-            let builder = builder.with_ansi(ansi).with_writer(std::io::stderr);
-            if json { builder.json().try_init() } else { builder.try_init() }
-        }
-    };
+    EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new(format!("{level},sqlx=warn,hyper=warn,tower_http=warn")))
+}
+
+/// The log of the client and maintenance commands: on stderr, written as it comes.
+fn init_logging(verbose: u8, json: bool) -> anyhow::Result<()> {
+    let builder = tracing_subscriber::fmt().with_env_filter(filter(verbose)).with_ansi(colour_on_stderr());
+    let builder = builder.with_writer(std::io::stderr);
+    let result = if json { builder.json().try_init() } else { builder.try_init() };
     result.map_err(|e| anyhow::anyhow!("cannot set up logging: {e}"))
 }

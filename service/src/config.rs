@@ -201,6 +201,7 @@ pub const KNOWN: &[(&str, &str)] = &[
     ("server", "request-timeout"),
     ("server", "header-timeout"),
     ("server", "body-timeout"),
+    ("server", "keep-alive-timeout"),
     ("server", "max-connections-per-client"),
     ("server", "file-store-quota"),
     ("server", "ssl-cert-file"),
@@ -296,6 +297,8 @@ pub struct HttpConfig {
     pub header_timeout: std::time::Duration,
     /// The longest a request body may pause (`[server] body-timeout`).
     pub body_timeout: std::time::Duration,
+    /// The longest a kept-alive connection may sit idle (`[server] keep-alive-timeout`).
+    pub keep_alive_timeout: std::time::Duration,
     /// Connections one client address may hold at once; 0 for no cap.
     pub max_connections_per_client: usize,
     /// Proxies whose `X-Forwarded-For` header names the client (for the login throttle).
@@ -333,6 +336,10 @@ impl HttpConfig {
                 timeout("body-timeout", crate::connections::DEFAULT_BODY_TIMEOUT)?,
                 "[server] body-timeout",
             )?,
+            keep_alive_timeout: positive(
+                timeout("keep-alive-timeout", crate::connections::DEFAULT_KEEP_ALIVE_TIMEOUT)?,
+                "[server] keep-alive-timeout",
+            )?,
             max_connections_per_client: options.get_parsed(
                 "server",
                 "max-connections-per-client",
@@ -350,6 +357,7 @@ impl HttpConfig {
         crate::connections::ConnectionLimits {
             header_timeout: self.header_timeout,
             body_timeout: self.body_timeout,
+            keep_alive_timeout: self.keep_alive_timeout,
             max_per_client: self.max_connections_per_client,
             trusted_proxies: self.trusted_proxies.clone(),
         }

@@ -122,10 +122,16 @@ impl Value {
 
     /// True when this value is unknown or (for lists/dicts) contains an unknown.
     pub(crate) fn contains_unknown(&self) -> bool {
+        self.unknown_within(&mut std::collections::HashSet::new())
+    }
+
+    /// Each list and dict is looked into once (`seen`): a dict that holds the same dict at
+    /// each of 40 levels has 2**40 paths but 40 dicts (issue 47).
+    fn unknown_within(&self, seen: &mut std::collections::HashSet<*const ()>) -> bool {
         match self {
             Value::Unknown(_) => true,
-            Value::List(l) => l.iter().any(Value::contains_unknown),
-            Value::Dict(d) => d.iter().any(|(_, v)| v.contains_unknown()),
+            Value::List(l) => seen.insert(Rc::as_ptr(l).cast()) && l.iter().any(|v| v.unknown_within(seen)),
+            Value::Dict(d) => seen.insert(Rc::as_ptr(d).cast()) && d.iter().any(|(_, v)| v.unknown_within(seen)),
             _ => false,
         }
     }

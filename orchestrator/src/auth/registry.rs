@@ -87,6 +87,16 @@ impl Orchestrator {
         Ok(())
     }
 
+    /// Whether the token with this `jti` was registered and then revoked.
+    pub(crate) async fn token_revoked(&self, jti: &str) -> Result<bool> {
+        let revoked: Option<Option<String>> =
+            sqlx::query_scalar("SELECT revoked_at FROM token_registry WHERE jti = $1")
+                .bind(jti)
+                .fetch_optional(self.store.pool())
+                .await?;
+        Ok(revoked.is_some_and(|at| at.is_some()))
+    }
+
     /// Whether the token with this `jti` may be used; records its use (at most once a minute,
     /// so agents calling often do not turn every read into a write).
     pub async fn check_registration(&self, jti: &str) -> Result<Registration> {

@@ -230,8 +230,7 @@ impl Authenticator {
         orchestrator.get_environment(environment, Default::default()).await?;
         let now = Utc::now();
         let jti = if idempotent {
-            let digest = Sha256::digest(format!("{environment}/{}", join(&clients)));
-            Uuid::from_slice(&digest[..16]).expect("16 bytes").to_string()
+            idempotent_jti(orchestrator, environment, &clients).await?
         } else {
             Uuid::new_v4().to_string()
         };
@@ -326,4 +325,24 @@ impl Authenticator {
 
 fn join(clients: &[ClientType]) -> String {
     clients.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(",")
+}
+
+/// The `jti` of the idempotent token of `environment` and `clients`: the same for every request
+/// until that token is revoked, then a new one (issue 47: asking again after a revocation gave
+/// back the dead token). The n-th generation hashes `n` in; revoked generations are skipped.
+async fn idempotent_jti(orchestrator: &Orchestrator, environment: Uuid, clients: &[ClientType]) -> Result<String> {
+    for generation in 0u32..1000 {
+        let seed = match generation {
+            0 => format!("{environment}/{}", join(clients)),
+            n => format!("{environment}/{}/{n}", join(clients)),
+        };
+        let digest = Sha256::digest(seed);
+        let jti = Uuid::from_slice(&digest[..16]).expect("16 bytes").to_string();
+        if !orchestrator.token_revoked(&jti).await? {
+            return Ok(jti);
+        }
+    }
+    Err(Error::Conflict(
+        "every idempotent token of these client types was revoked; ask for a non-idempotent one".into(),
+    ))
 }

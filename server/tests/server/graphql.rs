@@ -250,3 +250,40 @@ async fn the_schema_is_introspection_json() {
     let fields: Vec<&str> = query["fields"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
     assert_eq!(fields, ["environments", "notifications", "resources", "resourceSummary"]);
 }
+
+/// `query { ...F30 }` where each fragment spreads the one before it twice (issue 47): 2^30
+/// fields once expanded, 1.3 kB of text. A user without any role sends it; it is refused as too
+/// complex before anything runs (it used to burn a core for minutes), and the server answers
+/// the next caller at once.
+#[tokio::test]
+async fn a_fragment_explosion_is_refused_before_it_runs() {
+    let s = TestServer::start().await;
+    let client = s.client();
+    client.create_user("mallory", "Mallory-password-1").await.unwrap();
+    let token = client.login("mallory", "Mallory-password-1").await.unwrap().token;
+    let mut query = String::from("query { ...F30 }\nfragment F0 on Query { environments { totalCount } }\n");
+    for i in 1..=30 {
+        query.push_str(&format!("fragment F{i} on Query {{ ...F{} ...F{} }}\n", i - 1, i - 1));
+    }
+    let started = std::time::Instant::now();
+    let (status, answer) =
+        tokio::time::timeout(std::time::Duration::from_secs(10), graphql_as(&s, &token, &query, json!(null)))
+            .await
+            .expect("the explosion is refused, not run");
+    assert_eq!(status, 400, "{answer}");
+    let message = answer["data"]["errors"][0].as_str().unwrap_or_default();
+    assert!(message.contains("Query is too complex") && message.contains("2000 fields"), "{answer}");
+    eprintln!("fragment explosion refused in {:?}", started.elapsed());
+    // A query within the bound, spreading fragments, still runs.
+    let (status, small) = graphql_as(
+        &s,
+        &token,
+        "query { ...F1 } fragment F0 on Query { environments { totalCount } } fragment F1 on Query { ...F0 ...F0 }",
+        json!(null),
+    )
+    .await;
+    assert_eq!(status, 200, "{small}");
+    assert_eq!(small["data"]["data"]["environments"]["totalCount"], 0);
+    let (status, _) = s.call("GET", "/api/v1/health", None, None).await;
+    assert_eq!(status, 200);
+}

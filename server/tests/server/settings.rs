@@ -105,3 +105,36 @@ async fn protected_settings_are_checked_the_same_way() {
     let answer: Value = response.json().await.unwrap();
     assert!(answer["message"].as_str().unwrap().contains("autostart_agent_deploy_interval"), "{answer}");
 }
+
+/// The console's settings form: a value the API refuses with 400 is refused with 400 there too,
+/// with the same message for the user, not a 500 (issue 47).
+#[tokio::test]
+async fn the_console_settings_form_refuses_a_bad_value_with_400() {
+    let s = TestServer::start().await;
+    let env = s.new_environment("p", "e").await.to_string();
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let referer = format!("{}/console/login", s.url);
+    let login = http
+        .post(format!("{}/console/login", s.url))
+        .header("origin", &s.url)
+        .header("referer", &referer)
+        .form(&[("username", common::ADMIN), ("password", common::ADMIN_PASSWORD), ("next", "/console")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(login.status(), 303);
+    let cookie = login.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string();
+    let save = |value: &'static str| {
+        http.post(format!("{}/console/fn/save_setting", s.url))
+            .header("cookie", &cookie)
+            .header("origin", &s.url)
+            .json(&json!({"env": env, "name": "autostart_agent_deploy_interval", "value": value, "reset": false}))
+            .send()
+    };
+    let refused = save("every hour").await.unwrap();
+    assert_eq!(refused.status(), 400);
+    let text = refused.text().await.unwrap();
+    assert!(text.contains("autostart_agent_deploy_interval"), "the message names the setting: {text}");
+    let saved = save("120").await.unwrap();
+    assert_eq!(saved.status(), 200, "{}", saved.text().await.unwrap());
+}

@@ -229,3 +229,37 @@ async fn inmanta_cli_token_commands_work_against_us() {
     let ours = orchestrator::auth::jwt::peek(s.token.as_deref().unwrap()).unwrap();
     assert_eq!(ours.issuer(), orchestrator::auth::jwt::peek(&bootstrap).unwrap().issuer());
 }
+
+/// An idempotent environment token is the same on every request until it is revoked; asked for
+/// again after that, it is a fresh one that works (issue 47: it came back as the dead token).
+#[tokio::test]
+async fn an_idempotent_token_asked_for_after_its_revocation_is_a_fresh_one() {
+    let s = TestServer::start().await;
+    let env = s.new_environment("p", "main").await.to_string();
+    let ask = || async {
+        let (status, body) = s
+            .call(
+                "POST",
+                "/api/v2/environment_auth",
+                Some(&env),
+                Some(json!({"client_types": ["agent"], "idempotent": true})),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body["data"].as_str().unwrap().to_string()
+    };
+    let file = "/api/v1/file/0000000000000000000000000000000000000000";
+    let first = ask().await;
+    assert_eq!(ask().await, first, "idempotent");
+    assert_eq!(call(&s, Some(&first), "GET", file, None).await.0, 404, "the token works");
+    let (status, body) =
+        call(&s, s.token.as_deref(), "DELETE", &format!("/api/v2/token/{}", jti_of(&first)), None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(call(&s, Some(&first), "GET", file, None).await.0, 403, "revoked");
+
+    let second = ask().await;
+    assert_ne!(second, first, "a fresh token after the revocation");
+    assert_eq!(ask().await, second, "idempotent again");
+    assert_eq!(call(&s, Some(&second), "GET", file, None).await.0, 404, "the fresh token works");
+    assert_eq!(call(&s, Some(&first), "GET", file, None).await.0, 403, "the revoked one stays revoked");
+}

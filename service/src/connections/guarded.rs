@@ -13,10 +13,10 @@
 use std::future::Future;
 use std::io::{self, IoSlice};
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-use std::task::{Context, Poll, ready};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker, ready};
+use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -33,6 +33,13 @@ struct PhaseState {
     now: AtomicU8,
     /// Requests started so far: a new one re-arms the header timer.
     requests: AtomicU64,
+    /// The task reading the socket: woken when the answer is out (so the idle timer is armed
+    /// even when hyper was already waiting for the next head) and when the connection is shed.
+    reader: Mutex<Option<Waker>>,
+    /// Since when the connection waits for a head.
+    idle_since: Mutex<Instant>,
+    /// Closed for want of file descriptors, as soon as it is idle ([`Phase::shed`]).
+    shed: AtomicBool,
 }
 
 const WAITING: u8 = 0;
@@ -41,7 +48,45 @@ const UPGRADED: u8 = 2;
 
 impl Phase {
     pub fn new() -> Phase {
-        Phase(Arc::new(PhaseState { now: AtomicU8::new(WAITING), requests: AtomicU64::new(0) }))
+        Phase(Arc::new(PhaseState {
+            now: AtomicU8::new(WAITING),
+            requests: AtomicU64::new(0),
+            reader: Mutex::new(None),
+            idle_since: Mutex::new(Instant::now()),
+            shed: AtomicBool::new(false),
+        }))
+    }
+
+    /// Since when the connection has been waiting for a request head; `None` while it answers
+    /// one (or was upgraded).
+    /// A connection just accepted whose first head is on its way is not idle yet.
+    pub fn idle_since(&self) -> Option<Instant> {
+        if self.0.now.load(Ordering::SeqCst) != WAITING {
+            return None;
+        }
+        let since = *lock(&self.0.idle_since);
+        let new = self.0.requests.load(Ordering::SeqCst) == 0 && since.elapsed() < Duration::from_secs(1);
+        (!new).then_some(since)
+    }
+
+    /// Closes the connection if it is idle (now or once it becomes so): the server is out of
+    /// file descriptors and idle connections are the ones that lose nothing by closing.
+    pub fn shed(&self) {
+        self.0.shed.store(true, Ordering::SeqCst);
+        self.wake_reader();
+    }
+
+    fn wake_reader(&self) {
+        if let Some(waker) = lock(&self.0.reader).take() {
+            waker.wake();
+        }
+    }
+
+    fn register_reader(&self, waker: &Waker) {
+        let mut reader = lock(&self.0.reader);
+        if !reader.as_ref().is_some_and(|w| w.will_wake(waker)) {
+            *reader = Some(waker.clone());
+        }
     }
 
     pub fn request_started(&self) {
@@ -61,8 +106,17 @@ impl Phase {
     }
 
     fn answered(&self) {
-        let _ = self.0.now.compare_exchange(ANSWERING, WAITING, Ordering::SeqCst, Ordering::SeqCst);
+        *lock(&self.0.idle_since) = Instant::now();
+        if self.0.now.compare_exchange(ANSWERING, WAITING, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+            // hyper may be waiting on the socket already, from while it answered: without a
+            // wake-up the idle timer would never be armed and an idle connection stay forever.
+            self.wake_reader();
+        }
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A response body that marks the connection as waiting for its next head once sent (or dropped).
@@ -124,22 +178,22 @@ struct Replacement {
     then_eof: bool,
 }
 
-/// How long a kept-alive connection may sit idle between an answer and the first byte of the
-/// next head (like nginx's `keepalive_timeout`); its head then has `header-timeout`.
-const KEEP_ALIVE_IDLE: Duration = Duration::from_secs(75);
-
 pub struct Guarded<S> {
     inner: S,
     phase: Phase,
     header_timeout: Duration,
+    /// How long a kept-alive connection may sit idle between an answer and the first byte of
+    /// the next head (`[server] keep-alive-timeout`, like nginx's `keepalive_timeout`); its head
+    /// then has `header-timeout`.
+    keep_alive: Duration,
     timer: Option<HeadTimer>,
     replacement: Option<Replacement>,
     closed: bool,
 }
 
 impl<S> Guarded<S> {
-    pub fn new(inner: S, phase: Phase, header_timeout: Duration) -> Guarded<S> {
-        Guarded { inner, phase, header_timeout, timer: None, replacement: None, closed: false }
+    pub fn new(inner: S, phase: Phase, header_timeout: Duration, keep_alive: Duration) -> Guarded<S> {
+        Guarded { inner, phase, header_timeout, keep_alive, timer: None, replacement: None, closed: false }
     }
 }
 
@@ -173,7 +227,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for Guarded<S> {
         if this.closed {
             return Poll::Ready(Ok(()));
         }
+        this.phase.register_reader(cx.waker());
         let waiting = this.phase.0.now.load(Ordering::SeqCst) == WAITING;
+        if waiting && this.phase.0.shed.load(Ordering::SeqCst) && this.timer.as_ref().is_none_or(|t| t.received == 0) {
+            tracing::debug!("idle connection closed: out of file descriptors");
+            this.closed = true;
+            return Poll::Ready(Ok(()));
+        }
         if !waiting {
             this.timer = None;
             return Pin::new(&mut this.inner).poll_read(cx, buf);
@@ -181,7 +241,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for Guarded<S> {
         let requests = this.phase.0.requests.load(Ordering::SeqCst);
         if this.timer.as_ref().is_none_or(|t| t.after_request != requests) {
             // The first head counts from the connection's start; later ones from their first byte.
-            let wait = if requests == 0 { this.header_timeout } else { KEEP_ALIVE_IDLE };
+            let wait = if requests == 0 { this.header_timeout } else { this.keep_alive };
             this.timer =
                 Some(HeadTimer { sleep: Box::pin(tokio::time::sleep(wait)), after_request: requests, received: 0 });
         }

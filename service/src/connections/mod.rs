@@ -9,7 +9,9 @@
 //! - A request head must arrive within `[server] header-timeout` (of the connection's start or
 //!   of the previous answer): a partial head then gets 408, an idle connection is closed.
 //! - A request body may pause at most `[server] body-timeout` between two pieces (408).
-//! - Accept errors (out of file descriptors) back off instead of spinning.
+//! - A kept-alive connection idle for `[server] keep-alive-timeout` (75 s) is closed.
+//! - Accept errors (out of file descriptors) back off instead of spinning, and close the
+//!   connections that have been idle longest to make room for new clients (issue 47).
 //! - The errors hyper answers by itself before a request reaches the router (431, 414, 400)
 //!   leave as JSON like every other error ([`guarded`]).
 
@@ -39,6 +41,8 @@ use guarded::{Guarded, Phase};
 pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// `[server] body-timeout` when not set.
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+/// `[server] keep-alive-timeout` when not set (nginx's `keepalive_timeout`).
+pub const DEFAULT_KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(75);
 /// `[server] max-connections-per-client` when not set.
 pub const DEFAULT_MAX_CONNECTIONS_PER_CLIENT: usize = 256;
 /// How long open requests may go on after a shutdown signal (an open console keeps its event
@@ -50,6 +54,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 pub struct ConnectionLimits {
     pub header_timeout: Duration,
     pub body_timeout: Duration,
+    pub keep_alive_timeout: Duration,
     /// 0: no cap.
     pub max_per_client: usize,
     /// Not capped: each carries many clients.
@@ -61,6 +66,7 @@ impl Default for ConnectionLimits {
         ConnectionLimits {
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             body_timeout: DEFAULT_BODY_TIMEOUT,
+            keep_alive_timeout: DEFAULT_KEEP_ALIVE_TIMEOUT,
             max_per_client: DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
             trusted_proxies: Vec::new(),
         }
@@ -126,6 +132,47 @@ impl Drop for Slot {
     }
 }
 
+/// The open connections, by number, so that the idle ones can be closed when the server runs
+/// out of file descriptors.
+#[derive(Default)]
+struct Open {
+    next: std::sync::atomic::AtomicU64,
+    phases: Mutex<HashMap<u64, Phase>>,
+}
+
+/// One registered connection; removed when dropped.
+struct Registered {
+    open: Arc<Open>,
+    id: u64,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.open.phases.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.id);
+    }
+}
+
+impl Open {
+    fn register(self: &Arc<Self>, phase: Phase) -> Registered {
+        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.phases.lock().unwrap_or_else(|e| e.into_inner()).insert(id, phase);
+        Registered { open: self.clone(), id }
+    }
+
+    /// Closes a tenth (at least one) of the idle connections, those idle longest; how many.
+    fn shed_oldest_idle(&self) -> usize {
+        let phases = self.phases.lock().unwrap_or_else(|e| e.into_inner());
+        let mut idle: Vec<(Instant, &Phase)> =
+            phases.values().filter_map(|p| p.idle_since().map(|since| (since, p))).collect();
+        idle.sort_by_key(|(since, _)| *since);
+        let count = idle.len().div_ceil(10);
+        for (_, phase) in idle.iter().take(count) {
+            phase.shed();
+        }
+        count
+    }
+}
+
 /// Serves `app` on `listener` (over TLS with `tls`) until `shutdown` completes; open requests
 /// then get [`SHUTDOWN_GRACE`] to finish.
 pub async fn serve(
@@ -138,6 +185,7 @@ pub async fn serve(
     tokio::pin!(shutdown);
     let limits = Arc::new(limits);
     let clients = Arc::new(PerClient::default());
+    let open = Arc::new(Open::default());
     let (stop, stopping) = watch::channel(false);
     let mut last_accept_warning: Option<Instant> = None;
     loop {
@@ -147,11 +195,13 @@ pub async fn serve(
                 Err(e) => {
                     // Out of file descriptors (EMFILE) and the like: accepting again at once
                     // fails again at once. Wait for connections to close; warn now and then.
+                    // Out of file descriptors: the connections idle longest make room.
+                    let shed = open.shed_oldest_idle();
                     if last_accept_warning.is_none_or(|at| at.elapsed() > Duration::from_secs(5)) {
-                        tracing::warn!(error = %e, "could not accept a connection; backing off");
+                        tracing::warn!(error = %e, closed_idle = shed, "could not accept a connection; backing off and closing the connections idle longest");
                         last_accept_warning = Some(Instant::now());
                     }
-                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    tokio::time::sleep(Duration::from_millis(if shed > 0 { 10 } else { 100 })).await;
                     continue;
                 }
             },
@@ -167,14 +217,17 @@ pub async fn serve(
             continue;
         };
         let (tls, app, limits, stopping) = (tls.clone(), app.clone(), limits.clone(), stopping.clone());
+        let phase = Phase::new();
+        let registered = open.register(phase.clone());
         tokio::spawn(async move {
             let _slot = slot;
+            let _registered = registered;
             match tls {
-                None => connection(tcp, peer, app, &limits, stopping).await,
+                None => connection(tcp, peer, app, &limits, stopping, phase).await,
                 Some(acceptor) => {
                     // A client that never finishes the handshake does not hold the task forever.
                     match tokio::time::timeout(limits.header_timeout, acceptor.accept(tcp)).await {
-                        Ok(Ok(stream)) => connection(stream, peer, app, &limits, stopping).await,
+                        Ok(Ok(stream)) => connection(stream, peer, app, &limits, stopping, phase).await,
                         Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
                         Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
                     }
@@ -220,11 +273,11 @@ async fn connection<S>(
     app: Router,
     limits: &ConnectionLimits,
     mut stopping: watch::Receiver<bool>,
+    phase: Phase,
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let phase = Phase::new();
-    let io = Guarded::new(stream, phase.clone(), limits.header_timeout);
+    let io = Guarded::new(stream, phase.clone(), limits.header_timeout, limits.keep_alive_timeout);
     let body_timeout = limits.body_timeout;
     let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
         request.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));

@@ -3,9 +3,11 @@
 //! ([`types`], [`query`]) and answered in Inmanta's form: the GraphQL result in the `data`
 //! envelope of its REST API, errors as a list of messages, 400 when there is no data.
 //!
-//! Queries are bounded: [`MAX_DEPTH`] levels of selection, [`MAX_COMPLEXITY`] fields, and pages
-//! of at most [`cursor::MAX_PER_PAGE`] rows.
+//! Queries are bounded: [`MAX_DEPTH`] levels of selection, [`MAX_COMPLEXITY`] fields (fragments
+//! counted as expanded, decided before anything runs: [`cost`]), and pages of at most
+//! [`cursor::MAX_PER_PAGE`] rows.
 
+mod cost;
 pub mod cursor;
 pub mod page;
 mod query;
@@ -76,6 +78,9 @@ pub async fn console_execute(
 }
 
 async fn execute_as(o: Orchestrator, caller: orchestrator::auth::Principal, body: GraphQLRequest) -> Response {
+    if let Some(refusal) = too_costly(&body.query) {
+        return inmanta_form(refusal);
+    }
     let mut request = Request::new(body.query).data(o).data(caller);
     if let Some(variables) = body.variables.filter(|v| !v.is_null()) {
         request = request.variables(Variables::from_json(variables));
@@ -85,6 +90,22 @@ async fn execute_as(o: Orchestrator, caller: orchestrator::auth::Principal, body
     }
     let response = shared_schema().execute(request).await;
     inmanta_form(response)
+}
+
+/// A query that selects more than [`MAX_COMPLEXITY`] fields once its fragments are expanded,
+/// refused before async-graphql's own checks, which expand fragments where they stand and so
+/// take exponential time on fragments that spread each other. Text that does not parse is left
+/// to async-graphql, which says why.
+fn too_costly(query: &str) -> Option<async_graphql::Response> {
+    let document = async_graphql::parser::parse_query(query).ok()?;
+    let size = cost::expanded_size(&document, MAX_COMPLEXITY);
+    (size > MAX_COMPLEXITY).then(|| {
+        let message = format!(
+            "Query is too complex: it selects more than {MAX_COMPLEXITY} fields once its fragments are expanded; \
+             select fewer fields or spread fragments fewer times"
+        );
+        async_graphql::Response::from_errors(vec![async_graphql::ServerError::new(message, None)])
+    })
 }
 
 /// Inmanta's `GraphQLResult`: `{"data": ..., "errors": [message...] | null, "extensions": {}}`

@@ -28,6 +28,10 @@ impl From<orchestrator::Error> for ApiError {
             Conflict(_) => StatusCode::CONFLICT,
             Forbidden(_) => StatusCode::FORBIDDEN,
             LeaseLost(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Database(_) if e.is_unreachable() => {
+                tracing::warn!(error = %e, "request answered 503: the database cannot be reached");
+                return ApiError::database_unreachable();
+            }
             Database(_) | Corrupt(_) => return ApiError::internal(&e),
         };
         ApiError::new(status, e.to_string())
@@ -35,6 +39,17 @@ impl From<orchestrator::Error> for ApiError {
 }
 
 impl ApiError {
+    /// The answer to a request that the database's outage (or a lost connection to it) holds
+    /// up. What the request would have changed may or may not be stored: the caller asks again
+    /// once the database is back.
+    pub fn database_unreachable() -> ApiError {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the database cannot be reached: the request was not completed; try again once it is back \
+             (GET /api/v2/health says when)",
+        )
+    }
+
     /// A failure on the server's side (database, I/O): the client gets an incident's fixed
     /// message and id to quote; the detail, which may hold the database's own text, is logged.
     pub fn internal(detail: &dyn std::fmt::Display) -> ApiError {

@@ -364,7 +364,17 @@ async fn guard(
         };
         next.run(request).await
     };
-    match tokio::time::timeout(limits.request_timeout, work).await {
+    let orchestrator = state.orchestrator.clone();
+    let answer = async {
+        tokio::select! {
+            response = work => response,
+            () = orchestrator.database_lost(OUTAGE_GRACE) => {
+                tracing::warn!(%method, %path, "request answered 503: the database cannot be reached");
+                ApiError::database_unreachable().into_response()
+            }
+        }
+    };
+    match tokio::time::timeout(limits.request_timeout, answer).await {
         Ok(response) => response,
         Err(_) => {
             tracing::warn!(%method, %path, "request timed out");
@@ -372,6 +382,11 @@ async fn guard(
         }
     }
 }
+
+/// How long a request waits for the database once the health probes find it unreachable
+/// before it is answered 503: an outage answers within about [`OUTAGE_GRACE`] plus a probe
+/// (docs/performance.md) instead of when the database is back.
+const OUTAGE_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Authenticates the caller and checks the route's rule; the request carries the [`Caller`].
 async fn authorized(state: &AppState, mut request: Request, rule: Rule) -> Result<Request, Response> {

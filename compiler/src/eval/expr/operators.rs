@@ -78,7 +78,7 @@ fn is_zero(n: Num<'_>) -> bool {
     }
 }
 
-/// The largest int `**` computes (in bits): Python goes on until memory runs out; a model that
+/// The largest int `**` and `*` compute (in bits): Python goes on until memory runs out; a model that
 /// asks for more is surely wrong, and stopping beats exhausting the machine.
 const MAX_POW_BITS: u64 = 1 << 24;
 
@@ -230,6 +230,14 @@ pub(crate) fn binop_values(op: BinOp, lv: &Value, rv: &Value) -> Result<Value, O
                 ))
             }
             (Some(a), Some(b)) => match (a.big(), b.big()) {
+                (Some(x), Some(y)) if op == BinOp::Mul && x.bits() + y.bits() > MAX_POW_BITS + 1 => Err((
+                    ErrorKind::RuntimeException,
+                    format!(
+                        "the result of this multiplication is too large: it would have about {} bits, more than \
+                         the {MAX_POW_BITS} an int may have",
+                        x.bits() + y.bits()
+                    ),
+                )),
                 (Some(x), Some(y)) => Ok(Value::int(if op == BinOp::Sub { x - y } else { x * y })),
                 _ => Ok(Float(if op == BinOp::Sub { a.f()? - b.f()? } else { a.f()? * b.f()? })),
             },

@@ -61,6 +61,8 @@ pub struct TestServer {
     pub state_dir: tempfile::TempDir,
     extra_env: Vec<(String, String)>,
     pub http: reqwest::Client,
+    /// Where stderr goes when not `server.log` in the state directory.
+    log_file: Option<std::path::PathBuf>,
 }
 
 /// A database URL for a new test server: a file in `dir`, or a new PostgreSQL database.
@@ -74,7 +76,12 @@ impl TestServer {
     }
 
     pub async fn start_with(env: &[(&str, &str)]) -> TestServer {
-        Self::start_inner(env, true).await
+        Self::start_inner(env, true, None).await
+    }
+
+    /// A server whose stderr goes to `log_file` (e.g. on a filesystem a test fills).
+    pub async fn start_logging_to(env: &[(&str, &str)], log_file: &std::path::Path) -> TestServer {
+        Self::start_inner(env, true, Some(log_file.to_path_buf())).await
     }
 
     /// Another server on an existing database (several servers on one PostgreSQL, docs/ha.md);
@@ -88,6 +95,7 @@ impl TestServer {
             state_dir: tempfile::tempdir().expect("temp dir"),
             extra_env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             http: reqwest::Client::new(),
+            log_file: None,
         };
         server.spawn();
         server
@@ -107,10 +115,10 @@ impl TestServer {
 
     /// A server whose database has no users yet, as on a first start.
     pub async fn start_without_users(env: &[(&str, &str)]) -> TestServer {
-        Self::start_inner(env, false).await
+        Self::start_inner(env, false, None).await
     }
 
-    async fn start_inner(env: &[(&str, &str)], create_admin: bool) -> TestServer {
+    async fn start_inner(env: &[(&str, &str)], create_admin: bool, log_file: Option<std::path::PathBuf>) -> TestServer {
         let state_dir = tempfile::tempdir().expect("temp dir");
         let database_url = fresh_database(state_dir.path()).await;
         let auth = !env.iter().any(|(k, v)| *k == "INMANTA_SERVER_AUTH" && *v == "false");
@@ -129,6 +137,7 @@ impl TestServer {
             state_dir,
             extra_env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             http: reqwest::Client::new(),
+            log_file,
         };
         server.spawn();
         if auth && create_admin {
@@ -256,7 +265,7 @@ impl TestServer {
 
     /// Where the server's log (stderr) goes.
     pub fn log_path(&self) -> std::path::PathBuf {
-        self.state_dir.path().join("server.log")
+        self.log_file.clone().unwrap_or_else(|| self.state_dir.path().join("server.log"))
     }
 
     /// Everything the server logged so far.
