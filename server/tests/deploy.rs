@@ -212,11 +212,12 @@ fn inmanta_deploy_all_in_one() {
     assert_eq!(std::fs::read_to_string(root.path().join("etc/motd")).unwrap(), "hello");
     assert!(project.path().join("data/deploy/inmanta.db").exists());
 
-    // Run twice: the second run repairs every resource but nothing drifted, so it changes
-    // nothing and its table is empty; --verbose lists every resource.
+    // Run twice: the second run repairs every resource but no file drifted, so only the
+    // command (which runs on every deploy) is changed and listed; --verbose lists every resource.
     let (code, out, err) = inmanta_in(project.path(), &["deploy"]);
     assert_eq!(code, 0, "{err}");
-    assert!(err.contains("0 changed"), "{err}");
+    assert!(err.contains("1 changed"), "{err}");
+    assert!(out.contains("exec::Run"), "the command ran again: {out}");
     assert!(!out.contains("/etc/motd"), "only failed and changed resources are listed: {out}");
     let (code, out, err) = inmanta_in(project.path(), &["deploy", "--verbose"]);
     assert_eq!(code, 0, "{err}");
@@ -266,16 +267,18 @@ fn inmanta_deploy_again_repairs_what_drifted() {
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(std::fs::read_to_string(etc.join("motd")).unwrap(), "hello", "{out}{err}");
     assert_eq!(std::fs::read_to_string(etc.join("issue")).unwrap(), "issue", "{out}{err}");
-    assert!(err.contains("5 of 5 resources deployed, 2 changed"), "{err}");
+    // The two files, and the command, which runs on every deploy.
+    assert!(err.contains("5 of 5 resources deployed, 3 changed"), "{err}");
     for file in ["/etc/motd", "/etc/issue"] {
         assert!(out.lines().any(|l| l.contains(file)), "{file} is listed as changed: {out}");
     }
     assert!(!out.contains("after-check"), "what did not drift is not listed: {out}");
 
-    // Nothing drifted since: a third run changes nothing.
-    let (code, _, err) = inmanta_in(project.path(), &["deploy"]);
+    // No file drifted since: a third run changes only the command.
+    let (code, out, err) = inmanta_in(project.path(), &["deploy"]);
     assert_eq!(code, 0, "{err}");
-    assert!(err.contains("5 of 5 resources deployed, 0 changed"), "{err}");
+    assert!(err.contains("5 of 5 resources deployed, 1 changed"), "{err}");
+    assert!(!out.contains("/etc/"), "{out}");
 }
 
 #[tokio::test]

@@ -280,7 +280,7 @@ async fn every_handler_run_around_a_killed_owner_is_in_the_action_log_on_postgre
     if test_support::postgres_admin_url().is_none() {
         return;
     }
-    let c = Cluster::start().await;
+    let mut c = Cluster::start().await;
     let total = CHAINS * PER_CHAIN;
     c.export().await;
     let (owner, _) = c.owner().await;
