@@ -39,7 +39,7 @@ mod versions;
 pub use environments::EnvironmentQuery;
 pub use error::{Error, Incident, Result};
 pub use files::unified_diff;
-pub use resources::{ActionOutcome, ActionQuery};
+pub use resources::{ActionOutcome, ActionQuery, StartedAction};
 pub use store::{DbKind, Store};
 pub use versions::{DESIRED_STATE_VIEW, StoredVersion};
 

@@ -70,6 +70,18 @@ pub struct FinishedAction {
     pub outcome: ActionOutcome,
 }
 
+/// A deploy about to be handed to its agent. With several servers its action is stored (no
+/// status, no end yet) before the handler runs: a run whose result is lost with its server is still in
+/// the action log (closed by the next scheduler, `Orchestrator::reset_deploying`), and the run
+/// again is an action of its own. The result, a [`FinishedAction`] with the same id, completes it.
+#[derive(Debug, Clone)]
+pub struct StartedAction {
+    pub action_id: Uuid,
+    pub version: i64,
+    pub started: api::Timestamp,
+    pub resource_id: ResourceId,
+}
+
 /// Filters of `GET /api/v2/resource_actions`.
 #[derive(Debug, Clone, Default)]
 pub struct ActionQuery {

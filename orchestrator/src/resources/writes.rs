@@ -10,7 +10,7 @@ use api::state::{ActionKind, Blocked, Change, HandlerRun, HandlerStatus, Resourc
 use uuid::Uuid;
 
 use super::validate::{deploy_columns, non_compliant_diff};
-use super::{FinishedAction, new_action_id};
+use super::{FinishedAction, StartedAction, new_action_id};
 use crate::cluster::Fence;
 use crate::notifications::{NewNotification, insert_notification};
 use crate::statistics::Written;
@@ -107,12 +107,27 @@ impl Orchestrator {
         blocked: &[(String, Blocked)],
         fence: Option<&Fence>,
     ) -> Result<()> {
-        if started.is_empty() && finished.is_empty() && blocked.is_empty() {
+        self.record_scheduler_writes(env, &[], started, finished, blocked, fence).await
+    }
+
+    /// [`Orchestrator::record_scheduler_batch`] with the actions of deploys about to start
+    /// (`announced`, stored as `deploying` first; their results, in a later batch, complete them).
+    pub async fn record_scheduler_writes(
+        &self,
+        env: Uuid,
+        announced: &[StartedAction],
+        started: &[String],
+        finished: &[FinishedAction],
+        blocked: &[(String, Blocked)],
+        fence: Option<&Fence>,
+    ) -> Result<()> {
+        if announced.is_empty() && started.is_empty() && finished.is_empty() && blocked.is_empty() {
             return Ok(());
         }
         let kind = self.store.kind();
         let mut tx = self.store.begin_write().await?;
         mark_deploying_in(&mut tx, kind, env, started, true).await?;
+        announce_actions_in(&mut tx, kind, env, announced, fence.map(|f| f.epoch)).await?;
         record_actions_in(&mut tx, kind, env, finished, fence.map(|f| f.epoch)).await?;
         set_blocked_in(&mut tx, kind, env, blocked).await?;
         self.store.commit_fenced(tx, fence).await?;
@@ -124,7 +139,9 @@ impl Orchestrator {
         Ok(())
     }
 
-    /// After a crash nothing is deploying any more: clears the flag for the whole environment.
+    /// After a crash nothing is deploying any more: clears the flag for the whole environment,
+    /// and closes the actions of deploys whose result never came (their server stopped): they
+    /// keep no status, get an end time and a warning that says so.
     pub async fn reset_deploying(&self, env: Uuid, fence: Option<&Fence>) -> Result<()> {
         let mut tx = self.store.begin_write().await?;
         sqlx::query(
@@ -133,6 +150,24 @@ impl Orchestrator {
         .bind(env.to_string())
         .execute(&mut *tx)
         .await?;
+        let at = now();
+        let open = "FROM resource_action WHERE environment = $1 AND action = 'deploy' AND finished IS NULL";
+        let warning = "the server that ran this deploy stopped before it reported a result: the handler may have \
+                       changed the resource; it is deployed again";
+        sqlx::query(&format!(
+            "INSERT INTO resource_log (environment, action_id, seq, level_no, level, msg, args, kwargs, timestamp) \
+             SELECT environment, action_id, 0, 30, 'WARNING', $2, '[]', '{{}}', $3 {open}"
+        ))
+        .bind(env.to_string())
+        .bind(warning)
+        .bind(at.clone())
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(&format!("UPDATE resource_action SET finished = $2 {}", &open["FROM resource_action ".len()..]))
+            .bind(env.to_string())
+            .bind(at)
+            .execute(&mut *tx)
+            .await?;
         self.store.commit_fenced(tx, fence).await
     }
 
@@ -174,6 +209,56 @@ async fn record_actions_in(
     for chunk in actions.chunks(2000) {
         record_actions_chunk(tx, kind, env, chunk, epoch).await?;
     }
+    Ok(())
+}
+
+/// Stores the actions of deploys about to start, with no status or end yet, and their resources; an action
+/// stored already (a retry after a commit whose answer was lost) is left as it is.
+async fn announce_actions_in(
+    tx: &mut Transaction,
+    kind: crate::DbKind,
+    env: Uuid,
+    announced: &[StartedAction],
+    epoch: Option<i64>,
+) -> Result<()> {
+    use crate::store::json_rows;
+    if announced.is_empty() {
+        return Ok(());
+    }
+    let mut action_rows = Vec::with_capacity(announced.len());
+    let mut link_rows = Vec::with_capacity(announced.len());
+    for start in announced {
+        let rvid = start.resource_id.versioned_text(start.version as u64);
+        action_rows.push(serde_json::json!({
+            "action_id": start.action_id.to_string(), "version": start.version.to_string(), "started": start.started,
+            "resource_version_ids": serde_json::json!([rvid]).to_string(),
+        }));
+        link_rows.push(
+            serde_json::json!({"action_id": start.action_id.to_string(), "resource_id": start.resource_id.to_string()}),
+        );
+    }
+    let rows = json_rows(kind, 2, &["action_id", "version", "started", "resource_version_ids"]);
+    // `WHERE true`: SQLite reads an ON CONFLICT right after a FROM as a join's ON otherwise.
+    sqlx::query(&format!(
+        "INSERT INTO resource_action (environment, action_id, version, action, started, resource_version_ids, \
+         epoch) SELECT $1, x.action_id, CAST(x.version AS BIGINT), 'deploy', x.started, \
+         x.resource_version_ids, CAST($3 AS BIGINT) FROM {rows} WHERE true \
+         ON CONFLICT (environment, action_id) DO NOTHING"
+    ))
+    .bind(env.to_string())
+    .bind(serde_json::Value::Array(action_rows).to_string())
+    .bind(epoch)
+    .execute(&mut **tx)
+    .await?;
+    let rows = json_rows(kind, 2, &["action_id", "resource_id"]);
+    sqlx::query(&format!(
+        "INSERT INTO resource_action_resource (environment, action_id, resource_id) \
+         SELECT $1, x.action_id, x.resource_id FROM {rows} WHERE true ON CONFLICT DO NOTHING"
+    ))
+    .bind(env.to_string())
+    .bind(serde_json::Value::Array(link_rows).to_string())
+    .execute(&mut **tx)
+    .await?;
     Ok(())
 }
 
@@ -356,7 +441,10 @@ async fn record_actions_chunk(
         "INSERT INTO resource_action (environment, action_id, version, action, started, finished, \
          resource_version_ids, status, changes, change, send_event, epoch) SELECT $1, x.action_id, \
          CAST(x.version AS BIGINT), x.action, x.started, $2, x.resource_version_ids, x.status, x.changes, x.change, \
-         CAST(x.send_event AS BIGINT), CAST($4 AS BIGINT) FROM {rows}"
+         CAST(x.send_event AS BIGINT), CAST($4 AS BIGINT) FROM {rows} WHERE true \
+         ON CONFLICT (environment, action_id) DO UPDATE SET finished = excluded.finished, \
+         status = excluded.status, changes = excluded.changes, change = excluded.change, \
+         send_event = excluded.send_event, epoch = excluded.epoch WHERE resource_action.finished IS NULL"
     ))
     .bind(env.to_string())
     .bind(finished.clone())
@@ -367,7 +455,7 @@ async fn record_actions_chunk(
     let rows = json_rows(kind, 2, &["action_id", "resource_id"]);
     sqlx::query(&format!(
         "INSERT INTO resource_action_resource (environment, action_id, resource_id) \
-         SELECT $1, x.action_id, x.resource_id FROM {rows}"
+         SELECT $1, x.action_id, x.resource_id FROM {rows} WHERE true ON CONFLICT DO NOTHING"
     ))
     .bind(env.to_string())
     .bind(serde_json::Value::Array(link_rows).to_string())

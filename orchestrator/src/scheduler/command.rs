@@ -15,6 +15,12 @@ pub(crate) enum Command {
         scope: Scope,
         reply: oneshot::Sender<Vec<String>>,
     },
+    /// Every resource of this released version through its handler (read once it is loaded),
+    /// but those that ran for their current intent since it was loaded.
+    RepairVersion {
+        version: i64,
+        reply: oneshot::Sender<Vec<String>>,
+    },
     Status(oneshot::Sender<SchedulerStatus>),
     WaitIdle(oneshot::Sender<()>),
     /// Dispatch nothing more, finish what runs, store it and stop (the lease is handed on).

@@ -9,19 +9,33 @@ use api::{ResourceId, Timestamp};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::env_loop::{Done, EnvScheduler, since};
+use super::env_loop::{Done, EnvScheduler, Gated, since};
 use super::model::Rid;
 use super::queue::Running;
 use super::task::{Priority, Task, TaskKind, TaskOutcome};
-use crate::resources::{ActionOutcome, FinishedAction};
+use crate::resources::{ActionOutcome, FinishedAction, StartedAction};
 
 impl EnvScheduler {
     pub(super) fn start_task(&mut self, agent: &str, rid: &Rid) {
         let Some(task) = self.queue.tasks.remove(rid) else { return };
         let Some(resource) = self.model.get(rid) else { return };
         let started = Utc::now();
-        let running =
-            Running { hash: resource.hash.clone(), priority: task.priority, again: None, retry_if_failed: None };
+        let mut running = Running {
+            hash: resource.hash.clone(),
+            priority: task.priority,
+            again: None,
+            retry_if_failed: None,
+            action_id: None,
+        };
+        // With several servers another one may run this deploy again after a failover: its
+        // action is stored before the handler runs, so every run is in the action log.
+        let announced = self.lease.is_some().then(|| StartedAction {
+            action_id: crate::resources::new_action_id(),
+            version: resource.version,
+            started: started.into(),
+            resource_id: (*resource.id).clone(),
+        });
+        running.action_id = announced.as_ref().map(|a| a.action_id);
         self.queue.running.insert(rid.clone(), running);
         // The handler runs only when every requirement is deployed, as in Inmanta.
         let blocking = if resource.flag("report_only", false) {
@@ -58,13 +72,55 @@ impl EnvScheduler {
         };
         self.queue.set_busy(agent, true);
         self.journal.started(rid.clone());
+        match announced {
+            Some(action) => {
+                self.journal.announce(action);
+                let after = self.journal.next_batch();
+                self.gate.push(Gated { agent: agent.to_string(), rid: rid.clone(), job, started, after });
+            }
+            None => self.launch(agent, rid.clone(), job, started),
+        }
+    }
+
+    /// Hands a task to its agent; its result comes back to the loop as a [`Done`].
+    fn launch(&mut self, agent: &str, rid: Rid, job: Task, started: DateTime<Utc>) {
         let future = self.dispatch.execute(agent, job);
         let done = self.done_tx.clone();
-        let rid = rid.clone();
         tokio::spawn(async move {
             let outcome = future.await;
             let _ = done.send(Done { rid, started, outcome });
         });
+    }
+
+    /// Hands to their agents the deploys whose action is stored now.
+    pub(super) fn release_gated(&mut self) {
+        let writer = &self.journal.writer;
+        let stopped = writer.dropped() || writer.lost();
+        if self.gate.is_empty() || stopped || self.lease.as_ref().is_some_and(|l| !l.may_dispatch()) {
+            return;
+        }
+        let done = writer.batches_done();
+        let (ready, waiting): (Vec<Gated>, Vec<Gated>) =
+            std::mem::take(&mut self.gate).into_iter().partition(|g| g.after <= done);
+        self.gate = waiting;
+        for g in ready {
+            self.launch(&g.agent, g.rid, g.job, g.started);
+        }
+    }
+
+    /// Whether a deploy waits for its action to go out with the next batch.
+    pub(super) fn gate_unsent(&self) -> bool {
+        let sent = self.journal.writer.batches_sent();
+        self.gate.iter().any(|g| g.after > sent)
+    }
+
+    /// The scheduler reloads its state: deploys whose handler did not start yet never run here
+    /// (their stored actions are closed by the load, `Orchestrator::reset_deploying`).
+    pub(super) fn drop_gated(&mut self) {
+        for g in std::mem::take(&mut self.gate) {
+            self.queue.running.remove(&g.rid);
+            self.queue.set_busy(&g.agent, false);
+        }
     }
 
     /// Why a requirement in this state keeps its dependent from deploying; none when deployed.
@@ -131,7 +187,7 @@ impl EnvScheduler {
         }
         let messages = self.framed_log(&id, version, run.priority, started, outcome.logs);
         self.journal.finished.push(FinishedAction {
-            action_id: crate::resources::new_action_id(),
+            action_id: run.action_id.unwrap_or_else(crate::resources::new_action_id),
             version,
             action: ActionKind::Deploy,
             started: started.into(),

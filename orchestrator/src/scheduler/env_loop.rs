@@ -66,6 +66,16 @@ pub(crate) struct Done {
     pub outcome: TaskOutcome,
 }
 
+/// A deploy handed out whose handler runs once its action is stored (several servers): the
+/// batch numbered `after` holds that action.
+pub(crate) struct Gated {
+    pub agent: String,
+    pub rid: Rid,
+    pub job: super::task::Task,
+    pub started: DateTime<Utc>,
+    pub after: u64,
+}
+
 pub(crate) struct EnvScheduler {
     pub env: Uuid,
     pub orchestrator: Orchestrator,
@@ -78,6 +88,8 @@ pub(crate) struct EnvScheduler {
     pub journal: Journal,
     pub recovery: Recovery,
     pub waiters: Waiters,
+    /// Deploys waiting for their action to be stored before their handler runs.
+    pub gate: Vec<Gated>,
     pub done_tx: mpsc::UnboundedSender<Done>,
     done_rx: Option<mpsc::UnboundedReceiver<Done>>,
 }
@@ -107,6 +119,7 @@ impl EnvScheduler {
             journal: Journal::new(writer),
             recovery: Recovery::default(),
             waiters: Waiters::default(),
+            gate: Vec::new(),
             done_tx,
             done_rx: Some(done_rx),
         }
@@ -127,8 +140,9 @@ impl EnvScheduler {
                 },
                 Some(done) = done_rx.recv() => self.finish(done),
                 _ = flush.tick() => self.journal.flush_in_background(),
-                // Held back by unsaved results: hand the next batch over as soon as one is stored.
-                _ = stored.notified(), if self.journal.held_back() => {
+                // Held back by unsaved results, or deploys waiting for their actions to be
+                // stored: hand the next batch over as soon as one is stored.
+                _ = stored.notified(), if self.journal.held_back() || !self.gate.is_empty() => {
                     self.journal.flush_in_background()
                 }
                 _ = timers.tick() => self.timers(),
@@ -142,7 +156,11 @@ impl EnvScheduler {
                 return;
             }
             self.recover().await;
+            self.release_gated();
             self.dispatch_ready();
+            if self.gate_unsent() {
+                self.journal.flush_in_background();
+            }
             if self.waiters.draining.is_some() && self.queue.running.is_empty() {
                 self.journal.flush().await;
                 if let Some(reply) = self.waiters.draining.take() {
@@ -214,6 +232,7 @@ impl EnvScheduler {
         self.journal.flush().await;
         let intents = self.orchestrator.released_intents(self.env).await?;
         let newest = intents.iter().map(|i| i.version).max().unwrap_or(0);
+        let newer = newest > self.model.loaded_version || self.model.loaded_at.is_none();
         self.model.loaded_version = newest.max(self.model.loaded_version);
         let mut fresh: HashMap<Rid, Resource> = HashMap::with_capacity(intents.len());
         // Resources that are new to this scheduler or whose intent changed.
@@ -239,6 +258,10 @@ impl EnvScheduler {
             fresh.insert(rid, resource);
         }
         self.model.replace(fresh);
+        if newer {
+            // After `Resource::from_intent`, which counts a resource's last run from now.
+            self.model.loaded_at = Some(std::time::Instant::now());
+        }
         self.queue.rebase(&self.model);
         let redeploy_failed = self.settings.redeploy_failed_on_export;
         let dirty: Vec<Rid> = self
@@ -296,6 +319,17 @@ impl EnvScheduler {
                 let scheduled = self.user_deploy(repair, &scope);
                 let _ = reply.send(scheduled.iter().map(|rid| rid.to_string()).collect());
             }
+            Command::RepairVersion { version, reply } => {
+                if version > self.model.loaded_version
+                    && !needs_start
+                    && let Err(e) = self.reload(Priority::NewVersion, Trigger::NewIntent).await
+                {
+                    tracing::error!(%env, error = %e, "scheduler could not read the new version; reloading its state");
+                    self.recovery.needs_start = true;
+                }
+                let scheduled = self.repair_version();
+                let _ = reply.send(scheduled.iter().map(|rid| rid.to_string()).collect());
+            }
             Command::Status(reply) => {
                 let _ = reply.send(self.status());
             }
@@ -321,6 +355,25 @@ impl EnvScheduler {
         let prio = if repair { Priority::UserRepair } else { Priority::UserDeploy };
         for rid in &chosen {
             self.queue.schedule(&self.model, rid, prio, false);
+        }
+        chosen
+    }
+
+    /// A repair of the loaded version: every resource that is not blocked, but those that ran
+    /// (or run now) for their current intent since the version was loaded, so a resource the
+    /// new version changed is not deployed twice.
+    fn repair_version(&mut self) -> Vec<Rid> {
+        let loaded_at = self.model.loaded_at;
+        let mut chosen = self.model.choose(true, &Scope::default());
+        chosen.retain(|rid| {
+            let Some(resource) = self.model.get(rid) else { return false };
+            let running_now = self.queue.running.get(rid).is_some_and(|run| run.hash == resource.hash);
+            let ran_since = resource.last_deployed_hash.as_deref() == Some(resource.hash.as_str())
+                && resource.last_end.zip(loaded_at).is_some_and(|(end, loaded)| end > loaded);
+            !running_now && !ran_since
+        });
+        for rid in &chosen {
+            self.queue.schedule(&self.model, rid, Priority::UserRepair, false);
         }
         chosen
     }

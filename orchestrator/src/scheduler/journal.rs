@@ -5,9 +5,11 @@ use api::state::Blocked;
 
 use super::model::Rid;
 use super::writer::{Batch, MAX_UNSAVED, Writer};
-use crate::resources::FinishedAction;
+use crate::resources::{FinishedAction, StartedAction};
 
 pub(crate) struct Journal {
+    /// Actions of deploys that start once they are stored.
+    announced: Vec<StartedAction>,
     /// Resources handed to an agent.
     started: Vec<Rid>,
     /// Handler runs that ended.
@@ -21,11 +23,22 @@ pub(crate) struct Journal {
 
 impl Journal {
     pub fn new(writer: Writer) -> Journal {
-        Journal { started: vec![], finished: vec![], blocked: vec![], writer }
+        Journal { announced: vec![], started: vec![], finished: vec![], blocked: vec![], writer }
     }
 
     pub fn started(&mut self, rid: Rid) {
         self.started.push(rid);
+    }
+
+    /// A deploy whose action must be stored before its handler runs: it goes out with the next
+    /// batch, whose number [`Journal::next_batch`] says.
+    pub fn announce(&mut self, action: StartedAction) {
+        self.announced.push(action);
+    }
+
+    /// The number of the next batch the writer gets ([`Writer::batches_done`] counts the same).
+    pub fn next_batch(&self) -> u64 {
+        self.writer.batches_sent() + 1
     }
 
     pub fn blocked(&mut self, rid: Rid, blocked: Blocked) {
@@ -34,6 +47,7 @@ impl Journal {
 
     /// Drops what was not handed to the writer yet (the state is reloaded from the database).
     pub fn clear(&mut self) {
+        self.announced.clear();
         self.started.clear();
         self.finished.clear();
         self.blocked.clear();
@@ -53,6 +67,7 @@ impl Journal {
     /// What was written down since the last batch, with resource ids as the database stores them.
     fn take_batch(&mut self) -> Batch {
         Batch {
+            announced: std::mem::take(&mut self.announced),
             started: std::mem::take(&mut self.started).iter().map(|rid| rid.to_string()).collect(),
             finished: std::mem::take(&mut self.finished),
             blocked: std::mem::take(&mut self.blocked).into_iter().map(|(rid, b)| (rid.to_string(), b)).collect(),

@@ -83,6 +83,8 @@ pub(crate) struct Model {
     pub dependents: HashMap<Rid, Vec<Rid>>,
     /// The released version the resources were read from.
     pub loaded_version: i64,
+    /// When that version was read: a handler run that ended after it ran for that version.
+    pub loaded_at: Option<Instant>,
 }
 
 impl Model {
@@ -124,6 +126,7 @@ impl Model {
         self.resources.clear();
         self.dependents.clear();
         self.loaded_version = 0;
+        self.loaded_at = None;
     }
 
     pub fn dirty_count(&self) -> usize {

@@ -35,6 +35,8 @@ pub(crate) struct Running {
     /// Running when a database fault ended: if it fails (it may have met the fault, e.g. its
     /// file could not be read), run again at this priority (scheduler/recovery.rs).
     pub retry_if_failed: Option<Priority>,
+    /// The id of its action when that was stored before the handler ran (several servers).
+    pub action_id: Option<uuid::Uuid>,
 }
 
 #[derive(Default)]

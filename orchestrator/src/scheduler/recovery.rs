@@ -49,6 +49,7 @@ impl EnvScheduler {
             self.recovery.needs_start = true;
         }
         if self.recovery.needs_start {
+            self.drop_gated();
             // What runs now reports to the state it was started from: wait for it.
             let due = self.recovery.last_start_attempt.is_none_or(|at| at.elapsed() >= START_RETRY);
             if self.queue.running.is_empty() && due {

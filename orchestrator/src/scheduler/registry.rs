@@ -147,6 +147,20 @@ impl Schedulers {
         answer.await.map_err(|_| Error::Conflict("the scheduler of this environment stopped".into()))
     }
 
+    /// A repair of every resource of the released `version`, once this scheduler has read it
+    /// (what `inmanta deploy` asks after its release: the machine ends as the model says, not
+    /// only where the model changed); a resource that already ran for its new intent is not run
+    /// again. Returns the resource ids that were scheduled.
+    pub async fn repair_version(&self, env: Uuid, version: i64) -> Result<Vec<String>> {
+        let Some(tx) = self.ensure(env) else {
+            return self.forward_deploy(env, true, Scope::default()).await;
+        };
+        let (reply, answer) = oneshot::channel();
+        tx.send(Command::RepairVersion { version, reply })
+            .map_err(|_| Error::Conflict("the scheduler of this environment stopped".into()))?;
+        answer.await.map_err(|_| Error::Conflict("the scheduler of this environment stopped".into()))
+    }
+
     /// How many environments have a scheduler running now.
     pub fn environments(&self) -> usize {
         self.running.lock().unwrap_or_else(|e| e.into_inner()).values().filter(|tx| !tx.is_closed()).count()

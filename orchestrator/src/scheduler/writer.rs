@@ -55,13 +55,15 @@ use api::state::Blocked;
 
 use crate::cluster::Fence;
 use crate::health::fault_text;
-use crate::resources::FinishedAction;
+use crate::resources::{FinishedAction, StartedAction};
 use crate::{Error, Orchestrator};
 
 /// What a scheduler wrote down since its last batch, in the order it must be stored: resources
 /// marked deploying before the results that clear the mark.
 #[derive(Default)]
 pub(crate) struct Batch {
+    /// Actions of deploys that start once this batch is stored.
+    pub announced: Vec<StartedAction>,
     pub started: Vec<String>,
     pub finished: Vec<FinishedAction>,
     pub blocked: Vec<(String, Blocked)>,
@@ -88,7 +90,7 @@ fn lanes(kind: crate::DbKind) -> usize {
 
 impl Batch {
     fn is_empty(&self) -> bool {
-        self.started.is_empty() && self.finished.is_empty() && self.blocked.is_empty()
+        self.announced.is_empty() && self.started.is_empty() && self.finished.is_empty() && self.blocked.is_empty()
     }
 
     /// Splits the batch into `lanes` batches by resource: every write of a resource lands in the
@@ -105,6 +107,9 @@ impl Batch {
             (hasher.finish() % lanes as u64) as usize
         };
         let mut out: Vec<Batch> = (0..lanes).map(|_| Batch::default()).collect();
+        for action in self.announced {
+            out[lane_of(&action.resource_id.to_string())].announced.push(action);
+        }
         for rid in self.started {
             out[lane_of(&rid)].started.push(rid);
         }
@@ -122,7 +127,7 @@ impl Batch {
     /// Splits the batch into transactions of at most [`ROWS_PER_TRANSACTION`] results, in
     /// order: the deploying marks go with the first, the block changes with the last.
     fn into_transactions(self) -> Vec<Batch> {
-        let Batch { mut started, mut finished, blocked } = self;
+        let Batch { announced, mut started, mut finished, blocked } = self;
         // A resource whose result is in this batch needs no deploying mark: the result clears
         // it anyway. While the database is the bottleneck most of a batch's starts have
         // finished by the time it is written, and marking them cost a third of the writes.
@@ -133,10 +138,12 @@ impl Batch {
         }
         let mut parts = vec![];
         let mut started = Some(started);
+        let mut announced = Some(announced);
         loop {
             let rest = finished.split_off(finished.len().min(ROWS_PER_TRANSACTION));
             let last = rest.is_empty();
             parts.push(Batch {
+                announced: announced.take().unwrap_or_default(),
                 started: started.take().unwrap_or_default(),
                 finished,
                 blocked: if last { blocked.clone() } else { vec![] },
@@ -154,6 +161,10 @@ type Job = (Batch, Option<oneshot::Sender<()>>);
 /// The writer task of one scheduler.
 pub(crate) struct Writer {
     jobs: mpsc::UnboundedSender<Job>,
+    /// Batches handed over so far.
+    sent: AtomicU64,
+    /// Batches done (stored, or given up) so far, in the order they were handed over.
+    done: Arc<AtomicU64>,
     /// Batches handed over and not yet committed (or dropped).
     pending: Arc<AtomicUsize>,
     /// Results handed over and not yet committed (or dropped).
@@ -231,6 +242,8 @@ impl Writer {
         let stored = Arc::new(Notify::new());
         let lost = Arc::new(AtomicBool::new(false));
         let health = Arc::new(WriteHealth::default());
+        let done_batches = Arc::new(AtomicU64::new(0));
+        let task_done = done_batches.clone();
         let (task_pending, task_unsaved, task_stored, task_lost, task_health) =
             (pending.clone(), unsaved.clone(), stored.clone(), lost.clone(), health.clone());
         let lanes = lanes(orchestrator.store().kind());
@@ -264,6 +277,7 @@ impl Writer {
                     });
                 }
                 while lane_writes.join_next().await.is_some() {}
+                task_done.fetch_add(1, Ordering::SeqCst);
                 task_pending.fetch_sub(1, Ordering::SeqCst);
                 task_stored.notify_one();
                 if let Some(done) = done {
@@ -271,7 +285,18 @@ impl Writer {
                 }
             }
         });
-        Writer { jobs, pending, unsaved, stored, lost, health }
+        Writer { jobs, sent: AtomicU64::new(0), done: done_batches, pending, unsaved, stored, lost, health }
+    }
+
+    /// How many batches were handed over.
+    pub(crate) fn batches_sent(&self) -> u64 {
+        self.sent.load(Ordering::SeqCst)
+    }
+
+    /// How many of them are done: stored, unless [`Writer::dropped`] or [`Writer::lost`] says
+    /// otherwise.
+    pub(crate) fn batches_done(&self) -> u64 {
+        self.done.load(Ordering::SeqCst)
     }
 
     /// A batch was given up: the scheduler must reload its state from the database.
@@ -339,6 +364,7 @@ impl Writer {
         let results = batch.finished.len();
         self.pending.fetch_add(1, Ordering::SeqCst);
         self.unsaved.fetch_add(results, Ordering::SeqCst);
+        self.sent.fetch_add(1, Ordering::SeqCst);
         if self.jobs.send((batch, done)).is_err() {
             // The writer task is gone (the runtime is shutting down): nothing is pending.
             self.pending.fetch_sub(1, Ordering::SeqCst);
@@ -368,7 +394,7 @@ async fn write(
     fence: Option<&Fence>,
     health: &WriteHealth,
 ) -> WriteEnd {
-    let Batch { started, finished, blocked } = batch;
+    let Batch { announced, started, finished, blocked } = batch;
     let mut pause = Duration::from_millis(50);
     let mut retried = false;
     let mut failing = false;
@@ -380,7 +406,9 @@ async fn write(
         end
     };
     loop {
-        let (error, fault) = match orchestrator.record_scheduler_batch(env, &started, &finished, &blocked, fence).await
+        let (error, fault) = match orchestrator
+            .record_scheduler_writes(env, &announced, &started, &finished, &blocked, fence)
+            .await
         {
             Ok(()) => return end(failing, WriteEnd::Stored),
             Err(Error::LeaseLost(_)) => {
@@ -455,6 +483,7 @@ mod tests {
     #[test]
     fn a_batch_is_stored_in_transactions_of_bounded_size_in_order() {
         let batch = Batch {
+            announced: vec![],
             started: vec!["a".into(), "b".into()],
             finished: finished(2 * ROWS_PER_TRANSACTION + 500),
             blocked: vec![("c".into(), Blocked::TemporarilyBlocked)],
@@ -475,7 +504,12 @@ mod tests {
         let id = |name: &str| api::ResourceId::parse(&format!("std::testing::NullResource[a,name={name}]")).unwrap();
         let mut done = finished(1);
         done[0].resource_ids = vec![id("x")];
-        let batch = Batch { started: vec![id("x").to_string(), id("y").to_string()], finished: done, blocked: vec![] };
+        let batch = Batch {
+            announced: vec![],
+            started: vec![id("x").to_string(), id("y").to_string()],
+            finished: done,
+            blocked: vec![],
+        };
         let parts = batch.into_transactions();
         assert_eq!(parts.len(), 1);
         assert_eq!(parts[0].started, [id("y").to_string()], "x's result clears the mark: only y is still deploying");
@@ -493,6 +527,7 @@ mod tests {
             action.resource_ids = vec![id(i % 200)];
         }
         let batch = Batch {
+            announced: vec![],
             started: (0..200).map(|i| id(i).to_string()).collect(),
             finished: done,
             blocked: (0..200).map(|i| (id(i).to_string(), Blocked::TemporarilyBlocked)).collect(),
@@ -520,7 +555,7 @@ mod tests {
 
     #[test]
     fn one_lane_is_the_batch_itself() {
-        let batch = Batch { started: vec!["a".into()], finished: finished(3), blocked: vec![] };
+        let batch = Batch { announced: vec![], started: vec!["a".into()], finished: finished(3), blocked: vec![] };
         let lanes = batch.into_lanes(1);
         assert_eq!(lanes.len(), 1);
         assert_eq!(lanes[0].finished.iter().map(|f| f.version).collect::<Vec<_>>(), [0, 1, 2]);
@@ -548,7 +583,7 @@ mod tests {
             .execute(&mut locker)
             .await
             .unwrap();
-        let batch = Batch { started: vec![rid.to_string()], finished: vec![], blocked: vec![] };
+        let batch = Batch { announced: vec![], started: vec![rid.to_string()], finished: vec![], blocked: vec![] };
         let writing = tokio::spawn({
             let o = o.clone();
             async move { write(&o, env, batch, None, &WriteHealth::default()).await }
@@ -612,7 +647,7 @@ mod tests {
             }];
         }
         let health = Arc::new(WriteHealth::default());
-        let batch = Batch { started: vec![], finished: results, blocked: vec![] };
+        let batch = Batch { announced: vec![], started: vec![], finished: results, blocked: vec![] };
         let writing = tokio::spawn({
             let (o, health) = (o.clone(), health.clone());
             async move { write(&o, env, batch, None, &health).await }
@@ -646,8 +681,12 @@ mod tests {
 
     #[test]
     fn a_batch_without_results_is_one_transaction() {
-        let batch =
-            Batch { started: vec!["a".into()], finished: vec![], blocked: vec![("b".into(), Blocked::NotBlocked)] };
+        let batch = Batch {
+            announced: vec![],
+            started: vec!["a".into()],
+            finished: vec![],
+            blocked: vec![("b".into(), Blocked::NotBlocked)],
+        };
         let parts = batch.into_transactions();
         assert_eq!(parts.len(), 1);
         assert_eq!((parts[0].started.len(), parts[0].blocked.len()), (1, 1));

@@ -212,11 +212,12 @@ fn inmanta_deploy_all_in_one() {
     assert_eq!(std::fs::read_to_string(root.path().join("etc/motd")).unwrap(), "hello");
     assert!(project.path().join("data/deploy/inmanta.db").exists());
 
-    // Run twice: the second run changes nothing (the first run's changes belong to another
-    // version), so its table is empty; --verbose lists every resource.
+    // Run twice: the second run repairs every resource but no file drifted, so only the
+    // command (which runs on every deploy) is changed and listed; --verbose lists every resource.
     let (code, out, err) = inmanta_in(project.path(), &["deploy"]);
     assert_eq!(code, 0, "{err}");
-    assert!(err.contains("0 changed"), "{err}");
+    assert!(err.contains("1 changed"), "{err}");
+    assert!(out.contains("exec::Run"), "the command ran again: {out}");
     assert!(!out.contains("/etc/motd"), "only failed and changed resources are listed: {out}");
     let (code, out, err) = inmanta_in(project.path(), &["deploy", "--verbose"]);
     assert_eq!(code, 0, "{err}");
@@ -240,6 +241,44 @@ fn inmanta_deploy_all_in_one() {
     let (code, _, err) = inmanta_in(project.path(), &["deploy"]);
     assert_ne!(code, 0);
     assert!(err.contains("main.cf:3"), "{err}");
+}
+
+/// Issue 47: a second `inmanta deploy` after hand edits puts the machine back as the model says
+/// and reports each restored resource as changed, and its dry run shows the drift first.
+#[test]
+fn inmanta_deploy_again_repairs_what_drifted() {
+    let project = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    write_project(project.path(), &model(root.path(), "hello", "/bin/true"));
+    let (code, out, err) = inmanta_in(project.path(), &["deploy"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let etc = root.path().join("etc");
+    std::fs::remove_file(etc.join("motd")).unwrap();
+    std::fs::write(etc.join("issue"), "edited by hand").unwrap();
+
+    let (code, out, err) = inmanta_in(project.path(), &["deploy", "--dry-run"]);
+    assert_eq!(code, 0, "{out}{err}");
+    for file in ["/etc/motd", "/etc/issue"] {
+        assert!(out.lines().any(|l| l.contains(file) && l.contains("changes")), "{file} drifted: {out}");
+    }
+    assert!(!etc.join("motd").exists(), "a dry run changes nothing");
+
+    let (code, out, err) = inmanta_in(project.path(), &["deploy"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(std::fs::read_to_string(etc.join("motd")).unwrap(), "hello", "{out}{err}");
+    assert_eq!(std::fs::read_to_string(etc.join("issue")).unwrap(), "issue", "{out}{err}");
+    // The two files, and the command, which runs on every deploy.
+    assert!(err.contains("5 of 5 resources deployed, 3 changed"), "{err}");
+    for file in ["/etc/motd", "/etc/issue"] {
+        assert!(out.lines().any(|l| l.contains(file)), "{file} is listed as changed: {out}");
+    }
+    assert!(!out.contains("after-check"), "what did not drift is not listed: {out}");
+
+    // No file drifted since: a third run changes only the command.
+    let (code, out, err) = inmanta_in(project.path(), &["deploy"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("5 of 5 resources deployed, 1 changed"), "{err}");
+    assert!(!out.contains("/etc/"), "{out}");
 }
 
 #[tokio::test]

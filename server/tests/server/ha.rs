@@ -272,6 +272,59 @@ async fn the_owner_killed_mid_deploy_is_replaced_and_nothing_runs_twice_at_once_
     assert_eq!(c.conflicts(), "", "resources ran twice at the same time");
 }
 
+/// Issue 47: handlers that ran on an owner killed before their results were stored run again
+/// on the next owner; each run is an action of its own in the resource action log (the first
+/// one closed with a warning that its server stopped), none is left open.
+#[tokio::test]
+async fn every_handler_run_around_a_killed_owner_is_in_the_action_log_on_postgres() {
+    if test_support::postgres_admin_url().is_none() {
+        return;
+    }
+    let mut c = Cluster::start().await;
+    let total = CHAINS * PER_CHAIN;
+    c.export().await;
+    let (owner, _) = c.owner().await;
+    c.wait_deployed_at_least(total / 3, Duration::from_secs(60)).await;
+    c.servers[owner].signal("KILL");
+    c.wait_deployed_at_least(total, Duration::from_secs(120)).await;
+    // What the killed server's last commands still write lands within their 20 ms.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let rows: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT ar.resource_id, COUNT(*) FROM resource_action a JOIN resource_action_resource ar \
+         ON ar.environment = a.environment AND ar.action_id = a.action_id \
+         WHERE a.environment = $1 AND a.action = 'deploy' GROUP BY ar.resource_id",
+    )
+    .bind(&c.env)
+    .fetch_all(c.db.store().pool())
+    .await
+    .expect("count actions");
+    let actions: std::collections::HashMap<String, i64> = rows.into_iter().collect();
+    let runs = c.runs();
+    let unlogged: Vec<String> = (0..total)
+        .filter(|i| actions.get(&c.rid(*i)).copied().unwrap_or(0) < runs[*i] as i64)
+        .map(|i| format!("{}: {} runs, {} actions", c.rid(i), runs[i], actions.get(&c.rid(i)).copied().unwrap_or(0)))
+        .collect();
+    assert!(unlogged.is_empty(), "handler runs without their own action: {unlogged:?}");
+    let ran_again = runs.iter().filter(|n| **n > 1).count();
+    let open: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM resource_action WHERE environment = $1 AND action = 'deploy' AND finished IS NULL",
+    )
+    .bind(&c.env)
+    .fetch_one(c.db.store().pool())
+    .await
+    .expect("count open actions");
+    assert_eq!(open, 0, "every action is closed once everything is deployed");
+    let interrupted: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM resource_log WHERE environment = $1 AND msg LIKE 'the server that ran this deploy stopped%'",
+    )
+    .bind(&c.env)
+    .fetch_one(c.db.store().pool())
+    .await
+    .expect("count warnings");
+    eprintln!("after SIGKILL: {ran_again} resources ran again, {interrupted} actions closed as interrupted");
+    assert!(interrupted as usize >= ran_again, "a run whose result was lost says so in its action");
+}
+
 #[tokio::test]
 async fn a_stalled_owner_cannot_commit_after_its_lease_on_postgres() {
     if test_support::postgres_admin_url().is_none() {

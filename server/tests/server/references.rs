@@ -116,6 +116,45 @@ fn inmanta_deploy_resolves_references_and_keeps_the_values_out() {
     assert_absent(&database_bytes(&format!("sqlite://{}", db.display())), &secret, "the deploy's database");
 }
 
+/// Issue 47: a second `inmanta deploy` resolves every reference again, so a variable unset since
+/// the first run fails the resource that reads it, even though the model did not change.
+#[test]
+fn inmanta_deploy_again_resolves_references_again() {
+    let project = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let secret = secret();
+    let main = format!(
+        r#"
+import fs
+import mitogen
+
+host = std::Host(name="localhost", os=std::linux, via=mitogen::Local())
+fs::File(host=host, path="{}/secret", content=std::create_environment_reference("{SECRET_VAR}"), mode=600)
+"#,
+        root.path().display()
+    );
+    write_project(project.path(), &main);
+    let deploy = |value: Option<&str>| {
+        let mut command = Command::new(BIN);
+        command.arg("deploy").current_dir(project.path());
+        match value {
+            Some(value) => command.env(SECRET_VAR, value),
+            None => command.env_remove(SECRET_VAR),
+        };
+        let output = command.output().expect("run inmanta");
+        let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        (output.status.code().unwrap_or(-1), text)
+    };
+    let (code, text) = deploy(Some(&secret));
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(std::fs::read_to_string(root.path().join("secret")).unwrap(), secret);
+
+    let (code, text) = deploy(None);
+    assert_eq!(code, 1, "the reference cannot be resolved any more: {text}");
+    assert!(text.contains(&format!("Environment variable {SECRET_VAR} is not set")), "{text}");
+    assert_absent(text.as_bytes(), &secret, "the output of the second run");
+}
+
 /// `inmanta deploy` compiles for its embedded environment: a fact reference names that
 /// environment (not the nil one) and reads the fact from the embedded store.
 #[tokio::test]

@@ -1,8 +1,9 @@
 //! `inmanta deploy`: the all-in-one mode. In a project directory it starts an embedded server
 //! (SQLite in `data/deploy/`, its scheduler and in-process agents; no console), compiles, exports
 //! to it with the same steps as `inmanta export` but in process (no HTTP hop: the embedded server
-//! is this process), lets the agents deploy, shows progress and ends with a summary. Exit code 0
-//! only when every resource is deployed.
+//! is this process), lets the agents deploy every resource (a full repair: what drifted since the
+//! last run is restored too), shows progress and ends with a summary. Exit code 0 only when every
+//! resource is deployed.
 //!
 //! The compile is for the embedded environment (named after the project), so it runs once the
 //! store is open and that environment is known.
@@ -128,6 +129,10 @@ pub async fn run(mut args: DeployArgs, verbose: bool) -> Result<(), CliError> {
     let version =
         push_export(Destination::InProcess(&embedded.orchestrator), embedded.environment, output, &push).await?;
     tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "exported");
+    // Every resource through its handler, not only those the new version changed: a file
+    // deleted or edited by hand since the last run is restored, and a reference is resolved
+    // again (as when every run started from nothing).
+    embedded.schedulers.repair_version(embedded.environment, version).await.map_err(server_error)?;
     eprintln!("Version {version}: {total} resources, deploying");
     wait_for_deploy(&embedded, total, Duration::from_secs(args.timeout)).await?;
     summary(&embedded, version, started, verbose || args.json, args.json).await
