@@ -147,7 +147,7 @@ async fn behind_a_proxy_that_sends_the_upstream_as_host_requests_without_the_ses
     let s = TestServer::start_with(&[("INMANTA_SERVER_AUTH", "false")]).await;
     let post = |cookie: Option<&str>, fetch_site: Option<&str>| {
         let mut request = no_redirects()
-            .post(format!("{}/api/v2/project", s.url))
+            .put(format!("{}/api/v2/project", s.url))
             .header("origin", "https://inmanta.example.com")
             .json(&json!({"name": format!("p{}", rand_suffix())}));
         if let Some(cookie) = cookie {
