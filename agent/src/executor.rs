@@ -206,7 +206,8 @@ impl Executor {
             .unwrap_or_else(|p| Err(HandlerError::Failed(format!("the handler panicked: {}", panic_message(&*p)))));
         let status = match result {
             Err(HandlerError::Failed(msg)) => {
-                ctx.error(msg);
+                let (msg, kwargs) = deploy_error(&req.id, &msg);
+                ctx.log("ERROR", msg, kwargs);
                 HandlerStatus::Failed
             }
             Err(HandlerError::Skipped(msg)) => {
@@ -339,6 +340,20 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
         .map(|s| s.to_string())
         .or_else(|| p.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// The log line of a failed handler run in Inmanta's words and keys (`CRUDHandler.execute`):
+/// the message names the resource and the error, and `kwargs` holds `resource_id`, `exception`
+/// (`Exception('<message>')`, the Python form) and `traceback`. A built-in handler has no Python
+/// stack: its traceback is the last line a Python one ends with (`Exception: <message>`).
+fn deploy_error(id: &api::ResourceId, message: &str) -> (String, Map<String, Value>) {
+    let exception = format!("Exception('{message}')");
+    let text = format!("An error occurred during deployment of {id} (exception: {exception})");
+    let mut kwargs = Map::new();
+    kwargs.insert("resource_id".into(), Value::String(id.to_string()));
+    kwargs.insert("exception".into(), Value::String(exception));
+    kwargs.insert("traceback".into(), Value::String(format!("Exception: {message}\n")));
+    (text, kwargs)
 }
 
 #[cfg(test)]

@@ -477,7 +477,7 @@ impl SettingDefinition {
 fn check_meaning(value: SettingValue, meaning: Meaning) -> Result<SettingValue, Option<String>> {
     let cron = |expr: &str| match crate::cron::parse(expr) {
         Err(e) => Err(Some(format!("not a cron expression: {e}"))),
-        Ok(schedule) if schedule.upcoming(chrono::Utc).next().is_none() => {
+        Ok(schedule) if schedule.next_after(chrono::Utc::now()).is_none() => {
             Err(Some("the cron expression names no time to come".to_string()))
         }
         Ok(_) => Ok(()),

@@ -252,6 +252,29 @@ wire_enum! {
     }
 }
 
+impl Blocked {
+    /// What Inmanta 20.1 says of this state where it reads it from its database (GraphQL's
+    /// `resources` and `resourceSummary`): it stores a temporary block as not blocked (its issue
+    /// 8541), so a skipped resource shows `NOT_BLOCKED` there. The scheduler keeps the
+    /// temporary block, which it needs to wake the resource when its requirements recover.
+    pub fn as_inmanta_stores(self) -> Blocked {
+        match self {
+            Blocked::TemporarilyBlocked => Blocked::NotBlocked,
+            other => other,
+        }
+    }
+
+    /// The states stored here that Inmanta stores as `self` (the inverse of
+    /// [`Blocked::as_inmanta_stores`]), for filters.
+    pub fn stored_as(self) -> &'static [Blocked] {
+        match self {
+            Blocked::NotBlocked => &[Blocked::NotBlocked, Blocked::TemporarilyBlocked],
+            Blocked::Blocked => &[Blocked::Blocked],
+            Blocked::TemporarilyBlocked => &[],
+        }
+    }
+}
+
 wire_enum! {
     /// What a resource action did (the `action` of a resource action).
     ActionKind ("resource action") {

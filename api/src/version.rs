@@ -159,8 +159,8 @@ pub struct DryRun {
     pub date: Option<crate::Timestamp>,
     pub total: i64,
     pub todo: i64,
-    /// Inmanta's filtered dry runs (`POST /api/v2/dryrun_filtered`), which this server does not
-    /// offer: always null here.
+    /// The ResourceFilter and the caller's context of a filtered dry run (`POST
+    /// /api/v2/dryrun_filtered`), as sent; null for a dry run of a whole version.
     #[serde(default)]
     pub resource_filter: Option<serde_json::Value>,
     #[serde(default)]

@@ -39,7 +39,7 @@ pub const COMPILE_REPORT_VIEW: View = View {
 const COLUMNS: &str = "c.id, c.environment, c.requested, c.started, c.completed, c.do_export, c.force_update, \
      c.metadata, c.requested_environment_variables, c.mergeable_environment_variables, c.partial, \
      c.removed_resource_sets, c.exporter_plugin, c.notify_failed_compile, c.failed_compile_message, c.success, \
-     c.version, c.links";
+     c.version, c.links, c.reinstall";
 
 #[derive(sqlx::FromRow)]
 struct CompileRow {
@@ -66,6 +66,7 @@ struct RequestColumns {
     removed_resource_sets: String,
     exporter_plugin: Option<String>,
     notify_failed_compile: Option<i64>,
+    reinstall: i64,
 }
 
 /// What the compile ended in.
@@ -159,6 +160,8 @@ pub struct CompileRequest {
     pub mergeable_environment_variables: BTreeMap<String, String>,
     pub partial: bool,
     pub removed_resource_sets: Vec<String>,
+    /// Start from a clean slate: remove the checkout and its virtual environment first.
+    pub reinstall: bool,
 }
 
 impl Default for CompileRequest {
@@ -171,6 +174,7 @@ impl Default for CompileRequest {
             mergeable_environment_variables: BTreeMap::new(),
             partial: false,
             removed_resource_sets: Vec::new(),
+            reinstall: false,
         }
     }
 }
@@ -193,6 +197,8 @@ pub struct QueuedCompile {
     pub requested: DateTime<Utc>,
     pub force_update: bool,
     pub do_export: bool,
+    /// Remove the checkout and its virtual environment before this compile.
+    pub reinstall: bool,
     pub partial: bool,
     pub removed_resource_sets: Vec<String>,
     pub metadata: serde_json::Value,
@@ -226,7 +232,7 @@ pub struct CompileOutcome {
     pub success: bool,
     pub version: Option<i64>,
     pub compile_data: Option<api::CompileData>,
-    /// Why it failed, for the notification.
+    /// Why it failed, for the server's log (the report holds each stage's output).
     pub message: String,
 }
 
@@ -284,11 +290,12 @@ impl Orchestrator {
                 mergeable.extend(req.mergeable_environment_variables.clone());
                 sqlx::query(
                     "UPDATE compile SET force_update = $1, mergeable_environment_variables = $2, \
-                     merged = merged + 1 WHERE id = $3",
+                     merged = merged + 1, reinstall = $4 WHERE id = $3",
                 )
                 .bind(i64::from(row.request.force_update != 0 || req.force_update))
                 .bind(serde_json::to_string(&mergeable).unwrap_or_default())
                 .bind(&row.id)
+                .bind(i64::from(row.request.reinstall != 0 || req.reinstall))
                 .execute(&mut *tx)
                 .await?;
                 (parse_uuid(&row.id)?, true)
@@ -298,7 +305,7 @@ impl Orchestrator {
                 sqlx::query(
                     "INSERT INTO compile (id, environment, requested, do_export, force_update, metadata, \
                      requested_environment_variables, mergeable_environment_variables, partial, \
-                     removed_resource_sets) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                     removed_resource_sets, reinstall) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
                 )
                 .bind(id.to_string())
                 .bind(env.to_string())
@@ -310,6 +317,7 @@ impl Orchestrator {
                 .bind(serde_json::to_string(&req.mergeable_environment_variables).unwrap_or_default())
                 .bind(i64::from(req.partial))
                 .bind(removed)
+                .bind(i64::from(req.reinstall))
                 .execute(&mut *tx)
                 .await?;
                 (id, false)
@@ -319,6 +327,22 @@ impl Orchestrator {
         self.compile_wakeup.notify_one();
         self.publish(crate::Event::CompileChanged { env });
         Ok(CompileRequested { id: Some(id), merged, warnings: Vec::new() })
+    }
+
+    /// Deletes the compiles (their reports go with them) that finished before `cutoff`, except
+    /// those of halted environments, as Inmanta's `Compile.delete_older_than`; how many.
+    pub async fn delete_compiles_finished_before(&self, cutoff: DateTime<Utc>) -> Result<u64> {
+        let mut tx = self.store.begin_write().await?;
+        let deleted = sqlx::query(
+            "DELETE FROM compile WHERE completed IS NOT NULL AND completed <= $1 \
+             AND environment IN (SELECT id FROM environment WHERE halted = 0)",
+        )
+        .bind(crate::store::format_time(cutoff))
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        tx.commit().await?;
+        Ok(deleted)
     }
 
     /// Whether a compile of the environment is running now.
@@ -578,8 +602,10 @@ impl Orchestrator {
             };
             let last_completed = last.get(&row.environment).cloned().flatten().map(|t| parse_time(&t)).transpose()?;
             let requested = parse_time(&row.requested)?;
+            let reinstall = row.request.reinstall != 0;
             let report = row.into_api()?;
             out.push(QueuedCompile {
+                reinstall,
                 id: report.id,
                 environment: report.environment,
                 requested,
@@ -678,35 +704,28 @@ impl Orchestrator {
         Ok(())
     }
 
-    /// Finishes a compile; a failure leaves an error notification that links to the report.
+    /// Finishes a compile; a failure leaves an error notification that links to the report, as
+    /// Inmanta 20.1's notification service words it. `failed_compile_message` stays what the
+    /// request said (Inmanta's API requests leave it null): the reason is in the report.
     pub async fn finish_compile(&self, env: Uuid, id: Uuid, outcome: &CompileOutcome) -> Result<()> {
         let mut tx = self.store.begin_write().await?;
         let updated = sqlx::query(
-            "UPDATE compile SET completed = $1, success = $2, version = $3, compile_data = $4, \
-             failed_compile_message = $5 WHERE id = $6 AND (claim_holder IS NULL OR claim_holder = $7)",
+            "UPDATE compile SET completed = $1, success = $2, version = $3, compile_data = $4 \
+             WHERE id = $5 AND (claim_holder IS NULL OR claim_holder = $6)",
         )
         .bind(now())
         .bind(i64::from(outcome.success))
         .bind(outcome.version)
         .bind(outcome.compile_data.as_ref().map(|d| serde_json::to_string(d).expect("compile data is JSON")))
-        .bind((!outcome.success).then(|| outcome.message.clone()))
         .bind(id.to_string())
         .bind(self.instance().to_string())
         .execute(&mut *tx)
         .await?;
         // A compile whose environment was cleared meanwhile has no row any more: nothing to say.
-        if !outcome.success && updated.rows_affected() == 1 {
-            let notification = NewNotification {
-                title: "Compilation failed".into(),
-                message: if outcome.message.is_empty() {
-                    "A compile has failed".into()
-                } else {
-                    format!("A compile has failed: {}", outcome.message)
-                },
-                severity: NotificationSeverity::Error,
-                uri: Some(format!("/console/compilereports/{id}")),
-                compile_id: Some(id),
-            };
+        if !outcome.success
+            && updated.rows_affected() == 1
+            && let Some(notification) = failure_notification(&mut tx, id).await?
+        {
             insert_notification(&mut tx, env, &notification).await?;
         }
         tx.commit().await?;
@@ -714,6 +733,42 @@ impl Orchestrator {
         self.publish(crate::Event::CompileChanged { env });
         Ok(())
     }
+}
+
+/// The notification of a failed compile, in the order of Inmanta's `compile_done`: none when the
+/// request asked for none; the request's own message; a failed pull with git's error; any failed
+/// export; the generic message when the request asked for one. Its link is the report's API path,
+/// the one form Inmanta's web console turns into a link to its compile report page.
+async fn failure_notification(tx: &mut crate::store::Transaction, id: Uuid) -> Result<Option<NewNotification>> {
+    let row: Option<(i64, Option<i64>, Option<String>)> =
+        sqlx::query_as("SELECT do_export, notify_failed_compile, failed_compile_message FROM compile WHERE id = $1")
+            .bind(id.to_string())
+            .fetch_optional(&mut **tx)
+            .await?;
+    let Some((do_export, notify, requested_message)) = row else { return Ok(None) };
+    let failed_pull: Option<Option<String>> = sqlx::query_scalar(
+        "SELECT errstream FROM compile_report WHERE compile = $1 AND name = 'Pulling updates' \
+         AND returncode IS NOT NULL AND returncode <> 0 ORDER BY started LIMIT 1",
+    )
+    .bind(id.to_string())
+    .fetch_optional(&mut **tx)
+    .await?;
+    let notify = notify.map(|n| n != 0);
+    let (title, message) = match (notify, requested_message.filter(|m| !m.is_empty()), failed_pull) {
+        (Some(false), _, _) => return Ok(None),
+        (Some(true), Some(message), _) => ("Compilation failed", message),
+        (_, _, Some(errstream)) => ("Pulling updates during compile failed", errstream.unwrap_or_default()),
+        _ if do_export != 0 => ("Compilation failed", "An exporting compile has failed".to_string()),
+        (Some(true), _, _) => ("Compilation failed", "A compile has failed".to_string()),
+        _ => return Ok(None),
+    };
+    Ok(Some(NewNotification {
+        title: title.into(),
+        message,
+        severity: NotificationSeverity::Error,
+        uri: Some(format!("/api/v2/compilereport/{id}")),
+        compile_id: Some(id),
+    }))
 }
 
 fn compile_not_found(env: Uuid, id: Uuid) -> Error {

@@ -32,6 +32,17 @@ pub struct DryRunTarget {
     pub requires: Vec<String>,
 }
 
+/// Which resources of the version a dry run covers, and what it was asked with: all of them,
+/// or those a ResourceFilter selected (`POST /api/v2/dryrun_filtered`), whose filter and
+/// context are stored with it.
+#[derive(Debug, Clone, Default)]
+pub struct DryRunScope {
+    /// The resource ids (without version) to dry-run; `None`: every resource of the version.
+    pub only: Option<HashSet<String>>,
+    pub resource_filter: Option<serde_json::Value>,
+    pub context: Option<serde_json::Value>,
+}
+
 fn diff_status(text: &str) -> Result<ResourceDiffStatus> {
     ResourceDiffStatus::parse(text).ok_or_else(|| Error::Corrupt(format!("bad dry-run status {text:?}")))
 }
@@ -40,6 +51,16 @@ impl Orchestrator {
     /// Creates the report of a dry run of `version`; returns it with the resources that still
     /// need their handler.
     pub async fn create_dryrun(&self, env: Uuid, version: i64) -> Result<(DryRun, Vec<DryRunTarget>)> {
+        self.create_dryrun_of(env, version, &DryRunScope::default()).await
+    }
+
+    /// [`Orchestrator::create_dryrun`] of the resources `scope` names.
+    pub async fn create_dryrun_of(
+        &self,
+        env: Uuid,
+        version: i64,
+        scope: &DryRunScope,
+    ) -> Result<(DryRun, Vec<DryRunTarget>)> {
         let environment = self.get_environment(env, Default::default()).await?;
         if environment.halted {
             return Err(Error::Conflict(format!("environment {env} is halted: resume it to run a dry run")));
@@ -59,6 +80,9 @@ impl Orchestrator {
         let mut prefilled: Vec<(String, Option<ResourceDiffStatus>)> = Vec::with_capacity(rows.len());
         for row in &rows {
             let rid: String = row.try_get("resource_id")?;
+            if scope.only.as_ref().is_some_and(|only| !only.contains(&rid)) {
+                continue;
+            }
             let state: String = row.try_get("state")?;
             let agent: String = row.try_get("agent")?;
             let status = match ResourceState::parse(&state) {
@@ -79,14 +103,20 @@ impl Orchestrator {
             prefilled.push((rid, status));
         }
         let mut tx = self.store.begin_write().await?;
-        sqlx::query("INSERT INTO dryrun (id, environment, version, date, total) VALUES ($1, $2, $3, $4, $5)")
-            .bind(id.to_string())
-            .bind(env.to_string())
-            .bind(version)
-            .bind(now())
-            .bind(rows.len() as i64)
-            .execute(&mut *tx)
-            .await?;
+        let json = |v: &Option<serde_json::Value>| v.as_ref().map(serde_json::Value::to_string);
+        sqlx::query(
+            "INSERT INTO dryrun (id, environment, version, date, total, resource_filter, context) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(id.to_string())
+        .bind(env.to_string())
+        .bind(version)
+        .bind(now())
+        .bind(prefilled.len() as i64)
+        .bind(json(&scope.resource_filter))
+        .bind(json(&scope.context))
+        .execute(&mut *tx)
+        .await?;
         // Rows travel as JSON, a chunk per statement: one statement per resource made creating a
         // dry run of 100 000 resources 100 000 round trips.
         let sql = format!(
@@ -187,8 +217,8 @@ impl Orchestrator {
 
     pub async fn dryrun(&self, env: Uuid, id: Uuid) -> Result<DryRun> {
         let row = sqlx::query(
-            "SELECT d.version, d.date, d.total, (SELECT COUNT(*) FROM dryrun_resource r WHERE r.dryrun = d.id \
-             AND r.diff_status IS NULL) AS todo FROM dryrun d WHERE d.environment = $1 AND d.id = $2",
+            "SELECT d.version, d.date, d.total, d.resource_filter, d.context, (SELECT COUNT(*) FROM dryrun_resource r \
+             WHERE r.dryrun = d.id AND r.diff_status IS NULL) AS todo FROM dryrun d WHERE d.environment = $1 AND d.id = $2",
         )
         .bind(env.to_string())
         .bind(id.to_string())
@@ -202,8 +232,8 @@ impl Orchestrator {
     pub async fn dryruns(&self, env: Uuid, version: Option<i64>) -> Result<Vec<DryRun>> {
         self.ensure_environment(env).await?;
         let rows = sqlx::query(
-            "SELECT d.id, d.version, d.date, d.total, (SELECT COUNT(*) FROM dryrun_resource r WHERE r.dryrun = d.id \
-             AND r.diff_status IS NULL) AS todo FROM dryrun d WHERE d.environment = $1 \
+            "SELECT d.id, d.version, d.date, d.total, d.resource_filter, d.context, (SELECT COUNT(*) FROM dryrun_resource r \
+             WHERE r.dryrun = d.id AND r.diff_status IS NULL) AS todo FROM dryrun d WHERE d.environment = $1 \
              AND ($2 < 0 OR d.version = $2) ORDER BY d.date DESC, d.id",
         )
         .bind(env.to_string())
@@ -298,8 +328,14 @@ pub fn status_of_outcome(
     }
 }
 
-/// A dry run's summary from a row of the two queries above (version, date, total, todo).
+/// A dry run's summary from a row of the two queries above (version, date, total, todo, the
+/// filter and context).
 fn dryrun_of_row(env: Uuid, id: Uuid, row: &sqlx::any::AnyRow) -> Result<DryRun> {
+    let json = |column: &str| -> Result<Option<serde_json::Value>> {
+        row.try_get::<Option<String>, _>(column)?
+            .map(|text| serde_json::from_str(&text).map_err(|e| Error::Corrupt(format!("dry run {column}: {e}"))))
+            .transpose()
+    };
     Ok(DryRun {
         id,
         environment: env,
@@ -307,7 +343,7 @@ fn dryrun_of_row(env: Uuid, id: Uuid, row: &sqlx::any::AnyRow) -> Result<DryRun>
         date: crate::store::opt_time_column(row, "date")?,
         total: row.try_get("total")?,
         todo: row.try_get("todo")?,
-        resource_filter: None,
-        context: None,
+        resource_filter: json("resource_filter")?,
+        context: json("context")?,
     })
 }

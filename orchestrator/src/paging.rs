@@ -163,16 +163,10 @@ fn typed(kind: ColumnKind, value: &str, what: &str) -> Result<Bind> {
     }
 }
 
-/// Accepts timestamps with or without offset (naive ones are UTC) and returns the stored form.
+/// Reads a date of a filter or bound as Inmanta does (every ISO 8601 form its parser takes,
+/// naive ones in UTC) and returns the stored form.
 pub(crate) fn parse_date(value: &str) -> Option<String> {
-    use chrono::{DateTime, NaiveDateTime, Utc};
-    if let Ok(t) = DateTime::parse_from_rfc3339(value) {
-        return Some(format_time(t.with_timezone(&Utc)));
-    }
-    ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S%.f"]
-        .iter()
-        .find_map(|f| NaiveDateTime::parse_from_str(value, f).ok())
-        .map(|t| format_time(t.and_utc()))
+    api::Timestamp::parse_iso8601(value).ok().map(|t| format_time(t.datetime()))
 }
 
 /// A LIKE pattern that matches `text` literally (escape character `\`).

@@ -588,7 +588,10 @@ impl Orchestrator {
             let n = row.try_get::<i64, _>("n")? as u64;
             summary.total += n;
             *summary.last_handler_run.entry(row.try_get("last_handler_run")?).or_default() += n;
-            *summary.blocked.entry(row.try_get("blocked")?).or_default() += n;
+            // Counted as Inmanta counts it: a temporary block is stored as not blocked there.
+            let blocked: String = row.try_get("blocked")?;
+            let blocked = Blocked::parse(&blocked).map_or(blocked.as_str(), |b| b.as_inmanta_stores().as_str());
+            *summary.blocked.entry(blocked.to_string()).or_default() += n;
             if let Some(c) = row.try_get::<Option<String>, _>("compliance")? {
                 *summary.compliance.entry(c).or_default() += n;
             }

@@ -1,68 +1,85 @@
 //! The server's status (`GET /api/v1/serverstatus`, the console's status page): product and
 //! version, and one slice per component with how it is doing.
 
-use api::status::{Extension, ReportedStatus, Slice, StatusResponse};
+use api::status::{Extension, Feature, ReportedStatus, Slice, StatusResponse};
 use serde_json::json;
 
 use crate::scheduler::Schedulers;
 use crate::{DbKind, Orchestrator, Result};
 
+/// The slices Inmanta 20.1 reports in its order (`GET /api/v1/serverstatus` of the real server)
+/// that hold nothing here beyond being present: Inmanta's hold nothing either.
+const EMPTY_SLICES: [&str; 11] = [
+    "core.project",
+    "core.environment",
+    "core.file",
+    "core.code",
+    "core.metrics",
+    "core.parameters",
+    "core.resource",
+    "core.orchestration",
+    "core.dryrun",
+    "core.notification",
+    "core.user",
+];
+
+/// Inmanta's last three slices, after `core.user`.
+const LAST_SLICES: [&str; 3] = ["core.environment-metrics", "core.graphql", "core.feature"];
+
 impl Orchestrator {
-    /// The status of this server: `core.server` (uptime), `core.database` (kind, connection,
-    /// version), `core.scheduler` (when `schedulers` run in this process) and `core.compiler`
-    /// (the compile queue over all environments), and with several servers on one database
-    /// `core.cluster` (every server, alive or not, with the environments whose scheduler it
-    /// runs), and one `health.<check>` slice per health check (`GET /api/v2/health`). The overall
-    /// status is the worst of the slices. Each database read gives up after
-    /// [`crate::health::PROBE_TIMEOUT`], so the page answers during an outage.
+    /// The status of this server, in Inmanta 20.1's shape: its twenty slices in its order, with
+    /// the keys it reports where this server has the figure (`core.scheduler_manager`'s
+    /// sessions are the schedulers running here; `core.database`'s pool; `core.compiler`'s
+    /// queue, with `running` saying whether a compile runs now), and ours beside them: the uptime,
+    /// the database kind and version, with several servers on one database `core.cluster`
+    /// (every server, alive or not, with the environments whose scheduler it runs), and one
+    /// `health.<check>` slice per health check (`GET /api/v2/health`). The features are those
+    /// of Inmanta's open source edition. The overall status is the worst of the slices. Each
+    /// database read gives up after [`crate::health::PROBE_TIMEOUT`], so the page answers
+    /// during an outage.
     pub async fn server_status(&self, schedulers: Option<&Schedulers>) -> StatusResponse {
         let database = within(self.store.server_version()).await;
         let kind = self.store.kind();
-        let (db_status, db_message) = match &database {
-            Ok(_) => (ReportedStatus::Ok, None),
-            Err(e) => (ReportedStatus::Error, Some(e.to_string())),
-        };
         let version = api::VERSION.to_string();
         let mut slices = vec![
-            Slice {
-                name: "core.server".into(),
-                status: json!({"uptime": self.uptime().as_secs()}),
-                reported_status: ReportedStatus::Ok,
-                message: None,
-            },
-            Slice {
-                name: "core.database".into(),
-                status: json!({
-                    "connected": database.is_ok(),
-                    "database": format!("{kind:?}").to_lowercase(),
-                    "version": database.as_ref().ok(),
-                }),
-                reported_status: db_status,
-                message: db_message,
-            },
+            slice("core.transport", json!({"running": true})),
+            slice("core.server", json!({"uptime": self.uptime().as_secs()})),
         ];
         slices.push(match schedulers {
-            Some(s) => Slice {
-                name: "core.scheduler".into(),
-                status: json!({"running": true, "active_environments": s.environments()}),
-                reported_status: ReportedStatus::Ok,
-                message: None,
-            },
+            Some(s) => slice(
+                "core.scheduler_manager",
+                json!({"resource_facts": 0, "sessions": s.environments(), "running": true,
+                       "active_environments": s.environments()}),
+            ),
             None => Slice {
-                name: "core.scheduler".into(),
-                status: json!({"running": false}),
+                name: "core.scheduler_manager".into(),
+                status: json!({"resource_facts": 0, "sessions": 0, "running": false}),
                 reported_status: ReportedStatus::Warning,
                 message: Some("no scheduler runs in this process: deploys and dry runs are not available".into()),
             },
         });
+        // Agents run inside this process: no agent process is started.
+        slices.push(slice("core.autostarted_agent_manager", json!({"processes": 0})));
+        slices.push(self.database_slice(&database));
+        slices.push(match within(self.compile_queue_counts()).await {
+            Ok((queued, running)) => slice(
+                "core.compiler",
+                json!({"task_queue": queued + running, "running": running > 0, "queued": queued}),
+            ),
+            Err(e) => Slice {
+                name: "core.compiler".into(),
+                status: json!({}),
+                reported_status: ReportedStatus::Error,
+                message: Some(format!("the compile queue cannot be read: {e}")),
+            },
+        });
+        slices.extend(EMPTY_SLICES.iter().chain(&LAST_SLICES).map(|name| slice(name, json!({}))));
         if let Some(node) = self.node() {
             slices.push(match within(self.cluster_members()).await {
-                Ok(members) => Slice {
-                    name: "core.cluster".into(),
-                    status: json!({"this_server": node.id, "lease_seconds": node.lease.as_secs_f64(), "servers": members}),
-                    reported_status: ReportedStatus::Ok,
-                    message: None,
-                },
+                Ok(members) => slice(
+                    "core.cluster",
+                    json!({"this_server": node.id, "lease_seconds": node.lease.as_secs_f64(), "servers": members}),
+                ),
                 Err(e) => Slice {
                     name: "core.cluster".into(),
                     status: json!({"this_server": node.id}),
@@ -71,23 +88,6 @@ impl Orchestrator {
                 },
             });
         }
-        slices.push(match within(self.compile_queue_counts()).await {
-            Ok((queued, running)) => Slice {
-                name: "core.compiler".into(),
-                status: json!({
-                    api::CompileStatus::Queued.as_str(): queued,
-                    api::CompileStatus::Running.as_str(): running,
-                }),
-                reported_status: ReportedStatus::Ok,
-                message: None,
-            },
-            Err(e) => Slice {
-                name: "core.compiler".into(),
-                status: json!({}),
-                reported_status: ReportedStatus::Error,
-                message: Some(format!("the compile queue cannot be read: {e}")),
-            },
-        });
         for check in self.health().checks {
             slices.push(Slice {
                 name: format!("health.{}", check.name.as_str()),
@@ -98,6 +98,7 @@ impl Orchestrator {
         }
         let status =
             slices.iter().map(|s| s.reported_status).max_by_key(|s| severity(*s)).unwrap_or(ReportedStatus::Ok);
+        let feature = |name: &str| Feature { slice: "core.resource".into(), name: name.into(), value: json!(true) };
         StatusResponse {
             product: "Inmanta Service Orchestrator".into(),
             edition: "Rust Edition".into(),
@@ -105,13 +106,36 @@ impl Orchestrator {
             license: "Apache Software License 2".into(),
             extensions: vec![Extension { name: "core".into(), version, package: "core".into() }],
             slices,
-            features: vec![],
+            features: vec![feature("resource_discovery"), feature("compliance_reporting")],
             status,
-            python_version: String::new(),
+            python_version: python_version().await,
             postgresql_version: match kind {
-                DbKind::Postgres => database.ok(),
+                DbKind::Postgres => within(self.store.short_server_version()).await.ok(),
                 DbKind::Sqlite => None,
             },
+        }
+    }
+
+    /// `core.database`: Inmanta's keys (the database's name and host, the pool) and ours (its
+    /// kind and version).
+    fn database_slice(&self, database: &Result<String>) -> Slice {
+        let pool = self.store.pool_report();
+        let (name, host) = self.store.name_and_host();
+        Slice {
+            name: "core.database".into(),
+            status: json!({
+                "connected": database.is_ok(),
+                "database": name,
+                "host": host,
+                "max_pool": pool.max,
+                "free_pool": pool.max.saturating_sub(pool.open.saturating_sub(pool.idle)),
+                "open_connections": pool.open,
+                "free_connections": pool.idle,
+                "kind": format!("{:?}", self.store.kind()).to_lowercase(),
+                "version": database.as_ref().ok(),
+            }),
+            reported_status: if database.is_ok() { ReportedStatus::Ok } else { ReportedStatus::Error },
+            message: database.as_ref().err().map(|e| e.to_string()),
         }
     }
 
@@ -125,6 +149,39 @@ impl Orchestrator {
         .await?;
         Ok((queued, running))
     }
+}
+
+/// A slice that is doing fine.
+fn slice(name: &str, status: serde_json::Value) -> Slice {
+    Slice { name: name.into(), status, reported_status: ReportedStatus::Ok, message: None }
+}
+
+/// The version of the Python that runs modules' code (`platform.python_version()` of
+/// `INMANTA_COMPILER_PYTHON`, else of `python3` on the PATH), found once; `unavailable` without
+/// one.
+async fn python_version() -> String {
+    static FOUND: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
+    FOUND
+        .get_or_init(|| async {
+            tokio::task::spawn_blocking(|| {
+                let python = std::env::var_os("INMANTA_COMPILER_PYTHON")
+                    .filter(|p| !p.is_empty())
+                    .unwrap_or_else(|| "python3".into());
+                let out = std::process::Command::new(python)
+                    .args(["-c", "import platform; print(platform.python_version())"])
+                    .stdin(std::process::Stdio::null())
+                    .output()
+                    .ok()?;
+                let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+                (out.status.success() && !text.is_empty()).then_some(text)
+            })
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| "unavailable".to_string())
+        })
+        .await
+        .clone()
 }
 
 fn severity(status: ReportedStatus) -> u8 {

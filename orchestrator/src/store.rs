@@ -38,6 +38,14 @@ pub struct Store {
 
 pub type Transaction = sqlx::Transaction<'static, sqlx::Any>;
 
+/// The connections of a pool (`core.database` of the server status).
+#[derive(Debug, Clone, Copy)]
+pub struct PoolReport {
+    pub max: u32,
+    pub open: u32,
+    pub idle: u32,
+}
+
 impl Store {
     /// Opens the database and brings its schema up to date (migrations.rs).
     pub async fn connect(url: &str) -> Result<Store> {
@@ -205,6 +213,34 @@ impl Store {
             DbKind::Postgres => "SELECT version()",
         };
         Ok(sqlx::query_scalar(sql).fetch_one(&self.pool).await?)
+    }
+
+    /// PostgreSQL's version as Inmanta reports it (`SHOW server_version`: `16.4`).
+    pub async fn short_server_version(&self) -> Result<String> {
+        Ok(sqlx::query_scalar("SHOW server_version").fetch_one(&self.pool).await?)
+    }
+
+    /// The connections of the readers' pool: its bound, open ones and idle ones.
+    pub fn pool_report(&self) -> PoolReport {
+        PoolReport {
+            max: self.pool.options().get_max_connections(),
+            open: self.pool.size(),
+            idle: self.pool.num_idle() as u32,
+        }
+    }
+
+    /// The database's name and host as its URL names them (SQLite: the file, no host).
+    pub fn name_and_host(&self) -> (String, String) {
+        if let Some(path) = sqlite_path(&self.url) {
+            return (path.to_string(), String::new());
+        }
+        let rest = self.url.split_once("://").map_or(self.url.as_str(), |(_, rest)| rest);
+        let rest = rest.split('?').next().unwrap_or_default();
+        let (authority, name) = rest.split_once('/').unwrap_or((rest, ""));
+        let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+        let host =
+            host.rsplit_once(':').filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit())).map_or(host, |(h, _)| h);
+        (name.to_string(), host.to_string())
     }
 
     /// Whether the database answers, on a connection of its own: the health check never waits

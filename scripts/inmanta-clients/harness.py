@@ -372,6 +372,37 @@ class Harness:
         self.wait_dryrun(env_id, trigger["data"])
         self.call("client list_dryruns (v2)", "list_dryruns", tid=env_id, version=latest)
         self.call("client get_dryrun_diff (v2)", "get_dryrun_diff", tid=env_id, version=latest, report_id=trigger["data"])
+        # Issue 46: a dry run of what a ResourceFilter selects, with the caller's context.
+        filtered = self.call(
+            "client dryrun_filtered", "dryrun_filtered", tid=env_id,
+            filter={"resourceType": {"eq": ["std::testing::NullResource"]}}, context={"harness": {"step": 1}},
+        ).result or {}
+        filtered_id = (filtered.get("data") or {}).get("id", "00000000-0000-0000-0000-000000000000")
+        self.wait_dryrun(env_id, filtered_id)
+        self.call("client get_dryrun_diff filtered", "get_dryrun_diff", tid=env_id, version=latest, report_id=filtered_id)
+        pinned = self.call(
+            "client dryrun_filtered not orphaned", "dryrun_filtered", tid=env_id,
+            filter={"resourceType": {"eq": ["std::testing::NullResource"]}, "isOrphan": False},
+            context={"harness": {"step": 2}},
+        ).result or {}
+        pinned_id = (pinned.get("data") or {}).get("id", "00000000-0000-0000-0000-000000000000")
+        self.wait_dryrun(env_id, pinned_id)
+        self.call("client get_dryrun_diff not orphaned", "get_dryrun_diff", tid=env_id, version=latest, report_id=pinned_id)
+        self.call("client list_dryruns after filtered", "list_dryruns", tid=env_id, version=latest)
+        self.call("client dryrun_filtered nothing matches", "dryrun_filtered", tid=env_id,
+                  filter={"resourceIdValue": {"eq": ["no-such-resource"]}})
+        self.call("client dryrun_filtered malformed", "dryrun_filtered", tid=env_id, filter={"nonsense": 1})
+        # The web console's dates (`YYYY-MM-DD HH:mm:ss`, sent with a `+`) and other ISO 8601 forms.
+        for bound in ["ge:2026-11-24 22:07:46", "ge:2000-01-01", "le:2999-W01-1T10:00", "lt:29991231T235959+0200"]:
+            self.call(f"client get_compile_reports requested {bound}", "get_compile_reports", tid=env_id,
+                      filter={"requested": [bound]})
+            self.call(f"client list_desired_state_versions date {bound}", "list_desired_state_versions", tid=env_id,
+                      filter={"date": [bound]})
+            self.call(f"client get_parameters updated {bound}", "get_parameters", tid=env_id, filter={"updated": [bound]})
+            self.call(f"client resource_logs timestamp {bound}", "resource_logs", tid=env_id, rid=rid,
+                      filter={"timestamp": [bound]})
+        self.call("client get_compile_reports requested yesterday", "get_compile_reports", tid=env_id,
+                  filter={"requested": ["ge:yesterday"]})
         self.call("client deploy full", "deploy", tid=env_id, agent_trigger_method="push_full_deploy")
         self.wait_deployed(env_id)
         self.call("client deploy incremental", "deploy", tid=env_id, agent_trigger_method="push_incremental_deploy", agents=["internal"])

@@ -189,6 +189,9 @@ pub const KNOWN: &[(&str, &str)] = &[
     ("server", "login-max-failures"),
     ("server", "trusted-proxies"),
     ("server", "allowed-origins"),
+    ("server", "access-control-allow-origin"),
+    ("server", "compiler-report-retention"),
+    ("server", "cleanup-compiler-reports-interval"),
     ("server", "token-leeway"),
     ("server", "auth-method"),
     ("web-ui", "oidc-local-fallback"),
@@ -306,6 +309,9 @@ pub struct HttpConfig {
     /// Origins besides the server's own whose browsers may send state-changing requests
     /// (`[server] allowed-origins`, normalised; see csrf.rs).
     pub allowed_origins: Vec<String>,
+    /// `[server] access-control-allow-origin`: the `Access-Control-Allow-Origin` of every
+    /// answer, none when unset (Inmanta's option; see cors.rs).
+    pub access_control_allow_origin: Option<String>,
 }
 
 impl HttpConfig {
@@ -346,6 +352,11 @@ impl HttpConfig {
                 crate::connections::DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
             )?,
             trusted_proxies: trusted_proxies(options)?,
+            access_control_allow_origin: options
+                .get("server", "access-control-allow-origin")
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(str::to_string),
             allowed_origins: crate::csrf::SameOrigin::parse_allowed(
                 options.get("server", "allowed-origins").unwrap_or_default(),
             )?,
@@ -470,6 +481,11 @@ pub struct CompileConfig {
     /// The host name server-side exports push to (`[compiler_rest_transport] host`): with TLS,
     /// a name the certificate holds. Default: the bind address (127.0.0.1 when unspecified).
     pub compiler_host: Option<String>,
+    /// How long a finished compile and its report are kept (`[server] compiler-report-retention`,
+    /// Inmanta's option and default, seven days), and how often older ones are removed
+    /// (`[server] cleanup-compiler-reports-interval`, an hour).
+    pub report_retention: std::time::Duration,
+    pub report_cleanup_interval: std::time::Duration,
 }
 
 impl CompileConfig {
@@ -483,6 +499,17 @@ impl CompileConfig {
                 "[server] compile-claim",
             )?,
             compiler_host: options.get("compiler_rest_transport", "host").filter(|h| !h.is_empty()).map(str::to_string),
+            report_retention: seconds(
+                options.get_parsed("server", "compiler-report-retention", 604_800.0)?,
+                "[server] compiler-report-retention",
+            )?,
+            report_cleanup_interval: at_least_a_second(
+                seconds(
+                    options.get_parsed("server", "cleanup-compiler-reports-interval", 3600.0)?,
+                    "[server] cleanup-compiler-reports-interval",
+                )?,
+                "[server] cleanup-compiler-reports-interval",
+            )?,
         })
     }
 }

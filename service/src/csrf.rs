@@ -9,11 +9,21 @@
 //! agents, scripts) keep working whatever headers they send. Clients that send neither
 //! `Origin`, `Referer` nor `Sec-Fetch-Site` are not browsers acting for another site, and pass.
 //!
+//! A forgery needs the visitor's credentials, which the browser attaches on its own only as the
+//! session cookie: a request without it, to a path that does not start a session, is refused
+//! only when the browser itself says it comes from another site (`Sec-Fetch-Site: cross-site`).
+//! So Inmanta's web console behind a reverse proxy that sends the upstream's address as `Host`
+//! (nginx's default) works, with authentication off or with a bearer token, as on Inmanta.
+//! The sign-in paths (`/console/login`, `/api/v2/login`) keep the whole check: a forged sign-in
+//! would log the visitor in as the forger.
+//!
 //! Refused: `Sec-Fetch-Site: cross-site`, an `Origin` (or, without one, the origin of the
-//! `Referer`) other than the server's own, and `Origin: null`. The server's own origin is the
-//! scheme it speaks and the `Host` the request names; behind a reverse proxy listed in
-//! `[server] trusted-proxies`, its `X-Forwarded-Host` and `X-Forwarded-Proto`. Origins listed in
-//! `[server] allowed-origins` are accepted too (a proxy that rewrites `Host` without telling).
+//! `Referer`) other than the server's own, and `Origin: null`, unless the browser says
+//! `Sec-Fetch-Site: same-origin` (a header no page can forge, and that no proxy rewrites). The
+//! server's own origin is the scheme it speaks and the `Host` the request names; behind a reverse
+//! proxy listed in `[server] trusted-proxies`, its `X-Forwarded-Host` and `X-Forwarded-Proto`.
+//! Origins listed in `[server] allowed-origins` are accepted too (a proxy that rewrites `Host`
+//! without telling).
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -54,13 +64,21 @@ impl SameOrigin {
     }
 
     /// Why a request must be refused, or `None` when it may go on.
-    fn refusal(&self, method: &Method, headers: &HeaderMap, peer: Option<IpAddr>) -> Option<String> {
+    fn refusal(&self, method: &Method, path: &str, headers: &HeaderMap, peer: Option<IpAddr>) -> Option<String> {
         if matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE)
             || headers.contains_key(header::AUTHORIZATION)
         {
             return None;
         }
         let text = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+        let fetch_site = text(header::HeaderName::from_static("sec-fetch-site"));
+        if fetch_site == Some("same-origin") {
+            return None;
+        }
+        if !carries_session_cookie(headers) && !SIGN_IN_PATHS.contains(&path) {
+            return (fetch_site == Some("cross-site"))
+                .then(|| "the browser says it comes from another site (Sec-Fetch-Site: cross-site)".to_string());
+        }
         let claimed = match (text(header::ORIGIN), text(header::REFERER)) {
             (Some(origin), _) => Some(("Origin", normalise(origin).unwrap_or_else(|| origin.to_string()))),
             (None, Some(referer)) => Some(("Referer", normalise(referer).unwrap_or_else(|| referer.to_string()))),
@@ -71,7 +89,7 @@ impl SameOrigin {
         {
             return None;
         }
-        if text(header::HeaderName::from_static("sec-fetch-site")) == Some("cross-site") {
+        if fetch_site == Some("cross-site") {
             return Some("the browser says it comes from another site (Sec-Fetch-Site: cross-site)".to_string());
         }
         let (which, origin) = claimed?;
@@ -99,6 +117,19 @@ impl SameOrigin {
         let host = proxied.then(|| first("x-forwarded-host")).flatten().or_else(|| first(header::HOST.as_str()))?;
         normalise(&format!("{scheme}://{host}"))
     }
+}
+
+/// The paths that start a session: a forged request there needs no cookie to do harm.
+const SIGN_IN_PATHS: [&str; 2] = [crate::console_auth::LOGIN, "/api/v2/login"];
+
+/// Whether the request carries the console's session cookie, the one credential a browser sends
+/// to another site's request on its own.
+fn carries_session_cookie(headers: &HeaderMap) -> bool {
+    headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).any(|cookies| {
+        cookies
+            .split(';')
+            .any(|pair| pair.trim().split_once('=').is_some_and(|(name, _)| name == crate::sessions::COOKIE))
+    })
 }
 
 /// `scheme://host[:port]` of a URL or origin, lower case, without the scheme's default port;
@@ -130,7 +161,7 @@ fn normalise(url: &str) -> Option<String> {
 /// The middleware in front of every route (serve.rs).
 pub async fn refuse_cross_site(State(rule): State<Arc<SameOrigin>>, request: Request, next: Next) -> Response {
     let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
-    if let Some(why) = rule.refusal(request.method(), request.headers(), peer) {
+    if let Some(why) = rule.refusal(request.method(), request.uri().path(), request.headers(), peer) {
         tracing::warn!(method = %request.method(), path = %request.uri().path(), %why, "cross-site request refused");
         return ApiError::new(StatusCode::FORBIDDEN, format!("cross-site request refused: {why}")).into_response();
     }
@@ -162,16 +193,44 @@ mod tests {
         let rule = SameOrigin::default();
         let post = Method::POST;
         let host = ("host", "127.0.0.1:8888");
-        assert!(rule.refusal(&post, &headers(&[host, ("origin", "http://127.0.0.1:8888")]), None).is_none());
-        assert!(rule.refusal(&post, &headers(&[host, ("origin", "https://evil.example")]), None).is_some());
-        assert!(rule.refusal(&post, &headers(&[host, ("origin", "null")]), None).is_some());
-        assert!(rule.refusal(&post, &headers(&[host, ("referer", "https://evil.example/x")]), None).is_some());
-        assert!(rule.refusal(&post, &headers(&[host, ("referer", "http://127.0.0.1:8888/console")]), None).is_none());
-        assert!(rule.refusal(&post, &headers(&[host, ("sec-fetch-site", "cross-site")]), None).is_some());
-        assert!(rule.refusal(&post, &headers(&[host]), None).is_none(), "not a browser");
+        let cookie = ("cookie", "theme=dark; inmanta_session=abc");
+        let refusal = |method: &Method, pairs: &[(&str, &str)]| {
+            let mut pairs = pairs.to_vec();
+            pairs.push(cookie);
+            rule.refusal(method, "/console/api/x", &headers(&pairs), None)
+        };
+        assert!(refusal(&post, &[host, ("origin", "http://127.0.0.1:8888")]).is_none());
+        assert!(refusal(&post, &[host, ("origin", "https://evil.example")]).is_some());
+        assert!(refusal(&post, &[host, ("origin", "null")]).is_some());
+        assert!(refusal(&post, &[host, ("referer", "https://evil.example/x")]).is_some());
+        assert!(refusal(&post, &[host, ("referer", "http://127.0.0.1:8888/console")]).is_none());
+        assert!(refusal(&post, &[host, ("sec-fetch-site", "cross-site")]).is_some());
+        assert!(refusal(&post, &[host]).is_none(), "not a browser");
         let evil = ("origin", "https://evil.example");
-        assert!(rule.refusal(&Method::GET, &headers(&[host, evil]), None).is_none());
-        assert!(rule.refusal(&post, &headers(&[host, evil, ("authorization", "Bearer x")]), None).is_none());
+        assert!(refusal(&Method::GET, &[host, evil]).is_none());
+        assert!(refusal(&post, &[host, evil, ("authorization", "Bearer x")]).is_none());
+        // The browser's own word that the page is of this origin outweighs a Host a proxy set.
+        assert!(
+            refusal(&post, &[host, ("origin", "https://inmanta.example"), ("sec-fetch-site", "same-origin")]).is_none()
+        );
+    }
+
+    #[test]
+    fn without_the_session_cookie_only_the_sign_in_paths_check_the_origin() {
+        let rule = SameOrigin::default();
+        let proxied = |path: &str, extra: &[(&str, &str)]| {
+            let mut pairs = vec![("host", "127.0.0.1:8888"), ("origin", "https://inmanta.example.com")];
+            pairs.extend_from_slice(extra);
+            rule.refusal(&Method::POST, path, &headers(&pairs), None)
+        };
+        // nginx's default: Host is the upstream's address, Origin the site's.
+        assert!(proxied("/api/v1/deploy", &[]).is_none());
+        assert!(proxied("/api/v1/deploy", &[("cookie", "theme=dark")]).is_none(), "another cookie");
+        assert!(proxied("/api/v1/deploy", &[("sec-fetch-site", "cross-site")]).is_some());
+        assert!(proxied("/api/v1/deploy", &[("cookie", "inmanta_session=abc")]).is_some());
+        assert!(proxied("/console/login", &[]).is_some());
+        assert!(proxied("/api/v2/login", &[]).is_some());
+        assert!(proxied("/api/v2/login", &[("sec-fetch-site", "same-origin")]).is_none());
     }
 
     #[test]
@@ -184,10 +243,11 @@ mod tests {
             ("x-forwarded-proto", "https"),
             ("origin", "https://inmanta.example.com"),
         ]);
-        assert!(rule.refusal(&Method::POST, &request, Some(proxy)).is_none());
+        let login = crate::console_auth::LOGIN;
+        assert!(rule.refusal(&Method::POST, login, &request, Some(proxy)).is_none());
         // The same headers from anyone else are not believed.
-        assert!(rule.refusal(&Method::POST, &request, Some("10.0.0.2".parse().unwrap())).is_some());
+        assert!(rule.refusal(&Method::POST, login, &request, Some("10.0.0.2".parse().unwrap())).is_some());
         let allowed = SameOrigin { allowed: vec!["https://inmanta.example.com".into()], ..Default::default() };
-        assert!(allowed.refusal(&Method::POST, &request, None).is_none());
+        assert!(allowed.refusal(&Method::POST, login, &request, None).is_none());
     }
 }

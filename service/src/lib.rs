@@ -9,6 +9,7 @@ pub mod compile_runner;
 pub mod config;
 pub mod connections;
 pub mod console_auth;
+pub mod cors;
 pub mod csrf;
 pub mod graphql;
 pub mod maintenance;

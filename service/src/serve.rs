@@ -109,10 +109,20 @@ pub async fn run(config: ServerConfig, console: ConsoleRouter) -> anyhow::Result
         trusted_proxies: config.http.trusted_proxies.clone(),
         allowed: config.http.allowed_origins.clone(),
     });
+    let cors = Arc::new(crate::cors::Cors {
+        allow_origin: match &config.http.access_control_allow_origin {
+            Some(origin) => Some(axum::http::HeaderValue::from_str(origin).with_context(|| {
+                format!("[server] access-control-allow-origin {origin:?} cannot be sent as a header value")
+            })?),
+            None => None,
+        },
+        auth: config.auth.enabled,
+    });
     let app = app
         .merge(crate::metrics::router(orchestrator.clone(), security.clone()))
         .fallback(rest::not_found)
         .layer(axum::middleware::from_fn_with_state(same_origin, crate::csrf::refuse_cross_site))
+        .layer(axum::middleware::from_fn_with_state(cors, crate::cors::cross_origin))
         .layer(axum::middleware::from_fn(crate::metrics::track))
         .layer(TraceLayer::new_for_http().on_failure(log_failure));
     if let Some(address) = &config.http.metrics_bind {
@@ -137,6 +147,8 @@ pub async fn run(config: ServerConfig, console: ConsoleRouter) -> anyhow::Result
         memory_limit: (config.compiles.memory_limit > 0).then_some(config.compiles.memory_limit),
         security: security.clone(),
         claim: config.compiles.claim,
+        report_retention: config.compiles.report_retention,
+        report_cleanup_interval: config.compiles.report_cleanup_interval,
     };
     crate::compile_runner::start(orchestrator.clone(), compiles);
     // One plain line on stdout that people and scripts can rely on (tests read the port from it).

@@ -118,9 +118,13 @@ pub fn compile_link(env: &str, id: &str) -> String {
     format!("{BASE}/compilereports/{}?env={}", encode(id), encode(env))
 }
 
-/// A console link stored without its environment (a notification's `uri`, e.g.
-/// `/console/compilereports/<id>`) made to open in `env`.
+/// A notification's `uri` as a console link in `env`: Inmanta's API path of a compile report
+/// (`/api/v2/compilereport/<id>`, what compile notifications hold) opens its details page; a
+/// console link stored without its environment gets it.
 pub fn console_uri(uri: &str, env: &str) -> String {
+    if let Some(id) = uri.strip_prefix("/api/v2/compilereport/").filter(|id| !id.is_empty() && !id.contains('/')) {
+        return compile_link(env, id);
+    }
     if !uri.starts_with(BASE) || uri.contains("env=") {
         return uri.to_string();
     }

@@ -21,7 +21,12 @@ impl Schedulers {
     /// Starts a dry run of `version`: every resource that needs its handler is read and diffed
     /// (one at a time per agent, agents in parallel); returns the report id at once.
     pub async fn dry_run(&self, env: Uuid, version: i64) -> Result<Uuid> {
-        let (dryrun, targets) = self.orchestrator.create_dryrun(env, version).await?;
+        self.dry_run_of(env, version, &crate::dryrun::DryRunScope::default()).await
+    }
+
+    /// [`Schedulers::dry_run`] of the resources `scope` names (`POST /api/v2/dryrun_filtered`).
+    pub async fn dry_run_of(&self, env: Uuid, version: i64, scope: &crate::dryrun::DryRunScope) -> Result<Uuid> {
+        let (dryrun, targets) = self.orchestrator.create_dryrun_of(env, version, scope).await?;
         let mut per_agent: HashMap<String, Vec<crate::dryrun::DryRunTarget>> = HashMap::new();
         for target in targets {
             per_agent.entry(target.id.agent.clone()).or_default().push(target);

@@ -302,8 +302,8 @@ async fn compiles_and_dry_runs_publish_events() {
     // The server status counts the compile queue (nothing waits now) and says no scheduler runs.
     let status = o.server_status(None).await;
     let slice = |name: &str| status.slices.iter().find(|s| s.name == name).unwrap().clone();
-    assert_eq!(slice("core.compiler").status, json!({"queued": 0, "running": 0}));
-    assert_eq!(slice("core.scheduler").reported_status, api::status::ReportedStatus::Warning);
+    assert_eq!(slice("core.compiler").status, json!({"task_queue": 0, "running": false, "queued": 0}));
+    assert_eq!(slice("core.scheduler_manager").reported_status, api::status::ReportedStatus::Warning);
     assert_eq!(status.status, api::status::ReportedStatus::Warning);
     o.request_compile(env, CompileRequest::default()).await.unwrap();
     let status = o.server_status(None).await;

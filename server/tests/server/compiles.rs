@@ -11,7 +11,7 @@ use api::client::ListQuery;
 use api::compile::{CompileDetails, NotifyChange};
 use api::environment::{EnvironmentCreate, EnvironmentModify};
 use common::{TestServer, refused};
-use serde_json::json;
+use serde_json::{Value, json};
 use uuid::Uuid;
 
 /// Runs git in `dir` with a fixed identity; panics when it fails.
@@ -222,9 +222,15 @@ async fn compiles_from_git_fail_recover_switch_branch_and_follow_a_force_push() 
     let id_text = id.to_string();
     let note =
         notes["data"].as_array().unwrap().iter().find(|n| n["compile_id"] == id_text.as_str()).expect("notification");
+    // Inmanta 20.1's words and link (notificationservice.py): the web console turns this path
+    // into a link to its report page; the request asked for no message of its own.
     assert_eq!(note["title"], "Compilation failed");
+    assert_eq!(note["message"], "An exporting compile has failed");
     assert_eq!(note["severity"], "error");
-    assert_eq!(note["uri"], format!("/console/compilereports/{id}"));
+    assert_eq!(note["uri"], format!("/api/v2/compilereport/{id}"));
+    let (_, report) = s.call("GET", &format!("/api/v2/compilereport/{id}"), Some(&env_id), None).await;
+    assert_eq!(report["data"]["failed_compile_message"], Value::Null, "{report}");
+    assert_eq!(report["data"]["notify_failed_compile"], Value::Null, "{report}");
     assert_eq!(active_version(&s, env).await, 1, "the previous version keeps running");
     assert_eq!(std::fs::read_to_string(&motd).unwrap(), "first 1.2.0");
 
@@ -543,4 +549,40 @@ async fn a_model_whose_values_double_fails_with_a_readable_report_and_the_server
         "{last:#?}"
     );
     s.client().server_status().await.expect("the server is still up");
+}
+
+#[tokio::test]
+async fn a_reinstall_compile_starts_from_a_fresh_checkout_and_a_new_virtual_environment() {
+    // The web console's "Cleanup project & recompile": Inmanta removes the project directory
+    // (its venv `.env` inside) before the compile (`reinstall_project_and_venv`).
+    let s = TestServer::start().await;
+    let repos = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let module_repo = module_repository(repos.path());
+    let (url, work) = repository(repos.path(), "project");
+    let yml = project_yml(&module_repo, &["greeting ~= 1.0"]);
+    commit_and_push(&work, &[("project.yml", &yml), ("main.cf", &model(out.path(), "first"))], "first");
+    let env = environment(&s, &url, "main").await;
+    let id = request(&s, env).await;
+    assert_eq!(finished(&s, env, id, Duration::from_secs(120)).await.report.success, Some(true));
+    let checkout = s.state_dir.path().join("compiles").join(env.to_string());
+    let leftover = checkout.join(".env").join("leftover");
+    std::fs::create_dir_all(leftover.parent().unwrap()).unwrap();
+    std::fs::write(&leftover, "from an earlier install").unwrap();
+
+    // Without reinstall the checkout is kept.
+    let id = request(&s, env).await;
+    let details = finished(&s, env, id, Duration::from_secs(120)).await;
+    assert_eq!(details.report.success, Some(true), "{details:#?}");
+    assert!(leftover.exists());
+    assert!(!stage_names(&details).contains(&"Cloning repository".to_string()), "{details:#?}");
+
+    let body = NotifyChange { update: true, reinstall: true, ..Default::default() };
+    let id = s.client().notify(env, &body).await.unwrap().compile_id.unwrap();
+    let details = finished(&s, env, id, Duration::from_secs(120)).await;
+    assert_eq!(details.report.success, Some(true), "{details:#?}");
+    assert!(!leftover.exists(), "the old virtual environment is gone");
+    assert!(stage_names(&details).contains(&"Cloning repository".to_string()), "{details:#?}");
+    let init = &details.reports.as_ref().unwrap()[0];
+    assert!(init.outstream.contains("Removing project and venv directory"), "{init:#?}");
 }

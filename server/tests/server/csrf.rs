@@ -139,3 +139,42 @@ async fn behind_a_trusted_proxy_its_forwarded_host_is_the_origin_and_allowed_ori
     let (status, _, body) = console_login(&s, &[("origin", "https://evil.example")]).await;
     assert_eq!(status, 403, "{body}");
 }
+
+#[tokio::test]
+async fn behind_a_proxy_that_sends_the_upstream_as_host_requests_without_the_session_cookie_pass() {
+    // Inmanta's web console with authentication off, behind nginx's default `proxy_pass`: the
+    // Host is the upstream's address, the Origin the site's, and no session cookie is sent.
+    let s = TestServer::start_with(&[("INMANTA_SERVER_AUTH", "false")]).await;
+    let post = |cookie: Option<&str>, fetch_site: Option<&str>| {
+        let mut request = no_redirects()
+            .put(format!("{}/api/v2/project", s.url))
+            .header("origin", "https://inmanta.example.com")
+            .json(&json!({"name": format!("p{}", rand_suffix())}));
+        if let Some(cookie) = cookie {
+            request = request.header("cookie", cookie);
+        }
+        if let Some(site) = fetch_site {
+            request = request.header("sec-fetch-site", site);
+        }
+        request.send()
+    };
+    let response = post(None, None).await.unwrap();
+    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+    let response = post(Some("theme=dark"), None).await.unwrap();
+    assert_eq!(response.status(), 200, "another cookie is no credential: {}", response.text().await.unwrap());
+    // The browser's own word that the page is of this origin.
+    let response = post(Some("inmanta_session=x"), Some("same-origin")).await.unwrap();
+    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+    // Still refused: the browser says another site sent it, or it carries the session cookie
+    // from another origin.
+    assert_eq!(post(None, Some("cross-site")).await.unwrap().status(), 403);
+    let response = post(Some("inmanta_session=x"), None).await.unwrap();
+    assert_eq!(response.status(), 403);
+    let body: Value = response.json().await.unwrap();
+    assert!(body["message"].as_str().unwrap().contains("cross-site request refused"), "{body}");
+    assert_eq!(s.client().projects().await.unwrap().len(), 3);
+}
+
+fn rand_suffix() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+}

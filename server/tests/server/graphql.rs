@@ -287,3 +287,56 @@ async fn a_fragment_explosion_is_refused_before_it_runs() {
     let (status, _) = s.call("GET", "/api/v1/health", None, None).await;
     assert_eq!(status, 200);
 }
+
+#[tokio::test]
+async fn a_skipped_resource_is_not_blocked_as_inmanta_says() {
+    // Inmanta 20.1 stores a temporary block (a resource skipped for its failed requirement) as
+    // NOT_BLOCKED (deploy/state.py, `Blocked.db_value`), and its GraphQL reads the database.
+    let s = TestServer::start().await;
+    let env = s.new_environment("project-skip", "skip").await;
+    let client = s.client();
+    let version = client.reserve_version(env).await.unwrap();
+    let id = |name: &str| format!("std::testing::NullResource[agent0,name={name}]");
+    let resources = [("failing", true, vec![]), ("after", false, vec![id("failing")])]
+        .into_iter()
+        .map(|(name, fail, requires)| {
+            json!({"id": format!("{},v={version}", id(name)), "name": name, "agentname": "agent0", "fail": fail,
+                   "purged": false, "send_event": false, "requires": requires})
+            .as_object()
+            .unwrap()
+            .clone()
+        })
+        .collect();
+    client.put_version(env, &PutVersion { version, resources, ..Default::default() }).await.unwrap();
+    // auto_deploy released it already; a second release is refused (409) and changes nothing.
+    let _ = client.release_version(env, version, true).await;
+    let tid = env.to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (_, answer) = s.call("GET", "/api/v2/resource", Some(&tid), None).await;
+        let statuses: Vec<&str> =
+            answer["data"].as_array().unwrap().iter().filter_map(|r| r["status"].as_str()).collect();
+        if statuses.contains(&"skipped") && statuses.contains(&"failed") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "not deployed: {answer}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let page = |blocked: Value| json!({"filter": {"environment": tid, "blocked": blocked}});
+    let (_, all) = graphql(&s, RESOURCES, json!({"filter": {"environment": tid}})).await;
+    for edge in all["data"]["data"]["resources"]["edges"].as_array().unwrap() {
+        assert_eq!(edge["node"]["state"]["blocked"], "NOT_BLOCKED", "{edge}");
+    }
+    let (_, not_blocked) = graphql(&s, RESOURCES, page(json!({"eq": ["NOT_BLOCKED"]}))).await;
+    assert_eq!(ids(&not_blocked), ["after", "failing"]);
+    let (_, temporarily) = graphql(&s, RESOURCES, page(json!({"eq": ["TEMPORARILY_BLOCKED"]}))).await;
+    assert_eq!(ids(&temporarily), Vec::<String>::new());
+    let (_, except) = graphql(&s, RESOURCES, page(json!({"neq": ["NOT_BLOCKED"]}))).await;
+    assert_eq!(ids(&except), Vec::<String>::new());
+    let (_, summary) =
+        graphql(&s, "query($e: String!) { resourceSummary(environment: $e) { blocked } }", json!({"e": tid})).await;
+    assert_eq!(
+        summary["data"]["data"]["resourceSummary"]["blocked"],
+        json!({"blocked": 0, "not_blocked": 2, "temporarily_blocked": 0})
+    );
+}

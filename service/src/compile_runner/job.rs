@@ -46,7 +46,7 @@ pub(super) async fn run(o: &Orchestrator, config: &RunnerConfig, q: &QueuedCompi
     let _ = std::fs::remove_file(&job.data_file);
     tracing::info!(
         env = %q.environment, compile = %q.id, success = outcome.success, version = ?outcome.version,
-        elapsed_ms = started.elapsed().as_millis() as u64, "compile finished"
+        elapsed_ms = started.elapsed().as_millis() as u64, reason = %outcome.message, "compile finished"
     );
     orchestrator::metrics::compiled(q.environment, outcome.success, started.elapsed());
     if let Err(e) = o.finish_compile(q.environment, q.id, &outcome).await {
@@ -84,6 +84,18 @@ impl Job<'_> {
             (1, "server compiles are disabled for this environment (setting server_compile)".to_string())
         } else if q.repo_url.trim().is_empty() {
             (1, "the environment has no repository: set its repo_url (and repo_branch) first".to_string())
+        } else if q.reinstall && self.dir.exists() {
+            // A clean slate, as Inmanta's `reinstall_project_and_venv`: the checkout goes, and
+            // with it the project's virtual environment (`<checkout>/.env`).
+            init.push_str(&format!(
+                "Removing project and venv directory for environment {} at {}\n",
+                q.environment,
+                self.dir.display()
+            ));
+            match std::fs::remove_dir_all(&self.dir) {
+                Ok(()) => (0, String::new()),
+                Err(e) => (1, format!("cannot remove the project directory {}: {e}", self.dir.display())),
+            }
         } else {
             (0, String::new())
         };

@@ -43,11 +43,38 @@ pub struct RunnerConfig {
     pub security: Arc<crate::security::Security>,
     /// How long a compile's claim lasts unrenewed ([server] compile-claim).
     pub claim: Duration,
+    /// How long finished compiles are kept, and how often older ones are removed
+    /// ([server] compiler-report-retention, cleanup-compiler-reports-interval).
+    pub report_retention: Duration,
+    pub report_cleanup_interval: Duration,
 }
 
 /// Starts the runner in the background: first the recovery of compiles a previous run left
 /// unfinished, then the queue.
 pub fn start(orchestrator: Orchestrator, config: RunnerConfig) {
+    tokio::spawn(clean_up_reports(orchestrator.clone(), config.report_retention, config.report_cleanup_interval));
     tokio::spawn(queue::run(orchestrator.clone(), Arc::new(config)));
     tokio::spawn(schedule::run(orchestrator));
+}
+
+/// Removes, at start and every `interval`, the compiles (and their reports) that finished more
+/// than `retention` ago, as Inmanta's compiler service does: those of halted environments stay.
+async fn clean_up_reports(orchestrator: Orchestrator, retention: Duration, interval: Duration) {
+    let mut ticks = tokio::time::interval(interval);
+    loop {
+        ticks.tick().await;
+        // A retention longer than the calendar reaches back keeps everything.
+        let Some(cutoff) =
+            chrono::Duration::from_std(retention).ok().and_then(|keep| chrono::Utc::now().checked_sub_signed(keep))
+        else {
+            continue;
+        };
+        match orchestrator.delete_compiles_finished_before(cutoff).await {
+            Ok(0) => {}
+            Ok(n) => {
+                tracing::info!(removed = n, %cutoff, "removed compile reports past [server] compiler-report-retention")
+            }
+            Err(e) => tracing::error!(error = %e, "cannot remove old compile reports"),
+        }
+    }
 }

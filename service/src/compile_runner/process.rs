@@ -166,7 +166,10 @@ pub(super) fn check(name: &str, result: &StageResult) -> Result<(), String> {
     if result.returncode == Some(0) {
         return Ok(());
     }
-    let last = result.errstream.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string();
+    // The last few lines, whole: git ends a sentence over two ("... access rights\nand the
+    // repository exists."), and half of it reads as nonsense.
+    let lines: Vec<&str> = result.errstream.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let last = lines[lines.len().saturating_sub(3)..].join(" ");
     Err(match result.returncode {
         Some(code) => format!("stage {name} failed with return code {code}: {last}"),
         None => format!("stage {name} did not finish: {last}"),

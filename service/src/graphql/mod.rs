@@ -11,6 +11,7 @@ mod cost;
 pub mod cursor;
 pub mod page;
 mod query;
+pub(crate) use query::filter_from_json;
 mod types;
 
 use async_graphql::{EmptyMutation, EmptySubscription, Request, Schema, Variables};

@@ -103,6 +103,19 @@ fn choice<T: StoredName + Copy>(eq: Option<Vec<T>>, neq: Option<Vec<T>>) -> Choi
     ChoiceMatch { eq: names(eq), neq: names(neq) }
 }
 
+/// A filter on the blocked state as Inmanta's stored states answer it (`Blocked::stored_as`).
+fn blocked_choice(eq: Option<Vec<Blocked>>, neq: Option<Vec<Blocked>>) -> ChoiceMatch {
+    let names = |v: Option<Vec<Blocked>>| {
+        v.map(|v| {
+            v.into_iter()
+                .flat_map(|b| api::state::Blocked::from(b).stored_as())
+                .map(|b| b.as_str().to_string())
+                .collect()
+        })
+    };
+    ChoiceMatch { eq: names(eq), neq: names(neq) }
+}
+
 #[Object]
 impl Query {
     /// A page of the environments the caller may see.
@@ -319,6 +332,21 @@ impl Query {
     }
 }
 
+/// A `ResourceFilter` sent as JSON outside GraphQL (`POST /api/v2/dryrun_filtered`: the
+/// `resources` query's filter without `environment`, which is `env`), read as the query reads it.
+pub(crate) fn filter_from_json(env: Uuid, filter: Option<serde_json::Value>) -> std::result::Result<Filter, String> {
+    let mut object = match filter {
+        None | Some(serde_json::Value::Null) => serde_json::Map::new(),
+        Some(serde_json::Value::Object(object)) => object,
+        Some(other) => return Err(format!("the filter must be a JSON object (a GraphQL ResourceFilter), got {other}")),
+    };
+    object.insert("environment".into(), json!(env.to_string()));
+    let value = async_graphql::Value::from_json(serde_json::Value::Object(object)).map_err(|e| e.to_string())?;
+    let parsed = <ResourceFilter as async_graphql::InputType>::parse(Some(value))
+        .map_err(|e| format!("invalid filter: {}", e.into_server_error(Default::default()).message))?;
+    resource_filter(parsed).map_err(|e| e.message)
+}
+
 fn resource_filter(f: ResourceFilter) -> Result<Filter> {
     if f.model_version.is_some() {
         let conflicting: Vec<&str> = [
@@ -345,7 +373,7 @@ fn resource_filter(f: ResourceFilter) -> Result<Filter> {
         resource_id_value: text_match(f.resource_id_value),
         agent: text_match(f.agent),
         purged: f.purged,
-        blocked: f.blocked.map(|b| choice(b.eq, b.neq)),
+        blocked: f.blocked.map(|b| blocked_choice(b.eq, b.neq)),
         compliance: f.compliance.map(|c| choice(c.eq, c.neq)),
         last_handler_run: f.last_handler_run.map(|h| choice(h.eq, h.neq)),
         is_deploying: f.is_deploying,
@@ -385,7 +413,9 @@ fn resource_node(env: Uuid, row: ResourceStateRow) -> Resource {
         is_undefined: st.is_undefined,
         orphaned_after: st.is_orphan.then_some(r.model_version as i32),
         last_handler_run: upper(&st.last_handler_run),
-        blocked: upper(&st.blocked),
+        blocked: upper(
+            api::state::Blocked::parse(&st.blocked).map_or(st.blocked.as_str(), |b| b.as_inmanta_stores().as_str()),
+        ),
         created: DateTime(r.first_generated_time),
         deploys: DeployRecord {
             last_handler_run_at: st.last_handler_run_at.map(DateTime),

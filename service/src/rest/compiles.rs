@@ -47,6 +47,7 @@ async fn request(o: &Orchestrator, env: Uuid, body: NotifyChange) -> ApiResult<R
                 metadata,
                 requested_environment_variables: body.env.unwrap_or_default(),
                 mergeable_environment_variables: body.mergeable_env.unwrap_or_default(),
+                reinstall: body.reinstall,
                 ..Default::default()
             },
         )

@@ -21,6 +21,7 @@ use orchestrator::auth::Clients;
 pub fn router() -> Routes {
     Routes::new()
         .post("/api/v2/dryrun/{version}", env("dryrun.write"), trigger)
+        .post("/api/v2/dryrun_filtered", env("dryrun.write"), trigger_filtered)
         .get("/api/v2/dryrun/{version}", env("dryrun.read"), list)
         .get("/api/v2/dryrun/{version}/{id}", env("dryrun.read"), report)
         .get("/api/v1/dryrun", env("dryrun.read"), v1_list)
@@ -36,6 +37,73 @@ async fn trigger(
     Path(version): Path<i64>,
 ) -> ApiResult<Response> {
     Ok(data(schedulers.dry_run(env, version).await?).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FilteredBody {
+    filter: Option<Value>,
+    context: Option<serde_json::Map<String, Value>>,
+}
+
+/// Resources read per page while the filter's matches are collected.
+const FILTER_PAGE: u64 = 10_000;
+
+/// Inmanta 20.1's `dryrun_filtered`: a dry run of the resources the GraphQL `resources` query
+/// selects with `filter` (every resource without one), which must all be of one version; the
+/// filter and `context` are stored with it. Answers the dry run's id and version.
+async fn trigger_filtered(
+    State(o): State<Orchestrator>,
+    State(schedulers): State<Arc<Schedulers>>,
+    Tid(env): Tid,
+    extract::Json(body): extract::Json<FilteredBody>,
+) -> ApiResult<Response> {
+    let environment = o.get_environment(env, Default::default()).await?;
+    if environment.halted {
+        return Err(ApiError::new(
+            axum::http::StatusCode::CONFLICT,
+            format!("The environment {} ({env}) is halted", environment.name),
+        ));
+    }
+    let filter = crate::graphql::filter_from_json(env, body.filter.clone()).map_err(ApiError::bad_request)?;
+    let mut request = orchestrator::resource_pages::KeysetRequest { limit: FILTER_PAGE, ..Default::default() };
+    let mut only = std::collections::HashSet::new();
+    let mut versions = std::collections::BTreeSet::new();
+    loop {
+        let page = o.resource_state_page(&filter, &request).await?;
+        for row in &page.rows {
+            only.insert(row.resource.resource_id.clone());
+            versions.insert(row.resource.model_version);
+        }
+        match (page.excess, page.rows.last()) {
+            (Some(_), Some(last)) => request.after = Some(last.keys.clone()),
+            _ => break,
+        }
+    }
+    let version = match versions.len() {
+        0 => {
+            return Err(ApiError::new(
+                axum::http::StatusCode::NOT_FOUND,
+                "No resource matched the filter, while a dryrun needs at least one resource.",
+            ));
+        }
+        1 => *versions.first().expect("one version"),
+        _ => {
+            let listed: Vec<String> = versions.iter().map(i64::to_string).collect();
+            return Err(ApiError::bad_request(format!(
+                "the resources the filter matches belong to versions {}: a dry run runs on one version; \
+                 narrow the filter (modelVersion, or isOrphan: false)",
+                listed.join(", ")
+            )));
+        }
+    };
+    let scope = orchestrator::dryrun::DryRunScope {
+        only: Some(only),
+        resource_filter: body.filter.filter(|f| !f.is_null()),
+        context: body.context.map(Value::Object),
+    };
+    let id = schedulers.dry_run_of(env, version, &scope).await?;
+    Ok(data(json!({"id": id, "model": version})).into_response())
 }
 
 async fn list(State(o): State<Orchestrator>, Tid(env): Tid, Path(version): Path<i64>) -> ApiResult<Response> {

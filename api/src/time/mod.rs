@@ -10,6 +10,8 @@ use std::str::FromStr;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+mod iso8601;
+
 /// A moment in UTC, written as `YYYY-MM-DDTHH:MM:SS.ffffffZ`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Timestamp(DateTime<Utc>);
@@ -32,6 +34,13 @@ impl Timestamp {
     /// Seconds from `self` to `later` (negative when `later` is earlier).
     pub fn seconds_until(self, later: Timestamp) -> f64 {
         (later.0 - self.0).num_microseconds().map_or(0.0, |us| us as f64 / 1e6)
+    }
+
+    /// Reads a date as Inmanta's list filters read one (`dateutil`'s ISO 8601 parser): every
+    /// RFC 3339 form and the shorter ones, `2026-11-24 22:07:46`, `2026-11-24`, `20261124T2207`,
+    /// week and ordinal dates; without an offset the time is UTC.
+    pub fn parse_iso8601(text: &str) -> Result<Timestamp, BadTimestamp> {
+        iso8601::parse(text).map(Timestamp).ok_or_else(|| BadTimestamp(text.to_string()))
     }
 
     /// `2026-11-23 10:00:00`: the time for people, to the second.
