@@ -24,10 +24,11 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 pub use attributes::Attributes;
-pub use builtins::BUILTIN_MODULES;
+pub use builtins::{BUILTIN_MODULES, builtin_model_sources};
 pub use diagnostics::{Diagnostic, Diagnostics, ErrorKind, Origin, Phase, Severity};
 pub use export::{ExportedResource, Wire};
 pub use handlers::ShippedHandler;
+pub use project::SourceOverlay;
 pub use project_yml::ProjectMetadata;
 pub use python_code::{ShippedPythonFile, ShippedPythonModule, module_version_info};
 pub use syntax::Location;
@@ -69,6 +70,11 @@ pub struct CompileOptions {
     /// Fill [`CompileOutput::variables`]. Tests and tooling read them; `inmanta compile` and
     /// `export` do not, and a 100 000-entry data list in `main.cf` costs about 100 MB as JSON.
     pub root_variables: bool,
+    /// Texts compiled instead of the files on disk (an editor's unsaved buffers); empty: the disk.
+    pub overlay: SourceOverlay,
+    /// Report every error the type build finds, not only the first as Inmanta does: an editor
+    /// shows each where it is.
+    pub every_error: bool,
 }
 
 impl Default for CompileOptions {
@@ -89,6 +95,8 @@ impl Default for CompileOptions {
             python: None,
             plugin_timeout: std::time::Duration::from_secs(limit_from_env("INMANTA_COMPILER_PLUGIN_TIMEOUT", 300)),
             root_variables: true,
+            overlay: SourceOverlay::default(),
+            every_error: false,
         }
     }
 }
@@ -344,7 +352,7 @@ fn compile_project_inner(dir: &Path, options: &CompileOptions) -> Result<Compile
         Some(p) => dir.join(p),
         None => dir.join("main.cf"),
     };
-    let text = std::fs::read_to_string(&main).map_err(|e| {
+    let text = options.overlay.read(&main).map_err(|e| {
         Diagnostics(vec![Diagnostic::plain(
             ErrorKind::ProjectNotFoundException,
             format!("Can not read {}: {e}", main.display()),
@@ -379,6 +387,7 @@ fn compile_inner(
     let PythonSetting { env: python_env, project_dir } = python;
     let t0 = std::time::Instant::now();
     let mut loader = project::Loader::new(search);
+    loader.overlay = options.overlay.clone();
     let loaded = loader.load(main, text);
     let parse_time = t0.elapsed();
     warnings.append(&mut loader.warnings);
@@ -399,7 +408,8 @@ fn compile_inner(
         let plugin_clash = (!own_clash)
             .then(|| plugin_name_clash(&namespaces, &loader, python_env.as_ref(), project_dir, options))
             .flatten();
-        return Err(plugin_clash.unwrap_or_else(|| Diagnostics(dedup(builder.errors))));
+        let errors = if options.every_error { dedup_every(builder.errors) } else { dedup(builder.errors) };
+        return Err(plugin_clash.unwrap_or(Diagnostics(errors)));
     }
     let mut resource_mappings =
         project::module_resource_mappings(&loader.module_dirs).map_err(|d| Diagnostics(vec![d]))?;
@@ -647,6 +657,22 @@ fn start_python(
     )
     .map(Some)
     .map_err(|d| Diagnostics(vec![*d]))
+}
+
+/// The errors without repeats, all of them ([`CompileOptions::every_error`]).
+fn dedup_every(errors: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let mut seen = HashSet::new();
+    errors
+        .into_iter()
+        .filter(|e| {
+            seen.insert((
+                e.kind.clone(),
+                e.location.as_ref().map(|l| (l.file.clone(), l.line, l.col)),
+                e.message.clone(),
+            ))
+        })
+        .take(100)
+        .collect()
 }
 
 fn dedup(errors: Vec<Diagnostic>) -> Vec<Diagnostic> {

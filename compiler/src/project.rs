@@ -17,8 +17,33 @@ pub(crate) struct LoadedNs {
     pub file: File,
 }
 
+/// Texts that stand in for files on disk, by path: an editor's unsaved buffers, compiled as
+/// they are shown rather than as last saved.
+#[derive(Debug, Clone, Default)]
+pub struct SourceOverlay(std::sync::Arc<HashMap<PathBuf, String>>);
+
+impl SourceOverlay {
+    /// `files`: absolute path -> text.
+    pub fn new(files: HashMap<PathBuf, String>) -> Self {
+        SourceOverlay(std::sync::Arc::new(files))
+    }
+
+    /// The text of `path`: the overlay's when it has the file (under this path or the one it
+    /// resolves to), else the disk's.
+    pub(crate) fn read(&self, path: &Path) -> std::io::Result<String> {
+        if !self.0.is_empty() {
+            let found = self.0.get(path).or_else(|| std::fs::canonicalize(path).ok().and_then(|p| self.0.get(&p)));
+            if let Some(text) = found {
+                return Ok(text.clone());
+            }
+        }
+        std::fs::read_to_string(path)
+    }
+}
+
 pub(crate) struct Loader {
     pub sources: SourceMap,
+    pub overlay: SourceOverlay,
     pub namespaces: Vec<LoadedNs>,
     pub errors: Vec<Diagnostic>,
     pub warnings: Vec<Diagnostic>,
@@ -35,6 +60,7 @@ impl Loader {
             errors: Vec::new(),
             warnings: Vec::new(),
             module_dirs: HashMap::new(),
+            overlay: SourceOverlay::default(),
             search,
             next_id: 0,
         }
@@ -162,7 +188,7 @@ impl Loader {
                 vec![model.join(format!("{base}.cf")), model.join(&base).join("_init.cf")]
             };
             for c in &candidates {
-                if let Ok(text) = std::fs::read_to_string(c) {
+                if let Ok(text) = self.overlay.read(c) {
                     self.parse_into(ns, c.clone(), text, false);
                     return;
                 }

@@ -45,6 +45,13 @@ enum Command {
     Migrate(migrate::MigrateArgs),
     #[command(flatten)]
     Client(cli::ClientCommand),
+    /// Speak the Language Server Protocol on stdin/stdout, for editors: diagnostics as you type,
+    /// definition, references, hover, completion, symbols, rename (docs/editors.md).
+    Lsp {
+        /// Accepted for editors' configurations that pass it: stdio is the only transport.
+        #[arg(long)]
+        stdio: bool,
+    },
     /// Print the commented configuration file of every option (the package's
     /// /etc/inmanta/inmanta.cfg).
     #[command(hide = true)]
@@ -191,6 +198,17 @@ fn main() -> ExitCode {
         Command::Client(command) => {
             let _ = init_logging(cli.verbose, cli.log_json);
             runtime.block_on(cli::run(command, &options, cli.verbose))
+        }
+        Command::Lsp { .. } => {
+            // logs go to stderr: stdout is the protocol's
+            let _ = init_logging(cli.verbose, cli.log_json, None);
+            match lsp::run_stdio() {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
         }
         Command::ConfigTemplate => {
             print!("{}", config::template());

@@ -26,6 +26,11 @@ pub(crate) fn builtin_source(ns: &str) -> Option<&'static str> {
     })
 }
 
+/// Every built-in namespace with its `.cf` source: what an editor shows of a built-in module.
+pub fn builtin_model_sources() -> impl Iterator<Item = (&'static str, &'static str)> {
+    ["std", "std::testing", "fs", "exec", "mitogen"].into_iter().filter_map(|ns| builtin_source(ns).map(|s| (ns, s)))
+}
+
 /// Modules whose copy the compiler carries: the server's compiles never fetch them, and
 /// `inmanta project install` installs one only when `project.yml` asks a version of it.
 pub const BUILTIN_MODULES: &[&str] = &["std", "fs", "exec", "mitogen"];

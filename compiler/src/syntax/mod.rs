@@ -5,6 +5,7 @@
 
 pub(crate) mod ast;
 pub(crate) mod lexer;
+pub mod outline;
 pub(crate) mod parser;
 
 use std::path::PathBuf;

@@ -6,7 +6,10 @@ use super::lexer::{LexWarning, Tok, Token, lex};
 use crate::diagnostics::ErrorKind;
 
 mod expr;
+mod recover;
 mod strings;
+
+pub(crate) use recover::parse_recovering;
 
 use strings::{interpolation_parts, literal, parse_fstring};
 
