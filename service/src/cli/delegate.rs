@@ -1,6 +1,6 @@
 //! The commands of Inmanta's `inmanta` that this binary does not implement (`module ...`,
 //! `project freeze`, `project download`): our binary takes the place of Inmanta's on the PATH,
-//! so instead of refusing them it hands them to Inmanta's own CLI (`python -m inmanta.app`) of
+//! so instead of refusing them it hands them to Inmanta's own CLI (`inmanta.app`) of
 //! the project's Python environment, when inmanta-core is installed there. The exit code is
 //! Inmanta's.
 
@@ -34,7 +34,9 @@ pub fn run(args: &[String], configured: Option<&Path>) -> ExitCode {
         return ExitCode::from(2);
     }
     tracing::info!(python = %python.display(), command = %shown, "handing the command to Inmanta's CLI");
-    match Command::new(&python).args(["-m", "inmanta.app"]).args(args).status() {
+    // As Inmanta's `inmanta` script starts it, so its usage lines say `inmanta`, not `app.py`.
+    let start = "import sys; from inmanta.app import app; sys.argv[0] = 'inmanta'; app()";
+    match Command::new(&python).args(["-c", start]).args(args).status() {
         Ok(status) => ExitCode::from(status.code().and_then(|c| u8::try_from(c).ok()).unwrap_or(1)),
         Err(e) => {
             eprintln!("error: cannot run {}: {e}", python.display());
