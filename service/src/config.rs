@@ -234,6 +234,7 @@ pub const KNOWN: &[(&str, &str)] = &[
     ("cmdline_rest_transport", "ssl"),
     ("cmdline_rest_transport", "ssl-ca-cert-file"),
     ("compiler_rest_transport", "host"),
+    ("compiler_rest_transport", "port"),
     ("compiler_rest_transport", "token"),
     ("compiler_rest_transport", "ssl"),
     ("compiler_rest_transport", "ssl-ca-cert-file"),

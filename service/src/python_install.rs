@@ -101,6 +101,18 @@ pub fn target_environment(
 
 /// Installs what [`plan`] says; progress and notes go to `log`.
 pub fn install(dir: &Path, configured: Option<&Path>, log: &mut dyn FnMut(String)) -> Result<(), String> {
+    install_with(dir, configured, false, log)
+}
+
+/// [`install`], or with `update` (`inmanta project update`) also every installed module and
+/// its Python dependencies to the newest versions the constraints allow (pip's eager upgrade,
+/// as Inmanta does).
+pub fn install_with(
+    dir: &Path,
+    configured: Option<&Path>,
+    update: bool,
+    log: &mut dyn FnMut(String),
+) -> Result<(), String> {
     let plan = plan(dir)?;
     for note in &plan.notes {
         log(note.clone());
@@ -110,10 +122,11 @@ pub fn install(dir: &Path, configured: Option<&Path>, log: &mut dyn FnMut(String
         return Ok(());
     }
     let python = target_environment(dir, configured, log)?;
-    log(format!("pip install {}", plan.requirements.join(" ")));
+    log(format!("pip install {}{}", if update { "--upgrade " } else { "" }, plan.requirements.join(" ")));
     let mut cmd = Command::new(&python);
     cmd.args(["-m", "pip", "install", "--disable-pip-version-check", "--quiet"])
         .args(&plan.pip_args)
+        .args(if update { &["--upgrade", "--upgrade-strategy", "eager"][..] } else { &[] })
         .args(&plan.requirements)
         .current_dir(dir);
     if !plan.use_system_config {

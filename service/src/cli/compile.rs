@@ -9,9 +9,10 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use api::client::Client;
+use api::client::{Client, ClientError};
 use clap::Args;
 use compiler::{CompileOptions, CompileOutput, Diagnostics};
+use reqwest::StatusCode;
 use uuid::Uuid;
 
 use super::export::{Destination, Push, push_export};
@@ -32,6 +33,10 @@ pub struct CompileArgs {
     /// Where --export-compile-data writes.
     #[arg(long = "export-compile-data-file", default_value = "compile_data.json")]
     export_compile_data_file: PathBuf,
+    /// Show each error's exception type, the stage of the compile that raised it and its full
+    /// location before the errors themselves (Inmanta shows its compiler's Python stack trace).
+    #[arg(short = 'X', long = "extended-errors")]
+    extended_errors: bool,
     /// The Python interpreter whose environment holds the project's modules ([compiler] python,
     /// INMANTA_COMPILER_PYTHON); default: the project's .env.
     #[arg(skip)]
@@ -78,6 +83,10 @@ pub struct ExportArgs {
     /// Release the new version right away.
     #[arg(short = 'd', long = "deploy")]
     deploy: bool,
+    /// Write the dependency graph of the resources to dependencies.dot (and dependencies.svg when
+    /// Graphviz is installed).
+    #[arg(short = 'g')]
+    depgraph: bool,
     /// Write the resources to this file instead of sending them to a server.
     #[arg(short = 'j', long = "json")]
     json: Option<PathBuf>,
@@ -142,6 +151,9 @@ pub(super) async fn compile(args: &CompileArgs) -> Result<CompileOutput, CliErro
             Ok(output)
         }
         Err(diagnostics) => {
+            if args.extended_errors {
+                eprint!("{}", extended_errors(&diagnostics));
+            }
             if args.export_compile_data {
                 write_compile_data(args, &diagnostics.to_compile_data())?;
             }
@@ -172,6 +184,9 @@ pub async fn run_export(mut args: ExportArgs, options: &Options) -> Result<(), C
     }
     if let Some(path) = &args.json {
         let output = compile(&args.compile).await?;
+        if args.depgraph {
+            write_graph(&output, 0)?;
+        }
         output.write_export_json(path).map_err(|e| CliError::Usage(format!("cannot write {}: {e}", path.display())))?;
         eprintln!("Wrote {} resources to {}", output.resources.len(), path.display());
         return Ok(());
@@ -183,11 +198,13 @@ pub async fn run_export(mut args: ExportArgs, options: &Options) -> Result<(), C
         Ok(id) => id,
         Err(_) => {
             let ctx = super::Context { client: target.client.clone(), json: false };
-            super::environment::find(&ctx, &target.environment).await?.id
+            super::environment::find(&ctx, &target.environment).await.map_err(|e| target.explain(e))?.id
         }
     };
     args.compile.environment = Some(env);
     let output = compile(&args.compile).await?;
+    // Inmanta writes the graph with the version's ids; the version is known once it is stored.
+    let graph = args.depgraph.then(|| output.resources.clone());
     let push = Push {
         partial: args.partial,
         removed_resource_sets: args.delete_resource_set.clone(),
@@ -196,7 +213,13 @@ pub async fn run_export(mut args: ExportArgs, options: &Options) -> Result<(), C
         message: args.message.clone().unwrap_or_else(|| "Manual compile on the CLI".into()),
         compile_id: args.compile_id,
     };
-    let version = push_export(Destination::Api(&target.client), env, output, &push).await?;
+    let version =
+        push_export(Destination::Api(&target.client), env, output, &push).await.map_err(|e| target.explain(e))?;
+    if let Some(resources) = graph {
+        // A partial export's resources keep version 0 in their ids, as in Inmanta.
+        let graph_version = if args.partial { 0 } else { version as u64 };
+        report_graph(&super::graph::write(std::path::Path::new(""), &resources, graph_version)?);
+    }
     println!("{version}");
     Ok(())
 }
@@ -205,6 +228,8 @@ pub async fn run_export(mut args: ExportArgs, options: &Options) -> Result<(), C
 struct Target {
     client: Client,
     environment: String,
+    /// Which setting gave the token, for the message of a refusal.
+    token_source: Option<&'static str>,
 }
 
 impl Target {
@@ -226,7 +251,18 @@ impl Target {
         let port = args.server_port.map(|p| p.to_string()).or_else(|| setting("compiler_rest_transport", "port"));
         let ssl = args.ssl || setting("compiler_rest_transport", "ssl").is_some_and(|v| super::is_true(&v));
         let ca_file = setting("compiler_rest_transport", "ssl-ca-cert-file").map(PathBuf::from);
-        let token = args.token.clone().or_else(|| setting("compiler_rest_transport", "token"));
+        // Inmanta's exporter reads only [compiler_rest_transport]; a user who logged in with
+        // `inmanta user login` has the CLI's token, which every other command reads: it comes next.
+        let (token, token_source) = match args.token.clone() {
+            Some(token) => (Some(token), Some("--token")),
+            None => match setting("compiler_rest_transport", "token") {
+                Some(token) => (Some(token), Some("[compiler_rest_transport] token")),
+                None => match setting("cmdline_rest_transport", "token") {
+                    Some(token) => (Some(token), Some("[cmdline_rest_transport] token")),
+                    None => (None, None),
+                },
+            },
+        };
         let scheme = if ssl { "https" } else { "http" };
         let base = format!(
             "{scheme}://{}:{}",
@@ -237,8 +273,67 @@ impl Target {
             .with_token(token)
             .with_ca_file(ca_file.as_deref())
             .map_err(|e| CliError::Usage(format!("[compiler_rest_transport] {e}")))?;
-        Ok(Target { client, environment })
+        Ok(Target { client, environment, token_source })
     }
+
+    /// A refusal for want of credentials says which settings were read and what was found, so
+    /// the user knows what to set.
+    fn explain(&self, error: CliError) -> CliError {
+        match error {
+            CliError::Client(ClientError::Api { status, message }) if status == StatusCode::UNAUTHORIZED => {
+                let found = match self.token_source {
+                    Some(source) => format!("the token of {source} was refused"),
+                    None => "none holds a token".to_string(),
+                };
+                CliError::Client(ClientError::Api {
+                    status,
+                    message: format!(
+                        "{message}; inmanta export looked for a token in --token, [compiler_rest_transport] token \
+                         (INMANTA_COMPILER_REST_TRANSPORT_TOKEN) and [cmdline_rest_transport] token \
+                         (INMANTA_CMDLINE_REST_TRANSPORT_TOKEN, what `inmanta user login` prints) of -c FILE and \
+                         .inmanta: {found}"
+                    ),
+                })
+            }
+            other => other,
+        }
+    }
+}
+
+fn write_graph(output: &CompileOutput, version: u64) -> Result<(), CliError> {
+    report_graph(&super::graph::write(std::path::Path::new(""), &output.resources, version)?);
+    Ok(())
+}
+
+fn report_graph(files: &[PathBuf]) {
+    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    eprintln!("Dependency graph written to {}", names.join(" and "));
+}
+
+/// What `-X` adds before the errors, under Inmanta's banner: per error its exception's
+/// qualified type, message and location, the stage that raised it and its notes.
+pub fn extended_errors(diagnostics: &Diagnostics) -> String {
+    let title = " EXCEPTION TRACE ";
+    let side = "=".repeat((79 - title.len()) / 2);
+    let mut out = format!("{side}{title}{side}\n");
+    for d in diagnostics.errors() {
+        let at =
+            d.location.as_ref().map(|l| format!(" (reported at {}:{}:{})", l.file, l.line, l.col)).unwrap_or_default();
+        out.push_str(&format!("{}: {}{at}\n", d.inmanta_type(), d.message));
+        let stage = match (d.phase, d.origin) {
+            (compiler::Phase::Export, _) => "export (after evaluation)",
+            (_, compiler::Origin::FinalCheck) => "the final checks of the evaluation",
+            (_, compiler::Origin::VariableLookup) => "evaluation (a variable lookup)",
+            (_, compiler::Origin::Evaluation) => "evaluation",
+        };
+        let category = serde_json::to_value(d.category()).ok().and_then(|v| v.as_str().map(str::to_string));
+        out.push_str(&format!("  raised in: {stage}; category: {}\n", category.unwrap_or_default()));
+        for note in &d.notes {
+            out.push_str(&format!("  note: {note}\n"));
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// What a failed compile prints: every error, rustc-style.

@@ -9,13 +9,16 @@ mod agent;
 mod agent_process;
 mod compile;
 mod compiles;
+mod delegate;
 mod deploy;
 mod dryrun;
 mod environment;
 mod export;
+mod graph;
 mod output;
 mod param;
 mod project;
+mod project_init;
 mod resource;
 mod token;
 mod user;
@@ -36,6 +39,14 @@ pub enum ClientCommand {
         connection: Connection,
         #[command(subcommand)]
         command: project::ProjectCommand,
+    },
+    /// Inmanta's module commands (add, list, create, freeze, build, release, status, v1tov2,
+    /// download...), run by Inmanta's own CLI of the project's Python environment (docs/cli.md).
+    #[command(alias = "modules", disable_help_flag = true)]
+    Module {
+        /// The subcommand and its arguments, as Inmanta takes them.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
     },
     /// Manage environments and their settings.
     #[command(alias = "env")]
@@ -166,9 +177,24 @@ pub enum CliError {
 
 /// Runs a client command; `verbose` is the global `-v` count.
 pub async fn run(command: ClientCommand, options: &Options, verbose: u8) -> ExitCode {
+    let configured_python = options.get("compiler", "python").map(std::path::PathBuf::from);
     let result = match command {
+        ClientCommand::Module { args } => {
+            let args: Vec<String> = std::iter::once("module".to_string()).chain(args).collect();
+            return delegate::run(&args, configured_python.as_deref());
+        }
+        ClientCommand::Project { command: project::ProjectCommand::Inmanta(args), .. } => {
+            let args: Vec<String> = std::iter::once("project".to_string()).chain(args).collect();
+            return delegate::run(&args, configured_python.as_deref());
+        }
         ClientCommand::Project { command: project::ProjectCommand::Install { project_dir }, .. } => {
-            project::install(project_dir, options.get("compiler", "python").map(std::path::PathBuf::from)).await
+            project::install(project_dir, options.get("compiler", "python").map(std::path::PathBuf::from), false).await
+        }
+        ClientCommand::Project { command: project::ProjectCommand::Update { project_dir }, .. } => {
+            project::install(project_dir, options.get("compiler", "python").map(std::path::PathBuf::from), true).await
+        }
+        ClientCommand::Project { command: project::ProjectCommand::Init { name, output_dir, default }, .. } => {
+            project_init::init(&output_dir, &name, default).map(|_| ())
         }
         ClientCommand::Project { connection, command } => match context(&connection, options) {
             Ok(ctx) => project::run(command, &ctx).await,

@@ -24,6 +24,30 @@ pub enum ProjectCommand {
     },
     /// Delete a project (it must have no environments).
     Delete { project: String },
+    /// Make a new project directory OUTPUT_DIR/NAME from Inmanta's project template (built in:
+    /// works offline); asks the template's questions unless --default.
+    Init {
+        /// The name of the new project.
+        #[arg(short, long)]
+        name: String,
+        /// Where the project directory is made.
+        #[arg(short, long = "output-dir", default_value = "./")]
+        output_dir: std::path::PathBuf,
+        /// Take the template's default answers instead of asking.
+        #[arg(long)]
+        default: bool,
+    },
+    /// Like install, and update every module and its Python dependencies to the newest versions
+    /// the constraints allow.
+    Update {
+        /// The project directory (with project.yml).
+        #[arg(long = "project-dir", default_value = ".")]
+        project_dir: std::path::PathBuf,
+    },
+    /// Inmanta's other project commands (freeze, download), run by Inmanta's own CLI of the
+    /// project's Python environment (docs/cli.md).
+    #[command(external_subcommand)]
+    Inmanta(Vec<String>),
     /// Install the project's modules from the package index (`requires`, requirements.txt) into
     /// its Python environment (`.env`, or the one of [compiler] python). Runs locally.
     Install {
@@ -33,10 +57,14 @@ pub enum ProjectCommand {
     },
 }
 
-/// `inmanta project install`: local, no server involved.
-pub async fn install(project_dir: std::path::PathBuf, python: Option<std::path::PathBuf>) -> Result<(), CliError> {
+/// `inmanta project install` (`update`: `project update`): local, no server involved.
+pub async fn install(
+    project_dir: std::path::PathBuf,
+    python: Option<std::path::PathBuf>,
+    update: bool,
+) -> Result<(), CliError> {
     tokio::task::spawn_blocking(move || {
-        crate::python_install::install(&project_dir, python.as_deref(), &mut |line| eprintln!("{line}"))
+        crate::python_install::install_with(&project_dir, python.as_deref(), update, &mut |line| eprintln!("{line}"))
     })
     .await
     .map_err(|e| CliError::Usage(format!("the install crashed: {e}")))?
@@ -48,7 +76,12 @@ pub async fn install(project_dir: std::path::PathBuf, python: Option<std::path::
 pub async fn run(command: ProjectCommand, ctx: &Context) -> Result<(), CliError> {
     let c = &ctx.client;
     match command {
-        ProjectCommand::Install { .. } => unreachable!("handled without a server by cli::run"),
+        ProjectCommand::Install { .. }
+        | ProjectCommand::Update { .. }
+        | ProjectCommand::Init { .. }
+        | ProjectCommand::Inmanta(_) => {
+            unreachable!("handled without a server by cli::run")
+        }
         ProjectCommand::List => {
             let projects = c.projects().await?;
             output::list(ctx.json, &projects, &["ID", "NAME", "ENVIRONMENTS"], |p| {
