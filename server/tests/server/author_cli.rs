@@ -2,12 +2,11 @@
 //! `export -g` and `-X`, `project init`; compared with the reference install of Inmanta 20.1
 //! (scripts/inmanta-reference.sh) where it can answer offline.
 
-mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::{ADMIN, ADMIN_PASSWORD, BIN, TestServer};
+use crate::common::{ADMIN, ADMIN_PASSWORD, BIN, TestServer};
 
 const MODEL: &str = "import std::testing\n\
     a = std::testing::NullResource(name=\"a\")\n\

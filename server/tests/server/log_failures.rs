@@ -4,14 +4,13 @@
 //! On SQLite, and on PostgreSQL when `INMANTA_TEST_POSTGRES` is set; the database is elsewhere.
 //! Needs root (mount); a missing prerequisite fails under `CI=true`.
 
-mod common;
 
 use std::io::Write;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::TestServer;
+use crate::common::TestServer;
 use serde_json::json;
 
 /// A tmpfs mounted for the test, unmounted when dropped (also when the test fails).

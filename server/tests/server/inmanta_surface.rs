@@ -2,10 +2,9 @@
 //! 20.1 answers: the console's dates in list filters, the server status (slices, features,
 //! versions), the CORS header of `server.access-control-allow-origin`.
 
-mod common;
 
 use api::version::PutVersion;
-use common::TestServer;
+use crate::common::TestServer;
 use serde_json::{Value, json};
 
 /// A released version with one NullResource and a parameter; the environment's id.

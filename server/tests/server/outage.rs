@@ -6,13 +6,13 @@
 //! when PostgreSQL is stopped. Needs `INMANTA_TEST_POSTGRES`; a missing prerequisite fails under
 //! `CI=true`.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::TestServer;
+use crate::common::TestServer;
 use serde_json::{Value, json};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Mutex;
