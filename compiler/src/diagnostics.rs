@@ -221,10 +221,21 @@ impl Diagnostics {
         &self.0
     }
 
-    /// Inmanta's compile-data JSON: `{"errors": [...]}`, the errors of the compile itself (an
-    /// export failure leaves it empty, see [`Phase`]).
+    /// Inmanta's compile-data JSON: `{"errors": [...]}`, the exception the compile itself raised
+    /// (an export failure leaves it empty, see [`Phase`]). Several errors are what Inmanta's final
+    /// checks gather into one MultiException, which its compile data holds alone, without a
+    /// message or location of its own (its members are in the compile's output).
     pub fn to_compile_data(&self) -> api::compile_error::CompileData {
-        let errors = self.0.iter().filter(|d| d.phase == Phase::Compile).map(Diagnostic::to_compile_data).collect();
+        let mut errors: Vec<_> =
+            self.0.iter().filter(|d| d.phase == Phase::Compile).map(Diagnostic::to_compile_data).collect();
+        if errors.len() > 1 {
+            errors = vec![api::compile_error::CompileError {
+                category: api::compile_error::ErrorCategory::RuntimeError,
+                kind: ErrorKind::MultiException,
+                message: String::new(),
+                location: None,
+            }];
+        }
         api::compile_error::CompileData { errors }
     }
 
@@ -266,6 +277,24 @@ mod tests {
         assert!(d.message.starts_with("start xxx") && d.message.ends_with("xxx end"), "{}", d.message);
         assert!(d.message.contains("(1000010 characters in all)"), "{}", d.message);
         assert_eq!(Diagnostic::plain("RuntimeException", "short").message, "short");
+    }
+
+    /// Inmanta 20.1's `inmanta compile --export-compile-data` of its test_multi_excn snippet (an
+    /// unset attribute and an implementation that cannot be selected):
+    /// `{"errors":[{"category":"runtime_error","type":"inmanta.ast.MultiException","message":"","location":null}]}`
+    #[test]
+    fn several_errors_are_one_multi_exception_in_the_compile_data() {
+        let one = Diagnostics(vec![Diagnostic::plain("UnsetException", "not complete")]);
+        assert_eq!(one.to_compile_data().errors[0].kind, ErrorKind::UnsetException);
+        let two = Diagnostics(vec![
+            Diagnostic::plain("UnsetException", "not complete"),
+            Diagnostic::plain("RuntimeException", "Unable to select implementation for entity Repo"),
+        ]);
+        let data = serde_json::to_value(two.to_compile_data()).unwrap();
+        assert_eq!(
+            data,
+            serde_json::json!({"errors": [{"category": "runtime_error", "type": "inmanta.ast.MultiException", "message": "", "location": null}]})
+        );
     }
 
     #[test]

@@ -197,14 +197,32 @@ pub(crate) fn resource_id_of(ev: &View<'_, '_>, inst: InstId) -> Option<api::Res
     })
 }
 
-fn to_json(ev: &View<'_, '_>, v: &Value, undefined: &mut bool) -> Json {
+/// What the JSON of one resource's attributes met on the way: an unknown value (the resource is
+/// then undefined), and the references they hold, each standing in the JSON as a token until
+/// `references::export_resource` lists it and puts a mutator where it stood.
+#[derive(Default)]
+pub(crate) struct Found {
+    unknown: bool,
+    references: Vec<std::rc::Rc<crate::references::Reference>>,
+}
+
+impl Found {
+    /// The token that stands for `r` in the JSON.
+    fn reference(&mut self, r: &std::rc::Rc<crate::references::Reference>) -> Json {
+        self.references.push(r.clone());
+        Json::String(crate::references::token(self.references.len() - 1))
+    }
+}
+
+fn to_json(ev: &View<'_, '_>, v: &Value, found: &mut Found) -> Json {
     match v {
         Value::Unknown(_) => {
-            *undefined = true;
+            found.unknown = true;
             Json::String("<<undefined>>".into())
         }
-        Value::List(l) => Json::Array(l.iter().map(|x| to_json(ev, x, undefined)).collect()),
-        Value::Dict(d) => Json::Object(d.iter().map(|(k, x)| (k.to_string(), to_json(ev, x, undefined))).collect()),
+        Value::Reference(r) => found.reference(r),
+        Value::List(l) => Json::Array(l.iter().map(|x| to_json(ev, x, found)).collect()),
+        Value::Dict(d) => Json::Object(d.iter().map(|(k, x)| (k.to_string(), to_json(ev, x, found))).collect()),
         Value::Instance(i) => Json::String(ev.m.inst_name(*i)),
         other => other.to_json(),
     }
@@ -212,7 +230,7 @@ fn to_json(ev: &View<'_, '_>, v: &Value, undefined: &mut bool) -> Json {
 
 /// A `mitogen::Context` as the mitogen module serializes it: every attribute that is not null,
 /// and the context it goes `via`.
-fn context_json(ev: &View<'_, '_>, ctx: InstId, depth: usize, undefined: &mut bool) -> Json {
+fn context_json(ev: &View<'_, '_>, ctx: InstId, depth: usize, found: &mut Found) -> Json {
     let ent = ev.m.entity_of(ctx);
     let mut obj = serde_json::Map::new();
     for a in &ent.attrs {
@@ -222,14 +240,14 @@ fn context_json(ev: &View<'_, '_>, ctx: InstId, depth: usize, undefined: &mut bo
         match slot_value(ev, ctx, &a.name) {
             None | Some(Value::Null) => {}
             Some(v) => {
-                obj.insert(a.name.clone(), to_json(ev, &v, undefined));
+                obj.insert(a.name.clone(), to_json(ev, &v, found));
             }
         }
     }
     if depth < 8
         && let Some(Value::Instance(via)) = slot_value(ev, ctx, "via")
     {
-        obj.insert("via".into(), context_json(ev, via, depth + 1, undefined));
+        obj.insert("via".into(), context_json(ev, via, depth + 1, found));
     }
     Json::Object(obj)
 }
@@ -237,13 +255,13 @@ fn context_json(ev: &View<'_, '_>, ctx: InstId, depth: usize, undefined: &mut bo
 /// The `via` of a resource, found the way the mitogen module does: its own `via`, its host's
 /// `via`, or an ssh context built from the host's `ip`; `None` when there is none of these
 /// (the export then fails, as Inmanta's does).
-fn resource_via(ev: &View<'_, '_>, inst: InstId, undefined: &mut bool) -> Option<Json> {
+fn resource_via(ev: &View<'_, '_>, inst: InstId, found: &mut Found) -> Option<Json> {
     if let Some(Value::Instance(c)) = slot_value(ev, inst, "via") {
-        return Some(context_json(ev, c, 0, undefined));
+        return Some(context_json(ev, c, 0, found));
     }
     let Some(Value::Instance(host)) = slot_value(ev, inst, "host") else { return None };
     if let Some(Value::Instance(c)) = slot_value(ev, host, "via") {
-        return Some(context_json(ev, c, 0, undefined));
+        return Some(context_json(ev, c, 0, found));
     }
     let ip = slot_value(ev, host, "ip").filter(|v| !matches!(v, Value::Null))?;
     let field = |name: &str| slot_value(ev, host, name).unwrap_or(Value::Null);
@@ -252,18 +270,16 @@ fn resource_via(ev: &View<'_, '_>, inst: InstId, undefined: &mut bool) -> Option
         _ => "python3".into(),
     };
     let user = field("remote_user");
-    let mut u = false;
     let ssh = serde_json::json!({
         "method_name": "ssh",
-        "name": to_json(ev, &field("name"), &mut u),
-        "hostname": to_json(ev, &ip, &mut u),
-        "username": to_json(ev, &user, &mut u),
-        "port": to_json(ev, &field("remote_port"), &mut u),
+        "name": to_json(ev, &field("name"), found),
+        "hostname": to_json(ev, &ip, found),
+        "username": to_json(ev, &user, found),
+        "port": to_json(ev, &field("remote_port"), found),
         "check_host_keys": "ignore",
         "ssh_args": ["-o", "UserKnownHostsFile=/dev/null", "-o", "PasswordAuthentication=no"],
         "python_path": [python],
     });
-    *undefined |= u;
     if matches!(&user, Value::Str(s) if &**s == "root") {
         Some(ssh)
     } else {
@@ -347,16 +363,15 @@ pub(crate) fn export_python_resources(ev: &mut Evaluator<'_>) -> Result<HashMap<
 }
 
 /// An attribute value from Python in the resource JSON (unknowns as Inmanta writes them).
-fn python_json(v: &Json, undefined: &mut bool) -> Json {
+fn python_json(v: &Json, found: &mut Found) -> Json {
     match v {
-        Json::Array(a) => Json::Array(a.iter().map(|x| python_json(x, undefined)).collect()),
+        Json::Array(a) => Json::Array(a.iter().map(|x| python_json(x, found)).collect()),
         Json::Object(o) => {
             if let Some(pairs) = o.get("$d").and_then(Json::as_array) {
-                let item =
-                    |pair: &Json| Some((pair.get(0)?.as_str()?.to_string(), python_json(pair.get(1)?, undefined)));
+                let item = |pair: &Json| Some((pair.get(0)?.as_str()?.to_string(), python_json(pair.get(1)?, found)));
                 Json::Object(pairs.iter().filter_map(item).collect())
             } else if o.contains_key("$u") {
-                *undefined = true;
+                found.unknown = true;
                 Json::String("<<undefined>>".into())
             } else {
                 v.clone()
@@ -458,12 +473,12 @@ pub(crate) fn export(
     let mut bodies: Vec<(crate::Attributes, Vec<api::ResourceId>)> = Vec::with_capacity(order.len());
     for Named { inst: i, mapping: m, text: rid, .. } in &order {
         let (i, m) = (*i, *m);
-        let mut undefined = false;
+        let mut found = Found::default();
         let mut obj = serde_json::Map::new();
         let own_fields: &[String] = if m.python { &[] } else { &m.fields };
         if let Some(PyExport::Resource { attributes, .. }) = python.get(&i) {
             for (k, v) in attributes {
-                obj.insert(k.clone(), python_json(v, &mut undefined));
+                obj.insert(k.clone(), python_json(v, &mut found));
             }
         }
         for f in own_fields {
@@ -477,7 +492,7 @@ pub(crate) fn export(
                         out.errors.push(crate::references::refused_by_int(&m.entity, "permissions", &r));
                         Json::Null
                     }
-                    Some(v) => to_json(ev, &v, &mut undefined),
+                    Some(v) => to_json(ev, &v, &mut found),
                     None => Json::Null,
                 },
                 "hash" => match file_content(ev, i) {
@@ -489,18 +504,18 @@ pub(crate) fn export(
                         out.files.insert(h.clone(), s.as_bytes().to_vec());
                         Json::String(h)
                     }
-                    Some(other) => to_json(ev, &other, &mut undefined),
+                    Some(other) => to_json(ev, &other, &mut found),
                     None => Json::Null,
                 },
                 // the content travels as a file (its hash); an unknown one is exported as such
                 "content" if m.entity == "fs::File" => match file_content(ev, i) {
-                    Some(unknown @ Value::Unknown(_)) => to_json(ev, &unknown, &mut undefined),
+                    Some(v @ (Value::Unknown(_) | Value::Reference(_))) => to_json(ev, &v, &mut found),
                     _ => Json::Null,
                 },
                 "uri" if m.entity == "fs::JsonFile" => {
-                    uri_of(ev, i).map(|v| to_json(ev, &v, &mut undefined)).unwrap_or(Json::Null)
+                    uri_of(ev, i).map(|v| to_json(ev, &v, &mut found)).unwrap_or(Json::Null)
                 }
-                "via" => match resource_via(ev, i, &mut undefined) {
+                "via" => match resource_via(ev, i, &mut found) {
                     Some(v) => v,
                     None => {
                         // Inmanta stops at the first resource it can not export, going type by type
@@ -530,7 +545,7 @@ pub(crate) fn export(
                             let mut o = serde_json::Map::new();
                             for k in ["path", "operation", "value"] {
                                 if let Some(x) = slot_value(ev, *vi, k) {
-                                    o.insert(k.into(), to_json(ev, &x, &mut undefined));
+                                    o.insert(k.into(), to_json(ev, &x, &mut found));
                                 } else if k == "value" {
                                     o.insert(k.into(), Json::Null);
                                 }
@@ -541,8 +556,7 @@ pub(crate) fn export(
                     Json::Array(vals)
                 }
                 "autostart" => {
-                    let v =
-                        slot_value(ev, i, "autostart").map(|v| to_json(ev, &v, &mut undefined)).unwrap_or(Json::Null);
+                    let v = slot_value(ev, i, "autostart").map(|v| to_json(ev, &v, &mut found)).unwrap_or(Json::Null);
                     if v != Json::Bool(true) {
                         continue;
                     }
@@ -550,7 +564,7 @@ pub(crate) fn export(
                 }
                 // a module's field, or a built-in type's field without a convention ("" or `f`)
                 _ => match slot_value(ev, i, f) {
-                    Some(v) => to_json(ev, &v, &mut undefined),
+                    Some(v) => to_json(ev, &v, &mut found),
                     None => Json::Null,
                 },
             };
@@ -561,13 +575,13 @@ pub(crate) fn export(
                 continue;
             }
             if let Some(v) = slot_value(ev, i, base) {
-                obj.insert(base.into(), to_json(ev, &v, &mut undefined));
+                obj.insert(base.into(), to_json(ev, &v, &mut found));
             }
         }
         // a Python `@resource` serialized its references and mutators itself (inmanta-core's
         // Resource, from the values its mappers returned)
         if !(m.python && obj.contains_key("references")) {
-            crate::references::export_resource(&|f| slot_value(ev, i, f), own_fields, rid, &mut obj);
+            crate::references::export_resource(&found.references, rid, &mut obj);
         }
         // requires: only resources count; Inmanta's export drops a requirement on any other
         // entity (and does not follow that entity's own requires). A resource that requires
@@ -593,7 +607,7 @@ pub(crate) fn export(
         // the export's own keys, whatever a field or Python called so
         obj.remove("id");
         obj.remove("requires");
-        if undefined {
+        if found.unknown {
             out.resource_state.insert(rid.clone(), api::ResourceState::Undefined.to_string());
         }
         // Compacted now: the maps of all resources alive at once were the export's largest part.

@@ -106,28 +106,62 @@ fn bad_argument(plugin: &str, arg: &str, expected: &str, v: &Value) -> PErr {
     )
 }
 
-/// Fills `references` and `mutators` of an exported resource: an attribute that holds a reference
-/// is `null`, and a `core::Replace` mutator puts the reference's value there at deploy time.
-pub(crate) fn export_resource(
-    read: &dyn Fn(&str) -> Option<Value>,
-    fields: &[String],
-    rid: &str,
-    obj: &mut serde_json::Map<String, Json>,
-) {
+/// The text that stands for the `n`th reference met in a resource's JSON (see
+/// `export::Found`), until [`export_resource`] takes its place.
+pub(crate) fn token(n: usize) -> String {
+    format!("{TOKEN}{n}")
+}
+
+const TOKEN: &str = "\u{0}inmanta-rs reference ";
+
+/// Fills `references` and `mutators` of an exported resource, as inmanta-core's
+/// `ReferenceCollector` does: wherever an attribute holds a reference (the attribute itself, an
+/// element of a list, a value of a dict, at any depth), the place is `null` and a `core::Replace`
+/// mutator names its path (`values[0].'value'.'token'`); every reference, and those it takes, is
+/// listed once. Both lists are sorted by id, as Inmanta sorts them (the attribute hash depends on it).
+pub(crate) fn export_resource(found: &[Rc<Reference>], rid: &str, obj: &mut serde_json::Map<String, Json>) {
     let mut references = Vec::new();
     let mut mutators = Vec::new();
     let mut seen = HashSet::new();
-    for f in fields {
-        if let Some(Value::Reference(r)) = read(f) {
-            r.collect(&mut references, &mut seen);
-            mutators.push(r.replace_mutator(rid, f));
-            obj.insert(f.clone(), Json::Null);
+    if !found.is_empty() {
+        for (field, value) in obj.iter_mut() {
+            replace_tokens(value, field.clone(), found, &mut |r, path| {
+                r.collect(&mut references, &mut seen);
+                mutators.push(r.replace_mutator(rid, &path));
+            });
         }
     }
-    // Inmanta lists them by id
     references.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
+    let mut mutators: Vec<(String, Json)> = mutators
+        .into_iter()
+        .map(|m| (reference_id("core::Replace", m["args"].as_array().map_or(&[], Vec::as_slice)), m))
+        .collect();
+    mutators.sort_by(|a, b| a.0.cmp(&b.0));
     obj.insert("references".into(), Json::Array(references));
-    obj.insert("mutators".into(), Json::Array(mutators));
+    obj.insert("mutators".into(), Json::Array(mutators.into_iter().map(|(_, m)| m).collect()));
+}
+
+/// Puts `null` where a token stands in `value` (at `path`) and hands its reference and path on.
+fn replace_tokens(value: &mut Json, path: String, found: &[Rc<Reference>], on: &mut dyn FnMut(&Reference, String)) {
+    match value {
+        Json::String(s) => {
+            if let Some(r) = s.strip_prefix(TOKEN).and_then(|n| n.parse::<usize>().ok()).and_then(|n| found.get(n)) {
+                on(r, path);
+                *value = Json::Null;
+            }
+        }
+        Json::Array(items) => {
+            for (i, item) in items.iter_mut().enumerate() {
+                replace_tokens(item, format!("{path}[{i}]"), found, on);
+            }
+        }
+        Json::Object(entries) => {
+            for (key, item) in entries.iter_mut() {
+                replace_tokens(item, format!("{path}.'{}'", key.replace('\'', "\\'")), found, on);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// A mapper that converts an attribute with `int()` (fs' `permissions`, from `mode`) fails on a

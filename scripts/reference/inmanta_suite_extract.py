@@ -38,42 +38,76 @@ PROJECTS = (
 )
 
 
-def literal(node, assigned):
-    """The string a snippet argument spells out, or None when it is built at run time."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.JoinedStr) and all(isinstance(v, ast.Constant) for v in node.values):
-        return "".join(v.value for v in node.values)
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute | ast.Name)
-        and (node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id) == "dedent"
-        and len(node.args) == 1
-    ):
-        inner = literal(node.args[0], assigned)
-        return None if inner is None else textwrap.dedent(inner)
-    if isinstance(node, ast.Name) and node.id in assigned:
-        return assigned[node.id]
-    return None
+def evaluate(node, env):
+    """The string (or other value) an expression of the test spells out with `env` bound (the test's
+    parameters and the local variables assigned before), or None when it needs anything else (a
+    fixture's attribute, a file): only literals, f-strings, `%`, `+`, conditionals, `textwrap.dedent`
+    and methods of strings are evaluated."""
+    allowed = (
+        ast.Expression, ast.Constant, ast.JoinedStr, ast.FormattedValue, ast.Name, ast.Load, ast.BinOp,
+        ast.Mod, ast.Add, ast.Tuple, ast.List, ast.IfExp, ast.Call, ast.Attribute, ast.keyword,
+        ast.Compare, ast.Eq, ast.NotEq, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not,
+    )
+    tree = ast.Expression(body=node)
+    for sub in ast.walk(tree):
+        if not isinstance(sub, allowed):
+            return None
+        if isinstance(sub, ast.Call):
+            func = sub.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if name not in ("dedent", "strip", "lstrip", "rstrip", "lower", "upper", "join", "format", "str", "replace"):
+                return None
+        if isinstance(sub, ast.Attribute) and sub.attr.startswith("_"):
+            return None
+    try:
+        value = eval(compile(tree, "<snippet>", "eval"), {"__builtins__": {"str": str}, "textwrap": textwrap}, dict(env))
+    except Exception:
+        return None
+    return value
 
 
-def function_snippets(func):
-    """(call name, lineno, snippet or None) for each snippet call in a test function, in order."""
-    assigned = {}
+def function_snippets(func, params):
+    """(call name, lineno, snippet or None) for each snippet call in a test function, in order,
+    with the test's parameters `params` bound."""
+    env = dict(params)
     found = []
-    # statements in source order; a name is only known if assigned a literal before the call
+    # statements in source order; a name is only known if assigned a string before the call
     nodes = sorted(ast.walk(func), key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
     for node in nodes:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            value = literal(node.value, assigned)
-            if value is not None:
-                assigned[node.targets[0].id] = value
+            value = evaluate(node.value, env)
+            if isinstance(value, str):
+                env[node.targets[0].id] = value
             else:
-                assigned.pop(node.targets[0].id, None)
+                env.pop(node.targets[0].id, None)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CALLS:
             arg = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "snippet"), None)
-            found.append((node.func.attr, node.lineno, None if arg is None else literal(arg, assigned)))
+            snippet = None if arg is None else evaluate(arg, env)
+            found.append((node.func.attr, node.lineno, snippet if isinstance(snippet, str) else None))
     return found
+
+
+def parametrizations(func):
+    """The test's parameter sets (`@pytest.mark.parametrize` with literal values, each decorator a
+    factor), each as (id, {name: value}); one empty set for a test without parameters, none when a
+    parameter's values are not literals."""
+    sets = [("", {})]
+    for deco in func.decorator_list:
+        if not (isinstance(deco, ast.Call) and getattr(deco.func, "attr", None) == "parametrize"):
+            continue
+        try:
+            names = ast.literal_eval(deco.args[0])
+            values = ast.literal_eval(deco.args[1])
+        except (ValueError, IndexError, SyntaxError):
+            return []
+        names = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
+        rows = [v if len(names) > 1 else (v,) for v in values]
+        sets = [
+            (f"{sid}-{'-'.join(map(repr, row))}".lstrip("-"), {**bound, **dict(zip(names, row))})
+            for sid, bound in sets
+            for row in rows
+        ]
+    return sets
 
 
 def tests_of(tree):
@@ -106,17 +140,25 @@ def main():
             tree = ast.parse(f.read(), path)
         stem = os.path.basename(path)[: -len(".py")].removeprefix("test_")
         for test, func in tests_of(tree):
-            for n, (call, line, snippet) in enumerate(function_snippets(func)):
-                if snippet is None:
+            sets = parametrizations(func)
+            # per call: its snippet under each parameter set
+            per_set = [function_snippets(func, bound) for _, bound in sets] or [function_snippets(func, {})]
+            for n, (call, line, _) in enumerate(per_set[0]):
+                snippets = [calls[n][2] for calls in per_set]
+                if any(s is None for s in snippets) or not sets:
                     dynamic += 1
                     continue
-                name = f"{stem}__{test.replace('.', '_')}__{n}"
-                with open(os.path.join(snippets_dir, name + ".cf"), "w", encoding="utf-8") as f:
-                    f.write(snippet)
-                sha1 = hashlib.sha1(snippet.encode()).hexdigest()
-                rel = os.path.relpath(path, source)
-                index.append(f"{name}\t{rel}::{test}\t{line}\t{call}\t{sha1}")
-                imported |= set(re.findall(r"^\s*import\s+([A-Za-z_][A-Za-z0-9_]*)", snippet, re.M))
+                # a snippet the parameters do not change is one case; else one case per parameter set
+                varied = len(set(snippets)) > 1
+                for k, snippet in enumerate(snippets if varied else snippets[:1]):
+                    name = f"{stem}__{test.replace('.', '_')}__{n}" + (f"_{k}" if varied else "")
+                    with open(os.path.join(snippets_dir, name + ".cf"), "w", encoding="utf-8") as f:
+                        f.write(snippet)
+                    sha1 = hashlib.sha1(snippet.encode()).hexdigest()
+                    rel = os.path.relpath(path, source)
+                    test_id = f"{test}[{sets[k][0]}]" if varied else test
+                    index.append(f"{name}\t{rel}::{test_id}\t{line}\t{call}\t{sha1}")
+                    imported |= set(re.findall(r"^\s*import\s+([A-Za-z_][A-Za-z0-9_]*)", snippet, re.M))
     with open(os.path.join(snippets_dir, "SOURCES.tsv"), "w", encoding="utf-8") as f:
         f.write("# case\tsource test\tline\tcall\tsha1 of the snippet\n")
         f.write("\n".join(index) + "\n")

@@ -56,6 +56,16 @@ impl Object for InstanceObject {
     }
 }
 
+/// A Python method a template calls on a value. Inmanta hands a template its strings and dicts
+/// (a `DictProxy`, a mapping) with their methods, but a list is a `SequenceProxy` and an instance a
+/// `DynamicProxy`, neither with Python's methods (`ports.count(80)` fails there).
+fn python_method(state: &minijinja::State<'_, '_>, value: &J, method: &str, args: &[J]) -> Result<J, minijinja::Error> {
+    if value.kind() == ValueKind::Seq || value.downcast_object_ref::<InstanceObject>().is_some() {
+        return Err(minijinja::Error::from(JinjaErrorKind::UnknownMethod));
+    }
+    minijinja_contrib::pycompat::unknown_method_callback(state, value, method, args)
+}
+
 /// A model value as a template sees it. Instances deeper than three levels are their name, as
 /// they were before filters could take them.
 fn to_jinja(ev: &mut Evaluator<'_>, v: &Value, depth: usize) -> Result<J, PErr> {
@@ -222,6 +232,8 @@ fn render(ev: &mut Evaluator<'_>, call: &mut PluginCall) -> PResult {
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
     // Jinja2 (and so Inmanta) drops one trailing newline of a template
     env.set_keep_trailing_newline(false);
+    // Jinja2 renders Python objects: a template calls their methods (`.items()`, `.upper()`)
+    env.set_unknown_method_callback(python_method);
     // print booleans and none the way Jinja2 (Python) does
     env.set_formatter(|out, state, value| match value.kind() {
         ValueKind::Bool => out.write_str(if value.is_true() { "True" } else { "False" }).map_err(Into::into),

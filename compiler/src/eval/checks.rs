@@ -20,8 +20,11 @@ impl<'a> Evaluator<'a> {
                 // Inmanta's list type rejects a value that is no list (null included) with a
                 // TypingException, every other wrong value is a RuntimeException
                 let not_a_list = !matches!(d, Value::List(_)) && matches!(ty, Type::List | Type::TypedList(_));
-                // (a constraint that can not run keeps its own kind)
-                let kind = if not_a_list || e.kind != ErrorKind::TypingException {
+                // (a constraint that can not run keeps its own kind, and so does an error its
+                // expression raised, placed in the expression rather than at the attribute)
+                let at_attribute = e.location.as_ref().map(|l| (l.line, l.col))
+                    == self.sources.location(span).map(|l| (l.line, l.col));
+                let kind = if not_a_list || !at_attribute || e.kind != ErrorKind::TypingException {
                     e.kind.clone()
                 } else {
                     ErrorKind::RuntimeException

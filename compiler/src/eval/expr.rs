@@ -318,23 +318,12 @@ impl<'a> Evaluator<'a> {
         out: &mut Vec<Value>,
     ) -> EResult<()> {
         if level == fors.len() {
-            for g in guards {
-                let gv = self.eval(g, cx)?;
-                match gv {
-                    Value::Unknown(_) => {
-                        out.push(gv);
-                        return Ok(());
-                    }
-                    Value::Bool(true) => {}
-                    Value::Bool(false) => return Ok(()),
-                    other => {
-                        return Err(error(
-                            ErrorKind::RuntimeException,
-                            format!("The condition of a list comprehension must be a bool, got {}", self.repr(&other)),
-                            g.span,
-                            self.m.sources,
-                        ));
-                    }
+            match self.guards_keep(guards, cx)? {
+                Value::Bool(true) => {}
+                Value::Bool(false) => return Ok(()),
+                unknown => {
+                    out.push(unknown);
+                    return Ok(());
                 }
             }
             // as Inmanta: a list result is spliced into the outer list
@@ -366,7 +355,20 @@ impl<'a> Evaluator<'a> {
         };
         for item in items {
             if item.is_unknown() {
-                out.push(item);
+                // Inmanta stands the unknown in for the value expression but still runs the guard
+                // on it, so a guard (`not std::is_unknown(x)`) may leave it out
+                if level + 1 == fors.len() && !guards.is_empty() {
+                    cx.locals.push((Rc::from(var.name.as_str()), item.clone()));
+                    let kept = self.guards_keep(guards, cx);
+                    cx.locals.pop();
+                    match kept? {
+                        Value::Bool(true) => out.push(item),
+                        Value::Bool(false) => {}
+                        unknown => out.push(unknown),
+                    }
+                } else {
+                    out.push(item);
+                }
                 continue;
             }
             cx.locals.push((Rc::from(var.name.as_str()), item));
@@ -375,6 +377,29 @@ impl<'a> Evaluator<'a> {
             r?;
         }
         Ok(())
+    }
+
+    /// Whether a comprehension's guards keep the current element: true, false, or an unknown
+    /// when a guard is unknown.
+    fn guards_keep(&mut self, guards: &'a [Expr], cx: &mut Cx<'_>) -> EResult<Value> {
+        for g in guards {
+            match self.eval(g, cx)? {
+                gv @ Value::Unknown(_) => return Ok(gv),
+                Value::Bool(true) => {}
+                Value::Bool(false) => return Ok(Value::Bool(false)),
+                other => {
+                    // a typedef's constraint runs directly, where Inmanta calls it a type error
+                    let kind = if cx.constraint { ErrorKind::TypingException } else { ErrorKind::RuntimeException };
+                    return Err(error(
+                        kind,
+                        format!("The condition of a list comprehension must be a bool, got {}", self.repr(&other)),
+                        g.span,
+                        self.m.sources,
+                    ));
+                }
+            }
+        }
+        Ok(Value::Bool(true))
     }
 
     fn fstring(

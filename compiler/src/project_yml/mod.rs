@@ -64,7 +64,8 @@ pub struct PipConfig {
 impl ProjectMetadata {
     /// The `requires` entries that name a module.
     pub fn requirements(&self) -> Vec<Requirement> {
-        self.requires.iter().filter_map(|r| Requirement::parse(r)).collect()
+        // every entry was read when the file was (`parse` refuses one pip refuses)
+        self.requires.iter().filter_map(|r| Requirement::parse(r).ok()).collect()
     }
 
     /// Where v1 modules are looked for, relative to the project: `modulepath`, then `libs`.
@@ -122,6 +123,9 @@ pub fn parse(text: &str, path: &Path, warnings: &mut Vec<Diagnostic>) -> Result<
         Some(Value::Array(a)) => a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect(),
         _ => vec![],
     };
+    for entry in &requires {
+        Requirement::parse(entry).map_err(|e| invalid(format!("requires: {e}")))?;
+    }
     let repo = module_repos(obj.get("repo"));
     if repo.iter().any(|r| r.kind == RepoKind::Package) {
         warnings.push(warning(
@@ -218,6 +222,13 @@ mod tests {
         assert_eq!(parsed("name: p\ndownloadpath: dl\nmodulepath: libs2\n").download_path(), "dl");
         assert_eq!(parsed("name: p\n").download_path(), LIBS);
         assert_eq!(parsed("name: p\nmodulepath: m\n").module_path(), ["m", LIBS]);
+    }
+
+    #[test]
+    fn a_requirement_pip_refuses_makes_the_project_invalid() {
+        let e = parse("name: p\nrequires:\n  - std ~= 1\n", Path::new("x/project.yml"), &mut Vec::new()).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidMetadata);
+        assert!(e.message.contains("std ~= 1"), "{}", e.message);
     }
 
     #[test]

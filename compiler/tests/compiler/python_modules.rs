@@ -455,3 +455,15 @@ fn python_plugins_receive_references_where_inmanta_lets_them() {
         assert!(check_against_inmanta(&cases.join(refused)).is_none(), "{refused} compiled");
     }
 }
+
+/// A module's own Python `@resource` whose attributes hold references: directly, as a dict's value,
+/// as a list's element and through a getter (`get_derived`): each place `null`, a `core::Replace`
+/// mutator per place with its path (`settings.'password'`, `hosts[1]`), both lists sorted by id,
+/// as Inmanta 20.1 exports it (`main.inmanta.json`).
+#[test]
+fn references_in_a_python_resource_export_as_in_inmanta() {
+    let Some(out) = check_against_inmanta(&root().join("tests/python/resource-references")) else { return };
+    let r = out.resources.iter().map(|r| serde_json::Value::Object(r.to_wire(0))).next().unwrap();
+    assert_eq!(r["references"].as_array().map(Vec::len), Some(3), "{r}");
+    assert_eq!(r["mutators"].as_array().map(Vec::len), Some(4), "{r}");
+}

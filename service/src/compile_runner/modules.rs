@@ -102,7 +102,7 @@ impl Job<'_> {
         versions.sort();
         let mut best = None;
         for (version, tag) in versions.iter().rev() {
-            if req.allows(version)? {
+            if req.allows(version) {
                 best = Some(tag);
                 break;
             }

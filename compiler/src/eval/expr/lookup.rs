@@ -205,9 +205,12 @@ impl<'a> Evaluator<'a> {
                 let kv = self.eval(k, cx)?;
                 return Ok(match (&dv, &kv) {
                     (Value::Unknown(_), _) | (_, Value::Unknown(_)) => Value::Unknown(unknown_of(&dv, &kv)),
-                    (Value::Dict(m), Value::Str(s)) => {
-                        Value::Bool(dict_get(m, s).is_some_and(|v| !matches!(v, Value::Null)))
-                    }
+                    // Inmanta's sugar: `k in d and d[k] != null and d[k] != []`
+                    (Value::Dict(m), Value::Str(s)) => Value::Bool(dict_get(m, s).is_some_and(|v| match v {
+                        Value::Null => false,
+                        Value::List(l) => !l.is_empty(),
+                        _ => true,
+                    })),
                     _ => Value::Bool(false),
                 });
             }

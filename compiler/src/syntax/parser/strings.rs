@@ -56,6 +56,29 @@ pub(super) fn literal(tok: &Tok) -> Option<ExprKind> {
     })
 }
 
+/// The escapes an f-string interprets (`\n`, `\t`, `\\`, quotes); any other backslash stays.
+fn unescape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some(q @ ('\\' | '\'' | '"')) => out.push(q),
+            Some(other) => {
+                out.push('\\');
+                out.push(other);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
 pub(super) fn parse_fstring(text: &str, span: Span, depth: usize) -> Result<Vec<FPart>, String> {
     if depth > 2 {
         return Err("format spec nested too deeply".into());
@@ -110,6 +133,9 @@ pub(super) fn parse_fstring(text: &str, span: Span, depth: usize) -> Result<Vec<
                 Some(p) => (&head[..p], head[p + 1..].chars().next()),
                 None => (head, None),
             };
+            // Inmanta interprets the escapes of the whole string before it reads the fields, so
+            // an escaped newline or tab around a field's name is whitespace, trimmed as such
+            let name = if depth == 0 { unescape(name) } else { name.to_string() };
             let name = name.trim();
             // Inmanta trims each part of a dotted path (`{ a .b . c }` reads a.b.c)
             let dotted = name.split('.').map(str::trim).all(|s| {
