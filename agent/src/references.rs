@@ -116,8 +116,9 @@ enum Step {
     Index(usize),
 }
 
-/// Where a `core::Replace` mutator puts its value: the subset of JSONPath the compilers write
-/// (`content`, `$.a.b`, `a[0].b`).
+/// Where a `core::Replace` mutator puts its value: the subset of JSONPath (jsonpath-ng, which
+/// inmanta-core applies mutators with) that the compilers write: `content`, `$.a.b`, `a[0].b`,
+/// and quoted keys for dict entries, `values[0].'value'.'it\'s'`.
 #[derive(Debug, Clone, PartialEq)]
 struct AttributePath {
     text: String,
@@ -128,28 +129,57 @@ impl AttributePath {
     fn parse(text: &str) -> Result<AttributePath, String> {
         let unsupported = || format!("the mutator destination {text:?} is not a path of attribute names and indexes");
         let body = text.strip_prefix("$.").or_else(|| text.strip_prefix('.')).unwrap_or(text);
+        let mut chars = body.chars().peekable();
         let mut steps = Vec::new();
-        for part in body.split('.') {
-            let (key, mut rest) = match part.find('[') {
-                Some(i) => (&part[..i], &part[i..]),
-                None => (part, ""),
-            };
-            if !key.is_empty() {
-                steps.push(Step::Key(key.to_string()));
-            } else if steps.is_empty() || rest.is_empty() {
-                return Err(unsupported());
-            }
-            while let Some(inner) = rest.strip_prefix('[') {
-                let end = inner.find(']').ok_or_else(unsupported)?;
-                steps.push(Step::Index(inner[..end].parse().map_err(|_| unsupported())?));
-                rest = &inner[end + 1..];
-            }
-            if !rest.is_empty() {
-                return Err(unsupported());
+        // A key is expected at the start and after each `.`.
+        let mut want_key = true;
+        while let Some(&c) = chars.peek() {
+            match c {
+                '.' if !want_key => {
+                    chars.next();
+                    want_key = true;
+                }
+                '[' if !want_key => {
+                    chars.next();
+                    let mut index = String::new();
+                    loop {
+                        match chars.next().ok_or_else(unsupported)? {
+                            ']' => break,
+                            digit => index.push(digit),
+                        }
+                    }
+                    steps.push(Step::Index(index.trim().parse().map_err(|_| unsupported())?));
+                }
+                '\'' | '"' if want_key => {
+                    chars.next();
+                    let mut key = String::new();
+                    loop {
+                        match chars.next().ok_or_else(unsupported)? {
+                            '\\' => key.push(chars.next().ok_or_else(unsupported)?),
+                            q if q == c => break,
+                            other => key.push(other),
+                        }
+                    }
+                    steps.push(Step::Key(key));
+                    want_key = false;
+                }
+                _ if want_key => {
+                    let mut key = String::new();
+                    while let Some(&c) = chars.peek().filter(|c| !matches!(c, '.' | '[' | ']' | '\'' | '"')) {
+                        key.push(c);
+                        chars.next();
+                    }
+                    if key.is_empty() {
+                        return Err(unsupported());
+                    }
+                    steps.push(Step::Key(key));
+                    want_key = false;
+                }
+                _ => return Err(unsupported()),
             }
         }
         match steps.first() {
-            Some(Step::Key(_)) => Ok(AttributePath { text: text.to_string(), steps }),
+            Some(Step::Key(_)) if !want_key => Ok(AttributePath { text: text.to_string(), steps }),
             _ => Err(unsupported()),
         }
     }
@@ -712,5 +742,35 @@ mod tests {
         assert!(matches!(resolve(&req, &NoFacts).unwrap().request, Cow::Borrowed(_)));
         assert!(AttributePath::parse("a..b").is_err());
         assert!(AttributePath::parse("[0]").is_err());
+    }
+
+    #[test]
+    fn destinations_read_as_jsonpath_reads_them() {
+        // The forms Inmanta 20.1's exporter writes (compiler/tests/references/in_collections.inmanta.json).
+        let steps = |text: &str| AttributePath::parse(text).map(|p| p.steps);
+        let key = |k: &str| Step::Key(k.to_string());
+        assert_eq!(steps("content"), Ok(vec![key("content")]));
+        assert_eq!(steps("$.a.b"), Ok(vec![key("a"), key("b")]));
+        assert_eq!(steps("a[0].b"), Ok(vec![key("a"), Step::Index(0), key("b")]));
+        assert_eq!(
+            steps("values[0].'value'.'ports'[1]"),
+            Ok(vec![key("values"), Step::Index(0), key("value"), key("ports"), Step::Index(1)])
+        );
+        assert_eq!(
+            steps(r"values[0].'value'.'it\'s'"),
+            Ok(vec![key("values"), Step::Index(0), key("value"), key("it's")])
+        );
+        assert_eq!(steps(r#"a."b.c""#), Ok(vec![key("a"), key("b.c")]));
+        for bad in ["a.", "a.'b", "a[x]", "a[0", "a'b'", "", "'a'b"] {
+            assert!(AttributePath::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_reference_inside_a_dict_replaces_the_quoted_key() {
+        let path = AttributePath::parse("values[0].'value'.'token'").unwrap();
+        let mut attributes = json!({"values": [{"value": {"token": null, "other": 1}}]}).as_object().unwrap().clone();
+        path.set(&mut attributes, json!("secret")).unwrap();
+        assert_eq!(attributes["values"][0]["value"], json!({"token": "secret", "other": 1}));
     }
 }
