@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use api::version::{PutPartial, PutVersion};
 use orchestrator::{Error, Orchestrator};
 use serde_json::json;
-use uuid::Uuid;
 
 use crate::common::setup;
 
