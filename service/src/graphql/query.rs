@@ -340,6 +340,25 @@ pub(crate) fn filter_from_json(env: Uuid, filter: Option<serde_json::Value>) -> 
         Some(serde_json::Value::Object(object)) => object,
         Some(other) => return Err(format!("the filter must be a JSON object (a GraphQL ResourceFilter), got {other}")),
     };
+    // GraphQL's input parsing passes over fields it does not know; Inmanta refuses them.
+    const FIELDS: [&str; 10] = [
+        "isOrphan",
+        "resourceType",
+        "resourceIdValue",
+        "agent",
+        "purged",
+        "blocked",
+        "compliance",
+        "lastHandlerRun",
+        "isDeploying",
+        "modelVersion",
+    ];
+    if let Some(unknown) = object.keys().find(|k| !FIELDS.contains(&k.as_str()) && k.as_str() != "environment") {
+        return Err(format!(
+            "invalid filter: a ResourceFilter has no field {unknown:?} (it has {})",
+            FIELDS.join(", ")
+        ));
+    }
     object.insert("environment".into(), json!(env.to_string()));
     let value = async_graphql::Value::from_json(serde_json::Value::Object(object)).map_err(|e| e.to_string())?;
     let parsed = <ResourceFilter as async_graphql::InputType>::parse(Some(value))
