@@ -284,7 +284,7 @@ async fn a_fragment_explosion_is_refused_before_it_runs() {
     .await;
     assert_eq!(status, 200, "{small}");
     assert_eq!(small["data"]["data"]["environments"]["totalCount"], 0);
-    let (status, _) = s.call("GET", "/api/v1/health", None, None).await;
+    let (status, _) = s.call("GET", "/api/v2/health", None, None).await;
     assert_eq!(status, 200);
 }
 

@@ -94,7 +94,8 @@ async fn a_full_disk_under_the_servers_stderr_costs_no_request_and_no_result() {
             .unwrap_or_else(|e| panic!("project create {i} got no answer while the log's disk is full: {e}"));
         assert_eq!(answer.status(), 200, "project create {i}");
     }
-    assert_eq!(std::fs::metadata(&log).unwrap().len(), full_at, "nothing fits in the log meanwhile");
+    // What was left of the log's last page (tmpfs pages are 4 KiB) may still have taken a line.
+    assert!(std::fs::metadata(&log).unwrap().len() <= full_at + 4096, "the log did not grow past its page");
 
     std::fs::remove_file(tmpfs.path().join("filler")).expect("remove the filler");
     // Results are stored, and the log comes back and says what it lost.
