@@ -69,6 +69,10 @@ pub struct CompileOptions {
     /// Fill [`CompileOutput::variables`]. Tests and tooling read them; `inmanta compile` and
     /// `export` do not, and a 100 000-entry data list in `main.cf` costs about 100 MB as JSON.
     pub root_variables: bool,
+    /// The process ends right after this compile (`inmanta compile` / `export`): the evaluated
+    /// model is not freed (the operating system takes the memory back at once, where freeing
+    /// it walks every instance and value). Off by default: a library user keeps its memory.
+    pub process_exits_after: bool,
 }
 
 impl Default for CompileOptions {
@@ -89,6 +93,7 @@ impl Default for CompileOptions {
             python: None,
             plugin_timeout: std::time::Duration::from_secs(limit_from_env("INMANTA_COMPILER_PLUGIN_TIMEOUT", 300)),
             root_variables: true,
+            process_exits_after: false,
         }
     }
 }
@@ -253,9 +258,14 @@ impl CompileOutput {
         serde_json::to_string_pretty(&resources).unwrap_or_else(|_| "[]".into())
     }
 
-    /// Writes the `-j` file.
+    /// Writes the `-j` file (the text of [`CompileOutput::export_json`]), serialised straight
+    /// into the file instead of a string of it first.
     pub fn write_export_json(&self, path: &Path) -> std::io::Result<()> {
-        std::fs::write(path, self.export_json())
+        use std::io::Write;
+        let resources: Vec<_> = self.resources.iter().map(|r| r.wire(0)).collect();
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
+        serde_json::to_writer_pretty(&mut out, &resources)?;
+        out.flush()
     }
 }
 
@@ -491,10 +501,20 @@ fn compile_inner(
         handlers::collect(&loader.module_dirs, &mut warnings).map_err(|d| Diagnostics(vec![d]).in_export())?;
     let python_modules = python_code::collect(&loader.module_dirs).map_err(|d| Diagnostics(vec![d]).in_export())?;
     let variables = if options.root_variables { ev.root_variables() } else { BTreeMap::new() };
+    let instances = ev.m.instances.len();
+    let statements_run = ev.limits.steps;
+    let files = namespaces.len();
+    let printed = std::mem::take(&mut ev.printed);
+    if options.process_exits_after {
+        // the process ends soon: freeing millions of values and syntax nodes would only cost time
+        std::mem::forget(ev);
+        std::mem::forget(namespaces);
+        std::mem::forget(loader);
+    }
     let stats = CompileStats {
-        files: namespaces.len(),
-        instances: ev.m.instances.len(),
-        statements_run: ev.limits.steps,
+        files,
+        instances,
+        statements_run,
         variable_probes,
         resources: ex.resources.len(),
         parse_time,
@@ -511,7 +531,7 @@ fn compile_inner(
         handlers: shipped,
         python_modules,
         warnings,
-        printed: std::mem::take(&mut ev.printed),
+        printed,
         variables,
         metadata: meta,
         modules,
