@@ -100,13 +100,16 @@ pub struct ExportArgs {
     compile_id: Option<Uuid>,
 }
 
-/// Runs the compiler on a thread of its own (it is synchronous and CPU-bound).
-pub(super) async fn compile(args: &CompileArgs) -> Result<CompileOutput, CliError> {
+/// Runs the compiler on a thread of its own (it is synchronous and CPU-bound). `exits_after`:
+/// the command ends with this compile's output written, so the model is not freed
+/// ([`CompileOptions::process_exits_after`]).
+pub(super) async fn compile(args: &CompileArgs, exits_after: bool) -> Result<CompileOutput, CliError> {
     let project = args.project.clone();
     let mut options = CompileOptions {
         main_file: Some(args.main.clone()),
         python: args.python.clone(),
         root_variables: false,
+        process_exits_after: exits_after,
         ..Default::default()
     };
     options
@@ -157,8 +160,10 @@ fn write_compile_data(args: &CompileArgs, data: &api::CompileData) -> Result<(),
 }
 
 pub async fn run_compile(args: CompileArgs) -> Result<(), CliError> {
-    let output = compile(&args).await?;
+    let output = compile(&args, true).await?;
     eprintln!("Compile succeeded: {} resources", output.resources.len());
+    // the process ends here: the operating system takes the resources back faster than freeing
+    std::mem::forget(output);
     Ok(())
 }
 
@@ -171,9 +176,10 @@ pub async fn run_export(mut args: ExportArgs, options: &Options) -> Result<(), C
         return Err(CliError::Usage("--allow-handler-code-update only works with --partial".into()));
     }
     if let Some(path) = &args.json {
-        let output = compile(&args.compile).await?;
+        let output = compile(&args.compile, true).await?;
         output.write_export_json(path).map_err(|e| CliError::Usage(format!("cannot write {}: {e}", path.display())))?;
         eprintln!("Wrote {} resources to {}", output.resources.len(), path.display());
+        std::mem::forget(output);
         return Ok(());
     }
     // The environment is known before compiling: the model sees it (`std::environment()`, the
@@ -187,7 +193,7 @@ pub async fn run_export(mut args: ExportArgs, options: &Options) -> Result<(), C
         }
     };
     args.compile.environment = Some(env);
-    let output = compile(&args.compile).await?;
+    let output = compile(&args.compile, false).await?;
     let push = Push {
         partial: args.partial,
         removed_resource_sets: args.delete_resource_set.clone(),
