@@ -75,6 +75,10 @@ pub struct CompileOptions {
     /// Report every error the type build finds, not only the first as Inmanta does: an editor
     /// shows each where it is.
     pub every_error: bool,
+    /// The process ends right after this compile (`inmanta compile` / `export`): the evaluated
+    /// model is not freed (the operating system takes the memory back at once, where freeing
+    /// it walks every instance and value). Off by default: a library user keeps its memory.
+    pub process_exits_after: bool,
 }
 
 impl Default for CompileOptions {
@@ -97,6 +101,7 @@ impl Default for CompileOptions {
             root_variables: true,
             overlay: SourceOverlay::default(),
             every_error: false,
+            process_exits_after: false,
         }
     }
 }
@@ -261,9 +266,14 @@ impl CompileOutput {
         serde_json::to_string_pretty(&resources).unwrap_or_else(|_| "[]".into())
     }
 
-    /// Writes the `-j` file.
+    /// Writes the `-j` file (the text of [`CompileOutput::export_json`]), serialised straight
+    /// into the file instead of a string of it first.
     pub fn write_export_json(&self, path: &Path) -> std::io::Result<()> {
-        std::fs::write(path, self.export_json())
+        use std::io::Write;
+        let resources: Vec<_> = self.resources.iter().map(|r| r.wire(0)).collect();
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
+        serde_json::to_writer_pretty(&mut out, &resources)?;
+        out.flush()
     }
 }
 
@@ -501,10 +511,18 @@ fn compile_inner(
         handlers::collect(&loader.module_dirs, &mut warnings).map_err(|d| Diagnostics(vec![d]).in_export())?;
     let python_modules = python_code::collect(&loader.module_dirs).map_err(|d| Diagnostics(vec![d]).in_export())?;
     let variables = if options.root_variables { ev.root_variables() } else { BTreeMap::new() };
+    let instances = ev.m.instances.len();
+    let statements_run = ev.limits.steps;
+    let files = namespaces.len();
+    let printed = std::mem::take(&mut ev.printed);
+    if options.process_exits_after {
+        // the process ends soon: freeing millions of values and syntax nodes would only cost time
+        let _kept = std::mem::ManuallyDrop::new((ev, namespaces, loader));
+    }
     let stats = CompileStats {
-        files: namespaces.len(),
-        instances: ev.m.instances.len(),
-        statements_run: ev.limits.steps,
+        files,
+        instances,
+        statements_run,
         variable_probes,
         resources: ex.resources.len(),
         parse_time,
@@ -521,7 +539,7 @@ fn compile_inner(
         handlers: shipped,
         python_modules,
         warnings,
-        printed: std::mem::take(&mut ev.printed),
+        printed,
         variables,
         metadata: meta,
         modules,

@@ -109,13 +109,16 @@ pub struct ExportArgs {
     compile_id: Option<Uuid>,
 }
 
-/// Runs the compiler on a thread of its own (it is synchronous and CPU-bound).
-pub(super) async fn compile(args: &CompileArgs) -> Result<CompileOutput, CliError> {
+/// Runs the compiler on a thread of its own (it is synchronous and CPU-bound). `exits_after`:
+/// the command ends with this compile's output written, so the model is not freed
+/// ([`CompileOptions::process_exits_after`]).
+pub(super) async fn compile(args: &CompileArgs, exits_after: bool) -> Result<CompileOutput, CliError> {
     let project = args.project.clone();
     let mut options = CompileOptions {
         main_file: Some(args.main.clone()),
         python: args.python.clone(),
         root_variables: false,
+        process_exits_after: exits_after,
         ..Default::default()
     };
     options
@@ -169,8 +172,10 @@ fn write_compile_data(args: &CompileArgs, data: &api::CompileData) -> Result<(),
 }
 
 pub async fn run_compile(args: CompileArgs) -> Result<(), CliError> {
-    let output = compile(&args).await?;
+    let output = compile(&args, true).await?;
     eprintln!("Compile succeeded: {} resources", output.resources.len());
+    // the process ends here: the operating system takes the memory back faster than freeing
+    let _kept = std::mem::ManuallyDrop::new(output);
     Ok(())
 }
 
@@ -183,12 +188,14 @@ pub async fn run_export(mut args: ExportArgs, options: &Options) -> Result<(), C
         return Err(CliError::Usage("--allow-handler-code-update only works with --partial".into()));
     }
     if let Some(path) = &args.json {
-        let output = compile(&args.compile).await?;
+        let output = compile(&args.compile, true).await?;
         if args.depgraph {
             write_graph(&output, 0)?;
         }
         output.write_export_json(path).map_err(|e| CliError::Usage(format!("cannot write {}: {e}", path.display())))?;
         eprintln!("Wrote {} resources to {}", output.resources.len(), path.display());
+        // the process ends here: the operating system takes the memory back faster than freeing
+        let _kept = std::mem::ManuallyDrop::new(output);
         return Ok(());
     }
     // The environment is known before compiling: the model sees it (`std::environment()`, the
@@ -202,7 +209,7 @@ pub async fn run_export(mut args: ExportArgs, options: &Options) -> Result<(), C
         }
     };
     args.compile.environment = Some(env);
-    let output = compile(&args.compile).await?;
+    let output = compile(&args.compile, false).await?;
     // Inmanta writes the graph with the version's ids; the version is known once it is stored.
     let graph = args.depgraph.then(|| output.resources.clone());
     let push = Push {

@@ -119,7 +119,7 @@ pub async fn run(mut args: DeployArgs, verbose: bool) -> Result<(), CliError> {
     let name = if metadata.name.is_empty() { "main".to_string() } else { metadata.name };
     let embedded = Embedded::start(&args.compile.project, store?, &name).await?;
     args.compile.environment = Some(embedded.environment);
-    let output = compile(&args.compile).await?;
+    let output = compile(&args.compile, false).await?;
     tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "compiled, embedded server ready");
     if args.dry_run {
         return dry_run(&embedded, output, args.json).await;
