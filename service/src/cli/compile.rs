@@ -283,11 +283,14 @@ impl Target {
         Ok(Target { client, environment, token_source })
     }
 
-    /// A refusal for want of credentials says which settings were read and what was found, so
+    /// A refusal for want of (usable) credentials says which settings were read and what was found, so
     /// the user knows what to set.
     fn explain(&self, error: CliError) -> CliError {
         match error {
-            CliError::Client(ClientError::Api { status, message }) if status == StatusCode::UNAUTHORIZED => {
+            // 401: no token; 403: a token the server cannot use (Inmanta answers a malformed one so).
+            CliError::Client(ClientError::Api { status, message })
+                if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN =>
+            {
                 let found = match self.token_source {
                     Some(source) => format!("the token of {source} was refused"),
                     None => "none holds a token".to_string(),
