@@ -517,7 +517,10 @@ fn compile_inner(
     let printed = std::mem::take(&mut ev.printed);
     if options.process_exits_after {
         // the process ends soon: freeing millions of values and syntax nodes would only cost time
-        let _kept = std::mem::ManuallyDrop::new((ev, namespaces, loader));
+        // (ManuallyDrop, as `mem::forget`: the evaluator first, it borrows the namespaces)
+        let _ = std::mem::ManuallyDrop::new(ev);
+        let _ = std::mem::ManuallyDrop::new(namespaces);
+        let _ = std::mem::ManuallyDrop::new(loader);
     }
     let stats = CompileStats {
         files,

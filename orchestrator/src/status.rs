@@ -64,7 +64,8 @@ impl Orchestrator {
         slices.push(match within(self.compile_queue_counts()).await {
             Ok((queued, running)) => slice(
                 "core.compiler",
-                json!({"task_queue": queued + running, "running": running > 0, "queued": queued}),
+                serde_json::to_value(CompilerSlice { task_queue: queued + running, running: running > 0, queued })
+                    .unwrap_or_default(),
             ),
             Err(e) => Slice {
                 name: "core.compiler".into(),
@@ -178,7 +179,7 @@ async fn python_version() -> String {
             .await
             .ok()
             .flatten()
-            .unwrap_or_else(|| "unavailable".to_string())
+            .unwrap_or_else(|| "not found".to_string())
         })
         .await
         .clone()
@@ -194,4 +195,13 @@ async fn within<T>(read: impl std::future::Future<Output = Result<T>>) -> Result
         Ok(result) => result,
         Err(_) => Err(crate::Error::Database(sqlx::Error::PoolTimedOut)),
     }
+}
+
+/// The `core.compiler` slice: Inmanta's `task_queue` (queued and running compiles), and whether
+/// one runs and how many wait.
+#[derive(serde::Serialize)]
+struct CompilerSlice {
+    task_queue: i64,
+    running: bool,
+    queued: i64,
 }

@@ -223,7 +223,7 @@ fn main() -> ExitCode {
         }
         Command::Lsp { .. } => {
             // logs go to stderr: stdout is the protocol's
-            let _ = init_logging(cli.verbose, cli.log_json, None);
+            let _ = init_logging(cli.verbose, cli.log_json);
             match lsp::run_stdio() {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {

@@ -107,6 +107,10 @@ impl Time {
         let mut offset_seconds = None;
         let mut pos = 0;
         let mut colons = false;
+        #[allow(
+            clippy::needless_range_loop,
+            reason = "five parts of a time are read, only the first three into `fields`"
+        )]
         for field in 0..5 {
             if pos >= bytes.len() {
                 break;

@@ -2,7 +2,6 @@
 //! `export -g` and `-X`, `project init`; compared with the reference install of Inmanta 20.1
 //! (scripts/inmanta-reference.sh) where it can answer offline.
 
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 

@@ -2,9 +2,8 @@
 //! 20.1 answers: the console's dates in list filters, the server status (slices, features,
 //! versions), the CORS header of `server.access-control-allow-origin`.
 
-
-use api::version::PutVersion;
 use crate::common::TestServer;
+use api::version::PutVersion;
 use serde_json::{Value, json};
 
 /// A released version with one NullResource and a parameter; the environment's id.

@@ -4,7 +4,6 @@
 //! On SQLite, and on PostgreSQL when `INMANTA_TEST_POSTGRES` is set; the database is elsewhere.
 //! Needs root (mount); a missing prerequisite fails under `CI=true`.
 
-
 use std::io::Write;
 use std::path::Path;
 use std::process::Command;
