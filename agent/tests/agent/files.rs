@@ -93,7 +93,9 @@ fn file_owner_group_and_errors() {
     // An owner that does not exist fails with an error line.
     let o = deploy(&ex, &file("no-such-user-xyz", &h, &s(&path)));
     assert_eq!(o.status, HandlerStatus::Failed);
-    assert!(logs(&o).contains("ERROR: no passwd entry named \"no-such-user-xyz\""), "{}", logs(&o));
+    // Inmanta's wording: the exception named in the line (issue 46)
+    assert!(logs(&o).contains("ERROR: An error occurred during deployment of fs::File["), "{}", logs(&o));
+    assert!(logs(&o).contains("no passwd entry named \"no-such-user-xyz\""), "{}", logs(&o));
 
     // A missing parent directory and a hash the file store lacks both fail.
     let o = deploy(&ex, &file(&me, &h, &s(&tmp.path().join("nope/f"))));

@@ -48,7 +48,6 @@ async fn compile_pages_show_reports_stages_and_errors() {
         "unexpected token",
         "main.cf:3",
         "DEBUG",
-        "stage Cloning repository failed",
         "none produced",
     ] {
         assert!(html.contains(needle), "{needle} missing in {html}");
