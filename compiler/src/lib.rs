@@ -1,7 +1,7 @@
 //! The `.cf` modelling language: from `main.cf` to resources.
 //!
 //! Pipeline: [`syntax`] (lexer, parser) → `model` (types built from every loaded file) →
-//! `eval` (a scheduler of waiting statements) → `export` (resources in Inmanta's JSON shape).
+//! `eval` (a task queue of waiting statements) → `export` (resources in Inmanta's JSON shape).
 //! This crate does no network and no database work: it reads project files and returns a
 //! [`CompileOutput`] or [`Diagnostics`].
 
@@ -488,7 +488,7 @@ fn compile_inner(
         return Err(Diagnostics(dedup(std::mem::take(&mut ev.errors))));
     }
     let python_exports = export::export_python_resources(&mut ev).map_err(|e| Diagnostics(dedup(e)).in_export())?;
-    ev.release_scheduler(options.root_variables);
+    ev.release_queue(options.root_variables);
     let mut ex = export::export(&export::View::of(&ev), &python_exports, &ev.python_files, &ev.unknowns);
     if ex.errors.is_empty() {
         python::run_dependency_managers(&mut ev, &python_exports, &mut ex.resources)

@@ -1,11 +1,11 @@
-//! Evaluation: a scheduler of waiting statements (Inmanta-style gradual execution).
+//! Evaluation: a task queue of waiting statements (Inmanta-style gradual execution).
 //!
 //! Every statement is a task. A task that reads a value that does not exist yet (an unassigned
 //! variable, an unset attribute, a relation that is not frozen, a missing index entry) returns
 //! [`Flow::Wait`] and is parked on that slot; it runs again from the start when the slot changes.
 //! Side effects inside a statement (constructors, plugin calls) are recorded in the task's cache
 //! in the order they happen, so running a statement again reuses them instead of repeating them.
-//! When nothing is ready, the scheduler freezes relations that somebody waits on.
+//! When nothing is ready, the evaluator freezes relations that somebody waits on.
 
 mod assign;
 pub(crate) mod budget;
@@ -135,7 +135,7 @@ pub(crate) struct ProjectCtx {
     pub resource_mappings: Vec<crate::export::Mapping>,
 }
 
-/// The scheduler: runs statements as tasks, parks those that wait, wakes them when what they
+/// The evaluator: runs statements as tasks, parks those that wait, wakes them when what they
 /// wait for is written, freezes relations when nothing can run. It owns the [`Model`] (`m`);
 /// reads go through `Deref`, writes through `m` here.
 pub(crate) struct Evaluator<'a> {

@@ -32,7 +32,7 @@ impl<'a> Evaluator<'a> {
     /// hold the root variables, e.g. a model's data list). Called after [`Evaluator::run`],
     /// before the export, which is where the compile's memory peaks: at 100 000 resources this
     /// state was about 350 MB of a 1.35 GB peak.
-    pub(crate) fn release_scheduler(&mut self, keep_root_variables: bool) {
+    pub(crate) fn release_queue(&mut self, keep_root_variables: bool) {
         self.queue.tasks = Vec::new();
         self.queue.ready = VecDeque::new();
         self.queue.deferred = VecDeque::new();

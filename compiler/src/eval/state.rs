@@ -1,6 +1,6 @@
 //! What the model holds while it is evaluated: instances and their slots (attribute values,
 //! relations with their freezing), variable scopes and index tables, with the reads every part
-//! of the compiler shares. The scheduler (`mod.rs`) owns the [`Model`] and decides which
+//! of the compiler shares. The evaluator (`mod.rs`) owns the [`Model`] and decides which
 //! statement runs next; `export.rs` and the std plugins read the model through it.
 
 use std::collections::{HashMap, HashSet};
@@ -168,7 +168,7 @@ impl Scope<'_> {
     }
 }
 
-/// The model under evaluation. Only the scheduler writes it (`Evaluator::m`); everything else
+/// The model under evaluation. Only the evaluator writes it (`Evaluator::m`); everything else
 /// reads it, through `&Model` or the evaluator's `Deref`.
 pub(crate) struct Model<'a> {
     pub types: Types<'a>,
@@ -197,7 +197,7 @@ pub(super) struct Conflict {
     pub new: Value,
 }
 
-/// Writes: each stores a value and returns the tasks waiting on that slot, for the scheduler to
+/// Writes: each stores a value and returns the tasks waiting on that slot, for the evaluator to
 /// wake; the model itself never schedules.
 impl Model<'_> {
     /// Assigns a declared variable. Setting the same known value again wakes nobody.
