@@ -143,10 +143,10 @@ test("server status page", async (t) => {
   await page.locator("#components").waitFor();
   assert.match(await page.textContent("#status-product"), /Inmanta/);
   assert.match(await page.textContent("#status-database"), /sqlite|postgres/);
-  for (const name of ["core.server", "core.database", "core.scheduler", "core.compiler"]) {
+  for (const name of ["core.server", "core.database", "core.scheduler_manager", "core.compiler"]) {
     assert.equal(await page.locator(`#components tr[data-component="${name}"]`).count(), 1, name);
   }
-  assert.equal(await page.getAttribute('#components tr[data-component="core.scheduler"] .badge', "data-status"), "OK");
+  assert.equal(await page.getAttribute('#components tr[data-component="core.scheduler_manager"] .badge', "data-status"), "OK");
   await page.click("#status-refresh");
   await shot(page, "server-status");
   assert.deepEqual(errors, [], "browser errors");
