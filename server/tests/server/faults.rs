@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use common::TestServer;
+use common::tmpfs::Tmpfs;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -164,41 +165,6 @@ async fn store(s: &TestServer, env: Uuid, deploy: &Deploy) -> i64 {
 
 // ---------------------------------------------------------------------------------------------
 // A full disk (SQLite)
-
-/// A tmpfs mounted for the test, unmounted when dropped (also when the test fails).
-struct Tmpfs {
-    dir: tempfile::TempDir,
-}
-
-impl Tmpfs {
-    fn mount(size: &str) -> Result<Tmpfs, String> {
-        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-        let out = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir.path())
-            .output()
-            .map_err(|e| format!("cannot run mount: {e}"))?;
-        if !out.status.success() {
-            return Err(format!("mount -t tmpfs failed: {}", String::from_utf8_lossy(&out.stderr)));
-        }
-        Ok(Tmpfs { dir })
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn available(&self) -> u64 {
-        let out = Command::new("df").args(["--output=avail", "-B1"]).arg(self.path()).output().expect("df");
-        String::from_utf8_lossy(&out.stdout).lines().nth(1).and_then(|l| l.trim().parse().ok()).expect("df avail")
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(self.dir.path()).status();
-    }
-}
 
 /// Room left on the filesystem when the deploy is released: enough for the release itself,
 /// far too little for the results of 1 500 deploys.

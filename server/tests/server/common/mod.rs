@@ -3,6 +3,7 @@
 //! (e.g. `postgres://postgres@127.0.0.1:5432/postgres`).
 
 pub mod reference;
+pub mod tmpfs;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
