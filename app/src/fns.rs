@@ -1,7 +1,7 @@
 //! What the console's server functions share. Each server function lives in the page module that
 //! calls it (`pages/<page>.rs`, or `pages/<page>/fns.rs` for a long page); this module holds only
 //! what several of them need:
-//! - the entry points every server function starts with, [`services_for`] and [`services_global`],
+//! - the entry points every server function starts with, [`authorized_for`] and [`authorized_global`],
 //!   naming the permission label it needs: the signed-in user is checked there, by the same
 //!   `Principal::authorize` as every REST route, before the orchestrator is handed out;
 //! - conversions used by several pages: paging ([`page_request`], [`page_info`]), attribute text,
@@ -13,6 +13,7 @@
 //!   [`update_notification`] (the bell and the notification center), [`deploy`] (resources and
 //!   agents pages).
 
+use crate::error::ConsoleError;
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 
@@ -25,14 +26,15 @@ pub use backend::*;
 mod backend {
     use std::sync::Arc;
 
+    use crate::error::ConsoleError;
     use leptos::prelude::*;
     use orchestrator::auth::{Access, Clients, Principal};
     use orchestrator::paging::PageRequest;
 
     use crate::model::{PageInfo, Paged, TableQuery, VersionRow};
 
-    /// What a server function works with.
-    pub struct Services {
+    /// What a server function works with once its caller is allowed to make it.
+    pub struct Authorized {
         pub orchestrator: orchestrator::Orchestrator,
         /// The server's schedulers; absent when the console runs without them (tests).
         pub schedulers: Option<Arc<orchestrator::scheduler::Schedulers>>,
@@ -48,59 +50,54 @@ mod backend {
         })
     }
 
-    fn services(access: Access, env: Option<uuid::Uuid>) -> Result<Services, ServerFnError> {
+    fn authorized(access: Access, env: Option<uuid::Uuid>) -> Result<Authorized, ConsoleError> {
         let orchestrator = use_context::<orchestrator::Orchestrator>()
-            .ok_or_else(|| ServerFnError::new("the console is not connected to an orchestrator"))?;
-        let caller = caller().ok_or_else(|| ServerFnError::new("not signed in: log in again"))?;
-        caller.authorize(access, env).map_err(|denied| ServerFnError::new(format!("not allowed: {denied}")))?;
+            .ok_or_else(|| ConsoleError::Failed("the console is not connected to an orchestrator".into()))?;
+        let caller = caller().ok_or(ConsoleError::NotSignedIn)?;
+        caller.authorize(access, env).map_err(|denied| ConsoleError::NotAllowed(denied.to_string()))?;
         let schedulers = use_context::<Arc<orchestrator::scheduler::Schedulers>>();
-        Ok(Services { orchestrator, schedulers, caller })
+        Ok(Authorized { orchestrator, schedulers, caller })
     }
 
     /// The entry point of a server function acting in one environment, allowed by `label`.
-    pub fn services_for(label: &'static str, env: &str) -> Result<Services, ServerFnError> {
-        services(Access::Environment(label, Clients::API), Some(env_id(env)?))
+    pub fn authorized_for(label: &'static str, env: &str) -> Result<Authorized, ConsoleError> {
+        authorized(Access::Environment(label, Clients::API), Some(env_id(env)?))
     }
 
     /// The entry point of a server function any signed-in user may call (what it returns is
     /// limited to the caller's own).
-    pub fn services_signed_in() -> Result<Services, ServerFnError> {
-        services(Access::Authenticated(Clients::API), None)
+    pub fn authorized_signed_in() -> Result<Authorized, ConsoleError> {
+        authorized(Access::Authenticated(Clients::API), None)
     }
 
     /// The entry point of a server function that is not about one environment.
-    pub fn services_global(label: &'static str) -> Result<Services, ServerFnError> {
-        services(Access::Global(label, Clients::API), None)
+    pub fn authorized_global(label: &'static str) -> Result<Authorized, ConsoleError> {
+        authorized(Access::Global(label, Clients::API), None)
     }
 
-    /// An orchestrator failure as the browser sees it: a refusal of the request in its own words;
-    /// a failure on the server's side (the database, stored data) as a fixed message with the id
-    /// its detail is logged under, the way the REST API answers it.
-    ///
-    /// The answer's status is the REST API's for the same error (a value the API refuses with
-    /// 400 is a 400 here too, not a 500: issue 47), so the browser and proxies see a refusal.
-    pub fn fail(error: orchestrator::Error) -> ServerFnError {
+    /// An orchestrator failure as the browser sees it, of the kind the REST API answers it with
+    /// (a value the API refuses with 400 is a refusal here too: issue 47): a refusal in its own
+    /// words; a failure on the server's side (the database, stored data) as a fixed message with
+    /// the id its detail is logged under.
+    pub fn fail(error: orchestrator::Error) -> ConsoleError {
         use orchestrator::Error::*;
-        let status = match &error {
-            BadRequest(_) => Some(axum::http::StatusCode::BAD_REQUEST),
-            NotFound(_) => Some(axum::http::StatusCode::NOT_FOUND),
-            Conflict(_) => Some(axum::http::StatusCode::CONFLICT),
-            Forbidden(_) => Some(axum::http::StatusCode::FORBIDDEN),
-            LeaseLost(_) => Some(axum::http::StatusCode::SERVICE_UNAVAILABLE),
-            Database(_) if error.is_unreachable() => Some(axum::http::StatusCode::SERVICE_UNAVAILABLE),
-            Database(_) | Corrupt(_) => None,
-        };
-        if let (Some(status), Some(options)) = (status, use_context::<leptos_axum::ResponseOptions>()) {
-            options.set_status(status);
+        let message = error.client_message();
+        match &error {
+            BadRequest(_) => ConsoleError::Refused(message),
+            NotFound(_) => ConsoleError::NotFound(message),
+            Conflict(_) => ConsoleError::Conflict(message),
+            Forbidden(_) => ConsoleError::NotAllowed(message),
+            LeaseLost(_) => ConsoleError::Unavailable(message),
+            Database(_) if error.is_unreachable() => ConsoleError::Unavailable(message),
+            Database(_) | Corrupt(_) => ConsoleError::Failed(message),
         }
-        ServerFnError::new(error.client_message())
     }
 
-    pub fn env_id(env: &str) -> Result<uuid::Uuid, ServerFnError> {
+    pub fn env_id(env: &str) -> Result<uuid::Uuid, ConsoleError> {
         if env.is_empty() {
-            return Err(ServerFnError::new("no environment selected: pick one in the environment switcher"));
+            return Err(ConsoleError::refused("no environment selected: pick one in the environment switcher"));
         }
-        env.parse().map_err(|_| ServerFnError::new(format!("{env:?} is not an environment id")))
+        env.parse().map_err(|_| ConsoleError::refused(format!("{env:?} is not an environment id")))
     }
 
     pub fn page_request(q: &TableQuery) -> PageRequest {
@@ -240,8 +237,8 @@ mod backend {
 
 /// Every environment, sorted by project name and environment name.
 #[server(prefix = "/console/fn", endpoint = "list_environments")]
-pub async fn list_environments() -> Result<Vec<EnvironmentSummary>, ServerFnError> {
-    let s = services_global("environment.read")?;
+pub async fn list_environments() -> Result<Vec<EnvironmentSummary>, ConsoleError> {
+    let s = authorized_global("environment.read")?;
     let projects = s.orchestrator.list_projects().await.map_err(fail)?;
     let environments = s.orchestrator.list_environments().await.map_err(fail)?;
     let mut rows: Vec<EnvironmentSummary> = environments
@@ -260,8 +257,8 @@ pub async fn list_environments() -> Result<Vec<EnvironmentSummary>, ServerFnErro
 }
 
 #[server(prefix = "/console/fn", endpoint = "list_projects")]
-pub async fn list_projects() -> Result<Vec<ProjectSummary>, ServerFnError> {
-    let s = services_global("project.read")?;
+pub async fn list_projects() -> Result<Vec<ProjectSummary>, ConsoleError> {
+    let s = authorized_global("project.read")?;
     let mut rows: Vec<ProjectSummary> = s
         .orchestrator
         .list_projects()
@@ -275,8 +272,8 @@ pub async fn list_projects() -> Result<Vec<ProjectSummary>, ServerFnError> {
 }
 
 #[server(prefix = "/console/fn", endpoint = "environment", input = Json)]
-pub async fn environment(env: String) -> Result<EnvironmentDetails, ServerFnError> {
-    let s = services_for("environment.read", &env)?;
+pub async fn environment(env: String) -> Result<EnvironmentDetails, ConsoleError> {
+    let s = authorized_for("environment.read", &env)?;
     let id = env_id(&env)?;
     let e = s.orchestrator.get_environment(id, Default::default()).await.map_err(fail)?;
     let project = s.orchestrator.get_project(e.project_id).await.map(|p| p.name).unwrap_or_default();
@@ -293,8 +290,8 @@ pub async fn environment(env: String) -> Result<EnvironmentDetails, ServerFnErro
 }
 
 #[server(prefix = "/console/fn", endpoint = "notifications", input = Json)]
-pub async fn notifications(query: TableQuery) -> Result<Paged<NotificationRow>, ServerFnError> {
-    let s = services_for("notification.read", &query.env)?;
+pub async fn notifications(query: TableQuery) -> Result<Paged<NotificationRow>, ConsoleError> {
+    let s = authorized_for("notification.read", &query.env)?;
     let mut query = query;
     query.filters.entry("cleared".into()).or_insert_with(|| "false".into());
     let page = s.orchestrator.notifications(env_id(&query.env)?, &page_request(&query)).await.map_err(fail)?;
@@ -310,14 +307,15 @@ pub async fn notifications(query: TableQuery) -> Result<Paged<NotificationRow>, 
 }
 
 /// Marks one notification (or, with an empty id, every unread one) read/unread or clears it.
-#[server(prefix = "/console/fn", endpoint = "update_notification", input = Json)]
+/// Also posted as a plain form (no wasm).
+#[server(prefix = "/console/fn", endpoint = "update_notification")]
 pub async fn update_notification(
     env: String,
     id: String,
     read: Option<bool>,
     cleared: Option<bool>,
-) -> Result<(), ServerFnError> {
-    let s = services_for("notification.write", &env)?;
+) -> Result<(), ConsoleError> {
+    let s = authorized_for("notification.write", &env)?;
     let env = env_id(&env)?;
     let update = api::operations::NotificationUpdate { read, cleared };
     let ids: Vec<uuid::Uuid> = if id.is_empty() {
@@ -328,7 +326,7 @@ pub async fn update_notification(
         };
         s.orchestrator.notifications(env, &req).await.map_err(fail)?.items.into_iter().map(|n| n.id).collect()
     } else {
-        vec![id.parse().map_err(|_| ServerFnError::new(format!("{id:?} is not a notification id")))?]
+        vec![id.parse().map_err(|_| ConsoleError::refused(format!("{id:?} is not a notification id")))?]
     };
     for id in ids {
         s.orchestrator.update_notification(env, id, update.clone()).await.map_err(fail)?;
@@ -336,13 +334,15 @@ pub async fn update_notification(
     Ok(())
 }
 
-/// Asks the scheduler to deploy (or, with `repair`, repair) the environment, or one agent.
-#[server(prefix = "/console/fn", endpoint = "deploy", input = Json)]
-pub async fn deploy(env: String, repair: bool, agent: Option<String>) -> Result<usize, ServerFnError> {
-    let s = services_for("deploy", &env)?;
+/// Asks the scheduler to deploy (or, with `repair`, repair) the environment, or one agent. Also
+/// posted as a plain form (no wasm).
+#[server(prefix = "/console/fn", endpoint = "deploy")]
+pub async fn deploy(env: String, repair: bool, agent: Option<String>) -> Result<usize, ConsoleError> {
+    let s = authorized_for("deploy", &env)?;
     let id = env_id(&env)?;
-    let schedulers =
-        s.schedulers.ok_or_else(|| ServerFnError::new("this server runs no scheduler: deploys are not available"))?;
+    let schedulers = s
+        .schedulers
+        .ok_or_else(|| ConsoleError::Unavailable("this server runs no scheduler: deploys are not available".into()))?;
     let scope = orchestrator::scheduler::Scope { agents: agent.map(|a| vec![a]), resources: None };
     schedulers.deploy(id, repair, scope).await.map(|ids| ids.len()).map_err(fail)
 }

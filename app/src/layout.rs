@@ -2,40 +2,26 @@
 //! (pages of the environment, halt and resume) and the halted banner, with
 //! the server functions only the frame calls (`whoami`, `set_halted`).
 
+use crate::error::ConsoleError;
 use leptos::prelude::*;
-use leptos::server_fn::codec::Json;
 use leptos_router::hooks::use_location;
 
 use crate::components::{
-    ActionError, ActionMessage, EnvKnown, Refresh, act, encode, env, env_link, known_env, live_resource, run,
+    ActionError, ActionMessage, ChangeForm, EnvKnown, Refresh, act, encode, endpoint, env, env_link, known_env,
+    live_resource,
 };
 use crate::fns;
 #[cfg(feature = "ssr")]
-use crate::fns::{caller, env_id, fail, services_for};
+use crate::fns::{authorized_for, caller, env_id, fail};
 use crate::model::{EnvironmentDetails, TableQuery};
-use crate::{BASE, live};
+use crate::pages::notifications::NotificationForm;
+use crate::{BASE, live, routes};
 
-/// Pages that exist for every environment: switching environment keeps them, other pages (about
-/// one version or resource) go back to the dashboard.
-const ENV_PAGES: &[&str] = &[
-    "dashboard",
-    "compilereports",
-    "desiredstate",
-    "resources",
-    "discovered",
-    "agents",
-    "parameters",
-    "facts",
-    "notificationcenter",
-    "settings",
-    "status",
-    "users",
-];
-
+/// Where switching to `env` leads: the same page when every environment has it, else its dashboard.
 fn switch_target(path: &str, env: &str) -> String {
     let page = path.strip_prefix(BASE).unwrap_or(path).trim_matches('/');
-    let page = if ENV_PAGES.contains(&page) { page } else { "dashboard" };
-    env_link(page, env)
+    let page = routes::sidebar().find(|p| p.path == page).unwrap_or(routes::DASHBOARD);
+    page.of(env)
 }
 
 /// Whether the navigation is open on a narrow screen (below 900 px the sidebar is hidden behind
@@ -282,24 +268,12 @@ fn NotificationBell() -> impl IntoView {
                                         <p class="drawer-title">{n.title}</p>
                                         <p class="drawer-message">{n.message}</p>
                                         <div class="row-actions">
-                                            <button
-                                                class="button button-small"
-                                                type="button"
-                                                on:click=move |_| {
-                                                    run(error, fns::update_notification(env.get_untracked(), id.clone(), Some(true), None))
-                                                }
-                                            >
-                                                "Mark read"
-                                            </button>
-                                            <button
-                                                class="button button-small button-secondary"
-                                                type="button"
-                                                on:click=move |_| {
-                                                    run(error, fns::update_notification(env.get_untracked(), id2.clone(), None, Some(true)))
-                                                }
-                                            >
-                                                "Clear"
-                                            </button>
+                                            <NotificationForm env=env.get_untracked() id read=true error>
+                                                <button class="button button-small" type="submit">"Mark read"</button>
+                                            </NotificationForm>
+                                            <NotificationForm env=env.get_untracked() id=id2 cleared=true error>
+                                                <button class="button button-small button-secondary" type="submit">"Clear"</button>
+                                            </NotificationForm>
                                         </div>
                                     </div>
                                 }
@@ -309,7 +283,7 @@ fn NotificationBell() -> impl IntoView {
                     }}
                 </Transition>
                 <p>
-                    <a href=move || env_link("notificationcenter", &env.get()) on:click=move |_| open.set(false)>
+                    <a href=move || crate::routes::NOTIFICATIONS.of(&env.get()) on:click=move |_| open.set(false)>
                         "Open the notification centre"
                     </a>
                 </p>
@@ -318,25 +292,10 @@ fn NotificationBell() -> impl IntoView {
     }
 }
 
-const SIDEBAR_ITEMS: &[(&str, &str)] = &[
-    ("dashboard", "Dashboard"),
-    ("compilereports", "Compile Reports"),
-    ("desiredstate", "Desired State"),
-    ("resources", "Resources"),
-    ("discovered", "Discovered Resources"),
-    ("agents", "Agents"),
-    ("parameters", "Parameters"),
-    ("facts", "Facts"),
-    ("notificationcenter", "Notifications"),
-    ("settings", "Settings"),
-    ("status", "Server Status"),
-    ("users", "Users"),
-];
-
 /// The details of the page's environment, live; `None` without `?env=` or for an environment the
 /// caller may not read (the frame asks nothing about those). The sidebar and the halted banner
 /// show them.
-fn current_environment() -> Resource<Result<Option<EnvironmentDetails>, ServerFnError>> {
+fn current_environment() -> Resource<Result<Option<EnvironmentDetails>, ConsoleError>> {
     let env = env();
     let known = EnvKnown::get();
     live_resource(
@@ -356,10 +315,9 @@ pub fn Sidebar() -> impl IntoView {
     let error = ActionError::new();
     let open = use_context::<NavOpen>().map(|n| n.0).unwrap_or_else(|| RwSignal::new(false));
     let nav = move || {
-        SIDEBAR_ITEMS
-            .iter()
-            .map(|(page, label)| {
-                let page = *page;
+        routes::sidebar()
+            .map(|page| {
+                let (label, page) = (page.nav.unwrap_or_default(), page.path);
                 let active = move || {
                     let path = location.pathname.get();
                     let rest = path.strip_prefix(BASE).unwrap_or(&path).trim_start_matches('/').to_string();
@@ -372,7 +330,7 @@ pub fn Sidebar() -> impl IntoView {
                         class:active=active
                         aria-current=move || active().then_some("page")
                     >
-                        {*label}
+                        {label}
                     </a>
                 }
             })
@@ -392,12 +350,12 @@ pub fn Sidebar() -> impl IntoView {
                                 .map(|d| {
                                     let halted = d.halted;
                                     let name = d.name.clone();
+                                    let fields = vec![("env", env.get_untracked()), ("halted", (!halted).to_string())];
                                     view! {
-                                        <button
-                                            id="halt-toggle"
-                                            type="button"
-                                            class=if halted { "button" } else { "button button-danger" }
-                                            on:click=move |_| {
+                                        <ChangeForm
+                                            action={endpoint::<SetHalted>()}
+                                            fields
+                                            on_submit=move || {
                                                 let (question, yes, done) = if halted {
                                                     (format!("Resume environment {name}? Deploys start again."), "Resume", format!("Environment {name} resumed"))
                                                 } else {
@@ -409,8 +367,14 @@ pub fn Sidebar() -> impl IntoView {
                                                 });
                                             }
                                         >
-                                            {if halted { "▶ Resume" } else { "■ Halt" }}
-                                        </button>
+                                            <button
+                                                id="halt-toggle"
+                                                type="submit"
+                                                class=if halted { "button" } else { "button button-danger" }
+                                            >
+                                                {if halted { "▶ Resume" } else { "■ Halt" }}
+                                            </button>
+                                        </ChangeForm>
                                     }
                                 })
                         }}
@@ -444,18 +408,19 @@ pub fn HaltedBanner() -> impl IntoView {
 
 /// Used by pages to build links to a resource.
 pub fn resource_link(env: &str, rid: &api::ResourceId) -> String {
-    format!("{}&rid={}", env_link("resources/details", env), encode(&rid.to_string()))
+    format!("{}&rid={}", crate::routes::RESOURCE_DETAILS.of(env), encode(&rid.to_string()))
 }
 
 /// The signed-in user's name for the header; `None` when the server runs without auth.
 #[server(prefix = "/console/fn", endpoint = "whoami")]
-pub async fn whoami() -> Result<Option<String>, ServerFnError> {
-    let caller = caller().ok_or_else(|| ServerFnError::new("not signed in: log in again"))?;
+pub async fn whoami() -> Result<Option<String>, ConsoleError> {
+    let caller = caller().ok_or(ConsoleError::NotSignedIn)?;
     Ok(caller.name().map(str::to_string))
 }
 
-#[server(prefix = "/console/fn", endpoint = "set_halted", input = Json)]
-pub async fn set_halted(env: String, halted: bool) -> Result<(), ServerFnError> {
-    let s = services_for("environment.halt-resume", &env)?;
+/// Also posted as a plain form (no wasm).
+#[server(prefix = "/console/fn", endpoint = "set_halted")]
+pub async fn set_halted(env: String, halted: bool) -> Result<(), ConsoleError> {
+    let s = authorized_for("environment.halt-resume", &env)?;
     s.orchestrator.set_halted(env_id(&env)?, halted).await.map_err(fail)
 }

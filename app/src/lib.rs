@@ -2,16 +2,18 @@
 //!
 //! The server renders every page (`ssr` feature) and the browser hydrates it from the wasm
 //! module built from `frontend` (`hydrate` feature). Server functions run on the server only and
-//! call the orchestrator's services; the orchestrator reaches them through Leptos context, provided
+//! call the orchestrator's operations; the orchestrator reaches them through Leptos context, provided
 //! by the server's console router.
 #![recursion_limit = "256"]
 
 pub mod components;
+pub mod error;
 pub mod fns;
 mod layout;
 pub mod live;
 pub mod model;
 mod pages;
+pub mod routes;
 #[cfg(all(test, feature = "ssr"))]
 mod test_support;
 #[cfg(all(test, feature = "ssr"))]
@@ -19,15 +21,14 @@ mod tests;
 
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Title, provide_meta_context};
-use leptos_router::components::{Route, Router, Routes};
-use leptos_router::path;
+use leptos_router::components::Router;
 
 pub use fns::list_environments;
 pub use model::EnvironmentSummary;
 pub use pages::EnvironmentsPage;
 
 use components::Refresh;
-use pages::{CheckEnvironment, KnownEnvironment, NotFound};
+use pages::{CheckEnvironment, KnownEnvironment};
 
 /// Where the console lives on the server; every page and asset URL starts with it.
 pub use api::console::BASE;
@@ -35,30 +36,6 @@ pub use api::console::BASE;
 pub const PKG_DIR: &str = "pkg";
 /// URL prefix of the server functions (each has a fixed endpoint under it).
 pub const SERVER_FN_PREFIX: &str = "/console/fn";
-
-/// A server function's answer as the console routes send it. Leptos answers every failure with
-/// 500; a call whose arguments do not decode (a malformed resource id, a missing field) is the
-/// caller's mistake and gets 400, with the same body naming what to fix (`Deserialization|...`,
-/// the error encoding the browser side decodes).
-#[cfg(feature = "ssr")]
-pub async fn server_fn_answer(answer: impl axum::response::IntoResponse) -> axum::response::Response {
-    use axum::http::StatusCode;
-    const ARGUMENTS_REFUSED: &[u8] = b"Deserialization|";
-    let response = answer.into_response();
-    if response.status() != StatusCode::INTERNAL_SERVER_ERROR {
-        return response;
-    }
-    let (mut parts, body) = response.into_parts();
-    // An error answer is one line of text; a larger one is kept whole as it came.
-    let bytes = match axum::body::to_bytes(body, 1 << 20).await {
-        Ok(bytes) => bytes,
-        Err(_) => return axum::response::Response::from_parts(parts, axum::body::Body::empty()),
-    };
-    if bytes.starts_with(ARGUMENTS_REFUSED) {
-        parts.status = StatusCode::BAD_REQUEST;
-    }
-    axum::response::Response::from_parts(parts, axum::body::Body::from(bytes))
-}
 
 /// The URLs of the console's built files as the server serves them. Their names carry a hash of
 /// their content (`pkg/console.<hash>.wasm`, see `scripts/build-console.sh`), so browsers may
@@ -141,33 +118,7 @@ pub fn App() -> impl IntoView {
                     <main class="content" id="main">
                         <layout::HaltedBanner/>
                         <KnownEnvironment>
-                        <Routes fallback=NotFound>
-                            <Route path=path!("") view=pages::EnvironmentsPage/>
-                            <Route path=path!("/environment/create") view=pages::CreateEnvironmentPage/>
-                            <Route path=path!("/projects") view=pages::ProjectsPage/>
-                            <Route path=path!("/dashboard") view=pages::DashboardPage/>
-                            <Route path=path!("/settings") view=pages::SettingsPage/>
-                            <Route path=path!("/desiredstate") view=pages::DesiredStatePage/>
-                            <Route path=path!("/desiredstate/version") view=pages::VersionPage/>
-                            <Route path=path!("/desiredstate/resource") view=pages::VersionResourcePage/>
-                            <Route path=path!("/desiredstate/compare") view=pages::ComparePage/>
-                            <Route
-                                path=path!("/desiredstate/:version/compliancecheck")
-                                view=pages::ComplianceCheckPage
-                            />
-                            <Route path=path!("/compilereports") view=pages::CompileReportsPage/>
-                            <Route path=path!("/compilereports/:id") view=pages::CompileDetailsPage/>
-                            <Route path=path!("/status") view=pages::StatusPage/>
-                            <Route path=path!("/users") view=pages::UsersPage/>
-                            <Route path=path!("/resources") view=pages::ResourcesPage/>
-                            <Route path=path!("/resources/details") view=pages::ResourceDetailsPage/>
-                            <Route path=path!("/resources/graph") view=pages::GraphPage/>
-                            <Route path=path!("/discovered") view=pages::DiscoveredResourcesPage/>
-                            <Route path=path!("/agents") view=pages::AgentsPage/>
-                            <Route path=path!("/parameters") view=pages::ParametersPage/>
-                            <Route path=path!("/facts") view=pages::FactsPage/>
-                            <Route path=path!("/notificationcenter") view=pages::NotificationsPage/>
-                        </Routes>
+                        <routes::PageRoutes/>
                         </KnownEnvironment>
                     </main>
                 </div>

@@ -23,7 +23,8 @@ pub(crate) fn router(orchestrator: Option<orchestrator::Orchestrator>) -> Router
     Router::new().route("/console", page.clone()).route("/console/{*path}", page).route(
         "/console/fn/{*name}",
         axum::routing::post(move |req: Request<Body>| async move {
-            crate::server_fn_answer(leptos_axum::handle_server_fns_with_context(context, req).await).await
+            use axum::response::IntoResponse;
+            leptos_axum::handle_server_fns_with_context(context, req).await.into_response()
         }),
     )
 }

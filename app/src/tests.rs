@@ -134,7 +134,7 @@ async fn server_functions_act_on_the_orchestrator() {
     layout::set_halted(e.clone(), true).await.unwrap();
     assert!(crate::fns::environment(e.clone()).await.unwrap().halted);
     layout::set_halted(e.clone(), false).await.unwrap();
-    environment::fns::save_setting(e.clone(), "autostart_agent_deploy_interval".into(), "120".into(), false)
+    environment::fns::save_setting(e.clone(), "autostart_agent_deploy_interval".into(), Some("120".into()), false)
         .await
         .unwrap();
     let row = environment::fns::settings(e.clone())
@@ -143,9 +143,11 @@ async fn server_functions_act_on_the_orchestrator() {
         .into_iter()
         .find(|r| r.name == "autostart_agent_deploy_interval");
     assert_eq!(row.map(|r| (r.value, r.is_default)), Some(("120".into(), false)));
-    assert!(environment::fns::save_setting(e.clone(), "auto_deploy".into(), "maybe".into(), false).await.is_err());
+    assert!(
+        environment::fns::save_setting(e.clone(), "auto_deploy".into(), Some("maybe".into()), false).await.is_err()
+    );
     // The text of the input is parsed by the setting's type in the orchestrator.
-    environment::fns::save_setting(e.clone(), "auto_deploy".into(), "false".into(), false).await.unwrap();
+    environment::fns::save_setting(e.clone(), "auto_deploy".into(), Some("false".into()), false).await.unwrap();
     assert_eq!(o.environment_settings(env).await.unwrap().settings["auto_deploy"], api::SettingValue::Bool(false));
     agents::agent_action(e.clone(), "agent1".into(), "pause".into()).await.unwrap();
     let agents = agents::agents(model::TableQuery { env: e.clone(), ..Default::default() }).await.unwrap();

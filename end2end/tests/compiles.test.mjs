@@ -37,7 +37,7 @@ test("recompile live, then a failed compile's details with the failed stage open
 
   // Recompile from the menu: the compile shows up and fails without a reload.
   await page.click("#recompile-menu");
-  assert.equal(await page.getAttribute("#recompile-menu", "aria-expanded"), "true");
+  assert.equal(await page.$eval("#recompile-details", (menu) => menu.open), true);
   await page.click("#recompile");
   await page.locator("text=Compile queued.").waitFor();
   const failed = page.locator('#compile-reports tr[data-status="failed"]');

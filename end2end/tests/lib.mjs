@@ -61,9 +61,10 @@ export async function api(method, path, body, env, as = token) {
   return text ? JSON.parse(text).data ?? JSON.parse(text) : null;
 }
 
-/** A fresh browser context (its own cookies), not signed in; `viewport` defaults to a laptop's. */
-export async function newContext(viewport = { width: 1280, height: 800 }) {
-  return browser.newContext({ viewport });
+/** A fresh browser context (its own cookies), not signed in; `viewport` defaults to a laptop's;
+ * `options` are Playwright's (`{ javaScriptEnabled: false }`: the console before its wasm). */
+export async function newContext(viewport = { width: 1280, height: 800 }, options = {}) {
+  return browser.newContext({ viewport, ...options });
 }
 
 /** Records every browser error of a page (console errors, exceptions, failed requests). */

@@ -87,7 +87,7 @@ pub enum Event {
     Resync,
 }
 
-/// Entry point to the orchestrator's services. Cheap to clone: it shares one database pool.
+/// Entry point to the orchestrator's operations. Cheap to clone: it shares one database pool.
 #[derive(Clone)]
 pub struct Orchestrator {
     store: Store,

@@ -87,7 +87,7 @@ pub fn router(
     });
     let server_fn = move |req: Request<Body>| {
         let answer = leptos_axum::handle_server_fns_with_context(context.clone(), req);
-        async move { app::server_fn_answer(answer.await).await }
+        async move { answer.await.into_response() }
     };
 
     // Everything that shows or changes data goes through the session guard.

@@ -1,6 +1,7 @@
 //! How the console answers an action: toasts, the confirmation dialog asked before destructive
 //! actions, and the error shown next to the button that failed.
 
+use crate::error::ConsoleError;
 use leptos::prelude::*;
 
 use super::fetch::Refresh;
@@ -84,8 +85,8 @@ impl ActionError {
     pub fn set(&self, message: Option<String>) {
         self.message.set(message)
     }
-    pub fn fail(&self, error: ServerFnError) {
-        let text = error_text(&error);
+    pub fn fail(&self, error: ConsoleError) {
+        let text = error.to_string();
         self.feedback.toast(text.clone(), false);
         self.set(Some(text))
     }
@@ -101,17 +102,11 @@ impl Default for ActionError {
     }
 }
 
-/// A server function's error as the operator reads it.
-pub fn error_text(error: &ServerFnError) -> String {
-    let text = error.to_string();
-    text.strip_prefix("error running server function: ").unwrap_or(&text).to_string()
-}
-
 /// Runs a server call from an event handler: records its error (or clears it), shows the
 /// error as a toast, and bumps the page's refresh when it is done.
 pub fn run<F>(error: ActionError, call: F)
 where
-    F: std::future::Future<Output = Result<(), ServerFnError>> + 'static,
+    F: std::future::Future<Output = Result<(), ConsoleError>> + 'static,
 {
     act(error, "", call)
 }
@@ -119,7 +114,7 @@ where
 /// [`run`], with a toast saying `done` when the call succeeded (nothing when `done` is empty).
 pub fn act<F>(error: ActionError, done: impl Into<String>, call: F)
 where
-    F: std::future::Future<Output = Result<(), ServerFnError>> + 'static,
+    F: std::future::Future<Output = Result<(), ConsoleError>> + 'static,
 {
     let done = done.into();
     leptos::task::spawn_local(async move {

@@ -1,6 +1,7 @@
 //! Server data that follows what the console knows: the refresh every live event and action
 //! bumps, resources refetched on it, and whether the page's environment is one the caller reads.
 
+use crate::error::ConsoleError;
 use leptos::prelude::*;
 
 use super::url::table_query;
@@ -25,7 +26,7 @@ impl Refresh {
 
 /// Whether `?env=` names an environment the caller may read (true without `?env=`).
 #[derive(Clone, Copy)]
-pub struct EnvKnown(pub Resource<Result<bool, ServerFnError>>);
+pub struct EnvKnown(pub Resource<Result<bool, ConsoleError>>);
 
 impl EnvKnown {
     pub fn get() -> Option<EnvKnown> {
@@ -48,11 +49,11 @@ pub async fn known_env(known: Option<EnvKnown>, env: String) -> String {
 pub fn live_resource<S, T, Fut>(
     source: impl Fn() -> S + Send + Sync + 'static,
     fetch: impl Fn(S) -> Fut + Send + Sync + 'static,
-) -> Resource<Result<T, ServerFnError>>
+) -> Resource<Result<T, ConsoleError>>
 where
     S: PartialEq + Clone + Send + Sync + 'static,
     T: serde::Serialize + serde::de::DeserializeOwned + Send + Sync + 'static,
-    Fut: std::future::Future<Output = Result<T, ServerFnError>> + Send + 'static,
+    Fut: std::future::Future<Output = Result<T, ConsoleError>> + Send + 'static,
 {
     let refresh = Refresh::get();
     Resource::new(move || (source(), refresh.tick()), move |(s, _)| fetch(s))
@@ -61,10 +62,10 @@ where
 /// The rows of a table page: `fetch` of the table state of the URL ([`table_query`]), live.
 pub fn table_resource<T, Fut>(
     fetch: impl Fn(TableQuery) -> Fut + Send + Sync + 'static,
-) -> Resource<Result<T, ServerFnError>>
+) -> Resource<Result<T, ConsoleError>>
 where
     T: serde::Serialize + serde::de::DeserializeOwned + Send + Sync + 'static,
-    Fut: std::future::Future<Output = Result<T, ServerFnError>> + Send + 'static,
+    Fut: std::future::Future<Output = Result<T, ConsoleError>> + Send + 'static,
 {
     let table = table_query();
     live_resource(move || table.get(), fetch)

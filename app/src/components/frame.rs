@@ -1,9 +1,9 @@
 //! What frames a page: its heading or breadcrumbs, the states of its data (loading, failed,
 //! empty) and what a page about an environment shows when none is chosen.
 
+use crate::error::ConsoleError;
 use leptos::prelude::*;
 
-use super::feedback::error_text;
 use super::fetch::Refresh;
 use crate::BASE;
 
@@ -13,7 +13,7 @@ pub fn ErrorBox(title: &'static str, error: String) -> impl IntoView {
     view! {
         <div class="error" role="alert">
             <p class="error-title">{title}</p>
-            <p class="error-detail">{error.trim_start_matches("error running server function: ").to_string()}</p>
+            <p class="error-detail">{error}</p>
             <button class="button button-small" type="button" on:click=move |_| refresh.bump()>
                 "Retry"
             </button>
@@ -28,7 +28,7 @@ pub fn ErrorBox(title: &'static str, error: String) -> impl IntoView {
 /// page that only some roles may use explains that instead of showing a failure.
 #[component]
 pub fn Loaded<T, V, F>(
-    resource: Resource<Result<T, ServerFnError>>,
+    resource: Resource<Result<T, ConsoleError>>,
     loading: &'static str,
     error_title: &'static str,
     view: F,
@@ -46,7 +46,7 @@ where
                 Suspend::new(async move {
                     match (resource.await, not_allowed) {
                         (Ok(value), _) => view(value).into_any(),
-                        (Err(e), Some(not_allowed)) if error_text(&e).starts_with("not allowed") => {
+                        (Err(e), Some(not_allowed)) if e.is_not_allowed() => {
                             not_allowed.run().into_any()
                         }
                         (Err(e), _) => view! { <ErrorBox title=error_title error=e.to_string()/> }.into_any(),

@@ -1,6 +1,7 @@
 //! The console's URLs: the query state of the current page (environment, table state), links
 //! that change it, and links to other pages.
 
+use crate::error::ConsoleError;
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 use leptos_router::params::ParamsMap;
@@ -12,8 +13,8 @@ pub use api::url::encode;
 /// The resource id of a page's `?rid=` as a server function takes it. The URL is text anyone may
 /// edit: a malformed id is an error the page shows, saying what a resource id looks like, and no
 /// call is made. A resource version id names its resource, as the REST routes read it.
-pub fn rid_argument(text: &str) -> Result<crate::model::ResourceId, ServerFnError> {
-    crate::model::ResourceId::parse(text).map_err(|e| ServerFnError::new(e.to_string()))
+pub fn rid_argument(text: &str) -> Result<crate::model::ResourceId, ConsoleError> {
+    crate::model::ResourceId::parse(text).map_err(|e| ConsoleError::refused(e.to_string()))
 }
 
 /// A query value of the current URL.
@@ -134,7 +135,7 @@ pub fn console_uri(uri: &str, env: &str) -> String {
 
 /// A version's page.
 pub fn version_link(env: &str, version: impl std::fmt::Display) -> String {
-    format!("{}&v={version}", env_link("desiredstate/version", env))
+    format!("{}&v={version}", crate::routes::VERSION.of(env))
 }
 
 /// The compliance check page of a version.

@@ -3,9 +3,11 @@
 
 use leptos::prelude::*;
 
+use super::forms::ChangeForm;
+
 use super::feedback::ActionError;
 use super::text::short_date;
-use super::url::{encode, env_link};
+use super::url::encode;
 
 /// The wire name of a status a badge shows: a state of `api::state` or a version's status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,12 +39,14 @@ pub fn StatusBadge(#[prop(into)] status: StatusName) -> impl IntoView {
 }
 
 /// A label and the text input it names (`for` is the input's `id`), bound to `value`; `hint`, a
-/// line under the input that describes it (`id` + `-hint`).
+/// line under the input that describes it (`id` + `-hint`). `name` is the form field it is in a
+/// [`ChangeForm`](super::ChangeForm) posted without the wasm; the page renders with the value.
 #[component]
 pub fn TextField(
     id: &'static str,
     label: &'static str,
     value: RwSignal<String>,
+    #[prop(optional)] name: Option<&'static str>,
     #[prop(default = "text")] input_type: &'static str,
     #[prop(optional)] placeholder: Option<&'static str>,
     #[prop(optional)] required: bool,
@@ -54,8 +58,10 @@ pub fn TextField(
         <label for=id>{label}</label>
         <input
             id=id
+            name=name
             class="input"
             type=input_type
+            value=value.get_untracked()
             placeholder=placeholder
             autocomplete=autocomplete
             required=required
@@ -75,6 +81,9 @@ pub fn SelectField<O>(
     id: &'static str,
     label: &'static str,
     value: RwSignal<String>,
+    /// The form field it is, as [`TextField`]'s `name`.
+    #[prop(optional)]
+    name: Option<&'static str>,
     options: O,
     #[prop(optional)] prompt: Option<&'static str>,
     #[prop(optional)] required: bool,
@@ -86,6 +95,7 @@ where
         <label for=id>{label}</label>
         <select
             id=id
+            name=name
             class="input"
             required=required
             prop:value=move || value.get()
@@ -134,7 +144,7 @@ pub fn DeployBar(env: String, summary: Vec<(api::ResourceState, u64)>, total: u6
         .map(|(state, n)| {
             let width = if total == 0 { 0.0 } else { n as f64 * 100.0 / total as f64 };
             let state = state.as_str();
-            let href = format!("{}&filter.status={}", env_link("resources", &env), encode(state));
+            let href = format!("{}&filter.status={}", crate::routes::RESOURCES.of(&env), encode(state));
             let label = format!("{}: {n}", state.replace('_', " "));
             view! {
                 <a
@@ -169,6 +179,7 @@ pub fn TokenHeaders() -> impl IntoView {
 }
 
 /// A token row's Revoke button: asks `question`, then calls `revoke`; disabled once revoked.
+/// Without the wasm it posts `fields` to the server function at `action` (see [`ChangeForm`]).
 #[component]
 pub fn RevokeTokenCell<R>(
     /// Says which token, for screen readers ("Revoke the <label>").
@@ -176,6 +187,8 @@ pub fn RevokeTokenCell<R>(
     question: String,
     revoked: bool,
     error: ActionError,
+    action: &'static str,
+    fields: Vec<(&'static str, String)>,
     revoke: R,
 ) -> impl IntoView
 where
@@ -183,16 +196,17 @@ where
 {
     view! {
         <td class="row-actions">
-            <button
-                class="button button-small button-danger"
-                type="button"
-                data-action="revoke"
-                disabled=revoked
-                aria-label=format!("Revoke the {label}")
-                on:click=move |_| error.ask(question.clone(), "Revoke", revoke.clone())
-            >
-                "Revoke"
-            </button>
+            <ChangeForm action fields on_submit=move || error.ask(question.clone(), "Revoke", revoke.clone())>
+                <button
+                    class="button button-small button-danger"
+                    type="submit"
+                    data-action="revoke"
+                    disabled=revoked
+                    aria-label=format!("Revoke the {label}")
+                >
+                    "Revoke"
+                </button>
+            </ChangeForm>
         </td>
     }
 }

@@ -1,15 +1,14 @@
 //! Agents: their status, pausing and resuming them, deploying or repairing what one manages.
 
+use crate::error::ConsoleError;
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 
 use crate::components::*;
 use crate::fns;
 #[cfg(feature = "ssr")]
-use crate::fns::{env_id, fail, page_request, paged, services_for};
+use crate::fns::{authorized_for, env_id, fail, page_request, paged};
 use crate::model::{AgentRow, Paged, TableQuery};
-
-const AGENTS: &str = "/console/agents";
 
 #[component]
 pub fn AgentsPage() -> impl IntoView {
@@ -17,7 +16,7 @@ pub fn AgentsPage() -> impl IntoView {
     let data = table_resource(agents);
     view! {
         <EnvironmentPage title="Agents" env>
-            <StatusFilter path=AGENTS values=&["", "up", "down", "paused"]/>
+            <StatusFilter path=crate::routes::AGENTS.href values=&["", "up", "down", "paused"]/>
             <Loaded
                 resource=data
                 loading="Loading agents…"
@@ -54,30 +53,25 @@ fn AgentsTable(env: String, data: Paged<AgentRow>) -> impl IntoView {
                     <td>{a.last_seen.as_deref().map(short_date).unwrap_or_default()}</td>
                     <td>{a.unpause_on_resume.map(|u| if u { "unpause" } else { "keep paused" }).unwrap_or("")}</td>
                     <td class="row-actions">
-                        <button
-                            class="button button-small pause-toggle"
-                            type="button"
-                            on:click=move |_| {
-                                let action = if paused { "unpause" } else { "pause" };
-                                act(error, format!("Agent {n1}: {action}d"), agent_action(e1.clone(), n1.clone(), action.into()))
-                            }
+                        <AgentForm env=e1.clone() agent=n1.clone() action=if paused { "unpause" } else { "pause" } error>
+                            <button class="button button-small pause-toggle" type="submit">
+                                {if paused { "Unpause" } else { "Pause" }}
+                            </button>
+                        </AgentForm>
+                        <ChangeForm
+                            action={endpoint::<fns::Deploy>()}
+                            fields=vec![("env", e2.clone()), ("repair", "false".into()), ("agent", n2.clone())]
+                            on_submit=move || deploy_agent(error, e2.clone(), n2.clone(), false)
                         >
-                            {if paused { "Unpause" } else { "Pause" }}
-                        </button>
-                        <button
-                            class="button button-small button-secondary"
-                            type="button"
-                            on:click=move |_| deploy_agent(error, e2.clone(), n2.clone(), false)
+                            <button class="button button-small button-secondary" type="submit">"Deploy"</button>
+                        </ChangeForm>
+                        <ChangeForm
+                            action={endpoint::<fns::Deploy>()}
+                            fields=vec![("env", e3.clone()), ("repair", "true".into()), ("agent", n3.clone())]
+                            on_submit=move || deploy_agent(error, e3.clone(), n3.clone(), true)
                         >
-                            "Deploy"
-                        </button>
-                        <button
-                            class="button button-small button-secondary"
-                            type="button"
-                            on:click=move |_| deploy_agent(error, e3.clone(), n3.clone(), true)
-                        >
-                            "Repair"
-                        </button>
+                            <button class="button button-small button-secondary" type="submit">"Repair"</button>
+                        </ChangeForm>
                     </td>
                 </tr>
             }
@@ -86,32 +80,19 @@ fn AgentsTable(env: String, data: Paged<AgentRow>) -> impl IntoView {
     let (pause_env, unpause_env) = (env.clone(), env);
     view! {
         <div class="toolbar">
-            <button
-                class="button button-secondary"
-                type="button"
-                on:click=move |_| {
-                    let env = pause_env.clone();
-                    error.ask("Pause every agent of this environment?", "Pause all", move || {
-                        act(error, "Every agent paused", agent_action(env.clone(), String::new(), "pause".into()))
-                    })
-                }
-            >
-                "Pause all"
-            </button>
-            <button
-                class="button button-secondary"
-                type="button"
-                on:click=move |_| act(error, "Every agent unpaused", agent_action(unpause_env.clone(), String::new(), "unpause".into()))
-            >
-                "Unpause all"
-            </button>
+            <AgentForm env=pause_env agent=String::new() action="pause" ask=true error>
+                <button class="button button-secondary" type="submit">"Pause all"</button>
+            </AgentForm>
+            <AgentForm env=unpause_env agent=String::new() action="unpause" error>
+                <button class="button button-secondary" type="submit">"Unpause all"</button>
+            </AgentForm>
         </div>
         <ActionMessage error/>
         <table class="table" id="agents">
             <thead>
                 <tr>
-                    <SortHeader path=AGENTS column="name" label="Name"/>
-                    <SortHeader path=AGENTS column="status" label="Status"/>
+                    <SortHeader path=crate::routes::AGENTS.href column="name" label="Name"/>
+                    <SortHeader path=crate::routes::AGENTS.href column="status" label="Status"/>
                     <th scope="col">"Last seen"</th>
                     <th scope="col">"On resume"</th>
                     <th scope="col"><span class="sr-only">"Actions"</span></th>
@@ -119,9 +100,38 @@ fn AgentsTable(env: String, data: Paged<AgentRow>) -> impl IntoView {
             </thead>
             <tbody>{rows}</tbody>
         </table>
-        <Pager path=AGENTS page=data.page/>
+        <Pager path=crate::routes::AGENTS.href page=data.page/>
     }
     .into_any()
+}
+
+/// A form that pauses or unpauses (`action`) one agent, or with an empty `agent` every agent of
+/// the environment (asking first when `ask`), with or without the wasm.
+#[component]
+fn AgentForm(
+    env: String,
+    agent: String,
+    action: &'static str,
+    #[prop(optional)] ask: bool,
+    error: ActionError,
+    children: Children,
+) -> impl IntoView {
+    let fields = vec![("env", env.clone()), ("agent", agent.clone()), ("action", action.to_string())];
+    let done = match (agent.is_empty(), action) {
+        (true, "pause") => "Every agent paused".to_string(),
+        (true, _) => "Every agent unpaused".to_string(),
+        (false, _) => format!("Agent {agent}: {action}d"),
+    };
+    let submit = move || {
+        let (env, agent, done) = (env.clone(), agent.clone(), done.clone());
+        let call = move || act(error, done.clone(), agent_action(env.clone(), agent.clone(), action.into()));
+        if ask { error.ask("Pause every agent of this environment?", "Pause all", call) } else { call() }
+    };
+    view! {
+        <ChangeForm action={endpoint::<AgentAction>()} fields on_submit=submit>
+            {children()}
+        </ChangeForm>
+    }
 }
 
 /// Deploys (or, with `repair`, repairs) the resources of one agent, saying so in a toast.
@@ -132,8 +142,8 @@ fn deploy_agent(error: ActionError, env: String, agent: String, repair: bool) {
 }
 
 #[server(prefix = "/console/fn", endpoint = "agents", input = Json)]
-pub async fn agents(query: TableQuery) -> Result<Paged<AgentRow>, ServerFnError> {
-    let s = services_for("agent.read", &query.env)?;
+pub async fn agents(query: TableQuery) -> Result<Paged<AgentRow>, ConsoleError> {
+    let s = authorized_for("agent.read", &query.env)?;
     let page = s.orchestrator.agents(env_id(&query.env)?, &page_request(&query)).await.map_err(fail)?;
     Ok(paged(page, |listed| AgentRow {
         status: listed.agent.status,
@@ -145,9 +155,10 @@ pub async fn agents(query: TableQuery) -> Result<Paged<AgentRow>, ServerFnError>
 }
 
 /// pause, unpause, keep_paused_on_resume or unpause_on_resume, for one agent or (empty name) all.
-#[server(prefix = "/console/fn", endpoint = "agent_action", input = Json)]
-pub async fn agent_action(env: String, agent: String, action: String) -> Result<(), ServerFnError> {
-    let s = services_for("agent.pause-resume", &env)?;
+/// Also posted as a plain form (no wasm).
+#[server(prefix = "/console/fn", endpoint = "agent_action")]
+pub async fn agent_action(env: String, agent: String, action: String) -> Result<(), ConsoleError> {
+    let s = authorized_for("agent.pause-resume", &env)?;
     let action = orchestrator::agents::AgentAction::parse(&action).map_err(fail)?;
     let agent = if agent.is_empty() { None } else { Some(agent.as_str()) };
     s.orchestrator.agent_action(env_id(&env)?, agent, action).await.map_err(fail)

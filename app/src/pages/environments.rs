@@ -4,7 +4,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::BASE;
-use crate::components::{self, Empty, Loaded, live_resource};
+use crate::components::{Empty, Loaded, live_resource};
 use crate::fns::list_environments;
 use crate::model::EnvironmentSummary;
 
@@ -58,7 +58,7 @@ fn EnvironmentTable(environments: Vec<EnvironmentSummary>) -> impl IntoView {
                         view! {
                             <tr data-id=id>
                                 <td class="name">
-                                    <a href=components::env_link("dashboard", &env.id)>{env.name}</a>
+                                    <a href=crate::routes::DASHBOARD.of(&env.id)>{env.name}</a>
                                     {env.halted.then(|| view! { <span class="badge badge-warning">"halted"</span> })}
                                 </td>
                                 <td>{env.project_name}</td>

@@ -1,16 +1,15 @@
 //! Facts: what handlers report about the resources they manage, each with its resource.
 
+use crate::error::ConsoleError;
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 
 use super::parameters::parameter_value_is_long;
 use crate::components::*;
 #[cfg(feature = "ssr")]
-use crate::fns::{env_id, fact_row, fail, page_request, paged, services_for};
+use crate::fns::{authorized_for, env_id, fact_row, fail, page_request, paged};
 use crate::layout::resource_link;
 use crate::model::{Paged, ParameterRow, TableQuery};
-
-const FACTS: &str = "/console/facts";
 
 #[component]
 pub fn FactsPage() -> impl IntoView {
@@ -18,7 +17,7 @@ pub fn FactsPage() -> impl IntoView {
     let data = table_resource(facts);
     view! {
         <EnvironmentPage title="Facts" env>
-            <FilterForm path=FACTS fields=vec![("name", "Name"), ("resource_id", "Resource")] keep=vec!["env"]/>
+            <FilterForm path=crate::routes::FACTS.href fields=vec![("name", "Name"), ("resource_id", "Resource")] keep=vec!["env"]/>
             <Loaded
                 resource=data
                 loading="Loading facts…"
@@ -43,8 +42,8 @@ fn FactTable(env: String, data: Paged<ParameterRow>) -> impl IntoView {
         <table class="table" id="facts">
             <thead>
                 <tr>
-                    <SortHeader path=FACTS column="name" label="Name"/>
-                    <SortHeader path=FACTS column="resource_id" label="Resource"/>
+                    <SortHeader path=crate::routes::FACTS.href column="name" label="Name"/>
+                    <SortHeader path=crate::routes::FACTS.href column="resource_id" label="Resource"/>
                     <th scope="col">"Updated"</th>
                     <th scope="col">"Value"</th>
                 </tr>
@@ -68,15 +67,15 @@ fn FactTable(env: String, data: Paged<ParameterRow>) -> impl IntoView {
                     .collect_view()}
             </tbody>
         </table>
-        <Pager path=FACTS page=data.page/>
+        <Pager path=crate::routes::FACTS.href page=data.page/>
     }
     .into_any()
 }
 
 /// Facts, paged.
 #[server(prefix = "/console/fn", endpoint = "facts", input = Json)]
-pub async fn facts(query: TableQuery) -> Result<Paged<ParameterRow>, ServerFnError> {
-    let s = services_for("fact.read", &query.env)?;
+pub async fn facts(query: TableQuery) -> Result<Paged<ParameterRow>, ConsoleError> {
+    let s = authorized_for("fact.read", &query.env)?;
     let page = s.orchestrator.facts(env_id(&query.env)?, &page_request(&query)).await.map_err(fail)?;
     Ok(paged(page, fact_row))
 }

@@ -4,6 +4,7 @@
 //! (`?view=failures`), or the neighbourhood of one resource (`?around=<id>&hops=<n>`, linked
 //! from the resource's details page). A search highlights the matching resources.
 
+use crate::error::ConsoleError;
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 use leptos_router::hooks::use_query_map;
@@ -11,17 +12,15 @@ use leptos_router::hooks::use_query_map;
 use crate::components::*;
 
 #[cfg(feature = "ssr")]
-use crate::fns::{cursor, env_id, fail, services_for};
+use crate::fns::{authorized_for, cursor, env_id, fail};
 use crate::layout::resource_link;
 #[cfg(feature = "ssr")]
 use crate::model::GraphNode;
 use crate::model::{Graph, GraphFocus, ResourceId, ResourceState};
 
-const GRAPH: &str = "/console/resources/graph";
-
 /// The graph of `rid`'s neighbourhood (the link on a resource's details page).
 pub fn around_link(env: &str, rid: &ResourceId) -> String {
-    format!("{}&around={}&hops=2", env_link("resources/graph", env), encode(&rid.to_string()))
+    format!("{}&around={}&hops=2", crate::routes::GRAPH.of(env), encode(&rid.to_string()))
 }
 
 #[component]
@@ -38,7 +37,7 @@ pub fn GraphPage() -> impl IntoView {
         <SubPage
             title="Dependency graph"
             trail=move || view! {
-                <a href=move || env_link("resources", &env.get())>"Resources"</a>
+                <a href=move || crate::routes::RESOURCES.of(&env.get())>"Resources"</a>
                 " › "
                 <span>"Dependency graph"</span>
             }
@@ -85,13 +84,13 @@ fn FocusBar(focus: Memo<GraphFocus>) -> impl IntoView {
     move || {
         let current = q.get();
         let f = focus.get();
-        let all = link(GRAPH, &current, &[("view", None), ("around", None), ("hops", None)]);
-        let failures = link(GRAPH, &current, &[("view", Some("failures".into()))]);
+        let all = link(crate::routes::GRAPH.href, &current, &[("view", None), ("around", None), ("hops", None)]);
+        let failures = link(crate::routes::GRAPH.href, &current, &[("view", Some("failures".into()))]);
         let around = (!f.around.is_empty()).then(|| {
             let hops = [1usize, 2, 3]
                 .into_iter()
                 .map(|n| {
-                    let href = link(GRAPH, &current, &[("hops", Some(n.to_string()))]);
+                    let href = link(crate::routes::GRAPH.href, &current, &[("hops", Some(n.to_string()))]);
                     let active = n == f.hops;
                     view! {
                         <a class="chip" class:active=active aria-current=active.then_some("true") href=href data-hops=n>
@@ -359,9 +358,9 @@ const GRAPH_FOCUS_FETCH_MAX: usize = 100_000;
 /// all of them (up to the size limit), only the failures and what they block, or the
 /// neighbourhood of one resource (see [`GraphFocus`]).
 #[server(prefix = "/console/fn", endpoint = "resource_graph", input = Json)]
-pub async fn resource_graph(env: String, focus: GraphFocus) -> Result<Graph, ServerFnError> {
+pub async fn resource_graph(env: String, focus: GraphFocus) -> Result<Graph, ConsoleError> {
     use std::collections::HashMap;
-    let s = services_for("resource.read", &env)?;
+    let s = authorized_for("resource.read", &env)?;
     let id = env_id(&env)?;
     // The whole graph is cut at GRAPH_MAX_NODES; a focused view picks from every resource first.
     let fetch_max = if focus.is_all() { GRAPH_MAX_NODES } else { GRAPH_FOCUS_FETCH_MAX };
@@ -397,12 +396,15 @@ pub async fn resource_graph(env: String, focus: GraphFocus) -> Result<Graph, Ser
         // `around` is the text of the URL: a malformed id is refused saying what an id looks like.
         let around = match focus.around.as_str() {
             "" => None,
-            text => Some(ResourceId::parse(text).map_err(|e| ServerFnError::new(format!("around: {e}")))?),
+            text => Some(ResourceId::parse(text).map_err(|e| ConsoleError::refused(format!("around: {e}")))?),
         };
         let find = |text: &str| ResourceId::parse(text).ok().and_then(|id| index.get(&id).copied());
         let keep = crate::model::graph_focus(&focus, &requires, &statuses, find);
         if around.as_ref().is_some_and(|id| !index.contains_key(id)) {
-            return Err(ServerFnError::new(format!("{} is not a released resource of this environment", focus.around)));
+            return Err(ConsoleError::refused(format!(
+                "{} is not a released resource of this environment",
+                focus.around
+            )));
         }
         let mut i = 0;
         rows.retain(|_| {

@@ -2,6 +2,7 @@
 //! (`GET /api/v2/metrics`, orchestrator::environment_metrics) over the last hour, day or week,
 //! drawn as small inline SVG line charts (no chart library: a polyline per series is enough).
 
+use crate::error::ConsoleError;
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 use leptos_router::hooks::use_query_map;
@@ -11,8 +12,6 @@ use crate::components::{Loaded, link, live_resource, query};
 
 #[cfg(all(test, feature = "ssr"))]
 mod tests;
-
-const DASHBOARD: &str = "/console/dashboard";
 
 /// The time spans the dashboard offers: the `metrics` query value, its label, its length in
 /// minutes and how many windows it is divided into (each window is one point of a chart; a
@@ -77,7 +76,7 @@ pub fn MetricsPanel(env: Memo<String>) -> impl IntoView {
         SPANS
             .iter()
             .map(|(key, label, _, _)| {
-                let href = link(DASHBOARD, &current, &[("metrics", Some(key.to_string()))]);
+                let href = link(crate::routes::DASHBOARD.href, &current, &[("metrics", Some(key.to_string()))]);
                 let active = chosen == *key;
                 view! {
                     <a class="chip" class:active=active aria-current=active.then_some("true") href=href data-span=*key>
@@ -275,9 +274,9 @@ fn clock(time: &str, span: &str) -> String {
 
 /// The charts of one environment over a span (`hour`, `day` or `week`; others mean an hour).
 #[server(prefix = "/console/fn", endpoint = "environment_metrics", input = Json)]
-pub async fn environment_metrics(env: String, span: String) -> Result<MetricsView, ServerFnError> {
+pub async fn environment_metrics(env: String, span: String) -> Result<MetricsView, ConsoleError> {
     use api::environment_metrics::{MetricName, MetricPoint};
-    let s = crate::fns::services_for("metrics.read", &env)?;
+    let s = crate::fns::authorized_for("metrics.read", &env)?;
     let (key, _, minutes, datapoints) = span_of(&span);
     let end = chrono::Utc::now();
     let query = orchestrator::environment_metrics::MetricsQuery {

@@ -1,6 +1,7 @@
 //! What the console shows for an address that names nothing: no page ([`NotFound`]), or no
 //! environment the caller may read ([`KnownEnvironment`], checked once by [`CheckEnvironment`]).
 
+use crate::error::ConsoleError;
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 use leptos_meta::Title;
@@ -8,7 +9,7 @@ use leptos_meta::Title;
 use crate::BASE;
 use crate::components;
 #[cfg(feature = "ssr")]
-use crate::fns::{fail, services_for};
+use crate::fns::{authorized_for, fail};
 
 #[component]
 pub fn NotFound() -> impl IntoView {
@@ -80,9 +81,9 @@ fn EnvironmentNotFound(id: String) -> impl IntoView {
 /// Whether `env` names an environment the caller may read. Unknown and forbidden look alike, so
 /// the console's "environment not found" page does not tell which environments exist.
 #[server(prefix = "/console/fn", endpoint = "environment_exists", input = Json)]
-pub async fn environment_exists(env: String) -> Result<bool, ServerFnError> {
+pub async fn environment_exists(env: String) -> Result<bool, ConsoleError> {
     let Ok(id) = env.parse::<uuid::Uuid>() else { return Ok(false) };
-    let Ok(s) = services_for("environment.read", &env) else { return Ok(false) };
+    let Ok(s) = authorized_for("environment.read", &env) else { return Ok(false) };
     match s.orchestrator.get_environment(id, Default::default()).await {
         Ok(_) => Ok(true),
         Err(orchestrator::Error::NotFound(_)) => Ok(false),

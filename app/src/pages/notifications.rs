@@ -7,7 +7,30 @@ use crate::components::*;
 use crate::fns;
 use crate::model::{NotificationRow, Paged};
 
-const NOTIFICATIONS: &str = "/console/notificationcenter";
+/// A form that marks one notification (or, with an empty `id`, every unread one) read or unread
+/// (`read`) or clears it (`cleared`), with or without the wasm; `children` holds its button.
+#[component]
+pub(crate) fn NotificationForm(
+    env: String,
+    id: String,
+    #[prop(optional)] read: Option<bool>,
+    #[prop(optional)] cleared: Option<bool>,
+    error: ActionError,
+    children: Children,
+) -> impl IntoView {
+    let mut fields = vec![("env", env.clone()), ("id", id.clone())];
+    fields.extend(read.map(|read| ("read", read.to_string())));
+    fields.extend(cleared.map(|cleared| ("cleared", cleared.to_string())));
+    view! {
+        <ChangeForm
+            action={endpoint::<fns::UpdateNotification>()}
+            fields
+            on_submit=move || run(error, fns::update_notification(env.clone(), id.clone(), read, cleared))
+        >
+            {children()}
+        </ChangeForm>
+    }
+}
 
 #[component]
 pub fn NotificationsPage() -> impl IntoView {
@@ -19,22 +42,19 @@ pub fn NotificationsPage() -> impl IntoView {
             title="Notifications"
             env
             actions=move || view! {
-                <button
-                    class="button button-secondary"
-                    id="mark-all-read"
-                    type="button"
-                    on:click=move |_| run(error, fns::update_notification(env.get_untracked(), String::new(), Some(true), None))
-                >
-                    "Mark all read"
-                </button>
+                <NotificationForm env=env.get_untracked() id=String::new() read=true error>
+                    <button class="button button-secondary" id="mark-all-read" type="submit">
+                        "Mark all read"
+                    </button>
+                </NotificationForm>
             }
             notice=move || view! { <ActionMessage error/> }
         >
             <div class="toolbar">
                 <span class="muted">"Read: "</span>
-                {choice_filter(NOTIFICATIONS, "read", &["", "false", "true"])}
+                {choice_filter(crate::routes::NOTIFICATIONS.href, "read", &["", "false", "true"])}
                 <span class="muted">" Severity: "</span>
-                {choice_filter(NOTIFICATIONS, "severity", &["", "message", "info", "success", "warning", "error"])}
+                {choice_filter(crate::routes::NOTIFICATIONS.href, "severity", &["", "message", "info", "success", "warning", "error"])}
             </div>
             <Loaded
                 resource=data
@@ -75,27 +95,21 @@ fn NotificationList(env: String, data: Paged<NotificationRow>, error: ActionErro
                             <p>{n.message}</p>
                             {n.uri.map(|uri| view! { <a href=console_uri(&uri, &env)>"Open"</a> })}
                             <div class="row-actions">
-                                <button
-                                    class="button button-small mark-read"
-                                    type="button"
-                                    on:click=move |_| run(error, fns::update_notification(e1.clone(), id1.clone(), Some(!read), None))
-                                >
-                                    {if read { "Mark unread" } else { "Mark read" }}
-                                </button>
-                                <button
-                                    class="button button-small button-secondary"
-                                    type="button"
-                                    on:click=move |_| run(error, fns::update_notification(e2.clone(), id2.clone(), None, Some(true)))
-                                >
-                                    "Clear"
-                                </button>
+                                <NotificationForm env=e1 id=id1 read=!read error>
+                                    <button class="button button-small mark-read" type="submit">
+                                        {if read { "Mark unread" } else { "Mark read" }}
+                                    </button>
+                                </NotificationForm>
+                                <NotificationForm env=e2 id=id2 cleared=true error>
+                                    <button class="button button-small button-secondary" type="submit">"Clear"</button>
+                                </NotificationForm>
                             </div>
                         </li>
                     }
                 })
                 .collect_view()}
         </ul>
-        <Pager path=NOTIFICATIONS page=data.page/>
+        <Pager path=crate::routes::NOTIFICATIONS.href page=data.page/>
     }
     .into_any()
 }

@@ -1,14 +1,13 @@
 //! Parameters: the values set for the model with `inmanta param set` or the API.
 
+use crate::error::ConsoleError;
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 
 use crate::components::*;
 #[cfg(feature = "ssr")]
-use crate::fns::{env_id, fail, page_request, paged, services_for};
+use crate::fns::{authorized_for, env_id, fail, page_request, paged};
 use crate::model::{Paged, ParameterRow, TableQuery};
-
-const PARAMETERS: &str = "/console/parameters";
 
 #[component]
 pub fn ParametersPage() -> impl IntoView {
@@ -16,7 +15,7 @@ pub fn ParametersPage() -> impl IntoView {
     let data = table_resource(parameters);
     view! {
         <EnvironmentPage title="Parameters" env>
-            <FilterForm path=PARAMETERS fields=vec![("name", "Name"), ("source", "Source")] keep=vec!["env"]/>
+            <FilterForm path=crate::routes::PARAMETERS.href fields=vec![("name", "Name"), ("source", "Source")] keep=vec!["env"]/>
             <Loaded
                 resource=data
                 loading="Loading parameters…"
@@ -41,9 +40,9 @@ fn ParameterTable(data: Paged<ParameterRow>) -> impl IntoView {
         <table class="table" id="parameters">
             <thead>
                 <tr>
-                    <SortHeader path=PARAMETERS column="name" label="Name"/>
-                    <SortHeader path=PARAMETERS column="source" label="Source"/>
-                    <SortHeader path=PARAMETERS column="updated" label="Updated"/>
+                    <SortHeader path=crate::routes::PARAMETERS.href column="name" label="Name"/>
+                    <SortHeader path=crate::routes::PARAMETERS.href column="source" label="Source"/>
+                    <SortHeader path=crate::routes::PARAMETERS.href column="updated" label="Updated"/>
                     <th scope="col">"Value"</th>
                 </tr>
             </thead>
@@ -65,7 +64,7 @@ fn ParameterTable(data: Paged<ParameterRow>) -> impl IntoView {
                     .collect_view()}
             </tbody>
         </table>
-        <Pager path=PARAMETERS page=data.page/>
+        <Pager path=crate::routes::PARAMETERS.href page=data.page/>
     }
     .into_any()
 }
@@ -77,8 +76,8 @@ pub(crate) fn parameter_value_is_long(value: &str) -> bool {
 
 /// Parameters, paged.
 #[server(prefix = "/console/fn", endpoint = "parameters", input = Json)]
-pub async fn parameters(query: TableQuery) -> Result<Paged<ParameterRow>, ServerFnError> {
-    let s = services_for("parameter.read", &query.env)?;
+pub async fn parameters(query: TableQuery) -> Result<Paged<ParameterRow>, ConsoleError> {
+    let s = authorized_for("parameter.read", &query.env)?;
     let page = s.orchestrator.parameters(env_id(&query.env)?, &page_request(&query)).await.map_err(fail)?;
     Ok(paged(page, parameter_row))
 }

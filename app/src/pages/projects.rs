@@ -1,14 +1,16 @@
 //! Projects: the groups environments live in. Listed for everyone; created, renamed and
 //! deleted by admins (the server functions check it).
 
+use crate::error::ConsoleError;
 use leptos::prelude::*;
-use leptos::server_fn::codec::Json;
 use leptos_meta::Title;
 
-use crate::components::{ActionError, ActionMessage, Empty, Loaded, TextField, act, live_resource, run};
+use crate::components::{
+    ActionError, ActionMessage, ChangeForm, Empty, Loaded, TextField, act, endpoint, live_resource, run,
+};
 use crate::fns;
 #[cfg(feature = "ssr")]
-use crate::fns::{fail, services_global};
+use crate::fns::{authorized_global, fail};
 use crate::model::ProjectSummary;
 
 #[component]
@@ -16,8 +18,7 @@ pub fn ProjectsPage() -> impl IntoView {
     let projects = live_resource(|| (), |()| fns::list_projects());
     let error = ActionError::new();
     let name = RwSignal::new(String::new());
-    let create = move |ev: leptos::ev::SubmitEvent| {
-        ev.prevent_default();
+    let create = move || {
         let new = name.get_untracked();
         name.set(String::new());
         run(error, create_project(new));
@@ -28,10 +29,10 @@ pub fn ProjectsPage() -> impl IntoView {
             <div class="page-header">
                 <h1>"Projects"</h1>
             </div>
-            <form class="inline-form card" id="create-project" on:submit=create>
-                <TextField id="project-name" label="New project" value=name required=true placeholder="name"/>
+            <ChangeForm action={endpoint::<CreateProject>()} class="inline-form card" id="create-project" on_submit=create>
+                <TextField id="project-name" name="name" label="New project" value=name required=true placeholder="name"/>
                 <button class="button button-primary" type="submit">"Create project"</button>
-            </form>
+            </ChangeForm>
             <ActionMessage error=error/>
             <Loaded
                 resource=projects
@@ -81,42 +82,38 @@ fn ProjectRow(project: ProjectSummary, error: ActionError) -> impl IntoView {
     let name = project.name.clone();
     let (row_id, row_name) = (id.clone(), name.clone());
     let empty = project.environments == 0;
-    let rename = move |ev: leptos::ev::SubmitEvent| {
-        ev.prevent_default();
+    let rename = move || {
         editing.set(false);
         run(error, rename_project(id_rename.clone(), new_name.get_untracked()));
     };
     view! {
         <tr data-id=row_id data-name=row_name>
             <td class="name">
-                {move || {
-                    if editing.get() {
-                        view! {
-                            <form class="inline-form" on:submit=rename.clone()>
-                                <label class="sr-only" for=format!("rename-{id}")>"New name"</label>
-                                <input
-                                    id=format!("rename-{id}")
-                                    class="input"
-                                    type="text"
-                                    required
-                                    prop:value=move || new_name.get()
-                                    on:input=move |ev| new_name.set(event_target_value(&ev))
-                                />
-                                <button class="button button-small" type="submit">"Save"</button>
-                                <button
-                                    class="button button-small button-link"
-                                    type="button"
-                                    on:click=move |_| editing.set(false)
-                                >
-                                    "Cancel"
-                                </button>
-                            </form>
-                        }
-                        .into_any()
-                    } else {
-                        view! { <span>{name.clone()}</span> }.into_any()
-                    }
-                }}
+                // A disclosure, so renaming works before the wasm has loaded too.
+                <details class="rename-details" prop:open=move || editing.get()>
+                    <summary class="rename-summary">{name.clone()}</summary>
+                    <ChangeForm
+                        action={endpoint::<RenameProject>()}
+                        fields=vec![("id", id.clone())]
+                        on_submit=rename
+                    >
+                        <label class="sr-only" for=format!("rename-{id}")>"New name"</label>
+                        <input
+                            id=format!("rename-{id}")
+                            class="input"
+                            type="text"
+                            name="name"
+                            value=new_name.get_untracked()
+                            required
+                            prop:value=move || new_name.get()
+                            on:input=move |ev| new_name.set(event_target_value(&ev))
+                        />
+                        <button class="button button-small" type="submit">"Save"</button>
+                        <button class="button button-small button-link" type="button" on:click=move |_| editing.set(false)>
+                            "Cancel"
+                        </button>
+                    </ChangeForm>
+                </details>
             </td>
             <td>{project.environments}</td>
             <td class="mono">{project.id.clone()}</td>
@@ -124,45 +121,53 @@ fn ProjectRow(project: ProjectSummary, error: ActionError) -> impl IntoView {
                 <button class="button button-small button-secondary rename" type="button" on:click=move |_| editing.set(true)>
                     "Rename"
                 </button>
-                <button
-                    class="button button-small button-danger delete"
-                    type="button"
-                    disabled=!empty
-                    title=if empty { "Delete this project" } else { "Delete its environments first" }
-                    on:click=move |_| {
+                <ChangeForm
+                    action={endpoint::<DeleteProject>()}
+                    fields=vec![("id", id_delete.clone())]
+                    on_submit=move || {
                         let (id, name) = (id_delete.clone(), project.name.clone());
                         error.ask(format!("Delete project {name}?"), "Delete", move || {
                             act(error, format!("Project {name} deleted"), delete_project(id.clone()))
                         })
                     }
                 >
-                    "Delete"
-                </button>
+                    <button
+                        class="button button-small button-danger delete"
+                        type="submit"
+                        disabled=!empty
+                        title=if empty { "Delete this project" } else { "Delete its environments first" }
+                    >
+                        "Delete"
+                    </button>
+                </ChangeForm>
             </td>
         </tr>
     }
 }
 
-#[server(prefix = "/console/fn", endpoint = "create_project", input = Json)]
-pub async fn create_project(name: String) -> Result<(), ServerFnError> {
-    let s = services_global("project.create")?;
+/// Also posted as a plain form (no wasm).
+#[server(prefix = "/console/fn", endpoint = "create_project")]
+pub async fn create_project(name: String) -> Result<(), ConsoleError> {
+    let s = authorized_global("project.create")?;
     s.orchestrator.create_project(&name, None).await.map_err(fail)?;
     Ok(())
 }
 
-#[server(prefix = "/console/fn", endpoint = "rename_project", input = Json)]
-pub async fn rename_project(id: String, name: String) -> Result<(), ServerFnError> {
-    let s = services_global("project.modify")?;
-    let id = id.parse().map_err(|_| ServerFnError::new(format!("{id:?} is not a project id")))?;
+/// Also posted as a plain form (no wasm).
+#[server(prefix = "/console/fn", endpoint = "rename_project")]
+pub async fn rename_project(id: String, name: String) -> Result<(), ConsoleError> {
+    let s = authorized_global("project.modify")?;
+    let id = id.parse().map_err(|_| ConsoleError::refused(format!("{id:?} is not a project id")))?;
     s.orchestrator.modify_project(id, &name).await.map_err(fail)?;
     Ok(())
 }
 
 /// Deletes an empty project; one with environments is refused with their names.
-#[server(prefix = "/console/fn", endpoint = "delete_project", input = Json)]
-pub async fn delete_project(id: String) -> Result<(), ServerFnError> {
-    let s = services_global("project.delete")?;
-    let id = id.parse().map_err(|_| ServerFnError::new(format!("{id:?} is not a project id")))?;
+/// Also posted as a plain form (no wasm).
+#[server(prefix = "/console/fn", endpoint = "delete_project")]
+pub async fn delete_project(id: String) -> Result<(), ConsoleError> {
+    let s = authorized_global("project.delete")?;
+    let id = id.parse().map_err(|_| ConsoleError::refused(format!("{id:?} is not a project id")))?;
     s.orchestrator.delete_project(id).await.map_err(fail)
 }
 

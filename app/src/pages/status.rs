@@ -1,12 +1,13 @@
 //! Server status: product, version, database, uptime and the server's components.
 
+use crate::error::ConsoleError;
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 use leptos_meta::Title;
 
 use crate::components::*;
 #[cfg(feature = "ssr")]
-use crate::fns::{services_global, status_text};
+use crate::fns::{authorized_global, status_text};
 #[cfg(feature = "ssr")]
 use crate::model::ComponentStatus;
 use crate::model::ServerStatus;
@@ -128,8 +129,8 @@ fn StatusBody(status: ServerStatus) -> impl IntoView {
 
 /// The server's status, as `GET /api/v1/serverstatus` reports it.
 #[server(prefix = "/console/fn", endpoint = "server_status", input = Json)]
-pub async fn load_server_status() -> Result<ServerStatus, ServerFnError> {
-    let s = services_global("status.read")?;
+pub async fn load_server_status() -> Result<ServerStatus, ConsoleError> {
+    let s = authorized_global("status.read")?;
     let status = s.orchestrator.server_status(s.schedulers.as_deref()).await;
     let text = |v: &serde_json::Value| match v {
         serde_json::Value::String(s) => s.clone(),

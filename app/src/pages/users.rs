@@ -2,13 +2,14 @@
 //! Everyone sees the page; only admins get its data (the server functions check `user.read` and
 //! the write labels).
 
+use crate::error::ConsoleError;
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 use leptos_meta::Title;
 
 use crate::components::*;
 #[cfg(feature = "ssr")]
-use crate::fns::{env_id, fail, services_global};
+use crate::fns::{authorized_global, env_id, fail};
 #[cfg(feature = "ssr")]
 use crate::model::RoleRow;
 use crate::model::{RegisteredTokenRow, UserRow, UsersView};
@@ -52,7 +53,7 @@ pub fn UsersPage() -> impl IntoView {
     }
 }
 
-type UsersResource = Resource<Result<UsersView, ServerFnError>>;
+type UsersResource = Resource<Result<UsersView, ConsoleError>>;
 
 /// The token registry: every token this server issued (logins included) that the signed-in
 /// user may manage (an admin: all), with creator and expiry, and a revoke button.
@@ -113,7 +114,15 @@ fn RegisteredTokenTable(rows: Vec<RegisteredTokenRow>, error: ActionError) -> im
                                 <td>{t.kind.clone()}</td>
                                 <td>{t.environment.clone().unwrap_or_else(|| "—".into())}</td>
                                 <TokenCells token=t.token.clone()/>
-                                <RevokeTokenCell label question revoked error revoke/>
+                                <RevokeTokenCell
+                                    label
+                                    question
+                                    revoked
+                                    error
+                                    action={endpoint::<RevokeRegisteredToken>()}
+                                    fields=vec![("jti", t.token.jti.clone())]
+                                    revoke
+                                />
                             </tr>
                         }
                     })
@@ -199,12 +208,15 @@ fn UserLine(user: UserRow, me: Option<String>, error: ActionError) -> impl IntoV
                                     <span class="muted">{format!("{}: ", r.env_name)}</span>
                                     <strong>{r.role.clone()}</strong>
                                 </span>
-                                <button
-                                    class="chip-remove"
-                                    type="button"
-                                    title=label.clone()
-                                    aria-label=label
-                                    on:click=move |_| {
+                                <ChangeForm
+                                    action={endpoint::<RoleAssignment>()}
+                                    fields=vec![
+                                        ("username", user.clone()),
+                                        ("env", env.clone()),
+                                        ("role", role.clone()),
+                                        ("assign", "false".into()),
+                                    ]
+                                    on_submit=move || {
                                         let (user, env, role) = (user.clone(), env.clone(), role.clone());
                                         error.ask(question.clone(), "Remove", move || {
                                             act(
@@ -215,8 +227,10 @@ fn UserLine(user: UserRow, me: Option<String>, error: ActionError) -> impl IntoV
                                         })
                                     }
                                 >
-                                    "×"
-                                </button>
+                                    <button class="chip-remove" type="submit" title=label.clone() aria-label=label>
+                                        "×"
+                                    </button>
+                                </ChangeForm>
                             </li>
                         }
                     })
@@ -228,6 +242,7 @@ fn UserLine(user: UserRow, me: Option<String>, error: ActionError) -> impl IntoV
     let admin = user.is_admin;
     let (toggle_name, delete_name) = (name.clone(), name.clone());
     let toggle_label = if admin { "Remove admin" } else { "Make admin" };
+    let (toggle_aria, delete_aria) = (format!("{toggle_label}: {name}"), format!("Delete user {name}"));
     view! {
         <tr data-user=name.clone()>
             <td class="name">
@@ -244,12 +259,10 @@ fn UserLine(user: UserRow, me: Option<String>, error: ActionError) -> impl IntoV
             </td>
             <td>{roles}</td>
             <td class="row-actions">
-                <button
-                    class="button button-small button-secondary"
-                    type="button"
-                    data-action="toggle-admin"
-                    aria-label=format!("{toggle_label}: {name}")
-                    on:click=move |_| {
+                <ChangeForm
+                    action={endpoint::<SetAdmin>()}
+                    fields=vec![("username", name.clone()), ("is_admin", (!admin).to_string())]
+                    on_submit=move || {
                         let question = if admin {
                             format!("Take admin rights away from {toggle_name}?")
                         } else {
@@ -261,22 +274,34 @@ fn UserLine(user: UserRow, me: Option<String>, error: ActionError) -> impl IntoV
                         })
                     }
                 >
-                    {toggle_label}
-                </button>
-                <button
-                    class="button button-small button-danger"
-                    type="button"
-                    data-action="delete"
-                    aria-label=format!("Delete user {name}")
-                    on:click=move |_| {
+                    <button
+                        class="button button-small button-secondary"
+                        type="submit"
+                        data-action="toggle-admin"
+                        aria-label=toggle_aria
+                    >
+                        {toggle_label}
+                    </button>
+                </ChangeForm>
+                <ChangeForm
+                    action={endpoint::<DeleteUser>()}
+                    fields=vec![("username", name.clone()), ("confirm", name.clone())]
+                    on_submit=move || {
                         let name = delete_name.clone();
                         error.ask(format!("Delete user {name}? Their roles go with them."), "Delete", move || {
                             act(error, format!("User {name} deleted"), delete_user(name.clone(), name.clone()))
                         })
                     }
                 >
-                    "Delete"
-                </button>
+                    <button
+                        class="button button-small button-danger"
+                        type="submit"
+                        data-action="delete"
+                        aria-label=delete_aria
+                    >
+                        "Delete"
+                    </button>
+                </ChangeForm>
             </td>
         </tr>
     }
@@ -286,7 +311,7 @@ fn UserLine(user: UserRow, me: Option<String>, error: ActionError) -> impl IntoV
 /// success.
 fn submit<F>(error: ActionError, notice: RwSignal<Option<String>>, done: String, on_ok: impl Fn() + 'static, call: F)
 where
-    F: std::future::Future<Output = Result<(), ServerFnError>> + 'static,
+    F: std::future::Future<Output = Result<(), ConsoleError>> + 'static,
 {
     notice.set(None);
     leptos::task::spawn_local(async move {
@@ -314,8 +339,7 @@ fn AddUserForm() -> impl IntoView {
     let admin = RwSignal::new(false);
     let error = ActionError::new();
     let notice = RwSignal::new(None);
-    let add = move |ev: leptos::ev::SubmitEvent| {
-        ev.prevent_default();
+    let add = move || {
         let name = username.get_untracked().trim().to_string();
         submit(
             error,
@@ -330,11 +354,12 @@ fn AddUserForm() -> impl IntoView {
         );
     };
     view! {
-        <form class="card form" id="add-user" on:submit=add>
+        <ChangeForm action={endpoint::<AddUser>()} class="card form" id="add-user" on_submit=add>
             <h2>"Add user"</h2>
-            <TextField id="new-username" label="Username" value=username autocomplete="off" required=true/>
+            <TextField id="new-username" name="username" label="Username" value=username autocomplete="off" required=true/>
             <TextField
                 id="new-password"
+                name="password"
                 label="Password"
                 value=password
                 input_type="password"
@@ -346,6 +371,8 @@ fn AddUserForm() -> impl IntoView {
                 <input
                     id="new-admin"
                     type="checkbox"
+                    name="is_admin"
+                    value="true"
                     prop:checked=move || admin.get()
                     on:change=move |ev| admin.set(event_target_checked(&ev))
                 />
@@ -356,7 +383,7 @@ fn AddUserForm() -> impl IntoView {
             <div class="form-actions">
                 <button class="button" type="submit">"Add user"</button>
             </div>
-        </form>
+        </ChangeForm>
     }
 }
 
@@ -367,7 +394,7 @@ fn UserSelect(id: &'static str, data: UsersResource, user: RwSignal<String>) -> 
         let users = data.get().and_then(|r| r.ok()).map(|d| d.users).unwrap_or_default();
         users.into_iter().map(|u| (u.username.clone(), u.username)).collect()
     };
-    view! { <SelectField id label="User" value=user options=users prompt="— pick a user —" required=true/> }
+    view! { <SelectField id name="username" label="User" value=user options=users prompt="— pick a user —" required=true/> }
 }
 
 #[component]
@@ -378,8 +405,7 @@ fn AssignRoleForm(data: UsersResource) -> impl IntoView {
     let role = RwSignal::new(String::new());
     let error = ActionError::new();
     let notice = RwSignal::new(None);
-    let assign = move |ev: leptos::ev::SubmitEvent| {
-        ev.prevent_default();
+    let assign = move || {
         let (u, e) = (user.get_untracked(), env.get_untracked());
         let mut r = role.get_untracked();
         if r.is_empty() {
@@ -394,11 +420,18 @@ fn AssignRoleForm(data: UsersResource) -> impl IntoView {
     };
     let roles = move || loaded().map(|d| d.roles).unwrap_or_default().into_iter().map(|r| (r.clone(), r)).collect();
     view! {
-        <form class="card form" id="assign-role" on:submit=assign>
+        <ChangeForm
+            action={endpoint::<RoleAssignment>()}
+            class="card form"
+            id="assign-role"
+            fields=vec![("assign", "true".into())]
+            on_submit=assign
+        >
             <h2>"Assign a role"</h2>
             <UserSelect id="assign-user" data=data user=user/>
             <SelectField
                 id="assign-env"
+                name="env"
                 label="Environment"
                 value=env
                 options=environments
@@ -406,7 +439,7 @@ fn AssignRoleForm(data: UsersResource) -> impl IntoView {
                 required=true
             />
             {move || no_environments().then(|| view! { <p class="muted">"There are no environments yet: create one first."</p> })}
-            <SelectField id="assign-role-name" label="Role" value=role options=roles/>
+            <SelectField id="assign-role-name" name="role" label="Role" value=role options=roles/>
             <p class="muted field-hint">
                 "read-only reads; noc also deploys, pauses agents and halts; environment-admin also changes the "
                 "desired state and settings; environment-expert-admin also clears, deletes and issues tokens."
@@ -416,7 +449,7 @@ fn AssignRoleForm(data: UsersResource) -> impl IntoView {
             <div class="form-actions">
                 <button class="button" type="submit" disabled=no_environments>"Assign role"</button>
             </div>
-        </form>
+        </ChangeForm>
     }
 }
 
@@ -426,8 +459,7 @@ fn SetPasswordForm(data: UsersResource) -> impl IntoView {
     let password = RwSignal::new(String::new());
     let error = ActionError::new();
     let notice = RwSignal::new(None);
-    let save = move |ev: leptos::ev::SubmitEvent| {
-        ev.prevent_default();
+    let save = move || {
         let u = user.get_untracked();
         if u.is_empty() {
             error.set(Some("pick a user".into()));
@@ -442,11 +474,12 @@ fn SetPasswordForm(data: UsersResource) -> impl IntoView {
         );
     };
     view! {
-        <form class="card form" id="set-password" on:submit=save>
+        <ChangeForm action={endpoint::<SetUserPassword>()} class="card form" id="set-password" on_submit=save>
             <h2>"Set a password"</h2>
             <UserSelect id="password-user" data=data user=user/>
             <TextField
                 id="password-new"
+                name="password"
                 label="New password"
                 value=password
                 input_type="password"
@@ -459,15 +492,15 @@ fn SetPasswordForm(data: UsersResource) -> impl IntoView {
             <div class="form-actions">
                 <button class="button" type="submit">"Set password"</button>
             </div>
-        </form>
+        </ChangeForm>
     }
 }
 
 /// Every user with their roles, and what the page needs to assign roles. Only admins read users.
 #[server(prefix = "/console/fn", endpoint = "users", input = Json)]
-pub async fn users() -> Result<UsersView, ServerFnError> {
-    let s = services_global("user.read")?;
-    services_global("role-assignment.read")?;
+pub async fn users() -> Result<UsersView, ConsoleError> {
+    let s = authorized_global("user.read")?;
+    authorized_global("role-assignment.read")?;
     let environments = crate::fns::list_environments().await?;
     let name_of = |id: &str| {
         environments
@@ -507,8 +540,8 @@ pub async fn users() -> Result<UsersView, ServerFnError> {
 
 /// The registered tokens the caller may manage (an admin: all), newest first.
 #[server(prefix = "/console/fn", endpoint = "registered_tokens", input = Json)]
-pub async fn registered_tokens() -> Result<Vec<RegisteredTokenRow>, ServerFnError> {
-    let s = crate::fns::services_signed_in()?;
+pub async fn registered_tokens() -> Result<Vec<RegisteredTokenRow>, ConsoleError> {
+    let s = crate::fns::authorized_signed_in()?;
     let environments = s.orchestrator.list_environments().await.map_err(fail)?;
     let name_of = |id: uuid::Uuid| {
         environments.iter().find(|e| e.id == id).map(|e| e.name.clone()).unwrap_or_else(|| id.to_string())
@@ -527,59 +560,69 @@ pub async fn registered_tokens() -> Result<Vec<RegisteredTokenRow>, ServerFnErro
 }
 
 /// Revokes a registered token the caller may manage.
-#[server(prefix = "/console/fn", endpoint = "revoke_registered_token", input = Json)]
-pub async fn revoke_registered_token(jti: String) -> Result<(), ServerFnError> {
-    let s = crate::fns::services_signed_in()?;
+/// Also posted as a plain form (no wasm).
+#[server(prefix = "/console/fn", endpoint = "revoke_registered_token")]
+pub async fn revoke_registered_token(jti: String) -> Result<(), ConsoleError> {
+    let s = crate::fns::authorized_signed_in()?;
     s.orchestrator.revoke_token(&s.caller, &jti).await.map_err(fail)?;
     Ok(())
 }
 
 /// Adds a user; the password must follow the policy (12 to 128 characters, three kinds).
-#[server(prefix = "/console/fn", endpoint = "add_user", input = Json)]
-pub async fn add_user(username: String, password: String, is_admin: bool) -> Result<(), ServerFnError> {
-    let s = services_global("user.write")?;
+/// Also posted as a plain form (no wasm).
+#[server(prefix = "/console/fn", endpoint = "add_user")]
+pub async fn add_user(
+    username: String,
+    password: String,
+    #[server(default)] is_admin: bool,
+) -> Result<(), ConsoleError> {
+    let s = authorized_global("user.write")?;
     if is_admin {
-        services_global("role.is-admin")?;
+        authorized_global("role.is-admin")?;
     }
     s.orchestrator.create_user(&username, &password, is_admin, false).await.map_err(fail)?;
     Ok(())
 }
 
 /// Deletes a user; `confirm` must be the user's name. The last admin cannot be deleted.
-#[server(prefix = "/console/fn", endpoint = "delete_user", input = Json)]
-pub async fn delete_user(username: String, confirm: String) -> Result<(), ServerFnError> {
-    let s = services_global("user.write")?;
+/// Also posted as a plain form (no wasm).
+#[server(prefix = "/console/fn", endpoint = "delete_user")]
+pub async fn delete_user(username: String, confirm: String) -> Result<(), ConsoleError> {
+    let s = authorized_global("user.write")?;
     if confirm != username {
-        return Err(ServerFnError::new(format!("confirm with the user's name ({username})")));
+        return Err(ConsoleError::refused(format!("confirm with the user's name ({username})")));
     }
     s.orchestrator.delete_user(&username).await.map_err(fail)
 }
 
 /// Makes a user admin or not; the last admin stays one.
-#[server(prefix = "/console/fn", endpoint = "set_admin", input = Json)]
-pub async fn set_admin(username: String, is_admin: bool) -> Result<(), ServerFnError> {
-    let s = services_global("role.is-admin")?;
+/// Also posted as a plain form (no wasm).
+#[server(prefix = "/console/fn", endpoint = "set_admin")]
+pub async fn set_admin(username: String, is_admin: bool) -> Result<(), ConsoleError> {
+    let s = authorized_global("role.is-admin")?;
     s.orchestrator.set_is_admin(&username, is_admin).await.map_err(fail)
 }
 
 /// Sets another user's password (an admin's action: the current password is not asked).
-#[server(prefix = "/console/fn", endpoint = "set_user_password", input = Json)]
-pub async fn set_user_password(username: String, password: String) -> Result<(), ServerFnError> {
-    let s = services_global("user.write")?;
+/// Also posted as a plain form (no wasm).
+#[server(prefix = "/console/fn", endpoint = "set_user_password")]
+pub async fn set_user_password(username: String, password: String) -> Result<(), ConsoleError> {
+    let s = authorized_global("user.write")?;
     s.orchestrator.set_password(&username, &password, None).await.map_err(fail)
 }
 
 /// Gives (`assign`) or takes away a role of a user in an environment.
-#[server(prefix = "/console/fn", endpoint = "role_assignment", input = Json)]
-pub async fn role_assignment(username: String, env: String, role: String, assign: bool) -> Result<(), ServerFnError> {
-    let s = services_global("role-assignment.write")?;
+/// Also posted as a plain form (no wasm).
+#[server(prefix = "/console/fn", endpoint = "role_assignment")]
+pub async fn role_assignment(username: String, env: String, role: String, assign: bool) -> Result<(), ConsoleError> {
+    let s = authorized_global("role-assignment.write")?;
     if username.is_empty() {
-        return Err(ServerFnError::new("pick a user"));
+        return Err(ConsoleError::refused("pick a user"));
     }
     if role.is_empty() {
-        return Err(ServerFnError::new("pick a role"));
+        return Err(ConsoleError::refused("pick a role"));
     }
-    let id = env_id(&env).map_err(|_| ServerFnError::new("pick an environment"))?;
+    let id = env_id(&env).map_err(|_| ConsoleError::refused("pick an environment"))?;
     if assign {
         s.orchestrator.assign_role(&username, id, &role).await.map_err(fail)
     } else {

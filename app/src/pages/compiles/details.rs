@@ -40,7 +40,7 @@ pub fn CompileDetailsPage() -> impl IntoView {
         <SubPage
             title="Compile details"
             trail=move || view! {
-                <a href=move || env_link("compilereports", &env.get())>"Compile Reports"</a>
+                <a href=move || crate::routes::COMPILE_REPORTS.of(&env.get())>"Compile Reports"</a>
                 " › "
                 <span class="mono">{move || id.get()}</span>
             }

@@ -1,5 +1,6 @@
 //! The server functions of the compile pages.
 
+use crate::error::ConsoleError;
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 
@@ -7,7 +8,7 @@ use leptos::server_fn::codec::Json;
 use api::CompileStatus;
 
 #[cfg(feature = "ssr")]
-use crate::fns::{compile_row, env_id, fail, page_request, paged, seconds, services_for};
+use crate::fns::{authorized_for, compile_row, env_id, fail, page_request, paged, seconds};
 #[cfg(feature = "ssr")]
 use crate::model::CompileStageRow;
 use crate::model::{CompileDetailsView, CompileRow, Paged, TableQuery};
@@ -15,8 +16,8 @@ use crate::model::{CompileDetailsView, CompileRow, Paged, TableQuery};
 /// Compile reports, newest first. `filter.status` (queued, running, success, failed) becomes the
 /// API's `started` / `completed` / `success` filters.
 #[server(prefix = "/console/fn", endpoint = "compile_reports", input = Json)]
-pub async fn compile_reports(query: TableQuery) -> Result<Paged<CompileRow>, ServerFnError> {
-    let s = services_for("compile-report.read", &query.env)?;
+pub async fn compile_reports(query: TableQuery) -> Result<Paged<CompileRow>, ConsoleError> {
+    let s = authorized_for("compile-report.read", &query.env)?;
     let id = env_id(&query.env)?;
     let mut query = query;
     let status = query.filters.remove("status").unwrap_or_default();
@@ -28,7 +29,7 @@ pub async fn compile_reports(query: TableQuery) -> Result<Paged<CompileRow>, Ser
         Some(CompileStatus::Failed) => &[("success", "false")],
         None => {
             let other = &status;
-            return Err(ServerFnError::new(format!(
+            return Err(ConsoleError::refused(format!(
                 "{other:?} is not a compile status: use queued, running, success or failed"
             )));
         }
@@ -42,19 +43,20 @@ pub async fn compile_reports(query: TableQuery) -> Result<Paged<CompileRow>, Ser
 /// Whether the environment compiles on the server (`server_compile`): the Recompile menu is
 /// disabled otherwise.
 #[server(prefix = "/console/fn", endpoint = "server_compile_enabled", input = Json)]
-pub async fn server_compile_enabled(env: String) -> Result<bool, ServerFnError> {
-    let s = services_for("environment.setting.read", &env)?;
+pub async fn server_compile_enabled(env: String) -> Result<bool, ConsoleError> {
+    let s = authorized_for("environment.setting.read", &env)?;
     server_compile(&s.orchestrator, env_id(&env)?).await
 }
 
 /// Queues a compile of the environment (`update`: pull the repository and update modules first).
-/// Returns what the operator should read: the queued compile, or why nothing was queued.
-#[server(prefix = "/console/fn", endpoint = "recompile", input = Json)]
-pub async fn recompile(env: String, update: bool) -> Result<String, ServerFnError> {
-    let s = services_for(if update { "compiler.execute.update" } else { "compiler.execute" }, &env)?;
+/// Returns what the operator should read: the queued compile, or why nothing was queued. Also
+/// posted as a plain form (no wasm).
+#[server(prefix = "/console/fn", endpoint = "recompile")]
+pub async fn recompile(env: String, update: bool) -> Result<String, ConsoleError> {
+    let s = authorized_for(if update { "compiler.execute.update" } else { "compiler.execute" }, &env)?;
     let id = env_id(&env)?;
     if !server_compile(&s.orchestrator, id).await? {
-        return Err(ServerFnError::new(
+        return Err(ConsoleError::refused(
             "server compiles are off for this environment: turn on the server_compile setting first",
         ));
     }
@@ -75,16 +77,16 @@ pub async fn recompile(env: String, update: bool) -> Result<String, ServerFnErro
     match requested.id {
         Some(_) if requested.merged => Ok("Joined a compile that was already waiting.".into()),
         Some(_) => Ok("Compile queued.".into()),
-        None => Err(ServerFnError::new(requested.warnings.join("; "))),
+        None => Err(ConsoleError::refused(requested.warnings.join("; "))),
     }
 }
 
 /// One compile with its stages and errors.
 #[server(prefix = "/console/fn", endpoint = "compile_details", input = Json)]
-pub async fn compile_details(env: String, id: String) -> Result<CompileDetailsView, ServerFnError> {
-    let s = services_for("compile-report.read", &env)?;
+pub async fn compile_details(env: String, id: String) -> Result<CompileDetailsView, ConsoleError> {
+    let s = authorized_for("compile-report.read", &env)?;
     let env = env_id(&env)?;
-    let id: uuid::Uuid = id.parse().map_err(|_| ServerFnError::new(format!("{id:?} is not a compile id")))?;
+    let id: uuid::Uuid = id.parse().map_err(|_| ConsoleError::refused(format!("{id:?} is not a compile id")))?;
     let d = s.orchestrator.compile_details(env, id).await.map_err(fail)?;
     let errors = d.compile_data.map(|data| data.errors).unwrap_or_default();
     let stages = d
@@ -114,7 +116,7 @@ pub async fn compile_details(env: String, id: String) -> Result<CompileDetailsVi
 
 /// The `server_compile` setting of an environment (its default when unset).
 #[cfg(feature = "ssr")]
-async fn server_compile(o: &orchestrator::Orchestrator, env: uuid::Uuid) -> Result<bool, ServerFnError> {
+async fn server_compile(o: &orchestrator::Orchestrator, env: uuid::Uuid) -> Result<bool, ConsoleError> {
     let all = o.environment_settings(env).await.map_err(fail)?;
     let name = api::settings::names::SERVER_COMPILE;
     let value = all.settings.get(name).or_else(|| all.definition.get(name).map(|d| &d.default));

@@ -19,8 +19,6 @@ const COMPILE_STATUS_CHOICES: [&str; 5] = [
     CompileStatus::Failed.as_str(),
 ];
 
-const COMPILES: &str = "/console/compilereports";
-
 #[component]
 pub fn CompileReportsPage() -> impl IntoView {
     let env = env();
@@ -33,7 +31,7 @@ pub fn CompileReportsPage() -> impl IntoView {
                 <RecompileMenu/>
             }
         >
-            <StatusFilter path=COMPILES values=&COMPILE_STATUS_CHOICES/>
+            <StatusFilter path=crate::routes::COMPILE_REPORTS.href values=&COMPILE_STATUS_CHOICES/>
             <Loaded
                 resource=data
                 loading="Loading compile reports…"
@@ -52,6 +50,7 @@ pub fn CompileReportsPage() -> impl IntoView {
 fn RecompileMenu() -> impl IntoView {
     let env = env();
     let enabled = live_resource(move || env.get(), server_compile_enabled);
+    let menu = NodeRef::<leptos::html::Details>::new();
     let open = RwSignal::new(false);
     let notice = RwSignal::new(None::<String>);
     let error = ActionError::new();
@@ -79,47 +78,59 @@ fn RecompileMenu() -> impl IntoView {
             }>
                 {move || {
                     let on = enabled.get().and_then(|r| r.ok()).unwrap_or(true);
-                    let settings = env_link("settings", &env.get());
-                    view! {
-                        <button
-                            class="button"
-                            type="button"
-                            id="recompile-menu"
-                            aria-haspopup="menu"
-                            aria-expanded=move || open.get().to_string()
-                            aria-describedby=(!on).then_some("recompile-hint")
-                            title=(!on).then_some("Server compiles are off for this environment (setting server_compile)")
-                            disabled=!on
-                            on:click=move |_| open.update(|o| *o = !*o)
-                        >
-                            "Recompile ▾"
-                        </button>
-                        {(!on).then(|| view! {
+                    let settings = crate::routes::SETTINGS.of(&env.get());
+                    let fields = move |update: bool| vec![("env", env.get_untracked()), ("update", update.to_string())];
+                    if !on {
+                        return view! {
+                            <button
+                                class="button"
+                                type="button"
+                                id="recompile-menu"
+                                aria-describedby="recompile-hint"
+                                title="Server compiles are off for this environment (setting server_compile)"
+                                disabled=true
+                            >
+                                "Recompile ▾"
+                            </button>
                             <p class="hint" id="recompile-hint">
                                 "Server compiles are off for this environment. Turn on "
                                 <a href=settings>"server_compile"</a>
                                 " in the settings to recompile from here."
                             </p>
-                        })}
+                        }
+                        .into_any();
                     }
+                    // A disclosure, so the menu opens before the wasm has loaded too.
+                    view! {
+                        <details
+                            class="menu-details"
+                            id="recompile-details"
+                            node_ref=menu
+                            prop:open=move || open.get()
+                            on:toggle=move |_| {
+                                if let Some(menu) = menu.get_untracked() {
+                                    open.set(menu.open());
+                                }
+                            }
+                        >
+                            <summary class="button" id="recompile-menu" aria-haspopup="menu">
+                                "Recompile ▾"
+                            </summary>
+                            <div class="menu-panel" role="menu" aria-label="Recompile">
+                                <ChangeForm action={endpoint::<super::fns::Recompile>()} fields=fields(false) on_submit=move || start(false)>
+                                    <button class="menu-item" type="submit" role="menuitem" id="recompile">"Recompile"</button>
+                                </ChangeForm>
+                                <ChangeForm action={endpoint::<super::fns::Recompile>()} fields=fields(true) on_submit=move || start(true)>
+                                    <button class="menu-item" type="submit" role="menuitem" id="recompile-update">
+                                        "Update project & recompile"
+                                    </button>
+                                </ChangeForm>
+                            </div>
+                        </details>
+                    }
+                    .into_any()
                 }}
             </Transition>
-            <Show when=move || open.get()>
-                <div class="menu-panel" role="menu" aria-label="Recompile">
-                    <button class="menu-item" type="button" role="menuitem" id="recompile" on:click=move |_| start(false)>
-                        "Recompile"
-                    </button>
-                    <button
-                        class="menu-item"
-                        type="button"
-                        role="menuitem"
-                        id="recompile-update"
-                        on:click=move |_| start(true)
-                    >
-                        "Update project & recompile"
-                    </button>
-                </div>
-            </Show>
             {move || notice.get().map(|n| view! { <p class="action-notice" role="status">{n}</p> })}
             <ActionMessage error/>
         </div>
@@ -134,7 +145,7 @@ fn CompileTable(env: String, data: Paged<CompileRow>) -> impl IntoView {
         let current = q.get_untracked();
         let filtered = current.latest_values().any(|(k, v)| k.starts_with("filter.") && !v.is_empty());
         if filtered {
-            let clear = link(COMPILES, &current, &[("filter.status", None)]);
+            let clear = link(crate::routes::COMPILE_REPORTS.href, &current, &[("filter.status", None)]);
             return view! {
                 <Empty title="No compile reports match the filter">
                     <p><a class="button button-secondary" href=clear>"Clear the filter"</a></p>
@@ -148,7 +159,7 @@ fn CompileTable(env: String, data: Paged<CompileRow>) -> impl IntoView {
                     "A compile appears here when one is requested: use " <strong>"Recompile"</strong>
                     " above, " <code>"POST /api/v1/notify/<environment>"</code> ", or the "
                     <code>"auto_full_compile"</code> " setting. Compiles check out the environment's repository, set in "
-                    <a href=env_link("settings", &env)>"Settings"</a> "."
+                    <a href=crate::routes::SETTINGS.of(&env)>"Settings"</a> "."
                 </p>
             </Empty>
         }
@@ -158,7 +169,7 @@ fn CompileTable(env: String, data: Paged<CompileRow>) -> impl IntoView {
         <table class="table" id="compile-reports">
             <thead>
                 <tr>
-                    <SortHeader path=COMPILES column="requested" label="Requested"/>
+                    <SortHeader path=crate::routes::COMPILE_REPORTS.href column="requested" label="Requested"/>
                     <th scope="col">"Status"</th>
                     <th scope="col">"Message"</th>
                     <th scope="col">"Wait time"</th>
@@ -191,7 +202,7 @@ fn CompileTable(env: String, data: Paged<CompileRow>) -> impl IntoView {
                     .collect_view()}
             </tbody>
         </table>
-        <Pager path=COMPILES page=data.page/>
+        <Pager path=crate::routes::COMPILE_REPORTS.href page=data.page/>
     }
     .into_any()
 }

@@ -2,6 +2,7 @@
 //! the counts the dashboard and the resources page show, and on a resource's details page its
 //! compliance with what a report-only check found different.
 
+use crate::error::ConsoleError;
 use api::compliance::{ComplianceSummary, ResourceComplianceDiff};
 use api::state::{Compliance, ResourceState};
 use leptos::prelude::*;
@@ -9,12 +10,12 @@ use leptos::server_fn::codec::Json;
 
 use crate::components::*;
 #[cfg(feature = "ssr")]
-use crate::fns::{env_id, fail, services_for};
+use crate::fns::{authorized_for, env_id, fail};
 
 /// How many released resources are in each compliance.
 #[server(prefix = "/console/fn", endpoint = "compliance_summary", input = Json)]
-pub async fn load_compliance_summary(env: String) -> Result<ComplianceSummary, ServerFnError> {
-    let s = services_for("resource.read", &env)?;
+pub async fn load_compliance_summary(env: String) -> Result<ComplianceSummary, ConsoleError> {
+    let s = authorized_for("resource.read", &env)?;
     s.orchestrator.compliance_summary(env_id(&env)?).await.map_err(fail)
 }
 
@@ -23,8 +24,8 @@ pub async fn load_compliance_summary(env: String) -> Result<ComplianceSummary, S
 pub async fn load_resource_compliance(
     env: String,
     rid: api::ResourceId,
-) -> Result<Option<ResourceComplianceDiff>, ServerFnError> {
-    let s = services_for("report.read", &env)?;
+) -> Result<Option<ResourceComplianceDiff>, ConsoleError> {
+    let s = authorized_for("report.read", &env)?;
     // The report is keyed by the ids' text, as the REST call answers it.
     let rid = rid.to_string();
     match s.orchestrator.compliance_report(env_id(&env)?, std::slice::from_ref(&rid)).await {
@@ -87,7 +88,7 @@ fn ComplianceCounts(env: String, summary: ComplianceSummary) -> impl IntoView {
         })
         .collect_view();
     let non_compliant = count(Compliance::NonCompliant);
-    let differs = format!("{}&filter.status={}", env_link("resources", &env), ResourceState::NonCompliant);
+    let differs = format!("{}&filter.status={}", crate::routes::RESOURCES.of(&env), ResourceState::NonCompliant);
     view! {
         <div class="card" id="compliance" data-total=summary.total data-non-compliant=non_compliant>
             <h2>"Compliance"</h2>

@@ -1,5 +1,6 @@
 //! The compare page: what changes between two versions, per resource and attribute.
 
+use crate::error::ConsoleError;
 use leptos::prelude::*;
 
 use super::*;
@@ -16,7 +17,7 @@ pub fn ComparePage() -> impl IntoView {
         move || (env.get(), from.get(), to.get()),
         |(env, from, to)| async move {
             let (Ok(a), Ok(b)) = (from.parse::<i64>(), to.parse::<i64>()) else {
-                return Err(ServerFnError::new("pick two versions to compare (?from=&to=)"));
+                return Err(ConsoleError::refused("pick two versions to compare (?from=&to=)"));
             };
             fns::compare_versions(env, a, b).await
         },
@@ -25,7 +26,7 @@ pub fn ComparePage() -> impl IntoView {
         <SubPage
             title=move || format!("Compare {} and {}", from.get(), to.get())
             trail=move || view! {
-                <a href=move || env_link("desiredstate", &env.get())>"Desired State"</a>
+                <a href=move || crate::routes::DESIRED_STATE.of(&env.get())>"Desired State"</a>
                 " › "
                 <span>"Compare"</span>
             }

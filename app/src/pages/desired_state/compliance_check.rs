@@ -1,5 +1,6 @@
 //! The compliance check page: the dry runs of one version, each shown like a comparison.
 
+use crate::error::ConsoleError;
 use leptos::prelude::*;
 use leptos_router::hooks::{use_navigate, use_params_map, use_query_map};
 
@@ -31,7 +32,7 @@ pub fn ComplianceCheckPage() -> impl IntoView {
             (env.get(), key, tick)
         },
         move |(env, (version, report), tick)| async move {
-            let v: i64 = version.parse().map_err(|_| ServerFnError::new(format!("{version:?} is not a version")))?;
+            let v: i64 = version.parse().map_err(|_| ConsoleError::refused(format!("{version:?} is not a version")))?;
             let view = fns::compliance(env, v, report.clone()).await;
             // Complete only once a named report is done: without one, a newer run may appear.
             if !report.is_empty() && view.as_ref().is_ok_and(|c| c.selected.as_ref().is_some_and(|s| s.todo == 0)) {
@@ -44,7 +45,7 @@ pub fn ComplianceCheckPage() -> impl IntoView {
     let busy = RwSignal::new(false);
     let navigate = use_navigate();
     let q = use_query_map();
-    let start = move |_| {
+    let start = move || {
         let Ok(v) = version.get_untracked().parse::<i64>() else { return };
         busy.set(true);
         let navigate = navigate.clone();
@@ -66,7 +67,7 @@ pub fn ComplianceCheckPage() -> impl IntoView {
         <SubPage
             title=move || format!("Compliance check of version {}", version.get())
             trail=move || view! {
-                <a href=move || env_link("desiredstate", &env.get())>"Desired State"</a>
+                <a href=move || crate::routes::DESIRED_STATE.of(&env.get())>"Desired State"</a>
                 " › "
                 <a href=move || version_link(&env.get(), version.get())>{move || format!("Version {}", version.get())}</a>
                 " › "
@@ -75,15 +76,20 @@ pub fn ComplianceCheckPage() -> impl IntoView {
         >
             <div class="page-header">
                 <h1>{move || format!("Compliance check of version {}", version.get())}</h1>
-                <button
-                    class="button button-primary"
-                    type="button"
-                    id="dry-run"
-                    disabled=move || busy.get() || env.get().is_empty()
-                    on:click=start
+                <ChangeForm
+                    action={endpoint::<fns::DryRun>()}
+                    fields=vec![("env", env.get_untracked()), ("version", version.get_untracked())]
+                    on_submit=start
                 >
-                    {move || if busy.get() { "Starting…" } else { "Perform dry run" }}
-                </button>
+                    <button
+                        class="button button-primary"
+                        type="submit"
+                        id="dry-run"
+                        disabled=move || busy.get() || env.get().is_empty()
+                    >
+                        {move || if busy.get() { "Starting…" } else { "Perform dry run" }}
+                    </button>
+                </ChangeForm>
             </div>
             <p class="muted">
                 "A dry run asks every resource's handler what it would change to reach this version, without changing anything."

@@ -1,26 +1,27 @@
 //! The server functions of the desired-state pages: versions, their resources, comparisons and
 //! compliance checks (dry runs).
 
+use crate::error::ConsoleError;
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 
 #[cfg(feature = "ssr")]
-use crate::fns::{attributes, env_id, fail, json_text, page_request, paged, services_for, version_row};
+use crate::fns::{attributes, authorized_for, env_id, fail, json_text, page_request, paged, version_row};
 use crate::model::{Attribute, ComplianceView, Paged, ResourceChange, TableQuery, VersionRow, VersionedResourceRow};
 #[cfg(feature = "ssr")]
 use crate::model::{AttributeChange, DryRunRow};
 
 #[server(prefix = "/console/fn", endpoint = "versions", input = Json)]
-pub async fn versions(query: TableQuery) -> Result<Paged<VersionRow>, ServerFnError> {
-    let s = services_for("desired-state.read", &query.env)?;
+pub async fn versions(query: TableQuery) -> Result<Paged<VersionRow>, ConsoleError> {
+    let s = authorized_for("desired-state.read", &query.env)?;
     let page = s.orchestrator.desired_state_versions(env_id(&query.env)?, &page_request(&query)).await.map_err(fail)?;
     Ok(paged(page, version_row))
 }
 
-/// Promotes (`delete == false`) or deletes a version.
-#[server(prefix = "/console/fn", endpoint = "version_action", input = Json)]
-pub async fn version_action(env: String, version: i64, delete: bool) -> Result<(), ServerFnError> {
-    let s = services_for("desired-state.write", &env)?;
+/// Promotes (`delete == false`) or deletes a version. Also posted as a plain form (no wasm).
+#[server(prefix = "/console/fn", endpoint = "version_action")]
+pub async fn version_action(env: String, version: i64, delete: bool) -> Result<(), ConsoleError> {
+    let s = authorized_for("desired-state.write", &env)?;
     let id = env_id(&env)?;
     if delete {
         s.orchestrator.delete_version(id, version).await.map_err(fail)
@@ -31,8 +32,8 @@ pub async fn version_action(env: String, version: i64, delete: bool) -> Result<(
 
 /// One version for the header of its page: status, date, size and the export's message.
 #[server(prefix = "/console/fn", endpoint = "version_summary", input = Json)]
-pub async fn version_summary(env: String, version: i64) -> Result<VersionRow, ServerFnError> {
-    let s = services_for("desired-state.read", &env)?;
+pub async fn version_summary(env: String, version: i64) -> Result<VersionRow, ConsoleError> {
+    let s = authorized_for("desired-state.read", &env)?;
     let m = s.orchestrator.get_version_model(env_id(&env)?, version).await.map_err(fail)?;
     let message = m
         .version_info
@@ -55,8 +56,8 @@ pub async fn version_summary(env: String, version: i64) -> Result<VersionRow, Se
 }
 
 #[server(prefix = "/console/fn", endpoint = "version_resources", input = Json)]
-pub async fn version_resources(query: TableQuery, version: i64) -> Result<Paged<VersionedResourceRow>, ServerFnError> {
-    let s = services_for("desired-state.read", &query.env)?;
+pub async fn version_resources(query: TableQuery, version: i64) -> Result<Paged<VersionedResourceRow>, ConsoleError> {
+    let s = authorized_for("desired-state.read", &query.env)?;
     let page =
         s.orchestrator.versioned_resources(env_id(&query.env)?, version, &page_request(&query)).await.map_err(fail)?;
     Ok(paged(page, |r| VersionedResourceRow {
@@ -69,20 +70,16 @@ pub async fn version_resources(query: TableQuery, version: i64) -> Result<Paged<
 }
 
 #[server(prefix = "/console/fn", endpoint = "version_resource", input = Json)]
-pub async fn version_resource(
-    env: String,
-    version: i64,
-    rid: api::ResourceId,
-) -> Result<Vec<Attribute>, ServerFnError> {
-    let s = services_for("desired-state.read", &env)?;
+pub async fn version_resource(env: String, version: i64, rid: api::ResourceId) -> Result<Vec<Attribute>, ConsoleError> {
+    let s = authorized_for("desired-state.read", &env)?;
     let r = s.orchestrator.versioned_resource(env_id(&env)?, version, &rid.to_string()).await.map_err(fail)?;
     Ok(attributes(&r.attributes))
 }
 
 /// The resources that differ between two versions, with unified diffs of changed file contents.
 #[server(prefix = "/console/fn", endpoint = "compare_versions", input = Json)]
-pub async fn compare_versions(env: String, from: i64, to: i64) -> Result<Vec<ResourceChange>, ServerFnError> {
-    let s = services_for("desired-state.read", &env)?;
+pub async fn compare_versions(env: String, from: i64, to: i64) -> Result<Vec<ResourceChange>, ConsoleError> {
+    let s = authorized_for("desired-state.read", &env)?;
     let diff = s.orchestrator.diff_versions(env_id(&env)?, from, to).await.map_err(fail)?;
     let mut out = Vec::with_capacity(diff.len());
     for r in diff {
@@ -108,8 +105,8 @@ pub async fn compare_versions(env: String, from: i64, to: i64) -> Result<Vec<Res
 
 /// The dry runs of a version (newest first) and the report of `report` (default: the newest).
 #[server(prefix = "/console/fn", endpoint = "compliance", input = Json)]
-pub async fn compliance(env: String, version: i64, report: String) -> Result<ComplianceView, ServerFnError> {
-    let s = services_for("dryrun.read", &env)?;
+pub async fn compliance(env: String, version: i64, report: String) -> Result<ComplianceView, ConsoleError> {
+    let s = authorized_for("dryrun.read", &env)?;
     let id = env_id(&env)?;
     let o = &s.orchestrator;
     let environment = o.get_environment(id, Default::default()).await.map_err(fail)?;
@@ -126,7 +123,7 @@ pub async fn compliance(env: String, version: i64, report: String) -> Result<Com
         runs.first()
     } else {
         let wanted = runs.iter().find(|d| d.id.to_string() == report);
-        Some(wanted.ok_or_else(|| ServerFnError::new(format!("version {version} has no dry run {report}")))?)
+        Some(wanted.ok_or_else(|| ConsoleError::refused(format!("version {version} has no dry run {report}")))?)
     };
     let mut changes = Vec::new();
     if let Some(selected) = selected {
@@ -154,12 +151,17 @@ pub async fn compliance(env: String, version: i64, report: String) -> Result<Com
     Ok(ComplianceView { selected: selected.map(row), reports, changes, halted: environment.halted })
 }
 
-/// Starts a dry run of `version`; returns its id.
-#[server(prefix = "/console/fn", endpoint = "dry_run", input = Json)]
-pub async fn dry_run(env: String, version: i64) -> Result<String, ServerFnError> {
-    let s = services_for("dryrun.write", &env)?;
+/// Starts a dry run of `version`; returns its id. Also posted as a plain form (no wasm): the
+/// compliance check of the version with the new dry run is shown next.
+#[server(prefix = "/console/fn", endpoint = "dry_run")]
+pub async fn dry_run(env: String, version: i64) -> Result<String, ConsoleError> {
+    let s = authorized_for("dryrun.write", &env)?;
     let id = env_id(&env)?;
-    let schedulers =
-        s.schedulers.ok_or_else(|| ServerFnError::new("this server runs no scheduler: dry runs are not available"))?;
-    schedulers.dry_run(id, version).await.map(|id| id.to_string()).map_err(fail)
+    let schedulers = s
+        .schedulers
+        .ok_or_else(|| ConsoleError::Unavailable("this server runs no scheduler: dry runs are not available".into()))?;
+    let report = schedulers.dry_run(id, version).await.map(|id| id.to_string()).map_err(fail)?;
+    let next = format!("{}/desiredstate/{version}/compliancecheck?env={id}&report={report}", crate::BASE);
+    crate::components::show_next(&next);
+    Ok(report)
 }

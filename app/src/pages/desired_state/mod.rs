@@ -4,7 +4,8 @@
 
 use leptos::prelude::*;
 
-use crate::components::{ActionError, act};
+use crate::components::{ActionError, ChangeForm, act, endpoint};
+use crate::error::ConsoleError;
 
 mod compare;
 mod compliance_check;
@@ -21,9 +22,6 @@ pub use version::VersionPage;
 pub use version_resource::VersionResourcePage;
 pub use versions::DesiredStatePage;
 
-const VERSIONS: &str = "/console/desiredstate";
-const VERSION: &str = "/console/desiredstate/version";
-
 /// Asks before promoting `version` (or, with `delete`, deleting it), then does it: the versions
 /// table and a version's page ask the same question.
 fn ask_version_action(error: ActionError, env: String, version: i64, delete: bool) {
@@ -39,7 +37,27 @@ fn ask_version_action(error: ActionError, env: String, version: i64, delete: boo
     error.ask(question, yes, move || act(error, done.clone(), fns::version_action(env.clone(), version, delete)));
 }
 
+/// The form of [`ask_version_action`] posted without the wasm: `button` in a form that does it.
+fn version_form(
+    error: ActionError,
+    env: String,
+    version: i64,
+    delete: bool,
+    button: impl IntoView + 'static,
+) -> impl IntoView {
+    let fields = vec![("env", env.clone()), ("version", version.to_string()), ("delete", delete.to_string())];
+    view! {
+        <ChangeForm
+            action={endpoint::<fns::VersionAction>()}
+            fields
+            on_submit=move || ask_version_action(error, env.clone(), version, delete)
+        >
+            {button}
+        </ChangeForm>
+    }
+}
+
 /// The version `?v=` names, or the error the page shows when it names none.
-fn version_number(v: &str) -> Result<i64, ServerFnError> {
-    v.parse().map_err(|_| ServerFnError::new("no version given (?v=)"))
+fn version_number(v: &str) -> Result<i64, ConsoleError> {
+    v.parse().map_err(|_| ConsoleError::refused("no version given (?v=)"))
 }

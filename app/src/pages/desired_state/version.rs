@@ -22,7 +22,7 @@ pub fn VersionPage() -> impl IntoView {
         <SubPage
             title=move || format!("Version {}", version.get())
             trail=move || view! {
-                <a href=move || env_link("desiredstate", &env.get())>"Desired State"</a>
+                <a href=move || crate::routes::DESIRED_STATE.of(&env.get())>"Desired State"</a>
                 " › "
                 <span>{move || format!("Version {}", version.get())}</span>
             }
@@ -33,7 +33,7 @@ pub fn VersionPage() -> impl IntoView {
             <Show when=move || !env.get().is_empty() fallback=NoEnvironment>
                 <VersionHeader env version/>
                 <FilterForm
-                    path=VERSION
+                    path=crate::routes::VERSION.href
                     fields=vec![("resource_type", "Type"), ("agent", "Agent"), ("resource_id_value", "Value")]
                     keep=vec!["env", "v"]
                 />
@@ -85,16 +85,11 @@ fn VersionHeader(env: Memo<String>, version: Memo<String>) -> impl IntoView {
                             <dd id="version-message" class:muted=v.message.is_empty()>{message}</dd>
                         </dl>
                         <div class="page-actions">
-                            {candidate.then(|| view! {
-                                <button
-                                    class="button button-primary"
-                                    id="version-promote"
-                                    type="button"
-                                    on:click=move |_| ask_version_action(error, env.clone(), version, false)
-                                >
+                            {candidate.then(|| version_form(error, env.clone(), version, false, view! {
+                                <button class="button button-primary" id="version-promote" type="submit">
                                     "Promote"
                                 </button>
-                            })}
+                            }))}
                             <a class="button button-secondary" id="version-dry-run" href=dry_run>
                                 "Dry run against the current state"
                             </a>
@@ -122,9 +117,9 @@ fn VersionResources(env: String, version: String, data: Paged<VersionedResourceR
         <table class="table" id="version-resources">
             <thead>
                 <tr>
-                    <SortHeader path=VERSION column="resource_type" label="Type"/>
-                    <SortHeader path=VERSION column="agent" label="Agent"/>
-                    <SortHeader path=VERSION column="resource_id_value" label="Value"/>
+                    <SortHeader path=crate::routes::VERSION.href column="resource_type" label="Type"/>
+                    <SortHeader path=crate::routes::VERSION.href column="agent" label="Agent"/>
+                    <SortHeader path=crate::routes::VERSION.href column="resource_id_value" label="Value"/>
                     <th scope="col">"Requires"</th>
                 </tr>
             </thead>
@@ -135,7 +130,7 @@ fn VersionResources(env: String, version: String, data: Paged<VersionedResourceR
                     .map(|r| {
                         let href = format!(
                             "{}&v={version}&rid={}",
-                            env_link("desiredstate/resource", &env),
+                            crate::routes::VERSION_RESOURCE.of(&env),
                             encode(&r.id.to_string()),
                         );
                         view! {
@@ -150,7 +145,7 @@ fn VersionResources(env: String, version: String, data: Paged<VersionedResourceR
                     .collect_view()}
             </tbody>
         </table>
-        <Pager path=VERSION page=data.page/>
+        <Pager path=crate::routes::VERSION.href page=data.page/>
     }
     .into_any()
 }

@@ -21,7 +21,7 @@ pub fn VersionResourcePage() -> impl IntoView {
         <SubPage
             title=move || rid.get()
             trail=move || view! {
-                <a href=move || env_link("desiredstate", &env.get())>"Desired State"</a>
+                <a href=move || crate::routes::DESIRED_STATE.of(&env.get())>"Desired State"</a>
                 " › "
                 <a href=move || version_link(&env.get(), version.get())>{move || format!("Version {}", version.get())}</a>
                 " › "

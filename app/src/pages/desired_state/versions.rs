@@ -12,7 +12,7 @@ pub fn DesiredStatePage() -> impl IntoView {
     let data = table_resource(fns::versions);
     view! {
         <EnvironmentPage title="Desired State" env>
-            <StatusFilter path=VERSIONS values=&["", "active", "candidate", "retired", "skipped_candidate"]/>
+            <StatusFilter path=crate::routes::DESIRED_STATE.href values=&["", "active", "candidate", "retired", "skipped_candidate"]/>
             <Loaded
                 resource=data
                 loading="Loading versions…"
@@ -42,7 +42,7 @@ fn VersionsTable(env: String, data: Paged<VersionRow>) -> impl IntoView {
     let compare_href = move || {
         let mut v = selected.get();
         v.sort();
-        (v.len() == 2).then(|| format!("{}&from={}&to={}", env_link("desiredstate/compare", &compare_env), v[0], v[1]))
+        (v.len() == 2).then(|| format!("{}&from={}&to={}", crate::routes::COMPARE.of(&compare_env), v[0], v[1]))
     };
     let rows = data
         .rows
@@ -88,24 +88,12 @@ fn VersionsTable(env: String, data: Paged<VersionRow>) -> impl IntoView {
                         >
                             "Compare with current state"
                         </a>
-                        {candidate.then(|| view! {
-                            <button
-                                class="button button-small promote"
-                                type="button"
-                                on:click=move |_| ask_version_action(error, env_p.clone(), version, false)
-                            >
-                                "Promote"
-                            </button>
-                        })}
-                        {(!active).then(|| view! {
-                            <button
-                                class="button button-small button-secondary delete"
-                                type="button"
-                                on:click=move |_| ask_version_action(error, env_d.clone(), version, true)
-                            >
-                                "Delete"
-                            </button>
-                        })}
+                        {candidate.then(|| version_form(error, env_p.clone(), version, false, view! {
+                            <button class="button button-small promote" type="submit">"Promote"</button>
+                        }))}
+                        {(!active).then(|| version_form(error, env_d.clone(), version, true, view! {
+                            <button class="button button-small button-secondary delete" type="submit">"Delete"</button>
+                        }))}
                     </td>
                 </tr>
             }
@@ -129,7 +117,7 @@ fn VersionsTable(env: String, data: Paged<VersionRow>) -> impl IntoView {
             <thead>
                 <tr>
                     <th scope="col"><span class="sr-only">"Select"</span></th>
-                    <SortHeader path=VERSIONS column="version" label="Version"/>
+                    <SortHeader path=crate::routes::DESIRED_STATE.href column="version" label="Version"/>
                     <th scope="col">"Date"</th>
                     <th scope="col">"Status"</th>
                     <th scope="col">"Resources"</th>
@@ -139,7 +127,7 @@ fn VersionsTable(env: String, data: Paged<VersionRow>) -> impl IntoView {
             </thead>
             <tbody>{rows}</tbody>
         </table>
-        <Pager path=VERSIONS page=data.page/>
+        <Pager path=crate::routes::DESIRED_STATE.href page=data.page/>
     }
     .into_any()
 }

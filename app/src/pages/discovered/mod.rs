@@ -2,20 +2,19 @@
 //! machines (`/api/v2/discovered`), with the resource that discovered each one, the managed
 //! resource of the same id when there is one, and a way to forget a row.
 
+use crate::error::ConsoleError;
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 use serde::{Deserialize, Serialize};
 
 use crate::components::*;
 #[cfg(feature = "ssr")]
-use crate::fns::{env_id, fail, json_text, page_request, paged, services_for};
+use crate::fns::{authorized_for, env_id, fail, json_text, page_request, paged};
 use crate::layout::resource_link;
 use crate::model::{Paged, ResourceId, TableQuery};
 
 #[cfg(all(test, feature = "ssr"))]
 mod tests;
-
-const DISCOVERED: &str = "/console/discovered";
 
 /// One discovered resource as the page lists it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,13 +41,13 @@ pub fn DiscoveredResourcesPage() -> impl IntoView {
     view! {
         <EnvironmentPage title="Discovered Resources" env notice=move || view! { <ActionMessage error/> }>
             <FilterForm
-                path=DISCOVERED
+                path=crate::routes::DISCOVERED.href
                 fields=vec![("resource_type", "Type"), ("agent", "Agent"), ("resource_id_value", "Value")]
                 keep=vec!["env", "filter.managed"]
             />
             <div class="toolbar" aria-label="Filter on managed">
                 <span class="muted">"Managed: "</span>
-                {choice_filter(DISCOVERED, "managed", &["", "true", "false"])}
+                {choice_filter(crate::routes::DISCOVERED.href, "managed", &["", "true", "false"])}
             </div>
             <Loaded
                 resource=data
@@ -67,7 +66,7 @@ fn DiscoveredTable(env: String, data: Paged<DiscoveredRow>, error: ActionError) 
         return view! {
             <Empty title=if filtered { "No discovered resources match the filters" } else { "No discovered resources" }>
                 {if filtered {
-                    view! { <p><a href=env_link("discovered", &env)>"Clear the filters"</a> " to see every one."</p> }
+                    view! { <p><a href=crate::routes::DISCOVERED.of(&env)>"Clear the filters"</a> " to see every one."</p> }
                         .into_any()
                 } else {
                     view! {
@@ -98,7 +97,8 @@ fn DiscoveredTable(env: String, data: Paged<DiscoveredRow>, error: ActionError) 
                 view! { <span class="mono discovery-id">{r.discovery_id.to_string()}</span> }.into_any()
             };
             let (delete_env, id) = (env.clone(), r.id.clone());
-            let delete = move |_| {
+            let fields = vec![("env", env.clone()), ("id", r.id.to_string())];
+            let delete = move || {
                 let (env, id) = (delete_env.clone(), id.clone());
                 let question = format!("Forget the discovered resource {id}? An agent that finds it again reports it again.");
                 error.ask(question, "Delete", move || {
@@ -120,9 +120,11 @@ fn DiscoveredTable(env: String, data: Paged<DiscoveredRow>, error: ActionError) 
                         </details>
                     </td>
                     <td class="row-actions">
-                        <button class="button button-small button-secondary delete-discovered" type="button" on:click=delete>
-                            "Delete"
-                        </button>
+                        <ChangeForm action={endpoint::<DeleteDiscovered>()} fields on_submit=delete>
+                            <button class="button button-small button-secondary delete-discovered" type="submit">
+                                "Delete"
+                            </button>
+                        </ChangeForm>
                     </td>
                 </tr>
             }
@@ -132,9 +134,9 @@ fn DiscoveredTable(env: String, data: Paged<DiscoveredRow>, error: ActionError) 
         <table class="table" id="discovered">
             <thead>
                 <tr>
-                    <SortHeader path=DISCOVERED column="resource_type" label="Type"/>
-                    <SortHeader path=DISCOVERED column="agent" label="Agent"/>
-                    <SortHeader path=DISCOVERED column="resource_id_value" label="Value"/>
+                    <SortHeader path=crate::routes::DISCOVERED.href column="resource_type" label="Type"/>
+                    <SortHeader path=crate::routes::DISCOVERED.href column="agent" label="Agent"/>
+                    <SortHeader path=crate::routes::DISCOVERED.href column="resource_id_value" label="Value"/>
                     <th scope="col">"Managed"</th>
                     <th scope="col">"Discovered by"</th>
                     <th scope="col">"Values"</th>
@@ -143,7 +145,7 @@ fn DiscoveredTable(env: String, data: Paged<DiscoveredRow>, error: ActionError) 
             </thead>
             <tbody>{rows}</tbody>
         </table>
-        <Pager path=DISCOVERED page=data.page/>
+        <Pager path=crate::routes::DISCOVERED.href page=data.page/>
     }
     .into_any()
 }
@@ -157,8 +159,8 @@ fn use_query_map_filters() -> bool {
 }
 
 #[server(prefix = "/console/fn", endpoint = "discovered_resources", input = Json)]
-pub async fn discovered_resources(query: TableQuery) -> Result<Paged<DiscoveredRow>, ServerFnError> {
-    let s = services_for("discovered-resources.read", &query.env)?;
+pub async fn discovered_resources(query: TableQuery) -> Result<Paged<DiscoveredRow>, ConsoleError> {
+    let s = authorized_for("discovered-resources.read", &query.env)?;
     let env = env_id(&query.env)?;
     let page = s.orchestrator.discovered_resources(env, &page_request(&query)).await.map_err(fail)?;
     // The orchestrator looks ids up as stored text.
@@ -177,8 +179,9 @@ pub async fn discovered_resources(query: TableQuery) -> Result<Paged<DiscoveredR
     }))
 }
 
-#[server(prefix = "/console/fn", endpoint = "delete_discovered", input = Json)]
-pub async fn delete_discovered(env: String, id: ResourceId) -> Result<(), ServerFnError> {
-    let s = services_for("discovered-resources.delete", &env)?;
+/// Also posted as a plain form (no wasm).
+#[server(prefix = "/console/fn", endpoint = "delete_discovered")]
+pub async fn delete_discovered(env: String, id: ResourceId) -> Result<(), ConsoleError> {
+    let s = authorized_for("discovered-resources.delete", &env)?;
     s.orchestrator.delete_discovered_resource(env_id(&env)?, &id.to_string()).await.map_err(fail)
 }

@@ -19,8 +19,7 @@ pub fn CreateEnvironmentPage() -> impl IntoView {
     let error = ActionError::new();
     let busy = RwSignal::new(false);
     let navigate = use_navigate();
-    let submit = move |ev: leptos::ev::SubmitEvent| {
-        ev.prevent_default();
+    let submit = move || {
         busy.set(true);
         let navigate = navigate.clone();
         let call = fns::create_environment(
@@ -33,7 +32,7 @@ pub fn CreateEnvironmentPage() -> impl IntoView {
         );
         leptos::task::spawn_local(async move {
             match call.await {
-                Ok(id) => navigate(&in_app(&env_link("dashboard", &id)), Default::default()),
+                Ok(id) => navigate(&in_app(&crate::routes::DASHBOARD.of(&id)), Default::default()),
                 Err(e) => error.fail(e),
             }
             busy.set(false);
@@ -45,7 +44,12 @@ pub fn CreateEnvironmentPage() -> impl IntoView {
             <div class="page-header">
                 <h1>"Create environment"</h1>
             </div>
-            <form class="form card" id="create-environment" on:submit=submit>
+            <ChangeForm
+                action={endpoint::<fns::CreateEnvironment>()}
+                class="form card"
+                id="create-environment"
+                on_submit=submit
+            >
                 <label for="project">"Project"</label>
                 <Transition fallback=|| view! { <p class="muted">"Loading projects…"</p> }>
                     {move || {
@@ -53,6 +57,7 @@ pub fn CreateEnvironmentPage() -> impl IntoView {
                         view! {
                             <select
                                 id="project"
+                                name="project_id"
                                 class="input"
                                 prop:value=move || project.get()
                                 on:change=move |ev| project.set(event_target_value(&ev))
@@ -67,18 +72,18 @@ pub fn CreateEnvironmentPage() -> impl IntoView {
                     }}
                 </Transition>
                 <Show when=move || project.get().is_empty()>
-                    <TextField id="new-project" label="New project name" value=new_project/>
+                    <TextField id="new-project" name="new_project" label="New project name" value=new_project/>
                 </Show>
-                <TextField id="env-name" label="Name" value=name required=true/>
-                <TextField id="env-description" label="Description" value=description/>
-                <TextField id="env-repo" label="Repository URL" value=repository input_type="url" placeholder="https://github.com/example/project.git"/>
-                <TextField id="env-branch" label="Branch" value=branch/>
+                <TextField id="env-name" name="name" label="Name" value=name required=true/>
+                <TextField id="env-description" name="description" label="Description" value=description/>
+                <TextField id="env-repo" name="repository" label="Repository URL" value=repository input_type="url" placeholder="https://github.com/example/project.git"/>
+                <TextField id="env-branch" name="branch" label="Branch" value=branch/>
                 <ActionMessage error/>
                 <div class="form-actions">
                     <button class="button" type="submit" disabled=move || busy.get()>"Create"</button>
                     <a class="button button-secondary" href=format!("{}/", crate::BASE)>"Cancel"</a>
                 </div>
-            </form>
+            </ChangeForm>
         </section>
     }
 }

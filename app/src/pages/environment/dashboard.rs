@@ -32,8 +32,9 @@ fn NeedsAttention(env: String, data: Dashboard) -> impl IntoView {
     let count = |states: &[ResourceState]| -> u64 {
         data.summary.iter().filter(|(s, _)| states.contains(s)).map(|(_, n)| *n).sum()
     };
-    let resources =
-        |state: ResourceState| format!("{}&filter.status={}", env_link("resources", &env), encode(state.as_str()));
+    let resources = |state: ResourceState| {
+        format!("{}&filter.status={}", crate::routes::RESOURCES.of(&env), encode(state.as_str()))
+    };
     let plural = |n: u64, one: &str, many: &str| if n == 1 { format!("1 {one}") } else { format!("{n} {many}") };
     // (text, link, the state whose colour the swatch takes)
     let mut items: Vec<(String, String, ResourceState)> = Vec::new();
@@ -54,7 +55,7 @@ fn NeedsAttention(env: String, data: Dashboard) -> impl IntoView {
     }
     if data.agents_down > 0 {
         let text = plural(data.agents_down, "agent down", "agents down");
-        let link = format!("{}&filter.status={}", env_link("agents", &env), AgentStatus::Down);
+        let link = format!("{}&filter.status={}", crate::routes::AGENTS.of(&env), AgentStatus::Down);
         items.push((text, link, ResourceState::Failed));
     }
     let ended = |c: &&CompileRow| matches!(c.status, CompileStatus::Success | CompileStatus::Failed);
@@ -102,7 +103,7 @@ fn DashboardBody(env: String, data: Dashboard) -> impl IntoView {
         .filter(|(_, n)| *n > 0)
         .map(|(state, n)| {
             let state = state.as_str();
-            let href = format!("{}&filter.status={}", env_link("resources", &env), encode(state));
+            let href = format!("{}&filter.status={}", crate::routes::RESOURCES.of(&env), encode(state));
             view! {
                 <a class="legend-item" href=href>
                     <span class=format!("legend-swatch state-bg-{state}")></span>
@@ -115,12 +116,12 @@ fn DashboardBody(env: String, data: Dashboard) -> impl IntoView {
     let compiles = data.compiles.clone();
     let compiles_card = view! {
         <div class="card" id="latest-compiles">
-            <h2><a href=env_link("compilereports", &env)>"Latest compile reports"</a></h2>
+            <h2><a href=crate::routes::COMPILE_REPORTS.of(&env)>"Latest compile reports"</a></h2>
             {if compiles.is_empty() {
                 view! {
                     <p class="muted">
                         "No compiles yet: request one on the "
-                        <a href=env_link("compilereports", &env)>"Compile Reports"</a>
+                        <a href=crate::routes::COMPILE_REPORTS.of(&env)>"Compile Reports"</a>
                         " page."
                     </p>
                 }
@@ -170,7 +171,7 @@ fn DashboardBody(env: String, data: Dashboard) -> impl IntoView {
                             "No resources released yet. Export a model ("
                             <code>"inmanta export"</code>
                             ") and promote its version on the "
-                            <a href=env_link("desiredstate", &env)>"Desired State"</a>
+                            <a href=crate::routes::DESIRED_STATE.of(&env)>"Desired State"</a>
                             " page."
                         </p>
                     }
@@ -186,7 +187,7 @@ fn DashboardBody(env: String, data: Dashboard) -> impl IntoView {
                         .into_any()
                 }}
             </div>
-            <a class="card tile" href=env_link("agents", &env) id="agents-tile">
+            <a class="card tile" href=crate::routes::AGENTS.of(&env) id="agents-tile">
                 <h2>"Agents"</h2>
                 <p class="tile-counts">
                     <span class="count-up">{data.agents_up} " up"</span>

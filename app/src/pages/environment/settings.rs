@@ -9,7 +9,6 @@ use super::tokens::TokensTab;
 use crate::components::*;
 use crate::model::{EnvironmentDetails, SettingRow};
 
-const SETTINGS: &str = "/console/settings";
 const SETTINGS_TABS: [(&str, &str); 3] =
     [("environment", "Environment"), ("configuration", "Configuration"), ("tokens", "Tokens")];
 
@@ -20,7 +19,7 @@ pub fn SettingsPage() -> impl IntoView {
     view! {
         <EnvironmentPage title="Settings" env>
             <div class="tabs" role="tablist" aria-label="Settings">
-                <TabLinks path=SETTINGS tabs=&SETTINGS_TABS/>
+                <TabLinks path=crate::routes::SETTINGS.href tabs=&SETTINGS_TABS/>
             </div>
             <div class="tab-panel settings-panel" role="tabpanel">
                 {move || match tab.get().as_str() {
@@ -70,9 +69,8 @@ fn EnvironmentForm(details: EnvironmentDetails) -> impl IntoView {
     let branch = RwSignal::new(details.repo_branch.clone());
     let description = RwSignal::new(details.description.clone());
     let error = ActionError::new();
-    let env2 = env.clone();
-    let save = move |ev: leptos::ev::SubmitEvent| {
-        ev.prevent_default();
+    let (env2, env_shown) = (env.clone(), env.clone());
+    let save = move || {
         run(
             error,
             fns::modify_environment(
@@ -85,18 +83,24 @@ fn EnvironmentForm(details: EnvironmentDetails) -> impl IntoView {
         );
     };
     view! {
-        <form class="card form" id="environment-form" on:submit=save>
+        <ChangeForm
+            action={endpoint::<fns::ModifyEnvironment>()}
+            class="card form"
+            id="environment-form"
+            fields=vec![("env", env.clone())]
+            on_submit=save
+        >
             <h2>"Environment"</h2>
-            <p class="muted">"Project " <strong>{details.project_name.clone()}</strong> " · id " <code>{env.clone()}</code></p>
-            <TextField id="set-name" label="Name" value=name/>
-            <TextField id="set-description" label="Description" value=description/>
-            <TextField id="set-repo" label="Repository URL" value=repository/>
-            <TextField id="set-branch" label="Branch" value=branch/>
+            <p class="muted">"Project " <strong>{details.project_name.clone()}</strong> " · id " <code>{env_shown}</code></p>
+            <TextField id="set-name" name="name" label="Name" value=name/>
+            <TextField id="set-description" name="description" label="Description" value=description/>
+            <TextField id="set-repo" name="repository" label="Repository URL" value=repository/>
+            <TextField id="set-branch" name="branch" label="Branch" value=branch/>
             <ActionMessage error/>
             <div class="form-actions">
                 <button class="button" type="submit">"Save"</button>
             </div>
-        </form>
+        </ChangeForm>
         <div class="card danger-zone">
             <h2>"Danger zone"</h2>
             <DangerAction env=env.clone() name=details.name.clone() delete=false/>
@@ -121,7 +125,12 @@ fn DangerAction(env: String, name: String, delete: bool) -> impl IntoView {
     };
     let id = format!("confirm-{}", verb.to_lowercase());
     let navigate = use_navigate();
-    let click = move |_| {
+    // Effects run in the browser only: before the wasm, the button stays usable (the server
+    // checks the typed name either way).
+    let hydrated = RwSignal::new(false);
+    Effect::new(move |_| hydrated.set(true));
+    let fields = vec![("env", env.clone()), ("delete", delete.to_string())];
+    let click = move || {
         let env = env.clone();
         let confirm = typed.get_untracked();
         let navigate = navigate.clone();
@@ -144,19 +153,20 @@ fn DangerAction(env: String, name: String, delete: bool) -> impl IntoView {
                 {explain}
                 " Type " <code>{name.clone()}</code> " to confirm."
             </p>
-            <div class="inline-form">
+            <ChangeForm action={endpoint::<fns::RemoveEnvironment>()} fields on_submit=click>
                 <input
                     id=id.clone()
                     class="input"
                     type="text"
+                    name="confirm"
                     aria-label=format!("Type {name} to confirm")
                     prop:value=move || typed.get()
                     on:input=move |ev| typed.set(event_target_value(&ev))
                 />
-                <button class="button button-danger" type="button" disabled=move || !matches() on:click=click>
+                <button class="button button-danger" type="submit" disabled=move || hydrated.get() && !matches()>
                     {verb}
                 </button>
-            </div>
+            </ChangeForm>
             <ActionMessage error/>
         </div>
     }
@@ -189,12 +199,18 @@ fn SettingEditor(env: String, row: SettingRow) -> impl IntoView {
     let error = ActionError::new();
     let name = row.name.clone();
     let input_id = format!("setting-{}", row.name);
+    // The Save button's form, in another cell: the input joins it by its `form` attribute.
+    let form_id = format!("setting-save-{}", row.name);
     let readonly = row.protected_by.is_some();
     let input = match row.kind.as_str() {
         "bool" => view! {
             <input
                 id=input_id.clone()
                 type="checkbox"
+                form=form_id.clone()
+                name="value"
+                value="true"
+                checked=row.value == "true"
                 disabled=readonly
                 prop:checked=move || value.get() == "true"
                 on:change=move |ev| value.set(event_target_checked(&ev).to_string())
@@ -206,6 +222,9 @@ fn SettingEditor(env: String, row: SettingRow) -> impl IntoView {
                 id=input_id.clone()
                 class="input input-number"
                 type="number"
+                form=form_id.clone()
+                name="value"
+                value=row.value.clone()
                 min=(row.kind == "positive_float").then_some("0")
                 step=if row.kind == "int" { "1" } else { "any" }
                 disabled=readonly
@@ -220,6 +239,8 @@ fn SettingEditor(env: String, row: SettingRow) -> impl IntoView {
                 <select
                     id=input_id.clone()
                     class="input"
+                    form=form_id.clone()
+                    name="value"
                     disabled=readonly
                     prop:value=move || value.get()
                     on:change=move |ev| value.set(event_target_value(&ev))
@@ -240,6 +261,8 @@ fn SettingEditor(env: String, row: SettingRow) -> impl IntoView {
                 id=input_id.clone()
                 class="input mono"
                 rows="3"
+                form=form_id.clone()
+                name="value"
                 disabled=readonly
                 prop:value=move || value.get()
                 on:input=move |ev| value.set(event_target_value(&ev))
@@ -253,6 +276,9 @@ fn SettingEditor(env: String, row: SettingRow) -> impl IntoView {
                 id=input_id.clone()
                 class="input"
                 type="text"
+                form=form_id.clone()
+                name="value"
+                value=row.value.clone()
                 disabled=readonly
                 prop:value=move || value.get()
                 on:input=move |ev| value.set(event_target_value(&ev))
@@ -275,22 +301,29 @@ fn SettingEditor(env: String, row: SettingRow) -> impl IntoView {
             <td>{input} <ActionMessage error/></td>
             <td class="mono">{row.default.clone()} {row.is_default.then(|| view! { <span class="muted">" (in use)"</span> })}</td>
             <td class="row-actions">
-                <button
-                    class="button button-small"
-                    type="button"
-                    disabled=readonly
-                    on:click=move |_| act(error, format!("Setting {name1} saved"), fns::save_setting(env1.clone(), name1.clone(), value.get_untracked(), false))
+                <ChangeForm
+                    action={endpoint::<fns::SaveSetting>()}
+                    id=form_id
+                    fields=vec![("env", env1.clone()), ("name", name1.clone()), ("reset", "false".into())]
+                    on_submit=move || {
+                        let call = fns::save_setting(env1.clone(), name1.clone(), Some(value.get_untracked()), false);
+                        act(error, format!("Setting {name1} saved"), call)
+                    }
                 >
-                    "Save"
-                </button>
-                <button
-                    class="button button-small button-secondary"
-                    type="button"
-                    disabled=readonly || row.is_default
-                    on:click=move |_| act(error, format!("Setting {name} reset to its default"), fns::save_setting(env.clone(), name.clone(), String::new(), true))
+                    <button class="button button-small" type="submit" disabled=readonly>"Save"</button>
+                </ChangeForm>
+                <ChangeForm
+                    action={endpoint::<fns::SaveSetting>()}
+                    fields=vec![("env", env.clone()), ("name", name.clone()), ("reset", "true".into())]
+                    on_submit=move || {
+                        let call = fns::save_setting(env.clone(), name.clone(), None, true);
+                        act(error, format!("Setting {name} reset to its default"), call)
+                    }
                 >
-                    "Reset"
-                </button>
+                    <button class="button button-small button-secondary" type="submit" disabled=readonly || row.is_default>
+                        "Reset"
+                    </button>
+                </ChangeForm>
             </td>
         </tr>
     }

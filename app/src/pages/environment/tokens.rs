@@ -72,6 +72,7 @@ fn TokenTable(env: String, rows: Vec<TokenRow>, error: ActionError) -> impl Into
                     .into_iter()
                     .map(|t| {
                         let (env, jti) = (env.clone(), t.jti.clone());
+                        let env_field = env.clone();
                         let types = t.client_types.join(", ");
                         let question = format!(
                             "Revoke the {types} token issued {}? Whatever uses it is refused from now on.",
@@ -83,7 +84,15 @@ fn TokenTable(env: String, rows: Vec<TokenRow>, error: ActionError) -> impl Into
                         view! {
                             <tr data-jti=t.jti.clone() data-revoked=revoked.to_string()>
                                 <TokenCells token=t.clone()/>
-                                <RevokeTokenCell label question revoked error revoke/>
+                                <RevokeTokenCell
+                                    label
+                                    question
+                                    revoked
+                                    error
+                                    action={endpoint::<fns::RevokeToken>()}
+                                    fields=vec![("env", env_field.clone()), ("jti", t.jti.clone())]
+                                    revoke
+                                />
                             </tr>
                         }
                     })

@@ -1,6 +1,7 @@
 //! One resource's details: its header with status and problem, and the tabs with its
 //! attributes, requirements, history, logs and facts.
 
+use crate::error::ConsoleError;
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
@@ -10,7 +11,6 @@ use crate::components::*;
 use crate::layout::resource_link;
 use crate::model::ResourceDetails;
 
-const DETAILS: &str = "/console/resources/details";
 const DETAILS_TABS: [(&str, &str); 5] = [
     ("attributes", "Desired state"),
     ("requires", "Requires"),
@@ -33,7 +33,7 @@ pub fn ResourceDetailsPage() -> impl IntoView {
         <SubPage
             title=move || rid.get()
             trail=move || view! {
-                <a href=move || env_link("resources", &env.get())>"Resources"</a>
+                <a href=move || crate::routes::RESOURCES.of(&env.get())>"Resources"</a>
                 " › "
                 <span>{move || rid.get()}</span>
             }
@@ -46,7 +46,7 @@ pub fn ResourceDetailsPage() -> impl IntoView {
             />
             <crate::pages::compliance::ResourceCompliance env rid/>
             <div class="tabs" role="tablist">
-                <TabLinks path=DETAILS tabs=&DETAILS_TABS/>
+                <TabLinks path=crate::routes::RESOURCE_DETAILS.href tabs=&DETAILS_TABS/>
             </div>
             <div class="tab-panel" role="tabpanel">
                 {move || match tab.get().as_str() {
@@ -89,7 +89,7 @@ fn ResourceHeader(details: ResourceDetails) -> impl IntoView {
     }
 }
 
-type DetailsResource = Resource<Result<ResourceDetails, ServerFnError>>;
+type DetailsResource = Resource<Result<ResourceDetails, ConsoleError>>;
 
 #[component]
 fn AttributesTab(details: DetailsResource) -> impl IntoView {
@@ -186,7 +186,11 @@ fn LogsTab(env: Memo<String>, rid: Memo<String>, level: Memo<String>) -> impl In
     let navigate = leptos_router::hooks::use_navigate();
     let on_level = move |ev: leptos::ev::Event| {
         let value = event_target_value(&ev);
-        let href = link(DETAILS, &q.get_untracked(), &[("level", (!value.is_empty()).then_some(value))]);
+        let href = link(
+            crate::routes::RESOURCE_DETAILS.href,
+            &q.get_untracked(),
+            &[("level", (!value.is_empty()).then_some(value))],
+        );
         navigate(&in_app(&href), Default::default());
     };
     view! {

@@ -1,17 +1,18 @@
 //! The server functions of the resources pages.
 
+use crate::error::ConsoleError;
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 
 #[cfg(feature = "ssr")]
-use crate::fns::{attributes, env_id, fact_row, fail, page_info, page_request, services_for, summary};
+use crate::fns::{attributes, authorized_for, env_id, fact_row, fail, page_info, page_request, summary};
 use crate::model::{HistoryRow, LogRow, ParameterRow, ResourceDetails, ResourceId, ResourcesView, TableQuery};
 #[cfg(feature = "ssr")]
 use crate::model::{Problem, ResourceRow, ResourceState};
 
 #[server(prefix = "/console/fn", endpoint = "resources", input = Json)]
-pub async fn resources(query: TableQuery) -> Result<ResourcesView, ServerFnError> {
-    let s = services_for("resource.read", &query.env)?;
+pub async fn resources(query: TableQuery) -> Result<ResourcesView, ConsoleError> {
+    let s = authorized_for("resource.read", &query.env)?;
     let env = env_id(&query.env)?;
     let (page, deploy) = s.orchestrator.released_resources(env, &page_request(&query), true).await.map_err(fail)?;
     let deploy = deploy.unwrap_or_default();
@@ -42,7 +43,7 @@ async fn problems(
     o: &orchestrator::Orchestrator,
     env: uuid::Uuid,
     resources: &[(&ResourceId, ResourceState)],
-) -> Result<std::collections::HashMap<ResourceId, Problem>, ServerFnError> {
+) -> Result<std::collections::HashMap<ResourceId, Problem>, ConsoleError> {
     // The orchestrator's lookups take and answer ids as stored text.
     let with = |states: &[ResourceState]| -> Vec<String> {
         resources.iter().filter(|(_, status)| states.contains(status)).map(|(rid, _)| rid.to_string()).collect()
@@ -51,7 +52,7 @@ async fn problems(
         with(&[ResourceState::Failed, ResourceState::Unavailable]),
         with(&[ResourceState::Available, ResourceState::Skipped, ResourceState::SkippedForUndefined]),
     );
-    let stored = |text: &str| ResourceId::parse(text).map_err(|e| ServerFnError::new(e.to_string()));
+    let stored = |text: &str| ResourceId::parse(text).map_err(|e| ConsoleError::refused(e.to_string()));
     let mut problems = std::collections::HashMap::new();
     for (rid, msg) in o.last_errors(env, &as_strs(&failed)).await.map_err(fail)? {
         problems.insert(stored(&rid)?, Problem::Error(msg));
@@ -60,7 +61,7 @@ async fn problems(
         let requires = requires
             .into_iter()
             .map(|(id, state)| Ok((stored(&id)?, state)))
-            .collect::<Result<Vec<_>, ServerFnError>>()?;
+            .collect::<Result<Vec<_>, ConsoleError>>()?;
         if let Some(problem) = Problem::blocked_by(&requires) {
             problems.insert(stored(&rid)?, problem);
         }
@@ -69,8 +70,8 @@ async fn problems(
 }
 
 #[server(prefix = "/console/fn", endpoint = "resource_details", input = Json)]
-pub async fn load_resource_details(env: String, rid: ResourceId) -> Result<ResourceDetails, ServerFnError> {
-    let s = services_for("resource.read", &env)?;
+pub async fn load_resource_details(env: String, rid: ResourceId) -> Result<ResourceDetails, ConsoleError> {
+    let s = authorized_for("resource.read", &env)?;
     let r = s.orchestrator.released_resource(env_id(&env)?, &rid.to_string()).await.map_err(fail)?;
     let problem = problems(&s.orchestrator, env_id(&env)?, &[(&rid, r.status)]).await?.remove(&rid);
     Ok(ResourceDetails {
@@ -88,8 +89,8 @@ pub async fn load_resource_details(env: String, rid: ResourceId) -> Result<Resou
 }
 
 #[server(prefix = "/console/fn", endpoint = "resource_history", input = Json)]
-pub async fn resource_history(env: String, rid: ResourceId) -> Result<Vec<HistoryRow>, ServerFnError> {
-    let s = services_for("resource.read", &env)?;
+pub async fn resource_history(env: String, rid: ResourceId) -> Result<Vec<HistoryRow>, ConsoleError> {
+    let s = authorized_for("resource.read", &env)?;
     let req = orchestrator::paging::PageRequest { limit: Some(50), ..Default::default() };
     let page = s.orchestrator.resource_history(env_id(&env)?, &rid.to_string(), &req).await.map_err(fail)?;
     Ok(page
@@ -106,8 +107,8 @@ pub async fn resource_history(env: String, rid: ResourceId) -> Result<Vec<Histor
 
 /// The latest 100 log lines of a resource, at `min_level` or more severe.
 #[server(prefix = "/console/fn", endpoint = "resource_logs", input = Json)]
-pub async fn resource_logs(env: String, rid: ResourceId, min_level: String) -> Result<Vec<LogRow>, ServerFnError> {
-    let s = services_for("resource.read", &env)?;
+pub async fn resource_logs(env: String, rid: ResourceId, min_level: String) -> Result<Vec<LogRow>, ConsoleError> {
+    let s = authorized_for("resource.read", &env)?;
     let mut req = orchestrator::paging::PageRequest { limit: Some(100), ..Default::default() };
     if !min_level.is_empty() {
         req.filters.push(("minimal_log_level".into(), min_level));
@@ -140,8 +141,8 @@ pub async fn resource_logs(env: String, rid: ResourceId, min_level: String) -> R
 }
 
 #[server(prefix = "/console/fn", endpoint = "resource_facts", input = Json)]
-pub async fn resource_facts(env: String, rid: ResourceId) -> Result<Vec<ParameterRow>, ServerFnError> {
-    let s = services_for("fact.read", &env)?;
+pub async fn resource_facts(env: String, rid: ResourceId) -> Result<Vec<ParameterRow>, ConsoleError> {
+    let s = authorized_for("fact.read", &env)?;
     let facts = s.orchestrator.resource_facts(env_id(&env)?, &rid.to_string()).await.map_err(fail)?;
     Ok(facts.into_iter().map(fact_row).collect())
 }

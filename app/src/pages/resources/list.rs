@@ -10,8 +10,6 @@ use crate::components::*;
 use crate::layout::resource_link;
 use crate::model::{ResourceState, ResourcesView};
 
-const RESOURCES: &str = "/console/resources";
-
 #[component]
 pub fn ResourcesPage() -> impl IntoView {
     let env = env();
@@ -39,20 +37,30 @@ pub fn ResourcesPage() -> impl IntoView {
             env
             actions=move || view! {
                 <div class="page-actions">
-                    <a class="button button-secondary" id="graph-link" href=move || env_link("resources/graph", &env.get())>
+                    <a class="button button-secondary" id="graph-link" href=move || crate::routes::GRAPH.of(&env.get())>
                         "Dependency graph"
                     </a>
-                    <button class="button" id="deploy" type="button" on:click=move |_| deploy(false)>"Deploy"</button>
-                    <button class="button button-secondary" id="repair" type="button" on:click=move |_| deploy(true)>
-                        "Repair"
-                    </button>
+                    <ChangeForm
+                        action={endpoint::<crate::fns::Deploy>()}
+                        fields=vec![("env", env.get_untracked()), ("repair", "false".into())]
+                        on_submit=move || deploy(false)
+                    >
+                        <button class="button" id="deploy" type="submit">"Deploy"</button>
+                    </ChangeForm>
+                    <ChangeForm
+                        action={endpoint::<crate::fns::Deploy>()}
+                        fields=vec![("env", env.get_untracked()), ("repair", "true".into())]
+                        on_submit=move || deploy(true)
+                    >
+                        <button class="button button-secondary" id="repair" type="submit">"Repair"</button>
+                    </ChangeForm>
                 </div>
             }
             notice=move || view! { <ActionMessage error/> }
         >
             <crate::pages::compliance::ComplianceCard env report_only_only=true/>
             <FilterForm
-                path=RESOURCES
+                path=crate::routes::RESOURCES.href
                 fields=vec![("resource_type", "Type"), ("agent", "Agent"), ("resource_id_value", "Value")]
                 keep=vec!["env", "filter.status"]
             />
@@ -78,7 +86,11 @@ fn ResourcesBody(env: String, data: ResourcesView) -> impl IntoView {
         .map(|(state, n)| {
             let state = state.as_str();
             let active = status == state;
-            let href = link(RESOURCES, &current, &[("filter.status", (!active).then(|| state.to_string()))]);
+            let href = link(
+                crate::routes::RESOURCES.href,
+                &current,
+                &[("filter.status", (!active).then(|| state.to_string()))],
+            );
             view! {
                 <a class="chip" class:active=active href=href data-state=state>
                     <span class=format!("legend-swatch state-bg-{state}")></span>
@@ -96,12 +108,12 @@ fn ResourcesBody(env: String, data: ResourcesView) -> impl IntoView {
         view! {
             <Empty title=if filtered { "No resources match the filters" } else { "No resources yet" }>
                 {if filtered {
-                    view! { <p><a href=env_link("resources", &env)>"Clear the filters"</a> " to see every resource."</p> }.into_any()
+                    view! { <p><a href=crate::routes::RESOURCES.of(&env)>"Clear the filters"</a> " to see every resource."</p> }.into_any()
                 } else {
                     view! {
                         <p>
                             "Resources appear when a version is released: export a model and promote it on the "
-                            <a href=env_link("desiredstate", &env)>"Desired State"</a> " page."
+                            <a href=crate::routes::DESIRED_STATE.of(&env)>"Desired State"</a> " page."
                         </p>
                     }
                         .into_any()
@@ -114,10 +126,10 @@ fn ResourcesBody(env: String, data: ResourcesView) -> impl IntoView {
             <table class="table" id="resources">
                 <thead>
                     <tr>
-                        <SortHeader path=RESOURCES column="resource_type" label="Type"/>
-                        <SortHeader path=RESOURCES column="agent" label="Agent"/>
-                        <SortHeader path=RESOURCES column="resource_id_value" label="Value"/>
-                        <SortHeader path=RESOURCES column="status" label="Status"/>
+                        <SortHeader path=crate::routes::RESOURCES.href column="resource_type" label="Type"/>
+                        <SortHeader path=crate::routes::RESOURCES.href column="agent" label="Agent"/>
+                        <SortHeader path=crate::routes::RESOURCES.href column="resource_id_value" label="Value"/>
+                        <SortHeader path=crate::routes::RESOURCES.href column="status" label="Status"/>
                         <th scope="col">"Requires"</th>
                         <th scope="col">"Problem"</th>
                     </tr>
@@ -143,7 +155,7 @@ fn ResourcesBody(env: String, data: ResourcesView) -> impl IntoView {
                         .collect_view()}
                 </tbody>
             </table>
-            <Pager path=RESOURCES page=data.page/>
+            <Pager path=crate::routes::RESOURCES.href page=data.page/>
         }
         .into_any()
     };
