@@ -162,8 +162,10 @@ impl<'a> Evaluator<'a> {
                     let other = match item {
                         Value::Instance(o) => o,
                         Value::Unknown(u) => {
-                            if let Slot::Rel(r) = &mut self.m.instances[inst as usize].slots[ai as usize] {
-                                r.unknown.add(u);
+                            if let Slot::Rel(r) = &mut self.m.instances[inst as usize].slots[ai as usize]
+                                && r.unknown.add(u.clone())
+                            {
+                                self.pass_on_unknowns(inst, ai, None, &[Value::Unknown(u)]);
                             }
                             if hi == Some(1) {
                                 self.freeze(inst, ai);

@@ -16,8 +16,9 @@ use crate::diagnostics::ErrorKind;
 
 /// Where the values of a gradually computed expression go.
 pub(crate) enum Sink<'a> {
-    /// added to a multi-valued relation of an instance
-    Rel { inst: InstId, attr: u32, span: Span },
+    /// added to a multi-valued relation of an instance; `constructor`: given in its
+    /// constructor, where a value the relation refuses is not an `AttributeException`
+    Rel { inst: InstId, attr: u32, span: Span, constructor: bool },
     /// each element is one iteration of `for var in ...: body end`
     For { body: &'a [Stmt], scope: ScopeId, var: &'a ast::Ident, span: Span },
     /// each element is one element of loop `level` of a comprehension, whose values go on to
@@ -204,10 +205,10 @@ impl<'a> Evaluator<'a> {
     /// Passes a computed value on to `sink`.
     pub(super) fn deliver(&mut self, sink: &Rc<Sink<'a>>, v: Value, cx: &mut expr::Cx<'_>) -> EResult<()> {
         match &**sink {
-            Sink::Rel { inst, attr, span } => {
+            Sink::Rel { inst, attr, span, constructor } => {
                 let (inst, attr, span) = (*inst, *attr, *span);
                 match self.assign_attr(inst, attr, v, false, span) {
-                    Err(Flow::Err(d)) => {
+                    Err(Flow::Err(d)) if !constructor => {
                         let name = self.entity_of(inst).attrs[attr as usize].name.clone();
                         Err(self.wrap_attr_error(inst, &name, d, span))
                     }
@@ -241,6 +242,38 @@ impl<'a> Evaluator<'a> {
                     self.spawn(TaskKind::Element { sink: sink.clone(), item, scope: cx.scope, ns: cx.ns });
                 }
                 Ok(())
+            }
+        }
+    }
+
+    /// Unknowns a relation received, passed on to what consumes it gradually (listener
+    /// `only`, or all): as in Inmanta, each unknown is an element of the relation.
+    pub(super) fn pass_on_unknowns(&mut self, inst: InstId, ai: u32, only: Option<usize>, unknowns: &[Value]) {
+        let Some(listeners) = self.queue.listeners.get(&(inst, ai)) else { return };
+        let targets: Vec<Result<Rc<Sink<'a>>, (InstId, u32, Span)>> = listeners
+            .iter()
+            .enumerate()
+            .filter(|(n, _)| only.is_none_or(|o| o == *n))
+            .filter_map(|(_, l)| match l {
+                Listener::Sink { sink, .. } => Some(Ok(sink.clone())),
+                Listener::AddTo { inst, attr, span, .. } => Some(Err((*inst, *attr, *span))),
+                Listener::For { .. } => None,
+            })
+            .collect();
+        let scope = self.m.ns_scopes.first().copied().unwrap_or(0);
+        for target in targets {
+            for u in unknowns {
+                let r = match &target {
+                    Ok(sink) => {
+                        let mut cache = Vec::new();
+                        let mut cx = expr::Cx::new(scope, self.m.scopes[scope as usize].ns, &mut cache);
+                        self.deliver(sink, u.clone(), &mut cx)
+                    }
+                    Err((to, attr, span)) => self.assign_attr(*to, *attr, u.clone(), false, *span),
+                };
+                if let Err(Flow::Err(d)) = r {
+                    self.errors.push(*d);
+                }
             }
         }
     }

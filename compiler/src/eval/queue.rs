@@ -214,6 +214,11 @@ impl<'a> Evaluator<'a> {
         for &elem in &r.items {
             self.queue.deferred.push_back((src.0, src.1, idx, elem));
         }
+        if !r.unknown.is_empty() {
+            let unknowns: Vec<Value> = r.unknown.iter().map(|u| Value::Unknown(u.clone())).collect();
+            self.pass_on_unknowns(src.0, src.1, Some(idx), &unknowns);
+        }
+        let Slot::Rel(r) = &mut self.m.instances[src.0 as usize].slots[src.1 as usize] else { return };
         // a relation with consumers is a freeze candidate, like one with waiters
         if !r.candidate {
             r.candidate = true;

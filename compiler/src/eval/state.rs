@@ -81,12 +81,14 @@ impl Unknowns {
         self.0.iter().flat_map(|u| u.iter())
     }
 
-    /// Adds `u` unless this very unknown is held already.
-    pub(super) fn add(&mut self, u: Rc<UnknownSource>) {
+    /// Adds `u` unless this very unknown is held already; whether it was added.
+    pub(super) fn add(&mut self, u: Rc<UnknownSource>) -> bool {
         let all = self.0.get_or_insert_with(Default::default);
-        if !all.iter().any(|x| Rc::ptr_eq(x, &u)) {
+        let new = !all.iter().any(|x| Rc::ptr_eq(x, &u));
+        if new {
             all.push(u);
         }
+        new
     }
 }
 

@@ -116,7 +116,7 @@ impl<'a> Evaluator<'a> {
                         return Err(self.add_to_single(ent, ai as u32, *span));
                     }
                     if multi_target && gradual::is_gradual(value, true) {
-                        let sink = gradual::Sink::Rel { inst, attr: ai as u32, span: *span };
+                        let sink = gradual::Sink::Rel { inst, attr: ai as u32, span: *span, constructor: false };
                         return self.emit_now(value, sink, cx.scope, cx.ns, &cx.locals);
                     }
                     if multi_target && let Some(src) = self.gradual_source(value, cx)? {
@@ -214,7 +214,7 @@ impl<'a> Evaluator<'a> {
             AttrKind::Prim { .. } => (None, false),
         };
         if multi && gradual::is_gradual(arg.value, true) {
-            let sink = gradual::Sink::Rel { inst, attr: arg.attr, span: arg.value.span };
+            let sink = gradual::Sink::Rel { inst, attr: arg.attr, span: arg.value.span, constructor: false };
             return self.emit_now(arg.value, sink, cx.scope, cx.ns, &cx.locals);
         }
         if multi && let Some(src) = self.gradual_source(arg.value, cx)? {
