@@ -74,7 +74,14 @@ impl<'a> Evaluator<'a> {
 
     /// Computes `e` into `sink` now, as far as it can be computed; what waits goes on in a task
     /// of its own.
-    pub(crate) fn emit_now(&mut self, e: &'a ast::Expr, sink: Sink<'a>, scope: ScopeId, ns: NsId, locals: &[(Rc<str>, Value)]) -> EResult<()> {
+    pub(crate) fn emit_now(
+        &mut self,
+        e: &'a ast::Expr,
+        sink: Sink<'a>,
+        scope: ScopeId,
+        ns: NsId,
+        locals: &[(Rc<str>, Value)],
+    ) -> EResult<()> {
         let sink = Rc::new(sink);
         let mut cache = Vec::new();
         let mut cx = expr::Cx::new(scope, ns, &mut cache);
@@ -130,7 +137,13 @@ impl<'a> Evaluator<'a> {
 
     /// `in_list`: `e` is an item of a list literal, so any value is one element (a whole
     /// comprehension's iterable must be a list).
-    fn emit_expr(&mut self, e: &'a ast::Expr, sink: &Rc<Sink<'a>>, in_list: bool, cx: &mut expr::Cx<'_>) -> EResult<()> {
+    fn emit_expr(
+        &mut self,
+        e: &'a ast::Expr,
+        sink: &Rc<Sink<'a>>,
+        in_list: bool,
+        cx: &mut expr::Cx<'_>,
+    ) -> EResult<()> {
         match &e.kind {
             ExprKind::Cond(c, yes, no) => match self.eval(c, cx)? {
                 Value::Bool(true) => self.emit_expr(yes, sink, in_list, cx),

@@ -72,7 +72,9 @@ impl Evaluator<'_> {
                             self.m.sources,
                         ));
                     }
-                    (AttrKind::Rel { lo, .. }, Slot::Rel(r)) if (r.items.len() as u32) < *lo && r.unknown.is_empty() => {
+                    (AttrKind::Rel { lo, .. }, Slot::Rel(r))
+                        if (r.items.len() as u32) < *lo && r.unknown.is_empty() =>
+                    {
                         let msg = if r.items.is_empty() && *lo == 1 {
                             format!(
                                 "The object {} is not complete: attribute {} ({}) is not set",

@@ -62,9 +62,11 @@ pub(super) fn format_str(ev: &mut Evaluator<'_>, t: &str, args: &[Value], kwargs
                     spec,
                     &names,
                 ),
-                (_, Some("r")) => {
-                    crate::eval::format::apply_spec(&Value::str(&crate::eval::format::py_repr(&v, &names)), spec, &names)
-                }
+                (_, Some("r")) => crate::eval::format::apply_spec(
+                    &Value::str(&crate::eval::format::py_repr(&v, &names)),
+                    spec,
+                    &names,
+                ),
                 (_, Some("s") | None) => crate::eval::format::apply_spec(&v, spec, &names),
                 (_, Some(other)) => return Err(ext(format!("Unknown conversion specifier {other}"))),
             }
