@@ -342,8 +342,7 @@ impl<'a> Evaluator<'a> {
                 self.spawn_late_arg(inst, arg, cx.scope, cx.ns);
             }
             for (ai, value) in emitted.iter().copied() {
-                let sink =
-                    crate::eval::gradual::Sink::Rel { inst: inst, attr: ai, span: value.span, constructor: true };
+                let sink = crate::eval::gradual::Sink::Rel { inst, attr: ai, span: value.span, constructor: true };
                 self.emit_now(value, sink, cx.scope, cx.ns, &cx.locals)?;
             }
             self.select_implementations(inst);
