@@ -509,13 +509,33 @@ pub(crate) fn register(p: &mut Plugins) {
         }
         Ok(Value::Bool(true))
     });
-    // std 8.7.5's `flatten` chains the elements (one level); in Inmanta 20.1 that fails on any
-    // element (a number is not iterable, a nested list arrives as a proxy the result refuses).
+    // std 8.7.5's `flatten` chains the elements (one level) as Python iterates them: a string
+    // gives its characters, a dict its keys; a number is not iterable, and a nested list (only a
+    // plugin makes one) arrives as a proxy the result refuses in Inmanta 20.1.
     p.add("std::flatten", &[("item_list", None)], |_, c| {
-        if list(&c.args[0], "item_list")?.is_empty() {
-            return Ok(Value::list(Vec::new()));
+        let mut out = Vec::new();
+        for item in list(&c.args[0], "item_list")?.iter() {
+            match item {
+                Value::Str(t) => out.extend(t.chars().map(|ch| Value::str(ch.encode_utf8(&mut [0; 4])))),
+                Value::Dict(d) => out.extend(d.iter().map(|(k, _)| Value::Str(k.clone()))),
+                Value::List(_) => {
+                    return Err(ext(
+                        "std::flatten: Inmanta 20.1 can not flatten a list of lists (use a list comprehension)".into(),
+                    ));
+                }
+                other => {
+                    let kind = match other {
+                        Value::Null => "NoneType",
+                        Value::Bool(_) => "bool",
+                        Value::Int(_) | Value::BigInt(_) => "int",
+                        Value::Float(_) => "float",
+                        _ => "Instance",
+                    };
+                    return Err(ext(format!("'{kind}' object is not iterable")));
+                }
+            }
         }
-        Err(ext("std::flatten: Inmanta 20.1 can not flatten this list (use a list comprehension)".into()))
+        Ok(Value::list(out))
     });
     p.add("std::dict_keys", &[("dct", None)], |_, c| match &c.args[0] {
         Value::Dict(d) => Ok(Value::list(d.iter().map(|(k, _)| Value::Str(k.clone())).collect())),

@@ -41,7 +41,7 @@ impl<'a> Evaluator<'a> {
                     waiters: Waiters::default(),
                     candidate: false,
                     first: NO_SPAN,
-                    unknown: None,
+                    unknown: Default::default(),
                 }),
             })
             .collect();
@@ -162,8 +162,10 @@ impl<'a> Evaluator<'a> {
                     let other = match item {
                         Value::Instance(o) => o,
                         Value::Unknown(u) => {
-                            if let Slot::Rel(r) = &mut self.m.instances[inst as usize].slots[ai as usize] {
-                                r.unknown.get_or_insert(u);
+                            if let Slot::Rel(r) = &mut self.m.instances[inst as usize].slots[ai as usize]
+                                && r.unknown.add(u.clone())
+                            {
+                                self.pass_on_unknowns(inst, ai, None, &[Value::Unknown(u)]);
                             }
                             if hi == Some(1) {
                                 self.freeze(inst, ai);
@@ -281,14 +283,17 @@ impl<'a> Evaluator<'a> {
         if r.first == NO_SPAN {
             r.first = span;
         }
+        // what only needs an element (`is defined`, Inmanta's gradual IsDefined) goes on now; a
+        // read of the whole relation waits again, for its freezing
+        let woken = if r.items.len() == 1 { std::mem::take(&mut r.waiters) } else { Default::default() };
+        let full = hi.is_some_and(|h| r.items.len() as u32 >= h);
+        self.wake(woken);
         if let Some(ls) = self.queue.listeners.get(&(inst, ai)) {
             for idx in 0..ls.len() {
                 self.queue.deferred.push_back((inst, ai, idx, other));
             }
         }
-        if let Some(h) = hi
-            && r.items.len() as u32 >= h
-        {
+        if full {
             self.freeze(inst, ai);
             self.check_index_completion(inst, ai);
         }

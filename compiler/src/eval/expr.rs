@@ -341,10 +341,8 @@ impl<'a> Evaluator<'a> {
             Value::List(l) => l.iter().cloned().collect(),
             Value::Instance(_) => vec![it],
             Value::Null => vec![],
-            Value::Unknown(_) => {
-                out.push(it);
-                return Ok(());
-            }
+            // as Inmanta: an unknown iterable is one unknown element, which the guard still sees
+            Value::Unknown(_) => vec![it],
             other => {
                 return Err(typing(
                     format!("Can not iterate over {} {}", other.type_name(), self.repr(&other)),
@@ -381,7 +379,7 @@ impl<'a> Evaluator<'a> {
 
     /// Whether a comprehension's guards keep the current element: true, false, or an unknown
     /// when a guard is unknown.
-    fn guards_keep(&mut self, guards: &'a [Expr], cx: &mut Cx<'_>) -> EResult<Value> {
+    pub(super) fn guards_keep(&mut self, guards: &'a [Expr], cx: &mut Cx<'_>) -> EResult<Value> {
         for g in guards {
             match self.eval(g, cx)? {
                 gv @ Value::Unknown(_) => return Ok(gv),

@@ -14,6 +14,7 @@ mod checks;
 pub(crate) mod expr;
 pub(crate) mod format;
 mod freeze;
+mod gradual;
 mod promises;
 mod queue;
 mod report;
@@ -75,6 +76,21 @@ enum TaskKind<'a> {
         scope: ScopeId,
         ns: NsId,
     },
+    /// A value computed gradually into a sink (see [`gradual`]).
+    Emit {
+        what: gradual::Emitted<'a>,
+        sink: Rc<gradual::Sink<'a>>,
+        scope: ScopeId,
+        ns: NsId,
+        locals: Rc<[(Rc<str>, Value)]>,
+    },
+    /// One element of a comprehension computed gradually (see [`gradual`]).
+    Element {
+        sink: Rc<gradual::Sink<'a>>,
+        item: Value,
+        scope: ScopeId,
+        ns: NsId,
+    },
 }
 
 /// A constructor argument that waits for a value: as in Inmanta, the instance is made without it
@@ -113,12 +129,14 @@ enum Listener<'a> {
     For { body: &'a [Stmt], scope: ScopeId, var: &'a ast::Ident, span: Span, writes: Rc<[Rc<str>]> },
     /// `y.other = x.rel` / `y.other += x.rel`
     AddTo { inst: InstId, attr: u32, span: Span, writes: Rc<[Rc<str>]> },
+    /// a comprehension or `for` loop computed gradually (see [`gradual`])
+    Sink { sink: Rc<gradual::Sink<'a>>, writes: Rc<[Rc<str>]> },
 }
 
 impl Listener<'_> {
     fn writes(&self) -> &Rc<[Rc<str>]> {
         match self {
-            Listener::For { writes, .. } | Listener::AddTo { writes, .. } => writes,
+            Listener::For { writes, .. } | Listener::AddTo { writes, .. } | Listener::Sink { writes, .. } => writes,
         }
     }
 }

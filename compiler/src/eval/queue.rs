@@ -83,6 +83,19 @@ impl<'a> Evaluator<'a> {
                 let mut cx = expr::Cx::new(scope, ns, &mut cache);
                 self.exec_late_arg(inst, arg, &mut cx)
             }
+            TaskKind::Emit { what, ref sink, scope, ns, ref locals } => {
+                let (sink, locals) = (sink.clone(), locals.clone());
+                let mut cx = expr::Cx::new(scope, ns, &mut cache);
+                cx.locals.extend(locals.iter().cloned());
+                cx.infer = self.sink_target(&sink);
+                self.exec_emit(what, &sink, &mut cx)
+            }
+            TaskKind::Element { ref sink, ref item, scope, ns } => {
+                let (sink, item) = (sink.clone(), item.clone());
+                let mut cx = expr::Cx::new(scope, ns, &mut cache);
+                cx.infer = self.sink_target(&sink);
+                self.exec_element(&sink, item, &mut cx)
+            }
         };
         self.queue.tasks[t as usize].cache = cache;
         match result {
@@ -112,6 +125,16 @@ impl<'a> Evaluator<'a> {
                     self.errors.push(*d);
                 }
             }
+            Listener::Sink { sink, .. } => {
+                let sink = sink.clone();
+                // the scope only names where the element tasks run; a sink carries its own
+                let scope = self.m.ns_scopes.first().copied().unwrap_or(0);
+                let mut cache = Vec::new();
+                let mut cx = expr::Cx::new(scope, self.m.scopes[scope as usize].ns, &mut cache);
+                if let Err(Flow::Err(d)) = self.deliver(&sink, Value::Instance(elem), &mut cx) {
+                    self.errors.push(*d);
+                }
+            }
         }
     }
 
@@ -126,6 +149,23 @@ impl<'a> Evaluator<'a> {
             }
             let Some(inst) = self.self_attr_in_scope(cx.scope, name) else { return Ok(None) };
             return Ok(self.unfrozen_multi(inst, name));
+        }
+        if let ExprKind::Cond(cond, yes, no) = &e.kind {
+            // as Inmanta: the branch the condition selects is consumed gradually
+            let seq = cx.seq;
+            let branch = match self.eval(cond, cx)? {
+                Value::Bool(true) => yes,
+                Value::Bool(false) => no,
+                _ => {
+                    cx.seq = seq;
+                    return Ok(None);
+                }
+            };
+            let found = self.gradual_source(branch, cx)?;
+            if found.is_none() {
+                cx.seq = seq;
+            }
+            return Ok(found);
         }
         let ExprKind::Attr(obj, name) = &e.kind else { return Ok(None) };
         // The caller evaluates `e` again when this returns None: rewind the side-effect counter so
@@ -174,6 +214,11 @@ impl<'a> Evaluator<'a> {
         for &elem in &r.items {
             self.queue.deferred.push_back((src.0, src.1, idx, elem));
         }
+        if !r.unknown.is_empty() {
+            let unknowns: Vec<Value> = r.unknown.iter().map(|u| Value::Unknown(u.clone())).collect();
+            self.pass_on_unknowns(src.0, src.1, Some(idx), &unknowns);
+        }
+        let Slot::Rel(r) = &mut self.m.instances[src.0 as usize].slots[src.1 as usize] else { return };
         // a relation with consumers is a freeze candidate, like one with waiters
         if !r.candidate {
             r.candidate = true;
@@ -306,6 +351,20 @@ impl<'a> Evaluator<'a> {
                 let mut all = Vec::new();
                 self.add_name_and_reverse(&name, &mut all);
                 self.expr_writes(arg.value, &mut all, 0);
+                Rc::from(all)
+            }
+            TaskKind::Emit { what, sink, .. } => {
+                let mut all = Vec::new();
+                self.sink_writes(sink, &mut all);
+                match what {
+                    gradual::Emitted::Expr(e) => self.expr_writes(e, &mut all, 0),
+                    gradual::Emitted::Items(items) => items.iter().for_each(|e| self.expr_writes(e, &mut all, 0)),
+                }
+                Rc::from(all)
+            }
+            TaskKind::Element { sink, .. } => {
+                let mut all = Vec::new();
+                self.sink_writes(sink, &mut all);
                 Rc::from(all)
             }
             TaskKind::Implement { ent, idx, .. } => {

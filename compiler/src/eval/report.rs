@@ -72,7 +72,9 @@ impl Evaluator<'_> {
                             self.m.sources,
                         ));
                     }
-                    (AttrKind::Rel { lo, .. }, Slot::Rel(r)) if (r.items.len() as u32) < *lo && r.unknown.is_none() => {
+                    (AttrKind::Rel { lo, .. }, Slot::Rel(r))
+                        if (r.items.len() as u32) < *lo && r.unknown.is_empty() =>
+                    {
                         let msg = if r.items.is_empty() && *lo == 1 {
                             format!(
                                 "The object {} is not complete: attribute {} ({}) is not set",
@@ -112,6 +114,11 @@ impl Evaluator<'_> {
                     TaskKind::Stmt(s, _) => s.span(),
                     TaskKind::Implement { inst, .. } => self.m.instances[*inst as usize].span,
                     TaskKind::SetAttr { arg, .. } => arg.value.span,
+                    TaskKind::Emit { what: super::gradual::Emitted::Expr(e), .. } => e.span,
+                    TaskKind::Emit { what: super::gradual::Emitted::Items(items), .. } => {
+                        items.first().map_or(crate::syntax::Span::default(), |e| e.span)
+                    }
+                    TaskKind::Element { sink, .. } => sink.span(),
                 });
                 if !waits.contains(&what) {
                     waits.push(what);

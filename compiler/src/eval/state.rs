@@ -56,8 +56,40 @@ pub(crate) struct RelSlot {
     pub(super) candidate: bool,
     /// Location of the first assignment (for error messages), `NO_SPAN` before it.
     pub(super) first: Span,
-    /// Set when an unknown value was assigned: reads give an unknown instead of waiting or failing.
-    pub unknown: Option<Rc<UnknownSource>>,
+    /// The unknown values assigned: reads give an unknown instead of waiting or failing.
+    pub unknown: Unknowns,
+}
+
+/// The distinct unknowns a relation holds. Inmanta's relation keeps each unknown value as an
+/// element (two unknowns from two plugin calls are two elements; the same one twice is one), so
+/// a plugin that reads the relation meets each. Boxed: most relations never hold one.
+#[derive(Default)]
+#[allow(clippy::box_collection, reason = "an empty list costs 8 bytes instead of 24 in every relation")]
+pub(crate) struct Unknowns(Option<Box<Vec<Rc<UnknownSource>>>>);
+
+impl Unknowns {
+    /// The first unknown assigned, if any.
+    pub(crate) fn first(&self) -> Option<&Rc<UnknownSource>> {
+        self.0.as_ref().and_then(|u| u.first())
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.first().is_none()
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Rc<UnknownSource>> {
+        self.0.iter().flat_map(|u| u.iter())
+    }
+
+    /// Adds `u` unless this very unknown is held already; whether it was added.
+    pub(super) fn add(&mut self, u: Rc<UnknownSource>) -> bool {
+        let all = self.0.get_or_insert_with(Default::default);
+        let new = !all.iter().any(|x| Rc::ptr_eq(x, &u));
+        if new {
+            all.push(u);
+        }
+        new
+    }
 }
 
 impl RelSlot {

@@ -115,6 +115,10 @@ impl<'a> Evaluator<'a> {
                         // Inmanta checks this before it computes the value (no AttributeException)
                         return Err(self.add_to_single(ent, ai as u32, *span));
                     }
+                    if multi_target && gradual::is_gradual(value, true) {
+                        let sink = gradual::Sink::Rel { inst, attr: ai as u32, span: *span, constructor: false };
+                        return self.emit_now(value, sink, cx.scope, cx.ns, &cx.locals);
+                    }
                     if multi_target && let Some(src) = self.gradual_source(value, cx)? {
                         self.add_gradually(src, inst, ai as u32, *span);
                         return Ok(());
@@ -132,6 +136,10 @@ impl<'a> Evaluator<'a> {
                 _ => Err(error(ErrorKind::ParserException, "invalid assignment target", *span, self.m.sources)),
             },
             Stmt::For { var, iter, body, span } => {
+                if gradual::is_gradual(iter, false) {
+                    let sink = gradual::Sink::For { body, scope: cx.scope, var, span: *span };
+                    return self.emit_now(iter, sink, cx.scope, cx.ns, &cx.locals);
+                }
                 if let Some(src) = self.gradual_source(iter, cx)? {
                     let mut all: Vec<Rc<str>> = Vec::new();
                     for b in body {
@@ -205,6 +213,10 @@ impl<'a> Evaluator<'a> {
             AttrKind::Rel { target, hi, .. } => (Some(*target), *hi != Some(1)),
             AttrKind::Prim { .. } => (None, false),
         };
+        if multi && gradual::is_gradual(arg.value, true) {
+            let sink = gradual::Sink::Rel { inst, attr: arg.attr, span: arg.value.span, constructor: false };
+            return self.emit_now(arg.value, sink, cx.scope, cx.ns, &cx.locals);
+        }
         if multi && let Some(src) = self.gradual_source(arg.value, cx)? {
             self.add_gradually(src, inst, arg.attr, arg.constructor);
             return Ok(());

@@ -692,10 +692,17 @@ impl Parser<'_> {
                     self.check_hyphen(&a);
                 }
                 _ => {
+                    // Inmanta's grammar has no such target: its parser fails at the `=` (as
+                    // Inmanta places it), not where the target starts
+                    self.pos -= 1;
+                    let span = self.error_span();
+                    let token = if add { "+=" } else { "=" };
                     return Err(ParseError {
                         kind: ErrorKind::ParserException,
-                        message: "Syntax error: can only assign to a variable or an attribute".into(),
-                        span: e.span,
+                        message: format!(
+                            "Syntax error at token {token}: can only assign to a variable or an attribute"
+                        ),
+                        span,
                     });
                 }
             }

@@ -20,6 +20,10 @@ pub(super) fn format_str(ev: &mut Evaluator<'_>, t: &str, args: &[Value], kwargs
             };
             let field: String = chars[i + 1..i + end].iter().collect();
             let (name, spec) = field.split_once(':').unwrap_or((&field, ""));
+            let (name, conversion) = match name.split_once('!') {
+                Some((n, c)) => (n, Some(c)),
+                None => (name, None),
+            };
             let mut parts = name.split(['.', '[']);
             let head = parts.next().unwrap_or("");
             let mut v = if head.is_empty() {
@@ -46,7 +50,27 @@ pub(super) fn format_str(ev: &mut Evaluator<'_>, t: &str, args: &[Value], kwargs
                     _ => return Err(ext(format!("format: can not look up {key}"))),
                 };
             }
-            let r = crate::eval::format::apply_spec(&v, spec, &|x| ev.inst_name(x)).map_err(ext)?;
+            let names = |x| ev.inst_name(x);
+            let r = match (&v, conversion) {
+                // a list or dict reaches `str.format` as Inmanta's proxy, whose text is its repr
+                // with an `@` in front (`@['a', 'b']`), under any conversion
+                (Value::List(_) | Value::Dict(_), None) if !spec.is_empty() => {
+                    return Err(ext(format!("unsupported format string passed to proxy.__format__: {spec}")));
+                }
+                (Value::List(_) | Value::Dict(_), _) => crate::eval::format::apply_spec(
+                    &Value::str(&format!("@{}", crate::eval::format::py_repr(&v, &names))),
+                    spec,
+                    &names,
+                ),
+                (_, Some("r")) => crate::eval::format::apply_spec(
+                    &Value::str(&crate::eval::format::py_repr(&v, &names)),
+                    spec,
+                    &names,
+                ),
+                (_, Some("s") | None) => crate::eval::format::apply_spec(&v, spec, &names),
+                (_, Some(other)) => return Err(ext(format!("Unknown conversion specifier {other}"))),
+            }
+            .map_err(ext)?;
             out.push_str(&r);
             i += end + 1;
             continue;

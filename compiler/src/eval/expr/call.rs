@@ -67,8 +67,11 @@ impl<'a> Evaluator<'a> {
         replay: Option<(&mut usize, &mut Vec<Value>)>,
     ) -> EResult<Value> {
         if plugin.python {
+            // as Inmanta's `check_args`: only an argument that is unknown itself makes the call
+            // unknown; an unknown inside a list or dict reaches the plugin, which raises
+            // `UnknownException` (an unknown result) when it reads it, or catches it
             if !plugin.accepts_unknown
-                && let Some(u) = pos.iter().chain(kw.iter().map(|(_, v)| v)).find(|v| v.contains_unknown())
+                && let Some(u) = pos.iter().chain(kw.iter().map(|(_, v)| v)).find(|v| v.is_unknown())
             {
                 return Ok(Value::Unknown(unknown_of(u, u)));
             }

@@ -104,6 +104,9 @@ impl<'a> Evaluator<'a> {
         let mut gradual: Vec<(u32, (InstId, u32), Span)> = Vec::new();
         // arguments that wait for a value: set once the instance exists (see LateArg)
         let mut late: Vec<crate::eval::LateArg<'a>> = Vec::new();
+        // multi-valued relations given a list or comprehension: computed gradually once the
+        // instance exists, each element passed on as it is computed (see `gradual`)
+        let mut emitted: Vec<(u32, &'a Expr)> = Vec::new();
         for KwArg { name, value } in &args.keyword {
             let (target, multi) = match self.m.types.entities[ent].attr(&name.name) {
                 Some((ai, a)) => match &a.kind {
@@ -125,6 +128,7 @@ impl<'a> Evaluator<'a> {
             if kw.iter().any(|(n, _, _)| &**n == name.name.as_str())
                 || gradual.iter().any(|(ai, _, _)| self.m.types.entities[ent].attrs[*ai as usize].name == name.name)
                 || late.iter().any(|l| self.m.types.entities[ent].attrs[l.attr as usize].name == name.name)
+                || emitted.iter().any(|(ai, _)| self.m.types.entities[ent].attrs[*ai as usize].name == name.name)
             {
                 return Err(error(
                     ErrorKind::RuntimeException,
@@ -141,6 +145,10 @@ impl<'a> Evaluator<'a> {
             let (seq, made) = (cx.seq, cx.cache.len());
             let arg = crate::eval::LateArg { attr: ai, value, constructor: span };
             if let Some(ai) = multi {
+                if crate::eval::gradual::is_gradual(value, true) {
+                    emitted.push((ai, value));
+                    continue;
+                }
                 match self.gradual_source(value, cx) {
                     Ok(Some(src)) => {
                         gradual.push((ai, src, value.span));
@@ -280,6 +288,11 @@ impl<'a> Evaluator<'a> {
             for arg in late {
                 self.spawn_late_arg(other, arg, cx.scope, cx.ns);
             }
+            for (ai, value) in emitted.iter().copied() {
+                let sink =
+                    crate::eval::gradual::Sink::Rel { inst: other, attr: ai, span: value.span, constructor: true };
+                self.emit_now(value, sink, cx.scope, cx.ns, &cx.locals)?;
+            }
             other
         } else {
             // the memory bound of a model that recurses without end: instances made by
@@ -327,6 +340,10 @@ impl<'a> Evaluator<'a> {
             }
             for arg in late {
                 self.spawn_late_arg(inst, arg, cx.scope, cx.ns);
+            }
+            for (ai, value) in emitted.iter().copied() {
+                let sink = crate::eval::gradual::Sink::Rel { inst, attr: ai, span: value.span, constructor: true };
+                self.emit_now(value, sink, cx.scope, cx.ns, &cx.locals)?;
             }
             self.select_implementations(inst);
             inst

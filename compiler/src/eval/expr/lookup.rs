@@ -150,7 +150,7 @@ impl<'a> Evaluator<'a> {
             (Slot::Rel(r), Some((Some(1), lo))) => {
                 if let Some(&x) = r.items.first() {
                     Ok(Value::Instance(x))
-                } else if let Some(u) = &r.unknown {
+                } else if let Some(u) = r.unknown.first() {
                     Ok(Value::Unknown(u.clone()))
                 } else if r.frozen {
                     if lo == 0 {
@@ -178,9 +178,7 @@ impl<'a> Evaluator<'a> {
             (Slot::Rel(r), _) => {
                 if r.frozen {
                     let mut items: Vec<Value> = r.items.iter().map(|i| Value::Instance(*i)).collect();
-                    if let Some(u) = &r.unknown {
-                        items.push(Value::Unknown(u.clone()));
-                    }
+                    items.extend(r.unknown.iter().map(|u| Value::Unknown(u.clone())));
                     Ok(Value::list(items))
                 } else {
                     Err(Flow::Wait(Wait::Rel(inst, ai as u32)))
@@ -238,7 +236,7 @@ impl<'a> Evaluator<'a> {
             Slot::Rel(r) => {
                 if !r.items.is_empty() {
                     Ok(Value::Bool(true))
-                } else if let Some(u) = &r.unknown {
+                } else if let Some(u) = r.unknown.first() {
                     Ok(Value::Unknown(u.clone()))
                 } else if r.frozen {
                     Ok(Value::Bool(false))
