@@ -253,9 +253,10 @@ async fn a_malformed_resource_id_is_refused_before_the_call() {
     let response = router(Some(o.clone())).oneshot(call("not-an-id")).await.unwrap();
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
     let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
-    let body = String::from_utf8_lossy(&body);
-    assert!(body.contains(r#"invalid resource id "not-an-id""#), "{body}");
-    assert!(body.contains("<namespace>::<Type>[<agent>,<attribute>=<value>]"), "{body}");
+    let error: crate::error::ConsoleError = serde_json::from_slice(&body).unwrap();
+    let crate::error::ConsoleError::Refused(message) = &error else { panic!("not a refusal: {error:?}") };
+    assert!(message.contains(r#"invalid resource id "not-an-id""#), "{message}");
+    assert!(message.contains("<namespace>::<Type>[<agent>,<attribute>=<value>]"), "{message}");
 
     let response = router(Some(o)).oneshot(call("std::testing::NullResource[agent1,name=n0]")).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
