@@ -440,6 +440,57 @@ mod tests {
         })
     }
 
+    /// A file read for a handler during an outage of PostgreSQL waits for the database rather
+    /// than failing the resource (and skipping everything that requires it) until a repair.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_file_read_for_a_deploy_during_a_postgres_outage_waits_for_the_database() {
+        let Some(_) = test_support::postgres_admin_url() else {
+            test_support::missing_prerequisite("INMANTA_TEST_POSTGRES names no PostgreSQL to put behind a proxy");
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let direct = crate::testing::fresh_database_url(dir.path()).await.unwrap();
+        let (user, rest) = direct.trim_start_matches("postgres://").split_once('@').unwrap();
+        let (target, database) = rest.split_once('/').unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mut proxy = forward(listener, target.to_string());
+        let o = crate::Orchestrator::open(&format!("postgres://{user}@127.0.0.1:{port}/{database}")).await.unwrap();
+        let content = b"content of a deployed file\n".to_vec();
+        let hash = sha1_smol::Sha1::from(&content).digest().to_string();
+        o.upload_file(&hash, &content).await.unwrap();
+
+        proxy.abort();
+        let _ = (&mut proxy).await;
+        let reading = tokio::spawn({
+            let (o, hash) = (o.clone(), hash.clone());
+            async move { o.get_file_for_deploy(&hash, Duration::from_secs(60)).await }
+        });
+        // Longer than a connection is waited for: the read itself must try again.
+        tokio::time::sleep(super::ACQUIRE_TIMEOUT + Duration::from_secs(2)).await;
+        assert!(!reading.is_finished(), "the read gave up during the outage: {:?}", reading.await);
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await.expect("the proxy's port again");
+        let _proxy = forward(listener, target.to_string());
+        let read = tokio::time::timeout(Duration::from_secs(30), reading).await.expect("no answer").unwrap();
+        assert_eq!(read.expect("the file once the database is back"), content);
+    }
+
+    /// PostgreSQL ending a connection (as a fast shutdown or an administrator does) is the
+    /// database being unreachable, answered 503, not an incident (500).
+    #[tokio::test]
+    async fn a_connection_ended_by_postgres_is_unreachable_not_an_incident() {
+        use sqlx::Connection;
+        let Some(admin) = test_support::postgres_admin_url() else {
+            test_support::missing_prerequisite("INMANTA_TEST_POSTGRES names no PostgreSQL");
+            return;
+        };
+        sqlx::any::install_default_drivers();
+        let mut connection = sqlx::AnyConnection::connect(&admin).await.unwrap();
+        let ended = sqlx::query("SELECT pg_terminate_backend(pg_backend_pid())").execute(&mut connection).await;
+        let error = crate::Error::from(ended.expect_err("the backend ended its own connection"));
+        assert!(error.is_unreachable(), "{error}");
+    }
+
     /// A query that keeps being tried through an outage of PostgreSQL runs soon after the
     /// database is back: sqlx's pauses between connection attempts no longer grow to 6 s.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
