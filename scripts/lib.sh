@@ -86,6 +86,15 @@ ensure_age() {
   fi
 }
 
+# libfaketime (Debian package) for the fault-injection test: its clock jumps step the server's
+# wall clock through an offset file the preloaded library reads (server/tests/server/chaos.rs).
+ensure_faketime() {
+  if [ ! -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ]; then
+    log "installing libfaketime (Debian package libfaketime)"
+    apt_install libfaketime
+  fi
+}
+
 # Chromium (and its driver, for wasm-bindgen-test-runner) from Debian for the browser tests.
 # Playwright's own browser download is never used.
 ensure_chromium() {

@@ -52,6 +52,7 @@ trap on_exit EXIT
 ensure_build_deps
 ensure_sshd
 ensure_age
+ensure_faketime
 
 stage "format and lints"
 cargo fmt --all --check

@@ -39,9 +39,17 @@ impl Error {
     }
 
     /// The database could not be reached: the connection to it failed or none could be had in
-    /// time. Callers are told so (503), not shown an incident.
+    /// time, or PostgreSQL ended it because it is shutting down or starting up (a stop, a
+    /// restart, an administrator's `pg_terminate_backend`: class 57P, and class 08, connection
+    /// exceptions). Callers are told so (503), not shown an incident.
     pub fn is_unreachable(&self) -> bool {
-        matches!(self, Error::Database(sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut))
+        match self {
+            Error::Database(sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut) => true,
+            Error::Database(sqlx::Error::Database(db)) => {
+                db.code().is_some_and(|code| code.starts_with("57P") || code.starts_with("08"))
+            }
+            _ => false,
+        }
     }
 
     /// A row with the same key exists already.

@@ -124,6 +124,25 @@ impl Orchestrator {
         content.ok_or_else(|| Error::NotFound(format!("file {hash} does not exist")))
     }
 
+    /// The content of file `hash` for a handler about to write it: a read that fails because
+    /// the database cannot be reached for the moment (an outage, a failover) is tried again,
+    /// pausing up to 2 s, for at most `patience`. A handler that failed on it left its resource
+    /// failed, and everything that requires it skipped, until the next repair, long after the
+    /// database was back (the fault-injection harness, server/tests/server/chaos.rs, found it).
+    pub async fn get_file_for_deploy(&self, hash: &str, patience: std::time::Duration) -> Result<Vec<u8>> {
+        let started = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_millis(100);
+        loop {
+            match self.get_file(hash).await {
+                Err(e) if e.is_transient() && started.elapsed() < patience => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(std::time::Duration::from_secs(2));
+                }
+                read => return read,
+            }
+        }
+    }
+
     /// The ids among `hashes` that the store does not have, in the order given, each once.
     pub async fn missing_files(&self, hashes: &[String]) -> Result<Vec<String>> {
         let mut missing = Vec::new();

@@ -279,8 +279,16 @@ fn concurrent_lists() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).max(2)
 }
 
+/// How long a query waits for a connection before it fails (and its caller, e.g. the
+/// scheduler's writer, tries again). While the database refuses connections, sqlx tries again
+/// after pauses that double up to a fifth of this: at sqlx's 30 s, a query waiting through an
+/// outage tried only every 6 s and the server went on for up to 6 s after the database was back
+/// as if it were still down (the fault-injection harness, server/tests/server/chaos.rs, found
+/// it). At 10 s the pause is at most 2 s, the writer's own longest pause.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
+
 async fn open_pool(kind: DbKind, url: &str, connections: u32) -> Result<AnyPool> {
-    let options = AnyPoolOptions::new().max_connections(connections).acquire_timeout(Duration::from_secs(30));
+    let options = AnyPoolOptions::new().max_connections(connections).acquire_timeout(ACQUIRE_TIMEOUT);
     Ok(match kind {
         DbKind::Sqlite => {
             options
@@ -414,6 +422,116 @@ pub fn json_list(kind: DbKind, param: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::time::{Duration, Instant};
+
+    /// Forwards 127.0.0.1:`port` to `target` until aborted; dropping the task closes the
+    /// listener, so connections are refused, as when PostgreSQL is stopped.
+    fn forward(listener: tokio::net::TcpListener, target: String) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            let mut copies = tokio::task::JoinSet::new();
+            while let Ok((mut client, _)) = listener.accept().await {
+                let target = target.clone();
+                copies.spawn(async move {
+                    if let Ok(mut server) = tokio::net::TcpStream::connect(target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }
+                });
+            }
+        })
+    }
+
+    /// A file read for a handler during an outage of PostgreSQL waits for the database rather
+    /// than failing the resource (and skipping everything that requires it) until a repair.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_file_read_for_a_deploy_during_a_postgres_outage_waits_for_the_database() {
+        let Some(_) = test_support::postgres_admin_url() else {
+            test_support::missing_prerequisite("INMANTA_TEST_POSTGRES names no PostgreSQL to put behind a proxy");
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let direct = crate::testing::fresh_database_url(dir.path()).await.unwrap();
+        let (user, rest) = direct.trim_start_matches("postgres://").split_once('@').unwrap();
+        let (target, database) = rest.split_once('/').unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mut proxy = forward(listener, target.to_string());
+        let o = crate::Orchestrator::open(&format!("postgres://{user}@127.0.0.1:{port}/{database}")).await.unwrap();
+        let content = b"content of a deployed file\n".to_vec();
+        let hash = sha1_smol::Sha1::from(&content).digest().to_string();
+        o.upload_file(&hash, &content).await.unwrap();
+
+        proxy.abort();
+        let _ = (&mut proxy).await;
+        let reading = tokio::spawn({
+            let (o, hash) = (o.clone(), hash.clone());
+            async move { o.get_file_for_deploy(&hash, Duration::from_secs(60)).await }
+        });
+        // Longer than a connection is waited for: the read itself must try again.
+        tokio::time::sleep(super::ACQUIRE_TIMEOUT + Duration::from_secs(2)).await;
+        assert!(!reading.is_finished(), "the read gave up during the outage: {:?}", reading.await);
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await.expect("the proxy's port again");
+        let _proxy = forward(listener, target.to_string());
+        let read = tokio::time::timeout(Duration::from_secs(30), reading).await.expect("no answer").unwrap();
+        assert_eq!(read.expect("the file once the database is back"), content);
+    }
+
+    /// PostgreSQL ending a connection (as a fast shutdown or an administrator does) is the
+    /// database being unreachable, answered 503, not an incident (500).
+    #[tokio::test]
+    async fn a_connection_ended_by_postgres_is_unreachable_not_an_incident() {
+        use sqlx::Connection;
+        let Some(admin) = test_support::postgres_admin_url() else {
+            test_support::missing_prerequisite("INMANTA_TEST_POSTGRES names no PostgreSQL");
+            return;
+        };
+        sqlx::any::install_default_drivers();
+        let mut connection = sqlx::AnyConnection::connect(&admin).await.unwrap();
+        let ended = sqlx::query("SELECT pg_terminate_backend(pg_backend_pid())").execute(&mut connection).await;
+        let error = crate::Error::from(ended.expect_err("the backend ended its own connection"));
+        assert!(error.is_unreachable(), "{error}");
+    }
+
+    /// A query that keeps being tried through an outage of PostgreSQL runs soon after the
+    /// database is back: sqlx's pauses between connection attempts no longer grow to 6 s.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_query_waiting_through_a_postgres_outage_runs_soon_after_the_database_is_back() {
+        let Some(admin) = test_support::postgres_admin_url() else {
+            test_support::missing_prerequisite("INMANTA_TEST_POSTGRES names no PostgreSQL to put behind a proxy");
+            return;
+        };
+        sqlx::any::install_default_drivers();
+        let (user, rest) = admin.trim_start_matches("postgres://").split_once('@').expect("user@host in the URL");
+        let (target, database) = rest.split_once('/').expect("a database in the URL");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mut proxy = forward(listener, target.to_string());
+        let url = format!("postgres://{user}@127.0.0.1:{port}/{database}");
+        let pool = super::open_pool(super::DbKind::Postgres, &url, 2).await.unwrap();
+        sqlx::query("SELECT 1").execute(&pool).await.unwrap();
+
+        // The outage: the connections through the proxy close, new ones are refused.
+        proxy.abort();
+        let _ = (&mut proxy).await;
+        let started = Instant::now();
+        let querying = tokio::spawn(async move {
+            loop {
+                if sqlx::query("SELECT 1").execute(&pool).await.is_ok() {
+                    return Instant::now();
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        });
+        // Back after 10.5 s: with sqlx's default acquire timeout, the waiting query's next
+        // attempt came at 16.2 s.
+        tokio::time::sleep(Duration::from_millis(10_500).saturating_sub(started.elapsed())).await;
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await.expect("the proxy's port again");
+        let back = Instant::now();
+        let _proxy = forward(listener, target.to_string());
+        let answered = tokio::time::timeout(Duration::from_secs(30), querying).await.expect("no answer").unwrap();
+        let waited = answered.duration_since(back);
+        assert!(waited < Duration::from_secs(3), "the query ran {waited:?} after the database was back");
+    }
+
     /// A write that fails because the database is full leaves the store able to write again
     /// once there is room (SQLite may end such a transaction itself; see `begin_write`).
     #[tokio::test]

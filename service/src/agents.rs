@@ -33,9 +33,15 @@ impl StoreFiles {
     }
 }
 
+/// How long a handler waits for the database to give it a file's content before its resource
+/// fails: a passing outage delays the deploy instead of failing it.
+const FILE_READ_PATIENCE: std::time::Duration = std::time::Duration::from_secs(300);
+
 impl FileSource for StoreFiles {
     fn get(&self, hash: &str) -> Result<Vec<u8>, String> {
-        self.runtime.block_on(self.orchestrator.get_file(hash)).map_err(|e| format!("file {hash}: {e}"))
+        self.runtime
+            .block_on(self.orchestrator.get_file_for_deploy(hash, FILE_READ_PATIENCE))
+            .map_err(|e| format!("file {hash}: {e}"))
     }
 }
 

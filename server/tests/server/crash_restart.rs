@@ -13,28 +13,13 @@ use std::time::{Duration, Instant};
 
 use api::client::ListQuery;
 use common::TestServer;
+use common::rng::Rng;
 use serde_json::{Value, json};
 
 const RESOURCES: usize = 90;
 const AGENTS: usize = 3;
 /// After the restart and the next export, every resource is deployed within this time.
 const BOUND: Duration = Duration::from_secs(30);
-
-/// xorshift64*: enough randomness for kill points, and reproducible from the printed seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 fn rid(i: usize) -> String {
     format!("std::testing::NullResource[agent-{},name=r{i}]", i % AGENTS)
@@ -93,9 +78,7 @@ async fn wait_all_deployed(s: &TestServer, env: &str) -> Result<Duration, Vec<(S
 
 #[tokio::test]
 async fn every_resource_deploys_after_crashes_during_export_and_deploy() {
-    let seed = std::env::var("CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1) | 1
-    });
+    let seed = Rng::seed_from("CRASH_SEED");
     let iterations: usize = std::env::var("CRASH_ITERATIONS").ok().and_then(|s| s.parse().ok()).unwrap_or(25);
     eprintln!("crash-restart loop: CRASH_SEED={seed} CRASH_ITERATIONS={iterations}");
     let mut rng = Rng(seed);

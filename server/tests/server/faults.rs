@@ -14,12 +14,12 @@
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
 use common::TestServer;
+use common::postgres_cluster::{PostgresCluster, is_root};
 use common::tmpfs::Tmpfs;
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -29,10 +29,6 @@ const HEALTH_DEADLINE: Duration = Duration::from_secs(1);
 
 fn server_env() -> Vec<(&'static str, &'static str)> {
     vec![("INMANTA_SERVER_AUTH", "false"), ("RUST_LOG", "warn,orchestrator=info")]
-}
-
-fn is_root() -> bool {
-    Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
 /// `GET /api/v2/health`: (status, body, how long it took). Fails when it took longer than
@@ -245,88 +241,13 @@ async fn a_full_disk_delays_results_and_everything_ends_deployed_once_there_is_r
 // ---------------------------------------------------------------------------------------------
 // A database outage (PostgreSQL)
 
-/// A PostgreSQL cluster of the test's own on a free port, removed when dropped.
-struct Postgres {
-    dir: tempfile::TempDir,
-    bin: PathBuf,
-    port: u16,
-}
-
-impl Postgres {
-    fn start_new() -> Result<Postgres, String> {
-        let bin = std::fs::read_dir("/usr/lib/postgresql")
-            .map_err(|e| format!("no PostgreSQL server binaries in /usr/lib/postgresql: {e}"))?
-            .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
-            .filter(|b| b.join("initdb").exists())
-            .max()
-            .ok_or("no initdb under /usr/lib/postgresql/*/bin")?;
-        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-        if is_root() {
-            let status = Command::new("chown").arg("postgres").arg(dir.path()).status().map_err(|e| e.to_string())?;
-            if !status.success() {
-                return Err("cannot hand the cluster directory to the postgres user".into());
-            }
-        }
-        let port =
-            std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map_err(|e| e.to_string())?;
-        let pg = Postgres { dir, bin, port: port.port() };
-        let data = pg.dir.path().join("data");
-        pg.run("initdb", &["-D", &data.display().to_string(), "-A", "trust", "-U", "postgres"])?;
-        pg.start()?;
-        Ok(pg)
-    }
-
-    /// Runs one of the cluster's programs (as the postgres user when this is root).
-    fn run(&self, program: &str, args: &[&str]) -> Result<(), String> {
-        let path = self.bin.join(program);
-        let mut command = if is_root() {
-            let mut c = Command::new("runuser");
-            c.args(["-u", "postgres", "--"]).arg(&path);
-            c
-        } else {
-            Command::new(&path)
-        };
-        let out = command.args(args).output().map_err(|e| format!("cannot run {program}: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "{program} failed: {}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ));
-        }
-        Ok(())
-    }
-
-    fn start(&self) -> Result<(), String> {
-        let dir = self.dir.path().display().to_string();
-        let options = format!("-p {} -k {dir} -c listen_addresses=127.0.0.1 -c fsync=off", self.port);
-        self.run("pg_ctl", &["-D", &format!("{dir}/data"), "-l", &format!("{dir}/log"), "-w", "-o", &options, "start"])
-    }
-
-    fn stop(&self) {
-        let data = format!("{}/data", self.dir.path().display());
-        self.run("pg_ctl", &["-D", &data, "-m", "fast", "-w", "stop"]).expect("stop PostgreSQL");
-    }
-
-    fn url(&self) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
-    }
-}
-
-impl Drop for Postgres {
-    fn drop(&mut self) {
-        let data = format!("{}/data", self.dir.path().display());
-        let _ = self.run("pg_ctl", &["-D", &data, "-m", "immediate", "stop"]);
-    }
-}
-
 /// How long the database stays down.
 const OUTAGE: Duration = Duration::from_secs(20);
 
 /// Stops the database in the middle of a deploy, starts it again after [`OUTAGE`]; checks
 /// health on every server meanwhile and that everything ends deployed within a minute.
 async fn outage_mid_deploy(servers: usize) {
-    let pg = match Postgres::start_new() {
+    let pg = match PostgresCluster::start_new() {
         Ok(pg) => pg,
         Err(e) => {
             test_support::missing_prerequisite(format!("a PostgreSQL cluster of the test's own: {e}"));

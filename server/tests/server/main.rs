@@ -9,6 +9,7 @@ mod common;
 mod api;
 mod auth;
 mod author_cli;
+mod chaos;
 mod cli;
 mod cli_terminal;
 mod compiles;

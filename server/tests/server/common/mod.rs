@@ -2,7 +2,10 @@
 //! PostgreSQL database when `INMANTA_TEST_POSTGRES` holds an admin URL
 //! (e.g. `postgres://postgres@127.0.0.1:5432/postgres`).
 
+pub mod postgres_cluster;
+pub mod proxy;
 pub mod reference;
+pub mod rng;
 pub mod tmpfs;
 
 use std::io::{BufRead, BufReader};
