@@ -9,6 +9,7 @@ use crate::fns;
 #[cfg(feature = "ssr")]
 use crate::fns::{authorized_for, env_id, fail, page_request, paged};
 use crate::model::{AgentRow, Paged, TableQuery};
+use crate::pages::resources::DeployButton;
 
 #[component]
 pub fn AgentsPage() -> impl IntoView {
@@ -58,20 +59,20 @@ fn AgentsTable(env: String, data: Paged<AgentRow>) -> impl IntoView {
                                 {if paused { "Unpause" } else { "Pause" }}
                             </button>
                         </AgentForm>
-                        <ChangeForm
-                            action={endpoint::<fns::Deploy>()}
-                            fields=vec![("env", e2.clone()), ("repair", "false".into()), ("agent", n2.clone())]
+                        <DeployButton
+                            env=e2.clone()
+                            agent=n2.clone()
+                            repair=false
+                            class="button button-small button-secondary"
                             on_submit=move || deploy_agent(error, e2.clone(), n2.clone(), false)
-                        >
-                            <button class="button button-small button-secondary" type="submit">"Deploy"</button>
-                        </ChangeForm>
-                        <ChangeForm
-                            action={endpoint::<fns::Deploy>()}
-                            fields=vec![("env", e3.clone()), ("repair", "true".into()), ("agent", n3.clone())]
+                        />
+                        <DeployButton
+                            env=e3.clone()
+                            agent=n3.clone()
+                            repair=true
+                            class="button button-small button-secondary"
                             on_submit=move || deploy_agent(error, e3.clone(), n3.clone(), true)
-                        >
-                            <button class="button button-small button-secondary" type="submit">"Repair"</button>
-                        </ChangeForm>
+                        />
                     </td>
                 </tr>
             }

@@ -40,20 +40,14 @@ pub fn ResourcesPage() -> impl IntoView {
                     <a class="button button-secondary" id="graph-link" href=move || crate::routes::GRAPH.of(&env.get())>
                         "Dependency graph"
                     </a>
-                    <ChangeForm
-                        action={endpoint::<crate::fns::Deploy>()}
-                        fields=vec![("env", env.get_untracked()), ("repair", "false".into())]
-                        on_submit=move || deploy(false)
-                    >
-                        <button class="button" id="deploy" type="submit">"Deploy"</button>
-                    </ChangeForm>
-                    <ChangeForm
-                        action={endpoint::<crate::fns::Deploy>()}
-                        fields=vec![("env", env.get_untracked()), ("repair", "true".into())]
+                    <super::DeployButton env=env.get_untracked() repair=false id="deploy" class="button" on_submit=move || deploy(false)/>
+                    <super::DeployButton
+                        env=env.get_untracked()
+                        repair=true
+                        id="repair"
+                        class="button button-secondary"
                         on_submit=move || deploy(true)
-                    >
-                        <button class="button button-secondary" id="repair" type="submit">"Repair"</button>
-                    </ChangeForm>
+                    />
                 </div>
             }
             notice=move || view! { <ActionMessage error/> }

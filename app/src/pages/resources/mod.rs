@@ -3,6 +3,7 @@
 
 use leptos::prelude::*;
 
+use crate::components::{ChangeForm, endpoint};
 use crate::layout::resource_link;
 use crate::model::Problem;
 
@@ -12,6 +13,26 @@ mod list;
 
 pub use details::ResourceDetailsPage;
 pub use list::ResourcesPage;
+
+/// Deploy (or, with `repair`, Repair) of the environment's resources, or of one `agent`'s: a form
+/// that works before the wasm has loaded; with it, `on_submit` runs instead (asking first).
+#[component]
+pub fn DeployButton(
+    env: String,
+    #[prop(optional)] agent: Option<String>,
+    repair: bool,
+    #[prop(optional)] id: Option<&'static str>,
+    class: &'static str,
+    on_submit: impl Fn() + 'static,
+) -> impl IntoView {
+    let mut fields = vec![("env", env), ("repair", repair.to_string())];
+    fields.extend(agent.map(|agent| ("agent", agent)));
+    view! {
+        <ChangeForm action={endpoint::<crate::fns::Deploy>()} fields on_submit>
+            <button class=class id=id type="submit">{if repair { "Repair" } else { "Deploy" }}</button>
+        </ChangeForm>
+    }
+}
 
 /// A resource's problem in one line: its last error, or "blocked by <dependency>" with a link.
 #[component]
