@@ -25,6 +25,7 @@ mod ha;
 mod hardening;
 mod inmanta_surface;
 mod log_failures;
+mod logging_config;
 mod metrics;
 mod migrate;
 mod outage;
