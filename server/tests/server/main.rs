@@ -43,6 +43,7 @@ mod tls;
 mod token_registry;
 mod upgrade;
 mod versions;
+mod web_console;
 
 /// A `.rs` file in this directory that is not declared above would never be compiled.
 #[test]
