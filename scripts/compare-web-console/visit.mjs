@@ -71,7 +71,7 @@ const normalise = (text) =>
     .replace(UUID, "<id>")
     .replace(/\d{4}[-/]\d{2}[-/]\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?/g, "<date>")
     .replace(/\d{4}\/\d{2}\/\d{2}/g, "<day>")
-    .replace(/\b\d{1,2}:\d{2}(:\d{2})?( ?[AP]M)?\b/g, "<time>")
+    .replace(/\b\d{1,2}:\d{2}(:\d{2})?(:\d{3})?( ?[AP]M)?\b/g, "<time>")
     .replace(/\b(a few|an?|\d+) (seconds?|minutes?|hours?|days?) ago\b/g, "<ago>")
     .replace(/\b\d+(\.\d+)? ?(ms|seconds?|s)\b/g, "<duration>")
     .replace(/127\.0\.0\.1:\d+/g, "<host>")
@@ -95,7 +95,9 @@ const pages = [
   ["compile details", q(`/console/compilereports/${seed.compile}`)],
   ["desired state", q("/console/desiredstate")],
   ["desired state details", q(`/console/desiredstate/${v2}`)],
-  ["desired state resource", q(`/console/desiredstate/${v2}/resource/${encodeURIComponent("std::testing::NullResource[internal,name=broken],v=" + v2)}`)],
+  ["desired state resource", q(`/console/desiredstate/${v2}/resource/${rid}`)],
+  ["desired state resource by version id",
+    q(`/console/desiredstate/${v2}/resource/${encodeURIComponent("std::testing::NullResource[internal,name=broken],v=" + v2)}`)],
   ["desired state compare", q(`/console/desiredstate/compare/${v1}/${v2}`)],
   ["compliance check", q(`/console/desiredstate/${v2}/compliancecheck`)],
   ["parameters", q("/console/parameters")],
@@ -162,9 +164,9 @@ async function settle() {
 async function login() {
   if (auth === "token") {
     // A token login: what the console keeps after a local login, set beforehand.
+    // Both before the app's first start, which drops a token without its user name.
     await context.addCookies([{ name: "inmanta_user", value: args.token, url: base }]);
-    await page.goto(base + "/console/");
-    await page.evaluate(() => localStorage.setItem("inmanta_user", "admin"));
+    await context.addInitScript(() => localStorage.setItem("inmanta_user", "admin"));
   } else if (auth === "login") {
     await page.goto(base + "/console/");
     await settle();
