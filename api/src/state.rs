@@ -324,7 +324,9 @@ wire_enum! {
         /// This project's addition (not in Inmanta 20.1): a requirement is not deployed, so
         /// the handler could not tell what would change.
         SkippedForDependency = "skipped_for_dependency",
-        /// This project's addition: the handler failed to read the current state.
+        /// Written by this project's earlier releases for a handler that failed; a failure
+        /// is now `modified` with Inmanta's `handler` attribute (`orchestrator::dryrun`), and
+        /// this stays only so that stored dry runs still read.
         Failed = "failed",
     }
 }

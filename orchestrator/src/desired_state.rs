@@ -88,7 +88,13 @@ impl Orchestrator {
     }
 
     pub async fn versioned_resource(&self, env: Uuid, version: i64, rid: &str) -> Result<VersionedResourceDetails> {
-        let id = ResourceId::parse(rid).map_err(|e| Error::BadRequest(e.to_string()))?;
+        let (id, carried) = ResourceId::parse_versioned(rid).map_err(|e| Error::BadRequest(e.to_string()))?;
+        if carried != 0 {
+            // Inmanta 20.1 looks the text up as a resource id, which a version id never is.
+            return Err(Error::NotFound(format!(
+                "{rid} is a resource version id; the version is in the path, give the resource id {id}"
+            )));
+        }
         let row: Option<ResourceRow> = sqlx::query_as(
             "SELECT resource_id, attributes, requires FROM resource \
              WHERE environment = $1 AND version = $2 AND resource_id = $3",

@@ -311,6 +311,19 @@ fn dryrun_attributes(
     }
 }
 
+/// A handler that failed (or could not be loaded) in dry-run mode reports, as Inmanta 20.1's
+/// executor does, one changed attribute `handler` from `FAILED` to why; the resource then reads
+/// as modified, the only form Inmanta's console shows (its dry-run statuses have no "failed").
+/// The error itself is in the dry run's log lines.
+pub fn mark_handler_failure(outcome_status: HandlerStatus, changes: &mut serde_json::Map<String, serde_json::Value>) {
+    let why = match outcome_status {
+        HandlerStatus::Failed => "Handler failed",
+        HandlerStatus::Unavailable => "Unable to find a handler",
+        _ => return,
+    };
+    changes.insert("handler".into(), serde_json::json!({"current": "FAILED", "desired": why}));
+}
+
 /// The report status of what a handler said in dry-run mode.
 pub fn status_of_outcome(
     outcome_status: HandlerStatus,
@@ -319,7 +332,7 @@ pub fn status_of_outcome(
     let purged = changes.get("purged");
     let flag = |key: &str| purged.and_then(|p| p.get(key)).and_then(|v| v.as_bool());
     match outcome_status {
-        HandlerStatus::Failed | HandlerStatus::Unavailable => ResourceDiffStatus::Failed,
+        HandlerStatus::Failed | HandlerStatus::Unavailable => ResourceDiffStatus::Modified,
         HandlerStatus::SkippedForDependency => ResourceDiffStatus::SkippedForDependency,
         _ if flag("current") == Some(true) && flag("desired") == Some(false) => ResourceDiffStatus::Added,
         _ if flag("current") == Some(false) && flag("desired") == Some(true) => ResourceDiffStatus::Deleted,

@@ -9,6 +9,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod console;
 mod console_assets;
 mod log_writer;
+mod logging_config;
 
 use service::{cli, config, maintenance, migrate, serve};
 
@@ -50,6 +51,12 @@ struct Cli {
     /// Log as JSON lines.
     #[arg(long, global = true)]
     log_json: bool,
+    /// Inmanta's logging configuration file: YAML in the schema of Python's dictConfig (a
+    /// template when it ends in .tmpl). Also `[logging] server`, `[config] logging_config` and
+    /// their INMANTA_* variables (docs/configuration.md). -v adds a console handler; RUST_LOG,
+    /// --log-json and --log-dir's server.log do not apply then.
+    #[arg(long = "logging-config", global = true, value_name = "FILE")]
+    logging_config: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -183,7 +190,21 @@ fn main() -> ExitCode {
                     }
                 });
             }
-            let log = match server_logging(cli.verbose.max(1), cli.log_json, config.storage.log_dir.as_deref()) {
+            let logging = LoggingChoice::of(cli.logging_config.as_deref(), &options, Some("server"));
+            if options.get("logging", "scheduler").is_some_and(|v| !v.trim().is_empty()) {
+                eprintln!(
+                    "warning: [logging] scheduler is not read: the scheduler runs inside the server and logs as the \
+                     server's logging config says"
+                );
+            }
+            let log = match logging {
+                LoggingChoice::Config(source) => configured_logging(&source, cli.verbose),
+                LoggingChoice::Flags => {
+                    server_logging(cli.verbose.max(1), cli.log_json, config.storage.log_dir.as_deref())
+                        .map(|writer| vec![writer])
+                }
+            };
+            let log = match log {
                 Ok(log) => log,
                 Err(e) => {
                     eprintln!("error: {e:#}");
@@ -198,7 +219,9 @@ fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             };
-            log.drain(std::time::Duration::from_secs(2));
+            for writer in &log {
+                writer.drain(std::time::Duration::from_secs(2));
+            }
             code
         }
         Command::Migrate(args) => {
@@ -218,8 +241,26 @@ fn main() -> ExitCode {
             }
         }
         Command::Client(command) => {
-            let _ = init_logging(cli.verbose, cli.log_json);
-            runtime.block_on(cli::run(command, &options, cli.verbose))
+            let component =
+                matches!(command, cli::ClientCommand::Compile(_) | cli::ClientCommand::Export(_)).then_some("compiler");
+            let log = match LoggingChoice::of(cli.logging_config.as_deref(), &options, component) {
+                LoggingChoice::Config(source) => match configured_logging(&source, cli.verbose) {
+                    Ok(log) => log,
+                    Err(e) => {
+                        eprintln!("error: {e:#}");
+                        return ExitCode::from(2);
+                    }
+                },
+                LoggingChoice::Flags => {
+                    let _ = init_logging(cli.verbose, cli.log_json);
+                    Vec::new()
+                }
+            };
+            let code = runtime.block_on(cli::run(command, &options, cli.verbose));
+            for writer in &log {
+                writer.drain(std::time::Duration::from_secs(2));
+            }
+            code
         }
         Command::Lsp { .. } => {
             // logs go to stderr: stdout is the protocol's
@@ -263,6 +304,45 @@ fn server_logging(verbose: u8, json: bool, log_dir: Option<&std::path::Path>) ->
     let result = if json { builder.json().try_init() } else { builder.try_init() };
     result.map_err(|e| anyhow::anyhow!("cannot set up logging: {e}"))?;
     Ok(writer)
+}
+
+/// Whether a logging configuration file decides the log, or the flags do.
+enum LoggingChoice {
+    Config(logging_config::Source),
+    Flags,
+}
+
+impl LoggingChoice {
+    /// Inmanta's precedence: `--logging-config`, the component's (`server`, `compiler`) options
+    /// and variables, then `[config] logging_config`'s.
+    fn of(flag: Option<&std::path::Path>, options: &config::Options, component: Option<&str>) -> LoggingChoice {
+        let option = |section: &str, key: &str| options.get(section, key).map(str::to_string);
+        let env = |name: &str| std::env::var(name).ok();
+        match logging_config::Source::find(flag, component, option, env) {
+            Some(source) => LoggingChoice::Config(source),
+            None => LoggingChoice::Flags,
+        }
+    }
+}
+
+/// The log as a logging configuration file says, with a console handler at `-v`'s level when
+/// it is given (Inmanta's `force_cli`); the writers are drained at exit.
+fn configured_logging(source: &logging_config::Source, verbose: u8) -> anyhow::Result<Vec<log_writer::LogWriter>> {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let yaml = source.read(&Default::default())?;
+    let mut config = logging_config::LoggingConfig::parse(&yaml, &source.describe())?;
+    if verbose > 0 {
+        config.add_console(match verbose {
+            1 => tracing::Level::INFO,
+            2 => tracing::Level::DEBUG,
+            _ => tracing::Level::TRACE,
+        });
+    }
+    let (layer, writers) = config.into_layer()?;
+    tracing_subscriber::registry().with(layer).try_init().map_err(|e| anyhow::anyhow!("cannot set up logging: {e}"))?;
+    tracing::debug!(source = %source.describe(), "logging as configured");
+    Ok(writers)
 }
 
 /// Colours only on a terminal and never with NO_COLOR (no-color.org).

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use api::ResourceId;
-use api::state::{HandlerStatus, ResourceDiffStatus};
+use api::state::HandlerStatus;
 use uuid::Uuid;
 
 use super::registry::Schedulers;
@@ -52,12 +52,9 @@ impl Schedulers {
                         epoch: 0,
                     };
                     let outcome = dispatch.execute(&agent, task).await;
-                    let status = crate::dryrun::status_of_outcome(outcome.status, &outcome.changes);
                     let mut changes = outcome.changes;
-                    if status == ResourceDiffStatus::Failed {
-                        let error = outcome.logs.iter().rev().find(|l| l.level == "ERROR").map(|l| l.msg.clone());
-                        changes.insert("handler_error".into(), serde_json::json!({"current": error, "desired": null}));
-                    }
+                    crate::dryrun::mark_handler_failure(outcome.status, &mut changes);
+                    let status = crate::dryrun::status_of_outcome(outcome.status, &changes);
                     batch.push(crate::dryrun::DryRunResult { resource_id, status, changes });
                     if done + 1 == total || flushed.elapsed() >= DRY_RUN_FLUSH_EVERY {
                         if let Err(e) = orchestrator.dryrun_update_many(env, id, &batch).await {

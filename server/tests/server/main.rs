@@ -26,6 +26,7 @@ mod ha;
 mod hardening;
 mod inmanta_surface;
 mod log_failures;
+mod logging_config;
 mod metrics;
 mod migrate;
 mod outage;
@@ -43,6 +44,7 @@ mod tls;
 mod token_registry;
 mod upgrade;
 mod versions;
+mod web_console;
 
 /// A `.rs` file in this directory that is not declared above would never be compiled.
 #[test]

@@ -2,8 +2,6 @@
 //! when the repository changed, switched to the configured branch, brought to the remote head on
 //! an update (a fast-forward, or a reset after a force-push).
 
-use std::path::Path;
-
 use super::job::Job;
 use super::process::Cmd;
 
@@ -21,14 +19,14 @@ impl Job<'_> {
         if self.dir.exists() {
             std::fs::remove_dir_all(&self.dir).map_err(|e| format!("cannot remove {}: {e}", self.dir.display()))?;
         }
-        let parent = self.dir.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
-        let target = self.dir.display().to_string();
-        let mut args = vec!["clone", q.repo_url.as_str(), target.as_str()];
+        std::fs::create_dir_all(&self.dir).map_err(|e| format!("cannot create {}: {e}", self.dir.display()))?;
+        // Inmanta's form, into the empty checkout directory: the report reads
+        // `git clone URL . -b BRANCH` and `Cloning into '.'...` on both servers.
+        let mut args = vec!["clone", q.repo_url.as_str(), "."];
         if !q.repo_branch.is_empty() {
-            args.extend(["--branch", q.repo_branch.as_str()]);
+            args.extend(["-b", q.repo_branch.as_str()]);
         }
-        self.record_cmd("Cloning repository", Cmd::git(parent, &args)).await?;
+        self.record_cmd("Cloning repository", Cmd::git(&self.dir, &args)).await?;
         Ok(true)
     }
 
