@@ -136,3 +136,25 @@ ensure_binaryen() {
     (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
   fi
 }
+
+# workspace_test_binaries CRATE_DIR...: `DIR:EXECUTABLE` of every test binary that
+# `cargo test --workspace --no-run` builds for the workspace members in those folders (already
+# built: this only asks cargo where they are). Each runs from its crate's folder, as cargo runs it.
+workspace_test_binaries() {
+  cargo test --workspace --no-run --message-format=json 2>/dev/null | python3 -c '
+import json, os, sys
+wanted = set(sys.argv[1:])
+for line in sys.stdin:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        continue
+    if message.get("reason") != "compiler-artifact" or not message.get("executable"):
+        continue
+    if not message.get("profile", {}).get("test"):
+        continue
+    folder = os.path.dirname(message["manifest_path"])
+    if os.path.basename(folder) in wanted:
+        print(folder + ":" + message["executable"])
+' "$@"
+}

@@ -97,7 +97,14 @@ cargo test --workspace -- --skip postgres
 stage "Rust tests on PostgreSQL"
 source scripts/postgres.sh
 ensure_postgres
-INMANTA_TEST_POSTGRES="$POSTGRES_ADMIN_URL" cargo test -p orchestrator -p service -p server
+# The test binaries of orchestrator, service and server exactly as the build stage made them, run
+# again with PostgreSQL. `cargo test -p orchestrator -p service -p server` resolves the
+# dependencies' features for those three crates alone (without the other members'
+# dev-dependencies): it rebuilt tokio and about 75 crates above it, in place of the workspace's, so
+# the next run's build stage rebuilt them once more.
+for test_binary in $(workspace_test_binaries orchestrator service server); do
+  (cd "${test_binary%%:*}" && INMANTA_TEST_POSTGRES="$POSTGRES_ADMIN_URL" "${test_binary#*:}")
+done
 
 # --- issue 18: schema fuzzing with schemathesis (PyPI, cached venv) against the server's OpenAPI
 # document, on SQLite and on a fresh PostgreSQL database; any 5xx fails the run. The hardening and
