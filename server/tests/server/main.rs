@@ -27,6 +27,7 @@ mod inmanta_surface;
 mod log_failures;
 mod metrics;
 mod migrate;
+mod module_tool;
 mod outage;
 mod outside_tokens;
 mod python_handlers;

@@ -180,6 +180,13 @@ pub async fn run(command: ClientCommand, options: &Options, verbose: u8) -> Exit
     let configured_python = options.get("compiler", "python").map(std::path::PathBuf::from);
     let result = match command {
         ClientCommand::Module { args } => {
+            // Inmanta's `-m MODULE` may come before the subcommand.
+            let subcommand = args.iter().find(|a| !a.starts_with('-')).map(String::as_str);
+            // Without a subcommand (`inmanta module --help`) Inmanta's CLI lists all of them.
+            let native = subcommand.is_some_and(|s| crate::module_tool::NATIVE.contains(&s));
+            if native {
+                return crate::module_tool::run(&args, configured_python.as_deref());
+            }
             let args: Vec<String> = std::iter::once("module".to_string()).chain(args).collect();
             return delegate::run(&args, configured_python.as_deref());
         }
