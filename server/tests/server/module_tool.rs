@@ -355,3 +355,45 @@ fn module_install_is_refused_with_inmanta_advice() {
     assert!(t.2.contains("pip install -e ."), "{}", t.2);
     assert!(o.2.contains("no longer supported") && o.2.contains("pip install -e ."), "{}", o.2);
 }
+
+/// The Python of the pytest-inmanta venv (scripts/pytest-inmanta-venv.sh), or None after
+/// reporting it missing.
+fn pytest_venv() -> Option<PathBuf> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/pytest-inmanta-venv.sh");
+    let output = Command::new(script).output().expect("run scripts/pytest-inmanta-venv.sh");
+    let found = if output.status.success() {
+        Ok(PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()))
+    } else {
+        Err(String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    test_support::require("the pytest-inmanta venv (scripts/pytest-inmanta-venv.sh)", found)
+}
+
+/// pytest's closing line (`6 passed in 3.21s`), without the time.
+fn pytest_summary(out: &str) -> String {
+    let last = out.lines().rev().find(|l| l.contains(" passed") || l.contains(" failed") || l.contains(" error")).unwrap_or("");
+    last.trim_matches('=').trim().split(" in ").next().unwrap_or("").to_string()
+}
+
+#[test]
+fn pytest_inmanta_fixture_compiles_with_our_binary_as_with_inmanta() {
+    let Some(python) = pytest_venv() else { return };
+    let plugin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/pytest-inmanta-rs");
+    let work = tempfile::tempdir().unwrap();
+    let module = work.path().join("rsexample");
+    copy_dir(&plugin.join("tests/rsexample"), &module);
+    let mut summaries = Vec::new();
+    for compiler in ["inmanta", "rs"] {
+        let (code, out, err) = run(
+            Command::new(&python)
+                .args(["-m", "pytest", "-p", "pytest_inmanta_rs", "-q", "-p", "no:cacheprovider", "tests"])
+                .args(["--inmanta-compiler", compiler, "--inmanta-binary", BIN])
+                .env("PYTHONPATH", &plugin),
+            &module,
+        );
+        assert_eq!(code, 0, "pytest with --inmanta-compiler {compiler}:\n{out}\n{err}");
+        summaries.push(pytest_summary(&out));
+    }
+    assert_eq!(summaries[0], "6 passed", "{summaries:?}");
+    assert_eq!(summaries[1], summaries[0], "the same tests pass with both compilers");
+}

@@ -200,6 +200,16 @@ pub async fn run(command: ClientCommand, options: &Options, verbose: u8) -> Exit
         ClientCommand::Project { command: project::ProjectCommand::Update { project_dir }, .. } => {
             project::install(project_dir, options.get("compiler", "python").map(std::path::PathBuf::from), true).await
         }
+        ClientCommand::Project { command: project::ProjectCommand::Freeze { outfile, recursive, operator }, .. } => {
+            let request = crate::module_tool::freeze::FreezeRequest {
+                project_dir: std::path::Path::new("."),
+                outfile: outfile.as_deref(),
+                recursive: recursive.then_some(true),
+                operator: operator.as_deref(),
+                python: configured_python.as_deref(),
+            };
+            crate::module_tool::freeze::freeze(&request).map_err(CliError::Usage)
+        }
         ClientCommand::Project { command: project::ProjectCommand::Init { name, output_dir, default }, .. } => {
             project_init::init(&output_dir, &name, default).map(|_| ())
         }

@@ -8,6 +8,7 @@
 mod archive;
 pub mod build;
 mod edit;
+pub mod freeze;
 mod manifest;
 mod release;
 pub mod requirement;
