@@ -5,8 +5,10 @@
 # ~/.cache/inmanta/pytest-inmanta, or $INMANTA_PYTEST_VENV_ROOT). inmanta-core 20.1 needs Python
 # 3.13: $INMANTA_TEST_PYTHON, else python3.13, else pyenv's. The plugin of
 # packaging/pytest-inmanta-rs is not installed here: tests load it with PYTHONPATH and `-p`.
+# pytest stays below 9: pytest-inmanta 4.0.0 declares --install_mode and --install-mode with one
+# destination, which pytest 9 refuses.
 set -eu
-REQUIREMENTS="inmanta-core==20.1.0 pytest-inmanta==4.0.0 inmanta-module-std==8.7.5 inmanta-module-fs==1.2.0 inmanta-module-mitogen==0.2.5"
+REQUIREMENTS="inmanta-core==20.1.0 pytest-inmanta==4.0.0 pytest==8.4.2 inmanta-module-std==8.7.5 inmanta-module-fs==1.2.0 inmanta-module-mitogen==0.2.5"
 ROOT="${INMANTA_PYTEST_VENV_ROOT:-$HOME/.cache/inmanta/pytest-inmanta}"
 KEY=$(printf '%s' "$REQUIREMENTS" | sha1sum | cut -c1-12)
 VENV="$ROOT/venv-$KEY"

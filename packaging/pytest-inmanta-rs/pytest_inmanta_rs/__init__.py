@@ -78,6 +78,19 @@ def _not_made(name: str) -> typing.Callable[..., typing.NoReturn]:
     return refuse
 
 
+class _ModelOf:
+    """What pytest-inmanta reads of a resource's model instance: its type, by name."""
+
+    def __init__(self, type_name: str) -> None:
+        self._type_name = type_name
+
+    def _get_instance(self) -> "_ModelOf":
+        return self
+
+    def get_type(self) -> str:
+        return self._type_name
+
+
 class Instance:
     """An instance of the compiled model, read-only: ``instance.attribute``."""
 
@@ -178,6 +191,8 @@ def _compile_with(binary: str) -> typing.Callable[..., None]:
         resources = {}
         for wire in exported:
             resource = inmanta.resources.Resource.deserialize(wire)
+            # pytest-inmanta finds a resource's type through its model instance.
+            resource.model = _ModelOf(resource.id.entity_type)
             resources[resource.id] = resource
         self._root_scope = None
         self.types = None

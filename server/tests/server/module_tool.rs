@@ -372,7 +372,9 @@ fn pytest_venv() -> Option<PathBuf> {
 /// pytest's closing line (`6 passed in 3.21s`), without the time.
 fn pytest_summary(out: &str) -> String {
     let last = out.lines().rev().find(|l| l.contains(" passed") || l.contains(" failed") || l.contains(" error")).unwrap_or("");
-    last.trim_matches('=').trim().split(" in ").next().unwrap_or("").to_string()
+    let counts = last.trim_matches('=').trim().split(" in ").next().unwrap_or("");
+    // The warnings count is not a test result.
+    counts.split(", ").filter(|part| !part.contains("warning")).collect::<Vec<_>>().join(", ")
 }
 
 #[test]
@@ -396,4 +398,44 @@ fn pytest_inmanta_fixture_compiles_with_our_binary_as_with_inmanta() {
     }
     assert_eq!(summaries[0], "6 passed", "{summaries:?}");
     assert_eq!(summaries[1], summaries[0], "the same tests pass with both compilers");
+}
+
+#[test]
+fn module_list_and_status_and_project_freeze_print_what_inmanta_prints() {
+    let Some(reference) = reference_bin() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("project.yml"),
+        "name: listed\nmodulepath: libs\ndownloadpath: libs\nrequires:\n- std ~= 8.0\n- fs >= 1.0\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("main.cf"), "import std::testing\nimport fs\na = std::testing::NullResource(name=\"a\")\n")
+        .unwrap();
+    // The reference runs with its venv's std, fs and mitogen; ours with the same versions built in.
+    let t = theirs(&reference, dir.path(), &["module", "list"]);
+    let o = ours(dir.path(), &["module", "list"]);
+    assert_eq!(t.0, 0, "{}{}", t.1, t.2);
+    assert!(t.1.contains("| fs ") && t.1.contains("| no "), "{}", t.1);
+    assert_eq!((o.0, &o.1), (0, &t.1), "{}", o.2);
+
+    let skipped = |err: &str| -> Vec<String> {
+        err.lines().filter(|l| l.contains("Skipping module")).map(|l| l.trim().to_string()).collect()
+    };
+    let t = theirs(&reference, dir.path(), &["module", "status"]);
+    let o = ours(dir.path(), &["module", "status"]);
+    // Inmanta logs its warnings to stdout.
+    assert_eq!((o.0, &o.1), (t.0, &t.1), "{}", o.2);
+    assert_eq!(skipped(&o.1).len(), 3, "{}", o.1);
+
+    for args in [vec!["project", "freeze", "-o", "-"], vec!["project", "freeze", "-o", "-", "-r", "--operator", "=="]] {
+        let t = theirs(&reference, dir.path(), &args);
+        let o = ours(dir.path(), &args);
+        assert_eq!(t.0, 0, "{}{}", t.1, t.2);
+        assert_eq!((o.0, &o.1), (0, &t.1), "{args:?}: {}", o.2);
+    }
+    // Without -o the file itself is rewritten, as Inmanta does.
+    let (code, _, err) = ours(dir.path(), &["project", "freeze"]);
+    assert_eq!(code, 0, "{err}");
+    let frozen = std::fs::read_to_string(dir.path().join("project.yml")).unwrap();
+    assert!(frozen.contains("requires:\n- fs ~= 1.2.0\n- std ~= 8.7.5\n"), "{frozen}");
 }

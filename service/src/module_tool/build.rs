@@ -162,7 +162,9 @@ impl Project {
             Some(value) => match value.strip_prefix("file:") {
                 Some(files) => {
                     let mut parts = Vec::new();
-                    for file in files.split(',').map(str::trim).filter(|f| !f.is_empty()) {
+                    // setuptools reads the files of a `file:` directive that exist, the others
+                    // silently not.
+                    for file in files.split(',').map(str::trim).filter(|f| tree.has_file(f)) {
                         parts.push(tree.read_text(file)?);
                     }
                     Some(parts.join("\n"))
@@ -327,7 +329,11 @@ impl Project {
                 field("Requires-Dist", &format!("{requirement}; {marker}"));
             }
         }
-        if let Some(description) = &self.long_description {
+        if !self.license_files.is_empty() {
+            // setuptools found them itself: it says so.
+            field("Dynamic", "license-file");
+        }
+        if let Some(description) = self.long_description.as_ref().filter(|d| !d.is_empty()) {
             out.push('\n');
             out.push_str(description);
             if !description.ends_with('\n') {
@@ -347,11 +353,15 @@ impl Project {
             record.push_str(&format!("{name},sha256={digest},{}\n", data.len()));
             Ok(())
         };
-        for file in self.wheel_files(tree)? {
-            add(&mut zip, &file, &tree.read(&file)?)?;
-        }
+        // bdist_wheel walks its directory (the license files are in `.dist-info/licenses/`
+        // there) and defers only the files directly in `.dist-info`.
+        let mut walked: Vec<(String, String)> = self.wheel_files(tree)?.into_iter().map(|f| (f.clone(), f)).collect();
         for file in &self.license_files {
-            add(&mut zip, &format!("{dist_info}/licenses/{file}"), &tree.read(file)?)?;
+            walked.push((format!("{dist_info}/licenses/{file}"), file.clone()));
+        }
+        walked.sort_by_key(|(name, _)| walk_order_key(name));
+        for (name, source) in &walked {
+            add(&mut zip, name, &tree.read(source)?)?;
         }
         add(&mut zip, &format!("{dist_info}/METADATA"), self.metadata().as_bytes())?;
         let generator = format!(

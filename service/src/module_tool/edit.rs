@@ -149,20 +149,43 @@ pub fn add_in(dir: &Path, module_req: &str, override_existing: bool, python: Opt
     Ok(())
 }
 
-/// Drops the `requires` entries on `module` from module.yml, the other lines as they are.
+/// Drops the `requires` entries on `module` from module.yml. When one goes, the file is written
+/// again as Inmanta's ruamel round trip writes it (`indent(mapping=2, sequence=4, offset=2)`):
+/// block sequence items as `  - item`, an emptied list as `[]`; other lines as they were.
 fn remove_from_module_yml(path: &Path, module: &str) -> Result<(), String> {
     let text = read(path)?;
-    let mut in_requires = false;
-    let mut out = Vec::new();
+    let mut key = String::new();
+    let mut removed = false;
+    let mut lines: Vec<(String, String)> = Vec::new();
     for line in text.split('\n') {
-        if !line.starts_with([' ', '-']) && !line.is_empty() {
-            in_requires = line.trim_end() == "requires:";
+        if !line.starts_with([' ', '-', '#']) && !line.is_empty() {
+            key = line.split(':').next().unwrap_or("").trim().to_string();
         }
         let entry = line.trim_start().strip_prefix("- ").map(|e| e.trim().trim_matches(['"', '\'']));
-        if in_requires && entry.and_then(|e| ModuleRequirement::parse(e).ok()).is_some_and(|r| r.name == module) {
+        if key == "requires" && entry.and_then(|e| ModuleRequirement::parse(e).ok()).is_some_and(|r| r.name == module) {
+            removed = true;
             continue;
         }
-        out.push(line);
+        lines.push((key.clone(), line.to_string()));
+    }
+    if !removed {
+        return Ok(());
+    }
+    let mut out: Vec<String> = Vec::new();
+    for (i, (key, line)) in lines.iter().enumerate() {
+        let is_item = line.trim_start().starts_with("- ");
+        if is_item {
+            out.push(format!("  - {}", line.trim_start()[2..].trim_start()));
+            continue;
+        }
+        let emptied = key == "requires"
+            && line.trim_end() == "requires:"
+            && !lines[i + 1..].iter().take_while(|(k, _)| k == "requires").any(|(_, l)| l.trim_start().starts_with("- "));
+        if emptied {
+            out.push("requires: []".to_string());
+        } else {
+            out.push(line.clone());
+        }
     }
     write(path, &out.join("\n"))
 }

@@ -1,20 +1,22 @@
 //! Inmanta 20.1's module commands (`inmanta module ...`), made here without Python: `build`
 //! (the wheel and sdist setuptools makes of a v2 module, [`build`]), `add` (setup.cfg,
 //! requirements.txt as Inmanta rewrites them), `release` (git commits and tags, version bumps,
-//! CHANGELOG.md), `install` (Inmanta's refusal). The names, options and outputs are Inmanta's
+//! CHANGELOG.md), `list` and `status` (on the modules our compiler loads), `install` (Inmanta's
+//! refusal). The names, options and outputs are Inmanta's
 //! (`inmanta/moduletool.py`); what Inmanta's tool does that is not here (push, verify, v1tov2,
-//! download, create, list, status, freeze) is still handed to Inmanta's CLI by the caller.
+//! download, create, freeze) is still handed to Inmanta's CLI by the caller.
 
 mod archive;
 pub mod build;
 mod edit;
 pub mod freeze;
+mod listing;
 mod manifest;
 mod release;
 pub mod requirement;
 pub mod setup_cfg;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand};
 
@@ -43,6 +45,10 @@ pub enum ModuleCommand {
         #[arg(long)]
         r#override: bool,
     },
+    /// List all modules used in this project in a table
+    List,
+    /// Run a git status on all modules and report
+    Status,
     /// This command is no longer supported.
     Install {
         /// Install in editable mode.
@@ -105,7 +111,7 @@ pub enum ModuleCommand {
 }
 
 /// The module subcommands this binary runs itself; the others go to Inmanta's CLI.
-pub const NATIVE: &[&str] = &["add", "install", "build", "release"];
+pub const NATIVE: &[&str] = &["add", "install", "build", "release", "list", "status"];
 
 /// Runs `inmanta module ARGS` (ARGS without `module`); `python` is `[compiler] python`.
 pub fn run(args: &[String], python: Option<&std::path::Path>) -> std::process::ExitCode {
@@ -118,6 +124,8 @@ pub fn run(args: &[String], python: Option<&std::path::Path>) -> std::process::E
     };
     let result = match parsed.command {
         ModuleCommand::Add { module_req, v2: _, r#override } => edit::add(&module_req, r#override, python),
+        ModuleCommand::List => listing::list(Path::new("."), python),
+        ModuleCommand::Status => listing::status(Path::new("."), python),
         ModuleCommand::Install { .. } => Err(
             "The 'inmanta module install' command is no longer supported. For editable mode installation, use 'pip \
              install -e .'. For a regular installation, first run 'inmanta module build' and then 'pip install \

@@ -287,7 +287,7 @@ pub fn release(request: &ReleaseRequest<'_>) -> Result<(), String> {
             changelog = Some(Changelog { path: changelog_path.clone() });
         }
         (Some(log), message) => {
-            if current.dev().is_some() || current.any_prerelease() {
+            if current.dev().is_some() {
                 log.rewrite_version(&current, &new)?;
             } else {
                 log.add_section(&current, &new)?;
