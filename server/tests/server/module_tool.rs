@@ -243,8 +243,11 @@ fn module_add_writes_setup_cfg_and_requirements_txt_as_inmanta() {
     // A v1 module too: requirements.txt gets the package, module.yml loses the requires entry.
     let v1 = work.path().join("v1mod");
     std::fs::create_dir_all(v1.join("model")).unwrap();
-    std::fs::write(v1.join("module.yml"), "name: v1mod\nlicense: ASL 2.0\nversion: 1.0.0\nrequires:\n- std\n- files ~= 2.0\n")
-        .unwrap();
+    std::fs::write(
+        v1.join("module.yml"),
+        "name: v1mod\nlicense: ASL 2.0\nversion: 1.0.0\nrequires:\n- std\n- files ~= 2.0\n",
+    )
+    .unwrap();
     std::fs::write(v1.join("model/_init.cf"), "\n").unwrap();
     std::fs::write(v1.join("requirements.txt"), "# pinned\nPyYAML>=5\ninmanta-module-net\n").unwrap();
     for module in [&source, &v1] {
@@ -269,7 +272,8 @@ fn module_add_writes_setup_cfg_and_requirements_txt_as_inmanta() {
                 assert!(o.2.contains(message.trim()), "{args:?}: ours {:?} theirs {:?}", o.2, t.2);
             }
             for file in ["setup.cfg", "requirements.txt", "module.yml"] {
-                let (a, b) = (std::fs::read_to_string(mine.join(file)).ok(), std::fs::read_to_string(refs.join(file)).ok());
+                let (a, b) =
+                    (std::fs::read_to_string(mine.join(file)).ok(), std::fs::read_to_string(refs.join(file)).ok());
                 assert_eq!(a, b, "{args:?}: {file}");
             }
         }
@@ -371,7 +375,11 @@ fn pytest_venv() -> Option<PathBuf> {
 
 /// pytest's closing line (`6 passed in 3.21s`), without the time.
 fn pytest_summary(out: &str) -> String {
-    let last = out.lines().rev().find(|l| l.contains(" passed") || l.contains(" failed") || l.contains(" error")).unwrap_or("");
+    let last = out
+        .lines()
+        .rev()
+        .find(|l| l.contains(" passed") || l.contains(" failed") || l.contains(" error"))
+        .unwrap_or("");
     let counts = last.trim_matches('=').trim().split(" in ").next().unwrap_or("");
     // The warnings count is not a test result.
     counts.split(", ").filter(|part| !part.contains("warning")).collect::<Vec<_>>().join(", ")
@@ -409,8 +417,11 @@ fn module_list_and_status_and_project_freeze_print_what_inmanta_prints() {
         "name: listed\nmodulepath: libs\ndownloadpath: libs\nrequires:\n- std ~= 8.0\n- fs >= 1.0\n",
     )
     .unwrap();
-    std::fs::write(dir.path().join("main.cf"), "import std::testing\nimport fs\na = std::testing::NullResource(name=\"a\")\n")
-        .unwrap();
+    std::fs::write(
+        dir.path().join("main.cf"),
+        "import std::testing\nimport fs\na = std::testing::NullResource(name=\"a\")\n",
+    )
+    .unwrap();
     // The reference runs with its venv's std, fs and mitogen; ours with the same versions built in.
     let t = theirs(&reference, dir.path(), &["module", "list"]);
     let o = ours(dir.path(), &["module", "list"]);

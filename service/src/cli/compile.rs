@@ -207,7 +207,8 @@ pub async fn run_export(mut args: ExportArgs, options: &Options) -> Result<(), C
         }
         output.write_export_json(path).map_err(|e| CliError::Usage(format!("cannot write {}: {e}", path.display())))?;
         if let Some(dir) = &args.json_files {
-            std::fs::create_dir_all(dir).map_err(|e| CliError::Usage(format!("cannot write {}: {e}", dir.display())))?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| CliError::Usage(format!("cannot write {}: {e}", dir.display())))?;
             for (hash, content) in &output.files {
                 std::fs::write(dir.join(hash), content)
                     .map_err(|e| CliError::Usage(format!("cannot write {}: {e}", dir.display())))?;

@@ -200,7 +200,9 @@ pub async fn run(command: ClientCommand, options: &Options, verbose: u8) -> Exit
         ClientCommand::Project { command: project::ProjectCommand::Update { project_dir }, .. } => {
             project::install(project_dir, options.get("compiler", "python").map(std::path::PathBuf::from), true).await
         }
-        ClientCommand::Project { command: project::ProjectCommand::Freeze { outfile, recursive, operator }, .. } => {
+        ClientCommand::Project {
+            command: project::ProjectCommand::Freeze { outfile, recursive, operator }, ..
+        } => {
             let request = crate::module_tool::freeze::FreezeRequest {
                 project_dir: std::path::Path::new("."),
                 outfile: outfile.as_deref(),

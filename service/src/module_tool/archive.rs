@@ -21,7 +21,8 @@ impl ZipWriter {
         // MS-DOS dates start in 1980.
         let year = modified.year().clamp(1980, 2107) as u16;
         let date = ((year - 1980) << 9) | ((modified.month() as u16) << 5) | modified.day() as u16;
-        let time = ((modified.hour() as u16) << 11) | ((modified.minute() as u16) << 5) | (modified.second() as u16 / 2);
+        let time =
+            ((modified.hour() as u16) << 11) | ((modified.minute() as u16) << 5) | (modified.second() as u16 / 2);
         ZipWriter { bytes: Vec::new(), central: Vec::new(), entries: 0, dos_time: (time, date) }
     }
 

@@ -76,14 +76,11 @@ impl V2Source {
             Err(_) => return Err(format!("No module can be found at {}", dir.display())),
         };
         let cfg = SetupCfg::parse(&setup_cfg).map_err(|e| format!("{}: {e}", path.display()))?;
-        let package = cfg
-            .get("metadata", "name")
-            .ok_or_else(|| format!("{}: [metadata] has no name", path.display()))?;
+        let package =
+            cfg.get("metadata", "name").ok_or_else(|| format!("{}: [metadata] has no name", path.display()))?;
         let name = package
             .strip_prefix(super::requirement::MODULE_PACKAGE_PREFIX)
-            .ok_or_else(|| {
-                format!("{}: the name {package:?} should start with inmanta-module-", path.display())
-            })?
+            .ok_or_else(|| format!("{}: the name {package:?} should start with inmanta-module-", path.display()))?
             .replace('-', "_");
         if cfg.get("metadata", "version").is_none() {
             return Err(format!("{}: [metadata] has no version", path.display()));
@@ -174,7 +171,9 @@ impl Project {
             None => None,
         };
         let patterns: Vec<String> = match cfg.get("metadata", "license_files").or(cfg.get("metadata", "license_file")) {
-            Some(value) => value.split([',', '\n']).map(str::trim).filter(|p| !p.is_empty()).map(str::to_string).collect(),
+            Some(value) => {
+                value.split([',', '\n']).map(str::trim).filter(|p| !p.is_empty()).map(str::to_string).collect()
+            }
             None => ["LICEN[CS]E*", "COPYING*", "NOTICE*", "AUTHORS*"].map(str::to_string).to_vec(),
         };
         let mut license_files = Vec::new();
@@ -349,7 +348,8 @@ impl Project {
         let mut record = String::new();
         let mut add = |zip: &mut ZipWriter, name: &str, data: &[u8]| -> Result<(), String> {
             zip.add(name, data).map_err(|e| e.to_string())?;
-            let digest = base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, sha2::Sha256::digest(data));
+            let digest =
+                base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, sha2::Sha256::digest(data));
             record.push_str(&format!("{name},sha256={digest},{}\n", data.len()));
             Ok(())
         };
@@ -457,7 +457,9 @@ fn requirement_lines(value: &str) -> Vec<String> {
             None => l.trim(),
         })
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(|l| super::requirement::PythonRequirement::parse(l).map(|r| r.to_string()).unwrap_or_else(|_| l.to_string()))
+        .map(|l| {
+            super::requirement::PythonRequirement::parse(l).map(|r| r.to_string()).unwrap_or_else(|_| l.to_string())
+        })
         .collect()
 }
 

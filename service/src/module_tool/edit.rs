@@ -39,7 +39,8 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
 
 /// The `requires` list of a project.yml or module.yml.
 fn yaml_requires(path: &Path) -> Result<Vec<String>, String> {
-    let value: serde_norway::Value = serde_norway::from_str(&read(path)?).map_err(|e| format!("{}: {e}", path.display()))?;
+    let value: serde_norway::Value =
+        serde_norway::from_str(&read(path)?).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(value
         .get("requires")
         .and_then(|r| r.as_sequence())
@@ -180,7 +181,10 @@ fn remove_from_module_yml(path: &Path, module: &str) -> Result<(), String> {
         }
         let emptied = key == "requires"
             && line.trim_end() == "requires:"
-            && !lines[i + 1..].iter().take_while(|(k, _)| k == "requires").any(|(_, l)| l.trim_start().starts_with("- "));
+            && !lines[i + 1..]
+                .iter()
+                .take_while(|(k, _)| k == "requires")
+                .any(|(_, l)| l.trim_start().starts_with("- "));
         if emptied {
             out.push("requires: []".to_string());
         } else {

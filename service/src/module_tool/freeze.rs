@@ -37,7 +37,8 @@ pub fn freeze(request: &FreezeRequest<'_>) -> Result<(), String> {
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut config: Value = serde_norway::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     let setting = |key: &str| config.get(key).cloned();
-    let recursive = request.recursive.unwrap_or_else(|| setting("freeze_recursive").and_then(|v| v.as_bool()).unwrap_or(false));
+    let recursive =
+        request.recursive.unwrap_or_else(|| setting("freeze_recursive").and_then(|v| v.as_bool()).unwrap_or(false));
     let operator = request
         .operator
         .map(str::to_string)
@@ -58,10 +59,8 @@ pub fn freeze(request: &FreezeRequest<'_>) -> Result<(), String> {
         names
     };
     names.dedup();
-    let mut requires: Vec<String> = names
-        .iter()
-        .filter_map(|name| version_of(name).map(|v| format!("{name} {operator} {v}")))
-        .collect();
+    let mut requires: Vec<String> =
+        names.iter().filter_map(|name| version_of(name).map(|v| format!("{name} {operator} {v}"))).collect();
     requires.sort();
     requires.dedup();
     let list = Value::Sequence(requires.into_iter().map(Value::String).collect());
@@ -154,10 +153,8 @@ fn scalar(value: &Value) -> String {
 
 fn string(s: &str) -> String {
     let lower = s.to_lowercase();
-    let special_word = matches!(
-        lower.as_str(),
-        "" | "~" | "null" | "true" | "false" | "yes" | "no" | "on" | "off" | "y" | "n"
-    );
+    let special_word =
+        matches!(lower.as_str(), "" | "~" | "null" | "true" | "false" | "yes" | "no" | "on" | "off" | "y" | "n");
     let numeric = s.parse::<f64>().is_ok() || s.starts_with("0x") || s.starts_with("0o");
     let first = s.chars().next().unwrap_or(' ');
     let needs_quotes = special_word

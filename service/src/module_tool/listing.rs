@@ -124,7 +124,8 @@ pub fn list(project_dir: &Path, python: Option<&Path>) -> Result<(), String> {
             yes_no(matches),
         ]);
     }
-    let header = ["Name", "Type", "Editable", "Installed version", "Expected in project", "Matches"].map(str::to_string);
+    let header =
+        ["Name", "Type", "Editable", "Installed version", "Expected in project", "Matches"].map(str::to_string);
     println!("{}", texttable(&header, &rows, 80));
     Ok(())
 }
@@ -167,7 +168,8 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
     for word in text.split_whitespace() {
         let mut word = word.to_string();
         loop {
-            let needed = if line.is_empty() { word.chars().count() } else { line.chars().count() + 1 + word.chars().count() };
+            let needed =
+                if line.is_empty() { word.chars().count() } else { line.chars().count() + 1 + word.chars().count() };
             if needed <= width {
                 if !line.is_empty() {
                     line.push(' ');
@@ -229,7 +231,9 @@ fn texttable(header: &[String], rows: &[Vec<String>], max_width: usize) -> Strin
             .iter()
             .zip(&widths)
             .map(|(cell, w)| {
-                cell.split('\n').flat_map(|c| if c.trim().is_empty() { vec![String::new()] } else { wrap(c, *w) }).collect()
+                cell.split('\n')
+                    .flat_map(|c| if c.trim().is_empty() { vec![String::new()] } else { wrap(c, *w) })
+                    .collect()
             })
             .collect();
         let height = wrapped.iter().map(Vec::len).max().unwrap_or(1);
@@ -271,7 +275,8 @@ mod tests {
 
     #[test]
     fn texttable_as_inmanta_prints_module_list() {
-        let header = ["Name", "Type", "Editable", "Installed version", "Expected in project", "Matches"].map(str::to_string);
+        let header =
+            ["Name", "Type", "Editable", "Installed version", "Expected in project", "Matches"].map(str::to_string);
         let rows = vec![vec!["std".into(), "v2".into(), "no".into(), "8.7.5".into(), "~=8.0".into(), "yes".into()]];
         let table = texttable(&header, &rows, 80);
         let expected = "\

@@ -147,7 +147,8 @@ fn matches_path(pattern: &[&str], path: &[&str], hidden: bool) -> bool {
                 return !path.is_empty() && (hidden || path.iter().all(|p| !p.starts_with('.')));
             }
             (0..=path.len()).any(|skip| {
-                (hidden || path[..skip].iter().all(|p| !p.starts_with('.'))) && matches_path(rest, &path[skip..], hidden)
+                (hidden || path[..skip].iter().all(|p| !p.starts_with('.')))
+                    && matches_path(rest, &path[skip..], hidden)
             })
         }
         Some((first, rest)) => match path.split_first() {
@@ -297,7 +298,8 @@ impl<'a> Manifest<'a> {
                 ("graft", [dir]) => {
                     for matched in self.tree.glob_dirs(dir) {
                         let prefix = format!("{matched}/");
-                        let found: Vec<String> = self.tree.files.keys().filter(|f| f.starts_with(&prefix)).cloned().collect();
+                        let found: Vec<String> =
+                            self.tree.files.keys().filter(|f| f.starts_with(&prefix)).cloned().collect();
                         for file in found {
                             self.add(file);
                         }

@@ -115,13 +115,14 @@ pub const NATIVE: &[&str] = &["add", "install", "build", "release", "list", "sta
 
 /// Runs `inmanta module ARGS` (ARGS without `module`); `python` is `[compiler] python`.
 pub fn run(args: &[String], python: Option<&std::path::Path>) -> std::process::ExitCode {
-    let parsed = match ModuleArgs::try_parse_from(std::iter::once("inmanta module".to_string()).chain(args.iter().cloned())) {
-        Ok(parsed) => parsed,
-        Err(e) => {
-            let _ = e.print();
-            return std::process::ExitCode::from(if e.use_stderr() { 2 } else { 0 });
-        }
-    };
+    let parsed =
+        match ModuleArgs::try_parse_from(std::iter::once("inmanta module".to_string()).chain(args.iter().cloned())) {
+            Ok(parsed) => parsed,
+            Err(e) => {
+                let _ = e.print();
+                return std::process::ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+            }
+        };
     let result = match parsed.command {
         ModuleCommand::Add { module_req, v2: _, r#override } => edit::add(&module_req, r#override, python),
         ModuleCommand::List => listing::list(Path::new("."), python),

@@ -23,7 +23,9 @@ impl ChangeType {
     /// The one flag set, None without any; more than one is refused by [`release`].
     pub fn from_flags(revision: bool, patch: bool, minor: bool, major: bool) -> Result<Option<Self>, String> {
         if [revision, patch, minor, major].iter().filter(|b| **b).count() > 1 {
-            return Err("Error: Only one of --revision, --patch, --minor and --major can be set at the same time.".into());
+            return Err(
+                "Error: Only one of --revision, --patch, --minor and --major can be set at the same time.".into()
+            );
         }
         Ok(if revision {
             Some(ChangeType::Revision)
@@ -69,7 +71,8 @@ fn bump(change: ChangeType, version: &Version, dev: bool) -> Version {
     let index = change.index();
     let base = version.release();
     let digits = (index + 1).max(3).max(base.len());
-    let mut parts: Vec<u64> = (0..digits).map(|i| if i <= index { base.get(i).copied().unwrap_or(0) } else { 0 }).collect();
+    let mut parts: Vec<u64> =
+        (0..digits).map(|i| if i <= index { base.get(i).copied().unwrap_or(0) } else { 0 }).collect();
     parts[index] += 1;
     while parts.len() > 3 && parts.last() == Some(&0) {
         parts.pop();
@@ -381,13 +384,15 @@ impl Changelog {
         let new_header = header(new);
         let updated = if let Some((start, _)) = header_line(&content, old) {
             format!("{}{new_header}\n\n\n{}", &content[..start], &content[start..])
-        } else if let Some(end) = content.split_inclusive('\n').scan(0, |o, l| {
-            let start = *o;
-            *o += l.len();
-            Some((start, l))
-        })
-        .find(|(_, l)| l.starts_with("# "))
-        .map(|(start, l)| start + l.trim_end_matches('\n').len())
+        } else if let Some(end) = content
+            .split_inclusive('\n')
+            .scan(0, |o, l| {
+                let start = *o;
+                *o += l.len();
+                Some((start, l))
+            })
+            .find(|(_, l)| l.starts_with("# "))
+            .map(|(start, l)| start + l.trim_end_matches('\n').len())
         {
             format!("{}\n\n{new_header}\n\n\n{}", &content[..end], &content[end..])
         } else {
@@ -492,6 +497,9 @@ mod tests {
             substitute_v2(text, "1.0.0", ""),
             "[metadata]\nname = inmanta-module-x\nversion = 1.0.0\n\n[egg_info]\ntag_build = \n"
         );
-        assert_eq!(substitute_v2("[metadata]\nversion = 1.0", "1.1", "dev0"), "[metadata]\nversion = 1.1\n[egg_info]\ntag_build = dev0");
+        assert_eq!(
+            substitute_v2("[metadata]\nversion = 1.0", "1.1", "dev0"),
+            "[metadata]\nversion = 1.1\n[egg_info]\ntag_build = dev0"
+        );
     }
 }

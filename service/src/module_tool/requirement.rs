@@ -37,7 +37,8 @@ impl PythonRequirement {
             Some((main, marker)) => (main.trim(), Some(marker.trim().to_string()).filter(|m| !m.is_empty())),
             None => (text.trim(), None),
         };
-        let name_end = main.find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))).unwrap_or(main.len());
+        let name_end =
+            main.find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))).unwrap_or(main.len());
         let name = main[..name_end].to_string();
         if name.is_empty() {
             return Err(format!("'{text}' is not a valid requirement"));

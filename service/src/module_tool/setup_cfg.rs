@@ -45,9 +45,9 @@ impl SetupCfg {
             let Some(section) = cfg.sections.len().checked_sub(1) else {
                 return Err(format!("line {}: {stripped:?} is outside of any [section]", number + 1));
             };
-            let split = stripped.find(['=', ':']).ok_or_else(|| {
-                format!("line {}: {stripped:?} is neither `[section]` nor `key = value`", number + 1)
-            })?;
+            let split = stripped
+                .find(['=', ':'])
+                .ok_or_else(|| format!("line {}: {stripped:?} is neither `[section]` nor `key = value`", number + 1))?;
             let key = stripped[..split].trim().to_lowercase();
             let value = stripped[split + 1..].trim().to_string();
             let options = &mut cfg.sections[section].1;
