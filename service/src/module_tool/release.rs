@@ -167,7 +167,7 @@ fn substitute_v2(text: &str, version: &str, tag: &str) -> String {
         let key = line.split(['=', ':']).next().unwrap_or("").trim();
         let indented = line.starts_with([' ', '\t']);
         if !indented && section == "metadata" && key == "version" && line.contains('=') {
-            let prefix = &line[..line.find('=').unwrap_or(0) + 1];
+            let prefix = &line[..=line.find('=').unwrap_or(0)];
             out.push(format!("{prefix} {version}"));
         } else if !indented && section == "egg_info" && key == "tag_build" && !tag_written {
             out.push(format!("tag_build = {tag}"));

@@ -127,7 +127,7 @@ impl ModuleRequirement {
         let canonical = canonical_name(&requirement.name);
         let module = canonical.strip_prefix(MODULE_PACKAGE_PREFIX)?.replace('-', "_");
         let mut requirement = requirement.clone();
-        requirement.name = module.clone();
+        requirement.name.clone_from(&module);
         Some(ModuleRequirement { name: module, requirement })
     }
 
@@ -156,7 +156,7 @@ impl ModuleRequirement {
 impl fmt::Display for ModuleRequirement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut requirement = self.requirement.clone();
-        requirement.name = self.name.clone();
+        requirement.name.clone_from(&self.name);
         requirement.fmt(f)
     }
 }
