@@ -486,8 +486,12 @@ mod tests {
         assert_eq!(next_dev_version(&v("1.2.4.dev0"), &[v("1.2.3")], ChangeType::Patch).unwrap(), v("1.2.4.dev0"));
         assert_eq!(next_dev_version(&v("1.2.4.dev0"), &[v("1.2.3")], ChangeType::Minor).unwrap(), v("1.3.0.dev0"));
         assert_eq!(next_dev_version(&v("1.2.4.dev0"), &[v("1.2.3")], ChangeType::Major).unwrap(), v("2.0.0.dev0"));
-        assert_eq!(next_dev_version(&v("1.0.0"), &[], ChangeType::Revision).unwrap(), v("1.0.0.1.dev0"));
-        assert!(next_dev_version(&v("1.2.3"), &[v("1.2.4")], ChangeType::Patch).is_err());
+        assert_eq!(next_dev_version(&v("1.0.0"), &[v("1.0.0")], ChangeType::Revision).unwrap(), v("1.0.0.1.dev0"));
+        // Far enough ahead of the last release (none: 0.0.0): the next patch.
+        assert_eq!(next_dev_version(&v("1.0.0"), &[], ChangeType::Revision).unwrap(), v("1.0.1.dev0"));
+        assert_eq!(next_dev_version(&v("1.2.3"), &[v("1.2.4")], ChangeType::Patch).unwrap(), v("1.2.4.dev0"));
+        // A stable release between the current and the new version: refused, as Inmanta.
+        assert!(next_dev_version(&v("1.2.3"), &[v("1.2.3"), v("1.2.4")], ChangeType::Minor).is_err());
     }
 
     #[test]
