@@ -60,7 +60,8 @@ pub enum ClientCommand {
     /// subcommand, the server's compiles of an environment.
     Compile(compiles::CompileCommand),
     /// Compile and send the resources to a server as a new version (or to a file with -j).
-    Export(compile::ExportArgs),
+    // Boxed: its options are most of the command's size (clippy's large_enum_variant).
+    Export(Box<compile::ExportArgs>),
     /// All in one: compile the project here, deploy it with an embedded server and agent, report.
     Deploy(deploy::DeployArgs),
     /// Desired-state versions of an environment.
@@ -224,7 +225,7 @@ pub async fn run(command: ClientCommand, options: &Options, verbose: u8) -> Exit
             Err(e) => Err(e),
         },
         ClientCommand::Compile(args) => compiles::run(args, options).await,
-        ClientCommand::Export(args) => compile::run_export(args, options).await,
+        ClientCommand::Export(args) => compile::run_export(*args, options).await,
         ClientCommand::Deploy(args) => deploy::run(args, verbose > 0).await,
         ClientCommand::Version { scope, command } => match scoped(&scope, options).await {
             Ok((ctx, env)) => version::run(command, &ctx, env).await,
