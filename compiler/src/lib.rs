@@ -70,6 +70,9 @@ pub struct CompileOptions {
     /// Fill [`CompileOutput::variables`]. Tests and tooling read them; `inmanta compile` and
     /// `export` do not, and a 100 000-entry data list in `main.cf` costs about 100 MB as JSON.
     pub root_variables: bool,
+    /// Keep every instance with its attributes in [`CompileOutput::instance_dump`] (`inmanta
+    /// export -j F --json-instances F2`, for pytest-inmanta's `get_instances`).
+    pub instance_dump: bool,
     /// Texts compiled instead of the files on disk (an editor's unsaved buffers); empty: the disk.
     pub overlay: SourceOverlay,
     /// Report every error the type build finds, not only the first as Inmanta does: an editor
@@ -99,6 +102,7 @@ impl Default for CompileOptions {
             python: None,
             plugin_timeout: std::time::Duration::from_secs(limit_from_env("INMANTA_COMPILER_PLUGIN_TIMEOUT", 300)),
             root_variables: true,
+            instance_dump: false,
             overlay: SourceOverlay::default(),
             every_error: false,
             process_exits_after: false,
@@ -230,6 +234,8 @@ pub struct CompileOutput {
     /// was used (`inmanta compile -v` lists them).
     pub modules: Vec<ModuleUsed>,
     pub stats: CompileStats,
+    /// Every instance (entity, ancestors, attributes), when [`CompileOptions::instance_dump`].
+    pub instance_dump: Option<serde_json::Value>,
 }
 
 /// A module a compile loaded.
@@ -511,6 +517,7 @@ fn compile_inner(
         handlers::collect(&loader.module_dirs, &mut warnings).map_err(|d| Diagnostics(vec![d]).in_export())?;
     let python_modules = python_code::collect(&loader.module_dirs).map_err(|d| Diagnostics(vec![d]).in_export())?;
     let variables = if options.root_variables { ev.root_variables() } else { BTreeMap::new() };
+    let instance_dump = if options.instance_dump { Some(ev.instances_json()) } else { None };
     let instances = ev.m.instances.len();
     let statements_run = ev.limits.steps;
     let files = namespaces.len();
@@ -547,6 +554,7 @@ fn compile_inner(
         metadata: meta,
         modules,
         stats,
+        instance_dump,
     })
 }
 

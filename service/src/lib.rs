@@ -15,6 +15,7 @@ pub mod graphql;
 pub mod maintenance;
 pub mod metrics;
 pub mod migrate;
+pub mod module_tool;
 pub mod oidc;
 pub mod outside_tokens;
 pub mod python_install;

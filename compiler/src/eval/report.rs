@@ -196,6 +196,36 @@ impl Model<'_> {
         }
         out
     }
+    /// Every instance as JSON, for tools that read a compile's objects (pytest-inmanta's
+    /// `get_instances` on our compiler): its entity, that entity's ancestors, and the attributes
+    /// and relations that have a value (an instance as `{"$instance": its index in the list}`).
+    pub(crate) fn instances_json(&self) -> serde_json::Value {
+        let mut out = Vec::with_capacity(self.instances.len());
+        for (i, instance) in self.instances.iter().enumerate() {
+            let entity = &self.types.entities[instance.entity];
+            let mut attributes = serde_json::Map::new();
+            for (index, attribute) in entity.attrs.iter().enumerate() {
+                if let Some(value) = self.read_attribute(i as InstId, index).value {
+                    attributes.insert(attribute.name.clone(), self.value_ref_json(&value, 0));
+                }
+            }
+            let ancestors: Vec<&str> = entity.ancestors.iter().map(|a| self.types.entities[*a].name.as_str()).collect();
+            out.push(serde_json::json!({"entity": entity.name, "ancestors": ancestors, "attributes": attributes}));
+        }
+        serde_json::Value::Array(out)
+    }
+    fn value_ref_json(&self, v: &Value, depth: usize) -> serde_json::Value {
+        match v {
+            Value::Instance(i) => serde_json::json!({"$instance": i}),
+            Value::List(l) if depth < 32 => {
+                serde_json::Value::Array(l.iter().map(|x| self.value_ref_json(x, depth + 1)).collect())
+            }
+            Value::Dict(d) if depth < 32 => serde_json::Value::Object(
+                d.iter().map(|(k, x)| (k.to_string(), self.value_ref_json(x, depth + 1))).collect(),
+            ),
+            other => other.to_json(),
+        }
+    }
     pub(crate) fn value_json(&self, v: &Value, depth: usize) -> serde_json::Value {
         match v {
             Value::Instance(i) => serde_json::Value::String(format!("<{} instance>", self.entity_of(*i).name)),

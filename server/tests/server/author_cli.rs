@@ -255,7 +255,7 @@ fn project_init_makes_the_files_inmanta_makes() {
 }
 
 #[test]
-fn module_and_project_freeze_are_handed_to_inmanta_of_the_project_environment() {
+fn project_freeze_as_inmanta_and_other_module_commands_handed_to_inmanta_of_the_project_environment() {
     let Some(reference) = reference_bin() else { return };
     let dir = tempfile::tempdir().unwrap();
     project(dir.path());
@@ -275,7 +275,7 @@ fn module_and_project_freeze_are_handed_to_inmanta_of_the_project_environment() 
     // A Python without inmanta-core: the command says what to install, exit 2.
     let Some(plain) = test_support::program("python3", &["/usr/bin/python3", "/usr/local/bin/python3"]) else { return };
     let plain = plain.display().to_string();
-    let (code, _, err) = ours(dir.path(), &["module", "list"], &[("INMANTA_COMPILER_PYTHON", plain.as_str())]);
+    let (code, _, err) = ours(dir.path(), &["module", "v1tov2"], &[("INMANTA_COMPILER_PYTHON", plain.as_str())]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("no inmanta-core") && err.contains("INMANTA_COMPILER_PYTHON"), "{err}");
 }

@@ -29,6 +29,7 @@ mod log_failures;
 mod logging_config;
 mod metrics;
 mod migrate;
+mod module_tool;
 mod outage;
 mod outside_tokens;
 mod python_handlers;

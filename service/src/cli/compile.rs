@@ -41,6 +41,9 @@ pub struct CompileArgs {
     /// INMANTA_COMPILER_PYTHON); default: the project's .env.
     #[arg(skip)]
     pub(super) python: Option<PathBuf>,
+    /// Keep every instance for `export -j --json-instances`.
+    #[arg(skip)]
+    pub(super) instance_dump: bool,
     /// The compiler's limits from `[compiler] max-steps`, `max-instances`, `max-depth`, `max-memory`.
     #[arg(skip)]
     pub(super) limits: Vec<(String, String)>,
@@ -90,6 +93,14 @@ pub struct ExportArgs {
     /// Write the resources to this file instead of sending them to a server.
     #[arg(short = 'j', long = "json")]
     json: Option<PathBuf>,
+    /// With -j: also write the file store (each file the resources refer to, named by its sha1
+    /// hash) into this directory, for tools that run the handlers (pytest-inmanta's fixture).
+    #[arg(long = "json-files", requires = "json", hide = true)]
+    json_files: Option<PathBuf>,
+    /// With -j: also write every instance of the model (entity, ancestors, attributes) to this
+    /// file, for pytest-inmanta's `get_instances`.
+    #[arg(long = "json-instances", requires = "json", hide = true)]
+    json_instances: Option<PathBuf>,
     /// Export only the resource sets of this model (put_partial).
     #[arg(long)]
     partial: bool,
@@ -118,6 +129,7 @@ pub(super) async fn compile(args: &CompileArgs, exits_after: bool) -> Result<Com
         main_file: Some(args.main.clone()),
         python: args.python.clone(),
         root_variables: false,
+        instance_dump: args.instance_dump,
         process_exits_after: exits_after,
         ..Default::default()
     };
@@ -188,11 +200,24 @@ pub async fn run_export(mut args: ExportArgs, options: &Options) -> Result<(), C
         return Err(CliError::Usage("--allow-handler-code-update only works with --partial".into()));
     }
     if let Some(path) = &args.json {
+        args.compile.instance_dump = args.json_instances.is_some();
         let output = compile(&args.compile, true).await?;
         if args.depgraph {
             write_graph(&output, 0)?;
         }
         output.write_export_json(path).map_err(|e| CliError::Usage(format!("cannot write {}: {e}", path.display())))?;
+        if let Some(dir) = &args.json_files {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| CliError::Usage(format!("cannot write {}: {e}", dir.display())))?;
+            for (hash, content) in &output.files {
+                std::fs::write(dir.join(hash), content)
+                    .map_err(|e| CliError::Usage(format!("cannot write {}: {e}", dir.display())))?;
+            }
+        }
+        if let (Some(file), Some(dump)) = (&args.json_instances, &output.instance_dump) {
+            std::fs::write(file, dump.to_string())
+                .map_err(|e| CliError::Usage(format!("cannot write {}: {e}", file.display())))?;
+        }
         eprintln!("Wrote {} resources to {}", output.resources.len(), path.display());
         // the process ends here: the operating system takes the memory back faster than freeing
         let _kept = std::mem::ManuallyDrop::new(output);

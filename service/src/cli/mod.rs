@@ -60,7 +60,8 @@ pub enum ClientCommand {
     /// subcommand, the server's compiles of an environment.
     Compile(compiles::CompileCommand),
     /// Compile and send the resources to a server as a new version (or to a file with -j).
-    Export(compile::ExportArgs),
+    // Boxed: its options are most of the command's size (clippy's large_enum_variant).
+    Export(Box<compile::ExportArgs>),
     /// All in one: compile the project here, deploy it with an embedded server and agent, report.
     Deploy(deploy::DeployArgs),
     /// Desired-state versions of an environment.
@@ -180,6 +181,13 @@ pub async fn run(command: ClientCommand, options: &Options, verbose: u8) -> Exit
     let configured_python = options.get("compiler", "python").map(std::path::PathBuf::from);
     let result = match command {
         ClientCommand::Module { args } => {
+            // Inmanta's `-m MODULE` may come before the subcommand.
+            let subcommand = args.iter().find(|a| !a.starts_with('-')).map(String::as_str);
+            // Without a subcommand (`inmanta module --help`) Inmanta's CLI lists all of them.
+            let native = subcommand.is_some_and(|s| crate::module_tool::NATIVE.contains(&s));
+            if native {
+                return crate::module_tool::run(&args, configured_python.as_deref());
+            }
             let args: Vec<String> = std::iter::once("module".to_string()).chain(args).collect();
             return delegate::run(&args, configured_python.as_deref());
         }
@@ -193,6 +201,18 @@ pub async fn run(command: ClientCommand, options: &Options, verbose: u8) -> Exit
         ClientCommand::Project { command: project::ProjectCommand::Update { project_dir }, .. } => {
             project::install(project_dir, options.get("compiler", "python").map(std::path::PathBuf::from), true).await
         }
+        ClientCommand::Project {
+            command: project::ProjectCommand::Freeze { outfile, recursive, operator }, ..
+        } => {
+            let request = crate::module_tool::freeze::FreezeRequest {
+                project_dir: std::path::Path::new("."),
+                outfile: outfile.as_deref(),
+                recursive: recursive.then_some(true),
+                operator: operator.as_deref(),
+                python: configured_python.as_deref(),
+            };
+            crate::module_tool::freeze::freeze(&request).map_err(CliError::Usage)
+        }
         ClientCommand::Project { command: project::ProjectCommand::Init { name, output_dir, default }, .. } => {
             project_init::init(&output_dir, &name, default).map(|_| ())
         }
@@ -205,7 +225,7 @@ pub async fn run(command: ClientCommand, options: &Options, verbose: u8) -> Exit
             Err(e) => Err(e),
         },
         ClientCommand::Compile(args) => compiles::run(args, options).await,
-        ClientCommand::Export(args) => compile::run_export(args, options).await,
+        ClientCommand::Export(args) => compile::run_export(*args, options).await,
         ClientCommand::Deploy(args) => deploy::run(args, verbose > 0).await,
         ClientCommand::Version { scope, command } => match scoped(&scope, options).await {
             Ok((ctx, env)) => version::run(command, &ctx, env).await,

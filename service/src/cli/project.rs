@@ -44,7 +44,23 @@ pub enum ProjectCommand {
         #[arg(long = "project-dir", default_value = ".")]
         project_dir: std::path::PathBuf,
     },
-    /// Inmanta's other project commands (freeze, download), run by Inmanta's own CLI of the
+    /// Set `requires` of project.yml to the versions of the modules the project uses (as
+    /// Inmanta 20.1).
+    Freeze {
+        /// File in which to put the new project.yml, default is the existing project.yml. Use -
+        /// to write to stdout.
+        #[arg(short, long)]
+        outfile: Option<String>,
+        /// Freeze dependencies recursively. If not set, freeze_recursive option in project.yml
+        /// is used, which defaults to False
+        #[arg(short, long)]
+        recursive: bool,
+        /// Comparison operator used to freeze versions, If not set, the freeze_operator option
+        /// in project.yml is used which defaults to ~=
+        #[arg(long, value_parser = ["==", "~=", ">="])]
+        operator: Option<String>,
+    },
+    /// Inmanta's other project commands (download), run by Inmanta's own CLI of the
     /// project's Python environment (docs/cli.md).
     #[command(external_subcommand)]
     Inmanta(Vec<String>),
@@ -79,6 +95,7 @@ pub async fn run(command: ProjectCommand, ctx: &Context) -> Result<(), CliError>
         ProjectCommand::Install { .. }
         | ProjectCommand::Update { .. }
         | ProjectCommand::Init { .. }
+        | ProjectCommand::Freeze { .. }
         | ProjectCommand::Inmanta(_) => {
             unreachable!("handled without a server by cli::run")
         }

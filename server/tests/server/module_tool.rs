@@ -1,0 +1,452 @@
+//! `inmanta module build|add|release|install`, made here without Python (service/src/module_tool),
+//! compared with the reference install's Inmanta 20.1 (scripts/inmanta-reference.sh) on the same
+//! sources: real modules from the package index (yaml, files, podman; their source trees laid out
+//! again from their published wheels, with the pyproject.toml and MANIFEST.in of Inmanta's module
+//! template), built by both; the same `add` and `release` steps run by both in two copies.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common::BIN;
+
+/// The reference install's bin directory, or None after reporting it missing.
+fn reference_bin() -> Option<PathBuf> {
+    let dir = std::env::var_os("INMANTA_REFERENCE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/inmanta/reference")))
+        .map(|d| d.join("venv/bin"));
+    let found = dir.filter(|d| d.join("inmanta").exists());
+    test_support::require("the reference Inmanta: scripts/inmanta-reference.sh install", found.ok_or("not installed"))
+}
+
+fn run(command: &mut Command, dir: &Path) -> (i32, String, String) {
+    for (name, _) in std::env::vars() {
+        if name.starts_with("INMANTA_") {
+            command.env_remove(name);
+        }
+    }
+    let output = command
+        .current_dir(dir)
+        .envs([
+            ("GIT_AUTHOR_NAME", "Module Author"),
+            ("GIT_AUTHOR_EMAIL", "author@example.com"),
+            ("GIT_COMMITTER_NAME", "Module Author"),
+            ("GIT_COMMITTER_EMAIL", "author@example.com"),
+        ])
+        .output()
+        .expect("run a command");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn ours(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    run(Command::new(BIN).args(args), dir)
+}
+
+fn theirs(reference: &Path, dir: &Path, args: &[&str]) -> (i32, String, String) {
+    run(Command::new(reference.join("inmanta")).args(args), dir)
+}
+
+/// Python of the reference venv running `script` with `args`; its stdout.
+fn python(reference: &Path, script: &str, args: &[&str]) -> String {
+    let output = Command::new(reference.join("python")).arg("-c").arg(script).args(args).output().expect("python");
+    assert!(output.status.success(), "python: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The published wheel of a module (cached), from the package index with pip.
+fn module_wheel(reference: &Path, package: &str) -> Option<PathBuf> {
+    let cache = PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/inmanta/module-wheels");
+    std::fs::create_dir_all(&cache).unwrap();
+    let stem = package.replace('-', "_").replace("==", "-");
+    let find = || {
+        std::fs::read_dir(&cache)
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&format!("{stem}-"))))
+    };
+    if let Some(found) = find() {
+        return Some(found);
+    }
+    let status = Command::new(reference.join("pip"))
+        .args(["download", "--no-deps", "-q", "-d"])
+        .arg(&cache)
+        .arg(package)
+        .status()
+        .expect("pip");
+    let found = find().filter(|_| status.success());
+    test_support::require(&format!("{package} from the package index"), found.ok_or("pip download failed"))
+}
+
+/// A module's source tree laid out again from its wheel: plugins in inmanta_plugins/<name>/,
+/// model/, files/, templates/ and setup.cfg at the top, the README from the metadata, and the
+/// module template's pyproject.toml and MANIFEST.in.
+const UNPACK: &str = r#"
+import email, os, shutil, sys, zipfile
+wheel, out, name = sys.argv[1:4]
+z = zipfile.ZipFile(wheel)
+for info in z.infolist():
+    parts = info.filename.split("/")
+    if parts[0].endswith(".dist-info"):
+        continue
+    if parts[:2] == ["inmanta_plugins", name] and len(parts) > 2 and (parts[2] in ("model", "files", "templates") and len(parts) > 3 or parts[2] == "setup.cfg"):
+        target = os.path.join(out, *parts[2:])
+    else:
+        target = os.path.join(out, *parts)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    with open(target, "wb") as f:
+        f.write(z.read(info))
+meta = [n for n in z.namelist() if n.endswith(".dist-info/METADATA")][0]
+body = email.message_from_bytes(z.read(meta)).get_payload()
+if body:
+    open(os.path.join(out, "README.md"), "w").write(body)
+open(os.path.join(out, "pyproject.toml"), "w").write('[build-system]\nrequires = ["setuptools", "wheel"]\nbuild-backend = "setuptools.build_meta"\n')
+manifest = f"include inmanta_plugins/{name}/setup.cfg\ninclude inmanta_plugins/{name}/py.typed\nrecursive-include inmanta_plugins/{name}/model *.cf\ngraft inmanta_plugins/{name}/files\ngraft inmanta_plugins/{name}/templates\n"
+for top in sorted({i.filename.split("/")[0] for i in z.infolist()}):
+    if top not in ("inmanta_plugins",) and not top.endswith(".dist-info"):
+        manifest += f"include {top}/py.typed\n"
+open(os.path.join(out, "MANIFEST.in"), "w").write(manifest)
+"#;
+
+/// Every member of a wheel or sdist: name -> content, in archive order.
+const LIST: &str = r#"
+import json, sys, tarfile, zipfile
+path = sys.argv[1]
+out = []
+if path.endswith(".whl"):
+    z = zipfile.ZipFile(path)
+    out = [[i.filename, z.read(i).decode("utf-8", "replace")] for i in z.infolist()]
+else:
+    t = tarfile.open(path)
+    for m in t.getmembers():
+        out.append([m.name + ("/" if m.isdir() else ""), t.extractfile(m).read().decode("utf-8", "replace") if m.isfile() else ""])
+print(json.dumps(out))
+"#;
+
+fn members(reference: &Path, archive: &Path) -> Vec<(String, String)> {
+    let text = python(reference, LIST, &[&archive.display().to_string()]);
+    serde_json::from_str::<Vec<(String, String)>>(&text).unwrap()
+}
+
+fn dist_files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    names
+}
+
+/// The members with what may differ between two builders taken out: the WHEEL file's
+/// `Generator:` line and, in RECORD, the WHEEL file's hash and size.
+fn comparable(members: Vec<(String, String)>) -> Vec<(String, String)> {
+    members
+        .into_iter()
+        .map(|(name, content)| {
+            let content = if name.ends_with(".dist-info/WHEEL") {
+                content.lines().filter(|l| !l.starts_with("Generator:")).collect::<Vec<_>>().join("\n")
+            } else if name.ends_with(".dist-info/RECORD") {
+                content.lines().filter(|l| !l.contains(".dist-info/WHEEL,")).collect::<Vec<_>>().join("\n")
+            } else {
+                content
+            };
+            (name, content)
+        })
+        .collect()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    let status = Command::new("cp").arg("-r").arg(from).arg(to).status().unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn module_build_makes_the_wheel_and_the_sdist_inmanta_makes_of_real_modules() {
+    let Some(reference) = reference_bin() else { return };
+    for (package, name) in [
+        ("inmanta-module-yaml==1.0.0", "yaml"),
+        ("inmanta-module-files==2.11.1", "files"),
+        ("inmanta-module-podman==1.13.4", "podman"),
+    ] {
+        let Some(wheel) = module_wheel(&reference, package) else { return };
+        let work = tempfile::tempdir().unwrap();
+        let source = work.path().join(name);
+        python(&reference, UNPACK, &[&wheel.display().to_string(), &source.display().to_string(), name]);
+        if name == "yaml" {
+            // License files go into the wheel's .dist-info/licenses/ and the metadata.
+            std::fs::write(source.join("LICENSE"), "Apache License 2.0\n").unwrap();
+        }
+        let (theirs_out, ours_out) = (work.path().join("theirs"), work.path().join("ours"));
+        let t = theirs(&reference, &source, &["module", "build", "-o", &theirs_out.display().to_string()]);
+        assert_eq!(t.0, 0, "the reference build of {name}: {}{}", t.1, t.2);
+        let o = ours(&source, &["module", "build", "-o", &ours_out.display().to_string()]);
+        assert_eq!(o.0, 0, "our build of {name}: {}{}", o.1, o.2);
+        let names = dist_files(&theirs_out);
+        assert_eq!(dist_files(&ours_out), names, "{name}: the file names");
+        assert_eq!(names.len(), 2, "{name}: a wheel and an sdist: {names:?}");
+        for file in &names {
+            let expected = comparable(members(&reference, &theirs_out.join(file)));
+            let actual = comparable(members(&reference, &ours_out.join(file)));
+            let expected_names: Vec<&String> = expected.iter().map(|(n, _)| n).collect();
+            let actual_names: Vec<&String> = actual.iter().map(|(n, _)| n).collect();
+            assert_eq!(actual_names, expected_names, "{name}: the members of {file}");
+            for ((n, a), (_, e)) in actual.iter().zip(&expected) {
+                assert_eq!(a, e, "{name}: {file}: {n}");
+            }
+        }
+    }
+}
+
+#[test]
+fn module_build_dev_and_wheel_only_as_inmanta() {
+    let Some(reference) = reference_bin() else { return };
+    let Some(wheel) = module_wheel(&reference, "inmanta-module-yaml==1.0.0") else { return };
+    let work = tempfile::tempdir().unwrap();
+    let source = work.path().join("yaml");
+    python(&reference, UNPACK, &[&wheel.display().to_string(), &source.display().to_string(), "yaml"]);
+    let (code, out, err) = ours(&source, &["module", "build", "--dev", "-w"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let names = dist_files(&source.join("dist"));
+    assert_eq!(names.len(), 1, "{names:?}");
+    let name = &names[0];
+    // inmanta_module_yaml-1.0.0.dev<YYYYmmddHHMMSS>-py3-none-any.whl
+    let stamp = name.strip_prefix("inmanta_module_yaml-1.0.0.dev").and_then(|r| r.strip_suffix("-py3-none-any.whl"));
+    assert!(stamp.is_some_and(|s| s.len() == 14 && s.chars().all(|c| c.is_ascii_digit())), "{name}");
+    let inside = members(&reference, &source.join("dist").join(name));
+    let setup = inside.iter().find(|(n, _)| n == "inmanta_plugins/yaml/setup.cfg").expect("setup.cfg in the wheel");
+    assert!(setup.1.contains(&format!("tag_build = .dev{}", stamp.unwrap())), "{}", setup.1);
+    // pip takes the wheel: its metadata and RECORD are what pip checks.
+    let target = work.path().join("installed");
+    let status = Command::new(reference.join("pip"))
+        .args(["install", "-q", "--no-deps", "--no-index", "--target"])
+        .arg(&target)
+        .arg(source.join("dist").join(name))
+        .status()
+        .unwrap();
+    assert!(status.success(), "pip install of our wheel");
+    assert!(target.join("inmanta_plugins/yaml/model/_init.cf").is_file());
+
+    // -b needs Python's byte compiler and Cython: refused with the reason.
+    let (code, _, err) = ours(&source, &["module", "build", "-b"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("--byte-code"), "{err}");
+}
+
+#[test]
+fn module_add_writes_setup_cfg_and_requirements_txt_as_inmanta() {
+    let Some(reference) = reference_bin() else { return };
+    let Some(wheel) = module_wheel(&reference, "inmanta-module-yaml==1.0.0") else { return };
+    let work = tempfile::tempdir().unwrap();
+    let source = work.path().join("yaml");
+    python(&reference, UNPACK, &[&wheel.display().to_string(), &source.display().to_string(), "yaml"]);
+    // A v1 module too: requirements.txt gets the package, module.yml loses the requires entry.
+    let v1 = work.path().join("v1mod");
+    std::fs::create_dir_all(v1.join("model")).unwrap();
+    std::fs::write(
+        v1.join("module.yml"),
+        "name: v1mod\nlicense: ASL 2.0\nversion: 1.0.0\nrequires:\n- std\n- files ~= 2.0\n",
+    )
+    .unwrap();
+    std::fs::write(v1.join("model/_init.cf"), "\n").unwrap();
+    std::fs::write(v1.join("requirements.txt"), "# pinned\nPyYAML>=5\ninmanta-module-net\n").unwrap();
+    for module in [&source, &v1] {
+        let (mine, refs) = (work.path().join("mine"), work.path().join("refs"));
+        for d in [&mine, &refs] {
+            let _ = std::fs::remove_dir_all(d);
+            copy_dir(module, d);
+        }
+        for (args, _) in [
+            (vec!["module", "add", "files~=2.0"], ()),
+            (vec!["module", "add", "Net_Tools >= 1.0, <2"], ()),
+            (vec!["module", "add", "files>=2.1"], ()),
+            (vec!["module", "add", "--override", "files>=2.1"], ()),
+            (vec!["module", "add", "not a requirement!"], ()),
+        ] {
+            let t = theirs(&reference, &refs, &args);
+            let o = ours(&mine, &args);
+            assert_eq!(o.0, t.0, "{args:?}: exit code: ours {}{} theirs {}{}", o.1, o.2, t.1, t.2);
+            if t.0 != 0 {
+                let last = t.2.trim().lines().last().unwrap_or("").to_string();
+                let message = last.split_once(": ").map(|(_, m)| m.to_string()).unwrap_or(last);
+                assert!(o.2.contains(message.trim()), "{args:?}: ours {:?} theirs {:?}", o.2, t.2);
+            }
+            for file in ["setup.cfg", "requirements.txt", "module.yml"] {
+                let (a, b) =
+                    (std::fs::read_to_string(mine.join(file)).ok(), std::fs::read_to_string(refs.join(file)).ok());
+                assert_eq!(a, b, "{args:?}: {file}");
+            }
+        }
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let (code, out, err) = run(Command::new("git").args(args), dir);
+    assert_eq!(code, 0, "git {args:?}: {err}");
+    out
+}
+
+/// What a release leaves: the commits with their messages and changed files, the tags with
+/// their messages, and the module's files.
+fn release_state(dir: &Path) -> (String, String, String, Option<String>) {
+    let log = git(dir, &["log", "--format=%s%n%b", "--name-only"]);
+    let tags = git(dir, &["tag", "-n99"]);
+    (
+        log,
+        tags,
+        std::fs::read_to_string(dir.join("setup.cfg")).unwrap(),
+        std::fs::read_to_string(dir.join("CHANGELOG.md")).ok(),
+    )
+}
+
+#[test]
+fn module_release_commits_tags_and_bumps_as_inmanta_on_a_git_repository() {
+    let Some(reference) = reference_bin() else { return };
+    let Some(wheel) = module_wheel(&reference, "inmanta-module-yaml==1.0.0") else { return };
+    let work = tempfile::tempdir().unwrap();
+    let source = work.path().join("yaml");
+    python(&reference, UNPACK, &[&wheel.display().to_string(), &source.display().to_string(), "yaml"]);
+    git(&source, &["init", "-q", "-b", "main"]);
+    git(&source, &["add", "."]);
+    git(&source, &["commit", "-qm", "the module"]);
+    for with_changelog in [false, true] {
+        let (mine, refs) = (work.path().join("mine"), work.path().join("refs"));
+        for d in [&mine, &refs] {
+            let _ = std::fs::remove_dir_all(d);
+            copy_dir(&source, d);
+            if with_changelog {
+                std::fs::write(d.join("CHANGELOG.md"), "# Changelog\n\n## v1.0.0 - ?\n\n- First release\n").unwrap();
+                git(d, &["add", "CHANGELOG.md"]);
+                git(d, &["commit", "-qm", "changelog"]);
+            }
+        }
+        let steps: Vec<Vec<&str>> = vec![
+            vec!["module", "release"],
+            vec!["module", "release", "--dev", "--minor", "-c", "A new feature"],
+            vec!["module", "release", "--dev", "--patch"],
+            vec!["module", "release", "--dev", "--major", "-m", "Breaking"],
+            vec!["module", "release", "-c", "Last change"],
+            vec!["module", "release", "--dev", "--minor", "--major"],
+            vec!["module", "release", "--dev", "--revision"],
+            vec!["module", "release"],
+        ];
+        for args in steps {
+            let t = theirs(&reference, &refs, &args);
+            let o = ours(&mine, &args);
+            assert_eq!(o.0 == 0, t.0 == 0, "{args:?}: ours {}{} theirs {}{}", o.1, o.2, t.1, t.2);
+            assert_eq!(o.1, t.1, "{args:?}: stdout");
+            assert_eq!(release_state(&mine), release_state(&refs), "{args:?} (changelog: {with_changelog})");
+        }
+        let tags = git(&mine, &["tag"]);
+        assert!(tags.contains("1.0.0") && tags.contains("2.0.0"), "{tags}");
+    }
+    // Not a git repository: refused.
+    let plain = work.path().join("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    std::fs::copy(source.join("setup.cfg"), plain.join("setup.cfg")).unwrap();
+    let (code, _, err) = ours(&plain, &["module", "release"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("is not a git repository"), "{err}");
+}
+
+#[test]
+fn module_install_is_refused_with_inmanta_advice() {
+    let Some(reference) = reference_bin() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let t = theirs(&reference, dir.path(), &["module", "install"]);
+    let o = ours(dir.path(), &["module", "install"]);
+    assert_eq!(o.0, t.0);
+    assert!(t.2.contains("pip install -e ."), "{}", t.2);
+    assert!(o.2.contains("no longer supported") && o.2.contains("pip install -e ."), "{}", o.2);
+}
+
+/// The Python of the pytest-inmanta venv (scripts/pytest-inmanta-venv.sh), or None after
+/// reporting it missing.
+fn pytest_venv() -> Option<PathBuf> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/pytest-inmanta-venv.sh");
+    let output = Command::new(script).output().expect("run scripts/pytest-inmanta-venv.sh");
+    let found = if output.status.success() {
+        Ok(PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()))
+    } else {
+        Err(String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    test_support::require("the pytest-inmanta venv (scripts/pytest-inmanta-venv.sh)", found)
+}
+
+/// pytest's closing line (`6 passed in 3.21s`), without the time.
+fn pytest_summary(out: &str) -> String {
+    let last = out
+        .lines()
+        .rev()
+        .find(|l| l.contains(" passed") || l.contains(" failed") || l.contains(" error"))
+        .unwrap_or("");
+    let counts = last.trim_matches('=').trim().split(" in ").next().unwrap_or("");
+    // The warnings count is not a test result.
+    counts.split(", ").filter(|part| !part.contains("warning")).collect::<Vec<_>>().join(", ")
+}
+
+#[test]
+fn pytest_inmanta_fixture_compiles_with_our_binary_as_with_inmanta() {
+    let Some(python) = pytest_venv() else { return };
+    let plugin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/pytest-inmanta-rs");
+    let work = tempfile::tempdir().unwrap();
+    let module = work.path().join("rsexample");
+    copy_dir(&plugin.join("tests/rsexample"), &module);
+    let mut summaries = Vec::new();
+    for compiler in ["inmanta", "rs"] {
+        let (code, out, err) = run(
+            Command::new(&python)
+                .args(["-m", "pytest", "-p", "pytest_inmanta_rs", "-q", "-p", "no:cacheprovider", "tests"])
+                .args(["--inmanta-compiler", compiler, "--inmanta-binary", BIN])
+                .env("PYTHONPATH", &plugin),
+            &module,
+        );
+        assert_eq!(code, 0, "pytest with --inmanta-compiler {compiler}:\n{out}\n{err}");
+        summaries.push(pytest_summary(&out));
+    }
+    assert_eq!(summaries[0], "6 passed", "{summaries:?}");
+    assert_eq!(summaries[1], summaries[0], "the same tests pass with both compilers");
+}
+
+#[test]
+fn module_list_and_status_and_project_freeze_print_what_inmanta_prints() {
+    let Some(reference) = reference_bin() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("project.yml"),
+        "name: listed\nmodulepath: libs\ndownloadpath: libs\nrequires:\n- std ~= 8.0\n- fs >= 1.0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("main.cf"),
+        "import std::testing\nimport fs\na = std::testing::NullResource(name=\"a\")\n",
+    )
+    .unwrap();
+    // The reference runs with its venv's std, fs and mitogen; ours with the same versions built in.
+    let t = theirs(&reference, dir.path(), &["module", "list"]);
+    let o = ours(dir.path(), &["module", "list"]);
+    assert_eq!(t.0, 0, "{}{}", t.1, t.2);
+    assert!(t.1.contains("| fs ") && t.1.contains("| no "), "{}", t.1);
+    assert_eq!((o.0, &o.1), (0, &t.1), "{}", o.2);
+
+    let skipped = |err: &str| -> Vec<String> {
+        err.lines().filter(|l| l.contains("Skipping module")).map(|l| l.trim().to_string()).collect()
+    };
+    let t = theirs(&reference, dir.path(), &["module", "status"]);
+    let o = ours(dir.path(), &["module", "status"]);
+    // Inmanta logs its warnings to stdout.
+    assert_eq!((o.0, &o.1), (t.0, &t.1), "{}", o.2);
+    assert_eq!(skipped(&o.1).len(), 3, "{}", o.1);
+
+    for args in [vec!["project", "freeze", "-o", "-"], vec!["project", "freeze", "-o", "-", "-r", "--operator", "=="]] {
+        let t = theirs(&reference, dir.path(), &args);
+        let o = ours(dir.path(), &args);
+        assert_eq!(t.0, 0, "{}{}", t.1, t.2);
+        assert_eq!((o.0, &o.1), (0, &t.1), "{args:?}: {}", o.2);
+    }
+    // Without -o the file itself is rewritten, as Inmanta does.
+    let (code, _, err) = ours(dir.path(), &["project", "freeze"]);
+    assert_eq!(code, 0, "{err}");
+    let frozen = std::fs::read_to_string(dir.path().join("project.yml")).unwrap();
+    assert!(frozen.contains("requires:\n- fs ~= 1.2.0\n- std ~= 8.7.5\n"), "{frozen}");
+}
