@@ -9,6 +9,7 @@ mod compliance;
 mod environment_metrics;
 mod handlers;
 mod migrations;
+mod list_filters;
 mod paging;
 mod resources;
 mod scheduler;
