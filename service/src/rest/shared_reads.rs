@@ -50,12 +50,6 @@ impl SharedReads {
 }
 
 #[cfg(test)]
-    fn in_flight(&self) -> usize {
-        self.slots.lock().unwrap_or_else(PoisonError::into_inner).len()
-    }
-}
-
-#[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
