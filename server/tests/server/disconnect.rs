@@ -78,7 +78,7 @@ async fn cost(
             let request = request(&client, i);
             tokio::spawn(async move {
                 match request.send().await {
-                    Ok(response) => response.error_for_status().is_ok() && response.bytes().await.is_ok(),
+                    Ok(response) => response.status().is_success() && response.bytes().await.is_ok(),
                     Err(_) => false,
                 }
             })
