@@ -12,7 +12,7 @@ use crate::common::TestServer;
 
 const RESOURCES: usize = 3000;
 /// Requests sent at once: more than the list queue runs together (one per core).
-const REQUESTS: usize = 12;
+const REQUESTS: usize = 24;
 
 /// The CPU time the process `pid` has used so far, in seconds.
 fn cpu_seconds(pid: u32) -> f64 {
@@ -46,9 +46,7 @@ async fn environment(server: &TestServer) -> String {
     let body = json!({"version": version, "resources": resources});
     let (status, answer) = server.call("PUT", "/api/v1/version", Some(&env), Some(body)).await;
     assert_eq!(status, 200, "{answer}");
-    let (status, answer) =
-        server.call("POST", &format!("/api/v1/version/{version}"), Some(&env), Some(json!({"push": false}))).await;
-    assert_eq!(status, 200, "{answer}");
+    // `auto_deploy` (on by default) released it.
     let (_, page) = server.call("GET", "/api/v2/resource?limit=1", Some(&env), None).await;
     assert_eq!(page["metadata"]["total"], RESOURCES, "the released resources are listed");
     env
@@ -104,10 +102,11 @@ async fn abandoned_requests_stop(
     let (answered, full, _) = cost(server, None, Duration::ZERO, &request).await;
     let took = began.elapsed();
     assert_eq!(answered, REQUESTS, "{what}: every request answered when its client waits");
-    assert!(full > 0.5, "{what}: the requests are too cheap to tell ({full:.2} s of CPU); make them slower");
+    assert!(full > 0.3, "{what}: the requests are too cheap to tell ({full:.2} s of CPU); make them slower");
     let give_up = (took / 10).max(Duration::from_millis(20));
     let (answered, before, after) = cost(server, Some(give_up), took.max(Duration::from_secs(1)), &request).await;
     assert!(answered < REQUESTS / 2, "{what}: the clients gave up after {give_up:?} ({answered} were answered)");
+    eprintln!("{what}: {full:.2} s of server CPU answered in {took:?}; abandoned after {give_up:?}: {before:.2} s, then {after:.2} s");
     assert!(
         after < full / 3.0,
         "{what}: {after:.2} s of server CPU after the clients had gone (and {before:.2} s before), \
@@ -126,7 +125,7 @@ async fn lists_and_graphql_queries_stop_when_their_clients_go() {
             .header("X-Inmanta-tid", &env)
     })
     .await;
-    let aliases: Vec<String> = (0..8)
+    let aliases: Vec<String> = (0..2)
         .map(|i| {
             format!(
                 "a{i}: resources(filter: {{environment: \"{env}\"}}, first: 1000) \
