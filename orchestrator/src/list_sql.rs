@@ -170,7 +170,8 @@ impl Store {
     pub(crate) async fn shared_counts(&self, statement: Statement) -> Result<Vec<i64>> {
         let (store, again) = (self.clone(), statement.clone());
         let key = statement.clone();
-        let shared = self.shared_statements().counts.read(key, move || async move { store.counts(&statement).await.ok() });
+        let shared =
+            self.shared_statements().counts.read(key, move || async move { store.counts(&statement).await.ok() });
         match shared.await.as_deref() {
             Some(Some(counts)) => Ok(counts.clone()),
             // The shared run failed: this request's own run says why.
@@ -182,7 +183,8 @@ impl Store {
     pub(crate) async fn shared_texts(&self, statement: Statement) -> Result<Vec<String>> {
         let (store, again) = (self.clone(), statement.clone());
         let key = statement.clone();
-        let shared = self.shared_statements().texts.read(key, move || async move { store.texts(&statement).await.ok() });
+        let shared =
+            self.shared_statements().texts.read(key, move || async move { store.texts(&statement).await.ok() });
         match shared.await.as_deref() {
             Some(Some(texts)) => Ok(texts.clone()),
             _ => self.texts(&again).await,

@@ -206,7 +206,10 @@ fn push_choice(condition: &mut Condition, column: &str, m: &ChoiceMatch) {
     {
         // NULL (an orphan's compliance) is in no list: SQL's NOT IN would drop it too.
         let marks = vec!["?"; neq.len()].join(", ");
-        condition.push(format!("{column} NOT IN ({marks}) OR {column} IS NULL"), neq.iter().cloned().map(Bind::Text).collect());
+        condition.push(
+            format!("{column} NOT IN ({marks}) OR {column} IS NULL"),
+            neq.iter().cloned().map(Bind::Text).collect(),
+        );
     }
 }
 
@@ -391,8 +394,7 @@ impl Orchestrator {
             order_sql(&read_keys),
             req.limit + 1
         );
-        let fetched =
-            bind_all(bind_all(sqlx::query(&sql), &from_binds), &binds).fetch_all(self.store.pool()).await?;
+        let fetched = bind_all(bind_all(sqlx::query(&sql), &from_binds), &binds).fetch_all(self.store.pool()).await?;
         let excess = fetched.get(req.limit as usize).map(|row| row_to_state(row, &req.order)).transpose()?;
         let mut rows = Vec::with_capacity(fetched.len());
         for row in fetched.iter().take(req.limit as usize) {
@@ -422,8 +424,7 @@ impl Orchestrator {
                 distinct_values_sql(column, "resource_persistent_state s", "s.environment = $1")
             );
             let environment = [Bind::Text(filter.environment.to_string())];
-            let rows =
-                bind_all(bind_all(sqlx::query(&sql), &environment), &binds).fetch_all(self.store.pool()).await?;
+            let rows = bind_all(bind_all(sqlx::query(&sql), &environment), &binds).fetch_all(self.store.pool()).await?;
             let mut values = Vec::with_capacity(rows.len());
             for row in rows {
                 values.push(row.try_get::<String, _>("v")?);

@@ -60,7 +60,10 @@ async fn a_rest_filter_value_matches_percent_underscore_and_backslash_literally(
     let (o, env, _dir) = with_resources().await;
     // Case-insensitive, and nothing but the characters themselves: not `aXbYc\d`, `a%b_cd` or `a%%b_c\d`.
     assert_eq!(rest(&o, env, &[("filter.resource_id_value", "a%b_c\\d")]).await, ["A%B_C\\D", "a%b_c\\d"]);
-    assert_eq!(rest(&o, env, &[("filter.resource_id_value", "%")]).await, ["A%B_C\\D", "a%%b_c\\d", "a%b_c\\d", "a%b_cd"]);
+    assert_eq!(
+        rest(&o, env, &[("filter.resource_id_value", "%")]).await,
+        ["A%B_C\\D", "a%%b_c\\d", "a%b_c\\d", "a%b_cd"]
+    );
     assert_eq!(rest(&o, env, &[("filter.resource_id_value", "\\")]).await.len(), 4);
     // The agent filter is resolved to the agents first (its own statement): the same matching.
     let agents = rest(&o, env, &[("filter.agent", "t%_\\")]).await;
@@ -71,7 +74,8 @@ async fn a_rest_filter_value_matches_percent_underscore_and_backslash_literally(
 #[tokio::test]
 async fn a_graphql_contains_pattern_escapes_with_backslash_on_both_databases() {
     let (o, env, _dir) = with_resources().await;
-    let filter = |resource_id_value, agent| ResourceFilter { environment: env, resource_id_value, agent, ..Default::default() };
+    let filter =
+        |resource_id_value, agent| ResourceFilter { environment: env, resource_id_value, agent, ..Default::default() };
     // Escaped: the characters themselves, case-insensitively.
     let (literal, count) = graphql(&o, filter(contains(&["%a\\%b\\_c\\\\d%"]), None)).await;
     assert_eq!(literal, ["A%B_C\\D", "a%b_c\\d"]);

@@ -106,7 +106,9 @@ async fn abandoned_requests_stop(
     let give_up = (took / 10).max(Duration::from_millis(20));
     let (answered, before, after) = cost(server, Some(give_up), took.max(Duration::from_secs(1)), &request).await;
     assert!(answered < REQUESTS / 2, "{what}: the clients gave up after {give_up:?} ({answered} were answered)");
-    eprintln!("{what}: {full:.2} s of server CPU answered in {took:?}; abandoned after {give_up:?}: {before:.2} s, then {after:.2} s");
+    eprintln!(
+        "{what}: {full:.2} s of server CPU answered in {took:?}; abandoned after {give_up:?}: {before:.2} s, then {after:.2} s"
+    );
     assert!(
         after < full / 3.0,
         "{what}: {after:.2} s of server CPU after the clients had gone (and {before:.2} s before), \
