@@ -9,6 +9,7 @@ use api::paging::{Links, ListQuery, MAX_LIMIT, PageMetadata};
 use sqlx::any::AnyRow;
 use sqlx::{FromRow, Row};
 
+use crate::list_sql::{Bind, Condition, Statement, TextTest, bind_all, distinct_values_sql};
 use crate::store::format_time;
 use crate::{Error, Result, Store};
 
@@ -110,45 +111,6 @@ impl<T> Page<T> {
     }
 }
 
-#[derive(Debug, Clone)]
-enum Bind {
-    Text(String),
-    Int(i64),
-}
-
-/// A WHERE fragment with its bound values; placeholders are numbered when rendered.
-#[derive(Debug, Clone, Default)]
-struct Condition {
-    parts: Vec<(String, Vec<Bind>)>,
-}
-
-impl Condition {
-    /// `sql` uses `?` for each value in `binds`.
-    fn push(&mut self, sql: String, binds: Vec<Bind>) {
-        self.parts.push((sql, binds));
-    }
-
-    fn render(&self, first_placeholder: usize) -> (String, Vec<Bind>) {
-        let mut n = first_placeholder;
-        let mut binds = Vec::new();
-        let mut clauses = Vec::new();
-        for (sql, values) in &self.parts {
-            let mut out = String::new();
-            for ch in sql.chars() {
-                if ch == '?' {
-                    out.push_str(&format!("${n}"));
-                    n += 1;
-                } else {
-                    out.push(ch);
-                }
-            }
-            clauses.push(format!("({out})"));
-            binds.extend(values.iter().cloned());
-        }
-        (if clauses.is_empty() { "1 = 1".into() } else { clauses.join(" AND ") }, binds)
-    }
-}
-
 fn typed(kind: ColumnKind, value: &str, what: &str) -> Result<Bind> {
     match kind {
         ColumnKind::Text => Ok(Bind::Text(value.to_string())),
@@ -169,18 +131,6 @@ pub(crate) fn parse_date(value: &str) -> Option<String> {
     api::Timestamp::parse_iso8601(value).ok().map(|t| format_time(t.datetime()))
 }
 
-/// A LIKE pattern that matches `text` literally (escape character `\`).
-fn escape_like(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if matches!(c, '\\' | '%' | '_') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// The values of each [`FilterKind::PartialOfFew`] filter that match, by filter name.
 type Resolved = std::collections::HashMap<&'static str, Vec<String>>;
 
@@ -195,24 +145,13 @@ async fn resolve_few(store: &Store, view: &View, req: &PageRequest, source: &Sou
         if texts.is_empty() {
             continue;
         }
-        let (c, from, scope) = (filter.sql, source.from, source.scope);
-        let first = source.scope_binds.len() + 1;
-        let likes: Vec<String> =
-            (0..texts.len()).map(|i| format!("LOWER(d.v) LIKE ${} ESCAPE '\\'", first + i)).collect();
-        let sql = format!(
-            "WITH RECURSIVE d(v) AS (SELECT MIN({c}) FROM {from} WHERE {scope} \
-             UNION ALL SELECT (SELECT MIN({c}) FROM {from} WHERE ({scope}) AND {c} > d.v) FROM d WHERE d.v IS NOT NULL) \
-             SELECT d.v FROM d WHERE d.v IS NOT NULL AND ({})",
-            likes.join(" OR ")
-        );
-        let mut query = sqlx::query_scalar::<_, String>(&sql);
-        for bind in source.scope_binds {
-            query = query.bind(bind.clone());
-        }
-        for text in texts {
-            query = query.bind(format!("%{}%", escape_like(&text.to_lowercase())));
-        }
-        resolved.insert(filter.name, query.fetch_all(store.pool()).await?);
+        let mut tests = Condition::default();
+        tests.push_like_any("d.v", texts.into_iter().map(TextTest::Contains));
+        let (tests, binds) = tests.render(source.scope_binds.len() + 1);
+        let sql = format!("{} AND {tests}", distinct_values_sql(filter.sql, source.from, source.scope));
+        let mut all_binds: Vec<Bind> = source.scope_binds.iter().cloned().map(Bind::Text).collect();
+        all_binds.extend(binds);
+        resolved.insert(filter.name, store.shared_texts(Statement { sql, binds: all_binds }).await?);
     }
     Ok(resolved)
 }
@@ -233,20 +172,10 @@ fn filter_condition(view: &View, req: &PageRequest, resolved: &Resolved) -> Resu
         let values: Vec<&str> = req.filters.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str()).collect();
         let sql = filter.sql;
         match filter.kind {
-            FilterKind::Partial => {
-                // `%` and `_` in the value are the characters themselves, not wildcards.
-                let ors = vec![format!("LOWER({sql}) LIKE ? ESCAPE '\\'"); values.len()].join(" OR ");
-                let binds =
-                    values.iter().map(|v| Bind::Text(format!("%{}%", escape_like(&v.to_lowercase())))).collect();
-                condition.push(ors, binds);
-            }
+            // `%` and `_` in the value are the characters themselves, not wildcards.
+            FilterKind::Partial => condition.push_like_any(sql, values.iter().map(|v| TextTest::Contains(v))),
             FilterKind::PartialOfFew => match resolved.get(filter.name).map(Vec::as_slice) {
-                Some([]) => condition.push("1 = 0".into(), vec![]),
-                Some(matching) => {
-                    let marks = vec!["?"; matching.len()].join(", ");
-                    condition
-                        .push(format!("{sql} IN ({marks})"), matching.iter().map(|v| Bind::Text(v.clone())).collect());
-                }
+                Some(matching) => condition.push_in(sql, matching, false),
                 None => return Err(Error::Corrupt(format!("filter.{name} was not resolved"))),
             },
             FilterKind::Choice { negatable, values: allowed } => {
@@ -262,11 +191,8 @@ fn filter_condition(view: &View, req: &PageRequest, resolved: &Resolved) -> Resu
                     }
                 }
                 if !included.is_empty() {
-                    let marks = vec!["?"; included.len()].join(", ");
-                    condition.push(
-                        format!("{sql} IN ({marks})"),
-                        included.iter().map(|v| Bind::Text(v.to_string())).collect(),
-                    );
+                    let included: Vec<String> = included.iter().map(|v| v.to_string()).collect();
+                    condition.push_in(sql, &included, false);
                 }
                 for v in excluded {
                     condition.push(format!("{sql} <> ?"), vec![Bind::Text(v[1..].to_string())]);
@@ -342,19 +268,6 @@ fn parse_sort(view: &View, sort: Option<&str>) -> Result<(Column, Order)> {
     Ok((*column, order))
 }
 
-fn bind_all<'q>(
-    mut query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
-    binds: &[Bind],
-) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
-    for b in binds {
-        query = match b {
-            Bind::Text(s) => query.bind(s.clone()),
-            Bind::Int(i) => query.bind(*i),
-        };
-    }
-    query
-}
-
 /// Where an endpoint's rows come from: `SELECT {select} FROM {from} WHERE {scope}`.
 ///
 /// `scope` is the endpoint's own condition (e.g. the environment) with `$1..$n` placeholders
@@ -400,7 +313,6 @@ where
         return Err(Error::BadRequest("give start or end, not both".into()));
     }
     let (column, order) = parse_sort(view, req.sort.as_deref())?;
-    let _turn = store.list_permit().await?;
     let resolved = resolve_few(store, view, req, &source).await?;
     let filters = filter_condition(view, req, &resolved)?;
     let scope_binds: Vec<Bind> = scope_binds.iter().cloned().map(Bind::Text).collect();
@@ -427,7 +339,10 @@ where
          ORDER BY {c} {direction}, {id} {direction}{sql_limit}"
     );
     let query = bind_all(bind_all(sqlx::query(&sql), &scope_binds), &binds);
-    let rows = query.fetch_all(store.pool()).await?;
+    let rows = {
+        let _turn = store.list_permit().await?;
+        query.fetch_all(store.pool()).await?
+    };
     let mut keyed = Vec::with_capacity(rows.len());
     for row in &rows {
         let key = match column.kind {
@@ -505,7 +420,8 @@ where
     })
 }
 
-/// Counts the rows matching `filters`, and of those the ones matching `side`.
+/// Counts the rows matching `filters`, and of those the ones matching `side`. Every page of a
+/// filter counts the same rows: requests in flight share that count.
 async fn count_rows(
     store: &Store,
     from: &str,
@@ -514,20 +430,19 @@ async fn count_rows(
     filters: &Condition,
     side: Option<&Condition>,
 ) -> Result<(u64, u64)> {
-    let (condition, mut binds) = filters.render(scope_binds.len() + 1);
+    let (condition, binds) = filters.render(scope_binds.len() + 1);
+    let mut all_binds = scope_binds.to_vec();
+    all_binds.extend(binds);
     let mut select = String::from("COUNT(*)");
     if let Some(side) = side {
-        let (sql, side_binds) = side.render(scope_binds.len() + binds.len() + 1);
+        let (sql, side_binds) = side.render(all_binds.len() + 1);
         select.push_str(&format!(", COALESCE(SUM(CASE WHEN {sql} THEN 1 ELSE 0 END), 0)"));
-        binds.extend(side_binds);
+        all_binds.extend(side_binds);
     }
     let sql = format!("SELECT {select} FROM {from} WHERE ({scope}) AND {condition}");
-    let row = bind_all(bind_all(sqlx::query(&sql), scope_binds), &binds).fetch_one(store.pool()).await?;
-    let count = |i: usize| -> Result<u64> { Ok(row.try_get::<i64, _>(i)?.max(0) as u64) };
-    match side {
-        Some(_) => Ok((count(0)?, count(1)?)),
-        None => Ok((count(0)?, 0)),
-    }
+    let counts = store.shared_counts(Statement { sql, binds: all_binds }).await?;
+    let count = |i: usize| counts.get(i).map_or(0, |n| (*n).max(0) as u64);
+    Ok((count(0), count(1)))
 }
 
 /// `(value, id) op (bound, bound_id)` in ascending terms; without an id only the value counts.

@@ -10,11 +10,13 @@ use api::state::{Blocked, Compliance, HandlerRun, ResourceState};
 use sqlx::Row;
 use uuid::Uuid;
 
+use crate::list_sql::{Bind, Condition, TextTest, bind_all, distinct_values_sql};
 use crate::store::DbKind;
 use crate::{Orchestrator, Result};
 
 /// A text filter: any of `eq`, none of `neq`, every `contains` pattern (SQL LIKE, `%` and `_`
-/// wildcards, case-insensitive) and none of `not_contains`.
+/// wildcards, `\` before one of them for the character itself, case-insensitive: Inmanta's
+/// `ilike`) and none of `not_contains`.
 #[derive(Debug, Clone, Default)]
 pub struct TextMatch {
     pub eq: Option<Vec<String>>,
@@ -178,70 +180,42 @@ pub struct ResourceStatePage {
     pub excess: Option<Vec<KeyValue>>,
 }
 
-/// The SQL of a filter and its binds (`$n` placeholders numbered from `first`).
-struct Where {
-    clauses: Vec<String>,
-    binds: Vec<Bind>,
-}
-
-#[derive(Debug, Clone)]
-enum Bind {
-    Text(String),
-    Int(i64),
-}
-
-impl Where {
-    fn bind(&mut self, value: Bind) -> String {
-        self.binds.push(value);
-        format!("${}", self.binds.len())
+/// The tests of a text filter on `column`: any of `eq`, none of `neq`, every `contains` pattern
+/// and none of `not_contains`.
+fn push_text(condition: &mut Condition, column: &str, m: &TextMatch) {
+    if let Some(eq) = &m.eq {
+        condition.push_in(column, eq, false);
     }
-
-    fn text(&mut self, column: &str, m: &TextMatch, kind: DbKind) {
-        let like = if kind == DbKind::Postgres { "ILIKE" } else { "LIKE" };
-        if let Some(eq) = &m.eq {
-            let ps: Vec<String> = eq.iter().map(|v| self.bind(Bind::Text(v.clone()))).collect();
-            self.clauses.push(in_list(column, &ps, false));
-        }
-        if let Some(neq) = &m.neq {
-            let ps: Vec<String> = neq.iter().map(|v| self.bind(Bind::Text(v.clone()))).collect();
-            self.clauses.push(in_list(column, &ps, true));
-        }
-        for pattern in m.contains.iter().flatten() {
-            let p = self.bind(Bind::Text(pattern.clone()));
-            self.clauses.push(format!("{column} {like} {p}"));
-        }
-        for pattern in m.not_contains.iter().flatten() {
-            let p = self.bind(Bind::Text(pattern.clone()));
-            self.clauses.push(format!("NOT ({column} {like} {p})"));
-        }
+    if let Some(neq) = &m.neq {
+        condition.push_in(column, neq, true);
     }
-
-    fn choice(&mut self, column: &str, m: &ChoiceMatch) {
-        if let Some(eq) = &m.eq {
-            let ps: Vec<String> = eq.iter().map(|v| self.bind(Bind::Text(v.clone()))).collect();
-            self.clauses.push(in_list(column, &ps, false));
-        }
-        if let Some(neq) = &m.neq {
-            let ps: Vec<String> = neq.iter().map(|v| self.bind(Bind::Text(v.clone()))).collect();
-            // NULL (an orphan's compliance) is in no list: SQL's NOT IN would drop it too.
-            self.clauses.push(format!("({} OR {column} IS NULL)", in_list(column, &ps, true)));
-        }
+    for pattern in m.contains.iter().flatten() {
+        condition.push_like(column, TextTest::Pattern(pattern), false);
     }
-
-    fn flag(&mut self, column: &str, value: Option<bool>) {
-        if let Some(v) = value {
-            self.clauses.push(format!("{column} = {}", i64::from(v)));
-        }
+    for pattern in m.not_contains.iter().flatten() {
+        condition.push_like(column, TextTest::Pattern(pattern), true);
     }
 }
 
-/// `col IN (...)`; an empty list matches nothing (or everything when negated).
-fn in_list(column: &str, params: &[String], negated: bool) -> String {
-    match (params.is_empty(), negated) {
-        (true, false) => "1 = 0".into(),
-        (true, true) => "1 = 1".into(),
-        (false, false) => format!("{column} IN ({})", params.join(", ")),
-        (false, true) => format!("{column} NOT IN ({})", params.join(", ")),
+fn push_choice(condition: &mut Condition, column: &str, m: &ChoiceMatch) {
+    if let Some(eq) = &m.eq {
+        condition.push_in(column, eq, false);
+    }
+    if let Some(neq) = &m.neq
+        && !neq.is_empty()
+    {
+        // NULL (an orphan's compliance) is in no list: SQL's NOT IN would drop it too.
+        let marks = vec!["?"; neq.len()].join(", ");
+        condition.push(
+            format!("{column} NOT IN ({marks}) OR {column} IS NULL"),
+            neq.iter().cloned().map(Bind::Text).collect(),
+        );
+    }
+}
+
+fn push_flag(condition: &mut Condition, column: &str, value: Option<bool>) {
+    if let Some(v) = value {
+        condition.push_sql(format!("{column} = {}", i64::from(v)));
     }
 }
 
@@ -254,30 +228,28 @@ struct Resolved {
     agents: Option<Vec<String>>,
 }
 
-fn filter_sql(filter: &ResourceFilter, resolved: &Resolved, kind: DbKind) -> Where {
-    let mut w = Where { clauses: Vec::new(), binds: Vec::new() };
-    let env = w.bind(Bind::Text(filter.environment.to_string()));
-    w.clauses.push(format!("s.environment = {env}"));
+fn filter_sql(filter: &ResourceFilter, resolved: &Resolved, kind: DbKind) -> Condition {
+    let mut w = Condition::default();
+    w.push("s.environment = ?".into(), vec![Bind::Text(filter.environment.to_string())]);
     for (column, values) in [("s.resource_type", &resolved.resource_types), ("s.agent", &resolved.agents)] {
         if let Some(values) = values {
-            let ps: Vec<String> = values.iter().map(|v| w.bind(Bind::Text(v.clone()))).collect();
-            w.clauses.push(in_list(column, &ps, false));
+            w.push_in(column, values, false);
         }
     }
     if let Some(m) = &filter.resource_id_value {
-        w.text("s.id_value", m, kind);
+        push_text(&mut w, "s.id_value", m);
     }
     if let Some(m) = &filter.blocked {
-        w.choice("s.blocked", m);
+        push_choice(&mut w, "s.blocked", m);
     }
     if let Some(m) = &filter.compliance {
-        w.choice(&compliance_sql(), m);
+        push_choice(&mut w, &compliance_sql(), m);
     }
     if let Some(m) = &filter.last_handler_run {
-        w.choice("s.last_handler_run", m);
+        push_choice(&mut w, "s.last_handler_run", m);
     }
-    w.flag("s.is_deploying", filter.is_deploying);
-    w.flag("s.is_orphan", filter.is_orphan);
+    push_flag(&mut w, "s.is_deploying", filter.is_deploying);
+    push_flag(&mut w, "s.is_orphan", filter.is_orphan);
     if let Some(purged) = filter.purged {
         // `purged` is an attribute of the resource at the version it is read at.
         let truth = if kind == DbKind::Postgres {
@@ -285,7 +257,7 @@ fn filter_sql(filter: &ResourceFilter, resolved: &Resolved, kind: DbKind) -> Whe
         } else {
             "COALESCE(json_extract(r.attributes, '$.purged'), 0) = 1"
         };
-        w.clauses.push(if purged { truth.to_string() } else { format!("NOT ({truth})") });
+        w.push_sql(if purged { truth.to_string() } else { format!("NOT ({truth})") });
     }
     w
 }
@@ -300,38 +272,46 @@ struct SortSql {
 
 /// `(k1, k2, ...) > (v1, v2, ...)` with each key in its own direction, spelled out (row-value
 /// comparison cannot mix directions). NULLs sort last ascending, as PostgreSQL does.
-fn after_sql(w: &mut Where, keys: &[SortSql], values: &[KeyValue]) -> String {
+fn push_after(condition: &mut Condition, keys: &[SortSql], values: &[KeyValue]) {
     let mut ors = Vec::new();
+    let mut binds = Vec::new();
     for i in 0..keys.len() {
         let mut ands = Vec::new();
+        let mut and_binds = Vec::new();
         for (j, key) in keys.iter().enumerate().take(i) {
             let sql = &key.sql;
-            ands.push(match &values[j] {
-                KeyValue::Null => format!("{sql} IS NULL"),
-                v => format!("{sql} = {}", bind_key(w, v)),
+            ands.push(match key_bind(&values[j]) {
+                None => format!("{sql} IS NULL"),
+                Some(bind) => {
+                    and_binds.push(bind);
+                    format!("{sql} = ?")
+                }
             });
         }
         let SortSql { sql, direction, nullable } = &keys[i];
-        let beyond = match (&values[i], direction) {
-            (KeyValue::Null, Direction::Asc) => None,
-            (KeyValue::Null, Direction::Desc) => Some(format!("{sql} IS NOT NULL")),
-            (v, Direction::Asc) if *nullable => Some(format!("({sql} > {} OR {sql} IS NULL)", bind_key(w, v))),
-            (v, Direction::Asc) => Some(format!("{sql} > {}", bind_key(w, v))),
-            (v, Direction::Desc) => Some(format!("{sql} < {}", bind_key(w, v))),
+        let beyond = match (key_bind(&values[i]), direction) {
+            (None, Direction::Asc) => None,
+            (None, Direction::Desc) => Some((format!("{sql} IS NOT NULL"), None)),
+            (Some(v), Direction::Asc) if *nullable => Some((format!("({sql} > ? OR {sql} IS NULL)"), Some(v))),
+            (Some(v), Direction::Asc) => Some((format!("{sql} > ?"), Some(v))),
+            (Some(v), Direction::Desc) => Some((format!("{sql} < ?"), Some(v))),
         };
-        if let Some(b) = beyond {
+        if let Some((b, bind)) = beyond {
             ands.push(b);
+            and_binds.extend(bind);
             ors.push(format!("({})", ands.join(" AND ")));
+            binds.extend(and_binds);
         }
     }
-    if ors.is_empty() { "1 = 0".into() } else { format!("({})", ors.join(" OR ")) }
+    if ors.is_empty() { condition.push_sql("1 = 0") } else { condition.push(ors.join(" OR "), binds) }
 }
 
-fn bind_key(w: &mut Where, v: &KeyValue) -> String {
+/// The value a sort key is compared with; none for NULL.
+fn key_bind(v: &KeyValue) -> Option<Bind> {
     match v {
-        KeyValue::Text(t) => w.bind(Bind::Text(t.clone())),
-        KeyValue::Bool(b) => w.bind(Bind::Int(i64::from(*b))),
-        KeyValue::Null => "NULL".into(),
+        KeyValue::Text(t) => Some(Bind::Text(t.clone())),
+        KeyValue::Bool(b) => Some(Bind::Int(i64::from(*b))),
+        KeyValue::Null => None,
     }
 }
 
@@ -366,22 +346,22 @@ impl Orchestrator {
         let kind = self.store.kind();
         let resolved = self.resolve_few(filter).await?;
         let mut w = filter_sql(filter, &resolved, kind);
-        let from = if filter.purged.is_some() || filter.model_version.is_some() {
-            self.resource_from(&mut w, filter)
+        let (from, from_binds) = if filter.purged.is_some() || filter.model_version.is_some() {
+            resource_from(filter)
         } else {
             // A page reads each resource at its current intent version, so a resource counts
             // when that version still holds it. For one that is not an orphan that version is
             // the active one, which cannot be deleted: only orphans need the look-up, and the
             // count stays on the state table (and its indexes) for the rest.
-            w.clauses.push(
-                "(s.is_orphan = 0 OR EXISTS (SELECT 1 FROM resource r WHERE r.environment = s.environment \
-                 AND r.resource_id = s.resource_id AND r.version = s.current_intent_version))"
-                    .into(),
+            w.push_sql(
+                "s.is_orphan = 0 OR EXISTS (SELECT 1 FROM resource r WHERE r.environment = s.environment \
+                 AND r.resource_id = s.resource_id AND r.version = s.current_intent_version)",
             );
-            "resource_persistent_state s".to_string()
+            ("resource_persistent_state s".to_string(), vec![])
         };
-        let sql = format!("SELECT COUNT(*) AS n FROM {from} WHERE {}", w.clauses.join(" AND "));
-        let row = bind_all(sqlx::query(&sql), &w.binds).fetch_one(self.store.pool()).await?;
+        let (condition, binds) = w.render(from_binds.len() + 1);
+        let sql = format!("SELECT COUNT(*) AS n FROM {from} WHERE {condition}");
+        let row = bind_all(bind_all(sqlx::query(&sql), &from_binds), &binds).fetch_one(self.store.pool()).await?;
         Ok(row.try_get::<i64, _>("n")? as u64)
     }
 
@@ -390,7 +370,7 @@ impl Orchestrator {
         let kind = self.store.kind();
         let resolved = self.resolve_few(filter).await?;
         let mut w = filter_sql(filter, &resolved, kind);
-        let from = self.resource_from(&mut w, filter);
+        let (from, from_binds) = resource_from(filter);
         let backwards = req.before.is_some();
         let mut keys: Vec<SortSql> =
             req.order.iter().map(|(k, d)| SortSql { sql: k.sql(), direction: *d, nullable: k.nullable() }).collect();
@@ -404,18 +384,17 @@ impl Orchestrator {
             if place.len() != read_keys.len() {
                 return Err(crate::Error::BadRequest("the cursor does not belong to this ordering".into()));
             }
-            let clause = after_sql(&mut w, &read_keys, place);
-            w.clauses.push(clause);
+            push_after(&mut w, &read_keys, place);
         }
         let key_columns: Vec<String> = keys.iter().enumerate().map(|(i, k)| format!("{} AS k{i}", k.sql)).collect();
+        let (condition, binds) = w.render(from_binds.len() + 1);
         let sql = format!(
-            "SELECT {SELECT}, {} FROM {from} WHERE {} ORDER BY {} LIMIT {}",
+            "SELECT {SELECT}, {} FROM {from} WHERE {condition} ORDER BY {} LIMIT {}",
             key_columns.join(", "),
-            w.clauses.join(" AND "),
             order_sql(&read_keys),
             req.limit + 1
         );
-        let fetched = bind_all(sqlx::query(&sql), &w.binds).fetch_all(self.store.pool()).await?;
+        let fetched = bind_all(bind_all(sqlx::query(&sql), &from_binds), &binds).fetch_all(self.store.pool()).await?;
         let excess = fetched.get(req.limit as usize).map(|row| row_to_state(row, &req.order)).transpose()?;
         let mut rows = Vec::with_capacity(fetched.len());
         for row in fetched.iter().take(req.limit as usize) {
@@ -431,24 +410,21 @@ impl Orchestrator {
     /// them select: the distinct values, one index seek each (a recursive walk of the index),
     /// tested with the same SQL the rows would be tested with.
     async fn resolve_few(&self, filter: &ResourceFilter) -> Result<Resolved> {
-        let kind = self.store.kind();
         let mut resolved = Resolved::default();
         for (column, text, slot) in [
             ("s.resource_type", &filter.resource_type, &mut resolved.resource_types),
             ("s.agent", &filter.agent, &mut resolved.agents),
         ] {
             let Some(text) = text else { continue };
-            let mut w = Where { clauses: Vec::new(), binds: Vec::new() };
-            let env = w.bind(Bind::Text(filter.environment.to_string()));
-            w.text("d.v", text, kind);
-            let tests = if w.clauses.is_empty() { "1 = 1".to_string() } else { w.clauses.join(" AND ") };
+            let mut tests = Condition::default();
+            push_text(&mut tests, "d.v", text);
+            let (tests, binds) = tests.render(2);
             let sql = format!(
-                "WITH RECURSIVE d(v) AS (SELECT MIN({column}) FROM resource_persistent_state s WHERE s.environment = {env} \
-                 UNION ALL SELECT (SELECT MIN({column}) FROM resource_persistent_state s \
-                 WHERE s.environment = {env} AND {column} > d.v) FROM d WHERE d.v IS NOT NULL) \
-                 SELECT d.v AS v FROM d WHERE d.v IS NOT NULL AND {tests}"
+                "{} AND {tests}",
+                distinct_values_sql(column, "resource_persistent_state s", "s.environment = $1")
             );
-            let rows = bind_all(sqlx::query(&sql), &w.binds).fetch_all(self.store.pool()).await?;
+            let environment = [Bind::Text(filter.environment.to_string())];
+            let rows = bind_all(bind_all(sqlx::query(&sql), &environment), &binds).fetch_all(self.store.pool()).await?;
             let mut values = Vec::with_capacity(rows.len());
             for row in rows {
                 values.push(row.try_get::<String, _>("v")?);
@@ -457,36 +433,26 @@ impl Orchestrator {
         }
         Ok(resolved)
     }
-
-    /// The tables a resource page reads: the state vector and the resource at its version (a
-    /// pinned `model_version` only keeps the resources that version holds).
-    fn resource_from(&self, w: &mut Where, filter: &ResourceFilter) -> String {
-        match filter.model_version {
-            Some(version) => {
-                let p = w.bind(Bind::Int(version));
-                format!(
-                    "resource_persistent_state s JOIN resource r ON r.environment = s.environment \
-                     AND r.resource_id = s.resource_id AND r.version = {p}"
-                )
-            }
-            None => "resource_persistent_state s JOIN resource r ON r.environment = s.environment \
-                     AND r.resource_id = s.resource_id AND r.version = s.current_intent_version"
-                .to_string(),
-        }
-    }
 }
 
-fn bind_all<'q>(
-    mut q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
-    binds: &[Bind],
-) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
-    for b in binds {
-        q = match b {
-            Bind::Text(t) => q.bind(t.clone()),
-            Bind::Int(i) => q.bind(*i),
-        };
+/// The tables a resource page reads, with the values their SQL binds first (`$1`): the state
+/// vector and the resource at its version (a pinned `model_version` only keeps the resources
+/// that version holds).
+fn resource_from(filter: &ResourceFilter) -> (String, Vec<Bind>) {
+    match filter.model_version {
+        Some(version) => (
+            "resource_persistent_state s JOIN resource r ON r.environment = s.environment \
+             AND r.resource_id = s.resource_id AND r.version = $1"
+                .to_string(),
+            vec![Bind::Int(version)],
+        ),
+        None => (
+            "resource_persistent_state s JOIN resource r ON r.environment = s.environment \
+             AND r.resource_id = s.resource_id AND r.version = s.current_intent_version"
+                .to_string(),
+            vec![],
+        ),
     }
-    q
 }
 
 fn row_to_state(row: &sqlx::any::AnyRow, order: &[(ResourceSortKey, Direction)]) -> Result<ResourceStateRow> {

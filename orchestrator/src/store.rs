@@ -32,6 +32,8 @@ pub struct Store {
     probe: AnyPool,
     /// Bounds the list queries that run at once (see [`Store::list_permit`]).
     lists: std::sync::Arc<tokio::sync::Semaphore>,
+    /// The list statements that identical requests in flight share.
+    shared: std::sync::Arc<crate::list_sql::SharedStatements>,
     kind: DbKind,
     url: String,
 }
@@ -96,6 +98,7 @@ impl Store {
             writer,
             probe: open_pool(kind, &url, 1).await?,
             lists: std::sync::Arc::new(tokio::sync::Semaphore::new(concurrent_lists())),
+            shared: Default::default(),
             kind,
             url: url.clone(),
         };
@@ -204,6 +207,10 @@ impl Store {
     /// the latency they see is the queue's, evenly shared, instead of a long tail.
     pub async fn list_permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit> {
         self.lists.clone().acquire_owned().await.map_err(|_| Error::Corrupt("the list queue was closed".into()))
+    }
+
+    pub(crate) fn shared_statements(&self) -> &crate::list_sql::SharedStatements {
+        &self.shared
     }
 
     /// The server version of the database, for the status page.

@@ -109,15 +109,22 @@ impl Orchestrator {
         if revoked_at.is_some() {
             return Ok(Registration::Revoked);
         }
+        self.record_token_use(jti, last_used.as_deref()).await?;
+        Ok(Registration::Active)
+    }
+
+    /// Records that the token `jti`, last used at `last_used`, is used now: at most once a
+    /// minute, so that agents calling often do not turn every read into a write.
+    pub(crate) async fn record_token_use(&self, jti: &str, last_used: Option<&str>) -> Result<()> {
         let stale = format_time(Utc::now() - chrono::Duration::seconds(60));
-        if last_used.as_deref().is_none_or(|used| used < stale.as_str()) {
+        if last_used.is_none_or(|used| used < stale.as_str()) {
             sqlx::query("UPDATE token_registry SET last_used = $1 WHERE jti = $2")
                 .bind(now())
                 .bind(jti)
                 .execute(self.store.pool())
                 .await?;
         }
-        Ok(Registration::Active)
+        Ok(())
     }
 
     /// The environment's registered environment tokens, newest first (Inmanta's

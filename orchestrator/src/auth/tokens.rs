@@ -293,7 +293,24 @@ impl Authenticator {
         };
         // As Inmanta: a token of ours with a jti is accepted only while it is registered and
         // not revoked. Tokens without one (older login tokens, Inmanta's bootstrap tokens) rely
-        // on their signature and expiry alone.
+        // on their signature and expiry alone. A user's login token: its registration and its
+        // user in one look-up, as this runs before every request.
+        if claims.environment.is_none()
+            && let Some(username) = &claims.sub
+        {
+            let (registration, user) = orchestrator.login_token_holder(claims.jti.as_deref(), username).await?;
+            match registration {
+                Some(Registration::Revoked) => return Ok(Err(Unauthenticated::Revoked)),
+                Some(Registration::Unknown) => return Ok(Err(Unauthenticated::Unknown)),
+                Some(Registration::Active) | None => {}
+            }
+            let Some(user) = user else { return Ok(Err(Unauthenticated::UnknownUser)) };
+            if claims.password_version.as_deref() != Some(user.password_version.as_str()) {
+                return Ok(Err(Unauthenticated::PasswordChanged));
+            }
+            return Ok(Ok(user.principal()));
+        }
+        // Environment and service tokens.
         if let Some(jti) = &claims.jti {
             match orchestrator.check_registration(jti).await? {
                 Registration::Active => {}
@@ -305,21 +322,12 @@ impl Authenticator {
             let Ok(environment) = parse_uuid(env) else { return Ok(Err(TokenError::Malformed.into())) };
             return Ok(Ok(Principal::Token { environment, clients, jti: claims.jti }));
         }
-        let Some(username) = &claims.sub else {
-            // Tokens for agents or the compiler bound to no environment: `inmanta token
-            // bootstrap` and Inmanta's own bootstrap tokens.
-            if clients.contains(ClientType::Agent) || clients.contains(ClientType::Compiler) {
-                return Ok(Ok(Principal::Service { clients }));
-            }
-            return Ok(Err(TokenError::Claims("the token names no user and no environment".into()).into()));
-        };
-        let Some(user) = orchestrator.user_record(username).await? else {
-            return Ok(Err(Unauthenticated::UnknownUser));
-        };
-        if claims.password_version.as_deref() != Some(user.password_version.as_str()) {
-            return Ok(Err(Unauthenticated::PasswordChanged));
+        // Tokens for agents or the compiler bound to no environment: `inmanta token bootstrap`
+        // and Inmanta's own bootstrap tokens.
+        if clients.contains(ClientType::Agent) || clients.contains(ClientType::Compiler) {
+            return Ok(Ok(Principal::Service { clients }));
         }
-        Ok(Ok(user.principal()))
+        Ok(Err(TokenError::Claims("the token names no user and no environment".into()).into()))
     }
 }
 

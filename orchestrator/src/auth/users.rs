@@ -7,6 +7,7 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use super::password;
+use super::registry::Registration;
 use super::{Principal, ROLES, commit_if_changed};
 use crate::environments::environment_not_found;
 use crate::store::{now, parse_uuid};
@@ -149,6 +150,67 @@ impl Orchestrator {
             password_version: password_version(&hash),
             roles,
         }))
+    }
+
+    /// What a login token's request needs to know, in one statement (it runs before every
+    /// request a user makes): the registration of the token's `jti` (`None` without one) and
+    /// the user with their roles. The token's use is recorded as [`Self::check_registration`]
+    /// records it.
+    pub async fn login_token_holder(
+        &self,
+        jti: Option<&str>,
+        username: &str,
+    ) -> Result<(Option<Registration>, Option<UserRecord>)> {
+        crate::validate::name("a user name", username)?;
+        type Row = (
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            Option<i64>,
+            Option<i64>,
+            Option<String>,
+            Option<String>,
+        );
+        let rows: Vec<Row> = sqlx::query_as(
+            "SELECT t.jti, t.revoked_at, t.last_used, u.username, u.password_hash, u.is_admin, \
+             u.must_change_password, a.environment, a.role FROM (SELECT 1 AS one) one \
+             LEFT JOIN token_registry t ON t.jti = $1 LEFT JOIN auth_user u ON u.username = $2 \
+             LEFT JOIN auth_role_assignment a ON a.username = u.username ORDER BY a.environment, a.role",
+        )
+        .bind(jti.unwrap_or_default())
+        .bind(username)
+        .fetch_all(self.store.pool())
+        .await?;
+        let Some((registered, revoked_at, last_used, found, hash, is_admin, must_change, _, _)) = rows.first().cloned()
+        else {
+            return Err(crate::Error::Corrupt("the token holder's look-up returned no row".into()));
+        };
+        let registration = match jti {
+            None => None,
+            Some(_) if registered.is_none() => Some(Registration::Unknown),
+            Some(_) if revoked_at.is_some() => Some(Registration::Revoked),
+            Some(jti) => {
+                self.record_token_use(jti, last_used.as_deref()).await?;
+                Some(Registration::Active)
+            }
+        };
+        let (Some(username), Some(hash)) = (found, hash) else { return Ok((registration, None)) };
+        let mut roles: BTreeMap<Uuid, Vec<String>> = BTreeMap::new();
+        for (.., environment, role) in rows {
+            if let (Some(environment), Some(role)) = (environment, role) {
+                roles.entry(parse_uuid(&environment)?).or_default().push(role);
+            }
+        }
+        let user = UserRecord {
+            username,
+            is_admin: is_admin.unwrap_or_default() != 0,
+            must_change_password: must_change.unwrap_or_default() != 0,
+            password_version: password_version(&hash),
+            roles,
+        };
+        Ok((registration, Some(user)))
     }
 
     /// Checks a login. `None` for an unknown user or a wrong password alike, so callers cannot

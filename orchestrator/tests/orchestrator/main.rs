@@ -8,6 +8,7 @@ mod compile_recovery;
 mod compliance;
 mod environment_metrics;
 mod handlers;
+mod list_filters;
 mod migrations;
 mod paging;
 mod resources;

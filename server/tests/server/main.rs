@@ -17,6 +17,7 @@ mod connections;
 mod crash_restart;
 mod csrf;
 mod deploy;
+mod disconnect;
 mod discovered;
 mod export;
 mod faults;
