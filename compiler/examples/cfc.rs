@@ -2,6 +2,11 @@
 //!
 //! Usage: `cargo run -p compiler --example cfc -- PROJECT_DIR [--json]`
 
+// the allocator of the `inmanta` binary (server/src/main.rs): profiles of this example should
+// show the compiler as it runs there
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let dir = args.next().unwrap_or_else(|| ".".into());

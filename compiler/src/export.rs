@@ -233,7 +233,7 @@ fn to_json(ev: &View<'_, '_>, v: &Value, found: &mut Found) -> Json {
 fn context_json(ev: &View<'_, '_>, ctx: InstId, depth: usize, found: &mut Found) -> Json {
     let ent = ev.m.entity_of(ctx);
     let mut obj = serde_json::Map::new();
-    for a in &ent.attrs {
+    for a in ent.attrs.iter() {
         if a.is_relation() {
             continue;
         }

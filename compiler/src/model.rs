@@ -30,8 +30,12 @@ impl std::hash::Hasher for FxHasher {
         for c in &mut chunks {
             self.add(u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
         }
-        for b in chunks.remainder() {
-            self.add(*b as u64);
+        // the tail (most names are shorter than 8 bytes) as one word, not byte by byte
+        let tail = chunks.remainder();
+        if !tail.is_empty() {
+            let mut word = [0u8; 8];
+            word[..tail.len()].copy_from_slice(tail);
+            self.add(u64::from_le_bytes(word));
         }
     }
 
@@ -53,6 +57,7 @@ impl std::hash::Hasher for FxHasher {
 }
 
 pub(crate) type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;
+pub(crate) type FastSet<K> = std::collections::HashSet<K, std::hash::BuildHasherDefault<FxHasher>>;
 pub(crate) type NsId = usize;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -143,8 +148,9 @@ pub(crate) struct Entity<'a> {
     pub descendants: Vec<EntId>,
     /// Own declared attributes (before inheritance).
     pub own: Vec<Attribute>,
-    /// Flattened attributes including inherited ones; slot order of instances.
-    pub attrs: Vec<Attribute>,
+    /// Flattened attributes including inherited ones; slot order of instances. Shared (`Rc`):
+    /// an assignment holds its attribute while it writes the model, without copying it.
+    pub attrs: std::rc::Rc<[Attribute]>,
     pub attr_index: FastMap<String, usize>,
     pub implements: Vec<ImplementStmt<'a>>,
     /// Indexes that apply (own and inherited), by index id.
@@ -164,7 +170,7 @@ impl Entity<'_> {
 pub(crate) struct Namespace<'a> {
     pub name: String,
     /// alias -> namespace name
-    pub imports: HashMap<String, String>,
+    pub imports: FastMap<String, String>,
     pub file: Option<&'a ast::File>,
 }
 
@@ -172,15 +178,15 @@ pub(crate) struct Namespace<'a> {
 #[derive(Default)]
 pub(crate) struct Types<'a> {
     pub entities: Vec<Entity<'a>>,
-    pub entity_by_name: HashMap<String, EntId>,
+    pub entity_by_name: FastMap<String, EntId>,
     pub typedefs: Vec<Typedef>,
-    pub typedef_by_name: HashMap<String, usize>,
+    pub typedef_by_name: FastMap<String, usize>,
     pub typedef_constraints: Vec<Option<&'a ast::Expr>>,
     pub implementations: Vec<Implementation<'a>>,
-    pub impl_by_name: HashMap<String, usize>,
+    pub impl_by_name: FastMap<String, usize>,
     pub indexes: Vec<Index>,
     pub namespaces: Vec<Namespace<'a>>,
-    pub ns_by_name: HashMap<String, NsId>,
+    pub ns_by_name: FastMap<String, NsId>,
 }
 
 impl Types<'_> {

@@ -88,7 +88,8 @@ impl<'a> Evaluator<'a> {
     /// Assigns (or adds, for relations) a value to an attribute of an instance.
     pub(crate) fn assign_attr(&mut self, inst: InstId, ai: u32, v: Value, add: bool, span: Span) -> EResult<()> {
         let ent = self.m.instances[inst as usize].entity;
-        let attr = self.m.types.entities[ent].attrs[ai as usize].clone();
+        let attrs = self.m.types.entities[ent].attrs.clone();
+        let attr = &attrs[ai as usize];
         match &attr.kind {
             AttrKind::Prim { ty, .. } => {
                 if add {

@@ -50,7 +50,7 @@ impl<'s, 'a> Builder<'s, 'a> {
 
     pub(crate) fn add_namespace(&mut self, name: &str, file: &'a ast::File) {
         let id = self.types.namespaces.len();
-        let mut imports = HashMap::new();
+        let mut imports = FastMap::default();
         imports.insert("std".to_string(), "std".to_string());
         let mut seen_alias: HashMap<String, Span> = HashMap::new();
         for item in &file.items {
@@ -156,7 +156,7 @@ impl<'s, 'a> Builder<'s, 'a> {
                             ancestors: vec![],
                             descendants: vec![],
                             own: vec![],
-                            attrs: vec![],
+                            attrs: std::rc::Rc::from([]),
                             attr_index: FastMap::default(),
                             implements: vec![],
                             indexes: vec![],
@@ -375,7 +375,7 @@ impl<'s, 'a> Builder<'s, 'a> {
                 if cyclic[p] {
                     continue;
                 }
-                for a in &self.types.entities[p].attrs {
+                for a in self.types.entities[p].attrs.iter() {
                     if let Some(&i) = index.get(&a.name) {
                         if attrs[i].owner != a.owner && !a.is_relation() {
                             // diamond or override between parents: later parent only fills missing defaults
@@ -427,7 +427,7 @@ impl<'s, 'a> Builder<'s, 'a> {
                     }
                 }
             }
-            self.types.entities[id].attrs = attrs;
+            self.types.entities[id].attrs = attrs.into();
             self.types.entities[id].attr_index = index;
         }
         // 6. indexes
@@ -645,7 +645,7 @@ pub(crate) fn dataclass_problems(types: &Types<'_>, id: EntId, with_relations: b
     let none = types.impl_by_name.get("std::none").copied();
     let mut problems = Vec::new();
     if with_relations {
-        for a in &e.attrs {
+        for a in e.attrs.iter() {
             if a.is_relation() && a.name != "requires" && a.name != "provides" {
                 problems.push(format!("it has a relation {}", a.name));
             }
@@ -663,7 +663,7 @@ pub(crate) fn dataclass_problems(types: &Types<'_>, id: EntId, with_relations: b
 
 fn lookup_named(
     types: &Types<'_>,
-    map: &HashMap<String, usize>,
+    map: &FastMap<String, usize>,
     ns: NsId,
     name: &str,
     what: &str,

@@ -1,7 +1,6 @@
 //! Expression evaluation.
 
 use crate::diagnostics::ErrorKind;
-use std::collections::HashMap;
 use std::rc::Rc;
 
 use super::budget::Built;
@@ -12,7 +11,7 @@ use super::format::Bounded;
 use super::value::{InstId, Value, big_cmp_float, big_to_f64, dict_get, int_cmp_float};
 use super::{EResult, Evaluator, Flow, ScopeId, Slot, Wait, error};
 use crate::builtins::{PErr, PluginCall};
-use crate::model::{AttrKind, EntId, NsId};
+use crate::model::{AttrKind, EntId, FastMap, NsId};
 use crate::syntax::Span;
 use crate::syntax::ast::{Args, BinOp, Expr, ExprKind, FPart, Ident, KwArg, StrPart};
 

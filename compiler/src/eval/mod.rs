@@ -174,6 +174,10 @@ pub(crate) struct Evaluator<'a> {
     pub python: Option<crate::python::bridge::Bridge>,
     /// Files that Python resource mappers uploaded (sha1, content).
     pub python_files: Vec<(String, Vec<u8>)>,
+    /// Entities that constructor class names resolved to, by (namespace, inferred relation
+    /// target, the name's place in the source): a constructor in a loop or an implementation
+    /// resolves its name once, not on every run (the types do not change while evaluating).
+    resolved_classes: FastMap<(NsId, Option<EntId>, Span), EntId>,
 }
 
 /// What a compile may use (the options' limits) and what it has used.
@@ -249,6 +253,7 @@ impl<'a> Evaluator<'a> {
             precedence: Vec::new(),
             python: None,
             python_files: Vec::new(),
+            resolved_classes: FastMap::default(),
         }
     }
 

@@ -11,7 +11,7 @@ pub(super) struct Queue<'a> {
     pub(super) tasks: Vec<Task<'a>>,
     pub(super) ready: VecDeque<TaskId>,
     pub(super) live_tasks: usize,
-    pub(super) index_waiters: HashMap<(usize, String), Vec<TaskId>>,
+    pub(super) index_waiters: FastMap<(usize, String), Vec<TaskId>>,
     pub(super) freeze_candidates: Vec<(InstId, u32)>,
     /// waits of parked tasks, for the end-of-compile report
     pub(super) parked: FastMap<TaskId, Wait>,
@@ -38,7 +38,7 @@ impl<'a> Evaluator<'a> {
         self.queue.deferred = VecDeque::new();
         self.queue.listeners = FastMap::default();
         self.queue.parked = FastMap::default();
-        self.queue.index_waiters = HashMap::new();
+        self.queue.index_waiters = FastMap::default();
         self.queue.freeze_candidates = Vec::new();
         self.pending_writes.potential_writes = FastMap::default();
         self.pending_writes.write_cache = FastMap::default();

@@ -3,7 +3,6 @@
 //! of the compiler shares. The evaluator (`mod.rs`) owns the [`Model`] and decides which
 //! statement runs next; `export.rs` and the std plugins read the model through it.
 
-use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use super::format;
@@ -50,7 +49,7 @@ pub(crate) struct RelSlot {
     pub items: Vec<InstId>,
     /// Built once the relation is large; boxed to keep the slot of every relation small.
     #[allow(clippy::box_collection)]
-    pub(super) set: Option<Box<HashSet<InstId>>>,
+    pub(super) set: Option<Box<FastSet<InstId>>>,
     pub frozen: bool,
     pub(super) waiters: Waiters,
     pub(super) candidate: bool,
@@ -405,7 +404,7 @@ impl<'a> Model<'a> {
         self.index_tables[idx].get(key).copied()
     }
     /// Builds an index key from named values (in index field order).
-    pub(crate) fn key_from(&self, idx: usize, vals: &HashMap<&str, Value>) -> Option<String> {
+    pub(crate) fn key_from(&self, idx: usize, vals: &FastMap<&str, Value>) -> Option<String> {
         let mut key = String::new();
         for f in &self.types.indexes[idx].fields {
             let v = vals.get(f.as_str())?;

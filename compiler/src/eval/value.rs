@@ -122,12 +122,16 @@ impl Value {
 
     /// True when this value is unknown or (for lists/dicts) contains an unknown.
     pub(crate) fn contains_unknown(&self) -> bool {
-        self.unknown_within(&mut std::collections::HashSet::new())
+        match self {
+            Value::Unknown(_) => true,
+            Value::List(_) | Value::Dict(_) => self.unknown_within(&mut crate::model::FastSet::default()),
+            _ => false,
+        }
     }
 
     /// Each list and dict is looked into once (`seen`): a dict that holds the same dict at
     /// each of 40 levels has 2**40 paths but 40 dicts (issue 47).
-    fn unknown_within(&self, seen: &mut std::collections::HashSet<*const ()>) -> bool {
+    fn unknown_within(&self, seen: &mut crate::model::FastSet<*const ()>) -> bool {
         match self {
             Value::Unknown(_) => true,
             Value::List(l) => seen.insert(Rc::as_ptr(l).cast()) && l.iter().any(|v| v.unknown_within(seen)),

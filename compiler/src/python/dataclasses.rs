@@ -30,7 +30,7 @@ fn dataclass_requests(types: &Types<'_>, sources: &SourceMap) -> Vec<(EntId, Jso
             let e = &types.entities[id];
             let mut attributes = Vec::new();
             let mut relations = Vec::new();
-            for a in &e.attrs {
+            for a in e.attrs.iter() {
                 match &a.kind {
                     AttrKind::Rel { .. } if a.name == "requires" || a.name == "provides" => {}
                     AttrKind::Rel { .. } => relations.push(json!({"name": a.name, "location": at(a.span)})),

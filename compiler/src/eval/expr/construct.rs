@@ -5,6 +5,16 @@ use crate::diagnostics::ErrorKind;
 
 impl<'a> Evaluator<'a> {
     pub(crate) fn resolve_class(&mut self, ns: NsId, class: &Ident, infer: Option<EntId>) -> EResult<EntId> {
+        let key = (ns, infer, class.span);
+        if let Some(&ent) = self.resolved_classes.get(&key) {
+            return Ok(ent);
+        }
+        let ent = self.resolve_class_uncached(ns, class, infer)?;
+        self.resolved_classes.insert(key, ent);
+        Ok(ent)
+    }
+
+    fn resolve_class_uncached(&mut self, ns: NsId, class: &Ident, infer: Option<EntId>) -> EResult<EntId> {
         let scoped = crate::eval::build::lookup_entity(&self.m.types, ns, &class.name);
         if let Some(t) = infer
             && !class.name.contains("::")
@@ -81,7 +91,7 @@ impl<'a> Evaluator<'a> {
                 self.m.sources,
             ));
         };
-        let map: HashMap<&str, Value> = vals.iter().map(|(n, v, _)| (*n, v.clone())).collect();
+        let map: FastMap<&str, Value> = vals.iter().map(|(n, v, _)| (*n, v.clone())).collect();
         let key = self.key_from(idx, &map).expect("all fields present");
         match self.index_get(idx, &key) {
             Some(i) if self.m.types.is_subtype(self.m.instances[i as usize].entity, ent) => Ok(Value::Instance(i)),
@@ -108,10 +118,12 @@ impl<'a> Evaluator<'a> {
         // instance exists, each element passed on as it is computed (see `gradual`)
         let mut emitted: Vec<(u32, &'a Expr)> = Vec::new();
         for KwArg { name, value } in &args.keyword {
-            let (target, multi) = match self.m.types.entities[ent].attr(&name.name) {
+            let (ai, target, multi) = match self.m.types.entities[ent].attr(&name.name) {
                 Some((ai, a)) => match &a.kind {
-                    AttrKind::Rel { target, hi, .. } => (Some(*target), (*hi != Some(1)).then_some(ai as u32)),
-                    _ => (None, None),
+                    AttrKind::Rel { target, hi, .. } => {
+                        (ai as u32, Some(*target), (*hi != Some(1)).then_some(ai as u32))
+                    }
+                    _ => (ai as u32, None, None),
                 },
                 None => {
                     return Err(error(
@@ -140,7 +152,6 @@ impl<'a> Evaluator<'a> {
             self.check_constructor_hint(cx.ns, ent, &name.name, value)?;
             // Inmanta needs only the index attributes to make the instance; the others may wait,
             // unless waiting would repeat side effects (constructors) evaluated before the wait
-            let ai = self.m.types.entities[ent].attr(&name.name).map_or(0, |(ai, _)| ai as u32);
             let may_wait = !self.in_index(ent, &name.name) && cx.locals.is_empty();
             let (seq, made) = (cx.seq, cx.cache.len());
             let arg = crate::eval::LateArg { attr: ai, value, constructor: span };
@@ -209,9 +220,13 @@ impl<'a> Evaluator<'a> {
         if let Some(v) = cx.cache.get(seq) {
             return Ok(v.clone());
         }
-        // existing instance through an index?
-        let mut vals: HashMap<&str, Value> = kw.iter().map(|(n, v, _)| (&**n, v.clone())).collect();
-        for a in &self.m.types.entities[ent].attrs {
+        // existing instance through an index? (most entities have none: no map of the arguments then)
+        let has_index = !self.m.types.entities[ent].indexes.is_empty();
+        let mut vals: FastMap<&str, Value> = FastMap::default();
+        if has_index {
+            vals.extend(kw.iter().map(|(n, v, _)| (&**n, v.clone())));
+        }
+        for a in self.m.types.entities[ent].attrs.iter().filter(|_| has_index) {
             if let AttrKind::Prim { default: Some(d), .. } = &a.kind
                 && !vals.contains_key(a.name.as_str())
             {

@@ -40,7 +40,9 @@ impl<'a> Evaluator<'a> {
                 self.m.sources,
             ));
         }
-        if let Some(p) = name.rfind("::") {
+        // a byte search first: most names have no namespace, and a substring searcher costs more
+        let qualified = if name.as_bytes().contains(&b':') { name.rfind("::") } else { None };
+        if let Some(p) = qualified {
             let (prefix, short) = (&name[..p], &name[p + 2..]);
             let target = match self.m.types.visible_namespace(cx.ns, prefix) {
                 Some(t) => t,

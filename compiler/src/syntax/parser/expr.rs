@@ -251,7 +251,8 @@ impl Parser<'_> {
                 if raw {
                     return Ok(self.mk(ExprKind::Str(value), start));
                 }
-                let parts = interpolation_parts(&value, start);
+                // no `{` (most literals): nothing to interpolate, no parts to build
+                let parts = if value.contains('{') { interpolation_parts(&value, start) } else { Vec::new() };
                 if parts.iter().any(|p| matches!(p, StrPart::Var(..))) {
                     Ok(self.mk(ExprKind::Interp(parts), start))
                 } else {
@@ -306,7 +307,10 @@ impl Parser<'_> {
                     let key = match self.peek().clone() {
                         Tok::Str { value, raw, .. } => {
                             let ks = self.bump().span;
-                            if !raw && interpolation_parts(&value, ks).iter().any(|p| matches!(p, StrPart::Var(..))) {
+                            if !raw
+                                && value.contains('{')
+                                && interpolation_parts(&value, ks).iter().any(|p| matches!(p, StrPart::Var(..)))
+                            {
                                 return Err(ParseError {
                                     kind: ErrorKind::ParserException,
                                     message: format!(
