@@ -65,8 +65,14 @@ async fn a_cross_site_console_login_is_refused_and_a_same_origin_one_works() {
             .post(format!("{}/console/fn/create_environment", s.url))
             .header("cookie", &cookie)
             .header("origin", origin)
-            .json(&json!({"project_id": "", "new_project": "p", "name": "e", "repository": "", "branch": "",
-                          "description": ""}))
+            .form(&[
+                ("project_id", ""),
+                ("new_project", "p"),
+                ("name", "e"),
+                ("repository", ""),
+                ("branch", ""),
+                ("description", ""),
+            ])
             .send()
     };
     assert_eq!(call("https://evil.example").await.unwrap().status(), 403);

@@ -128,7 +128,13 @@ async fn the_console_settings_form_refuses_a_bad_value_with_400() {
         http.post(format!("{}/console/fn/save_setting", s.url))
             .header("cookie", &cookie)
             .header("origin", &s.url)
-            .json(&json!({"env": env, "name": "autostart_agent_deploy_interval", "value": value, "reset": false}))
+            // The form as the console posts it (URL-encoded, as also without its wasm).
+            .form(&[
+                ("env", env.as_str()),
+                ("name", "autostart_agent_deploy_interval"),
+                ("value", value),
+                ("reset", "false"),
+            ])
             .send()
     };
     let refused = save("every hour").await.unwrap();
