@@ -587,6 +587,10 @@ fn module_freeze_rewrites_module_yml_of_a_v1_module_as_inmanta() {
     let project = work.path().join("p");
     std::fs::create_dir_all(&project).unwrap();
     let module = v1_project(&project);
+    // The module has plugins: our compiler runs them with the reference's Python, as a
+    // project's `.env` would.
+    let interpreter = reference.join("python").display().to_string();
+    let env = [("INMANTA_COMPILER_PYTHON", interpreter.as_str())];
     // The reference runs with its venv's std, fs and mitogen; ours with the same versions built in.
     for args in [
         vec!["module", "-m", "v1mod", "freeze", "-o", "-"],
@@ -594,12 +598,12 @@ fn module_freeze_rewrites_module_yml_of_a_v1_module_as_inmanta() {
         vec!["module", "-m", "v1mod", "freeze", "-o", "-", "--operator", "~="],
     ] {
         let t = theirs(&reference, &project, &args);
-        let o = ours(&project, &args);
+        let o = ours_with(&project, &args, &env);
         assert_eq!(t.0, 0, "{args:?}: {}{}", t.1, t.2);
         assert_eq!((o.0, &o.1), (0, &t.1), "{args:?}: {}", o.2);
     }
     // In the module's directory (Inmanta 20.1 fails there with an AssertionError): the same.
-    let from_module = ours(&module, &["module", "freeze", "-o", "-"]);
+    let from_module = ours_with(&module, &["module", "freeze", "-o", "-"], &env);
     let t = theirs(&reference, &project, &["module", "-m", "v1mod", "freeze", "-o", "-"]);
     assert_eq!((from_module.0, &from_module.1), (0, &t.1), "{}", from_module.2);
     assert!(t.1.contains("requires:\n- fs == 1.2.0\n- mitogen == 0.2.5\n- std == 8.7.5\n"), "{}", t.1);
@@ -607,7 +611,7 @@ fn module_freeze_rewrites_module_yml_of_a_v1_module_as_inmanta() {
     let copy = work.path().join("copy");
     copy_dir(&project, &copy);
     let t = theirs(&reference, &copy, &["module", "-m", "v1mod", "freeze"]);
-    let o = ours(&project, &["module", "-m", "v1mod", "freeze"]);
+    let o = ours_with(&project, &["module", "-m", "v1mod", "freeze"], &env);
     assert_eq!((o.0, t.0), (0, 0), "ours {}{} theirs {}{}", o.1, o.2, t.1, t.2);
     let read = |d: &Path| std::fs::read_to_string(d.join("libs/v1mod/module.yml")).unwrap();
     assert_eq!(read(&project), read(&copy));

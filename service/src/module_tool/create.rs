@@ -212,7 +212,8 @@ fn create_v1(dir: &Path, name: &str) -> Result<(), String> {
         format!("Unable to find an inmanta project (project.yml expected) in {} or above", dir.display())
     })?;
     let metadata = compiler::read_project_metadata(project).map_err(|d| d.to_string())?;
-    let root = metadata.module_path().last().map_or_else(|| project.join("libs"), |m| project.join(m));
+    // Inmanta's `project.modulepath[-1]`: the last directory project.yml names.
+    let root = metadata.modulepath.last().map_or_else(|| project.join("libs"), |m| project.join(m));
     let module = root.join(name);
     if module.exists() {
         log("ERROR", &format!("{} already exists.", module.display()));
