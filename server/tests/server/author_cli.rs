@@ -255,7 +255,7 @@ fn project_init_makes_the_files_inmanta_makes() {
 }
 
 #[test]
-fn project_freeze_as_inmanta_and_other_module_commands_handed_to_inmanta_of_the_project_environment() {
+fn project_freeze_as_inmanta_and_every_module_and_project_command_of_inmanta_is_ours() {
     let Some(reference) = reference_bin() else { return };
     let dir = tempfile::tempdir().unwrap();
     project(dir.path());
@@ -267,15 +267,21 @@ fn project_freeze_as_inmanta_and_other_module_commands_handed_to_inmanta_of_the_
     let mine = ours(dir.path(), &["project", "freeze", "-o", "-"], &with_inmanta);
     assert_eq!((mine.0, &mine.1), (0, &theirs.1), "{}", mine.2);
 
-    let theirs = run(Command::new(reference.join("inmanta")).args(["module", "--help"]), dir.path(), &[]);
-    let mine = ours(dir.path(), &["module", "--help"], &with_inmanta);
-    assert_eq!((mine.0, &mine.1), (theirs.0, &theirs.1), "{}", mine.2);
-    assert!(mine.1.contains("build") && mine.1.contains("release"), "{}", mine.1);
-
-    // A Python without inmanta-core: the command says what to install, exit 2.
-    let Some(plain) = test_support::program("python3", &["/usr/bin/python3", "/usr/local/bin/python3"]) else { return };
-    let plain = plain.display().to_string();
-    let (code, _, err) = ours(dir.path(), &["module", "v1tov2"], &[("INMANTA_COMPILER_PYTHON", plain.as_str())]);
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("no inmanta-core") && err.contains("INMANTA_COMPILER_PYTHON"), "{err}");
+    // Every subcommand Inmanta's help lists (`{add,list,...}`) is one of ours, with its options.
+    for group in ["module", "project"] {
+        let theirs = run(Command::new(reference.join("inmanta")).args([group, "--help"]), dir.path(), &[]);
+        assert_eq!(theirs.0, 0, "{theirs:?}");
+        let list = theirs.1.split('{').nth(1).and_then(|r| r.split('}').next()).expect("the subcommands");
+        for subcommand in list.split(',') {
+            let help =
+                run(Command::new(reference.join("inmanta")).args([group, subcommand, "--help"]), dir.path(), &[]);
+            let mine = ours(dir.path(), &[group, subcommand, "--help"], &[]);
+            assert_eq!(mine.0, 0, "`{group} {subcommand} --help`: {}{}", mine.1, mine.2);
+            // Each long option of Inmanta's usage line is in ours.
+            for option in help.1.split_whitespace().filter(|w| w.starts_with("--") && *w != "--help") {
+                let option = option.trim_matches(|c: char| !(c.is_alphanumeric() || c == '-'));
+                assert!(mine.1.contains(option), "`{group} {subcommand}`: {option} missing in\n{}", mine.1);
+            }
+        }
+    }
 }

@@ -450,3 +450,338 @@ fn module_list_and_status_and_project_freeze_print_what_inmanta_prints() {
     let frozen = std::fs::read_to_string(dir.path().join("project.yml")).unwrap();
     assert!(frozen.contains("requires:\n- fs ~= 1.2.0\n- std ~= 8.7.5\n"), "{frozen}");
 }
+
+fn ours_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut command = Command::new(BIN);
+    command.args(args);
+    for (name, _) in std::env::vars() {
+        if name.starts_with("INMANTA_") {
+            command.env_remove(name);
+        }
+    }
+    let output = command.current_dir(dir).envs(env.iter().copied()).output().expect("run our binary");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// Every file under `dir` (without .git) with its content, and every directory (ending in `/`).
+fn tree(dir: &Path) -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.file_name().is_some_and(|n| n == ".git") {
+                continue;
+            }
+            let name = path.strip_prefix(dir).unwrap().display().to_string();
+            if path.is_dir() {
+                files.push((format!("{name}/"), String::new()));
+                stack.push(path);
+            } else {
+                files.push((name, String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned()));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// A project with a v1 module `v1mod` in libs/: module.yml with a folded description, a
+/// compiler_version, requires with and without constraints, a submodule, plugins and a
+/// requirements.txt with a Python and a module requirement, in a git repository.
+fn v1_project(dir: &Path) -> PathBuf {
+    std::fs::write(
+        dir.join("project.yml"),
+        "name: p1\nmodulepath: libs\ndownloadpath: libs\nrequires:\n  - std ~= 8.0\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("main.cf"), "import v1mod\n").unwrap();
+    let module = dir.join("libs/v1mod");
+    std::fs::create_dir_all(module.join("model/sub")).unwrap();
+    std::fs::create_dir_all(module.join("plugins")).unwrap();
+    std::fs::write(
+        module.join("module.yml"),
+        "name: v1mod\nlicense: ASL 2.0\nversion: 1.2.3.dev0\ndescription: A v1 module\n  that spans lines\n\
+         compiler_version: 2017.2\nfreeze_operator: \"==\"\nrequires:\n  - fs >= 1.0\n  - std\n",
+    )
+    .unwrap();
+    std::fs::write(module.join("model/_init.cf"), "import fs\nimport std::testing\nentity A:\n  string name\nend\n")
+        .unwrap();
+    std::fs::write(module.join("model/sub/_init.cf"), "import mitogen\n").unwrap();
+    std::fs::write(module.join("plugins/__init__.py"), "def f():\n    pass\n").unwrap();
+    std::fs::write(module.join("requirements.txt"), "PyYAML>=5\ninmanta-module-net\n").unwrap();
+    git(&module, &["init", "-q"]);
+    git(&module, &["add", "."]);
+    git(&module, &["commit", "-qm", "the module"]);
+    module
+}
+
+#[test]
+fn module_v1tov2_converts_a_v1_module_in_place_as_inmanta() {
+    let Some(reference) = reference_bin() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let source = work.path().join("source");
+    std::fs::create_dir_all(&source).unwrap();
+    v1_project(&source);
+    // Without and with a setup.cfg and pyproject.toml to merge (comments go, as in Inmanta).
+    for merge in [false, true] {
+        let (mine, refs) = (work.path().join("mine"), work.path().join("refs"));
+        for d in [&mine, &refs] {
+            let _ = std::fs::remove_dir_all(d);
+            copy_dir(&source, d);
+            if merge {
+                let module = d.join("libs/v1mod");
+                std::fs::write(
+                    module.join("setup.cfg"),
+                    "[metadata]\n# who\nauthor = me\n[flake8]\nmax-line-length = 128\n",
+                )
+                .unwrap();
+                std::fs::write(
+                    module.join("pyproject.toml"),
+                    "[build-system]\nrequires = \"setuptools\"\n# why\n[tool.black]\nline-length = 128\n",
+                )
+                .unwrap();
+            }
+        }
+        let t = theirs(&reference, &refs.join("libs/v1mod"), &["module", "v1tov2"]);
+        let o = ours(&mine.join("libs/v1mod"), &["module", "v1tov2"]);
+        assert_eq!(t.0, 0, "{}{}", t.1, t.2);
+        assert_eq!((o.0, &o.1), (t.0, &t.1), "merge {merge}: {}", o.2);
+        assert_eq!(tree(&mine.join("libs/v1mod")), tree(&refs.join("libs/v1mod")), "merge {merge}");
+        // Now a v2 module: refused by both with exit 5; and the converted module builds alike.
+        let t = theirs(&reference, &refs.join("libs/v1mod"), &["module", "v1tov2"]);
+        let o = ours(&mine.join("libs/v1mod"), &["module", "v1tov2"]);
+        assert_eq!((o.0, t.0), (5, 5), "ours {}{} theirs {}{}", o.1, o.2, t.1, t.2);
+        assert!(o.2.contains("Expected a v1 module, but found v2 module"), "{}", o.2);
+    }
+    // -m NAME from the project; and a module with a MANIFEST.in is refused by both.
+    let (mine, refs) = (work.path().join("mine"), work.path().join("refs"));
+    for d in [&mine, &refs] {
+        let _ = std::fs::remove_dir_all(d);
+        copy_dir(&source, d);
+    }
+    let t = theirs(&reference, &refs, &["module", "-m", "v1mod", "v1tov2"]);
+    let o = ours(&mine, &["module", "-m", "v1mod", "v1tov2"]);
+    assert_eq!((o.0, t.0), (0, 0), "ours {}{} theirs {}{}", o.1, o.2, t.1, t.2);
+    assert_eq!(tree(&mine.join("libs/v1mod")), tree(&refs.join("libs/v1mod")));
+    for d in [&mine, &refs] {
+        let _ = std::fs::remove_dir_all(d);
+        copy_dir(&source, d);
+        std::fs::write(d.join("libs/v1mod/MANIFEST.in"), "include x\n").unwrap();
+    }
+    let t = theirs(&reference, &refs.join("libs/v1mod"), &["module", "v1tov2"]);
+    let o = ours(&mine.join("libs/v1mod"), &["module", "v1tov2"]);
+    assert_eq!((o.0, t.0), (1, 1), "ours {}{} theirs {}{}", o.1, o.2, t.1, t.2);
+    assert!(o.2.contains("MANIFEST.in already exists, aborting") && t.2.contains("MANIFEST.in already exists"));
+    assert_eq!(tree(&mine), tree(&refs), "nothing changed");
+}
+
+#[test]
+fn module_freeze_rewrites_module_yml_of_a_v1_module_as_inmanta() {
+    let Some(reference) = reference_bin() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let project = work.path().join("p");
+    std::fs::create_dir_all(&project).unwrap();
+    let module = v1_project(&project);
+    // The module has plugins: our compiler runs them with the reference's Python, as a
+    // project's `.env` would.
+    let interpreter = reference.join("python").display().to_string();
+    let env = [("INMANTA_COMPILER_PYTHON", interpreter.as_str())];
+    // The reference runs with its venv's std, fs and mitogen; ours with the same versions built in.
+    for args in [
+        vec!["module", "-m", "v1mod", "freeze", "-o", "-"],
+        vec!["module", "-m", "v1mod", "freeze", "-o", "-", "-r", "--operator", ">="],
+        vec!["module", "-m", "v1mod", "freeze", "-o", "-", "--operator", "~="],
+    ] {
+        let t = theirs(&reference, &project, &args);
+        let o = ours_with(&project, &args, &env);
+        assert_eq!(t.0, 0, "{args:?}: {}{}", t.1, t.2);
+        assert_eq!((o.0, &o.1), (0, &t.1), "{args:?}: {}", o.2);
+    }
+    // In the module's directory (Inmanta 20.1 fails there with an AssertionError): the same.
+    let from_module = ours_with(&module, &["module", "freeze", "-o", "-"], &env);
+    let t = theirs(&reference, &project, &["module", "-m", "v1mod", "freeze", "-o", "-"]);
+    assert_eq!((from_module.0, &from_module.1), (0, &t.1), "{}", from_module.2);
+    assert!(t.1.contains("requires:\n- fs == 1.2.0\n- mitogen == 0.2.5\n- std == 8.7.5\n"), "{}", t.1);
+    // Without -o the file itself, as Inmanta's.
+    let copy = work.path().join("copy");
+    copy_dir(&project, &copy);
+    let t = theirs(&reference, &copy, &["module", "-m", "v1mod", "freeze"]);
+    let o = ours_with(&project, &["module", "-m", "v1mod", "freeze"], &env);
+    assert_eq!((o.0, t.0), (0, 0), "ours {}{} theirs {}{}", o.1, o.2, t.1, t.2);
+    let read = |d: &Path| std::fs::read_to_string(d.join("libs/v1mod/module.yml")).unwrap();
+    assert_eq!(read(&project), read(&copy));
+    // A v2 module is refused by both.
+    let Some(wheel) = module_wheel(&reference, "inmanta-module-yaml==1.0.0") else { return };
+    let v2 = work.path().join("yaml");
+    python(&reference, UNPACK, &[&wheel.display().to_string(), &v2.display().to_string(), "yaml"]);
+    let t = theirs(&reference, &v2, &["module", "freeze"]);
+    let o = ours(&v2, &["module", "freeze"]);
+    assert_eq!((o.0, t.0), (1, 1), "ours {}{} theirs {}{}", o.1, o.2, t.1, t.2);
+    assert!(o.2.contains("not supported on V2 modules") && t.2.contains("not supported on V2 modules"), "{}", o.2);
+}
+
+#[test]
+fn module_download_unpacks_the_source_distribution_as_inmanta() {
+    let Some(reference) = reference_bin() else { return };
+    let python = reference.join("python").display().to_string();
+    let env = [("INMANTA_COMPILER_PYTHON", python.as_str())];
+    let work = tempfile::tempdir().unwrap();
+    let (mine, refs) = (work.path().join("mine"), work.path().join("refs"));
+    for d in [&mine, &refs] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let t = theirs(&reference, &refs, &["module", "download", "files==2.11.1"]);
+    if t.0 != 0 {
+        test_support::require::<(), String>(
+            "inmanta-module-files 2.11.1 from the package index",
+            Err(format!("{}{}", t.1, t.2)),
+        );
+        return;
+    }
+    let o = ours_with(&mine, &["module", "download", "files==2.11.1"], &env);
+    assert_eq!(o.0, 0, "{}{}", o.1, o.2);
+    let files = tree(&mine.join("files"));
+    assert!(files.iter().any(|(n, _)| n == "model/_init.cf") && files.iter().any(|(n, _)| n == "setup.cfg"));
+    assert_eq!(files, tree(&refs.join("files")));
+    // -d DIR; and a second download into the same place is refused by both.
+    let t = theirs(&reference, &refs, &["module", "download", "-d", "elsewhere", "files==2.11.1"]);
+    let o = ours_with(&mine, &["module", "download", "-d", "elsewhere", "files==2.11.1"], &env);
+    assert_eq!((o.0, t.0), (0, 0), "ours {}{} theirs {}{}", o.1, o.2, t.1, t.2);
+    assert_eq!(tree(&mine.join("elsewhere")), tree(&refs.join("elsewhere")));
+    let t = theirs(&reference, &refs, &["module", "download", "files==2.11.1"]);
+    let o = ours_with(&mine, &["module", "download", "files==2.11.1"], &env);
+    assert_eq!((o.0, t.0), (1, 1), "ours {}{} theirs {}{}", o.1, o.2, t.1, t.2);
+    assert!(o.2.contains("already exists"), "{}", o.2);
+    // yaml has no source distribution: both warn and fail.
+    let t = theirs(&reference, &refs, &["module", "download", "yaml==1.0.0"]);
+    let o = ours_with(&mine, &["module", "download", "yaml==1.0.0"], &env);
+    assert_eq!((o.0, t.0), (1, 1), "ours {}{} theirs {}{}", o.1, o.2, t.1, t.2);
+    assert_eq!(o.1, t.1, "the warning");
+}
+
+#[test]
+fn project_download_unpacks_every_module_of_the_project_as_inmanta() {
+    let Some(reference) = reference_bin() else { return };
+    let python = reference.join("python").display().to_string();
+    let env = [("INMANTA_COMPILER_PYTHON", python.as_str())];
+    let work = tempfile::tempdir().unwrap();
+    let (mine, refs) = (work.path().join("mine"), work.path().join("refs"));
+    for d in [&mine, &refs] {
+        std::fs::create_dir_all(d).unwrap();
+        std::fs::write(
+            d.join("project.yml"),
+            "name: p\nmodulepath: libs\ndownloadpath: downloaded\nrequires:\n  - mitogen ~= 0.2\npip:\n  \
+             use_system_config: true\n",
+        )
+        .unwrap();
+        std::fs::write(d.join("main.cf"), "import files\n").unwrap();
+        std::fs::write(d.join("requirements.txt"), "inmanta-module-files==2.11.1\n").unwrap();
+    }
+    let t = theirs(&reference, &refs, &["project", "download"]);
+    if t.0 != 0 {
+        test_support::require::<(), String>(
+            "inmanta-module-files 2.11.1 and its modules from the package index",
+            Err(format!("{}{}", t.1, t.2)),
+        );
+        return;
+    }
+    let o = ours_with(&mine, &["project", "download"], &env);
+    assert_eq!((o.0, &o.1), (0, &t.1), "{}", o.2);
+    let (ours_tree, theirs_tree) = (tree(&mine.join("downloaded")), tree(&refs.join("downloaded")));
+    let names = |t: &[(String, String)]| -> Vec<String> { t.iter().map(|(n, _)| n.clone()).collect() };
+    assert!(names(&theirs_tree).contains(&"files/model/_init.cf".to_string()), "{:?}", names(&theirs_tree));
+    assert_eq!(names(&ours_tree), names(&theirs_tree));
+    assert_eq!(ours_tree, theirs_tree);
+}
+
+#[test]
+fn module_create_makes_the_module_of_inmanta_template_offline() {
+    let Some(reference) = reference_bin() else { return };
+    let work = tempfile::tempdir().unwrap();
+    // Inmanta clones its template from GitHub, out of reach here: its documented layout
+    // (inmanta-module-template, cookiecutter.json and the tree it renders) is recorded instead.
+    let (code, out, err) = ours(work.path(), &["module", "create", "my_mod"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let root = work.path().join("my-mod");
+    let names: Vec<String> = tree(&root).into_iter().map(|(n, _)| n).collect();
+    let expected = [
+        ".editorconfig",
+        ".github/",
+        ".github/dependabot.yml",
+        ".gitignore",
+        ".gitlab/",
+        ".gitlab/dependabot.yml",
+        "MANIFEST.in",
+        "Makefile",
+        "README.md",
+        "files/",
+        "files/.gitkeep",
+        "inmanta_plugins/",
+        "inmanta_plugins/my_mod/",
+        "inmanta_plugins/my_mod/__init__.py",
+        "model/",
+        "model/_init.cf",
+        "pyproject.toml",
+        "requirements.dev.txt",
+        "requirements.txt",
+        "setup.cfg",
+        "templates/",
+        "templates/.gitkeep",
+        "tests/",
+        "tests/test_basics.py",
+    ];
+    assert_eq!(names, expected);
+    let setup = std::fs::read_to_string(root.join("setup.cfg")).unwrap();
+    assert!(setup.starts_with("[metadata]\nname = inmanta-module-my-mod\nversion = 0.0.1\n"), "{setup}");
+    assert!(
+        setup.contains("install_requires =\n    inmanta-module-std\n")
+            && setup.ends_with("[egg_info]\ntag_build = dev0\n")
+    );
+    let log = git(&root, &["log", "--format=%s", "--name-only"]);
+    assert!(log.starts_with("initial commit: cookiecutter template\n"), "{log}");
+    // What it makes is a module Inmanta accepts: the reference builds it, and ours builds the same.
+    let (t_out, o_out) = (work.path().join("theirs"), work.path().join("ours"));
+    let t = theirs(&reference, &root, &["module", "build", "-o", &t_out.display().to_string()]);
+    assert_eq!(t.0, 0, "the reference builds the new module: {}{}", t.1, t.2);
+    let o = ours(&root, &["module", "build", "-o", &o_out.display().to_string()]);
+    assert_eq!(o.0, 0, "{}{}", o.1, o.2);
+    let names = dist_files(&t_out);
+    assert_eq!(dist_files(&o_out), names);
+    for file in &names {
+        let (e, a) =
+            (comparable(members(&reference, &t_out.join(file))), comparable(members(&reference, &o_out.join(file))));
+        assert_eq!(a, e, "{file}");
+    }
+    // An existing directory is refused, as in Inmanta.
+    let (code, _, err) = ours(work.path(), &["module", "create", "my-mod"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("already exists"), "{err}");
+
+    // --v1: into the last directory of the project's module path, as the reference makes it.
+    let (mine, refs) = (work.path().join("mine"), work.path().join("refs"));
+    for d in [&mine, &refs] {
+        std::fs::create_dir_all(d).unwrap();
+        std::fs::write(d.join("project.yml"), "name: p\nmodulepath: [libs, extra]\n").unwrap();
+        std::fs::write(d.join("main.cf"), "\n").unwrap();
+        std::fs::create_dir_all(d.join("libs")).unwrap();
+        std::fs::create_dir_all(d.join("extra")).unwrap();
+    }
+    let t = theirs(&reference, &refs, &["module", "create", "--v1", "old"]);
+    let o = ours(&mine, &["module", "create", "--v1", "old"]);
+    assert_eq!((o.0, &o.1), (t.0, &t.1), "{}{}", o.2, t.2);
+    assert_eq!(tree(&mine), tree(&refs));
+    let status = |d: &Path| git(&d.join("extra/old"), &["status", "--porcelain"]);
+    assert_eq!(status(&mine), status(&refs));
+    // A second time: Inmanta logs an error and exits 0; the paths differ, the line does not.
+    let t = theirs(&reference, &refs, &["module", "create", "--v1", "old"]);
+    let o = ours(&mine, &["module", "create", "--v1", "old"]);
+    assert_eq!((o.0, t.0), (0, 0));
+    let canonical = |d: &Path| std::fs::canonicalize(d).unwrap().display().to_string();
+    assert_eq!(o.1.replace(&canonical(&mine), "P"), t.1.replace(&canonical(&refs), "P"));
+    assert!(t.1.contains("ERROR   ") && t.1.contains("already exists."), "{}", t.1);
+}

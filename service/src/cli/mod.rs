@@ -9,7 +9,6 @@ mod agent;
 mod agent_process;
 mod compile;
 mod compiles;
-mod delegate;
 mod deploy;
 mod dryrun;
 mod environment;
@@ -18,7 +17,7 @@ mod graph;
 mod output;
 mod param;
 mod project;
-mod project_init;
+pub(crate) mod project_init;
 mod resource;
 mod token;
 mod user;
@@ -40,8 +39,8 @@ pub enum ClientCommand {
         #[command(subcommand)]
         command: project::ProjectCommand,
     },
-    /// Inmanta's module commands (add, list, create, freeze, build, release, status, v1tov2,
-    /// download...), run by Inmanta's own CLI of the project's Python environment (docs/cli.md).
+    /// Inmanta's module commands (add, list, install, status, push, verify, create, freeze,
+    /// build, v1tov2, release, download), as Inmanta 20.1 has them (docs/cli.md).
     #[command(alias = "modules", disable_help_flag = true)]
     Module {
         /// The subcommand and its arguments, as Inmanta takes them.
@@ -180,25 +179,17 @@ pub enum CliError {
 pub async fn run(command: ClientCommand, options: &Options, verbose: u8) -> ExitCode {
     let configured_python = options.get("compiler", "python").map(std::path::PathBuf::from);
     let result = match command {
-        ClientCommand::Module { args } => {
-            // Inmanta's `-m MODULE` may come before the subcommand.
-            let subcommand = args.iter().find(|a| !a.starts_with('-')).map(String::as_str);
-            // Without a subcommand (`inmanta module --help`) Inmanta's CLI lists all of them.
-            let native = subcommand.is_some_and(|s| crate::module_tool::NATIVE.contains(&s));
-            if native {
-                return crate::module_tool::run(&args, configured_python.as_deref());
-            }
-            let args: Vec<String> = std::iter::once("module".to_string()).chain(args).collect();
-            return delegate::run(&args, configured_python.as_deref());
+        ClientCommand::Module { args } => return crate::module_tool::run(&args, configured_python.as_deref()),
+        ClientCommand::Project { command: project::ProjectCommand::Download { install }, .. } => {
+            std::env::current_dir().map_err(CliError::Io).and_then(|here| {
+                crate::module_tool::download::download_project(&here, install, configured_python.as_deref())
+                    .map_err(CliError::Usage)
+            })
         }
-        ClientCommand::Project { command: project::ProjectCommand::Inmanta(args), .. } => {
-            let args: Vec<String> = std::iter::once("project".to_string()).chain(args).collect();
-            return delegate::run(&args, configured_python.as_deref());
-        }
-        ClientCommand::Project { command: project::ProjectCommand::Install { project_dir }, .. } => {
+        ClientCommand::Project { command: project::ProjectCommand::Install { project_dir, .. }, .. } => {
             project::install(project_dir, options.get("compiler", "python").map(std::path::PathBuf::from), false).await
         }
-        ClientCommand::Project { command: project::ProjectCommand::Update { project_dir }, .. } => {
+        ClientCommand::Project { command: project::ProjectCommand::Update { project_dir, .. }, .. } => {
             project::install(project_dir, options.get("compiler", "python").map(std::path::PathBuf::from), true).await
         }
         ClientCommand::Project {

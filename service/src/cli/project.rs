@@ -43,6 +43,8 @@ pub enum ProjectCommand {
         /// The project directory (with project.yml).
         #[arg(long = "project-dir", default_value = ".")]
         project_dir: std::path::PathBuf,
+        #[command(flatten)]
+        deps_check: DepsCheck,
     },
     /// Set `requires` of project.yml to the versions of the modules the project uses (as
     /// Inmanta 20.1).
@@ -60,17 +62,36 @@ pub enum ProjectCommand {
         #[arg(long, value_parser = ["==", "~=", ">="])]
         operator: Option<String>,
     },
-    /// Inmanta's other project commands (download), run by Inmanta's own CLI of the
-    /// project's Python environment (docs/cli.md).
-    #[command(external_subcommand)]
-    Inmanta(Vec<String>),
+    /// Download all dependencies of the Inmanta project from the pip index, extract them and
+    /// convert them into their source format. The extracted modules will be stored in the
+    /// directory indicated by the downloadpath option in the project.yml file or into
+    /// <project-dir>/libs if the downloadpath option was not defined.
+    Download {
+        /// Install the downloaded module in editable mode into the active Python environment.
+        #[arg(long)]
+        install: bool,
+    },
     /// Install the project's modules from the package index (`requires`, requirements.txt) into
     /// its Python environment (`.env`, or the one of [compiler] python). Runs locally.
     Install {
         /// The project directory (with project.yml).
         #[arg(long = "project-dir", default_value = ".")]
         project_dir: std::path::PathBuf,
+        #[command(flatten)]
+        deps_check: DepsCheck,
     },
+}
+
+/// Inmanta 20.1's deprecated flags of `project install` and `project update`, taken and ignored
+/// as Inmanta does.
+#[derive(clap::Args, Debug, Clone)]
+pub struct DepsCheck {
+    /// [Deprecated] This flag is ignored. It will be removed in a future version.
+    #[arg(long = "no-strict-deps-check")]
+    no_strict_deps_check: bool,
+    /// [Deprecated] This flag is ignored. It will be removed in a future version.
+    #[arg(long = "strict-deps-check")]
+    strict_deps_check: bool,
 }
 
 /// `inmanta project install` (`update`: `project update`): local, no server involved.
@@ -96,7 +117,7 @@ pub async fn run(command: ProjectCommand, ctx: &Context) -> Result<(), CliError>
         | ProjectCommand::Update { .. }
         | ProjectCommand::Init { .. }
         | ProjectCommand::Freeze { .. }
-        | ProjectCommand::Inmanta(_) => {
+        | ProjectCommand::Download { .. } => {
             unreachable!("handled without a server by cli::run")
         }
         ProjectCommand::List => {

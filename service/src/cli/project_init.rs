@@ -97,7 +97,7 @@ fn answers(name: &str, defaults: bool) -> Result<Answers, CliError> {
 }
 
 /// One question as cookiecutter asks it; an empty line (or the end of stdin) takes the default.
-fn ask(
+pub(crate) fn ask(
     input: &mut impl BufRead,
     (number, total): (usize, usize),
     key: &str,
@@ -196,7 +196,7 @@ fn python_bool(value: bool) -> &'static str {
 
 /// python-slugify's default: lower case, runs of other characters than letters and digits
 /// become one `-`, none at either end.
-fn slugify(text: &str) -> String {
+pub(crate) fn slugify(text: &str) -> String {
     let mut slug = String::new();
     for c in text.to_lowercase().chars() {
         if c.is_alphanumeric() {

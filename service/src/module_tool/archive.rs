@@ -170,3 +170,74 @@ fn octal(field: &mut [u8], value: u64) {
     field[..digits].copy_from_slice(&text.as_bytes()[text.len() - digits..]);
     field[digits] = 0;
 }
+
+/// One regular file or directory of a tar file.
+pub struct TarEntry {
+    /// The path inside the archive, `/`-separated, relative.
+    pub path: String,
+    pub is_dir: bool,
+    pub data: Vec<u8>,
+}
+
+/// The files and directories of a gzipped tar file (ustar, with PAX `path` records and GNU long
+/// names, as setuptools and pip write them). Like Python's `tarfile` "data" filter, an absolute
+/// path or one that leaves the archive (`..`) is refused, and links and devices are skipped.
+pub fn read_tar_gz(bytes: &[u8]) -> std::io::Result<Vec<TarEntry>> {
+    use std::io::Read;
+    let mut tar = Vec::new();
+    flate2::read::GzDecoder::new(bytes).read_to_end(&mut tar)?;
+    let bad = |what: &str| std::io::Error::other(format!("not a tar file: {what}"));
+    let field = |header: &[u8], start: usize, len: usize| -> String {
+        let raw = &header[start..start + len];
+        let end = raw.iter().position(|b| *b == 0).unwrap_or(len);
+        String::from_utf8_lossy(&raw[..end]).into_owned()
+    };
+    let mut entries = Vec::new();
+    let mut offset = 0;
+    let mut long_name: Option<String> = None;
+    while offset + 512 <= tar.len() {
+        let header = &tar[offset..offset + 512];
+        if header.iter().all(|b| *b == 0) {
+            break;
+        }
+        let size = u64::from_str_radix(field(header, 124, 12).trim(), 8).map_err(|_| bad("a header's size"))?;
+        let size = usize::try_from(size).map_err(|_| bad("a header's size"))?;
+        let start = offset + 512;
+        let data = tar.get(start..start + size).ok_or_else(|| bad("truncated"))?;
+        offset = start + size.div_ceil(512) * 512;
+        let kind = header[156];
+        match kind {
+            b'x' => {
+                // PAX records: "LEN key=value\n".
+                let text = String::from_utf8_lossy(data);
+                long_name = text
+                    .split('\n')
+                    .filter_map(|record| record.split_once(' ').map(|(_, kv)| kv))
+                    .find_map(|kv| kv.strip_prefix("path="))
+                    .map(str::to_string)
+                    .or(long_name);
+                continue;
+            }
+            b'L' => {
+                long_name = Some(String::from_utf8_lossy(data).trim_end_matches('\0').to_string());
+                continue;
+            }
+            b'g' => continue,
+            _ => {}
+        }
+        let path = long_name.take().unwrap_or_else(|| {
+            let (prefix, name) = (field(header, 345, 155), field(header, 0, 100));
+            if prefix.is_empty() { name } else { format!("{prefix}/{name}") }
+        });
+        let path = path.trim_start_matches("./").trim_end_matches('/').to_string();
+        if path.starts_with('/') || path.split('/').any(|part| part == "..") {
+            return Err(std::io::Error::other(format!("{path}: a member outside of the archive")));
+        }
+        match kind {
+            b'0' | 0 | b'7' => entries.push(TarEntry { path, is_dir: false, data: data.to_vec() }),
+            b'5' => entries.push(TarEntry { path, is_dir: true, data: Vec::new() }),
+            _ => {}
+        }
+    }
+    Ok(entries)
+}

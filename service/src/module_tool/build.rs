@@ -421,9 +421,11 @@ impl Project {
             }
         }
         files.insert("PKG-INFO".into(), metadata.into_bytes());
-        // The release tree's setup.cfg has its build tag cleared, as setuptools' sdist writes it.
+        // The release tree's setup.cfg gets the build tag materialized (`tag_build` the tag,
+        // `dev0` or none, `tag_date = 0`), as setuptools' `egg_info.save_version_info` writes it.
         let mut cfg = self.cfg.clone();
-        cfg.set("egg_info", "tag_build", "");
+        let tag = cfg.get("egg_info", "tag_build").unwrap_or_default().to_string();
+        cfg.set("egg_info", "tag_build", &tag);
         cfg.set("egg_info", "tag_date", "0");
         files.insert("setup.cfg".into(), cfg.write().into_bytes());
 

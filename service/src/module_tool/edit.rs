@@ -6,7 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::requirement::{ModuleRequirement, PythonRequirement, canonical_name};
+use super::requirement::{
+    ModuleRequirement, PythonRequirement, canonical_name, requirements_txt_modules, yaml_requires,
+};
 use super::setup_cfg::SetupCfg;
 
 enum ModuleLike {
@@ -35,28 +37,6 @@ fn read(path: &Path) -> Result<String, String> {
 
 fn write(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
-}
-
-/// The `requires` list of a project.yml or module.yml.
-fn yaml_requires(path: &Path) -> Result<Vec<String>, String> {
-    let value: serde_norway::Value =
-        serde_norway::from_str(&read(path)?).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(value
-        .get("requires")
-        .and_then(|r| r.as_sequence())
-        .map(|s| s.iter().filter_map(|r| r.as_str().map(str::to_string)).collect())
-        .unwrap_or_default())
-}
-
-/// The module requirements among a requirements.txt's lines (`inmanta-module-*`).
-fn requirements_txt_modules(path: &Path) -> Vec<ModuleRequirement> {
-    let Ok(text) = std::fs::read_to_string(path) else { return Vec::new() };
-    text.lines()
-        .map(|l| l.split(" #").next().unwrap_or("").trim())
-        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('-'))
-        .filter_map(|l| PythonRequirement::parse(l).ok())
-        .filter_map(|r| ModuleRequirement::from_python(&r))
-        .collect()
 }
 
 /// Inmanta's `RequirementsTxtFile.set_requirement_and_write`: every line on the same package

@@ -1,11 +1,12 @@
 //! `inmanta module list` and `inmanta module status` on the modules our compiler loads for the
 //! project in the current directory, with Inmanta 20.1's output: list's table is texttable's
 //! (header, border, vertical lines, 80 columns at most, cells wrapped as `textwrap.wrap`), status
-//! runs `git status --porcelain` in each v1 module and skips v2 modules with Inmanta's warning.
+//! runs `git status --porcelain` in each v1 module and skips v2 modules with Inmanta's warning,
+//! push runs `git push` in each v1 module the same way, verify loads the project.
 
 use std::path::{Path, PathBuf};
 
-use super::requirement::{ModuleRequirement, PythonRequirement};
+use super::requirement::{ModuleRequirement, PythonRequirement, requirements_txt_modules, yaml_requires};
 
 struct Loaded {
     name: String,
@@ -32,8 +33,8 @@ impl Loaded {
     fn requires(&self) -> Vec<ModuleRequirement> {
         let Some(dir) = &self.dir else { return Vec::new() };
         if self.is_v1() {
-            let mut out = yaml_requires(&dir.join("module.yml"));
-            out.extend(requirements_txt(&dir.join("requirements.txt")));
+            let mut out = yaml_module_requires(&dir.join("module.yml"));
+            out.extend(requirements_txt_modules(&dir.join("requirements.txt")));
             return out;
         }
         // site-packages/inmanta_plugins/<name> -> site-packages/inmanta_module_<name>-*.dist-info
@@ -57,24 +58,9 @@ impl Loaded {
     }
 }
 
-fn yaml_requires(path: &Path) -> Vec<ModuleRequirement> {
-    let Ok(text) = std::fs::read_to_string(path) else { return Vec::new() };
-    let Ok(value) = serde_norway::from_str::<serde_norway::Value>(&text) else { return Vec::new() };
-    value
-        .get("requires")
-        .and_then(|r| r.as_sequence())
-        .map(|s| s.iter().filter_map(|r| r.as_str()).filter_map(|r| ModuleRequirement::parse(r).ok()).collect())
-        .unwrap_or_default()
-}
-
-fn requirements_txt(path: &Path) -> Vec<ModuleRequirement> {
-    let Ok(text) = std::fs::read_to_string(path) else { return Vec::new() };
-    text.lines()
-        .map(|l| l.split(" #").next().unwrap_or("").trim())
-        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('-'))
-        .filter_map(|l| PythonRequirement::parse(l).ok())
-        .filter_map(|r| ModuleRequirement::from_python(&r))
-        .collect()
+/// The module requirements of a project.yml or module.yml; none when it cannot be read.
+fn yaml_module_requires(path: &Path) -> Vec<ModuleRequirement> {
+    yaml_requires(path).unwrap_or_default().iter().filter_map(|r| ModuleRequirement::parse(r).ok()).collect()
 }
 
 fn loaded_modules(project_dir: &Path, python: Option<&Path>) -> Result<Vec<Loaded>, String> {
@@ -98,8 +84,8 @@ fn loaded_modules(project_dir: &Path, python: Option<&Path>) -> Result<Vec<Loade
 
 pub fn list(project_dir: &Path, python: Option<&Path>) -> Result<(), String> {
     let modules = loaded_modules(project_dir, python)?;
-    let mut specs: Vec<ModuleRequirement> = yaml_requires(&project_dir.join("project.yml"));
-    specs.extend(requirements_txt(&project_dir.join("requirements.txt")));
+    let mut specs: Vec<ModuleRequirement> = yaml_module_requires(&project_dir.join("project.yml"));
+    specs.extend(requirements_txt_modules(&project_dir.join("requirements.txt")));
     for module in &modules {
         specs.extend(module.requires());
     }
@@ -130,8 +116,8 @@ pub fn list(project_dir: &Path, python: Option<&Path>) -> Result<(), String> {
     Ok(())
 }
 
-pub fn status(project_dir: &Path, python: Option<&Path>) -> Result<(), String> {
-    for module in loaded_modules(project_dir, python)? {
+pub fn status(project_dir: &Path, module: Option<&str>, python: Option<&Path>) -> Result<(), String> {
+    for module in selected(project_dir, module, python)? {
         let Some(dir) = module.dir.as_ref().filter(|_| module.is_v1()) else {
             // Inmanta logs to stdout.
             println!(
@@ -146,19 +132,69 @@ pub fn status(project_dir: &Path, python: Option<&Path>) -> Result<(), String> {
             .output()
             .map_err(|e| format!("cannot run git: {e}"))?;
         if !output.status.success() {
-            eprintln!("Failed to get status of module {} ({})", module.name, dir.display());
+            println!("Failed to get status of module");
             continue;
         }
         let text = String::from_utf8_lossy(&output.stdout);
         let files: Vec<&str> = text.split('\n').filter(|l| !l.is_empty()).map(str::trim).collect();
-        if !files.is_empty() {
+        if files.is_empty() {
+            println!("Module {} ({}) has no changes", module.name, dir.display());
+        } else {
             println!("Module {} ({})", module.name, dir.display());
             for file in files {
                 println!("\t{file}");
             }
+            println!();
         }
     }
     Ok(())
+}
+
+/// The modules `inmanta module status|push` work on: `-m NAME` only, else every module the
+/// project loads.
+fn selected(project_dir: &Path, module: Option<&str>, python: Option<&Path>) -> Result<Vec<Loaded>, String> {
+    let mut modules = loaded_modules(project_dir, python)?;
+    if let Some(name) = module {
+        modules.retain(|m| m.name == name);
+        if modules.is_empty() {
+            return Err(format!("could not find module {name}: the project does not load it"));
+        }
+    }
+    Ok(modules)
+}
+
+/// `inmanta module push`: `git push --follow-tags --porcelain` in each v1 module, with Inmanta's
+/// lines (`NAME (PATH) ` then git's output and `done`, or `Cloud not push module NAME`, sic).
+pub fn push(project_dir: &Path, module: Option<&str>, python: Option<&Path>) -> Result<(), String> {
+    for module in selected(project_dir, module, python)? {
+        let Some(dir) = module.dir.as_ref().filter(|_| module.is_v1()) else {
+            println!(
+                "inmanta.moduletool       WARNING Skipping module {}: v2 modules do not support this operation.",
+                module.name
+            );
+            continue;
+        };
+        print!("{} ({}) ", module.name, dir.display());
+        let output = std::process::Command::new("git")
+            .args(["push", "--follow-tags", "--porcelain"])
+            .current_dir(dir)
+            .stderr(std::process::Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run git: {e}"))?;
+        if output.status.success() {
+            println!("{}", String::from_utf8_lossy(&output.stdout));
+            println!("done");
+        } else {
+            println!("Cloud not push module {}", module.name);
+        }
+        println!();
+    }
+    Ok(())
+}
+
+/// `inmanta module verify`: the project loads (every module it imports found and accepted).
+pub fn verify(project_dir: &Path, python: Option<&Path>) -> Result<(), String> {
+    loaded_modules(project_dir, python).map(|_| ())
 }
 
 /// `textwrap.wrap(text, width)`: words filled greedily, a word longer than the width broken.

@@ -1,13 +1,16 @@
-//! Inmanta 20.1's module commands (`inmanta module ...`), made here without Python: `build`
-//! (the wheel and sdist setuptools makes of a v2 module, [`build`]), `add` (setup.cfg,
+//! Inmanta 20.1's module commands (`inmanta module ...`), made here without Inmanta's Python:
+//! `build` (the wheel and sdist setuptools makes of a v2 module, [`build`]), `add` (setup.cfg,
 //! requirements.txt as Inmanta rewrites them), `release` (git commits and tags, version bumps,
-//! CHANGELOG.md), `list` and `status` (on the modules our compiler loads), `install` (Inmanta's
-//! refusal). The names, options and outputs are Inmanta's
-//! (`inmanta/moduletool.py`); what Inmanta's tool does that is not here (push, verify, v1tov2,
-//! download, create, freeze) is still handed to Inmanta's CLI by the caller.
+//! CHANGELOG.md), `list`, `status`, `push` and `verify` (on the modules our compiler loads),
+//! `install` (Inmanta's refusal), `create` (from a template built in), `freeze` (v1 modules),
+//! `v1tov2`, `download` (pip fetches the sdist; [`download`] unpacks it). The names, options and
+//! outputs are Inmanta's (`inmanta/moduletool.py`).
 
 mod archive;
 pub mod build;
+mod convert;
+mod create;
+pub mod download;
 mod edit;
 pub mod freeze;
 mod listing;
@@ -27,6 +30,10 @@ pub struct ModuleArgs {
     /// Module to apply this command to
     #[arg(short, long)]
     pub module: Option<String>,
+    /// Log level for messages going to the console (accepted as Inmanta's; this tool logs only
+    /// warnings).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
     #[command(subcommand)]
     pub command: ModuleCommand,
 }
@@ -49,6 +56,48 @@ pub enum ModuleCommand {
     List,
     /// Run a git status on all modules and report
     Status,
+    /// Run a git push on all modules and report
+    Push,
+    /// Verify dependencies and frozen module versions
+    Verify,
+    /// Create a new module
+    Create {
+        /// The name of the module
+        name: String,
+        /// Create a v1 module. By default a v2 module is created.
+        #[arg(long)]
+        v1: bool,
+    },
+    /// Freeze all version numbers in module.yml. This command is only supported on v1 modules.
+    /// On v2 modules use the pip freeze command instead.
+    Freeze {
+        /// File in which to put the new module.yml, default is the existing module.yml. Use - to
+        /// write to stdout.
+        #[arg(short, long)]
+        outfile: Option<String>,
+        /// Freeze dependencies recursively. If not set, freeze_recursive option in module.yml is
+        /// used, which defaults to False
+        #[arg(short, long)]
+        recursive: bool,
+        /// Comparison operator used to freeze versions, If not set, the freeze_operator option in
+        /// module.yml is used which defaults to ~=
+        #[arg(long, value_parser = ["==", "~=", ">="])]
+        operator: Option<String>,
+    },
+    /// Convert a V1 module to a V2 module in place
+    V1tov2,
+    /// Download the source distribution of an Inmanta module from a Python package repository,
+    /// extract it and convert it to its source format.
+    Download {
+        /// The name of the module, optionally with a version constraint.
+        module_req: String,
+        /// Install the downloaded module in editable mode into the active Python environment.
+        #[arg(long)]
+        install: bool,
+        /// Download the module in this directory instead of the current working directory.
+        #[arg(short, long)]
+        directory: Option<PathBuf>,
+    },
     /// This command is no longer supported.
     Install {
         /// Install in editable mode.
@@ -110,9 +159,6 @@ pub enum ModuleCommand {
     },
 }
 
-/// The module subcommands this binary runs itself; the others go to Inmanta's CLI.
-pub const NATIVE: &[&str] = &["add", "install", "build", "release", "list", "status"];
-
 /// Runs `inmanta module ARGS` (ARGS without `module`); `python` is `[compiler] python`.
 pub fn run(args: &[String], python: Option<&std::path::Path>) -> std::process::ExitCode {
     let parsed =
@@ -123,10 +169,27 @@ pub fn run(args: &[String], python: Option<&std::path::Path>) -> std::process::E
                 return std::process::ExitCode::from(if e.use_stderr() { 2 } else { 0 });
             }
         };
+    let here = std::env::current_dir().unwrap_or_default();
+    let module = parsed.module.as_deref();
     let result = match parsed.command {
         ModuleCommand::Add { module_req, v2: _, r#override } => edit::add(&module_req, r#override, python),
         ModuleCommand::List => listing::list(Path::new("."), python),
-        ModuleCommand::Status => listing::status(Path::new("."), python),
+        ModuleCommand::Status => listing::status(Path::new("."), module, python),
+        ModuleCommand::Push => listing::push(Path::new("."), module, python),
+        ModuleCommand::Verify => listing::verify(Path::new("."), python),
+        ModuleCommand::Create { name, v1 } => create::create(&here, &name, v1),
+        ModuleCommand::Freeze { outfile, recursive, operator } => freeze::freeze_module(&freeze::ModuleFreezeRequest {
+            dir: &here,
+            module,
+            outfile: outfile.as_deref(),
+            recursive: recursive.then_some(true),
+            operator: operator.as_deref(),
+            python,
+        }),
+        ModuleCommand::V1tov2 => return v1tov2_command(&here, module),
+        ModuleCommand::Download { module_req, install, directory } => {
+            download::download_module(&here, &module_req, install, directory.as_deref(), python)
+        }
         ModuleCommand::Install { .. } => Err(
             "The 'inmanta module install' command is no longer supported. For editable mode installation, use 'pip \
              install -e .'. For a regular installation, first run 'inmanta module build' and then 'pip install \
@@ -150,6 +213,24 @@ pub fn run(args: &[String], python: Option<&std::path::Path>) -> std::process::E
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(message) => {
+            eprintln!("{message}");
+            std::process::ExitCode::from(1)
+        }
+    }
+}
+
+/// `inmanta module v1tov2`: exit 5 for a module that is v2 already, as Inmanta's
+/// `ModuleVersionException`.
+fn v1tov2_command(dir: &Path, module: Option<&str>) -> std::process::ExitCode {
+    let result =
+        convert::module_dir(dir, module).map_err(convert::ConvertError::Refused).and_then(|d| convert::v1tov2(&d));
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(convert::ConvertError::WrongGeneration(message)) => {
+            eprintln!("{message}");
+            std::process::ExitCode::from(convert::WRONG_GENERATION_EXIT)
+        }
+        Err(convert::ConvertError::Refused(message)) => {
             eprintln!("{message}");
             std::process::ExitCode::from(1)
         }

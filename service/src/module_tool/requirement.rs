@@ -3,6 +3,7 @@
 //! and a module requirement (`std ~= 8.6`) with its Python package (`inmanta-module-std~=8.6`).
 
 use std::fmt;
+use std::path::Path;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct PythonRequirement {
@@ -159,6 +160,41 @@ impl fmt::Display for ModuleRequirement {
         requirement.name.clone_from(&self.name);
         requirement.fmt(f)
     }
+}
+
+/// The requirement lines of a requirements.txt as pip reads them: comments (`#` at the start or
+/// after a space), blank lines and options (`-r`, `-c`, `--index-url`) left out; none when the
+/// file is missing.
+pub fn requirements_txt_lines(path: &Path) -> Vec<String> {
+    let Ok(text) = std::fs::read_to_string(path) else { return Vec::new() };
+    text.lines()
+        .map(|l| l.split(" #").next().unwrap_or("").trim())
+        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('-'))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The module requirements (`inmanta-module-*`) among a requirements.txt's lines.
+pub fn requirements_txt_modules(path: &Path) -> Vec<ModuleRequirement> {
+    requirements_txt_lines(path)
+        .iter()
+        .filter_map(|l| PythonRequirement::parse(l).ok())
+        .filter_map(|r| ModuleRequirement::from_python(&r))
+        .collect()
+}
+
+/// The `requires` list of a project.yml or module.yml, as written (a single string counts as a
+/// list of one, as Inmanta reads it).
+pub fn yaml_requires(path: &Path) -> Result<Vec<String>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let value: serde_norway::Value = serde_norway::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(match value.get("requires") {
+        Some(serde_norway::Value::Sequence(items)) => {
+            items.iter().filter_map(|r| r.as_str().map(str::to_string)).collect()
+        }
+        Some(serde_norway::Value::String(one)) => vec![one.clone()],
+        _ => Vec::new(),
+    })
 }
 
 #[cfg(test)]
