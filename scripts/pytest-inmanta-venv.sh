@@ -7,11 +7,20 @@
 # packaging/pytest-inmanta-rs is not installed here: tests load it with PYTHONPATH and `-p`.
 # pytest stays below 9: pytest-inmanta 4.0.0 declares --install_mode and --install-mode with one
 # destination, which pytest 9 refuses.
+#
+# With a module's package (`pytest-inmanta-venv.sh inmanta-module-files==2.11.1`): a venv of its
+# own where that module's source tree is installed editable (`pip install -e .`, as
+# pytest-inmanta asks of the module under test) with its dependencies, and a second line: that
+# source tree, laid out again from the module's source distribution (an sdist that
+# `inmanta module build` made has model/, files/, templates/ and setup.cfg inside
+# inmanta_plugins/<name>/; the source tree has them at its top), its own tests/ included.
 set -eu
 REQUIREMENTS="inmanta-core==20.1.0 pytest-inmanta==4.0.0 pytest==8.4.2 inmanta-module-std==8.7.5 inmanta-module-fs==1.2.0 inmanta-module-mitogen==0.2.5"
+MODULE="${1:-}"
 ROOT="${INMANTA_PYTEST_VENV_ROOT:-$HOME/.cache/inmanta/pytest-inmanta}"
-KEY=$(printf '%s' "$REQUIREMENTS" | sha1sum | cut -c1-12)
+KEY=$(printf '%s' "$REQUIREMENTS${MODULE:+ $MODULE}" | sha1sum | cut -c1-12)
 VENV="$ROOT/venv-$KEY"
+SOURCE="$ROOT/source-$KEY"
 mkdir -p "$ROOT"
 exec 9>"$ROOT/.lock"
 flock 9
@@ -30,9 +39,40 @@ if [ ! -e "$VENV/.complete" ]; then
         echo "no Python 3.13 found: set INMANTA_TEST_PYTHON" >&2
         exit 1
     fi
-    rm -rf "$VENV"
+    rm -rf "$VENV" "$SOURCE"
     "$PYTHON" -m venv "$VENV" >&2
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check $REQUIREMENTS >&2
+    PIP="$VENV/bin/pip --quiet --disable-pip-version-check"
+    EDITABLE=""
+    if [ -n "$MODULE" ]; then
+        mkdir -p "$SOURCE/sdist"
+        $PIP download --no-deps --no-binary :all: -d "$SOURCE/sdist" "$MODULE" >&2
+        "$VENV/bin/python" - "$SOURCE/sdist" "$SOURCE/tree" <<'PY'
+import os, shutil, sys, tarfile
+sdists, tree = sys.argv[1:3]
+(archive,) = [f for f in os.listdir(sdists) if f.endswith(".tar.gz")]
+with tarfile.open(os.path.join(sdists, archive)) as t:
+    t.extractall(sdists, filter="data")
+(top,) = [d for d in os.listdir(sdists) if os.path.isdir(os.path.join(sdists, d))]
+shutil.move(os.path.join(sdists, top), tree)
+(name,) = [d for d in os.listdir(os.path.join(tree, "inmanta_plugins"))]
+inner = os.path.join(tree, "inmanta_plugins", name)
+for part in ("model", "files", "templates", "setup.cfg"):
+    if os.path.exists(os.path.join(inner, part)):
+        if os.path.isfile(os.path.join(tree, part)):
+            os.remove(os.path.join(tree, part))
+        shutil.move(os.path.join(inner, part), os.path.join(tree, part))
+for made in os.listdir(tree):
+    if made.endswith(".egg-info") or made == "PKG-INFO":
+        path = os.path.join(tree, made)
+        shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+PY
+        EDITABLE="-e $SOURCE/tree"
+    fi
+    # shellcheck disable=SC2086
+    $PIP install $REQUIREMENTS $EDITABLE >&2
     touch "$VENV/.complete"
 fi
 echo "$VENV/bin/python"
+if [ -n "$MODULE" ]; then
+    echo "$SOURCE/tree"
+fi

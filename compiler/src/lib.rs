@@ -402,7 +402,8 @@ fn compile_inner(
 ) -> Result<CompileOutput, Diagnostics> {
     let PythonSetting { env: python_env, project_dir } = python;
     let t0 = std::time::Instant::now();
-    let mut loader = project::Loader::new(search);
+    let editable = python_env.as_ref().map(|env| env.editable_modules.clone()).unwrap_or_default();
+    let mut loader = project::Loader::new(search).with_editable(editable);
     loader.overlay = options.overlay.clone();
     let loaded = loader.load(main, text);
     let parse_time = t0.elapsed();

@@ -49,6 +49,8 @@ pub(crate) struct Loader {
     pub warnings: Vec<Diagnostic>,
     pub module_dirs: HashMap<String, PathBuf>,
     search: Vec<PathBuf>,
+    /// Modules installed in editable mode: name and source directory, after the search path.
+    editable: Vec<(String, PathBuf)>,
     next_id: u32,
 }
 
@@ -62,8 +64,22 @@ impl Loader {
             module_dirs: HashMap::new(),
             overlay: SourceOverlay::default(),
             search,
+            editable: Vec::new(),
             next_id: 0,
         }
+    }
+
+    /// Also finds the modules installed in editable mode (name, source directory).
+    pub(crate) fn with_editable(mut self, editable: Vec<(String, PathBuf)>) -> Self {
+        self.editable = editable;
+        self
+    }
+
+    /// Where module `top` may be, in the order they are tried: `<dir>/<top>` of each directory
+    /// of the search path, then its editable install.
+    fn candidates(&self, top: &str) -> Vec<PathBuf> {
+        let editable = self.editable.iter().filter(|(name, _)| name == top).map(|(_, root)| root.clone());
+        self.search.iter().map(|dir| dir.join(top)).chain(editable).collect()
     }
 
     fn parse_into(&mut self, ns: &str, path: PathBuf, text: String, builtin: bool) {
@@ -135,9 +151,9 @@ impl Loader {
     }
 
     /// Whether a copy of module `top` is on the module path (the project's `libs/` and
-    /// `modulepath`, or the Python environment's `inmanta_plugins`).
+    /// `modulepath`, or the Python environment's `inmanta_plugins` and editable installs).
     fn is_installed(&self, top: &str) -> bool {
-        self.search.iter().any(|dir| dir.join(top).join("model").join("_init.cf").is_file())
+        self.candidates(top).iter().any(|mdir| mdir.join("model").join("_init.cf").is_file())
     }
 
     fn load_ns(&mut self, ns: &str, span: Option<Span>) {
@@ -159,8 +175,7 @@ impl Loader {
             return;
         }
         let mut searched = Vec::new();
-        for dir in self.search.clone() {
-            let mdir = dir.join(top);
+        for mdir in self.candidates(top) {
             searched.push(mdir.display().to_string());
             let model = mdir.join("model");
             if !model.join("_init.cf").is_file() {

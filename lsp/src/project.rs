@@ -59,18 +59,20 @@ impl Project {
         if let Ok(text) = std::fs::read_to_string(&main) {
             p.files.push(Source::new(main, "__config__".into(), text));
         }
-        for dir in search_path(root) {
+        let (search, editable) = search_path(root);
+        let mut found: Vec<(String, PathBuf)> = Vec::new();
+        for dir in search {
             let Ok(entries) = std::fs::read_dir(&dir) else { continue };
             let mut modules: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
             modules.sort();
-            for m in modules {
-                let Some(name) = m.file_name().and_then(|n| n.to_str()).map(str::to_string) else { continue };
-                if p.module_dirs.contains_key(&name) || !m.join("model").join("_init.cf").is_file() {
-                    continue;
-                }
-                p.add_module(&name, &m);
-                p.module_dirs.insert(name, m);
+            found.extend(modules.into_iter().filter_map(|m| Some((m.file_name()?.to_str()?.to_string(), m))));
+        }
+        for (name, m) in found.into_iter().chain(editable) {
+            if p.module_dirs.contains_key(&name) || !m.join("model").join("_init.cf").is_file() {
+                continue;
             }
+            p.add_module(&name, &m);
+            p.module_dirs.insert(name, m);
         }
         for module in compiler::BUILTIN_MODULES {
             if !p.module_dirs.contains_key(*module) {
@@ -368,14 +370,17 @@ fn namespace_in_module(name: &str, model: &Path, path: &Path) -> Option<String> 
     Some(std::iter::once(name.to_string()).chain(segs).collect::<Vec<_>>().join("::"))
 }
 
-/// The directories a compile of the project in `root` looks for modules in, in its order.
-fn search_path(root: &Path) -> Vec<PathBuf> {
+/// The directories a compile of the project in `root` looks for modules in, in its order, and
+/// the modules installed in editable mode (name, source directory), tried after them.
+fn search_path(root: &Path) -> (Vec<PathBuf>, Vec<(String, PathBuf)>) {
     let mut out: Vec<PathBuf> = match compiler::read_project_metadata(root) {
         Ok(meta) => meta.module_path().into_iter().map(|m| root.join(m)).collect(),
         Err(_) => vec![root.join(compiler::project_yml::LIBS)],
     };
+    let mut editable = Vec::new();
     if let Ok(Some(env)) = compiler::python::env::discover(root, None) {
         out.extend(env.module_dirs());
+        editable = env.editable_modules;
     }
-    out
+    (out, editable)
 }

@@ -27,8 +27,12 @@ pub const MIN_VERSION: (u32, u32) = (3, 12);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PythonEnv {
     pub python: PathBuf,
-    /// `site-packages` directories (the `inmanta_plugins/` of v2 modules is inside).
+    /// `site-packages` directories (the `inmanta_plugins/` of v2 modules is inside), and those
+    /// their `.pth` files add with `site.addsitedir` (a venv inheriting another's packages).
     pub site_packages: Vec<PathBuf>,
+    /// Modules installed in editable mode (`pip install -e .`): name and source directory (the
+    /// one with `model/` and `setup.cfg`), reached through a `.pth` file as Python reaches them.
+    pub editable_modules: Vec<(String, PathBuf)>,
     /// Where the interpreter was named (for messages).
     pub origin: Origin,
 }
@@ -120,7 +124,7 @@ pub fn from_interpreter(python: &Path, origin: Origin) -> Result<PythonEnv, EnvE
     if let Some(root) = venv_root(python) {
         let site = venv_site_packages(&root);
         if !site.is_empty() {
-            return Ok(PythonEnv { python: python.to_path_buf(), site_packages: site, origin });
+            return Ok(PythonEnv::new(python, site, origin));
         }
     }
     let out = Command::new(python)
@@ -132,7 +136,7 @@ pub fn from_interpreter(python: &Path, origin: Origin) -> Result<PythonEnv, EnvE
     }
     let site_packages =
         String::from_utf8_lossy(&out.stdout).lines().filter(|l| !l.is_empty()).map(PathBuf::from).collect();
-    Ok(PythonEnv { python: python.to_path_buf(), site_packages, origin })
+    Ok(PythonEnv::new(python, site_packages, origin))
 }
 
 /// The root of the virtual environment an interpreter belongs to (`<root>/bin/python`, with a
@@ -156,10 +160,58 @@ fn venv_site_packages(root: &Path) -> Vec<PathBuf> {
 }
 
 impl PythonEnv {
+    /// The environment of `python` whose site directories are `site`, with what their `.pth`
+    /// files add.
+    fn new(python: &Path, mut site: Vec<PathBuf>, origin: Origin) -> PythonEnv {
+        let added = super::pth::read(&site);
+        site.extend(added.site_dirs);
+        let installed: Vec<PathBuf> = site.iter().map(|s| s.join(PLUGINS_PACKAGE)).collect();
+        let mut packages: Vec<(String, PathBuf)> = Vec::new();
+        for portion in added.plugin_portions.iter().filter(|p| !installed.contains(p)) {
+            let mut children: Vec<(String, PathBuf)> = std::fs::read_dir(portion)
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e.ok())
+                .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+                .collect();
+            children.sort();
+            packages.extend(children);
+        }
+        packages.extend(added.plugin_packages);
+        let mut editable_modules: Vec<(String, PathBuf)> = Vec::new();
+        for (name, package) in packages {
+            if let Some(root) = module_root(&package)
+                && !editable_modules.iter().any(|(n, _)| *n == name)
+            {
+                editable_modules.push((name, root));
+            }
+        }
+        PythonEnv { python: python.to_path_buf(), site_packages: site, editable_modules, origin }
+    }
+
     /// The directories v2 modules are installed in (`site-packages/inmanta_plugins`).
     pub fn module_dirs(&self) -> Vec<PathBuf> {
-        self.site_packages.iter().map(|s| s.join("inmanta_plugins")).filter(|p| p.is_dir()).collect()
+        self.site_packages.iter().map(|s| s.join(PLUGINS_PACKAGE)).filter(|p| p.is_dir()).collect()
     }
+}
+
+/// The Python package v2 modules are installed in.
+const PLUGINS_PACKAGE: &str = "inmanta_plugins";
+
+/// The module whose Python package is `package` (`inmanta_plugins/<name>/`), as Inmanta finds
+/// it: the package itself when it holds `setup.cfg` (an installed wheel, `model/` inside), else
+/// the source tree two levels up when that holds `setup.cfg` (an editable install). Symbolic
+/// links are resolved first: the model files are beside the real package, not the link.
+fn module_root(package: &Path) -> Option<PathBuf> {
+    let package = std::fs::canonicalize(package).ok()?;
+    if !package.join("__init__.py").is_file() {
+        return None;
+    }
+    if package.join("setup.cfg").is_file() {
+        return Some(package);
+    }
+    let root = package.parent()?.parent()?;
+    root.join("setup.cfg").is_file().then(|| root.to_path_buf())
 }
 
 /// The interpreter's `major.minor`, by running it.

@@ -11,6 +11,7 @@ pub(crate) mod bridge;
 mod dataclasses;
 pub mod env;
 mod package;
+mod pth;
 mod signatures;
 
 pub(crate) use dataclasses::pair_dataclasses;
@@ -45,7 +46,10 @@ pub(crate) fn python_modules(module_dirs: &HashMap<String, PathBuf>) -> Vec<Pyth
         .filter_map(|(name, dir)| {
             if dir.join("plugins").join("__init__.py").is_file() {
                 Some(PythonModule { name: name.clone(), dir: dir.clone(), v1: true })
-            } else if dir.join("__init__.py").is_file() {
+            } else if dir.join("__init__.py").is_file()
+                || dir.join("inmanta_plugins").join(name).join("__init__.py").is_file()
+            {
+                // an installed package, or the source tree of an editable install
                 Some(PythonModule { name: name.clone(), dir: dir.clone(), v1: false })
             } else {
                 None

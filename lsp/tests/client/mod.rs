@@ -46,7 +46,18 @@ fn read_message(reader: &mut impl BufRead) -> Option<Value> {
 
 impl Client {
     /// Starts `command` and does the `initialize` handshake with `root` as the workspace.
-    pub fn start(mut command: Command, root: &Path) -> (Client, Value) {
+    pub fn start(command: Command, root: &Path) -> (Client, Value) {
+        let params = json!({
+            "processId": std::process::id(),
+            "rootUri": file_uri(root),
+            "capabilities": {"textDocument": {"publishDiagnostics": {}}},
+            "workspaceFolders": [{"uri": file_uri(root), "name": "project"}],
+        });
+        Client::start_with(command, params)
+    }
+
+    /// Starts `command` and does the `initialize` handshake with these parameters.
+    pub fn start_with(mut command: Command, params: Value) -> (Client, Value) {
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -65,15 +76,7 @@ impl Client {
             }
         });
         let mut client = Client { child, stdin, messages, next_id: 0, pending: Vec::new() };
-        let init = client.request(
-            "initialize",
-            json!({
-                "processId": std::process::id(),
-                "rootUri": file_uri(root),
-                "capabilities": {"textDocument": {"publishDiagnostics": {}}},
-                "workspaceFolders": [{"uri": file_uri(root), "name": "project"}],
-            }),
-        );
+        let init = client.request("initialize", params);
         client.notify("initialized", json!({}));
         (client, init)
     }

@@ -8,7 +8,9 @@ handlers, ``deploy_resource`` and ``dryrun_resource`` work as before), but the m
 and exported by ``inmanta export -j`` of the Rust binary (``--inmanta-binary`` or
 ``INMANTA_RS_BINARY``, else ``inmanta`` on PATH), with the test venv's Python for the plugins.
 The resources (``get_resource``, ``get_one_resource``, ``resources``), the files they refer to
-(the blobs the handlers read), ``get_stdout`` and ``get_stderr`` come from that compile; a model
+(the blobs the handlers read), ``get_stdout`` and ``get_stderr`` come from that compile (each
+resource's model type from the instance dump); ``add_fact`` facts reach std's ``getfact`` as they
+do in Inmanta's compile (``INMANTA_COMPILER_FACTS``, read by the compiler's Python side); a model
 error raises ``inmanta.ast.CompilerException`` with our compiler's message. ``get_instances``
 answers from the compile's instance dump (``--json-instances``): read-only objects whose
 attributes are the instance's values (lists, dicts, strings, numbers, ``None`` for null,
@@ -138,6 +140,30 @@ def _get_instances(self: typing.Any, fortype: str = "std::Entity") -> list:
     ]
 
 
+def _model_type(resource: typing.Any, dump: list) -> str:
+    """The entity of the model instance a resource was exported from (``Resource.is_type`` and
+    so ``get_resource`` compare it, not the resource's own type, a supertype when the model
+    extends a resource entity): the instance of that type whose identifying attribute has the
+    resource id's value, or the only instance of that type."""
+    import inmanta.resources
+
+    entity_type = resource.id.entity_type
+    candidates = [i for i in dump if i["entity"] == entity_type or entity_type in i["ancestors"]]
+    try:
+        _, options = inmanta.resources.resource.get_class(entity_type)
+        id_attribute = options["name"]
+    except Exception:
+        id_attribute = None
+    matching = [
+        i for i in candidates if id_attribute and str(i["attributes"].get(id_attribute)) == resource.id.attribute_value
+    ]
+    if len(matching) == 1:
+        return matching[0]["entity"]
+    if len(candidates) == 1:
+        return candidates[0]["entity"]
+    return entity_type
+
+
 def _compile_with(binary: str) -> typing.Callable[..., None]:
     def compile(
         self: typing.Any,
@@ -164,6 +190,11 @@ def _compile_with(binary: str) -> typing.Callable[..., None]:
             instances = os.path.join(work, "instances.json")
             env = {k: v for k, v in os.environ.items() if not k.startswith("INMANTA_CONFIG")}
             env["INMANTA_COMPILER_PYTHON"] = python
+            # project.add_fact: what pytest-inmanta hands Inmanta's compiler as refs={"facts": ...}
+            facts = os.path.join(work, "facts.json")
+            with open(facts, "w", encoding="utf-8") as fh:
+                json.dump(dict(self._facts), fh)
+            env["INMANTA_COMPILER_FACTS"] = facts
             process = subprocess.run(
                 [binary, "export", "-j", out, "--json-files", files, "--json-instances", instances],
                 cwd=self._test_project_dir,
@@ -192,7 +223,7 @@ def _compile_with(binary: str) -> typing.Callable[..., None]:
         for wire in exported:
             resource = inmanta.resources.Resource.deserialize(wire)
             # pytest-inmanta finds a resource's type through its model instance.
-            resource.model = _ModelOf(resource.id.entity_type)
+            resource.model = _ModelOf(_model_type(resource, self._rs_instances))
             resources[resource.id] = resource
         self._root_scope = None
         self.types = None

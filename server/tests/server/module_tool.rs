@@ -373,6 +373,104 @@ fn pytest_venv() -> Option<PathBuf> {
     test_support::require("the pytest-inmanta venv (scripts/pytest-inmanta-venv.sh)", found)
 }
 
+/// The Python of a pytest-inmanta venv where `package`'s source tree (laid out again from its
+/// sdist) is installed editable, and that tree; None after reporting it missing.
+fn module_suite_venv(package: &str) -> Option<(PathBuf, PathBuf)> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/pytest-inmanta-venv.sh");
+    let output = Command::new(script).arg(package).output().expect("run scripts/pytest-inmanta-venv.sh");
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let found = match text.lines().collect::<Vec<_>>()[..] {
+        [python, tree] if output.status.success() => Ok((PathBuf::from(python), PathBuf::from(tree))),
+        _ => Err(String::from_utf8_lossy(&output.stderr).into_owned()),
+    };
+    test_support::require(&format!("the pytest-inmanta venv of {package} (scripts/pytest-inmanta-venv.sh)"), found)
+}
+
+/// Runs a module's own test suite (its tests/, in its source tree) with pytest-inmanta and each
+/// compiler; returns, per compiler, the tests that passed and those that did not.
+fn run_module_suite(package: &str, deselected: &[&str]) -> Option<Vec<(Vec<String>, Vec<String>)>> {
+    let (python, tree) = module_suite_venv(package)?;
+    let plugin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/pytest-inmanta-rs");
+    let path = std::env::join_paths([plugin.clone(), plugin.join("tests/harness")]).unwrap();
+    let mut results = Vec::new();
+    for compiler in ["inmanta", "rs"] {
+        let mut command = Command::new(&python);
+        command
+            .args(["-m", "pytest", "-p", "pytest_inmanta_rs", "-p", "no_login_session", "-p", "no:cacheprovider"])
+            .args(["-q", "-rA", "tests", "--inmanta-compiler", compiler, "--inmanta-binary", BIN])
+            .env("PYTHONPATH", &path);
+        for test in deselected {
+            command.args(["--deselect", test]);
+        }
+        let (_, out, err) = run(&mut command, &tree);
+        let outcome = |word: &str| -> Vec<String> {
+            let mut found: Vec<String> = out
+                .lines()
+                .filter_map(|l| l.strip_prefix(word))
+                .map(|l| l.split(" - ").next().unwrap_or(l).trim().to_string())
+                .collect();
+            found.sort();
+            found
+        };
+        let passed = outcome("PASSED ");
+        let mut failed = outcome("FAILED ");
+        failed.extend(outcome("ERROR "));
+        assert!(!passed.is_empty(), "{package} with --inmanta-compiler {compiler}: no test passed:\n{out}\n{err}");
+        results.push((passed, failed));
+    }
+    Some(results)
+}
+
+#[test]
+fn the_files_module_suite_passes_with_our_compiler_as_with_inmanta() {
+    // test_references::test_deploy takes the `server` fixture of Inmanta's own test suite (a real
+    // Inmanta server and PostgreSQL), which pytest-inmanta does not have: an error with both.
+    let deselected = ["tests/test_references.py::test_deploy"];
+    let Some(results) = run_module_suite("inmanta-module-files==2.11.1", &deselected) else { return };
+    let (inmanta, ours) = (&results[0], &results[1]);
+    assert!(inmanta.1.is_empty(), "with Inmanta's compiler every test passes: {:?}", inmanta.1);
+    assert_eq!(inmanta.0.len(), 45, "{:?}", inmanta.0);
+    // Not yet with ours (docs/module-testing.md says why): a reference from get_instances is its
+    // `<reference id>` text, not the Reference object; tests that patch or read the compile's
+    // Python state in the test's own process (jinja2.Template.render, upload._snapshots, the
+    // exporter's _file_store); the module's Python functions called on get_instances' instances
+    // (they read Inmanta's proxies); a plugin returning a reference inside a list of dicts.
+    let not_yet = [
+        "tests/test_example.py::test_jinja",
+        "tests/test_file_upload.py::test_content_frozen_at_serialization",
+        "tests/test_file_upload.py::test_state_reset_between_compiles",
+        "tests/test_file_upload.py::test_upload_deduplication",
+        "tests/test_jinja.py::test_basics",
+        "tests/test_jinja.py::test_one_pass_unset_discovery",
+        "tests/test_jinja.py::test_raw_value_escaping",
+        "tests/test_json_serialized_entity.py::test_merge",
+        "tests/test_json_serialized_entity.py::test_reference_in_dict_attribute",
+        "tests/test_json_serialized_entity.py::test_reference_scalar_attribute",
+        "tests/test_json_serialized_entity.py::test_remove",
+        "tests/test_json_serialized_entity.py::test_replace",
+    ];
+    assert_eq!(ours.1, not_yet, "the tests that fail with our compiler");
+    let expected: Vec<&String> = inmanta.0.iter().filter(|t| !not_yet.contains(&t.as_str())).collect();
+    assert_eq!(ours.0.iter().collect::<Vec<_>>(), expected, "the tests that pass with our compiler");
+}
+
+#[test]
+fn the_podman_module_suite_passes_with_our_compiler_as_with_inmanta() {
+    // These run podman itself and pull images from a registry: neither is on this machine or CI.
+    let deselected = [
+        "tests/test_image_from_registry.py::test_pull_timeout",
+        "tests/test_image_from_registry.py::test_deploy",
+        "tests/test_image_from_source.py::test_build_timeout",
+        "tests/test_image_from_source.py::test_deploy",
+        "tests/test_network.py::test_deploy",
+    ];
+    let Some(results) = run_module_suite("inmanta-module-podman==1.13.4", &deselected) else { return };
+    let (inmanta, ours) = (&results[0], &results[1]);
+    assert!(inmanta.1.is_empty(), "with Inmanta's compiler every test passes: {:?}", inmanta.1);
+    assert_eq!(inmanta.0.len(), 30, "{:?}", inmanta.0);
+    assert_eq!(ours, inmanta, "the same tests pass with our compiler");
+}
+
 /// pytest's closing line (`6 passed in 3.21s`), without the time.
 fn pytest_summary(out: &str) -> String {
     let last = out

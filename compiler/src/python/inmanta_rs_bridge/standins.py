@@ -49,6 +49,11 @@ class BridgeContext:
     def run_sync(self, function, timeout=5):
         self._unsupported("run_sync")
 
+    @property
+    def compiler(self):
+        # read as an attribute too: std's getfact looks for pytest-inmanta's facts in its `refs`
+        return self.get_compiler()
+
     def get_compiler(self):
         return CompilerStandIn(self._bridge)
 
@@ -62,12 +67,35 @@ class CompilerStandIn:
 
     def __init__(self, bridge):
         self._bridge = bridge
+        # what inmanta-core's do_compile(refs=...) was given: pytest-inmanta's `facts`
+        # (project.add_fact), handed to our compile in the file FACTS_VARIABLE names
+        self.refs = compile_refs()
 
     def get_plugins(self):
         plugins = {name: PluginStandIn(p) for name, p in self._bridge.plugins.items()}
         for name in self._bridge.native_plugins():
             plugins[name] = NativePluginStandIn(name)
         return plugins
+
+
+# A JSON file of facts by resource id, then name: what pytest-inmanta's compile passes to
+# inmanta-core's compiler as refs={"facts": ...} (packaging/pytest-inmanta-rs sets it).
+FACTS_VARIABLE = "INMANTA_COMPILER_FACTS"
+
+_refs = None
+
+
+def compile_refs():
+    global _refs
+    if _refs is None:
+        _refs = {}
+        path = os.environ.get(FACTS_VARIABLE)
+        if path:
+            import json
+
+            with open(path, encoding="utf-8") as fh:
+                _refs["facts"] = json.load(fh)
+    return _refs
 
 
 class NativePluginStandIn:
