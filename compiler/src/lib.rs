@@ -665,7 +665,8 @@ fn start_python(
     project_dir: &Path,
     options: &CompileOptions,
 ) -> Result<Option<python::PythonSide>, Diagnostics> {
-    let modules = python::python_modules(module_dirs);
+    let editable = env.map(|env| env.editable_modules.as_slice()).unwrap_or_default();
+    let modules = python::python_modules(module_dirs, editable);
     if modules.is_empty() {
         return Ok(None);
     }

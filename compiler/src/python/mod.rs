@@ -39,15 +39,21 @@ pub(crate) struct PythonModule {
     pub v1: bool,
 }
 
-/// The loaded modules that carry Python code.
-pub(crate) fn python_modules(module_dirs: &HashMap<String, PathBuf>) -> Vec<PythonModule> {
+/// The loaded modules that carry Python code. A v2 module's source tree counts only when it is the
+/// environment's editable install of that module (`editable`): one on the module path, such as
+/// `libs/`, is not imported by Inmanta either.
+pub(crate) fn python_modules(
+    module_dirs: &HashMap<String, PathBuf>,
+    editable: &[(String, PathBuf)],
+) -> Vec<PythonModule> {
     let mut found: Vec<PythonModule> = module_dirs
         .iter()
         .filter_map(|(name, dir)| {
             if dir.join("plugins").join("__init__.py").is_file() {
                 Some(PythonModule { name: name.clone(), dir: dir.clone(), v1: true })
             } else if dir.join("__init__.py").is_file()
-                || dir.join("inmanta_plugins").join(name).join("__init__.py").is_file()
+                || (editable.iter().any(|(n, root)| n == name && root == dir)
+                    && dir.join("inmanta_plugins").join(name).join("__init__.py").is_file())
             {
                 // an installed package, or the source tree of an editable install
                 Some(PythonModule { name: name.clone(), dir: dir.clone(), v1: false })
