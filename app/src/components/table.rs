@@ -1,10 +1,12 @@
-//! The parts of a table page: pager, sortable headers, filters, and the attribute table.
+//! The parts of a table page: the table itself, pager, sortable headers, filters, and the
+//! attribute table.
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
+use super::frame::Empty;
 use super::url::{CURSOR_KEYS, in_app, link, query_string};
-use crate::model::PageInfo;
+use crate::model::{PageInfo, Paged};
 
 /// "x–y of total", previous/next page and page sizes, all as links that keep the other state.
 #[component]
@@ -184,34 +186,99 @@ pub fn FilterForm(
     }
 }
 
+/// A column heading of a [`Table`].
+#[derive(Clone, Copy)]
+pub enum Heading {
+    /// A label.
+    Plain(&'static str),
+    /// `(column, label)`: a label that sorts the page by `column` ([`SortHeader`]).
+    Sorts(&'static str, &'static str),
+    /// A label for screen readers only (a column of buttons).
+    Unseen(&'static str),
+}
+
+/// The table every list of the console is: a row of `headings`, then `row` of each of `rows`
+/// (which makes the `<tr>`), under `caption` when given; `empty` in its place when there are no
+/// rows and it is given. Sorting headings link to `path`.
+#[component]
+pub fn Table<R, V, F>(
+    headings: &'static [Heading],
+    rows: Vec<R>,
+    row: F,
+    #[prop(optional)] id: &'static str,
+    #[prop(default = "table")] class: &'static str,
+    #[prop(optional)] path: &'static str,
+    #[prop(optional)] caption: Option<&'static str>,
+    #[prop(optional, into)] empty: Option<ViewFn>,
+) -> impl IntoView
+where
+    R: 'static,
+    V: IntoView + 'static,
+    F: FnMut(R) -> V,
+{
+    if let Some(empty) = empty.filter(|_| rows.is_empty()) {
+        return empty.run();
+    }
+    let caption = caption.map(|caption| view! { <caption>{caption}</caption> });
+    let headings = headings
+        .iter()
+        .map(|heading| match *heading {
+            Heading::Plain(label) => view! { <th scope="col">{label}</th> }.into_any(),
+            Heading::Sorts(column, label) => view! { <SortHeader path column label/> }.into_any(),
+            Heading::Unseen(label) => view! { <th scope="col"><span class="sr-only">{label}</span></th> }.into_any(),
+        })
+        .collect_view();
+    view! {
+        <table class=class id=(!id.is_empty()).then_some(id)>
+            {caption}
+            <thead><tr>{headings}</tr></thead>
+            <tbody>{rows.into_iter().map(row).collect_view()}</tbody>
+        </table>
+    }
+    .into_any()
+}
+
+/// One page of a paged list: its [`Table`] and [`Pager`], or, without rows, [`Empty`] titled
+/// `empty` with `hint` under it.
+#[component]
+pub fn PagedTable<R, V, F>(
+    path: &'static str,
+    headings: &'static [Heading],
+    data: Paged<R>,
+    row: F,
+    empty: &'static str,
+    #[prop(into)] hint: ViewFn,
+    #[prop(optional)] id: &'static str,
+) -> impl IntoView
+where
+    R: 'static,
+    V: IntoView + 'static,
+    F: FnMut(R) -> V,
+{
+    if data.rows.is_empty() {
+        return view! { <Empty title=empty>{hint.run()}</Empty> }.into_any();
+    }
+    view! {
+        <Table path headings rows=data.rows row id/>
+        <Pager path page=data.page/>
+    }
+    .into_any()
+}
+
 /// Attributes as a name/value table; long values fold.
 #[component]
 pub fn AttributeTable(attributes: Vec<(String, String)>) -> impl IntoView {
-    view! {
-        <table class="table attributes">
-            <thead>
-                <tr>
-                    <th scope="col">"Attribute"</th>
-                    <th scope="col">"Value"</th>
-                </tr>
-            </thead>
-            <tbody>
-                {attributes
-                    .into_iter()
-                    .map(|(name, value)| {
-                        let long = value.len() > 200 || value.lines().count() > 4;
-                        let key = name.clone();
-                        view! {
-                            <tr data-attribute=key>
-                                <th scope="row" class="mono">{name}</th>
-                                <td><FoldedValue value long/></td>
-                            </tr>
-                        }
-                    })
-                    .collect_view()}
-            </tbody>
-        </table>
-    }
+    let row = |(name, value): (String, String)| {
+        let long = value.len() > 200 || value.lines().count() > 4;
+        let key = name.clone();
+        view! {
+            <tr data-attribute=key>
+                <th scope="row" class="mono">{name}</th>
+                <td><FoldedValue value long/></td>
+            </tr>
+        }
+    };
+    view! { <Table class="table attributes" headings=&[Heading::Plain("Attribute"), Heading::Plain("Value")] rows=attributes row/> }
 }
 
 /// A value in a table cell: whole when short, folded under its length when `long` (the caller

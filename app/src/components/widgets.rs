@@ -3,6 +3,8 @@
 
 use leptos::prelude::*;
 
+use super::table::Heading;
+
 use super::forms::ChangeForm;
 
 use super::feedback::ActionError;
@@ -165,27 +167,39 @@ pub fn DeployBar(env: String, summary: Vec<(api::ResourceState, u64)>, total: u6
     }
 }
 
-/// The headers of [`TokenCells`].
-#[component]
-pub fn TokenHeaders() -> impl IntoView {
-    view! {
-        <th scope="col">"Client types"</th>
-        <th scope="col">"Created by"</th>
-        <th scope="col">"Issued"</th>
-        <th scope="col">"Expires"</th>
-        <th scope="col">"Last used"</th>
-        <th scope="col">"Revoked"</th>
-    }
-}
+/// The headings of an environment's tokens: [`TokenCells`] and the Revoke button.
+pub const TOKEN_HEADINGS: &[Heading] = &[
+    Heading::Plain("Client types"),
+    Heading::Plain("Created by"),
+    Heading::Plain("Issued"),
+    Heading::Plain("Expires"),
+    Heading::Plain("Last used"),
+    Heading::Plain("Revoked"),
+    Heading::Unseen("Actions"),
+];
 
-/// A token row's Revoke button: asks `question`, then calls `revoke`; disabled once revoked.
-/// Without the wasm it posts `fields` to the server function at `action` (see [`ChangeForm`]).
+/// The headings of every registered token: its kind and environment, then [`TOKEN_HEADINGS`].
+pub const REGISTERED_TOKEN_HEADINGS: &[Heading] = &[
+    Heading::Plain("Kind"),
+    Heading::Plain("Environment"),
+    Heading::Plain("Client types"),
+    Heading::Plain("Created by"),
+    Heading::Plain("Issued"),
+    Heading::Plain("Expires"),
+    Heading::Plain("Last used"),
+    Heading::Plain("Revoked"),
+    Heading::Unseen("Actions"),
+];
+
+/// A token row's Revoke button: asks whether to revoke the `what` token (of `owner`, when given)
+/// `token`, then calls `revoke`; disabled once revoked. Without the wasm it posts `fields` to the
+/// server function at `action` (see [`ChangeForm`]).
 #[component]
 pub fn RevokeTokenCell<R>(
-    /// Says which token, for screen readers ("Revoke the <label>").
-    label: String,
-    question: String,
-    revoked: bool,
+    token: crate::model::TokenRow,
+    /// The token's kind or client types, as its row names it.
+    what: String,
+    #[prop(optional)] owner: Option<String>,
     error: ActionError,
     action: &'static str,
     fields: Vec<(&'static str, String)>,
@@ -194,6 +208,10 @@ pub fn RevokeTokenCell<R>(
 where
     R: Fn() + Clone + Send + Sync + 'static,
 {
+    let issued = short_date(&token.issued);
+    let whose = owner.map(|owner| format!(" of {owner}")).unwrap_or_default();
+    let question = format!("Revoke the {what} token{whose} issued {issued}? Whatever uses it is refused from now on.");
+    let label = format!("{what} token issued {issued}");
     view! {
         <td class="row-actions">
             <ChangeForm action fields on_submit=move || error.ask(question.clone(), "Revoke", revoke.clone())>
@@ -201,7 +219,7 @@ where
                     class="button button-small button-danger"
                     type="submit"
                     data-action="revoke"
-                    disabled=revoked
+                    disabled=token.revoked.is_some()
                     aria-label=format!("Revoke the {label}")
                 >
                     "Revoke"

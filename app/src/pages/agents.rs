@@ -39,45 +39,43 @@ fn AgentsTable(env: String, data: Paged<AgentRow>) -> impl IntoView {
         .into_any();
     }
     let error = ActionError::new();
-    let rows = data
-        .rows
-        .into_iter()
-        .map(|a| {
-            let name = a.name.clone();
-            let (e1, e2, e3) = (env.clone(), env.clone(), env.clone());
-            let (n1, n2, n3) = (name.clone(), name.clone(), name.clone());
-            let paused = a.paused;
-            view! {
-                <tr data-agent=a.name.clone() data-status=a.status.as_str()>
-                    <td class="mono">{a.name.clone()}</td>
-                    <td><StatusBadge status=a.status/></td>
-                    <td>{a.last_seen.as_deref().map(short_date).unwrap_or_default()}</td>
-                    <td>{a.unpause_on_resume.map(|u| if u { "unpause" } else { "keep paused" }).unwrap_or("")}</td>
-                    <td class="row-actions">
-                        <AgentForm env=e1.clone() agent=n1.clone() action=if paused { "unpause" } else { "pause" } error>
-                            <button class="button button-small pause-toggle" type="submit">
-                                {if paused { "Unpause" } else { "Pause" }}
-                            </button>
-                        </AgentForm>
-                        <DeployButton
-                            env=e2.clone()
-                            agent=n2.clone()
-                            repair=false
-                            class="button button-small button-secondary"
-                            on_submit=move || deploy_agent(error, e2.clone(), n2.clone(), false)
-                        />
-                        <DeployButton
-                            env=e3.clone()
-                            agent=n3.clone()
-                            repair=true
-                            class="button button-small button-secondary"
-                            on_submit=move || deploy_agent(error, e3.clone(), n3.clone(), true)
-                        />
-                    </td>
-                </tr>
-            }
-        })
-        .collect_view();
+    let row_env = env.clone();
+    let row = move |a: AgentRow| {
+        let env = &row_env;
+        let name = a.name.clone();
+        let (e1, e2, e3) = (env.clone(), env.clone(), env.clone());
+        let (n1, n2, n3) = (name.clone(), name.clone(), name.clone());
+        let paused = a.paused;
+        view! {
+            <tr data-agent=a.name.clone() data-status=a.status.as_str()>
+                <td class="mono">{a.name.clone()}</td>
+                <td><StatusBadge status=a.status/></td>
+                <td>{a.last_seen.as_deref().map(short_date).unwrap_or_default()}</td>
+                <td>{a.unpause_on_resume.map(|u| if u { "unpause" } else { "keep paused" }).unwrap_or("")}</td>
+                <td class="row-actions">
+                    <AgentForm env=e1.clone() agent=n1.clone() action=if paused { "unpause" } else { "pause" } error>
+                        <button class="button button-small pause-toggle" type="submit">
+                            {if paused { "Unpause" } else { "Pause" }}
+                        </button>
+                    </AgentForm>
+                    <DeployButton
+                        env=e2.clone()
+                        agent=n2.clone()
+                        repair=false
+                        class="button button-small button-secondary"
+                        on_submit=move || deploy_agent(error, e2.clone(), n2.clone(), false)
+                    />
+                    <DeployButton
+                        env=e3.clone()
+                        agent=n3.clone()
+                        repair=true
+                        class="button button-small button-secondary"
+                        on_submit=move || deploy_agent(error, e3.clone(), n3.clone(), true)
+                    />
+                </td>
+            </tr>
+        }
+    };
     let (pause_env, unpause_env) = (env.clone(), env);
     view! {
         <div class="toolbar">
@@ -89,18 +87,13 @@ fn AgentsTable(env: String, data: Paged<AgentRow>) -> impl IntoView {
             </AgentForm>
         </div>
         <ActionMessage error/>
-        <table class="table" id="agents">
-            <thead>
-                <tr>
-                    <SortHeader path=crate::routes::AGENTS.href column="name" label="Name"/>
-                    <SortHeader path=crate::routes::AGENTS.href column="status" label="Status"/>
-                    <th scope="col">"Last seen"</th>
-                    <th scope="col">"On resume"</th>
-                    <th scope="col"><span class="sr-only">"Actions"</span></th>
-                </tr>
-            </thead>
-            <tbody>{rows}</tbody>
-        </table>
+        <Table
+            path=crate::routes::AGENTS.href
+            id="agents"
+            headings=&[Heading::Sorts("name", "Name"), Heading::Sorts("status", "Status"), Heading::Plain("Last seen"), Heading::Plain("On resume"), Heading::Unseen("Actions")]
+            rows=data.rows
+            row
+        />
         <Pager path=crate::routes::AGENTS.href page=data.page/>
     }
     .into_any()

@@ -30,46 +30,29 @@ pub fn FactsPage() -> impl IntoView {
 
 #[component]
 fn FactTable(env: String, data: Paged<ParameterRow>) -> impl IntoView {
-    if data.rows.is_empty() {
-        return view! {
-            <Empty title="No facts">
-                <p>"Handlers report facts about the resources they manage; none are stored yet."</p>
-            </Empty>
+    let row = move |f: ParameterRow| {
+        let href = f.resource_id.as_ref().map(|id| resource_link(&env, id));
+        let long = parameter_value_is_long(&f.value);
+        view! {
+            <tr>
+                <td>{f.name}</td>
+                <td><a class="mono" href=href>{f.resource_id.map(|id| id.to_string())}</a></td>
+                <td class="nowrap">{f.updated.as_deref().map(short_date)}</td>
+                <td><FoldedValue value=f.value long/></td>
+            </tr>
         }
-        .into_any();
-    }
+    };
     view! {
-        <table class="table" id="facts">
-            <thead>
-                <tr>
-                    <SortHeader path=crate::routes::FACTS.href column="name" label="Name"/>
-                    <SortHeader path=crate::routes::FACTS.href column="resource_id" label="Resource"/>
-                    <th scope="col">"Updated"</th>
-                    <th scope="col">"Value"</th>
-                </tr>
-            </thead>
-            <tbody>
-                {data
-                    .rows
-                    .into_iter()
-                    .map(|f| {
-                        let href = f.resource_id.as_ref().map(|id| resource_link(&env, id));
-                        let long = parameter_value_is_long(&f.value);
-                        view! {
-                            <tr>
-                                <td>{f.name}</td>
-                                <td><a class="mono" href=href>{f.resource_id.map(|id| id.to_string())}</a></td>
-                                <td class="nowrap">{f.updated.as_deref().map(short_date)}</td>
-                                <td><FoldedValue value=f.value long/></td>
-                            </tr>
-                        }
-                    })
-                    .collect_view()}
-            </tbody>
-        </table>
-        <Pager path=crate::routes::FACTS.href page=data.page/>
+        <PagedTable
+            path=crate::routes::FACTS.href
+            id="facts"
+            headings=&[Heading::Sorts("name", "Name"), Heading::Sorts("resource_id", "Resource"), Heading::Plain("Updated"), Heading::Plain("Value")]
+            data
+            row
+            empty="No facts"
+            hint=|| view! { <p>"Handlers report facts about the resources they manage; none are stored yet."</p> }
+        />
     }
-    .into_any()
 }
 
 /// Facts, paged.

@@ -28,45 +28,22 @@ pub fn ParametersPage() -> impl IntoView {
 
 #[component]
 fn ParameterTable(data: Paged<ParameterRow>) -> impl IntoView {
-    if data.rows.is_empty() {
-        return view! {
-            <Empty title="No parameters">
-                <p>"Set one with " <code>"inmanta param set"</code> " or through " <code>"PUT /api/v1/param"</code> "."</p>
-            </Empty>
-        }
-        .into_any();
-    }
+    let row = |p: ParameterRow| {
+        let long = parameter_value_is_long(&p.value);
+        let updated = p.updated.as_deref().map(short_date);
+        view! { <tr><td>{p.name}</td><td>{p.source}</td><td class="nowrap">{updated}</td><td><FoldedValue value=p.value long/></td></tr> }
+    };
     view! {
-        <table class="table" id="parameters">
-            <thead>
-                <tr>
-                    <SortHeader path=crate::routes::PARAMETERS.href column="name" label="Name"/>
-                    <SortHeader path=crate::routes::PARAMETERS.href column="source" label="Source"/>
-                    <SortHeader path=crate::routes::PARAMETERS.href column="updated" label="Updated"/>
-                    <th scope="col">"Value"</th>
-                </tr>
-            </thead>
-            <tbody>
-                {data
-                    .rows
-                    .into_iter()
-                    .map(|p| {
-                        let long = parameter_value_is_long(&p.value);
-                        view! {
-                            <tr>
-                                <td>{p.name}</td>
-                                <td>{p.source}</td>
-                                <td class="nowrap">{p.updated.as_deref().map(short_date)}</td>
-                                <td><FoldedValue value=p.value long/></td>
-                            </tr>
-                        }
-                    })
-                    .collect_view()}
-            </tbody>
-        </table>
-        <Pager path=crate::routes::PARAMETERS.href page=data.page/>
+        <PagedTable
+            path=crate::routes::PARAMETERS.href
+            id="parameters"
+            headings=&[Heading::Sorts("name", "Name"), Heading::Sorts("source", "Source"), Heading::Sorts("updated", "Updated"), Heading::Plain("Value")]
+            data
+            row
+            empty="No parameters"
+            hint=|| view! { <p>"Set one with " <code>"inmanta param set"</code> " or through " <code>"PUT /api/v1/param"</code> "."</p> }
+        />
     }
-    .into_any()
 }
 
 /// Whether a parameter's or a fact's value folds in its list: long or over several lines.

@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::components::{
-    ActionError, ActionMessage, ChangeForm, Empty, Loaded, TextField, act, endpoint, live_resource, run,
+    ActionError, ActionMessage, ChangeForm, Empty, Heading, Loaded, Table, TextField, act, endpoint, live_resource, run,
 };
 use crate::fns;
 #[cfg(feature = "ssr")]
@@ -58,19 +58,12 @@ pub fn ProjectsPage() -> impl IntoView {
 #[component]
 fn ProjectTable(projects: Vec<ProjectSummary>, error: ActionError) -> impl IntoView {
     view! {
-        <table class="table" id="projects">
-            <thead>
-                <tr>
-                    <th scope="col">"Name"</th>
-                    <th scope="col">"Environments"</th>
-                    <th scope="col">"Id"</th>
-                    <th scope="col"><span class="sr-only">"Actions"</span></th>
-                </tr>
-            </thead>
-            <tbody>
-                {projects.into_iter().map(|p| view! { <ProjectRow project=p error=error/> }).collect_view()}
-            </tbody>
-        </table>
+        <Table
+            id="projects"
+            headings=&[Heading::Plain("Name"), Heading::Plain("Environments"), Heading::Plain("Id"), Heading::Unseen("Actions")]
+            rows=projects
+            row=move |p| view! { <ProjectRow project=p error=error/> }
+        />
     }
 }
 

@@ -8,9 +8,7 @@ use leptos_meta::Title;
 use crate::components::*;
 #[cfg(feature = "ssr")]
 use crate::fns::{authorized_global, status_text};
-#[cfg(feature = "ssr")]
-use crate::model::ComponentStatus;
-use crate::model::ServerStatus;
+use crate::model::{ComponentStatus, ServerStatus};
 
 #[component]
 pub fn StatusPage() -> impl IntoView {
@@ -43,44 +41,40 @@ fn status_badge(status: &str) -> impl IntoView + use<> {
 
 #[component]
 fn StatusBody(status: ServerStatus) -> impl IntoView {
-    let components = status
-        .components
-        .into_iter()
-        .map(|c| {
-            let details = if c.details.is_empty() {
-                view! { <span class="muted">"—"</span> }.into_any()
-            } else {
-                view! {
-                    <dl class="facts-inline">
-                        {c
-                            .details
-                            .into_iter()
-                            .map(|(k, v)| {
-                                let v = if k == "uptime" {
-                                    v.parse::<f64>().map(duration_text).unwrap_or(v)
-                                } else {
-                                    v
-                                };
-                                view! {
-                                    <dt>{k.replace('_', " ")}</dt>
-                                    <dd>{v}</dd>
-                                }
-                            })
-                            .collect_view()}
-                    </dl>
-                }
-                .into_any()
-            };
+    let row = |c: ComponentStatus| {
+        let details = if c.details.is_empty() {
+            view! { <span class="muted">"—"</span> }.into_any()
+        } else {
             view! {
-                <tr data-component=c.name.clone()>
-                    <th scope="row" class="mono">{c.name.clone()}</th>
-                    <td>{status_badge(&c.status)}</td>
-                    <td>{details}</td>
-                    <td>{c.message.unwrap_or_default()}</td>
-                </tr>
+                <dl class="facts-inline">
+                    {c
+                        .details
+                        .into_iter()
+                        .map(|(k, v)| {
+                            let v = if k == "uptime" {
+                                v.parse::<f64>().map(duration_text).unwrap_or(v)
+                            } else {
+                                v
+                            };
+                            view! {
+                                <dt>{k.replace('_', " ")}</dt>
+                                <dd>{v}</dd>
+                            }
+                        })
+                        .collect_view()}
+                </dl>
             }
-        })
-        .collect_view();
+            .into_any()
+        };
+        view! {
+            <tr data-component=c.name.clone()>
+                <th scope="row" class="mono">{c.name.clone()}</th>
+                <td>{status_badge(&c.status)}</td>
+                <td>{details}</td>
+                <td>{c.message.unwrap_or_default()}</td>
+            </tr>
+        }
+    };
     view! {
         <div class="cards">
             <div class="card" id="server-card">
@@ -112,17 +106,12 @@ fn StatusBody(status: ServerStatus) -> impl IntoView {
         </div>
         <div class="card">
             <h2>"Components"</h2>
-            <table class="table" id="components">
-                <thead>
-                    <tr>
-                        <th scope="col">"Component"</th>
-                        <th scope="col">"Status"</th>
-                        <th scope="col">"Details"</th>
-                        <th scope="col">"Message"</th>
-                    </tr>
-                </thead>
-                <tbody>{components}</tbody>
-            </table>
+            <Table
+                id="components"
+                headings=&[Heading::Plain("Component"), Heading::Plain("Status"), Heading::Plain("Details"), Heading::Plain("Message")]
+                rows=status.components
+                row
+            />
         </div>
     }
 }

@@ -85,52 +85,22 @@ fn RegisteredTokenTable(rows: Vec<RegisteredTokenRow>, error: ActionError) -> im
     if rows.is_empty() {
         return view! { <p id="no-registered-tokens" class="muted">"No tokens."</p> }.into_any();
     }
-    view! {
-        <table class="table" id="registered-tokens">
-            <thead>
-                <tr>
-                    <th scope="col">"Kind"</th>
-                    <th scope="col">"Environment"</th>
-                    <TokenHeaders/>
-                    <th scope="col"><span class="sr-only">"Actions"</span></th>
-                </tr>
-            </thead>
-            <tbody>
-                {rows
-                    .into_iter()
-                    .map(|t| {
-                        let jti = t.token.jti.clone();
-                        let question = format!(
-                            "Revoke the {} token of {} issued {}? Whatever uses it is refused from now on.",
-                            t.kind,
-                            t.token.created_by.as_deref().unwrap_or("nobody"),
-                            short_date(&t.token.issued)
-                        );
-                        let revoked = t.token.revoked.is_some();
-                        let label = format!("{} token issued {}", t.kind, short_date(&t.token.issued));
-                        let revoke = move || act(error, "Token revoked", revoke_registered_token(jti.clone()));
-                        view! {
-                            <tr data-jti=t.token.jti.clone() data-kind=t.kind.clone() data-revoked=revoked.to_string()>
-                                <td>{t.kind.clone()}</td>
-                                <td>{t.environment.clone().unwrap_or_else(|| "—".into())}</td>
-                                <TokenCells token=t.token.clone()/>
-                                <RevokeTokenCell
-                                    label
-                                    question
-                                    revoked
-                                    error
-                                    action={endpoint::<RevokeRegisteredToken>()}
-                                    fields=vec![("jti", t.token.jti.clone())]
-                                    revoke
-                                />
-                            </tr>
-                        }
-                    })
-                    .collect_view()}
-            </tbody>
-        </table>
-    }
-    .into_any()
+    let row = move |t: RegisteredTokenRow| {
+        let jti = t.token.jti.clone();
+        let revoke = move || act(error, "Token revoked", revoke_registered_token(jti.clone()));
+        let owner = t.token.created_by.clone().unwrap_or_else(|| "nobody".into());
+        let action = endpoint::<RevokeRegisteredToken>();
+        let (jti, kind, revoked) = (t.token.jti.clone(), t.kind.clone(), t.token.revoked.is_some().to_string());
+        view! {
+            <tr data-jti=jti data-kind=kind data-revoked=revoked>
+                <td>{t.kind.clone()}</td>
+                <td>{t.environment.clone().unwrap_or_else(|| "—".into())}</td>
+                <TokenCells token=t.token.clone()/>
+                <RevokeTokenCell token=t.token.clone() what=t.kind owner error action fields=vec![("jti", t.token.jti)] revoke/>
+            </tr>
+        }
+    };
+    view! { <Table id="registered-tokens" headings=REGISTERED_TOKEN_HEADINGS rows row/> }.into_any()
 }
 
 /// The forms, made once (what is typed survives reloads); their choices follow the data.
@@ -161,19 +131,12 @@ fn UsersTable(data: UsersView, error: ActionError) -> impl IntoView {
         .into_any()
     } else {
         view! {
-            <table class="table" id="users">
-                <thead>
-                    <tr>
-                        <th scope="col">"User"</th>
-                        <th scope="col">"Admin"</th>
-                        <th scope="col">"Roles per environment"</th>
-                        <th scope="col"><span class="sr-only">"Actions"</span></th>
-                    </tr>
-                </thead>
-                <tbody>
-                    {users.into_iter().map(|user| view! { <UserLine user me=me.clone() error/> }).collect_view()}
-                </tbody>
-            </table>
+            <Table
+                id="users"
+                headings=&[Heading::Plain("User"), Heading::Plain("Admin"), Heading::Plain("Roles per environment"), Heading::Unseen("Actions")]
+                rows=users
+                row=move |user| view! { <UserLine user me=me.clone() error/> }
+            />
         }
         .into_any()
     };

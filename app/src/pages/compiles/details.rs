@@ -101,63 +101,27 @@ fn CompileDetailsBody(env: String, details: CompileDetailsView) -> impl IntoView
     let variables = if details.environment_variables.is_empty() {
         view! { <p class="muted">"No extra environment variables."</p> }.into_any()
     } else {
-        view! {
-            <table class="table" id="compile-variables">
-                <thead>
-                    <tr>
-                        <th scope="col">"Variable"</th>
-                        <th scope="col">"Value"</th>
-                    </tr>
-                </thead>
-                <tbody>
-                    {details
-                        .environment_variables
-                        .into_iter()
-                        .map(|(k, v)| view! {
-                            <tr>
-                                <th scope="row" class="mono">{k}</th>
-                                <td><code class="value">{v}</code></td>
-                            </tr>
-                        })
-                        .collect_view()}
-                </tbody>
-            </table>
-        }
-        .into_any()
+        let row = |(k, v): (String, String)| {
+            view! { <tr><th scope="row" class="mono">{k}</th><td><code class="value">{v}</code></td></tr> }
+        };
+        let headings = &[Heading::Plain("Variable"), Heading::Plain("Value")];
+        view! { <Table id="compile-variables" headings rows=details.environment_variables row/> }.into_any()
     };
     let errors = (!details.errors.is_empty()).then(|| {
         view! {
             <div class="card" id="compile-errors">
                 <h2>"Compile errors"</h2>
-                <table class="table">
-                    <thead>
-                        <tr>
-                            <th scope="col">"Type"</th>
-                            <th scope="col">"Message"</th>
-                            <th scope="col">"Location"</th>
+                <Table headings=&[Heading::Plain("Type"), Heading::Plain("Message"), Heading::Plain("Location")] rows=details.errors row=|e: api::compile_error::CompileError| {
+                    // lines are 0-based in the compile data
+                    let place = e.location.map(|l| format!("{}:{}", l.uri, l.range.start.line + 1)).unwrap_or_default();
+                    view! {
+                        <tr class="compile-error">
+                            <td class="mono">{e.kind.inmanta_type().to_string()}</td>
+                            <td><pre class="log-message">{e.message}</pre></td>
+                            <td class="mono">{place}</td>
                         </tr>
-                    </thead>
-                    <tbody>
-                        {details
-                            .errors
-                            .into_iter()
-                            .map(|e| {
-                                // lines are 0-based in the compile data
-                                let place = e
-                                    .location
-                                    .map(|l| format!("{}:{}", l.uri, l.range.start.line + 1))
-                                    .unwrap_or_default();
-                                view! {
-                                    <tr class="compile-error">
-                                        <td class="mono">{e.kind.inmanta_type().to_string()}</td>
-                                        <td><pre class="log-message">{e.message}</pre></td>
-                                        <td class="mono">{place}</td>
-                                    </tr>
-                                }
-                            })
-                            .collect_view()}
-                    </tbody>
-                </table>
+                    }
+                }/>
             </div>
         }
     });

@@ -165,43 +165,32 @@ fn CompileTable(env: String, data: Paged<CompileRow>) -> impl IntoView {
         }
         .into_any();
     }
+    let row = move |c: CompileRow| {
+        let href = compile_link(&env, &c.id);
+        let label = format!("Show details of the compile requested at {}", short_date(&c.requested));
+        view! {
+            <tr data-id=c.id.clone() data-status=c.status.as_str()>
+                <td class="nowrap">{short_date(&c.requested)}</td>
+                <td><StatusBadge status=c.status/></td>
+                <td>{c.message.clone()}</td>
+                <td class="nowrap">{c.wait.map(duration_text).unwrap_or_default()}</td>
+                <td class="nowrap">{c.duration.map(duration_text).unwrap_or_default()}</td>
+                <td class="row-actions">
+                    <a class="button button-small button-secondary" href=href aria-label=label>"Show details"</a>
+                </td>
+            </tr>
+        }
+    };
+    let headings = &[
+        Heading::Sorts("requested", "Requested"),
+        Heading::Plain("Status"),
+        Heading::Plain("Message"),
+        Heading::Plain("Wait time"),
+        Heading::Plain("Duration"),
+        Heading::Unseen("Actions"),
+    ];
     view! {
-        <table class="table" id="compile-reports">
-            <thead>
-                <tr>
-                    <SortHeader path=crate::routes::COMPILE_REPORTS.href column="requested" label="Requested"/>
-                    <th scope="col">"Status"</th>
-                    <th scope="col">"Message"</th>
-                    <th scope="col">"Wait time"</th>
-                    <th scope="col">"Duration"</th>
-                    <th scope="col"><span class="sr-only">"Actions"</span></th>
-                </tr>
-            </thead>
-            <tbody>
-                {data
-                    .rows
-                    .into_iter()
-                    .map(|c| {
-                        let href = compile_link(&env, &c.id);
-                        let label = format!("Show details of the compile requested at {}", short_date(&c.requested));
-                        view! {
-                            <tr data-id=c.id.clone() data-status=c.status.as_str()>
-                                <td class="nowrap">{short_date(&c.requested)}</td>
-                                <td><StatusBadge status=c.status/></td>
-                                <td>{c.message.clone()}</td>
-                                <td class="nowrap">{c.wait.map(duration_text).unwrap_or_default()}</td>
-                                <td class="nowrap">{c.duration.map(duration_text).unwrap_or_default()}</td>
-                                <td class="row-actions">
-                                    <a class="button button-small button-secondary" href=href aria-label=label>
-                                        "Show details"
-                                    </a>
-                                </td>
-                            </tr>
-                        }
-                    })
-                    .collect_view()}
-            </tbody>
-        </table>
+        <Table path=crate::routes::COMPILE_REPORTS.href id="compile-reports" headings rows=data.rows row/>
         <Pager path=crate::routes::COMPILE_REPORTS.href page=data.page/>
     }
     .into_any()

@@ -128,30 +128,19 @@ fn ComplianceDetails(report: ResourceComplianceDiff) -> impl IntoView {
             serde_json::Value::String(s) => s.clone(),
             other => other.to_string(),
         };
-        let rows = diff
-            .iter()
-            .map(|(attribute, change)| {
-                view! {
-                    <tr data-attribute=attribute.clone()>
-                        <td class="mono">{attribute.clone()}</td>
-                        <td class="mono">{show(&change.current)}</td>
-                        <td class="mono">{show(&change.desired)}</td>
-                    </tr>
-                }
-            })
-            .collect_view();
+        let row = move |(attribute, change): (String, api::compliance::AttributeStateChange)| {
+            let name = attribute.clone();
+            view! {
+                <tr data-attribute=name>
+                    <td class="mono">{attribute}</td>
+                    <td class="mono">{show(&change.current)}</td>
+                    <td class="mono">{show(&change.desired)}</td>
+                </tr>
+            }
+        };
+        let headings = &[Heading::Plain("Attribute"), Heading::Plain("Current"), Heading::Plain("Desired")];
         view! {
-            <table class="table" id="compliance-diff">
-                <caption>"What the last check found different"</caption>
-                <thead>
-                    <tr>
-                        <th scope="col">"Attribute"</th>
-                        <th scope="col">"Current"</th>
-                        <th scope="col">"Desired"</th>
-                    </tr>
-                </thead>
-                <tbody>{rows}</tbody>
-            </table>
+            <Table id="compliance-diff" caption="What the last check found different" headings rows=diff.into_iter().collect() row/>
         }
     });
     view! {

@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use super::*;
 use crate::components::*;
 use crate::layout::resource_link;
-use crate::model::{ResourceChange, ResourceDiffStatus};
+use crate::model::{AttributeChange, ResourceChange, ResourceDiffStatus};
 
 #[component]
 pub fn ComparePage() -> impl IntoView {
@@ -138,37 +138,7 @@ pub(super) fn Changes(
                                 <span class="muted">{format!(" · {count} attribute{}", if count == 1 { "" } else { "s" })}</span>
                             </summary>
                             <p class="diff-open"><a href=href>"Open the resource"</a></p>
-                            <table class="table diff-table">
-                                <thead>
-                                    <tr>
-                                        <th scope="col">"Attribute"</th>
-                                        <th scope="col">"From"</th>
-                                        <th scope="col">"To"</th>
-                                    </tr>
-                                </thead>
-                                <tbody>
-                                    {c
-                                        .attributes
-                                        .into_iter()
-                                        .map(|a| {
-                                            view! {
-                                                <tr data-attribute=a.name.clone()>
-                                                    <th scope="row" class="mono">{a.name.clone()}</th>
-                                                    <td><code class="value removed">{a.from}</code></td>
-                                                    <td><code class="value added">{a.to}</code></td>
-                                                </tr>
-                                                {a.file_diff.map(|lines| view! {
-                                                    <tr class="file-diff-row">
-                                                        <td colspan="3">
-                                                            <UnifiedDiff lines/>
-                                                        </td>
-                                                    </tr>
-                                                })}
-                                            }
-                                        })
-                                        .collect_view()}
-                                </tbody>
-                            </table>
+                            <Table class="table diff-table" headings=&[Heading::Plain("Attribute"), Heading::Plain("From"), Heading::Plain("To")] rows=c.attributes row=attribute_rows/>
                         </details>
                     }
                 })
@@ -200,5 +170,17 @@ fn UnifiedDiff(lines: Vec<String>) -> impl IntoView {
                 })
                 .collect_view()}
         </pre>
+    }
+}
+
+/// One attribute of a compared resource: its two values, and the file's diff under them.
+fn attribute_rows(a: AttributeChange) -> impl IntoView {
+    view! {
+        <tr data-attribute=a.name.clone()>
+            <th scope="row" class="mono">{a.name.clone()}</th>
+            <td><code class="value removed">{a.from}</code></td>
+            <td><code class="value added">{a.to}</code></td>
+        </tr>
+        {a.file_diff.map(|lines| view! { <tr class="file-diff-row"><td colspan="3"><UnifiedDiff lines/></td></tr> })}
     }
 }

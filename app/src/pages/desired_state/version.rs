@@ -105,47 +105,26 @@ fn VersionHeader(env: Memo<String>, version: Memo<String>) -> impl IntoView {
 
 #[component]
 fn VersionResources(env: String, version: String, data: Paged<VersionedResourceRow>) -> impl IntoView {
-    if data.rows.is_empty() {
-        return view! {
-            <Empty title="No resources">
-                <p>"This version has no resources matching the filters."</p>
-            </Empty>
-        }
-        .into_any();
-    }
+    let row = move |r: VersionedResourceRow| {
+        let href =
+            format!("{}&v={version}&rid={}", crate::routes::VERSION_RESOURCE.of(&env), encode(&r.id.to_string()));
+        view! { <tr data-id=r.id.to_string()><td>{r.resource_type}</td><td>{r.agent}</td><td><a href=href>{r.value}</a></td><td>{r.requires}</td></tr> }
+    };
+    let headings = &[
+        Heading::Sorts("resource_type", "Type"),
+        Heading::Sorts("agent", "Agent"),
+        Heading::Sorts("resource_id_value", "Value"),
+        Heading::Plain("Requires"),
+    ];
     view! {
-        <table class="table" id="version-resources">
-            <thead>
-                <tr>
-                    <SortHeader path=crate::routes::VERSION.href column="resource_type" label="Type"/>
-                    <SortHeader path=crate::routes::VERSION.href column="agent" label="Agent"/>
-                    <SortHeader path=crate::routes::VERSION.href column="resource_id_value" label="Value"/>
-                    <th scope="col">"Requires"</th>
-                </tr>
-            </thead>
-            <tbody>
-                {data
-                    .rows
-                    .into_iter()
-                    .map(|r| {
-                        let href = format!(
-                            "{}&v={version}&rid={}",
-                            crate::routes::VERSION_RESOURCE.of(&env),
-                            encode(&r.id.to_string()),
-                        );
-                        view! {
-                            <tr data-id=r.id.to_string()>
-                                <td>{r.resource_type}</td>
-                                <td>{r.agent}</td>
-                                <td><a href=href>{r.value}</a></td>
-                                <td>{r.requires}</td>
-                            </tr>
-                        }
-                    })
-                    .collect_view()}
-            </tbody>
-        </table>
-        <Pager path=crate::routes::VERSION.href page=data.page/>
+        <PagedTable
+            path=crate::routes::VERSION.href
+            id="version-resources"
+            headings
+            data
+            row
+            empty="No resources"
+            hint=|| view! { <p>"This version has no resources matching the filters."</p> }
+        />
     }
-    .into_any()
 }

@@ -44,61 +44,66 @@ fn VersionsTable(env: String, data: Paged<VersionRow>) -> impl IntoView {
         v.sort();
         (v.len() == 2).then(|| format!("{}&from={}&to={}", crate::routes::COMPARE.of(&compare_env), v[0], v[1]))
     };
-    let rows = data
-        .rows
-        .into_iter()
-        .map(|v| {
-            let version = v.version;
-            let href = version_link(&env, version);
-            let (env_p, env_d) = (env.clone(), env.clone());
-            let candidate = matches!(v.status, VersionStatus::Candidate | VersionStatus::SkippedCandidate);
-            let active = v.status == VersionStatus::Active;
-            view! {
-                <tr data-version=version>
-                    <td>
-                        <input
-                            type="checkbox"
-                            class="select-version"
-                            aria-label=format!("Select version {version} to compare")
-                            prop:checked=move || selected.get().contains(&version)
-                            on:change=move |ev| {
-                                let on = event_target_checked(&ev);
-                                selected.update(|s| {
-                                    s.retain(|x| *x != version);
-                                    if on {
-                                        s.push(version);
-                                        if s.len() > 2 {
-                                            s.remove(0);
-                                        }
+    let row = move |v: VersionRow| {
+        let version = v.version;
+        let href = version_link(&env, version);
+        let (env_p, env_d) = (env.clone(), env.clone());
+        let candidate = matches!(v.status, VersionStatus::Candidate | VersionStatus::SkippedCandidate);
+        let active = v.status == VersionStatus::Active;
+        view! {
+            <tr data-version=version>
+                <td>
+                    <input
+                        type="checkbox"
+                        class="select-version"
+                        aria-label=format!("Select version {version} to compare")
+                        prop:checked=move || selected.get().contains(&version)
+                        on:change=move |ev| {
+                            let on = event_target_checked(&ev);
+                            selected.update(|s| {
+                                s.retain(|x| *x != version);
+                                if on {
+                                    s.push(version);
+                                    if s.len() > 2 {
+                                        s.remove(0);
                                     }
-                                })
-                            }
-                        />
-                    </td>
-                    <td><a href=href>{version}</a></td>
-                    <td>{short_date(&v.date)}</td>
-                    <td><StatusBadge status=v.status/></td>
-                    <td>{v.total}</td>
-                    <td class="version-message">{v.message.clone()}</td>
-                    <td class="row-actions">
-                        <a
-                            class="button button-small button-secondary compliance"
-                            href=compliance_link(&env, version)
-                            aria-label=format!("Compare version {version} with the current state (dry run)")
-                        >
-                            "Compare with current state"
-                        </a>
-                        {candidate.then(|| version_form(error, env_p.clone(), version, false, view! {
-                            <button class="button button-small promote" type="submit">"Promote"</button>
-                        }))}
-                        {(!active).then(|| version_form(error, env_d.clone(), version, true, view! {
-                            <button class="button button-small button-secondary delete" type="submit">"Delete"</button>
-                        }))}
-                    </td>
-                </tr>
-            }
-        })
-        .collect_view();
+                                }
+                            })
+                        }
+                    />
+                </td>
+                <td><a href=href>{version}</a></td>
+                <td>{short_date(&v.date)}</td>
+                <td><StatusBadge status=v.status/></td>
+                <td>{v.total}</td>
+                <td class="version-message">{v.message.clone()}</td>
+                <td class="row-actions">
+                    <a
+                        class="button button-small button-secondary compliance"
+                        href=compliance_link(&env, version)
+                        aria-label=format!("Compare version {version} with the current state (dry run)")
+                    >
+                        "Compare with current state"
+                    </a>
+                    {candidate.then(|| version_form(error, env_p.clone(), version, false, view! {
+                        <button class="button button-small promote" type="submit">"Promote"</button>
+                    }))}
+                    {(!active).then(|| version_form(error, env_d.clone(), version, true, view! {
+                        <button class="button button-small button-secondary delete" type="submit">"Delete"</button>
+                    }))}
+                </td>
+            </tr>
+        }
+    };
+    let headings = &[
+        Heading::Unseen("Select"),
+        Heading::Sorts("version", "Version"),
+        Heading::Plain("Date"),
+        Heading::Plain("Status"),
+        Heading::Plain("Resources"),
+        Heading::Plain("Message"),
+        Heading::Unseen("Actions"),
+    ];
     view! {
         <div class="toolbar">
             {move || match compare_href() {
@@ -113,20 +118,7 @@ fn VersionsTable(env: String, data: Paged<VersionRow>) -> impl IntoView {
             <span class="muted">"Select two versions to compare them."</span>
         </div>
         <ActionMessage error/>
-        <table class="table" id="versions">
-            <thead>
-                <tr>
-                    <th scope="col"><span class="sr-only">"Select"</span></th>
-                    <SortHeader path=crate::routes::DESIRED_STATE.href column="version" label="Version"/>
-                    <th scope="col">"Date"</th>
-                    <th scope="col">"Status"</th>
-                    <th scope="col">"Resources"</th>
-                    <th scope="col">"Message"</th>
-                    <th scope="col"><span class="sr-only">"Actions"</span></th>
-                </tr>
-            </thead>
-            <tbody>{rows}</tbody>
-        </table>
+        <Table path=crate::routes::DESIRED_STATE.href id="versions" headings rows=data.rows row/>
         <Pager path=crate::routes::DESIRED_STATE.href page=data.page/>
     }
     .into_any()

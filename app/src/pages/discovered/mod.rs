@@ -81,70 +81,63 @@ fn DiscoveredTable(env: String, data: Paged<DiscoveredRow>, error: ActionError) 
         }
         .into_any();
     }
-    let rows = data
-        .rows
-        .into_iter()
-        .map(|r| {
-            let managed = if r.managed {
-                view! { <a class="managed-link" href=resource_link(&env, &r.id)>"Managed resource"</a> }.into_any()
-            } else {
-                view! { <span class="muted">"not managed"</span> }.into_any()
-            };
-            let discovery = if r.discovery_managed {
-                view! { <a class="mono discovery-link" href=resource_link(&env, &r.discovery_id)>{r.discovery_id.to_string()}</a> }
+    let row = move |r: DiscoveredRow| {
+        let managed = if r.managed {
+            view! { <a class="managed-link" href=resource_link(&env, &r.id)>"Managed resource"</a> }.into_any()
+        } else {
+            view! { <span class="muted">"not managed"</span> }.into_any()
+        };
+        let discovery = if r.discovery_managed {
+            view! { <a class="mono discovery-link" href=resource_link(&env, &r.discovery_id)>{r.discovery_id.to_string()}</a> }
                     .into_any()
-            } else {
-                view! { <span class="mono discovery-id">{r.discovery_id.to_string()}</span> }.into_any()
-            };
-            let (delete_env, id) = (env.clone(), r.id.clone());
-            let fields = vec![("env", env.clone()), ("id", r.id.to_string())];
-            let delete = move || {
-                let (env, id) = (delete_env.clone(), id.clone());
-                let question = format!("Forget the discovered resource {id}? An agent that finds it again reports it again.");
-                error.ask(question, "Delete", move || {
-                    act(error, format!("{id} deleted"), delete_discovered(env.clone(), id.clone()))
-                });
-            };
-            let count = r.values.len();
-            view! {
-                <tr data-id=r.id.to_string() data-managed=r.managed.to_string()>
-                    <td>{r.resource_type}</td>
-                    <td>{r.agent}</td>
-                    <td class="mono">{r.value}</td>
-                    <td>{managed}</td>
-                    <td>{discovery}</td>
-                    <td>
-                        <details class="discovered-values">
-                            <summary>{if count == 1 { "1 value".to_string() } else { format!("{count} values") }}</summary>
-                            <AttributeTable attributes=r.values/>
-                        </details>
-                    </td>
-                    <td class="row-actions">
-                        <ChangeForm action={endpoint::<DeleteDiscovered>()} fields on_submit=delete>
-                            <button class="button button-small button-secondary delete-discovered" type="submit">
-                                "Delete"
-                            </button>
-                        </ChangeForm>
-                    </td>
-                </tr>
-            }
-        })
-        .collect_view();
+        } else {
+            view! { <span class="mono discovery-id">{r.discovery_id.to_string()}</span> }.into_any()
+        };
+        let (delete_env, id) = (env.clone(), r.id.clone());
+        let fields = vec![("env", env.clone()), ("id", r.id.to_string())];
+        let delete = move || {
+            let (env, id) = (delete_env.clone(), id.clone());
+            let question =
+                format!("Forget the discovered resource {id}? An agent that finds it again reports it again.");
+            error.ask(question, "Delete", move || {
+                act(error, format!("{id} deleted"), delete_discovered(env.clone(), id.clone()))
+            });
+        };
+        let count = r.values.len();
+        view! {
+            <tr data-id=r.id.to_string() data-managed=r.managed.to_string()>
+                <td>{r.resource_type}</td>
+                <td>{r.agent}</td>
+                <td class="mono">{r.value}</td>
+                <td>{managed}</td>
+                <td>{discovery}</td>
+                <td>
+                    <details class="discovered-values">
+                        <summary>{if count == 1 { "1 value".to_string() } else { format!("{count} values") }}</summary>
+                        <AttributeTable attributes=r.values/>
+                    </details>
+                </td>
+                <td class="row-actions">
+                    <ChangeForm action={endpoint::<DeleteDiscovered>()} fields on_submit=delete>
+                        <button class="button button-small button-secondary delete-discovered" type="submit">
+                            "Delete"
+                        </button>
+                    </ChangeForm>
+                </td>
+            </tr>
+        }
+    };
+    let headings = &[
+        Heading::Sorts("resource_type", "Type"),
+        Heading::Sorts("agent", "Agent"),
+        Heading::Sorts("resource_id_value", "Value"),
+        Heading::Plain("Managed"),
+        Heading::Plain("Discovered by"),
+        Heading::Plain("Values"),
+        Heading::Unseen("Actions"),
+    ];
     view! {
-        <table class="table" id="discovered">
-            <thead>
-                <tr>
-                    <SortHeader path=crate::routes::DISCOVERED.href column="resource_type" label="Type"/>
-                    <SortHeader path=crate::routes::DISCOVERED.href column="agent" label="Agent"/>
-                    <SortHeader path=crate::routes::DISCOVERED.href column="resource_id_value" label="Value"/>
-                    <th scope="col">"Managed"</th>
-                    <th scope="col">"Discovered by"</th>
-                    <th scope="col">"Values"</th>
-                    <th scope="col"><span class="sr-only">"Actions"</span></th>
-                </tr>
-            </thead>
-            <tbody>{rows}</tbody>
-        </table>
+        <Table path=crate::routes::DISCOVERED.href id="discovered" headings rows=data.rows row/>
         <Pager path=crate::routes::DISCOVERED.href page=data.page/>
     }
     .into_any()

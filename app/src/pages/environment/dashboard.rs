@@ -4,7 +4,7 @@ use leptos::prelude::*;
 
 use super::fns;
 use crate::components::*;
-use crate::model::{CompileRow, Dashboard, ResourceState};
+use crate::model::{CompileRow, Dashboard, ResourceState, VersionRow};
 
 #[component]
 pub fn DashboardPage() -> impl IntoView {
@@ -127,35 +127,17 @@ fn DashboardBody(env: String, data: Dashboard) -> impl IntoView {
                 }
                     .into_any()
             } else {
-                view! {
-                    <table class="table">
-                        <thead>
-                            <tr>
-                                <th scope="col">"Requested"</th>
-                                <th scope="col">"Status"</th>
-                                <th scope="col">"Message"</th>
-                                <th scope="col">"Duration"</th>
-                            </tr>
-                        </thead>
-                        <tbody>
-                            {compiles
-                                .into_iter()
-                                .map(|c| {
-                                    let href = compile_link(&env, &c.id);
-                                    view! {
-                                        <tr data-id=c.id.clone() data-status=c.status.as_str()>
-                                            <td class="nowrap"><a href=href>{short_date(&c.requested)}</a></td>
-                                            <td><StatusBadge status=c.status/></td>
-                                            <td>{c.message}</td>
-                                            <td class="nowrap">{c.duration.map(duration_text).unwrap_or_default()}</td>
-                                        </tr>
-                                    }
-                                })
-                                .collect_view()}
-                        </tbody>
-                    </table>
-                }
-                    .into_any()
+                let headings = &[Heading::Plain("Requested"), Heading::Plain("Status"), Heading::Plain("Message"), Heading::Plain("Duration")];
+                let row = |c: CompileRow| {
+                    let href = compile_link(&env, &c.id);
+                    let duration = c.duration.map(duration_text).unwrap_or_default();
+                    view! {
+                        <tr data-id=c.id.clone() data-status=c.status.as_str()>
+                            <td class="nowrap"><a href=href>{short_date(&c.requested)}</a></td><td><StatusBadge status=c.status/></td><td>{c.message}</td><td class="nowrap">{duration}</td>
+                        </tr>
+                    }
+                };
+                view! { <Table headings rows=compiles row/> }.into_any()
             }}
         </div>
     };
@@ -202,35 +184,12 @@ fn DashboardBody(env: String, data: Dashboard) -> impl IntoView {
             {if versions.is_empty() {
                 view! { <p class="muted">"No versions yet: the compiler exports them."</p> }.into_any()
             } else {
-                view! {
-                    <table class="table">
-                        <thead>
-                            <tr>
-                                <th scope="col">"Version"</th>
-                                <th scope="col">"Date"</th>
-                                <th scope="col">"Status"</th>
-                                <th scope="col">"Resources"</th>
-                            </tr>
-                        </thead>
-                        <tbody>
-                            {versions
-                                .into_iter()
-                                .map(|v| {
-                                    let href = version_link(&env, v.version);
-                                    view! {
-                                        <tr>
-                                            <td><a href=href>{v.version}</a></td>
-                                            <td>{short_date(&v.date)}</td>
-                                            <td><StatusBadge status=v.status/></td>
-                                            <td>{v.total}</td>
-                                        </tr>
-                                    }
-                                })
-                                .collect_view()}
-                        </tbody>
-                    </table>
-                }
-                    .into_any()
+                let headings = &[Heading::Plain("Version"), Heading::Plain("Date"), Heading::Plain("Status"), Heading::Plain("Resources")];
+                let row = |v: VersionRow| {
+                    let href = version_link(&env, v.version);
+                    view! { <tr><td><a href=href>{v.version}</a></td><td>{short_date(&v.date)}</td><td><StatusBadge status=v.status/></td><td>{v.total}</td></tr> }
+                };
+                view! { <Table headings rows=versions row/> }.into_any()
             }}
         </div>
     }

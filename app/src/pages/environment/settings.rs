@@ -174,21 +174,10 @@ fn DangerAction(env: String, name: String, delete: bool) -> impl IntoView {
 
 #[component]
 fn SettingsTable(env: String, rows: Vec<SettingRow>) -> impl IntoView {
-    view! {
-        <table class="table settings" id="settings">
-            <thead>
-                <tr>
-                    <th scope="col">"Setting"</th>
-                    <th scope="col">"Value"</th>
-                    <th scope="col">"Default"</th>
-                    <th scope="col"><span class="sr-only">"Actions"</span></th>
-                </tr>
-            </thead>
-            <tbody>
-                {rows.into_iter().map(|row| view! { <SettingEditor env=env.clone() row/> }).collect_view()}
-            </tbody>
-        </table>
-    }
+    let headings =
+        &[Heading::Plain("Setting"), Heading::Plain("Value"), Heading::Plain("Default"), Heading::Unseen("Actions")];
+    let row = move |row: SettingRow| view! { <SettingEditor env=env.clone() row/> };
+    view! { <Table class="table settings" id="settings" headings rows row/> }
 }
 
 #[component]

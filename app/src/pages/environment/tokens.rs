@@ -59,47 +59,19 @@ pub(super) fn TokensTab(env: Memo<String>) -> impl IntoView {
 
 #[component]
 fn TokenTable(env: String, rows: Vec<TokenRow>, error: ActionError) -> impl IntoView {
-    view! {
-        <table class="table" id="tokens">
-            <thead>
-                <tr>
-                    <TokenHeaders/>
-                    <th scope="col"><span class="sr-only">"Actions"</span></th>
-                </tr>
-            </thead>
-            <tbody>
-                {rows
-                    .into_iter()
-                    .map(|t| {
-                        let (env, jti) = (env.clone(), t.jti.clone());
-                        let env_field = env.clone();
-                        let types = t.client_types.join(", ");
-                        let question = format!(
-                            "Revoke the {types} token issued {}? Whatever uses it is refused from now on.",
-                            short_date(&t.issued)
-                        );
-                        let revoked = t.revoked.is_some();
-                        let label = format!("{types} token issued {}", short_date(&t.issued));
-                        let revoke = move || act(error, "Token revoked", fns::revoke_token(env.clone(), jti.clone()));
-                        view! {
-                            <tr data-jti=t.jti.clone() data-revoked=revoked.to_string()>
-                                <TokenCells token=t.clone()/>
-                                <RevokeTokenCell
-                                    label
-                                    question
-                                    revoked
-                                    error
-                                    action={endpoint::<fns::RevokeToken>()}
-                                    fields=vec![("env", env_field.clone()), ("jti", t.jti.clone())]
-                                    revoke
-                                />
-                            </tr>
-                        }
-                    })
-                    .collect_view()}
-            </tbody>
-        </table>
-    }
+    let row = move |t: TokenRow| {
+        let (env, jti) = (env.clone(), t.jti.clone());
+        let fields = vec![("env", env.clone()), ("jti", t.jti.clone())];
+        let revoke = move || act(error, "Token revoked", fns::revoke_token(env.clone(), jti.clone()));
+        let action = endpoint::<fns::RevokeToken>();
+        view! {
+            <tr data-jti=t.jti.clone() data-revoked=t.revoked.is_some().to_string()>
+                <TokenCells token=t.clone()/>
+                <RevokeTokenCell token=t.clone() what=t.client_types.join(", ") error action fields revoke/>
+            </tr>
+        }
+    };
+    view! { <Table id="tokens" headings=TOKEN_HEADINGS rows row/> }
 }
 
 /// Generates a token and shows it once, with a copy button.

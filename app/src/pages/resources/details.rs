@@ -9,7 +9,7 @@ use super::ProblemText;
 use super::fns::{load_resource_details, resource_facts, resource_history, resource_logs};
 use crate::components::*;
 use crate::layout::resource_link;
-use crate::model::ResourceDetails;
+use crate::model::{LogRow, ParameterRow, ResourceDetails, ResourceId, ResourceState};
 
 const DETAILS_TABS: [(&str, &str); 5] = [
     ("attributes", "Desired state"),
@@ -107,35 +107,19 @@ fn RequiresTab(details: DetailsResource) -> impl IntoView {
         <Transition fallback=|| ()>
             {move || {
                 details.get().and_then(|r| r.ok()).map(|d| {
-                    if d.requires.is_empty() {
-                        return view! { <p class="muted">"This resource requires nothing."</p> }.into_any();
-                    }
+                    let row = move |(id, status): (ResourceId, ResourceState)| {
+                        let href = resource_link(&env.get_untracked(), &id);
+                        view! { <tr><td><a class="mono" href=href>{id.to_string()}</a></td><td><StatusBadge status/></td></tr> }
+                    };
                     view! {
-                        <table class="table" id="requires">
-                            <thead>
-                                <tr>
-                                    <th scope="col">"Resource"</th>
-                                    <th scope="col">"Status"</th>
-                                </tr>
-                            </thead>
-                            <tbody>
-                                {d
-                                    .requires
-                                    .into_iter()
-                                    .map(|(id, status)| {
-                                        let href = resource_link(&env.get_untracked(), &id);
-                                        view! {
-                                            <tr>
-                                                <td><a class="mono" href=href>{id.to_string()}</a></td>
-                                                <td><StatusBadge status/></td>
-                                            </tr>
-                                        }
-                                    })
-                                    .collect_view()}
-                            </tbody>
-                        </table>
+                        <Table
+                            id="requires"
+                            headings=&[Heading::Plain("Resource"), Heading::Plain("Status")]
+                            rows=d.requires
+                            row
+                            empty=|| view! { <p class="muted">"This resource requires nothing."</p> }
+                        />
                     }
-                        .into_any()
                 })
             }}
         </Transition>
@@ -213,39 +197,17 @@ fn LogsTab(env: Memo<String>, rid: Memo<String>, level: Memo<String>) -> impl In
             loading="Loading logs…"
             error_title="The logs could not be loaded"
             view=|rows| {
-                if rows.is_empty() {
-                    return view! { <p class="muted">"No log lines at this level."</p> }.into_any();
-                }
-                view! {
-                    <table class="table logs" id="logs">
-                        <thead>
-                            <tr>
-                                <th scope="col">"Time"</th>
-                                <th scope="col">"Version"</th>
-                                <th scope="col">"Action"</th>
-                                <th scope="col">"Level"</th>
-                                <th scope="col">"Message"</th>
-                            </tr>
-                        </thead>
-                        <tbody>
-                            {rows
-                                .into_iter()
-                                .map(|l| {
-                                    view! {
-                                        <tr data-level=l.level.clone() data-version=l.version.map(|v| v.to_string())>
-                                            <td class="nowrap">{short_date(&l.timestamp)}</td>
-                                            <td class="log-version">{l.version}</td>
-                                            <td>{l.action}</td>
-                                            <td><span class=format!("level level-{}", l.level.to_lowercase())>{l.level.clone()}</span></td>
-                                            <td><pre class="log-message">{l.message}</pre></td>
-                                        </tr>
-                                    }
-                                })
-                                .collect_view()}
-                        </tbody>
-                    </table>
-                }
-                    .into_any()
+                let headings = &[Heading::Plain("Time"), Heading::Plain("Version"), Heading::Plain("Action"), Heading::Plain("Level"), Heading::Plain("Message")];
+                let row = |l: LogRow| {
+                    let level = format!("level level-{}", l.level.to_lowercase());
+                    view! {
+                        <tr data-level=l.level.clone() data-version=l.version.map(|v| v.to_string())>
+                            <td class="nowrap">{short_date(&l.timestamp)}</td><td class="log-version">{l.version}</td><td>{l.action}</td>
+                            <td><span class=level>{l.level.clone()}</span></td><td><pre class="log-message">{l.message}</pre></td>
+                        </tr>
+                    }
+                };
+                view! { <Table class="table logs" id="logs" headings rows row empty=|| view! { <p class="muted">"No log lines at this level."</p> }/> }
             }
         />
     }
@@ -263,33 +225,11 @@ fn FactsTab(env: Memo<String>, rid: Memo<String>) -> impl IntoView {
             loading="Loading facts…"
             error_title="The facts could not be loaded"
             view=|rows| {
-                if rows.is_empty() {
-                    return view! { <p class="muted">"No facts: the handler of this resource reported none."</p> }.into_any();
-                }
-                view! {
-                    <table class="table">
-                        <thead>
-                            <tr>
-                                <th scope="col">"Name"</th>
-                                <th scope="col">"Value"</th>
-                                <th scope="col">"Updated"</th>
-                            </tr>
-                        </thead>
-                        <tbody>
-                            {rows
-                                .into_iter()
-                                .map(|f| view! {
-                                    <tr>
-                                        <td>{f.name}</td>
-                                        <td><code class="value">{f.value}</code></td>
-                                        <td>{f.updated.as_deref().map(short_date)}</td>
-                                    </tr>
-                                })
-                                .collect_view()}
-                        </tbody>
-                    </table>
-                }
-                    .into_any()
+                let row = |f: ParameterRow| {
+                    view! { <tr><td>{f.name}</td><td><code class="value">{f.value}</code></td><td>{f.updated.as_deref().map(short_date)}</td></tr> }
+                };
+                let headings = &[Heading::Plain("Name"), Heading::Plain("Value"), Heading::Plain("Updated")];
+                view! { <Table headings rows row empty=|| view! { <p class="muted">"No facts: the handler of this resource reported none."</p> }/> }
             }
         />
     }

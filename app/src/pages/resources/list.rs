@@ -8,7 +8,7 @@ use super::ProblemText;
 use super::fns::resources;
 use crate::components::*;
 use crate::layout::resource_link;
-use crate::model::{ResourceState, ResourcesView};
+use crate::model::{ResourceRow, ResourceState, ResourcesView};
 
 #[component]
 pub fn ResourcesPage() -> impl IntoView {
@@ -116,39 +116,29 @@ fn ResourcesBody(env: String, data: ResourcesView) -> impl IntoView {
         }
         .into_any()
     } else {
+        let headings = &[
+            Heading::Sorts("resource_type", "Type"),
+            Heading::Sorts("agent", "Agent"),
+            Heading::Sorts("resource_id_value", "Value"),
+            Heading::Sorts("status", "Status"),
+            Heading::Plain("Requires"),
+            Heading::Plain("Problem"),
+        ];
+        let row_env = env.clone();
+        let row = move |r: ResourceRow| {
+            let env = &row_env;
+            let href = resource_link(env, &r.id);
+            let (rid, status) = (r.id.to_string(), r.status.as_str());
+            let problem = r.problem.map(|p| view! { <ProblemText env=env.clone() problem=p/> });
+            view! {
+                <tr data-id=rid data-status=status>
+                    <td>{r.resource_type}</td><td>{r.agent}</td><td><a href=href>{r.value}</a></td>
+                    <td><StatusBadge status=r.status/></td><td>{r.requires}</td><td class="problem">{problem}</td>
+                </tr>
+            }
+        };
         view! {
-            <table class="table" id="resources">
-                <thead>
-                    <tr>
-                        <SortHeader path=crate::routes::RESOURCES.href column="resource_type" label="Type"/>
-                        <SortHeader path=crate::routes::RESOURCES.href column="agent" label="Agent"/>
-                        <SortHeader path=crate::routes::RESOURCES.href column="resource_id_value" label="Value"/>
-                        <SortHeader path=crate::routes::RESOURCES.href column="status" label="Status"/>
-                        <th scope="col">"Requires"</th>
-                        <th scope="col">"Problem"</th>
-                    </tr>
-                </thead>
-                <tbody>
-                    {data
-                        .rows
-                        .into_iter()
-                        .map(|r| {
-                            let href = resource_link(&env, &r.id);
-                            let (rid, status) = (r.id.to_string(), r.status.as_str());
-                            view! {
-                                <tr data-id=rid data-status=status>
-                                    <td>{r.resource_type}</td>
-                                    <td>{r.agent}</td>
-                                    <td><a href=href>{r.value}</a></td>
-                                    <td><StatusBadge status=r.status/></td>
-                                    <td>{r.requires}</td>
-                                    <td class="problem">{r.problem.map(|p| view! { <ProblemText env=env.clone() problem=p/> })}</td>
-                                </tr>
-                            }
-                        })
-                        .collect_view()}
-                </tbody>
-            </table>
+            <Table path=crate::routes::RESOURCES.href id="resources" headings rows=data.rows row/>
             <Pager path=crate::routes::RESOURCES.href page=data.page/>
         }
         .into_any()
