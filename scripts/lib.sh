@@ -140,6 +140,20 @@ ensure_binaryen() {
 # workspace_test_binaries CRATE_DIR...: `DIR:EXECUTABLE` of every test binary that
 # `cargo test --workspace --no-run` builds for the workspace members in those folders (already
 # built: this only asks cargo where they are). Each runs from its crate's folder, as cargo runs it.
+# schemathesis from PyPI in a cached venv; prints the venv. Two runs side by side must not both
+# install it: the CI calls this once before starting them.
+ensure_schemathesis() {
+  local venv="$HOME/.cache/inmanta/schemathesis-venv"
+  if ! "$venv/bin/schemathesis" --version >/dev/null 2>&1; then
+    log "installing schemathesis into $venv"
+    python3 -m venv --help >/dev/null 2>&1 || apt_install python3-venv
+    rm -rf "$venv"
+    python3 -m venv "$venv" >&2
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==4.32.5" >&2
+  fi
+  echo "$venv"
+}
+
 workspace_test_binaries() {
   cargo test --workspace --no-run --message-format=json 2>/dev/null | python3 -c '
 import json, os, sys

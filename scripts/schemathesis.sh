@@ -7,14 +7,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-venv="$HOME/.cache/inmanta/schemathesis-venv"
-if ! "$venv/bin/schemathesis" --version >/dev/null 2>&1; then
-  log "installing schemathesis into $venv"
-  python3 -m venv --help >/dev/null 2>&1 || apt_install python3-venv
-  rm -rf "$venv"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==4.32.5"
-fi
+venv=$(ensure_schemathesis)
 
 bin="${INMANTA_BIN:-$CARGO_TARGET_DIR/debug/inmanta}"
 [ -x "$bin" ] || cargo build -p server --bin inmanta

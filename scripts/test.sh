@@ -115,6 +115,7 @@ stage "schemathesis on SQLite and PostgreSQL, side by side"
 fuzz_db="fuzz_$(date +%s)_$RANDOM"
 psql "$POSTGRES_ADMIN_URL" -qc "CREATE DATABASE $fuzz_db" >/dev/null
 fuzz_logs=$(mktemp -d)
+ensure_schemathesis >/dev/null
 scripts/schemathesis.sh >"$fuzz_logs/sqlite" 2>&1 &
 fuzz_sqlite=$!
 scripts/schemathesis.sh "${POSTGRES_ADMIN_URL%/*}/$fuzz_db" >"$fuzz_logs/postgres" 2>&1 &
