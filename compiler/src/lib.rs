@@ -82,6 +82,10 @@ pub struct CompileOptions {
     /// model is not freed (the operating system takes the memory back at once, where freeing
     /// it walks every instance and value). Off by default: a library user keeps its memory.
     pub process_exits_after: bool,
+    /// Start the next compile's Python as soon as this compile has its own (see
+    /// `python/spare.rs`): for a tool that compiles the same project again and again, the
+    /// language server. Off by default: a single compile would leave a Python unused.
+    pub keep_python_spare: bool,
 }
 
 impl Default for CompileOptions {
@@ -106,6 +110,7 @@ impl Default for CompileOptions {
             overlay: SourceOverlay::default(),
             every_error: false,
             process_exits_after: false,
+            keep_python_spare: false,
         }
     }
 }
@@ -685,6 +690,7 @@ fn start_python(
         module_dirs,
         &options.plugin_inputs.environment,
         options.plugin_timeout,
+        options.keep_python_spare,
     )
     .map(Some)
     .map_err(|d| Diagnostics(vec![*d]))

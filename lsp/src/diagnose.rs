@@ -131,6 +131,7 @@ pub(crate) fn compile(job: &Job) -> HashMap<PathBuf, Vec<Diagnostic>> {
         root_variables: false,
         overlay: compiler::SourceOverlay::new(overlay),
         every_error: true,
+        keep_python_spare: true,
         ..compiler::CompileOptions::default()
     };
     let started = std::time::Instant::now();

@@ -225,3 +225,60 @@ fn a_plugin_call_goes_to_its_python_source_and_shows_its_signature() {
     assert_eq!(import["uri"], file_uri(&module.join("model/_init.cf")), "{import}");
     assert!(c.stop().success());
 }
+
+/// A plugin that refuses large numbers and counts its calls in the process.
+const CHECK_PLUGIN: &str = r#"from inmanta.plugins import plugin
+
+CALLS = []
+
+
+@plugin
+def check(n: "int") -> "int":
+    CALLS.append(n)
+    if n > 10:
+        raise Exception(f"too big: {n} (call {len(CALLS)} in this process)")
+    return n
+"#;
+
+/// The root of the virtual environment with inmanta-core that module tests use
+/// (scripts/pytest-inmanta-venv.sh installs it when missing).
+fn inmanta_core_venv() -> PathBuf {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/pytest-inmanta-venv.sh");
+    let output = Command::new(script).output().expect("run scripts/pytest-inmanta-venv.sh");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let python = PathBuf::from(String::from_utf8_lossy(&output.stdout).lines().next().expect("a python"));
+    python.parent().and_then(Path::parent).expect("a venv").to_path_buf()
+}
+
+#[test]
+fn python_plugins_run_in_each_compile_with_nothing_left_of_the_last_and_edits_seen() {
+    let dir = project("import greet\n\nx = greet::check(50)\n");
+    std::os::unix::fs::symlink(inmanta_core_venv(), dir.path().join(".env")).expect("link .env");
+    let module: PathBuf = dir.path().join("libs/greet");
+    std::fs::create_dir_all(module.join("model")).expect("mkdir");
+    std::fs::create_dir_all(module.join("plugins")).expect("mkdir");
+    std::fs::write(module.join("model/_init.cf"), "").expect("write");
+    std::fs::write(module.join("module.yml"), "name: greet\nversion: 1.0.0\n").expect("write");
+    std::fs::write(module.join("plugins/__init__.py"), CHECK_PLUGIN).expect("write");
+    let cache = tempfile::tempdir().expect("temp dir");
+    let main = dir.path().join("main.cf");
+    let uri = file_uri(&main);
+    let mut c = server(dir.path(), cache.path());
+    let says = |text: String| move |d: &[Value]| d.iter().any(|x| x["message"].as_str().unwrap_or("").contains(&text));
+
+    c.open(&main, "import greet\n\nx = greet::check(50)\n");
+    let found = c.diagnostics_until(&uri, WAIT, says("too big: 50 (call 1 ".into()));
+    assert!(found.is_some(), "the plugin's error: {:?}", c.pending);
+    // every compile starts from the modules as imported: the plugin's own list is empty again
+    for (version, n) in [(2, 20), (3, 30)] {
+        c.change(&main, version, &format!("import greet\n\nx = greet::check({n})\n"));
+        let found = c.diagnostics_until(&uri, WAIT, says(format!("too big: {n} (call 1 ")));
+        assert!(found.is_some(), "compile {version}: {:?}", c.pending);
+    }
+    // the plugin edited on disk: the next compile imports it anew
+    std::fs::write(module.join("plugins/__init__.py"), CHECK_PLUGIN.replace("too big", "far too big")).expect("write");
+    c.change(&main, 4, "import greet\n\nx = greet::check(40)\n");
+    let found = c.diagnostics_until(&uri, WAIT, says("far too big: 40 (call 1 ".into()));
+    assert!(found.is_some(), "the edited plugin: {:?}", c.pending);
+    assert!(c.stop().success());
+}

@@ -63,7 +63,7 @@ pub(crate) trait Questions {
 }
 
 /// The least time Python gets to start and import the modules' code.
-const START_LIMIT: Duration = Duration::from_secs(300);
+pub(crate) const START_LIMIT: Duration = Duration::from_secs(300);
 
 /// Why a request got no answer.
 #[derive(Debug)]
@@ -139,10 +139,19 @@ impl Watchdog {
     }
 }
 
-pub(crate) struct Bridge {
+/// The Python process and its pipes; `None` only while a forked compile's bridge is given back
+/// (see `spare.rs`).
+struct Process {
     child: Child,
     input: ChildStdin,
     output: BufReader<ChildStdout>,
+}
+
+pub(crate) struct Bridge {
+    process: Option<Process>,
+    /// Set when this bridge serves a compile from a fork of a loaded Python: at its end the
+    /// loaded Python is kept for the next compile instead of stopped.
+    pub(super) fork_of: Option<super::spare::Loaded>,
     /// The interpreter's version, from its first line.
     pub version: String,
     line: String,
@@ -177,9 +186,8 @@ impl Bridge {
         };
         let watchdog = Watchdog::start(child.id(), limit);
         let mut bridge = Bridge {
-            child,
-            input,
-            output: BufReader::new(output),
+            process: Some(Process { child, input, output: BufReader::new(output) }),
+            fork_of: None,
             version: String::new(),
             line: String::new(),
             limit,
@@ -202,19 +210,31 @@ impl Bridge {
         self.limit = limit;
     }
 
+    /// The process id of the Python serving this bridge (for a fork: the loaded Python's).
+    #[cfg(test)]
+    pub(crate) fn pid(&self) -> u32 {
+        self.process.as_ref().map(|p| p.child.id()).unwrap_or_default()
+    }
+
+    fn process(&mut self) -> &mut Process {
+        self.process.as_mut().expect("a bridge has its process until it is dropped")
+    }
+
     fn write(&mut self, msg: &Json) -> Result<(), String> {
         let mut text = msg.to_string();
         text.push('\n');
-        self.input
+        let input = &mut self.process().input;
+        input
             .write_all(text.as_bytes())
-            .and_then(|_| self.input.flush())
+            .and_then(|_| input.flush())
             .map_err(|e| format!("the Python process stopped ({e})"))
     }
 
     fn read(&mut self) -> Result<Json, BridgeError> {
         self.line.clear();
         self.watchdog.deadline.store(self.watchdog.now_ms() + self.limit.as_millis() as u64, Ordering::Relaxed);
-        let read = std::io::Read::take(&mut self.output, self.max_answer).read_line(&mut self.line);
+        let process = self.process.as_mut().expect("a bridge has its process until it is dropped");
+        let read = std::io::Read::take(&mut process.output, self.max_answer).read_line(&mut self.line);
         self.watchdog.deadline.store(0, Ordering::Relaxed);
         if self.watchdog.fired.load(Ordering::Relaxed) {
             return Err(BridgeError::TimedOut(self.limit));
@@ -225,7 +245,7 @@ impl Bridge {
                  max-memory or INMANTA_COMPILER_MAX_MEMORY)"
             )),
             Ok(0) => {
-                let status = self.child.wait().map(|s| s.to_string()).unwrap_or_default();
+                let status = self.process().child.wait().map(|s| s.to_string()).unwrap_or_default();
                 Err(format!("the Python process exited ({status}); its error output is above"))
             }
             Ok(_) => serde_json::from_str(&self.line).map_err(|e| {
@@ -286,11 +306,37 @@ pub(crate) fn answer_question(message: &Json, questions: &mut dyn Questions) -> 
     }))
 }
 
+impl Bridge {
+    /// The same Python process under a new owner, for the loaded Python a forked compile gives
+    /// back (its watchdog goes with it).
+    pub(super) fn take_process(&mut self) -> Option<Bridge> {
+        let process = self.process.take()?;
+        Some(Bridge {
+            process: Some(process),
+            fork_of: None,
+            version: self.version.clone(),
+            line: String::new(),
+            limit: self.limit,
+            max_answer: u64::MAX,
+            watchdog: self.watchdog.clone(),
+        })
+    }
+}
+
 impl Drop for Bridge {
     fn drop(&mut self) {
+        if let Some(loaded) = self.fork_of.take() {
+            if let Some(parent) = self.take_process() {
+                super::spare::give_back(parent, loaded);
+            }
+            return;
+        }
+        let Some(mut process) = self.process.take() else {
+            return; // the process has another owner now
+        };
         // nothing to flush on the Python side: stopping it is immediate
         self.watchdog.stop.store(true, Ordering::Relaxed);
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = process.child.kill();
+        let _ = process.child.wait();
     }
 }

@@ -13,6 +13,7 @@ pub mod env;
 mod package;
 mod pth;
 mod signatures;
+mod spare;
 
 pub(crate) use dataclasses::pair_dataclasses;
 pub(crate) use signatures::{check_plugin_names, check_signatures};
@@ -102,10 +103,9 @@ pub(crate) fn start(
     module_dirs: &HashMap<String, PathBuf>,
     environment: &str,
     limit: std::time::Duration,
+    keep_spare: bool,
 ) -> Result<PythonSide, Box<Diagnostic>> {
     let fail = |m: String| Box::new(Diagnostic::plain(ErrorKind::ModuleLoadingException, m));
-    let mut bridge =
-        Bridge::start(python, cwd, limit).map_err(|e| fail(format!("Python for the modules' plugins: {e}")))?;
     let request = json!({
         "op": "load",
         "modules": modules.iter().map(|m| json!({"name": m.name, "path": m.dir, "v1": m.v1})).collect::<Vec<_>>(),
@@ -116,9 +116,16 @@ pub(crate) fn start(
             "module_paths": module_paths(module_dirs),
         },
     });
-    let answer = bridge
-        .request(&request, &mut NoQuestions)
-        .map_err(|e| fail(format!("importing the Python code of the modules: {e}")))?;
+    let dirs: Vec<&Path> = modules.iter().map(|m| m.dir.as_path()).collect();
+    let changed = |since| spare::python_changed_since(&dirs, since);
+    let (mut bridge, preloaded) = spare::take_or_start(python, cwd, limit, keep_spare, &request, changed)
+        .map_err(|e| fail(format!("Python for the modules' plugins: {e}")))?;
+    let answer = match preloaded {
+        Some(answer) => answer,
+        None => bridge
+            .request(&request, &mut NoQuestions)
+            .map_err(|e| fail(format!("importing the Python code of the modules: {e}")))?,
+    };
     if let Some(e) = answer.get("error") {
         if e["unlocated"].as_bool() == Some(true) {
             // an error of Inmanta's plugin loader, which gives no location

@@ -1,6 +1,7 @@
 """The line-framed JSON protocol with the compiler: one document per line each way."""
 
 import json
+import os
 import sys
 
 
@@ -14,8 +15,12 @@ class Channel:
         self.serve = serve
 
     def send(self, msg):
-        self.writer.write(json.dumps(msg, separators=(",", ":")) + "\n")
-        self.writer.flush()
+        try:
+            self.writer.write(json.dumps(msg, separators=(",", ":")) + "\n")
+            self.writer.flush()
+        except BrokenPipeError:
+            # the compiler is gone (a language server that stopped): nothing to answer
+            os._exit(0)
 
     def receive(self):
         line = self.reader.readline()

@@ -1,5 +1,6 @@
 """The request loop."""
 
+import os
 import sys
 
 from .bridge import Bridge
@@ -33,9 +34,33 @@ def serve(request):
 
 
 def main():
-    send({"ready": sys.version.split()[0]})
+    ready = {"ready": sys.version.split()[0]}
+    send(ready)
+    while True:
+        request = receive()
+        op = request.get("op")
+        if op == "exit":
+            return
+        if op == "fork":
+            # a compile served by a copy of this process as it is now (modules imported, no
+            # compile run): the copy answers on the same pipes until its "exit", then this one is
+            # ready again (see the compiler's python/spare.rs)
+            child = os.fork()
+            if child == 0:
+                send({"forked": os.getpid()})
+                _serve_one_compile()
+            os.waitpid(child, 0)
+            send(ready)
+            continue
+        send(serve(request))
+
+
+def _serve_one_compile():
+    """The forked copy: serves until the compile's "exit" (or the end of its stdin), and ends
+    without running the exit handlers of the process it was copied from."""
     while True:
         request = receive()
         if request.get("op") == "exit":
-            return
+            sys.stdout.flush()
+            os._exit(0)
         send(serve(request))
