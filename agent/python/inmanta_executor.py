@@ -14,13 +14,20 @@ The process starts in two steps, so that the agent can keep one started ahead of
 spare: importing inmanta-core is most of the start): it imports inmanta-core and says so, then
 waits for the one request that names its code and environment, and imports the modules.
 
+The agent's side of every line below is a serde type in agent/src/python/protocol.rs (a request
+by its "action", a server call by its "method"); a line it cannot read as one fails the resource
+and stops this process, so the two must change together.
+
 First line written: {"ready": true, "python": "3.13.0", "inmanta_core": "20.1.0"}
 Then:      {"id": n, "action": "load", "code": [dir, ...], "load": [module, ...], "environment": uuid}
 Answer:    {"id": n, "loaded": true, "errors": {module: traceback}}
 Requests:  {"id": n, "action": "deploy" | "dry_run" | "facts", "resource": {...},
             "dependency_changed": bool}
-Replies:   {"id": n, "status": ..., "change": ..., "changes": {...}, "logs": [...], "facts": {...},
+Replies:   {"id": n, "status": ..., "change": ..., "changes": {name: {"current", "desired"}},
+            "logs": [{"level", "msg", "args", "kwargs", "timestamp"}], "facts": {...},
             "discovered": [{"discovered_resource_id", "values", "discovery_resource_id"}, ...]}
+           (without "resolved" and "discovered" when the handler could not be found; a request
+           before "load" is answered {"id": n, "error": "..."})
 
 Handlers reach the server through `self.get_client()`; here that is `_ServerCalls`: what a
 `DiscoveryHandler` reports (`discovered_resource_create_batch`) comes back in the reply and the

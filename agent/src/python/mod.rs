@@ -13,6 +13,7 @@
 
 mod code;
 mod process;
+mod protocol;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -24,6 +25,7 @@ use serde_json::{Map, Value, json};
 
 pub use code::{ModuleFile, PythonCode, PythonModule};
 use process::{CallError, Launch, Load, PythonProcess, Ready};
+use protocol::{HandlerReply, HandlerRequest, Request, ResolveReply, ServerAnswer, ServerCall};
 
 use crate::handler::{Change, Handler, HandlerContext, HandlerError, HandlerStatus};
 use crate::references::FactSource;
@@ -97,8 +99,8 @@ pub struct PythonExecutors {
     keep_spare: std::sync::atomic::AtomicBool,
 }
 
-/// A reply from the executor, or why there is none.
-type Reply = Result<(Value, Vec<(String, String)>), String>;
+/// A reply from the executor and the import errors it reported at start, or why there is none.
+type Reply<R> = Result<(R, Vec<(String, String)>), String>;
 
 impl PythonExecutors {
     pub fn new(settings: PythonSettings) -> PythonExecutors {
@@ -219,15 +221,15 @@ impl PythonExecutors {
 
     /// Runs one request in the executor of `(environment, agent, code)`, starting it if needed.
     /// Returns the reply and the import errors the executor reported at start.
-    fn call(
+    fn call<R: serde::de::DeserializeOwned>(
         &self,
         environment: &str,
         agent: &str,
         code: &PythonCode,
         files: &dyn FileSource,
-        request: Value,
-        serve: &mut dyn FnMut(&Value) -> Value,
-    ) -> Reply {
+        request: Request,
+        serve: &mut dyn FnMut(&ServerCall) -> ServerAnswer,
+    ) -> Reply<R> {
         let key = Key { environment: environment.into(), agent: agent.into(), code: code.id().into() };
         let slot = self.slot(key);
         let mut guard = slot.process.lock().unwrap_or_else(|p| p.into_inner());
@@ -269,7 +271,9 @@ impl PythonExecutors {
                         "{e} (time limit {} s); the next resource of this agent starts a new executor",
                         self.settings.handler_timeout.as_secs_f64()
                     ),
-                    CallError::Died(_) => format!("{e}; the next resource of this agent starts a new executor"),
+                    CallError::Died(_) | CallError::Protocol(_) => {
+                        format!("{e}; the next resource of this agent starts a new executor")
+                    }
                 })
             }
         }
@@ -286,39 +290,32 @@ pub(crate) struct PythonHandler {
     pub(crate) facts: Arc<dyn FactSource>,
 }
 
-/// `{"code": ..., "result": ...}`, what inmanta-core's client calls return.
-fn answer(code: u16, result: Value) -> Value {
-    json!({"code": code, "result": result})
-}
-
 impl PythonHandler {
+    /// Runs the resource's handler for `action` (deploy, dry_run or facts) and takes what the
+    /// reply reports besides its outcome: the values to redact, the logs and the facts.
     fn request(
         &self,
         ctx: &mut HandlerContext<'_>,
-        action: &str,
+        action: fn(HandlerRequest) -> Request,
         resource: &ResourceRequest,
-    ) -> Result<Value, HandlerError> {
-        let request = json!({
-            "action": action,
-            "resource": resource.to_json(),
-            "dependency_changed": ctx.events().dependency_changed,
+    ) -> Result<HandlerReply, HandlerError> {
+        let request = action(HandlerRequest {
+            resource: resource.to_json(),
+            dependency_changed: ctx.events().dependency_changed,
         });
-        let mut serve = |call: &Value| self.serve(call);
+        let mut serve = |call: &ServerCall| self.serve(call);
         let (reply, import_errors) = self
             .executors
-            .call(&self.environment, &resource.id.agent, &self.code, &*self.files, request, &mut serve)
+            .call::<HandlerReply>(&self.environment, &resource.id.agent, &self.code, &*self.files, request, &mut serve)
             .map_err(HandlerError::Failed)?;
-        if let Some(resolved) = reply.get("resolved") {
-            let texts = resolved.get("values").and_then(Value::as_array).into_iter().flatten();
-            let attributes = resolved.get("attributes").and_then(Value::as_array).into_iter().flatten();
-            ctx.add_secrets(texts, attributes.filter_map(Value::as_str));
+        if let Some(resolved) = &reply.resolved {
+            ctx.add_secrets(&resolved.values, resolved.attributes.iter().map(String::as_str));
         }
-        if let Some(fields) = reply.as_object() {
-            ctx.record_reply_logs_and_facts(fields);
+        record_logs(ctx, reply.logs.iter().flatten());
+        for (name, value) in reply.facts.iter().flatten() {
+            ctx.set_fact(name, value.clone());
         }
-        if reply.get("status").and_then(Value::as_str).and_then(HandlerStatus::parse)
-            == Some(HandlerStatus::Unavailable)
-        {
+        if reply.status == Some(HandlerStatus::Unavailable) {
             let module = resource.id.entity_type.split("::").next().unwrap_or_default();
             for (failed, traceback) in import_errors.iter().filter(|(m, _)| m == module) {
                 let mut kwargs = Map::new();
@@ -326,7 +323,17 @@ impl PythonHandler {
                 ctx.log("ERROR", format!("module {failed} failed to import in the Python executor"), kwargs);
             }
         }
+        if let Some(error) = &reply.error {
+            return Err(HandlerError::failed(format!("the Python executor did not run the handler: {error}")));
+        }
         Ok(reply)
+    }
+}
+
+/// The log lines of a reply, as the handler context logs them.
+fn record_logs<'r>(ctx: &mut HandlerContext<'_>, logs: impl IntoIterator<Item = &'r protocol::LogLine>) {
+    for line in logs {
+        ctx.log(&line.level.to_uppercase(), line.msg.clone(), line.kwargs.clone());
     }
 }
 
@@ -340,9 +347,9 @@ impl PythonHandler {
         resource: &ResourceRequest,
         known: Map<String, Value>,
     ) -> Result<crate::references::Resolved<'static>, String> {
-        let request = json!({"action": "resolve", "resource": resource.to_json(), "known": known});
-        let mut serve = |call: &Value| self.serve(call);
-        let (reply, _) = self.executors.call(
+        let request = Request::Resolve { resource: resource.to_json(), known: known.clone() };
+        let mut serve = |call: &ServerCall| self.serve(call);
+        let (reply, _) = self.executors.call::<ResolveReply>(
             &self.environment,
             &resource.id.agent,
             &self.code,
@@ -350,52 +357,45 @@ impl PythonHandler {
             request,
             &mut serve,
         )?;
-        let values: Vec<Value> = reply
-            .pointer("/resolved/values")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .cloned()
-            .chain(known.into_values())
-            .collect();
+        let values: Vec<Value> =
+            reply.resolved.map(|r| r.values).unwrap_or_default().into_iter().chain(known.into_values()).collect();
         let mut secrets = crate::references::Secrets::default();
         for value in &values {
             secrets.add_value(value);
         }
-        if let Some(error) = reply.get("error").and_then(Value::as_str) {
+        if let Some(error) = reply.error {
             // The reference's own exception: it may quote what it resolved, never shown.
             return Err(format!(
                 "cannot resolve the references of {} in the Python executor: {}",
                 resource.id,
-                secrets.redact_str(error)
+                secrets.redact_str(&error)
             ));
         }
-        let Some(attributes) = reply.get("attributes").and_then(Value::as_object) else {
+        let Some(attributes) = reply.attributes else {
             return Err("the Python executor answered a resolve without attributes".into());
         };
-        crate::references::resolved_elsewhere(resource, attributes.clone(), &values).map_err(|e| e.to_string())
+        crate::references::resolved_elsewhere(resource, attributes, &values).map_err(|e| e.to_string())
     }
 
-    /// Answers a server call of the handler or of a reference it resolves (`get_file`,
-    /// `get_facts`) as the server would.
-    fn serve(&self, call: &Value) -> Value {
-        let text = |key: &str| call.get(key).and_then(Value::as_str).unwrap_or_default();
-        match text("method") {
-            "get_file" => match self.files.get(text("hash")) {
-                Ok(content) => answer(200, json!({"content": BASE64.encode(content)})),
-                Err(e) => answer(404, json!({"message": e})),
+    /// Answers a server call of the handler or of a reference it resolves as the server would.
+    fn serve(&self, call: &ServerCall) -> ServerAnswer {
+        match call {
+            ServerCall::GetFile { hash } => match self.files.get(hash) {
+                Ok(content) => ServerAnswer::new(200, json!({"content": BASE64.encode(content)})),
+                Err(e) => ServerAnswer::new(404, json!({"message": e})),
             },
-            "get_facts" => match self.facts.facts(text("tid"), text("rid")) {
+            ServerCall::GetFacts { tid, rid } => match self.facts.facts(tid, rid) {
                 Ok(facts) => {
                     let data: Vec<Value> = facts
                         .into_iter()
-                        .map(|(name, value)| json!({"name": name, "value": value, "resource_id": text("rid")}))
+                        .map(|(name, value)| json!({"name": name, "value": value, "resource_id": rid}))
                         .collect();
-                    answer(200, json!({"data": data}))
+                    ServerAnswer::new(200, json!({"data": data}))
                 }
-                Err(e) => answer(500, json!({"message": e})),
+                Err(e) => ServerAnswer::new(500, json!({"message": e})),
             },
-            other => answer(501, json!({"message": format!("{other}: not answered by this agent")})),
+            // The process answers it itself (it redacts its stderr): see PythonProcess::call_serving.
+            ServerCall::Redact { .. } => ServerAnswer::new(200, json!({})),
         }
     }
 }
@@ -407,43 +407,26 @@ impl Handler for PythonHandler {
 
     fn run(&self, ctx: &mut HandlerContext<'_>, resource: &ResourceRequest) -> Result<(), HandlerError> {
         // A report-only resource is checked by the handler itself, also in a deploy (Inmanta's own rule).
-        let action = if ctx.is_dry_run() && !resource.bool("report_only") { "dry_run" } else { "deploy" };
+        let action = if ctx.is_dry_run() && !resource.bool("report_only") { Request::DryRun } else { Request::Deploy };
         let reply = self.request(ctx, action, resource)?;
-        if let Some(changes) = reply.get("changes").and_then(Value::as_object) {
-            for (name, change) in changes {
-                let current = change.get("current").cloned().unwrap_or(Value::Null);
-                let desired = change.get("desired").cloned().unwrap_or(Value::Null);
-                ctx.add_change(name, current, desired);
-            }
+        for (name, change) in reply.changes.into_iter().flatten() {
+            ctx.add_change(&name, change.current, change.desired);
         }
-        for found in reply.get("discovered").and_then(Value::as_array).into_iter().flatten() {
-            match serde_json::from_value(found.clone()) {
-                Ok(found) => ctx.report_discovered(found),
-                Err(e) => {
-                    return Err(HandlerError::failed(format!(
-                        "the executor reported a discovered resource wrongly: {e}"
-                    )));
-                }
-            }
+        for found in reply.discovered.into_iter().flatten() {
+            ctx.report_discovered(found);
         }
-        if let Some(change) = reply.get("change").and_then(Value::as_str).and_then(Change::parse)
+        if let Some(change) = reply.change
             && change != Change::NoChange
         {
             ctx.set_change(change)?;
         }
-        let status = match reply.get("status").and_then(Value::as_str) {
-            None => HandlerStatus::Failed,
-            Some(status) => HandlerStatus::parse(status).ok_or_else(|| {
-                HandlerError::failed(format!("the Python executor answered an unknown status {status:?}"))
-            })?,
-        };
-        ctx.set_status(status);
+        ctx.set_status(reply.status.unwrap_or(HandlerStatus::Failed));
         Ok(())
     }
 
     fn facts(&self, ctx: &mut HandlerContext<'_>, resource: &ResourceRequest) -> Result<(), HandlerError> {
-        let reply = self.request(ctx, "facts", resource)?;
-        match reply.get("status").and_then(Value::as_str).and_then(HandlerStatus::parse) {
+        let reply = self.request(ctx, Request::Facts, resource)?;
+        match reply.status {
             Some(HandlerStatus::Failed | HandlerStatus::Unavailable) => {
                 Err(HandlerError::failed(format!("the handler of {} could not report facts", resource.id.entity_type)))
             }

@@ -10,8 +10,11 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::json;
 
+use super::protocol::{self, Hello, Incoming, LoadAnswer, Numbered, Outgoing, Request, ServerAnswer, ServerCall};
 use crate::references::Secrets;
 
 /// How many lines of the process's stderr are kept to explain a crash.
@@ -26,6 +29,9 @@ pub enum CallError {
     /// The process exited (or could not be written to) before answering.
     #[error("the Python executor process died while running the handler ({0})")]
     Died(String),
+    /// The process wrote a line that is not the protocol; it was killed.
+    #[error("the Python executor broke the protocol, so its process was stopped: {0}")]
+    Protocol(String),
 }
 
 /// What to start: the interpreter and the shim. A process starts without code (it imports
@@ -120,95 +126,95 @@ impl PythonProcess {
             })
             .map_err(|e| format!("cannot start a reader thread: {e}"))?;
         let mut process = PythonProcess { child, stdin, replies, stderr: tail, secrets, next_id: 0 };
-        let hello = match process.receive(launch.start_timeout) {
+        let hello: Hello = match process.receive(launch.start_timeout) {
             Ok(hello) => hello,
             Err(CallError::TimedOut(t)) => {
                 return Err(format!("the Python executor ({python}) was not ready within {t:?}: {}", process.tail()));
             }
-            Err(CallError::Died(why)) => return Err(format!("the Python executor ({python}) did not start: {why}")),
+            Err(CallError::Died(why) | CallError::Protocol(why)) => {
+                return Err(format!("the Python executor ({python}) did not start: {why}"));
+            }
         };
-        if hello.get("ready").and_then(Value::as_bool) != Some(true) {
-            let why = hello.get("error").and_then(Value::as_str).unwrap_or("no reason given").to_string();
+        if !hello.ready {
             process.kill();
-            return Err(why);
+            return Err(hello.error.unwrap_or_else(|| "no reason given".into()));
         }
-        let text = |key: &str| hello.get(key).and_then(Value::as_str).unwrap_or("unknown").to_string();
-        let ready = Ready { python: text("python"), inmanta_core: text("inmanta_core"), import_errors: Vec::new() };
+        let unknown = || "unknown".to_string();
+        let ready = Ready {
+            python: hello.python.unwrap_or_else(unknown),
+            inmanta_core: hello.inmanta_core.unwrap_or_else(unknown),
+            import_errors: Vec::new(),
+        };
         Ok((process, ready))
     }
 
     /// Gives a started process its code: it imports the modules and reports those that failed.
     pub fn load(&mut self, load: &Load<'_>, timeout: Duration) -> Result<Vec<(String, String)>, String> {
-        let request = json!({
-            "action": "load",
-            "code": load.code_dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>(),
-            "load": load.modules,
-            "environment": load.environment,
-        });
-        let reply = self.call(request, timeout).map_err(|e| match e {
+        let request = Request::Load {
+            code: load.code_dirs.iter().map(|d| d.display().to_string()).collect(),
+            load: load.modules.clone(),
+            environment: load.environment.to_string(),
+        };
+        let reply: LoadAnswer = self.call(request, timeout).map_err(|e| match e {
             CallError::TimedOut(t) => format!("the Python executor did not import its modules within {t:?}"),
             CallError::Died(why) => format!("the Python executor died while importing its modules ({why})"),
+            e @ CallError::Protocol(_) => format!("while the Python executor imported its modules, {e}"),
         })?;
-        if reply.get("loaded").and_then(Value::as_bool) != Some(true) {
-            let why = reply.get("error").and_then(Value::as_str).unwrap_or("no reason given");
+        if !reply.loaded {
+            let why = reply.error.as_deref().unwrap_or("no reason given");
             self.kill();
             return Err(format!("the Python executor did not load its modules: {why}"));
         }
-        Ok(reply
-            .get("errors")
-            .and_then(Value::as_object)
-            .map(|e| e.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
-            .unwrap_or_default())
+        Ok(reply.errors.unwrap_or_default().into_iter().collect())
     }
 
     /// Sends one request and waits for its reply; on a time-out the process is killed and must
     /// not be used again.
-    pub fn call(&mut self, request: Value, timeout: Duration) -> Result<Value, CallError> {
-        self.call_serving(request, timeout, &mut |_| json!({"code": 501, "result": {"message": "no server here"}}))
+    pub fn call<R: DeserializeOwned>(&mut self, request: Request, timeout: Duration) -> Result<R, CallError> {
+        self.call_serving(request, timeout, &mut |_| ServerAnswer::new(501, json!({"message": "no server here"})))
     }
 
     /// [`PythonProcess::call`], answering the server calls the handler makes meanwhile (a file
     /// or the facts a reference needs): the process writes `{"server_call": {...}}` and reads the
     /// next line of its stdin, `{"server_answer": {"code": ..., "result": ...}}`, which `serve`
-    /// gives. One call is the process's own: `{"method": "redact", "values": [...]}`, the values
-    /// a resource's references resolved to, sent before its handler runs, so that what the
-    /// handler (or a program it starts) then prints to stderr is redacted before it is logged.
-    /// They are kept for the life of the process: a line may still be in the pipe.
-    pub fn call_serving(
+    /// gives. One call is the process's own: [`ServerCall::Redact`], the values a resource's
+    /// references resolved to, sent before its handler runs, so that what the handler (or a
+    /// program it starts) then prints to stderr is redacted before it is logged. They are kept
+    /// for the life of the process: a line may still be in the pipe.
+    pub fn call_serving<R: DeserializeOwned>(
         &mut self,
-        mut request: Value,
+        request: Request,
         timeout: Duration,
-        serve: &mut dyn FnMut(&Value) -> Value,
-    ) -> Result<Value, CallError> {
+        serve: &mut dyn FnMut(&ServerCall) -> ServerAnswer,
+    ) -> Result<R, CallError> {
         self.next_id += 1;
         let id = self.next_id;
-        request["id"] = json!(id);
-        self.send(&request)?;
+        self.send(&Outgoing::Request(&Numbered { id, body: request }))?;
         loop {
-            let reply = self.receive(timeout)?;
-            if let Some(server_call) = reply.get("server_call") {
-                if server_call.get("method").and_then(Value::as_str) == Some("redact") {
-                    let values = server_call.get("values").and_then(Value::as_array).into_iter().flatten();
+            match self.receive::<Incoming<R>>(timeout)? {
+                Incoming::ServerCall(ServerCall::Redact { values }) => {
                     if let Ok(mut secrets) = self.secrets.lock() {
-                        values.for_each(|v| secrets.add_value(v));
+                        for value in &values {
+                            secrets.add_value(value);
+                        }
                     }
-                    self.send(&json!({"server_answer": {"code": 200, "result": {}}}))?;
-                    continue;
+                    let answer = ServerAnswer::new(200, json!({}));
+                    self.send(&Outgoing::ServerAnswer { server_answer: &answer })?;
                 }
-                let answer = serve(server_call);
-                self.send(&json!({"server_answer": answer}))?;
-                continue;
-            }
-            // A reply to an earlier request that timed out cannot arrive (that process is killed),
-            // but a line without our id is skipped rather than misread.
-            if reply.get("id").and_then(Value::as_u64) == Some(id) {
-                return Ok(reply);
+                Incoming::ServerCall(call) => {
+                    let answer = serve(&call);
+                    self.send(&Outgoing::ServerAnswer { server_answer: &answer })?;
+                }
+                // A reply to an earlier request that timed out cannot arrive (that process is
+                // killed), but a line with another id is skipped rather than misread.
+                Incoming::Reply(reply) if reply.id == id => return Ok(reply.body),
+                Incoming::Reply(_) => {}
             }
         }
     }
 
-    fn send(&mut self, message: &Value) -> Result<(), CallError> {
-        let mut line = message.to_string();
+    fn send(&mut self, message: &impl Serialize) -> Result<(), CallError> {
+        let mut line = protocol::to_line(message);
         line.push('\n');
         if let Err(e) = self.stdin.write_all(line.as_bytes()).and_then(|()| self.stdin.flush()) {
             return Err(CallError::Died(format!("{e}; {}", self.exit_and_tail())));
@@ -216,10 +222,12 @@ impl PythonProcess {
         Ok(())
     }
 
-    fn receive(&mut self, timeout: Duration) -> Result<Value, CallError> {
+    fn receive<T: DeserializeOwned>(&mut self, timeout: Duration) -> Result<T, CallError> {
         match self.replies.recv_timeout(timeout) {
-            Ok(line) => serde_json::from_str(&line)
-                .map_err(|e| CallError::Died(format!("it wrote a line that is not JSON ({e}): {line}"))),
+            Ok(line) => protocol::parse_line(&line).map_err(|e| {
+                self.kill();
+                CallError::Protocol(e)
+            }),
             Err(RecvTimeoutError::Timeout) => {
                 self.kill();
                 Err(CallError::TimedOut(timeout))
@@ -298,7 +306,8 @@ sys.exit(7)
         let python = PathBuf::from("python3");
         let launch = Launch { python: &python, shim: &shim, start_timeout: Duration::from_secs(30) };
         let (mut process, _) = PythonProcess::start(&launch).unwrap();
-        let err = process.call(json!({"action": "deploy"}), Duration::from_secs(30)).unwrap_err().to_string();
+        let request = Request::Deploy(protocol::HandlerRequest { resource: json!({}), dependency_changed: false });
+        let err = process.call::<protocol::HandlerReply>(request, Duration::from_secs(30)).unwrap_err().to_string();
         assert!(err.contains("exit code 7"), "{err}");
         assert!(err.contains("the handler printed *** here"), "{err}");
         assert!(!err.contains("h31-stderr-secret"), "{err}");

@@ -17,7 +17,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value as Json, json};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value as Json};
+
+use super::protocol::{
+    self, Answer, FromPython, GetReply, Outcome, Question, QuestionReply, Ready, Request, TypeReply,
+};
 
 /// The `python -c` program that runs the bridge from the package directory `{dir}`. The package
 /// is imported from its directory, not from `sys.path`: the modules' code sees the `sys.path` of a
@@ -40,26 +46,22 @@ fn launcher(package: &Path) -> Result<String, String> {
     Ok(LAUNCHER.replace("{package}", super::package::PACKAGE).replace("{dir}", &Json::from(dir).to_string()))
 }
 
-/// Answers the questions Python asks while it serves a request.
+/// Answers the questions Python asks while it serves a request (see [`Question`] for each).
 pub(crate) trait Questions {
-    /// `{"get": [instance, attribute]}`: `{"v": value}`, `{"unset": true}`, `{"none": true}`,
-    /// `{"unknown": true}`, `{"notfound": message}`.
-    fn get(&mut self, instance: u32, attribute: &str) -> Json;
-    /// `{"parents": [every parent entity], "bases": [direct parents], "own": [attributes it
-    /// declares], "attributes": {name: [low, high, other entity, other end] of a relation, or
-    /// false}, "indices": [[attribute, ...], ...]}` of `entity`.
-    fn entity_type(&mut self, entity: &str) -> Json;
+    /// An attribute read, answered like a read in the model.
+    fn get(&mut self, instance: u32, attribute: &str) -> GetReply;
+    /// The shape of `entity`.
+    fn entity_type(&mut self, entity: &str) -> TypeReply;
     /// A file a resource mapper uploads (`Exporter.upload_file`).
     fn file(&mut self, hash: String, content: Vec<u8>);
-    /// `{"conforms": [typedef, value]}`: `{"ok": bool}`, whether `value` is of the model's
-    /// typedef (its base type and constraint); `{"ok": null}` when `typedef` is no typedef.
-    fn conforms(&mut self, typedef: &str, value: &Json) -> Json;
-    /// `{"call": [plugin, args, kwargs]}`: a plugin of the model called from Python (Jinja
-    /// filters, `Compiler.get_plugins()`): `{"ok": value}`, `{"unset": true}` or `{"error": ...}`.
-    fn call(&mut self, plugin: &str, args: &Json, kwargs: &Json) -> Json;
-    /// `{"plugins": true}`: `{"ok": [name, ...]}`, the plugins the compiler runs itself (native
-    /// ones), which Python's `Compiler.get_plugins()` lists beside the modules' Python ones.
-    fn plugins(&mut self) -> Json;
+    /// Whether `value` is of the model's typedef (its base type and constraint); `None` when
+    /// `typedef` is no typedef.
+    fn conforms(&mut self, typedef: &str, value: &Json) -> Option<bool>;
+    /// A plugin of the model called from Python (Jinja filters, `Compiler.get_plugins()`).
+    fn call(&mut self, plugin: &str, args: &[Json], kwargs: &Map<String, Json>) -> Outcome<Json>;
+    /// The plugins the compiler runs itself (native ones), which Python's
+    /// `Compiler.get_plugins()` lists beside the modules' Python ones.
+    fn plugins(&mut self) -> Vec<String>;
 }
 
 /// The least time Python gets to start and import the modules' code.
@@ -151,7 +153,7 @@ pub(crate) struct Bridge {
     process: Option<Process>,
     /// Set when this bridge serves a compile from a fork of a loaded Python: at its end the
     /// loaded Python is kept for the next compile instead of stopped.
-    pub(super) fork_of: Option<super::spare::Loaded>,
+    pub(super) fork_of: Option<super::spare::LoadedPython>,
     /// The interpreter's version, from its first line.
     pub version: String,
     line: String,
@@ -194,8 +196,8 @@ impl Bridge {
             max_answer: u64::MAX,
             watchdog,
         };
-        let ready = bridge.read()?;
-        bridge.version = ready["ready"].as_str().unwrap_or("").to_string();
+        let ready: Ready = bridge.read()?;
+        bridge.version = ready.ready;
         Ok(bridge)
     }
 
@@ -220,8 +222,8 @@ impl Bridge {
         self.process.as_mut().expect("a bridge has its process until it is dropped")
     }
 
-    fn write(&mut self, msg: &Json) -> Result<(), String> {
-        let mut text = msg.to_string();
+    fn write(&mut self, msg: &impl Serialize) -> Result<(), String> {
+        let mut text = protocol::to_line(msg)?;
         text.push('\n');
         let input = &mut self.process().input;
         input
@@ -230,7 +232,7 @@ impl Bridge {
             .map_err(|e| format!("the Python process stopped ({e})"))
     }
 
-    fn read(&mut self) -> Result<Json, BridgeError> {
+    pub(super) fn read<T: DeserializeOwned>(&mut self) -> Result<T, BridgeError> {
         self.line.clear();
         self.watchdog.deadline.store(self.watchdog.now_ms() + self.limit.as_millis() as u64, Ordering::Relaxed);
         let process = self.process.as_mut().expect("a bridge has its process until it is dropped");
@@ -248,21 +250,22 @@ impl Bridge {
                 let status = self.process().child.wait().map(|s| s.to_string()).unwrap_or_default();
                 Err(format!("the Python process exited ({status}); its error output is above"))
             }
-            Ok(_) => serde_json::from_str(&self.line).map_err(|e| {
-                format!("the Python process wrote something that is not JSON ({e}): {}", self.line.trim())
-            }),
+            Ok(_) => protocol::parse_line(&self.line),
             Err(e) => Err(format!("can not read from the Python process: {e}")),
         }?)
     }
 
     /// Sends a request and answers Python's questions until its final answer.
-    pub(crate) fn request(&mut self, msg: &Json, questions: &mut dyn Questions) -> Result<Json, BridgeError> {
-        self.send(msg)?;
+    pub(crate) fn request<T: DeserializeOwned>(
+        &mut self,
+        request: &Request<'_>,
+        questions: &mut dyn Questions,
+    ) -> Result<Answer<T>, BridgeError> {
+        self.send(request)?;
         loop {
-            let message = self.receive()?;
-            match answer_question(&message, questions)? {
-                Some(reply) => self.send(&reply)?,
-                None => return Ok(message),
+            match self.receive()? {
+                FromPython::Question(question) => self.send(&answer_question(question, questions))?,
+                FromPython::Answer(answer) => return Ok(answer),
             }
         }
     }
@@ -270,40 +273,30 @@ impl Bridge {
     /// Sends one line: a request, or the reply to Python's question. A request sent while Python
     /// waits for a reply is served first (a plugin call made while answering a question of
     /// another: a typedef constraint calling a plugin, a Jinja filter that is a plugin).
-    pub(crate) fn send(&mut self, msg: &Json) -> Result<(), BridgeError> {
+    pub(crate) fn send(&mut self, msg: &impl Serialize) -> Result<(), BridgeError> {
         Ok(self.write(msg)?)
     }
 
-    /// The next line of Python: a question ([`answer_question`] answers it) or a final answer.
-    pub(crate) fn receive(&mut self) -> Result<Json, BridgeError> {
+    /// The next line of Python: a question ([`answer_question`] answers it) or the final answer
+    /// of the request being served, whose value is a `T`.
+    pub(crate) fn receive<T: DeserializeOwned>(&mut self) -> Result<FromPython<T>, BridgeError> {
         self.read()
     }
 }
 
-/// The reply to `message` when it is one of Python's questions; `None` when it is the final
-/// answer of the request being served.
-pub(crate) fn answer_question(message: &Json, questions: &mut dyn Questions) -> Result<Option<Json>, BridgeError> {
-    let Some(obj) = message.as_object() else {
-        return Err(BridgeError::Failed(format!("unexpected answer {message}")));
-    };
-    Ok(Some(if let Some(get) = obj.get("get") {
-        let inst = get[0].as_u64().unwrap_or(u64::MAX) as u32;
-        questions.get(inst, get[1].as_str().unwrap_or(""))
-    } else if let Some(t) = obj.get("type") {
-        questions.entity_type(t.as_str().unwrap_or(""))
-    } else if let Some(question) = obj.get("conforms") {
-        questions.conforms(question[0].as_str().unwrap_or(""), &question[1])
-    } else if let Some(call) = obj.get("call") {
-        questions.call(call[0].as_str().unwrap_or(""), &call[1], &call[2])
-    } else if obj.contains_key("plugins") {
-        questions.plugins()
-    } else if let Some(hash) = obj.get("file") {
-        let content: Vec<u8> = obj["content"].as_str().unwrap_or("").chars().map(|c| c as u32 as u8).collect();
-        questions.file(hash.as_str().unwrap_or("").to_string(), content);
-        json!({})
-    } else {
-        return Ok(None);
-    }))
+/// The reply to one of Python's questions.
+pub(crate) fn answer_question(question: Question, questions: &mut dyn Questions) -> QuestionReply {
+    match question {
+        Question::Get { instance, attribute } => QuestionReply::Get(questions.get(instance, &attribute)),
+        Question::Type(entity) => QuestionReply::Type(questions.entity_type(&entity)),
+        Question::Conforms { typedef, value } => QuestionReply::Conforms { ok: questions.conforms(&typedef, &value) },
+        Question::Call { plugin, args, kwargs } => QuestionReply::Call(questions.call(&plugin, &args, &kwargs)),
+        Question::Plugins => QuestionReply::Plugins { ok: questions.plugins() },
+        Question::File { hash, content } => {
+            questions.file(hash, content);
+            QuestionReply::File {}
+        }
+    }
 }
 
 impl Bridge {

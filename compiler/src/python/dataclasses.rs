@@ -3,10 +3,9 @@
 //! exists, is a frozen dataclass, and its fields match the entity's attributes one for one (no
 //! relations); only then the model-only rules (no index, only `std::none`) are checked.
 
-use serde_json::{Value as Json, json};
-
 use super::NoQuestions;
 use super::bridge::Bridge;
+use super::protocol::{DataclassAttribute, DataclassEntity, DataclassRelation, Outcome, Request, Verdict};
 use crate::diagnostics::{Diagnostic, ErrorKind};
 use crate::eval::build::dataclass_problems;
 use crate::model::{AttrKind, EntId, Type, Types};
@@ -19,7 +18,7 @@ fn type_text(types: &Types<'_>, ty: &Type) -> Option<String> {
 }
 
 /// The dataclass entities outside the main file, with what the bridge needs to pair each.
-fn dataclass_requests(types: &Types<'_>, sources: &SourceMap) -> Vec<(EntId, Json)> {
+fn dataclass_requests(types: &Types<'_>, sources: &SourceMap) -> Vec<(EntId, DataclassEntity)> {
     let Some(&dc) = types.entity_by_name.get("std::Dataclass") else { return Vec::new() };
     let at = |span| sources.location(span).map(|l| format!("{}:{}:{}", l.file, l.line, l.col)).unwrap_or_default();
     types.entities[dc]
@@ -33,20 +32,24 @@ fn dataclass_requests(types: &Types<'_>, sources: &SourceMap) -> Vec<(EntId, Jso
             for a in e.attrs.iter() {
                 match &a.kind {
                     AttrKind::Rel { .. } if a.name == "requires" || a.name == "provides" => {}
-                    AttrKind::Rel { .. } => relations.push(json!({"name": a.name, "location": at(a.span)})),
-                    AttrKind::Prim { ty, .. } => attributes.push(json!({"name": a.name, "type": type_text(types, ty)})),
+                    AttrKind::Rel { .. } => {
+                        relations.push(DataclassRelation { name: a.name.clone(), location: at(a.span) })
+                    }
+                    AttrKind::Prim { ty, .. } => {
+                        attributes.push(DataclassAttribute { name: a.name.clone(), ty: type_text(types, ty) })
+                    }
                 }
             }
             let ns = &types.namespaces[e.ns].name;
             let short = e.name.rsplit("::").next().unwrap_or(&e.name);
-            let request = json!({
-                "entity": e.name,
-                "module": format!("inmanta_plugins.{}", ns.replace("::", ".")),
-                "name": short,
-                "location": at(e.span),
-                "attributes": attributes,
-                "relations": relations,
-            });
+            let request = DataclassEntity {
+                entity: e.name.clone(),
+                module: format!("inmanta_plugins.{}", ns.replace("::", ".")),
+                name: short.to_string(),
+                location: at(e.span),
+                attributes,
+                relations,
+            };
             (id, request)
         })
         .collect()
@@ -76,32 +79,32 @@ pub(crate) fn pair_dataclasses(
         }
         return Ok(());
     };
-    let request = json!({"op": "dataclasses", "entities": requests.iter().map(|(_, r)| r).collect::<Vec<_>>()});
-    let answer = bridge.request(&request, &mut NoQuestions).map_err(|e| {
+    let (ids, entities): (Vec<EntId>, Vec<DataclassEntity>) = requests.into_iter().unzip();
+    let request = Request::Dataclasses { entities };
+    let answer = bridge.request::<Vec<Verdict>>(&request, &mut NoQuestions).map_err(|e| {
         Box::new(Diagnostic::plain(
             ErrorKind::ModuleLoadingException,
             format!("pairing the dataclasses with Python: {e}"),
         ))
     })?;
-    if let Some(e) = answer.get("error") {
-        let kind = e["type"].as_str().unwrap_or("ModuleLoadingException");
-        return Err(Box::new(Diagnostic::plain(kind, e["message"].as_str().unwrap_or_default())));
-    }
+    let verdicts = match answer.outcome {
+        Outcome::Ok(verdicts) => verdicts,
+        Outcome::Error(e) => return Err(Box::new(Diagnostic::plain(e.kind, e.message))),
+        Outcome::Unset(_) => Vec::new(),
+    };
     // one verdict per entity, in order, up to the first refused
-    for ((id, _), verdict) in requests.iter().zip(answer["ok"].as_array().into_iter().flatten()) {
-        match verdict["status"].as_str() {
-            Some("paired") => {
-                if let Some(problem) = dataclass_problems(types, *id, false).first() {
-                    return invalid(*id, problem);
+    for (id, verdict) in ids.into_iter().zip(verdicts) {
+        match verdict {
+            Verdict::Paired => {
+                if let Some(problem) = dataclass_problems(types, id, false).first() {
+                    return invalid(id, problem);
                 }
             }
-            Some("refused") => {
-                let kind = verdict["type"].as_str().unwrap_or("DataClassMismatchException");
-                let message = verdict["message"].as_str().unwrap_or_default();
-                let span = Some(types.entities[*id].span);
+            Verdict::Refused { kind, message } => {
+                let span = Some(types.entities[id].span);
                 return Err(Box::new(Diagnostic::error(kind, message, span, sources)));
             }
-            _ => {}
+            Verdict::Absent => {}
         }
     }
     Ok(())

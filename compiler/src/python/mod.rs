@@ -11,6 +11,7 @@ pub(crate) mod bridge;
 mod dataclasses;
 pub mod env;
 mod package;
+mod protocol;
 mod pth;
 mod signatures;
 mod spare;
@@ -22,7 +23,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use serde_json::{Value as Json, json};
+use serde_json::{Map, Value as Json, json};
 
 use crate::diagnostics::{Diagnostic, ErrorKind};
 use crate::eval::value::{InstId, UnknownSource, Value};
@@ -30,6 +31,9 @@ use crate::eval::{Evaluator, Flow, Slot, Wait, error};
 use crate::export::ExportedResource;
 use crate::syntax::Span;
 use bridge::{Bridge, BridgeError, Questions};
+use protocol::{
+    AttributeShape, Exported, GetReply, LoadConfig, LoadModule, Loaded, Outcome, PyError, Request, TypeReply,
+};
 
 /// A loaded module with Python code.
 #[derive(Debug, Clone)]
@@ -106,16 +110,10 @@ pub(crate) fn start(
     keep_spare: bool,
 ) -> Result<PythonSide, Box<Diagnostic>> {
     let fail = |m: String| Box::new(Diagnostic::plain(ErrorKind::ModuleLoadingException, m));
-    let request = json!({
-        "op": "load",
-        "modules": modules.iter().map(|m| json!({"name": m.name, "path": m.dir, "v1": m.v1})).collect::<Vec<_>>(),
-        "config": {
-            "environment": environment,
-            "project_dir": cwd,
-            // every loaded module (built-in ones without a directory), for `Project.get().modules`
-            "module_paths": module_paths(module_dirs),
-        },
-    });
+    let request = Request::Load {
+        modules: modules.iter().map(|m| LoadModule { name: m.name.clone(), path: m.dir.clone(), v1: m.v1 }).collect(),
+        config: LoadConfig { environment, project_dir: cwd, module_paths: module_paths(module_dirs) },
+    };
     let dirs: Vec<&Path> = modules.iter().map(|m| m.dir.as_path()).collect();
     let changed = |since| spare::python_changed_since(&dirs, since);
     let (mut bridge, preloaded) = spare::take_or_start(python, cwd, limit, keep_spare, &request, changed)
@@ -123,68 +121,53 @@ pub(crate) fn start(
     let answer = match preloaded {
         Some(answer) => answer,
         None => bridge
-            .request(&request, &mut NoQuestions)
+            .request::<Loaded>(&request, &mut NoQuestions)
             .map_err(|e| fail(format!("importing the Python code of the modules: {e}")))?,
     };
-    if let Some(e) = answer.get("error") {
-        if e["unlocated"].as_bool() == Some(true) {
+    let loaded = match answer.outcome {
+        Outcome::Ok(loaded) => loaded,
+        Outcome::Error(e) if e.unlocated => {
             // an error of Inmanta's plugin loader, which gives no location
-            let kind = e["type"].as_str().unwrap_or("RuntimeException");
-            return Err(Box::new(Diagnostic::plain(kind, e["message"].as_str().unwrap_or("invalid plugin"))));
+            return Err(Box::new(Diagnostic::plain(e.kind, e.message)));
         }
-        if let Some(file) = e["file"].as_str().filter(|f| !f.is_empty()) {
+        Outcome::Error(PyError { kind, message, file: Some(file), line, .. }) if !file.is_empty() => {
             // Inmanta's CompilerException at the line of the module's file that failed to import
-            return Err(Box::new(python_file_error(e["type"].as_str().unwrap_or("CompilerException"), e, file)));
+            return Err(Box::new(python_file_error(&kind, &message, &file, line.unwrap_or(0))));
         }
-        let frame = e["frame"].as_str().filter(|f| !f.is_empty()).map(|f| format!(" ({f})")).unwrap_or_default();
-        return Err(fail(format!("{}{frame}", e["message"].as_str().unwrap_or("the modules' Python code failed"))));
-    }
+        Outcome::Error(e) => {
+            let frame = if e.frame.is_empty() { String::new() } else { format!(" ({})", e.frame) };
+            return Err(fail(format!("{}{frame}", e.message)));
+        }
+        Outcome::Unset(_) => return Err(fail("importing the modules' Python code read an unset value".into())),
+    };
     bridge.set_limit(limit);
-    let ok = &answer["ok"];
-    let plugins = ok["plugins"]
-        .as_array()
+    let plugins = loaded
+        .plugins
         .into_iter()
-        .flatten()
         .map(|p| PySignature {
-            name: p["name"].as_str().unwrap_or("").to_string(),
-            allow_unknown: p["allow_unknown"].as_bool().unwrap_or(false),
-            file: p["file"].as_str().unwrap_or("").to_string(),
-            line: p["line"].as_u64().unwrap_or(0),
-            model_types: p["model_types"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|t| t.as_str().map(str::to_string))
-                .collect(),
+            name: p.name,
+            allow_unknown: p.allow_unknown,
+            file: p.file,
+            line: p.line,
+            model_types: p.model_types,
         })
         .collect();
-    let resources = ok["resources"]
-        .as_array()
+    let resources = loaded
+        .resources
         .into_iter()
-        .flatten()
-        .map(|r| PyResource {
-            entity: r["entity"].as_str().unwrap_or("").to_string(),
-            agent: r["agent"].as_str().unwrap_or("").to_string(),
-            id_attr: r["id_attribute"].as_str().unwrap_or("").to_string(),
-            fields: r["fields"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|f| f.as_str().map(str::to_string))
-                .collect(),
-        })
+        .map(|r| PyResource { entity: r.entity, agent: r.agent, id_attr: r.id_attribute, fields: r.fields })
         .collect();
     Ok(PythonSide { bridge, plugins, resources })
 }
 
 /// An error located in a Python file of a module (its line, as the Python traceback gives it).
-pub(crate) fn python_file_error(kind: &str, e: &Json, file: &str) -> Diagnostic {
-    let line = e["line"].as_u64().unwrap_or(0).max(1) as usize;
+pub(crate) fn python_file_error(kind: &str, message: &str, file: &str, line: u64) -> Diagnostic {
+    let line = line.max(1) as usize;
     let source_line = std::fs::read_to_string(file)
         .ok()
         .and_then(|text| text.lines().nth(line - 1).map(str::to_string))
         .unwrap_or_default();
-    let mut d = Diagnostic::plain(kind, e["message"].as_str().unwrap_or("the modules' Python code failed"));
+    let mut d = Diagnostic::plain(kind, message);
     d.location = Some(crate::syntax::Location {
         file: file.to_string(),
         line,
@@ -196,33 +179,34 @@ pub(crate) fn python_file_error(kind: &str, e: &Json, file: &str) -> Diagnostic 
     d
 }
 
-fn module_paths(module_dirs: &HashMap<String, PathBuf>) -> Json {
-    let mut paths: serde_json::Map<String, Json> =
-        crate::builtins::BUILTIN_MODULES.iter().map(|m| (m.to_string(), Json::String(String::new()))).collect();
+/// Every loaded module's directory, built-in ones (which have none) as "".
+fn module_paths(module_dirs: &HashMap<String, PathBuf>) -> std::collections::BTreeMap<String, String> {
+    let mut paths: std::collections::BTreeMap<String, String> =
+        crate::builtins::BUILTIN_MODULES.iter().map(|m| (m.to_string(), String::new())).collect();
     for (name, dir) in module_dirs {
-        paths.insert(name.clone(), Json::String(dir.display().to_string()));
+        paths.insert(name.clone(), dir.display().to_string());
     }
-    Json::Object(paths)
+    paths
 }
 
 struct NoQuestions;
 
 impl Questions for NoQuestions {
-    fn get(&mut self, _: u32, _: &str) -> Json {
-        json!({"error": "no instance exists while modules load"})
+    fn get(&mut self, _: u32, _: &str) -> GetReply {
+        GetReply::Error("no instance exists while modules load".into())
     }
-    fn entity_type(&mut self, _: &str) -> Json {
-        json!({})
+    fn entity_type(&mut self, _: &str) -> TypeReply {
+        TypeReply::NoEntity {}
     }
     fn file(&mut self, _: String, _: Vec<u8>) {}
-    fn conforms(&mut self, _: &str, _: &Json) -> Json {
-        json!({"ok": null})
+    fn conforms(&mut self, _: &str, _: &Json) -> Option<bool> {
+        None
     }
-    fn call(&mut self, plugin: &str, _: &Json, _: &Json) -> Json {
-        json!({"error": {"type": "RuntimeException", "message": format!("plugin {plugin} can not be called here"), "frame": ""}})
+    fn call(&mut self, plugin: &str, _: &[Json], _: &Map<String, Json>) -> Outcome<Json> {
+        Outcome::Error(PyError::new("RuntimeException", format!("plugin {plugin} can not be called here")))
     }
-    fn plugins(&mut self) -> Json {
-        json!({"ok": []})
+    fn plugins(&mut self) -> Vec<String> {
+        Vec::new()
     }
 }
 
@@ -236,116 +220,112 @@ struct Asker<'e, 'a> {
 }
 
 impl Questions for Asker<'_, '_> {
-    fn get(&mut self, instance: u32, attribute: &str) -> Json {
+    fn get(&mut self, instance: u32, attribute: &str) -> GetReply {
         if instance as usize >= self.ev.m.instances.len() {
-            return json!({"notfound": format!("no instance {instance}")});
+            return GetReply::NotFound(format!("no instance {instance}"));
         }
         match self.ev.read_attr_span(&Value::Instance(instance), attribute, self.span) {
-            Ok(Value::Unknown(_)) => json!({"unknown": true}),
-            Ok(v) => json!({"v": encode(self.ev, &v)}),
+            Ok(Value::Unknown(_)) => GetReply::Unknown(true),
+            Ok(v) => GetReply::V(encode(self.ev, &v)),
             Err(Flow::Wait(w)) => {
                 self.wait.get_or_insert(w);
-                json!({"unset": true})
+                GetReply::Unset(true)
             }
             Err(Flow::Err(d)) => match d.kind {
-                ErrorKind::OptionalValueException => json!({"none": true}),
-                ErrorKind::NotFoundException => json!({"notfound": d.message}),
-                _ => json!({"error": d.message}),
+                ErrorKind::OptionalValueException => GetReply::None(true),
+                ErrorKind::NotFoundException => GetReply::NotFound(d.message),
+                _ => GetReply::Error(d.message),
             },
         }
     }
 
-    fn entity_type(&mut self, entity: &str) -> Json {
+    fn entity_type(&mut self, entity: &str) -> TypeReply {
         let types = &self.ev.m.types;
-        let Some(&e) = types.entity_by_name.get(entity) else { return json!({}) };
+        let Some(&e) = types.entity_by_name.get(entity) else { return TypeReply::NoEntity {} };
         let ent = &types.entities[e];
-        let parents: Vec<&str> = ent.ancestors.iter().map(|a| types.entities[*a].name.as_str()).collect();
-        // a relation as [low, high (null when unbounded), the other end's entity, the other end's
-        // name (null when one-way)], a plain attribute as false
-        let attributes: serde_json::Map<String, Json> = ent
+        let parents: Vec<String> = ent.ancestors.iter().map(|a| types.entities[*a].name.clone()).collect();
+        let attributes = ent
             .attrs
             .iter()
             .map(|a| {
                 let shape = match &a.kind {
                     crate::model::AttrKind::Rel { lo, hi, target, reverse } => {
-                        json!([lo, hi, types.entities[*target].name, reverse])
+                        AttributeShape::Relation(*lo, *hi, types.entities[*target].name.clone(), reverse.clone())
                     }
-                    crate::model::AttrKind::Prim { .. } => Json::Bool(false),
+                    crate::model::AttrKind::Prim { .. } => AttributeShape::Plain(false),
                 };
                 (a.name.clone(), shape)
             })
             .collect();
         // every index on the entity or a parent, its attribute names sorted (Entity.get_indices())
-        let indices: Vec<Vec<&str>> = ent
+        let indices: Vec<Vec<String>> = ent
             .indexes
             .iter()
             .map(|i| {
-                let mut fields: Vec<&str> = types.indexes[*i].fields.iter().map(String::as_str).collect();
+                let mut fields: Vec<String> = types.indexes[*i].fields.clone();
                 fields.sort_unstable();
                 fields
             })
             .collect();
         // the direct parents (an entity without `extends` has std::Entity) and the attributes the
         // entity declares itself: Entity.parent_entities and Entity.attributes
-        let mut bases: Vec<&str> = ent.parents.iter().map(|p| types.entities[*p].name.as_str()).collect();
+        let mut bases: Vec<String> = ent.parents.iter().map(|p| types.entities[*p].name.clone()).collect();
         if bases.is_empty() && ent.name != "std::Entity" && types.entity_by_name.contains_key("std::Entity") {
-            bases.push("std::Entity");
+            bases.push("std::Entity".into());
         }
-        let own: Vec<&str> = ent.own.iter().map(|a| a.name.as_str()).collect();
-        json!({"parents": parents, "bases": bases, "own": own, "attributes": attributes, "indices": indices})
+        let own: Vec<String> = ent.own.iter().map(|a| a.name.clone()).collect();
+        TypeReply::Entity { parents, bases, own, attributes, indices }
     }
 
     fn file(&mut self, hash: String, content: Vec<u8>) {
         self.files.push((hash, content));
     }
 
-    fn conforms(&mut self, typedef: &str, value: &Json) -> Json {
-        let Some(&id) = self.ev.m.types.typedef_by_name.get(typedef) else { return json!({"ok": null}) };
-        let Ok(value) = decode(self.ev, value) else { return json!({"ok": false}) };
+    fn conforms(&mut self, typedef: &str, value: &Json) -> Option<bool> {
+        let &id = self.ev.m.types.typedef_by_name.get(typedef)?;
+        let Ok(value) = decode(self.ev, value) else { return Some(false) };
         // the constraint may call a plugin, Python's included: the bridge serves that call
         // while Python waits for this answer
-        let fits = self.ev.check_type(&value, &crate::model::Type::Typedef(id), self.span).is_ok();
-        json!({"ok": fits})
+        Some(self.ev.check_type(&value, &crate::model::Type::Typedef(id), self.span).is_ok())
     }
 
-    fn call(&mut self, name: &str, args: &Json, kwargs: &Json) -> Json {
+    fn call(&mut self, name: &str, args: &[Json], kwargs: &Map<String, Json>) -> Outcome<Json> {
         let Some(plugin) = self.ev.plugins.get(name).cloned() else {
-            return json!({"error": {"type": "NotFoundException", "message": format!("no plugin {name}"), "frame": ""}});
+            return Outcome::Error(PyError::new("NotFoundException", format!("no plugin {name}")));
         };
         let decoded = (|| -> Result<_, String> {
-            let pos =
-                args.as_array().into_iter().flatten().map(|a| decode(self.ev, a)).collect::<Result<Vec<_>, _>>()?;
+            let pos = args.iter().map(|a| decode(self.ev, a)).collect::<Result<Vec<_>, _>>()?;
             let mut kw = Vec::new();
-            for (k, v) in kwargs.as_object().into_iter().flatten() {
+            for (k, v) in kwargs {
                 kw.push((k.clone(), decode(self.ev, v)?));
             }
             Ok((pos, kw))
         })();
         let (pos, kw) = match decoded {
             Ok(x) => x,
-            Err(m) => return json!({"error": {"type": "PluginTypeException", "message": m, "frame": ""}}),
+            Err(m) => return Outcome::Error(PyError::new("PluginTypeException", m)),
         };
         match self.ev.call_plugin(name, &plugin, pos, kw, self.span, 0, None) {
-            Ok(v) => json!({"ok": encode(self.ev, &v)}),
+            Ok(v) => Outcome::Ok(encode(self.ev, &v)),
             Err(Flow::Wait(w)) => {
                 self.wait.get_or_insert(w);
-                json!({"unset": true})
+                Outcome::Unset(true)
             }
-            Err(Flow::Err(d)) => json!({"error": {"type": d.kind, "message": d.message, "frame": ""}}),
+            Err(Flow::Err(d)) => Outcome::Error(PyError::new(d.kind.as_str(), d.message)),
         }
     }
 
-    fn plugins(&mut self) -> Json {
+    fn plugins(&mut self) -> Vec<String> {
         let loaded = &self.ev.m.types.ns_by_name;
-        let mut names: Vec<&str> = self
+        let mut names: Vec<String> = self
             .ev
             .plugins
             .iter()
             .filter(|(name, p)| !p.python && loaded.contains_key(name.split("::").next().unwrap_or_default()))
-            .map(|(name, _)| name.as_str())
+            .map(|(name, _)| name.clone())
             .collect();
         names.sort_unstable();
-        json!({"ok": names})
+        names
     }
 }
 
@@ -444,32 +424,31 @@ impl<'a> Evaluator<'a> {
         kw: Vec<(String, Value)>,
         span: Span,
     ) -> Result<Value, Flow> {
-        let request = json!({
-            "op": "call",
-            "plugin": name,
-            "args": pos.iter().map(|v| encode(self, v)).collect::<Vec<_>>(),
-            "kwargs": kw.iter().map(|(k, v)| (k.clone(), encode(self, v))).collect::<serde_json::Map<_, _>>(),
-        });
-        let (answer, wait) = self.ask_python(&request, &format!("plugin {name}"), span)?;
-        if let Some(text) = answer["printed"].as_str() {
+        let request = Request::Call {
+            plugin: name,
+            args: pos.iter().map(|v| encode(self, v)).collect(),
+            kwargs: kw.iter().map(|(k, v)| (k.clone(), encode(self, v))).collect(),
+        };
+        let (answer, wait) = self.ask_python::<Json>(&request, &format!("plugin {name}"), span)?;
+        if let Some(text) = &answer.printed {
             // the plugin's `print`s, lines as std::print's (Inmanta prints both to its output)
             self.printed.push(text.strip_suffix('\n').unwrap_or(text).to_string());
         }
-        if answer.get("unset").is_some() {
-            return Err(match wait {
-                Some(w) => Flow::Wait(w),
-                None => error(
-                    ErrorKind::UnsetException,
-                    format!("plugin {name} read a value that is not set"),
-                    span,
-                    self.m.sources,
-                ),
-            });
-        }
-        if let Some(e) = answer.get("error") {
-            return Err(plugin_error(self, name, e, span));
-        }
-        let mut result = answer["ok"].clone();
+        let mut result = match answer.outcome {
+            Outcome::Ok(result) => result,
+            Outcome::Unset(_) => {
+                return Err(match wait {
+                    Some(w) => Flow::Wait(w),
+                    None => error(
+                        ErrorKind::UnsetException,
+                        format!("plugin {name} read a value that is not set"),
+                        span,
+                        self.m.sources,
+                    ),
+                });
+            }
+            Outcome::Error(e) => return Err(plugin_error(self, name, &e, span)),
+        };
         self.make_dataclass_instances(&mut result, name, span)?;
         decode(self, &result).map_err(|m| {
             error(
@@ -544,11 +523,13 @@ impl<'a> Evaluator<'a> {
         entity: &str,
         span: Span,
     ) -> Result<Option<String>, Flow> {
-        let request =
-            json!({"op": "resource_id", "entity": entity, "instance": inst, "type": self.entity_of(inst).name});
-        let (answer, wait) = self.ask_python(&request, &format!("the resource id of {entity}"), span)?;
-        if answer.get("unset").is_some() {
-            return Err(match wait {
+        let ty = &self.entity_of(inst).name.clone();
+        let request = Request::ResourceId { entity, instance: inst, ty };
+        let (answer, wait) =
+            self.ask_python::<Option<String>>(&request, &format!("the resource id of {entity}"), span)?;
+        match answer.outcome {
+            Outcome::Ok(id) => Ok(id),
+            Outcome::Unset(_) => Err(match wait {
                 Some(w) => Flow::Wait(w),
                 None => error(
                     ErrorKind::UnsetException,
@@ -556,53 +537,53 @@ impl<'a> Evaluator<'a> {
                     span,
                     self.m.sources,
                 ),
-            });
+            }),
+            Outcome::Error(e) => Err(plugin_error(self, &format!("@resource {entity}"), &e, span)),
         }
-        if let Some(e) = answer.get("error") {
-            return Err(plugin_error(self, &format!("@resource {entity}"), e, span));
-        }
-        Ok(answer["ok"].as_str().map(str::to_string))
     }
 
     /// Exports one instance of a Python `@resource` entity.
     pub(crate) fn export_python(&mut self, inst: InstId, entity: &str) -> Result<PyExport, Box<Diagnostic>> {
         let span = self.m.instances[inst as usize].span;
-        let request = json!({"op": "export", "entity": entity, "instance": inst, "type": self.entity_of(inst).name});
-        let (answer, _) = self.ask_python(&request, &format!("the export of {entity}"), span).map_err(|f| match f {
-            Flow::Err(d) => d,
-            Flow::Wait(_) => {
-                Box::new(Diagnostic::error(ErrorKind::UnsetException, "export waited", Some(span), self.m.sources))
+        let ty = &self.entity_of(inst).name.clone();
+        let request = Request::Export { entity, instance: inst, ty };
+        let (answer, _) =
+            self.ask_python::<Exported>(&request, &format!("the export of {entity}"), span).map_err(|f| match f {
+                Flow::Err(d) => d,
+                Flow::Wait(_) => {
+                    Box::new(Diagnostic::error(ErrorKind::UnsetException, "export waited", Some(span), self.m.sources))
+                }
+            })?;
+        match answer.outcome {
+            Outcome::Error(e) => {
+                let Flow::Err(d) = plugin_error(self, &format!("@resource {entity}"), &e, span) else { unreachable!() };
+                Err(d)
             }
-        })?;
-        if let Some(e) = answer.get("error") {
-            let Flow::Err(d) = plugin_error(self, &format!("@resource {entity}"), e, span) else { unreachable!() };
-            return Err(d);
-        }
-        if answer.get("unset").is_some() {
-            return Err(Box::new(Diagnostic::error(
+            Outcome::Unset(_) => Err(Box::new(Diagnostic::error(
                 ErrorKind::UnsetException,
                 format!("the export of {} read an attribute that is not set", self.inst_name(inst)),
                 Some(span),
                 self.m.sources,
-            )));
+            ))),
+            Outcome::Ok(Exported::Unknown) => Ok(PyExport::Unknown),
+            Outcome::Ok(Exported::Ignored) => Ok(PyExport::Ignored),
+            Outcome::Ok(Exported::Resource { id: [entity_type, agent, attribute, value], attributes }) => {
+                // the parts of Inmanta's resource id, as its `resource_str()` joins them
+                let id = api::ResourceId { entity_type, agent, attribute, value };
+                Ok(PyExport::Resource { id, attributes })
+            }
         }
-        let ok = &answer["ok"];
-        if ok.get("$u").is_some() {
-            return Ok(PyExport::Unknown);
-        }
-        if ok.get("ignored").is_some() {
-            return Ok(PyExport::Ignored);
-        }
-        // the parts of Inmanta's resource id, as its `resource_str()` joins them
-        let part = |n: usize| ok["id"][n].as_str().unwrap_or_default().to_string();
-        let id = api::ResourceId { entity_type: part(0), agent: part(1), attribute: part(2), value: part(3) };
-        Ok(PyExport::Resource { id, attributes: ok["attributes"].as_object().cloned().unwrap_or_default() })
     }
 
     /// Sends a request and answers Python's questions; `what` names the request in errors. The
     /// bridge stays in place while a question is answered: answering may call Python again (a
     /// typedef constraint that calls a plugin), which Python serves before its pending question.
-    fn ask_python(&mut self, request: &Json, what: &str, span: Span) -> Result<(Json, Option<Wait>), Flow> {
+    fn ask_python<T: serde::de::DeserializeOwned>(
+        &mut self,
+        request: &Request<'_>,
+        what: &str,
+        span: Span,
+    ) -> Result<(protocol::Answer<T>, Option<Wait>), Flow> {
         let failed = |ev: &Evaluator<'_>, e: BridgeError| match e {
             e @ BridgeError::TimedOut(_) => {
                 error(ErrorKind::PluginTimeoutException, format!("{what} did not return: {e}"), span, ev.m.sources)
@@ -630,22 +611,18 @@ impl<'a> Evaluator<'a> {
                     self.m.sources,
                 ));
             };
-            let message = match bridge.receive() {
-                Ok(m) => m,
+            let question = match bridge.receive::<T>() {
+                Ok(protocol::FromPython::Question(question)) => question,
+                Ok(protocol::FromPython::Answer(answer)) => return Ok((answer, wait)),
                 Err(e) => return Err(failed(self, e)),
             };
             let mut asker = Asker { ev: self, span, wait: None, files: Vec::new() };
-            let reply = bridge::answer_question(&message, &mut asker);
+            let reply = bridge::answer_question(question, &mut asker);
             let (asked_wait, files) = (asker.wait, asker.files);
             self.python_files.extend(files);
             if wait.is_none() {
                 wait = asked_wait;
             }
-            let reply = match reply {
-                Ok(Some(reply)) => reply,
-                Ok(None) => return Ok((message, wait)),
-                Err(e) => return Err(failed(self, e)),
-            };
             if let Some(bridge) = self.python.as_mut()
                 && let Err(e) = bridge.send(&reply)
             {
@@ -675,29 +652,35 @@ pub(crate) fn run_dependency_managers(
     if python_ids.is_empty() {
         return Ok(());
     }
-    let mut requires = serde_json::Map::new();
-    for r in resources.iter().filter(|r| python_ids.contains(&r.id)) {
-        requires.insert(r.id.to_string(), r.requires.iter().map(|q| Json::String(q.to_string())).collect());
-    }
-    let request = json!({"op": "dependencies", "requires": requires});
+    let requires = resources
+        .iter()
+        .filter(|r| python_ids.contains(&r.id))
+        .map(|r| (r.id.to_string(), r.requires.iter().map(|q| q.to_string()).collect()))
+        .collect();
+    let request = Request::Dependencies { requires };
     let fail = |m: String| Box::new(Diagnostic::plain(ErrorKind::ExternalException, m));
     let answer = match ev.python.as_mut() {
-        Some(bridge) => {
-            bridge.request(&request, &mut NoQuestions).map_err(|e| fail(format!("dependency managers: {e}")))?
-        }
+        Some(bridge) => bridge
+            .request::<std::collections::BTreeMap<String, Vec<String>>>(&request, &mut NoQuestions)
+            .map_err(|e| fail(format!("dependency managers: {e}")))?,
         None => return Ok(()),
     };
-    if let Some(e) = answer.get("error") {
-        let frame =
-            e["frame"].as_str().filter(|f| !f.is_empty()).map(|f| format!(" (raised at {f})")).unwrap_or_default();
-        return Err(fail(format!("{}{frame}", e["message"].as_str().unwrap_or("a dependency manager failed"))));
+    let changed = match answer.outcome {
+        Outcome::Ok(changed) => changed,
+        Outcome::Error(e) => {
+            let frame = if e.frame.is_empty() { String::new() } else { format!(" (raised at {})", e.frame) };
+            return Err(fail(format!("{}{frame}", e.message)));
+        }
+        Outcome::Unset(_) => return Err(fail("a dependency manager read an attribute that is not set".into())),
+    };
+    if changed.is_empty() {
+        return Ok(());
     }
-    let Some(changed) = answer["ok"].as_object().filter(|c| !c.is_empty()) else { return Ok(()) };
     let known: HashMap<String, api::ResourceId> = resources.iter().map(|r| (r.id.to_string(), r.id.clone())).collect();
     for r in resources.iter_mut() {
         let id = r.id.to_string();
-        let Some(now) = changed.get(&id).and_then(Json::as_array) else { continue };
-        let mut now: Vec<&str> = now.iter().filter_map(Json::as_str).collect();
+        let Some(now) = changed.get(&id) else { continue };
+        let mut now: Vec<&str> = now.iter().map(String::as_str).collect();
         if let Some(missing) = now.iter().find(|q| !known.contains_key(**q)) {
             return Err(fail(format!(
                 "a dependency manager made {id} require {missing}, which is not a resource of this model"
@@ -711,14 +694,13 @@ pub(crate) fn run_dependency_managers(
 }
 
 /// A Python exception as a compile error at the call.
-fn plugin_error(ev: &Evaluator<'_>, what: &str, e: &Json, span: Span) -> Flow {
-    let kind = e["type"].as_str().unwrap_or("Exception");
-    let message = e["message"].as_str().unwrap_or("");
-    let frame = e["frame"].as_str().filter(|f| !f.is_empty()).map(|f| format!(" (raised at {f})")).unwrap_or_default();
+fn plugin_error(ev: &Evaluator<'_>, what: &str, e: &PyError, span: Span) -> Flow {
+    let (kind, message) = (e.kind.as_str(), e.message.as_str());
+    let frame = if e.frame.is_empty() { String::new() } else { format!(" (raised at {})", e.frame) };
     let (our_kind, text) = match kind {
         // Inmanta's ExplicitPluginException reports itself as the class the plugin raised
         "PluginException" => (
-            ErrorKind::from(e["class"].as_str().unwrap_or("inmanta.plugins.PluginException")),
+            ErrorKind::from(e.class.as_deref().unwrap_or("inmanta.plugins.PluginException")),
             format!("Exception in plugin {what}: {message}{frame}"),
         ),
         "PluginTypeException" => (ErrorKind::PluginTypeException, message.to_string()),

@@ -3,8 +3,6 @@
 
 use std::collections::HashSet;
 
-use serde_json::json;
-
 use super::{PySignature, python_file_error};
 use crate::diagnostics::Diagnostic;
 use crate::model::Types;
@@ -16,8 +14,9 @@ pub(crate) fn check_plugin_names(declared: &HashSet<String>, plugins: &[PySignat
     match plugins.iter().find(|p| declared.contains(&p.name)) {
         Some(p) => Err(Box::new(python_file_error(
             "DuplicateException",
-            &json!({"line": p.line, "message": format!("Type {} is already defined", p.name)}),
+            &format!("Type {} is already defined", p.name),
             &p.file,
+            p.line,
         ))),
         None => Ok(()),
     }
@@ -26,9 +25,7 @@ pub(crate) fn check_plugin_names(declared: &HashSet<String>, plugins: &[PySignat
 /// The first plugin that Inmanta's loader refuses, as the error it raises at the plugin's `def`.
 pub(crate) fn check_signatures(types: &Types<'_>, plugins: &[PySignature]) -> Result<(), Box<Diagnostic>> {
     for p in plugins {
-        let at = |kind: &str, message: String| {
-            Box::new(python_file_error(kind, &json!({"line": p.line, "message": message}), &p.file))
-        };
+        let at = |kind: &str, message: String| Box::new(python_file_error(kind, &message, &p.file, p.line));
         // plugins, entities, typedefs and implementations share one name space per module
         if types.entity_by_name.contains_key(&p.name)
             || types.typedef_by_name.contains_key(&p.name)

@@ -13,21 +13,23 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
 
-use serde_json::{Value as Json, json};
+use serde_json::Value as Json;
 
 use super::bridge::{Bridge, BridgeError, START_LIMIT};
+use super::protocol::{Answer, Forked, Loaded, Ready, Request};
 
 /// What a loaded Python was started and loaded for, and what the load answered.
-pub(crate) struct Loaded {
+pub(crate) struct LoadedPython {
     python: PathBuf,
     cwd: PathBuf,
+    /// The load request, as sent.
     load: Json,
     since: SystemTime,
-    answer: Json,
+    answer: Answer<Loaded>,
 }
 
 /// The loaded Python between compiles: at most one, a tool compiles one project at a time.
-static IDLE: Mutex<Option<(Bridge, Loaded)>> = Mutex::new(None);
+static IDLE: Mutex<Option<(Bridge, LoadedPython)>> = Mutex::new(None);
 
 /// A ready Python for a compile, and the answer to `load` when it was loaded already. With
 /// `keep_loaded`, the compile is served by a fork of the kept Python (started and loaded first
@@ -38,16 +40,17 @@ pub(crate) fn take_or_start(
     cwd: &Path,
     limit: std::time::Duration,
     keep_loaded: bool,
-    load: &Json,
+    load: &Request<'_>,
     changed_since: impl Fn(SystemTime) -> bool,
-) -> Result<(Bridge, Option<Json>), BridgeError> {
+) -> Result<(Bridge, Option<Answer<Loaded>>), BridgeError> {
     if !keep_loaded {
         return Bridge::start(python, cwd, limit).map(|bridge| (bridge, None));
     }
+    let sent = serde_json::to_value(load).map_err(|e| BridgeError::Failed(format!("a load request: {e}")))?;
     let idle = IDLE.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
     let (mut parent, loaded) = match idle {
         Some((parent, loaded))
-            if loaded.python == python && loaded.cwd == cwd && loaded.load == *load && !changed_since(loaded.since) =>
+            if loaded.python == python && loaded.cwd == cwd && loaded.load == sent && !changed_since(loaded.since) =>
         {
             (parent, loaded)
         }
@@ -55,17 +58,14 @@ pub(crate) fn take_or_start(
         _ => {
             let mut parent = Bridge::start(python, cwd, limit)?;
             let since = SystemTime::now();
-            let answer = parent.request(load, &mut super::NoQuestions)?;
+            let answer = parent.request::<Loaded>(load, &mut super::NoQuestions)?;
             let loaded =
-                Loaded { python: python.to_path_buf(), cwd: cwd.to_path_buf(), load: load.clone(), since, answer };
+                LoadedPython { python: python.to_path_buf(), cwd: cwd.to_path_buf(), load: sent, since, answer };
             (parent, loaded)
         }
     };
-    parent.send(&json!({"op": "fork"}))?;
-    let forked = parent.receive()?;
-    if forked.get("forked").is_none() {
-        return Err(BridgeError::Failed(format!("the Python process did not fork: {forked}")));
-    }
+    parent.send(&Request::Fork)?;
+    let _: Forked = parent.read()?;
     let answer = loaded.answer.clone();
     let mut child = parent.take_process().expect("a started bridge has its process");
     child.set_limit(limit.max(START_LIMIT));
@@ -76,10 +76,10 @@ pub(crate) fn take_or_start(
 
 /// The end of a forked compile: its fork exits, and the loaded Python, idle again once it has
 /// said so, is kept for the next compile. One that does not say so is stopped.
-pub(crate) fn give_back(mut parent: Bridge, loaded: Loaded) {
+pub(crate) fn give_back(mut parent: Bridge, loaded: LoadedPython) {
     parent.set_limit(std::time::Duration::from_secs(10));
-    let idle = parent.send(&json!({"op": "exit"})).and_then(|()| parent.receive());
-    if idle.is_ok_and(|line| line.get("ready").is_some()) {
+    let idle = parent.send(&Request::Exit).and_then(|()| parent.read::<Ready>());
+    if idle.is_ok() {
         *IDLE.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some((parent, loaded));
     }
 }
@@ -109,12 +109,20 @@ pub(crate) fn python_changed_since(dirs: &[&Path], since: SystemTime) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::protocol::LoadConfig;
     use super::*;
     use std::time::Duration;
 
+    fn load<'a>(environment: &'a str, dir: &'a Path) -> Request<'a> {
+        Request::Load {
+            modules: Vec::new(),
+            config: LoadConfig { environment, project_dir: dir, module_paths: Default::default() },
+        }
+    }
+
     // The bridge's own package on the machine's Python: without inmanta-core its load answers
     // an error, which is as good an answer to keep as any.
-    fn compile(dir: &Path, load: &Json, changed: impl Fn(SystemTime) -> bool) -> (u32, Json) {
+    fn compile(dir: &Path, load: &Request<'_>, changed: impl Fn(SystemTime) -> bool) -> (u32, Answer<Loaded>) {
         let python = Path::new("python3");
         let (bridge, answer) = take_or_start(python, dir, Duration::from_secs(60), true, load, changed).unwrap();
         (bridge.pid(), answer.expect("the load's answer"))
@@ -127,20 +135,20 @@ mod tests {
         std::fs::create_dir(&plugins).unwrap();
         std::fs::write(plugins.join("__init__.py"), "").unwrap();
         let changed = |since| python_changed_since(&[plugins.as_path()], since);
-        let load = json!({"op": "load", "modules": [], "config": {}});
+        let (one, other) = (load("e1", dir.path()), load("e2", dir.path()));
 
-        let (first, answer) = compile(dir.path(), &load, changed);
-        let (second, again) = compile(dir.path(), &load, changed);
+        let (first, answer) = compile(dir.path(), &one, changed);
+        let (second, again) = compile(dir.path(), &one, changed);
         assert_eq!(first, second, "the second compile is served by the Python the first loaded");
         assert_eq!(answer, again);
         // the plugin is edited after the load: a new Python, which loads anew
         std::thread::sleep(Duration::from_millis(20));
         std::fs::write(plugins.join("__init__.py"), "# edited").unwrap();
-        let (third, _) = compile(dir.path(), &load, changed);
+        let (third, _) = compile(dir.path(), &one, changed);
         assert_ne!(third, first, "an edited plugin is not served from the Python loaded before");
-        // another load (other modules): another Python
-        let (fourth, _) = compile(dir.path(), &json!({"op": "load", "modules": [], "config": {"a": 1}}), changed);
+        // another load (another environment): another Python
+        let (fourth, _) = compile(dir.path(), &other, changed);
         assert_ne!(fourth, third);
-        assert_eq!(compile(dir.path(), &json!({"op": "load", "modules": [], "config": {"a": 1}}), changed).0, fourth);
+        assert_eq!(compile(dir.path(), &other, changed).0, fourth);
     }
 }

@@ -8,9 +8,12 @@
 #
 # Protocol: one JSON document per line on stdin/stdout. The compiler sends a request; this side
 # answers with zero or more questions ({"get": ...}, {"type": ...}, {"conforms": ...}, {"call": ...},
-# {"plugins": ...}), each answered by the compiler, and then exactly one final answer ({"ok": ...}
-# or {"error": ...} or {"unset": ...}). Requests nest: while answering a question the compiler may
-# send a request (a typedef constraint calling a Python plugin), served before the reply comes.
+# {"plugins": ...}, {"file": ..., "content": ...}), each answered by the compiler, and then exactly
+# one final answer ({"ok": ...} or {"error": ...} or {"unset": ...}). Requests nest: while answering
+# a question the compiler may send a request (a typedef constraint calling a Python plugin), served
+# before the reply comes. The compiler's side of every line is a serde type in
+# compiler/src/python/protocol.rs (requests by their "op"): a line it cannot read as one fails the
+# compile, so the two change together.
 # Values: JSON scalars and arrays; dicts as {"$d": [[key, value], ...]} (a JSON object would lose
 # the insertion order a dict keeps in Inmanta); instances as {"$i": id, "$t": type};
 # unknowns as {"$u": 1}; references as {"$r": id, "references": {id: {"model", "module", "class"}}}
