@@ -13,6 +13,7 @@
 
 mod code;
 mod process;
+mod server_api;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -24,6 +25,7 @@ use serde_json::{Map, Value, json};
 
 pub use code::{ModuleFile, PythonCode, PythonModule};
 use process::{CallError, Launch, Load, PythonProcess, Ready};
+pub use server_api::{ApiRequest, NoServerApi, ServerApi};
 
 use crate::handler::{Change, Handler, HandlerContext, HandlerError, HandlerStatus};
 use crate::references::FactSource;
@@ -284,6 +286,8 @@ pub(crate) struct PythonHandler {
     pub(crate) files: Arc<dyn FileSource>,
     /// For std's fact references, which inmanta-core resolves in the executor.
     pub(crate) facts: Arc<dyn FactSource>,
+    /// For every other API call of a handler (`self.get_client()`), sent as the agent.
+    pub(crate) server_api: Arc<dyn ServerApi>,
 }
 
 /// `{"code": ..., "result": ...}`, what inmanta-core's client calls return.
@@ -395,6 +399,7 @@ impl PythonHandler {
                 }
                 Err(e) => answer(500, json!({"message": e})),
             },
+            "api" => server_api::serve(&*self.server_api, &self.environment, call),
             other => answer(501, json!({"message": format!("{other}: not answered by this agent")})),
         }
     }
