@@ -1,9 +1,9 @@
 //! Python handlers that call the server's API themselves (`self.get_client()`, docs/modules.md):
 //! the handlers of server/tests/fixtures/apicall set a parameter and read it back, read an
-//! environment setting, and make calls the server refuses. The server's in-process agents and a
-//! remote `inmanta agent` send them as the agent, in the agent's environment: a parameter lands
-//! on the server, another environment's tid is refused with 403, and a refused or failed call
-//! fails its resource with the server's message.
+//! environment setting, and make calls the server refuses. The server's in-process agents, a
+//! remote `inmanta agent` and `inmanta deploy` send them as the agent, in the agent's
+//! environment: a parameter lands on the server, another environment's tid is refused with 403,
+//! and a refused or failed call fails its resource with the server's message.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -13,8 +13,8 @@ use serde_json::{Map, Value, json};
 
 use super::common;
 use super::python_handlers::{
-    Killed, agent_up, log_messages, new_environment, put_version, python, resource, ship_module, start_server,
-    status_of, wait_for,
+    Killed, agent_up, copy_dir, log_messages, new_environment, put_version, python, resource, ship_module,
+    start_server, status_of, wait_for,
 };
 
 async fn modules(s: &TestServer) -> Value {
@@ -159,4 +159,43 @@ async fn handlers_of_a_remote_agent_call_the_api_with_its_token() {
     logged(&s, &env, stolen, &format!("cannot act on environment {other}")).await;
     assert_eq!(parameter(&s, &other, "stolen").await, None);
     logged(&s, &env, versions, "a token for agent may not call this endpoint").await;
+}
+
+/// `inmanta deploy` (all-in-one): the embedded server answers a handler's API calls through its
+/// own router, which listens nowhere, as the agent of its environment.
+#[test]
+fn inmanta_deploy_answers_the_api_calls_of_handlers() {
+    let project = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/apicall");
+    // As a v1 module: its model, and its Python as `plugins/`.
+    let module = project.path().join("libs/apicall");
+    copy_dir(&fixture.join("model"), &module.join("model"));
+    std::fs::copy(fixture.join("module.yml"), module.join("module.yml")).unwrap();
+    std::fs::create_dir_all(module.join("plugins")).unwrap();
+    std::fs::copy(fixture.join("inmanta_plugins/apicall/__init__.py"), module.join("plugins/__init__.py")).unwrap();
+    std::fs::write(project.path().join("project.yml"), "name: apideploy\nmodulepath: libs\n").unwrap();
+    std::fs::write(
+        project.path().join("main.cf"),
+        "import apicall\n\
+         color = apicall::Param(name=\"color\", value=\"blue\")\n\
+         apicall::Call(name=\"check\", method=\"get_param\", arguments={\"id\": \"color\"}, requires=[color])\n\
+         apicall::Call(name=\"versions\", method=\"list_versions\")\n",
+    )
+    .unwrap();
+    let output = Command::new(BIN)
+        .args(["deploy", "--verbose"])
+        .current_dir(project.path())
+        .env("INMANTA_COMPILER_PYTHON", python())
+        .env("INMANTA_AGENT_PYTHON", python())
+        .output()
+        .expect("run inmanta deploy");
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.status.code(), Some(1), "one resource fails: {text}");
+    let line =
+        |name: &str| text.lines().filter(|l| l.contains(&format!("name={name}]"))).collect::<Vec<_>>().join("\n");
+    assert!(line("versions").contains("list_versions answered 403"), "{text}");
+    // The parameter was set, and read back by the resource that requires it.
+    assert!(!text.contains("get_param answered"), "{text}");
+    assert!(!text.contains("set_param answered"), "{text}");
+    assert!(!line("check").is_empty() && !line("check").contains("fail"), "{text}");
 }

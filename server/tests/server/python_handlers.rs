@@ -278,7 +278,7 @@ async fn a_remote_agent_fetches_the_module_code_and_runs_its_handler() {
     wait_for("the remote repair", async || read(&conf) == "port=8080\n").await;
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+pub(crate) fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
