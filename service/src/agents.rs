@@ -153,8 +153,8 @@ impl InProcessAgents {
     }
 
     /// Sends the API calls of Python handlers (`self.get_client()`) through `router`, the
-    /// server's REST router, as an agent of the resource's environment. Until then (and in
-    /// `inmanta deploy`, which serves no API) they are answered 503.
+    /// server's REST router (for `inmanta deploy`, one that listens nowhere), as an agent of the
+    /// resource's environment. Until then they are answered 503.
     pub fn serve_api_with(&self, router: axum::Router) {
         self.api.set_router(router);
     }
