@@ -36,6 +36,12 @@ agent stores it on the server; `resource_did_dependency_change` is answered from
 own `SyncClient`) are asked of the agent while the request runs:
   written:   {"server_call": {"method": "get_file", "hash": h} | {"method": "get_facts", "tid", "rid"}}
   read back: {"server_answer": {"code": 200, "result": {...}}}   (the next line of stdin)
+Every other method of inmanta-core's API is turned into its HTTP request by inmanta-core's own
+method registry (`MethodProperties.select_method(name).build_call(args, kwargs)`), which the agent
+sends to the server with its own credentials, in its own environment:
+  written:   {"server_call": {"method": "api", "http_method": "PUT", "url": "/api/v1/parameter/p",
+                              "headers": {"X-Inmanta-tid": ...}, "body": {...} | null}}
+  read back: {"server_answer": {"code": 200, "result": {...}}}
 Once the references of a resource are resolved, and before its handler runs, the values they
 resolved to are sent as {"server_call": {"method": "redact", "values": [...]}}: the agent then
 redacts them from this process's stderr, which it logs.
@@ -129,14 +135,62 @@ def _load_modules(code_dirs, modules):
     return errors
 
 
+_SERVER_CALL = threading.Lock()
+
+
 def _server_call(method, **args):
     """Asks the agent for something of the server (see the module docstring); (code, result)."""
-    _send({"server_call": dict(args, method=method)})
-    line = sys.stdin.readline()
+    # A handler's coroutines run on the event loop's thread: one exchange at a time.
+    with _SERVER_CALL:
+        _send({"server_call": dict(args, method=method)})
+        line = sys.stdin.readline()
     if not line:
         raise ConnectionError("the agent closed the executor's input")
     answer = json.loads(line).get("server_answer") or {}
     return answer.get("code", 500), answer.get("result")
+
+
+def _api_method(name):
+    """inmanta-core's definition of the API method `name` (the lowest API version, as its
+    `Client` selects by default); None for a name that is no API method."""
+    try:
+        import inmanta.protocol.methods  # noqa: F401 (registers the v1 methods)
+        import inmanta.protocol.methods_v2  # noqa: F401 (registers the v2 methods)
+        from inmanta.protocol.common import MethodProperties
+    except Exception:
+        return None
+    return MethodProperties.select_method(name)
+
+
+def _api_call(method, args, kwargs):
+    """Sends one call of an API method through the agent (see the module docstring): the
+    request inmanta-core's client would send; the `Result` its client would return."""
+    from inmanta.protocol.common import json_encode
+
+    request = method.build_call(args, kwargs)
+    body = None if request.body is None else json.loads(json_encode(request.body))
+    headers = {str(k): str(v) for k, v in (request.headers or {}).items()}
+    code, result = _server_call("api", http_method=request.method, url=request.url, headers=headers, body=body)
+    return Result(code=code, result=result, method_properties=method, environment=headers.get("X-Inmanta-tid"))
+
+
+def _api_client_call(method, args, kwargs):
+    """What inmanta-core's `Client.<method>(...)` returns: an awaitable that makes the call when
+    awaited (a `ClientCall`, whose `value()` works as with inmanta-core's client)."""
+
+    async def call():
+        return _api_call(method, args, kwargs)
+
+    from inmanta.protocol import common
+
+    client_call = getattr(common, "ClientCall", None)
+    if client_call is None:
+        return call()
+    return client_call.create(call(), properties=method)
+
+
+def _no_such_method(name):
+    return AttributeError(f"Method with name {name} is not defined for this client")
 
 
 def _redact_stderr(resource):
@@ -196,22 +250,16 @@ class _ServerCalls:
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
-
-        def refused(*args, **kwargs):
-            return _answer(
-                501,
-                {
-                    "message": f"{name}: handlers in this agent's Python executor do not call the server's API "
-                    "themselves (only discovered resources are reported); see docs/modules.md"
-                },
-            )
-
-        return refused
+        method = _api_method(name)
+        if method is None:
+            raise _no_such_method(name)
+        return lambda *args, **kwargs: _api_client_call(method, args, kwargs)
 
 
 class _SyncClient:
     """Stands in for `inmanta.protocol.endpoints.SyncClient`, which reference classes create to
-    reach the server themselves (std's `FactReference`): the agent answers instead."""
+    reach the server themselves (std's `FactReference`): the agent answers, or sends the call to
+    the server as for `self.get_client()`."""
 
     def __init__(self, *args, **kwargs):
         pass
@@ -225,13 +273,10 @@ class _SyncClient:
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
-
-        def refused(*args, **kwargs):
-            return Result(
-                code=501, result={"message": f"{name}: only get_facts and get_file reach the server from here"}
-            )
-
-        return refused
+        method = _api_method(name)
+        if method is None:
+            raise _no_such_method(name)
+        return lambda *args, **kwargs: _api_call(method, args, kwargs)
 
 
 try:

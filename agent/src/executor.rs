@@ -12,7 +12,7 @@ use crate::external::ExternalHandler;
 use crate::handler::{AttributeChange, Change, Crud, Handler, HandlerContext, HandlerError, HandlerStatus, now};
 use crate::handlers::{exec::RunHandler, fs, null::NullHandler};
 use crate::host::{Host, LocalHost, SshHost, SshOptions, SudoHost};
-use crate::python::{PythonCode, PythonExecutors, PythonHandler, PythonSettings};
+use crate::python::{NoServerApi, PythonCode, PythonExecutors, PythonHandler, PythonSettings, ServerApi};
 use crate::references::{FactSource, NoFacts, Resolved, resolve};
 use crate::resource::{FileSource, ResourceRequest};
 use crate::shipped::ShippedHandlers;
@@ -66,6 +66,8 @@ pub struct Executor {
     files: Arc<dyn FileSource>,
     /// The server's facts, for std's fact references.
     facts: Arc<dyn FactSource>,
+    /// The server's API, for Python handlers that call it themselves (`self.get_client()`).
+    server_api: Arc<dyn ServerApi>,
     handlers: HashMap<String, Arc<dyn Handler>>,
     /// Where shipped handler executables are kept; `None` refuses to run them.
     shipped: Option<ShippedHandlers>,
@@ -87,6 +89,7 @@ impl Executor {
         Executor {
             files,
             facts: Arc::new(NoFacts),
+            server_api: Arc::new(NoServerApi),
             handlers,
             shipped: None,
             python: None,
@@ -97,6 +100,13 @@ impl Executor {
     /// Reads the facts that std's fact references name from `facts` (the server's fact store).
     pub fn with_facts(mut self, facts: Arc<dyn FactSource>) -> Executor {
         self.facts = facts;
+        self
+    }
+
+    /// Sends the API calls of Python handlers (`self.get_client()`) through `server_api`, as
+    /// the agent; without it they are answered 501.
+    pub fn with_server_api(mut self, server_api: Arc<dyn ServerApi>) -> Executor {
+        self.server_api = server_api;
         self
     }
 
@@ -266,6 +276,7 @@ impl Executor {
             environment: code.environment.clone(),
             files: self.files.clone(),
             facts: self.facts.clone(),
+            server_api: self.server_api.clone(),
         }
     }
 

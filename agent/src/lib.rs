@@ -55,7 +55,9 @@ pub use handler::{
 pub use host::{
     CommandOutput, CommandSpec, FileKind, FileStat, Host, HostKeyCheck, LocalHost, SshHost, SshOptions, SudoHost,
 };
-pub use python::{ModuleFile, PythonCode, PythonExecutors, PythonModule, PythonSettings};
+pub use python::{
+    ApiRequest, ModuleFile, NoServerApi, PythonCode, PythonExecutors, PythonModule, PythonSettings, ServerApi,
+};
 pub use references::{
     FactSource, NoFacts, REDACTED, REDACTED_CURRENT, REDACTED_DESIRED, ReferenceError, Secrets, references_need_python,
 };

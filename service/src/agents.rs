@@ -94,13 +94,16 @@ pub struct InProcessAgents {
     watched: Watched,
     drift: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<api::ResourceId>>>,
     python_codes: PythonCodes,
+    /// The server's router, for the API calls of Python handlers (set by [`InProcessAgents::serve_api_with`]).
+    api: Arc<crate::rest::in_process_api::RouterApi>,
 }
 
 impl InProcessAgents {
     /// Must be called on the runtime the handlers' file reads use. Shipped handler executables
     /// are kept in `handler_dir`; Python handlers run as `python` says.
     pub fn new(orchestrator: Orchestrator, handler_dir: PathBuf, python: PythonSettings) -> InProcessAgents {
-        let executor = Arc::new(in_process_executor(&orchestrator, handler_dir, python));
+        let api = crate::rest::in_process_api::RouterApi::new();
+        let executor = Arc::new(in_process_executor(&orchestrator, handler_dir, python).with_server_api(api.clone()));
         let (watcher, drift) = match DriftWatcher::new() {
             Ok((watcher, drift)) => (Some(Arc::new(watcher)), Some(drift)),
             Err(e) => {
@@ -115,6 +118,7 @@ impl InProcessAgents {
             watched: Arc::default(),
             drift: Mutex::new(drift),
             python_codes: Arc::default(),
+            api,
         }
     }
 
@@ -146,6 +150,13 @@ impl InProcessAgents {
             }
             Ok(code)
         }
+    }
+
+    /// Sends the API calls of Python handlers (`self.get_client()`) through `router`, the
+    /// server's REST router (for `inmanta deploy`, one that listens nowhere), as an agent of the
+    /// resource's environment. Until then they are answered 503.
+    pub fn serve_api_with(&self, router: axum::Router) {
+        self.api.set_router(router);
     }
 
     /// Keeps a Python executor started ahead of need (`[agent] python-warm-spare`), so the first

@@ -89,13 +89,13 @@ pub async fn run(config: ServerConfig, console: ConsoleRouter) -> anyhow::Result
     let remote_agents = Router::new()
         .route("/api/v2/agent/session", axum::routing::get(crate::remote::session))
         .with_state((sessions, security.clone()));
-    let mut app = Router::new()
-        .merge(rest::router_with(
-            state,
-            rest::limits::Limits::new(config.http.max_request_body_size, config.http.request_timeout),
-            rest::files::FileStoreQuota(config.storage.file_store_quota),
-        ))
-        .merge(remote_agents);
+    let rest_router = rest::router_with(
+        state,
+        rest::limits::Limits::new(config.http.max_request_body_size, config.http.request_timeout),
+        rest::files::FileStoreQuota(config.storage.file_store_quota),
+    );
+    agents.serve_api_with(rest_router.clone());
+    let mut app = Router::new().merge(rest_router).merge(remote_agents);
     if config.console.enabled {
         app = app.merge(console(
             orchestrator.clone(),

@@ -14,6 +14,7 @@
 mod code;
 mod process;
 mod protocol;
+mod server_api;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -26,6 +27,7 @@ use serde_json::{Map, Value, json};
 pub use code::{ModuleFile, PythonCode, PythonModule};
 use process::{CallError, Launch, Load, PythonProcess, Ready};
 use protocol::{HandlerReply, HandlerRequest, Request, ResolveReply, ServerAnswer, ServerCall};
+pub use server_api::{ApiRequest, NoServerApi, ServerApi};
 
 use crate::handler::{Change, Handler, HandlerContext, HandlerError, HandlerStatus};
 use crate::references::FactSource;
@@ -288,6 +290,8 @@ pub(crate) struct PythonHandler {
     pub(crate) files: Arc<dyn FileSource>,
     /// For std's fact references, which inmanta-core resolves in the executor.
     pub(crate) facts: Arc<dyn FactSource>,
+    /// For every other API call of a handler (`self.get_client()`), sent as the agent.
+    pub(crate) server_api: Arc<dyn ServerApi>,
 }
 
 impl PythonHandler {
@@ -396,6 +400,7 @@ impl PythonHandler {
             },
             // The process answers it itself (it redacts its stderr): see PythonProcess::call_serving.
             ServerCall::Redact { .. } => ServerAnswer::new(200, json!({})),
+            ServerCall::Api(call) => server_api::serve(&*self.server_api, &self.environment, call),
         }
     }
 }

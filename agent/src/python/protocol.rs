@@ -167,6 +167,21 @@ pub(crate) enum ServerCall {
     /// The values a resource's references resolved to, sent before its handler runs: the agent
     /// redacts them from the process's stderr.
     Redact { values: Vec<Value> },
+    /// Any other API call of a handler (`self.get_client()`), as inmanta-core's client would
+    /// send it; the agent sends it as itself ([`super::server_api`]).
+    Api(ApiCall),
+}
+
+/// An API call as the executor builds it with inmanta-core's method registry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ApiCall {
+    pub http_method: String,
+    /// The path and query string.
+    pub url: String,
+    #[serde(default)]
+    pub headers: serde_json::Map<String, Value>,
+    #[serde(default)]
+    pub body: Value,
 }
 
 /// `{"code": ..., "result": ...}`, what inmanta-core's client calls return.

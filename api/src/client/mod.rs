@@ -112,6 +112,39 @@ impl Client {
         Ok(value)
     }
 
+    /// Sends a request as given and returns the status and the JSON answer whatever the status
+    /// (an answer that is not JSON as `{"message": text}`); only a failed exchange is an error.
+    /// The bearer token is this client's; `headers` must not carry credentials.
+    pub async fn exchange(
+        &self,
+        method: Method,
+        path_and_query: &str,
+        headers: &[(String, String)],
+        body: Option<&serde_json::Value>,
+    ) -> Result<(StatusCode, serde_json::Value), ClientError> {
+        let url = format!("{}{}", self.base, path_and_query);
+        let mut request = self.http.request(method, &url);
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let response = request.send().await.map_err(|source| ClientError::Transport { url: url.clone(), source })?;
+        let status = response.status();
+        let bytes = response.bytes().await.map_err(|source| ClientError::Transport { url: url.clone(), source })?;
+        let value = if bytes.is_empty() {
+            serde_json::Value::Null
+        } else {
+            serde_json::from_slice(&bytes)
+                .unwrap_or_else(|_| serde_json::json!({"message": String::from_utf8_lossy(&bytes).into_owned()}))
+        };
+        Ok((status, value))
+    }
+
     /// A typed (v2) call: unwraps `{"data": ...}` into `T`.
     pub async fn data<T: DeserializeOwned, B: Serialize + ?Sized>(
         &self,

@@ -23,7 +23,7 @@ use common::{BIN, TestServer};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-fn python() -> PathBuf {
+pub(crate) fn python() -> PathBuf {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON
         .get_or_init(|| {
@@ -35,18 +35,18 @@ fn python() -> PathBuf {
         .clone()
 }
 
-async fn start_server() -> TestServer {
+pub(crate) async fn start_server() -> TestServer {
     let python = python().display().to_string();
     TestServer::start_with(&[("INMANTA_AGENT_PYTHON", &python), ("INMANTA_AGENT_HANDLER_TIMEOUT", "5")]).await
 }
 
-async fn new_environment(s: &TestServer) -> String {
+pub(crate) async fn new_environment(s: &TestServer) -> String {
     s.new_environment("p", "e").await.to_string()
 }
 
 /// Uploads every Python file of a module's `inmanta_plugins` package and returns its
 /// `module_version_info` entry (what Inmanta's exporter does for a module in editable mode).
-async fn ship_module(s: &TestServer, name: &str, dir: &Path) -> Value {
+pub(crate) async fn ship_module(s: &TestServer, name: &str, dir: &Path) -> Value {
     let mut shipped = Vec::new();
     let mut stack = vec![dir.join("inmanta_plugins")];
     while let Some(d) = stack.pop() {
@@ -77,7 +77,7 @@ async fn modules(s: &TestServer, with_faulty: bool) -> Value {
     Value::Object(info)
 }
 
-fn resource(id: String, fields: Value, requires: Vec<String>) -> Value {
+pub(crate) fn resource(id: String, fields: Value, requires: Vec<String>) -> Value {
     let mut r = json!({
         "id": id, "purged": false, "purge_on_delete": false, "send_event": false, "receive_events": false,
         "report_only": false, "references": [], "mutators": [], "requires": requires,
@@ -95,7 +95,12 @@ fn line(agent: &str, version: i64, conf: &Path, key: &str, value: &str, purged: 
 }
 
 /// Stores a version with `resources(version)` and the modules; auto_deploy releases it.
-async fn put_version(s: &TestServer, env: &str, modules: &Value, resources: impl Fn(i64) -> Vec<Value>) -> i64 {
+pub(crate) async fn put_version(
+    s: &TestServer,
+    env: &str,
+    modules: &Value,
+    resources: impl Fn(i64) -> Vec<Value>,
+) -> i64 {
     let (client, env) = (s.client(), uuid(env));
     let version = client.reserve_version(env).await.unwrap();
     let resources = resources(version).into_iter().map(|r| r.as_object().unwrap().clone()).collect();
@@ -109,12 +114,12 @@ fn uuid(env: &str) -> Uuid {
 }
 
 /// Whether the agent is connected (an error answer counts as not yet).
-async fn agent_up(s: &TestServer, env: &str, name: &str) -> bool {
+pub(crate) async fn agent_up(s: &TestServer, env: &str, name: &str) -> bool {
     let agents = s.client().agents(uuid(env), &ListQuery::new().filter("name", name)).await;
     agents.is_ok_and(|page| page.data.first().is_some_and(|a| a.status == AgentStatus::Up))
 }
 
-async fn wait_for(what: &str, mut check: impl AsyncFnMut() -> bool) {
+pub(crate) async fn wait_for(what: &str, mut check: impl AsyncFnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(90);
     while !check().await {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
@@ -123,12 +128,12 @@ async fn wait_for(what: &str, mut check: impl AsyncFnMut() -> bool) {
 }
 
 /// The resource's status; empty while the server does not know it (yet).
-async fn status_of(s: &TestServer, env: &str, rid: &str) -> String {
+pub(crate) async fn status_of(s: &TestServer, env: &str, rid: &str) -> String {
     let details = s.client().resource(uuid(env), rid).await;
     details.map(|d| d.status.as_str().to_string()).unwrap_or_default()
 }
 
-async fn log_messages(s: &TestServer, env: &str, rid: &str) -> Vec<String> {
+pub(crate) async fn log_messages(s: &TestServer, env: &str, rid: &str) -> Vec<String> {
     let logs = s.client().resource_logs(uuid(env), rid, &ListQuery::new()).await.unwrap();
     logs.data.into_iter().map(|l| l.msg).collect()
 }
@@ -219,7 +224,7 @@ async fn the_servers_agents_run_a_modules_crud_handler() {
     assert_eq!(std::fs::read_dir(&code).unwrap().count(), 1, "the version's code laid out once in {code:?}");
 }
 
-struct Killed(Child);
+pub(crate) struct Killed(pub(crate) Child);
 
 impl Drop for Killed {
     fn drop(&mut self) {
@@ -273,7 +278,7 @@ async fn a_remote_agent_fetches_the_module_code_and_runs_its_handler() {
     wait_for("the remote repair", async || read(&conf) == "port=8080\n").await;
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+pub(crate) fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();

@@ -10,7 +10,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent::{Events, Executor, FactSource, FileSource, Mode, PythonCode, ResourceRequest, VersionCode};
+use agent::{
+    ApiRequest, Events, Executor, FactSource, FileSource, Mode, PythonCode, ResourceRequest, ServerApi, VersionCode,
+};
 use api::client::Client;
 use base64::Engine;
 use clap::Args;
@@ -87,6 +89,36 @@ impl FactSource for ServerFacts {
     }
 }
 
+/// The API calls of Python handlers (`self.get_client()`), sent to the server with this agent's
+/// token (which the server holds to its environment, as the executor holds the tid header).
+struct ServerCalls {
+    client: Client,
+    runtime: tokio::runtime::Handle,
+}
+
+/// How long a handler's API call waits for the server (inmanta-core's client's default).
+const API_CALL_PATIENCE: Duration = Duration::from_secs(120);
+
+impl ServerApi for ServerCalls {
+    fn call(&self, _environment: &str, request: &ApiRequest) -> (u16, serde_json::Value) {
+        let Ok(method) = Method::from_bytes(request.method.as_bytes()) else {
+            return (400, serde_json::json!({"message": format!("{:?} is no HTTP method", request.method)}));
+        };
+        let exchange = self.client.exchange(method, &request.path_and_query, &request.headers, request.body.as_ref());
+        match self.runtime.block_on(tokio::time::timeout(API_CALL_PATIENCE, exchange)) {
+            Ok(Ok((status, answer))) => (status.as_u16(), answer),
+            Ok(Err(e)) => (503, serde_json::json!({"message": e.to_string()})),
+            Err(_) => (
+                504,
+                serde_json::json!({"message": format!(
+                    "the server did not answer {} {} within {} s",
+                    request.method, request.path_and_query, API_CALL_PATIENCE.as_secs()
+                )}),
+            ),
+        }
+    }
+}
+
 pub async fn run(
     base: String,
     env: Uuid,
@@ -121,6 +153,10 @@ pub async fn run(
     let executor = Arc::new(
         Executor::new(Arc::new(files))
             .with_facts(Arc::new(facts))
+            .with_server_api(Arc::new(ServerCalls {
+                client: client.clone(),
+                runtime: tokio::runtime::Handle::current(),
+            }))
             .with_shipped_handlers(handler_dir)
             .with_python(python),
     );

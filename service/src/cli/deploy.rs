@@ -74,7 +74,20 @@ impl Embedded {
             .map_err(|e| CliError::Usage(e.to_string()))?;
         let agents =
             Arc::new(crate::agents::InProcessAgents::new(orchestrator.clone(), handler_dir.clone(), python.clone()));
-        let schedulers = Schedulers::start(orchestrator.clone(), agents).await.map_err(server_error)?;
+        let schedulers = Schedulers::start(orchestrator.clone(), agents.clone()).await.map_err(server_error)?;
+        // The API calls of Python handlers go through a router that listens nowhere.
+        let security = crate::security::Security::new(&orchestrator, true, 3600, 10).await.map_err(server_error)?;
+        let state = crate::rest::AppState {
+            orchestrator: orchestrator.clone(),
+            schedulers: schedulers.clone(),
+            security: Arc::new(security),
+            reads: Default::default(),
+        };
+        agents.serve_api_with(crate::rest::router_with(
+            state,
+            crate::rest::limits::Limits::new(100 * 1024 * 1024, crate::rest::limits::DEFAULT_REQUEST_TIMEOUT),
+            crate::rest::files::FileStoreQuota(crate::rest::files::DEFAULT_FILE_STORE_QUOTA),
+        ));
         tracing::info!(database = %url, "embedded server started");
         Ok(Embedded { orchestrator, schedulers, environment, handler_dir, python })
     }
