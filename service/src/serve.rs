@@ -40,6 +40,9 @@ pub async fn run(config: ServerConfig, console: ConsoleRouter) -> anyhow::Result
         .await
         .context("cannot register this server among the others on the database")?;
 
+    if let orchestrator::auth::policy::Authorization::PolicyEngine(policy) = &authorization {
+        create_policy_roles(&orchestrator, &policy.roles).await?;
+    }
     orchestrator.set_authorization(authorization)?;
 
     // Read the TLS files first: a wrong path fails the start before anything else happens.
@@ -239,4 +242,18 @@ fn authorization(config: &ServerConfig) -> anyhow::Result<orchestrator::auth::po
     let policy = config.auth.policy.load(&rest::endpoint_data()).context("cannot load the access policy")?;
     tracing::info!(policy = %policy.source, "authorization by access policy (policy-engine)");
     Ok(Authorization::PolicyEngine(Arc::new(policy)))
+}
+
+/// Creates the roles an access policy lists (its `roles`) that the database lacks, as Inmanta
+/// does at start; a role the policy no longer lists is left alone.
+async fn create_policy_roles(orchestrator: &orchestrator::Orchestrator, roles: &[String]) -> anyhow::Result<()> {
+    let existing = orchestrator.list_roles().await.context("cannot read the roles")?;
+    for role in roles.iter().filter(|role| !existing.contains(role)) {
+        match orchestrator.create_role(role).await {
+            // Another server on the same database made it meanwhile.
+            Ok(()) | Err(orchestrator::Error::Conflict(_)) => {}
+            Err(e) => return Err(e).with_context(|| format!("cannot create the role {role:?} of the access policy")),
+        }
+    }
+    Ok(())
 }

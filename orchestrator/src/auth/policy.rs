@@ -135,6 +135,9 @@ pub struct AccessPolicy {
     pub source: String,
     /// Log each decision's input at INFO (`[policy_engine] log-level` debug or info).
     pub log_decisions: bool,
+    /// The policy's `roles`, a list of role names the server creates at start when missing
+    /// (as Inmanta does); empty when the policy has none.
+    pub roles: Vec<String>,
 }
 
 impl std::fmt::Debug for AccessPolicy {
@@ -151,9 +154,10 @@ impl AccessPolicy {
         let data = regorus::Value::from_json_str(&endpoint_document(endpoints).to_string()).map_err(invalid)?;
         engine.add_data(data).map_err(invalid)?;
         engine.add_policy(name.to_string(), rego.to_string()).map_err(invalid)?;
+        let roles = policy_roles(name, engine.clone())?;
         let rule: regorus::Rc<str> = ALLOW_RULE.into();
         let compiled = engine.compile_with_entrypoint(&rule).map_err(invalid)?;
-        Ok(AccessPolicy { compiled, source: name.to_string(), log_decisions: false })
+        Ok(AccessPolicy { compiled, source: name.to_string(), log_decisions: false, roles })
     }
 
     /// Reads and compiles the policy file at `path`.
@@ -177,6 +181,27 @@ impl AccessPolicy {
         Ok(answer == regorus::Value::from(true))
     }
 }
+
+/// The value of `data.policy.roles`: none when the policy does not define it, else a list of
+/// strings.
+fn policy_roles(name: &str, mut engine: regorus::Engine) -> Result<Vec<String>, PolicyError> {
+    // Evaluating a rule the policy does not have is an error: no roles.
+    let Ok(value) = engine.eval_rule(ROLES_RULE.to_string()) else {
+        return Ok(Vec::new());
+    };
+    if value == regorus::Value::Undefined {
+        return Ok(Vec::new());
+    }
+    let not_a_list = || PolicyError::Invalid {
+        path: name.to_string(),
+        message: format!("`roles` must be a list of role names, got {value}"),
+    };
+    let items = value.as_array().map_err(|_| not_a_list())?;
+    items.iter().map(|item| item.as_string().map(|role| role.to_string()).map_err(|_| not_a_list())).collect()
+}
+
+/// The rule that lists the roles a policy knows.
+const ROLES_RULE: &str = "data.policy.roles";
 
 /// One authorization check: what the entry point needs and the call it is about.
 #[derive(Debug, Clone)]
@@ -420,6 +445,16 @@ mod tests {
                 .to_string();
         assert!(error.contains("broken.rego:"), "{error}");
         assert!(error.contains(":4:") || error.contains(":5:"), "{error}");
+    }
+
+    #[test]
+    fn a_policy_lists_its_roles() {
+        let endpoints = Endpoints::new();
+        assert_eq!(AccessPolicy::default_policy(&endpoints).roles, ROLES);
+        let none = AccessPolicy::compile("p.rego", "package policy\nallow := true\n", &endpoints).unwrap();
+        assert!(none.roles.is_empty());
+        let wrong = AccessPolicy::compile("p.rego", "package policy\nroles := [1]\n", &endpoints).unwrap_err();
+        assert!(wrong.to_string().contains("`roles` must be a list"), "{wrong}");
     }
 
     #[test]

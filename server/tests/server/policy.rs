@@ -50,6 +50,8 @@ async fn a_custom_policy_grants_a_user_without_roles_read_on_one_endpoint() {
     let (_dir, path) = policy_file(
         r#"package policy
 
+roles := ["auditor"]
+
 default allow := false
 
 allow if input.token["urn:inmanta:is_admin"] == true
@@ -65,6 +67,9 @@ allow if {
     let s = start_with_policy(&path).await;
     let env = s.new_environment("p", "e").await.to_string();
     let rita = user_without_roles(&s, "rita").await;
+    // The roles the policy lists are created at start.
+    let (_, roles) = s.call("GET", "/api/v2/role", None, None).await;
+    assert!(roles["data"].as_array().is_some_and(|r| r.iter().any(|r| r == "auditor")), "{roles}");
 
     let (status, body) = call_as(&s, &rita, "GET", "/api/v2/resource", Some(&env)).await;
     assert_eq!(status, 200, "the policy lets her read resources: {body}");

@@ -321,7 +321,8 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
 type Rules = Arc<HashMap<(Method, &'static str), (Rule, BodyLimit)>>;
 
 /// The guard in front of every route: cap the body to the route's limit, authenticate, find
-/// the route's rule and the environment it is about, let [`Principal::authorize`] decide, and
+/// the route's rule and the environment it is about, let the orchestrator's provider decide
+/// (`Orchestrator::authorize`: the legacy rules or the access policy), and
 /// run the handler within the byte budget and the time limit.
 async fn guard(
     State((state, rules, limits)): State<(AppState, Rules, Limits)>,
