@@ -25,6 +25,9 @@ pub const DEFAULT_POLICY: &str = include_str!("default_policy.rego");
 /// used when it exists and the option is unset.
 pub const INMANTA_POLICY_FILE: &str = "/etc/inmanta/authorization/policy.rego";
 
+/// The name of [`DEFAULT_POLICY`] in messages and logs.
+pub const DEFAULT_POLICY_NAME: &str = "the built-in access policy";
+
 /// The rule a policy must define.
 pub const ALLOW_RULE: &str = "data.policy.allow";
 
@@ -131,7 +134,7 @@ pub enum PolicyError {
 /// A compiled access policy with its endpoint data.
 pub struct AccessPolicy {
     compiled: regorus::CompiledPolicy,
-    /// Where it came from: a file, or `default policy`.
+    /// Where it came from: a file, or [`DEFAULT_POLICY_NAME`].
     pub source: String,
     /// Log each decision's input at INFO (`[policy_engine] log-level` debug or info).
     pub log_decisions: bool,
@@ -170,7 +173,7 @@ impl AccessPolicy {
 
     /// The built-in [`DEFAULT_POLICY`].
     pub fn default_policy(endpoints: &Endpoints) -> AccessPolicy {
-        AccessPolicy::compile("default policy", DEFAULT_POLICY, endpoints).expect("the default policy compiles")
+        AccessPolicy::compile(DEFAULT_POLICY_NAME, DEFAULT_POLICY, endpoints).expect("the default policy compiles")
     }
 
     /// Whether `allow` is `true` for `input` (the value of Rego's `input`). Anything else
@@ -287,6 +290,13 @@ impl Authorization {
         }
         if allowed {
             return Ok(());
+        }
+        // The built-in policy grants what the legacy rules grant, whose words say which role or
+        // label is missing.
+        if policy.source == DEFAULT_POLICY_NAME
+            && let Err(denied) = principal.authorize(call.access, call.environment)
+        {
+            return Err(denied);
         }
         let what = call.access.label().unwrap_or(AUTHENTICATED_LABEL);
         let scope = match call.environment {
