@@ -3,7 +3,7 @@
 //! what several of them need:
 //! - the entry points every server function starts with, [`authorized_for`] and [`authorized_global`],
 //!   naming the permission label it needs: the signed-in user is checked there, by the same
-//!   `Principal::authorize` as every REST route, before the orchestrator is handed out;
+//!   `Orchestrator::authorize` as every REST route, before the orchestrator is handed out;
 //! - conversions used by several pages: paging ([`page_request`], [`page_info`]), attribute text,
 //!   the deploy summary (dashboard and resources), compile rows (dashboard and compile reports) and
 //!   version rows (dashboard and desired state);
@@ -54,7 +54,8 @@ mod backend {
         let orchestrator = use_context::<orchestrator::Orchestrator>()
             .ok_or_else(|| ConsoleError::Failed("the console is not connected to an orchestrator".into()))?;
         let caller = caller().ok_or(ConsoleError::NotSignedIn)?;
-        caller.authorize(access, env).map_err(|denied| ConsoleError::NotAllowed(denied.to_string()))?;
+        let call = orchestrator::auth::policy::Call::new(access, env);
+        orchestrator.authorize(&caller, &call).map_err(|denied| ConsoleError::NotAllowed(denied.to_string()))?;
         let schedulers = use_context::<Arc<orchestrator::scheduler::Schedulers>>();
         Ok(Authorized { orchestrator, schedulers, caller })
     }

@@ -103,6 +103,9 @@ pub struct Orchestrator {
     instance: std::sync::Arc<str>,
     /// What the health checks saw last (`GET /api/v2/health`).
     health: std::sync::Arc<health::Monitor>,
+    /// The authorization provider, set once at start ([`Orchestrator::set_authorization`]);
+    /// the legacy rules until then.
+    authorization: std::sync::Arc<std::sync::OnceLock<auth::policy::Authorization>>,
 }
 
 impl Orchestrator {
@@ -118,7 +121,32 @@ impl Orchestrator {
             node: Default::default(),
             instance: uuid::Uuid::new_v4().to_string().into(),
             health: Default::default(),
+            authorization: Default::default(),
         })
+    }
+
+    /// Chooses the authorization provider (`[server] authorization-provider`). Once: a second
+    /// call is refused, so no check ever sees two providers.
+    pub fn set_authorization(&self, authorization: auth::policy::Authorization) -> Result<()> {
+        self.authorization
+            .set(authorization)
+            .map_err(|_| Error::Conflict("the authorization provider is already chosen".into()))
+    }
+
+    /// The authorization provider in use.
+    pub fn authorization(&self) -> &auth::policy::Authorization {
+        static LEGACY: auth::policy::Authorization = auth::policy::Authorization::Legacy;
+        self.authorization.get().unwrap_or(&LEGACY)
+    }
+
+    /// The one authorization decision of every entry point (REST routes, GraphQL, the console,
+    /// remote agents, metrics): the provider decides whether `principal` may make `call`.
+    pub fn authorize(
+        &self,
+        principal: &auth::Principal,
+        call: &auth::policy::Call<'_>,
+    ) -> std::result::Result<(), auth::Denied> {
+        self.authorization().authorize(principal, call)
     }
 
     /// Events from now on. A slow receiver misses old events (it is told it lagged).

@@ -230,7 +230,9 @@ async fn events(
     let filter: Option<uuid::Uuid> = env.and_then(|e| e.parse().ok());
     let access = Access::Environment("environment.read", Clients::API);
     let allowed = match filter {
-        Some(env) => caller.authorize(access, Some(env)).map_err(|d| d.0),
+        Some(env) => {
+            orchestrator.authorize(&caller, &orchestrator::auth::policy::Call::new(access, Some(env))).map_err(|d| d.0)
+        }
         None if caller.is_admin() => Ok(()),
         None => Err("only admins may follow every environment: pass ?env=<id>".to_string()),
     };

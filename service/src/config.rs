@@ -194,6 +194,10 @@ pub const KNOWN: &[(&str, &str)] = &[
     ("server", "cleanup-compiler-reports-interval"),
     ("server", "token-leeway"),
     ("server", "auth-method"),
+    ("server", "authorization-provider"),
+    ("policy_engine", "policy-file"),
+    ("policy_engine", "log-level"),
+    ("policy_engine", "executable"),
     ("web-ui", "oidc-local-fallback"),
     ("web-ui", "oidc-auth-url"),
     ("web-ui", "oidc-realm"),
@@ -399,6 +403,70 @@ pub struct AuthConfig {
     pub oidc_providers: Vec<crate::oidc::ProviderConfig>,
     /// `[web-ui] oidc_local_fallback`: the local login form stays next to the providers.
     pub oidc_local_fallback: bool,
+    /// `[server] authorization-provider`: who decides what users may do.
+    pub authorization_provider: AuthorizationProvider,
+    /// `[policy_engine]`: the access policy of the `policy-engine` provider.
+    pub policy: PolicyConfig,
+}
+
+/// `[server] authorization-provider`, Inmanta's two values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthorizationProvider {
+    /// Roles to labels, in code: Inmanta's default.
+    Legacy,
+    /// An access policy in Rego decides for users.
+    PolicyEngine,
+}
+
+impl AuthorizationProvider {
+    fn parse(value: Option<&str>) -> anyhow::Result<AuthorizationProvider> {
+        match value.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+            None | Some("legacy") => Ok(AuthorizationProvider::Legacy),
+            Some("policy-engine") => Ok(AuthorizationProvider::PolicyEngine),
+            Some(other) => {
+                bail!("[server] authorization-provider must be legacy or policy-engine, got {other:?}")
+            }
+        }
+    }
+}
+
+/// `[policy_engine]`: where the access policy is and how much of its work is logged.
+#[derive(Debug, Clone)]
+pub struct PolicyConfig {
+    /// `policy-file`; unset: Inmanta's path if that file exists, else the built-in policy.
+    pub policy_file: Option<PathBuf>,
+    /// `log-level` is `debug` or `info`: every decision's input is logged at INFO.
+    pub log_decisions: bool,
+}
+
+impl PolicyConfig {
+    fn from_options(options: &Options) -> anyhow::Result<PolicyConfig> {
+        let log_level = options.get("policy_engine", "log-level").unwrap_or("error").trim().to_ascii_lowercase();
+        let log_decisions = match log_level.as_str() {
+            "debug" | "info" => true,
+            "error" => false,
+            other => bail!("[policy_engine] log-level must be debug, info or error, got {other:?}"),
+        };
+        let policy_file = options.get("policy_engine", "policy-file").map(str::trim).filter(|p| !p.is_empty());
+        Ok(PolicyConfig { policy_file: policy_file.map(PathBuf::from), log_decisions })
+    }
+
+    /// The access policy this configuration names, compiled against `endpoints`: the configured
+    /// file, else Inmanta's default path when that file exists, else the built-in policy.
+    pub fn load(
+        &self,
+        endpoints: &orchestrator::auth::policy::Endpoints,
+    ) -> Result<orchestrator::auth::policy::AccessPolicy, orchestrator::auth::policy::PolicyError> {
+        use orchestrator::auth::policy::{AccessPolicy, INMANTA_POLICY_FILE};
+        let inmanta_default = std::path::Path::new(INMANTA_POLICY_FILE);
+        let mut policy = match &self.policy_file {
+            Some(path) => AccessPolicy::load(path, endpoints)?,
+            None if inmanta_default.is_file() => AccessPolicy::load(inmanta_default, endpoints)?,
+            None => AccessPolicy::default_policy(endpoints),
+        };
+        policy.log_decisions = self.log_decisions;
+        Ok(policy)
+    }
 }
 
 impl AuthConfig {
@@ -411,6 +479,8 @@ impl AuthConfig {
             jwt_issuers: options.jwt_issuers()?,
             oidc_providers: options.oidc_providers()?,
             oidc_local_fallback: options.get_bool("web-ui", "oidc-local-fallback", false)?,
+            authorization_provider: AuthorizationProvider::parse(options.get("server", "authorization-provider"))?,
+            policy: PolicyConfig::from_options(options)?,
         })
     }
 }

@@ -96,7 +96,8 @@ pub fn open_router(orchestrator: Orchestrator) -> Router {
 async fn scrape(State(scrape): State<Scrape>, headers: HeaderMap) -> Result<Response, ApiError> {
     if let Some(security) = &scrape.security {
         let caller = security.authenticate(&scrape.orchestrator, &headers).await?;
-        caller.authorize(ACCESS, None).map_err(|denied| {
+        let call = orchestrator::auth::policy::Call::new(ACCESS, None);
+        scrape.orchestrator.authorize(&caller, &call).map_err(|denied| {
             ApiError::new(
                 StatusCode::FORBIDDEN,
                 format!("{denied}; scrape with a token of client type `metrics` (docs/operations.md)"),

@@ -336,7 +336,8 @@ pub async fn session(
         Err(e) => return e.into_response(),
     };
     let access = orchestrator::auth::Access::Environment("agent.write", orchestrator::auth::Clients::AGENT);
-    if let Err(denied) = caller.authorize(access, Some(environment)) {
+    let call = orchestrator::auth::policy::Call::new(access, Some(environment));
+    if let Err(denied) = sessions.orchestrator.authorize(&caller, &call) {
         return ApiError::new(axum::http::StatusCode::FORBIDDEN, denied.0).into_response();
     }
     if let Err(e) = sessions.orchestrator.get_environment(environment, Default::default()).await {

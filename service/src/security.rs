@@ -1,7 +1,7 @@
 //! Authentication at the HTTP edge: bearer tokens for the API and the agent session, the
 //! console's session cookie, the login throttle (with the client address, trusted proxies
 //! considered) and the first admin. What a caller may do
-//! is decided by `orchestrator::auth::Principal::authorize`, not here.
+//! is decided by `orchestrator::Orchestrator::authorize`, not here.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;

@@ -26,6 +26,8 @@ pub async fn run(config: ServerConfig, console: ConsoleRouter) -> anyhow::Result
     crate::connections::raise_open_file_limit();
     std::fs::create_dir_all(&config.storage.state_dir)
         .with_context(|| format!("cannot create the state directory {}", config.storage.state_dir.display()))?;
+    // A policy that does not compile stops the start before anything else happens.
+    let authorization = authorization(&config)?;
     tracing::info!(database = %config.storage.database_display(), "opening the database");
     let orchestrator = orchestrator::Orchestrator::open(&config.storage.database_url)
         .await
@@ -37,6 +39,11 @@ pub async fn run(config: ServerConfig, console: ConsoleRouter) -> anyhow::Result
         .join_cluster(config.scheduler_lease)
         .await
         .context("cannot register this server among the others on the database")?;
+
+    if let orchestrator::auth::policy::Authorization::PolicyEngine(policy) = &authorization {
+        create_policy_roles(&orchestrator, &policy.roles).await?;
+    }
+    orchestrator.set_authorization(authorization)?;
 
     // Read the TLS files first: a wrong path fails the start before anything else happens.
     let tls = config.http.tls.as_ref().map(crate::tls::acceptor).transpose()?;
@@ -223,5 +230,30 @@ async fn serve_open_metrics(
             tracing::error!(error = %e, "the metrics listener stopped");
         }
     });
+    Ok(())
+}
+
+/// The authorization provider of `[server] authorization-provider`, its policy compiled once.
+fn authorization(config: &ServerConfig) -> anyhow::Result<orchestrator::auth::policy::Authorization> {
+    use orchestrator::auth::policy::Authorization;
+    if !config.auth.enabled || config.auth.authorization_provider == crate::config::AuthorizationProvider::Legacy {
+        return Ok(Authorization::Legacy);
+    }
+    let policy = config.auth.policy.load(&rest::endpoint_data()).context("cannot load the access policy")?;
+    tracing::info!(policy = %policy.source, "authorization by access policy (policy-engine)");
+    Ok(Authorization::PolicyEngine(Arc::new(policy)))
+}
+
+/// Creates the roles an access policy lists (its `roles`) that the database lacks, as Inmanta
+/// does at start; a role the policy no longer lists is left alone.
+async fn create_policy_roles(orchestrator: &orchestrator::Orchestrator, roles: &[String]) -> anyhow::Result<()> {
+    let existing = orchestrator.list_roles().await.context("cannot read the roles")?;
+    for role in roles.iter().filter(|role| !existing.contains(role)) {
+        match orchestrator.create_role(role).await {
+            // Another server on the same database made it meanwhile.
+            Ok(()) | Err(orchestrator::Error::Conflict(_)) => {}
+            Err(e) => return Err(e).with_context(|| format!("cannot create the role {role:?} of the access policy")),
+        }
+    }
     Ok(())
 }

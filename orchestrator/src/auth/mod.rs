@@ -1,13 +1,16 @@
 //! Who may do what: Inmanta 20.1's client types and default roles (docs/security.md).
 //!
 //! Every entry point (REST routes, console server functions, the remote agent session) declares
-//! an [`Access`] and asks [`Principal::authorize`]: this file is the one place that decides.
+//! an [`Access`] and asks [`crate::Orchestrator::authorize`], which hands the check to the
+//! configured provider ([`policy::Authorization`]): the legacy rules of [`Principal::authorize`]
+//! in this file, or an access policy for users ([`policy`]).
 //! Authentication (turning a bearer token or a console session into a [`Principal`]) lives in
 //! [`tokens`] and [`users`]; both end here.
 
 pub mod jwt;
 pub mod outside;
 pub mod password;
+pub mod policy;
 pub mod registry;
 pub mod sessions;
 pub mod throttle;
@@ -285,15 +288,11 @@ impl Principal {
                         "this endpoint is for agents and the compiler, not for users ({what})"
                     )));
                 }
-                // Nothing but changing the password, not even reading who one is or renewing the
-                // login, until the generated password is replaced.
-                if *must_change_password && !access.label().is_some_and(|l| PASSWORD_CHANGE_LABELS.contains(&l)) {
+                if *must_change_password {
                     if access == Access::Public {
                         return Ok(());
                     }
-                    return Err(Denied(format!(
-                        "user {username} must change the generated password first (PATCH /api/v2/user/{username}/password)"
-                    )));
+                    self.password_change_gate(access)?;
                 }
                 if *is_admin {
                     return Ok(());
@@ -321,6 +320,21 @@ impl Principal {
                     }
                 }
             }
+        }
+    }
+
+    /// A user who must change the generated password may do nothing but that, not even read
+    /// who they are or renew the login, whichever provider decides the rest.
+    pub fn password_change_gate(&self, access: Access) -> Result<(), Denied> {
+        match self {
+            Principal::User { username, must_change_password: true, .. }
+                if !access.label().is_some_and(|l| PASSWORD_CHANGE_LABELS.contains(&l)) =>
+            {
+                Err(Denied(format!(
+                    "user {username} must change the generated password first (PATCH /api/v2/user/{username}/password)"
+                )))
+            }
+            _ => Ok(()),
         }
     }
 

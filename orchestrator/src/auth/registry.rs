@@ -170,7 +170,7 @@ impl Orchestrator {
             .await?;
         let not_found = || Error::NotFound(format!("no token {jti} that you may see"));
         let token = to_token(row.ok_or_else(not_found)?)?;
-        if may_manage(caller, &token) { Ok(token) } else { Err(not_found()) }
+        if may_manage(self.authorization(), caller, &token) { Ok(token) } else { Err(not_found()) }
     }
 
     /// Revokes a registered token `caller` may manage: from now on every server refuses it.
@@ -226,10 +226,11 @@ impl Orchestrator {
 
 /// Who may see and revoke a registered token: admins, its creator, and for an environment
 /// token whoever may manage that environment's tokens (label `token`).
-pub fn may_manage(caller: &Principal, token: &Token) -> bool {
+pub fn may_manage(authorization: &super::policy::Authorization, caller: &Principal, token: &Token) -> bool {
     caller.is_admin()
         || (caller.name().is_some() && caller.name() == token.created_by.as_deref())
-        || token
-            .environment
-            .is_some_and(|env| caller.authorize(Access::Environment("token", Clients::API), Some(env)).is_ok())
+        || token.environment.is_some_and(|env| {
+            let call = super::policy::Call::new(Access::Environment("token", Clients::API), Some(env));
+            authorization.authorize(caller, &call).is_ok()
+        })
 }

@@ -33,6 +33,7 @@ mod migrate;
 mod module_tool;
 mod outage;
 mod outside_tokens;
+mod policy;
 mod python_api_calls;
 mod python_handlers;
 mod references;

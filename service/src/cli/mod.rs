@@ -16,6 +16,7 @@ mod export;
 mod graph;
 mod output;
 mod param;
+mod policy_engine;
 mod project;
 pub(crate) mod project_init;
 mod resource;
@@ -117,6 +118,11 @@ pub enum ClientCommand {
         #[command(subcommand)]
         command: token::TokenCommand,
     },
+    /// What access policies are evaluated against: `print-endpoint-data`, `print-default-policy`.
+    PolicyEngine {
+        #[command(subcommand)]
+        command: policy_engine::PolicyEngineCommand,
+    },
     /// Parameters of an environment.
     Param {
         #[command(flatten)]
@@ -180,6 +186,7 @@ pub async fn run(command: ClientCommand, options: &Options, verbose: u8) -> Exit
     let configured_python = options.get("compiler", "python").map(std::path::PathBuf::from);
     let result = match command {
         ClientCommand::Module { args } => return crate::module_tool::run(&args, configured_python.as_deref()),
+        ClientCommand::PolicyEngine { command } => policy_engine::run(command),
         ClientCommand::Project { command: project::ProjectCommand::Download { install }, .. } => {
             std::env::current_dir().map_err(CliError::Io).and_then(|here| {
                 crate::module_tool::download::download_project(&here, install, configured_python.as_deref())

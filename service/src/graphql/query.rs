@@ -25,8 +25,9 @@ fn parts<'a>(ctx: &'a Context<'_>) -> (&'a Orchestrator, &'a Principal) {
 }
 
 /// The one authorization decision of the REST routes, for an environment named in a query.
-fn allowed(caller: &Principal, env: Uuid) -> Result<()> {
-    caller.authorize(Access::Environment(LABEL, Clients::API), Some(env)).map_err(|denied| Error::new(denied.0))
+fn allowed(orchestrator: &Orchestrator, caller: &Principal, env: Uuid) -> Result<()> {
+    let call = orchestrator::auth::policy::Call::new(Access::Environment(LABEL, Clients::API), Some(env));
+    orchestrator.authorize(caller, &call).map_err(|denied| Error::new(denied.0))
 }
 
 /// An orchestrator failure as GraphQL error text: never the database's own words.
@@ -208,7 +209,7 @@ impl Query {
     ) -> Result<NotificationConnection> {
         let (o, caller) = parts(ctx);
         let env = filter.environment.0;
-        allowed(caller, env)?;
+        allowed(o, caller, env)?;
         let window = PageArgs { first, after, last, before }.window().map_err(Error::new)?;
         let orders: Vec<(String, String)> =
             order_by.unwrap_or_default().into_iter().map(|o| (o.key, o.order)).collect();
@@ -274,7 +275,7 @@ impl Query {
     ) -> Result<ResourceConnection> {
         let (o, caller) = parts(ctx);
         let env = filter.environment.0;
-        allowed(caller, env)?;
+        allowed(o, caller, env)?;
         let filter = resource_filter(filter)?;
         let window = PageArgs { first, after, last, before }.window().map_err(Error::new)?;
         let orders: Vec<(String, String)> =
@@ -320,7 +321,7 @@ impl Query {
         let (o, caller) = parts(ctx);
         let env = Uuid::parse_str(&environment)
             .map_err(|_| Error::new(format!("{environment:?} is not an environment id (a UUID)")))?;
-        allowed(caller, env)?;
+        allowed(o, caller, env)?;
         let s = o.composed_resource_summary(env).await.map_err(failed)?;
         Ok(ComposedResourceSummary {
             total_count: s.total as i32,

@@ -179,9 +179,8 @@ async fn set_password(
             .ok_or_else(|| ApiError::bad_request("changing your own password needs current_password as well"))?;
         state.orchestrator.set_password(&username, &change.password, Some(current)).await?;
     } else {
-        caller
-            .authorize(Access::Global("user.write", Clients::API), None)
-            .map_err(|d| ApiError::new(StatusCode::FORBIDDEN, d.0))?;
+        let call = orchestrator::auth::policy::Call::new(Access::Global("user.write", Clients::API), None);
+        state.orchestrator.authorize(&caller, &call).map_err(|d| ApiError::new(StatusCode::FORBIDDEN, d.0))?;
         state.orchestrator.set_password(&username, &change.password, None).await?;
     }
     tracing::info!(%username, by = caller.name().unwrap_or("-"), "password changed");

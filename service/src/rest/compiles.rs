@@ -65,16 +65,17 @@ async fn notify_post(
     Path(env): Path<Uuid>,
     extract::Json(body): extract::Json<NotifyChange>,
 ) -> ApiResult<Response> {
-    may_update(&caller, env, body.update)?;
+    may_update(&o, &caller, env, body.update)?;
     request(&o, env, body).await
 }
 
 /// Triggering a compile is `compiler.execute`; pulling new code first (`update`) needs more
 /// (`noc` may recompile, not update).
-fn may_update(caller: &Principal, env: Uuid, update: bool) -> ApiResult<()> {
+fn may_update(o: &Orchestrator, caller: &Principal, env: Uuid, update: bool) -> ApiResult<()> {
     if update {
         let access = Access::Environment("compiler.execute.update", Clients::API);
-        caller.authorize(access, Some(env)).map_err(|d| ApiError::new(StatusCode::FORBIDDEN, d.0))?;
+        let call = orchestrator::auth::policy::Call::new(access, Some(env));
+        o.authorize(caller, &call).map_err(|d| ApiError::new(StatusCode::FORBIDDEN, d.0))?;
     }
     Ok(())
 }
@@ -93,7 +94,7 @@ async fn notify_get(
     Path(env): Path<Uuid>,
     Query(query): Query<NotifyQuery>,
 ) -> ApiResult<Response> {
-    may_update(&caller, env, query.update.unwrap_or(true))?;
+    may_update(&o, &caller, env, query.update.unwrap_or(true))?;
     let body = NotifyChange {
         update: query.update.unwrap_or(true),
         reinstall: query.reinstall.unwrap_or(false),

@@ -322,7 +322,8 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
 type Rules = Arc<HashMap<(Method, &'static str), (Rule, BodyLimit)>>;
 
 /// The guard in front of every route: cap the body to the route's limit, authenticate, find
-/// the route's rule and the environment it is about, let [`Principal::authorize`] decide, and
+/// the route's rule and the environment it is about, let the orchestrator's provider decide
+/// (`Orchestrator::authorize`: the legacy rules or the access policy), and
 /// run the handler within the byte budget and the time limit.
 async fn guard(
     State((state, rules, limits)): State<(AppState, Rules, Limits)>,
@@ -333,12 +334,13 @@ async fn guard(
         return ApiError::new(StatusCode::NOT_FOUND, "no such endpoint").into_response();
     };
     let method = request.method().clone();
-    let rule = rules
-        .get(&(method.clone(), path.as_str()))
-        .or_else(|| (method == Method::HEAD).then(|| rules.get(&(Method::GET, path.as_str()))).flatten())
-        .copied();
+    let rule = match rules.get(&(method.clone(), path.as_str())) {
+        Some(found) => Some((method.clone(), *found)),
+        None if method == Method::HEAD => rules.get(&(Method::GET, path.as_str())).map(|found| (Method::GET, *found)),
+        None => None,
+    };
     // Fail closed: a route without a rule is a programming error, never an open door.
-    let Some((rule, body)) = rule else {
+    let Some((rule_method, (rule, body))) = rule else {
         tracing::error!(%method, %path, "route without an authorization rule");
         return ApiError::new(StatusCode::FORBIDDEN, "this endpoint has no authorization rule").into_response();
     };
@@ -353,7 +355,8 @@ async fn guard(
     request.extensions_mut().insert(limits::BodyCap { bytes: cap, limit: body });
     let work = async {
         if rule.access != Access::Public {
-            request = match authorized(&state, request, rule).await {
+            let endpoint_id = orchestrator::auth::policy::endpoint_id(rule_method.as_str(), &path);
+            request = match authorized(&state, request, rule, &endpoint_id).await {
                 Ok(request) => request,
                 Err(error) => return error.into_response(),
             };
@@ -390,7 +393,12 @@ async fn guard(
 const OUTAGE_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Authenticates the caller and checks the route's rule; the request carries the [`Caller`].
-async fn authorized(state: &AppState, mut request: Request, rule: Rule) -> Result<Request, Response> {
+async fn authorized(
+    state: &AppState,
+    mut request: Request,
+    rule: Rule,
+    endpoint_id: &str,
+) -> Result<Request, Response> {
     // A call the server makes of its own API for an in-process agent carries its caller as an
     // extension, which no request from the network can.
     let internal = request.extensions().get::<in_process_api::InternalCaller>().map(|c| c.0.clone());
@@ -405,11 +413,72 @@ async fn authorized(state: &AppState, mut request: Request, rule: Rule) -> Resul
         Ok(environment) => environment,
         Err(error) => return Err(error.into_response()),
     };
-    if let Err(denied) = principal.authorize(rule.access, environment) {
+    let parameters = match state.orchestrator.authorization().uses_policy() {
+        true => policy_parameters(&mut request, rule, environment).await,
+        false => serde_json::Map::new(),
+    };
+    let call = orchestrator::auth::policy::Call {
+        access: rule.access,
+        environment,
+        endpoint_id: Some(endpoint_id),
+        parameters,
+    };
+    if let Err(denied) = state.orchestrator.authorize(&principal, &call) {
         return Err(ApiError::new(StatusCode::FORBIDDEN, denied.0).into_response());
     }
     request.extensions_mut().insert(Caller(principal));
     Ok(request)
+}
+
+/// A call's parameters as an access policy sees them (`input.request.parameters`): its path
+/// parameters, its query parameters (a list where one is repeated) and, for an environment
+/// action, the environment under the name of the parameter that carries it (a path parameter
+/// or `X-Inmanta-tid`), written as the server parsed it. The body is not read here.
+async fn policy_parameters(
+    request: &mut Request,
+    rule: Rule,
+    environment: Option<Uuid>,
+) -> serde_json::Map<String, serde_json::Value> {
+    use serde_json::Value;
+    let mut parameters = serde_json::Map::new();
+    let query =
+        axum::extract::Query::<Vec<(String, String)>>::try_from_uri(request.uri()).map(|q| q.0).unwrap_or_default();
+    for (key, value) in query {
+        match parameters.get_mut(&key) {
+            Some(Value::Array(values)) => values.push(Value::String(value)),
+            Some(first) => *first = Value::Array(vec![first.take(), Value::String(value)]),
+            None => {
+                parameters.insert(key, Value::String(value));
+            }
+        }
+    }
+    if let Ok(params) = request.extract_parts::<axum::extract::RawPathParams>().await {
+        for (key, value) in params.iter() {
+            parameters.insert(key.to_string(), Value::String(value.to_string()));
+        }
+    }
+    if let (Some(env), Access::Environment(..)) = (environment, rule.access) {
+        let name = rule.environment_in_path.unwrap_or(api::TID_HEADER);
+        parameters.insert(name.to_string(), Value::String(env.to_string()));
+    }
+    parameters
+}
+
+/// The endpoint data of every route an access policy decides on (`data.endpoints`), with the
+/// console's checks: `inmanta policy-engine print-endpoint-data` prints it.
+pub fn endpoint_data() -> orchestrator::auth::policy::Endpoints {
+    use orchestrator::auth::policy::{EndpointData, endpoint_id, with_console_endpoints};
+    let endpoints = all_routes()
+        .table
+        .into_iter()
+        .filter(|route| route.rule.access != Access::Public)
+        .map(|route| {
+            let environment_param = route.rule.environment_in_path.unwrap_or(api::TID_HEADER);
+            let data = EndpointData::of(route.rule.access, Some(environment_param));
+            (endpoint_id(route.method.as_str(), route.path), data)
+        })
+        .collect();
+    with_console_endpoints(endpoints)
 }
 
 /// The environment an environment action is about: a path parameter or the tid header.
