@@ -53,6 +53,9 @@ ensure_build_deps
 ensure_sshd
 ensure_age
 ensure_faketime
+# server/tests/server/hardening.rs drives Chromium through the swagger page in the Rust stages,
+# long before the browser tests.
+ensure_chromium
 
 stage "format and lints"
 cargo fmt --all --check
@@ -155,7 +158,6 @@ stage "the Debian package: install, run as the service user, upgrade, remove"
 scripts/test-deb.sh --old-binary "$CARGO_TARGET_DIR/debug/inmanta" --binary "$CARGO_TARGET_DIR/release/inmanta"
 
 stage "browser tests"
-ensure_chromium
 state=$(mktemp -d)
 # The browser tests sign in as this admin, made on the database before the server starts.
 export E2E_USER=e2e E2E_PASSWORD="E2e-password-$RANDOM-x"
