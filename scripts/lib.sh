@@ -95,6 +95,14 @@ ensure_faketime() {
   fi
 }
 
+# Neovim from Debian: lsp/tests/neovim.rs drives `inmanta lsp` with its built-in LSP client.
+ensure_neovim() {
+  if [ ! -x /usr/bin/nvim ]; then
+    log "installing Neovim (Debian package neovim)"
+    apt_install neovim
+  fi
+}
+
 # Chromium (and its driver, for wasm-bindgen-test-runner) from Debian for the browser tests.
 # Playwright's own browser download is never used.
 ensure_chromium() {

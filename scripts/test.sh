@@ -56,6 +56,7 @@ ensure_faketime
 # server/tests/server/hardening.rs drives Chromium through the swagger page in the Rust stages,
 # long before the browser tests.
 ensure_chromium
+ensure_neovim
 
 stage "format and lints"
 cargo fmt --all --check
