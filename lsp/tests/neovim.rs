@@ -140,8 +140,7 @@ fn neovims_own_client_gets_diagnostics_as_it_types_navigation_and_a_rename_it_ap
     }
     let completion: Vec<&str> = seen["completion"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert!(completion.contains(&"name") && completion.contains(&"port"), "attributes after `web.`: {completion:?}");
-    let renamed: Vec<&str> =
-        seen["lines_after_rename"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    let renamed: Vec<&str> = seen["lines_after_rename"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert_eq!(renamed[2], "entity Machine:", "{renamed:?}");
     assert!(renamed.contains(&"implementation files for Machine:"), "{renamed:?}");
     assert!(renamed.contains(&"implement Machine using files"), "{renamed:?}");

@@ -33,8 +33,7 @@ async fn one_version_for_the_binary_the_api_and_the_changelog() {
     assert_eq!(status.extensions[0].version, api::VERSION);
     let changelog = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../CHANGELOG.md")).unwrap();
     // What has landed since the release stands above it, under `## Unreleased`.
-    let latest =
-        changelog.lines().find(|l| l.starts_with("## ") && *l != "## Unreleased").expect("a release heading");
+    let latest = changelog.lines().find(|l| l.starts_with("## ") && *l != "## Unreleased").expect("a release heading");
     assert!(latest.starts_with(&format!("## {} ", api::VERSION)), "CHANGELOG.md's latest release: {latest}");
 }
 
