@@ -155,6 +155,13 @@ allow if {
     input.request.parameters.id == "auto_deploy"
     input.request.parameters.value == false
 }
+
+# And read resources five at a time: the query's `limit` is a number, as the endpoint reads it.
+allow if {
+    input.request.endpoint_id == "GET /api/v2/resource"
+    input.token.sub == "carl"
+    input.request.parameters.limit == 5
+}
 "#,
     );
     let s = start_with_policy(&path).await;
@@ -172,6 +179,8 @@ allow if {
     let (status, body) =
         send_as(&s, &carl, "POST", &format!("{setting}?value=false"), Some(&env), Some(&json!({"value": true}))).await;
     assert_eq!(status, 403, "{body}");
+    assert_eq!(call_as(&s, &carl, "GET", "/api/v2/resource?limit=5", Some(&env)).await.0, 200);
+    assert_eq!(call_as(&s, &carl, "GET", "/api/v2/resource?limit=6", Some(&env)).await.0, 403);
 }
 
 /// Inmanta 20.1's own `default_policy.rego`, read from the reference install at test time.
