@@ -31,6 +31,7 @@ pub mod lenient;
 pub mod limits;
 mod notifications;
 mod parameters;
+mod policy_parameters;
 mod projects;
 mod resources;
 #[cfg(test)]
@@ -327,7 +328,8 @@ pub fn router_with(state: AppState, limits: Limits, quota: files::FileStoreQuota
         table
             .into_iter()
             .map(|r| {
-                let guarded = Guarded { rule: r.rule, body: r.body, query: Arc::new(typed_query(&r.takes)) };
+                let query = Arc::new(policy_parameters::typed_query(&r.takes));
+                let guarded = Guarded { rule: r.rule, body: r.body, query };
                 ((r.method, r.path), guarded)
             })
             .collect(),
@@ -375,43 +377,7 @@ struct Guarded {
     body: BodyLimit,
     /// The query parameters its handler reads as booleans or numbers: an access policy sees
     /// them so, as Inmanta passes a call's arguments typed.
-    query: Arc<HashMap<String, QueryKind>>,
-}
-
-#[derive(Debug, Clone, Copy)]
-enum QueryKind {
-    Boolean,
-    Integer,
-    Number,
-}
-
-impl QueryKind {
-    /// `text` as this kind, as pydantic reads it; text that is not one stays text (the
-    /// handler refuses it).
-    fn value(self, text: String) -> serde_json::Value {
-        use serde_json::Value;
-        let typed = match self {
-            QueryKind::Boolean => match text.to_ascii_lowercase().as_str() {
-                "true" | "1" | "yes" | "on" | "t" | "y" => Some(Value::Bool(true)),
-                "false" | "0" | "no" | "off" | "f" | "n" => Some(Value::Bool(false)),
-                _ => None,
-            },
-            QueryKind::Integer => text.parse::<i64>().ok().map(Value::from),
-            QueryKind::Number => text.parse::<f64>().ok().and_then(serde_json::Number::from_f64).map(Value::Number),
-        };
-        typed.unwrap_or(Value::String(text))
-    }
-}
-
-/// The typed query parameters of a route, from its handler's query type.
-fn typed_query(takes: &describe::Takes) -> HashMap<String, QueryKind> {
-    let kind = |schema: &serde_json::Value| match schema["type"].as_str() {
-        Some("boolean") => Some(QueryKind::Boolean),
-        Some("integer") => Some(QueryKind::Integer),
-        Some("number") => Some(QueryKind::Number),
-        _ => None,
-    };
-    takes.query.iter().filter_map(|(name, schema, _)| Some((name.clone(), kind(schema)?))).collect()
+    query: Arc<HashMap<String, policy_parameters::QueryKind>>,
 }
 
 /// The guard in front of every route: cap the body to the route's limit, authenticate, find
@@ -523,8 +489,8 @@ async fn authorized(
         true => {
             let cap = request.extensions().get::<limits::BodyCap>().map_or(0, |cap| cap.bytes);
             let reserved = limits.reserve(Limits::expected_body(&request, cap)).await.map_err(|e| e.into_response())?;
-            let parameters =
-                policy_parameters(&mut request, guarded, environment).await.map_err(|e| e.into_response())?;
+            let parameters = policy_parameters::read(&mut request, rule, &guarded.query, environment).await;
+            let parameters = parameters.map_err(|e| e.into_response())?;
             (parameters, Some(reserved))
         }
         false => (serde_json::Map::new(), None),
@@ -540,66 +506,6 @@ async fn authorized(
     }
     request.extensions_mut().insert(Caller(principal));
     Ok((request, reserved))
-}
-
-/// A call's parameters as an access policy sees them (`input.request.parameters`), as Inmanta
-/// passes a call's arguments: the query parameters (a list where one is repeated), the
-/// top-level fields of a JSON object body, the path parameters and, for an environment action,
-/// the environment under the name of the parameter that carries it (a path parameter or
-/// `X-Inmanta-tid`), written as the server parsed it. Where names clash the later wins, in that
-/// order, because that is the value the handler acts on (Inmanta's query parameters override
-/// the others, as its handlers read them so).
-async fn policy_parameters(
-    request: &mut Request,
-    guarded: &Guarded,
-    environment: Option<Uuid>,
-) -> Result<serde_json::Map<String, serde_json::Value>, ApiError> {
-    use serde_json::Value;
-    let body = body_fields(request).await?;
-    let mut parameters = serde_json::Map::new();
-    let pairs =
-        axum::extract::Query::<Vec<(String, String)>>::try_from_uri(request.uri()).map(|q| q.0).unwrap_or_default();
-    for (key, text) in pairs {
-        let value = match guarded.query.get(&key) {
-            Some(kind) => kind.value(text),
-            None => Value::String(text),
-        };
-        match parameters.get_mut(&key) {
-            Some(Value::Array(values)) => values.push(value),
-            Some(first) => *first = Value::Array(vec![first.take(), value]),
-            None => {
-                parameters.insert(key, value);
-            }
-        }
-    }
-    parameters.extend(body);
-    if let Ok(params) = request.extract_parts::<axum::extract::RawPathParams>().await {
-        for (key, value) in params.iter() {
-            parameters.insert(key.to_string(), Value::String(value.to_string()));
-        }
-    }
-    if let (Some(env), Access::Environment(..)) = (environment, guarded.rule.access) {
-        let name = guarded.rule.environment_in_path.unwrap_or(api::TID_HEADER);
-        parameters.insert(name.to_string(), Value::String(env.to_string()));
-    }
-    Ok(parameters)
-}
-
-/// The top-level fields of the body when it is a JSON object (none otherwise: the handler
-/// refuses what it cannot read). The body is read within the route's cap and put back for the
-/// handler.
-async fn body_fields(request: &mut Request) -> Result<serde_json::Map<String, serde_json::Value>, ApiError> {
-    let mut reading = Request::new(std::mem::take(request.body_mut()));
-    if let Some(cap) = request.extensions().get::<limits::BodyCap>().copied() {
-        reading.extensions_mut().insert(cap);
-    }
-    let bytes = extract::body_bytes(reading, &()).await?;
-    let fields = match serde_json::from_slice(&bytes) {
-        Ok(serde_json::Value::Object(fields)) => fields,
-        _ => serde_json::Map::new(),
-    };
-    *request.body_mut() = axum::body::Body::from(bytes);
-    Ok(fields)
 }
 
 /// The endpoint data of every route an access policy decides on (`data.endpoints`), with the
