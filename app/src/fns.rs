@@ -51,11 +51,20 @@ mod backend {
     }
 
     fn authorized(access: Access, env: Option<uuid::Uuid>) -> Result<Authorized, ConsoleError> {
+        authorized_call(&orchestrator::auth::policy::Call::new(access, env))
+    }
+
+    /// The entry point of a server function that requests a compile: the check the REST API's
+    /// `POST /api/v1/notify/<id>` makes.
+    pub fn authorized_compile(env: &str, update: bool) -> Result<Authorized, ConsoleError> {
+        authorized_call(&orchestrator::auth::policy::Call::compile(env_id(env)?, update))
+    }
+
+    fn authorized_call(call: &orchestrator::auth::policy::Call<'_>) -> Result<Authorized, ConsoleError> {
         let orchestrator = use_context::<orchestrator::Orchestrator>()
             .ok_or_else(|| ConsoleError::Failed("the console is not connected to an orchestrator".into()))?;
         let caller = caller().ok_or(ConsoleError::NotSignedIn)?;
-        let call = orchestrator::auth::policy::Call::new(access, env);
-        orchestrator.authorize(&caller, &call).map_err(|denied| ConsoleError::NotAllowed(denied.to_string()))?;
+        orchestrator.authorize(&caller, call).map_err(|denied| ConsoleError::NotAllowed(denied.to_string()))?;
         let schedulers = use_context::<Arc<orchestrator::scheduler::Schedulers>>();
         Ok(Authorized { orchestrator, schedulers, caller })
     }
@@ -68,7 +77,7 @@ mod backend {
     /// The entry point of a server function any signed-in user may call (what it returns is
     /// limited to the caller's own).
     pub fn authorized_signed_in() -> Result<Authorized, ConsoleError> {
-        authorized(Access::Authenticated(Clients::API), None)
+        authorized(Access::Authenticated(orchestrator::auth::policy::AUTHENTICATED_LABEL, Clients::API), None)
     }
 
     /// The entry point of a server function that is not about one environment.

@@ -1,5 +1,5 @@
 //! User management: users, the admin flag, passwords and role assignments per environment.
-//! Everyone sees the page; only admins get its data (the server functions check `user.read` and
+//! Everyone sees the page; only admins get its data (the server functions check `role-assignment.read` and
 //! the write labels).
 
 use crate::error::ConsoleError;
@@ -462,8 +462,8 @@ fn SetPasswordForm(data: UsersResource) -> impl IntoView {
 /// Every user with their roles, and what the page needs to assign roles. Only admins read users.
 #[server(prefix = "/console/fn", endpoint = "users", input = Json)]
 pub async fn users() -> Result<UsersView, ConsoleError> {
-    let s = authorized_global("user.read")?;
-    authorized_global("role-assignment.read")?;
+    // Inmanta's label of `GET /api/v2/user`, the list of users with their roles.
+    let s = authorized_global("role-assignment.read")?;
     let environments = crate::fns::list_environments().await?;
     let name_of = |id: &str| {
         environments

@@ -28,13 +28,11 @@ user_endpoint if "api" in endpoint_data.client_types
 
 ### Everyone who is signed in ###
 
-# Endpoints about the caller alone: their own user, their own tokens, the file store by hash.
-allow if {
-	user_endpoint
-	endpoint_data.auth_label == "authenticated"
-}
-
-# Server-wide reads that reveal no environment's content, and changing one's own password.
+# Server-wide endpoints every signed-in user may call: reads that reveal no environment's content,
+# changing one's own password, their own user (`user.read`), the file store by hash
+# (`file.read`, `file.write`), GraphQL (`graphql.read`; its queries are checked per environment),
+# their own tokens in the token registry (`token`) and the console's checks of a signed-in user
+# (`authenticated`).
 open_server_labels := {
 	"project.read",
 	"environment.read",
@@ -44,6 +42,12 @@ open_server_labels := {
 	"feature.read",
 	"metrics.read",
 	"user.change-password",
+	"user.read",
+	"file.read",
+	"file.write",
+	"graphql.read",
+	"token",
+	"authenticated",
 }
 
 allow if {
@@ -121,11 +125,19 @@ role_labels := {
 	"environment-expert-admin": environment_expert_admin_labels,
 }
 
+# A compile that pulls the model's source first (`update` true) needs `compiler.execute.update`
+# where the compile endpoints' label is `compiler.execute`. The server asks about such a compile
+# as `POST /api/v1/notify/<id>` with `update` true.
+needed_label := "compiler.execute.update" if {
+	endpoint_data.auth_label == "compiler.execute"
+	input.request.parameters.update == true
+} else := endpoint_data.auth_label
+
 allow if {
 	user_endpoint
 	request_environment != null
 	some role in input.token["urn:inmanta:roles"][request_environment]
-	endpoint_data.auth_label in role_labels[role]
+	needed_label in role_labels[role]
 }
 
 ### Global admins ###

@@ -28,8 +28,9 @@ pub enum Access {
     /// No credentials: health and login.
     Public,
     /// Any authenticated caller of one of these client types: calls that are not about an
-    /// environment and reveal nothing of one (own user, file store by hash).
-    Authenticated(Clients),
+    /// environment and reveal nothing of one (own user, file store by hash). The label is
+    /// Inmanta's for the endpoint, what an access policy sees; the legacy rules need none.
+    Authenticated(&'static str, Clients),
     /// An action inside one environment, allowed by a permission label.
     Environment(&'static str, Clients),
     /// A server-wide action allowed by a permission label: reads for every user, the rest for
@@ -40,8 +41,8 @@ pub enum Access {
 impl Access {
     pub fn label(self) -> Option<&'static str> {
         match self {
-            Access::Environment(label, _) | Access::Global(label, _) => Some(label),
-            Access::Public | Access::Authenticated(_) => None,
+            Access::Authenticated(label, _) | Access::Environment(label, _) | Access::Global(label, _) => Some(label),
+            Access::Public => None,
         }
     }
 
@@ -49,7 +50,7 @@ impl Access {
     pub const fn with_clients(self, clients: Clients) -> Access {
         match self {
             Access::Public => Access::Public,
-            Access::Authenticated(_) => Access::Authenticated(clients),
+            Access::Authenticated(label, _) => Access::Authenticated(label, clients),
             Access::Environment(label, _) => Access::Environment(label, clients),
             Access::Global(label, _) => Access::Global(label, clients),
         }
@@ -58,7 +59,7 @@ impl Access {
     pub fn clients(self) -> Clients {
         match self {
             Access::Public => Clients::ALL,
-            Access::Authenticated(c) | Access::Environment(_, c) | Access::Global(_, c) => c,
+            Access::Authenticated(_, c) | Access::Environment(_, c) | Access::Global(_, c) => c,
         }
     }
 
@@ -204,8 +205,11 @@ pub enum Principal {
 }
 
 /// Server-wide labels every authenticated user has: reading what is not about one environment
-/// (environment lists are filtered to what the caller may see) and changing one's own password.
-/// Reading users and role assignments is for admins.
+/// (environment lists are filtered to what the caller may see), changing one's own password,
+/// and the labels Inmanta gives the endpoints any signed-in caller may use
+/// ([`Access::Authenticated`]: their own user, the file store by hash, GraphQL, our token
+/// registry, the console's [`policy::AUTHENTICATED_LABEL`]). Reading users and role
+/// assignments is for admins.
 pub const OPEN_GLOBAL_LABELS: &[&str] = &[
     "project.read",
     "environment.read",
@@ -215,6 +219,12 @@ pub const OPEN_GLOBAL_LABELS: &[&str] = &[
     "feature.read",
     "metrics.read",
     "user.change-password",
+    "user.read",
+    "file.read",
+    "file.write",
+    "graphql.read",
+    "token",
+    policy::AUTHENTICATED_LABEL,
 ];
 
 /// Labels a user who must change their password may still use.
@@ -268,7 +278,7 @@ impl Principal {
                     )));
                 }
                 match access {
-                    Access::Public | Access::Authenticated(_) => Ok(()),
+                    Access::Public | Access::Authenticated(..) => Ok(()),
                     Access::Environment(..) => match environment {
                         Some(env) if env == *own => Ok(()),
                         Some(env) => Err(Denied(format!(
@@ -298,7 +308,7 @@ impl Principal {
                     return Ok(());
                 }
                 match access {
-                    Access::Public | Access::Authenticated(_) => Ok(()),
+                    Access::Public | Access::Authenticated(..) => Ok(()),
                     Access::Global(label, _) if OPEN_GLOBAL_LABELS.contains(&label) => Ok(()),
                     Access::Global(label, _) => {
                         Err(Denied(format!("only an admin may do this ({label}); user {username} is not an admin")))
@@ -442,7 +452,7 @@ mod tests {
         };
         assert!(admin.authorize(Access::Global("project.read", Clients::API), None).is_err());
         assert!(admin.authorize(Access::Global("user.change-password", Clients::API), None).is_ok());
-        assert!(admin.authorize(Access::Authenticated(Clients::API), None).is_err());
+        assert!(admin.authorize(Access::Authenticated("user.read", Clients::API), None).is_err());
         assert!(admin.authorize(Access::Public, None).is_ok());
         assert!(!admin.may_write_files());
     }

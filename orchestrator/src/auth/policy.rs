@@ -31,8 +31,8 @@ pub const DEFAULT_POLICY_NAME: &str = "the built-in access policy";
 /// The rule a policy must define.
 pub const ALLOW_RULE: &str = "data.policy.allow";
 
-/// Our label for endpoints any signed-in caller may use (their own user and tokens, the file
-/// store by hash): Inmanta labels these one by one, our rule table does not.
+/// Our label for the console's checks that any signed-in user passes (`console authenticated`):
+/// its server functions that return only the caller's own. REST endpoints carry Inmanta's labels.
 pub const AUTHENTICATED_LABEL: &str = "authenticated";
 
 /// The endpoint ids of checks made outside a REST route (console server functions, a GraphQL
@@ -43,7 +43,7 @@ pub fn console_endpoint_id(access: Access) -> String {
     let label = access.label().unwrap_or(AUTHENTICATED_LABEL);
     match access {
         Access::Environment(..) => format!("console {label} in environment"),
-        Access::Public | Access::Authenticated(_) | Access::Global(..) => format!("console {label}"),
+        Access::Public | Access::Authenticated(..) | Access::Global(..) => format!("console {label}"),
     }
 }
 
@@ -63,6 +63,8 @@ pub struct EndpointData {
 }
 
 impl EndpointData {
+    /// The data of an endpoint that needs `access`; it only reads when its label is a read
+    /// label (an endpoint that says otherwise sets `read_only` itself).
     pub fn of(access: Access, environment_param: Option<&str>) -> EndpointData {
         EndpointData {
             client_types: access.clients().types().iter().map(|t| t.as_str().to_string()).collect(),
@@ -70,7 +72,7 @@ impl EndpointData {
             read_only: access.is_read(),
             environment_param: match access {
                 Access::Environment(..) => environment_param.map(str::to_string),
-                Access::Public | Access::Authenticated(_) | Access::Global(..) => None,
+                Access::Public | Access::Authenticated(..) | Access::Global(..) => None,
             },
         }
     }
@@ -215,7 +217,7 @@ pub struct Call<'a> {
     /// Inmanta's endpoint id of a REST route; `None` outside one (the console, GraphQL), which
     /// then uses [`console_endpoint_id`].
     pub endpoint_id: Option<&'a str>,
-    /// The call's path and query parameters and its environment header
+    /// The call's body fields, query and path parameters and its environment
     /// (`input.request.parameters`).
     pub parameters: Map<String, Value>,
 }
@@ -225,7 +227,25 @@ impl<'a> Call<'a> {
     pub fn new(access: Access, environment: Option<Uuid>) -> Call<'a> {
         Call { access, environment, endpoint_id: None, parameters: Map::new() }
     }
+
+    /// The check of a compile request, from the REST API or the console: `compiler.execute`, or
+    /// `compiler.execute.update` when it pulls the model's source first. A policy is asked
+    /// about Inmanta's endpoint with `update` among the parameters, the argument Inmanta's
+    /// default policy decides on.
+    pub fn compile(environment: Uuid, update: bool) -> Call<'static> {
+        let label = if update { "compiler.execute.update" } else { "compiler.execute" };
+        let parameters = [("id", json!(environment.to_string())), ("update", json!(update))];
+        Call {
+            access: Access::Environment(label, super::Clients::API),
+            environment: Some(environment),
+            endpoint_id: Some(COMPILE_ENDPOINT_ID),
+            parameters: parameters.into_iter().map(|(name, value)| (name.to_string(), value)).collect(),
+        }
+    }
 }
+
+/// Inmanta's endpoint that requests a compile.
+pub const COMPILE_ENDPOINT_ID: &str = "POST /api/v1/notify/<id>";
 
 /// The authorization provider, `[server] authorization-provider`.
 #[derive(Debug, Clone, Default)]
@@ -241,6 +261,12 @@ pub enum Authorization {
 impl Authorization {
     pub fn uses_policy(&self) -> bool {
         matches!(self, Authorization::PolicyEngine(_))
+    }
+
+    /// Whether the access policy decides on this caller's calls, which then need their
+    /// parameters ([`Call::parameters`]): users' calls under a policy.
+    pub fn decides_with_policy(&self, principal: &Principal) -> bool {
+        self.uses_policy() && matches!(principal, Principal::User { .. })
     }
 
     /// The one authorization decision of every entry point.
@@ -352,10 +378,17 @@ mod tests {
     }
 
     fn accesses() -> Vec<Access> {
-        let mut all = vec![Access::Authenticated(Clients::API), Access::Authenticated(Clients::ALL)];
+        let mut all = vec![
+            Access::Authenticated("user.read", Clients::API),
+            Access::Authenticated("file.write", Clients::ALL),
+            Access::Authenticated(AUTHENTICATED_LABEL, Clients::API),
+        ];
         for label in labels() {
             for clients in [Clients::API, Clients::API_AGENT, Clients::AGENT, Clients::COMPILER] {
-                all.push(Access::Environment(label, clients));
+                // (The console's signed-in check is never about an environment.)
+                if label != AUTHENTICATED_LABEL {
+                    all.push(Access::Environment(label, clients));
+                }
                 all.push(Access::Global(label, clients));
             }
         }
@@ -418,6 +451,35 @@ mod tests {
             }
         }
         assert!(checked > 1000, "only {checked} decisions compared");
+    }
+
+    #[test]
+    fn a_compile_with_update_needs_more_than_noc_under_the_default_policy() {
+        let mut endpoints = Endpoints::new();
+        let compile = Access::Environment("compiler.execute", Clients::API);
+        endpoints.insert(COMPILE_ENDPOINT_ID.into(), EndpointData::of(compile, Some("id")));
+        let policy =
+            Authorization::PolicyEngine(Arc::new(AccessPolicy::default_policy(&with_console_endpoints(endpoints))));
+        let env = Uuid::new_v4();
+        for (role, plain, update) in [
+            ("read-only", false, false),
+            ("noc", true, false),
+            ("environment-admin", true, true),
+            ("environment-expert-admin", true, true),
+        ] {
+            let user = Principal::User {
+                username: "u".into(),
+                is_admin: false,
+                roles: [(env, vec![role.to_string()])].into(),
+                must_change_password: false,
+            };
+            for (wants_update, expected) in [(false, plain), (true, update)] {
+                let call = Call::compile(env, wants_update);
+                assert_eq!(policy.authorize(&user, &call).is_ok(), expected, "{role}, update {wants_update}");
+                let legacy = Authorization::Legacy.authorize(&user, &call).is_ok();
+                assert_eq!(legacy, expected, "{role}, update {wants_update}, legacy rules");
+            }
+        }
     }
 
     #[test]

@@ -35,10 +35,24 @@ async fn user_without_roles(s: &TestServer, name: &str) -> String {
 }
 
 async fn call_as(s: &TestServer, token: &str, method: &str, path: &str, tid: Option<&str>) -> (u16, Value) {
+    send_as(s, token, method, path, tid, None).await
+}
+
+async fn send_as(
+    s: &TestServer,
+    token: &str,
+    method: &str,
+    path: &str,
+    tid: Option<&str>,
+    body: Option<&Value>,
+) -> (u16, Value) {
     let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
     let mut request = client_with(Some(token)).request(method, format!("{}{path}", s.url));
     if let Some(tid) = tid {
         request = request.header("X-Inmanta-tid", tid);
+    }
+    if let Some(body) = body {
+        request = request.json(body);
     }
     let response = request.send().await.expect("request");
     let status = response.status().as_u16();
@@ -123,6 +137,137 @@ halting if data.endpoints[input.request.endpoint_id].auth_label == "environment.
     assert_eq!(status, 200, "{body}");
     let (status, body) = call_as(&s, &agent, "GET", "/api/v2/resource", Some(&env.to_string())).await;
     assert_eq!(status, 403, "an API-only endpoint stays closed to an agent token: {body}");
+}
+
+#[tokio::test]
+async fn a_policy_decides_on_a_field_of_the_body() {
+    let (_dir, path) = policy_file(
+        r#"package policy
+
+default allow := false
+
+allow if input.token["urn:inmanta:is_admin"] == true
+
+# Carl may turn auto_deploy off, never on: the setting is the path's `id`, the value the body's.
+allow if {
+    input.request.endpoint_id == "POST /api/v2/environment_settings/<id>"
+    input.token.sub == "carl"
+    input.request.parameters.id == "auto_deploy"
+    input.request.parameters.value == false
+}
+
+# And read resources five at a time: the query's `limit` is a number, as the endpoint reads it.
+allow if {
+    input.request.endpoint_id == "GET /api/v2/resource"
+    input.token.sub == "carl"
+    input.request.parameters.limit == 5
+}
+"#,
+    );
+    let s = start_with_policy(&path).await;
+    let env = s.new_environment("p", "e").await.to_string();
+    let carl = user_without_roles(&s, "carl").await;
+    let setting = "/api/v2/environment_settings/auto_deploy";
+    let (status, body) = send_as(&s, &carl, "POST", setting, Some(&env), Some(&json!({"value": true}))).await;
+    assert_eq!(status, 403, "{body}");
+    let (status, body) = send_as(&s, &carl, "POST", setting, Some(&env), Some(&json!({"value": false}))).await;
+    assert_eq!(status, 200, "the body's value is false: {body}");
+    let (_, answer) = s.call("GET", setting, Some(&env), None).await;
+    assert_eq!(answer["data"]["settings"]["auto_deploy"], false, "{answer}");
+    // A query parameter of the same name does not stand in for the body's field, which is the
+    // value the server sets.
+    let (status, body) =
+        send_as(&s, &carl, "POST", &format!("{setting}?value=false"), Some(&env), Some(&json!({"value": true}))).await;
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(call_as(&s, &carl, "GET", "/api/v2/resource?limit=5", Some(&env)).await.0, 200);
+    assert_eq!(call_as(&s, &carl, "GET", "/api/v2/resource?limit=6", Some(&env)).await.0, 403);
+}
+
+/// Inmanta 20.1's own `default_policy.rego`, read from the reference install at test time.
+fn inmanta_default_policy() -> Option<String> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/inmanta-reference.sh");
+    let locate = "import inmanta.protocol.auth as a, os; print(os.path.join(os.path.dirname(a.__file__), 'default_policy.rego'))";
+    let found =
+        Command::new(script).args(["python", "-c", locate]).output().map_err(|e| e.to_string()).and_then(|out| {
+            let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            match out.status.success() && std::path::Path::new(&path).is_file() {
+                true => Ok(path),
+                false => Err(String::from_utf8_lossy(&out.stderr).to_string()),
+            }
+        });
+    test_support::require("the reference install of Inmanta 20.1 (scripts/inmanta-reference.sh install)", found)
+}
+
+/// With Inmanta's own default policy as the policy file, each of Inmanta's default roles gets
+/// what that policy grants it on Inmanta (read from its rules: the label sets per role, the
+/// read-only server-wide endpoints for everyone, noc's compile without `update`).
+#[tokio::test]
+async fn inmanta_s_default_policy_grants_its_roles_what_it_grants_on_inmanta() {
+    let Some(path) = inmanta_default_policy() else { return };
+    let s = start_with_policy(&path).await;
+    let env = s.new_environment("p", "e").await.to_string();
+    const ROLES: [&str; 5] = ["read-only", "noc", "operator", "environment-admin", "environment-expert-admin"];
+    let mut users = vec![("nobody", user_without_roles(&s, "nobody").await)];
+    for role in ROLES {
+        let name = format!("user-{role}");
+        let token = user_without_roles(&s, &name).await;
+        let assign = json!({"environment": env, "role": role});
+        let (status, body) = s.call("POST", &format!("/api/v2/role_assignment/{name}"), None, Some(assign)).await;
+        assert_eq!(status, 200, "{body}");
+        users.push((role, token));
+    }
+    let everyone: &[&str] =
+        &["nobody", "read-only", "noc", "operator", "environment-admin", "environment-expert-admin"];
+    let readers: &[&str] = &ROLES;
+    let noc_and_admins: &[&str] = &["noc", "environment-admin", "environment-expert-admin"];
+    let admins: &[&str] = &["environment-admin", "environment-expert-admin"];
+    let experts: &[&str] = &["environment-expert-admin"];
+    let no_one: &[&str] = &[];
+    let missing = uuid::Uuid::new_v4();
+    let notify = format!("/api/v1/notify/{env}");
+    // (method, path, body, the roles allowed)
+    let calls: Vec<(&str, String, Option<Value>, &[&str])> = vec![
+        ("GET", "/api/v2/resource".into(), None, readers),
+        ("GET", "/api/v2/agents".into(), None, readers),
+        ("GET", "/api/v2/environment_settings".into(), None, readers),
+        // Read-only server-wide endpoints are open to every signed-in user, users' list included.
+        ("GET", "/api/v2/project".into(), None, everyone),
+        ("GET", "/api/v2/user".into(), None, everyone),
+        ("GET", "/api/v2/current_user".into(), None, everyone),
+        ("GET", "/api/v2/role".into(), None, everyone),
+        // Reading tokens is `token`: expert admins only, although it only reads.
+        ("GET", "/api/v2/environment_auth".into(), None, experts),
+        ("PATCH", format!("/api/v2/notification/{missing}"), Some(json!({"read": true})), noc_and_admins),
+        ("POST", "/api/v2/environment_settings/auto_deploy".into(), Some(json!({"value": false})), admins),
+        // No role writes parameters in Inmanta's default policy.
+        ("PUT", "/api/v2/parameters/p1".into(), Some(json!({"value": "v", "source": "user"})), no_one),
+        ("POST", "/api/v2/role".into(), Some(json!({"name": "newrole"})), no_one),
+        // noc compiles without `update` only; `update` is true when not given.
+        ("POST", notify.clone(), Some(json!({"update": false})), noc_and_admins),
+        ("POST", notify.clone(), Some(json!({})), admins),
+        ("GET", format!("{notify}?update=false"), None, noc_and_admins),
+        ("GET", notify.clone(), None, admins),
+        ("DELETE", format!("/api/v2/environment_auth/{missing}"), None, experts),
+    ];
+    let mut failures = Vec::new();
+    for (method, path, body, allowed) in &calls {
+        for (who, token) in &users {
+            let (status, answer) = send_as(&s, token, method, path, Some(&env), body.as_ref()).await;
+            let expected = allowed.contains(who);
+            if (status == 403) == expected {
+                failures.push(format!(
+                    "{who}: {method} {path} -> {status} {answer} (expected {})",
+                    if expected { "allowed" } else { "403" }
+                ));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} decisions differ from Inmanta's default policy:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 /// Starts `inmanta server` with `env` and waits for it to exit; its exit status and stderr.

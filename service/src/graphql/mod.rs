@@ -42,9 +42,9 @@ pub fn schema() -> InmantaSchema {
 /// Every authenticated caller may ask; each query then checks the caller's role in the
 /// environment it names, and `environments` lists only those the caller may see.
 pub fn router() -> Routes {
-    Routes::new().post("/api/v2/graphql", authenticated(), execute).get(
+    Routes::new().post("/api/v2/graphql", authenticated("graphql.read"), execute).get(
         "/api/v2/graphql/schema",
-        authenticated(),
+        authenticated("graphql.read"),
         schema_document,
     )
 }

@@ -16,7 +16,7 @@ pub fn router() -> Routes {
     Routes::new()
         .get("/api/v2/agents", env("agent.read"), list)
         .post("/api/v2/agent/{name}/{action}", env("agent.pause-resume"), one)
-        .post("/api/v2/agents/{action}", env("agent.pause-resume"), all)
+        .post("/api/v2/agents/{action}", env("environment.halt-resume"), all)
         .get("/api/v1/agent", env("agent.read"), v1_list)
 }
 

@@ -20,13 +20,14 @@ use super::{AppState, Caller, Routes, authenticated, data, done, env, global, pu
 
 pub fn router() -> Routes {
     let tokens = env("token");
+    let registry = authenticated("token");
     Routes::new()
         .post("/api/v2/login", public(), login)
-        .post("/api/v2/login/renew", authenticated(), renew)
+        .post("/api/v2/login/renew", authenticated("user.read"), renew)
         .body(BodyLimit::Small)
         .post("/api/v2/logout", public(), logout)
-        .get("/api/v2/current_user", authenticated(), current_user)
-        .get("/api/v2/user", global("user.read"), list_users)
+        .get("/api/v2/current_user", authenticated("user.read"), current_user)
+        .get("/api/v2/user", global("role-assignment.read"), list_users)
         .post("/api/v2/user", global("user.write"), add_user)
         .delete("/api/v2/user/{username}", global("user.write"), delete_user)
         .patch("/api/v2/user/{username}/password", global("user.change-password"), set_password)
@@ -40,13 +41,13 @@ pub fn router() -> Routes {
         .delete("/api/v2/role_assignment/{username}", global("role-assignment.write"), unassign_role)
         .post("/api/v1/environment_auth", tokens.clients(Clients::API_COMPILER), create_token_v1)
         .post("/api/v2/environment_auth", tokens.clients(Clients::API_COMPILER), create_token_v2)
-        .get("/api/v2/environment_auth", tokens, list_tokens)
+        .get("/api/v2/environment_auth", tokens.reads(), list_tokens)
         .delete("/api/v2/environment_auth/{jti}", tokens, revoke_token)
         // The whole registry (our addition: Inmanta 20.1 lists environment tokens only); who
         // sees which token is decided by the orchestrator (`auth::registry::may_manage`).
-        .get("/api/v2/token", authenticated(), list_registry)
-        .get("/api/v2/token/{jti}", authenticated(), show_registered)
-        .delete("/api/v2/token/{jti}", authenticated(), revoke_registered)
+        .get("/api/v2/token", registry.reads(), list_registry)
+        .get("/api/v2/token/{jti}", registry.reads(), show_registered)
+        .delete("/api/v2/token/{jti}", registry, revoke_registered)
 }
 
 /// Logs a user in: a bearer token in the answer and a fresh console session cookie. Failures

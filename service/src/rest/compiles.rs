@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::error::{ApiError, ApiResult};
 use super::extract::{self, Paging, Path, Query, Tid};
 use super::{Caller, Routes, data, env, paged};
-use orchestrator::auth::{Access, Clients, Principal};
+use orchestrator::auth::Principal;
 
 pub fn router() -> Routes {
     let in_path = |label| env(label).environment_in_path("id");
@@ -70,11 +70,11 @@ async fn notify_post(
 }
 
 /// Triggering a compile is `compiler.execute`; pulling new code first (`update`) needs more
-/// (`noc` may recompile, not update).
+/// (`noc` may recompile, not update): a second check, which an access policy sees as a call of
+/// `POST /api/v1/notify/<id>` with `update` true (Inmanta's argument defaults to true).
 fn may_update(o: &Orchestrator, caller: &Principal, env: Uuid, update: bool) -> ApiResult<()> {
     if update {
-        let access = Access::Environment("compiler.execute.update", Clients::API);
-        let call = orchestrator::auth::policy::Call::new(access, Some(env));
+        let call = orchestrator::auth::policy::Call::compile(env, true);
         o.authorize(caller, &call).map_err(|d| ApiError::new(StatusCode::FORBIDDEN, d.0))?;
     }
     Ok(())

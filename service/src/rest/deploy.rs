@@ -18,7 +18,7 @@ pub fn router() -> Routes {
     Routes::new()
         .post("/api/v1/deploy", env("deploy"), deploy)
         .post("/api/v2/deploy_filtered", env("deploy"), deploy_filtered)
-        .get("/api/v2/scheduler_status", env("agent.read"), status)
+        .get("/api/v2/scheduler_status", env("status.read"), status)
 }
 
 /// `push_incremental_deploy` deploys what is dirty; `push_full_deploy` (the default) repairs.

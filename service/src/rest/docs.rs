@@ -180,7 +180,7 @@ fn operation(route: &RouteRule, limits: &Limits) -> Value {
 fn summary(route: &RouteRule) -> String {
     let who = match route.rule.access {
         Access::Public => "anyone".to_string(),
-        Access::Authenticated(_) => "any logged-in caller".to_string(),
+        Access::Authenticated(..) => "any logged-in caller".to_string(),
         Access::Global(label, _) => format!("server-wide permission {label}"),
         Access::Environment(label, _) => format!("environment permission {label}"),
     };

@@ -23,7 +23,7 @@ pub fn router() -> Routes {
         .post("/api/v2/dryrun/{version}", env("dryrun.write"), trigger)
         .post("/api/v2/dryrun_filtered", env("dryrun.write"), trigger_filtered)
         .get("/api/v2/dryrun/{version}", env("dryrun.read"), list)
-        .get("/api/v2/dryrun/{version}/{id}", env("dryrun.read"), report)
+        .get("/api/v2/dryrun/{version}/{report_id}", env("dryrun.read"), report)
         .get("/api/v1/dryrun", env("dryrun.read"), v1_list)
         .post("/api/v1/dryrun/{id}", env("dryrun.write"), v1_request)
         .get("/api/v1/dryrun/{id}", env("dryrun.read"), v1_report)

@@ -17,7 +17,7 @@ use super::{Caller, Routes, data, done, empty, env, global};
 pub fn router() -> Routes {
     let in_path = |label| env(label).environment_in_path("id");
     Routes::new()
-        .put("/api/v1/environment", global("environment.create"), v1_create)
+        .put("/api/v1/environment", global("environment.create").environment_in_body("environment_id"), v1_create)
         .get("/api/v1/environment", global("environment.read"), v1_list)
         .get("/api/v1/environment/{id}", in_path("environment.read"), v1_get)
         .post("/api/v1/environment/{id}", in_path("environment.modify"), v1_modify)

@@ -22,24 +22,8 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
     type Rejection = ApiError;
 
     async fn from_request(mut req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let cap = req.extensions().get::<super::limits::BodyCap>().copied();
         let path_arguments = path_arguments(&mut req).await;
-        let bytes = axum::body::Bytes::from_request(req, state).await.map_err(|e| {
-            let status = e.status();
-            if let Some(stalled) = crate::connections::body_timed_out(&e) {
-                ApiError::new(StatusCode::REQUEST_TIMEOUT, format!("{stalled}; send the body without pauses"))
-            } else if status == StatusCode::PAYLOAD_TOO_LARGE {
-                match cap {
-                    Some(cap) => super::limits::too_large(cap.bytes, cap.limit),
-                    None => ApiError::new(
-                        status,
-                        "request body too large: raise [server] max-request-body-size to allow it",
-                    ),
-                }
-            } else {
-                ApiError::new(status, format!("could not read the request body: {e}"))
-            }
-        })?;
+        let bytes = body_bytes(req, state).await?;
         let bytes = if bytes.iter().all(u8::is_ascii_whitespace) { &b"{}"[..] } else { &bytes[..] };
         refuse_nul(bytes)?;
         serde_json::from_slice(bytes).map(Json).or_else(|strict| {
@@ -52,6 +36,26 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
                 })
         })
     }
+}
+
+/// The whole body of `req`, within the route's cap ([`super::limits::BodyCap`]).
+pub async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<axum::body::Bytes, ApiError> {
+    let cap = req.extensions().get::<super::limits::BodyCap>().copied();
+    axum::body::Bytes::from_request(req, state).await.map_err(|e| {
+        let status = e.status();
+        if let Some(stalled) = crate::connections::body_timed_out(&e) {
+            ApiError::new(StatusCode::REQUEST_TIMEOUT, format!("{stalled}; send the body without pauses"))
+        } else if status == StatusCode::PAYLOAD_TOO_LARGE {
+            match cap {
+                Some(cap) => super::limits::too_large(cap.bytes, cap.limit),
+                None => {
+                    ApiError::new(status, "request body too large: raise [server] max-request-body-size to allow it")
+                }
+            }
+        } else {
+            ApiError::new(status, format!("could not read the request body: {e}"))
+        }
+    })
 }
 
 /// No string of a body, key or value, holds a NUL (`\u0000`): PostgreSQL refuses them in text

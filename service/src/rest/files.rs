@@ -19,16 +19,17 @@ use orchestrator::auth::Clients;
 pub fn router() -> Routes {
     // The file store is content addressed and shared by all environments: knowing a hash is
     // what grants reading it.
-    let anyone = authenticated().clients(Clients::ALL);
+    let read = authenticated("file.read").clients(Clients::ALL);
+    let write = authenticated("file.write").clients(Clients::ALL);
     Routes::new()
-        .post("/api/v1/file", anyone, stat_files)
+        .post("/api/v1/file", read, stat_files)
         .body(BodyLimit::Large)
-        .put("/api/v1/file/{id}", anyone, upload)
+        .put("/api/v1/file/{id}", write, upload)
         .body(BodyLimit::Large)
-        .get("/api/v1/file/{id}", anyone, get_file)
-        .head("/api/v1/file/{id}", anyone, stat_file)
-        .put("/api/v2/files", anyone, upload_batch)
-        .post("/api/v1/filediff", authenticated(), diff)
+        .get("/api/v1/file/{id}", read, get_file)
+        .head("/api/v1/file/{id}", read, stat_file)
+        .put("/api/v2/files", write, upload_batch)
+        .post("/api/v1/filediff", authenticated("file.read"), diff)
 }
 
 #[derive(Deserialize)]

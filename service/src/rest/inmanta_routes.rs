@@ -22,13 +22,13 @@ const FEWER_CLIENTS: &str = "### Routes we serve to fewer client types";
 /// A route as both sides name it: the method and the path with its parameters' names erased
 /// (Inmanta writes `<id>`, axum `{id}`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct RouteKey {
+pub(super) struct RouteKey {
     method: String,
     path: String,
 }
 
 impl RouteKey {
-    fn new(method: &str, path: &str) -> RouteKey {
+    pub(super) fn new(method: &str, path: &str) -> RouteKey {
         let mut erased = String::with_capacity(path.len());
         let mut in_param = false;
         for c in path.chars() {

@@ -24,11 +24,14 @@ pub mod extract;
 pub mod files;
 pub mod in_process_api;
 #[cfg(test)]
+mod inmanta_endpoint_data;
+#[cfg(test)]
 mod inmanta_routes;
 pub mod lenient;
 pub mod limits;
 mod notifications;
 mod parameters;
+mod policy_parameters;
 mod projects;
 mod resources;
 #[cfg(test)]
@@ -74,6 +77,12 @@ pub struct AppState {
 pub struct Rule {
     pub access: Access,
     pub environment_in_path: Option<&'static str>,
+    /// Set where Inmanta calls an endpoint read-only although its label is no read label
+    /// (the endpoint data's `read_only`); `None`: what the label says.
+    read_only: Option<bool>,
+    /// The body's field that names the environment a server-wide call creates: the endpoint
+    /// data's `environment_param`, as Inmanta's; the legacy rules judge the call server-wide.
+    environment_in_body: Option<&'static str>,
 }
 
 impl Rule {
@@ -86,26 +95,57 @@ impl Rule {
     pub const fn environment_in_path(self, name: &'static str) -> Rule {
         Rule { environment_in_path: Some(name), ..self }
     }
+
+    /// The environment the call creates is the body's field `name` (for an access policy).
+    pub const fn environment_in_body(self, name: &'static str) -> Rule {
+        Rule { environment_in_body: Some(name), ..self }
+    }
+
+    /// Only reads, whatever its label (Inmanta's `read_only=True` on a `token` endpoint).
+    pub const fn reads(self) -> Rule {
+        Rule { read_only: Some(true), ..self }
+    }
+
+    /// Whether the route only reads, as the endpoint data says.
+    pub fn read_only(self) -> bool {
+        self.read_only.unwrap_or_else(|| self.access.is_read())
+    }
 }
 
 /// No credentials needed.
 pub const fn public() -> Rule {
-    Rule { access: Access::Public, environment_in_path: None }
+    Rule { access: Access::Public, environment_in_path: None, read_only: None, environment_in_body: None }
 }
 
-/// Any logged-in user or token.
-pub const fn authenticated() -> Rule {
-    Rule { access: Access::Authenticated(Clients::API), environment_in_path: None }
+/// Any logged-in user or token; `label` is Inmanta's for the endpoint (one of
+/// [`orchestrator::auth::OPEN_GLOBAL_LABELS`], so that the built-in policy lets everyone in too).
+pub const fn authenticated(label: &'static str) -> Rule {
+    Rule {
+        access: Access::Authenticated(label, Clients::API),
+        environment_in_path: None,
+        read_only: None,
+        environment_in_body: None,
+    }
 }
 
 /// An action in the environment of the `X-Inmanta-tid` header, allowed by `label`.
 pub const fn env(label: &'static str) -> Rule {
-    Rule { access: Access::Environment(label, Clients::API), environment_in_path: None }
+    Rule {
+        access: Access::Environment(label, Clients::API),
+        environment_in_path: None,
+        read_only: None,
+        environment_in_body: None,
+    }
 }
 
 /// A server-wide action allowed by `label`.
 pub const fn global(label: &'static str) -> Rule {
-    Rule { access: Access::Global(label, Clients::API), environment_in_path: None }
+    Rule {
+        access: Access::Global(label, Clients::API),
+        environment_in_path: None,
+        read_only: None,
+        environment_in_body: None,
+    }
 }
 
 /// One row of the rule table.
@@ -284,7 +324,16 @@ pub fn router_with(state: AppState, limits: Limits, quota: files::FileStoreQuota
     let Routes { router, table } = all_routes();
     let max_body_bytes = limits.max_body;
     let api_docs = docs::ApiDocs(Arc::new(docs::openapi(&table, &limits)));
-    let rules: Rules = Arc::new(table.into_iter().map(|r| ((r.method, r.path), (r.rule, r.body))).collect());
+    let rules: Rules = Arc::new(
+        table
+            .into_iter()
+            .map(|r| {
+                let query = Arc::new(policy_parameters::typed_query(&r.takes));
+                let guarded = Guarded { rule: r.rule, body: r.body, query };
+                ((r.method, r.path), guarded)
+            })
+            .collect(),
+    );
     let sessions = crate::sessions::layer(
         state.orchestrator.clone(),
         state.security.authenticator.login_expire,
@@ -319,7 +368,17 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
     }
 }
 
-type Rules = Arc<HashMap<(Method, &'static str), (Rule, BodyLimit)>>;
+type Rules = Arc<HashMap<(Method, &'static str), Guarded>>;
+
+/// What the guard knows of a route.
+#[derive(Clone)]
+struct Guarded {
+    rule: Rule,
+    body: BodyLimit,
+    /// The query parameters its handler reads as booleans or numbers: an access policy sees
+    /// them so, as Inmanta passes a call's arguments typed.
+    query: Arc<HashMap<String, policy_parameters::QueryKind>>,
+}
 
 /// The guard in front of every route: cap the body to the route's limit, authenticate, find
 /// the route's rule and the environment it is about, let the orchestrator's provider decide
@@ -335,15 +394,18 @@ async fn guard(
     };
     let method = request.method().clone();
     let rule = match rules.get(&(method.clone(), path.as_str())) {
-        Some(found) => Some((method.clone(), *found)),
-        None if method == Method::HEAD => rules.get(&(Method::GET, path.as_str())).map(|found| (Method::GET, *found)),
+        Some(found) => Some((method.clone(), found.clone())),
+        None if method == Method::HEAD => {
+            rules.get(&(Method::GET, path.as_str())).map(|found| (Method::GET, found.clone()))
+        }
         None => None,
     };
     // Fail closed: a route without a rule is a programming error, never an open door.
-    let Some((rule_method, (rule, body))) = rule else {
+    let Some((rule_method, guarded)) = rule else {
         tracing::error!(%method, %path, "route without an authorization rule");
         return ApiError::new(StatusCode::FORBIDDEN, "this endpoint has no authorization rule").into_response();
     };
+    let (rule, body) = (guarded.rule, guarded.body);
     // No name, id or value holds a NUL: refused here for every path and query parameter.
     if request.uri().to_string().to_ascii_lowercase().contains("%00") {
         return ApiError::bad_request("Invalid request: the URL may not contain NUL characters (%00)").into_response();
@@ -354,17 +416,21 @@ async fn guard(
     };
     request.extensions_mut().insert(limits::BodyCap { bytes: cap, limit: body });
     let work = async {
+        // The room of a body the access policy read is taken already.
+        let mut reserved = None;
         if rule.access != Access::Public {
             let endpoint_id = orchestrator::auth::policy::endpoint_id(rule_method.as_str(), &path);
-            request = match authorized(&state, request, rule, &endpoint_id).await {
-                Ok(request) => request,
+            (request, reserved) = match authorized(&state, request, &guarded, &endpoint_id, &limits).await {
+                Ok(authorized) => authorized,
                 Err(error) => return error.into_response(),
             };
         }
-        let expected = Limits::expected_body(&request, cap);
-        let _permit = match limits.reserve(expected).await {
-            Ok(permit) => permit,
-            Err(error) => return error.into_response(),
+        let _permit = match reserved {
+            Some(permit) => permit,
+            None => match limits.reserve(Limits::expected_body(&request, cap)).await {
+                Ok(permit) => permit,
+                Err(error) => return error.into_response(),
+            },
         };
         next.run(request).await
     };
@@ -392,13 +458,19 @@ async fn guard(
 /// (docs/performance.md) instead of when the database is back.
 const OUTAGE_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// Room in the byte budget for a body ([`Limits::reserve`]).
+type Reservation = Option<tokio::sync::OwnedSemaphorePermit>;
+
 /// Authenticates the caller and checks the route's rule; the request carries the [`Caller`].
+/// When the access policy reads the body, the body's room in the byte budget comes back too.
 async fn authorized(
     state: &AppState,
     mut request: Request,
-    rule: Rule,
+    guarded: &Guarded,
     endpoint_id: &str,
-) -> Result<Request, Response> {
+    limits: &Limits,
+) -> Result<(Request, Option<Reservation>), Response> {
+    let rule = guarded.rule;
     // A call the server makes of its own API for an in-process agent carries its caller as an
     // extension, which no request from the network can.
     let internal = request.extensions().get::<in_process_api::InternalCaller>().map(|c| c.0.clone());
@@ -413,9 +485,15 @@ async fn authorized(
         Ok(environment) => environment,
         Err(error) => return Err(error.into_response()),
     };
-    let parameters = match state.orchestrator.authorization().uses_policy() {
-        true => policy_parameters(&mut request, rule, environment).await,
-        false => serde_json::Map::new(),
+    let (parameters, reserved) = match state.orchestrator.authorization().decides_with_policy(&principal) {
+        true => {
+            let cap = request.extensions().get::<limits::BodyCap>().map_or(0, |cap| cap.bytes);
+            let reserved = limits.reserve(Limits::expected_body(&request, cap)).await.map_err(|e| e.into_response())?;
+            let parameters = policy_parameters::read(&mut request, rule, &guarded.query, environment).await;
+            let parameters = parameters.map_err(|e| e.into_response())?;
+            (parameters, Some(reserved))
+        }
+        false => (serde_json::Map::new(), None),
     };
     let call = orchestrator::auth::policy::Call {
         access: rule.access,
@@ -427,41 +505,7 @@ async fn authorized(
         return Err(ApiError::new(StatusCode::FORBIDDEN, denied.0).into_response());
     }
     request.extensions_mut().insert(Caller(principal));
-    Ok(request)
-}
-
-/// A call's parameters as an access policy sees them (`input.request.parameters`): its path
-/// parameters, its query parameters (a list where one is repeated) and, for an environment
-/// action, the environment under the name of the parameter that carries it (a path parameter
-/// or `X-Inmanta-tid`), written as the server parsed it. The body is not read here.
-async fn policy_parameters(
-    request: &mut Request,
-    rule: Rule,
-    environment: Option<Uuid>,
-) -> serde_json::Map<String, serde_json::Value> {
-    use serde_json::Value;
-    let mut parameters = serde_json::Map::new();
-    let query =
-        axum::extract::Query::<Vec<(String, String)>>::try_from_uri(request.uri()).map(|q| q.0).unwrap_or_default();
-    for (key, value) in query {
-        match parameters.get_mut(&key) {
-            Some(Value::Array(values)) => values.push(Value::String(value)),
-            Some(first) => *first = Value::Array(vec![first.take(), Value::String(value)]),
-            None => {
-                parameters.insert(key, Value::String(value));
-            }
-        }
-    }
-    if let Ok(params) = request.extract_parts::<axum::extract::RawPathParams>().await {
-        for (key, value) in params.iter() {
-            parameters.insert(key.to_string(), Value::String(value.to_string()));
-        }
-    }
-    if let (Some(env), Access::Environment(..)) = (environment, rule.access) {
-        let name = rule.environment_in_path.unwrap_or(api::TID_HEADER);
-        parameters.insert(name.to_string(), Value::String(env.to_string()));
-    }
-    parameters
+    Ok((request, reserved))
 }
 
 /// The endpoint data of every route an access policy decides on (`data.endpoints`), with the
@@ -474,7 +518,11 @@ pub fn endpoint_data() -> orchestrator::auth::policy::Endpoints {
         .filter(|route| route.rule.access != Access::Public)
         .map(|route| {
             let environment_param = route.rule.environment_in_path.unwrap_or(api::TID_HEADER);
-            let data = EndpointData::of(route.rule.access, Some(environment_param));
+            let mut data = EndpointData::of(route.rule.access, Some(environment_param));
+            data.read_only = route.rule.read_only();
+            if let Some(field) = route.rule.environment_in_body {
+                data.environment_param = Some(field.to_string());
+            }
             (endpoint_id(route.method.as_str(), route.path), data)
         })
         .collect();

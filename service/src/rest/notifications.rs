@@ -13,8 +13,8 @@ use super::{Routes, data, env, paged};
 pub fn router() -> Routes {
     Routes::new()
         .get("/api/v2/notification", env("notification.read"), list)
-        .get("/api/v2/notification/{id}", env("notification.read"), one)
-        .patch("/api/v2/notification/{id}", env("notification.write"), update)
+        .get("/api/v2/notification/{notification_id}", env("notification.read"), one)
+        .patch("/api/v2/notification/{notification_id}", env("notification.write"), update)
 }
 
 async fn list(State(o): State<Orchestrator>, Tid(env): Tid, Paging(req): Paging) -> ApiResult<Response> {

@@ -22,9 +22,9 @@ use orchestrator::auth::Clients;
 pub fn router() -> Routes {
     let everyone = |label| env(label).clients(Clients::ALL);
     Routes::new()
-        .get("/api/v1/parameter/{name}", everyone("parameter.read"), v1_get)
-        .put("/api/v1/parameter/{name}", everyone("parameter.write"), v1_set)
-        .delete("/api/v1/parameter/{name}", everyone("parameter.write"), v1_delete)
+        .get("/api/v1/parameter/{id}", everyone("parameter.read"), v1_get)
+        .put("/api/v1/parameter/{id}", everyone("parameter.write"), v1_set)
+        .delete("/api/v1/parameter/{id}", everyone("parameter.write"), v1_delete)
         .post("/api/v1/parameter", env("parameter.read").clients(Clients::API_COMPILER), v1_list)
         .put("/api/v1/parameters", everyone("parameter.write"), v1_set_many)
         .body(BodyLimit::Large)

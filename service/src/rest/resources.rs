@@ -31,7 +31,7 @@ pub fn router() -> Routes {
         .get("/api/v2/resource/{rid}/facts", env("fact.read").clients(Clients::API_AGENT), facts)
         .get("/api/v2/resource/{rid}/facts/{id}", env("fact.read").clients(Clients::API_AGENT), fact)
         .get("/api/v2/resource_actions", read, actions)
-        .get("/api/v1/resource/{rvid}", read.clients(Clients::API_AGENT), v1_resource)
+        .get("/api/v1/resource/{id}", read.clients(Clients::API_AGENT), v1_resource)
 }
 
 type Pairs = Vec<(String, String)>;

@@ -133,7 +133,7 @@ fn concrete_path(route: &RouteRule, env: Uuid) -> String {
         path.push('/');
         match segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
             Some(name) if route.rule.environment_in_path == Some(name) => path.push_str(&env.to_string()),
-            Some("version" | "from" | "to") => path.push('1'),
+            Some("version" | "from_version" | "to_version") => path.push('1'),
             Some("action") => path.push_str("pause"),
             Some("rid" | "rvid") => path.push_str(&api::url::encode("std::testing::NullResource[a,name=x]")),
             Some("username") => path.push_str("nobody"),
@@ -211,7 +211,7 @@ async fn every_route_checks_its_callers() {
             let api_may_call = route.rule.access.clients().contains(api::auth::ClientType::Api);
             let expected_allowed = api_may_call
                 && match route.rule.access {
-                    Access::Public | Access::Authenticated(_) => true,
+                    Access::Public | Access::Authenticated(..) => true,
                     Access::Environment(label, _) => is_read_label(label) || writes.contains(label),
                     Access::Global(label, _) => OPEN_GLOBAL_LABELS.contains(&label),
                 };
@@ -225,7 +225,7 @@ async fn every_route_checks_its_callers() {
             }
             // The read-only role never changes anything in an environment or on the server.
             if *role == "read-only" && !route.rule.access.is_read() && !denied(status) {
-                let open = matches!(route.rule.access, Access::Authenticated(_) | Access::Public)
+                let open = matches!(route.rule.access, Access::Authenticated(..) | Access::Public)
                     || route.rule.access.label().is_some_and(|l| OPEN_GLOBAL_LABELS.contains(&l));
                 if !open {
                     failures.push(format!("read-only changed something: {} {}", route.method, route.path));

@@ -19,13 +19,13 @@ pub fn router() -> Routes {
     let agents_too = |label| env(label).clients(Clients::API_AGENT);
     Routes::new()
         .get("/api/v1/environment_settings", read, v1_list)
-        .get("/api/v1/environment_settings/{name}", agents_too("environment.setting.read"), v1_get)
-        .post("/api/v1/environment_settings/{name}", write, set::<V1>)
-        .delete("/api/v1/environment_settings/{name}", agents_too("environment.setting.write"), delete::<V1>)
+        .get("/api/v1/environment_settings/{id}", agents_too("environment.setting.read"), v1_get)
+        .post("/api/v1/environment_settings/{id}", write, set::<V1>)
+        .delete("/api/v1/environment_settings/{id}", agents_too("environment.setting.write"), delete::<V1>)
         .get("/api/v2/environment_settings", read, v2_list)
-        .get("/api/v2/environment_settings/{name}", agents_too("environment.setting.read"), v2_get)
-        .post("/api/v2/environment_settings/{name}", write, set::<V2>)
-        .delete("/api/v2/environment_settings/{name}", agents_too("environment.setting.write"), delete::<V2>)
+        .get("/api/v2/environment_settings/{id}", agents_too("environment.setting.read"), v2_get)
+        .post("/api/v2/environment_settings/{id}", write, set::<V2>)
+        .delete("/api/v2/environment_settings/{id}", agents_too("environment.setting.write"), delete::<V2>)
         .post(
             "/api/v2/protected_environment_settings",
             env("environment.setting.write").clients(Clients::COMPILER),

@@ -32,9 +32,9 @@ pub fn router() -> Routes {
         .delete("/api/v1/version/{id}", write, v1_delete)
         .get("/api/v2/desiredstate", read, v2_list)
         .post("/api/v2/desiredstate/{version}/promote", write, promote)
-        .get("/api/v2/desiredstate/{version}", read, version_resources)
-        .get("/api/v2/desiredstate/{version}/resource/{rid}", read, version_resource)
-        .get("/api/v2/desiredstate/diff/{from}/{to}", read, diff)
+        .get("/api/v2/desiredstate/{version}", env("resource.read"), version_resources)
+        .get("/api/v2/desiredstate/{version}/resource/{rid}", env("resource.read"), version_resource)
+        .get("/api/v2/desiredstate/diff/{from_version}/{to_version}", read, diff)
 }
 
 async fn reserve(State(o): State<Orchestrator>, Tid(env): Tid) -> ApiResult<Response> {

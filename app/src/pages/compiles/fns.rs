@@ -53,7 +53,7 @@ pub async fn server_compile_enabled(env: String) -> Result<bool, ConsoleError> {
 /// posted as a plain form (no wasm).
 #[server(prefix = "/console/fn", endpoint = "recompile")]
 pub async fn recompile(env: String, update: bool) -> Result<String, ConsoleError> {
-    let s = authorized_for(if update { "compiler.execute.update" } else { "compiler.execute" }, &env)?;
+    let s = crate::fns::authorized_compile(&env, update)?;
     let id = env_id(&env)?;
     if !server_compile(&s.orchestrator, id).await? {
         return Err(ConsoleError::refused(
