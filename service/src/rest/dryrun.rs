@@ -162,7 +162,22 @@ async fn v1_request(
     Path(version): Path<i64>,
 ) -> ApiResult<Response> {
     let id = schedulers.dry_run(env, version).await?;
-    Ok(Json(json!({"dryrun": v1_form(&o, env, id).await?})).into_response())
+    // Inmanta answers with the dry run as it was created: what the server decided alone (agent
+    // down, undefined) and every other resource still to do. The in-process agents may have
+    // reported some already; those are left to the report, as on Inmanta.
+    let mut dryrun = v1_form(&o, env, id).await?;
+    let mut reported = 0;
+    if let Some(resources) = dryrun["resources"].as_object_mut() {
+        resources.retain(|_, entry| {
+            let decided_by_the_server = entry.get("diff_status").is_some();
+            reported += usize::from(!decided_by_the_server);
+            decided_by_the_server
+        });
+    }
+    if let Some(todo) = dryrun["todo"].as_u64() {
+        dryrun["todo"] = json!(todo + reported as u64);
+    }
+    Ok(Json(json!({"dryrun": dryrun})).into_response())
 }
 
 #[derive(Deserialize)]
