@@ -3,9 +3,12 @@
 //! changes as the user types them (through the buffer, not hand-written notifications) and
 //! applies the server's rename edit to its buffer; a Lua script records what the editor saw.
 
+mod client;
+
 use std::path::Path;
 use std::process::Command;
 
+use client::project;
 use serde_json::Value;
 
 /// Lines 0..: an entity with a doc string, a relation, an implementation, a use of each.
@@ -86,14 +89,6 @@ end)
 if not ok then results.failure = tostring(failure) end
 done()
 "#;
-
-fn project(main: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::write(dir.path().join("project.yml"), "name: demo\nmodulepath: libs\ndownloadpath: libs\n")
-        .expect("write");
-    std::fs::write(dir.path().join("main.cf"), main).expect("write");
-    dir
-}
 
 /// Neovim's session on `root`'s main.cf; what its script recorded.
 fn edit_in_neovim(nvim: &Path, root: &Path) -> Value {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use client::{Client, at, file_uri};
+use client::{Client, at, file_uri, project};
 use serde_json::{Value, json};
 
 const MAIN: &str = r#"import fs
@@ -31,14 +31,6 @@ implement Host using files
 web = Host(name="web", port=80)
 copy = web.name
 "#;
-
-fn project(main: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::write(dir.path().join("project.yml"), "name: demo\nmodulepath: libs\ndownloadpath: libs\n")
-        .expect("write");
-    std::fs::write(dir.path().join("main.cf"), main).expect("write");
-    dir
-}
 
 fn server(root: &Path, cache: &Path) -> Client {
     let mut command = Command::new(env!("CARGO_BIN_EXE_inmanta-lsp"));

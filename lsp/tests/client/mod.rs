@@ -184,3 +184,12 @@ fn diagnostics(m: &Value) -> &[Value] {
 pub fn at(path: &Path, line: u32, character: u32) -> Value {
     json!({"textDocument": {"uri": file_uri(path)}, "position": {"line": line, "character": character}})
 }
+
+/// A project of one `main.cf` holding `main`, modules under `libs`, in a new temporary directory.
+pub fn project(main: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("project.yml"), "name: demo\nmodulepath: libs\ndownloadpath: libs\n")
+        .expect("write");
+    std::fs::write(dir.path().join("main.cf"), main).expect("write");
+    dir
+}
